@@ -1,0 +1,58 @@
+{
+  "targets": [
+    {
+      "target_name": "metal_cap_shim",
+      "conditions": [
+        ["OS=='mac'", {
+          "sources": [
+            "src-native/addon.mm",
+            "src-native/capabilities.mm",
+            "src-native/host_darwin.mm",
+            "src-native/swizzle.mm",
+            "src-native/profile.mm",
+            "src-native/patch.mm"
+          ],
+          "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+          "defines": ["NAPI_VERSION=8"],
+          "xcode_settings": {
+            "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
+            "CLANG_CXX_LIBRARY": "libc++",
+            "MACOSX_DEPLOYMENT_TARGET": "11.0",
+            "CLANG_ENABLE_OBJC_ARC": "NO",
+            "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
+            "ARCHS": ["arm64"],
+            "OTHER_CFLAGS": ["-arch", "x86_64", "-fobjc-exceptions"],
+            "OTHER_LDFLAGS": ["-arch", "x86_64", "-framework", "Metal", "-framework", "Foundation"]
+          }
+        }]
+      ]
+    },
+    {
+      "target_name": "metal_cap_shim_inject",
+      "conditions": [
+        ["OS=='mac'", {
+          "type": "shared_library",
+          "product_prefix": "lib",
+          "sources": [
+            "src-native/inject.mm",
+            "src-native/swizzle.mm",
+            "src-native/profile.mm",
+            "src-native/patch.mm"
+          ],
+          "xcode_settings": {
+            "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
+            "CLANG_CXX_LIBRARY": "libc++",
+            "MACOSX_DEPLOYMENT_TARGET": "11.0",
+            "CLANG_ENABLE_OBJC_ARC": "NO",
+            "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
+            "ARCHS": ["arm64"],
+            "OTHER_CFLAGS": ["-arch", "arm64e", "-arch", "x86_64", "-fobjc-exceptions"],
+            "OTHER_LDFLAGS": ["-arch", "arm64e", "-arch", "x86_64", "-framework", "Metal", "-framework", "Foundation", "-lobjc"]
+          }
+        }, {
+          "type": "none"
+        }]
+      ]
+    }
+  ]
+}

@@ -1,0 +1,343 @@
+import type { NativeBinding, NativeSelectorPatch } from '../types/binding.js';
+import { NativeError, RefusedError, UnsupportedPlatformError } from './errors.js';
+import { familyNameOf, type FamilyName } from './families.js';
+import { loadNative } from './native.js';
+import { checkOptions } from './options.js';
+import { checkSimulatedSnapshot } from './probe.js';
+import {
+  APPLE_GPU_THREADGROUP_MEMORY,
+  DEFAULT_PROFILE,
+  diffAnswers,
+  encodeNativeProfile,
+  isRaise,
+  predictPatchedDevice,
+  resolveProfile,
+  type AnswerChange,
+  type Profile,
+  type ProfileInput,
+} from './profiles.js';
+import { hostOf, reportFromNative } from './report.js';
+import type { CapabilityReport, DeviceReport, HostInfo, UnsupportedReason } from './types.js';
+
+/** Options for applyProfile(). */
+export interface ApplyOptions {
+  /** Allow raising answers on a host that is not a virtual machine. */
+  force?: boolean;
+  /** Count every intercepted query (see status({ trace: true })). Off: the hot path does no counting. */
+  trace?: boolean;
+  /** Throw instead of returning `applied: false` when nothing can be patched. */
+  strict?: boolean;
+}
+
+/** Why applyProfile() did not apply. */
+export type ApplyFailureReason = UnsupportedReason | 'verification-failed';
+
+/** A warning about a profile or the process it is applied in; `code` is stable. */
+export interface ApplyWarning {
+  code:
+    | 'advertises-metal3'
+    | 'threadgroup-memory-above-hardware'
+    | 'not-paravirtual'
+    | 'consumer-already-loaded'
+    | 'no-change';
+  message: string;
+}
+
+/** A device class the engine hooked, with how each selector was reached. */
+export interface PatchedClass {
+  className: string;
+  selectors: NativeSelectorPatch[];
+}
+
+/** One answer that does not match what the profile says. */
+export interface Mismatch {
+  device: number;
+  className: string;
+  field: string;
+  expected: boolean | number | null;
+  actual: boolean | number | null;
+}
+
+/** Checking the live answers of freshly obtained devices against the expected ones. */
+export interface Verification {
+  ok: boolean;
+  /** Answers compared (families and sizes, over every device). */
+  checked: number;
+  mismatches: Mismatch[];
+}
+
+/** The outcome of applyProfile(). */
+export interface ApplyResult {
+  applied: boolean;
+  /** Set when `applied` is false. */
+  reason: ApplyFailureReason | null;
+  detail: string | null;
+  /** The validated, normalised profile. */
+  profile: Profile;
+  patchedClasses: PatchedClass[];
+  /** Every device as it answered just before this call (stock, or the previous profile). */
+  before: CapabilityReport | null;
+  /** Every device, freshly obtained, as it answers now. */
+  after: CapabilityReport | null;
+  /** Each answer that differs between `before` and `after`. */
+  changed: AnswerChange[];
+  warnings: ApplyWarning[];
+  verification: Verification | null;
+}
+
+/** A hooked (class, selector). */
+export interface HookRef {
+  className: string;
+  selector: string;
+}
+
+/** The outcome of restore(). */
+export interface RestoreResult {
+  /** True when at least one hook was taken out. */
+  restored: boolean;
+  reason: UnsupportedReason | null;
+  restoredHooks: HookRef[];
+  /** Hooks another library replaced after us: left in place so theirs keeps working. */
+  conflicts: HookRef[];
+  /** A fresh probe compared with the one taken before the first apply; null if nothing was ever applied. */
+  verification: Verification | null;
+}
+
+/** One row of the trace: a hooked selector (and family), how often it was asked and what it answered. */
+export interface TraceEntry {
+  selector: string;
+  /** The family asked, by name where known, else its MTLGPUFamily value; null for the size queries. */
+  family: FamilyName | number | null;
+  calls: number;
+  stock: boolean | number;
+  given: boolean | number;
+}
+
+/** The engine's state in this process, shared by the ESM and CJS entry points. */
+export interface Status {
+  supported: boolean;
+  active: boolean;
+  profile: Profile | null;
+  patchedClasses: string[];
+  hooks: (HookRef & { mode: 'replaced' | 'added'; ours: boolean })[];
+  tracing: boolean;
+  /** With `status({ trace: true })`: the trace rows. */
+  trace: TraceEntry[] | null;
+}
+
+function verify(expected: DeviceReport[], actual: DeviceReport[]): Verification {
+  const mismatches = diffAnswers(expected, actual).map((c) => ({
+    device: c.device,
+    className: c.className,
+    field: c.field,
+    expected: c.from,
+    actual: c.to,
+  }));
+  const perDevice = Object.keys(expected[0]?.families ?? {}).length + 2;
+  return { ok: mismatches.length === 0 && expected.length === actual.length, checked: perDevice * actual.length, mismatches };
+}
+
+function isParavirtual(device: DeviceReport): boolean {
+  return /paravirt/i.test(device.className) || /paravirtual/i.test(device.name);
+}
+
+/**
+ * Warnings for applying `profile` to devices answering `stock`, given the changes it makes and the Metal consumers
+ * already loaded in the process.
+ */
+export function profileWarnings(
+  profile: Profile,
+  stock: DeviceReport[],
+  changes: AnswerChange[],
+  loadedConsumers: string[],
+): ApplyWarning[] {
+  const warnings: ApplyWarning[] = [];
+  if (changes.some((c) => c.field === 'families.metal3' && c.to === true)) {
+    warnings.push({
+      code: 'advertises-metal3',
+      message:
+        'the profile advertises Metal3: MLX then creates residency sets, which the paravirtual device cannot ("Unable to construct residency set")',
+    });
+  }
+  if ((profile.maxThreadgroupMemoryLength ?? 0) > APPLE_GPU_THREADGROUP_MEMORY) {
+    warnings.push({
+      code: 'threadgroup-memory-above-hardware',
+      message: `threadgroup memory ${profile.maxThreadgroupMemoryLength} bytes is above ${APPLE_GPU_THREADGROUP_MEMORY}, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)`,
+    });
+  }
+  for (const device of stock) {
+    if (!isParavirtual(device) && changes.some((c) => c.device === device.index && isRaise(c))) {
+      warnings.push({
+        code: 'not-paravirtual',
+        message: `device ${device.index} (${device.name}, ${device.className}) is not the paravirtual device; raising its answers claims features its GPU may not have`,
+      });
+    }
+  }
+  for (const symbol of loadedConsumers) {
+    warnings.push({
+      code: 'consumer-already-loaded',
+      message: `${symbol} is already loaded in this process: if that engine has initialised Metal, it cached the old answers; apply before the first getLlama() / backend load`,
+    });
+  }
+  if (changes.length === 0) {
+    warnings.push({ code: 'no-change', message: 'the profile changes no answer on this device' });
+  }
+  return warnings;
+}
+
+/**
+ * Why raising answers must be refused on this host (it is not known to be a virtual machine and `force` is off), or
+ * null when it may go ahead. Masking (no answer raised) is allowed anywhere.
+ */
+export function refusalFor(host: HostInfo, changes: AnswerChange[], force: boolean): string | null {
+  if (force || host.isVirtualMachine === true || !changes.some(isRaise)) return null;
+  const where =
+    host.isVirtualMachine === false ? 'this host is not a virtual machine' : 'this host could not be identified as a virtual machine';
+  return `refusing to raise Metal answers: ${where} (hw.model ${host.model ?? 'unknown'}), so the GPU really is what it reports. Pass { force: true } (CLI: --force) to do it anyway; masking profiles such as mask-apple5 need no force.`;
+}
+
+function notApplied(
+  profile: Profile,
+  reason: ApplyFailureReason,
+  detail: string,
+  strict: boolean,
+  extra: Partial<ApplyResult> = {},
+): ApplyResult {
+  if (strict) {
+    if (reason === 'unsupported-platform') throw new UnsupportedPlatformError(detail);
+    throw new NativeError(reason === 'verification-failed' ? 'ERR_VERIFICATION_FAILED' : 'ERR_NO_DEVICE', detail);
+  }
+  return {
+    applied: false,
+    reason,
+    detail,
+    profile,
+    patchedClasses: [],
+    before: null,
+    after: null,
+    changed: [],
+    warnings: [],
+    verification: null,
+    ...extra,
+  };
+}
+
+/**
+ * Patches every Metal device class in this process to answer as the profile says, then verifies the answers on
+ * freshly obtained devices. Call it before any engine initialises Metal (for node-llama-cpp: before the first
+ * getLlama()). Applying another profile swaps it in place. Throws InvalidProfileError, InvalidOptionsError or
+ * RefusedError before touching anything.
+ */
+export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: ApplyOptions): ApplyResult {
+  const { force = false, trace = false, strict = false } = checkOptions<ApplyOptions>('applyProfile', options, {
+    force: 'boolean',
+    trace: 'boolean',
+    strict: 'boolean',
+  });
+  const normalized = resolveProfile(profile);
+  const native = loadNative();
+  if (native.binding === null) return notApplied(normalized, native.reason, native.detail, strict);
+  const binding = native.binding;
+  checkSimulatedSnapshot(binding);
+
+  const stock = reportFromNative(binding.probe(true, true));
+  if (!stock.supported) return notApplied(normalized, 'no-device', stock.detail ?? 'no Metal device', strict);
+  const expected = stock.devices.map((d) => predictPatchedDevice(d, normalized));
+  const changesFromStock = diffAnswers(stock.devices, expected);
+  const refusal = refusalFor(hostOf(stock), changesFromStock, force);
+  if (refusal !== null) throw new RefusedError(refusal);
+  const warnings = profileWarnings(normalized, stock.devices, changesFromStock, binding.loadedConsumers());
+  binding.baseline(JSON.stringify(stock));
+  const previous = binding.status().profileJson;
+  const before = reportFromNative(binding.probe(true, false));
+
+  const json = JSON.stringify(normalized);
+  const result = binding.apply(encodeNativeProfile(normalized, { trace }), json);
+  if (!result.ok) {
+    if (result.code === 'ERR_NO_DEVICE') return notApplied(normalized, 'no-device', result.message ?? 'no device', strict);
+    // The engine installs all hooks or none, so nothing is left half-patched here.
+    throw new NativeError(result.code ?? 'ERR_HOOK_FAILED', `${result.message ?? 'hooking failed'}; nothing was changed`);
+  }
+  const after = reportFromNative(binding.probe(true, false));
+  const verification = verify(expected, after.devices);
+  if (!verification.ok) {
+    // Fail closed: put the process back as it was (the previous profile, or stock).
+    binding.restore();
+    if (previous !== null) binding.apply(encodeNativeProfile(JSON.parse(previous) as Profile), previous);
+    const first = verification.mismatches[0];
+    const detail = first
+      ? `device ${first.device} (${first.className}) answered ${first.field}=${String(first.actual)}, expected ${String(first.expected)}; the patch was taken out`
+      : 'the device list changed while patching; the patch was taken out';
+    return notApplied(normalized, 'verification-failed', detail, strict, { before, verification, warnings });
+  }
+  return {
+    applied: true,
+    reason: null,
+    detail: null,
+    profile: normalized,
+    patchedClasses: result.classes ?? [],
+    before,
+    after,
+    changed: diffAnswers(before.devices, after.devices),
+    warnings,
+    verification,
+  };
+}
+
+/**
+ * Takes every hook out (only where the implementation is still ours; a hook someone installed on top is reported as a
+ * conflict and left working), then checks that a fresh probe equals the one taken before the first apply.
+ */
+export function restore(): RestoreResult {
+  const native = loadNative();
+  if (native.binding === null) {
+    return { restored: false, reason: native.reason, restoredHooks: [], conflicts: [], verification: null };
+  }
+  const binding = native.binding;
+  const outcome = binding.restore();
+  const baselineJson = binding.baseline();
+  let verification: Verification | null = null;
+  if (baselineJson !== null) {
+    const baseline = JSON.parse(baselineJson) as CapabilityReport;
+    verification = verify(baseline.devices, reportFromNative(binding.probe(true, false)).devices);
+  }
+  return {
+    restored: outcome.restored.length > 0,
+    reason: null,
+    restoredHooks: outcome.restored,
+    conflicts: outcome.conflicts,
+    verification,
+  };
+}
+
+function traceEntries(binding: NativeBinding): TraceEntry[] {
+  return binding.trace().rows.map((row) => {
+    const isFamily = row.selector === 'supportsFamily:';
+    return {
+      selector: row.selector,
+      family: row.family === null ? null : (familyNameOf(row.family) ?? row.family),
+      calls: row.calls,
+      stock: isFamily ? row.stock !== 0 : row.stock,
+      given: isFamily ? row.given !== 0 : row.given,
+    };
+  });
+}
+
+/** The engine's state: active profile, hooked classes and, with `{ trace: true }`, the trace. */
+export function status(options?: { trace?: boolean }): Status {
+  const { trace = false } = checkOptions<{ trace?: boolean }>('status', options, { trace: 'boolean' });
+  const native = loadNative();
+  if (native.binding === null) {
+    return { supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null };
+  }
+  const s = native.binding.status();
+  return {
+    supported: true,
+    active: s.active,
+    profile: s.profileJson === null ? null : (JSON.parse(s.profileJson) as Profile),
+    patchedClasses: [...new Set(s.hooks.map((h) => h.className))],
+    hooks: s.hooks,
+    tracing: s.trace,
+    trace: trace ? traceEntries(native.binding) : null,
+  };
+}

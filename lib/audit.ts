@@ -1,0 +1,224 @@
+import { applyProfile, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from './apply.js';
+import { InvalidOptionsError, MetalCapShimError, UnsupportedPlatformError } from './errors.js';
+import { ENGINES, predictGates, type EnvMap, type Engine, type GatePrediction, type LlamaCppRuleSet } from './gates.js';
+import { loadNative } from './native.js';
+import { checkOptions } from './options.js';
+import { checkSimulatedSnapshot } from './probe.js';
+import {
+  DEFAULT_PROFILE,
+  diffAnswers,
+  predictPatchedDevice,
+  resolveProfile,
+  type AnswerChange,
+  type Profile,
+  type ProfileInput,
+} from './profiles.js';
+import { hostOf, reportFromNative } from './report.js';
+import { loadSnapshot, reportFromSnapshot } from './snapshots.js';
+import type { CapabilityReport, DeviceReport, HostInfo } from './types.js';
+
+/** Options for audit(). */
+export interface AuditOptions {
+  /** Profile to audit; default cua-release. */
+  profile?: ProfileInput;
+  /** Audit a recorded snapshot offline (any OS) instead of this process's devices. */
+  snapshot?: string;
+  /** Engines to predict for; default both. */
+  engines?: Engine[];
+  /** llama.cpp rule generation; default current. */
+  rules?: LlamaCppRuleSet;
+  /** Allow raising on a host that is not a VM (live mode applies the profile). */
+  force?: boolean;
+  /** Environment the engines would see; default process.env. */
+  env?: EnvMap;
+}
+
+/** One engine value that differs between stock and patched. */
+export interface GateFlip {
+  flag: string;
+  from: boolean | number | null;
+  to: boolean | number | null;
+}
+
+/** An engine's predicted init flags before and after the profile. */
+export interface EngineComparison {
+  engine: Engine;
+  before: GatePrediction;
+  after: GatePrediction;
+  flipped: GateFlip[];
+}
+
+/** One device, stock vs patched. */
+export interface DeviceAudit {
+  index: number;
+  isDefault: boolean;
+  name: string;
+  className: string;
+  stock: DeviceReport;
+  patched: DeviceReport;
+  changes: AnswerChange[];
+  engines: EngineComparison[];
+}
+
+/** The outcome of audit(): what a profile changes, what engines will do, and whether it is safe to apply. */
+export interface AuditResult {
+  schema: 'metal-cap-shim/audit@1';
+  /** `offline`: computed from a snapshot; `live`: applied in this process, verified and restored. */
+  mode: 'offline' | 'live';
+  snapshot: string | null;
+  profile: Profile;
+  host: HostInfo | null;
+  devices: DeviceAudit[];
+  warnings: ApplyWarning[];
+  /** Live mode: the patched answers checked on fresh devices, and the restore checked against stock. */
+  verification: { apply: Verification | null; restore: Verification | null } | null;
+  /** True when applying would be refused (raising on a host that is not a VM, without force). */
+  refused: boolean;
+  verdict: { ok: boolean; summary: string };
+}
+
+/** Flattens a prediction into flag → value, for comparing two predictions. */
+export function gateValues(p: GatePrediction): Record<string, boolean | number | null> {
+  if (p.engine === 'mlx') {
+    return {
+      residencySets: p.residencySets.value,
+      architectureGeneration: p.architectureGeneration.value,
+      allocatorLimitBytes: p.allocatorLimitBytes.value,
+    };
+  }
+  return Object.fromEntries(Object.entries(p.flags).map(([k, v]) => [k, (v as { value: boolean }).value]));
+}
+
+function compareEngines(
+  stock: DeviceReport,
+  patched: DeviceReport,
+  host: HostInfo | null,
+  engines: Engine[],
+  rules: LlamaCppRuleSet,
+  env: EnvMap,
+): EngineComparison[] {
+  return engines.map((engine) => {
+    const opts = { host, env, ...(engine === 'llama.cpp' ? { rules } : {}) };
+    const before = predictGates(stock, engine, opts);
+    const after = predictGates(patched, engine, opts);
+    const a = gateValues(before);
+    const b = gateValues(after);
+    const flipped = Object.keys(b)
+      .filter((k) => a[k] !== b[k])
+      .map((flag) => ({ flag, from: a[flag] ?? null, to: b[flag] ?? null }));
+    return { engine, before, after, flipped };
+  });
+}
+
+function summarize(result: Omit<AuditResult, 'verdict'>): { ok: boolean; summary: string } {
+  const name = result.profile.name ?? 'custom profile';
+  if (result.refused) {
+    return { ok: false, summary: `refused: ${name} raises answers on a host that is not a VM (use --force to audit it applied anyway)` };
+  }
+  const v = result.verification;
+  if (v && ((v.apply && !v.apply.ok) || (v.restore && !v.restore.ok))) {
+    return { ok: false, summary: `${name} did not verify: the device does not answer as the profile says` };
+  }
+  const main = result.devices.find((d) => d.isDefault) ?? result.devices[0];
+  const llama = main?.engines.find((e) => e.engine === 'llama.cpp');
+  const turnedOn = llama?.flipped.filter((f) => f.to === true).map((f) => f.flag) ?? [];
+  const turnedOff = llama?.flipped.filter((f) => f.to === false).map((f) => f.flag) ?? [];
+  const parts = [`${name} on ${main?.name ?? 'no device'}: ${main?.changes.length ?? 0} answers change`];
+  if (llama) {
+    if (turnedOn.length) parts.push(`llama.cpp turns on ${turnedOn.join(', ')}`);
+    if (turnedOff.length) parts.push(`llama.cpp turns off ${turnedOff.join(', ')}`);
+    if (!turnedOn.length && !turnedOff.length) parts.push('llama.cpp gates unchanged');
+  }
+  if (result.mode === 'live') parts.push('verified and restored');
+  if (result.warnings.length) parts.push(`${result.warnings.length} warning${result.warnings.length === 1 ? '' : 's'}`);
+  return { ok: true, summary: parts.join('; ') };
+}
+
+function build(
+  mode: AuditResult['mode'],
+  stock: CapabilityReport,
+  patchedDevices: DeviceReport[],
+  profile: Profile,
+  opts: { engines: Engine[]; rules: LlamaCppRuleSet; env: EnvMap; force: boolean; consumers: string[] },
+  verification: AuditResult['verification'],
+): AuditResult {
+  const expected = stock.devices.map((d) => predictPatchedDevice(d, profile));
+  const allChanges = diffAnswers(stock.devices, expected);
+  const devices = stock.devices.map((d, i) => {
+    const patched = patchedDevices[i] ?? expected[i]!;
+    return {
+      index: d.index,
+      isDefault: d.isDefault,
+      name: d.name,
+      className: d.className,
+      stock: d,
+      patched,
+      changes: diffAnswers([d], [patched]),
+      engines: compareEngines(d, patched, stock.host, opts.engines, opts.rules, opts.env),
+    };
+  });
+  const partial = {
+    schema: 'metal-cap-shim/audit@1' as const,
+    mode,
+    snapshot: stock.snapshot,
+    profile,
+    host: stock.host,
+    devices,
+    warnings: profileWarnings(profile, stock.devices, allChanges, opts.consumers),
+    verification,
+    refused: refusalFor(hostOf(stock), allChanges, opts.force) !== null,
+  };
+  return { ...partial, verdict: summarize(partial) };
+}
+
+/**
+ * Compares stock answers with a profile's, device by device, with the engine flags each produces. With `snapshot`
+ * it is computed offline on any OS. Without, it applies the profile in this process, verifies, and restores.
+ */
+export function audit(options?: AuditOptions): AuditResult {
+  const o = checkOptions<AuditOptions>('audit', options, {
+    profile: 'any',
+    snapshot: 'string',
+    engines: 'any',
+    rules: 'string',
+    force: 'boolean',
+    env: 'object',
+  });
+  const profile = resolveProfile(o.profile ?? DEFAULT_PROFILE);
+  const engines = o.engines ?? [...ENGINES];
+  if (!Array.isArray(engines) || engines.some((e) => !(ENGINES as readonly unknown[]).includes(e))) {
+    throw new InvalidOptionsError('engines', `audit() option 'engines' must be an array of ${ENGINES.join(', ')}`);
+  }
+  if (o.rules !== undefined && o.rules !== 'current' && o.rules !== 'legacy') {
+    throw new InvalidOptionsError('rules', `audit() option 'rules' must be 'current' or 'legacy'`);
+  }
+  const settings = { engines, rules: o.rules ?? 'current', env: o.env ?? process.env, force: o.force ?? false };
+  if (o.snapshot !== undefined) {
+    const stock = reportFromSnapshot(loadSnapshot(o.snapshot), { allDevices: true });
+    return build('offline', stock, [], profile, { ...settings, consumers: [] }, null);
+  }
+  const native = loadNative();
+  if (native.binding === null) {
+    throw new UnsupportedPlatformError(
+      `${native.detail}. Audit a recorded snapshot instead: metal-cap-shim audit --snapshot vz-guest-m1-ultra-tahoe-stock`,
+    );
+  }
+  checkSimulatedSnapshot(native.binding);
+  if (status().active) {
+    throw new MetalCapShimError('ERR_PROFILE_ACTIVE', 'a profile is already applied in this process: call restore() first, or audit a snapshot');
+  }
+  const stock = reportFromNative(native.binding.probe(true, true));
+  if (!stock.supported) throw new UnsupportedPlatformError(stock.detail ?? 'no Metal device');
+  const consumers = native.binding.loadedConsumers();
+  const expected = stock.devices.map((d) => predictPatchedDevice(d, profile));
+  if (refusalFor(hostOf(stock), diffAnswers(stock.devices, expected), settings.force) !== null) {
+    return build('live', stock, [], profile, { ...settings, consumers }, null);
+  }
+  const applied = applyProfile(profile, { force: settings.force });
+  const restored = restore();
+  const patched = applied.after?.devices ?? [];
+  return build('live', stock, patched, profile, { ...settings, consumers }, {
+    apply: applied.verification,
+    restore: restored.verification,
+  });
+}

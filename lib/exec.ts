@@ -1,0 +1,197 @@
+import { spawn } from 'node:child_process';
+import { accessSync, closeSync, constants, existsSync, openSync, readSync } from 'node:fs';
+import path from 'node:path';
+import { profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
+import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from './errors.js';
+import { loadNative, packageRoot } from './native.js';
+import { checkSimulatedSnapshot } from './probe.js';
+import { diffAnswers, encodeNativeProfile, predictPatchedDevice, type Profile } from './profiles.js';
+import { hostOf, reportFromNative } from './report.js';
+
+/** Environment variables the injector reads (src-native/inject.mm). */
+export const INJECT_ENV = {
+  profile: 'METAL_CAP_SHIM_PROFILE_NATIVE',
+  statusFd: 'METAL_CAP_SHIM_STATUS_FD',
+  traceFile: 'METAL_CAP_SHIM_TRACE_FILE',
+} as const;
+
+/** Where macOS System Integrity Protection strips DYLD_* variables from the programs it protects. */
+export const SIP_PROTECTED_DIRS = ['/System/', '/usr/bin/', '/bin/', '/sbin/', '/usr/sbin/', '/usr/libexec/'];
+
+/** The injector library for this platform, or null when there is none. */
+export function injectorPath(): string | null {
+  const root = packageRoot();
+  const candidates =
+    process.platform === 'darwin'
+      ? [
+          path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.dylib'),
+          path.join(root, 'prebuilds', 'darwin-x64+arm64', 'libmetal_cap_shim_inject.dylib'),
+        ]
+      : [path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so')];
+  if (process.env.PREBUILDS_ONLY) candidates.splice(0, process.platform === 'darwin' ? 1 : 0);
+  return candidates.find((c) => existsSync(c)) ?? null;
+}
+
+/** Resolves a command the way execvp would: a path as given, else the first executable match on PATH. */
+export function resolveCommand(command: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  const isExecutable = (file: string) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes('/')) return isExecutable(command) ? path.resolve(command) : null;
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const file = path.join(dir, command);
+    if (isExecutable(file)) return file;
+  }
+  return null;
+}
+
+function shebangInterpreter(file: string): string | null {
+  try {
+    const fd = openSync(file, 'r');
+    const buf = Buffer.alloc(256);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    closeSync(fd);
+    const text = buf.subarray(0, n).toString('latin1');
+    if (!text.startsWith('#!')) return null;
+    return text.slice(2).split('\n')[0]!.trim().split(/\s+/)[0] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Why DYLD_INSERT_LIBRARIES would not reach the program on macOS (a SIP-protected binary, or a script run by one),
+ * or null when nothing is known to stop it.
+ */
+export function injectionBlocker(resolved: string): string | null {
+  if (process.platform !== 'darwin') return null;
+  const isProtected = (p: string) => SIP_PROTECTED_DIRS.some((d) => p.startsWith(d));
+  if (isProtected(resolved)) {
+    return `${resolved} is protected by System Integrity Protection: macOS removes DYLD_INSERT_LIBRARIES from it (and from what it starts), so it would run unpatched. Run the real program directly, not through ${path.basename(resolved)}.`;
+  }
+  const interpreter = shebangInterpreter(resolved);
+  if (interpreter && isProtected(interpreter)) {
+    return `${resolved} is a script run by ${interpreter}, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`;
+  }
+  return null;
+}
+
+/** What exec() needs. */
+export interface ExecOptions {
+  profile: Profile;
+  command: string;
+  args: string[];
+  traceFile?: string;
+  force?: boolean;
+  /** Run even when injection is known not to work (a notice is still printed). */
+  allowUnpatched?: boolean;
+  /** Where the CLI's own notices go (never the child's streams). */
+  notice?: (line: string) => void;
+}
+
+/** How the child ended and what the injector reported. */
+export interface ExecOutcome {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  injectorLoaded: boolean;
+  patchedClasses: string[];
+  injectorErrors: string[];
+  warnings: ApplyWarning[];
+}
+
+/**
+ * Checks, before running anything, that the injector exists, the profile may be applied on this host, and
+ * injection can reach the program. Throws typed errors: UnsupportedPlatformError, RefusedError.
+ */
+export function prepareExec(options: ExecOptions): { injector: string; resolved: string; warnings: ApplyWarning[] } {
+  const injector = injectorPath();
+  if (injector === null) {
+    throw new UnsupportedPlatformError(
+      process.platform === 'darwin'
+        ? 'the injector library is missing from this install (prebuilds/darwin-x64+arm64); reinstall metal-cap-shim'
+        : `exec injects into programs that use Metal, which exists only on macOS; this is ${process.platform} without the simulated test build (npm run build:sim)`,
+    );
+  }
+  const resolved = resolveCommand(options.command);
+  if (resolved === null) {
+    throw new MetalCapShimError('ERR_COMMAND_NOT_FOUND', `command not found: ${options.command}`);
+  }
+  let warnings: ApplyWarning[] = [];
+  const native = loadNative();
+  if (native.binding !== null) {
+    checkSimulatedSnapshot(native.binding);
+    // The guard uses this process's view of the devices: the same machine the child will run on.
+    const stock = reportFromNative(native.binding.probe(true, true));
+    if (stock.supported) {
+      const expected = stock.devices.map((d) => predictPatchedDevice(d, options.profile));
+      const changes = diffAnswers(stock.devices, expected);
+      const refusal = refusalFor(hostOf(stock), changes, options.force ?? false);
+      if (refusal !== null) throw new RefusedError(refusal);
+      warnings = profileWarnings(options.profile, stock.devices, changes, []);
+    }
+  }
+  const blocker = injectionBlocker(resolved);
+  if (blocker !== null && !options.allowUnpatched) {
+    throw new RefusedError(`${blocker} (--allow-unpatched runs it anyway)`, 'ERR_INJECTION_BLOCKED');
+  }
+  return { injector, resolved, warnings };
+}
+
+function withPreload(env: NodeJS.ProcessEnv, injector: string): NodeJS.ProcessEnv {
+  const key = process.platform === 'darwin' ? 'DYLD_INSERT_LIBRARIES' : 'LD_PRELOAD';
+  const existing = env[key];
+  return { ...env, [key]: existing ? `${injector}:${existing}` : injector };
+}
+
+const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'];
+
+/**
+ * Runs a command with the injector loaded into it. The child's stdio is the terminal's; the injector talks to us
+ * over fd 3 only. Signals sent to us are forwarded to the child.
+ */
+export function runWithInjector(options: ExecOptions, injector: string, warnings: ApplyWarning[]): Promise<ExecOutcome> {
+  const env = withPreload(process.env, injector);
+  env[INJECT_ENV.profile] = encodeNativeProfile(options.profile, { trace: options.traceFile !== undefined });
+  env[INJECT_ENV.statusFd] = '3';
+  if (options.traceFile !== undefined) env[INJECT_ENV.traceFile] = path.resolve(options.traceFile);
+  else delete env[INJECT_ENV.traceFile];
+  return new Promise((resolve, reject) => {
+    const child = spawn(options.command, options.args, { stdio: ['inherit', 'inherit', 'inherit', 'pipe'], env });
+    let status = '';
+    const pipe = child.stdio[3] as NodeJS.ReadableStream | null;
+    pipe?.on('data', (chunk: Buffer) => (status += chunk.toString('utf8')));
+    pipe?.on('error', () => undefined);
+    const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
+    const handlers = FORWARDED_SIGNALS.map((s) => [s, forward(s)] as const);
+    for (const [s, h] of handlers) process.on(s, h);
+    const cleanup = () => {
+      for (const [s, h] of handlers) process.off(s, h);
+    };
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      cleanup();
+      reject(new MetalCapShimError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${options.command}: ${err.message}`));
+    });
+    child.on('exit', (exitCode, signal) => {
+      cleanup();
+      // A grandchild may keep fd 3 open; read what arrived and stop listening.
+      setImmediate(() => {
+        (pipe as { destroy?: () => void } | null)?.destroy?.();
+        const lines = status.split('\n').filter(Boolean);
+        resolve({
+          exitCode,
+          signal,
+          injectorLoaded: lines.some((l) => l.startsWith('loaded ')),
+          patchedClasses: lines.filter((l) => l.startsWith('patched ')).map((l) => l.slice('patched '.length)),
+          injectorErrors: lines.filter((l) => l.startsWith('error ')).map((l) => l.slice('error '.length)),
+          warnings,
+        });
+      });
+    });
+  });
+}

@@ -1,0 +1,167 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { audit, type AuditResult } from './audit.js';
+import { InvalidOptionsError } from './errors.js';
+import { packageRoot } from './native.js';
+import { checkOptions } from './options.js';
+import type { ProfileInput, Profile } from './profiles.js';
+import type { HostInfo } from './types.js';
+
+/** The field-report format tag. */
+export const FIELD_REPORT_SCHEMA = 'metal-cap-shim/field-report@1' as const;
+
+/** A report to attach to an issue: this machine, its devices, and what a profile did (or would do) here. */
+export interface FieldReport {
+  schema: typeof FIELD_REPORT_SCHEMA;
+  packageVersion: string;
+  generatedAt: string;
+  node: string;
+  /** The physical host as the reporter describes it (a guest cannot see its host's chip or OS). */
+  hostLabel: string | null;
+  host: HostInfo | null;
+  /** The audit of the profile: stock devices, patched devices, engine flags, verification, verdict. */
+  audit: AuditResult;
+}
+
+/** Options for fieldReport(). */
+export interface FieldReportOptions {
+  profile?: ProfileInput;
+  /** Report on a recorded snapshot instead of this machine. */
+  snapshot?: string;
+  /** Describe the physical host, e.g. `M1 Ultra, macOS 26.6.1`. */
+  hostLabel?: string;
+  force?: boolean;
+}
+
+/** This package's version, from its package.json. */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** Builds a field report: on a Mac it applies the profile, verifies and restores; with `snapshot`, offline. */
+export function fieldReport(options?: FieldReportOptions): FieldReport {
+  const o = checkOptions<FieldReportOptions>('fieldReport', options, {
+    profile: 'any',
+    snapshot: 'string',
+    hostLabel: 'string',
+    force: 'boolean',
+  });
+  const result = audit({
+    ...(o.profile !== undefined ? { profile: o.profile } : {}),
+    ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : {}),
+    force: o.force ?? false,
+  });
+  return {
+    schema: FIELD_REPORT_SCHEMA,
+    packageVersion: packageVersion(),
+    generatedAt: new Date().toISOString(),
+    node: process.version,
+    hostLabel: o.hostLabel ?? null,
+    host: result.host,
+    audit: result,
+  };
+}
+
+/** One cell of the matrix: every report for one host, guest OS and profile. */
+export interface MatrixCell {
+  reports: number;
+  verified: number;
+  refused: number;
+  offline: number;
+  /** llama.cpp flags true after the profile on the default device, in every report of the cell. */
+  gatesOn: string[];
+}
+
+/** One row: a host and guest OS pair. */
+export interface MatrixRow {
+  host: string;
+  guestOs: string;
+  cells: Record<string, MatrixCell>;
+}
+
+/** The tested matrix built from field reports. */
+export interface Matrix {
+  schema: 'metal-cap-shim/matrix@1';
+  profiles: string[];
+  rows: MatrixRow[];
+}
+
+function profileName(p: Profile): string {
+  return p.name ?? 'custom';
+}
+
+function checkReport(value: unknown, where: string): FieldReport {
+  const r = value as Partial<FieldReport> | null;
+  if (typeof r !== 'object' || r === null || r.schema !== FIELD_REPORT_SCHEMA || typeof r.audit !== 'object') {
+    throw new InvalidOptionsError('reports', `${where} is not a metal-cap-shim field report (schema ${FIELD_REPORT_SCHEMA}); make one with \`metal-cap-shim report --json\``);
+  }
+  return r as FieldReport;
+}
+
+function rowKey(r: FieldReport): { host: string; guestOs: string } {
+  const h = r.host;
+  const model = h?.model ?? 'unknown model';
+  const host = r.hostLabel ?? (h?.isVirtualMachine ? 'unlabelled host' : model);
+  const os = h?.osVersion ? `macOS ${h.osVersion}` : 'unknown OS';
+  const guestOs = h?.isVirtualMachine ? `${os} (${model})` : `${os} (bare metal)`;
+  return { host, guestOs };
+}
+
+/** Merges field reports into a host × guest OS × profile table. `where` names each report in errors. */
+export function buildMatrix(reports: { where: string; report: unknown }[]): Matrix {
+  const rows = new Map<string, MatrixRow>();
+  const profileNames = new Set<string>();
+  for (const { where, report } of reports) {
+    const r = checkReport(report, where);
+    const key = rowKey(r);
+    const id = `${key.host}\u0000${key.guestOs}`;
+    const row = rows.get(id) ?? { ...key, cells: {} };
+    rows.set(id, row);
+    const name = profileName(r.audit.profile);
+    profileNames.add(name);
+    const cell = row.cells[name] ?? { reports: 0, verified: 0, refused: 0, offline: 0, gatesOn: [] };
+    const device = r.audit.devices.find((d) => d.isDefault) ?? r.audit.devices[0];
+    const llama = device?.engines.find((e) => e.engine === 'llama.cpp');
+    const on = llama && llama.after.engine === 'llama.cpp'
+      ? Object.entries(llama.after.flags).filter(([, f]) => f.value).map(([k]) => k)
+      : [];
+    cell.gatesOn = cell.reports === 0 ? on : cell.gatesOn.filter((g) => on.includes(g));
+    cell.reports++;
+    if (r.audit.refused) cell.refused++;
+    else if (r.audit.mode === 'offline') cell.offline++;
+    else if (r.audit.verdict.ok) cell.verified++;
+    row.cells[name] = cell;
+  }
+  const sorted = [...rows.values()].sort((a, b) => a.host.localeCompare(b.host) || a.guestOs.localeCompare(b.guestOs));
+  return { schema: 'metal-cap-shim/matrix@1', profiles: [...profileNames].sort(), rows: sorted };
+}
+
+const SHORT_GATES: Record<string, string> = {
+  has_simdgroup_reduction: 'reduction',
+  has_simdgroup_mm: 'mm',
+  has_bfloat: 'bfloat',
+  has_tensor: 'tensor',
+};
+
+/** One cell as Markdown text. */
+export function cellText(cell: MatrixCell | undefined): string {
+  if (!cell) return '–';
+  const gates = cell.gatesOn.filter((g) => g in SHORT_GATES).map((g) => SHORT_GATES[g]);
+  const gateText = gates.length ? `; gates: ${gates.join(', ')}` : '; gates: none';
+  if (cell.refused === cell.reports) return `refused (${cell.reports})`;
+  if (cell.offline === cell.reports) return `predicted offline (${cell.reports})${gateText}`;
+  const live = cell.reports - cell.offline - cell.refused;
+  const mark = cell.verified === live ? '✓' : '✗';
+  return `${mark} verified ${cell.verified}/${live}${gateText}`;
+}
+
+/** The matrix as a Markdown table. */
+export function matrixMarkdown(m: Matrix): string {
+  const header = ['Host', 'Guest OS', ...m.profiles];
+  const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`];
+  for (const row of m.rows) {
+    lines.push(`| ${[row.host, row.guestOs, ...m.profiles.map((p) => cellText(row.cells[p]))].join(' | ')} |`);
+  }
+  return lines.join('\n');
+}

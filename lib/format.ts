@@ -1,0 +1,162 @@
+import { styleText } from 'node:util';
+import { FAMILY_NAMES, familyLabel, type FamilyName } from './families.js';
+import type { BuiltinProfile, Profile } from './profiles.js';
+import type { CapabilityReport, DeviceReport, HostInfo } from './types.js';
+
+/** Text styling for one output stream: plain when it is not a TTY, when NO_COLOR is set, or TERM is dumb. */
+export interface Styler {
+  bold(s: string): string;
+  dim(s: string): string;
+  good(s: string): string;
+  bad(s: string): string;
+  warn(s: string): string;
+}
+
+/** A styler for `stream`, honouring NO_COLOR (https://no-color.org) and FORCE_COLOR. */
+export function stylerFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): Styler {
+  const forced = env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0';
+  const enabled = (forced || stream.isTTY === true) && !env.NO_COLOR && env.TERM !== 'dumb';
+  const wrap =
+    (format: Parameters<typeof styleText>[0]) =>
+    (s: string): string =>
+      enabled ? styleText(format, s) : s;
+  return { bold: wrap('bold'), dim: wrap('dim'), good: wrap('green'), bad: wrap('red'), warn: wrap('yellow') };
+}
+
+/** A styler that never styles (for tests and files). */
+export const plain: Styler = stylerFor({ isTTY: false }, {});
+
+/** `12.0 GiB` style sizes, with the exact byte count alongside where it matters. */
+export function bytes(n: number | null): string {
+  if (n === null) return 'unknown';
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} bytes` : `${n} (${v.toFixed(v >= 100 ? 0 : 1)} ${units[u]})`;
+}
+
+/** Table rows padded into columns. */
+export function table(rows: string[][], indent = '  '): string {
+  // eslint-disable-next-line no-control-regex
+  const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '').length;
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, visible(cell))));
+  return rows
+    .map((row) =>
+      (indent + row.map((cell, i) => (i === row.length - 1 ? cell : cell + ' '.repeat((widths[i] ?? 0) - visible(cell)))).join('  ')).trimEnd(),
+    )
+    .join('\n');
+}
+
+/** `Apple1–5, Common1–3, Metal3`: the families answered YES, with runs collapsed. */
+export function familySummary(families: Record<FamilyName, boolean | null>): string {
+  const groups = new Map<string, number[]>();
+  for (const name of FAMILY_NAMES) {
+    if (families[name] !== true) continue;
+    const match = /^([a-zA-Z]+?)(\d+)$/.exec(name);
+    const base = match ? match[1]! : name;
+    const n = match ? Number(match[2]) : 0;
+    groups.set(base, [...(groups.get(base) ?? []), n]);
+  }
+  const parts: string[] = [];
+  for (const [base, ns] of groups) {
+    const label = familyLabel(base as FamilyName);
+    const contiguous = ns.every((n, i) => i === 0 || n === ns[i - 1]! + 1);
+    if (ns.length > 2 && contiguous) parts.push(`${label}${ns[0]}–${ns[ns.length - 1]}`);
+    else parts.push(ns.map((n) => `${label}${n}`).join(', '));
+  }
+  return parts.length ? parts.join(', ') : 'none';
+}
+
+/** One line about the host. */
+export function hostLine(host: HostInfo | null): string {
+  if (!host) return 'unknown host';
+  const vm = host.isVirtualMachine === null ? 'VM: unknown' : host.isVirtualMachine ? 'virtual machine' : 'not a VM';
+  return [host.model ?? 'model unknown', host.osVersion ? `macOS ${host.osVersion}` : 'macOS version unknown', host.arch ?? 'arch unknown', vm].join(' · ');
+}
+
+const yesNo = (v: boolean | null) => (v === null ? 'unknown' : v ? 'yes' : 'no');
+
+function deviceTitle(d: DeviceReport, s: Styler): string {
+  return `${s.bold(`Device ${d.index}${d.isDefault ? ' (default)' : ''}`)}: ${d.name} [${d.className}]`;
+}
+
+/** The human-readable probe output. */
+export function formatReport(report: CapabilityReport, s: Styler): string {
+  const source =
+    report.source === 'snapshot'
+      ? `snapshot ${report.snapshot} (recorded, offline)`
+      : report.source === 'simulated'
+        ? `simulated Metal, snapshot ${report.snapshot ?? 'none'}`
+        : report.source === 'live'
+          ? 'live Metal'
+          : 'no Metal';
+  const lines = [`${s.bold('metal-cap-shim probe')} — ${source}`];
+  if (!report.supported) {
+    lines.push(`${s.warn('not supported')}: ${report.reason}: ${report.detail}`);
+    if (report.reason === 'unsupported-platform') lines.push('Offline: metal-cap-shim probe --snapshot vz-guest-m1-ultra-tahoe-stock');
+    return lines.join('\n');
+  }
+  lines.push(`Host: ${hostLine(report.host)}`);
+  for (const d of report.devices) {
+    lines.push('', deviceTitle(d, s));
+    const simd = (f: DeviceReport['simd']['reduction']) => `${yesNo(f.value)}  ${s.dim(f.rule)}`;
+    lines.push(
+      table([
+        ['Highest Apple family', d.highestAppleFamily ? familyLabel(d.highestAppleFamily.name) : 'none'],
+        ['Families', familySummary(d.families)],
+        ['Threadgroup memory', bytes(d.maxThreadgroupMemoryLength)],
+        [
+          'Threads per threadgroup',
+          d.maxThreadsPerThreadgroup
+            ? `${d.maxThreadsPerThreadgroup.width} × ${d.maxThreadsPerThreadgroup.height} × ${d.maxThreadsPerThreadgroup.depth}`
+            : 'unknown',
+        ],
+        ['Working set', bytes(d.recommendedMaxWorkingSetSize)],
+        ['Max buffer', bytes(d.maxBufferLength)],
+        ['Unified memory', yesNo(d.hasUnifiedMemory)],
+        ['Location', d.location ?? 'unknown'],
+        ['Architecture', d.architecture ?? 'unknown'],
+        ['SIMD-group reduction', simd(d.simd.reduction)],
+        ['SIMD-group matrix', simd(d.simd.matrix)],
+        ['bfloat16', simd(d.simd.bfloat16)],
+      ]),
+    );
+  }
+  return lines.join('\n');
+}
+
+/** A profile's settings on one line. */
+export function profileLine(p: Profile): string {
+  const parts = [
+    `mode ${p.mode}`,
+    p.appleFamilyMax === null ? null : `Apple families up to ${p.appleFamilyMax} (Apple${p.appleFamilyMax - 1000})`,
+    p.maxThreadgroupMemoryLength === null ? null : `threadgroup memory ${p.maxThreadgroupMemoryLength}`,
+    p.recommendedMaxWorkingSetSize === null ? null : `working set ${p.recommendedMaxWorkingSetSize}`,
+    Object.keys(p.families).length
+      ? `families ${Object.entries(p.families)
+          .map(([k, v]) => `${k}=${v ? 'YES' : 'NO'}`)
+          .join(' ')}`
+      : null,
+  ];
+  return parts.filter(Boolean).join(', ');
+}
+
+/** The human-readable list of built-in profiles. */
+export function formatProfiles(list: BuiltinProfile[], defaultName: string, s: Styler): string {
+  return list
+    .map((p) =>
+      [
+        `${s.bold(p.name)}${p.name === defaultName ? s.dim(' (default)') : ''} — ${p.summary}`,
+        `  ${profileLine(p.profile)}`,
+        `  why: ${p.rationale}`,
+        `  source: ${p.source}`,
+        `  risks: ${p.risks}`,
+      ].join('\n'),
+    )
+    .join('\n\n');
+}

@@ -1,0 +1,61 @@
+/**
+ * metal-cap-shim: probe Apple Metal device capabilities and patch them inside one process.
+ *
+ * Nothing here touches Metal or loads native code at import time; the addon loads on the first call that needs it.
+ */
+export { probe, probeSnapshot, SIM_SNAPSHOT_ENV, type ProbeOptions } from './probe.js';
+export {
+  applyProfile,
+  restore,
+  status,
+  type ApplyFailureReason,
+  type ApplyOptions,
+  type ApplyResult,
+  type ApplyWarning,
+  type HookRef,
+  type Mismatch,
+  type PatchedClass,
+  type RestoreResult,
+  type Status,
+  type TraceEntry,
+  type Verification,
+} from './apply.js';
+export {
+  DEFAULT_PROFILE,
+  diffAnswers,
+  encodeNativeProfile,
+  predictPatchedDevice,
+  profiles,
+  resolveProfile,
+  type AnswerChange,
+  type BuiltinProfile,
+  type Profile,
+  type ProfileInput,
+  type ProfileMode,
+  type ProfileSpec,
+} from './profiles.js';
+export { listSnapshots, loadSnapshot, reportFromSnapshot, validateSnapshot, type Snapshot } from './snapshots.js';
+export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
+export { SIMD_RULES } from './report.js';
+export {
+  ENGINES,
+  predictGates,
+  RULE_TABLES,
+  type Engine,
+  type GatePrediction,
+  type LlamaCppPrediction,
+  type MlxPrediction,
+  type PredictOptions,
+} from './gates.js';
+export {
+  InvalidOptionsError,
+  InvalidProfileError,
+  InvalidSnapshotError,
+  MetalCapShimError,
+  NativeError,
+  RefusedError,
+  SnapshotNotFoundError,
+  UnsupportedPlatformError,
+  UsageError,
+} from './errors.js';
+export type * from './types.js';

@@ -1,0 +1,40 @@
+import type { NativeBinding } from '../types/binding.js';
+import { loadNative } from './native.js';
+import { checkOptions } from './options.js';
+import { reportFromNative, unsupportedReport } from './report.js';
+import { loadSnapshot, reportFromSnapshot } from './snapshots.js';
+import type { CapabilityReport } from './types.js';
+
+/** Options for probe(). */
+export interface ProbeOptions {
+  /** Report every device in MTLCopyAllDevices() order, not only the default one. */
+  allDevices?: boolean;
+}
+
+/** The environment variable that picks the snapshot the simulated Linux build answers from. */
+export const SIM_SNAPSHOT_ENV = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
+
+/**
+ * In the simulated build, the snapshot named by METAL_CAP_SHIM_SIM_SNAPSHOT is validated here, before native code
+ * reads it, so a bad name or file is a typed error rather than a device-less report.
+ */
+export function checkSimulatedSnapshot(binding: NativeBinding): void {
+  if (binding.info().platform !== 'simulated') return;
+  const selector = process.env[SIM_SNAPSHOT_ENV];
+  if (selector) loadSnapshot(selector);
+}
+
+/** Asks Metal what this process's devices report. Never throws for a missing Mac: see `supported` and `reason`. */
+export function probe(options?: ProbeOptions): CapabilityReport {
+  const { allDevices = false } = checkOptions<ProbeOptions>('probe', options, { allDevices: 'boolean' });
+  const native = loadNative();
+  if (native.binding === null) return unsupportedReport(native.reason, native.detail);
+  checkSimulatedSnapshot(native.binding);
+  return reportFromNative(native.binding.probe(allDevices, false));
+}
+
+/** The report a recorded snapshot (bundled name or path) gives, on any OS, without native code. */
+export function probeSnapshot(snapshot: string, options?: ProbeOptions): CapabilityReport {
+  const { allDevices = false } = checkOptions<ProbeOptions>('probeSnapshot', options, { allDevices: 'boolean' });
+  return reportFromSnapshot(loadSnapshot(snapshot), { allDevices });
+}

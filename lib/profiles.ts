@@ -1,0 +1,339 @@
+import { InvalidProfileError } from './errors.js';
+import {
+  APPLE_FAMILY_MAX_KNOWN,
+  APPLE_FAMILY_MIN,
+  FAMILY_NAMES,
+  FAMILY_VALUES,
+  isAppleFamilyValue,
+  isFamilyName,
+  type FamilyName,
+} from './families.js';
+import { rederive } from './report.js';
+import type { DeviceReport } from './types.js';
+
+/**
+ * How a profile changes answers. `raise` only ever adds: a family the device supports stays supported, sizes grow.
+ * `exact` reports exactly the profile: Apple families above the ceiling answer NO and sizes are set, which masks a
+ * real Mac down to test an engine's fallback kernels.
+ */
+export type ProfileMode = 'raise' | 'exact';
+
+/** A profile as a user writes it (object or JSON). Every field is optional. */
+export interface ProfileSpec {
+  /** Highest Apple family to answer YES for, as an MTLGPUFamily value 1001 (Apple1) … 1010 (Apple10). */
+  appleFamilyMax?: number;
+  /** Threadgroup memory in bytes: raised to at least this (`raise`) or set to it (`exact`). */
+  maxThreadgroupMemoryLength?: number;
+  /** recommendedMaxWorkingSetSize in bytes: raised to at least this (`raise`) or set to it (`exact`). */
+  recommendedMaxWorkingSetSize?: number;
+  /** Explicit answers for named families, applied last: `{ metal3: false }`. */
+  families?: Partial<Record<FamilyName, boolean>>;
+  mode?: ProfileMode;
+}
+
+/** A validated profile with every field present (`null` = leave that answer alone). */
+export interface Profile {
+  /** The built-in name it came from, or null for a custom profile. */
+  name: string | null;
+  appleFamilyMax: number | null;
+  maxThreadgroupMemoryLength: number | null;
+  recommendedMaxWorkingSetSize: number | null;
+  families: Partial<Record<FamilyName, boolean>>;
+  mode: ProfileMode;
+}
+
+/** A built-in profile with the reasoning behind it. */
+export interface BuiltinProfile {
+  name: string;
+  summary: string;
+  rationale: string;
+  source: string;
+  risks: string;
+  profile: Profile;
+}
+
+/** What applyProfile accepts: a built-in name, a JSON string, a spec object, or an already resolved Profile. */
+export type ProfileInput = string | ProfileSpec | Profile;
+
+/** The profile applied when none is named. */
+export const DEFAULT_PROFILE = 'cua-release';
+
+/** Bounds for threadgroup memory: Metal allocates it in 16-byte units; 1 MiB is far above any GPU. */
+export const THREADGROUP_MEMORY_RANGE = { min: 1024, max: 1 << 20, multipleOf: 16 } as const;
+/** Bounds for the working-set size: at least 64 MiB, at most 2^53 − 1 bytes (exact in JavaScript). */
+export const WORKING_SET_RANGE = { min: 64 * 1024 * 1024, max: Number.MAX_SAFE_INTEGER } as const;
+/** No shipping Apple GPU reports more threadgroup memory than this (JuliaGPU/Metal.jl PR 828). */
+export const APPLE_GPU_THREADGROUP_MEMORY = 32768;
+
+// Declared before the built-in table below, which is validated as the module loads.
+const SPEC_KEYS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'families', 'mode'];
+
+function builtin(
+  name: string,
+  spec: ProfileSpec,
+  text: Omit<BuiltinProfile, 'name' | 'profile'>,
+): BuiltinProfile {
+  return Object.freeze({ name, ...text, profile: Object.freeze(normalize(spec, name)) });
+}
+
+/** The built-in profiles, by name. */
+export const profiles: Readonly<Record<string, BuiltinProfile>> = Object.freeze({
+  'cua-release': builtin(
+    'cua-release',
+    { appleFamilyMax: FAMILY_VALUES.apple9, maxThreadgroupMemoryLength: 65536, mode: 'raise' },
+    {
+      summary: 'Apple9 and 64 KB threadgroup memory: the configuration behind the published VM measurements',
+      rationale:
+        'Turns on llama.cpp’s SIMD-group reduction, SIMD-group matrix and bfloat paths in a Virtualization.framework guest. With it, llama.cpp reached 98 % of bare metal on prompts in Cua’s measurements (M1 Ultra host, Tahoe guest).',
+      source: 'trycua/cua PR 3070 (libs/lume/metal-capability-shim, defaults 1009 / 65536); Tart base images use the same defaults',
+      risks:
+        'Reports 65536 bytes of threadgroup memory, more than any Apple GPU has; kernels that size threadgroups from it could ask for memory the GPU does not have. Current llama.cpp only asserts against it.',
+    },
+  ),
+  'apple9-hw-tg': builtin(
+    'apple9-hw-tg',
+    { appleFamilyMax: FAMILY_VALUES.apple9, mode: 'raise' },
+    {
+      summary: 'Apple9, threadgroup memory left at the hardware’s 32768 bytes',
+      rationale:
+        'The same family answers as cua-release without overstating threadgroup memory: no Apple GPU reports more than 32768 bytes, and llama.cpp’s three gates still come out true.',
+      source: 'ardanlabs/kronk zarf/macos/README.md (overrides the shim to 32768); JuliaGPU/Metal.jl PR 828',
+      risks: 'Claims Apple8/Apple9 features (e.g. newer texture and ray-tracing tiers) that the paravirtual device may not implement.',
+    },
+  ),
+  apple7: builtin(
+    'apple7',
+    { appleFamilyMax: FAMILY_VALUES.apple7, mode: 'raise' },
+    {
+      summary: 'Apple7: the least that turns on llama.cpp’s three gates',
+      rationale:
+        'llama.cpp enables SIMD-group reduction and matrix multiply on Apple7 and bfloat on Apple6, so Apple7 is the smallest ceiling that enables all three. Claims the fewest features the host GPU might not pass through.',
+      source: 'ggml/src/ggml-metal/ggml-metal-device.m ggml_metal_device_init',
+      risks: 'Engines that pick kernels by Apple8+ (none of llama.cpp’s current gates) keep their slower paths.',
+    },
+  ),
+  'mask-apple5': builtin(
+    'mask-apple5',
+    {
+      appleFamilyMax: FAMILY_VALUES.apple5,
+      maxThreadgroupMemoryLength: APPLE_GPU_THREADGROUP_MEMORY,
+      families: { mac1: false, mac2: false, macCatalyst1: false, macCatalyst2: false, metal3: false, metal4: false },
+      mode: 'exact',
+    },
+    {
+      summary: 'Exactly what a stock VM guest reports: Apple1–5, no Mac2/Metal3, 32 KB',
+      rationale:
+        'Masks a real Mac down to the paravirtual device’s answers, to reproduce the VM’s slow path on bare metal and test an engine’s fallback kernels.',
+      source: 'stock guest answers recorded in trycua/cua evidence/lume-metal-capability-shim/2026-08-09-m1-ultra/',
+      risks: 'Slows engines down on purpose. Common families keep their real answers.',
+    },
+  ),
+});
+
+function isInteger(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v);
+}
+
+function normalize(spec: unknown, name: string | null): Profile {
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
+    throw new InvalidProfileError(null, 'a profile must be a built-in name, a JSON object string, or an object');
+  }
+  const s = spec as Record<string, unknown>;
+  for (const key of Object.keys(s)) {
+    if (!SPEC_KEYS.includes(key)) {
+      throw new InvalidProfileError(key, `unknown profile field '${key}'; profile fields are ${SPEC_KEYS.join(', ')}`);
+    }
+  }
+  const profile: Profile = {
+    name,
+    appleFamilyMax: null,
+    maxThreadgroupMemoryLength: null,
+    recommendedMaxWorkingSetSize: null,
+    families: {},
+    mode: 'raise',
+  };
+  if (s.appleFamilyMax !== undefined) {
+    const v = s.appleFamilyMax;
+    if (!isInteger(v) || v < APPLE_FAMILY_MIN || v > APPLE_FAMILY_MAX_KNOWN) {
+      throw new InvalidProfileError(
+        'appleFamilyMax',
+        `appleFamilyMax must be an MTLGPUFamily value from ${APPLE_FAMILY_MIN} (Apple1) to ${APPLE_FAMILY_MAX_KNOWN} (Apple10), got ${JSON.stringify(v)}`,
+      );
+    }
+    profile.appleFamilyMax = v;
+  }
+  if (s.maxThreadgroupMemoryLength !== undefined) {
+    const v = s.maxThreadgroupMemoryLength;
+    const { min, max, multipleOf } = THREADGROUP_MEMORY_RANGE;
+    if (!isInteger(v) || v < min || v > max || v % multipleOf !== 0) {
+      throw new InvalidProfileError(
+        'maxThreadgroupMemoryLength',
+        `maxThreadgroupMemoryLength must be a byte count from ${min} to ${max}, a multiple of ${multipleOf} (e.g. 32768 or 65536), got ${JSON.stringify(v)}`,
+      );
+    }
+    profile.maxThreadgroupMemoryLength = v;
+  }
+  if (s.recommendedMaxWorkingSetSize !== undefined) {
+    const v = s.recommendedMaxWorkingSetSize;
+    if (!isInteger(v) || v < WORKING_SET_RANGE.min || v > WORKING_SET_RANGE.max) {
+      throw new InvalidProfileError(
+        'recommendedMaxWorkingSetSize',
+        `recommendedMaxWorkingSetSize must be a whole number of bytes from ${WORKING_SET_RANGE.min} (64 MiB) up, got ${JSON.stringify(v)}`,
+      );
+    }
+    profile.recommendedMaxWorkingSetSize = v;
+  }
+  if (s.families !== undefined) {
+    const f = s.families;
+    if (typeof f !== 'object' || f === null || Array.isArray(f)) {
+      throw new InvalidProfileError('families', 'families must be an object of family name → true/false, e.g. {"metal3": false}');
+    }
+    for (const [family, answer] of Object.entries(f)) {
+      if (!isFamilyName(family)) {
+        throw new InvalidProfileError(
+          `families.${family}`,
+          `unknown family '${family}'; known families are ${FAMILY_NAMES.join(', ')}`,
+        );
+      }
+      if (typeof answer !== 'boolean') {
+        throw new InvalidProfileError(`families.${family}`, `families.${family} must be true or false, got ${JSON.stringify(answer)}`);
+      }
+    }
+    // Stored in MTLGPUFamily order so equal profiles serialise equally.
+    for (const family of FAMILY_NAMES) {
+      const answer = (f as Record<string, boolean>)[family];
+      if (answer !== undefined) profile.families[family] = answer;
+    }
+  }
+  if (s.mode !== undefined) {
+    if (s.mode !== 'raise' && s.mode !== 'exact') {
+      throw new InvalidProfileError('mode', `mode must be 'raise' or 'exact', got ${JSON.stringify(s.mode)}`);
+    }
+    profile.mode = s.mode;
+  }
+  return profile;
+}
+
+function isResolvedProfile(input: unknown): input is Profile {
+  return typeof input === 'object' && input !== null && 'name' in input && 'mode' in input && 'families' in input;
+}
+
+/**
+ * Turns a profile name, JSON string or object into a validated Profile. Throws InvalidProfileError (code
+ * ERR_INVALID_PROFILE) naming the field at fault; never partially accepts.
+ */
+export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
+  if (typeof input === 'string') {
+    const text = input.trim();
+    if (text.startsWith('{')) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (err) {
+        throw new InvalidProfileError(null, `the profile is not valid JSON (${(err as Error).message}); pass a built-in name or a JSON object`);
+      }
+      return normalize(parsed, null);
+    }
+    const found = Object.prototype.hasOwnProperty.call(profiles, text) ? profiles[text] : undefined;
+    if (!found) {
+      throw new InvalidProfileError(
+        null,
+        `unknown profile '${input}'; built-in profiles are ${Object.keys(profiles).join(', ')}, or pass a JSON object`,
+      );
+    }
+    return { ...found.profile, families: { ...found.profile.families } };
+  }
+  if (isResolvedProfile(input)) {
+    // Re-validated, not trusted: a Profile can come back from JSON (status(), a field report).
+    const { name, ...rest } = input;
+    const spec = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== null));
+    return normalize(spec, typeof name === 'string' ? name : null);
+  }
+  return normalize(input, null);
+}
+
+/**
+ * The compact text the native engine and the exec injector read (src-native/profile.h). Only produced from a
+ * validated Profile, so the native parser never sees user input.
+ */
+export function encodeNativeProfile(profile: Profile, options: { trace?: boolean } = {}): string {
+  const orDash = (v: number | null) => (v === null ? '-' : String(v));
+  const fam = FAMILY_NAMES.filter((n) => profile.families[n] !== undefined)
+    .map((n) => `${FAMILY_VALUES[n]}:${profile.families[n] ? 1 : 0}`)
+    .join(',');
+  return [
+    'mcs1',
+    `max=${orDash(profile.appleFamilyMax)}`,
+    `tg=${orDash(profile.maxThreadgroupMemoryLength)}`,
+    `wss=${orDash(profile.recommendedMaxWorkingSetSize)}`,
+    `mode=${profile.mode}`,
+    `trace=${options.trace ? 1 : 0}`,
+    `fam=${fam}`,
+  ].join(';');
+}
+
+/** The answer a profile gives to `supportsFamily:` for a family value, given the stock answer. */
+export function familyAnswer(profile: Profile, family: number, stock: boolean): boolean {
+  const name = FAMILY_NAMES.find((n) => FAMILY_VALUES[n] === family);
+  const explicit = name === undefined ? undefined : profile.families[name];
+  if (explicit !== undefined) return explicit;
+  if (!isAppleFamilyValue(family) || profile.appleFamilyMax === null) return stock;
+  const withinCeiling = family <= profile.appleFamilyMax;
+  return profile.mode === 'exact' ? withinCeiling : stock || withinCeiling;
+}
+
+function sizeAnswer(profile: Profile, configured: number | null, stock: number | null): number | null {
+  if (configured === null || stock === null) return stock;
+  return profile.mode === 'exact' ? configured : Math.max(stock, configured);
+}
+
+/** The device as it will answer under a profile, computed from its stock answers without touching Metal. */
+export function predictPatchedDevice(stock: DeviceReport, profile: Profile): DeviceReport {
+  const families = { ...stock.families };
+  for (const name of FAMILY_NAMES) {
+    const answer = stock.families[name];
+    if (answer !== null) families[name] = familyAnswer(profile, FAMILY_VALUES[name], answer);
+  }
+  return rederive({
+    ...stock,
+    families,
+    maxThreadgroupMemoryLength: sizeAnswer(profile, profile.maxThreadgroupMemoryLength, stock.maxThreadgroupMemoryLength),
+    recommendedMaxWorkingSetSize: sizeAnswer(
+      profile,
+      profile.recommendedMaxWorkingSetSize,
+      stock.recommendedMaxWorkingSetSize,
+    ),
+  });
+}
+
+/** One answer that differs between two reports of the same device. */
+export interface AnswerChange {
+  device: number;
+  className: string;
+  /** `families.apple7`, `maxThreadgroupMemoryLength`, … */
+  field: string;
+  from: boolean | number | null;
+  to: boolean | number | null;
+}
+
+/** The hooked answers (families and the two sizes) that differ between two lists of the same devices. */
+export function diffAnswers(before: DeviceReport[], after: DeviceReport[]): AnswerChange[] {
+  const changes: AnswerChange[] = [];
+  after.forEach((a, i) => {
+    const b = before.find((d) => d.index === a.index && d.className === a.className) ?? before[i];
+    if (!b) return;
+    const push = (field: string, from: boolean | number | null, to: boolean | number | null) => {
+      if (from !== to) changes.push({ device: a.index, className: a.className, field, from, to });
+    };
+    for (const name of FAMILY_NAMES) push(`families.${name}`, b.families[name], a.families[name]);
+    push('maxThreadgroupMemoryLength', b.maxThreadgroupMemoryLength, a.maxThreadgroupMemoryLength);
+    push('recommendedMaxWorkingSetSize', b.recommendedMaxWorkingSetSize, a.recommendedMaxWorkingSetSize);
+  });
+  return changes;
+}
+
+/** True when a change makes an answer claim more than the device does (a family NO→YES or a size up). */
+export function isRaise(change: AnswerChange): boolean {
+  if (typeof change.from === 'boolean') return change.from === false && change.to === true;
+  return typeof change.from === 'number' && typeof change.to === 'number' && change.to > change.from;
+}

@@ -1,0 +1,39 @@
+/**
+ * `import 'metal-cap-shim/register'` (or `node --import metal-cap-shim/register app.js`): applies the profile named by
+ * METAL_CAP_SHIM_PROFILE (a built-in name or JSON; default cua-release; `off` disables) when the process runs inside a
+ * macOS virtual machine, and does nothing elsewhere. It must run before any engine initialises Metal.
+ */
+import { applyProfile } from './apply.js';
+import { MetalCapShimError } from './errors.js';
+import { loadNative } from './native.js';
+import { checkSimulatedSnapshot } from './probe.js';
+import { DEFAULT_PROFILE, resolveProfile } from './profiles.js';
+
+/** The environment variable register reads. */
+export const PROFILE_ENV = 'METAL_CAP_SHIM_PROFILE';
+
+function registerFromEnvironment(): void {
+  const value = process.env[PROFILE_ENV]?.trim() || DEFAULT_PROFILE;
+  if (value === 'off') return;
+  // A malformed value is a configuration error: say so and stop before the program runs unpatched.
+  resolveProfile(value);
+  const native = loadNative();
+  if (native.binding === null) return;
+  checkSimulatedSnapshot(native.binding);
+  const host = native.binding.probe(false, true).host;
+  if (host.isVirtualMachine !== true) return;
+  const result = applyProfile(value);
+  if (!result.applied) {
+    process.emitWarning(`metal-cap-shim/register: profile not applied (${result.reason}): ${result.detail}`, {
+      code: 'METAL_CAP_SHIM_NOT_APPLIED',
+    });
+  }
+}
+
+try {
+  registerFromEnvironment();
+} catch (err) {
+  if (!(err instanceof MetalCapShimError)) throw err;
+  process.stderr.write(`metal-cap-shim/register: ${err.code}: ${err.message}\n`);
+  process.exit(1);
+}

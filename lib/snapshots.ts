@@ -1,0 +1,278 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { InvalidSnapshotError, SnapshotNotFoundError } from './errors.js';
+import { FAMILY_NAMES } from './families.js';
+import { packageRoot } from './native.js';
+import { deviceReportFrom, REPORT_SCHEMA } from './report.js';
+import type { CapabilityReport, DeviceLocation } from './types.js';
+
+/** The snapshot format tag (snapshots/README.md documents the format). */
+export const SNAPSHOT_SCHEMA = 'metal-cap-shim/snapshot@1' as const;
+
+/** Host facts as recorded. `null`: not recorded or not answerable there. */
+export interface SnapshotHost {
+  platform: string;
+  osVersion: string | null;
+  osBuild: string | null;
+  model: string | null;
+  isVirtualMachine: boolean | null;
+  arch: string | null;
+  /** For each field: a key of `sources`, `assumed`, or (for null values) `unrecorded`. */
+  provenance: Record<string, string>;
+}
+
+/** One device as recorded. */
+export interface SnapshotDevice {
+  name: string;
+  className: string;
+  registryId: number;
+  families: Record<string, boolean>;
+  maxThreadgroupMemoryLength: number;
+  maxThreadsPerThreadgroup: { width: number; height: number; depth: number };
+  recommendedMaxWorkingSetSize: number;
+  maxBufferLength: number;
+  hasUnifiedMemory: boolean;
+  location: DeviceLocation;
+  /** `null` where the OS could not answer (before macOS 14) or it was not recorded. */
+  architecture: string | null;
+  /** How the Linux simulation lays out the device class; no meaning on a Mac. */
+  simulation?: { methodsOnConcreteClass: boolean };
+  provenance: Record<string, string>;
+}
+
+/** A recorded capability snapshot: the single source of truth for simulated devices and offline audits. */
+export interface Snapshot {
+  schema: typeof SNAPSHOT_SCHEMA;
+  id: string;
+  title: string;
+  /** `YYYY-MM-DD` the values were recorded or published. */
+  recorded: string;
+  sources: Record<string, string>;
+  host: SnapshotHost;
+  /** Index into `devices` of the device MTLCreateSystemDefaultDevice() returns. */
+  defaultDevice: number;
+  devices: SnapshotDevice[];
+}
+
+const HOST_FIELDS = ['platform', 'osVersion', 'osBuild', 'model', 'isVirtualMachine', 'arch'] as const;
+const DEVICE_FIELDS = [
+  'name',
+  'className',
+  'registryId',
+  'families',
+  'maxThreadgroupMemoryLength',
+  'maxThreadsPerThreadgroup',
+  'recommendedMaxWorkingSetSize',
+  'maxBufferLength',
+  'hasUnifiedMemory',
+  'location',
+  'architecture',
+] as const;
+const LOCATIONS = ['builtIn', 'slot', 'external', 'unspecified'];
+
+/** The folder of bundled snapshots. */
+export function snapshotsDir(): string {
+  return path.join(packageRoot(), 'snapshots');
+}
+
+/** Names of the bundled snapshots, sorted. */
+export function listSnapshots(): string[] {
+  return readdirSync(snapshotsDir())
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => f.slice(0, -'.json'.length))
+    .sort();
+}
+
+function looksLikePath(selector: string): boolean {
+  return selector.includes('/') || selector.includes(path.sep) || selector.endsWith('.json');
+}
+
+/** The file a snapshot name or path refers to; throws SnapshotNotFoundError when there is none. */
+export function resolveSnapshotPath(selector: string): string {
+  if (typeof selector !== 'string' || selector.trim() === '') {
+    throw new SnapshotNotFoundError('a snapshot is named by a non-empty string: a bundled name or a path to a .json file');
+  }
+  if (looksLikePath(selector)) {
+    const file = path.resolve(selector);
+    if (!existsSync(file)) throw new SnapshotNotFoundError(`snapshot file ${file} does not exist`);
+    return file;
+  }
+  const file = path.join(snapshotsDir(), `${selector}.json`);
+  if (!existsSync(file)) {
+    throw new SnapshotNotFoundError(
+      `no bundled snapshot named '${selector}'; bundled snapshots: ${listSnapshots().join(', ')} (or pass a path to a .json file)`,
+    );
+  }
+  return file;
+}
+
+/** Reads and validates a snapshot by bundled name or by path. */
+export function loadSnapshot(selector: string): Snapshot {
+  const file = resolveSnapshotPath(selector);
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new InvalidSnapshotError(null, `${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  return validateSnapshot(data, file);
+}
+
+// ---- validation ----
+
+type Check = (value: unknown) => string | null;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str: Check = (v) => (typeof v === 'string' && v.length > 0 ? null : 'a non-empty string');
+const strOrNull: Check = (v) => (v === null ? null : str(v));
+const bool: Check = (v) => (typeof v === 'boolean' ? null : 'true or false');
+const boolOrNull: Check = (v) => (v === null ? null : bool(v));
+const count =
+  (min: number): Check =>
+  (v) =>
+    Number.isSafeInteger(v) && (v as number) >= min ? null : `an integer ≥ ${min}`;
+
+function fail(where: string, field: string, message: string): never {
+  throw new InvalidSnapshotError(field, `${where}: ${field} ${message}; see snapshots/README.md for the format`);
+}
+
+function checkFields(where: string, prefix: string, obj: unknown, checks: Record<string, Check>, optional: string[] = []) {
+  if (!isObject(obj)) fail(where, prefix || '(root)', 'must be an object');
+  for (const key of Object.keys(obj)) {
+    if (!(key in checks) && !optional.includes(key)) fail(where, `${prefix}${key}`, 'is not a known field');
+  }
+  for (const [key, check] of Object.entries(checks)) {
+    if (!(key in obj)) fail(where, `${prefix}${key}`, 'is missing');
+    const problem = check(obj[key]);
+    if (problem) fail(where, `${prefix}${key}`, `must be ${problem}`);
+  }
+}
+
+function checkProvenance(
+  where: string,
+  prefix: string,
+  section: Record<string, unknown>,
+  fields: readonly string[],
+  sources: Record<string, unknown>,
+) {
+  const provenance = section.provenance;
+  checkFields(where, `${prefix}provenance.`, provenance, Object.fromEntries(fields.map((f) => [f, str])));
+  for (const field of fields) {
+    const said = (provenance as Record<string, string>)[field];
+    const known =
+      said === 'assumed' || (said === 'unrecorded' && section[field] === null) || (said !== undefined && said in sources);
+    if (!known) {
+      fail(
+        where,
+        `${prefix}provenance.${field}`,
+        `must be a key of "sources", "assumed", or "unrecorded" (only for a null value), not '${said}'`,
+      );
+    }
+  }
+}
+
+/** Validates parsed JSON as a snapshot; `where` names it in messages. Throws InvalidSnapshotError naming the field. */
+export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
+  checkFields(where, '', data, {
+    schema: (v) => (v === SNAPSHOT_SCHEMA ? null : `"${SNAPSHOT_SCHEMA}"`),
+    id: (v) => (typeof v === 'string' && /^[a-z0-9][a-z0-9.-]*$/.test(v) ? null : 'a lower-case id (a-z, 0-9, -, .)'),
+    title: str,
+    recorded: (v) => (typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) ? null : 'a date YYYY-MM-DD'),
+    sources: (v) => (isObject(v) && Object.values(v).every((s) => typeof s === 'string') ? null : 'an object of strings'),
+    host: (v) => (isObject(v) ? null : 'an object'),
+    defaultDevice: count(0),
+    devices: (v) => (Array.isArray(v) && v.length > 0 ? null : 'a non-empty array'),
+  });
+  const snap = data as Record<string, unknown> & { sources: Record<string, unknown>; devices: unknown[] };
+  for (const reserved of ['assumed', 'unrecorded']) {
+    if (reserved in snap.sources) fail(where, `sources.${reserved}`, 'is a reserved word, not a source key');
+  }
+  checkFields(
+    where,
+    'host.',
+    snap.host,
+    {
+      platform: str,
+      osVersion: strOrNull,
+      osBuild: strOrNull,
+      model: strOrNull,
+      isVirtualMachine: boolOrNull,
+      arch: strOrNull,
+      provenance: () => null,
+    },
+  );
+  checkProvenance(where, 'host.', snap.host as Record<string, unknown>, HOST_FIELDS, snap.sources);
+  snap.devices.forEach((device, i) => {
+    const prefix = `devices[${i}].`;
+    checkFields(
+      where,
+      prefix,
+      device,
+      {
+        name: str,
+        className: (v) => (typeof v === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(v) ? null : 'an Objective-C class name'),
+        registryId: count(0),
+        families: (v) => (isObject(v) ? null : 'an object'),
+        maxThreadgroupMemoryLength: count(1),
+        maxThreadsPerThreadgroup: (v) => (isObject(v) ? null : 'an object'),
+        recommendedMaxWorkingSetSize: count(0),
+        maxBufferLength: count(1),
+        hasUnifiedMemory: bool,
+        location: (v) => (LOCATIONS.includes(v as string) ? null : `one of ${LOCATIONS.join(', ')}`),
+        architecture: strOrNull,
+        provenance: () => null,
+      },
+      ['simulation'],
+    );
+    const d = device as Record<string, unknown>;
+    checkFields(where, `${prefix}families.`, d.families, Object.fromEntries(FAMILY_NAMES.map((n) => [n, bool])));
+    checkFields(where, `${prefix}maxThreadsPerThreadgroup.`, d.maxThreadsPerThreadgroup, {
+      width: count(1),
+      height: count(1),
+      depth: count(1),
+    });
+    if ('simulation' in d) {
+      checkFields(where, `${prefix}simulation.`, d.simulation, { methodsOnConcreteClass: bool });
+    }
+    checkProvenance(where, prefix, d, DEVICE_FIELDS, snap.sources);
+  });
+  if ((snap.defaultDevice as number) >= snap.devices.length) {
+    fail(where, 'defaultDevice', `must index into devices (0–${snap.devices.length - 1})`);
+  }
+  return data as Snapshot;
+}
+
+/** The capability report a snapshot records, as probe() would return it on that machine. */
+export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: boolean } = {}): CapabilityReport {
+  const indexes = options.allDevices ? snapshot.devices.map((_, i) => i) : [snapshot.defaultDevice];
+  const devices = indexes.map((i, position) => {
+    const d = snapshot.devices[i]!;
+    return deviceReportFrom({
+      index: options.allDevices ? i : position,
+      isDefault: i === snapshot.defaultDevice,
+      name: d.name,
+      className: d.className,
+      registryId: d.registryId,
+      families: d.families,
+      maxThreadgroupMemoryLength: d.maxThreadgroupMemoryLength,
+      maxThreadsPerThreadgroup: d.maxThreadsPerThreadgroup,
+      recommendedMaxWorkingSetSize: d.recommendedMaxWorkingSetSize,
+      maxBufferLength: d.maxBufferLength,
+      hasUnifiedMemory: d.hasUnifiedMemory,
+      location: d.location,
+      architecture: d.architecture,
+    });
+  });
+  const { platform, osVersion, osBuild, model, isVirtualMachine, arch } = snapshot.host;
+  return {
+    schema: REPORT_SCHEMA,
+    supported: true,
+    platform,
+    source: 'snapshot',
+    snapshot: snapshot.id,
+    reason: null,
+    detail: null,
+    host: { osVersion, osBuild, model, isVirtualMachine, arch },
+    devices,
+  };
+}

@@ -1,0 +1,125 @@
+#!/usr/bin/env node
+// The Linux test build (opt-in: `npm run build:sim`). Compiles the same src-native sources that ship for macOS,
+// against test/sim-metal instead of Metal.framework, plus the simulated library and the test fixtures:
+//
+//   build/sim-metal/lib/libMetal.so          the simulated Metal library
+//   build/Release/metal_cap_shim.node        the addon (node-gyp-build finds it here)
+//   build/Release/libmetal_cap_shim_inject.so  the exec injector, loaded with LD_PRELOAD
+//   build/test/sim_fixture.node              a separately compiled Metal consumer used by the tests
+//
+// node-gyp is not used here: gyp's make generator silently drops .mm sources on Linux.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { buildRoot, compiler, objcRuntimeFlags, repoRoot, simLibDir, simLibPath, simRoot } from './sim-toolchain.mjs';
+
+const run = promisify(execFile);
+const require = createRequire(import.meta.url);
+const cxx = compiler();
+const force = process.argv.includes('--force');
+
+const nativeDir = path.join(repoRoot, 'src-native');
+const napiIncludes = [
+  `-I${path.dirname(require.resolve('node-addon-api/package.json'))}`,
+  `-I${path.join(path.dirname(require.resolve('node-api-headers/package.json')), 'include')}`,
+];
+const common = [
+  '-ObjC++',
+  '-std=c++17',
+  '-fPIC',
+  '-O2',
+  '-g',
+  '-Wall',
+  '-Wextra',
+  '-Wno-unused-parameter',
+  '-Werror',
+  // GNUstep's headers trip these under clang; they are not in our code.
+  '-Wno-deprecated-declarations',
+  '-Wno-objc-root-class',
+  ...objcRuntimeFlags(),
+  `-I${path.join(simRoot, 'include')}`,
+];
+const inNative = (...files) => files.map((f) => path.join(nativeDir, f));
+const hookEngine = inNative('swizzle.mm', 'profile.mm', 'patch.mm');
+const linkSim = [`-L${simLibDir}`, '-lMetal', '-lgnustep-base', '-lobjc', '-lpthread'];
+
+function newestHeader(dir) {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.h'))
+    .reduce((t, f) => Math.max(t, statSync(path.join(dir, f)).mtimeMs), 0);
+}
+const headerTime = Math.max(
+  newestHeader(nativeDir),
+  newestHeader(path.join(simRoot, 'include', 'Metal')),
+  newestHeader(path.join(simRoot, 'include', 'MetalSim')),
+);
+
+function upToDate(output, inputs) {
+  if (force || !existsSync(output)) return false;
+  const built = statSync(output).mtimeMs;
+  return inputs.every((i) => statSync(i).mtimeMs < built) && headerTime < built;
+}
+
+async function compile(source, objDir, extra) {
+  const object = path.join(objDir, `${path.basename(source, path.extname(source))}.o`);
+  if (upToDate(object, [source])) return object;
+  mkdirSync(objDir, { recursive: true });
+  await run(cxx, [...common, ...extra, '-c', source, '-o', object], { maxBuffer: 16 << 20 });
+  return object;
+}
+
+async function link(output, objects, flags) {
+  if (upToDate(output, objects)) return false;
+  mkdirSync(path.dirname(output), { recursive: true });
+  await run(cxx, ['-shared', '-o', output, ...objects, ...flags], { maxBuffer: 16 << 20 });
+  return true;
+}
+
+async function target(name, output, sources, { cflags = [], ldflags = [] } = {}) {
+  const objDir = path.join(buildRoot, 'obj', name);
+  const objects = await Promise.all(sources.map((s) => compile(s, objDir, cflags)));
+  const linked = await link(output, objects, ldflags);
+  console.log(`${linked ? 'built' : 'up to date'}  ${path.relative(repoRoot, output)}`);
+}
+
+async function main() {
+  if (process.platform !== 'linux') {
+    throw new Error('build:sim is the Linux test build; on macOS the addon builds with node-gyp (npm install)');
+  }
+  await target('sim-metal', simLibPath, [path.join(simRoot, 'src', 'SimMetal.mm')], {
+    cflags: [`-DMCS_SIM_SNAPSHOT_DIR="${path.join(repoRoot, 'snapshots')}"`],
+    ldflags: ['-Wl,-soname,libMetal.so', '-lgnustep-base', '-lobjc', '-lpthread'],
+  });
+  const originRpath = (to) => `-Wl,-rpath,$ORIGIN/${to}`;
+  await Promise.all([
+    target('addon', path.join(buildRoot, 'Release', 'metal_cap_shim.node'), [
+      ...inNative('addon.mm', 'capabilities.mm', 'host_sim.mm'),
+      ...hookEngine,
+    ], {
+      cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
+      ldflags: [...linkSim, originRpath('../sim-metal/lib')],
+    }),
+    target('inject', path.join(buildRoot, 'Release', 'libmetal_cap_shim_inject.so'), [
+      ...inNative('inject.mm'),
+      ...hookEngine,
+    ], {
+      cflags: ['-fvisibility=hidden'],
+      // Not linked to the simulated Metal: the program brings it, and RTLD_NEXT finds its definitions.
+      ldflags: ['-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
+    }),
+  ]);
+  await target('fixture', path.join(buildRoot, 'test', 'sim_fixture.node'), [
+    path.join(repoRoot, 'test', 'native', 'sim_fixture.mm'),
+  ], {
+    cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
+    ldflags: [...linkSim, originRpath('../sim-metal/lib')],
+  });
+}
+
+main().catch((err) => {
+  const detail = err.stderr ? `\n${err.stderr}` : '';
+  process.stderr.write(`build:sim failed: ${err.message.split('\n')[0]}${detail}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,65 @@
+// The Linux test build's toolchain: clang-14 compiling Objective-C++ for GCC's runtime with GNUstep Foundation.
+// test/sim-metal/flags and scripts/build-sim.mjs both take their flags from here.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const simRoot = path.join(repoRoot, 'test', 'sim-metal');
+export const buildRoot = path.join(repoRoot, 'build');
+export const simLibDir = path.join(buildRoot, 'sim-metal', 'lib');
+export const simLibPath = path.join(simLibDir, 'libMetal.so');
+
+function firstLine(cmd, args) {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n')[0];
+  } catch {
+    return '';
+  }
+}
+
+/** The C++ compiler: clang++-14 as Debian 12 names it, else any clang++. */
+export function compiler() {
+  for (const candidate of ['clang++-14', 'clang++']) {
+    if (firstLine('sh', ['-c', `command -v ${candidate}`])) return candidate;
+  }
+  throw new Error('clang++-14 not found: install it with `apt-get install clang-14` (see .ci/run)');
+}
+
+function gnustepHeaders() {
+  const configured = firstLine('gnustep-config', ['--variable=GNUSTEP_SYSTEM_HEADERS']);
+  if (configured && existsSync(configured)) return configured;
+  if (existsSync('/usr/include/GNUstep/Foundation')) return '/usr/include/GNUstep';
+  throw new Error('GNUstep Foundation headers not found: install libgnustep-base-dev');
+}
+
+// GCC's own objc/runtime.h, which matches the libobjc that GNUstep links; clang's resource dir has none.
+function gccObjcHeaders() {
+  const dir = firstLine('gcc', ['-print-file-name=include']);
+  if (dir && existsSync(path.join(dir, 'objc', 'runtime.h'))) return dir;
+  throw new Error("GCC's objc headers not found: install libobjc-12-dev");
+}
+
+/** Flags to compile Objective-C(++) against GNUstep and GCC's runtime (no language mode, no Metal include). */
+export function objcRuntimeFlags() {
+  return [
+    '-fobjc-runtime=gcc',
+    '-fconstant-string-class=NSConstantString',
+    '-fobjc-exceptions',
+    '-DGNUSTEP',
+    '-DGNU_RUNTIME=1',
+    `-I${gnustepHeaders()}`,
+    `-I${gccObjcHeaders()}`,
+  ];
+}
+
+/** What a third-party program needs to compile against the simulated <Metal/Metal.h>. */
+export function simCflags() {
+  return [...objcRuntimeFlags(), `-I${path.join(simRoot, 'include')}`];
+}
+
+/** What it needs to link against the simulated Metal library (found at run time through its rpath). */
+export function simLibs() {
+  return [`-L${simLibDir}`, `-Wl,-rpath,${simLibDir}`, '-lMetal', '-lgnustep-base', '-lobjc'];
+}

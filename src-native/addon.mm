@@ -1,0 +1,335 @@
+// The N-API face: converts between JavaScript values and the engine's C++ structs, nothing else. Arguments arrive
+// validated by lib/ (TypeScript); the checks here only keep a wrong call from crashing the process.
+#define NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS
+#include <napi.h>
+
+#import <Foundation/Foundation.h>
+#include <dlfcn.h>
+#include <objc/runtime.h>
+
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "capabilities.h"
+#include "families.h"
+#include "host.h"
+#include "patch.h"
+#include "profile.h"
+
+namespace mcs {
+namespace {
+
+// Metal hands out autoreleased objects; Node's threads have no pool of their own.
+class AutoreleasePool {
+ public:
+  AutoreleasePool() : pool_([NSAutoreleasePool new]) {}
+  ~AutoreleasePool() { [pool_ release]; }
+  AutoreleasePool(const AutoreleasePool &) = delete;
+  AutoreleasePool &operator=(const AutoreleasePool &) = delete;
+
+ private:
+  NSAutoreleasePool *pool_;
+};
+
+std::mutex gBaselineMutex;
+std::string gBaseline;  // JSON of the stock probe taken before the first apply; empty when none
+
+Napi::Value throwError(Napi::Env env, const char *code, const std::string &message, bool typeError = false) {
+  Napi::Error error = typeError ? Napi::TypeError::New(env, message) : Napi::Error::New(env, message);
+  error.Set("code", Napi::String::New(env, code));
+  error.ThrowAsJavaScriptException();
+  return env.Undefined();
+}
+
+Napi::Value nullable(Napi::Env env, const Optional &o) {
+  return o.known ? Napi::Value(Napi::String::New(env, o.value)) : env.Null();
+}
+
+Napi::Value numberOrNull(Napi::Env env, bool known, uint64_t v) {
+  return known ? Napi::Value(Napi::Number::New(env, static_cast<double>(v))) : env.Null();
+}
+
+Napi::Object hostObject(Napi::Env env, const HostFacts &facts) {
+  Napi::Object host = Napi::Object::New(env);
+  host.Set("osVersion", nullable(env, facts.osVersion));
+  host.Set("osBuild", nullable(env, facts.osBuild));
+  host.Set("model", nullable(env, facts.model));
+  host.Set("isVirtualMachine",
+           facts.isVirtualMachine < 0 ? env.Null() : Napi::Value(Napi::Boolean::New(env, facts.isVirtualMachine == 1)));
+  host.Set("arch", nullable(env, facts.arch));
+  return host;
+}
+
+Napi::Object deviceObject(Napi::Env env, const DeviceCapabilities &caps) {
+  Napi::Object d = Napi::Object::New(env);
+  d.Set("index", Napi::Number::New(env, caps.index));
+  d.Set("isDefault", Napi::Boolean::New(env, caps.isDefault));
+  d.Set("name", Napi::String::New(env, caps.name));
+  d.Set("className", Napi::String::New(env, caps.className));
+  d.Set("registryId", numberOrNull(env, caps.hasRegistryId, caps.registryId));
+  Napi::Object families = Napi::Object::New(env);
+  for (size_t i = 0; i < kFamilyCount; i++) {
+    families.Set(kFamilies[i].key,
+                 caps.hasFamilies ? Napi::Value(Napi::Boolean::New(env, caps.families[i])) : env.Null());
+  }
+  d.Set("families", families);
+  d.Set("maxThreadgroupMemoryLength",
+        numberOrNull(env, caps.hasMaxThreadgroupMemoryLength, caps.maxThreadgroupMemoryLength));
+  if (caps.hasMaxThreadsPerThreadgroup) {
+    Napi::Object size = Napi::Object::New(env);
+    size.Set("width", Napi::Number::New(env, static_cast<double>(caps.maxThreads[0])));
+    size.Set("height", Napi::Number::New(env, static_cast<double>(caps.maxThreads[1])));
+    size.Set("depth", Napi::Number::New(env, static_cast<double>(caps.maxThreads[2])));
+    d.Set("maxThreadsPerThreadgroup", size);
+  } else {
+    d.Set("maxThreadsPerThreadgroup", env.Null());
+  }
+  d.Set("recommendedMaxWorkingSetSize",
+        numberOrNull(env, caps.hasRecommendedMaxWorkingSetSize, caps.recommendedMaxWorkingSetSize));
+  d.Set("maxBufferLength", numberOrNull(env, caps.hasMaxBufferLength, caps.maxBufferLength));
+  d.Set("hasUnifiedMemory",
+        caps.hasUnifiedMemoryKnown ? Napi::Value(Napi::Boolean::New(env, caps.hasUnifiedMemory)) : env.Null());
+  d.Set("location", caps.location.empty() ? env.Null() : Napi::Value(Napi::String::New(env, caps.location)));
+  d.Set("architecture",
+        caps.hasArchitecture ? Napi::Value(Napi::String::New(env, caps.architecture)) : env.Null());
+  return d;
+}
+
+bool optionalBool(const Napi::CallbackInfo &info, size_t index, bool fallback, bool *out) {
+  if (info.Length() <= index || info[index].IsUndefined()) {
+    *out = fallback;
+    return true;
+  }
+  if (!info[index].IsBoolean()) return false;
+  *out = info[index].As<Napi::Boolean>().Value();
+  return true;
+}
+
+// probe(allDevices?: boolean, stock?: boolean)
+Napi::Value Probe(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  bool all = false, stock = false;
+  if (!optionalBool(info, 0, false, &all) || !optionalBool(info, 1, false, &stock)) {
+    return throwError(env, "ERR_INVALID_ARGUMENT", "probe(allDevices, stock) takes booleans", true);
+  }
+  AutoreleasePool pool;
+  HostFacts facts = readHostFacts();
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("platform", Napi::String::New(env, facts.platform));
+  result.Set("snapshot", facts.snapshot.empty() ? env.Null() : Napi::Value(Napi::String::New(env, facts.snapshot)));
+  result.Set("recordedPlatform", nullable(env, facts.recordedPlatform));
+  result.Set("host", hostObject(env, facts));
+  Napi::Array devices = Napi::Array::New(env);
+  {
+    std::optional<StockAnswersScope> stockAnswers;
+    if (stock) stockAnswers.emplace();
+    DeviceList list = copyDevices(all);
+    for (size_t i = 0; i < list.devices.size(); i++) {
+      DeviceCapabilities caps = readCapabilities(list.devices[i]);
+      caps.index = static_cast<int>(i);
+      caps.isDefault = static_cast<int>(i) == list.defaultIndex;
+      devices.Set(static_cast<uint32_t>(i), deviceObject(env, caps));
+    }
+    releaseDevices(list);
+  }
+  result.Set("devices", devices);
+  return result;
+}
+
+Napi::Value Families(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Array out = Napi::Array::New(env, kFamilyCount);
+  for (size_t i = 0; i < kFamilyCount; i++) {
+    Napi::Array pair = Napi::Array::New(env, 2);
+    pair.Set(0u, Napi::String::New(env, kFamilies[i].key));
+    pair.Set(1u, Napi::Number::New(env, static_cast<double>(kFamilies[i].value)));
+    out.Set(static_cast<uint32_t>(i), pair);
+  }
+  return out;
+}
+
+Napi::Array hookRefs(Napi::Env env, const std::vector<HookRef> &refs) {
+  Napi::Array out = Napi::Array::New(env, refs.size());
+  for (size_t i = 0; i < refs.size(); i++) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("className", Napi::String::New(env, refs[i].className));
+    o.Set("selector", Napi::String::New(env, refs[i].selector));
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+// apply(nativeProfile: string, profileJson: string)
+Napi::Value Apply(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsString() || !info[1].IsString()) {
+    return throwError(env, "ERR_INVALID_ARGUMENT", "apply(nativeProfile, profileJson) takes two strings", true);
+  }
+  Profile profile;
+  std::string error;
+  if (!parseNativeProfile(info[0].As<Napi::String>().Utf8Value().c_str(), &profile, &error)) {
+    return throwError(env, "ERR_INVALID_PROFILE", "native profile rejected: " + error);
+  }
+  profile.json = info[1].As<Napi::String>().Utf8Value();
+  AutoreleasePool pool;
+  Napi::Object result = Napi::Object::New(env);
+  DeviceList list = copyDevices(true);
+  std::vector<Class> classes;
+  for (void *cls : distinctDeviceClasses(list)) classes.push_back((Class)cls);
+  releaseDevices(list);
+  if (classes.empty()) {
+    result.Set("ok", Napi::Boolean::New(env, false));
+    result.Set("code", Napi::String::New(env, "ERR_NO_DEVICE"));
+    result.Set("message", Napi::String::New(env, "Metal returned no device to patch"));
+    return result;
+  }
+  PatchResult patched = patchClasses(classes);
+  result.Set("ok", Napi::Boolean::New(env, patched.ok));
+  if (!patched.ok) {
+    result.Set("code", Napi::String::New(env, patched.errorCode));
+    result.Set("message", Napi::String::New(env, patched.message));
+    return result;
+  }
+  // Hooks first, profile second: until the swap, the new hooks answer with the previous profile (or stock).
+  setActiveProfile(&profile);
+  Napi::Array classList = Napi::Array::New(env, patched.classes.size());
+  for (size_t i = 0; i < patched.classes.size(); i++) {
+    Napi::Object c = Napi::Object::New(env);
+    c.Set("className", Napi::String::New(env, patched.classes[i].className));
+    Napi::Array sels = Napi::Array::New(env, patched.classes[i].selectors.size());
+    for (size_t j = 0; j < patched.classes[i].selectors.size(); j++) {
+      const SelectorPatch &sp = patched.classes[i].selectors[j];
+      Napi::Object s = Napi::Object::New(env);
+      s.Set("selector", Napi::String::New(env, sp.selector));
+      s.Set("outcome", Napi::String::New(env, sp.outcome));
+      s.Set("mode", Napi::String::New(env, sp.mode));
+      sels.Set(static_cast<uint32_t>(j), s);
+    }
+    c.Set("selectors", sels);
+    classList.Set(static_cast<uint32_t>(i), c);
+  }
+  result.Set("classes", classList);
+  return result;
+}
+
+Napi::Value Restore(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  AutoreleasePool pool;
+  setActiveProfile(nullptr);
+  RestoreReport report = restoreAllHooks();
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("restored", hookRefs(env, report.restored));
+  result.Set("conflicts", hookRefs(env, report.conflicts));
+  return result;
+}
+
+Napi::Value Status(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  const Profile *active = activeProfile();
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("active", Napi::Boolean::New(env, active != nullptr));
+  result.Set("profileJson", active == nullptr ? env.Null() : Napi::Value(Napi::String::New(env, active->json)));
+  result.Set("trace", Napi::Boolean::New(env, active != nullptr && active->trace));
+  std::vector<HookInfo> infos = hookInfos();
+  Napi::Array hooks = Napi::Array::New(env);
+  uint32_t n = 0;
+  for (const HookInfo &h : infos) {
+    if (!h.installed) continue;
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("className", Napi::String::New(env, h.className));
+    o.Set("selector", Napi::String::New(env, h.selector));
+    o.Set("mode", Napi::String::New(env, h.mode == HookMode::Added ? "added" : "replaced"));
+    o.Set("ours", Napi::Boolean::New(env, h.ours));
+    hooks.Set(n++, o);
+  }
+  result.Set("hooks", hooks);
+  return result;
+}
+
+// trace(reset?: boolean)
+Napi::Value Trace(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  bool reset = false;
+  if (!optionalBool(info, 0, false, &reset)) {
+    return throwError(env, "ERR_INVALID_ARGUMENT", "trace(reset) takes a boolean", true);
+  }
+  Napi::Array rows = Napi::Array::New(env);
+  uint32_t n = 0;
+  for (const TraceRow &row : traceRows()) {
+    if (row.calls == 0) continue;
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("selector", Napi::String::New(env, selectorName(row.selector)));
+    o.Set("family", row.selector == HookedSelector::SupportsFamily
+                        ? Napi::Value(Napi::Number::New(env, static_cast<double>(row.family)))
+                        : env.Null());
+    o.Set("calls", Napi::Number::New(env, static_cast<double>(row.calls)));
+    o.Set("stock", Napi::Number::New(env, static_cast<double>(row.lastStock)));
+    o.Set("given", Napi::Number::New(env, static_cast<double>(row.lastGiven)));
+    rows.Set(n++, o);
+  }
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("rows", rows);
+  result.Set("dropped", Napi::Number::New(env, static_cast<double>(traceDropped())));
+  if (reset) resetTrace();
+  return result;
+}
+
+// baseline(json?: string): stores the stock probe once (first call with a string wins) and returns what is stored.
+Napi::Value Baseline(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  std::lock_guard<std::mutex> lock(gBaselineMutex);
+  if (info.Length() > 0 && info[0].IsString() && gBaseline.empty()) gBaseline = info[0].As<Napi::String>().Utf8Value();
+  return gBaseline.empty() ? env.Null() : Napi::Value(Napi::String::New(env, gBaseline));
+}
+
+// Symbols that show a Metal consumer is loaded into this process; such engines read capabilities once at init.
+const char *const kConsumerSymbols[] = {
+    "ggml_backend_metal_reg",
+    "ggml_backend_metal_init",
+    "mlx_metal_is_available",
+};
+
+Napi::Value LoadedConsumers(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Array out = Napi::Array::New(env);
+  uint32_t n = 0;
+  for (const char *symbol : kConsumerSymbols) {
+    if (dlsym(RTLD_DEFAULT, symbol) != NULL) out.Set(n++, Napi::String::New(env, symbol));
+  }
+  return out;
+}
+
+Napi::Value Info(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Object out = Napi::Object::New(env);
+#if defined(__APPLE__)
+  out.Set("platform", Napi::String::New(env, "darwin"));
+  out.Set("runtime", Napi::String::New(env, "apple"));
+#else
+  out.Set("platform", Napi::String::New(env, "simulated"));
+  out.Set("runtime", Napi::String::New(env, "gcc"));
+#endif
+  out.Set("maxHooks", Napi::Number::New(env, kMaxHooks));
+  return out;
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("probe", Napi::Function::New(env, Probe, "probe"));
+  exports.Set("families", Napi::Function::New(env, Families, "families"));
+  exports.Set("apply", Napi::Function::New(env, Apply, "apply"));
+  exports.Set("restore", Napi::Function::New(env, Restore, "restore"));
+  exports.Set("status", Napi::Function::New(env, Status, "status"));
+  exports.Set("trace", Napi::Function::New(env, Trace, "trace"));
+  exports.Set("baseline", Napi::Function::New(env, Baseline, "baseline"));
+  exports.Set("loadedConsumers", Napi::Function::New(env, LoadedConsumers, "loadedConsumers"));
+  exports.Set("info", Napi::Function::New(env, Info, "info"));
+  return exports;
+}
+
+}  // namespace
+}  // namespace mcs
+
+static Napi::Object InitModule(Napi::Env env, Napi::Object exports) { return mcs::Init(env, exports); }
+
+NODE_API_MODULE(metal_cap_shim, InitModule)

@@ -1,0 +1,27 @@
+// Facts about the host, read by the only platform-specific files: host_darwin.mm (sysctl, NSProcessInfo) on macOS and
+// host_sim.mm (the snapshot loaded by test/sim-metal) in the Linux test build.
+#pragma once
+
+#include <string>
+
+namespace mcs {
+
+struct Optional {
+  bool known = false;
+  std::string value;
+};
+
+struct HostFacts {
+  std::string platform;  // "darwin" live, "simulated" in the test build
+  std::string snapshot;  // snapshot id in the test build
+  Optional osVersion;
+  Optional osBuild;
+  Optional model;
+  int isVirtualMachine = -1;  // 1, 0, -1 unknown
+  Optional arch;
+  Optional recordedPlatform;  // the platform the snapshot was recorded on (test build only)
+};
+
+HostFacts readHostFacts();
+
+}  // namespace mcs

@@ -1,0 +1,63 @@
+// macOS only: host facts from sysctl and NSProcessInfo.
+#include "host.h"
+
+#import <Foundation/Foundation.h>
+#include <sys/sysctl.h>
+#include <sys/utsname.h>
+
+#include <cstring>
+
+namespace mcs {
+namespace {
+
+Optional sysctlString(const char *name) {
+  Optional out;
+  size_t length = 0;
+  if (sysctlbyname(name, NULL, &length, NULL, 0) != 0 || length == 0) return out;
+  std::string buffer(length, '\0');
+  if (sysctlbyname(name, &buffer[0], &length, NULL, 0) != 0) return out;
+  out.known = true;
+  out.value = std::string(buffer.c_str());
+  return out;
+}
+
+// kern.hv_vmm_present is 1 inside a Virtualization.framework (or other hypervisor) guest; missing on old kernels.
+int sysctlFlag(const char *name) {
+  int value = 0;
+  size_t length = sizeof(value);
+  if (sysctlbyname(name, &value, &length, NULL, 0) != 0) return -1;
+  return value != 0 ? 1 : 0;
+}
+
+Optional productVersion() {
+  NSOperatingSystemVersion v = [[NSProcessInfo processInfo] operatingSystemVersion];
+  Optional out;
+  out.known = true;
+  out.value = std::to_string(v.majorVersion) + "." + std::to_string(v.minorVersion);
+  if (v.patchVersion != 0) out.value += "." + std::to_string(v.patchVersion);
+  return out;
+}
+
+Optional machineArch() {
+  Optional out;
+  struct utsname name;
+  if (uname(&name) != 0) return out;
+  out.known = true;
+  out.value = name.machine;
+  return out;
+}
+
+}  // namespace
+
+HostFacts readHostFacts() {
+  HostFacts facts;
+  facts.platform = "darwin";
+  facts.osVersion = productVersion();
+  facts.osBuild = sysctlString("kern.osversion");
+  facts.model = sysctlString("hw.model");
+  facts.isVirtualMachine = sysctlFlag("kern.hv_vmm_present");
+  facts.arch = machineArch();
+  return facts;
+}
+
+}  // namespace mcs

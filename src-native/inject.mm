@@ -1,0 +1,192 @@
+// The exec injector: a library loaded into an arbitrary program (DYLD_INSERT_LIBRARIES on macOS, LD_PRELOAD in the
+// Linux test build) that patches device classes the moment the program first obtains a device. It interposes the
+// public MTLCreateSystemDefaultDevice / MTLCopyAllDevices, so it needs no private selector.
+//
+// It never writes to the program's stdout or stderr. The CLI hands it three environment variables:
+//   METAL_CAP_SHIM_PROFILE_NATIVE  the validated profile in its compact form (lib/profiles.ts)
+//   METAL_CAP_SHIM_STATUS_FD       a pipe for "loaded" / "patched" / "error" lines, read by the CLI
+//   METAL_CAP_SHIM_TRACE_FILE      where to write the trace as JSON at exit (optional)
+#import <Foundation/Foundation.h>
+#import <Metal/Metal.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <objc/runtime.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "patch.h"
+#include "profile.h"
+
+namespace mcs {
+namespace {
+
+int gStatusFd = -1;
+bool gProfileOk = false;
+std::string gTraceFile;
+std::mutex gPatchMutex;
+std::vector<std::string> gPatchedClasses;
+
+void statusLine(const std::string &line) {
+  if (gStatusFd < 0) return;
+  std::string out = line + "\n";
+  ssize_t ignored = write(gStatusFd, out.data(), out.size());
+  (void)ignored;
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+void writeTraceFile() {
+  if (gTraceFile.empty()) return;
+  FILE *f = fopen(gTraceFile.c_str(), "w");
+  if (f == NULL) return;
+  fprintf(f, "{\"pid\":%d,\"profileApplied\":%s,\"patchedClasses\":[", static_cast<int>(getpid()),
+          gProfileOk ? "true" : "false");
+  for (size_t i = 0; i < gPatchedClasses.size(); i++) {
+    fprintf(f, "%s%s", i == 0 ? "" : ",", jsonString(gPatchedClasses[i]).c_str());
+  }
+  fprintf(f, "],\"trace\":[");
+  bool first = true;
+  for (const TraceRow &row : traceRows()) {
+    if (row.calls == 0) continue;
+    fprintf(f, "%s{\"selector\":%s,\"family\":", first ? "" : ",", jsonString(selectorName(row.selector)).c_str());
+    if (row.selector == HookedSelector::SupportsFamily) {
+      fprintf(f, "%ld", row.family);
+    } else {
+      fprintf(f, "null");
+    }
+    fprintf(f, ",\"calls\":%llu,\"stock\":%llu,\"given\":%llu}", static_cast<unsigned long long>(row.calls),
+            static_cast<unsigned long long>(row.lastStock), static_cast<unsigned long long>(row.lastGiven));
+    first = false;
+  }
+  fprintf(f, "]}\n");
+  fclose(f);
+}
+
+void patchDeviceClasses(const std::vector<id> &devices) {
+  if (!gProfileOk || devices.empty()) return;
+  std::lock_guard<std::mutex> lock(gPatchMutex);
+  std::vector<Class> classes;
+  for (id device : devices) {
+    Class cls = object_getClass(device);
+    bool seen = false;
+    for (Class c : classes) seen = seen || c == cls;
+    if (!seen) classes.push_back(cls);
+  }
+  PatchResult result = patchClasses(classes);
+  if (!result.ok) {
+    statusLine("error " + result.errorCode + " " + result.message);
+    return;
+  }
+  for (const ClassPatch &patch : result.classes) {
+    bool known = false;
+    for (const std::string &name : gPatchedClasses) known = known || name == patch.className;
+    if (!known) {
+      gPatchedClasses.push_back(patch.className);
+      statusLine("patched " + patch.className);
+    }
+  }
+}
+
+__attribute__((constructor)) void injectorLoaded() {
+  const char *fd = getenv("METAL_CAP_SHIM_STATUS_FD");
+  if (fd != NULL && *fd != '\0') {
+    gStatusFd = atoi(fd);
+    // The pipe is for this process only; programs it starts must not inherit it.
+    if (fcntl(gStatusFd, F_SETFD, FD_CLOEXEC) != 0) gStatusFd = -1;
+    unsetenv("METAL_CAP_SHIM_STATUS_FD");
+  }
+  const char *trace = getenv("METAL_CAP_SHIM_TRACE_FILE");
+  if (trace != NULL) gTraceFile = trace;
+  Profile profile;
+  std::string error;
+  gProfileOk = parseNativeProfile(getenv("METAL_CAP_SHIM_PROFILE_NATIVE"), &profile, &error);
+  if (!gProfileOk) {
+    // Fail closed: no hooks without a valid profile; the CLI reports it from the status line.
+    statusLine("error ERR_INVALID_PROFILE " + error);
+    return;
+  }
+  if (!gTraceFile.empty()) profile.trace = true;
+  setActiveProfile(&profile);
+  statusLine("loaded " + std::to_string(static_cast<int>(getpid())));
+  atexit(writeTraceFile);
+}
+
+}  // namespace
+}  // namespace mcs
+
+#if defined(__APPLE__)
+
+// dyld's interposing: each pair makes every other image's calls to `replacee` go to `replacement`; calls from this
+// image still reach Metal's own functions.
+#define MCS_INTERPOSE(replacement, replacee)                                              \
+  __attribute__((used)) static const struct {                                             \
+    const void *r;                                                                         \
+    const void *e;                                                                         \
+  } mcs_interpose_##replacee __attribute__((section("__DATA,__interpose"))) = {           \
+      reinterpret_cast<const void *>(&replacement), reinterpret_cast<const void *>(&replacee)}
+
+static id<MTLDevice> mcs_MTLCreateSystemDefaultDevice(void) {
+  id<MTLDevice> device = MTLCreateSystemDefaultDevice();
+  if (device != nil) mcs::patchDeviceClasses({(id)device});
+  return device;
+}
+
+static NSArray<id<MTLDevice>> *mcs_MTLCopyAllDevices(void) {
+  NSArray<id<MTLDevice>> *devices = MTLCopyAllDevices();
+  std::vector<id> list;
+  for (NSUInteger i = 0; i < [devices count]; i++) list.push_back([devices objectAtIndex:i]);
+  mcs::patchDeviceClasses(list);
+  return devices;
+}
+
+MCS_INTERPOSE(mcs_MTLCreateSystemDefaultDevice, MTLCreateSystemDefaultDevice);
+MCS_INTERPOSE(mcs_MTLCopyAllDevices, MTLCopyAllDevices);
+
+#else
+
+// LD_PRELOAD: these definitions come first in symbol lookup; the real ones are the next definitions in line.
+template <typename Fn>
+static Fn nextDefinition(const char *name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+extern "C" __attribute__((visibility("default"))) id<MTLDevice> MTLCreateSystemDefaultDevice(void) {
+  using Fn = id<MTLDevice> (*)(void);
+  static Fn real = nextDefinition<Fn>("MTLCreateSystemDefaultDevice");
+  id<MTLDevice> device = real != NULL ? real() : nil;
+  if (device != nil) mcs::patchDeviceClasses({(id)device});
+  return device;
+}
+
+extern "C" __attribute__((visibility("default"))) NSArray<id<MTLDevice>> *MTLCopyAllDevices(void) {
+  using Fn = NSArray<id<MTLDevice>> *(*)(void);
+  static Fn real = nextDefinition<Fn>("MTLCopyAllDevices");
+  NSArray<id<MTLDevice>> *devices = real != NULL ? real() : [[NSArray alloc] init];
+  std::vector<id> list;
+  for (NSUInteger i = 0; i < [devices count]; i++) list.push_back([devices objectAtIndex:i]);
+  mcs::patchDeviceClasses(list);
+  return devices;
+}
+
+#endif

@@ -1,0 +1,63 @@
+#include "patch.h"
+
+#include "profile.h"
+
+namespace mcs {
+namespace {
+
+const char *modeName(HookMode mode) { return mode == HookMode::Added ? "added" : "replaced"; }
+
+}  // namespace
+
+PatchResult patchClasses(const std::vector<Class> &classes) {
+  PatchResult result;
+  std::vector<int> installedNow;
+  for (Class cls : classes) {
+    ClassPatch patch;
+    patch.className = class_getName(cls);
+    for (int s = 0; s < kHookedSelectorCount; s++) {
+      auto selector = static_cast<HookedSelector>(s);
+      int slot = -1;
+      InstallOutcome outcome = installHook(cls, selectorFor(selector), factoryFor(selector), &slot);
+      if (outcome == InstallOutcome::MethodMissing || outcome == InstallOutcome::TableFull) {
+        for (auto it = installedNow.rbegin(); it != installedNow.rend(); ++it) restoreHook(*it);
+        result.errorCode = "ERR_HOOK_FAILED";
+        result.message = std::string("cannot hook -[") + patch.className + " " + selectorName(selector) + "]: " +
+                         (outcome == InstallOutcome::TableFull ? "too many hooked classes in this process"
+                                                               : "the class does not implement it");
+        result.classes.clear();
+        return result;
+      }
+      if (outcome == InstallOutcome::Installed) installedNow.push_back(slot);
+      patch.selectors.push_back({selectorName(selector),
+                                 outcome == InstallOutcome::Installed ? "installed" : "already-installed", ""});
+    }
+    result.classes.push_back(patch);
+  }
+  // Modes are read after the fact from the engine's own records, which know whether a method was added.
+  std::vector<HookInfo> infos = hookInfos();
+  for (ClassPatch &patch : result.classes) {
+    for (SelectorPatch &sp : patch.selectors) {
+      for (const HookInfo &info : infos) {
+        if (info.className == patch.className && info.selector == sp.selector) sp.mode = modeName(info.mode);
+      }
+    }
+  }
+  result.ok = true;
+  return result;
+}
+
+RestoreReport restoreAllHooks() {
+  RestoreReport report;
+  std::vector<HookInfo> infos = hookInfos();
+  std::vector<int> slots = installedSlots();
+  for (int slot : slots) {
+    const HookInfo &info = infos[slot];
+    RestoreOutcome outcome = restoreHook(slot);
+    if (outcome == RestoreOutcome::Restored) report.restored.push_back({info.className, info.selector});
+    if (outcome == RestoreOutcome::Conflict) report.conflicts.push_back({info.className, info.selector});
+  }
+  return report;
+}
+
+}  // namespace mcs

@@ -1,0 +1,80 @@
+// The active profile and the replacement implementations that answer from it.
+//
+// A profile is one immutable value; applying another swaps a pointer, so a query running on another thread sees the
+// old profile or the new one, never a mix. Profiles arrive already validated by TypeScript, in a compact text form
+// (encodeNativeProfile in lib/profiles.ts) that the exec injector also reads from its environment.
+#pragma once
+
+#include <objc/runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "families.h"
+
+namespace mcs {
+
+enum class ProfileMode { Raise, Exact };
+
+struct Profile {
+  long appleFamilyMax = 0;  // 0: no Apple ceiling
+  bool hasMaxThreadgroupMemory = false;
+  uint64_t maxThreadgroupMemoryLength = 0;
+  bool hasWorkingSet = false;
+  uint64_t recommendedMaxWorkingSetSize = 0;
+  ProfileMode mode = ProfileMode::Raise;
+  bool trace = false;
+  // Explicit answers per kFamilies index: -1 none, 0 NO, 1 YES.
+  signed char familyOverride[kFamilyCount];
+  std::string json;  // the normalised profile as JavaScript sent it, for status()
+
+  Profile() {
+    for (size_t i = 0; i < kFamilyCount; i++) familyOverride[i] = -1;
+  }
+};
+
+// Parses the compact form `mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=5001:0`. Returns false and sets
+// `error` on anything unexpected.
+bool parseNativeProfile(const char *text, Profile *out, std::string *error);
+
+// The answers a profile gives for a stock answer.
+bool familyAnswer(const Profile &p, long family, bool stock);
+uint64_t threadgroupMemoryAnswer(const Profile &p, uint64_t stock);
+uint64_t workingSetAnswer(const Profile &p, uint64_t stock);
+
+// Swaps in a copy of `p` (retired profiles are kept alive for readers still holding them) or clears it.
+void setActiveProfile(const Profile *p);
+const Profile *activeProfile();
+
+// The hooked selectors and the per-slot replacement for each.
+enum class HookedSelector { SupportsFamily = 0, MaxThreadgroupMemoryLength = 1, RecommendedMaxWorkingSetSize = 2 };
+inline constexpr int kHookedSelectorCount = 3;
+SEL selectorFor(HookedSelector s);
+const char *selectorName(HookedSelector s);
+IMP replacementFor(HookedSelector s, int slot);
+using SlotImpFactory = IMP (*)(int slot);
+SlotImpFactory factoryFor(HookedSelector s);
+
+// While alive on a thread, hooked queries on that thread answer stock: used to read the unpatched device.
+class StockAnswersScope {
+ public:
+  StockAnswersScope();
+  ~StockAnswersScope();
+  StockAnswersScope(const StockAnswersScope &) = delete;
+  StockAnswersScope &operator=(const StockAnswersScope &) = delete;
+};
+
+// Trace: per hooked selector and family asked, calls and the last stock and given answers.
+struct TraceRow {
+  HookedSelector selector;
+  long family;  // 0 for the size queries
+  uint64_t calls;
+  uint64_t lastStock;
+  uint64_t lastGiven;
+};
+std::vector<TraceRow> traceRows();
+void resetTrace();
+uint64_t traceDropped();
+
+}  // namespace mcs

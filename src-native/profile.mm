@@ -1,0 +1,329 @@
+#include "profile.h"
+
+#import <Foundation/Foundation.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "swizzle.h"
+
+#if defined(__linux__)
+// Initial-exec keeps the per-call check to one load; the addon is small enough for the static TLS reserve.
+#define MCS_FAST_TLS __attribute__((tls_model("initial-exec")))
+#else
+#define MCS_FAST_TLS
+#endif
+
+namespace mcs {
+namespace {
+
+std::atomic<const Profile *> gActive{nullptr};
+std::mutex gRetiredMutex;
+// Profiles are never freed: a query on another thread may still hold the previous pointer, and a process applies
+// a handful of profiles in its life. The cost is one small struct per apply.
+std::vector<std::unique_ptr<Profile>> gRetired;
+
+thread_local int tlsStockDepth MCS_FAST_TLS = 0;
+
+bool parseUnsigned(const std::string &s, uint64_t *out) {
+  if (s.empty() || s[0] == '-' || s[0] == '+') return false;
+  errno = 0;
+  char *end = nullptr;
+  unsigned long long v = strtoull(s.c_str(), &end, 10);
+  if (errno != 0 || end == nullptr || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+bool parseFamilies(const std::string &list, Profile *out, std::string *error) {
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t colon = item.find(':');
+    uint64_t value = 0, answer = 0;
+    if (colon == std::string::npos || !parseUnsigned(item.substr(0, colon), &value) ||
+        !parseUnsigned(item.substr(colon + 1), &answer) || answer > 1) {
+      *error = "bad family answer '" + item + "'";
+      return false;
+    }
+    int index = familyIndex(static_cast<long>(value));
+    if (index < 0) {
+      *error = "unknown family value " + std::to_string(value);
+      return false;
+    }
+    out->familyOverride[index] = static_cast<signed char>(answer);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return true;
+}
+
+bool applyField(const std::string &key, const std::string &value, Profile *out, std::string *error) {
+  uint64_t n = 0;
+  if (key == "max") {
+    if (value == "-") return true;
+    if (!parseUnsigned(value, &n) || !isAppleFamily(static_cast<long>(n))) {
+      *error = "max must be an Apple family value";
+      return false;
+    }
+    out->appleFamilyMax = static_cast<long>(n);
+  } else if (key == "tg" || key == "wss") {
+    if (value == "-") return true;
+    if (!parseUnsigned(value, &n)) {
+      *error = key + " must be a byte count";
+      return false;
+    }
+    if (key == "tg") {
+      out->hasMaxThreadgroupMemory = true;
+      out->maxThreadgroupMemoryLength = n;
+    } else {
+      out->hasWorkingSet = true;
+      out->recommendedMaxWorkingSetSize = n;
+    }
+  } else if (key == "mode") {
+    if (value != "raise" && value != "exact") {
+      *error = "mode must be raise or exact";
+      return false;
+    }
+    out->mode = value == "exact" ? ProfileMode::Exact : ProfileMode::Raise;
+  } else if (key == "trace") {
+    if (value != "0" && value != "1") {
+      *error = "trace must be 0 or 1";
+      return false;
+    }
+    out->trace = value == "1";
+  } else if (key == "fam") {
+    return value.empty() || parseFamilies(value, out, error);
+  } else {
+    *error = "unknown field '" + key + "'";
+    return false;
+  }
+  return true;
+}
+
+// ---- trace ----
+
+constexpr int kTraceSlots = 256;
+
+struct TraceSlot {
+  std::atomic<uint64_t> key{0};
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> lastStock{0};
+  std::atomic<uint64_t> lastGiven{0};
+};
+
+TraceSlot gTrace[kTraceSlots];
+std::atomic<uint64_t> gTraceDropped{0};
+
+uint64_t traceKey(HookedSelector s, long family) {
+  return (static_cast<uint64_t>(s) + 1) << 32 | static_cast<uint32_t>(family);
+}
+
+// Lock-free: a slot is claimed once with a compare-and-swap on its key, then only counted into.
+void recordTrace(HookedSelector s, long family, uint64_t stock, uint64_t given) {
+  uint64_t key = traceKey(s, family);
+  uint32_t start = static_cast<uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 56);
+  for (int probe = 0; probe < kTraceSlots; probe++) {
+    TraceSlot &slot = gTrace[(start + probe) % kTraceSlots];
+    uint64_t seen = slot.key.load(std::memory_order_acquire);
+    if (seen == 0) {
+      uint64_t expected = 0;
+      if (slot.key.compare_exchange_strong(expected, key, std::memory_order_acq_rel)) {
+        seen = key;
+      } else {
+        seen = expected;
+      }
+    }
+    if (seen != key) continue;
+    slot.calls.fetch_add(1, std::memory_order_relaxed);
+    slot.lastStock.store(stock, std::memory_order_relaxed);
+    slot.lastGiven.store(given, std::memory_order_relaxed);
+    return;
+  }
+  gTraceDropped.fetch_add(1, std::memory_order_relaxed);
+}
+
+// ---- replacements, one function per slot ----
+
+template <int Slot>
+BOOL supportsFamilyHook(id self, SEL cmd, NSInteger family) {
+  using Original = BOOL (*)(id, SEL, NSInteger);
+  BOOL stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd, family);
+  const Profile *p = gActive.load(std::memory_order_acquire);
+  if (p == nullptr || tlsStockDepth != 0) return stock;
+  BOOL given = familyAnswer(*p, static_cast<long>(family), stock) ? YES : NO;
+  if (p->trace) recordTrace(HookedSelector::SupportsFamily, static_cast<long>(family), stock, given);
+  return given;
+}
+
+template <int Slot>
+NSUInteger maxThreadgroupMemoryHook(id self, SEL cmd) {
+  using Original = NSUInteger (*)(id, SEL);
+  NSUInteger stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
+  const Profile *p = gActive.load(std::memory_order_acquire);
+  if (p == nullptr || tlsStockDepth != 0) return stock;
+  NSUInteger given = static_cast<NSUInteger>(threadgroupMemoryAnswer(*p, stock));
+  if (p->trace) recordTrace(HookedSelector::MaxThreadgroupMemoryLength, 0, stock, given);
+  return given;
+}
+
+template <int Slot>
+uint64_t workingSetHook(id self, SEL cmd) {
+  using Original = uint64_t (*)(id, SEL);
+  uint64_t stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
+  const Profile *p = gActive.load(std::memory_order_acquire);
+  if (p == nullptr || tlsStockDepth != 0) return stock;
+  uint64_t given = workingSetAnswer(*p, stock);
+  if (p->trace) recordTrace(HookedSelector::RecommendedMaxWorkingSetSize, 0, stock, given);
+  return given;
+}
+
+template <size_t... I>
+IMP supportsFamilyImp(int slot, std::index_sequence<I...>) {
+  static const IMP table[] = {reinterpret_cast<IMP>(&supportsFamilyHook<I>)...};
+  return table[slot];
+}
+template <size_t... I>
+IMP maxThreadgroupMemoryImp(int slot, std::index_sequence<I...>) {
+  static const IMP table[] = {reinterpret_cast<IMP>(&maxThreadgroupMemoryHook<I>)...};
+  return table[slot];
+}
+template <size_t... I>
+IMP workingSetImp(int slot, std::index_sequence<I...>) {
+  static const IMP table[] = {reinterpret_cast<IMP>(&workingSetHook<I>)...};
+  return table[slot];
+}
+
+IMP supportsFamilyFactory(int slot) { return supportsFamilyImp(slot, std::make_index_sequence<kMaxHooks>{}); }
+IMP maxThreadgroupMemoryFactory(int slot) {
+  return maxThreadgroupMemoryImp(slot, std::make_index_sequence<kMaxHooks>{});
+}
+IMP workingSetFactory(int slot) { return workingSetImp(slot, std::make_index_sequence<kMaxHooks>{}); }
+
+}  // namespace
+
+bool parseNativeProfile(const char *text, Profile *out, std::string *error) {
+  std::string s(text == nullptr ? "" : text);
+  if (s.compare(0, 5, "mcs1;") != 0 && s != "mcs1") {
+    *error = "profile text must start with 'mcs1;'";
+    return false;
+  }
+  size_t start = 5;
+  while (start < s.size()) {
+    size_t semi = s.find(';', start);
+    std::string field = s.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
+    size_t eq = field.find('=');
+    if (eq == std::string::npos) {
+      *error = "field '" + field + "' has no '='";
+      return false;
+    }
+    if (!applyField(field.substr(0, eq), field.substr(eq + 1), out, error)) return false;
+    if (semi == std::string::npos) break;
+    start = semi + 1;
+  }
+  return true;
+}
+
+bool familyAnswer(const Profile &p, long family, bool stock) {
+  int index = familyIndex(family);
+  if (index >= 0 && p.familyOverride[index] >= 0) return p.familyOverride[index] == 1;
+  if (!isAppleFamily(family) || p.appleFamilyMax == 0) return stock;
+  bool withinCeiling = family <= p.appleFamilyMax;
+  return p.mode == ProfileMode::Exact ? withinCeiling : (stock || withinCeiling);
+}
+
+uint64_t threadgroupMemoryAnswer(const Profile &p, uint64_t stock) {
+  if (!p.hasMaxThreadgroupMemory) return stock;
+  if (p.mode == ProfileMode::Exact) return p.maxThreadgroupMemoryLength;
+  return stock > p.maxThreadgroupMemoryLength ? stock : p.maxThreadgroupMemoryLength;
+}
+
+uint64_t workingSetAnswer(const Profile &p, uint64_t stock) {
+  if (!p.hasWorkingSet) return stock;
+  if (p.mode == ProfileMode::Exact) return p.recommendedMaxWorkingSetSize;
+  return stock > p.recommendedMaxWorkingSetSize ? stock : p.recommendedMaxWorkingSetSize;
+}
+
+void setActiveProfile(const Profile *p) {
+  if (p == nullptr) {
+    gActive.store(nullptr, std::memory_order_release);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(gRetiredMutex);
+  gRetired.push_back(std::make_unique<Profile>(*p));
+  gActive.store(gRetired.back().get(), std::memory_order_release);
+}
+
+const Profile *activeProfile() { return gActive.load(std::memory_order_acquire); }
+
+SEL selectorFor(HookedSelector s) {
+  switch (s) {
+    case HookedSelector::SupportsFamily:
+      return sel_registerName("supportsFamily:");
+    case HookedSelector::MaxThreadgroupMemoryLength:
+      return sel_registerName("maxThreadgroupMemoryLength");
+    case HookedSelector::RecommendedMaxWorkingSetSize:
+      return sel_registerName("recommendedMaxWorkingSetSize");
+  }
+  return nullptr;
+}
+
+const char *selectorName(HookedSelector s) {
+  switch (s) {
+    case HookedSelector::SupportsFamily:
+      return "supportsFamily:";
+    case HookedSelector::MaxThreadgroupMemoryLength:
+      return "maxThreadgroupMemoryLength";
+    case HookedSelector::RecommendedMaxWorkingSetSize:
+      return "recommendedMaxWorkingSetSize";
+  }
+  return "";
+}
+
+SlotImpFactory factoryFor(HookedSelector s) {
+  switch (s) {
+    case HookedSelector::SupportsFamily:
+      return supportsFamilyFactory;
+    case HookedSelector::MaxThreadgroupMemoryLength:
+      return maxThreadgroupMemoryFactory;
+    case HookedSelector::RecommendedMaxWorkingSetSize:
+      return workingSetFactory;
+  }
+  return nullptr;
+}
+
+IMP replacementFor(HookedSelector s, int slot) { return factoryFor(s)(slot); }
+
+StockAnswersScope::StockAnswersScope() { tlsStockDepth++; }
+StockAnswersScope::~StockAnswersScope() { tlsStockDepth--; }
+
+std::vector<TraceRow> traceRows() {
+  std::vector<TraceRow> rows;
+  for (const TraceSlot &slot : gTrace) {
+    uint64_t key = slot.key.load(std::memory_order_acquire);
+    if (key == 0) continue;
+    auto selector = static_cast<HookedSelector>((key >> 32) - 1);
+    rows.push_back({selector, static_cast<long>(static_cast<int32_t>(key & 0xffffffffu)),
+                    slot.calls.load(std::memory_order_relaxed), slot.lastStock.load(std::memory_order_relaxed),
+                    slot.lastGiven.load(std::memory_order_relaxed)});
+  }
+  return rows;
+}
+
+// Clears counts, not claimed keys: a concurrent recorder may be mid-update on a slot.
+void resetTrace() {
+  for (TraceSlot &slot : gTrace) {
+    slot.calls.store(0, std::memory_order_relaxed);
+  }
+  gTraceDropped.store(0, std::memory_order_relaxed);
+}
+
+uint64_t traceDropped() { return gTraceDropped.load(std::memory_order_relaxed); }
+
+}  // namespace mcs

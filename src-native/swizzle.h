@@ -1,0 +1,63 @@
+// The hook engine: installs, restores and recognises replacement implementations for one (class, selector) at a
+// time, over the public Objective-C runtime API only, so the same code runs on Apple's runtime and on GCC's libobjc.
+//
+// Each hook owns a numbered slot. The replacement IMP for a slot is a distinct function (see profile.mm), so it can
+// find its own original without walking the class chain, and two hooked classes in one hierarchy never recurse
+// into each other.
+#pragma once
+
+#include <objc/runtime.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace mcs {
+
+// Upper bound on hooks per process: selectors hooked per class times distinct device classes, with ample room.
+inline constexpr int kMaxHooks = 48;
+
+// Gives the replacement IMP for a slot; the caller owns the per-slot functions.
+using SlotImpFactory = IMP (*)(int slot);
+
+enum class InstallOutcome {
+  Installed,    // our implementation is now the class's answer
+  AlreadyOurs,  // installed earlier and still in the class's dispatch path
+  MethodMissing,
+  TableFull,
+};
+
+enum class RestoreOutcome {
+  Restored,      // the class answers with exactly what it answered before the hook
+  NotInstalled,
+  Conflict,      // someone replaced our implementation after us; theirs is left in place
+};
+
+// How a hook reached its class.
+enum class HookMode {
+  Replaced,  // the class had its own method; we set a new implementation on it
+  Added,     // the method was inherited; we added one on this class only
+};
+
+struct HookInfo {
+  std::string className;
+  std::string selector;
+  HookMode mode;
+  bool installed;
+  bool ours;  // installed and the class's current implementation is still ours
+};
+
+InstallOutcome installHook(Class cls, SEL sel, SlotImpFactory factory, int *slotOut);
+RestoreOutcome restoreHook(int slot);
+
+// The implementation a slot's replacement should call: the saved original, or, for an added method, whatever the
+// superclass answers with now (so a later hook on the superclass is honoured, as RSSwizzle does).
+IMP originalImplementation(int slot);
+
+bool isOurImplementation(Class cls, SEL sel);
+
+// Slots currently installed, in installation order.
+std::vector<int> installedSlots();
+std::vector<HookInfo> hookInfos();
+
+}  // namespace mcs

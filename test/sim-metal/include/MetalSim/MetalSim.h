@@ -1,0 +1,29 @@
+/*
+ * Simulation-only additions (not Apple API): the host facts of the loaded snapshot, which on a Mac come from sysctl
+ * and NSProcessInfo. Strings live as long as the process.
+ */
+#ifndef METAL_CAP_SHIM_METAL_SIM_H
+#define METAL_CAP_SHIM_METAL_SIM_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  const char *snapshotId;  /* NULL when no snapshot is selected */
+  const char *platform;
+  const char *osVersion;   /* NULL: the snapshot records no value */
+  const char *osBuild;
+  const char *model;
+  int isVirtualMachine;    /* 1, 0, or -1 when unrecorded */
+  const char *arch;
+} MTLSimHostFacts;
+
+/* Fills `out` and returns 1 when a snapshot is loaded, 0 when none is selected. */
+int MTLSimGetHostFacts(MTLSimHostFacts *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,325 @@
+/*
+ * The simulated Metal library. Devices are built from one snapshot (snapshots/README.md) per process, with a class
+ * layout like Apple's: a private base class `_MTLDevice` implements the queries, and each device's concrete class
+ * (named as in the snapshot, e.g. `AppleParavirtDevice`) is created at run time as its subclass. A device whose
+ * snapshot says `simulation.methodsOnConcreteClass` gets its own copies of the query methods, so hook tests meet both
+ * an inherited and an own method. `architecture` is added only where the snapshot records one, the way a pre-macOS-14
+ * device does not respond to it.
+ */
+#import <Foundation/Foundation.h>
+#import <Metal/Metal.h>
+#import <MetalSim/MetalSim.h>
+#include <objc/runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#ifndef MCS_SIM_SNAPSHOT_DIR
+#error "MCS_SIM_SNAPSHOT_DIR must name the snapshots folder"
+#endif
+
+namespace {
+
+struct SimFamily {
+  const char *key;
+  NSInteger value;
+};
+
+const SimFamily kSimFamilies[] = {
+    {"apple1", 1001}, {"apple2", 1002}, {"apple3", 1003}, {"apple4", 1004}, {"apple5", 1005},
+    {"apple6", 1006}, {"apple7", 1007}, {"apple8", 1008}, {"apple9", 1009}, {"apple10", 1010},
+    {"mac1", 2001},   {"mac2", 2002},   {"common1", 3001}, {"common2", 3002}, {"common3", 3003},
+    {"macCatalyst1", 4001}, {"macCatalyst2", 4002}, {"metal3", 5001}, {"metal4", 5002},
+};
+
+struct SimDevice {
+  std::string name;
+  std::string className;
+  uint64_t registryId = 0;
+  std::vector<NSInteger> familiesYes;
+  uint64_t maxThreadgroupMemoryLength = 0;
+  MTLSize maxThreadsPerThreadgroup = {0, 0, 0};
+  uint64_t recommendedMaxWorkingSetSize = 0;
+  uint64_t maxBufferLength = 0;
+  bool hasUnifiedMemory = false;
+  MTLDeviceLocation location = MTLDeviceLocationUnspecified;
+  bool hasArchitecture = false;
+  std::string architecture;
+  bool methodsOnConcreteClass = false;
+  id object = nil;
+};
+
+struct SimHost {
+  std::string snapshotId, platform, osVersion, osBuild, model, arch;
+  bool hasOsVersion = false, hasOsBuild = false, hasModel = false, hasArch = false;
+  int isVirtualMachine = -1;
+};
+
+std::once_flag gLoadOnce;
+bool gLoaded = false;
+SimHost gHost;
+std::vector<SimDevice> gDevices;
+size_t gDefaultDevice = 0;
+
+void simFail(const std::string &message) {
+  // The TypeScript layer validates snapshots before native code sees them, so this only fires for a hand-run consumer.
+  fprintf(stderr, "sim-metal: %s\n", message.c_str());
+}
+
+std::string snapshotPath(const char *selector) {
+  std::string s(selector);
+  bool isPath = s.find('/') != std::string::npos ||
+                (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+  if (isPath) return s;
+  return std::string(MCS_SIM_SNAPSHOT_DIR) + "/" + s + ".json";
+}
+
+NSDictionary *dictAt(NSDictionary *d, NSString *key) {
+  id v = [d objectForKey:key];
+  return [v isKindOfClass:[NSDictionary class]] ? (NSDictionary *)v : nil;
+}
+
+bool stringAt(NSDictionary *d, NSString *key, std::string *out) {
+  id v = [d objectForKey:key];
+  if (![v isKindOfClass:[NSString class]]) return false;
+  *out = [(NSString *)v UTF8String];
+  return true;
+}
+
+uint64_t u64At(NSDictionary *d, NSString *key) {
+  id v = [d objectForKey:key];
+  return [v isKindOfClass:[NSNumber class]] ? [(NSNumber *)v unsignedLongLongValue] : 0;
+}
+
+bool boolAt(NSDictionary *d, NSString *key) {
+  id v = [d objectForKey:key];
+  return [v isKindOfClass:[NSNumber class]] ? [(NSNumber *)v boolValue] : false;
+}
+
+MTLDeviceLocation locationFrom(const std::string &s) {
+  if (s == "builtIn") return MTLDeviceLocationBuiltIn;
+  if (s == "slot") return MTLDeviceLocationSlot;
+  if (s == "external") return MTLDeviceLocationExternal;
+  return MTLDeviceLocationUnspecified;
+}
+
+SimDevice deviceFrom(NSDictionary *d) {
+  SimDevice dev;
+  stringAt(d, @"name", &dev.name);
+  stringAt(d, @"className", &dev.className);
+  dev.registryId = u64At(d, @"registryId");
+  NSDictionary *families = dictAt(d, @"families");
+  for (const SimFamily &f : kSimFamilies) {
+    if (boolAt(families, [NSString stringWithUTF8String:f.key])) dev.familiesYes.push_back(f.value);
+  }
+  dev.maxThreadgroupMemoryLength = u64At(d, @"maxThreadgroupMemoryLength");
+  NSDictionary *tg = dictAt(d, @"maxThreadsPerThreadgroup");
+  dev.maxThreadsPerThreadgroup = {(NSUInteger)u64At(tg, @"width"), (NSUInteger)u64At(tg, @"height"),
+                                  (NSUInteger)u64At(tg, @"depth")};
+  dev.recommendedMaxWorkingSetSize = u64At(d, @"recommendedMaxWorkingSetSize");
+  dev.maxBufferLength = u64At(d, @"maxBufferLength");
+  dev.hasUnifiedMemory = boolAt(d, @"hasUnifiedMemory");
+  std::string location;
+  if (stringAt(d, @"location", &location)) dev.location = locationFrom(location);
+  dev.hasArchitecture = stringAt(d, @"architecture", &dev.architecture);
+  dev.methodsOnConcreteClass = boolAt(dictAt(d, @"simulation"), @"methodsOnConcreteClass");
+  return dev;
+}
+
+void hostFrom(NSDictionary *snapshot, NSDictionary *h) {
+  stringAt(snapshot, @"id", &gHost.snapshotId);
+  stringAt(h, @"platform", &gHost.platform);
+  gHost.hasOsVersion = stringAt(h, @"osVersion", &gHost.osVersion);
+  gHost.hasOsBuild = stringAt(h, @"osBuild", &gHost.osBuild);
+  gHost.hasModel = stringAt(h, @"model", &gHost.model);
+  gHost.hasArch = stringAt(h, @"arch", &gHost.arch);
+  id vm = [h objectForKey:@"isVirtualMachine"];
+  if ([vm isKindOfClass:[NSNumber class]]) gHost.isVirtualMachine = [(NSNumber *)vm boolValue] ? 1 : 0;
+}
+
+void createDeviceObjects();
+
+void loadSnapshot() {
+  const char *selector = getenv("METAL_CAP_SHIM_SIM_SNAPSHOT");
+  if (selector == NULL || *selector == '\0') return;
+  NSAutoreleasePool *pool = [NSAutoreleasePool new];
+  std::string path = snapshotPath(selector);
+  NSData *data = [NSData dataWithContentsOfFile:[NSString stringWithUTF8String:path.c_str()]];
+  id root = data ? [NSJSONSerialization JSONObjectWithData:data options:0 error:NULL] : nil;
+  if (![root isKindOfClass:[NSDictionary class]]) {
+    simFail("cannot read snapshot " + path);
+  } else {
+    NSDictionary *snapshot = (NSDictionary *)root;
+    hostFrom(snapshot, dictAt(snapshot, @"host"));
+    id devices = [snapshot objectForKey:@"devices"];
+    if ([devices isKindOfClass:[NSArray class]]) {
+      for (id d in (NSArray *)devices) {
+        if ([d isKindOfClass:[NSDictionary class]]) gDevices.push_back(deviceFrom((NSDictionary *)d));
+      }
+    }
+    gDefaultDevice = (size_t)u64At(snapshot, @"defaultDevice");
+    if (gDefaultDevice >= gDevices.size()) gDefaultDevice = 0;
+    gLoaded = true;
+    createDeviceObjects();
+  }
+  [pool release];
+}
+
+void ensureLoaded() { std::call_once(gLoadOnce, loadSnapshot); }
+
+}  // namespace
+
+@implementation MTLArchitecture
+- (NSString *)name {
+  return nil;
+}
+@end
+
+/* GCC's runtime has fragile ivars, so they live in the @interface of a private subclass, not in Apple's header. */
+@interface SimArchitecture : MTLArchitecture {
+  NSString *_name;
+}
+- (id)initWithName:(NSString *)name;
+@end
+
+@implementation SimArchitecture
+- (id)initWithName:(NSString *)name {
+  if ((self = [super init])) _name = [name copy];
+  return self;
+}
+- (void)dealloc {
+  [_name release];
+  [super dealloc];
+}
+- (NSString *)name {
+  return _name;
+}
+@end
+
+/* Apple's private device base class has this name; the hook engine must leave it untouched. */
+@interface _MTLDevice : NSObject <MTLDevice> {
+ @public
+  size_t _simIndex;
+}
+@end
+
+static const SimDevice &simDeviceOf(id self) { return gDevices[((_MTLDevice *)self)->_simIndex]; }
+
+static BOOL simSupportsFamily(id self, NSInteger family) {
+  for (NSInteger yes : simDeviceOf(self).familiesYes) {
+    if (yes == family) return YES;
+  }
+  return NO;
+}
+
+@implementation _MTLDevice
+/* Added per concrete class at run time, only where the snapshot records an architecture. */
+@dynamic architecture;
+- (NSString *)name {
+  return [NSString stringWithUTF8String:simDeviceOf(self).name.c_str()];
+}
+- (uint64_t)registryID {
+  return simDeviceOf(self).registryId;
+}
+- (MTLSize)maxThreadsPerThreadgroup {
+  return simDeviceOf(self).maxThreadsPerThreadgroup;
+}
+- (uint64_t)recommendedMaxWorkingSetSize {
+  return simDeviceOf(self).recommendedMaxWorkingSetSize;
+}
+- (NSUInteger)maxThreadgroupMemoryLength {
+  return (NSUInteger)simDeviceOf(self).maxThreadgroupMemoryLength;
+}
+- (NSUInteger)maxBufferLength {
+  return (NSUInteger)simDeviceOf(self).maxBufferLength;
+}
+- (BOOL)hasUnifiedMemory {
+  return simDeviceOf(self).hasUnifiedMemory ? YES : NO;
+}
+- (MTLDeviceLocation)location {
+  return simDeviceOf(self).location;
+}
+- (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily {
+  return simSupportsFamily(self, gpuFamily);
+}
+@end
+
+/* Distinct functions (not the base class's IMPs) so a test can tell an own method from an inherited one. */
+static BOOL ownSupportsFamily(id self, SEL, NSInteger family) { return simSupportsFamily(self, family); }
+static NSUInteger ownMaxThreadgroupMemoryLength(id self, SEL) {
+  return (NSUInteger)simDeviceOf(self).maxThreadgroupMemoryLength;
+}
+static uint64_t ownRecommendedMaxWorkingSetSize(id self, SEL) {
+  return simDeviceOf(self).recommendedMaxWorkingSetSize;
+}
+static id simArchitecture(id self, SEL) {
+  NSString *name = [NSString stringWithUTF8String:simDeviceOf(self).architecture.c_str()];
+  return [[[SimArchitecture alloc] initWithName:name] autorelease];
+}
+
+namespace {
+
+const char *typesOf(Class cls, SEL sel) { return method_getTypeEncoding(class_getInstanceMethod(cls, sel)); }
+
+Class concreteClassFor(const SimDevice &dev) {
+  Class existing = objc_getClass(dev.className.c_str());
+  if (existing != Nil) return existing;
+  Class base = [_MTLDevice class];
+  Class cls = objc_allocateClassPair(base, dev.className.c_str(), 0);
+  if (dev.methodsOnConcreteClass) {
+    class_addMethod(cls, @selector(supportsFamily:), (IMP)ownSupportsFamily, typesOf(base, @selector(supportsFamily:)));
+    class_addMethod(cls, @selector(maxThreadgroupMemoryLength), (IMP)ownMaxThreadgroupMemoryLength,
+                    typesOf(base, @selector(maxThreadgroupMemoryLength)));
+    class_addMethod(cls, @selector(recommendedMaxWorkingSetSize), (IMP)ownRecommendedMaxWorkingSetSize,
+                    typesOf(base, @selector(recommendedMaxWorkingSetSize)));
+  }
+  if (dev.hasArchitecture) {
+    std::string types = std::string(@encode(id)) + @encode(id) + @encode(SEL);
+    class_addMethod(cls, @selector(architecture), (IMP)simArchitecture, types.c_str());
+  }
+  objc_registerClassPair(cls);
+  return cls;
+}
+
+void createDeviceObjects() {
+  for (size_t i = 0; i < gDevices.size(); i++) {
+    _MTLDevice *object = [concreteClassFor(gDevices[i]) alloc];
+    object = [object init];
+    object->_simIndex = i;
+    gDevices[i].object = object;
+  }
+}
+
+}  // namespace
+
+MTL_EXTERN id<MTLDevice> MTLCreateSystemDefaultDevice(void) {
+  ensureLoaded();
+  if (gDevices.empty()) return nil;
+  return [gDevices[gDefaultDevice].object retain];
+}
+
+MTL_EXTERN NSArray<id<MTLDevice>> *MTLCopyAllDevices(void) {
+  ensureLoaded();
+  NSMutableArray *all = [[NSMutableArray alloc] initWithCapacity:gDevices.size()];
+  for (const SimDevice &dev : gDevices) [all addObject:dev.object];
+  return all;
+}
+
+extern "C" int MTLSimGetHostFacts(MTLSimHostFacts *out) {
+  ensureLoaded();
+  memset(out, 0, sizeof(*out));
+  out->isVirtualMachine = -1;
+  if (!gLoaded) return 0;
+  out->snapshotId = gHost.snapshotId.c_str();
+  out->platform = gHost.platform.c_str();
+  out->osVersion = gHost.hasOsVersion ? gHost.osVersion.c_str() : NULL;
+  out->osBuild = gHost.hasOsBuild ? gHost.osBuild.c_str() : NULL;
+  out->model = gHost.hasModel ? gHost.model.c_str() : NULL;
+  out->arch = gHost.hasArch ? gHost.arch.c_str() : NULL;
+  out->isVirtualMachine = gHost.isVirtualMachine;
+  return 1;
+}
