@@ -270,6 +270,8 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
       : 'the device list changed while patching; the patch was taken out';
     return notApplied(normalized, 'verification-failed', detail, strict, { before, verification, warnings });
   }
+  // The trace counts the program's queries, not the verification probe's just above.
+  if (trace) binding.trace(true);
   return {
     applied: true,
     reason: null,

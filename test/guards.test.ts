@@ -1,0 +1,56 @@
+// Guards and warnings, over the simulated bare-metal M1 Ultra (not a VM).
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
+
+import { afterEach, beforeAll, expect, it } from 'vitest';
+import { applyProfile, restore, status } from '../lib/apply.js';
+import { RefusedError } from '../lib/errors.js';
+import { describeSim, loadFixture, requireSimBuild } from './helpers.js';
+
+describeSim('guards on a host that is not a VM', () => {
+  beforeAll(requireSimBuild);
+  afterEach(() => {
+    restore();
+  });
+
+  it('raising is refused without force, with ERR_REFUSED_BARE_METAL, and nothing is installed', () => {
+    let thrown: unknown;
+    try {
+      applyProfile('cua-release');
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(RefusedError);
+    expect((thrown as RefusedError).code).toBe('ERR_REFUSED_BARE_METAL');
+    expect((thrown as Error).message).toContain('force');
+    expect(status()).toMatchObject({ active: false, hooks: [] });
+  });
+
+  it('raising is allowed with force', () => {
+    const result = applyProfile('cua-release', { force: true });
+    expect(result.applied).toBe(true);
+    expect(result.after?.devices[0]!.families.apple9).toBe(true);
+    expect(result.warnings.map((w) => w.code)).toEqual(
+      expect.arrayContaining(['not-paravirtual', 'threadgroup-memory-above-hardware']),
+    );
+  });
+
+  it('masking (mask-apple5) is allowed without force and reports a stock guest’s answers', () => {
+    const result = applyProfile('mask-apple5');
+    expect(result.applied).toBe(true);
+    const d = result.after!.devices[0]!;
+    expect(d.highestAppleFamily?.name).toBe('apple5');
+    expect([d.families.apple6, d.families.apple7, d.families.mac2, d.families.metal3]).toEqual([false, false, false, false]);
+    expect(d.families.common3).toBe(true);
+    expect(d.maxThreadgroupMemoryLength).toBe(32768);
+    expect(d.simd.reduction.value).toBe(false);
+  });
+
+  it('warns when a Metal consumer (ggml-metal) is already loaded in the process', () => {
+    expect(applyProfile('apple7', { force: true }).warnings.map((w) => w.code)).not.toContain('consumer-already-loaded');
+    restore();
+    loadFixture(true);
+    const result = applyProfile('apple7', { force: true });
+    const warning = result.warnings.find((w) => w.code === 'consumer-already-loaded');
+    expect(warning?.message).toContain('ggml_backend_metal_reg');
+  });
+});

@@ -1,0 +1,74 @@
+import path from 'node:path';
+import { beforeAll, expect, it } from 'vitest';
+import { describeSim, dist, requireSimBuild, runNode } from './helpers.js';
+
+const register = path.join(dist, 'register.js');
+const registerCjs = path.join(dist, 'register.cjs');
+const printStatus = `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
+  const s = m.status(); const d = m.probe().devices[0];
+  console.log(JSON.stringify({ active: s.active, profile: s.profile, apple9: d.families.apple9, tg: d.maxThreadgroupMemoryLength }));`;
+const VM = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
+
+function run(env: NodeJS.ProcessEnv, preload = ['--import', register]) {
+  return runNode(printStatus, env, preload);
+}
+
+describeSim('metal-cap-shim/register', () => {
+  beforeAll(requireSimBuild);
+
+  it('applies cua-release by default inside a VM', () => {
+    const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: '' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ active: true, profile: { name: 'cua-release' }, apple9: true, tg: 65536 });
+    expect(r.stderr).toBe('');
+  });
+
+  it('applies a profile named in METAL_CAP_SHIM_PROFILE', () => {
+    const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: 'apple7' });
+    expect(JSON.parse(r.stdout)).toMatchObject({ active: true, profile: { name: 'apple7' }, apple9: false, tg: 32768 });
+  });
+
+  it('applies a JSON profile', () => {
+    const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: '{"appleFamilyMax":1008,"maxThreadgroupMemoryLength":49152}' });
+    expect(JSON.parse(r.stdout)).toMatchObject({ active: true, profile: { name: null, appleFamilyMax: 1008 }, tg: 49152 });
+  });
+
+  it('a malformed value fails with the error code and message: exit 1, no stack trace', () => {
+    for (const bad of ['{"appleFamilyMax":', 'apple99', '{"appleFamilyMax":2000}']) {
+      const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: bad });
+      expect(r.status).toBe(1);
+      expect(r.signal).toBeNull();
+      expect(r.stderr).toMatch(/^metal-cap-shim\/register: ERR_INVALID_PROFILE: /);
+      expect(r.stderr).not.toContain('    at ');
+      expect(r.stdout).toBe('');
+    }
+  });
+
+  it('does nothing on a host that is not a VM', () => {
+    const r = run({ METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal', METAL_CAP_SHIM_PROFILE: '' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ active: false, apple9: false });
+    expect(r.stderr).toBe('');
+  });
+
+  it('does nothing when set to off', () => {
+    expect(JSON.parse(run({ ...VM, METAL_CAP_SHIM_PROFILE: 'off' }).stdout)).toMatchObject({ active: false });
+  });
+
+  it('works from require() too, and ESM and CJS share one native state', () => {
+    const r = runNode(
+      `import { createRequire } from 'node:module';
+       const cjs = createRequire(import.meta.url)(${JSON.stringify(path.join(dist, 'index.cjs'))});
+       const esm = await import(${JSON.stringify(path.join(dist, 'index.js'))});
+       const fromRegister = cjs.status().active;
+       esm.applyProfile('apple7');
+       const afterEsmApply = cjs.status().profile.name;
+       cjs.restore();
+       console.log(JSON.stringify({ fromRegister, afterEsmApply, esmAfterCjsRestore: esm.status().active }));`,
+      { ...VM, METAL_CAP_SHIM_PROFILE: 'cua-release' },
+      ['--require', registerCjs],
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ fromRegister: true, afterEsmApply: 'apple7', esmAfterCjsRestore: false });
+  });
+});
