@@ -26,11 +26,16 @@
 namespace mcs {
 namespace {
 
+// Only plain data is touched by the load-time constructor: it may run before this library's C++ globals are
+// constructed, and a std::string set there would be reset by its own constructor afterwards.
 int gStatusFd = -1;
 bool gProfileOk = false;
-std::string gTraceFile;
+bool gProfileActive = false;
+char gProfileText[512];
+char gTraceFile[4096];
 std::mutex gPatchMutex;
-std::vector<std::string> gPatchedClasses;
+// Never destroyed: the at-exit trace writer is registered before C++ destructors and so runs after them.
+std::vector<std::string> *gPatchedClasses = nullptr;
 
 void statusLine(const std::string &line) {
   if (gStatusFd < 0) return;
@@ -57,13 +62,13 @@ std::string jsonString(const std::string &s) {
 }
 
 void writeTraceFile() {
-  if (gTraceFile.empty()) return;
-  FILE *f = fopen(gTraceFile.c_str(), "w");
+  if (gTraceFile[0] == '\0') return;
+  FILE *f = fopen(gTraceFile, "w");
   if (f == NULL) return;
   fprintf(f, "{\"pid\":%d,\"profileApplied\":%s,\"patchedClasses\":[", static_cast<int>(getpid()),
           gProfileOk ? "true" : "false");
-  for (size_t i = 0; i < gPatchedClasses.size(); i++) {
-    fprintf(f, "%s%s", i == 0 ? "" : ",", jsonString(gPatchedClasses[i]).c_str());
+  for (size_t i = 0; gPatchedClasses != nullptr && i < gPatchedClasses->size(); i++) {
+    fprintf(f, "%s%s", i == 0 ? "" : ",", jsonString((*gPatchedClasses)[i]).c_str());
   }
   fprintf(f, "],\"trace\":[");
   bool first = true;
@@ -86,6 +91,15 @@ void writeTraceFile() {
 void patchDeviceClasses(const std::vector<id> &devices) {
   if (!gProfileOk || devices.empty()) return;
   std::lock_guard<std::mutex> lock(gPatchMutex);
+  if (gPatchedClasses == nullptr) gPatchedClasses = new std::vector<std::string>();
+  if (!gProfileActive) {
+    Profile profile;
+    std::string error;
+    parseNativeProfile(gProfileText, &profile, &error);
+    if (gTraceFile[0] != '\0') profile.trace = true;
+    setActiveProfile(&profile);
+    gProfileActive = true;
+  }
   std::vector<Class> classes;
   for (id device : devices) {
     Class cls = object_getClass(device);
@@ -100,9 +114,9 @@ void patchDeviceClasses(const std::vector<id> &devices) {
   }
   for (const ClassPatch &patch : result.classes) {
     bool known = false;
-    for (const std::string &name : gPatchedClasses) known = known || name == patch.className;
+    for (const std::string &name : *gPatchedClasses) known = known || name == patch.className;
     if (!known) {
-      gPatchedClasses.push_back(patch.className);
+      gPatchedClasses->push_back(patch.className);
       statusLine("patched " + patch.className);
     }
   }
@@ -117,17 +131,17 @@ __attribute__((constructor)) void injectorLoaded() {
     unsetenv("METAL_CAP_SHIM_STATUS_FD");
   }
   const char *trace = getenv("METAL_CAP_SHIM_TRACE_FILE");
-  if (trace != NULL) gTraceFile = trace;
+  if (trace != NULL && strlen(trace) < sizeof(gTraceFile)) strcpy(gTraceFile, trace);
+  const char *text = getenv("METAL_CAP_SHIM_PROFILE_NATIVE");
   Profile profile;
   std::string error;
-  gProfileOk = parseNativeProfile(getenv("METAL_CAP_SHIM_PROFILE_NATIVE"), &profile, &error);
+  gProfileOk = text != NULL && strlen(text) < sizeof(gProfileText) && parseNativeProfile(text, &profile, &error);
   if (!gProfileOk) {
     // Fail closed: no hooks without a valid profile; the CLI reports it from the status line.
-    statusLine("error ERR_INVALID_PROFILE " + error);
+    statusLine("error ERR_INVALID_PROFILE " + (error.empty() ? std::string("missing or too long") : error));
     return;
   }
-  if (!gTraceFile.empty()) profile.trace = true;
-  setActiveProfile(&profile);
+  strcpy(gProfileText, text);
   statusLine("loaded " + std::to_string(static_cast<int>(getpid())));
   atexit(writeTraceFile);
 }

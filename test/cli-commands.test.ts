@@ -1,0 +1,205 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { AuditResult } from '../lib/audit.js';
+import type { FieldReport, Matrix } from '../lib/fieldreport.js';
+import { describeSim, requireSimBuild, root, runCli } from './helpers.js';
+
+const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
+const llamaFlips = (a: AuditResult) =>
+  a.devices.find((d) => d.isDefault)!.engines.find((e) => e.engine === 'llama.cpp')!.flipped;
+
+describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
+  it('cua-release on the stock guest flips the three llama.cpp gates from false to true (JSON)', () => {
+    const r = runCli(['audit', '--snapshot', STOCK, '--profile', 'cua-release', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const a = JSON.parse(r.stdout) as AuditResult;
+    expect(a.mode).toBe('offline');
+    expect(llamaFlips(a)).toEqual([
+      { flag: 'has_simdgroup_reduction', from: false, to: true },
+      { flag: 'has_simdgroup_mm', from: false, to: true },
+      { flag: 'has_bfloat', from: false, to: true },
+    ]);
+    const d = a.devices[0]!;
+    expect(d.changes.map((c) => c.field)).toEqual([
+      'families.apple6', 'families.apple7', 'families.apple8', 'families.apple9', 'maxThreadgroupMemoryLength',
+    ]);
+    expect(a.warnings.map((w) => w.code)).toEqual(['threadgroup-memory-above-hardware']);
+    expect(a.verdict.ok).toBe(true);
+  });
+
+  it('the same in human output: the gates side by side, every changed answer marked, a verdict line', () => {
+    const r = runCli(['audit', '--snapshot', STOCK]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/has_simdgroup_reduction\s+false\s+true \*/);
+    expect(r.stdout).toMatch(/has_simdgroup_mm\s+false\s+true \*/);
+    expect(r.stdout).toMatch(/has_bfloat\s+false\s+true \*/);
+    expect(r.stdout).toMatch(/supportsFamily\(Apple7\)\s+NO\s+YES \*/);
+    expect(r.stdout).toMatch(/maxThreadgroupMemoryLength\s+32768 \(32\.0 KiB\)\s+65536 \(64\.0 KiB\) \*/);
+    expect(r.stdout).toMatch(/^Verdict: cua-release on Apple Paravirtual device: 5 answers change; llama.cpp turns on has_simdgroup_reduction, has_simdgroup_mm, has_bfloat; 1 warning$/m);
+  });
+
+  it('apple9-hw-tg keeps threadgroup memory at 32768 and has no warning', () => {
+    const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--profile', 'apple9-hw-tg', '--json']).stdout) as AuditResult;
+    expect(a.devices[0]!.patched.maxThreadgroupMemoryLength).toBe(32768);
+    expect(llamaFlips(a).map((f) => f.flag)).toEqual(['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat']);
+    expect(a.warnings).toEqual([]);
+  });
+
+  it('advertising metal3 warns, and MLX then creates residency sets', () => {
+    const r = runCli(['audit', '--snapshot', STOCK, '--profile', '{"appleFamilyMax":1009,"families":{"metal3":true}}', '--json']);
+    const a = JSON.parse(r.stdout) as AuditResult;
+    expect(a.warnings.map((w) => w.code)).toContain('advertises-metal3');
+    const mlx = a.devices[0]!.engines.find((e) => e.engine === 'mlx')!;
+    expect(mlx.flipped).toContainEqual({ flag: 'residencySets', from: false, to: true });
+  });
+
+  it('raising on bare metal is refused (exit 3) unless --force', () => {
+    const refused = runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--json']);
+    expect(refused.status).toBe(3);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ refused: true, verdict: { ok: false } });
+    expect(runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--force']).status).toBe(0);
+    expect(runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--profile', 'mask-apple5']).status).toBe(0);
+  });
+
+  it('--engine and --rules narrow the prediction', () => {
+    const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--engine', 'mlx', '--json']).stdout) as AuditResult;
+    expect(a.devices[0]!.engines.map((e) => e.engine)).toEqual(['mlx']);
+    const legacy = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--engine', 'llama.cpp', '--rules', 'legacy', '--json']).stdout) as AuditResult;
+    const before = legacy.devices[0]!.engines[0]!.before;
+    expect(before.engine === 'llama.cpp' && before.rules).toBe('legacy');
+  });
+});
+
+describeSim('metal-cap-shim audit on the simulated build (live: apply, verify, restore)', () => {
+  beforeAll(requireSimBuild);
+
+  it('applies in its own process, verifies and restores', () => {
+    const r = runCli(['audit', '--json'], { METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK });
+    expect(r.status, r.stderr).toBe(0);
+    const a = JSON.parse(r.stdout) as AuditResult;
+    expect(a.mode).toBe('live');
+    expect(a.verification?.apply?.ok).toBe(true);
+    expect(a.verification?.restore?.ok).toBe(true);
+    expect(a.devices[0]!.patched.families.apple9).toBe(true);
+    expect(a.verdict.summary).toContain('verified and restored');
+  });
+});
+
+describe('metal-cap-shim report and matrix', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'mcs-reports-'));
+  const make = (name: string, args: string[], env: NodeJS.ProcessEnv = {}) => {
+    const r = runCli(['report', '--json', ...args], env);
+    expect([0, 3], r.stderr).toContain(r.status);
+    const file = path.join(dir, `${name}.json`);
+    writeFileSync(file, r.stdout);
+    return file;
+  };
+
+  it('a report carries the package version, the host, the stock and patched devices and the verdict', () => {
+    const file = make('one', ['--snapshot', STOCK, '--host-label', 'M1 Ultra, macOS 26.6.1']);
+    const report = JSON.parse(readFileSync(file, 'utf8')) as FieldReport;
+    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+    expect(report).toMatchObject({
+      schema: 'metal-cap-shim/field-report@1',
+      packageVersion: pkg.version,
+      hostLabel: 'M1 Ultra, macOS 26.6.1',
+      host: { model: 'VirtualMac2,1', osVersion: '26.5.2', isVirtualMachine: true },
+    });
+    expect(report.audit.devices[0]!.stock.families.apple7).toBe(false);
+    expect(report.audit.devices[0]!.patched.families.apple7).toBe(true);
+  });
+
+  it('matrix merges reports into a host × guest OS × profile table', () => {
+    const files = [
+      make('a', ['--snapshot', STOCK, '--host-label', 'M1 Ultra, macOS 26.6.1']),
+      make('b', ['--snapshot', STOCK, '--host-label', 'M1 Ultra, macOS 26.6.1', '--profile', 'apple7']),
+      make('c', ['--snapshot', 'github-macos-14-arm64-runner', '--host-label', 'GitHub macos-14 runner']),
+      make('d', ['--snapshot', 'm1-ultra-bare-metal']),
+    ];
+    const md = runCli(['matrix', ...files]);
+    expect(md.status, md.stderr).toBe(0);
+    expect(md.stdout.trim()).toBe(
+      [
+        '| Host | Guest OS | apple7 | cua-release |',
+        '| --- | --- | --- | --- |',
+        '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | – | predicted offline (1); gates: reduction, mm, bfloat |',
+        '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | predicted offline (1); gates: reduction, mm, bfloat | predicted offline (1); gates: reduction, mm, bfloat |',
+        '| Mac13,2 | macOS 26.6.1 (bare metal) | – | refused (1) |',
+      ].join('\n'),
+    );
+    const json = JSON.parse(runCli(['matrix', '--json', ...files]).stdout) as Matrix;
+    expect(json.profiles).toEqual(['apple7', 'cua-release']);
+    expect(json.rows).toHaveLength(3);
+    expect(json.rows[1]!.cells['cua-release']).toMatchObject({ reports: 1, offline: 1, verified: 0 });
+  });
+
+  it('matrix rejects a file that is not a field report', () => {
+    const bad = path.join(dir, 'bad.json');
+    writeFileSync(bad, '{"schema":"other"}');
+    const r = runCli(['matrix', bad]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('not a metal-cap-shim field report');
+  });
+});
+
+describeSim('metal-cap-shim report on the simulated build', () => {
+  beforeAll(requireSimBuild);
+  it('live reports count as verified in the matrix', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'mcs-live-'));
+    const file = path.join(dir, 'live.json');
+    const r = runCli(['report', '--json', '--host-label', 'sim host'], { METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK });
+    expect(r.status, r.stderr).toBe(0);
+    writeFileSync(file, r.stdout);
+    const m = JSON.parse(runCli(['matrix', '--json', file, file]).stdout) as Matrix;
+    expect(m.rows[0]!.cells['cua-release']).toMatchObject({ reports: 2, verified: 2 });
+    expect(runCli(['matrix', file, file]).stdout).toContain('✓ verified 2/2; gates: reduction, mm, bfloat');
+  });
+});
+
+describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
+  it('profiles --json lists the built-ins with values and rationale', () => {
+    const r = runCli(['profiles', '--json']);
+    const out = JSON.parse(r.stdout) as { default: string; profiles: { name: string; rationale: string; profile: { appleFamilyMax: number } }[] };
+    expect(out.default).toBe('cua-release');
+    expect(out.profiles.map((p) => p.name)).toEqual(['cua-release', 'apple9-hw-tg', 'apple7', 'mask-apple5']);
+    expect(out.profiles.map((p) => p.profile.appleFamilyMax)).toEqual([1009, 1009, 1007, 1005]);
+    expect(out.profiles.every((p) => p.rationale.length > 20)).toBe(true);
+  });
+
+  it('profiles in human form name each profile and its risks', () => {
+    const r = runCli(['profiles']);
+    expect(r.stdout).toContain('cua-release (default)');
+    expect(r.stdout).toContain('risks:');
+  });
+
+  it('--version prints the package version', () => {
+    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+    expect(runCli(['--version']).stdout.trim()).toBe(pkg.version);
+  });
+
+  it.each(['probe', 'audit', 'exec', 'report', 'matrix', 'profiles'])('%s --help exits 0 with usage', (cmd) => {
+    const r = runCli([cmd, '--help']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain(`Usage: metal-cap-shim ${cmd}`);
+  });
+
+  it.each([
+    [[]],
+    [['frobnicate']],
+    [['probe', '--all-devices=yes']],
+    [['audit', '--engine', 'tensorflow']],
+    [['audit', '--rules', 'ancient']],
+    [['audit', '--profile', 'apple99']],
+    [['audit', '--snapshot', STOCK, '--profile', '{"families":{"apple11":true}}']],
+    [['exec', 'llama-bench']],
+    [['report', '--bogus']],
+    [['matrix']],
+    [['profiles', 'extra']],
+  ])('%j is a usage error: exit 2, message on stderr', (args) => {
+    const r = runCli(args);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/metal-cap-shim|Usage/);
+  });
+});
