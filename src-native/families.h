@@ -24,13 +24,24 @@ inline constexpr size_t kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
 inline constexpr long kAppleFamilyFirst = 1001;
 inline constexpr long kAppleFamilyLast = 1999;
 
-// Index into kFamilies, or -1 for a value this table does not name.
-inline int familyIndex(long value) {
-  for (size_t i = 0; i < kFamilyCount; i++) {
-    if (kFamilies[i].value == value) return static_cast<int>(i);
-  }
+// Index into kFamilies, or -1 for a value this table does not name. Arithmetic rather than a scan: it runs on every
+// hooked supportsFamily: call. The static_asserts tie it to the table's order.
+inline constexpr int familyIndex(long value) {
+  if (value >= 1001 && value <= 1010) return static_cast<int>(value - 1001);
+  if (value >= 2001 && value <= 2002) return static_cast<int>(10 + value - 2001);
+  if (value >= 3001 && value <= 3003) return static_cast<int>(12 + value - 3001);
+  if (value >= 4001 && value <= 4002) return static_cast<int>(15 + value - 4001);
+  if (value >= 5001 && value <= 5002) return static_cast<int>(17 + value - 5001);
   return -1;
 }
+
+inline constexpr bool familyIndexMatchesTable() {
+  for (size_t i = 0; i < kFamilyCount; i++) {
+    if (familyIndex(kFamilies[i].value) != static_cast<int>(i)) return false;
+  }
+  return familyIndex(1000) == -1 && familyIndex(1011) == -1 && familyIndex(2003) == -1 && familyIndex(5003) == -1;
+}
+static_assert(familyIndexMatchesTable(), "familyIndex must follow kFamilies");
 
 inline bool isAppleFamily(long value) { return value >= kAppleFamilyFirst && value <= kAppleFamilyLast; }
 

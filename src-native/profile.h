@@ -38,6 +38,15 @@ struct Profile {
 // `error` on anything unexpected.
 bool parseNativeProfile(const char *text, Profile *out, std::string *error);
 
+// 1 or 0 when the profile alone decides `supportsFamily:` for this family, -1 when the stock answer does.
+inline int decidedFamilyAnswer(const Profile &p, long family) {
+  int index = familyIndex(family);
+  if (index >= 0 && p.familyOverride[index] >= 0) return p.familyOverride[index];
+  if (p.appleFamilyMax == 0 || !isAppleFamily(family)) return -1;
+  if (family <= p.appleFamilyMax) return 1;
+  return p.mode == ProfileMode::Exact ? 0 : -1;
+}
+
 // The answers a profile gives for a stock answer.
 bool familyAnswer(const Profile &p, long family, bool stock);
 uint64_t threadgroupMemoryAnswer(const Profile &p, uint64_t stock);

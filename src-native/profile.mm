@@ -154,9 +154,17 @@ void recordTrace(HookedSelector s, long family, uint64_t stock, uint64_t given) 
 template <int Slot>
 BOOL supportsFamilyHook(id self, SEL cmd, NSInteger family) {
   using Original = BOOL (*)(id, SEL, NSInteger);
-  BOOL stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd, family);
+  // One load: everything below answers from this profile, whatever another thread swaps in meanwhile.
   const Profile *p = gActive.load(std::memory_order_acquire);
-  if (p == nullptr || tlsStockDepth != 0) return stock;
+  bool answering = p != nullptr && tlsStockDepth == 0;
+  // When the profile alone decides (a family within the ceiling, an explicit answer, exact mode), the stock answer
+  // cannot change the result, so it is only asked for the trace.
+  if (answering && !p->trace) {
+    int decided = decidedFamilyAnswer(*p, static_cast<long>(family));
+    if (decided >= 0) return decided == 1 ? YES : NO;
+  }
+  BOOL stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd, family);
+  if (!answering) return stock;
   BOOL given = familyAnswer(*p, static_cast<long>(family), stock) ? YES : NO;
   if (p->trace) recordTrace(HookedSelector::SupportsFamily, static_cast<long>(family), stock, given);
   return given;
@@ -165,9 +173,13 @@ BOOL supportsFamilyHook(id self, SEL cmd, NSInteger family) {
 template <int Slot>
 NSUInteger maxThreadgroupMemoryHook(id self, SEL cmd) {
   using Original = NSUInteger (*)(id, SEL);
-  NSUInteger stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
   const Profile *p = gActive.load(std::memory_order_acquire);
-  if (p == nullptr || tlsStockDepth != 0) return stock;
+  bool answering = p != nullptr && tlsStockDepth == 0;
+  if (answering && !p->trace && p->mode == ProfileMode::Exact && p->hasMaxThreadgroupMemory) {
+    return static_cast<NSUInteger>(p->maxThreadgroupMemoryLength);
+  }
+  NSUInteger stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
+  if (!answering) return stock;
   NSUInteger given = static_cast<NSUInteger>(threadgroupMemoryAnswer(*p, stock));
   if (p->trace) recordTrace(HookedSelector::MaxThreadgroupMemoryLength, 0, stock, given);
   return given;
@@ -176,9 +188,13 @@ NSUInteger maxThreadgroupMemoryHook(id self, SEL cmd) {
 template <int Slot>
 uint64_t workingSetHook(id self, SEL cmd) {
   using Original = uint64_t (*)(id, SEL);
-  uint64_t stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
   const Profile *p = gActive.load(std::memory_order_acquire);
-  if (p == nullptr || tlsStockDepth != 0) return stock;
+  bool answering = p != nullptr && tlsStockDepth == 0;
+  if (answering && !p->trace && p->mode == ProfileMode::Exact && p->hasWorkingSet) {
+    return p->recommendedMaxWorkingSetSize;
+  }
+  uint64_t stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
+  if (!answering) return stock;
   uint64_t given = workingSetAnswer(*p, stock);
   if (p->trace) recordTrace(HookedSelector::RecommendedMaxWorkingSetSize, 0, stock, given);
   return given;
@@ -231,11 +247,8 @@ bool parseNativeProfile(const char *text, Profile *out, std::string *error) {
 }
 
 bool familyAnswer(const Profile &p, long family, bool stock) {
-  int index = familyIndex(family);
-  if (index >= 0 && p.familyOverride[index] >= 0) return p.familyOverride[index] == 1;
-  if (!isAppleFamily(family) || p.appleFamilyMax == 0) return stock;
-  bool withinCeiling = family <= p.appleFamilyMax;
-  return p.mode == ProfileMode::Exact ? withinCeiling : (stock || withinCeiling);
+  int decided = decidedFamilyAnswer(p, family);
+  return decided < 0 ? stock : decided == 1;
 }
 
 uint64_t threadgroupMemoryAnswer(const Profile &p, uint64_t stock) {

@@ -8,6 +8,7 @@
 
 #include <objc/runtime.h>
 
+#include <atomic>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -50,9 +51,22 @@ struct HookInfo {
 InstallOutcome installHook(Class cls, SEL sel, SlotImpFactory factory, int *slotOut);
 RestoreOutcome restoreHook(int slot);
 
+// What a replacement needs on every call, kept apart from the bookkeeping so the hot path reads one small record.
+struct HookHot {
+  std::atomic<IMP> original{NULL};
+  std::atomic<bool> added{false};
+  Class superclass = Nil;
+  SEL sel = NULL;
+};
+extern HookHot gHookHot[kMaxHooks];
+
 // The implementation a slot's replacement should call: the saved original, or, for an added method, whatever the
 // superclass answers with now (so a later hook on the superclass is honoured, as RSSwizzle does).
-IMP originalImplementation(int slot);
+inline IMP originalImplementation(int slot) {
+  const HookHot &h = gHookHot[slot];
+  if (h.added.load(std::memory_order_relaxed)) return class_getMethodImplementation(h.superclass, h.sel);
+  return h.original.load(std::memory_order_relaxed);
+}
 
 bool isOurImplementation(Class cls, SEL sel);
 

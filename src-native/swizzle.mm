@@ -1,11 +1,16 @@
 #include "swizzle.h"
 
+#include <array>
 #include <atomic>
+#include <utility>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 
 namespace mcs {
+
+HookHot gHookHot[kMaxHooks];
+
 namespace {
 
 struct HookEntry {
@@ -13,12 +18,15 @@ struct HookEntry {
   Class superclass = Nil;
   SEL sel = NULL;
   IMP replacement = NULL;
-  std::atomic<IMP> original{NULL};
-  std::atomic<bool> added{false};
   bool installed = false;
+  HookHot &hot;
 };
 
-HookEntry gHooks[kMaxHooks];
+template <size_t... I>
+std::array<HookEntry, kMaxHooks> makeEntries(std::index_sequence<I...>) {
+  return {HookEntry{Nil, Nil, NULL, NULL, false, gHookHot[I]}...};
+}
+std::array<HookEntry, kMaxHooks> gHooks = makeEntries(std::make_index_sequence<kMaxHooks>{});
 // Published after an entry is filled, so readers never see a half-written slot.
 std::atomic<int> gHookCount{0};
 std::mutex gInstallMutex;
@@ -55,9 +63,9 @@ InstallOutcome attach(HookEntry &e, Method own) {
   IMP current = method_getImplementation(own);
   if (current == e.replacement) return InstallOutcome::AlreadyOurs;
   // A method we added earlier and restored to the superclass's implementation is still "inherited" in spirit.
-  bool stillInherited = e.added.load() && current == superclassImplementation(e);
-  e.added.store(stillInherited);
-  if (!stillInherited) e.original.store(current);
+  bool stillInherited = e.hot.added.load() && current == superclassImplementation(e);
+  e.hot.added.store(stillInherited);
+  if (!stillInherited) e.hot.original.store(current);
   method_setImplementation(own, e.replacement);
   e.installed = true;
   return InstallOutcome::Installed;
@@ -85,18 +93,20 @@ InstallOutcome installHook(Class cls, SEL sel, SlotImpFactory factory, int *slot
   e.cls = cls;
   e.superclass = class_getSuperclass(cls);
   e.sel = sel;
+  e.hot.superclass = e.superclass;
+  e.hot.sel = sel;
   e.replacement = factory(slot);
   *slotOut = slot;
   Method own = ownMethod(cls, sel);
   if (own != NULL) {
-    e.original.store(method_getImplementation(own));
-    e.added.store(false);
+    e.hot.original.store(method_getImplementation(own));
+    e.hot.added.store(false);
     gHookCount.store(slot + 1, std::memory_order_release);
     method_setImplementation(own, e.replacement);
   } else {
     // Never class_replaceMethod here: on GCC's runtime it rewrites the superclass's method when the method is
     // inherited, which would patch every sibling class. class_addMethod touches this class only, on both runtimes.
-    e.added.store(true);
+    e.hot.added.store(true);
     gHookCount.store(slot + 1, std::memory_order_release);
     if (!class_addMethod(cls, sel, e.replacement, method_getTypeEncoding(inherited))) {
       return InstallOutcome::MethodMissing;
@@ -115,16 +125,10 @@ RestoreOutcome restoreHook(int slot) {
   if (own == NULL || method_getImplementation(own) != e.replacement) return RestoreOutcome::Conflict;
   // The public runtime cannot remove a method, so an added one is pointed at the superclass's current
   // implementation: the class then answers exactly as it did when it inherited the method.
-  IMP back = e.added.load() ? superclassImplementation(e) : e.original.load();
+  IMP back = e.hot.added.load() ? superclassImplementation(e) : e.hot.original.load();
   method_setImplementation(own, back);
   e.installed = false;
   return RestoreOutcome::Restored;
-}
-
-IMP originalImplementation(int slot) {
-  const HookEntry &e = gHooks[slot];
-  if (e.added.load(std::memory_order_relaxed)) return superclassImplementation(e);
-  return e.original.load(std::memory_order_relaxed);
 }
 
 bool isOurImplementation(Class cls, SEL sel) {
@@ -153,7 +157,7 @@ std::vector<HookInfo> hookInfos() {
     const HookEntry &e = gHooks[i];
     Method own = ownMethod(e.cls, e.sel);
     bool ours = e.installed && own != NULL && method_getImplementation(own) == e.replacement;
-    infos.push_back({class_getName(e.cls), sel_getName(e.sel), e.added.load() ? HookMode::Added : HookMode::Replaced,
+    infos.push_back({class_getName(e.cls), sel_getName(e.sel), e.hot.added.load() ? HookMode::Added : HookMode::Replaced,
                      e.installed, ours});
   }
   return infos;
