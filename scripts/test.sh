@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The test command: on a fresh Debian 12 machine it installs the toolchain of the Linux test build (clang-14,
+# GNUstep Foundation, GCC's libobjc; apt, as root), installs npm dependencies, builds the TypeScript and the
+# simulated native build, type-checks, and runs the whole vitest suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v clang++-14 >/dev/null || need+=(clang-14)
+[ -f /usr/include/GNUstep/Foundation/Foundation.h ] || need+=(libgnustep-base-dev)
+[ -f "$(gcc -print-file-name=include 2>/dev/null)/objc/runtime.h" ] || need+=(libobjc-12-dev)
+command -v gnustep-config >/dev/null || need+=(gnustep-make)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing packages: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+[ -d node_modules ] || npm ci --no-audit --no-fund
+npm run build
+npm run build:sim
+npm run typecheck
+npm run test:ci
