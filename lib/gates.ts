@@ -265,11 +265,11 @@ const TENSOR_CHIP_MARKERS = ['M5', 'M6', 'A19', 'A20'] as const;
 
 const SRC_DEVICE_INIT = 'ggml-metal-device.m ggml_metal_device_init';
 
-/** Current llama.cpp rules (ggml/src/ggml-metal/ggml-metal-device.m, `ggml_metal_device_init`). */
-export const LLAMA_CPP_CURRENT_RULES: readonly LlamaCppRule<LlamaCppCurrentFlag>[] = Object.freeze([
-  {
-    flag: 'has_simdgroup_reduction',
-    source: SRC_DEVICE_INIT,
+/** The reduction gate: the same rule in both source generations, only the place it is read differs. */
+function simdgroupReductionRule<F extends 'has_simdgroup_reduction'>(source: string): LlamaCppRule<F> {
+  return {
+    flag: 'has_simdgroup_reduction' as F,
+    source,
     rule: 'supportsFamily(Apple7) OR supportsFamily(Metal3)',
     families: ['apple7', 'metal3'],
     properties: [],
@@ -279,7 +279,12 @@ export const LLAMA_CPP_CURRENT_RULES: readonly LlamaCppRule<LlamaCppCurrentFlag>
       const m3 = ask(device, 'metal3');
       return result(a7.yes || m3.yes, [a7.text, m3.text]);
     },
-  },
+  };
+}
+
+/** Current llama.cpp rules (ggml/src/ggml-metal/ggml-metal-device.m, `ggml_metal_device_init`). */
+export const LLAMA_CPP_CURRENT_RULES: readonly LlamaCppRule<LlamaCppCurrentFlag>[] = Object.freeze([
+  simdgroupReductionRule(SRC_DEVICE_INIT),
   {
     flag: 'has_simdgroup_mm',
     source: SRC_DEVICE_INIT,
@@ -378,19 +383,7 @@ const SRC_LEGACY_ACQ = 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_i
 
 /** Legacy llama.cpp rules (ggml-metal.m, 2024–2025). */
 export const LLAMA_CPP_LEGACY_RULES: readonly LlamaCppRule<LlamaCppLegacyFlag>[] = Object.freeze([
-  {
-    flag: 'has_simdgroup_reduction',
-    source: SRC_LEGACY_ACQ,
-    rule: 'supportsFamily(Apple7) OR supportsFamily(Metal3)',
-    families: ['apple7', 'metal3'],
-    properties: [],
-    env: [],
-    compute: ({ device }) => {
-      const a7 = ask(device, 'apple7');
-      const m3 = ask(device, 'metal3');
-      return result(a7.yes || m3.yes, [a7.text, m3.text]);
-    },
-  },
+  simdgroupReductionRule(SRC_LEGACY_ACQ),
   {
     flag: 'has_simdgroup_mm',
     source: `${SRC_LEGACY_ACQ}; ggml_metal_encode_node asks again per MUL_MAT`,

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Type-checks the examples against the package as built in this repository, and lints the example shell script.
+#
+#   npm run build && bash scripts/check-examples.sh
+#
+# 1. dist/ must exist: the examples import `metal-cap-shim`, which examples/package.json takes from `file:..`, i.e.
+#    this repository's package.json exports, which point into dist/.
+# 2. Installs examples/node_modules. --ignore-scripts and --omit=optional keep node-llama-cpp from downloading or
+#    building llama.cpp binaries (its per-platform binaries are optional dependencies, and its postinstall would build
+#    one): only its type definitions are needed to type-check. The same flags keep this repo's own install script
+#    (native addon) from running through the link.
+# 3. Checks that `metal-cap-shim` resolves, from examples/, to this repository (a symlink), not to a registry copy.
+# 4. tsc -p examples/tsconfig.json with the examples' pinned TypeScript.
+# 5. shellcheck on the example shell script, when shellcheck is installed.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$root"
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+t0=$(now)
+
+missing=()
+for f in dist/index.js dist/index.d.ts dist/register.js dist/register.d.ts dist/cli.js; do
+  [[ -f $f ]] || missing+=("$f")
+done
+if ((${#missing[@]})); then
+  echo "check-examples: the package is not built (missing: ${missing[*]})." >&2
+  echo "check-examples: run \`npm run build\` (tsup) in $root first; the examples type-check against dist/." >&2
+  exit 1
+fi
+
+echo "== npm install (examples)"
+t=$(now)
+npm install --prefix examples --no-audit --no-fund --ignore-scripts --omit=optional
+echo "   install: $(elapsed "$t")"
+
+echo "== metal-cap-shim resolves to this repository"
+resolved=$(cd examples && node -p "require('node:fs').realpathSync(require.resolve('metal-cap-shim/package.json'))")
+if [[ $resolved != "$root/package.json" ]]; then
+  echo "check-examples: from examples/, metal-cap-shim resolves to $resolved, not $root/package.json." >&2
+  echo "check-examples: examples/package.json must depend on \"metal-cap-shim\": \"file:..\" (installed as a symlink)." >&2
+  exit 1
+fi
+echo "   $resolved"
+
+echo "== tsc -p examples/tsconfig.json ($(npx --prefix examples tsc --version))"
+t=$(now)
+npx --prefix examples tsc -p examples/tsconfig.json
+echo "   typecheck: $(elapsed "$t")"
+
+echo "== shellcheck examples/fleet-report/collect.sh"
+if command -v shellcheck >/dev/null 2>&1; then
+  shellcheck examples/fleet-report/collect.sh
+  echo "   ok ($(shellcheck --version | sed -n 's/^version: //p'))"
+else
+  echo "   shellcheck not installed: skipped"
+fi
+
+echo "check-examples: ok in $(elapsed "$t0")"
