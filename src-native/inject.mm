@@ -153,11 +153,12 @@ __attribute__((constructor)) void injectorLoaded() {
 
 // dyld's interposing: each pair makes every other image's calls to `replacee` go to `replacement`; calls from this
 // image still reach Metal's own functions.
-#define MCS_INTERPOSE(replacement, replacee)                                              \
-  __attribute__((used)) static const struct {                                             \
-    const void *r;                                                                         \
-    const void *e;                                                                         \
-  } mcs_interpose_##replacee __attribute__((section("__DATA,__interpose"))) = {           \
+// Laid out as dyld-interposing.h does: a writable pair in __DATA,__interpose.
+#define MCS_INTERPOSE(replacement, replacee)                                    \
+  __attribute__((used)) static struct {                                         \
+    const void *r;                                                               \
+    const void *e;                                                               \
+  } mcs_interpose_##replacee __attribute__((section("__DATA,__interpose"))) = { \
       reinterpret_cast<const void *>(&replacement), reinterpret_cast<const void *>(&replacee)}
 
 static id<MTLDevice> mcs_MTLCreateSystemDefaultDevice(void) {
