@@ -49,8 +49,6 @@ inline int decidedFamilyAnswer(const Profile &p, long family) {
 
 // The answers a profile gives for a stock answer.
 bool familyAnswer(const Profile &p, long family, bool stock);
-uint64_t threadgroupMemoryAnswer(const Profile &p, uint64_t stock);
-uint64_t workingSetAnswer(const Profile &p, uint64_t stock);
 
 // Swaps in a copy of `p` (retired profiles are kept alive for readers still holding them) or clears it.
 void setActiveProfile(const Profile *p);
@@ -64,6 +62,10 @@ const char *selectorName(HookedSelector s);
 IMP replacementFor(HookedSelector s, int slot);
 using SlotImpFactory = IMP (*)(int slot);
 SlotImpFactory factoryFor(HookedSelector s);
+
+// The size a profile sets for a size selector, if it sets one, and the answer it gives for a stock size.
+bool configuredSize(const Profile &p, HookedSelector s, uint64_t *out);
+uint64_t sizeAnswer(const Profile &p, HookedSelector s, uint64_t stock);
 
 // While alive on a thread, hooked queries on that thread answer stock: used to read the unpatched device.
 class StockAnswersScope {

@@ -170,34 +170,31 @@ BOOL supportsFamilyHook(id self, SEL cmd, NSInteger family) {
   return given;
 }
 
-template <int Slot>
-NSUInteger maxThreadgroupMemoryHook(id self, SEL cmd) {
-  using Original = NSUInteger (*)(id, SEL);
+// Both size queries share one replacement: the size type and the selector are template arguments.
+template <typename Size, HookedSelector Selector, int Slot>
+Size sizeHook(id self, SEL cmd) {
+  using Original = Size (*)(id, SEL);
   const Profile *p = gActive.load(std::memory_order_acquire);
   bool answering = p != nullptr && tlsStockDepth == 0;
-  if (answering && !p->trace && p->mode == ProfileMode::Exact && p->hasMaxThreadgroupMemory) {
-    return static_cast<NSUInteger>(p->maxThreadgroupMemoryLength);
+  uint64_t configured = 0;
+  if (answering && !p->trace && p->mode == ProfileMode::Exact && configuredSize(*p, Selector, &configured)) {
+    return static_cast<Size>(configured);
   }
-  NSUInteger stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
+  Size stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
   if (!answering) return stock;
-  NSUInteger given = static_cast<NSUInteger>(threadgroupMemoryAnswer(*p, stock));
-  if (p->trace) recordTrace(HookedSelector::MaxThreadgroupMemoryLength, 0, stock, given);
+  Size given = static_cast<Size>(sizeAnswer(*p, Selector, stock));
+  if (p->trace) recordTrace(Selector, 0, stock, given);
   return given;
 }
 
 template <int Slot>
+NSUInteger maxThreadgroupMemoryHook(id self, SEL cmd) {
+  return sizeHook<NSUInteger, HookedSelector::MaxThreadgroupMemoryLength, Slot>(self, cmd);
+}
+
+template <int Slot>
 uint64_t workingSetHook(id self, SEL cmd) {
-  using Original = uint64_t (*)(id, SEL);
-  const Profile *p = gActive.load(std::memory_order_acquire);
-  bool answering = p != nullptr && tlsStockDepth == 0;
-  if (answering && !p->trace && p->mode == ProfileMode::Exact && p->hasWorkingSet) {
-    return p->recommendedMaxWorkingSetSize;
-  }
-  uint64_t stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
-  if (!answering) return stock;
-  uint64_t given = workingSetAnswer(*p, stock);
-  if (p->trace) recordTrace(HookedSelector::RecommendedMaxWorkingSetSize, 0, stock, given);
-  return given;
+  return sizeHook<uint64_t, HookedSelector::RecommendedMaxWorkingSetSize, Slot>(self, cmd);
 }
 
 template <size_t... I>
@@ -251,16 +248,23 @@ bool familyAnswer(const Profile &p, long family, bool stock) {
   return decided < 0 ? stock : decided == 1;
 }
 
-uint64_t threadgroupMemoryAnswer(const Profile &p, uint64_t stock) {
-  if (!p.hasMaxThreadgroupMemory) return stock;
-  if (p.mode == ProfileMode::Exact) return p.maxThreadgroupMemoryLength;
-  return stock > p.maxThreadgroupMemoryLength ? stock : p.maxThreadgroupMemoryLength;
+bool configuredSize(const Profile &p, HookedSelector s, uint64_t *out) {
+  if (s == HookedSelector::MaxThreadgroupMemoryLength && p.hasMaxThreadgroupMemory) {
+    *out = p.maxThreadgroupMemoryLength;
+    return true;
+  }
+  if (s == HookedSelector::RecommendedMaxWorkingSetSize && p.hasWorkingSet) {
+    *out = p.recommendedMaxWorkingSetSize;
+    return true;
+  }
+  return false;
 }
 
-uint64_t workingSetAnswer(const Profile &p, uint64_t stock) {
-  if (!p.hasWorkingSet) return stock;
-  if (p.mode == ProfileMode::Exact) return p.recommendedMaxWorkingSetSize;
-  return stock > p.recommendedMaxWorkingSetSize ? stock : p.recommendedMaxWorkingSetSize;
+uint64_t sizeAnswer(const Profile &p, HookedSelector s, uint64_t stock) {
+  uint64_t configured = 0;
+  if (!configuredSize(p, s, &configured)) return stock;
+  if (p.mode == ProfileMode::Exact) return configured;
+  return stock > configured ? stock : configured;
 }
 
 void setActiveProfile(const Profile *p) {
