@@ -20,9 +20,8 @@
             "MACOSX_DEPLOYMENT_TARGET": "11.0",
             "CLANG_ENABLE_OBJC_ARC": "NO",
             "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
-            "ARCHS": ["arm64"],
-            "OTHER_CFLAGS": ["-arch", "x86_64", "-fobjc-exceptions"],
-            "OTHER_LDFLAGS": ["-arch", "x86_64", "-framework", "Metal", "-framework", "Foundation"]
+            "OTHER_CFLAGS": ["-arch", "arm64", "-arch", "x86_64", "-fobjc-exceptions"],
+            "OTHER_LDFLAGS": ["-arch", "arm64", "-arch", "x86_64", "-framework", "Metal", "-framework", "Foundation", "-lobjc"]
           }
         }]
       ]
@@ -45,9 +44,8 @@
             "MACOSX_DEPLOYMENT_TARGET": "11.0",
             "CLANG_ENABLE_OBJC_ARC": "NO",
             "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
-            "ARCHS": ["arm64"],
-            "OTHER_CFLAGS": ["-arch", "arm64e", "-arch", "x86_64", "-fobjc-exceptions"],
-            "OTHER_LDFLAGS": ["-arch", "arm64e", "-arch", "x86_64", "-framework", "Metal", "-framework", "Foundation", "-lobjc"]
+            "OTHER_CFLAGS": ["-arch", "arm64", "-arch", "arm64e", "-arch", "x86_64", "-fobjc-exceptions"],
+            "OTHER_LDFLAGS": ["-arch", "arm64", "-arch", "arm64e", "-arch", "x86_64", "-framework", "Metal", "-framework", "Foundation", "-lobjc"]
           }
         }, {
           "type": "none"

@@ -49,7 +49,8 @@ Exit code 3 when the profile would be refused on that host.`,
   exec: `Usage: metal-cap-shim exec [--profile P] [--trace FILE] [--force] [--allow-unpatched] -- command [args…]
 
   --profile P        built-in name or JSON (default ${DEFAULT_PROFILE})
-  --trace FILE       write what the program asked and what it was told to FILE (JSON) at exit
+  --trace FILE       write what the program asked and what it was told to FILE (JSON) at exit; a second
+                     process that uses Metal (one the program started) writes FILE.<pid>
   --force            allow raising answers on a host that is not a VM
   --allow-unpatched  run even when macOS would strip the injection (SIP-protected programs and scripts)
 The program's exit code is passed through; if it dies from a signal, that is reported and re-raised.

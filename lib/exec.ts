@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, openSync, readSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
 import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from './errors.js';
@@ -65,21 +65,55 @@ function shebangInterpreter(file: string): string | null {
   }
 }
 
+/** Entitlements a hardened-runtime program needs before dyld lets our injector in. */
+export const INJECTION_ENTITLEMENTS = [
+  'com.apple.security.cs.allow-dyld-environment-variables',
+  'com.apple.security.cs.disable-library-validation',
+] as const;
+
 /**
- * Why DYLD_INSERT_LIBRARIES would not reach the program on macOS (a SIP-protected binary, or a script run by one),
- * or null when nothing is known to stop it.
+ * Reads `codesign -d --entitlements - --xml` output: null when the program is not signed with the hardened runtime
+ * or has both entitlements; otherwise why dyld will refuse the injector.
  */
-export function injectionBlocker(resolved: string): string | null {
+export function hardenedRuntimeBlocker(file: string, codesignStderr: string, entitlementsXml: string): string | null {
+  const flags = /flags=0x([0-9a-f]+)/i.exec(codesignStderr);
+  // 0x10000 is the hardened-runtime code-signing flag ("runtime").
+  if (!flags || (parseInt(flags[1]!, 16) & 0x10000) === 0) return null;
+  const missing = INJECTION_ENTITLEMENTS.filter((e) => !entitlementsXml.includes(`<key>${e}</key>`));
+  if (missing.length === 0) return null;
+  return `${file} is signed with the hardened runtime without ${missing.join(' and ')}, so dyld ignores DYLD_INSERT_LIBRARIES or refuses the injector for it. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`;
+}
+
+function codesignOf(file: string): { stderr: string; stdout: string } | null {
+  const r = spawnSync('codesign', ['-d', '--entitlements', '-', '--xml', file], { encoding: 'utf8', timeout: 10_000 });
+  return r.error ? null : { stderr: r.stderr ?? '', stdout: r.stdout ?? '' };
+}
+
+/**
+ * Why DYLD_INSERT_LIBRARIES would not reach the program on macOS (a SIP-protected binary, a script run by one, or a
+ * hardened-runtime binary without the entitlements), or null when nothing is known to stop it.
+ */
+export function injectionBlocker(command: string): string | null {
   if (process.platform !== 'darwin') return null;
+  const resolved = realpathOr(command);
   const isProtected = (p: string) => SIP_PROTECTED_DIRS.some((d) => p.startsWith(d));
   if (isProtected(resolved)) {
     return `${resolved} is protected by System Integrity Protection: macOS removes DYLD_INSERT_LIBRARIES from it (and from what it starts), so it would run unpatched. Run the real program directly, not through ${path.basename(resolved)}.`;
   }
   const interpreter = shebangInterpreter(resolved);
-  if (interpreter && isProtected(interpreter)) {
+  if (interpreter && isProtected(realpathOr(interpreter))) {
     return `${resolved} is a script run by ${interpreter}, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`;
   }
-  return null;
+  const signature = interpreter ? null : codesignOf(resolved);
+  return signature === null ? null : hardenedRuntimeBlocker(resolved, signature.stderr, signature.stdout);
+}
+
+function realpathOr(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
 }
 
 /** What exec() needs. */
@@ -100,6 +134,8 @@ export interface ExecOutcome {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
   injectorLoaded: boolean;
+  /** The architecture slice of the injector the loader picked (`arm64e`, `arm64`, `x86_64`), when it loaded. */
+  injectorSlice: string | null;
   patchedClasses: string[];
   injectorErrors: string[];
   warnings: ApplyWarning[];
@@ -159,8 +195,14 @@ export function runWithInjector(options: ExecOptions, injector: string, warnings
   const env = withPreload(process.env, injector);
   env[INJECT_ENV.profile] = encodeNativeProfile(options.profile, { trace: options.traceFile !== undefined });
   env[INJECT_ENV.statusFd] = '3';
-  if (options.traceFile !== undefined) env[INJECT_ENV.traceFile] = path.resolve(options.traceFile);
-  else delete env[INJECT_ENV.traceFile];
+  const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
+  if (traceFile !== undefined) {
+    env[INJECT_ENV.traceFile] = traceFile;
+    // The first process that obtains a device creates the file exclusively, so an old one must go first.
+    rmSync(traceFile, { force: true });
+  } else {
+    delete env[INJECT_ENV.traceFile];
+  }
   return new Promise((resolve, reject) => {
     const child = spawn(options.command, options.args, { stdio: ['inherit', 'inherit', 'inherit', 'pipe'], env });
     let status = '';
@@ -183,10 +225,16 @@ export function runWithInjector(options: ExecOptions, injector: string, warnings
       setImmediate(() => {
         (pipe as { destroy?: () => void } | null)?.destroy?.();
         const lines = status.split('\n').filter(Boolean);
+        const injectorLoaded = lines.some((l) => l.startsWith('loaded '));
+        // No process obtained a device: the trace says so rather than being missing.
+        if (traceFile !== undefined && !existsSync(traceFile)) {
+          writeFileSync(traceFile, `${JSON.stringify({ pid: child.pid ?? null, profileApplied: injectorLoaded, patchedClasses: [], trace: [] })}\n`);
+        }
         resolve({
           exitCode,
           signal,
-          injectorLoaded: lines.some((l) => l.startsWith('loaded ')),
+          injectorLoaded,
+          injectorSlice: lines.find((l) => l.startsWith('loaded '))?.split(' ')[2] ?? null,
           patchedClasses: lines.filter((l) => l.startsWith('patched ')).map((l) => l.slice('patched '.length)),
           injectorErrors: lines.filter((l) => l.startsWith('error ')).map((l) => l.slice('error '.length)),
           warnings,

@@ -38,8 +38,15 @@ Optional productVersion() {
   return out;
 }
 
+// The machine's architecture, not this process's: under Rosetta uname() says x86_64 on an Apple-silicon Mac, while
+// hw.optional.arm64 still reports the hardware.
 Optional machineArch() {
   Optional out;
+  if (sysctlFlag("hw.optional.arm64") == 1) {
+    out.known = true;
+    out.value = "arm64";
+    return out;
+  }
   struct utsname name;
   if (uname(&name) != 0) return out;
   out.known = true;

@@ -11,7 +11,10 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <objc/runtime.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstdlib>
@@ -40,8 +43,42 @@ std::vector<std::string> *gPatchedClasses = nullptr;
 void statusLine(const std::string &line) {
   if (gStatusFd < 0) return;
   std::string out = line + "\n";
+#if defined(MSG_NOSIGNAL)
+  // Node's "pipe" stdio is a socket pair: send() can say "no SIGPIPE" if the CLI is gone.
+  if (send(gStatusFd, out.data(), out.size(), MSG_NOSIGNAL) >= 0 || errno != ENOTSOCK) return;
+#endif
+  // Elsewhere F_SETNOSIGPIPE (set when the fd was taken) keeps a dead reader from killing the program.
   ssize_t ignored = write(gStatusFd, out.data(), out.size());
   (void)ignored;
+}
+
+// The CLI passes the pipe as fd 3. It is moved out of the way (a program may close and reuse low descriptors) and
+// marked close-on-exec, so only this process talks on it.
+int takeStatusFd(const char *text) {
+  if (text == NULL || *text == '\0') return -1;
+  char *end = NULL;
+  long fd = strtol(text, &end, 10);
+  if (end == text || *end != '\0' || fd < 3 || fd > 1024) return -1;
+  int moved = fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 100);
+  if (moved < 0) return -1;
+  close(static_cast<int>(fd));
+#if defined(F_SETNOSIGPIPE)
+  fcntl(moved, F_SETNOSIGPIPE, 1);
+#endif
+  return moved;
+}
+
+// Which slice of this library the loader picked (dyld prefers arm64e over arm64 where both are present).
+const char *loadedSlice() {
+#if defined(__arm64e__)
+  return "arm64e";
+#elif defined(__aarch64__) || defined(__arm64__)
+  return "arm64";
+#elif defined(__x86_64__)
+  return "x86_64";
+#else
+  return "unknown";
+#endif
 }
 
 std::string jsonString(const std::string &s) {
@@ -61,9 +98,21 @@ std::string jsonString(const std::string &s) {
   return out + "\"";
 }
 
+// Processes that never obtained a device write nothing. The first one that did takes the file; any other (a program
+// started by the first, say) writes FILE.<pid> rather than overwrite it.
+FILE *openTraceFile() {
+  int fd = open(gTraceFile, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    char other[sizeof(gTraceFile) + 16];
+    snprintf(other, sizeof(other), "%s.%d", gTraceFile, static_cast<int>(getpid()));
+    fd = open(other, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
+  return fd < 0 ? NULL : fdopen(fd, "w");
+}
+
 void writeTraceFile() {
-  if (gTraceFile[0] == '\0') return;
-  FILE *f = fopen(gTraceFile, "w");
+  if (gTraceFile[0] == '\0' || gPatchedClasses == nullptr || gPatchedClasses->empty()) return;
+  FILE *f = openTraceFile();
   if (f == NULL) return;
   fprintf(f, "{\"pid\":%d,\"profileApplied\":%s,\"patchedClasses\":[", static_cast<int>(getpid()),
           gProfileOk ? "true" : "false");
@@ -123,13 +172,8 @@ void patchDeviceClasses(const std::vector<id> &devices) {
 }
 
 __attribute__((constructor)) void injectorLoaded() {
-  const char *fd = getenv("METAL_CAP_SHIM_STATUS_FD");
-  if (fd != NULL && *fd != '\0') {
-    gStatusFd = atoi(fd);
-    // The pipe is for this process only; programs it starts must not inherit it.
-    if (fcntl(gStatusFd, F_SETFD, FD_CLOEXEC) != 0) gStatusFd = -1;
-    unsetenv("METAL_CAP_SHIM_STATUS_FD");
-  }
+  gStatusFd = takeStatusFd(getenv("METAL_CAP_SHIM_STATUS_FD"));
+  unsetenv("METAL_CAP_SHIM_STATUS_FD");
   const char *trace = getenv("METAL_CAP_SHIM_TRACE_FILE");
   if (trace != NULL && strlen(trace) < sizeof(gTraceFile)) strcpy(gTraceFile, trace);
   const char *text = getenv("METAL_CAP_SHIM_PROFILE_NATIVE");
@@ -142,7 +186,7 @@ __attribute__((constructor)) void injectorLoaded() {
     return;
   }
   strcpy(gProfileText, text);
-  statusLine("loaded " + std::to_string(static_cast<int>(getpid())));
+  statusLine("loaded " + std::to_string(static_cast<int>(getpid())) + " " + loadedSlice());
   atexit(writeTraceFile);
 }
 
@@ -175,8 +219,19 @@ static NSArray<id<MTLDevice>> *mcs_MTLCopyAllDevices(void) {
   return devices;
 }
 
+// The observer variant (macOS 10.13+) lists devices too, and can be a program's only way in.
+static NSArray<id<MTLDevice>> *mcs_MTLCopyAllDevicesWithObserver(id<NSObject> *observer,
+                                                                  MTLDeviceNotificationHandler handler) {
+  NSArray<id<MTLDevice>> *devices = MTLCopyAllDevicesWithObserver(observer, handler);
+  std::vector<id> list;
+  for (NSUInteger i = 0; i < [devices count]; i++) list.push_back([devices objectAtIndex:i]);
+  mcs::patchDeviceClasses(list);
+  return devices;
+}
+
 MCS_INTERPOSE(mcs_MTLCreateSystemDefaultDevice, MTLCreateSystemDefaultDevice);
 MCS_INTERPOSE(mcs_MTLCopyAllDevices, MTLCopyAllDevices);
+MCS_INTERPOSE(mcs_MTLCopyAllDevicesWithObserver, MTLCopyAllDevicesWithObserver);
 
 #else
 

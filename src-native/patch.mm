@@ -2,6 +2,8 @@
 
 #include "profile.h"
 
+#include <algorithm>
+
 namespace mcs {
 namespace {
 
@@ -23,8 +25,10 @@ PatchResult patchClasses(const std::vector<Class> &classes) {
         for (auto it = installedNow.rbegin(); it != installedNow.rend(); ++it) restoreHook(*it);
         result.errorCode = "ERR_HOOK_FAILED";
         result.message = std::string("cannot hook -[") + patch.className + " " + selectorName(selector) + "]: " +
-                         (outcome == InstallOutcome::TableFull ? "too many hooked classes in this process"
-                                                               : "the class does not implement it");
+                         (outcome == InstallOutcome::TableFull
+                              ? "too many hooked classes in this process"
+                              : "the class does not implement it (a Metal validation or capture wrapper such as "
+                                "MTLDebugDevice can lack it: unset MTL_DEBUG_LAYER and retry)");
         result.classes.clear();
         return result;
       }
@@ -51,6 +55,19 @@ RestoreReport restoreAllHooks() {
   RestoreReport report;
   std::vector<HookInfo> infos = hookInfos();
   std::vector<int> slots = installedSlots();
+  // An added method is restored by copying its superclass's implementation, so every class's own methods go back
+  // first, and added ones after, superclasses before subclasses: each copy then picks up an original, never a hook.
+  auto depth = [&](int slot) {
+    int d = 0;
+    for (Class c = objc_getClass(infos[slot].className.c_str()); c != Nil; c = class_getSuperclass(c)) d++;
+    return d;
+  };
+  std::stable_sort(slots.begin(), slots.end(), [&](int a, int b) {
+    bool addedA = infos[a].mode == HookMode::Added;
+    bool addedB = infos[b].mode == HookMode::Added;
+    if (addedA != addedB) return !addedA;
+    return addedA && depth(a) < depth(b);
+  });
   for (int slot : slots) {
     const HookInfo &info = infos[slot];
     RestoreOutcome outcome = restoreHook(slot);

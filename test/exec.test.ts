@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { beforeAll, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { hardenedRuntimeBlocker } from '../lib/exec.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/families.js';
 import { predictGates } from '../lib/gates.js';
 import { deviceReportFrom } from '../lib/report.js';
@@ -131,5 +132,53 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
   it('the injector is not in the CLI’s own process, only in the child', () => {
     const r = runCli(['exec', '--', 'sh', '-c', 'printf %s "$LD_PRELOAD"'], VM);
     expect(r.stdout).toBe(path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so'));
+  });
+});
+
+describeSim('exec --trace across processes', () => {
+  beforeAll(() => {
+    requireSimBuild();
+    consumer = buildConsumer();
+  });
+
+  it('the process that used Metal writes the trace, not the shell that started it', () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-trace-')), 'trace.json');
+    writeFileSync(file, 'stale');
+    const r = runCli(['exec', '--trace', file, '--', 'sh', '-c', `${consumer} >/dev/null; true`], VM);
+    expect(r.status, r.stderr).toBe(0);
+    const trace = JSON.parse(readFileSync(file, 'utf8'));
+    expect(trace.patchedClasses).toEqual(['AppleParavirtDevice']);
+    expect(trace.trace.length).toBeGreaterThan(0);
+  });
+
+  it('a program that never obtains a device still leaves a trace file saying so', () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-trace-')), 'trace.json');
+    const r = runCli(['exec', '--trace', file, '--', 'true'], VM);
+    expect(r.status).toBe(0);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ profileApplied: true, patchedClasses: [], trace: [] });
+  });
+});
+
+describe('hardened-runtime detection (codesign output)', () => {
+  const xml = (keys: string[]) => `<?xml version="1.0"?><plist><dict>${keys.map((k) => `<key>${k}</key><true/>`).join('')}</dict></plist>`;
+
+  it('a binary without the hardened runtime is not blocked', () => {
+    expect(hardenedRuntimeBlocker('/x/llama-bench', 'CodeDirectory v=20400 size=1234 flags=0x2(adhoc) hashes=30+2', '')).toBeNull();
+  });
+
+  it('a hardened binary without the entitlements is blocked, naming what is missing', () => {
+    const why = hardenedRuntimeBlocker('/Applications/X.app/Contents/MacOS/X', 'CodeDirectory v=20500 flags=0x10000(runtime) hashes=9', xml([]));
+    expect(why).toContain('allow-dyld-environment-variables');
+    expect(why).toContain('disable-library-validation');
+  });
+
+  it('a hardened binary with both entitlements (as the official node binary has) is not blocked', () => {
+    const both = xml(['com.apple.security.cs.allow-dyld-environment-variables', 'com.apple.security.cs.disable-library-validation']);
+    expect(hardenedRuntimeBlocker('/usr/local/bin/node', 'flags=0x10000(runtime)', both)).toBeNull();
+  });
+
+  it('one entitlement alone is not enough', () => {
+    const one = xml(['com.apple.security.cs.allow-dyld-environment-variables']);
+    expect(hardenedRuntimeBlocker('/bin/x', 'flags=0x10002(adhoc,runtime)', one)).toContain('disable-library-validation');
   });
 });
