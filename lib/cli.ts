@@ -46,13 +46,15 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 refused`,
   --force          allow raising answers on a host that is not a VM
   --json           machine-readable result (schema metal-cap-shim/audit@1)
 Exit code 3 when the profile would be refused on that host.`,
-  exec: `Usage: metal-cap-shim exec [--profile P] [--trace FILE] [--force] [--allow-unpatched] -- command [args…]
+  exec: `Usage: metal-cap-shim exec [--profile P] [--trace FILE] [--force] [--allow-unpatched] [--json] -- command [args…]
 
   --profile P        built-in name or JSON (default ${DEFAULT_PROFILE})
   --trace FILE       write what the program asked and what it was told to FILE (JSON) at exit; a second
                      process that uses Metal (one the program started) writes FILE.<pid>
   --force            allow raising answers on a host that is not a VM
   --allow-unpatched  run even when macOS would strip the injection (SIP-protected programs and scripts)
+  --json             after the program ends, one JSON line on stderr: exit code, signal, whether the injector
+                     loaded (and which slice), the patched classes, warnings
 The program's exit code is passed through; if it dies from a signal, that is reported and re-raised.
 Nothing is printed into the program's output; notices from metal-cap-shim go to stderr.`,
   report: `Usage: metal-cap-shim report [--profile P] [--snapshot S] [--host-label TEXT] [--force] [--json]
@@ -211,6 +213,7 @@ async function cmdExec(argv: string[]): Promise<number> {
     trace: { type: 'string' },
     force: { type: 'boolean' },
     'allow-unpatched': { type: 'boolean' },
+    json: { type: 'boolean' },
   });
   if (values.help) return help('exec');
   const rest = dash === -1 ? [] : argv.slice(dash + 1);
@@ -226,6 +229,8 @@ async function cmdExec(argv: string[]): Promise<number> {
   };
   const prepared = prepareExec(options);
   const outcome = await runWithInjector(options, prepared.injector, prepared.warnings);
+  // The program owns stdout; the summary for scripts goes to stderr, after it has finished.
+  if (values.json) err(JSON.stringify({ schema: 'metal-cap-shim/exec@1', command: options.command, ...outcome }));
   if (!outcome.injectorLoaded) {
     err(`metal-cap-shim: the shim did not load into ${options.command}, so it ran unpatched (the loader dropped ${process.platform === 'darwin' ? 'DYLD_INSERT_LIBRARIES' : 'LD_PRELOAD'}; on macOS: SIP, a hardened runtime without the allow-dyld-environment-variables entitlement, or a platform binary)`);
   }

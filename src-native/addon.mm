@@ -20,7 +20,6 @@
 namespace mcs {
 namespace {
 
-// Metal hands out autoreleased objects; Node's threads have no pool of their own.
 class AutoreleasePool {
  public:
   AutoreleasePool() : pool_([NSAutoreleasePool new]) {}
@@ -113,7 +112,6 @@ Napi::Value Probe(const Napi::CallbackInfo &info) {
   if (!optionalBool(info, 0, false, &all) || !optionalBool(info, 1, false, &stock)) {
     return throwError(env, "ERR_INVALID_ARGUMENT", "probe(allDevices, stock) takes booleans", true);
   }
-  AutoreleasePool pool;
   HostFacts facts = readHostFacts();
   Napi::Object result = Napi::Object::New(env);
   result.Set("platform", Napi::String::New(env, facts.platform));
@@ -172,7 +170,6 @@ Napi::Value Apply(const Napi::CallbackInfo &info) {
     return throwError(env, "ERR_INVALID_PROFILE", "native profile rejected: " + error);
   }
   profile.json = info[1].As<Napi::String>().Utf8Value();
-  AutoreleasePool pool;
   Napi::Object result = Napi::Object::New(env);
   DeviceList list = copyDevices(true);
   std::vector<Class> classes;
@@ -215,7 +212,6 @@ Napi::Value Apply(const Napi::CallbackInfo &info) {
 
 Napi::Value Restore(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  AutoreleasePool pool;
   setActiveProfile(nullptr);
   RestoreReport report = restoreAllHooks();
   Napi::Object result = Napi::Object::New(env);
@@ -314,16 +310,24 @@ Napi::Value Info(const Napi::CallbackInfo &info) {
   return out;
 }
 
+// Every entry point runs inside its own autorelease pool: Node's threads have none, and Metal and Foundation
+// autorelease what they hand back.
+template <Napi::Value (*Entry)(const Napi::CallbackInfo &)>
+Napi::Value pooled(const Napi::CallbackInfo &info) {
+  AutoreleasePool pool;
+  return Entry(info);
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("probe", Napi::Function::New(env, Probe, "probe"));
-  exports.Set("families", Napi::Function::New(env, Families, "families"));
-  exports.Set("apply", Napi::Function::New(env, Apply, "apply"));
-  exports.Set("restore", Napi::Function::New(env, Restore, "restore"));
-  exports.Set("status", Napi::Function::New(env, Status, "status"));
-  exports.Set("trace", Napi::Function::New(env, Trace, "trace"));
-  exports.Set("baseline", Napi::Function::New(env, Baseline, "baseline"));
-  exports.Set("loadedConsumers", Napi::Function::New(env, LoadedConsumers, "loadedConsumers"));
-  exports.Set("info", Napi::Function::New(env, Info, "info"));
+  exports.Set("probe", Napi::Function::New(env, pooled<Probe>, "probe"));
+  exports.Set("families", Napi::Function::New(env, pooled<Families>, "families"));
+  exports.Set("apply", Napi::Function::New(env, pooled<Apply>, "apply"));
+  exports.Set("restore", Napi::Function::New(env, pooled<Restore>, "restore"));
+  exports.Set("status", Napi::Function::New(env, pooled<Status>, "status"));
+  exports.Set("trace", Napi::Function::New(env, pooled<Trace>, "trace"));
+  exports.Set("baseline", Napi::Function::New(env, pooled<Baseline>, "baseline"));
+  exports.Set("loadedConsumers", Napi::Function::New(env, pooled<LoadedConsumers>, "loadedConsumers"));
+  exports.Set("info", Napi::Function::New(env, pooled<Info>, "info"));
   return exports;
 }
 

@@ -114,8 +114,8 @@ void writeTraceFile() {
   if (gTraceFile[0] == '\0' || gPatchedClasses == nullptr || gPatchedClasses->empty()) return;
   FILE *f = openTraceFile();
   if (f == NULL) return;
-  fprintf(f, "{\"pid\":%d,\"profileApplied\":%s,\"patchedClasses\":[", static_cast<int>(getpid()),
-          gProfileOk ? "true" : "false");
+  fprintf(f, "{\"pid\":%d,\"slice\":\"%s\",\"profileApplied\":%s,\"patchedClasses\":[", static_cast<int>(getpid()),
+          loadedSlice(), gProfileOk ? "true" : "false");
   for (size_t i = 0; gPatchedClasses != nullptr && i < gPatchedClasses->size(); i++) {
     fprintf(f, "%s%s", i == 0 ? "" : ",", jsonString((*gPatchedClasses)[i]).c_str());
   }

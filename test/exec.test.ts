@@ -182,3 +182,27 @@ describe('hardened-runtime detection (codesign output)', () => {
     expect(hardenedRuntimeBlocker('/bin/x', 'flags=0x10002(adhoc,runtime)', one)).toContain('disable-library-validation');
   });
 });
+
+describeSim('exec --json', () => {
+  beforeAll(() => {
+    requireSimBuild();
+    consumer = buildConsumer();
+  });
+
+  it('leaves stdout to the program and writes one summary line on stderr', () => {
+    const r = runCli(['exec', '--json', '--', consumer], VM);
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)[0].families['1007']).toBe(true);
+    const summary = JSON.parse(r.stderr.trim());
+    expect(summary).toMatchObject({
+      schema: 'metal-cap-shim/exec@1',
+      exitCode: 0,
+      signal: null,
+      injectorLoaded: true,
+      injectorSlice: process.arch === 'x64' ? 'x86_64' : process.arch,
+      patchedClasses: ['AppleParavirtDevice'],
+      injectorErrors: [],
+    });
+    expect(summary.warnings.map((w: { code: string }) => w.code)).toEqual(['threadgroup-memory-above-hardware']);
+  });
+});

@@ -362,6 +362,7 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
         expect(traced.status, traced.stderr).toBe(0);
         expect(traced.stderr).toBe('');
         const trace = JSON.parse(readFileSync(traceFile, 'utf8')) as {
+          slice: string;
           profileApplied: boolean;
           patchedClasses: string[];
           trace: { selector: string; family: number | null; calls: number; stock: number; given: number }[];
@@ -369,7 +370,12 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
         expect(trace.profileApplied).toBe(true);
         expect(trace.patchedClasses).toEqual([d.className]);
         const apple7 = trace.trace.find((t) => t.selector === 'supportsFamily:' && t.family === 1007);
-        expect(apple7).toEqual({ selector: 'supportsFamily:', family: 1007, calls: 1, stock: s.families['1007'] ? 1 : 0, given: 1 });
+        // Metal.framework may ask too, so the count is at least the program's one question.
+        expect(apple7).toMatchObject({ selector: 'supportsFamily:', family: 1007, stock: s.families['1007'] ? 1 : 0, given: 1 });
+        expect(apple7!.calls).toBeGreaterThanOrEqual(1);
+        // dyld prefers the arm64e slice where the process allows it; the log records which one ran.
+        console.log(`injector slice loaded into ${path.basename(binary)}: ${trace.slice}`);
+        expect(process.arch === 'arm64' ? ['arm64', 'arm64e'] : ['x86_64']).toContain(trace.slice);
       },
       120_000,
     );
