@@ -6,6 +6,7 @@
 //   build/Release/metal_cap_shim.node        the addon (node-gyp-build finds it here)
 //   build/Release/libmetal_cap_shim_inject.so  the exec injector, loaded with LD_PRELOAD
 //   build/test/sim_fixture.node              a separately compiled Metal consumer used by the tests
+//   build/sanitize/engine_stress-{asan,tsan}  with --sanitize: the engine under sanitizers, without Node
 //
 // node-gyp is not used here: gyp's make generator silently drops .mm sources on Linux.
 import { execFile } from 'node:child_process';
@@ -70,23 +71,43 @@ async function compile(source, objDir, extra) {
   return object;
 }
 
-async function link(output, objects, flags) {
+async function link(output, objects, flags, shared) {
   if (upToDate(output, objects)) return false;
   mkdirSync(path.dirname(output), { recursive: true });
-  await run(cxx, ['-shared', '-o', output, ...objects, ...flags], { maxBuffer: 16 << 20 });
+  await run(cxx, [...(shared ? ['-shared'] : []), '-o', output, ...objects, ...flags], { maxBuffer: 16 << 20 });
   return true;
 }
 
-async function target(name, output, sources, { cflags = [], ldflags = [] } = {}) {
+async function target(name, output, sources, { cflags = [], ldflags = [], shared = true } = {}) {
   const objDir = path.join(buildRoot, 'obj', name);
   const objects = await Promise.all(sources.map((s) => compile(s, objDir, cflags)));
-  const linked = await link(output, objects, ldflags);
+  const linked = await link(output, objects, ldflags, shared);
   console.log(`${linked ? 'built' : 'up to date'}  ${path.relative(repoRoot, output)}`);
+}
+
+// The engine without Node, under sanitizers: test/native/engine_stress.mm (see there).
+async function sanitized() {
+  const sources = [path.join(repoRoot, 'test', 'native', 'engine_stress.mm'), ...inNative('capabilities.mm'), ...hookEngine];
+  const variants = {
+    asan: ['-fsanitize=address,undefined', '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer'],
+    tsan: ['-fsanitize=thread'],
+  };
+  for (const [name, flags] of Object.entries(variants)) {
+    await target(`stress-${name}`, path.join(buildRoot, 'sanitize', `engine_stress-${name}`), sources, {
+      cflags: ['-O1', ...flags],
+      ldflags: [...flags, ...linkSim, `-Wl,-rpath,${simLibDir}`],
+      shared: false,
+    });
+  }
 }
 
 async function main() {
   if (process.platform !== 'linux') {
     throw new Error('build:sim is the Linux test build; on macOS the addon builds with node-gyp (npm install)');
+  }
+  if (process.argv.includes('--sanitize')) {
+    if (!existsSync(simLibPath)) throw new Error('run `npm run build:sim` first');
+    return sanitized();
   }
   await target('sim-metal', simLibPath, [path.join(simRoot, 'src', 'SimMetal.mm')], {
     cflags: [`-DMCS_SIM_SNAPSHOT_DIR="${path.join(repoRoot, 'snapshots')}"`],

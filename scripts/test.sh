@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: on a fresh Debian 12 machine it installs the toolchain of the Linux test build (clang-14,
-# GNUstep Foundation, GCC's libobjc; apt, as root), installs npm dependencies, builds the TypeScript and the
-# simulated native build, type-checks, and runs the whole vitest suite.
+# GNUstep Foundation, GCC's libobjc, clang's sanitizer runtimes; apt, as root), installs npm dependencies, builds
+# the TypeScript, the simulated native build and its sanitizer builds, type-checks, and runs the whole vitest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +10,7 @@ command -v clang++-14 >/dev/null || need+=(clang-14)
 [ -f /usr/include/GNUstep/Foundation/Foundation.h ] || need+=(libgnustep-base-dev)
 [ -f "$(gcc -print-file-name=include 2>/dev/null)/objc/runtime.h" ] || need+=(libobjc-12-dev)
 command -v gnustep-config >/dev/null || need+=(gnustep-make)
+compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/dev/null || need+=(libclang-rt-14-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing packages: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2
@@ -23,5 +24,6 @@ fi
 [ -d node_modules ] || npm ci --no-audit --no-fund
 npm run build
 npm run build:sim
+node scripts/build-sim.mjs --sanitize
 npm run typecheck
 npm run test:ci

@@ -52,11 +52,14 @@ InstallOutcome installHook(Class cls, SEL sel, SlotImpFactory factory, int *slot
 RestoreOutcome restoreHook(int slot);
 
 // What a replacement needs on every call, kept apart from the bookkeeping so the hot path reads one small record.
+// The writer fills `superclass`, `sel` and `original`, then publishes with a release store of `added`; a replacement
+// reads `added` with acquire first. The runtime's own dispatch tables are no ordering guarantee for these fields.
 struct HookHot {
   std::atomic<IMP> original{NULL};
   std::atomic<bool> added{false};
-  Class superclass = Nil;
-  SEL sel = NULL;
+  // void *: libstdc++'s atomics reject Class, which Objective-C++ treats as an object pointer.
+  std::atomic<void *> superclass{nullptr};
+  std::atomic<void *> sel{nullptr};
 };
 extern HookHot gHookHot[kMaxHooks];
 
@@ -64,7 +67,10 @@ extern HookHot gHookHot[kMaxHooks];
 // superclass answers with now (so a later hook on the superclass is honoured, as RSSwizzle does).
 inline IMP originalImplementation(int slot) {
   const HookHot &h = gHookHot[slot];
-  if (h.added.load(std::memory_order_relaxed)) return class_getMethodImplementation(h.superclass, h.sel);
+  if (h.added.load(std::memory_order_acquire)) {
+    return class_getMethodImplementation((Class)h.superclass.load(std::memory_order_relaxed),
+                                         (SEL)h.sel.load(std::memory_order_relaxed));
+  }
   return h.original.load(std::memory_order_relaxed);
 }
 

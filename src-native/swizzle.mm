@@ -64,8 +64,8 @@ InstallOutcome attach(HookEntry &e, Method own) {
   if (current == e.replacement) return InstallOutcome::AlreadyOurs;
   // A method we added earlier and restored to the superclass's implementation is still "inherited" in spirit.
   bool stillInherited = e.hot.added.load() && current == superclassImplementation(e);
-  e.hot.added.store(stillInherited);
-  if (!stillInherited) e.hot.original.store(current);
+  if (!stillInherited) e.hot.original.store(current, std::memory_order_relaxed);
+  e.hot.added.store(stillInherited, std::memory_order_release);
   method_setImplementation(own, e.replacement);
   e.installed = true;
   return InstallOutcome::Installed;
@@ -93,20 +93,20 @@ InstallOutcome installHook(Class cls, SEL sel, SlotImpFactory factory, int *slot
   e.cls = cls;
   e.superclass = class_getSuperclass(cls);
   e.sel = sel;
-  e.hot.superclass = e.superclass;
-  e.hot.sel = sel;
+  e.hot.superclass.store((void *)e.superclass, std::memory_order_relaxed);
+  e.hot.sel.store((void *)sel, std::memory_order_relaxed);
   e.replacement = factory(slot);
   *slotOut = slot;
   Method own = ownMethod(cls, sel);
   if (own != NULL) {
-    e.hot.original.store(method_getImplementation(own));
-    e.hot.added.store(false);
+    e.hot.original.store(method_getImplementation(own), std::memory_order_relaxed);
+    e.hot.added.store(false, std::memory_order_release);
     gHookCount.store(slot + 1, std::memory_order_release);
     method_setImplementation(own, e.replacement);
   } else {
     // Never class_replaceMethod here: on GCC's runtime it rewrites the superclass's method when the method is
     // inherited, which would patch every sibling class. class_addMethod touches this class only, on both runtimes.
-    e.hot.added.store(true);
+    e.hot.added.store(true, std::memory_order_release);
     gHookCount.store(slot + 1, std::memory_order_release);
     if (!class_addMethod(cls, sel, e.replacement, method_getTypeEncoding(inherited))) {
       return InstallOutcome::MethodMissing;

@@ -123,6 +123,10 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
 
   it('native threads querying while JS toggles apply and restore see only stock or profile answers', () => {
     const stock = fixture.query(false) as FixtureAnswers;
+    // The first apply adds methods to the classes that inherit them; GCC's libobjc rebuilds the dispatch table there,
+    // which is unsafe against concurrent sends (Apple's runtime is not), so it happens before the threads start.
+    applyProfile('cua-release', { force: true });
+    restore();
     fixture.startHammer(4, FAMILY_VALUES.apple7);
     try {
       for (let i = 0; i < 300; i++) {

@@ -1,0 +1,121 @@
+// A stress run of the hook engine without Node, built with AddressSanitizer + UndefinedBehaviorSanitizer and,
+// separately, ThreadSanitizer (scripts/build-sim.mjs --sanitize). Reader threads ask every device while the main
+// thread installs, swaps and removes profiles; at the end every device must answer exactly as it did at the start.
+// The sanitizers see the engine's own memory and atomics; GCC's libobjc and GNUstep are not instrumented.
+#import <Foundation/Foundation.h>
+#import <Metal/Metal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../src-native/capabilities.h"
+#include "../../src-native/patch.h"
+#include "../../src-native/profile.h"
+
+namespace {
+
+std::atomic<bool> gRun{true};
+std::atomic<unsigned long> gQueries{0};
+std::atomic<int> gBadAnswers{0};
+
+struct Expected {
+  bool stockApple9;
+  unsigned long stockThreadgroup;
+};
+
+void reader(std::vector<id> devices, std::vector<Expected> expected) {
+  NSAutoreleasePool *pool = [NSAutoreleasePool new];
+  while (gRun.load(std::memory_order_relaxed)) {
+    for (size_t i = 0; i < devices.size(); i++) {
+      id<MTLDevice> d = (id<MTLDevice>)devices[i];
+      bool apple9 = [d supportsFamily:(MTLGPUFamily)1009] ? true : false;
+      unsigned long tg = d.maxThreadgroupMemoryLength;
+      // Profiles in play: stock, A (Apple9, 65536, raise) and B (Apple7, 131072, raise).
+      bool apple9Ok = apple9 == expected[i].stockApple9 || apple9;
+      bool tgOk = tg == expected[i].stockThreadgroup || tg == 65536 || tg == 131072 ||
+                  tg == std::max<unsigned long>(expected[i].stockThreadgroup, 65536) ||
+                  tg == std::max<unsigned long>(expected[i].stockThreadgroup, 131072);
+      if (!apple9Ok || !tgOk) gBadAnswers++;
+      gQueries++;
+    }
+  }
+  [pool release];
+}
+
+bool parse(const char *text, mcs::Profile *out) {
+  std::string error;
+  if (mcs::parseNativeProfile(text, out, &error)) return true;
+  fprintf(stderr, "profile rejected: %s\n", error.c_str());
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  NSAutoreleasePool *pool = [NSAutoreleasePool new];
+  int rounds = argc > 1 ? atoi(argv[1]) : 2000;
+  mcs::DeviceList list = mcs::copyDevices(true);
+  if (list.devices.empty()) {
+    fprintf(stderr, "no device: set METAL_CAP_SHIM_SIM_SNAPSHOT\n");
+    return 2;
+  }
+  std::vector<id> devices;
+  std::vector<Expected> expected;
+  std::vector<mcs::DeviceCapabilities> before;
+  for (void *d : list.devices) {
+    devices.push_back((id)d);
+    before.push_back(mcs::readCapabilities(d));
+    expected.push_back({before.back().families[8], (unsigned long)before.back().maxThreadgroupMemoryLength});
+  }
+  std::vector<Class> classes;
+  for (void *c : mcs::distinctDeviceClasses(list)) classes.push_back((Class)c);
+
+  mcs::Profile a, b;
+  if (!parse("mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=", &a) ||
+      !parse("mcs1;max=1007;tg=131072;wss=-;mode=raise;trace=1;fam=5001:0", &b)) {
+    return 2;
+  }
+  // The first install adds methods to classes that inherit them. GCC's libobjc rebuilds a class's whole dispatch
+  // table in class_addMethod, which is not safe against messages sent to that class on other threads (Apple's
+  // runtime flushes method caches for concurrent readers), so readers start after it; from then on installs and
+  // restores only set implementations, concurrently with the readers.
+  mcs::PatchResult first = mcs::patchClasses(classes);
+  if (!first.ok) {
+    fprintf(stderr, "patch failed: %s\n", first.message.c_str());
+    return 1;
+  }
+  mcs::restoreAllHooks();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; i++) threads.emplace_back(reader, devices, expected);
+  int conflicts = 0;
+  for (int r = 0; r < rounds; r++) {
+    mcs::PatchResult patched = mcs::patchClasses(classes);
+    if (!patched.ok) {
+      fprintf(stderr, "patch failed: %s\n", patched.message.c_str());
+      return 1;
+    }
+    mcs::setActiveProfile(&a);
+    mcs::setActiveProfile(&b);
+    mcs::setActiveProfile(nullptr);
+    conflicts += static_cast<int>(mcs::restoreAllHooks().conflicts.size());
+  }
+  gRun = false;
+  for (std::thread &t : threads) t.join();
+
+  int changed = 0;
+  for (size_t i = 0; i < list.devices.size(); i++) {
+    mcs::DeviceCapabilities after = mcs::readCapabilities(list.devices[i]);
+    for (size_t f = 0; f < mcs::kFamilyCount; f++) changed += after.families[f] != before[i].families[f];
+    changed += after.maxThreadgroupMemoryLength != before[i].maxThreadgroupMemoryLength;
+    changed += after.recommendedMaxWorkingSetSize != before[i].recommendedMaxWorkingSetSize;
+  }
+  printf("rounds %d, queries %lu, bad answers %d, conflicts %d, answers changed after restore %d\n", rounds,
+         gQueries.load(), gBadAnswers.load(), conflicts, changed);
+  mcs::releaseDevices(list);
+  [pool release];
+  return gBadAnswers.load() == 0 && conflicts == 0 && changed == 0 ? 0 : 1;
+}
