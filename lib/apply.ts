@@ -77,7 +77,8 @@ export interface ApplyResult {
   patchedClasses: PatchedClass[];
   /** Every device as it answered just before this call (stock, or the previous profile). */
   before: CapabilityReport | null;
-  /** Every device, freshly obtained, as it answers now. */
+  /** Every device, freshly obtained, as it answered with the profile installed (on a verification failure: the answers
+   * that failed, before the patch was taken out). */
   after: CapabilityReport | null;
   /** Each answer that differs between `before` and `after`. */
   changed: AnswerChange[];
@@ -205,7 +206,12 @@ function notApplied(
 ): ApplyResult {
   if (strict) {
     if (reason === 'unsupported-platform') throw new UnsupportedPlatformError(detail);
-    throw new NativeError(reason === 'verification-failed' ? 'ERR_VERIFICATION_FAILED' : 'ERR_NO_DEVICE', detail);
+    const codes: Record<Exclude<ApplyFailureReason, 'unsupported-platform'>, string> = {
+      'native-module-unavailable': 'ERR_NATIVE_UNAVAILABLE',
+      'no-device': 'ERR_NO_DEVICE',
+      'verification-failed': 'ERR_VERIFICATION_FAILED',
+    };
+    throw new NativeError(codes[reason], detail);
   }
   return {
     applied: false,
@@ -248,7 +254,8 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
   if (refusal !== null) throw new RefusedError(refusal);
   const warnings = profileWarnings(normalized, stock.devices, changesFromStock, binding.loadedConsumers());
   binding.baseline(JSON.stringify(stock));
-  const previous = binding.status().profileJson;
+  const previousStatus = binding.status();
+  const previous = previousStatus.profileJson;
   const before = reportFromNative(binding.probe(true, false));
 
   const json = JSON.stringify(normalized);
@@ -263,12 +270,15 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
   if (!verification.ok) {
     // Fail closed: put the process back as it was (the previous profile, or stock).
     binding.restore();
-    if (previous !== null) binding.apply(encodeNativeProfile(JSON.parse(previous) as Profile), previous);
+    if (previous !== null) {
+      binding.apply(encodeNativeProfile(JSON.parse(previous) as Profile, { trace: previousStatus.trace }), previous);
+    }
     const first = verification.mismatches[0];
     const detail = first
       ? `device ${first.device} (${first.className}) answered ${first.field}=${String(first.actual)}, expected ${String(first.expected)}; the patch was taken out`
       : 'the device list changed while patching; the patch was taken out';
-    return notApplied(normalized, 'verification-failed', detail, strict, { before, verification, warnings });
+    // `after` keeps the answers that failed, so callers see what the device really said.
+    return notApplied(normalized, 'verification-failed', detail, strict, { before, after, verification, warnings });
   }
   // The trace counts the program's queries, not the verification probe's just above.
   if (trace) binding.trace(true);

@@ -216,7 +216,8 @@ export function audit(options?: AuditOptions): AuditResult {
   }
   const applied = applyProfile(profile, { force: settings.force });
   const restored = restore();
-  const patched = applied.after?.devices ?? [];
+  // The live answers, even when they failed verification: never the prediction in their place.
+  const patched = applied.after?.devices ?? stock.devices;
   return build('live', stock, patched, profile, { ...settings, consumers }, {
     apply: applied.verification,
     restore: restored.verification,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { audit, type AuditResult } from './audit.js';
 import { MetalCapShimError, RefusedError, UsageError } from './errors.js';
@@ -12,6 +13,18 @@ import { DEFAULT_PROFILE, profiles, resolveProfile } from './profiles.js';
 
 /** Exit codes, as documented in the README. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, refused: 3 } as const;
+
+/** Errors that mean the command line asked for something that does not exist or cannot be read: exit 2. */
+const USAGE_CODES = new Set([
+  'ERR_USAGE',
+  'ERR_INVALID_PROFILE',
+  'ERR_INVALID_OPTIONS',
+  'ERR_SNAPSHOT_NOT_FOUND',
+  'ERR_INVALID_SNAPSHOT',
+  'ERR_INVALID_REPORT',
+  'ERR_FILE',
+  'ERR_TRACE_FILE',
+]);
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 const err = (s: string) => process.stderr.write(`${s}\n`);
@@ -59,8 +72,13 @@ The program's exit code is passed through; if it dies from a signal, that is rep
 Nothing is printed into the program's output; notices from metal-cap-shim go to stderr.`,
   report: `Usage: metal-cap-shim report [--profile P] [--snapshot S] [--host-label TEXT] [--force] [--json]
 
+  --profile P        built-in name or JSON (default ${DEFAULT_PROFILE}); on a Mac it is applied in this process,
+                     verified and restored
+  --snapshot S       report on a recorded snapshot (bundled name or .json path) instead, offline, on any OS
   --host-label TEXT  the physical host, e.g. "M1 Ultra, macOS 26.6.1" (a guest cannot see it)
-  --json             the report as JSON (schema metal-cap-shim/field-report@1): attach it to an issue`,
+  --force            allow raising answers on a host that is not a VM
+  --json             the report as JSON (schema metal-cap-shim/field-report@1): attach it to an issue
+Exit code 3 when the profile would be refused on that host.`,
   matrix: `Usage: metal-cap-shim matrix [--json] FILE…
 
 Merges field reports (metal-cap-shim report --json) into a host × guest OS × profile table (Markdown, or JSON).`,
@@ -89,14 +107,16 @@ function printJson(value: unknown) {
 function engineList(value: string | undefined): Engine[] {
   if (value === undefined || value === 'all') return [...ENGINES];
   if (!(ENGINES as readonly string[]).includes(value)) {
-    throw new UsageError(`--engine must be ${ENGINES.join(', ')} or all, got '${value}'`);
+    throw new UsageError(`--engine must be ${ENGINES.join(', ')} or all, got '${value}'\n\n${HELP.audit}`);
   }
   return [value as Engine];
 }
 
 function rulesOf(value: string | undefined): LlamaCppRuleSet {
   if (value === undefined) return 'current';
-  if (value !== 'current' && value !== 'legacy') throw new UsageError(`--rules must be current or legacy, got '${value}'`);
+  if (value !== 'current' && value !== 'legacy') {
+    throw new UsageError(`--rules must be current or legacy, got '${value}'\n\n${HELP.audit}`);
+  }
   return value;
 }
 
@@ -203,8 +223,6 @@ function cmdAudit(argv: string[]): number {
   return result.verdict.ok ? EXIT.ok : EXIT.failure;
 }
 
-const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
-
 async function cmdExec(argv: string[]): Promise<number> {
   const dash = argv.indexOf('--');
   const own = dash === -1 ? argv : argv.slice(0, dash);
@@ -237,9 +255,10 @@ async function cmdExec(argv: string[]): Promise<number> {
   for (const e of outcome.injectorErrors) err(`metal-cap-shim: injector error: ${e}`);
   if (outcome.signal) {
     err(`metal-cap-shim: ${options.command} was killed by ${outcome.signal}`);
-    // Die the same way, so a parent shell sees the signal, not an ordinary exit.
+    // Die the same way, so a parent shell sees the signal, not an ordinary exit. Node ignores a few signals
+    // (SIGPIPE), so if we are still here, exit the way a shell reports a signal death: 128 + its number.
     process.kill(process.pid, outcome.signal);
-    return 128 + (SIGNAL_NUMBERS[outcome.signal] ?? 0);
+    return 128 + (osConstants.signals[outcome.signal] ?? 0);
   }
   return outcome.exitCode ?? EXIT.failure;
 }
@@ -344,7 +363,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     if (e instanceof MetalCapShimError) {
       err(`metal-cap-shim: ${e.code}: ${e.message}`);
-      if (e instanceof UsageError || e.code === 'ERR_INVALID_PROFILE' || e.code === 'ERR_INVALID_OPTIONS') return EXIT.usage;
+      if (USAGE_CODES.has(e.code)) return EXIT.usage;
       if (e instanceof RefusedError) return EXIT.refused;
       if (e.code === 'ERR_COMMAND_NOT_FOUND') return 127;
       return EXIT.failure;

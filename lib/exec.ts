@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
 import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from './errors.js';
@@ -145,7 +145,26 @@ export interface ExecOutcome {
  * Checks, before running anything, that the injector exists, the profile may be applied on this host, and
  * injection can reach the program. Throws typed errors: UnsupportedPlatformError, RefusedError.
  */
+/** Checks a --trace path before anything runs: a file (new or old) in a folder that exists. */
+export function checkTraceFile(file: string): string {
+  const resolved = path.resolve(file);
+  let folderOk = false;
+  try {
+    folderOk = statSync(path.dirname(resolved)).isDirectory();
+  } catch {
+    folderOk = false;
+  }
+  if (!folderOk) {
+    throw new MetalCapShimError('ERR_TRACE_FILE', `--trace ${file}: the folder ${path.dirname(resolved)} does not exist`);
+  }
+  if (existsSync(resolved) && !statSync(resolved).isFile()) {
+    throw new MetalCapShimError('ERR_TRACE_FILE', `--trace ${file}: exists and is not a regular file`);
+  }
+  return resolved;
+}
+
 export function prepareExec(options: ExecOptions): { injector: string; resolved: string; warnings: ApplyWarning[] } {
+  if (options.traceFile !== undefined) checkTraceFile(options.traceFile);
   const injector = injectorPath();
   if (injector === null) {
     throw new UnsupportedPlatformError(
@@ -227,8 +246,13 @@ export function runWithInjector(options: ExecOptions, injector: string, warnings
         const lines = status.split('\n').filter(Boolean);
         const injectorLoaded = lines.some((l) => l.startsWith('loaded '));
         // No process obtained a device: the trace says so rather than being missing.
+        let traceError: string | null = null;
         if (traceFile !== undefined && !existsSync(traceFile)) {
-          writeFileSync(traceFile, `${JSON.stringify({ pid: child.pid ?? null, profileApplied: injectorLoaded, patchedClasses: [], trace: [] })}\n`);
+          try {
+            writeFileSync(traceFile, `${JSON.stringify({ pid: child.pid ?? null, profileApplied: injectorLoaded, patchedClasses: [], trace: [] })}\n`);
+          } catch (e) {
+            traceError = `cannot write ${traceFile}: ${(e as Error).message}`;
+          }
         }
         resolve({
           exitCode,
@@ -236,7 +260,10 @@ export function runWithInjector(options: ExecOptions, injector: string, warnings
           injectorLoaded,
           injectorSlice: lines.find((l) => l.startsWith('loaded '))?.split(' ')[2] ?? null,
           patchedClasses: lines.filter((l) => l.startsWith('patched ')).map((l) => l.slice('patched '.length)),
-          injectorErrors: lines.filter((l) => l.startsWith('error ')).map((l) => l.slice('error '.length)),
+          injectorErrors: [
+            ...lines.filter((l) => l.startsWith('error ')).map((l) => l.slice('error '.length)),
+            ...(traceError === null ? [] : [`ERR_TRACE_FILE ${traceError}`]),
+          ],
           warnings,
         });
       });

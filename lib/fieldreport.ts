@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { audit, type AuditResult } from './audit.js';
-import { InvalidOptionsError } from './errors.js';
+import { InvalidOptionsError, MetalCapShimError } from './errors.js';
 import { packageRoot } from './native.js';
 import { checkOptions } from './options.js';
 import type { ProfileInput, Profile } from './profiles.js';
@@ -91,12 +91,44 @@ function profileName(p: Profile): string {
   return p.name ?? 'custom';
 }
 
-function checkReport(value: unknown, where: string): FieldReport {
-  const r = value as Partial<FieldReport> | null;
-  if (typeof r !== 'object' || r === null || r.schema !== FIELD_REPORT_SCHEMA || typeof r.audit !== 'object') {
-    throw new InvalidOptionsError('reports', `${where} is not a metal-cap-shim field report (schema ${FIELD_REPORT_SCHEMA}); make one with \`metal-cap-shim report --json\``);
+/** A file given to `matrix` that is not a field report (or is damaged). */
+export class InvalidReportError extends MetalCapShimError {
+  /** The field at fault, e.g. `audit.devices`. */
+  readonly field: string | null;
+
+  constructor(field: string | null, message: string) {
+    super('ERR_INVALID_REPORT', message);
+    this.field = field;
   }
-  return r as FieldReport;
+}
+
+function checkReport(value: unknown, where: string): FieldReport {
+  const fail = (field: string | null, what: string): never => {
+    throw new InvalidReportError(
+      field,
+      `${where} is not a usable metal-cap-shim field report (${what}); make one with \`metal-cap-shim report --json\``,
+    );
+  };
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(value)) fail(null, 'not a JSON object');
+  const r = value as Record<string, unknown>;
+  if (r.schema !== FIELD_REPORT_SCHEMA) fail('schema', `schema is not ${FIELD_REPORT_SCHEMA}`);
+  if (r.host !== null && !isObject(r.host)) fail('host', 'host must be an object or null');
+  if (r.hostLabel !== null && typeof r.hostLabel !== 'string') fail('hostLabel', 'hostLabel must be a string or null');
+  const a = r.audit;
+  if (!isObject(a)) fail('audit', 'audit is missing');
+  const audit = a as Record<string, unknown>;
+  if (audit.mode !== 'offline' && audit.mode !== 'live') fail('audit.mode', "audit.mode must be 'offline' or 'live'");
+  if (typeof audit.refused !== 'boolean') fail('audit.refused', 'audit.refused must be true or false');
+  if (!isObject(audit.profile) || !('name' in audit.profile)) fail('audit.profile', 'audit.profile is missing');
+  if (!isObject(audit.verdict) || typeof audit.verdict.ok !== 'boolean') fail('audit.verdict', 'audit.verdict is missing');
+  if (!Array.isArray(audit.devices)) fail('audit.devices', 'audit.devices must be an array');
+  (audit.devices as unknown[]).forEach((d, i) => {
+    if (!isObject(d) || typeof d.isDefault !== 'boolean' || !Array.isArray(d.engines)) {
+      fail(`audit.devices[${i}]`, `audit.devices[${i}] must have isDefault and engines`);
+    }
+  });
+  return value as FieldReport;
 }
 
 function rowKey(r: FieldReport): { host: string; guestOs: string } {
@@ -110,10 +142,14 @@ function rowKey(r: FieldReport): { host: string; guestOs: string } {
 
 /** Merges field reports into a host × guest OS × profile table. `where` names each report in errors. */
 export function buildMatrix(reports: { where: string; report: unknown }[]): Matrix {
+  if (!Array.isArray(reports)) {
+    throw new InvalidOptionsError('reports', 'buildMatrix() takes an array of { where, report } (report: parsed field-report JSON)');
+  }
   const rows = new Map<string, MatrixRow>();
   const profileNames = new Set<string>();
-  for (const { where, report } of reports) {
-    const r = checkReport(report, where);
+  reports.forEach((entry, i) => {
+    const where = typeof entry?.where === 'string' ? entry.where : `reports[${i}]`;
+    const r = checkReport(entry?.report, where);
     const key = rowKey(r);
     const id = `${key.host}\u0000${key.guestOs}`;
     const row = rows.get(id) ?? { ...key, cells: {} };
@@ -132,7 +168,7 @@ export function buildMatrix(reports: { where: string; report: unknown }[]): Matr
     else if (r.audit.mode === 'offline') cell.offline++;
     else if (r.audit.verdict.ok) cell.verified++;
     row.cells[name] = cell;
-  }
+  });
   const sorted = [...rows.values()].sort((a, b) => a.host.localeCompare(b.host) || a.guestOs.localeCompare(b.guestOs));
   return { schema: 'metal-cap-shim/matrix@1', profiles: [...profileNames].sort(), rows: sorted };
 }

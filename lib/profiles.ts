@@ -73,7 +73,9 @@ function builtin(
   spec: ProfileSpec,
   text: Omit<BuiltinProfile, 'name' | 'profile'>,
 ): BuiltinProfile {
-  return Object.freeze({ name, ...text, profile: Object.freeze(normalize(spec, name)) });
+  const profile = normalize(spec, name);
+  Object.freeze(profile.families);
+  return Object.freeze({ name, ...text, profile: Object.freeze(profile) });
 }
 
 /** The built-in profiles, by name. */
@@ -214,6 +216,10 @@ function normalize(spec: unknown, name: string | null): Profile {
   return profile;
 }
 
+function sameSettings(a: Profile, b: Profile): boolean {
+  return JSON.stringify({ ...a, name: null }) === JSON.stringify({ ...b, name: null });
+}
+
 function isResolvedProfile(input: unknown): input is Profile {
   return typeof input === 'object' && input !== null && 'name' in input && 'mode' in input && 'families' in input;
 }
@@ -244,10 +250,14 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
     return { ...found.profile, families: { ...found.profile.families } };
   }
   if (isResolvedProfile(input)) {
-    // Re-validated, not trusted: a Profile can come back from JSON (status(), a field report).
+    // Re-validated, not trusted: a Profile can come back from JSON (status(), a field report). It keeps a built-in
+    // name only when it still says exactly what that built-in says.
     const { name, ...rest } = input;
     const spec = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== null));
-    return normalize(spec, typeof name === 'string' ? name : null);
+    const resolved = normalize(spec, null);
+    const builtin = typeof name === 'string' && Object.prototype.hasOwnProperty.call(profiles, name) ? profiles[name] : undefined;
+    if (builtin && sameSettings(builtin.profile, resolved)) resolved.name = builtin.name;
+    return resolved;
   }
   return normalize(input, null);
 }
@@ -256,7 +266,9 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
  * The compact text the native engine and the exec injector read (src-native/profile.h). Only produced from a
  * validated Profile, so the native parser never sees user input.
  */
-export function encodeNativeProfile(profile: Profile, options: { trace?: boolean } = {}): string {
+export function encodeNativeProfile(input: Profile, options: { trace?: boolean } = {}): string {
+  // Validated again: this text is what native code parses, so nothing unchecked may reach it.
+  const profile = resolveProfile(input);
   const orDash = (v: number | null) => (v === null ? '-' : String(v));
   const fam = FAMILY_NAMES.filter((n) => profile.families[n] !== undefined)
     .map((n) => `${FAMILY_VALUES[n]}:${profile.families[n] ? 1 : 0}`)

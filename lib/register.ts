@@ -4,7 +4,7 @@
  * macOS virtual machine, and does nothing elsewhere. It must run before any engine initialises Metal.
  */
 import { applyProfile } from './apply.js';
-import { MetalCapShimError } from './errors.js';
+import { MetalCapShimError, NativeError } from './errors.js';
 import { loadNative } from './native.js';
 import { checkSimulatedSnapshot } from './probe.js';
 import { DEFAULT_PROFILE, resolveProfile } from './profiles.js';
@@ -22,12 +22,19 @@ function registerFromEnvironment(): void {
   checkSimulatedSnapshot(native.binding);
   const host = native.binding.probe(false, true).host;
   if (host.isVirtualMachine !== true) return;
-  const result = applyProfile(value);
-  if (!result.applied) {
-    process.emitWarning(`metal-cap-shim/register: profile not applied (${result.reason}): ${result.detail}`, {
-      code: 'METAL_CAP_SHIM_NOT_APPLIED',
-    });
+  // The value was valid; if patching itself fails (nothing was left installed), the program still runs, unpatched,
+  // and says so.
+  try {
+    const result = applyProfile(value);
+    if (!result.applied) notApplied(`${result.reason}: ${result.detail}`);
+  } catch (err) {
+    if (!(err instanceof NativeError)) throw err;
+    notApplied(`${err.code}: ${err.message}`);
   }
+}
+
+function notApplied(why: string): void {
+  process.emitWarning(`metal-cap-shim/register: profile not applied (${why})`, { code: 'METAL_CAP_SHIM_NOT_APPLIED' });
 }
 
 try {

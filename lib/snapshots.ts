@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { InvalidSnapshotError, SnapshotNotFoundError } from './errors.js';
+import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from './errors.js';
 import { FAMILY_NAMES } from './families.js';
 import { packageRoot } from './native.js';
 import { deviceReportFrom, REPORT_SCHEMA } from './report.js';
@@ -35,8 +35,9 @@ export interface SnapshotDevice {
   location: DeviceLocation;
   /** `null` where the OS could not answer (before macOS 14) or it was not recorded. */
   architecture: string | null;
-  /** How the Linux simulation lays out the device class; no meaning on a Mac. */
-  simulation?: { methodsOnConcreteClass: boolean };
+  /** How the Linux simulation lays out the device class; no meaning on a Mac. `lacks` and `driftAfter` are test
+   * aids: a class missing one query, and a threadgroup-memory answer that changes after N calls. */
+  simulation?: { methodsOnConcreteClass: boolean; lacks?: string; driftAfter?: number };
   provenance: Record<string, string>;
 }
 
@@ -69,6 +70,8 @@ const DEVICE_FIELDS = [
   'architecture',
 ] as const;
 const LOCATIONS = ['builtIn', 'slot', 'external', 'unspecified'];
+/** Queries a simulated device class can be made to lack (`simulation.lacks`). */
+const SIMULATED_QUERIES = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
 
 /** The folder of bundled snapshots. */
 export function snapshotsDir(): string {
@@ -89,7 +92,10 @@ function looksLikePath(selector: string): boolean {
 
 /** The file a snapshot name or path refers to; throws SnapshotNotFoundError when there is none. */
 export function resolveSnapshotPath(selector: string): string {
-  if (typeof selector !== 'string' || selector.trim() === '') {
+  if (typeof selector !== 'string') {
+    throw new InvalidOptionsError('snapshot', 'a snapshot is named by a string: a bundled name or a path to a .json file');
+  }
+  if (selector.trim() === '') {
     throw new SnapshotNotFoundError('a snapshot is named by a non-empty string: a bundled name or a path to a .json file');
   }
   if (looksLikePath(selector)) {
@@ -232,7 +238,12 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
       depth: count(1),
     });
     if ('simulation' in d) {
-      checkFields(where, `${prefix}simulation.`, d.simulation, { methodsOnConcreteClass: bool });
+      checkFields(where, `${prefix}simulation.`, d.simulation, { methodsOnConcreteClass: bool }, ['lacks', 'driftAfter']);
+      const sim = d.simulation as Record<string, unknown>;
+      if ('lacks' in sim && !SIMULATED_QUERIES.includes(sim.lacks as string)) {
+        fail(where, `${prefix}simulation.lacks`, `must be one of ${SIMULATED_QUERIES.join(', ')}`);
+      }
+      if ('driftAfter' in sim && count(0)(sim.driftAfter) !== null) fail(where, `${prefix}simulation.driftAfter`, 'must be an integer ≥ 0');
     }
     checkProvenance(where, prefix, d, DEVICE_FIELDS, snap.sources);
   });

@@ -2,7 +2,7 @@
 // After tsup: the ESM entry points become thin wrappers over the CommonJS build, so `import` and `require` hand out
 // the very same objects (one module instance: error classes compare with instanceof, one native loader) instead of
 // two copies of the library. tsup still writes the .d.ts files the ESM side needs.
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,5 +27,7 @@ function wrap(name, withExports) {
 // register has side effects only; loading its CJS build applies the profile once for both module systems.
 wrap('register', false);
 wrap('index', true);
+// The ESM types under the explicit .d.mts name the exports map uses (tsup writes them as .d.ts under "type": "module").
+for (const name of ['index', 'register']) copyFileSync(path.join(dist, `${name}.d.ts`), path.join(dist, `${name}.d.mts`));
 const out = readFileSync(path.join(dist, 'index.js'), 'utf8');
 console.log(`post-build: dist/index.js re-exports ${out.split('\n').filter((l) => l.startsWith('  ')).length} names from dist/index.cjs`);

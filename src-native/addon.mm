@@ -120,6 +120,7 @@ Napi::Value Probe(const Napi::CallbackInfo &info) {
   result.Set("host", hostObject(env, facts));
   Napi::Array devices = Napi::Array::New(env);
   {
+    UntracedScope untraced;
     std::optional<StockAnswersScope> stockAnswers;
     if (stock) stockAnswers.emplace();
     DeviceList list = copyDevices(all);

@@ -76,6 +76,16 @@ class StockAnswersScope {
   StockAnswersScope &operator=(const StockAnswersScope &) = delete;
 };
 
+// While alive on a thread, hooked queries on that thread are not traced: the library's own probes (before, after,
+// verification) must not show up among the program's queries.
+class UntracedScope {
+ public:
+  UntracedScope();
+  ~UntracedScope();
+  UntracedScope(const UntracedScope &) = delete;
+  UntracedScope &operator=(const UntracedScope &) = delete;
+};
+
 // Trace: per hooked selector and family asked, calls and the last stock and given answers.
 struct TraceRow {
   HookedSelector selector;

@@ -29,6 +29,7 @@ std::mutex gRetiredMutex;
 std::vector<std::unique_ptr<Profile>> gRetired;
 
 thread_local int tlsStockDepth MCS_FAST_TLS = 0;
+thread_local int tlsUntracedDepth MCS_FAST_TLS = 0;
 
 bool parseUnsigned(const std::string &s, uint64_t *out) {
   if (s.empty() || s[0] == '-' || s[0] == '+') return false;
@@ -166,7 +167,9 @@ BOOL supportsFamilyHook(id self, SEL cmd, NSInteger family) {
   BOOL stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd, family);
   if (!answering) return stock;
   BOOL given = familyAnswer(*p, static_cast<long>(family), stock) ? YES : NO;
-  if (p->trace) recordTrace(HookedSelector::SupportsFamily, static_cast<long>(family), stock, given);
+  if (p->trace && tlsUntracedDepth == 0) {
+    recordTrace(HookedSelector::SupportsFamily, static_cast<long>(family), stock, given);
+  }
   return given;
 }
 
@@ -183,7 +186,7 @@ Size sizeHook(id self, SEL cmd) {
   Size stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
   if (!answering) return stock;
   Size given = static_cast<Size>(sizeAnswer(*p, Selector, stock));
-  if (p->trace) recordTrace(Selector, 0, stock, given);
+  if (p->trace && tlsUntracedDepth == 0) recordTrace(Selector, 0, stock, given);
   return given;
 }
 
@@ -319,6 +322,8 @@ IMP replacementFor(HookedSelector s, int slot) { return factoryFor(s)(slot); }
 
 StockAnswersScope::StockAnswersScope() { tlsStockDepth++; }
 StockAnswersScope::~StockAnswersScope() { tlsStockDepth--; }
+UntracedScope::UntracedScope() { tlsUntracedDepth++; }
+UntracedScope::~UntracedScope() { tlsUntracedDepth--; }
 
 std::vector<TraceRow> traceRows() {
   std::vector<TraceRow> rows;

@@ -135,12 +135,18 @@ describe('metal-cap-shim report and matrix', () => {
     expect(json.rows[1]!.cells['cua-release']).toMatchObject({ reports: 1, offline: 1, verified: 0 });
   });
 
-  it('matrix rejects a file that is not a field report', () => {
-    const bad = path.join(dir, 'bad.json');
-    writeFileSync(bad, '{"schema":"other"}');
+  it.each([
+    ['another schema', { schema: 'other' }, 'schema'],
+    ['no audit', { schema: 'metal-cap-shim/field-report@1', host: null, hostLabel: null }, 'audit'],
+    ['an empty audit', { schema: 'metal-cap-shim/field-report@1', host: null, hostLabel: null, audit: {} }, 'audit.mode'],
+  ])('matrix rejects a file that is not a usable field report (%s) with ERR_INVALID_REPORT', (_, content, field) => {
+    const bad = path.join(dir, `bad-${field}.json`);
+    writeFileSync(bad, JSON.stringify(content));
     const r = runCli(['matrix', bad]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('not a metal-cap-shim field report');
+    expect(r.stderr).toContain('ERR_INVALID_REPORT');
+    expect(r.stderr).toContain('not a usable metal-cap-shim field report');
+    expect(r.stderr).not.toContain('    at ');
   });
 });
 
@@ -186,20 +192,26 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
   });
 
   it.each([
-    [[]],
-    [['frobnicate']],
-    [['probe', '--all-devices=yes']],
-    [['audit', '--engine', 'tensorflow']],
-    [['audit', '--rules', 'ancient']],
-    [['audit', '--profile', 'apple99']],
-    [['audit', '--snapshot', STOCK, '--profile', '{"families":{"apple11":true}}']],
-    [['exec', 'llama-bench']],
-    [['report', '--bogus']],
-    [['matrix']],
-    [['profiles', 'extra']],
-  ])('%j is a usage error: exit 2, message on stderr', (args) => {
-    const r = runCli(args);
+    [[], 'Usage: metal-cap-shim <command>'],
+    [['frobnicate'], 'ERR_USAGE'],
+    [['probe', '--all-devices=yes'], 'ERR_USAGE'],
+    [['audit', '--engine', 'tensorflow'], 'ERR_USAGE'],
+    [['audit', '--rules', 'ancient'], 'ERR_USAGE'],
+    [['audit', '--profile', 'apple99'], 'ERR_INVALID_PROFILE'],
+    [['audit', '--snapshot', STOCK, '--profile', '{"families":{"apple11":true}}'], 'ERR_INVALID_PROFILE'],
+    [['audit', '--snapshot', 'no-such-snapshot'], 'ERR_SNAPSHOT_NOT_FOUND'],
+    [['exec', 'llama-bench'], 'ERR_USAGE'],
+    [['report', '--bogus'], 'ERR_USAGE'],
+    [['report', '--snapshot', 'no-such-snapshot'], 'ERR_SNAPSHOT_NOT_FOUND'],
+    [['matrix'], 'ERR_USAGE'],
+    [['matrix', '/nonexistent/report.json'], 'ERR_FILE'],
+    [['profiles', 'extra'], 'ERR_USAGE'],
+  ])('%j is a usage error: exit 2, %s on stderr, nothing on stdout', (args, expected) => {
+    const r = runCli(args as string[]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/metal-cap-shim|Usage/);
+    expect(r.stderr).toContain(expected as string);
+    if (expected === 'ERR_USAGE') expect(r.stderr).toContain('Usage: metal-cap-shim');
+    expect(r.stderr).not.toContain('    at ');
+    expect(r.stdout).toBe('');
   });
 });

@@ -65,8 +65,8 @@ describe('metal-cap-shim probe', () => {
     [['probe', '--bogus'], 2, 'ERR_USAGE'],
     [['probe', '--snapshot'], 2, 'ERR_USAGE'],
     [['probe', 'extra'], 2, 'ERR_USAGE'],
-    [['probe', '--snapshot', 'no-such'], 1, 'ERR_SNAPSHOT_NOT_FOUND'],
-    [['probe', '--snapshot', path.join(root, 'package.json')], 1, 'ERR_INVALID_SNAPSHOT'],
+    [['probe', '--snapshot', 'no-such'], 2, 'ERR_SNAPSHOT_NOT_FOUND'],
+    [['probe', '--snapshot', path.join(root, 'package.json')], 2, 'ERR_INVALID_SNAPSHOT'],
   ])('%j exits %i with %s on stderr', (args, code, errorCode) => {
     const r = runCli(args as string[]);
     expect(r.status).toBe(code);

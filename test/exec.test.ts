@@ -117,6 +117,8 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
   });
 
   it.each([
+    [['exec', '--trace', tmpdir(), '--', 'true'], 2, 'ERR_TRACE_FILE'],
+    [['exec', '--trace', '/nonexistent/folder/trace.json', '--', 'true'], 2, 'ERR_TRACE_FILE'],
     [['exec', '--profile', 'apple99', '--', 'true'], 2, 'ERR_INVALID_PROFILE'],
     [['exec', '--profile', '{"mode":"lower"}', '--', 'true'], 2, 'ERR_INVALID_PROFILE'],
     [['exec', 'true'], 2, 'ERR_USAGE'],
@@ -127,6 +129,7 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
     const r = runCli(args as string[], VM);
     expect(r.status).toBe(code);
     expect(r.stderr).toContain(errorCode as string);
+    expect(r.stderr).not.toContain('    at ');
   });
 
   it('the injector is not in the CLI’s own process, only in the child', () => {

@@ -53,4 +53,27 @@ describeSim('guards on a host that is not a VM', () => {
     const warning = result.warnings.find((w) => w.code === 'consumer-already-loaded');
     expect(warning?.message).toContain('ggml_backend_metal_reg');
   });
+
+  it('raising only threadgroup memory is a raise too: refused without force', () => {
+    expect(() => applyProfile({ maxThreadgroupMemoryLength: 65536 })).toThrow(RefusedError);
+    expect(status().active).toBe(false);
+  });
+
+  it('raise mode never lowers an answer: a ceiling below the device keeps its higher families', () => {
+    // Nothing is raised here, so no force is needed; the M1 Ultra stays Apple7.
+    const result = applyProfile({ appleFamilyMax: 1005 });
+    expect(result.applied).toBe(true);
+    expect(result.after!.devices[0]!.families.apple7).toBe(true);
+    expect(result.after!.devices[0]!.families.apple6).toBe(true);
+    expect(result.warnings.map((w) => w.code)).toContain('no-change');
+    expect(result.changed).toEqual([]);
+  });
+
+  it('exact mode with the same ceiling masks them', () => {
+    const result = applyProfile({ appleFamilyMax: 1005, mode: 'exact' });
+    expect(result.applied).toBe(true);
+    expect(result.after!.devices[0]!.families.apple6).toBe(false);
+    expect(result.after!.devices[0]!.families.apple5).toBe(true);
+    expect(result.changed.map((c) => c.field)).toEqual(['families.apple6', 'families.apple7']);
+  });
 });

@@ -6,6 +6,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'macbookpro16-intel-amd-two-gpus';
 import fc from 'fast-check';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { applyProfile, restore, status } from '../lib/apply.js';
+import { audit } from '../lib/audit.js';
 import { InvalidOptionsError, InvalidProfileError } from '../lib/errors.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/families.js';
 import { probe } from '../lib/probe.js';
@@ -224,5 +225,33 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     expect(result.changed).toContainEqual({ device: 1, className: AMD, field: 'families.apple7', from: false, to: true });
     expect(result.verification?.ok).toBe(true);
     expect(result.warnings.map((w) => w.code)).toContain('not-paravirtual');
+  });
+
+  it('a hook on top of an added method (a class that inherits the query) is a conflict too', () => {
+    applyProfile('cua-release', { force: true });
+    expect(fixture.installForeignHook(INTEL, 4242)).toBe(true);
+    const result = restore();
+    expect(result.conflicts).toEqual([{ className: INTEL, selector: 'maxThreadgroupMemoryLength' }]);
+    expect(devices()[0]!.maxThreadgroupMemoryLength).toBe(4242);
+    fixture.removeForeignHook(INTEL);
+    expect(restore().restoredHooks).toEqual([{ className: INTEL, selector: 'maxThreadgroupMemoryLength' }]);
+    expect(devices()[0]!.maxThreadgroupMemoryLength).toBe(65536);
+  });
+
+  it('with trace off nothing is counted', () => {
+    applyProfile('apple7', { force: true, trace: true });
+    fixture.query(false);
+    const counted = () => status({ trace: true }).trace!.reduce((sum, t) => sum + t.calls, 0);
+    const before = counted();
+    expect(before).toBeGreaterThan(0);
+    applyProfile('apple7', { force: true });
+    for (let i = 0; i < 5; i++) fixture.query(true);
+    expect(counted()).toBe(before);
+  });
+
+  it('a live audit refuses to run while a profile is applied (ERR_PROFILE_ACTIVE)', () => {
+    applyProfile('apple7', { force: true });
+    expect(() => audit()).toThrow(expect.objectContaining({ code: 'ERR_PROFILE_ACTIVE' }));
+    expect(status().profile?.name).toBe('apple7');
   });
 });

@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -50,6 +51,8 @@ struct SimDevice {
   bool hasArchitecture = false;
   std::string architecture;
   bool methodsOnConcreteClass = false;
+  std::string lacks;      // a query selector this device's class does not implement (test aid)
+  long driftAfter = -1;   // after this many maxThreadgroupMemoryLength calls, answer 16 bytes more (test aid)
   id object = nil;
 };
 
@@ -126,7 +129,11 @@ SimDevice deviceFrom(NSDictionary *d) {
   std::string location;
   if (stringAt(d, @"location", &location)) dev.location = locationFrom(location);
   dev.hasArchitecture = stringAt(d, @"architecture", &dev.architecture);
-  dev.methodsOnConcreteClass = boolAt(dictAt(d, @"simulation"), @"methodsOnConcreteClass");
+  NSDictionary *simulation = dictAt(d, @"simulation");
+  dev.methodsOnConcreteClass = boolAt(simulation, @"methodsOnConcreteClass");
+  stringAt(simulation, @"lacks", &dev.lacks);
+  id drift = [simulation objectForKey:@"driftAfter"];
+  if ([drift isKindOfClass:[NSNumber class]]) dev.driftAfter = [(NSNumber *)drift longValue];
   return dev;
 }
 
@@ -207,7 +214,28 @@ void ensureLoaded() { std::call_once(gLoadOnce, loadSnapshot); }
 }
 @end
 
+/* The base of a device class that lacks a query (simulation.lacks): same ivar layout as _MTLDevice, no methods; the
+   concrete class gets copies of every query but the missing one. */
+@interface _MTLPartialDevice : NSObject {
+ @public
+  size_t _simIndex;
+}
+@end
+
+@implementation _MTLPartialDevice
+@end
+
 static const SimDevice &simDeviceOf(id self) { return gDevices[((_MTLDevice *)self)->_simIndex]; }
+
+static std::atomic<long> gThreadgroupCalls[64];
+
+static NSUInteger simThreadgroupMemory(id self) {
+  size_t index = ((_MTLDevice *)self)->_simIndex;
+  const SimDevice &dev = gDevices[index];
+  long calls = index < 64 ? gThreadgroupCalls[index].fetch_add(1) + 1 : 0;
+  bool drifted = dev.driftAfter >= 0 && calls > dev.driftAfter;
+  return (NSUInteger)dev.maxThreadgroupMemoryLength + (drifted ? 16 : 0);
+}
 
 static BOOL simSupportsFamily(id self, NSInteger family) {
   for (NSInteger yes : simDeviceOf(self).familiesYes) {
@@ -232,7 +260,7 @@ static BOOL simSupportsFamily(id self, NSInteger family) {
   return simDeviceOf(self).recommendedMaxWorkingSetSize;
 }
 - (NSUInteger)maxThreadgroupMemoryLength {
-  return (NSUInteger)simDeviceOf(self).maxThreadgroupMemoryLength;
+  return simThreadgroupMemory(self);
 }
 - (NSUInteger)maxBufferLength {
   return (NSUInteger)simDeviceOf(self).maxBufferLength;
@@ -250,9 +278,7 @@ static BOOL simSupportsFamily(id self, NSInteger family) {
 
 /* Distinct functions (not the base class's IMPs) so a test can tell an own method from an inherited one. */
 static BOOL ownSupportsFamily(id self, SEL, NSInteger family) { return simSupportsFamily(self, family); }
-static NSUInteger ownMaxThreadgroupMemoryLength(id self, SEL) {
-  return (NSUInteger)simDeviceOf(self).maxThreadgroupMemoryLength;
-}
+static NSUInteger ownMaxThreadgroupMemoryLength(id self, SEL) { return simThreadgroupMemory(self); }
 static uint64_t ownRecommendedMaxWorkingSetSize(id self, SEL) {
   return simDeviceOf(self).recommendedMaxWorkingSetSize;
 }
@@ -265,10 +291,24 @@ namespace {
 
 const char *typesOf(Class cls, SEL sel) { return method_getTypeEncoding(class_getInstanceMethod(cls, sel)); }
 
+const char *const kQuerySelectors[] = {"name", "registryID", "maxThreadsPerThreadgroup", "recommendedMaxWorkingSetSize",
+                                       "maxThreadgroupMemoryLength", "maxBufferLength", "hasUnifiedMemory", "location",
+                                       "supportsFamily:"};
+
 Class concreteClassFor(const SimDevice &dev) {
   Class existing = objc_getClass(dev.className.c_str());
   if (existing != Nil) return existing;
   Class base = [_MTLDevice class];
+  if (!dev.lacks.empty()) {
+    Class cls = objc_allocateClassPair([_MTLPartialDevice class], dev.className.c_str(), 0);
+    for (const char *name : kQuerySelectors) {
+      if (dev.lacks == name) continue;
+      SEL sel = sel_registerName(name);
+      class_addMethod(cls, sel, class_getMethodImplementation(base, sel), typesOf(base, sel));
+    }
+    objc_registerClassPair(cls);
+    return cls;
+  }
   Class cls = objc_allocateClassPair(base, dev.className.c_str(), 0);
   if (dev.methodsOnConcreteClass) {
     class_addMethod(cls, @selector(supportsFamily:), (IMP)ownSupportsFamily, typesOf(base, @selector(supportsFamily:)));
@@ -287,8 +327,7 @@ Class concreteClassFor(const SimDevice &dev) {
 
 void createDeviceObjects() {
   for (size_t i = 0; i < gDevices.size(); i++) {
-    _MTLDevice *object = [concreteClassFor(gDevices[i]) alloc];
-    object = [object init];
+    _MTLDevice *object = (_MTLDevice *)[[concreteClassFor(gDevices[i]) alloc] init];
     object->_simIndex = i;
     gDevices[i].object = object;
   }

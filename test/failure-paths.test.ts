@@ -1,0 +1,116 @@
+// Failure paths of applyProfile over simulated devices built for the purpose: a device class that lacks a query
+// (hooking fails: nothing may stay installed), a device whose answer changes under the patch (verification fails:
+// the patch is taken out), a host whose VM status is unknown (raising is refused), and no device at all.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { beforeAll, expect, it } from 'vitest';
+import { describeSim, dist, jsonFrom, requireSimBuild, root, runNode } from './helpers.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'mcs-failure-'));
+const stockGuest = () => JSON.parse(readFileSync(path.join(root, 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));
+
+function snapshotFile(name: string, edit: (s: ReturnType<typeof stockGuest>) => void): string {
+  const s = stockGuest();
+  s.id = name;
+  edit(s);
+  const file = path.join(dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify(s));
+  return file;
+}
+
+const index = JSON.stringify(path.join(dist, 'index.js'));
+const run = <T>(snapshot: string, body: string) =>
+  jsonFrom<T>(runNode(`const m = await import(${index});\n${body}`, { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot }));
+
+describeSim('applyProfile failure paths', () => {
+  beforeAll(requireSimBuild);
+
+  it('a device class that cannot be hooked: ERR_HOOK_FAILED, and the hooks already installed are taken out', () => {
+    const file = snapshotFile('lacks-working-set', (s) => {
+      const broken = structuredClone(s.devices[0]);
+      broken.className = 'SimBrokenDevice';
+      broken.simulation = { methodsOnConcreteClass: false, lacks: 'recommendedMaxWorkingSetSize' };
+      s.devices.push(broken);
+    });
+    const r = run<{ code: string; message: string; status: { active: boolean; hooks: unknown[] }; apple9: boolean[] }>(
+      file,
+      `let code = null, message = null;
+       try { m.applyProfile('cua-release'); } catch (e) { code = e.code; message = e.message; }
+       console.log(JSON.stringify({ code, message, status: m.status(), apple9: m.probe({ allDevices: true }).devices.map((d) => d.families.apple9) }));`,
+    );
+    expect(r.code).toBe('ERR_HOOK_FAILED');
+    expect(r.message).toContain('SimBrokenDevice recommendedMaxWorkingSetSize');
+    expect(r.message).toContain('nothing was changed');
+    expect(r.status).toMatchObject({ active: false, hooks: [] });
+    expect(r.apple9).toEqual([false, false]);
+  });
+
+  it('register: a hook failure leaves the program running unpatched, with a warning', () => {
+    const file = snapshotFile('lacks-family', (s) => {
+      s.devices[0].simulation = { methodsOnConcreteClass: false, lacks: 'supportsFamily:' };
+    });
+    const r = runNode(`console.log('program ran')`, { METAL_CAP_SHIM_SIM_SNAPSHOT: file, METAL_CAP_SHIM_PROFILE: '' }, [
+      '--import',
+      path.join(dist, 'register.js'),
+    ]);
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim()).toBe('program ran');
+    expect(r.stderr).toContain('METAL_CAP_SHIM_NOT_APPLIED');
+    expect(r.stderr).toContain('ERR_HOOK_FAILED');
+  });
+
+  it('an answer that does not match the profile fails verification: not applied, and the patch is taken out', () => {
+    // The device answers its recorded 32768 twice (stock probe, "before" probe), then 32784.
+    const file = snapshotFile('drifting', (s) => {
+      s.devices[0].simulation = { methodsOnConcreteClass: false, driftAfter: 2 };
+    });
+    const r = run<{ result: Record<string, unknown>; status: { active: boolean; hooks: unknown[] } }>(
+      file,
+      `const result = m.applyProfile('apple9-hw-tg');
+       console.log(JSON.stringify({ result, status: m.status() }));`,
+    );
+    expect(r.result).toMatchObject({ applied: false, reason: 'verification-failed' });
+    expect(r.result.detail).toContain('maxThreadgroupMemoryLength=32784, expected 32768');
+    expect((r.result.verification as { mismatches: unknown[] }).mismatches).toEqual([
+      { device: 0, className: 'AppleParavirtDevice', field: 'maxThreadgroupMemoryLength', expected: 32768, actual: 32784 },
+    ]);
+    expect((r.result.after as { devices: { maxThreadgroupMemoryLength: number }[] }).devices[0]!.maxThreadgroupMemoryLength).toBe(32784);
+    expect(r.status).toMatchObject({ active: false, hooks: [] });
+  });
+
+  it('with strict, a verification failure throws ERR_VERIFICATION_FAILED', () => {
+    const file = snapshotFile('drifting-strict', (s) => {
+      s.devices[0].simulation = { methodsOnConcreteClass: false, driftAfter: 2 };
+    });
+    const r = run<{ code: string; active: boolean }>(
+      file,
+      `let code = null; try { m.applyProfile('apple9-hw-tg', { strict: true }); } catch (e) { code = e.code; }
+       console.log(JSON.stringify({ code, active: m.status().active }));`,
+    );
+    expect(r).toEqual({ code: 'ERR_VERIFICATION_FAILED', active: false });
+  });
+
+  it('a host whose VM status is unknown is treated like bare metal: raising is refused', () => {
+    const file = snapshotFile('vm-unknown', (s) => {
+      s.host.isVirtualMachine = null;
+      s.host.provenance.isVirtualMachine = 'unrecorded';
+    });
+    const r = run<{ code: string; message: string }>(
+      file,
+      `try { m.applyProfile('apple7'); console.log('{}'); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`,
+    );
+    expect(r.code).toBe('ERR_REFUSED_BARE_METAL');
+    expect(r.message).toContain('could not be identified as a virtual machine');
+  });
+
+  it('no device: applied false with reason no-device, and with strict ERR_NO_DEVICE', () => {
+    const r = run<{ result: { applied: boolean; reason: string }; code: string }>(
+      '',
+      `let code = null; try { m.applyProfile('cua-release', { strict: true }); } catch (e) { code = e.code; }
+       console.log(JSON.stringify({ result: m.applyProfile('cua-release'), code }));`,
+    );
+    expect(r.result).toMatchObject({ applied: false, reason: 'no-device' });
+    expect(r.code).toBe('ERR_NO_DEVICE');
+  });
+});
