@@ -36,8 +36,9 @@ export interface SnapshotDevice {
   /** `null` where the OS could not answer (before macOS 14) or it was not recorded. */
   architecture: string | null;
   /** How the Linux simulation lays out the device class; no meaning on a Mac. `lacks` and `driftAfter` are test
-   * aids: a class missing one query, and a threadgroup-memory answer that changes after N calls. */
-  simulation?: { methodsOnConcreteClass: boolean; lacks?: string; driftAfter?: number };
+   * aids: a class missing one query, a threadgroup-memory answer that changes after N calls, and a class that
+   * subclasses another device's class. */
+  simulation?: { methodsOnConcreteClass: boolean; lacks?: string; driftAfter?: number; subclassOf?: string };
   provenance: Record<string, string>;
 }
 
@@ -238,12 +239,20 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
       depth: count(1),
     });
     if ('simulation' in d) {
-      checkFields(where, `${prefix}simulation.`, d.simulation, { methodsOnConcreteClass: bool }, ['lacks', 'driftAfter']);
+      checkFields(where, `${prefix}simulation.`, d.simulation, { methodsOnConcreteClass: bool }, [
+        'lacks',
+        'driftAfter',
+        'subclassOf',
+      ]);
       const sim = d.simulation as Record<string, unknown>;
       if ('lacks' in sim && !SIMULATED_QUERIES.includes(sim.lacks as string)) {
         fail(where, `${prefix}simulation.lacks`, `must be one of ${SIMULATED_QUERIES.join(', ')}`);
       }
       if ('driftAfter' in sim && count(0)(sim.driftAfter) !== null) fail(where, `${prefix}simulation.driftAfter`, 'must be an integer ≥ 0');
+      const classNames = (snap.devices as Record<string, unknown>[]).map((x) => x.className);
+      if ('subclassOf' in sim && (sim.subclassOf === d.className || !classNames.includes(sim.subclassOf))) {
+        fail(where, `${prefix}simulation.subclassOf`, "must name another device's className");
+      }
     }
     checkProvenance(where, prefix, d, DEVICE_FIELDS, snap.sources);
   });

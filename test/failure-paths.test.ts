@@ -20,8 +20,12 @@ function snapshotFile(name: string, edit: (s: ReturnType<typeof stockGuest>) => 
 }
 
 const index = JSON.stringify(path.join(dist, 'index.js'));
-const run = <T>(snapshot: string, body: string) =>
-  jsonFrom<T>(runNode(`const m = await import(${index});\n${body}`, { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot }));
+const run = <T>(snapshot: string, body: string) => {
+  // Static imports in the body must come first in the module.
+  const imports = body.split('\n').filter((l) => /^\s*import /.test(l)).join('\n');
+  const rest = body.split('\n').filter((l) => !/^\s*import /.test(l)).join('\n');
+  return jsonFrom<T>(runNode(`${imports}\nconst m = await import(${index});\n${rest}`, { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot }));
+};
 
 describeSim('applyProfile failure paths', () => {
   beforeAll(requireSimBuild);
@@ -112,5 +116,51 @@ describeSim('applyProfile failure paths', () => {
     );
     expect(r.result).toMatchObject({ applied: false, reason: 'no-device' });
     expect(r.code).toBe('ERR_NO_DEVICE');
+  });
+});
+
+describeSim('a device class that subclasses another hooked device class', () => {
+  beforeAll(requireSimBuild);
+
+  it('restore puts both back exactly, whichever was hooked first', () => {
+    // The subclass comes first in the device list, so it is hooked before its superclass. Restoring in install
+    // order would copy the superclass's replacement into the subclass.
+    const file = snapshotFile('class-chain', (s) => {
+      const parent = structuredClone(s.devices[0]);
+      parent.className = 'SimParentDevice';
+      parent.simulation = { methodsOnConcreteClass: true };
+      const child = structuredClone(s.devices[0]);
+      child.className = 'SimChildDevice';
+      child.simulation = { methodsOnConcreteClass: false, subclassOf: 'SimParentDevice' };
+      s.devices = [child, parent];
+    });
+    const fixture = JSON.stringify(path.join(root, 'build', 'test', 'sim_fixture.node'));
+    const r = run<{ before: string[]; modes: Record<string, string[]>; cycles: { conflicts: unknown[]; ok: boolean; imps: string[] }[] }>(
+      file,
+      `import { createRequire } from 'node:module';
+       const f = createRequire(import.meta.url)(${fixture});
+       const imps = () => ['SimChildDevice', 'SimParentDevice'].flatMap((c) =>
+         ['supportsFamily:', 'maxThreadgroupMemoryLength'].map((sel) => f.methodInfo(c, sel).imp));
+       m.probe({ allDevices: true });
+       const before = imps();
+       let modes = null;
+       const cycles = [];
+       for (let i = 0; i < 2; i++) {
+         const applied = m.applyProfile('cua-release');
+         modes ??= Object.fromEntries(applied.patchedClasses.map((c) => [c.className, c.selectors.map((s) => s.mode)]));
+         const restored = m.restore();
+         cycles.push({ conflicts: restored.conflicts, ok: restored.verification.ok, imps: imps() });
+       }
+       console.log(JSON.stringify({ before, modes, cycles }));`,
+    );
+    expect(r.modes).toEqual({
+      SimChildDevice: ['added', 'added', 'added'],
+      SimParentDevice: ['replaced', 'replaced', 'replaced'],
+    });
+    // Before: the child inherits the parent's own implementations.
+    expect(r.before.slice(0, 2)).toEqual(r.before.slice(2, 4));
+    for (const cycle of r.cycles) {
+      expect(cycle).toEqual({ conflicts: [], ok: true, imps: r.before });
+    }
   });
 });

@@ -53,6 +53,7 @@ struct SimDevice {
   bool methodsOnConcreteClass = false;
   std::string lacks;      // a query selector this device's class does not implement (test aid)
   long driftAfter = -1;   // after this many maxThreadgroupMemoryLength calls, answer 16 bytes more (test aid)
+  std::string subclassOf; // make the class a subclass of another device's class (test aid)
   id object = nil;
 };
 
@@ -132,6 +133,7 @@ SimDevice deviceFrom(NSDictionary *d) {
   NSDictionary *simulation = dictAt(d, @"simulation");
   dev.methodsOnConcreteClass = boolAt(simulation, @"methodsOnConcreteClass");
   stringAt(simulation, @"lacks", &dev.lacks);
+  stringAt(simulation, @"subclassOf", &dev.subclassOf);
   id drift = [simulation objectForKey:@"driftAfter"];
   if ([drift isKindOfClass:[NSNumber class]]) dev.driftAfter = [(NSNumber *)drift longValue];
   return dev;
@@ -308,6 +310,11 @@ Class concreteClassFor(const SimDevice &dev) {
     }
     objc_registerClassPair(cls);
     return cls;
+  }
+  if (!dev.subclassOf.empty()) {
+    for (const SimDevice &other : gDevices) {
+      if (other.className == dev.subclassOf) base = concreteClassFor(other);
+    }
   }
   Class cls = objc_allocateClassPair(base, dev.className.c_str(), 0);
   if (dev.methodsOnConcreteClass) {
