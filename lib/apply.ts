@@ -3,14 +3,14 @@ import { NativeError, RefusedError, UnsupportedPlatformError } from './errors.js
 import { familyNameOf, type FamilyName } from './families.js';
 import { loadNative } from './native.js';
 import { checkOptions } from './options.js';
-import { checkSimulatedSnapshot } from './probe.js';
+import { stockReport } from './probe.js';
 import {
   APPLE_GPU_THREADGROUP_MEMORY,
   DEFAULT_PROFILE,
   diffAnswers,
   encodeNativeProfile,
   isRaise,
-  predictPatchedDevice,
+  planProfile,
   resolveProfile,
   type AnswerChange,
   type Profile,
@@ -244,12 +244,9 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
   const native = loadNative();
   if (native.binding === null) return notApplied(normalized, native.reason, native.detail, strict);
   const binding = native.binding;
-  checkSimulatedSnapshot(binding);
-
-  const stock = reportFromNative(binding.probe(true, true));
+  const stock = stockReport(binding);
   if (!stock.supported) return notApplied(normalized, 'no-device', stock.detail ?? 'no Metal device', strict);
-  const expected = stock.devices.map((d) => predictPatchedDevice(d, normalized));
-  const changesFromStock = diffAnswers(stock.devices, expected);
+  const { expected, changes: changesFromStock } = planProfile(stock.devices, normalized);
   const refusal = refusalFor(hostOf(stock), changesFromStock, force);
   if (refusal !== null) throw new RefusedError(refusal);
   const warnings = profileWarnings(normalized, stock.devices, changesFromStock, binding.loadedConsumers());

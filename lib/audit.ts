@@ -3,17 +3,17 @@ import { InvalidOptionsError, MetalCapShimError, UnsupportedPlatformError } from
 import { ENGINES, predictGates, type EnvMap, type Engine, type GatePrediction, type LlamaCppRuleSet } from './gates.js';
 import { loadNative } from './native.js';
 import { checkOptions } from './options.js';
-import { checkSimulatedSnapshot } from './probe.js';
+import { stockReport } from './probe.js';
 import {
   DEFAULT_PROFILE,
   diffAnswers,
-  predictPatchedDevice,
+  planProfile,
   resolveProfile,
   type AnswerChange,
   type Profile,
   type ProfileInput,
 } from './profiles.js';
-import { hostOf, reportFromNative } from './report.js';
+import { hostOf } from './report.js';
 import { loadSnapshot, reportFromSnapshot } from './snapshots.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from './types.js';
 
@@ -142,8 +142,7 @@ function build(
   opts: { engines: Engine[]; rules: LlamaCppRuleSet; env: EnvMap; force: boolean; consumers: string[] },
   verification: AuditResult['verification'],
 ): AuditResult {
-  const expected = stock.devices.map((d) => predictPatchedDevice(d, profile));
-  const allChanges = diffAnswers(stock.devices, expected);
+  const { expected, changes: allChanges } = planProfile(stock.devices, profile);
   const devices = stock.devices.map((d, i) => {
     const patched = patchedDevices[i] ?? expected[i]!;
     return {
@@ -203,15 +202,13 @@ export function audit(options?: AuditOptions): AuditResult {
       `${native.detail}. Audit a recorded snapshot instead: metal-cap-shim audit --snapshot vz-guest-m1-ultra-tahoe-stock`,
     );
   }
-  checkSimulatedSnapshot(native.binding);
   if (status().active) {
     throw new MetalCapShimError('ERR_PROFILE_ACTIVE', 'a profile is already applied in this process: call restore() first, or audit a snapshot');
   }
-  const stock = reportFromNative(native.binding.probe(true, true));
+  const stock = stockReport(native.binding);
   if (!stock.supported) throw new UnsupportedPlatformError(stock.detail ?? 'no Metal device');
   const consumers = native.binding.loadedConsumers();
-  const expected = stock.devices.map((d) => predictPatchedDevice(d, profile));
-  if (refusalFor(hostOf(stock), diffAnswers(stock.devices, expected), settings.force) !== null) {
+  if (refusalFor(hostOf(stock), planProfile(stock.devices, profile).changes, settings.force) !== null) {
     return build('live', stock, [], profile, { ...settings, consumers }, null);
   }
   const applied = applyProfile(profile, { force: settings.force });

@@ -4,9 +4,9 @@ import path from 'node:path';
 import { profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
 import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from './errors.js';
 import { loadNative, packageRoot } from './native.js';
-import { checkSimulatedSnapshot } from './probe.js';
-import { diffAnswers, encodeNativeProfile, predictPatchedDevice, type Profile } from './profiles.js';
-import { hostOf, reportFromNative } from './report.js';
+import { stockReport } from './probe.js';
+import { encodeNativeProfile, planProfile, type Profile } from './profiles.js';
+import { hostOf } from './report.js';
 
 /** Environment variables the injector reads (src-native/inject.mm). */
 export const INJECT_ENV = {
@@ -21,14 +21,11 @@ export const SIP_PROTECTED_DIRS = ['/System/', '/usr/bin/', '/bin/', '/sbin/', '
 /** The injector library for this platform, or null when there is none. */
 export function injectorPath(): string | null {
   const root = packageRoot();
-  const candidates =
-    process.platform === 'darwin'
-      ? [
-          path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.dylib'),
-          path.join(root, 'prebuilds', 'darwin-x64+arm64', 'libmetal_cap_shim_inject.dylib'),
-        ]
-      : [path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so')];
-  if (process.env.PREBUILDS_ONLY) candidates.splice(0, process.platform === 'darwin' ? 1 : 0);
+  const darwin = process.platform === 'darwin';
+  const local = path.join(root, 'build', 'Release', `libmetal_cap_shim_inject.${darwin ? 'dylib' : 'so'}`);
+  const prebuilt = path.join(root, 'prebuilds', 'darwin-x64+arm64', 'libmetal_cap_shim_inject.dylib');
+  // Like node-gyp-build: a local build first, unless PREBUILDS_ONLY asks to test the shipped binary.
+  const candidates = darwin ? (process.env.PREBUILDS_ONLY ? [prebuilt] : [local, prebuilt]) : [local];
   return candidates.find((c) => existsSync(c)) ?? null;
 }
 
@@ -180,12 +177,10 @@ export function prepareExec(options: ExecOptions): { injector: string; resolved:
   let warnings: ApplyWarning[] = [];
   const native = loadNative();
   if (native.binding !== null) {
-    checkSimulatedSnapshot(native.binding);
     // The guard uses this process's view of the devices: the same machine the child will run on.
-    const stock = reportFromNative(native.binding.probe(true, true));
+    const stock = stockReport(native.binding);
     if (stock.supported) {
-      const expected = stock.devices.map((d) => predictPatchedDevice(d, options.profile));
-      const changes = diffAnswers(stock.devices, expected);
+      const { changes } = planProfile(stock.devices, options.profile);
       const refusal = refusalFor(hostOf(stock), changes, options.force ?? false);
       if (refusal !== null) throw new RefusedError(refusal);
       warnings = profileWarnings(options.profile, stock.devices, changes, []);

@@ -1,7 +1,7 @@
 /**
  * MTLGPUFamily values, as Apple's MTLDevice.h defines them (metal-cpp MTLDevice.hpp carries the same numbers).
  * This table is the TypeScript side's single source for family names and numbers; the native module has its own
- * copy (src-native/families.h) and a test asserts the two agree.
+ * copy (src-native/families.h) and test/probe.test.ts asserts the two agree.
  */
 export const FAMILY_VALUES = {
   apple1: 1001,

@@ -19,9 +19,19 @@ export const SIM_SNAPSHOT_ENV = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
  * reads it, so a bad name or file is a typed error rather than a device-less report.
  */
 export function checkSimulatedSnapshot(binding: NativeBinding): void {
-  if (binding.info().platform !== 'simulated') return;
   const selector = process.env[SIM_SNAPSHOT_ENV];
-  if (selector) loadSnapshot(selector);
+  // The simulated library reads its snapshot once per process, so one check per selector is enough.
+  if (!selector || selector === checkedSelector || binding.info().platform !== 'simulated') return;
+  loadSnapshot(selector);
+  checkedSelector = selector;
+}
+
+let checkedSelector: string | undefined;
+
+/** Every device's stock answers (hooks bypassed), as a report. */
+export function stockReport(binding: NativeBinding): CapabilityReport {
+  checkSimulatedSnapshot(binding);
+  return reportFromNative(binding.probe(true, true));
 }
 
 /** Asks Metal what this process's devices report. Never throws for a missing Mac: see `supported` and `reason`. */

@@ -4,6 +4,7 @@ import {
   APPLE_FAMILY_MIN,
   FAMILY_NAMES,
   FAMILY_VALUES,
+  familyNameOf,
   isAppleFamilyValue,
   isFamilyName,
   type FamilyName,
@@ -286,7 +287,7 @@ export function encodeNativeProfile(input: Profile, options: { trace?: boolean }
 
 /** The answer a profile gives to `supportsFamily:` for a family value, given the stock answer. */
 export function familyAnswer(profile: Profile, family: number, stock: boolean): boolean {
-  const name = FAMILY_NAMES.find((n) => FAMILY_VALUES[n] === family);
+  const name = familyNameOf(family);
   const explicit = name === undefined ? undefined : profile.families[name];
   if (explicit !== undefined) return explicit;
   if (!isAppleFamilyValue(family) || profile.appleFamilyMax === null) return stock;
@@ -342,6 +343,12 @@ export function diffAnswers(before: DeviceReport[], after: DeviceReport[]): Answ
     push('recommendedMaxWorkingSetSize', b.recommendedMaxWorkingSetSize, a.recommendedMaxWorkingSetSize);
   });
   return changes;
+}
+
+/** What a profile would change on devices answering `stock`: each device's predicted answers and every change. */
+export function planProfile(stock: DeviceReport[], profile: Profile): { expected: DeviceReport[]; changes: AnswerChange[] } {
+  const expected = stock.map((d) => predictPatchedDevice(d, profile));
+  return { expected, changes: diffAnswers(stock, expected) };
 }
 
 /** True when a change makes an answer claim more than the device does (a family NO→YES or a size up). */

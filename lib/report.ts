@@ -1,5 +1,5 @@
 import type { NativeDevice, NativeProbe } from '../types/binding.js';
-import { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
+import { FAMILY_NAMES, FAMILY_VALUES, isAppleFamilyValue, type FamilyName } from './families.js';
 import type {
   CapabilityReport,
   DerivedFlag,
@@ -49,7 +49,7 @@ export function highestAppleFamily(families: FamilyAnswers): DeviceReport['highe
   let best: DeviceReport['highestAppleFamily'] = null;
   for (const name of FAMILY_NAMES) {
     const value = FAMILY_VALUES[name];
-    if (value < 1001 || value > 1999 || families[name] !== true) continue;
+    if (!isAppleFamilyValue(value) || families[name] !== true) continue;
     if (best === null || value > best.value) best = { value, name };
   }
   return best;

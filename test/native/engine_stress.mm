@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
   for (void *d : list.devices) {
     devices.push_back((id)d);
     before.push_back(mcs::readCapabilities(d));
-    expected.push_back({before.back().families[8], (unsigned long)before.back().maxThreadgroupMemoryLength});
+    expected.push_back({before.back().families[mcs::familyIndex(1009)], (unsigned long)before.back().maxThreadgroupMemoryLength});
   }
   std::vector<Class> classes;
   for (void *c : mcs::distinctDeviceClasses(list)) classes.push_back((Class)c);

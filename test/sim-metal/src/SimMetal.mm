@@ -11,6 +11,9 @@
 #import <MetalSim/MetalSim.h>
 #include <objc/runtime.h>
 
+// Snapshot family keys and their MTLGPUFamily values: the project's one native table.
+#include "../../../src-native/families.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <atomic>
@@ -24,18 +27,6 @@
 #endif
 
 namespace {
-
-struct SimFamily {
-  const char *key;
-  NSInteger value;
-};
-
-const SimFamily kSimFamilies[] = {
-    {"apple1", 1001}, {"apple2", 1002}, {"apple3", 1003}, {"apple4", 1004}, {"apple5", 1005},
-    {"apple6", 1006}, {"apple7", 1007}, {"apple8", 1008}, {"apple9", 1009}, {"apple10", 1010},
-    {"mac1", 2001},   {"mac2", 2002},   {"common1", 3001}, {"common2", 3002}, {"common3", 3003},
-    {"macCatalyst1", 4001}, {"macCatalyst2", 4002}, {"metal3", 5001}, {"metal4", 5002},
-};
 
 struct SimDevice {
   std::string name;
@@ -117,7 +108,7 @@ SimDevice deviceFrom(NSDictionary *d) {
   stringAt(d, @"className", &dev.className);
   dev.registryId = u64At(d, @"registryId");
   NSDictionary *families = dictAt(d, @"families");
-  for (const SimFamily &f : kSimFamilies) {
+  for (const mcs::FamilyInfo &f : mcs::kFamilies) {
     if (boolAt(families, [NSString stringWithUTF8String:f.key])) dev.familiesYes.push_back(f.value);
   }
   dev.maxThreadgroupMemoryLength = u64At(d, @"maxThreadgroupMemoryLength");
