@@ -5,6 +5,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../lib/errors.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/families.js';
+import { loadNative } from '../lib/native.js';
 import { probe } from '../lib/probe.js';
 import { listSnapshots, loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
 import type { CapabilityReport } from '../lib/types.js';
@@ -30,6 +31,11 @@ describeSim('probe() over the simulated Metal', () => {
       expect(live.supported).toBe(true);
       expect({ ...live, source: 'snapshot' }).toEqual(recorded);
     });
+  });
+
+  it('the native family table and the TypeScript one agree, name for name and value for value', () => {
+    const native = loadNative();
+    expect(native.binding?.families()).toEqual(Object.entries(FAMILY_VALUES));
   });
 
   it('a consumer compiled separately with test/sim-metal/flags reads the same answers as probe()', () => {
