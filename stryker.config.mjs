@@ -1,0 +1,38 @@
+// Mutation testing (`npm run test:mutation`; scripts/mutation.mjs builds first, then runs this, then prints the
+// per-file score). CONTRIBUTING.md explains the runner setup.
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  testRunner: 'vitest',
+  plugins: ['@stryker-mutator/vitest-runner'],
+  vitest: { configFile: 'vitest.stryker.config.ts', related: true },
+  // The core: decisions that run in-process against the simulated addon. The globs pick up gates/*.ts and
+  // doctor*.ts as they arrive.
+  mutate: [
+    'lib/profiles.ts',
+    'lib/gates.ts',
+    'lib/gates/*.ts',
+    'lib/apply.ts',
+    'lib/snapshots.ts',
+    'lib/register.ts',
+    'lib/exec.ts',
+    'lib/doctor*.ts',
+  ],
+  coverageAnalysis: 'perTest',
+  // A static mutant (a module-level table, the built-in profiles) can only be tested by reloading every module for
+  // each one; the issue's score leaves them out, so they are not run.
+  ignoreStatic: true,
+  // The sandbox is a copy of the worktree. It must carry build/Release (the simulated addon), build/sim-metal
+  // (the libMetal.so it links through $ORIGIN), build/test (the fixture addon) and dist/ (what spawn tests run),
+  // and nothing Stryker itself writes.
+  tempDirName: 'build/stryker-tmp',
+  ignorePatterns: ['build/obj', 'build/sanitize', 'build/mutation', 'build/coverage', 'build/native-coverage', 'build/fuzz', 'coverage'],
+  reporters: ['html', 'json', 'clear-text', 'progress'],
+  htmlReporter: { fileName: 'build/mutation/index.html' },
+  jsonReporter: { fileName: 'build/mutation/mutation.json' },
+  clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
+  thresholds: { high: 90, low: 85, break: null },
+  // Spawn tests start a Node process each; a mutant that makes one hang must time out, not stall the run.
+  timeoutMS: 60_000,
+  timeoutFactor: 2,
+  cleanTempDir: true,
+};
