@@ -7,6 +7,14 @@ export default defineConfig({
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // Off unless asked (`--coverage.enabled`, as scripts/test.sh does): the in-process half of the coverage that
+    // scripts/coverage.mjs merges with the spawned processes' (NODE_V8_COVERAGE).
+    coverage: {
+      provider: 'v8',
+      include: ['lib/**/*.ts'],
+      reporter: [['json', { file: 'coverage-final.json' }]],
+      reportsDirectory: 'build/coverage/in-process',
+    },
     projects: [
       {
         extends: true,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: on a fresh Debian 12 machine it installs the toolchain of the Linux test build (clang-14,
 # GNUstep Foundation, GCC's libobjc, clang's sanitizer runtimes; apt, as root), installs npm dependencies, builds
-# the TypeScript, the simulated native build and its sanitizer builds, type-checks, and runs the whole vitest suite.
+# the TypeScript, the simulated native build and its sanitizer builds, type-checks, runs the whole vitest suite, and
+# prints the line and branch coverage of lib/ over the suite and every Node process it starts (scripts/coverage.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,4 +27,9 @@ npm run build
 npm run build:sim
 node scripts/build-sim.mjs --sanitize
 npm run typecheck
-npm run test:ci
+# Every Node process the tests start (CLI runs, `node -e` children, register preloads) leaves its V8 coverage here;
+# vitest's --coverage measures the test files' own imports of lib/. scripts/coverage.mjs merges the two and fails
+# below 90 % of lines or 80 % of branches.
+rm -rf build/coverage
+NODE_V8_COVERAGE="$PWD/build/coverage/v8" npm run test:ci -- --coverage.enabled
+node scripts/coverage.mjs --check-lines 90 --check-branches 80
