@@ -141,31 +141,48 @@ void hostFrom(NSDictionary *snapshot, NSDictionary *h) {
   if ([vm isKindOfClass:[NSNumber class]]) gHost.isVirtualMachine = [(NSNumber *)vm boolValue] ? 1 : 0;
 }
 
-void createDeviceObjects();
+bool createDeviceObjects();
+
+void forgetSnapshot() {
+  for (SimDevice &dev : gDevices) [dev.object release];
+  gDevices.clear();
+  gHost = SimHost();
+  gDefaultDevice = 0;
+  gLoaded = false;
+}
+
+// Builds the devices from a snapshot's bytes (`where` names it in messages). A snapshot the simulation cannot lay out
+// loads no device at all, never half of them.
+bool loadSnapshotData(NSData *data, const std::string &where) {
+  id root = data ? [NSJSONSerialization JSONObjectWithData:data options:0 error:NULL] : nil;
+  if (![root isKindOfClass:[NSDictionary class]]) {
+    simFail("cannot read snapshot " + where);
+    return false;
+  }
+  NSDictionary *snapshot = (NSDictionary *)root;
+  hostFrom(snapshot, dictAt(snapshot, @"host"));
+  id devices = [snapshot objectForKey:@"devices"];
+  if ([devices isKindOfClass:[NSArray class]]) {
+    for (id d in (NSArray *)devices) {
+      if ([d isKindOfClass:[NSDictionary class]]) gDevices.push_back(deviceFrom((NSDictionary *)d));
+    }
+  }
+  gDefaultDevice = (size_t)u64At(snapshot, @"defaultDevice");
+  if (gDefaultDevice >= gDevices.size()) gDefaultDevice = 0;
+  gLoaded = true;
+  if (!createDeviceObjects()) {
+    forgetSnapshot();
+    return false;
+  }
+  return true;
+}
 
 void loadSnapshot() {
   const char *selector = getenv("METAL_CAP_SHIM_SIM_SNAPSHOT");
   if (selector == NULL || *selector == '\0') return;
   NSAutoreleasePool *pool = [NSAutoreleasePool new];
   std::string path = snapshotPath(selector);
-  NSData *data = [NSData dataWithContentsOfFile:[NSString stringWithUTF8String:path.c_str()]];
-  id root = data ? [NSJSONSerialization JSONObjectWithData:data options:0 error:NULL] : nil;
-  if (![root isKindOfClass:[NSDictionary class]]) {
-    simFail("cannot read snapshot " + path);
-  } else {
-    NSDictionary *snapshot = (NSDictionary *)root;
-    hostFrom(snapshot, dictAt(snapshot, @"host"));
-    id devices = [snapshot objectForKey:@"devices"];
-    if ([devices isKindOfClass:[NSArray class]]) {
-      for (id d in (NSArray *)devices) {
-        if ([d isKindOfClass:[NSDictionary class]]) gDevices.push_back(deviceFrom((NSDictionary *)d));
-      }
-    }
-    gDefaultDevice = (size_t)u64At(snapshot, @"defaultDevice");
-    if (gDefaultDevice >= gDevices.size()) gDefaultDevice = 0;
-    gLoaded = true;
-    createDeviceObjects();
-  }
+  loadSnapshotData([NSData dataWithContentsOfFile:[NSString stringWithUTF8String:path.c_str()]], path);
   [pool release];
 }
 
@@ -288,12 +305,31 @@ const char *const kQuerySelectors[] = {"name", "registryID", "maxThreadsPerThrea
                                        "maxThreadgroupMemoryLength", "maxBufferLength", "hasUnifiedMemory", "location",
                                        "supportsFamily:"};
 
-Class concreteClassFor(const SimDevice &dev) {
+// A class this library made for a device: below the base classes, never one of them (a device named _MTLDevice
+// would make the hook engine patch the base class every device inherits from).
+bool isSimDeviceClass(Class cls) {
+  for (Class c = class_getSuperclass(cls); c != Nil; c = class_getSuperclass(c)) {
+    if (c == [_MTLDevice class] || c == [_MTLPartialDevice class]) return true;
+  }
+  return false;
+}
+
+// Nil, after saying why, for a class the simulation cannot make: a name some other class already has (its instances
+// have no _simIndex), a name the runtime refuses, or a `subclassOf` chain that loops back (`depth` counts the links).
+Class concreteClassFor(const SimDevice &dev, size_t depth = 0) {
   Class existing = objc_getClass(dev.className.c_str());
-  if (existing != Nil) return existing;
+  if (existing != Nil) {
+    if (isSimDeviceClass(existing)) return existing;
+    simFail("className '" + dev.className + "' is an existing class that is not a simulated device");
+    return Nil;
+  }
   Class base = [_MTLDevice class];
   if (!dev.lacks.empty()) {
     Class cls = objc_allocateClassPair([_MTLPartialDevice class], dev.className.c_str(), 0);
+    if (cls == Nil) {
+      simFail("the runtime refused class name '" + dev.className + "'");
+      return Nil;
+    }
     for (const char *name : kQuerySelectors) {
       if (dev.lacks == name) continue;
       SEL sel = sel_registerName(name);
@@ -303,11 +339,21 @@ Class concreteClassFor(const SimDevice &dev) {
     return cls;
   }
   if (!dev.subclassOf.empty()) {
+    if (depth >= gDevices.size()) {
+      simFail("simulation.subclassOf of '" + dev.className + "' loops back to itself");
+      return Nil;
+    }
     for (const SimDevice &other : gDevices) {
-      if (other.className == dev.subclassOf) base = concreteClassFor(other);
+      if (other.className != dev.subclassOf) continue;
+      base = concreteClassFor(other, depth + 1);
+      if (base == Nil) return Nil;
     }
   }
   Class cls = objc_allocateClassPair(base, dev.className.c_str(), 0);
+  if (cls == Nil) {
+    simFail("the runtime refused class name '" + dev.className + "'");
+    return Nil;
+  }
   if (dev.methodsOnConcreteClass) {
     class_addMethod(cls, @selector(supportsFamily:), (IMP)ownSupportsFamily, typesOf(base, @selector(supportsFamily:)));
     class_addMethod(cls, @selector(maxThreadgroupMemoryLength), (IMP)ownMaxThreadgroupMemoryLength,
@@ -323,12 +369,19 @@ Class concreteClassFor(const SimDevice &dev) {
   return cls;
 }
 
-void createDeviceObjects() {
+bool createDeviceObjects() {
+  std::vector<Class> classes;
+  for (const SimDevice &dev : gDevices) {
+    Class cls = concreteClassFor(dev);
+    if (cls == Nil) return false;
+    classes.push_back(cls);
+  }
   for (size_t i = 0; i < gDevices.size(); i++) {
-    _MTLDevice *object = (_MTLDevice *)[[concreteClassFor(gDevices[i]) alloc] init];
+    _MTLDevice *object = (_MTLDevice *)[[classes[i] alloc] init];
     object->_simIndex = i;
     gDevices[i].object = object;
   }
+  return true;
 }
 
 }  // namespace

@@ -1,0 +1,302 @@
+#!/usr/bin/env node
+// `npm run test:native-coverage`: line coverage of src-native/ under the simulated build, then a bounded libFuzzer
+// run of the native profile parser and of the simulated snapshot loader. Linux only (the simulated build).
+//
+//   1. Builds the addon, the exec injector and test/native/engine_stress.mm with clang-14
+//      `-fprofile-instr-generate -fcoverage-mapping` against the simulated Metal.
+//   2. Runs the unit suite with those builds (in a copy of the worktree under build/native-coverage/pkg, so the
+//      normal build/Release is never swapped out), and engine_stress over two snapshots. Counters are written in
+//      LLVM's continuous mode (%c), so processes the tests end with a signal still count.
+//   3. Reports line coverage per file with llvm-cov-14 (HTML in build/native-coverage/html) and checks the portable
+//      engine (swizzle, profile, patch) against --min-engine (default 90 %).
+//   4. Fuzzes test/fuzz/*_fuzz.mm for FUZZ_SECONDS each (default 30), after replaying the committed regression
+//      inputs (test/fuzz/regressions/<target>/). A crash fails the script and leaves its input in
+//      build/native-coverage/fuzz/<target>/.
+//
+// Options: --skip-suite (engine_stress only), --skip-fuzz, --fuzz-only, --min-engine N. Environment: FUZZ_SECONDS.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { compiler, objcRuntimeFlags, repoRoot, simLibDir, simLibPath, simRoot } from './sim-toolchain.mjs';
+
+const require = createRequire(import.meta.url);
+const args = process.argv.slice(2);
+const has = (flag) => args.includes(flag);
+const optionValue = (flag, fallback) => {
+  const i = args.indexOf(flag);
+  return i >= 0 && i + 1 < args.length ? Number(args[i + 1]) : fallback;
+};
+const minEngine = optionValue('--min-engine', 90);
+const fuzzSeconds = Number(process.env.FUZZ_SECONDS ?? 30);
+
+const out = path.join(repoRoot, 'build', 'native-coverage');
+const pkg = path.join(out, 'pkg');
+const rawDir = path.join(out, 'raw');
+const binDir = path.join(out, 'bin');
+const nativeDir = path.join(repoRoot, 'src-native');
+const fuzzDir = path.join(repoRoot, 'test', 'fuzz');
+const cxx = compiler();
+const llvmTool = (name) => {
+  for (const candidate of [`${name}-14`, name]) {
+    if (spawnSync('sh', ['-c', `command -v ${candidate}`]).status === 0) return candidate;
+  }
+  throw new Error(`${name}-14 not found: apt-get install llvm-14`);
+};
+
+const say = (s) => process.stdout.write(`native-coverage: ${s}\n`);
+const inNative = (...files) => files.map((f) => path.join(nativeDir, f));
+const engine = inNative('swizzle.mm', 'profile.mm', 'patch.mm');
+const napiIncludes = [
+  `-I${path.dirname(require.resolve('node-addon-api/package.json'))}`,
+  `-I${path.join(path.dirname(require.resolve('node-api-headers/package.json')), 'include')}`,
+];
+const base = [
+  '-ObjC++',
+  '-std=c++17',
+  '-fPIC',
+  '-g',
+  '-Wall',
+  '-Wextra',
+  '-Wno-unused-parameter',
+  '-Werror',
+  '-Wno-deprecated-declarations',
+  '-Wno-objc-root-class',
+  ...objcRuntimeFlags(),
+  `-I${path.join(simRoot, 'include')}`,
+];
+// -O0 keeps one counter region per source line; runtime counter relocation is what continuous mode needs on Linux.
+const coverageFlags = ['-O0', '-fprofile-instr-generate', '-fcoverage-mapping', '-mllvm', '-runtime-counter-relocation'];
+const linkSim = [`-L${simLibDir}`, '-lMetal', '-lgnustep-base', '-lobjc', '-lpthread'];
+
+function run(cmd, argv, options = {}) {
+  const r = spawnSync(cmd, argv, { stdio: 'inherit', ...options });
+  if (r.error) throw r.error;
+  return r;
+}
+
+function build(output, sources, flags, ldflags, shared) {
+  mkdirSync(path.dirname(output), { recursive: true });
+  execFileSync(cxx, [...base, ...flags, ...(shared ? ['-shared'] : []), ...sources, '-o', output, ...ldflags], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
+
+// ---- 1. instrumented builds ----
+
+function buildInstrumented() {
+  const release = path.join(pkg, 'build', 'Release');
+  build(
+    path.join(release, 'metal_cap_shim.node'),
+    [...inNative('addon.mm', 'capabilities.mm', 'host_sim.mm'), ...engine],
+    [...coverageFlags, ...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
+    [...linkSim, '-Wl,-rpath,$ORIGIN/../sim-metal/lib'],
+    true,
+  );
+  build(
+    path.join(release, 'libmetal_cap_shim_inject.so'),
+    [...inNative('inject.mm'), ...engine],
+    [...coverageFlags, '-fvisibility=hidden'],
+    ['-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
+    true,
+  );
+  build(
+    path.join(binDir, 'engine_stress'),
+    [path.join(repoRoot, 'test', 'native', 'engine_stress.mm'), ...inNative('capabilities.mm'), ...engine],
+    coverageFlags,
+    [...linkSim, `-Wl,-rpath,${simLibDir}`],
+    false,
+  );
+  return [path.join(release, 'metal_cap_shim.node'), path.join(release, 'libmetal_cap_shim_inject.so'), path.join(binDir, 'engine_stress')];
+}
+
+// ---- 2. the suite in a copy of the worktree ----
+
+function trackedFiles() {
+  const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: repoRoot });
+  return listed
+    .toString('utf8')
+    .split('\0')
+    .filter((f) => f !== '' && existsSync(path.join(repoRoot, f)) && statSync(path.join(repoRoot, f)).isFile());
+}
+
+function preparePackageCopy() {
+  for (const f of trackedFiles()) {
+    mkdirSync(path.dirname(path.join(pkg, f)), { recursive: true });
+    cpSync(path.join(repoRoot, f), path.join(pkg, f));
+  }
+  for (const dir of ['dist', path.join('build', 'sim-metal'), path.join('build', 'test', 'sim_fixture.node')]) {
+    cpSync(path.join(repoRoot, dir), path.join(pkg, dir), { recursive: true });
+  }
+  symlinkSync(path.join(repoRoot, 'node_modules'), path.join(pkg, 'node_modules'));
+}
+
+function runSuite() {
+  const env = { ...process.env, LLVM_PROFILE_FILE: path.join(rawDir, 'suite-%c%m-%p.profraw') };
+  // The sanitizer suite runs uninstrumented builds of its own; it adds nothing here.
+  const r = run(process.execPath, [path.join(pkg, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--project', 'unit', '--exclude', 'test/sanitizers.test.ts'], {
+    cwd: pkg,
+    env,
+  });
+  if (r.status !== 0) throw new Error(`the unit suite failed with the instrumented build (exit ${r.status})`);
+}
+
+function runStress(stress) {
+  for (const snapshot of ['macbookpro16-intel-amd-two-gpus', 'vz-guest-m1-ultra-tahoe-stock']) {
+    const r = run(stress, ['200'], {
+      env: { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot, LLVM_PROFILE_FILE: path.join(rawDir, 'stress-%c%m-%p.profraw') },
+      stdio: ['ignore', 'pipe', 'inherit'],
+      encoding: 'utf8',
+    });
+    say(`engine_stress ${snapshot}: ${r.stdout.trim()}`);
+    if (r.status !== 0) throw new Error(`engine_stress failed on ${snapshot} (exit ${r.status})`);
+  }
+}
+
+// ---- 3. report ----
+
+function report(objects) {
+  const profdata = path.join(out, 'merged.profdata');
+  const raws = readdirSync(rawDir).filter((f) => f.endsWith('.profraw')).map((f) => path.join(rawDir, f));
+  execFileSync(llvmTool('llvm-profdata'), ['merge', '-sparse', '-o', profdata, ...raws]);
+  const objectArgs = [objects[0], ...objects.slice(1).flatMap((o) => ['-object', o])];
+  const sources = readdirSync(nativeDir).filter((f) => f.endsWith('.mm')).sort().map((f) => path.join(nativeDir, f));
+  const exported = JSON.parse(
+    execFileSync(llvmTool('llvm-cov'), ['export', '-summary-only', ...objectArgs, `-instr-profile=${profdata}`, ...sources], {
+      maxBuffer: 64 << 20,
+    }).toString('utf8'),
+  );
+  execFileSync(llvmTool('llvm-cov'), [
+    'show',
+    '-format=html',
+    `-output-dir=${path.join(out, 'html')}`,
+    '-show-line-counts-or-regions',
+    ...objectArgs,
+    `-instr-profile=${profdata}`,
+    ...sources,
+  ]);
+  const rows = exported.data[0].files.map((f) => ({
+    file: path.relative(repoRoot, f.filename),
+    covered: f.summary.lines.covered,
+    count: f.summary.lines.count,
+    branches: f.summary.branches,
+  }));
+  const engineRows = rows.filter((r) => /src-native\/(swizzle|profile|patch)\.mm$/.test(r.file));
+  const sum = (list) => list.reduce((a, r) => ({ covered: a.covered + r.covered, count: a.count + r.count }), { covered: 0, count: 0 });
+  const pct = ({ covered, count }) => (count === 0 ? 100 : (100 * covered) / count);
+  const line = (name, r) => `${name.padEnd(28)} ${pct(r).toFixed(2).padStart(6)} % of lines (${r.covered}/${r.count})`;
+  say(`line coverage under the simulated build, ${raws.length} profiles (HTML: ${path.relative(repoRoot, path.join(out, 'html', 'index.html'))})`);
+  for (const r of rows) process.stdout.write(`  ${line(r.file, r)}\n`);
+  const engineTotal = sum(engineRows);
+  process.stdout.write(`  ${line('engine (swizzle+profile+patch)', engineTotal)}\n`);
+  process.stdout.write(`  ${line('all of src-native/ built here', sum(rows))}\n`);
+  writeFileSync(path.join(out, 'summary.json'), `${JSON.stringify({ files: rows, engine: { ...engineTotal, pct: pct(engineTotal) } }, null, 2)}\n`);
+  return pct(engineTotal);
+}
+
+// ---- 4. fuzzing ----
+
+function buildFuzzers() {
+  const sanitize = ['-fsanitize=fuzzer,address,undefined', '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer', '-O1'];
+  const targets = {
+    profile_parser_fuzz: {
+      sources: [path.join(fuzzDir, 'profile_parser_fuzz.mm'), ...inNative('profile.mm', 'swizzle.mm')],
+      dict: path.join(fuzzDir, 'profile_parser.dict'),
+      seeds: [path.join(fuzzDir, 'corpus', 'profile_parser_fuzz')],
+    },
+    sim_snapshot_fuzz: {
+      sources: [path.join(fuzzDir, 'sim_snapshot_fuzz.mm')],
+      dict: path.join(fuzzDir, 'sim_snapshot.dict'),
+      // The bundled snapshots are the seeds: every shape the loader is meant to read.
+      seeds: [path.join(repoRoot, 'snapshots')],
+    },
+  };
+  const built = {};
+  for (const [name, t] of Object.entries(targets)) {
+    const binary = path.join(out, 'fuzz', name, name);
+    build(binary, t.sources, sanitize, [...sanitize, '-lgnustep-base', '-lobjc', '-lpthread'], false);
+    built[name] = { binary, dict: t.dict, seeds: t.seeds };
+  }
+  return built;
+}
+
+function fuzz(targets) {
+  const failures = [];
+  for (const [name, { binary, dict, seeds }] of Object.entries(targets)) {
+    const work = path.dirname(binary);
+    const corpus = path.join(work, 'corpus');
+    mkdirSync(corpus, { recursive: true });
+    const regressions = path.join(fuzzDir, 'regressions', name);
+    const env = {
+      ...process.env,
+      // GNUstep keeps process-lifetime allocations; leaks are not what this looks for.
+      ASAN_OPTIONS: 'detect_leaks=0:abort_on_error=1',
+      UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',
+    };
+    if (existsSync(regressions)) {
+      const inputs = readdirSync(regressions).map((f) => path.join(regressions, f));
+      const r = spawnSync(binary, inputs, { env, encoding: 'utf8', cwd: work });
+      say(`${name}: ${inputs.length} regression input(s) ${r.status === 0 ? 'pass' : `FAIL (exit ${r.status})`}`);
+      if (r.status !== 0) {
+        process.stderr.write(r.stderr.slice(-4000));
+        failures.push(`${name} regressions`);
+      }
+    }
+    const started = Date.now();
+    const r = spawnSync(
+      binary,
+      [`-max_total_time=${fuzzSeconds}`, '-print_final_stats=1', `-dict=${dict}`, `-artifact_prefix=${work}/`, corpus, ...seeds],
+      { env, encoding: 'utf8', cwd: work, maxBuffer: 256 << 20 },
+    );
+    const log = `${r.stdout}${r.stderr}`;
+    writeFileSync(path.join(work, 'fuzz.log'), log);
+    const runs = /stat::number_of_executed_units:\s*(\d+)/.exec(log)?.[1] ?? '?';
+    const cov = [...log.matchAll(/cov: (\d+) ft: (\d+)/g)].pop();
+    const crashes = readdirSync(work).filter((f) => /^(crash|leak|timeout|oom)-/.test(f));
+    say(
+      `${name}: ${((Date.now() - started) / 1000).toFixed(0)} s, ${runs} inputs, coverage ${cov ? `${cov[1]} edges / ${cov[2]} features` : '?'}, ` +
+        `${r.status === 0 && crashes.length === 0 ? 'no crash' : `FAILED (exit ${r.status}; ${crashes.join(', ') || 'see fuzz.log'})`}`,
+    );
+    if (r.status !== 0 || crashes.length > 0) failures.push(name);
+  }
+  return failures;
+}
+
+function main() {
+  if (process.platform !== 'linux') throw new Error('test:native-coverage runs on Linux, against the simulated Metal');
+  for (const step of ['build', 'build:sim']) {
+    if (run('npm', ['run', '--silent', step], { cwd: repoRoot }).status !== 0) throw new Error(`npm run ${step} failed`);
+  }
+  if (!existsSync(simLibPath)) throw new Error(`${simLibPath} is missing after build:sim`);
+  let status = 0;
+  if (!has('--fuzz-only')) {
+    rmSync(out, { recursive: true, force: true });
+    mkdirSync(rawDir, { recursive: true });
+    const started = Date.now();
+    if (!has('--skip-suite')) preparePackageCopy();
+    const objects = buildInstrumented();
+    if (!has('--skip-suite')) runSuite();
+    runStress(objects[2]);
+    const enginePct = report(objects);
+    say(`coverage run took ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    if (enginePct < minEngine) {
+      process.stderr.write(`native-coverage: the engine's line coverage ${enginePct.toFixed(2)} % is below ${minEngine} %\n`);
+      status = 1;
+    }
+  }
+  if (!has('--skip-fuzz')) {
+    const failures = fuzz(buildFuzzers());
+    if (failures.length > 0) {
+      process.stderr.write(`native-coverage: fuzzing failed: ${failures.join(', ')}\n`);
+      status = 1;
+    }
+  }
+  return status;
+}
+
+try {
+  process.exitCode = main();
+} catch (err) {
+  process.stderr.write(`native-coverage: ${err.message}\n`);
+  process.exitCode = 2;
+}

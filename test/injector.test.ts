@@ -1,0 +1,75 @@
+// The exec injector on its own, loaded with LD_PRELOAD into a consumer compiled separately, without the CLI in front:
+// the profile text reaches it through the environment, where anyone can put anything. The native parser
+// (src-native/profile.mm) must then refuse, say why on the status pipe, and install nothing.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { beforeAll, expect, it } from 'vitest';
+import { buildConsumer, describeSim, requireSimBuild, root } from './helpers.js';
+
+const injector = path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so');
+let consumer: string;
+
+/** Runs the consumer with the injector preloaded; fd 3 is the status pipe the CLI would read. */
+function injected(profileText: string | undefined) {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock',
+    LD_PRELOAD: injector,
+    METAL_CAP_SHIM_STATUS_FD: '3',
+  };
+  delete env.METAL_CAP_SHIM_PROFILE_NATIVE;
+  if (profileText !== undefined) env.METAL_CAP_SHIM_PROFILE_NATIVE = profileText;
+  const r = spawnSync(consumer, [], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe', 'pipe'], timeout: 30_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, statusLines: String(r.output[3] ?? '') };
+}
+
+describeSim('exec injector: profile text from the environment', () => {
+  let stockOutput: string;
+  beforeAll(() => {
+    requireSimBuild();
+    consumer = buildConsumer();
+    const plain = spawnSync(consumer, [], {
+      env: { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' },
+      encoding: 'utf8',
+    });
+    stockOutput = plain.stdout;
+    expect(JSON.parse(stockOutput)[0].families['1007']).toBe(false);
+  });
+
+  it('a valid text patches the device class the program obtains', () => {
+    const r = injected('mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=');
+    expect(r.status).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.statusLines).toMatch(/^loaded \d+ (x86_64|arm64)\npatched AppleParavirtDevice\n$/);
+    expect(JSON.parse(r.stdout)[0].families['1007']).toBe(true);
+  });
+
+  it.each([
+    ['no text at all', undefined, 'missing or too long'],
+    ['a text longer than the injector keeps', `mcs1;fam=${'5001:0,'.repeat(80)}5001:0`, 'missing or too long'],
+    ['another format', 'mcs2;max=1009', "profile text must start with 'mcs1;'"],
+    ['a field without a value', 'mcs1;max', "field 'max' has no '='"],
+    ['an empty field', 'mcs1;;mode=raise', "field '' has no '='"],
+    ['a ceiling below the Apple range', 'mcs1;max=1000', 'max must be an Apple family value'],
+    ['a ceiling above the Apple range', 'mcs1;max=2000', 'max must be an Apple family value'],
+    ['a negative threadgroup size', 'mcs1;tg=-5', 'tg must be a byte count'],
+    ['a working set with a unit', 'mcs1;wss=12G', 'wss must be a byte count'],
+    ['a working set past 2^64', 'mcs1;wss=18446744073709551616', 'wss must be a byte count'],
+    ['a mode the engine does not have', 'mcs1;mode=lower', 'mode must be raise or exact'],
+    ['a trace flag of 2', 'mcs1;trace=2', 'trace must be 0 or 1'],
+    ['a family answer without a colon', 'mcs1;fam=5001', "bad family answer '5001'"],
+    ['a family answer of 2', 'mcs1;fam=1007:1,5001:2', "bad family answer '5001:2'"],
+    ['a family answer with a sign', 'mcs1;fam=+5001:0', "bad family answer '+5001:0'"],
+    ['a family the table does not name', 'mcs1;fam=6000:1', 'unknown family value 6000'],
+    ['an unknown field', 'mcs1;max=1009;turbo=1', "unknown field 'turbo'"],
+  ])('%s: nothing installed, the program runs stock, the reason on the status pipe', (_what, text, reason) => {
+    const r = injected(text);
+    expect(r).toEqual({ status: 0, stdout: stockOutput, stderr: '', statusLines: `error ERR_INVALID_PROFILE ${reason}\n` });
+  });
+
+  it('the bare tag with nothing after it is a profile that changes nothing', () => {
+    const r = injected('mcs1');
+    expect(r.statusLines).toMatch(/^loaded \d+ (x86_64|arm64)\npatched AppleParavirtDevice\n$/);
+    expect(r.stdout).toBe(stockOutput);
+  });
+});

@@ -1,0 +1,54 @@
+// The simulated Metal's own loader, seen from a program that links it directly (test/native/consumer.mm): the
+// snapshots test/fuzz/ found or kept as regressions must load no device and say why, never crash the program.
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, expect, it } from 'vitest';
+import { buildConsumer, describeSim, requireSimBuild, root } from './helpers.js';
+
+const regressions = path.join(root, 'test', 'fuzz', 'regressions', 'sim_snapshot_fuzz');
+
+describeSim('simulated Metal: snapshots it cannot lay out as device classes', () => {
+  let consumer: string;
+  beforeAll(() => {
+    requireSimBuild();
+    consumer = buildConsumer();
+  });
+
+  it('the regression inputs are the four kept here', () => {
+    expect(readdirSync(regressions).sort()).toEqual([
+      'classname-base-class.json',
+      'classname-nsobject.json',
+      'subclassof-cycle.json',
+      'subclassof-self.json',
+    ]);
+  });
+
+  it.each([
+    ['classname-nsobject.json', "sim-metal: className 'NSObject' is an existing class that is not a simulated device"],
+    ['classname-base-class.json', "sim-metal: className '_MTLDevice' is an existing class that is not a simulated device"],
+    ['subclassof-cycle.json', "sim-metal: simulation.subclassOf of 'MTLIGAccelDevice' loops back to itself"],
+    ['subclassof-self.json', "sim-metal: simulation.subclassOf of 'MTLIGAccelDevice' loops back to itself"],
+  ])('%s: no device, one line on stderr, exit 0', (file, message) => {
+    const r = spawnSync(consumer, ['--all'], {
+      encoding: 'utf8',
+      env: { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: path.join(regressions, file) },
+      timeout: 30_000,
+    });
+    expect({ status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr }).toEqual({
+      status: 0,
+      signal: null,
+      stdout: '[]\n',
+      stderr: `${message}\n`,
+    });
+  });
+
+  it('the default device alone is refused the same way', () => {
+    const r = spawnSync(consumer, [], {
+      encoding: 'utf8',
+      env: { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: path.join(regressions, 'subclassof-cycle.json') },
+      timeout: 30_000,
+    });
+    expect([r.status, r.stdout]).toEqual([0, '[]\n']);
+  });
+});
