@@ -178,6 +178,18 @@ function checkProvenance(
   }
 }
 
+/** True when following `simulation.subclassOf` from `start` never reaches a device without one: a loop of classes. */
+function subclassChainLoops(devices: Record<string, unknown>[], start: Record<string, unknown>): boolean {
+  let device: Record<string, unknown> | undefined = start;
+  for (let links = 0; device !== undefined; links++) {
+    const parent: unknown = isObject(device.simulation) ? device.simulation.subclassOf : undefined;
+    if (parent === undefined) return false;
+    if (links >= devices.length) return true;
+    device = devices.find((d): boolean => d.className === parent);
+  }
+  return false;
+}
+
 /** Validates parsed JSON as a snapshot; `where` names it in messages. Throws InvalidSnapshotError naming the field. */
 export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
   checkFields(where, '', data, {
@@ -252,6 +264,10 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
       const classNames = (snap.devices as Record<string, unknown>[]).map((x) => x.className);
       if ('subclassOf' in sim && (sim.subclassOf === d.className || !classNames.includes(sim.subclassOf))) {
         fail(where, `${prefix}simulation.subclassOf`, "must name another device's className");
+      }
+      // The simulated Metal cannot make a class its own superclass, however many links away.
+      if ('subclassOf' in sim && subclassChainLoops(snap.devices as Record<string, unknown>[], d)) {
+        fail(where, `${prefix}simulation.subclassOf`, 'must not lead back into a loop of subclassOf links');
       }
     }
     checkProvenance(where, prefix, d, DEVICE_FIELDS, snap.sources);

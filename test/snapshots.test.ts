@@ -1,12 +1,37 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InvalidSnapshotError, SnapshotNotFoundError } from '../lib/errors.js';
 import { FAMILY_NAMES } from '../lib/families.js';
-import { listSnapshots, loadSnapshot, reportFromSnapshot, snapshotsDir, validateSnapshot } from '../lib/snapshots.js';
+import {
+  listSnapshots,
+  loadSnapshot,
+  reportFromSnapshot,
+  resolveSnapshotPath,
+  snapshotsDir,
+  validateSnapshot,
+} from '../lib/snapshots.js';
+import { root } from './helpers.js';
 
 const stock = () => JSON.parse(readFileSync(path.join(snapshotsDir(), 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));
+
+/** The error a call throws, as a plain record of what a caller can see. */
+function thrown(fn: () => unknown): Record<string, unknown> {
+  try {
+    fn();
+  } catch (e) {
+    const err = e as Error & { code: string; field?: string | null; option?: string };
+    return {
+      name: err.constructor.name,
+      code: err.code,
+      ...('field' in err ? { field: err.field } : {}),
+      ...('option' in err ? { option: err.option } : {}),
+      message: err.message,
+    };
+  }
+  throw new Error('expected a throw');
+}
 
 function expectInvalid(data: unknown, field: string | null) {
   try {
@@ -22,10 +47,15 @@ function expectInvalid(data: unknown, field: string | null) {
 }
 
 describe('bundled snapshots', () => {
-  it('include the three the design requires', () => {
-    expect(listSnapshots()).toEqual(
-      expect.arrayContaining(['vz-guest-m1-ultra-tahoe-stock', 'm1-ultra-bare-metal', 'macbookpro16-intel-amd-two-gpus']),
-    );
+  it('are listed by name, sorted, exactly the .json files of snapshots/', () => {
+    const files = readdirSync(snapshotsDir()).filter((f) => f.endsWith('.json')).map((f) => f.replace(/\.json$/, ''));
+    expect(listSnapshots()).toEqual([...files].sort());
+    expect(listSnapshots()).toEqual([
+      'github-macos-14-arm64-runner',
+      'm1-ultra-bare-metal',
+      'macbookpro16-intel-amd-two-gpus',
+      'vz-guest-m1-ultra-tahoe-stock',
+    ]);
   });
 
   it.each(listSnapshots())('%s validates and its id matches its file name', (name) => {
@@ -124,10 +154,21 @@ describe('loading snapshots', () => {
     expect(() => loadSnapshot('/nonexistent/x.json')).toThrow(SnapshotNotFoundError);
   });
 
-  it('a file that is not JSON is InvalidSnapshotError', () => {
+  it('a file that is not JSON is InvalidSnapshotError carrying the parser’s message', () => {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-')), 'broken.json');
     writeFileSync(file, '{ "schema": ');
-    expect(() => loadSnapshot(file)).toThrow(InvalidSnapshotError);
+    let parserMessage = '';
+    try {
+      JSON.parse('{ "schema": ');
+    } catch (e) {
+      parserMessage = (e as Error).message;
+    }
+    expect(thrown(() => loadSnapshot(file))).toEqual({
+      name: 'InvalidSnapshotError',
+      code: 'ERR_INVALID_SNAPSHOT',
+      field: null,
+      message: `${file} is not valid JSON: ${parserMessage}`,
+    });
   });
 
   it('a valid file outside the package loads by path', () => {
@@ -157,5 +198,253 @@ describe('reportFromSnapshot', () => {
     const m1 = reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal')).devices[0]!;
     expect(m1.highestAppleFamily).toEqual({ value: 1007, name: 'apple7' });
     expect([m1.simd.reduction.value, m1.simd.matrix.value, m1.simd.bfloat16.value]).toEqual([true, true, true]);
+  });
+});
+
+/** A copy of the stock-guest snapshot with one change. */
+function changed(edit: (s: Record<string, any>) => void): unknown {
+  const s = stock();
+  edit(s);
+  return s;
+}
+
+/** The error validateSnapshot gives for a field, in full. */
+const rejection = (field: string, says: string) => ({
+  name: 'InvalidSnapshotError',
+  code: 'ERR_INVALID_SNAPSHOT',
+  field,
+  message: `test: ${field} ${says}; see snapshots/README.md for the format`,
+});
+
+const twoGpus = () => JSON.parse(readFileSync(path.join(snapshotsDir(), 'macbookpro16-intel-amd-two-gpus.json'), 'utf8'));
+
+describe('snapshot validation, rule by rule (each case breaks one rule of a valid snapshot)', () => {
+  const ID = 'must be a lower-case id (a-z, 0-9, -, .)';
+  const DATE = 'must be a date YYYY-MM-DD';
+  const TEXT = 'must be a non-empty string';
+  const BOOL = 'must be true or false';
+
+  it.each<[string, (s: Record<string, any>) => void, string, string]>([
+    ['an unknown top-level field', (s) => (s.extra = 1), 'extra', 'is not a known field'],
+    ['a missing title', (s) => delete s.title, 'title', 'is missing'],
+    ['an empty title', (s) => (s.title = ''), 'title', TEXT],
+    ['a title that is not a string', (s) => (s.title = 5), 'title', TEXT],
+    ['a title that is an array of text', (s) => (s.title = ['Stock guest']), 'title', TEXT],
+    ['an id with capitals', (s) => (s.id = 'Stock'), 'id', ID],
+    ['an id starting with a dash', (s) => (s.id = '-stock'), 'id', ID],
+    ['an id ending in an underscore', (s) => (s.id = 'stock_'), 'id', ID],
+    ['an id that is a number', (s) => (s.id = 7), 'id', ID],
+    ['a date without leading zeros', (s) => (s.recorded = '2026-8-9'), 'recorded', DATE],
+    ['a date with text before it', (s) => (s.recorded = 'on 2026-08-09'), 'recorded', DATE],
+    ['a date with text after it', (s) => (s.recorded = '2026-08-09Z'), 'recorded', DATE],
+    ['a date as a number', (s) => (s.recorded = 20260809), 'recorded', DATE],
+    ['a date inside an array', (s) => (s.recorded = ['2026-08-09']), 'recorded', DATE],
+    ['sources as a string', (s) => (s.sources = 'cua'), 'sources', 'must be an object of strings'],
+    ['sources as an array', (s) => (s.sources = ['cua']), 'sources', 'must be an object of strings'],
+    ['one source that is not a string', (s) => (s.sources.extra = 5), 'sources', 'must be an object of strings'],
+    ['"assumed" as a source key', (s) => (s.sources.assumed = 'x'), 'sources.assumed', 'is a reserved word, not a source key'],
+    ['"unrecorded" as a source key', (s) => (s.sources.unrecorded = 'x'), 'sources.unrecorded', 'is a reserved word, not a source key'],
+    ['host as a string', (s) => (s.host = 'mac'), 'host', 'must be an object'],
+    ['host as null', (s) => (s.host = null), 'host', 'must be an object'],
+    ['a negative default device', (s) => (s.defaultDevice = -1), 'defaultDevice', 'must be an integer ≥ 0'],
+    ['a fractional default device', (s) => (s.defaultDevice = 0.5), 'defaultDevice', 'must be an integer ≥ 0'],
+    ['a default device as a string', (s) => (s.defaultDevice = '0'), 'defaultDevice', 'must be an integer ≥ 0'],
+    ['a default device past the list', (s) => (s.defaultDevice = 1), 'defaultDevice', 'must index into devices (0–0)'],
+    ['no devices', (s) => (s.devices = []), 'devices', 'must be a non-empty array'],
+    ['devices as a string', (s) => (s.devices = 'gpu'), 'devices', 'must be a non-empty array'],
+    ['devices as an object', (s) => (s.devices = { 0: {} }), 'devices', 'must be a non-empty array'],
+    ['an empty platform', (s) => (s.host.platform = ''), 'host.platform', TEXT],
+    ['an OS version that is a number', (s) => (s.host.osVersion = 26), 'host.osVersion', TEXT],
+    ['an empty OS version', (s) => (s.host.osVersion = ''), 'host.osVersion', TEXT],
+    ['a VM flag that is a string', (s) => (s.host.isVirtualMachine = 'yes'), 'host.isVirtualMachine', BOOL],
+    ['an unknown host field', (s) => (s.host.gpuCores = 48), 'host.gpuCores', 'is not a known field'],
+    ['host without provenance', (s) => delete s.host.provenance, 'host.provenance', 'is missing'],
+    ['host provenance as a string', (s) => (s.host.provenance = 'cua'), 'host.provenance.', 'must be an object'],
+    ['a host value without provenance', (s) => delete s.host.provenance.model, 'host.provenance.model', 'is missing'],
+    [
+      'provenance naming no source, for a null value',
+      (s) => (s.host.provenance.osBuild = 'hearsay'),
+      'host.provenance.osBuild',
+      `must be a key of "sources", "assumed", or "unrecorded" (only for a null value), not 'hearsay'`,
+    ],
+    [
+      '"unrecorded" for a value that is recorded',
+      (s) => (s.host.provenance.model = 'unrecorded'),
+      'host.provenance.model',
+      `must be a key of "sources", "assumed", or "unrecorded" (only for a null value), not 'unrecorded'`,
+    ],
+    ['a device that is not an object', (s) => (s.devices[0] = 5), 'devices[0].', 'must be an object'],
+    ['an unknown device field', (s) => (s.devices[0].cores = 48), 'devices[0].cores', 'is not a known field'],
+    ['a class name with a space', (s) => (s.devices[0].className = 'Apple Paravirt'), 'devices[0].className', 'must be an Objective-C class name'],
+    ['a class name starting with a digit', (s) => (s.devices[0].className = '9Device'), 'devices[0].className', 'must be an Objective-C class name'],
+    ['a class name ending in a dash', (s) => (s.devices[0].className = 'Device-'), 'devices[0].className', 'must be an Objective-C class name'],
+    ['a class name that is a number', (s) => (s.devices[0].className = 9), 'devices[0].className', 'must be an Objective-C class name'],
+    ['a class name inside an array', (s) => (s.devices[0].className = ['Device']), 'devices[0].className', 'must be an Objective-C class name'],
+    ['a negative registry id', (s) => (s.devices[0].registryId = -1), 'devices[0].registryId', 'must be an integer ≥ 0'],
+    ['families as an array', (s) => (s.devices[0].families = []), 'devices[0].families', 'must be an object'],
+    ['a family missing', (s) => delete s.devices[0].families.apple10, 'devices[0].families.apple10', 'is missing'],
+    ['an unknown family', (s) => (s.devices[0].families.apple11 = false), 'devices[0].families.apple11', 'is not a known field'],
+    ['a family answer that is null', (s) => (s.devices[0].families.apple7 = null), 'devices[0].families.apple7', BOOL],
+    ['threadgroup memory of 0', (s) => (s.devices[0].maxThreadgroupMemoryLength = 0), 'devices[0].maxThreadgroupMemoryLength', 'must be an integer ≥ 1'],
+    ['threadgroup size as a number', (s) => (s.devices[0].maxThreadsPerThreadgroup = 1024), 'devices[0].maxThreadsPerThreadgroup', 'must be an object'],
+    ['a threadgroup width of 0', (s) => (s.devices[0].maxThreadsPerThreadgroup.width = 0), 'devices[0].maxThreadsPerThreadgroup.width', 'must be an integer ≥ 1'],
+    ['a threadgroup depth missing', (s) => delete s.devices[0].maxThreadsPerThreadgroup.depth, 'devices[0].maxThreadsPerThreadgroup.depth', 'is missing'],
+    ['a negative working set', (s) => (s.devices[0].recommendedMaxWorkingSetSize = -1), 'devices[0].recommendedMaxWorkingSetSize', 'must be an integer ≥ 0'],
+    ['a buffer length of 0', (s) => (s.devices[0].maxBufferLength = 0), 'devices[0].maxBufferLength', 'must be an integer ≥ 1'],
+    ['unified memory as null', (s) => (s.devices[0].hasUnifiedMemory = null), 'devices[0].hasUnifiedMemory', BOOL],
+    ['an unknown location', (s) => (s.devices[0].location = 'moon'), 'devices[0].location', 'must be one of builtIn, slot, external, unspecified'],
+    ['an empty architecture', (s) => (s.devices[0].architecture = ''), 'devices[0].architecture', TEXT],
+    ['a device without provenance', (s) => delete s.devices[0].provenance, 'devices[0].provenance', 'is missing'],
+    ['a device value without provenance', (s) => delete s.devices[0].provenance.architecture, 'devices[0].provenance.architecture', 'is missing'],
+    ['simulation as a boolean', (s) => (s.devices[0].simulation = true), 'devices[0].simulation.', 'must be an object'],
+    ['simulation without the layout', (s) => (s.devices[0].simulation = {}), 'devices[0].simulation.methodsOnConcreteClass', 'is missing'],
+    ['a layout that is not a boolean', (s) => (s.devices[0].simulation.methodsOnConcreteClass = 1), 'devices[0].simulation.methodsOnConcreteClass', BOOL],
+    ['an unknown simulation field', (s) => (s.devices[0].simulation.slow = true), 'devices[0].simulation.slow', 'is not a known field'],
+    [
+      'a missing query that cannot be simulated',
+      (s) => (s.devices[0].simulation.lacks = 'name'),
+      'devices[0].simulation.lacks',
+      'must be one of supportsFamily:, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize',
+    ],
+    ['a negative drift', (s) => (s.devices[0].simulation.driftAfter = -1), 'devices[0].simulation.driftAfter', 'must be an integer ≥ 0'],
+    ['a drift given as a string', (s) => (s.devices[0].simulation.driftAfter = '3'), 'devices[0].simulation.driftAfter', 'must be an integer ≥ 0'],
+    [
+      'a device subclassing itself',
+      (s) => (s.devices[0].simulation.subclassOf = s.devices[0].className),
+      'devices[0].simulation.subclassOf',
+      "must name another device's className",
+    ],
+    ['a device subclassing a class no device has', (s) => (s.devices[0].simulation.subclassOf = 'Elsewhere'), 'devices[0].simulation.subclassOf', "must name another device's className"],
+  ])('rejects %s', (_what, edit, field, says) => {
+    expect(thrown(() => validateSnapshot(changed(edit), 'test'))).toEqual(rejection(field, says));
+  });
+
+  it.each<[string, (s: Record<string, any>) => void]>([
+    ['ids of digits, dots and dashes', (s) => (s.id = '0.9-x')],
+    ['a null OS version recorded as unrecorded', (s) => ((s.host.osVersion = null), (s.host.provenance.osVersion = 'unrecorded'))],
+    ['an unknown VM status recorded as unrecorded', (s) => ((s.host.isVirtualMachine = null), (s.host.provenance.isVirtualMachine = 'unrecorded'))],
+    ['a value marked as assumed', (s) => (s.host.provenance.arch = 'assumed')],
+    ['a null architecture', (s) => ((s.devices[0].architecture = null), (s.devices[0].provenance.architecture = 'unrecorded'))],
+    ['a registry id, working set and drift of 0', (s) => ((s.devices[0].registryId = 0), (s.devices[0].recommendedMaxWorkingSetSize = 0), (s.devices[0].simulation.driftAfter = 0))],
+    ['threadgroup memory, buffer length and a threadgroup size of 1', (s) => ((s.devices[0].maxThreadgroupMemoryLength = 1), (s.devices[0].maxBufferLength = 1), (s.devices[0].maxThreadsPerThreadgroup.width = 1))],
+    ['a device without simulation', (s) => delete s.devices[0].simulation],
+    ['a device lacking a query', (s) => (s.devices[0].simulation.lacks = 'maxThreadgroupMemoryLength')],
+    ['a class name with an underscore first', (s) => (s.devices[0].className = '_Device9')],
+  ])('accepts %s', (_what, edit) => {
+    const data = changed(edit);
+    expect(validateSnapshot(data, 'test')).toBe(data);
+  });
+
+  it('accepts a device that subclasses another device’s class, either way round, and the last index as default device', () => {
+    const s = twoGpus();
+    s.devices[1].simulation.subclassOf = s.devices[0].className;
+    s.defaultDevice = 1;
+    expect(validateSnapshot(s, 'test')).toBe(s);
+    const first = twoGpus();
+    first.devices[0].simulation.subclassOf = first.devices[1].className;
+    expect(validateSnapshot(first, 'test')).toBe(first);
+  });
+
+  it('a chain that ends at a class no device has is that device’s error, not a loop', () => {
+    const s = twoGpus();
+    s.devices[0].simulation.subclassOf = s.devices[1].className;
+    s.devices[1].simulation.subclassOf = 'Elsewhere';
+    expect(thrown(() => validateSnapshot(s, 'test'))).toEqual(rejection('devices[1].simulation.subclassOf', "must name another device's className"));
+  });
+
+  it('rejects subclassOf links that loop, however long the loop', () => {
+    const pair = twoGpus();
+    pair.devices[0].simulation.subclassOf = pair.devices[1].className;
+    pair.devices[1].simulation.subclassOf = pair.devices[0].className;
+    expect(thrown(() => validateSnapshot(pair, 'test'))).toEqual(
+      rejection('devices[0].simulation.subclassOf', 'must not lead back into a loop of subclassOf links'),
+    );
+    const three = twoGpus();
+    three.devices.push({ ...structuredClone(three.devices[0]), className: 'ThirdDevice' });
+    three.devices[0].simulation.subclassOf = three.devices[1].className;
+    three.devices[1].simulation.subclassOf = 'ThirdDevice';
+    three.devices[2].simulation.subclassOf = three.devices[1].className;
+    expect(thrown(() => validateSnapshot(three, 'test'))).toEqual(
+      rejection('devices[0].simulation.subclassOf', 'must not lead back into a loop of subclassOf links'),
+    );
+  });
+
+  it('the committed fuzz regressions the TypeScript side can see are rejected before native code reads them', () => {
+    const dir = path.join(root, 'test', 'fuzz', 'regressions', 'sim_snapshot_fuzz');
+    const load = (name: string) => JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
+    expect(thrown(() => validateSnapshot(load('subclassof-cycle.json'), 'test')).field).toBe('devices[0].simulation.subclassOf');
+    expect(thrown(() => validateSnapshot(load('subclassof-self.json'), 'test')).field).toBe('devices[0].simulation.subclassOf');
+  });
+
+  it.each([
+    ['a number', 5],
+    ['null', null],
+    ['an array', []],
+  ])('rejects %s as a whole', (_what, data) => {
+    expect(thrown(() => validateSnapshot(data, 'test'))).toEqual(rejection('(root)', 'must be an object'));
+  });
+
+  it('names the snapshot "snapshot" when no name is given', () => {
+    expect((thrown(() => validateSnapshot(5)).message as string).startsWith('snapshot: (root) must be an object')).toBe(true);
+  });
+});
+
+describe('finding a snapshot by name or path', () => {
+  const bundled =
+    'github-macos-14-arm64-runner, m1-ultra-bare-metal, macbookpro16-intel-amd-two-gpus, vz-guest-m1-ultra-tahoe-stock (or pass a path to a .json file)';
+
+  it('a bundled name resolves into snapshots/', () => {
+    expect(resolveSnapshotPath('m1-ultra-bare-metal')).toBe(path.join(snapshotsDir(), 'm1-ultra-bare-metal.json'));
+  });
+
+  it('an unknown name lists the bundled names', () => {
+    expect(thrown(() => resolveSnapshotPath('no-such-snapshot'))).toEqual({
+      name: 'SnapshotNotFoundError',
+      code: 'ERR_SNAPSHOT_NOT_FOUND',
+      message: `no bundled snapshot named 'no-such-snapshot'; bundled snapshots: ${bundled}`,
+    });
+  });
+
+  it('a selector with a slash, or ending in .json, is a path (relative to the working directory)', () => {
+    expect(thrown(() => resolveSnapshotPath('/nonexistent/x.json'))).toEqual({
+      name: 'SnapshotNotFoundError',
+      code: 'ERR_SNAPSHOT_NOT_FOUND',
+      message: 'snapshot file /nonexistent/x.json does not exist',
+    });
+    expect(thrown(() => resolveSnapshotPath('m1-ultra-bare-metal.json')).message).toBe(
+      `snapshot file ${path.resolve('m1-ultra-bare-metal.json')} does not exist`,
+    );
+    expect(thrown(() => resolveSnapshotPath('snapshots/m1-ultra-bare-metal')).message).toBe(
+      `snapshot file ${path.resolve('snapshots/m1-ultra-bare-metal')} does not exist`,
+    );
+    const file = path.join(snapshotsDir(), 'm1-ultra-bare-metal.json');
+    expect(resolveSnapshotPath(path.relative(process.cwd(), file))).toBe(file);
+  });
+
+  it('an empty or blank name is SnapshotNotFoundError; a non-string is InvalidOptionsError', () => {
+    const blank = {
+      name: 'SnapshotNotFoundError',
+      code: 'ERR_SNAPSHOT_NOT_FOUND',
+      message: 'a snapshot is named by a non-empty string: a bundled name or a path to a .json file',
+    };
+    expect(thrown(() => resolveSnapshotPath(''))).toEqual(blank);
+    expect(thrown(() => resolveSnapshotPath('  '))).toEqual(blank);
+    expect(thrown(() => resolveSnapshotPath(5 as unknown as string))).toEqual({
+      name: 'InvalidOptionsError',
+      code: 'ERR_INVALID_OPTIONS',
+      option: 'snapshot',
+      message: 'a snapshot is named by a string: a bundled name or a path to a .json file',
+    });
+  });
+
+  it('loadSnapshot names the file in validation messages', () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-')), 'nodevices.json');
+    writeFileSync(file, JSON.stringify({ ...stock(), devices: [] }));
+    expect(thrown(() => loadSnapshot(file))).toEqual({
+      name: 'InvalidSnapshotError',
+      code: 'ERR_INVALID_SNAPSHOT',
+      field: 'devices',
+      message: `${file}: devices must be a non-empty array; see snapshots/README.md for the format`,
+    });
   });
 });
