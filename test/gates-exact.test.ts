@@ -1,0 +1,488 @@
+// predictGates compared as whole values: every flag with its reason, the consequences and the full warning list,
+// for the recorded devices and for one change at a time. A reason is what `audit` prints, so its words are behaviour.
+import { describe, expect, it } from 'vitest';
+import { predictGates } from '../lib/gates.js';
+import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
+import type { DeviceReport, HostInfo } from '../lib/types.js';
+
+function recorded(name: string): { devices: DeviceReport[]; host: HostInfo } {
+  const report = reportFromSnapshot(loadSnapshot(name), { allDevices: true });
+  return { devices: report.devices, host: report.host! };
+}
+
+const guest = recorded('vz-guest-m1-ultra-tahoe-stock');
+const m1 = recorded('m1-ultra-bare-metal');
+const intelMac = recorded('macbookpro16-intel-amd-two-gpus');
+const paravirt = () => structuredClone(guest.devices[0]!);
+
+const ALL_REDUCTION_OPS = [
+  'MUL_MAT',
+  'MUL_MAT_ID',
+  'SOFT_MAX',
+  'RMS_NORM',
+  'NORM',
+  'GROUP_NORM',
+  'L2_NORM',
+  'SUM',
+  'SUM_ROWS',
+  'MEAN',
+  'CUMSUM',
+  'ARGMAX',
+  'COUNT_EQUAL',
+  'SSM_CONV',
+  'SSM_SCAN',
+  'SOLVE_TRI',
+  'OPT_STEP_ADAMW',
+  'OPT_STEP_SGD',
+];
+const SHARED_UNSET = 'GGML_METAL_SHARED_BUFFERS_DISABLE unset, GGML_METAL_SHARED_BUFFERS_ENABLE unset';
+const TENSOR_UNSET = 'GGML_METAL_TENSOR_DISABLE unset, GGML_METAL_TENSOR_ENABLE unset';
+const ARM64_SDK = 'needs an arm64 build against the macOS 15+ SDK';
+const HARD_LIMIT = 'the hard memory limit is min(1.5 × recommendedMaxWorkingSetSize, 0.95 × RAM)';
+const LEGACY_ENCODE =
+  'legacy ggml-metal.m asks supportsFamily(Apple7) on every MUL_MAT encode: a capability patch must stay installed for the life of the process';
+const RESIDENCY_THROWS =
+  'advertising metal3 makes MLX create residency sets; the paravirtual device cannot ("Unable to construct residency set")';
+const METAL3_ON_VM =
+  'supportsFamily(Metal3)=YES on a virtual machine: MLX on macOS 15+ then creates residency sets and throws if the VM GPU cannot; answer Apple families only, never Metal3';
+
+describe('llama.cpp, current rules, whole predictions', () => {
+  it('the stock VM guest: every SIMD-group path off, 19 op types on the CPU', () => {
+    expect(predictGates(guest.devices[0]!, 'llama.cpp', { env: {}, host: guest.host })).toEqual({
+      engine: 'llama.cpp',
+      rules: 'current',
+      deviceName: 'Apple Paravirtual device',
+      flags: {
+        has_simdgroup_reduction: { value: false, reason: 'supportsFamily(Apple7)=NO, supportsFamily(Metal3)=NO' },
+        has_simdgroup_mm: { value: false, reason: 'supportsFamily(Apple7)=NO' },
+        has_bfloat: { value: false, reason: 'supportsFamily(Metal3)=NO, supportsFamily(Apple6)=NO, GGML_METAL_BF16_DISABLE unset' },
+        has_tensor: {
+          value: false,
+          reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "Apple Paravirtual device" has no M5/M6/A19/A20`,
+        },
+        use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, macOS 26.5.2 ≥ 15.0, ${ARM64_SDK}` },
+        use_shared_buffers: { value: true, reason: `hasUnifiedMemory=YES, location=builtIn, ${SHARED_UNSET}` },
+      },
+      consequences: {
+        cpuFallbackOps: [...ALL_REDUCTION_OPS, 'FLASH_ATTN_EXT'],
+        matMulKernels: 'mat-vec-only',
+        flashAttentionOnGpu: false,
+        bf16Ops: 'rejected',
+        summary:
+          'SIMD-group reduction off: 19 op types (MUL_MAT, MUL_MAT_ID, SOFT_MAX, RMS_NORM, …) fall back to the CPU; flash attention falls back to the CPU; BF16 ops rejected.',
+      },
+      warnings: [],
+    });
+  });
+
+  it('the bare-metal M1 Ultra: every SIMD-group path on, nothing on the CPU', () => {
+    expect(predictGates(m1.devices[0]!, 'llama.cpp', { env: {}, host: m1.host })).toEqual({
+      engine: 'llama.cpp',
+      rules: 'current',
+      deviceName: 'Apple M1 Ultra',
+      flags: {
+        has_simdgroup_reduction: { value: true, reason: 'supportsFamily(Apple7)=YES, supportsFamily(Metal3)=YES' },
+        has_simdgroup_mm: { value: true, reason: 'supportsFamily(Apple7)=YES' },
+        has_bfloat: { value: true, reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE unset' },
+        has_tensor: { value: false, reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "Apple M1 Ultra" has no M5/M6/A19/A20` },
+        use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, macOS 26.6.1 ≥ 15.0, ${ARM64_SDK}` },
+        use_shared_buffers: { value: true, reason: `hasUnifiedMemory=YES, location=builtIn, ${SHARED_UNSET}` },
+      },
+      consequences: {
+        cpuFallbackOps: [],
+        matMulKernels: 'simdgroup-mm',
+        flashAttentionOnGpu: true,
+        bf16Ops: 'supported',
+        summary: 'MUL_MAT uses SIMD-group matrix kernels; flash attention runs on the GPU; BF16 ops supported.',
+      },
+      warnings: [],
+    });
+  });
+
+  it('the Intel Mac’s AMD GPU (the default device) on x86_64 macOS 13: Metal3 without Apple7', () => {
+    expect(predictGates(intelMac.devices[1]!, 'llama.cpp', { env: {}, host: intelMac.host })).toEqual({
+      engine: 'llama.cpp',
+      rules: 'current',
+      deviceName: 'AMD Radeon Pro 5500M',
+      flags: {
+        has_simdgroup_reduction: { value: true, reason: 'supportsFamily(Apple7)=NO, supportsFamily(Metal3)=YES' },
+        has_simdgroup_mm: { value: false, reason: 'supportsFamily(Apple7)=NO' },
+        has_bfloat: { value: true, reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=NO, GGML_METAL_BF16_DISABLE unset' },
+        has_tensor: { value: false, reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "AMD Radeon Pro 5500M" has no M5/M6/A19/A20` },
+        use_residency_sets: {
+          value: false,
+          reason: 'GGML_METAL_NO_RESIDENCY unset, macOS 13.6.9 < 15.0, x86_64 host: ggml compiles residency sets out of x86_64 builds',
+        },
+        use_shared_buffers: { value: false, reason: `hasUnifiedMemory=NO, location=builtIn, ${SHARED_UNSET}` },
+      },
+      consequences: {
+        cpuFallbackOps: ['FLASH_ATTN_EXT'],
+        matMulKernels: 'mat-vec-only',
+        flashAttentionOnGpu: false,
+        bf16Ops: 'supported',
+        summary: 'MUL_MAT uses mat-vec kernels only; flash attention falls back to the CPU; BF16 ops supported.',
+      },
+      warnings: [],
+    });
+  });
+
+  it('the Intel GPU, which is not the default device: one warning, exactly', () => {
+    expect(predictGates(intelMac.devices[0]!, 'llama.cpp', { env: {}, host: intelMac.host }).warnings).toEqual([
+      'ggml-metal uses MTLCreateSystemDefaultDevice(); this report is device 0 ("Intel(R) UHD Graphics 630"), which llama.cpp does not pick',
+    ]);
+  });
+
+  it('unanswered family queries are warned once each, before the device warning, in rule order', () => {
+    const device = { ...paravirt(), index: 2, isDefault: false, name: 'Stray GPU' };
+    device.families.apple6 = null;
+    device.families.metal3 = null;
+    device.families.apple7 = null;
+    device.families.metal4 = null;
+    const p = predictGates(device, 'llama.cpp', { env: {}, host: guest.host });
+    const noAnswer = (f: string) => `supportsFamily(${f}) has no answer in this report; predicted as NO, the engine may see otherwise`;
+    expect(p.warnings).toEqual([
+      noAnswer('Apple7'),
+      noAnswer('Metal3'),
+      noAnswer('Apple6'),
+      noAnswer('Metal4'),
+      'ggml-metal uses MTLCreateSystemDefaultDevice(); this report is device 2 ("Stray GPU"), which llama.cpp does not pick',
+    ]);
+    expect(p.flags.has_simdgroup_reduction).toEqual({
+      value: false,
+      reason: 'supportsFamily(Apple7)=unknown (treated as NO), supportsFamily(Metal3)=unknown (treated as NO)',
+    });
+  });
+});
+
+describe('llama.cpp, current rules, one input at a time', () => {
+  const m1Device = () => structuredClone(m1.devices[0]!);
+
+  it('GGML_METAL_BF16_DISABLE with a value and set empty', () => {
+    expect(predictGates(m1Device(), 'llama.cpp', { env: { GGML_METAL_BF16_DISABLE: '1' }, host: m1.host }).flags.has_bfloat).toEqual({
+      value: false,
+      reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE="1"',
+    });
+    expect(predictGates(m1Device(), 'llama.cpp', { env: { GGML_METAL_BF16_DISABLE: '' }, host: m1.host }).flags.has_bfloat).toEqual({
+      value: false,
+      reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE set (empty; ggml only checks that it exists)',
+    });
+  });
+
+  it('an M5 with Metal4: tensor on, and bfloat warns about the tensor test-compile; without Metal4 neither note', () => {
+    const m5 = { ...m1Device(), name: 'Apple M5 Max' };
+    m5.families.metal4 = true;
+    const p = predictGates(m5, 'llama.cpp', { env: {}, host: m1.host });
+    expect(p.flags.has_tensor).toEqual({
+      value: true,
+      reason: `supportsFamily(Metal4)=YES, ${TENSOR_UNSET}, name "Apple M5 Max" contains M5, ggml then test-compiles a tensor kernel and clears this flag if that fails`,
+    });
+    expect(p.flags.has_bfloat).toEqual({
+      value: true,
+      reason:
+        'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE unset, if has_tensor is on, ggml also test-compiles a bfloat tensor kernel and clears this when that fails',
+    });
+    // Metal4 but bfloat off: no bfloat note.
+    const off = predictGates(m5, 'llama.cpp', { env: { GGML_METAL_BF16_DISABLE: '1' }, host: m1.host });
+    expect(off.flags.has_bfloat.reason).toBe('supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE="1"');
+    // bfloat on, no Metal4: no bfloat note either.
+    expect(predictGates({ ...m5, families: { ...m5.families, metal4: false } }, 'llama.cpp', { env: {}, host: m1.host }).flags.has_bfloat.reason).toBe(
+      'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE unset',
+    );
+  });
+
+  it('tensor with Metal4 but an older chip: off unless GGML_METAL_TENSOR_ENABLE', () => {
+    const older = m1Device();
+    older.families.metal4 = true;
+    expect(predictGates(older, 'llama.cpp', { env: { GGML_METAL_TENSOR_ENABLE: '' }, host: m1.host }).flags.has_tensor).toEqual({
+      value: true,
+      reason:
+        'supportsFamily(Metal4)=YES, GGML_METAL_TENSOR_DISABLE unset, GGML_METAL_TENSOR_ENABLE set (empty; ggml only checks that it exists), name "Apple M1 Ultra" has no M5/M6/A19/A20, ggml then test-compiles a tensor kernel and clears this flag if that fails',
+    });
+  });
+
+  it.each<[string, HostInfo | null, Record<string, string>, boolean, string]>([
+    ['macOS 14 on arm64', { ...m1.host, osVersion: '14.5' }, {}, false, 'GGML_METAL_NO_RESIDENCY unset, macOS 14.5 < 15.0, ggml creates sets only under @available(macOS 15.0); its init log may still print "true"'],
+    ['macOS 15 exactly, without a minor version', { ...m1.host, osVersion: '15' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, macOS 15 ≥ 15.0, ${ARM64_SDK}`],
+    ['a version with blanks around it', { ...m1.host, osVersion: ' 14.5 ' }, {}, false, 'GGML_METAL_NO_RESIDENCY unset, macOS 14.5 < 15.0, ggml creates sets only under @available(macOS 15.0); its init log may still print "true"'],
+    ['no host at all', null, {}, true, `GGML_METAL_NO_RESIDENCY unset, unknown macOS version (no host info; assumed ≥ 15.0), ${ARM64_SDK}`],
+    ['a host with no OS version', { ...m1.host, osVersion: null }, {}, true, `GGML_METAL_NO_RESIDENCY unset, unknown macOS version (host.osVersion is null; assumed ≥ 15.0), ${ARM64_SDK}`],
+    ['a version that does not start with a number', { ...m1.host, osVersion: 'v15.1' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, unknown macOS version (host.osVersion "v15.1" not parseable; assumed ≥ 15.0), ${ARM64_SDK}`],
+    ['GGML_METAL_NO_RESIDENCY set', m1.host, { GGML_METAL_NO_RESIDENCY: '1' }, false, 'GGML_METAL_NO_RESIDENCY="1", macOS 26.6.1 ≥ 15.0'],
+    ['GGML_METAL_NO_RESIDENCY set empty', m1.host, { GGML_METAL_NO_RESIDENCY: '' }, false, 'GGML_METAL_NO_RESIDENCY set (empty; ggml only checks that it exists), macOS 26.6.1 ≥ 15.0'],
+    ['an x86_64 host on macOS 15', { ...m1.host, arch: 'x86_64' }, {}, false, 'GGML_METAL_NO_RESIDENCY unset, macOS 26.6.1 ≥ 15.0, x86_64 host: ggml compiles residency sets out of x86_64 builds'],
+  ])('use_residency_sets: %s', (_what, host, env, value, reason) => {
+    expect(predictGates(m1Device(), 'llama.cpp', { env, host }).flags.use_residency_sets).toEqual({ value, reason });
+  });
+
+  it('a host object without osVersion is accepted and reads as unknown', () => {
+    const host = { osBuild: null, model: null, isVirtualMachine: null, arch: 'arm64' } as unknown as HostInfo;
+    expect(predictGates(m1Device(), 'llama.cpp', { env: {}, host }).flags.use_residency_sets.reason).toBe(
+      `GGML_METAL_NO_RESIDENCY unset, unknown macOS version (host.osVersion is null; assumed ≥ 15.0), ${ARM64_SDK}`,
+    );
+  });
+
+  it.each<[string, unknown, unknown, Record<string, string>, boolean, string]>([
+    ['unified memory', true, 'builtIn', {}, true, `hasUnifiedMemory=YES, location=builtIn, ${SHARED_UNSET}`],
+    ['discrete memory in a slot', false, 'slot', {}, false, `hasUnifiedMemory=NO, location=slot, ${SHARED_UNSET}`],
+    ['an external GPU', false, 'external', {}, true, `hasUnifiedMemory=NO, location=external, ${SHARED_UNSET}`],
+    ['answers the OS could not give', null, null, {}, false, `hasUnifiedMemory=unknown (treated as NO), location=unknown, ${SHARED_UNSET}`],
+    ['answers of the wrong type', 'yes', 5, {}, false, `hasUnifiedMemory=unknown (treated as NO), location=unknown, ${SHARED_UNSET}`],
+    [
+      'DISABLE on unified memory',
+      true,
+      'builtIn',
+      { GGML_METAL_SHARED_BUFFERS_DISABLE: '1' },
+      false,
+      'hasUnifiedMemory=YES, location=builtIn, GGML_METAL_SHARED_BUFFERS_DISABLE="1", GGML_METAL_SHARED_BUFFERS_ENABLE unset',
+    ],
+    [
+      'ENABLE after DISABLE',
+      false,
+      'slot',
+      { GGML_METAL_SHARED_BUFFERS_DISABLE: '1', GGML_METAL_SHARED_BUFFERS_ENABLE: '1' },
+      true,
+      'hasUnifiedMemory=NO, location=slot, GGML_METAL_SHARED_BUFFERS_DISABLE="1", GGML_METAL_SHARED_BUFFERS_ENABLE="1"',
+    ],
+  ])('use_shared_buffers: %s', (_what, unified, location, env, value, reason) => {
+    const device = { ...m1Device(), hasUnifiedMemory: unified, location } as unknown as DeviceReport;
+    expect(predictGates(device, 'llama.cpp', { env, host: m1.host }).flags.use_shared_buffers).toEqual({ value, reason });
+  });
+});
+
+describe('llama.cpp, legacy rules, whole predictions', () => {
+  it('the stock guest, with variables only the current rules read: each one warned, in a fixed order', () => {
+    const env = { GGML_METAL_TENSOR_ENABLE: '', GGML_METAL_BF16_DISABLE: '1', UNRELATED: 'x' };
+    expect(predictGates(guest.devices[0]!, 'llama.cpp', { env, host: guest.host, rules: 'legacy' })).toEqual({
+      engine: 'llama.cpp',
+      rules: 'legacy',
+      deviceName: 'Apple Paravirtual device',
+      flags: {
+        has_simdgroup_reduction: { value: false, reason: 'supportsFamily(Apple7)=NO, supportsFamily(Metal3)=NO' },
+        has_simdgroup_mm: {
+          value: false,
+          reason: 'supportsFamily(Apple7)=NO, asked again on every MUL_MAT encode to pick the matrix-matrix kernel',
+        },
+        has_bfloat: {
+          value: false,
+          reason: 'supportsFamily(Metal3)=NO, supportsFamily(Apple6)=NO, GGML_METAL_BF16_DISABLE is set but these rules do not read it',
+        },
+        use_bfloat: {
+          value: false,
+          reason:
+            'supportsFamily(Metal3)=NO, supportsFamily(Apple6)=NO, assumes a -DGGML_METAL_USE_BF16=ON build (CMake default OFF rejects BF16 on any device)',
+        },
+        has_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, macOS 26.5.2 ≥ 15.0, ${ARM64_SDK}` },
+      },
+      consequences: {
+        cpuFallbackOps: ['MUL_MAT', 'MUL_MAT_ID', 'SOFT_MAX', 'RMS_NORM', 'NORM', 'GROUP_NORM', 'L2_NORM', 'SUM_ROWS', 'MEAN', 'FLASH_ATTN_EXT'],
+        matMulKernels: 'mat-vec-only',
+        flashAttentionOnGpu: false,
+        bf16Ops: 'rejected',
+        summary:
+          'SIMD-group reduction off: 10 op types (MUL_MAT, MUL_MAT_ID, SOFT_MAX, RMS_NORM, …) fall back to the CPU; flash attention falls back to the CPU; BF16 ops rejected.',
+      },
+      warnings: [
+        LEGACY_ENCODE,
+        'GGML_METAL_BF16_DISABLE is set but legacy ggml-metal.m does not read it',
+        'GGML_METAL_TENSOR_ENABLE is set but legacy ggml-metal.m does not read it',
+      ],
+    });
+  });
+
+  it('without those variables only the encode warning remains, and bfloat’s reason has no note', () => {
+    const p = predictGates(m1.devices[0]!, 'llama.cpp', { env: {}, host: m1.host, rules: 'legacy' });
+    expect(p.warnings).toEqual([LEGACY_ENCODE]);
+    expect(p.flags.has_bfloat).toEqual({ value: true, reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES' });
+    expect(p.consequences.summary).toBe('MUL_MAT uses SIMD-group matrix kernels; flash attention runs on the GPU; BF16 ops supported.');
+  });
+});
+
+describe('MLX, whole predictions', () => {
+  it('the stock guest: no residency sets, no architecture in the report, 0.95 × the working set', () => {
+    expect(predictGates(guest.devices[0]!, 'mlx', { env: {}, host: guest.host })).toEqual({
+      engine: 'mlx',
+      deviceName: 'Apple Paravirtual device',
+      residencySets: { value: false, reason: 'supportsFamily(Metal3)=NO, macOS 26.5.2 ≥ 15.0' },
+      architectureGeneration: {
+        value: null,
+        reason: 'architecture.name=unknown, not in this report (architecture.name needs macOS 14+); MLX reads it itself at init',
+      },
+      allocatorLimitBytes: {
+        value: 11409122918,
+        reason: `recommendedMaxWorkingSetSize=12009603072 (11453.25 MiB), 0.95 × that = 11409122918, ${HARD_LIMIT}`,
+      },
+      warnings: [],
+    });
+  });
+
+  it('the bare-metal M1 Ultra: residency sets, generation 13 (ultra), no warning', () => {
+    expect(predictGates(m1.devices[0]!, 'mlx', { env: {}, host: m1.host })).toEqual({
+      engine: 'mlx',
+      deviceName: 'Apple M1 Ultra',
+      residencySets: { value: true, reason: 'supportsFamily(Metal3)=YES, macOS 26.6.1 ≥ 15.0' },
+      architectureGeneration: { value: 13, reason: 'architecture.name="applegpu_g13d", class ultra' },
+      allocatorLimitBytes: {
+        value: 48962627174,
+        reason: `recommendedMaxWorkingSetSize=51539607552 (49152.00 MiB), 0.95 × that = 48962627174, ${HARD_LIMIT}`,
+      },
+      warnings: [],
+    });
+  });
+
+  it('the Intel Mac’s second device: not the device MLX picks, and macOS 13 has no residency sets', () => {
+    const p = predictGates(intelMac.devices[1]!, 'mlx', { env: {}, host: intelMac.host });
+    expect(p.residencySets).toEqual({ value: false, reason: 'supportsFamily(Metal3)=YES, macOS 13.6.9 < 15.0' });
+    expect(p.warnings).toEqual([
+      'MLX uses MTLCopyAllDevices()[0]; this report is device 1 ("AMD Radeon Pro 5500M"), which MLX does not pick',
+    ]);
+  });
+
+  it('Metal3 on the paravirtual device: both residency warnings, in order', () => {
+    const device = paravirt();
+    device.families.metal3 = true;
+    expect(predictGates(device, 'mlx', { env: {}, host: guest.host }).warnings).toEqual([RESIDENCY_THROWS, METAL3_ON_VM]);
+  });
+
+  // Each sign of a virtual machine on its own: kern.hv_vmm_present, hw.model, the device name.
+  it.each<[string, Partial<HostInfo> | null, string, string[]]>([
+    ['kern.hv_vmm_present alone', { isVirtualMachine: true, model: 'Mac13,2' }, 'Some GPU', [METAL3_ON_VM]],
+    ['hw.model alone', { isVirtualMachine: false, model: 'VirtualMac2,1' }, 'Some GPU', [METAL3_ON_VM]],
+    ['hw.model alone, with no VM flag recorded', { isVirtualMachine: null, model: 'VirtualMac2,1' }, 'Some GPU', [METAL3_ON_VM]],
+    ['the device name alone', { isVirtualMachine: false, model: 'Mac13,2' }, 'Apple Paravirtual device', [RESIDENCY_THROWS, METAL3_ON_VM]],
+    ['the device name alone, no host known', null, 'Apple Paravirtual device', [RESIDENCY_THROWS, METAL3_ON_VM]],
+    ['none of them', { isVirtualMachine: false, model: 'Mac13,2' }, 'Some GPU', []],
+    ['a model that only ends in VirtualMac', { isVirtualMachine: false, model: 'NotAVirtualMac' }, 'Some GPU', []],
+    ['no host and no name', null, 'Some GPU', []],
+  ])('Metal3 answered YES, VM signal: %s', (_what, hostFacts, name, warnings) => {
+    const device = { ...structuredClone(m1.devices[0]!), name };
+    const host = hostFacts === null ? null : { ...m1.host, ...hostFacts };
+    expect(predictGates(device, 'mlx', { env: {}, host }).warnings).toEqual(warnings);
+  });
+
+  it('below macOS 15 the name alone gives no residency-set warning, the VM warning stays', () => {
+    const device = paravirt();
+    device.families.metal3 = true;
+    const p = predictGates(device, 'mlx', { env: {}, host: { ...guest.host, osVersion: '14.6' } });
+    expect(p.residencySets).toEqual({ value: false, reason: 'supportsFamily(Metal3)=YES, macOS 14.6 < 15.0' });
+    expect(p.warnings).toEqual([METAL3_ON_VM]);
+  });
+
+  it.each<[string, string | null, Record<string, string>, number | null, string]>([
+    ['an override', 'applegpu_g13s', { MLX_METAL_GPU_ARCH: 'applegpu_g16s' }, 16, 'MLX_METAL_GPU_ARCH="applegpu_g16s" overrides architecture.name="applegpu_g13s", class max'],
+    ['an override with no reported architecture', null, { MLX_METAL_GPU_ARCH: 'applegpu_g15g' }, 15, 'MLX_METAL_GPU_ARCH="applegpu_g15g" overrides architecture.name=unknown, class base/pro'],
+    ['an empty override', 'applegpu_g14p', { MLX_METAL_GPU_ARCH: '' }, 14, 'architecture.name="applegpu_g14p" (MLX_METAL_GPU_ARCH empty, ignored), class phone'],
+    ['an unknown class letter', 'applegpu_g17x', {}, 17, 'architecture.name="applegpu_g17x", class "x" unknown (MLX uses medium defaults)'],
+    ['the shortest name with two digits', '13s', {}, 13, 'architecture.name="13s", class max'],
+    ['a name one character shorter', '3s', {}, null, 'architecture.name="3s", no two digits before the last character; MLX would count each non-digit as 0'],
+    ['a non-digit tens place', 'applegpu_gx3s', {}, null, 'architecture.name="applegpu_gx3s", no two digits before the last character; MLX would count each non-digit as 0'],
+    ['a non-digit ones place', 'applegpu_g1xs', {}, null, 'architecture.name="applegpu_g1xs", no two digits before the last character; MLX would count each non-digit as 0'],
+    ['an empty override and none reported', null, { MLX_METAL_GPU_ARCH: '' }, null, 'architecture.name=unknown (MLX_METAL_GPU_ARCH empty, ignored), not in this report (architecture.name needs macOS 14+); MLX reads it itself at init'],
+  ])('architectureGeneration: %s', (_what, architecture, env, value, reason) => {
+    const device = { ...structuredClone(m1.devices[0]!), architecture };
+    expect(predictGates(device, 'mlx', { env, host: m1.host }).architectureGeneration).toEqual({ value, reason });
+  });
+
+  it('a reported architecture that is not a string counts as unknown', () => {
+    const device = { ...structuredClone(m1.devices[0]!), architecture: 13 } as unknown as DeviceReport;
+    expect(predictGates(device, 'mlx', { env: {}, host: m1.host }).architectureGeneration.reason).toBe(
+      'architecture.name=unknown, not in this report (architecture.name needs macOS 14+); MLX reads it itself at init',
+    );
+  });
+
+  it.each<[string, unknown, number | null, string]>([
+    ['zero', 0, 0, `recommendedMaxWorkingSetSize=0 (0.00 MiB), 0.95 × that = 0, ${HARD_LIMIT}`],
+    ['one MiB', 1048576, 996147, `recommendedMaxWorkingSetSize=1048576 (1.00 MiB), 0.95 × that = 996147, ${HARD_LIMIT}`],
+    ['negative', -1, null, 'recommendedMaxWorkingSetSize unknown'],
+    ['infinite', Number.POSITIVE_INFINITY, null, 'recommendedMaxWorkingSetSize unknown'],
+    ['not a number', Number.NaN, null, 'recommendedMaxWorkingSetSize unknown'],
+    ['null', null, null, 'recommendedMaxWorkingSetSize unknown'],
+    ['a string', '1048576', null, 'recommendedMaxWorkingSetSize unknown'],
+  ])('allocatorLimitBytes for a working set that is %s', (_what, wss, value, reason) => {
+    const device = { ...structuredClone(m1.devices[0]!), recommendedMaxWorkingSetSize: wss } as unknown as DeviceReport;
+    expect(predictGates(device, 'mlx', { env: {}, host: m1.host }).allocatorLimitBytes).toEqual({ value, reason });
+  });
+});
+
+describe('predictGates: the whole error for each bad argument', () => {
+  const device = () => structuredClone(m1.devices[0]!);
+  function thrown(fn: () => unknown): Record<string, unknown> {
+    try {
+      fn();
+    } catch (e) {
+      const err = e as Error & { code: string; option: string };
+      return { name: err.constructor.name, code: err.code, option: err.option, message: err.message };
+    }
+    throw new Error('expected a throw');
+  }
+  const invalid = (option: string, message: string) => ({ name: 'InvalidOptionsError', code: 'ERR_INVALID_OPTIONS', option, message });
+  const call = (d: unknown, engine: unknown, options?: unknown) => () =>
+    predictGates(d as DeviceReport, engine as 'mlx', options as undefined);
+
+  it.each<[string, unknown, string]>([
+    ['an unknown name', 'pytorch', '"pytorch"'],
+    ['null', null, 'null'],
+    ['an array', ['mlx'], 'an array'],
+    ['a number', 5, 'number'],
+    ['nothing', undefined, 'undefined'],
+  ])('engine: %s', (_what, engine, shown) => {
+    expect(thrown(call(device(), engine))).toEqual(invalid('engine', `engine must be one of "llama.cpp", "mlx"; got ${shown}`));
+  });
+
+  it.each<[string, unknown, string]>([
+    ['null', null, 'null'],
+    ['a string', 'M1', '"M1"'],
+    ['an object without families', { name: 'x' }, 'an object without families'],
+    ['families that are not an object', { name: 'x', families: 'apple7' }, 'an object without families'],
+    ['families as an array', { name: 'x', families: [] }, 'an object without families'],
+  ])('device: %s', (_what, d, shown) => {
+    expect(thrown(call(d, 'llama.cpp'))).toEqual(
+      invalid('device', `device must be a DeviceReport object with a "families" object; got ${shown}`),
+    );
+  });
+
+  it('device: a family answer of the wrong type, or a name that is not a string', () => {
+    expect(thrown(call({ ...device(), families: { ...device().families, apple7: 'yes' } }, 'llama.cpp'))).toEqual(
+      invalid('device', 'device.families.apple7 must be true, false or null; got "yes"'),
+    );
+    expect(thrown(call({ ...device(), name: undefined }, 'llama.cpp'))).toEqual(invalid('device', 'device.name must be a string; got undefined'));
+    expect(thrown(call({ ...device(), name: 5 }, 'mlx'))).toEqual(invalid('device', 'device.name must be a string; got number'));
+  });
+
+  it('device: an absent family answer and keys that name no family are accepted', () => {
+    const d = device() as unknown as { families: Record<string, unknown> };
+    d.families.apple7 = undefined;
+    d.families.futureFamily = 'whatever';
+    expect(predictGates(d as unknown as DeviceReport, 'llama.cpp', { env: {}, host: m1.host }).flags.has_simdgroup_mm).toEqual({
+      value: false,
+      reason: 'supportsFamily(Apple7)=unknown (treated as NO)',
+    });
+  });
+
+  it.each<[string, unknown, string, string]>([
+    ['options as a number', 5, 'options', 'options must be an object with any of env, host, rules; got number'],
+    ['options as an array', [], 'options', 'options must be an object with any of env, host, rules; got an array'],
+    ['options as null', null, 'options', 'options must be an object with any of env, host, rules; got null'],
+    ['an unknown option', { envv: {} }, 'options', 'unknown option "envv"; accepted: env, host, rules'],
+    ['env as a string', { env: 'GGML=1' }, 'env', 'env must be an object mapping names to strings (like process.env); got "GGML=1"'],
+    ['env as an array', { env: [] }, 'env', 'env must be an object mapping names to strings (like process.env); got an array'],
+    ['an env value that is a boolean', { env: { GGML_METAL_BF16_DISABLE: true } }, 'env', 'env values must be strings or undefined; env.GGML_METAL_BF16_DISABLE is boolean'],
+    ['host as a string', { host: 'macOS 15' }, 'host', 'host must be a HostInfo object or null; got "macOS 15"'],
+    ['host as an array', { host: [] }, 'host', 'host must be a HostInfo object or null; got an array'],
+    ['an OS version that is a number', { host: { osVersion: 15 } }, 'host', 'host.osVersion must be a string or null; got number'],
+    ['rules as a number', { rules: 1 }, 'rules', 'rules must be "current" or "legacy"; got number'],
+    ['an unknown rule set', { rules: 'old' }, 'rules', 'rules must be "current" or "legacy"; got "old"'],
+  ])('%s', (_what, options, option, message) => {
+    expect(thrown(call(device(), 'llama.cpp', options))).toEqual(invalid(option, message));
+  });
+
+  it('legacy rules for MLX', () => {
+    expect(thrown(call(device(), 'mlx', { rules: 'legacy' }))).toEqual(
+      invalid('rules', 'rules "legacy" applies to engine "llama.cpp" only; MLX accepts "current" or no rules option'),
+    );
+  });
+
+  it('env values left undefined and a null host are accepted', () => {
+    const p = predictGates(device(), 'llama.cpp', { env: { GGML_METAL_BF16_DISABLE: undefined }, host: null });
+    expect(p.flags.has_bfloat.value).toBe(true);
+  });
+});
