@@ -84,6 +84,7 @@ export function gateValues(p: GatePrediction): Record<string, boolean | number |
       residencySets: p.residencySets.value,
       architectureGeneration: p.architectureGeneration.value,
       allocatorLimitBytes: p.allocatorLimitBytes.value,
+      heapSkipped: p.heapSkipped.value,
     };
   }
   return Object.fromEntries(Object.entries(p.flags).map(([k, v]) => [k, (v as { value: boolean }).value]));

@@ -174,6 +174,7 @@ function formatAudit(a: AuditResult, s: Styler): string {
                 ['residencySets', before.residencySets, after.residencySets],
                 ['architectureGeneration', before.architectureGeneration, after.architectureGeneration],
                 ['allocatorLimitBytes', before.allocatorLimitBytes, after.allocatorLimitBytes],
+                ['heapSkipped', before.heapSkipped, after.heapSkipped],
               ]
             : [];
       for (const [flag, b, aft] of entries) {

@@ -131,5 +131,7 @@ export function unsupportedReport(reason: UnsupportedReason, detail: string): Ca
 
 /** A report's host, or an all-null one. */
 export function hostOf(report: CapabilityReport): HostInfo {
-  return report.host ?? { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null };
+  return (
+    report.host ?? { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null, memoryBytes: null, translated: null }
+  );
 }

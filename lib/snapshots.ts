@@ -17,6 +17,10 @@ export interface SnapshotHost {
   model: string | null;
   isVirtualMachine: boolean | null;
   arch: string | null;
+  /** `hw.memsize` in bytes. */
+  memoryBytes: number | null;
+  /** `sysctl.proc_translated` = 1 (an x86_64 process under Rosetta) for the process that recorded it. */
+  translated: boolean | null;
   /** For each field: a key of `sources`, `assumed`, or (for null values) `unrecorded`. */
   provenance: Record<string, string>;
 }
@@ -56,7 +60,7 @@ export interface Snapshot {
   devices: SnapshotDevice[];
 }
 
-const HOST_FIELDS = ['platform', 'osVersion', 'osBuild', 'model', 'isVirtualMachine', 'arch'] as const;
+const HOST_FIELDS = ['platform', 'osVersion', 'osBuild', 'model', 'isVirtualMachine', 'arch', 'memoryBytes', 'translated'] as const;
 const DEVICE_FIELDS = [
   'name',
   'className',
@@ -138,6 +142,11 @@ const count =
   (min: number): Check =>
   (v) =>
     Number.isSafeInteger(v) && (v as number) >= min ? null : `an integer ≥ ${min}`;
+const countOrNull =
+  (min: number): Check =>
+  (v) =>
+    v === null ? null : count(min)(v) === null ? null : `an integer ≥ ${min} or null`;
+const CLASS_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function fail(where: string, field: string, message: string): never {
   throw new InvalidSnapshotError(field, `${where}: ${field} ${message}; see snapshots/README.md for the format`);
@@ -205,6 +214,8 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
       model: strOrNull,
       isVirtualMachine: boolOrNull,
       arch: strOrNull,
+      memoryBytes: countOrNull(1),
+      translated: boolOrNull,
       provenance: () => null,
     },
   );
@@ -217,7 +228,7 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
       device,
       {
         name: str,
-        className: (v) => (typeof v === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(v) ? null : 'an Objective-C class name'),
+        className: (v) => (typeof v === 'string' && CLASS_NAME.test(v) ? null : 'an Objective-C class name'),
         registryId: count(0),
         families: (v) => (isObject(v) ? null : 'an object'),
         maxThreadgroupMemoryLength: count(1),
@@ -283,7 +294,7 @@ export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: b
       architecture: d.architecture,
     });
   });
-  const { platform, osVersion, osBuild, model, isVirtualMachine, arch } = snapshot.host;
+  const { platform, osVersion, osBuild, model, isVirtualMachine, arch, memoryBytes, translated } = snapshot.host;
   return {
     schema: REPORT_SCHEMA,
     supported: true,
@@ -292,7 +303,7 @@ export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: b
     snapshot: snapshot.id,
     reason: null,
     detail: null,
-    host: { osVersion, osBuild, model, isVirtualMachine, arch },
+    host: { osVersion, osBuild, model, isVirtualMachine, arch, memoryBytes, translated },
     devices,
   };
 }

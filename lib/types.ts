@@ -35,6 +35,10 @@ export interface HostInfo {
   isVirtualMachine: boolean | null;
   /** Machine architecture of the kernel (`arm64`, `x86_64`). */
   arch: string | null;
+  /** sysctl `hw.memsize`: physical memory in bytes (MLX bounds its allocator by 0.95 × this). */
+  memoryBytes: number | null;
+  /** sysctl `sysctl.proc_translated` = 1: this process is an x86_64 build running under Rosetta on Apple silicon. */
+  translated: boolean | null;
 }
 
 /** `MTLSize` of `maxThreadsPerThreadgroup`. */

@@ -57,6 +57,9 @@ Napi::Object hostObject(Napi::Env env, const HostFacts &facts) {
   host.Set("isVirtualMachine",
            facts.isVirtualMachine < 0 ? env.Null() : Napi::Value(Napi::Boolean::New(env, facts.isVirtualMachine == 1)));
   host.Set("arch", nullable(env, facts.arch));
+  host.Set("memoryBytes", numberOrNull(env, facts.memoryKnown, facts.memoryBytes));
+  host.Set("translated",
+           facts.translated < 0 ? env.Null() : Napi::Value(Napi::Boolean::New(env, facts.translated == 1)));
   return host;
 }
 

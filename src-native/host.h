@@ -2,6 +2,7 @@
 // host_sim.mm (the snapshot loaded by test/sim-metal) in the Linux test build.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace mcs {
@@ -19,6 +20,9 @@ struct HostFacts {
   Optional model;
   int isVirtualMachine = -1;  // 1, 0, -1 unknown
   Optional arch;
+  bool memoryKnown = false;  // hw.memsize
+  uint64_t memoryBytes = 0;
+  int translated = -1;  // sysctl.proc_translated: 1 under Rosetta, 0 native, -1 unknown
   Optional recordedPlatform;  // the platform the snapshot was recorded on (test build only)
 };
 

@@ -5,6 +5,7 @@
 #include <sys/sysctl.h>
 #include <sys/utsname.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace mcs {
@@ -54,6 +55,15 @@ Optional machineArch() {
   return out;
 }
 
+// Whether this process runs under Rosetta. Apple documents the sysctl as missing (ENOENT) where there is no
+// translation at all, which is a native process too.
+int translatedProcess() {
+  int value = 0;
+  size_t length = sizeof(value);
+  if (sysctlbyname("sysctl.proc_translated", &value, &length, NULL, 0) == 0) return value == 1 ? 1 : 0;
+  return errno == ENOENT ? 0 : -1;
+}
+
 }  // namespace
 
 HostFacts readHostFacts() {
@@ -64,6 +74,13 @@ HostFacts readHostFacts() {
   facts.model = sysctlString("hw.model");
   facts.isVirtualMachine = sysctlFlag("kern.hv_vmm_present");
   facts.arch = machineArch();
+  uint64_t memory = 0;
+  size_t length = sizeof(memory);
+  if (sysctlbyname("hw.memsize", &memory, &length, NULL, 0) == 0 && length == sizeof(memory)) {
+    facts.memoryKnown = true;
+    facts.memoryBytes = memory;
+  }
+  facts.translated = translatedProcess();
   return facts;
 }
 

@@ -29,6 +29,9 @@ HostFacts readHostFacts() {
   facts.model = optionalOf(sim.model);
   facts.isVirtualMachine = sim.isVirtualMachine;
   facts.arch = optionalOf(sim.arch);
+  facts.memoryKnown = sim.hasMemoryBytes != 0;
+  facts.memoryBytes = sim.memoryBytes;
+  facts.translated = sim.translated;
   return facts;
 }
 

@@ -43,6 +43,8 @@ describe('bundled snapshots', () => {
     expect(d.maxThreadgroupMemoryLength).toBe(32768);
     expect(s.host.model).toBe('VirtualMac2,1');
     expect(s.host.isVirtualMachine).toBe(true);
+    // The 16 GiB guest of the Cua setup; MLX bounds its allocator by 0.95 × this.
+    expect([s.host.memoryBytes, s.host.provenance.memoryBytes]).toEqual([17179869184, 'cua-setup']);
   });
 
   it('record the bare-metal M1 Ultra as Apple1–7, Mac2, Common1–3, Metal3, not a VM', () => {
@@ -106,6 +108,25 @@ describe('snapshot validation', () => {
     const s = stock();
     s.schema = 'other@1';
     expectInvalid(s, 'schema');
+  });
+
+  it('host.memoryBytes is a positive integer or null, host.translated a boolean or null, both required', () => {
+    for (const [value, ok] of [[null, true], [1, true], [17179869184, true], [0, false], [-1, false], [1.5, false], ['16 GiB', false]] as const) {
+      const s = stock();
+      s.host.memoryBytes = value;
+      if (value === null) s.host.provenance.memoryBytes = 'unrecorded';
+      if (ok) expect(validateSnapshot(s, 'test').host.memoryBytes).toBe(value);
+      else expectInvalid(s, 'host.memoryBytes');
+    }
+    const t = stock();
+    t.host.translated = 1;
+    expectInvalid(t, 'host.translated');
+    const missing = stock();
+    delete missing.host.translated;
+    expectInvalid(missing, 'host.translated');
+    const noProvenance = stock();
+    delete noProvenance.host.provenance.memoryBytes;
+    expectInvalid(noProvenance, 'host.provenance.memoryBytes');
   });
 });
 

@@ -131,6 +131,11 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
     expect(host!.osVersion).toMatch(/^\d+\.\d+/);
     expect(host!.osBuild).toEqual(expect.any(String));
     expect(['arm64', 'x86_64']).toContain(host!.arch);
+    // hw.memsize: every Mac and guest this runs on has between 1 GiB and 16 TiB.
+    expect(host!.memoryBytes).toBeGreaterThanOrEqual(2 ** 30);
+    expect(host!.memoryBytes).toBeLessThanOrEqual(2 ** 44);
+    // Node on the runners is native: arm64 Node on Apple silicon, x86_64 Node on Intel.
+    expect(host!.translated).toBe(process.arch === 'x64' && host!.arch === 'arm64');
     // Apple-silicon Virtualization.framework guests are VirtualMac models, and those set kern.hv_vmm_present.
     if (host!.model!.startsWith('VirtualMac')) expect(host!.isVirtualMachine).toBe(true);
     if (hasDevice) {

@@ -52,6 +52,9 @@ struct SimHost {
   std::string snapshotId, platform, osVersion, osBuild, model, arch;
   bool hasOsVersion = false, hasOsBuild = false, hasModel = false, hasArch = false;
   int isVirtualMachine = -1;
+  bool hasMemoryBytes = false;
+  unsigned long long memoryBytes = 0;
+  int translated = -1;
 };
 
 std::once_flag gLoadOnce;
@@ -139,6 +142,13 @@ void hostFrom(NSDictionary *snapshot, NSDictionary *h) {
   gHost.hasArch = stringAt(h, @"arch", &gHost.arch);
   id vm = [h objectForKey:@"isVirtualMachine"];
   if ([vm isKindOfClass:[NSNumber class]]) gHost.isVirtualMachine = [(NSNumber *)vm boolValue] ? 1 : 0;
+  id memory = [h objectForKey:@"memoryBytes"];
+  if ([memory isKindOfClass:[NSNumber class]]) {
+    gHost.hasMemoryBytes = true;
+    gHost.memoryBytes = [(NSNumber *)memory unsignedLongLongValue];
+  }
+  id translated = [h objectForKey:@"translated"];
+  if ([translated isKindOfClass:[NSNumber class]]) gHost.translated = [(NSNumber *)translated boolValue] ? 1 : 0;
 }
 
 void createDeviceObjects();
@@ -350,6 +360,7 @@ extern "C" int MTLSimGetHostFacts(MTLSimHostFacts *out) {
   ensureLoaded();
   memset(out, 0, sizeof(*out));
   out->isVirtualMachine = -1;
+  out->translated = -1;
   if (!gLoaded) return 0;
   out->snapshotId = gHost.snapshotId.c_str();
   out->platform = gHost.platform.c_str();
@@ -358,5 +369,8 @@ extern "C" int MTLSimGetHostFacts(MTLSimHostFacts *out) {
   out->model = gHost.hasModel ? gHost.model.c_str() : NULL;
   out->arch = gHost.hasArch ? gHost.arch.c_str() : NULL;
   out->isVirtualMachine = gHost.isVirtualMachine;
+  out->hasMemoryBytes = gHost.hasMemoryBytes ? 1 : 0;
+  out->memoryBytes = gHost.memoryBytes;
+  out->translated = gHost.translated;
   return 1;
 }

@@ -17,6 +17,9 @@ typedef struct {
   const char *model;
   int isVirtualMachine;    /* 1, 0, or -1 when unrecorded */
   const char *arch;
+  int hasMemoryBytes;      /* 0 when the snapshot records no hw.memsize */
+  unsigned long long memoryBytes;
+  int translated;          /* sysctl.proc_translated: 1, 0, or -1 when unrecorded */
 } MTLSimHostFacts;
 
 /* Fills `out` and returns 1 when a snapshot is loaded, 0 when none is selected. */
