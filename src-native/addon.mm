@@ -63,6 +63,17 @@ Napi::Object hostObject(Napi::Env env, const HostFacts &facts) {
   return host;
 }
 
+// The host part of a probe: platform, snapshot and host facts, read without touching Metal.
+Napi::Object hostResult(Napi::Env env) {
+  HostFacts facts = readHostFacts();
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("platform", Napi::String::New(env, facts.platform));
+  result.Set("snapshot", facts.snapshot.empty() ? env.Null() : Napi::Value(Napi::String::New(env, facts.snapshot)));
+  result.Set("recordedPlatform", nullable(env, facts.recordedPlatform));
+  result.Set("host", hostObject(env, facts));
+  return result;
+}
+
 Napi::Object deviceObject(Napi::Env env, const DeviceCapabilities &caps) {
   Napi::Object d = Napi::Object::New(env);
   d.Set("index", Napi::Number::New(env, caps.index));
@@ -115,12 +126,7 @@ Napi::Value Probe(const Napi::CallbackInfo &info) {
   if (!optionalBool(info, 0, false, &all) || !optionalBool(info, 1, false, &stock)) {
     return throwError(env, "ERR_INVALID_ARGUMENT", "probe(allDevices, stock) takes booleans", true);
   }
-  HostFacts facts = readHostFacts();
-  Napi::Object result = Napi::Object::New(env);
-  result.Set("platform", Napi::String::New(env, facts.platform));
-  result.Set("snapshot", facts.snapshot.empty() ? env.Null() : Napi::Value(Napi::String::New(env, facts.snapshot)));
-  result.Set("recordedPlatform", nullable(env, facts.recordedPlatform));
-  result.Set("host", hostObject(env, facts));
+  Napi::Object result = hostResult(env);
   Napi::Array devices = Napi::Array::New(env);
   {
     UntracedScope untraced;
@@ -138,6 +144,9 @@ Napi::Value Probe(const Napi::CallbackInfo &info) {
   result.Set("devices", devices);
   return result;
 }
+
+// host(): platform and host facts only. Creates no Metal device: on a dual-GPU Mac that alone would switch GPUs.
+Napi::Value Host(const Napi::CallbackInfo &info) { return hostResult(info.Env()); }
 
 Napi::Value Families(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
@@ -324,6 +333,7 @@ Napi::Value pooled(const Napi::CallbackInfo &info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("probe", Napi::Function::New(env, pooled<Probe>, "probe"));
+  exports.Set("host", Napi::Function::New(env, pooled<Host>, "host"));
   exports.Set("families", Napi::Function::New(env, pooled<Families>, "families"));
   exports.Set("apply", Napi::Function::New(env, pooled<Apply>, "apply"));
   exports.Set("restore", Napi::Function::New(env, pooled<Restore>, "restore"));

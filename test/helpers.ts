@@ -34,6 +34,8 @@ export interface SimFixture {
   methodInfo(className: string, selector: string): { own: boolean; imp: string; superImp: string; superclass: string } | null;
   benchQueries(iterations: number): { supportsFamilyNs: number; maxThreadgroupMemoryNs: number };
   strayDevice(className: string, simIndex: number): FixtureAnswers | null;
+  /** Calls this process has made to MTLCreateSystemDefaultDevice() / MTLCopyAllDevices() (simulated Metal's counters). */
+  deviceCalls(): { MTLCreateSystemDefaultDevice: number; MTLCopyAllDevices: number };
 }
 
 export interface FixtureAnswers {

@@ -17,13 +17,17 @@ export interface NativeDevice {
   architecture: string | null;
 }
 
-export interface NativeProbe {
+/** What host() reads: no Metal device is created for it. */
+export interface NativeHost {
   /** `darwin` for real Metal, `simulated` for the Linux test build. */
   platform: 'darwin' | 'simulated';
   snapshot: string | null;
   /** Simulated build: the platform recorded in the snapshot. */
   recordedPlatform: string | null;
   host: HostInfo;
+}
+
+export interface NativeProbe extends NativeHost {
   devices: NativeDevice[];
 }
 
@@ -67,6 +71,7 @@ export interface NativeTraceRow {
 
 export interface NativeBinding {
   probe(allDevices?: boolean, stock?: boolean): NativeProbe;
+  host(): NativeHost;
   families(): [string, number][];
   apply(nativeProfile: string, profileJson: string): NativeApplyResult;
   restore(): NativeRestoreResult;

@@ -62,6 +62,25 @@ bool gLoaded = false;
 SimHost gHost;
 std::vector<SimDevice> gDevices;
 size_t gDefaultDevice = 0;
+std::atomic<unsigned long> gCreateDefaultCalls{0};
+std::atomic<unsigned long> gCopyAllCalls{0};
+// Set by the load-time constructor, before C++ globals of this library may exist: plain data only.
+char gCountsFile[4096];
+
+void writeDeviceCalls() {
+  FILE *f = fopen(gCountsFile, "w");
+  if (f == NULL) return;
+  fprintf(f, "{\"MTLCreateSystemDefaultDevice\":%lu,\"MTLCopyAllDevices\":%lu}\n", gCreateDefaultCalls.load(),
+          gCopyAllCalls.load());
+  fclose(f);
+}
+
+__attribute__((constructor)) void simMetalLoaded() {
+  const char *file = getenv("METAL_CAP_SHIM_SIM_COUNTS_FILE");
+  if (file == NULL || *file == '\0' || strlen(file) >= sizeof(gCountsFile)) return;
+  strcpy(gCountsFile, file);
+  atexit(writeDeviceCalls);
+}
 
 void simFail(const std::string &message) {
   // The TypeScript layer validates snapshots before native code sees them, so this only fires for a hand-run consumer.
@@ -344,12 +363,14 @@ void createDeviceObjects() {
 }  // namespace
 
 MTL_EXTERN id<MTLDevice> MTLCreateSystemDefaultDevice(void) {
+  gCreateDefaultCalls.fetch_add(1);
   ensureLoaded();
   if (gDevices.empty()) return nil;
   return [gDevices[gDefaultDevice].object retain];
 }
 
 MTL_EXTERN NSArray<id<MTLDevice>> *MTLCopyAllDevices(void) {
+  gCopyAllCalls.fetch_add(1);
   ensureLoaded();
   NSMutableArray *all = [[NSMutableArray alloc] initWithCapacity:gDevices.size()];
   for (const SimDevice &dev : gDevices) [all addObject:dev.object];
@@ -373,4 +394,9 @@ extern "C" int MTLSimGetHostFacts(MTLSimHostFacts *out) {
   out->memoryBytes = gHost.memoryBytes;
   out->translated = gHost.translated;
   return 1;
+}
+
+extern "C" void MTLSimGetDeviceCalls(MTLSimDeviceCalls *out) {
+  out->createSystemDefaultDevice = gCreateDefaultCalls.load();
+  out->copyAllDevices = gCopyAllCalls.load();
 }
