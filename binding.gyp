@@ -7,6 +7,7 @@
           "sources": [
             "src-native/addon.mm",
             "src-native/capabilities.mm",
+            "src-native/consumers.mm",
             "src-native/host_darwin.mm",
             "src-native/swizzle.mm",
             "src-native/profile.mm",

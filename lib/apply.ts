@@ -174,10 +174,10 @@ export function profileWarnings(
       });
     }
   }
-  for (const symbol of loadedConsumers) {
+  for (const consumer of loadedConsumers) {
     warnings.push({
       code: 'consumer-already-loaded',
-      message: `${symbol} is already loaded in this process: if that engine has initialised Metal, it cached the old answers; apply before the first getLlama() / backend load`,
+      message: `${consumer} is already loaded in this process: if that engine has initialised Metal, it cached the old answers; apply before the first getLlama() / backend load`,
     });
   }
   if (changes.length === 0) {

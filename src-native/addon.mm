@@ -4,7 +4,6 @@
 #include <napi.h>
 
 #import <Foundation/Foundation.h>
-#include <dlfcn.h>
 #include <objc/runtime.h>
 
 #include <mutex>
@@ -12,6 +11,7 @@
 #include <string>
 
 #include "capabilities.h"
+#include "consumers.h"
 #include "families.h"
 #include "host.h"
 #include "patch.h"
@@ -292,20 +292,11 @@ Napi::Value Baseline(const Napi::CallbackInfo &info) {
   return gBaseline.empty() ? env.Null() : Napi::Value(Napi::String::New(env, gBaseline));
 }
 
-// Symbols that show a Metal consumer is loaded into this process; such engines read capabilities once at init.
-const char *const kConsumerSymbols[] = {
-    "ggml_backend_metal_reg",
-    "ggml_backend_metal_init",
-    "mlx_metal_is_available",
-};
-
 Napi::Value LoadedConsumers(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  Napi::Array out = Napi::Array::New(env);
-  uint32_t n = 0;
-  for (const char *symbol : kConsumerSymbols) {
-    if (dlsym(RTLD_DEFAULT, symbol) != NULL) out.Set(n++, Napi::String::New(env, symbol));
-  }
+  std::vector<std::string> found = loadedConsumers();
+  Napi::Array out = Napi::Array::New(env, found.size());
+  for (size_t i = 0; i < found.size(); i++) out.Set(static_cast<uint32_t>(i), Napi::String::New(env, found[i]));
   return out;
 }
 

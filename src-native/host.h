@@ -1,9 +1,12 @@
-// Facts about the host, read by the only platform-specific files: host_darwin.mm (sysctl, NSProcessInfo) on macOS and
-// host_sim.mm (the snapshot loaded by test/sim-metal) in the Linux test build.
+// Facts about the host, read by the only platform-specific files: host_darwin.mm (sysctl, NSProcessInfo, dyld) on
+// macOS and host_sim.mm (the snapshot loaded by test/sim-metal, the ELF loader's image list) in the Linux test build.
+// Nothing here touches Metal: MTLCreateSystemDefaultDevice() switches a dual-GPU Mac to its discrete GPU, so host
+// facts are read first and devices only where they are needed.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mcs {
 
@@ -27,5 +30,9 @@ struct HostFacts {
 };
 
 HostFacts readHostFacts();
+
+// Paths of the images (executable and libraries) loaded into this process, in load order. Used only to recognise
+// Metal consumers, so a path the loader cannot name is left out.
+std::vector<std::string> loadedImagePaths();
 
 }  // namespace mcs

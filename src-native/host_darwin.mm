@@ -1,7 +1,8 @@
-// macOS only: host facts from sysctl and NSProcessInfo.
+// macOS only: host facts from sysctl and NSProcessInfo, and the image list from dyld.
 #include "host.h"
 
 #import <Foundation/Foundation.h>
+#include <mach-o/dyld.h>
 #include <sys/sysctl.h>
 #include <sys/utsname.h>
 
@@ -82,6 +83,18 @@ HostFacts readHostFacts() {
   }
   facts.translated = translatedProcess();
   return facts;
+}
+
+std::vector<std::string> loadedImagePaths() {
+  std::vector<std::string> paths;
+  // dyld.h: another thread may load or unload an image during the walk; an index that is no longer valid gives NULL,
+  // which is skipped. The list only feeds a warning, so a momentarily stale view is acceptable.
+  uint32_t count = _dyld_image_count();
+  for (uint32_t i = 0; i < count; i++) {
+    const char *name = _dyld_get_image_name(i);
+    if (name != NULL) paths.push_back(name);
+  }
+  return paths;
 }
 
 }  // namespace mcs
