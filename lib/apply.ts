@@ -138,6 +138,23 @@ function verify(expected: DeviceReport[], actual: DeviceReport[]): Verification 
   return { ok: mismatches.length === 0 && expected.length === actual.length, checked: perDevice * actual.length, mismatches };
 }
 
+function mergeVerifications(a: Verification, b: Verification | null): Verification {
+  if (b === null) return a;
+  return { ok: a.ok && b.ok, checked: a.checked + b.checked, mismatches: [...a.mismatches, ...b.mismatches] };
+}
+
+/**
+ * The default device as MTLCreateSystemDefaultDevice() hands it out, when its class is none of the listed devices'
+ * classes: a validation or capture layer can wrap the default device alone. ggml asks that object, so the engine
+ * patches its class too (src-native/capabilities.mm), and it is verified here on its own, under the index of the
+ * listed device it stands for.
+ */
+function separateDefault(binding: NativeBinding, listed: DeviceReport[], stock: boolean): DeviceReport | null {
+  const device = reportFromNative(binding.probe(false, stock)).devices[0];
+  if (device === undefined || listed.some((d) => d.className === device.className)) return null;
+  return { ...device, index: listed.find((d) => d.isDefault)?.index ?? device.index };
+}
+
 function isParavirtual(device: DeviceReport): boolean {
   return /paravirt/i.test(device.className) || /paravirtual/i.test(device.name);
 }
@@ -247,6 +264,8 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
   const stock = stockReport(binding);
   if (!stock.supported) return notApplied(normalized, 'no-device', stock.detail ?? 'no Metal device', strict);
   const { expected, changes: changesFromStock } = planProfile(stock.devices, normalized);
+  const stockDefault = separateDefault(binding, stock.devices, true);
+  const expectedDefault = stockDefault === null ? null : planProfile([stockDefault], normalized).expected;
   const refusal = refusalFor(hostOf(stock), changesFromStock, force);
   if (refusal !== null) throw new RefusedError(refusal);
   const warnings = profileWarnings(normalized, stock.devices, changesFromStock, binding.loadedConsumers());
@@ -263,7 +282,11 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
     throw new NativeError(result.code ?? 'ERR_HOOK_FAILED', `${result.message ?? 'hooking failed'}; nothing was changed`);
   }
   const after = reportFromNative(binding.probe(true, false));
-  const verification = verify(expected, after.devices);
+  const afterDefault = expectedDefault === null ? null : separateDefault(binding, after.devices, false);
+  const verification = mergeVerifications(
+    verify(expected, after.devices),
+    expectedDefault === null ? null : verify(expectedDefault, afterDefault === null ? [] : [afterDefault]),
+  );
   if (!verification.ok) {
     // Fail closed: put the process back as it was (the previous profile, or stock).
     binding.restore();

@@ -39,10 +39,17 @@ export interface SnapshotDevice {
   location: DeviceLocation;
   /** `null` where the OS could not answer (before macOS 14) or it was not recorded. */
   architecture: string | null;
-  /** How the Linux simulation lays out the device class; no meaning on a Mac. `lacks` and `driftAfter` are test
-   * aids: a class missing one query, a threadgroup-memory answer that changes after N calls, and a class that
-   * subclasses another device's class. */
-  simulation?: { methodsOnConcreteClass: boolean; lacks?: string; driftAfter?: number; subclassOf?: string };
+  /** How the Linux simulation lays out the device class; no meaning on a Mac. The other keys are test aids: a class
+   * missing one query, a threadgroup-memory answer that changes after N calls, a class that subclasses another
+   * device's class, and (default device only) the class of a second object MTLCreateSystemDefaultDevice() returns
+   * in place of the listed one, as a validation or capture layer does. */
+  simulation?: {
+    methodsOnConcreteClass: boolean;
+    lacks?: string;
+    driftAfter?: number;
+    subclassOf?: string;
+    defaultObjectClass?: string;
+  };
   provenance: Record<string, string>;
 }
 
@@ -254,6 +261,7 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
         'lacks',
         'driftAfter',
         'subclassOf',
+        'defaultObjectClass',
       ]);
       const sim = d.simulation as Record<string, unknown>;
       if ('lacks' in sim && !SIMULATED_QUERIES.includes(sim.lacks as string)) {
@@ -263,6 +271,13 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
       const classNames = (snap.devices as Record<string, unknown>[]).map((x) => x.className);
       if ('subclassOf' in sim && (sim.subclassOf === d.className || !classNames.includes(sim.subclassOf))) {
         fail(where, `${prefix}simulation.subclassOf`, "must name another device's className");
+      }
+      if ('defaultObjectClass' in sim) {
+        const name = sim.defaultObjectClass;
+        if (typeof name !== 'string' || !CLASS_NAME.test(name) || classNames.includes(name)) {
+          fail(where, `${prefix}simulation.defaultObjectClass`, 'must be an Objective-C class name no device has');
+        }
+        if (i !== snap.defaultDevice) fail(where, `${prefix}simulation.defaultObjectClass`, 'belongs on the default device only');
       }
     }
     checkProvenance(where, prefix, d, DEVICE_FIELDS, snap.sources);

@@ -128,6 +128,21 @@ describe('snapshot validation', () => {
     delete noProvenance.host.provenance.memoryBytes;
     expectInvalid(noProvenance, 'host.provenance.memoryBytes');
   });
+
+  it('simulation.defaultObjectClass: a class name no device has, on the default device only', () => {
+    const ok = stock();
+    ok.devices[0].simulation = { methodsOnConcreteClass: false, defaultObjectClass: 'MTLDebugDevice' };
+    expect(validateSnapshot(ok, 'test').devices[0]!.simulation).toEqual({ methodsOnConcreteClass: false, defaultObjectClass: 'MTLDebugDevice' });
+    for (const bad of ['AppleParavirtDevice', 'not a class', 42]) {
+      const s = stock();
+      s.devices[0].simulation = { methodsOnConcreteClass: false, defaultObjectClass: bad };
+      expectInvalid(s, 'devices[0].simulation.defaultObjectClass');
+    }
+    const two = JSON.parse(readFileSync(path.join(snapshotsDir(), 'macbookpro16-intel-amd-two-gpus.json'), 'utf8'));
+    const other = two.defaultDevice === 0 ? 1 : 0;
+    two.devices[other].simulation = { methodsOnConcreteClass: false, defaultObjectClass: 'MTLDebugDevice' };
+    expectInvalid(two, `devices[${other}].simulation.defaultObjectClass`);
+  });
 });
 
 describe('loading snapshots', () => {

@@ -4,7 +4,9 @@
  * (named as in the snapshot, e.g. `AppleParavirtDevice`) is created at run time as its subclass. A device whose
  * snapshot says `simulation.methodsOnConcreteClass` gets its own copies of the query methods, so hook tests meet both
  * an inherited and an own method. `architecture` is added only where the snapshot records one, the way a pre-macOS-14
- * device does not respond to it.
+ * device does not respond to it. A device whose snapshot names `simulation.defaultObjectClass` is handed out by
+ * MTLCreateSystemDefaultDevice() as a second object of that class (as a validation or capture layer wraps the default
+ * device), while MTLCopyAllDevices() lists the plain one.
  */
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
@@ -45,7 +47,9 @@ struct SimDevice {
   std::string lacks;      // a query selector this device's class does not implement (test aid)
   long driftAfter = -1;   // after this many maxThreadgroupMemoryLength calls, answer 16 bytes more (test aid)
   std::string subclassOf; // make the class a subclass of another device's class (test aid)
+  std::string defaultObjectClass;  // the class of the object MTLCreateSystemDefaultDevice() returns (test aid)
   id object = nil;
+  id defaultObject = nil;
 };
 
 struct SimHost {
@@ -147,6 +151,7 @@ SimDevice deviceFrom(NSDictionary *d) {
   dev.methodsOnConcreteClass = boolAt(simulation, @"methodsOnConcreteClass");
   stringAt(simulation, @"lacks", &dev.lacks);
   stringAt(simulation, @"subclassOf", &dev.subclassOf);
+  stringAt(simulation, @"defaultObjectClass", &dev.defaultObjectClass);
   id drift = [simulation objectForKey:@"driftAfter"];
   if ([drift isKindOfClass:[NSNumber class]]) dev.driftAfter = [(NSNumber *)drift longValue];
   return dev;
@@ -352,11 +357,29 @@ Class concreteClassFor(const SimDevice &dev) {
   return cls;
 }
 
+// A wrapper-like class over the same simulated device: inherits every query from _MTLDevice.
+Class defaultObjectClassFor(const SimDevice &dev) {
+  Class existing = objc_getClass(dev.defaultObjectClass.c_str());
+  if (existing != Nil) return existing;
+  Class cls = objc_allocateClassPair([_MTLDevice class], dev.defaultObjectClass.c_str(), 0);
+  if (dev.hasArchitecture) {
+    std::string types = std::string(@encode(id)) + @encode(id) + @encode(SEL);
+    class_addMethod(cls, @selector(architecture), (IMP)simArchitecture, types.c_str());
+  }
+  objc_registerClassPair(cls);
+  return cls;
+}
+
 void createDeviceObjects() {
   for (size_t i = 0; i < gDevices.size(); i++) {
     _MTLDevice *object = (_MTLDevice *)[[concreteClassFor(gDevices[i]) alloc] init];
     object->_simIndex = i;
     gDevices[i].object = object;
+    if (!gDevices[i].defaultObjectClass.empty()) {
+      _MTLDevice *wrapper = (_MTLDevice *)[[defaultObjectClassFor(gDevices[i]) alloc] init];
+      wrapper->_simIndex = i;
+      gDevices[i].defaultObject = wrapper;
+    }
   }
 }
 
@@ -366,7 +389,8 @@ MTL_EXTERN id<MTLDevice> MTLCreateSystemDefaultDevice(void) {
   gCreateDefaultCalls.fetch_add(1);
   ensureLoaded();
   if (gDevices.empty()) return nil;
-  return [gDevices[gDefaultDevice].object retain];
+  const SimDevice &dev = gDevices[gDefaultDevice];
+  return [(dev.defaultObject != nil ? dev.defaultObject : dev.object) retain];
 }
 
 MTL_EXTERN NSArray<id<MTLDevice>> *MTLCopyAllDevices(void) {
