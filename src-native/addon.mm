@@ -31,8 +31,10 @@ class AutoreleasePool {
   NSAutoreleasePool *pool_;
 };
 
-std::mutex gBaselineMutex;
-std::string gBaseline;  // JSON of the stock probe taken before the first apply; empty when none
+// Immortal ([[clang::no_destroy]]), like every global the engine touches: exit() runs static destructors while other
+// threads may still call in, and libc++'s std::mutex (macOS) has a real destructor, so a destroyed one would throw.
+[[clang::no_destroy]] std::mutex gBaselineMutex;
+[[clang::no_destroy]] std::string gBaseline;  // JSON of the stock probe taken before the first apply; empty when none
 
 Napi::Value throwError(Napi::Env env, const char *code, const std::string &message, bool typeError = false) {
   Napi::Error error = typeError ? Napi::TypeError::New(env, message) : Napi::Error::New(env, message);

@@ -36,7 +36,9 @@ bool gProfileOk = false;
 bool gProfileActive = false;
 char gProfileText[512];
 char gTraceFile[4096];
-std::mutex gPatchMutex;
+// Immortal: the program may still obtain devices on other threads while exit() runs static destructors, and libc++'s
+// std::mutex (macOS) has a real destructor.
+[[clang::no_destroy]] std::mutex gPatchMutex;
 // Never destroyed: the at-exit trace writer is registered before C++ destructors and so runs after them.
 std::vector<std::string> *gPatchedClasses = nullptr;
 

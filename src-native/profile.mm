@@ -23,10 +23,13 @@ namespace mcs {
 namespace {
 
 std::atomic<const Profile *> gActive{nullptr};
-std::mutex gRetiredMutex;
+// Immortal ([[clang::no_destroy]]): exit() runs static destructors while other threads may still query a hooked
+// device, and on macOS libc++'s std::mutex and std::vector have real destructors. A hooked query or an apply racing
+// exit would then use a destroyed object (a destroyed mutex makes libc++ throw, and the process aborts).
+[[clang::no_destroy]] std::mutex gRetiredMutex;
 // Profiles are never freed: a query on another thread may still hold the previous pointer, and a process applies
 // a handful of profiles in its life. The cost is one small struct per apply.
-std::vector<std::unique_ptr<Profile>> gRetired;
+[[clang::no_destroy]] std::vector<std::unique_ptr<Profile>> gRetired;
 
 thread_local int tlsStockDepth MCS_FAST_TLS = 0;
 thread_local int tlsUntracedDepth MCS_FAST_TLS = 0;
