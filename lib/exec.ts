@@ -68,41 +68,97 @@ export const INJECTION_ENTITLEMENTS = [
   'com.apple.security.cs.disable-library-validation',
 ] as const;
 
+/** Why injection cannot work for a program. */
+export interface InjectionBlocker {
+  reason: string;
+  /**
+   * True when the program would not even start with the injector inserted (dyld kills it at launch), so
+   * `--allow-unpatched` cannot run it either; false when it would only run unpatched.
+   */
+  launchFails: boolean;
+}
+
+/** True when `entitlements` (codesign's XML plist, its older raw blob, or its `[Dict]` text form) grants `key`. */
+export function hasEntitlement(entitlements: string, key: string): boolean {
+  const name = key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return (
+    new RegExp(`<key>\\s*${name}\\s*</key>\\s*<true\\s*/>`).test(entitlements) ||
+    new RegExp(`\\[Key\\]\\s*${name}\\s*\\[Value\\]\\s*\\[Bool\\]\\s*true`).test(entitlements)
+  );
+}
+
 /**
- * Reads `codesign -d --entitlements - --xml` output: null when the program is not signed with the hardened runtime
- * or has both entitlements; otherwise why dyld will refuse the injector.
+ * Reads what `codesign -d --verbose=1 --entitlements - FILE` printed: the `CodeDirectory … flags=0x…(runtime)` line on
+ * stderr (codesign prints it only with -v/--verbose) and the entitlements on stdout. Null when the program is not
+ * signed with the hardened runtime or has both entitlements; otherwise why dyld will not take the injector.
  */
-export function hardenedRuntimeBlocker(file: string, codesignStderr: string, entitlementsXml: string): string | null {
+export function hardenedRuntimeBlocker(file: string, codesignStderr: string, entitlements: string): InjectionBlocker | null {
   const flags = /flags=0x([0-9a-f]+)/i.exec(codesignStderr);
   // 0x10000 is the hardened-runtime code-signing flag ("runtime").
   if (!flags || (parseInt(flags[1]!, 16) & 0x10000) === 0) return null;
-  const missing = INJECTION_ENTITLEMENTS.filter((e) => !entitlementsXml.includes(`<key>${e}</key>`));
-  if (missing.length === 0) return null;
-  return `${file} is signed with the hardened runtime without ${missing.join(' and ')}, so dyld ignores DYLD_INSERT_LIBRARIES or refuses the injector for it. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`;
+  const [allowDyld, disableValidation] = INJECTION_ENTITLEMENTS.map((e) => hasEntitlement(entitlements, e));
+  if (allowDyld && disableValidation) return null;
+  if (allowDyld) {
+    // dyld honours DYLD_INSERT_LIBRARIES here, then library validation rejects an injector that is not signed by the
+    // program's own team, and dyld stops the process before main ("could not be loaded").
+    return {
+      reason: `${file} is signed with the hardened runtime with ${INJECTION_ENTITLEMENTS[0]} but without ${INJECTION_ENTITLEMENTS[1]}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Run it without exec (unpatched), or use a build signed with ${INJECTION_ENTITLEMENTS[1]} too.`,
+      launchFails: true,
+    };
+  }
+  return {
+    reason: `${file} is signed with the hardened runtime without ${INJECTION_ENTITLEMENTS[0]}${disableValidation ? '' : ` and ${INJECTION_ENTITLEMENTS[1]}`}, so dyld ignores DYLD_INSERT_LIBRARIES for it and it would run unpatched. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`,
+    launchFails: false,
+  };
 }
 
+/**
+ * Runs codesign the way its output is read: `--verbose=1` for the flags line, `--entitlements -` for the
+ * entitlements. `--xml` asks for a plist where codesign has the option (macOS 12+); older codesign rejects it and
+ * prints the raw plist blob without it. Null when codesign is missing or the file is not signed.
+ */
 function codesignOf(file: string): { stderr: string; stdout: string } | null {
-  const r = spawnSync('codesign', ['-d', '--entitlements', '-', '--xml', file], { encoding: 'utf8', timeout: 10_000 });
-  return r.error ? null : { stderr: r.stderr ?? '', stdout: r.stdout ?? '' };
+  const run = (extra: string[]) =>
+    spawnSync('codesign', ['-d', '--verbose=1', '--entitlements', '-', ...extra, file], { encoding: 'utf8', timeout: 10_000 });
+  let r = run(['--xml']);
+  if (r.error) return null;
+  if (r.status !== 0 && !/not signed/i.test(r.stderr ?? '')) r = run([]);
+  if (r.error || r.status !== 0) return null;
+  return { stderr: r.stderr ?? '', stdout: r.stdout ?? '' };
+}
+
+function signatureBlocker(file: string): InjectionBlocker | null {
+  const signature = codesignOf(file);
+  return signature === null ? null : hardenedRuntimeBlocker(file, signature.stderr, signature.stdout);
 }
 
 /**
  * Why DYLD_INSERT_LIBRARIES would not reach the program on macOS (a SIP-protected binary, a script run by one, or a
- * hardened-runtime binary without the entitlements), or null when nothing is known to stop it.
+ * hardened-runtime binary or script interpreter without the entitlements), or null when nothing is known to stop it.
+ * `platform` exists for tests: the checks run wherever codesign can be found.
  */
-export function injectionBlocker(command: string): string | null {
-  if (process.platform !== 'darwin') return null;
+export function injectionBlocker(command: string, platform: NodeJS.Platform = process.platform): InjectionBlocker | null {
+  if (platform !== 'darwin') return null;
   const resolved = realpathOr(command);
   const isProtected = (p: string) => SIP_PROTECTED_DIRS.some((d) => p.startsWith(d));
   if (isProtected(resolved)) {
-    return `${resolved} is protected by System Integrity Protection: macOS removes DYLD_INSERT_LIBRARIES from it (and from what it starts), so it would run unpatched. Run the real program directly, not through ${path.basename(resolved)}.`;
+    return {
+      reason: `${resolved} is protected by System Integrity Protection: macOS removes DYLD_INSERT_LIBRARIES from it (and from what it starts), so it would run unpatched. Run the real program directly, not through ${path.basename(resolved)}.`,
+      launchFails: false,
+    };
   }
   const interpreter = shebangInterpreter(resolved);
-  if (interpreter && isProtected(realpathOr(interpreter))) {
-    return `${resolved} is a script run by ${interpreter}, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`;
+  if (interpreter === null) return signatureBlocker(resolved);
+  const realInterpreter = realpathOr(interpreter);
+  if (isProtected(realInterpreter)) {
+    return {
+      reason: `${resolved} is a script run by ${interpreter}, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`,
+      launchFails: false,
+    };
   }
-  const signature = interpreter ? null : codesignOf(resolved);
-  return signature === null ? null : hardenedRuntimeBlocker(resolved, signature.stderr, signature.stdout);
+  // The kernel starts the interpreter, and dyld applies the interpreter's signature, not the script's.
+  const blocker = signatureBlocker(realInterpreter);
+  return blocker === null ? null : { ...blocker, reason: `${resolved} is a script run by ${interpreter}: ${blocker.reason}` };
 }
 
 function realpathOr(file: string): string {
@@ -160,7 +216,10 @@ export function checkTraceFile(file: string): string {
   return resolved;
 }
 
-export function prepareExec(options: ExecOptions): { injector: string; resolved: string; warnings: ApplyWarning[] } {
+export function prepareExec(
+  options: ExecOptions,
+  platform: NodeJS.Platform = process.platform,
+): { injector: string; resolved: string; warnings: ApplyWarning[] } {
   if (options.traceFile !== undefined) checkTraceFile(options.traceFile);
   const injector = injectorPath();
   if (injector === null) {
@@ -186,9 +245,12 @@ export function prepareExec(options: ExecOptions): { injector: string; resolved:
       warnings = profileWarnings(options.profile, stock.devices, changes, []);
     }
   }
-  const blocker = injectionBlocker(resolved);
+  const blocker = injectionBlocker(resolved, platform);
+  if (blocker !== null && blocker.launchFails) {
+    throw new RefusedError(`${blocker.reason} --allow-unpatched cannot help: the program would not start.`, 'ERR_INJECTION_BLOCKED');
+  }
   if (blocker !== null && !options.allowUnpatched) {
-    throw new RefusedError(`${blocker} (--allow-unpatched runs it anyway)`, 'ERR_INJECTION_BLOCKED');
+    throw new RefusedError(`${blocker.reason} (--allow-unpatched runs it anyway)`, 'ERR_INJECTION_BLOCKED');
   }
   return { injector, resolved, warnings };
 }
