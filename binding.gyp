@@ -9,6 +9,7 @@
             "src-native/capabilities.mm",
             "src-native/consumers.mm",
             "src-native/host_darwin.mm",
+            "src-native/terminal.mm",
             "src-native/swizzle.mm",
             "src-native/profile.mm",
             "src-native/patch.mm"

@@ -263,6 +263,37 @@ function withPreload(env: NodeJS.ProcessEnv, injector: string): NodeJS.ProcessEn
 
 const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'];
 
+/** Signals a terminal generates from a key (Ctrl-C, Ctrl-\) and sends to its whole foreground process group. */
+const TERMINAL_KEY_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGQUIT'];
+
+/** Process-group ids as `processGroups()` reports them; -1 where there is none. */
+export interface ProcessGroupIds {
+  own: number;
+  terminal: number;
+  child: number;
+}
+
+/**
+ * Whether a signal this process received must be passed on to the child, so that the child gets it exactly once.
+ *
+ * The child runs in our process group (it shares our terminal and job control). A terminal sends Ctrl-C (SIGINT) and
+ * Ctrl-\ (SIGQUIT) to its whole foreground process group, so when that group is ours and the child is still in it,
+ * the child already has the signal, and passing it on would deliver it twice: llama-server takes a second SIGINT as
+ * "exit now", skipping its graceful shutdown, and a program that then `_exit`s loses its --trace file. Everything else
+ * is passed on: a signal a terminal never sends (SIGTERM, SIGUSR1/2, SIGHUP from a supervisor), and SIGINT/SIGQUIT
+ * whenever the terminal cannot have sent them to the child (we have no controlling terminal, our group is not its
+ * foreground group, or the child moved to a group of its own), which is how a supervisor's `kill -INT <our pid>`
+ * arrives. The one case this cannot tell apart is a `kill -INT` aimed at our pid while we are the terminal's
+ * foreground job: siginfo would not help portably (macOS's kernel fills si_pid and si_code alike for kill(2) and for
+ * the terminal), so it is taken for a keypress and not passed on. `kill -TERM` reaches the child in every case.
+ * Without process-group facts (`groups` null: no native module) every signal is passed on, as before.
+ */
+export function shouldForwardSignal(signal: NodeJS.Signals, groups: ProcessGroupIds | null): boolean {
+  if (!TERMINAL_KEY_SIGNALS.includes(signal) || groups === null) return true;
+  const terminalSignalledChild = groups.terminal > 0 && groups.terminal === groups.own && groups.child === groups.own;
+  return !terminalSignalledChild;
+}
+
 /**
  * Runs a command with the injector loaded into it. The child's stdio is the terminal's; the injector talks to us
  * over fd 3 only. Signals sent to us are forwarded to the child.
@@ -285,7 +316,11 @@ export function runWithInjector(options: ExecOptions, injector: string, warnings
     const pipe = child.stdio[3] as NodeJS.ReadableStream | null;
     pipe?.on('data', (chunk: Buffer) => (status += chunk.toString('utf8')));
     pipe?.on('error', () => undefined);
-    const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
+    const binding = loadNative().binding;
+    const forward = (signal: NodeJS.Signals) => () => {
+      const groups = binding !== null && child.pid !== undefined ? binding.processGroups(child.pid) : null;
+      if (shouldForwardSignal(signal, groups)) child.kill(signal);
+    };
     const handlers = FORWARDED_SIGNALS.map((s) => [s, forward(s)] as const);
     for (const [s, h] of handlers) process.on(s, h);
     const cleanup = () => {

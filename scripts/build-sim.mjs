@@ -116,7 +116,7 @@ async function main() {
   const originRpath = (to) => `-Wl,-rpath,$ORIGIN/${to}`;
   await Promise.all([
     target('addon', path.join(buildRoot, 'Release', 'metal_cap_shim.node'), [
-      ...inNative('addon.mm', 'capabilities.mm', 'consumers.mm', 'host_sim.mm'),
+      ...inNative('addon.mm', 'capabilities.mm', 'consumers.mm', 'host_sim.mm', 'terminal.mm'),
       ...hookEngine,
     ], {
       cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],

@@ -16,6 +16,7 @@
 #include "host.h"
 #include "patch.h"
 #include "profile.h"
+#include "terminal.h"
 
 namespace mcs {
 namespace {
@@ -302,6 +303,20 @@ Napi::Value LoadedConsumers(const Napi::CallbackInfo &info) {
   return out;
 }
 
+// processGroups(childPid): { own, terminal, child } process-group ids, -1 where there is none.
+Napi::Value ProcessGroupsOf(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    return throwError(env, "ERR_INVALID_ARGUMENT", "processGroups(childPid) takes a number", true);
+  }
+  ProcessGroups groups = processGroups(static_cast<long>(info[0].As<Napi::Number>().Int64Value()));
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("own", Napi::Number::New(env, static_cast<double>(groups.own)));
+  out.Set("terminal", Napi::Number::New(env, static_cast<double>(groups.terminal)));
+  out.Set("child", Napi::Number::New(env, static_cast<double>(groups.child)));
+  return out;
+}
+
 Napi::Value Info(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   Napi::Object out = Napi::Object::New(env);
@@ -335,6 +350,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("baseline", Napi::Function::New(env, pooled<Baseline>, "baseline"));
   exports.Set("loadedConsumers", Napi::Function::New(env, pooled<LoadedConsumers>, "loadedConsumers"));
   exports.Set("info", Napi::Function::New(env, pooled<Info>, "info"));
+  exports.Set("processGroups", Napi::Function::New(env, pooled<ProcessGroupsOf>, "processGroups"));
   return exports;
 }
 

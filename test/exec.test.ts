@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,13 +10,14 @@ import {
   INJECTION_ENTITLEMENTS,
   injectionBlocker,
   prepareExec,
+  shouldForwardSignal,
 } from '../lib/exec.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/families.js';
 import { predictGates } from '../lib/gates.js';
 import { resolveProfile } from '../lib/profiles.js';
 import { deviceReportFrom } from '../lib/report.js';
 import type { DeviceReport } from '../lib/types.js';
-import { buildConsumer, describeSim, requireSimBuild, root, runCli } from './helpers.js';
+import { buildConsumer, cli, describeSim, requireSimBuild, root, runCli } from './helpers.js';
 
 const VM = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
 let consumer: string;
@@ -334,6 +335,98 @@ describe('exec on macOS: codesign is called the way its output is read (fake cod
     expect(() => prepareExec({ profile: resolveProfile('apple7'), command: unpatched, args: [] }, 'darwin')).toThrow(
       /would run unpatched.*\(--allow-unpatched runs it anyway\)/,
     );
+  });
+});
+
+/**
+ * A program that counts the SIGINTs it receives: prints "ready", and once the first one arrives waits a while for a
+ * second, then prints "sigint=N" and exits 0.
+ */
+const SIGCOUNT_C = `#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static volatile sig_atomic_t count = 0;
+static void on_int(int sig) { (void)sig; count++; }
+int main(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_int;
+  sigaction(SIGINT, &sa, NULL);
+  printf("ready\\n");
+  fflush(stdout);
+  for (int i = 0; i < 3000 && count == 0; i++) usleep(10000);
+  usleep(700000);
+  printf("sigint=%d\\n", (int)count);
+  fflush(stdout);
+  return 0;
+}
+`;
+
+describeSim('exec: a SIGINT reaches the child exactly once', () => {
+  let sigcount: string;
+  beforeAll(() => {
+    requireSimBuild();
+    const dir = mkdtempSync(path.join(tmpdir(), 'mcs-sigcount-'));
+    writeFileSync(path.join(dir, 'sigcount.c'), SIGCOUNT_C);
+    sigcount = path.join(dir, 'sigcount');
+    execFileSync('clang-14', [path.join(dir, 'sigcount.c'), '-o', sigcount]);
+  });
+
+  /** Resolves with everything `child` printed once it exits; calls `onReady` when "ready" first appears. */
+  function collect(child: ChildProcess, onReady: () => void): Promise<{ out: string; code: number | null }> {
+    return new Promise((resolve) => {
+      let out = '';
+      let ready = false;
+      child.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+        if (!ready && out.includes('ready')) {
+          ready = true;
+          onReady();
+        }
+      });
+      child.on('exit', (code) => setTimeout(() => resolve({ out, code }), 50));
+    });
+  }
+
+  it('Ctrl-C at a terminal: the terminal signals the child itself, the CLI does not add a second one', async () => {
+    // script(1) gives the CLI a pseudo-terminal as its controlling terminal; a 0x03 byte written to it is Ctrl-C.
+    const command = [process.execPath, cli, 'exec', '--', sigcount].map((a) => `'${a}'`).join(' ');
+    const child = spawn('script', ['-qec', command, '/dev/null'], {
+      env: { ...process.env, ...VM, NO_COLOR: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const { out, code } = await collect(child, () => child.stdin!.write('\x03'));
+    child.stdin!.end();
+    expect(out.match(/sigint=\d+/g)).toEqual(['sigint=1']);
+    expect(code).toBe(0);
+  }, 30_000);
+
+  it('a SIGINT sent to the CLI pid alone is passed on to the child, once', async () => {
+    // Its own session: no controlling terminal, as under a supervisor that signals the CLI by pid.
+    const child = spawn(process.execPath, [cli, 'exec', '--', sigcount], {
+      env: { ...process.env, ...VM, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const { out, code } = await collect(child, () => process.kill(child.pid!, 'SIGINT'));
+    expect(out.match(/sigint=\d+/g)).toEqual(['sigint=1']);
+    expect(code).toBe(0);
+  }, 30_000);
+
+  it('the decision: SIGINT/SIGQUIT are not passed on only when the terminal already signalled the child', () => {
+    const fg = { own: 100, terminal: 100, child: 100 };
+    expect(shouldForwardSignal('SIGINT', fg)).toBe(false);
+    expect(shouldForwardSignal('SIGQUIT', fg)).toBe(false);
+    expect(shouldForwardSignal('SIGTERM', fg)).toBe(true);
+    expect(shouldForwardSignal('SIGHUP', fg)).toBe(true);
+    expect(shouldForwardSignal('SIGUSR1', fg)).toBe(true);
+    // No controlling terminal, our group in the background, the child in a group of its own, or no facts at all.
+    expect(shouldForwardSignal('SIGINT', { ...fg, terminal: -1 })).toBe(true);
+    expect(shouldForwardSignal('SIGINT', { ...fg, terminal: 200 })).toBe(true);
+    expect(shouldForwardSignal('SIGINT', { ...fg, child: 300 })).toBe(true);
+    expect(shouldForwardSignal('SIGINT', { ...fg, child: -1 })).toBe(true);
+    expect(shouldForwardSignal('SIGINT', null)).toBe(true);
   });
 });
 

@@ -80,4 +80,6 @@ export interface NativeBinding {
   baseline(json?: string): string | null;
   loadedConsumers(): string[];
   info(): { platform: 'darwin' | 'simulated'; runtime: 'apple' | 'gcc'; maxHooks: number };
+  /** Process-group ids for signal forwarding; -1 where there is none (no controlling terminal, child gone). */
+  processGroups(childPid: number): { own: number; terminal: number; child: number };
 }
