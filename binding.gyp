@@ -29,6 +29,9 @@
       ]
     },
     {
+      # The exec injector. Its arm64e slice is for Apple's own arm64e programs and needs pointer authentication:
+      # build it with Xcode's clang and ld64 only (node-gyp uses them through xcrun; the release workflow checks).
+      # A clang/lld from outside Xcode compiles arm64e objects without ptrauth, and lld cannot link arm64e images.
       "target_name": "metal_cap_shim_inject",
       "conditions": [
         ["OS=='mac'", {

@@ -70,7 +70,9 @@ int takeStatusFd(const char *text) {
   return moved;
 }
 
-// Which slice of this library the loader picked (dyld prefers arm64e over arm64 where both are present).
+// Which slice of this library the loader picked. dyld matches the process, not a preference order: an arm64 process
+// (third-party programs, Node) loads only the arm64 slice, and an arm64e process (Apple's own binaries) only the
+// arm64e slice; a library without the matching slice is refused ("incompatible architecture").
 const char *loadedSlice() {
 #if defined(__arm64e__)
   return "arm64e";
