@@ -17,12 +17,13 @@
 // Nothing here hard-codes a device's answers: every expectation is computed from the stock answers of the device the
 // runner has, with the same prediction (predictPatchedDevice) the product uses.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { constants as osConstants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { injectorPath } from '../../lib/exec.js';
+import { injectionBlocker, injectorPath, INJECTION_ENTITLEMENTS } from '../../lib/exec.js';
+import { loadNative } from '../../lib/native.js';
 import {
   applyProfile,
   FAMILY_NAMES,
@@ -410,6 +411,52 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
       expect(r.status, r.stderr).toBe(7);
       expect(existsSync(marker)).toBe(true);
       expect(r.stderr).toContain('did not load');
+    });
+
+    // Real codesign output: copies of metal_probe signed ad hoc with the hardened runtime and chosen entitlements.
+    it.skipIf(!hasClang)(`a hardened-runtime program is judged from real codesign output${NEEDS_CLANG}`, () => {
+      const binary = existsSync(probeBinary) ? probeBinary : compileMetalProbe();
+      const dir = mkdtempSync(path.join(tmpdir(), 'mcs-live-codesign-'));
+      const signed = (name: string, entitlements: string[]) => {
+        const file = path.join(dir, name);
+        copyFileSync(binary, file);
+        const plist = path.join(dir, `${name}.plist`);
+        writeFileSync(
+          plist,
+          `<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n<plist version="1.0"><dict>${entitlements.map((e) => `<key>${e}</key><true/>`).join('')}</dict></plist>\n`,
+        );
+        execFileSync('codesign', ['-s', '-', '-f', '-o', 'runtime', '--entitlements', plist, file], { stdio: 'pipe' });
+        return file;
+      };
+      const [allowDyld, disableValidation] = INJECTION_ENTITLEMENTS;
+      expect(injectionBlocker(signed('none', []))?.launchFails).toBe(false);
+      expect(injectionBlocker(signed('both', [allowDyld, disableValidation]))).toBeNull();
+      const dyldOnly = signed('dyld-only', [allowDyld]);
+      expect(injectionBlocker(dyldOnly)?.launchFails).toBe(true);
+      // The reason exec refuses it: dyld honours DYLD_INSERT_LIBRARIES, library validation rejects the injector, and
+      // the program never reaches main.
+      const direct = spawnSync(dyldOnly, [], { encoding: 'utf8', env: { ...process.env, DYLD_INSERT_LIBRARIES: injectorPath()! } });
+      console.log(`[live] dyld-only program with the injector inserted: status ${direct.status} signal ${direct.signal}: ${direct.stderr.trim()}`);
+      expect(direct.status).not.toBe(0);
+      expect(direct.stdout).toBe('');
+      const r = runCli(['exec', '--force', '--allow-unpatched', '--', dyldOnly]);
+      expect(r.status, r.stderr).toBe(3);
+      expect(r.stderr).toContain('ERR_INJECTION_BLOCKED');
+    });
+
+    // node-llama-cpp's prebuilt binaries load libggml-metal with RTLD_LOCAL, out of dlsym(RTLD_DEFAULT)'s sight.
+    it.skipIf(!hasClang)(`a libggml-metal loaded RTLD_LOCAL is found through dyld's image list${NEEDS_CLANG}`, () => {
+      const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-live-consumer-')));
+      const source = path.join(dir, 'consumer.c');
+      writeFileSync(source, '#include <node_api.h>\nvoid ggml_backend_metal_reg(void) {}\nNAPI_MODULE_INIT() { return exports; }\n');
+      const napiInclude = path.join(path.dirname(createRequire(import.meta.url).resolve('node-api-headers/package.json')), 'include');
+      const file = path.join(dir, 'libggml-metal.dylib');
+      execFileSync('clang', ['-dynamiclib', '-undefined', 'dynamic_lookup', `-I${napiInclude}`, source, '-o', file], { stdio: 'pipe' });
+      process.dlopen({ exports: {} }, file, osConstants.dlopen.RTLD_NOW | osConstants.dlopen.RTLD_LOCAL);
+      const found = loadNative().binding!.loadedConsumers();
+      console.log(`[live] consumers: ${JSON.stringify(found)}`);
+      expect(found.filter((c) => c.startsWith('libggml-metal.dylib (') && c.endsWith('/libggml-metal.dylib)'))).toHaveLength(1);
+      expect(found.filter((c) => c.startsWith('ggml_backend_metal_reg'))).toEqual([]);
     });
   });
 });
