@@ -187,10 +187,10 @@ describeSim('native doctor() over the simulated Metal', () => {
     ]);
     for (const x of r.outcomes) {
       expect(x.ms).toBeGreaterThanOrEqual(timeoutMs);
-      expect(x.ms).toBeLessThan(timeoutMs + 100);
+      expect(x.ms).toBeLessThan(timeoutMs + 250);
     }
     expect(elapsed).toBeGreaterThanOrEqual(6 * timeoutMs);
-    expect(elapsed).toBeLessThan(6 * timeoutMs + 400);
+    expect(elapsed).toBeLessThan(6 * timeoutMs + 1000);
     expect(r.outcomes[4]!.bufferLength).toBe(MMAP_SIZE);
     expect(readdirSync(o.tempDir)).toEqual([]);
     expect(openDescriptors()).toBe(before);

@@ -26,7 +26,7 @@ describeSim('doctor under AddressSanitizer + UndefinedBehaviorSanitizer (GCC run
   it.skipIf(!built)('every fault of the fixture, three rounds: no report, the expected outcomes, no file left', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-asan-'));
     try {
-      const r = spawnSync(binary, ['3', dir], {
+      const r = spawnSync(binary, ['3', dir, '4'], {
         encoding: 'utf8',
         timeout: 120_000,
         env: {

@@ -12,8 +12,10 @@
 #include "../../src-native/doctor.h"
 
 int main(int argc, char **argv) {
+  // doctor_run ROUNDS TEMPDIR [HANGING_DEVICE]: the hanging device gets 20 ms per probe, the others 5 s.
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
   const char *tempDir = argc > 2 ? argv[2] : "/tmp";
+  long hanging = argc > 3 ? atol(argv[3]) : -1;
   NSAutoreleasePool *pool = [NSAutoreleasePool new];
   mcs::DeviceList list = mcs::copyDevices(true);
   size_t deviceCount = list.devices.size();
@@ -29,7 +31,7 @@ int main(int argc, char **argv) {
         mcs::parseDoctorProbe(id, &probe);
         options.probes.push_back(probe);
       }
-      options.timeoutMs = 20;
+      options.timeoutMs = static_cast<long>(device) == hanging ? 20 : 5000;
       options.threadgroupSizes = {16384, 32768, 49152, 65536};
       options.mmapSize = 1 << 20;
       options.tempDir = tempDir;
