@@ -1,12 +1,42 @@
 /**
+ * Every code this package throws. A script can branch on `err.code` and the compiler checks the comparison: a code
+ * that is not in this list is a type error, not a branch that never runs.
+ */
+export type ErrorCode =
+  | 'ERR_INVALID_OPTIONS'
+  | 'ERR_INVALID_PROFILE'
+  | 'ERR_SNAPSHOT_NOT_FOUND'
+  | 'ERR_INVALID_SNAPSHOT'
+  | 'ERR_INVALID_REPORT'
+  | 'ERR_REFUSED_BARE_METAL'
+  | 'ERR_INJECTION_BLOCKED'
+  | 'ERR_UNSUPPORTED_PLATFORM'
+  | 'ERR_HOOK_FAILED'
+  | 'ERR_VERIFICATION_FAILED'
+  | 'ERR_NO_DEVICE'
+  | 'ERR_NATIVE_UNAVAILABLE'
+  | 'ERR_PROFILE_ACTIVE'
+  | 'ERR_COMMAND_NOT_FOUND'
+  | 'ERR_SPAWN'
+  | 'ERR_TRACE_FILE'
+  | 'ERR_FILE'
+  | 'ERR_USAGE';
+
+/** The codes a NativeError carries: the native engine's failures, and `strict: true` failures to apply. */
+export type NativeErrorCode = 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'ERR_NO_DEVICE' | 'ERR_NATIVE_UNAVAILABLE';
+
+/** The codes a RefusedError carries. */
+export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED';
+
+/**
  * Every error this package throws is a MetalCapShimError with a stable `code`. Scripts should branch on `code`,
  * never on the message, which may be reworded.
  */
-export class MetalCapShimError extends Error {
+export class MetalCapShimError<Code extends ErrorCode = ErrorCode> extends Error {
   /** Stable machine-readable code, e.g. `ERR_INVALID_PROFILE`. */
-  readonly code: string;
+  readonly code: Code;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: Code, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -14,7 +44,7 @@ export class MetalCapShimError extends Error {
 }
 
 /** A function was called with an option of the wrong type or value. */
-export class InvalidOptionsError extends MetalCapShimError {
+export class InvalidOptionsError extends MetalCapShimError<'ERR_INVALID_OPTIONS'> {
   /** The option at fault, e.g. `allDevices`. */
   readonly option: string;
 
@@ -25,14 +55,14 @@ export class InvalidOptionsError extends MetalCapShimError {
 }
 
 /** A snapshot name that is not bundled, or a path that does not exist. */
-export class SnapshotNotFoundError extends MetalCapShimError {
+export class SnapshotNotFoundError extends MetalCapShimError<'ERR_SNAPSHOT_NOT_FOUND'> {
   constructor(message: string) {
     super('ERR_SNAPSHOT_NOT_FOUND', message);
   }
 }
 
 /** A snapshot file that is not valid JSON or does not follow snapshots/README.md. */
-export class InvalidSnapshotError extends MetalCapShimError {
+export class InvalidSnapshotError extends MetalCapShimError<'ERR_INVALID_SNAPSHOT'> {
   /** JSON path of the offending field, e.g. `devices[0].families.apple7`. */
   readonly field: string | null;
 
@@ -43,7 +73,7 @@ export class InvalidSnapshotError extends MetalCapShimError {
 }
 
 /** A profile that is malformed: unknown keys, out-of-range values, unknown names, bad JSON. Nothing was installed. */
-export class InvalidProfileError extends MetalCapShimError {
+export class InvalidProfileError extends MetalCapShimError<'ERR_INVALID_PROFILE'> {
   /** The field at fault, e.g. `appleFamilyMax`; `null` when the whole value is unusable. */
   readonly field: string | null;
 
@@ -53,29 +83,43 @@ export class InvalidProfileError extends MetalCapShimError {
   }
 }
 
-/** A profile would raise answers on a host that is not a virtual machine, and `force` was not given. */
-export class RefusedError extends MetalCapShimError {
-  constructor(message: string, code = 'ERR_REFUSED_BARE_METAL') {
+/** Something given to buildMatrix() / `matrix` that is not a field report (or is damaged). */
+export class InvalidReportError extends MetalCapShimError<'ERR_INVALID_REPORT'> {
+  /** The field at fault, e.g. `audit.devices`. */
+  readonly field: string | null;
+
+  constructor(field: string | null, message: string) {
+    super('ERR_INVALID_REPORT', message);
+    this.field = field;
+  }
+}
+
+/**
+ * Raising answers on a host that is not a virtual machine without `force` (thrown only with `strict: true`; otherwise
+ * applyProfile() returns `reason: 'refused-bare-metal'`), or `exec` of a program macOS would strip of the injector.
+ */
+export class RefusedError<Code extends RefusedErrorCode = RefusedErrorCode> extends MetalCapShimError<Code> {
+  constructor(message: string, code: Code = 'ERR_REFUSED_BARE_METAL' as Code) {
     super(code, message);
   }
 }
 
 /** `strict: true` was asked on a platform where nothing can be patched. */
-export class UnsupportedPlatformError extends MetalCapShimError {
+export class UnsupportedPlatformError extends MetalCapShimError<'ERR_UNSUPPORTED_PLATFORM'> {
   constructor(message: string) {
     super('ERR_UNSUPPORTED_PLATFORM', message);
   }
 }
 
 /** The native module reported a failure (a hook could not be installed, verification failed, …). */
-export class NativeError extends MetalCapShimError {
-  constructor(code: string, message: string) {
+export class NativeError<Code extends NativeErrorCode = NativeErrorCode> extends MetalCapShimError<Code> {
+  constructor(code: Code, message: string) {
     super(code, message);
   }
 }
 
 /** Wrong command-line usage (CLI only; exit code 2). */
-export class UsageError extends MetalCapShimError {
+export class UsageError extends MetalCapShimError<'ERR_USAGE'> {
   constructor(message: string) {
     super('ERR_USAGE', message);
   }

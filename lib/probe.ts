@@ -1,5 +1,7 @@
 import type { NativeBinding } from '../types/binding.js';
-import { loadNative } from './native.js';
+import { loadNative, SIM_SNAPSHOT_ENV } from './native.js';
+
+export { SIM_SNAPSHOT_ENV };
 import { checkOptions } from './options.js';
 import { reportFromNative, unsupportedReport } from './report.js';
 import { loadSnapshot, reportFromSnapshot } from './snapshots.js';
@@ -10,9 +12,6 @@ export interface ProbeOptions {
   /** Report every device in MTLCopyAllDevices() order, not only the default one. */
   allDevices?: boolean;
 }
-
-/** The environment variable that picks the snapshot the simulated Linux build answers from. */
-export const SIM_SNAPSHOT_ENV = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
 
 /**
  * In the simulated build, the snapshot named by METAL_CAP_SHIM_SIM_SNAPSHOT is validated here, before native code
