@@ -32,11 +32,13 @@ export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED
  * Every error this package throws is a MetalCapShimError with a stable `code`. Scripts should branch on `code`,
  * never on the message, which may be reworded.
  */
-export class MetalCapShimError<Code extends ErrorCode = ErrorCode> extends Error {
-  /** Stable machine-readable code, e.g. `ERR_INVALID_PROFILE`. */
-  readonly code: Code;
+export class MetalCapShimError extends Error {
+  /** Stable machine-readable code, e.g. `ERR_INVALID_PROFILE`; each subclass narrows it to the codes it carries. */
+  readonly code: ErrorCode;
 
-  constructor(code: Code, message: string, options?: { cause?: unknown }) {
+  // Not generic on purpose: `err instanceof MetalCapShimError` would then narrow to MetalCapShimError<any>, and a
+  // comparison with a code that does not exist would compile. Subclasses narrow `code` with `declare`.
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -44,7 +46,8 @@ export class MetalCapShimError<Code extends ErrorCode = ErrorCode> extends Error
 }
 
 /** A function was called with an option of the wrong type or value. */
-export class InvalidOptionsError extends MetalCapShimError<'ERR_INVALID_OPTIONS'> {
+export class InvalidOptionsError extends MetalCapShimError {
+  declare readonly code: 'ERR_INVALID_OPTIONS';
   /** The option at fault, e.g. `allDevices`. */
   readonly option: string;
 
@@ -55,14 +58,16 @@ export class InvalidOptionsError extends MetalCapShimError<'ERR_INVALID_OPTIONS'
 }
 
 /** A snapshot name that is not bundled, or a path that does not exist. */
-export class SnapshotNotFoundError extends MetalCapShimError<'ERR_SNAPSHOT_NOT_FOUND'> {
+export class SnapshotNotFoundError extends MetalCapShimError {
+  declare readonly code: 'ERR_SNAPSHOT_NOT_FOUND';
   constructor(message: string) {
     super('ERR_SNAPSHOT_NOT_FOUND', message);
   }
 }
 
 /** A snapshot file that is not valid JSON or does not follow snapshots/README.md. */
-export class InvalidSnapshotError extends MetalCapShimError<'ERR_INVALID_SNAPSHOT'> {
+export class InvalidSnapshotError extends MetalCapShimError {
+  declare readonly code: 'ERR_INVALID_SNAPSHOT';
   /** JSON path of the offending field, e.g. `devices[0].families.apple7`. */
   readonly field: string | null;
 
@@ -73,7 +78,8 @@ export class InvalidSnapshotError extends MetalCapShimError<'ERR_INVALID_SNAPSHO
 }
 
 /** A profile that is malformed: unknown keys, out-of-range values, unknown names, bad JSON. Nothing was installed. */
-export class InvalidProfileError extends MetalCapShimError<'ERR_INVALID_PROFILE'> {
+export class InvalidProfileError extends MetalCapShimError {
+  declare readonly code: 'ERR_INVALID_PROFILE';
   /** The field at fault, e.g. `appleFamilyMax`; `null` when the whole value is unusable. */
   readonly field: string | null;
 
@@ -84,7 +90,8 @@ export class InvalidProfileError extends MetalCapShimError<'ERR_INVALID_PROFILE'
 }
 
 /** Something given to buildMatrix() / `matrix` that is not a field report (or is damaged). */
-export class InvalidReportError extends MetalCapShimError<'ERR_INVALID_REPORT'> {
+export class InvalidReportError extends MetalCapShimError {
+  declare readonly code: 'ERR_INVALID_REPORT';
   /** The field at fault, e.g. `audit.devices`. */
   readonly field: string | null;
 
@@ -98,28 +105,34 @@ export class InvalidReportError extends MetalCapShimError<'ERR_INVALID_REPORT'> 
  * Raising answers on a host that is not a virtual machine without `force` (thrown only with `strict: true`; otherwise
  * applyProfile() returns `reason: 'refused-bare-metal'`), or `exec` of a program macOS would strip of the injector.
  */
-export class RefusedError<Code extends RefusedErrorCode = RefusedErrorCode> extends MetalCapShimError<Code> {
-  constructor(message: string, code: Code = 'ERR_REFUSED_BARE_METAL' as Code) {
+export class RefusedError extends MetalCapShimError {
+  declare readonly code: RefusedErrorCode;
+
+  constructor(message: string, code: RefusedErrorCode = 'ERR_REFUSED_BARE_METAL') {
     super(code, message);
   }
 }
 
 /** `strict: true` was asked on a platform where nothing can be patched. */
-export class UnsupportedPlatformError extends MetalCapShimError<'ERR_UNSUPPORTED_PLATFORM'> {
+export class UnsupportedPlatformError extends MetalCapShimError {
+  declare readonly code: 'ERR_UNSUPPORTED_PLATFORM';
   constructor(message: string) {
     super('ERR_UNSUPPORTED_PLATFORM', message);
   }
 }
 
 /** The native module reported a failure (a hook could not be installed, verification failed, …). */
-export class NativeError<Code extends NativeErrorCode = NativeErrorCode> extends MetalCapShimError<Code> {
-  constructor(code: Code, message: string) {
+export class NativeError extends MetalCapShimError {
+  declare readonly code: NativeErrorCode;
+
+  constructor(code: NativeErrorCode, message: string) {
     super(code, message);
   }
 }
 
 /** Wrong command-line usage (CLI only; exit code 2). */
-export class UsageError extends MetalCapShimError<'ERR_USAGE'> {
+export class UsageError extends MetalCapShimError {
+  declare readonly code: 'ERR_USAGE';
   constructor(message: string) {
     super('ERR_USAGE', message);
   }

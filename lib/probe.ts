@@ -5,7 +5,7 @@ export { SIM_SNAPSHOT_ENV };
 import { checkOptions } from './options.js';
 import { reportFromNative, unsupportedReport } from './report.js';
 import { loadSnapshot, reportFromSnapshot } from './snapshots.js';
-import type { CapabilityReport } from './types.js';
+import type { CapabilityReport, SupportedReport } from './types.js';
 
 /** Options for probe(). */
 export interface ProbeOptions {
@@ -43,7 +43,7 @@ export function probe(options?: ProbeOptions): CapabilityReport {
 }
 
 /** The report a recorded snapshot (bundled name or path) gives, on any OS, without native code. */
-export function probeSnapshot(snapshot: string, options?: ProbeOptions): CapabilityReport {
+export function probeSnapshot(snapshot: string, options?: ProbeOptions): SupportedReport {
   const { allDevices = false } = checkOptions<ProbeOptions>('probeSnapshot', options, { allDevices: 'boolean' });
   return reportFromSnapshot(loadSnapshot(snapshot), { allDevices });
 }
