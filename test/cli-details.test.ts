@@ -261,3 +261,41 @@ describeSim('exec --allow-unpatched where the profile would be refused (simulate
     expect(lines[0]).toMatch(/^metal-cap-shim: refusing to raise Metal answers: this host is not a virtual machine .* Running sh unpatched \(--allow-unpatched\)\.$/);
   });
 });
+
+describe('each command loads only its own code', () => {
+  // The files a module loads before it runs: its static imports, followed transitively (dynamic import() excluded).
+  const staticClosure = (file: string, seen = new Set<string>()): Set<string> => {
+    if (seen.has(file)) return seen;
+    seen.add(file);
+    const source = readFileSync(path.join(root, 'dist', file), 'utf8');
+    for (const m of source.matchAll(/^(?:import|export)\s[^;]*?from\s*"\.\/([^"]+)"|^import\s*"\.\/([^"]+)"/gms)) {
+      staticClosure(m[1] ?? m[2]!, seen);
+    }
+    return seen;
+  };
+  const text = (files: Set<string>) => [...files].map((f) => readFileSync(path.join(root, 'dist', f), 'utf8')).join('\n');
+  const commandChunk = (name: string) => {
+    const match = new RegExp(`${name}: \\{[^}]*import\\("\\./([^"]+)"\\)`).exec(readFileSync(cli, 'utf8'));
+    expect(match, `dist/cli.js has no lazily loaded module for ${name}`).not.toBeNull();
+    return match![1]!;
+  };
+
+  it('dist/cli.js loads no command and no part of the library up front', () => {
+    const loaded = text(staticClosure('cli.js'));
+    for (const marker of ['has_simdgroup_reduction', 'DYLD_INSERT_LIBRARIES', 'metal-cap-shim/snapshot@1', 'node-gyp-build']) {
+      expect(loaded).not.toContain(marker);
+    }
+  });
+
+  it.each(COMMANDS)('%s is its own chunk, imported only when it runs', (name) => {
+    expect(commandChunk(name)).toMatch(new RegExp(`^${name}-[A-Z0-9]+\\.js$`));
+  });
+
+  it('probe does not load the gate tables, exec, or the field reports', () => {
+    const loaded = text(staticClosure(commandChunk('probe')));
+    expect(loaded).toContain('metal-cap-shim/report@1');
+    for (const marker of ['has_simdgroup_reduction', 'DYLD_INSERT_LIBRARIES', 'metal-cap-shim/field-report@1']) {
+      expect(loaded).not.toContain(marker);
+    }
+  });
+});
