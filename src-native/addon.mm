@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "addon_doctor.h"
 #include "capabilities.h"
 #include "consumers.h"
 #include "families.h"
@@ -351,6 +352,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("loadedConsumers", Napi::Function::New(env, pooled<LoadedConsumers>, "loadedConsumers"));
   exports.Set("info", Napi::Function::New(env, pooled<Info>, "info"));
   exports.Set("processGroups", Napi::Function::New(env, pooled<ProcessGroupsOf>, "processGroups"));
+  exports.Set("doctor", Napi::Function::New(env, pooled<Doctor>, "doctor"));
   return exports;
 }
 

@@ -9,6 +9,7 @@ import {
   hasEntitlement,
   INJECTION_ENTITLEMENTS,
   injectionBlocker,
+  injectorPath,
   prepareExec,
   shouldForwardSignal,
 } from '../lib/exec.js';
@@ -17,7 +18,7 @@ import { predictGates } from '../lib/gates.js';
 import { resolveProfile } from '../lib/profiles.js';
 import { deviceReportFrom } from '../lib/report.js';
 import type { DeviceReport } from '../lib/types.js';
-import { buildConsumer, cli, describeSim, requireSimBuild, root, runCli } from './helpers.js';
+import { buildConsumer, cli, describeSim, isSimulatedPlatform, requireSimBuild, root, runCli } from './helpers.js';
 
 const VM = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
 let consumer: string;
@@ -192,7 +193,7 @@ describe('hardened-runtime detection (codesign output)', () => {
 
   it('allow-dyld-environment-variables without disable-library-validation: dyld would kill it at launch', () => {
     expect(hardenedRuntimeBlocker('/bin/x', 'flags=0x10002(adhoc,runtime)', xml([ALLOW_DYLD]))).toEqual({
-      reason: `/bin/x is signed with the hardened runtime with ${ALLOW_DYLD} but without ${DISABLE_LV}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Run it without exec (unpatched), or use a build signed with ${DISABLE_LV} too.`,
+      reason: `/bin/x is signed with the hardened runtime with ${ALLOW_DYLD} but without ${DISABLE_LV}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed with ${DISABLE_LV} too.`,
       launchFails: true,
     });
   });
@@ -300,7 +301,7 @@ describe('exec on macOS: codesign is called the way its output is read (fake cod
   it('allow-dyld-environment-variables without disable-library-validation: launch would fail', () => {
     const file = program('dyld-only', '0x10000(runtime)', [ALLOW_DYLD]);
     expect(injectionBlocker(file, 'darwin')).toEqual({
-      reason: `${file} is signed with the hardened runtime with ${ALLOW_DYLD} but without ${DISABLE_LV}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Run it without exec (unpatched), or use a build signed with ${DISABLE_LV} too.`,
+      reason: `${file} is signed with the hardened runtime with ${ALLOW_DYLD} but without ${DISABLE_LV}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed with ${DISABLE_LV} too.`,
       launchFails: true,
     });
   });
@@ -324,17 +325,28 @@ describe('exec on macOS: codesign is called the way its output is read (fake cod
     expect(injectionBlocker(program('ok.py', null, [], fine), 'darwin')).toBeNull();
   });
 
-  it('prepareExec refuses a program that would not launch even with --allow-unpatched (the CLI exits 3 on RefusedError)', () => {
-    const file = program('dyld-only-2', '0x10000(runtime)', [ALLOW_DYLD]);
-    const run = (allowUnpatched: boolean) => () => prepareExec({ profile: resolveProfile('apple7'), command: file, args: [], allowUnpatched }, 'darwin');
-    for (const allowUnpatched of [false, true]) {
-      expect(run(allowUnpatched)).toThrow(RefusedError);
-      expect(run(allowUnpatched)).toThrow(/could not be loaded.*--allow-unpatched cannot help/);
+  it('prepareExec refuses a program dyld would kill (the CLI exits 3 on RefusedError); --allow-unpatched runs it without the injector', () => {
+    if (isSimulatedPlatform) {
+      // The simulated build's injector, over a simulated Metal with no device: nothing for the bare-metal guard.
+      requireSimBuild();
+      process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = '';
     }
-    const unpatched = program('hardened-2', '0x10000(runtime)', []);
-    expect(() => prepareExec({ profile: resolveProfile('apple7'), command: unpatched, args: [] }, 'darwin')).toThrow(
-      /would run unpatched.*\(--allow-unpatched runs it anyway\)/,
-    );
+    const plan = (command: string, allowUnpatched: boolean) =>
+      prepareExec({ profile: resolveProfile('apple7'), command, args: [], force: true, allowUnpatched }, 'darwin');
+    const dyldOnly = program('dyld-only-2', '0x10000(runtime)', [ALLOW_DYLD]);
+    const why = injectionBlocker(dyldOnly, 'darwin')!.reason;
+    expect(() => plan(dyldOnly, false)).toThrow(RefusedError);
+    expect(() => plan(dyldOnly, false)).toThrow(`${why} (--allow-unpatched runs it without the injector)`);
+    expect(plan(dyldOnly, true)).toEqual({
+      injector: null,
+      resolved: dyldOnly,
+      warnings: [],
+      unpatched: `${why} Running ${dyldOnly} unpatched, without the injector (--allow-unpatched).`,
+    });
+    // Without allow-dyld-environment-variables dyld only drops the variable: --allow-unpatched runs it as it is.
+    const hardened = program('hardened-2', '0x10000(runtime)', []);
+    expect(() => plan(hardened, false)).toThrow(`${injectionBlocker(hardened, 'darwin')!.reason} (--allow-unpatched runs it anyway)`);
+    expect(plan(hardened, true)).toMatchObject({ injector: injectorPath(), resolved: hardened, unpatched: null });
   });
 });
 

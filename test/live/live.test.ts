@@ -282,9 +282,11 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
     if (refusedWithoutForce) {
       // Only a device below Apple5 (an Intel or AMD GPU answers no Apple family) on a host that is not a VM.
       expect(stockSupportsApple5).toBe(false);
+      // A refusal is a result; with strict: true it is a RefusedError.
+      expect(applyProfile('mask-apple5')).toMatchObject({ applied: false, reason: 'refused-bare-metal', verification: null });
       let thrown: unknown;
       try {
-        applyProfile('mask-apple5');
+        applyProfile('mask-apple5', { strict: true });
       } catch (e) {
         thrown = e;
       }
@@ -439,9 +441,13 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
       console.log(`[live] dyld-only program with the injector inserted: status ${direct.status} signal ${direct.signal}: ${direct.stderr.trim()}`);
       expect(direct.status).not.toBe(0);
       expect(direct.stdout).toBe('');
-      const r = runCli(['exec', '--force', '--allow-unpatched', '--', dyldOnly]);
+      const r = runCli(['exec', '--force', '--', dyldOnly]);
       expect(r.status, r.stderr).toBe(3);
       expect(r.stderr).toContain('ERR_INJECTION_BLOCKED');
+      // --allow-unpatched runs it without the injector, so it starts.
+      const unpatched = runCli(['exec', '--force', '--allow-unpatched', '--', dyldOnly]);
+      expect(unpatched.status, unpatched.stderr).toBe(0);
+      expect(unpatched.stderr).toContain('without the injector');
     });
 
     // node-llama-cpp's prebuilt binaries load libggml-metal with RTLD_LOCAL, out of dlsym(RTLD_DEFAULT)'s sight.

@@ -15,6 +15,7 @@
 
 // Snapshot family keys and their MTLGPUFamily values: the project's one native table.
 #include "../../../src-native/families.h"
+#include "SimCompute.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -192,7 +193,9 @@ void loadSnapshot() {
     id devices = [snapshot objectForKey:@"devices"];
     if ([devices isKindOfClass:[NSArray class]]) {
       for (id d in (NSArray *)devices) {
-        if ([d isKindOfClass:[NSDictionary class]]) gDevices.push_back(deviceFrom((NSDictionary *)d));
+        if (![d isKindOfClass:[NSDictionary class]]) continue;
+        gDevices.push_back(deviceFrom((NSDictionary *)d));
+        simComputeReadDevice(gDevices.size() - 1, (NSDictionary *)d, gHost.hasOsVersion ? gHost.osVersion.c_str() : NULL);
       }
     }
     gDefaultDevice = (size_t)u64At(snapshot, @"defaultDevice");
@@ -380,6 +383,7 @@ void createDeviceObjects() {
       wrapper->_simIndex = i;
       gDevices[i].defaultObject = wrapper;
     }
+    simComputeAttachDevice(object, i);
   }
 }
 
