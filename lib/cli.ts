@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { audit, type AuditResult } from './audit.js';
+import { DOCTOR_HELP, doctorCommand } from './commands/doctor.js';
+import { profileForExec } from './doctor.js';
 import { MetalCapShimError, RefusedError, UsageError } from './errors.js';
 import { prepareExec, runWithInjector } from './exec.js';
 import { familyLabel, FAMILY_NAMES } from './families.js';
@@ -41,6 +43,7 @@ Commands:
   report     a field report to attach to an issue
   matrix     merge field reports into a host × guest OS × profile table
   profiles   the built-in profiles and why they exist
+  doctor     run real Metal work on each device: what is proven, the faults, the verified profile
 
 Options: --help (also after a command), --version
 Exit codes: 0 ok, 1 failure, 2 usage, 3 refused`,
@@ -61,7 +64,8 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 refused`,
 Exit code 3 when the profile would be refused on that host.`,
   exec: `Usage: metal-cap-shim exec [--profile P] [--trace FILE] [--force] [--allow-unpatched] [--json] -- command [args…]
 
-  --profile P        built-in name or JSON (default ${DEFAULT_PROFILE})
+  --profile P        built-in name, JSON, or auto (the verified profile of doctor, resolved before the program
+                     starts); default: METAL_CAP_SHIM_PROFILE if set, else ${DEFAULT_PROFILE}
   --trace FILE       write what the program asked and what it was told to FILE (JSON) at exit; a second
                      process that uses Metal (one the program started) writes FILE.<pid>
   --force            allow raising answers on a host that is not a VM
@@ -83,6 +87,7 @@ Exit code 3 when the profile would be refused on that host.`,
 
 Merges field reports (metal-cap-shim report --json) into a host × guest OS × profile table (Markdown, or JSON).`,
   profiles: `Usage: metal-cap-shim profiles [--json]`,
+  doctor: DOCTOR_HELP,
 };
 
 type Values = Record<string, string | boolean | undefined>;
@@ -236,7 +241,7 @@ async function cmdExec(argv: string[]): Promise<number> {
   if (values.help) return help('exec');
   const rest = dash === -1 ? [] : argv.slice(dash + 1);
   if (rest.length === 0) throw new UsageError(`exec needs a command after \`--\`\n\n${HELP.exec}`);
-  const profile = resolveProfile((values.profile as string | undefined) ?? DEFAULT_PROFILE);
+  const profile = profileForExec(values.profile as string | undefined, process.env, values.force === true);
   const options = {
     profile,
     command: rest[0]!,
@@ -340,6 +345,7 @@ const COMMANDS: Record<string, (argv: string[]) => number | Promise<number>> = {
   report: cmdReport,
   matrix: cmdMatrix,
   profiles: cmdProfiles,
+  doctor: (argv) => doctorCommand(argv, { out, exit: EXIT, styler }),
 };
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. */

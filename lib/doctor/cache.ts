@@ -1,0 +1,151 @@
+/**
+ * doctor's results on disk, one file per (package version, host, OS build, device), so `auto` can apply a proven
+ * profile without running the probes again. A file that is damaged, of another format, or written for another
+ * machine is ignored, never trusted; writes go to a temporary file renamed into place, so a reader never sees half
+ * of one.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { resolveProfile } from '../profiles.js';
+import type { CapabilityReport, DeviceReport } from '../types.js';
+import { packageVersion } from '../version.js';
+import { isProbeId, isRecordedStatus } from './probes.js';
+import type { DoctorDevice } from './types.js';
+
+/** The cache file format tag. */
+export const DOCTOR_CACHE_SCHEMA = 'metal-cap-shim/doctor-cache@1' as const;
+
+/** What a cached result must match to be used. */
+export interface DoctorCacheKey {
+  packageVersion: string;
+  /** `live`, or `simulated` for the Linux test build (whose host facts come from a snapshot). */
+  source: string;
+  /** The simulated build's snapshot; null on a Mac. */
+  snapshot: string | null;
+  host: { model: string | null; osVersion: string | null; osBuild: string | null; arch: string | null };
+  /** Position, name and class: registry IDs are left out because they need not survive a reboot. */
+  device: { index: number; name: string; className: string };
+}
+
+/** One cached doctor result. */
+export interface DoctorCacheEntry {
+  schema: typeof DOCTOR_CACHE_SCHEMA;
+  key: DoctorCacheKey;
+  generatedAt: string;
+  device: DoctorDevice;
+}
+
+/** A cache lookup: the entry, or why there was none. */
+export type CacheLookup =
+  | { entry: DoctorCacheEntry; file: string; ignored: null }
+  | { entry: null; file: string; ignored: string | null };
+
+/**
+ * The cache folder: `~/Library/Caches/metal-cap-shim` on macOS; elsewhere `$XDG_CACHE_HOME/metal-cap-shim` (an
+ * absolute path, as the XDG spec requires) or `~/.cache/metal-cap-shim`.
+ */
+export function doctorCacheDir(env: NodeJS.ProcessEnv = process.env, platform: string = process.platform): string {
+  if (platform === 'darwin') return path.join(homedir(), 'Library', 'Caches', 'metal-cap-shim');
+  const xdg = env.XDG_CACHE_HOME;
+  const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(homedir(), '.cache');
+  return path.join(base, 'metal-cap-shim');
+}
+
+/** The key of one device of a probe report. */
+export function cacheKeyFor(report: CapabilityReport, device: DeviceReport): DoctorCacheKey {
+  const h = report.host;
+  return {
+    packageVersion: packageVersion(),
+    source: report.source,
+    snapshot: report.snapshot,
+    host: { model: h?.model ?? null, osVersion: h?.osVersion ?? null, osBuild: h?.osBuild ?? null, arch: h?.arch ?? null },
+    device: { index: device.index, name: device.name, className: device.className },
+  };
+}
+
+/** JSON with object keys sorted, so equal keys compare equal however they were written. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** The file a key's result lives in. */
+export function cacheFileFor(key: DoctorCacheKey, dir: string = doctorCacheDir()): string {
+  const digest = createHash('sha256').update(canonical(key)).digest('hex').slice(0, 24);
+  return path.join(dir, `doctor-${digest}.json`);
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Why a parsed cache file cannot be used for `key`, or null when it can. */
+function problemWith(data: unknown, key: DoctorCacheKey): string | null {
+  if (!isObject(data)) return 'not a JSON object';
+  if (data.schema !== DOCTOR_CACHE_SCHEMA) return `not a ${DOCTOR_CACHE_SCHEMA} file`;
+  if (canonical(data.key) !== canonical(key)) return 'written for another package version, host, OS build or device';
+  if (typeof data.generatedAt !== 'string' || Number.isNaN(Date.parse(data.generatedAt))) return 'damaged: generatedAt';
+  const d = data.device;
+  if (!isObject(d)) return 'damaged: device';
+  if (d.index !== key.device.index || d.name !== key.device.name || d.className !== key.device.className) {
+    return 'damaged: the device does not match its key';
+  }
+  if (!Array.isArray(d.probes) || !d.probes.every((p) => isObject(p) && isProbeId(p.id) && isRecordedStatus(p.status))) {
+    return 'damaged: probes';
+  }
+  if (!Array.isArray(d.verifiedProfileReasons) || !d.verifiedProfileReasons.every((r) => typeof r === 'string')) {
+    return 'damaged: verifiedProfileReasons';
+  }
+  if (!Array.isArray(d.recommendations) || !Array.isArray(d.faults)) return 'damaged: recommendations or faults';
+  if (!isObject(d.verifiedProfile) || !('name' in d.verifiedProfile)) return 'damaged: verifiedProfile';
+  try {
+    resolveProfile(d.verifiedProfile);
+  } catch (err) {
+    return `damaged: verifiedProfile (${(err as Error).message})`;
+  }
+  return null;
+}
+
+/** Reads the cached result for `key`; a missing file is a plain miss, an unusable one says why it was ignored. */
+export function readCache(key: DoctorCacheKey, dir: string = doctorCacheDir()): CacheLookup {
+  const file = cacheFileFor(key, dir);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return { entry: null, file, ignored: null };
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return { entry: null, file, ignored: 'not JSON' };
+  }
+  const problem = problemWith(data, key);
+  if (problem !== null) return { entry: null, file, ignored: problem };
+  const entry = data as DoctorCacheEntry;
+  // Re-validated above; normalised here so a hand-edited file cannot smuggle in unknown fields.
+  return { entry: { ...entry, device: { ...entry.device, verifiedProfile: resolveProfile(entry.device.verifiedProfile) } }, file, ignored: null };
+}
+
+/** Writes one result atomically (temporary file, then rename). Returns the file. Throws on I/O errors. */
+export function writeCache(key: DoctorCacheKey, device: DoctorDevice, generatedAt: string, dir: string = doctorCacheDir()): string {
+  const file = cacheFileFor(key, dir);
+  mkdirSync(dir, { recursive: true });
+  const entry: DoctorCacheEntry = { schema: DOCTOR_CACHE_SCHEMA, key, generatedAt, device };
+  const temp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  try {
+    writeFileSync(temp, `${JSON.stringify(entry, null, 2)}\n`);
+    renameSync(temp, file);
+  } catch (err) {
+    rmSync(temp, { force: true });
+    throw err;
+  }
+  return file;
+}
