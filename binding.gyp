@@ -6,7 +6,12 @@
         ["OS=='mac'", {
           "sources": [
             "src-native/addon.mm",
+            "src-native/addon_doctor.mm",
             "src-native/capabilities.mm",
+            "src-native/doctor.mm",
+            "src-native/doctor_gpu.mm",
+            "src-native/doctor_nocopy.mm",
+            "src-native/doctor_probes.mm",
             "src-native/host_darwin.mm",
             "src-native/swizzle.mm",
             "src-native/profile.mm",

@@ -55,6 +55,7 @@ const headerTime = Math.max(
   newestHeader(nativeDir),
   newestHeader(path.join(simRoot, 'include', 'Metal')),
   newestHeader(path.join(simRoot, 'include', 'MetalSim')),
+  newestHeader(path.join(simRoot, 'src')),
 );
 
 function upToDate(output, inputs) {
@@ -109,7 +110,7 @@ async function main() {
     if (!existsSync(simLibPath)) throw new Error('run `npm run build:sim` first');
     return sanitized();
   }
-  await target('sim-metal', simLibPath, [path.join(simRoot, 'src', 'SimMetal.mm')], {
+  await target('sim-metal', simLibPath, ['SimMetal.mm', 'SimCompute.mm'].map((f) => path.join(simRoot, 'src', f)), {
     cflags: [`-DMCS_SIM_SNAPSHOT_DIR="${path.join(repoRoot, 'snapshots')}"`],
     ldflags: ['-Wl,-soname,libMetal.so', '-lgnustep-base', '-lobjc', '-lpthread'],
   });
@@ -117,6 +118,7 @@ async function main() {
   await Promise.all([
     target('addon', path.join(buildRoot, 'Release', 'metal_cap_shim.node'), [
       ...inNative('addon.mm', 'capabilities.mm', 'host_sim.mm'),
+      ...inNative('addon_doctor.mm', 'doctor.mm', 'doctor_gpu.mm', 'doctor_nocopy.mm', 'doctor_probes.mm'),
       ...hookEngine,
     ], {
       cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],

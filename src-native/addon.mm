@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "addon_doctor.h"
 #include "capabilities.h"
 #include "families.h"
 #include "host.h"
@@ -329,6 +330,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("baseline", Napi::Function::New(env, pooled<Baseline>, "baseline"));
   exports.Set("loadedConsumers", Napi::Function::New(env, pooled<LoadedConsumers>, "loadedConsumers"));
   exports.Set("info", Napi::Function::New(env, pooled<Info>, "info"));
+  exports.Set("doctor", Napi::Function::New(env, pooled<Doctor>, "doctor"));
   return exports;
 }
 

@@ -13,6 +13,7 @@
 
 // Snapshot family keys and their MTLGPUFamily values: the project's one native table.
 #include "../../../src-native/families.h"
+#include "SimCompute.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -158,7 +159,9 @@ void loadSnapshot() {
     id devices = [snapshot objectForKey:@"devices"];
     if ([devices isKindOfClass:[NSArray class]]) {
       for (id d in (NSArray *)devices) {
-        if ([d isKindOfClass:[NSDictionary class]]) gDevices.push_back(deviceFrom((NSDictionary *)d));
+        if (![d isKindOfClass:[NSDictionary class]]) continue;
+        gDevices.push_back(deviceFrom((NSDictionary *)d));
+        simComputeReadDevice(gDevices.size() - 1, (NSDictionary *)d, gHost.hasOsVersion ? gHost.osVersion.c_str() : NULL);
       }
     }
     gDefaultDevice = (size_t)u64At(snapshot, @"defaultDevice");
@@ -328,6 +331,7 @@ void createDeviceObjects() {
     _MTLDevice *object = (_MTLDevice *)[[concreteClassFor(gDevices[i]) alloc] init];
     object->_simIndex = i;
     gDevices[i].object = object;
+    simComputeAttachDevice(object, i);
   }
 }
 
