@@ -4,7 +4,7 @@
 //                   probes' own time, and the rest (orchestration) as a share of the whole;
 //   auto (warm)     applyProfile('auto') with every device cached, against applyProfile('apple7') (the profile a
 //                   clean paravirtual device proves); target: auto ≤ 2× named.
-// One process, one run; medians. The cache goes to a temporary XDG_CACHE_HOME (macOS: ~/Library/Caches is used).
+// One process, one run; medians; named and auto applies alternate. The cache goes to a temporary XDG_CACHE_HOME (macOS: ~/Library/Caches is used).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,16 +36,19 @@ function doctorRuns(options) {
   }
   return { total: median(total), native: median(native) };
 }
-function applyRuns(profile) {
-  const xs = [];
+// Named and auto alternate, so drift on a shared machine falls on both alike.
+function applyRuns(profiles) {
+  const xs = profiles.map(() => []);
   for (let i = 0; i < ${APPLY_RUNS}; i++) {
-    const t0 = process.hrtime.bigint();
-    const r = m.applyProfile(profile);
-    xs.push(ms(t0));
-    if (!r.applied) throw new Error(r.detail);
-    m.restore();
+    profiles.forEach((profile, k) => {
+      const t0 = process.hrtime.bigint();
+      const r = m.applyProfile(profile);
+      xs[k].push(ms(t0));
+      if (!r.applied) throw new Error(r.detail);
+      m.restore();
+    });
   }
-  return median(xs);
+  return xs.map(median);
 }
 const full = doctorRuns({ mmapSize: 1 << 20 });
 const capability = doctorRuns({ probes: [...m.CAPABILITY_PROBE_IDS] });
@@ -54,9 +57,8 @@ const first = m.applyProfile('auto');
 const cold = ms(cold0);
 m.restore();
 if (first.auto.from !== 'doctor') throw new Error('the cache was not empty');
-applyRuns('apple7');
-const named = applyRuns('apple7');
-const warm = applyRuns('auto');
+applyRuns(['apple7', 'auto']);
+const [named, warm] = applyRuns(['apple7', 'auto']);
 const again = m.applyProfile('auto');
 m.restore();
 console.log(JSON.stringify({ full, capability, cold, named, warm, warmFrom: again.auto.from, profile: again.profile }));

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { cacheFileFor, cacheKeyFor, doctorCacheDir, readCache, writeCache, type DoctorCacheKey } from '../lib/doctor/cache.js';
+import { cachedResultOf, cacheFileFor, cacheKeyFor, doctorCacheDir, readCache, writeCache, type DoctorCacheKey } from '../lib/doctor/cache.js';
 import { assessDevice } from '../lib/doctor/derive.js';
 import { judgeProbe } from '../lib/doctor/judge.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
@@ -77,12 +77,23 @@ describe('reading and writing', () => {
     expect(readCache(key, dir)).toEqual({ entry: null, file: cacheFileFor(key, dir), ignored: null });
   });
 
+  it('keeps the decisions and each probe’s status', () => {
+    expect(cachedResultOf(assessed)).toEqual({
+      probes: DOCTOR_PROBE_IDS.map((id) => ({ id, status: id === 'residency-set' ? 'fail' : 'pass' })),
+      verifiedProfile: assessed.verifiedProfile,
+      verifiedProfileReasons: assessed.verifiedProfileReasons,
+      recommendations: assessed.recommendations,
+      faults: ['residency-set: fail'],
+    });
+    expect(assessed.verifiedProfile.name).toBe('apple7');
+  });
+
   it('what is written is read back whole, and no temporary file is left', () => {
     const file = writeCache(key, assessed, AT, dir);
     expect(file).toBe(cacheFileFor(key, dir));
     expect(readdirSync(dir)).toEqual([path.basename(file)]);
     expect(readCache(key, dir)).toEqual({
-      entry: { schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, device: assessed },
+      entry: { schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, result: cachedResultOf(assessed) },
       file,
       ignored: null,
     });
@@ -92,7 +103,12 @@ describe('reading and writing', () => {
     writeCache(key, assessed, AT, dir);
     const newer = { ...assessed, faults: [] };
     writeCache(key, newer, '2026-09-01T00:00:00.000Z', dir);
-    expect(readCache(key, dir).entry).toEqual({ schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: '2026-09-01T00:00:00.000Z', device: newer });
+    expect(readCache(key, dir).entry).toEqual({
+      schema: 'metal-cap-shim/doctor-cache@1',
+      key,
+      generatedAt: '2026-09-01T00:00:00.000Z',
+      result: cachedResultOf(newer),
+    });
   });
 
   it('creates the folder, and a failed write throws and leaves no temporary file behind', () => {
@@ -108,7 +124,8 @@ describe('reading and writing', () => {
 });
 
 describe('unusable files are ignored, never trusted', () => {
-  const entry = () => JSON.parse(JSON.stringify({ schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, device: assessed })) as Record<string, any>;
+  const entry = () =>
+    JSON.parse(JSON.stringify({ schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, result: cachedResultOf(assessed) })) as Record<string, any>;
   const ignoredFor = (content: string) => {
     writeFileSync(cacheFileFor(key, dir), content);
     const r = readCache(key, dir);
@@ -141,13 +158,13 @@ describe('unusable files are ignored, never trusted', () => {
   it('damaged fields', () => {
     const cases: [(e: Record<string, any>) => void, string][] = [
       [(e) => (e.generatedAt = 'yesterday'), 'damaged: generatedAt'],
-      [(e) => (e.device = null), 'damaged: device'],
-      [(e) => (e.device.className = 'Other'), 'damaged: the device does not match its key'],
-      [(e) => (e.device.probes[0].status = 'great'), 'damaged: probes'],
-      [(e) => (e.device.probes[0].id = 'quantum'), 'damaged: probes'],
-      [(e) => (e.device.verifiedProfileReasons = 'x'), 'damaged: verifiedProfileReasons'],
-      [(e) => delete e.device.faults, 'damaged: recommendations or faults'],
-      [(e) => (e.device.verifiedProfile = 'cua-release'), 'damaged: verifiedProfile'],
+      [(e) => (e.result = null), 'damaged: result'],
+      [(e) => (e.result.probes[0].status = 'great'), 'damaged: probes'],
+      [(e) => (e.result.probes[0].id = 'quantum'), 'damaged: probes'],
+      [(e) => (e.result.verifiedProfileReasons = 'x'), 'damaged: verifiedProfileReasons'],
+      [(e) => (e.result.recommendations = [{ engine: 'llama.cpp' }]), 'damaged: recommendations'],
+      [(e) => delete e.result.faults, 'damaged: faults'],
+      [(e) => (e.result.verifiedProfile = 'cua-release'), 'damaged: verifiedProfile'],
     ];
     for (const [change, why] of cases) {
       const e = entry();
@@ -155,15 +172,15 @@ describe('unusable files are ignored, never trusted', () => {
       expect(ignoredFor(JSON.stringify(e))).toBe(why);
     }
     const e = entry();
-    e.device.verifiedProfile.appleFamilyMax = 2000;
+    e.result.verifiedProfile.appleFamilyMax = 2000;
     expect(ignoredFor(JSON.stringify(e))).toMatch(/^damaged: verifiedProfile \(appleFamilyMax must be an MTLGPUFamily value/);
   });
 
   it('a valid file is normalised: a hand-edited built-in name that no longer matches is dropped', () => {
     const e = entry();
-    e.device.verifiedProfile.maxThreadgroupMemoryLength = 65536;
+    e.result.verifiedProfile.maxThreadgroupMemoryLength = 65536;
     writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
-    expect(readCache(key, dir).entry!.device.verifiedProfile).toEqual({ ...assessed.verifiedProfile, name: null, maxThreadgroupMemoryLength: 65536 });
-    expect(JSON.parse(readFileSync(cacheFileFor(key, dir), 'utf8')).device.verifiedProfile.name).toBe('apple7');
+    expect(readCache(key, dir).entry!.result.verifiedProfile).toEqual({ ...assessed.verifiedProfile, name: null, maxThreadgroupMemoryLength: 65536 });
+    expect(JSON.parse(readFileSync(cacheFileFor(key, dir), 'utf8')).result.verifiedProfile.name).toBe('apple7');
   });
 });

@@ -57,7 +57,7 @@ function autoProfileFor(
   const lookups = stock.devices.map((d) => readCache(cacheKeyFor(stock, d)));
   const ignored = lookups.flatMap((l) => (l.ignored === null ? [] : [{ file: l.file, why: l.ignored }]));
   if (lookups.every((l) => l.entry !== null)) {
-    const devices = lookups.map((l) => l.entry!.device);
+    const devices = lookups.map((l) => l.entry!.result);
     return {
       profile: leastProfile(devices.map((d) => d.verifiedProfile)),
       auto: { from: 'cache', files: lookups.map((l) => l.file), ignored, cacheError: null, recommendations: devices.flatMap((d) => d.recommendations) },

@@ -8,11 +8,11 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { resolveProfile } from '../profiles.js';
+import { resolveProfile, type Profile } from '../profiles.js';
 import type { CapabilityReport, DeviceReport } from '../types.js';
 import { packageVersion } from '../version.js';
-import { isProbeId, isRecordedStatus } from './probes.js';
-import type { DoctorDevice } from './types.js';
+import { isProbeId, isRecordedStatus, type DoctorProbeId, type RecordedStatus } from './probes.js';
+import type { DoctorDevice, Recommendation } from './types.js';
 
 /** The cache file format tag. */
 export const DOCTOR_CACHE_SCHEMA = 'metal-cap-shim/doctor-cache@1' as const;
@@ -29,12 +29,36 @@ export interface DoctorCacheKey {
   device: { index: number; name: string; className: string };
 }
 
+/**
+ * What is kept of one device's doctor result: its decisions and each probe's status. The full result (details,
+ * both runs, timings) is what `doctor --json` prints; the cache keeps what `auto` reads, small, because it is read
+ * at the start of every program that uses `auto`.
+ */
+export interface CachedResult {
+  probes: { id: DoctorProbeId; status: RecordedStatus }[];
+  verifiedProfile: Profile;
+  verifiedProfileReasons: string[];
+  recommendations: Recommendation[];
+  faults: string[];
+}
+
 /** One cached doctor result. */
 export interface DoctorCacheEntry {
   schema: typeof DOCTOR_CACHE_SCHEMA;
   key: DoctorCacheKey;
   generatedAt: string;
-  device: DoctorDevice;
+  result: CachedResult;
+}
+
+/** The part of a device's doctor result the cache keeps. */
+export function cachedResultOf(device: DoctorDevice): CachedResult {
+  return {
+    probes: device.probes.map((p) => ({ id: p.id, status: p.status })),
+    verifiedProfile: device.verifiedProfile,
+    verifiedProfileReasons: device.verifiedProfileReasons,
+    recommendations: device.recommendations,
+    faults: device.faults,
+  };
 }
 
 /** A cache lookup: the entry, or why there was none. */
@@ -79,42 +103,46 @@ function canonical(value: unknown): string {
 
 /** The file a key's result lives in. */
 export function cacheFileFor(key: DoctorCacheKey, dir: string = doctorCacheDir()): string {
-  const digest = createHash('sha256').update(canonical(key)).digest('hex').slice(0, 24);
+  return fileForCanonical(canonical(key), dir);
+}
+
+function fileForCanonical(canonicalKey: string, dir: string): string {
+  const digest = createHash('sha256').update(canonicalKey).digest('hex').slice(0, 24);
   return path.join(dir, `doctor-${digest}.json`);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Why a parsed cache file cannot be used for `key`, or null when it can. */
-function problemWith(data: unknown, key: DoctorCacheKey): string | null {
+function problemWith(data: unknown, key: DoctorCacheKey, canonicalKey: string): string | Profile {
   if (!isObject(data)) return 'not a JSON object';
   if (data.schema !== DOCTOR_CACHE_SCHEMA) return `not a ${DOCTOR_CACHE_SCHEMA} file`;
-  if (canonical(data.key) !== canonical(key)) return 'written for another package version, host, OS build or device';
+  if (canonical(data.key) !== canonicalKey) return 'written for another package version, host, OS build or device';
   if (typeof data.generatedAt !== 'string' || Number.isNaN(Date.parse(data.generatedAt))) return 'damaged: generatedAt';
-  const d = data.device;
-  if (!isObject(d)) return 'damaged: device';
-  if (d.index !== key.device.index || d.name !== key.device.name || d.className !== key.device.className) {
-    return 'damaged: the device does not match its key';
-  }
+  const d = data.result;
+  if (!isObject(d)) return 'damaged: result';
   if (!Array.isArray(d.probes) || !d.probes.every((p) => isObject(p) && isProbeId(p.id) && isRecordedStatus(p.status))) {
     return 'damaged: probes';
   }
   if (!Array.isArray(d.verifiedProfileReasons) || !d.verifiedProfileReasons.every((r) => typeof r === 'string')) {
     return 'damaged: verifiedProfileReasons';
   }
-  if (!Array.isArray(d.recommendations) || !Array.isArray(d.faults)) return 'damaged: recommendations or faults';
+  const isRecommendation = (r: unknown) =>
+    isObject(r) && typeof r.engine === 'string' && typeof r.setting === 'string' && typeof r.why === 'string';
+  if (!Array.isArray(d.recommendations) || !d.recommendations.every(isRecommendation)) return 'damaged: recommendations';
+  if (!Array.isArray(d.faults) || !d.faults.every((f) => typeof f === 'string')) return 'damaged: faults';
   if (!isObject(d.verifiedProfile) || !('name' in d.verifiedProfile)) return 'damaged: verifiedProfile';
   try {
-    resolveProfile(d.verifiedProfile);
+    return resolveProfile(d.verifiedProfile);
   } catch (err) {
     return `damaged: verifiedProfile (${(err as Error).message})`;
   }
-  return null;
 }
 
 /** Reads the cached result for `key`; a missing file is a plain miss, an unusable one says why it was ignored. */
 export function readCache(key: DoctorCacheKey, dir: string = doctorCacheDir()): CacheLookup {
-  const file = cacheFileFor(key, dir);
+  const canonicalKey = canonical(key);
+  const file = fileForCanonical(canonicalKey, dir);
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -127,21 +155,21 @@ export function readCache(key: DoctorCacheKey, dir: string = doctorCacheDir()): 
   } catch {
     return { entry: null, file, ignored: 'not JSON' };
   }
-  const problem = problemWith(data, key);
-  if (problem !== null) return { entry: null, file, ignored: problem };
+  const checked = problemWith(data, key, canonicalKey);
+  if (typeof checked === 'string') return { entry: null, file, ignored: checked };
   const entry = data as DoctorCacheEntry;
-  // Re-validated above; normalised here so a hand-edited file cannot smuggle in unknown fields.
-  return { entry: { ...entry, device: { ...entry.device, verifiedProfile: resolveProfile(entry.device.verifiedProfile) } }, file, ignored: null };
+  // The profile as validation normalised it, so a hand-edited file cannot smuggle in unknown fields.
+  return { entry: { ...entry, result: { ...entry.result, verifiedProfile: checked } }, file, ignored: null };
 }
 
-/** Writes one result atomically (temporary file, then rename). Returns the file. Throws on I/O errors. */
+/** Writes one device's result atomically (temporary file, then rename). Returns the file. Throws on I/O errors. */
 export function writeCache(key: DoctorCacheKey, device: DoctorDevice, generatedAt: string, dir: string = doctorCacheDir()): string {
   const file = cacheFileFor(key, dir);
   mkdirSync(dir, { recursive: true });
-  const entry: DoctorCacheEntry = { schema: DOCTOR_CACHE_SCHEMA, key, generatedAt, device };
+  const entry: DoctorCacheEntry = { schema: DOCTOR_CACHE_SCHEMA, key, generatedAt, result: cachedResultOf(device) };
   const temp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   try {
-    writeFileSync(temp, `${JSON.stringify(entry, null, 2)}\n`);
+    writeFileSync(temp, `${JSON.stringify(entry)}\n`);
     renameSync(temp, file);
   } catch (err) {
     rmSync(temp, { force: true });

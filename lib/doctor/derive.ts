@@ -34,13 +34,23 @@ export function reportedAnswers(device: DeviceReport): ReportedAnswers {
 
 /** The built-in profile's name when `profile` says exactly what it says, otherwise null. */
 function builtinNameOf(profile: Profile): string | null {
-  for (const name of Object.keys(profiles)) {
-    if (resolveProfile({ ...profile, name }).name === name) return name;
+  const families = JSON.stringify(profile.families);
+  for (const b of Object.values(profiles)) {
+    const p = b.profile;
+    if (
+      p.appleFamilyMax === profile.appleFamilyMax &&
+      p.maxThreadgroupMemoryLength === profile.maxThreadgroupMemoryLength &&
+      p.recommendedMaxWorkingSetSize === profile.recommendedMaxWorkingSetSize &&
+      p.mode === profile.mode &&
+      JSON.stringify(p.families) === families
+    ) {
+      return b.name;
+    }
   }
   return null;
 }
 
-function finish(spec: ProfileSpec): Profile {
+function finish(spec: ProfileSpec | Profile): Profile {
   const profile = resolveProfile(spec);
   return { ...profile, name: builtinNameOf(profile) };
 }
@@ -117,6 +127,7 @@ export function deriveVerifiedProfile(stock: DeviceReport, probes: DoctorProbe[]
  */
 export function leastProfile(list: Profile[]): Profile {
   if (list.length === 0) return finish({ mode: 'raise' });
+  if (list.length === 1) return finish(list[0]!);
   const min = (values: (number | null)[]) => (values.some((v) => v === null) ? undefined : Math.min(...(values as number[])));
   const spec: ProfileSpec = { mode: 'raise' };
   const family = min(list.map((p) => p.appleFamilyMax));

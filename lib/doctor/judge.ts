@@ -1,17 +1,9 @@
-import { JUDGEMENTS, STATUS_SEVERITY, type DoctorProbeId, type DoctorStatus, type RecordedStatus } from './probes.js';
+import type { NativeProbeOutcome } from '../../types/binding.js';
+import { JUDGEMENTS, STATUS_SEVERITY, type DoctorProbeId, type RecordedStatus } from './probes.js';
 import type { DoctorProbe, DoctorRun, ProbeDifference } from './types.js';
 
-/** One probe's raw outcome as the native runner returns it (NativeProbeOutcome in types/binding.d.ts). */
-export interface RawOutcome {
-  id: DoctorProbeId;
-  status: DoctorStatus;
-  detail: string;
-  ms: number;
-  provenThreadgroupMemory: number | null;
-  failedThreadgroupMemory: number | null;
-  bufferLength: number | null;
-  maxAbsError: number | null;
-}
+/** One probe's raw outcome as the native runner returns it. */
+export type RawOutcome = NativeProbeOutcome;
 
 /** A raw outcome as a run (without its id). */
 export function runFrom(outcome: RawOutcome): DoctorRun {

@@ -3,18 +3,9 @@
  * other doctor file imports these; nothing here touches Metal.
  */
 
-/** Every probe, in the order doctor runs and reports them. */
-export const DOCTOR_PROBE_IDS = [
-  'simdgroup-reduction',
-  'simdgroup-matrix',
-  'bfloat',
-  'threadgroup-memory',
-  'nocopy-mmap',
-  'residency-set',
-] as const;
+import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from '../doctor-probes.js';
 
-/** A probe's id. */
-export type DoctorProbeId = (typeof DOCTOR_PROBE_IDS)[number];
+export { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus };
 
 /**
  * The probes whose outcome can depend on what the device answers (Metal itself may consult `supportsFamily:` or the
@@ -24,12 +15,6 @@ export type DoctorProbeId = (typeof DOCTOR_PROBE_IDS)[number];
 export const CAPABILITY_PROBE_IDS: readonly DoctorProbeId[] = Object.freeze(
   DOCTOR_PROBE_IDS.filter((id) => id !== 'nocopy-mmap'),
 );
-
-/** What the native runner reports for one probe (types/binding.d.ts carries the same union). */
-export const DOCTOR_STATUSES = ['pass', 'wrong-result', 'fail', 'unsupported', 'timeout', 'skipped', 'error'] as const;
-
-/** A probe's outcome as the native runner decides it. */
-export type DoctorStatus = (typeof DOCTOR_STATUSES)[number];
 
 /** A status, or `not-recorded` for a replayed snapshot that does not document the probe. */
 export type RecordedStatus = DoctorStatus | 'not-recorded';

@@ -11,8 +11,7 @@ import { planProfile } from '../profiles.js';
 import { hostOf } from '../report.js';
 import type { CapabilityReport, DeviceReport, UnsupportedReason } from '../types.js';
 import { packageVersion } from '../version.js';
-import type { NativeBinding } from '../../types/binding.js';
-import type { NativeDoctorBinding, NativeDoctorOptions, NativeDoctorResult } from '../../types/doctor-contract.js';
+import type { NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
 import { cacheKeyFor, writeCache } from './cache.js';
 import { assessDevice } from './derive.js';
 import { judgeProbe, runFrom, type RawOutcome } from './judge.js';
@@ -122,7 +121,7 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
   const generatedAt = new Date().toISOString();
   const native = loadNative();
   if (native.binding === null) return unsupported(o, generatedAt, native.reason, native.detail, null);
-  const binding = native.binding as NativeBinding & NativeDoctorBinding;
+  const binding = native.binding;
   if (binding.status().active) {
     throw new MetalCapShimError(
       'ERR_PROFILE_ACTIVE',
