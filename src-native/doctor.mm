@@ -66,9 +66,8 @@ ProbeOutcome runGuarded(DoctorProbe probe, ProbeContext &ctx) {
     } catch (const std::exception &e) {
       return makeOutcome(probe, DoctorStatus::Error, std::string("the probe stopped: ") + e.what());
     }
-  } @catch (NSException *exception) {
-    return makeOutcome(probe, DoctorStatus::Error,
-                       "Metal raised " + utf8([exception name]) + ": " + utf8([exception reason]));
+  } @catch (id exception) {
+    return makeOutcome(probe, DoctorStatus::Error, "Metal raised " + exceptionText(exception));
   }
 }
 

@@ -113,6 +113,9 @@ id<MTLBuffer> newSharedBuffer(id<MTLDevice> device, const void *bytes, size_t le
 
 std::string oneLine(const std::string &text);
 std::string errorText(NSError *error);
+// Caught as `id`: a typed @catch (NSException *) needs CoreFoundation's exception type, which the addon does not
+// link (Foundation alone does not re-export it).
+std::string exceptionText(id exception);
 std::string formatBytes(uint64_t bytes);
 
 }  // namespace mcs

@@ -55,6 +55,16 @@ std::string errorText(NSError *error) {
   return oneLine(out);
 }
 
+std::string exceptionText(id exception) {
+  // Asked by selector: naming the NSException class would link CoreFoundation, like a typed @catch.
+  if (![exception respondsToSelector:@selector(name)] || ![exception respondsToSelector:@selector(reason)]) {
+    return "an exception that is not an NSException";
+  }
+  NSString *name = [(NSException *)exception name], *reason = [(NSException *)exception reason];
+  const char *n = name != nil ? [name UTF8String] : nullptr, *r = reason != nil ? [reason UTF8String] : nullptr;
+  return oneLine(std::string(n != nullptr ? n : "NSException") + ": " + (r != nullptr ? r : "no reason given"));
+}
+
 std::string formatBytes(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
 
 bool buildPipeline(id<MTLDevice> device, const DoctorKernel &kernel, Pipeline *out) {
@@ -69,12 +79,11 @@ bool buildPipeline(id<MTLDevice> device, const DoctorKernel &kernel, Pipeline *o
     library.reset([device newLibraryWithSource:[NSString stringWithUTF8String:kernel.source]
                                         options:options.get()
                                           error:&error]);
-  } @catch (NSException *exception) {
+  } @catch (id exception) {
     // Apple's Metal may raise instead of returning an error for options it does not know, such as a language version
     // newer than the OS; for the 2.3 kernels that cannot be the reason.
     out->status = kernel.languageVersion > kMsl2_3 ? DoctorStatus::Unsupported : DoctorStatus::Fail;
-    const char *reason = [[exception reason] UTF8String];
-    out->detail = "Metal refused to compile " + function + ": " + oneLine(reason != nullptr ? reason : "no reason given");
+    out->detail = "Metal refused to compile " + function + ": " + exceptionText(exception);
     return false;
   }
   if (!library) {

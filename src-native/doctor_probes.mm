@@ -464,7 +464,8 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
 ProbeOutcome runResidencySet(ProbeContext &ctx) {
   const DoctorProbe probe = DoctorProbe::ResidencySet;
   SEL newSet = sel_registerName("newResidencySetWithDescriptor:error:");
-  Class descriptorClass = NSClassFromString(@"MTLResidencySetDescriptor");
+  // objc_getClass, not NSClassFromString(@"…"): a string literal needs CoreFoundation, which the addon does not link.
+  Class descriptorClass = objc_getClass("MTLResidencySetDescriptor");
   if (descriptorClass == Nil || ![(id)ctx.device respondsToSelector:newSet]) {
     return makeOutcome(probe, DoctorStatus::Unsupported,
                        "this OS has no residency sets (newResidencySetWithDescriptor:error: is macOS 15 API)");
