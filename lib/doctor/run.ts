@@ -95,7 +95,6 @@ function judgeDevice(
   o: CheckedDoctorOptions,
   stockResult: NativeDoctorResult,
   patchedResult: NativeDoctorResult | null,
-  patchedWhy: string | null,
 ): DoctorDevice['probes'] {
   const candidate = o.candidate.name ?? 'the candidate profile';
   return DOCTOR_PROBE_IDS.map((id) => {
@@ -103,9 +102,8 @@ function judgeDevice(
     const s = outcomeOf(stockResult, id);
     const stock = s ? runFrom(s) : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
     if (!CAPABILITY_PROBE_IDS.includes(id)) return judgeProbe(id, stock);
-    if (patchedResult === null) {
-      return patchedWhy === null ? judgeProbe(id, stock) : judgeProbe(id, stock, notRun(patchedWhy), candidate);
-    }
+    // No second run (patchedRun.why says why): the stock run alone decides.
+    if (patchedResult === null) return judgeProbe(id, stock);
     const p = outcomeOf(patchedResult, id);
     const patched = p ? runFrom(p) : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
     return judgeProbe(id, stock, patched, candidate);
@@ -166,7 +164,7 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
   }
 
   const assessed = devices.map((d, i) => {
-    const probes = judgeDevice(o, stockResults[i]!, patchedResults?.[i] ?? null, patchedWhy);
+    const probes = judgeDevice(o, stockResults[i]!, patchedResults?.[i] ?? null);
     const patched = patchedDevices?.find((p) => p.index === d.index) ?? null;
     return assessDevice(d, patched, probes, stock.host);
   });
