@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from './doctor-probes.js';
 import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from './errors.js';
 import { FAMILY_NAMES } from './families.js';
 import { packageRoot } from './native.js';
@@ -21,6 +22,37 @@ export interface SnapshotHost {
   provenance: Record<string, string>;
 }
 
+/** A recorded probe status, or `not-recorded` where no source documents one. */
+export type SnapshotDoctorStatus = DoctorStatus | 'not-recorded';
+
+/** How a NoCopy buffer over an mmap went wrong: stale pages, or a buffer that reports length 0. */
+export type NocopyFault = 'stale' | 'zero-length';
+
+/** One probe's recorded outcome (snapshots/README.md says which fields belong to which probe). */
+export interface SnapshotDoctorProbe {
+  status: SnapshotDoctorStatus;
+  /** One line, as a source reports it. */
+  detail?: string;
+  /** threadgroup-memory: the largest size that worked. In the simulation, larger dispatches fail (or, with
+   * `wrong-result`, compute wrong). */
+  provenThreadgroupMemory?: number;
+  /** threadgroup-memory: the smallest size that failed. */
+  failedThreadgroupMemory?: number;
+  /** nocopy-mmap: the length the NoCopy buffer reported. */
+  bufferLength?: number;
+  /** nocopy-mmap, exactly when `status` is `wrong-result`: what went wrong. */
+  fault?: NocopyFault;
+  /** simdgroup-matrix, bfloat: the worst deviation from the CPU reference. */
+  maxAbsError?: number;
+}
+
+/** What a doctor run on a device recorded; every probe id is present. */
+export interface SnapshotDoctor {
+  /** A key of the snapshot's `sources`, or `assumed`. */
+  provenance: string;
+  probes: Record<DoctorProbeId, SnapshotDoctorProbe>;
+}
+
 /** One device as recorded. */
 export interface SnapshotDevice {
   name: string;
@@ -39,6 +71,8 @@ export interface SnapshotDevice {
    * aids: a class missing one query, a threadgroup-memory answer that changes after N calls, and a class that
    * subclasses another device's class. */
   simulation?: { methodsOnConcreteClass: boolean; lacks?: string; driftAfter?: number; subclassOf?: string };
+  /** A recorded doctor result; absent: none. The Linux simulation takes its faults from it. */
+  doctor?: SnapshotDoctor;
   provenance: Record<string, string>;
 }
 
@@ -71,6 +105,17 @@ const DEVICE_FIELDS = [
   'architecture',
 ] as const;
 const LOCATIONS = ['builtIn', 'slot', 'external', 'unspecified'];
+/** The optional fields of a recorded doctor probe, per probe (`status` and `detail` belong to every probe). */
+const DOCTOR_PROBE_FIELDS: Record<DoctorProbeId, string[]> = {
+  'simdgroup-reduction': [],
+  'simdgroup-matrix': ['maxAbsError'],
+  bfloat: ['maxAbsError'],
+  'threadgroup-memory': ['provenThreadgroupMemory', 'failedThreadgroupMemory'],
+  'nocopy-mmap': ['bufferLength', 'fault'],
+  'residency-set': [],
+};
+const SNAPSHOT_DOCTOR_STATUSES: readonly string[] = [...DOCTOR_STATUSES, 'not-recorded'];
+const NOCOPY_FAULTS: readonly string[] = ['stale', 'zero-length'];
 /** Queries a simulated device class can be made to lack (`simulation.lacks`). */
 const SIMULATED_QUERIES = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
 
@@ -178,6 +223,51 @@ function checkProvenance(
   }
 }
 
+const doctorFieldChecks: Record<string, Check> = {
+  detail: (v) => (typeof v === 'string' && v.trim() !== '' && !/[\r\n]/.test(v) ? null : 'one non-empty line of text'),
+  provenThreadgroupMemory: count(1),
+  failedThreadgroupMemory: count(1),
+  bufferLength: count(0),
+  fault: (v) => (NOCOPY_FAULTS.includes(v as string) ? null : `one of ${NOCOPY_FAULTS.join(', ')}`),
+  maxAbsError: (v) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? null : 'a number ≥ 0'),
+};
+
+function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, probe: unknown) {
+  const allowed = ['status', 'detail', ...DOCTOR_PROBE_FIELDS[id]];
+  const status: Check = (v) =>
+    SNAPSHOT_DOCTOR_STATUSES.includes(v as string) ? null : `one of ${SNAPSHOT_DOCTOR_STATUSES.join(', ')}`;
+  checkFields(where, prefix, probe, { status }, allowed);
+  const p = probe as Record<string, unknown>;
+  for (const key of Object.keys(p)) {
+    if (key === 'status') continue;
+    if (p.status === 'not-recorded') {
+      fail(where, `${prefix}${key}`, 'is not allowed: a not-recorded probe carries only its status');
+    }
+    const problem = doctorFieldChecks[key]!(p[key]);
+    if (problem) fail(where, `${prefix}${key}`, `must be ${problem}`);
+  }
+  const proven = p.provenThreadgroupMemory, failed = p.failedThreadgroupMemory;
+  if (typeof proven === 'number' && typeof failed === 'number' && failed <= proven) {
+    fail(where, `${prefix}failedThreadgroupMemory`, 'must be larger than provenThreadgroupMemory');
+  }
+  // The simulation needs to know which fault a recorded nocopy-mmap wrong-result was.
+  if (id === 'nocopy-mmap' && (p.status === 'wrong-result') !== ('fault' in p)) {
+    const problem = 'fault' in p ? 'is only for a wrong-result' : 'is missing: a wrong-result says which (stale or zero-length)';
+    fail(where, `${prefix}fault`, problem);
+  }
+}
+
+function checkDoctor(where: string, prefix: string, doctor: unknown, sources: Record<string, unknown>) {
+  checkFields(where, prefix, doctor, {
+    provenance: (v) =>
+      v === 'assumed' || (typeof v === 'string' && v in sources) ? null : 'a key of "sources" or "assumed"',
+    probes: (v) => (isObject(v) ? null : 'an object'),
+  });
+  const probes = (doctor as { probes: Record<string, unknown> }).probes;
+  checkFields(where, `${prefix}probes.`, probes, Object.fromEntries(DOCTOR_PROBE_IDS.map((id) => [id, () => null])));
+  for (const id of DOCTOR_PROBE_IDS) checkDoctorProbe(where, `${prefix}probes.${id}.`, id, probes[id]);
+}
+
 /** Validates parsed JSON as a snapshot; `where` names it in messages. Throws InvalidSnapshotError naming the field. */
 export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
   checkFields(where, '', data, {
@@ -229,7 +319,7 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
         architecture: strOrNull,
         provenance: () => null,
       },
-      ['simulation'],
+      ['simulation', 'doctor'],
     );
     const d = device as Record<string, unknown>;
     checkFields(where, `${prefix}families.`, d.families, Object.fromEntries(FAMILY_NAMES.map((n) => [n, bool])));
@@ -254,6 +344,7 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
         fail(where, `${prefix}simulation.subclassOf`, "must name another device's className");
       }
     }
+    if ('doctor' in d) checkDoctor(where, `${prefix}doctor.`, d.doctor, snap.sources);
     checkProvenance(where, prefix, d, DEVICE_FIELDS, snap.sources);
   });
   if ((snap.defaultDevice as number) >= snap.devices.length) {
