@@ -257,6 +257,9 @@ describe('recommendations name the engine setting and the evidence', () => {
     ]);
     // Nothing raised (reduction not proven either): llama.cpp's bfloat stays off, nothing to turn off.
     expect(recs({ bfloat: 'unsupported', 'simdgroup-reduction': 'fail' })).toEqual([]);
+    // A device that turns bfloat on by itself (Apple6 and Metal3 stock) was not contradicted: no advice.
+    const list = probes({ bfloat: 'not-recorded' });
+    expect(recommendationsFor(bare, list, deriveVerifiedProfile(bare, list).profile, null)).toEqual([]);
   });
 
   it('a device assessment gathers all of it', () => {

@@ -22,14 +22,18 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 process.env.XDG_CACHE_HOME = tempDir();
 
 const MMAP = 1 << 20;
+// The bundled guest records one documented fault (no residency set: Cua PR 3070), so the simulated device fails
+// to create one; everything else computes right.
 const VERIFIED = {
   name: null,
   appleFamilyMax: 1007,
   maxThreadgroupMemoryLength: 65536,
   recommendedMaxWorkingSetSize: null,
-  families: { metal3: true },
+  families: {},
   mode: 'raise',
 };
+const RESIDENCY_DETAIL =
+  'newResidencySetWithDescriptor:error: failed: simulated residency-set failure, recorded in the snapshot: MLX could not construct a residency set in this guest ("Unable to construct residency set")';
 
 describeSim('doctor() over the simulated Metal', () => {
   let report: DoctorReport;
@@ -38,7 +42,7 @@ describeSim('doctor() over the simulated Metal', () => {
     report = doctor({ mmapSize: MMAP });
   });
 
-  it('runs every probe, the capability probes twice, and proves what the simulated GPU computes right', () => {
+  it('runs every probe, the capability probes twice, proves what the simulated GPU computes right, and finds the recorded fault', () => {
     expect(report).toMatchObject({
       schema: 'metal-cap-shim/doctor@1',
       supported: true,
@@ -51,8 +55,13 @@ describeSim('doctor() over the simulated Metal', () => {
     const d = report.devices[0]!;
     expect(report.devices).toHaveLength(1);
     expect(d.probes.map((p) => [p.id, p.status, p.judgement, p.stock?.status ?? null, p.patched?.status ?? null])).toEqual(
-      DOCTOR_PROBE_IDS.map((id) => [id, 'pass', 'proven', ...(CAPABILITY_PROBE_IDS.includes(id) ? ['pass', 'pass'] : [null, null])]),
+      DOCTOR_PROBE_IDS.map((id) =>
+        id === 'residency-set'
+          ? [id, 'fail', 'faulty', 'fail', 'fail']
+          : [id, 'pass', 'proven', ...(CAPABILITY_PROBE_IDS.includes(id) ? ['pass', 'pass'] : [null, null])],
+      ),
     );
+    expect(d.probes.find((p) => p.id === 'residency-set')!.detail).toBe(RESIDENCY_DETAIL);
     const tg = d.probes.find((p) => p.id === 'threadgroup-memory')!;
     expect([tg.provenThreadgroupMemory, tg.failedThreadgroupMemory]).toEqual([THREADGROUP_CANDIDATES.at(-1), null]);
     expect(d.probes.find((p) => p.id === 'nocopy-mmap')!.bufferLength).toBe(MMAP);
@@ -61,7 +70,15 @@ describeSim('doctor() over the simulated Metal', () => {
       stock: { highestAppleFamily: 'apple5', maxThreadgroupMemoryLength: 32768, metal3: false },
       patched: { highestAppleFamily: 'apple9', maxThreadgroupMemoryLength: 65536, metal3: false },
     });
-    expect([d.differences, d.recommendations, d.faults]).toEqual([[], [], []]);
+    expect(d.differences).toEqual([]);
+    expect(d.faults).toEqual(['residency-set: fail']);
+    expect(d.recommendations.map((r) => [r.engine, r.setting])).toEqual([
+      ['llama.cpp', 'GGML_METAL_NO_RESIDENCY=1'],
+      ['mlx', 'never advertise Metal3 (profile {"families":{"metal3":false}})'],
+    ]);
+    expect(d.recommendations[0]!.why).toBe(
+      `residency-set fail: ${RESIDENCY_DETAIL}. ggml-metal creates residency sets by default (arm64 builds with a macOS 15+ SDK); node-llama-cpp 3.19 already sets this while it loads backends`,
+    );
   });
 
   it('derives a verified profile that resolveProfile accepts as it is', () => {
@@ -138,13 +155,14 @@ describeSim('doctor() over the simulated Metal', () => {
 describeSim('doctor --json (CLI) over the simulated Metal', () => {
   beforeAll(requireSimBuild);
 
-  it('prints schema doctor@1 with every probe id and a verified profile resolveProfile accepts; exit 0', () => {
+  it('prints schema doctor@1 with every probe id and a verified profile resolveProfile accepts; exit 1 for the fault', () => {
     const cache = tempDir();
     const r = runCli(['doctor', '--json', '--mmap-size', '1M', '--timeout-ms', '2000'], {
       METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock',
       XDG_CACHE_HOME: cache,
     });
-    const out = jsonFrom<DoctorReport>(r);
+    expect(r.status, r.stderr).toBe(1);
+    const out = JSON.parse(r.stdout) as DoctorReport;
     expect(out.schema).toBe('metal-cap-shim/doctor@1');
     expect(out.devices[0]!.probes.map((p) => p.id)).toEqual([...DOCTOR_PROBE_IDS]);
     expect(resolveProfile(out.devices[0]!.verifiedProfile)).toEqual(VERIFIED);
@@ -154,16 +172,17 @@ describeSim('doctor --json (CLI) over the simulated Metal', () => {
 
   it('human output: the probe table with both runs, the verified profile and its reasons', () => {
     const r = runCli(['doctor', '--mmap-size', '1M'], { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock', XDG_CACHE_HOME: tempDir() });
-    expect(r.status, r.stderr).toBe(0);
+    expect(r.status, r.stderr).toBe(1);
     expect(r.stdout).toContain('metal-cap-shim doctor — simulated Metal, snapshot vz-guest-m1-ultra-tahoe-stock\n');
     expect(r.stdout).toContain('Patched runs: under cua-release, then restored\n');
     expect(r.stdout).toMatch(/^ {2}simdgroup-matrix +pass +pass +pass +\d+\.\d +8x8 and 32x32 products/m);
     expect(r.stdout).toMatch(/^ {2}nocopy-mmap +pass +– +– +\d+\.\d +the GPU read/m);
-    expect(r.stdout).toContain(
-      '  Verified profile: mode raise, Apple families up to 1007 (Apple7), threadgroup memory 65536, families metal3=YES\n',
-    );
+    expect(r.stdout).toMatch(/^ {2}residency-set +fail +fail +fail +\d+\.\d +newResidencySetWithDescriptor:error: failed/m);
+    expect(r.stdout).toContain('  Verified profile: mode raise, Apple families up to 1007 (Apple7), threadgroup memory 65536\n');
     expect(r.stdout).toContain('    · threadgroup memory raised to the proven 65536 bytes (the device reports 32768)\n');
-    expect(r.stdout).toContain('  Recommendations: none\n  Faults: none found');
+    expect(r.stdout).toContain('    · Metal3 not advertised: no residency set was proven to work (residency-set fail)\n');
+    expect(r.stdout).toContain('    ! llama.cpp: GGML_METAL_NO_RESIDENCY=1 — residency-set fail: ');
+    expect(r.stdout).toContain('  Faults: residency-set: fail');
   });
 });
 
@@ -179,6 +198,7 @@ describeSim('doctor on bare metal', () => {
     });
     expect(plain.restore).toBeNull();
     expect(plain.devices[0]!.probes.map((p) => [p.id, p.status, 'patched' in p])).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'pass', false]));
+    expect(plain.devices[0]!.verifiedProfile).toEqual({ ...VERIFIED, name: null });
     const forced = jsonFrom<DoctorReport>(runCli(['doctor', '--json', '--mmap-size', '1M', '--force'], env));
     expect(forced.patchedRun).toEqual({ ran: true, why: null });
     expect(forced.restore!.conflicts).toEqual([]);

@@ -10,6 +10,7 @@ import { checkDoctorOptions } from '../lib/doctor/options.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import type { DoctorReport } from '../lib/doctor/types.js';
 import { InvalidOptionsError, InvalidProfileError, UsageError } from '../lib/errors.js';
+import { probeSnapshot } from '../lib/probe.js';
 import { profiles, resolveProfile } from '../lib/profiles.js';
 import { runCli } from './helpers.js';
 
@@ -108,7 +109,7 @@ describe('doctor() options', () => {
 
 describe('doctor --snapshot: a recording replayed, never guessed', () => {
   it('a snapshot without a doctor section: every probe not-recorded, nothing proven, nothing raised', () => {
-    const r = runCli(['doctor', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock', '--json']);
+    const r = runCli(['doctor', '--snapshot', 'm1-ultra-bare-metal', '--json']);
     expect(r.status, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as DoctorReport;
     expect({ ...report, generatedAt: 'x', devices: [] }).toEqual({
@@ -119,8 +120,8 @@ describe('doctor --snapshot: a recording replayed, never guessed', () => {
       reason: null,
       detail: null,
       source: 'snapshot',
-      snapshot: 'vz-guest-m1-ultra-tahoe-stock',
-      host: { osVersion: '26.5.2', osBuild: null, model: 'VirtualMac2,1', isVirtualMachine: true, arch: 'arm64' },
+      snapshot: 'm1-ultra-bare-metal',
+      host: probeSnapshot('m1-ultra-bare-metal').host,
       candidateProfile: profiles['cua-release']!.profile,
       patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },
       settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: null, mmapFile: null, mmapSize: null, device: null },
@@ -148,13 +149,43 @@ describe('doctor --snapshot: a recording replayed, never guessed', () => {
   });
 
   it('human output: the probe table, the verified profile with its reasons, recommendations, faults', () => {
-    const r = runCli(['doctor', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock']);
+    const r = runCli(['doctor', '--snapshot', 'm1-ultra-bare-metal']);
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain('metal-cap-shim doctor — snapshot vz-guest-m1-ultra-tahoe-stock (recorded result, replayed: nothing ran)\n');
+    expect(r.stdout).toContain('metal-cap-shim doctor — snapshot m1-ultra-bare-metal (recorded result, replayed: nothing ran)\n');
     expect(r.stdout).toMatch(/^ {2}simdgroup-reduction +not-recorded +– +– +– +not recorded in this snapshot$/m);
     expect(r.stdout).toContain('  Verified profile: mode raise\n');
     expect(r.stdout).toContain('    · no Apple family raised: nothing an Apple family gates was proven');
-    expect(r.stdout).toContain('  Recommendations: none\n  Faults: none found');
+    expect(r.stdout).toContain('    · Metal3 left as the device answers it (YES)\n');
+    expect(r.stdout).toContain('  Faults: none found');
+  });
+
+  it('the Tahoe guest’s recorded residency-set failure (Cua PR 3070): its recommendations, exit 1', () => {
+    const r = runCli(['doctor', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock', '--json']);
+    expect(r.status).toBe(1);
+    const d = (JSON.parse(r.stdout) as DoctorReport).devices[0]!;
+    expect(d.probes.map((p) => [p.id, p.status])).toEqual(
+      DOCTOR_PROBE_IDS.map((id) => [id, id === 'residency-set' ? 'fail' : 'not-recorded']),
+    );
+    expect(d.probes[5]!.detail).toBe(
+      'recorded: MLX could not construct a residency set in this guest ("Unable to construct residency set") [source: cua-mlx-ablation]',
+    );
+    expect(d.recommendations.map((x) => x.setting)).toEqual([
+      'GGML_METAL_NO_RESIDENCY=1',
+      'never advertise Metal3 (profile {"families":{"metal3":false}})',
+    ]);
+    expect([d.faults, d.verifiedProfile]).toEqual([['residency-set: fail'], { ...resolveProfile({}), name: null }]);
+  });
+
+  it('the macos-14 runner’s recorded stale NoCopy pages (unslothai/llama.cpp PR 37): --no-mmap, useMmap: false', () => {
+    const r = runCli(['doctor', '--snapshot', 'github-macos-14-arm64-runner', '--json']);
+    expect(r.status).toBe(1);
+    const d = (JSON.parse(r.stdout) as DoctorReport).devices[0]!;
+    expect(d.probes.find((p) => p.id === 'nocopy-mmap')).toMatchObject({ status: 'wrong-result', judgement: 'faulty', bufferLength: null, ms: null });
+    expect(d.recommendations.map((x) => [x.engine, x.setting])).toEqual([
+      ['llama.cpp', '--no-mmap (llama-bench: -mmp 0)'],
+      ['node-llama-cpp', 'llama.loadModel({ useMmap: false })'],
+    ]);
+    expect(d.faults).toEqual(['nocopy-mmap: wrong-result']);
   });
 });
 

@@ -161,9 +161,10 @@ export function recommendationsFor(
       why: `${evidence(bfloat)}. ggml-metal turns bfloat on for Apple6 or Metal3 devices; this variable keeps BF16 kernels off (node-llama-cpp reads it too)`,
     });
   } else if (bfloat?.judgement !== 'proven') {
-    const patched = predictPatchedDevice(stock, verified);
-    const gates = predictGates(patched, 'llama.cpp', { env: {}, host });
-    if (gates.flags.has_bfloat.value) {
+    // Only when the profile is what turns bfloat on: a device that claims it by itself was not contradicted here.
+    const before = predictGates(stock, 'llama.cpp', { env: {}, host });
+    const gates = predictGates(predictPatchedDevice(stock, verified), 'llama.cpp', { env: {}, host });
+    if (gates.flags.has_bfloat.value && !before.flags.has_bfloat.value) {
       out.push({
         engine: 'llama.cpp',
         setting: 'GGML_METAL_BF16_DISABLE=1',

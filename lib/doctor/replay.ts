@@ -3,32 +3,19 @@
  * nothing is guessed: a probe the snapshot does not document stays `not-recorded`, proves nothing and finds no fault.
  */
 import { InvalidOptionsError } from '../errors.js';
-import { loadSnapshot, reportFromSnapshot, type Snapshot } from '../snapshots.js';
+import { loadSnapshot, reportFromSnapshot, type SnapshotDoctorProbe } from '../snapshots.js';
 import { packageVersion } from '../version.js';
 import { assessDevice } from './derive.js';
 import { judgeProbe } from './judge.js';
 import type { CheckedDoctorOptions } from './options.js';
-import { DOCTOR_PROBE_IDS, JUDGEMENTS, type DoctorProbeId, type RecordedStatus } from './probes.js';
+import { DOCTOR_PROBE_IDS, JUDGEMENTS, type DoctorProbeId } from './probes.js';
 import { DOCTOR_SCHEMA, type DoctorReport, type DoctorRun } from './types.js';
 
-/** One probe as a snapshot records it (snapshots/README.md, the `doctor` section). */
-export interface RecordedProbe {
-  status: RecordedStatus;
-  detail?: string;
-  provenThreadgroupMemory?: number;
-  fault?: 'stale' | 'zero-length';
-}
-
-/** A device's recorded doctor result. */
-export interface RecordedDoctor {
-  provenance: string;
-  probes: Partial<Record<DoctorProbeId, RecordedProbe>>;
-}
-
-/** A recorded probe as a run: measurements a recording does not give stay null. */
-export function runFromRecord(record: RecordedProbe | undefined, provenance: string | null, sources: Record<string, string>): DoctorRun {
+/** A recorded probe as a run: measurements the recording does not give stay null, and its time is unknown. */
+export function runFromRecord(record: SnapshotDoctorProbe | undefined, provenance: string | null): DoctorRun {
   const status = record?.status ?? 'not-recorded';
-  const where = provenance === null ? '' : provenance === 'assumed' ? ' [assumed]' : ` [${provenance}: ${sources[provenance] ?? provenance}]`;
+  // The key only: the snapshot's `sources` spell out the citation.
+  const where = provenance === null ? '' : provenance === 'assumed' ? ' [assumed]' : ` [source: ${provenance}]`;
   const said = record?.detail ?? JUDGEMENTS[status].meaning;
   const fault = record?.fault === undefined ? '' : ` (fault: ${record.fault})`;
   return {
@@ -36,14 +23,10 @@ export function runFromRecord(record: RecordedProbe | undefined, provenance: str
     detail: status === 'not-recorded' ? 'not recorded in this snapshot' : `recorded: ${said}${fault}${where}`,
     ms: null,
     provenThreadgroupMemory: record?.provenThreadgroupMemory ?? null,
-    failedThreadgroupMemory: null,
-    bufferLength: null,
-    maxAbsError: null,
+    failedThreadgroupMemory: record?.failedThreadgroupMemory ?? null,
+    bufferLength: record?.bufferLength ?? null,
+    maxAbsError: record?.maxAbsError ?? null,
   };
-}
-
-function recordedDoctorOf(snapshot: Snapshot, index: number): RecordedDoctor | undefined {
-  return (snapshot.devices[index] as { doctor?: RecordedDoctor }).doctor;
 }
 
 /** The doctor report a snapshot's recorded results give, on any OS. */
@@ -59,12 +42,12 @@ export function doctorFromSnapshot(o: CheckedDoctorOptions & { snapshot: string 
   const devices = report.devices
     .filter((d) => o.device === null || d.index === o.device)
     .map((stock) => {
-      const recorded = recordedDoctorOf(snapshot, stock.index);
+      const recorded = snapshot.devices[stock.index]!.doctor;
       const probes = o.probes.map((id) =>
-        judgeProbe(id, runFromRecord(recorded?.probes[id], recorded?.provenance ?? null, snapshot.sources)),
+        judgeProbe(id, runFromRecord(recorded?.probes[id], recorded?.provenance ?? null)),
       );
       const unasked = DOCTOR_PROBE_IDS.filter((id) => !o.probes.includes(id)).map((id) =>
-        judgeProbe(id, { ...runFromRecord(undefined, null, {}), status: 'skipped', detail: 'not asked' }),
+        judgeProbe(id, { ...runFromRecord(undefined, null), status: 'skipped', detail: 'not asked' }),
       );
       return assessDevice(stock, null, order([...probes, ...unasked]), report.host);
     });
