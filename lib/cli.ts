@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { audit, type AuditResult } from './audit.js';
-import { DOCTOR_HELP, doctorCommand } from './commands/doctor.js';
+import { DOCTOR_HELP, doctorCommand, doctorReportOptions } from './commands/doctor.js';
+import { formatDoctor } from './doctor/format.js';
 import { profileForExec } from './doctor.js';
 import { MetalCapShimError, RefusedError, UsageError } from './errors.js';
 import { prepareExec, runWithInjector } from './exec.js';
@@ -75,6 +76,7 @@ Exit code 3 when the profile would be refused on that host.`,
 The program's exit code is passed through; if it dies from a signal, that is reported and re-raised.
 Nothing is printed into the program's output; notices from metal-cap-shim go to stderr.`,
   report: `Usage: metal-cap-shim report [--profile P] [--snapshot S] [--host-label TEXT] [--force] [--json]
+                             [--mmap-file F | --mmap-size BYTES] [--no-doctor]
 
   --profile P        built-in name or JSON (default ${DEFAULT_PROFILE}); on a Mac it is applied in this process,
                      verified and restored
@@ -82,6 +84,9 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
   --host-label TEXT  the physical host, e.g. "M1 Ultra, macOS 26.6.1" (a guest cannot see it)
   --force            allow raising answers on a host that is not a VM
   --json             the report as JSON (schema metal-cap-shim/field-report@1): attach it to an issue
+  --mmap-file F      doctor maps your model file (read only) to test the NoCopy path, instead of a generated file
+  --mmap-size BYTES  size of doctor's generated file (default 1G)
+  --no-doctor        leave doctor's results out (they are included by default; see metal-cap-shim doctor --help)
 Exit code 3 when the profile would be refused on that host.`,
   matrix: `Usage: metal-cap-shim matrix [--json] FILE…
 
@@ -275,11 +280,15 @@ function cmdReport(argv: string[]): number {
     'host-label': { type: 'string' },
     force: { type: 'boolean' },
     json: { type: 'boolean' },
+    'mmap-file': { type: 'string' },
+    'mmap-size': { type: 'string' },
+    'no-doctor': { type: 'boolean' },
   });
   if (values.help) return help('report');
   const report = fieldReport({
     profile: (values.profile as string | undefined) ?? DEFAULT_PROFILE,
     force: values.force === true,
+    ...doctorReportOptions(values),
     ...(typeof values.snapshot === 'string' ? { snapshot: values.snapshot } : {}),
     ...(typeof values['host-label'] === 'string' ? { hostLabel: values['host-label'] } : {}),
   });
@@ -292,6 +301,7 @@ function cmdReport(argv: string[]): number {
         report.hostLabel ? `Physical host: ${report.hostLabel}` : 'Physical host: not given (--host-label)',
         '',
         formatAudit(report.audit, s),
+        ...(report.doctor ? ['', formatDoctor(report.doctor, s)] : []),
         '',
         s.dim('Attach `metal-cap-shim report --json --host-label "…"` output to an issue.'),
       ].join('\n'),

@@ -37,6 +37,10 @@ export interface FieldReportOptions {
   force?: boolean;
   /** Run doctor too (live: every probe, the profile as its candidate; offline: the snapshot's recording). Default true. */
   doctor?: boolean;
+  /** doctor's nocopy-mmap probe maps this file (your model, read only) instead of a generated one. */
+  mmapFile?: string;
+  /** Bytes of the file doctor's nocopy-mmap probe generates (default 1 GiB). */
+  mmapSize?: number;
 }
 
 export { packageVersion };
@@ -49,6 +53,8 @@ export function fieldReport(options?: FieldReportOptions): FieldReport {
     hostLabel: 'string',
     force: 'boolean',
     doctor: 'boolean',
+    mmapFile: 'string',
+    mmapSize: 'number',
   });
   const result = audit({
     ...(o.profile !== undefined ? { profile: o.profile } : {}),
@@ -62,6 +68,8 @@ export function fieldReport(options?: FieldReportOptions): FieldReport {
       : doctor({
           profile: result.profile,
           ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : { force: o.force ?? false }),
+          ...(o.mmapFile !== undefined ? { mmapFile: o.mmapFile } : {}),
+          ...(o.mmapSize !== undefined ? { mmapSize: o.mmapSize } : {}),
         });
   return {
     schema: FIELD_REPORT_SCHEMA,

@@ -88,3 +88,16 @@ export function doctorCommand(argv: string[], ctx: CommandContext): number {
   const faulty = report.devices.some((d) => d.faults.length > 0);
   return report.supported && !faulty ? ctx.exit.ok : ctx.exit.failure;
 }
+
+/** The doctor part of `report`'s flags (`--mmap-file`, `--mmap-size`, `--no-doctor`) as fieldReport options. */
+export function doctorReportOptions(values: Record<string, string | boolean | undefined>): {
+  doctor?: boolean;
+  mmapFile?: string;
+  mmapSize?: number;
+} {
+  return {
+    ...(values['no-doctor'] === true ? { doctor: false } : {}),
+    ...(typeof values['mmap-file'] === 'string' ? { mmapFile: values['mmap-file'] } : {}),
+    ...(typeof values['mmap-size'] === 'string' ? { mmapSize: byteCount('--mmap-size', values['mmap-size']) } : {}),
+  };
+}
