@@ -7,6 +7,7 @@
 //   build/Release/libmetal_cap_shim_inject.so  the exec injector, loaded with LD_PRELOAD
 //   build/test/sim_fixture.node              a separately compiled Metal consumer used by the tests
 //   build/sanitize/engine_stress-{asan,tsan}  with --sanitize: the engine under sanitizers, without Node
+//   build/sanitize/doctor_run-asan           with --sanitize: the doctor under ASan + UBSan, without Node
 //
 // node-gyp is not used here: gyp's make generator silently drops .mm sources on Linux.
 import { execFile } from 'node:child_process';
@@ -93,6 +94,15 @@ async function sanitized() {
     asan: ['-fsanitize=address,undefined', '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer'],
     tsan: ['-fsanitize=thread'],
   };
+  // The doctor under ASan + UBSan only: it runs on one thread.
+  await target('doctor-asan', path.join(buildRoot, 'sanitize', 'doctor_run-asan'), [
+    path.join(repoRoot, 'test', 'native', 'doctor_run.mm'),
+    ...inNative('capabilities.mm', 'host_sim.mm', 'doctor.mm', 'doctor_gpu.mm', 'doctor_nocopy.mm', 'doctor_probes.mm'),
+  ], {
+    cflags: ['-O1', ...variants.asan],
+    ldflags: [...variants.asan, ...linkSim, `-Wl,-rpath,${simLibDir}`],
+    shared: false,
+  });
   for (const [name, flags] of Object.entries(variants)) {
     await target(`stress-${name}`, path.join(buildRoot, 'sanitize', `engine_stress-${name}`), sources, {
       cflags: ['-O1', ...flags],
