@@ -3,7 +3,7 @@
  * package version, or, when there is none, of a fresh run of the capability probes (cached for next time). It then
  * goes through applyProfile like any profile: refused on bare metal when it raises, verified on fresh devices.
  */
-import { applyProfile as applyResolved, type ApplyOptions, type ApplyResult } from '../apply.js';
+import { applyProfile as applyResolved, applyProfileOver, type ApplyOptions, type ApplyResult } from '../apply.js';
 import { UnsupportedPlatformError, UsageError } from '../errors.js';
 import { loadNative } from '../native.js';
 import { checkOptions } from '../options.js';
@@ -124,7 +124,7 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
     force: applyOptions.force ?? false,
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   });
-  return { ...applyResolved(verified, applyOptions), auto };
+  return { ...applyProfileOver(stock, verified, applyOptions), auto };
 }
 
 /**

@@ -4,7 +4,6 @@
  * machine is ignored, never trusted; writes go to a temporary file renamed into place, so a reader never sees half
  * of one.
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -106,18 +105,44 @@ export function cacheFileFor(key: DoctorCacheKey, dir: string = doctorCacheDir()
   return fileForCanonical(canonical(key), dir);
 }
 
+/**
+ * FNV-1a over the key's UTF-16 units, twice with different offsets: 64 bits for a file name. Not node:crypto, whose
+ * load costs a program about 15 ms at start-up, and `auto` runs at start-up; a collision is harmless because the file
+ * holds its key and a mismatch is ignored.
+ */
+function keyDigest(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
+}
+
 function fileForCanonical(canonicalKey: string, dir: string): string {
-  const digest = createHash('sha256').update(canonicalKey).digest('hex').slice(0, 24);
-  return path.join(dir, `doctor-${digest}.json`);
+  return path.join(dir, `doctor-${keyDigest(canonicalKey)}.json`);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** True when `value` has exactly the fields of `expected` with equal values, nested objects compared the same way. */
+function sameKey(value: unknown, expected: object): boolean {
+  if (!isObject(value)) return false;
+  const keys = Object.keys(expected);
+  if (Object.keys(value).length !== keys.length) return false;
+  return keys.every((k) => {
+    const want = (expected as Record<string, unknown>)[k];
+    return isObject(want) ? sameKey(value[k], want) : value[k] === want;
+  });
+}
+
 /** Why a parsed cache file cannot be used for `key`, or null when it can. */
-function problemWith(data: unknown, key: DoctorCacheKey, canonicalKey: string): string | Profile {
+function problemWith(data: unknown, key: DoctorCacheKey): string | Profile {
   if (!isObject(data)) return 'not a JSON object';
   if (data.schema !== DOCTOR_CACHE_SCHEMA) return `not a ${DOCTOR_CACHE_SCHEMA} file`;
-  if (canonical(data.key) !== canonicalKey) return 'written for another package version, host, OS build or device';
+  if (!sameKey(data.key, key)) return 'written for another package version, host, OS build or device';
   if (typeof data.generatedAt !== 'string' || Number.isNaN(Date.parse(data.generatedAt))) return 'damaged: generatedAt';
   const d = data.result;
   if (!isObject(d)) return 'damaged: result';
@@ -155,7 +180,7 @@ export function readCache(key: DoctorCacheKey, dir: string = doctorCacheDir()): 
   } catch {
     return { entry: null, file, ignored: 'not JSON' };
   }
-  const checked = problemWith(data, key, canonicalKey);
+  const checked = problemWith(data, key);
   if (typeof checked === 'string') return { entry: null, file, ignored: checked };
   const entry = data as DoctorCacheEntry;
   // The profile as validation normalised it, so a hand-edited file cannot smuggle in unknown fields.
