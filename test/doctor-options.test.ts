@@ -1,6 +1,7 @@
 // doctor's options and the `doctor` command's flags: every bound from both sides, typed errors before anything runs,
 // and the offline replay of a snapshot (any OS).
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,7 +13,7 @@ import type { DoctorReport } from '../lib/doctor/types.js';
 import { InvalidOptionsError, InvalidProfileError, UsageError } from '../lib/errors.js';
 import { probeSnapshot } from '../lib/probe.js';
 import { profiles, resolveProfile } from '../lib/profiles.js';
-import { runCli } from './helpers.js';
+import { jsonFrom, root, runCli, runNode } from './helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-options-'));
 const model = path.join(dir, 'model.gguf');
@@ -250,5 +251,29 @@ describe('doctor command flags', () => {
 describe('InvalidOptionsError from the API, before anything runs', () => {
   it('doctor({ timeoutMs: 0 }) throws', () => {
     expect(() => doctor({ timeoutMs: 0 })).toThrow(InvalidOptionsError);
+  });
+});
+
+describe('without the native build (any non-Mac install)', () => {
+  it('doctor() reports supported: false, auto applies nothing (strict: throws), the CLI exits 1', () => {
+    const pkg = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-nobuild-'));
+    for (const part of ['dist', 'snapshots', 'package.json']) cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
+    symlinkSync(path.join(root, 'node_modules'), path.join(pkg, 'node_modules'));
+    const reason = process.platform === 'darwin' ? 'native-module-unavailable' : 'unsupported-platform';
+    const r = jsonFrom<{ report: DoctorReport; auto: Record<string, unknown>; strict: string }>(
+      runNode(`const m = await import(${JSON.stringify(path.join(pkg, 'dist', 'index.js'))});
+        let strict = 'none';
+        try { m.applyProfile('auto', { strict: true }); } catch (e) { strict = e.code; }
+        console.log(JSON.stringify({ report: m.doctor(), auto: m.applyProfile('auto'), strict }));`),
+    );
+    expect(r.report).toMatchObject({ supported: false, reason, source: 'none', devices: [], restore: null, cache: null });
+    expect(r.report.patchedRun).toEqual({ ran: false, why: r.report.detail });
+    expect(r.auto).toMatchObject({ applied: false, reason, profile: { ...resolveProfile({}), name: null } });
+    expect('auto' in r.auto).toBe(false);
+    expect(r.strict).toBe(process.platform === 'darwin' ? 'ERR_NATIVE_UNAVAILABLE' : 'ERR_UNSUPPORTED_PLATFORM');
+    const cli = spawnSync(process.execPath, [path.join(pkg, 'dist', 'cli.js'), 'doctor'], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+    expect(cli.status).toBe(1);
+    expect(cli.stdout).toContain(`not supported: ${reason}: `);
+    expect(cli.stdout).toContain('Offline: metal-cap-shim doctor --snapshot github-macos-14-arm64-runner');
   });
 });
