@@ -1,9 +1,9 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
 import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from './errors.js';
-import { loadNative, packageRoot } from './native.js';
+import { loadNative, packageRoot, simulationSelected } from './native.js';
 import { stockReport } from './probe.js';
 import { encodeNativeProfile, planProfile, type Profile } from './profiles.js';
 import { hostOf } from './report.js';
@@ -25,7 +25,8 @@ export function injectorPath(): string | null {
   const local = path.join(root, 'build', 'Release', `libmetal_cap_shim_inject.${darwin ? 'dylib' : 'so'}`);
   const prebuilt = path.join(root, 'prebuilds', 'darwin-x64+arm64', 'libmetal_cap_shim_inject.dylib');
   // Like node-gyp-build: a local build first, unless PREBUILDS_ONLY asks to test the shipped binary.
-  const candidates = darwin ? (process.env.PREBUILDS_ONLY ? [prebuilt] : [local, prebuilt]) : [local];
+  // Outside macOS the only injector is the simulated build's, used only when the simulated Metal is selected.
+  const candidates = darwin ? (process.env.PREBUILDS_ONLY ? [prebuilt] : [local, prebuilt]) : simulationSelected() ? [local] : [];
   return candidates.find((c) => existsSync(c)) ?? null;
 }
 
@@ -120,7 +121,8 @@ export interface ExecOptions {
   args: string[];
   traceFile?: string;
   force?: boolean;
-  /** Run even when injection is known not to work (a notice is still printed). */
+  /** Run the program even when it will not be patched: no Metal here, a refusal, or injection known not to work (one
+   * notice goes to stderr). */
   allowUnpatched?: boolean;
   /** Where the CLI's own notices go (never the child's streams). */
   notice?: (line: string) => void;
@@ -160,19 +162,26 @@ export function checkTraceFile(file: string): string {
   return resolved;
 }
 
-export function prepareExec(options: ExecOptions): { injector: string; resolved: string; warnings: ApplyWarning[] } {
+/** What prepareExec() decided: the injector to load, or null with the one notice to print before running unpatched. */
+export type PreparedExec =
+  | { injector: string; resolved: string; warnings: ApplyWarning[]; unpatched: null }
+  | { injector: null; resolved: string; warnings: []; unpatched: string };
+
+export function prepareExec(options: ExecOptions): PreparedExec {
   if (options.traceFile !== undefined) checkTraceFile(options.traceFile);
-  const injector = injectorPath();
-  if (injector === null) {
-    throw new UnsupportedPlatformError(
-      process.platform === 'darwin'
-        ? 'the injector library is missing from this install (prebuilds/darwin-x64+arm64); reinstall metal-cap-shim'
-        : `exec injects into programs that use Metal, which exists only on macOS; this is ${process.platform} without the simulated test build (npm run build:sim)`,
-    );
-  }
   const resolved = resolveCommand(options.command);
   if (resolved === null) {
     throw new MetalCapShimError('ERR_COMMAND_NOT_FOUND', `command not found: ${options.command}`);
+  }
+  const injector = injectorPath();
+  if (injector === null) {
+    const why =
+      process.platform === 'darwin'
+        ? 'the injector library is missing from this install (prebuilds/darwin-x64+arm64); reinstall metal-cap-shim'
+        : `exec injects into programs that use Metal, which exists only on macOS; this is ${process.platform}`;
+    // A cross-platform wrapper: the program runs, unpatched, wherever there is nothing to patch.
+    if (options.allowUnpatched) return { injector: null, resolved, warnings: [], unpatched: `${why}: running ${options.command} unpatched (--allow-unpatched)` };
+    throw new UnsupportedPlatformError(`${why} (--allow-unpatched runs the program unpatched)`);
   }
   let warnings: ApplyWarning[] = [];
   const native = loadNative();
@@ -182,6 +191,9 @@ export function prepareExec(options: ExecOptions): { injector: string; resolved:
     if (stock.supported) {
       const { changes } = planProfile(stock.devices, options.profile);
       const refusal = refusalFor(hostOf(stock), changes, options.force ?? false);
+      if (refusal !== null && options.allowUnpatched) {
+        return { injector: null, resolved, warnings: [], unpatched: `${refusal} Running ${options.command} unpatched (--allow-unpatched).` };
+      }
       if (refusal !== null) throw new RefusedError(refusal);
       warnings = profileWarnings(options.profile, stock.devices, changes, []);
     }
@@ -190,7 +202,7 @@ export function prepareExec(options: ExecOptions): { injector: string; resolved:
   if (blocker !== null && !options.allowUnpatched) {
     throw new RefusedError(`${blocker} (--allow-unpatched runs it anyway)`, 'ERR_INJECTION_BLOCKED');
   }
-  return { injector, resolved, warnings };
+  return { injector, resolved, warnings, unpatched: null };
 }
 
 function withPreload(env: NodeJS.ProcessEnv, injector: string): NodeJS.ProcessEnv {
@@ -201,11 +213,22 @@ function withPreload(env: NodeJS.ProcessEnv, injector: string): NodeJS.ProcessEn
 
 const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'];
 
+/** Passes signals sent to us on to the child, for both the patched and the unpatched run; returns the undo. */
+function forwardSignals(child: ChildProcess): () => void {
+  const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
+  const handlers = FORWARDED_SIGNALS.map((s) => [s, forward(s)] as const);
+  for (const [s, h] of handlers) process.on(s, h);
+  return () => {
+    for (const [s, h] of handlers) process.off(s, h);
+  };
+}
+
 /**
  * Runs a command with the injector loaded into it. The child's stdio is the terminal's; the injector talks to us
  * over fd 3 only. Signals sent to us are forwarded to the child.
  */
-export function runWithInjector(options: ExecOptions, injector: string, warnings: ApplyWarning[]): Promise<ExecOutcome> {
+export function runWithInjector(options: ExecOptions, injector: string | null, warnings: ApplyWarning[]): Promise<ExecOutcome> {
+  if (injector === null) return runUnpatched(options);
   const env = withPreload(process.env, injector);
   env[INJECT_ENV.profile] = encodeNativeProfile(options.profile, { trace: options.traceFile !== undefined });
   env[INJECT_ENV.statusFd] = '3';
@@ -223,12 +246,7 @@ export function runWithInjector(options: ExecOptions, injector: string, warnings
     const pipe = child.stdio[3] as NodeJS.ReadableStream | null;
     pipe?.on('data', (chunk: Buffer) => (status += chunk.toString('utf8')));
     pipe?.on('error', () => undefined);
-    const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
-    const handlers = FORWARDED_SIGNALS.map((s) => [s, forward(s)] as const);
-    for (const [s, h] of handlers) process.on(s, h);
-    const cleanup = () => {
-      for (const [s, h] of handlers) process.off(s, h);
-    };
+    const cleanup = forwardSignals(child);
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
       reject(new MetalCapShimError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${options.command}: ${err.message}`));
@@ -262,6 +280,22 @@ export function runWithInjector(options: ExecOptions, injector: string, warnings
           warnings,
         });
       });
+    });
+  });
+}
+
+/** Runs the command as it is, with no injector: the cross-platform path of `--allow-unpatched`. */
+function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(options.command, options.args, { stdio: 'inherit' });
+    const cleanup = forwardSignals(child);
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      cleanup();
+      reject(new MetalCapShimError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${options.command}: ${err.message}`));
+    });
+    child.on('exit', (exitCode, signal) => {
+      cleanup();
+      resolve({ exitCode, signal, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], warnings: [] });
     });
   });
 }

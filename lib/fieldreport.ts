@@ -2,11 +2,15 @@ import { audit, type AuditResult } from './audit.js';
 import { doctor, type DoctorReport } from './doctor.js';
 import { leastProfile } from './doctor/derive.js';
 import { DOCTOR_SCHEMA } from './doctor/types.js';
-import { InvalidOptionsError, MetalCapShimError } from './errors.js';
+import { InvalidOptionsError, InvalidReportError } from './errors.js';
+
+export { InvalidReportError };
+import { packageVersion } from './native.js';
+
+export { packageVersion };
 import { checkOptions } from './options.js';
 import { resolveProfile, type ProfileInput, type Profile } from './profiles.js';
 import type { HostInfo } from './types.js';
-import { packageVersion } from './version.js';
 
 /** The field-report format tag. */
 export const FIELD_REPORT_SCHEMA = 'metal-cap-shim/field-report@1' as const;
@@ -42,8 +46,6 @@ export interface FieldReportOptions {
   /** Bytes of the file doctor's nocopy-mmap probe generates (default 1 GiB). */
   mmapSize?: number;
 }
-
-export { packageVersion };
 
 /** Builds a field report: on a Mac it applies the profile, verifies and restores; with `snapshot`, offline. */
 export function fieldReport(options?: FieldReportOptions): FieldReport {
@@ -116,21 +118,18 @@ export interface Matrix {
   schema: 'metal-cap-shim/matrix@1';
   profiles: string[];
   rows: MatrixRow[];
+  /** Reports given more than once (the same file twice, or a copy): each is counted once, here is what was skipped. */
+  duplicates: { where: string; sameAs: string }[];
+}
+
+/** A report read from somewhere (a file) that `where` names in errors; `report` is checked, not trusted. */
+export interface MatrixInput {
+  where?: string;
+  report: unknown;
 }
 
 function profileName(p: Profile): string {
   return p.name ?? 'custom';
-}
-
-/** A file given to `matrix` that is not a field report (or is damaged). */
-export class InvalidReportError extends MetalCapShimError {
-  /** The field at fault, e.g. `audit.devices`. */
-  readonly field: string | null;
-
-  constructor(field: string | null, message: string) {
-    super('ERR_INVALID_REPORT', message);
-    this.field = field;
-  }
 }
 
 function checkReport(value: unknown, where: string): FieldReport {
@@ -188,17 +187,35 @@ function rowKey(r: FieldReport): { host: string; guestOs: string } {
   return { host, guestOs };
 }
 
-/** Merges field reports into a host × guest OS × profile table. `where` names each report in errors. */
-export function buildMatrix(reports: { where: string; report: unknown }[]): Matrix {
+function isFieldReportLike(entry: unknown): boolean {
+  return typeof entry === 'object' && entry !== null && (entry as { schema?: unknown }).schema === FIELD_REPORT_SCHEMA;
+}
+
+/**
+ * Merges field reports into a host × guest OS × profile table. Takes what fieldReport() returns, and `{ where, report }`
+ * pairs for reports read from files (`where` names the file in errors). The same report given twice counts once.
+ */
+export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Matrix {
   if (!Array.isArray(reports)) {
-    throw new InvalidOptionsError('reports', 'buildMatrix() takes an array of { where, report } (report: parsed field-report JSON)');
+    throw new InvalidOptionsError('reports', 'buildMatrix() takes an array of field reports (fieldReport() results, or { where, report } for parsed JSON)');
   }
   const rows = new Map<string, MatrixRow>();
   const doctors = new Map<string, DoctorReport[]>();
   const profileNames = new Set<string>();
-  reports.forEach((entry, i) => {
-    const where = typeof entry?.where === 'string' ? entry.where : `reports[${i}]`;
-    const r = checkReport(entry?.report, where);
+  const seen = new Map<string, string>();
+  const duplicates: Matrix['duplicates'] = [];
+  reports.forEach((entry: unknown, i) => {
+    const pair = isFieldReportLike(entry) ? { where: `reports[${i}]`, report: entry } : (entry as MatrixInput | null);
+    const where = typeof pair?.where === 'string' ? pair.where : `reports[${i}]`;
+    const r = checkReport(pair?.report, where);
+    // One report, however often it is given: two runs never produce the same timestamp and content.
+    const identity = JSON.stringify(r);
+    const first = seen.get(identity);
+    if (first !== undefined) {
+      duplicates.push({ where, sameAs: first });
+      return;
+    }
+    seen.set(identity, where);
     const key = rowKey(r);
     const id = `${key.host}\u0000${key.guestOs}`;
     const row = rows.get(id) ?? { ...key, cells: {}, doctor: null };
@@ -221,7 +238,7 @@ export function buildMatrix(reports: { where: string; report: unknown }[]): Matr
   });
   for (const [id, list] of doctors) rows.get(id)!.doctor = matrixDoctor(list);
   const sorted = [...rows.values()].sort((a, b) => a.host.localeCompare(b.host) || a.guestOs.localeCompare(b.guestOs));
-  return { schema: 'metal-cap-shim/matrix@1', profiles: [...profileNames].sort(), rows: sorted };
+  return { schema: 'metal-cap-shim/matrix@1', profiles: [...profileNames].sort(), rows: sorted, duplicates };
 }
 
 function matrixDoctor(list: DoctorReport[]): MatrixDoctor {

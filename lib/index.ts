@@ -7,14 +7,19 @@ export { probe, probeSnapshot, SIM_SNAPSHOT_ENV, type ProbeOptions } from './pro
 export {
   restore,
   status,
+  type Applied,
   type ApplyFailureReason,
   type ApplyOptions,
   type ApplyResult,
   type ApplyWarning,
   type HookRef,
   type Mismatch,
+  type NotApplied,
+  type NotRestored,
   type PatchedClass,
+  type Restored,
   type RestoreResult,
+  type RestoreSkipReason,
   type Status,
   type TraceEntry,
   type Verification,
@@ -39,6 +44,9 @@ export {
   type AuditOptions,
   type AuditResult,
   type DeviceAudit,
+  type LiveAudit,
+  type OfflineAudit,
+  type RefusedLiveAudit,
   type EngineComparison,
   type GateFlip,
 } from './audit.js';
@@ -51,6 +59,7 @@ export {
   type FieldReportOptions,
   type Matrix,
   type MatrixCell,
+  type MatrixInput,
   type MatrixRow,
 } from './fieldreport.js';
 export {
@@ -78,6 +87,7 @@ export {
   type Recommendation,
 } from './doctor.js';
 export { listSnapshots, loadSnapshot, reportFromSnapshot, validateSnapshot, type Snapshot } from './snapshots.js';
+export { recordSnapshot, type RecordOptions } from './record.js';
 export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
 export { SIMD_RULES } from './report.js';
 export {
@@ -93,6 +103,7 @@ export {
 export {
   InvalidOptionsError,
   InvalidProfileError,
+  InvalidReportError,
   InvalidSnapshotError,
   MetalCapShimError,
   NativeError,
@@ -100,5 +111,8 @@ export {
   SnapshotNotFoundError,
   UnsupportedPlatformError,
   UsageError,
+  type ErrorCode,
+  type NativeErrorCode,
+  type RefusedErrorCode,
 } from './errors.js';
 export type * from './types.js';

@@ -1,11 +1,12 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from './doctor-probes.js';
 import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from './errors.js';
 import { FAMILY_NAMES } from './families.js';
 import { packageRoot } from './native.js';
+import { readJsonFile } from './jsonfile.js';
 import { deviceReportFrom, REPORT_SCHEMA } from './report.js';
-import type { CapabilityReport, DeviceLocation } from './types.js';
+import type { CapabilityReport, DeviceLocation, SupportedReport } from './types.js';
 
 /** The snapshot format tag (snapshots/README.md documents the format). */
 export const SNAPSHOT_SCHEMA = 'metal-cap-shim/snapshot@1' as const;
@@ -158,16 +159,106 @@ export function resolveSnapshotPath(selector: string): string {
   return file;
 }
 
-/** Reads and validates a snapshot by bundled name or by path. */
+/**
+ * Reads and validates a snapshot by bundled name or by path. A path may also name a `probe --json` report
+ * (`metal-cap-shim/report@1`), which is read as a snapshot of the devices it lists.
+ */
 export function loadSnapshot(selector: string): Snapshot {
   const file = resolveSnapshotPath(selector);
-  let data: unknown;
-  try {
-    data = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (err) {
-    throw new InvalidSnapshotError(null, `${file} is not valid JSON: ${(err as Error).message}`);
-  }
+  const read = readJsonFile(file);
+  if (!read.ok) throw new InvalidSnapshotError(null, `snapshot file ${file} ${read.problem}`);
+  const data = read.value;
+  if (isObject(data) && data.schema === REPORT_SCHEMA) return snapshotFromReportFile(data, file);
   return validateSnapshot(data, file);
+}
+
+/** The `sources` key of values a snapshot took from a report or a recording. */
+export const RECORDING_SOURCE = 'recording';
+
+/** Turns a slug-unsafe text (a label, a file name, a model) into a snapshot id. */
+export function snapshotId(text: string): string {
+  const id = text
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]+/g, '-')
+    .replace(/^[^a-z0-9]+/, '')
+    .replace(/-+$/, '');
+  return id || 'snapshot';
+}
+
+/**
+ * A snapshot of the devices a supported report lists; `describe` is the provenance text of every value. Throws
+ * InvalidSnapshotError when the report has no devices or a device lacks a value a snapshot must have.
+ */
+export function snapshotFromReport(
+  report: CapabilityReport,
+  meta: { id: string; title: string; recorded: string; describe: string; where: string },
+): Snapshot {
+  if (!report.supported) {
+    throw new InvalidSnapshotError('supported', `${meta.where}: the report has no devices (supported: false, ${report.reason}), so it cannot stand for a machine`);
+  }
+  const provenanceOf = (value: unknown) => (value === null ? 'unrecorded' : RECORDING_SOURCE);
+  const host = report.host;
+  const snapshotHost: SnapshotHost = {
+    platform: report.platform,
+    ...Object.fromEntries(HOST_FIELDS.filter((f) => f !== 'platform').map((f) => [f, host[f as keyof typeof host] ?? null])),
+    provenance: Object.fromEntries(HOST_FIELDS.map((f) => [f, f === 'platform' ? RECORDING_SOURCE : provenanceOf(host[f as keyof typeof host] ?? null)])),
+  } as SnapshotHost;
+  const devices = report.devices.map((d, i): SnapshotDevice => {
+    const missing = DEVICE_FIELDS.filter((f) => f !== 'architecture' && d[f] === null);
+    const noFamily = Object.entries(d.families).filter(([, v]) => v === null).map(([k]) => `families.${k}`);
+    if (missing.length + noFamily.length > 0) {
+      throw new InvalidSnapshotError(
+        `devices[${i}].${[...missing, ...noFamily][0]}`,
+        `${meta.where}: device ${i} has no answer for ${[...missing, ...noFamily].join(', ')} (the OS could not answer), and a snapshot needs every value but architecture`,
+      );
+    }
+    return {
+      name: d.name,
+      className: d.className,
+      registryId: d.registryId!,
+      families: d.families as Record<string, boolean>,
+      maxThreadgroupMemoryLength: d.maxThreadgroupMemoryLength!,
+      maxThreadsPerThreadgroup: d.maxThreadsPerThreadgroup!,
+      recommendedMaxWorkingSetSize: d.recommendedMaxWorkingSetSize!,
+      maxBufferLength: d.maxBufferLength!,
+      hasUnifiedMemory: d.hasUnifiedMemory!,
+      location: d.location!,
+      architecture: d.architecture,
+      provenance: Object.fromEntries(DEVICE_FIELDS.map((f) => [f, provenanceOf(d[f])])),
+    };
+  });
+  const defaultDevice = Math.max(0, report.devices.findIndex((d) => d.isDefault));
+  return validateSnapshot(
+    {
+      schema: SNAPSHOT_SCHEMA,
+      id: meta.id,
+      title: meta.title,
+      recorded: meta.recorded,
+      sources: { [RECORDING_SOURCE]: meta.describe },
+      host: snapshotHost,
+      defaultDevice,
+      devices,
+    },
+    meta.where,
+  );
+}
+
+function snapshotFromReportFile(data: Record<string, unknown>, file: string): Snapshot {
+  const isReport =
+    typeof data.supported === 'boolean' && Array.isArray(data.devices) && typeof data.platform === 'string' && 'host' in data;
+  if (!isReport) {
+    throw new InvalidSnapshotError(null, `${file}: says it is a probe report (${REPORT_SCHEMA}) but lacks supported, platform, host or devices`);
+  }
+  const report = data as unknown as CapabilityReport;
+  const recorded = statSync(file).mtime.toISOString().slice(0, 10);
+  const base = path.basename(file, '.json');
+  return snapshotFromReport(report, {
+    id: snapshotId(report.snapshot ?? base),
+    title: `probe report ${path.basename(file)}`,
+    recorded,
+    describe: `metal-cap-shim probe report ${file} (date: the file's modification time)`,
+    where: file,
+  });
 }
 
 // ---- validation ----
@@ -271,7 +362,7 @@ function checkDoctor(where: string, prefix: string, doctor: unknown, sources: Re
 /** Validates parsed JSON as a snapshot; `where` names it in messages. Throws InvalidSnapshotError naming the field. */
 export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
   checkFields(where, '', data, {
-    schema: (v) => (v === SNAPSHOT_SCHEMA ? null : `"${SNAPSHOT_SCHEMA}"`),
+    schema: (v) => (v === SNAPSHOT_SCHEMA ? null : `"${SNAPSHOT_SCHEMA}" (or the file must be a probe --json report, "${REPORT_SCHEMA}")`),
     id: (v) => (typeof v === 'string' && /^[a-z0-9][a-z0-9.-]*$/.test(v) ? null : 'a lower-case id (a-z, 0-9, -, .)'),
     title: str,
     recorded: (v) => (typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) ? null : 'a date YYYY-MM-DD'),
@@ -354,7 +445,7 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
 }
 
 /** The capability report a snapshot records, as probe() would return it on that machine. */
-export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: boolean } = {}): CapabilityReport {
+export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: boolean } = {}): SupportedReport {
   const indexes = options.allDevices ? snapshot.devices.map((_, i) => i) : [snapshot.defaultDevice];
   const devices = indexes.map((i, position) => {
     const d = snapshot.devices[i]!;

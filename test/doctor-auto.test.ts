@@ -124,13 +124,15 @@ describeSim("applyProfile('auto')", () => {
     const cache = newCache();
     const r = runNode(
       `const m = await import(${index});
-       let code = null; try { m.applyProfile('auto'); } catch (e) { code = e.code; }
+       const refused = m.applyProfile('auto');
+       let code = null; try { m.applyProfile('auto', { strict: true }); } catch (e) { code = e.code; }
        const forced = m.applyProfile('auto', { force: true });
-       console.log(JSON.stringify({ code, applied: forced.applied, profile: forced.profile, from: forced.auto.from }));`,
+       console.log(JSON.stringify({ refused: [refused.applied, refused.reason, refused.auto.from], code, applied: forced.applied, profile: forced.profile, from: forced.auto.from }));`,
       { METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal', XDG_CACHE_HOME: cache },
     );
     // The simulated GPU runs 64 KiB of threadgroup memory, more than the 32768 the M1 Ultra reports: a raise.
     expect(jsonFrom(r)).toEqual({
+      refused: [false, 'refused-bare-metal', 'doctor'],
       code: 'ERR_REFUSED_BARE_METAL',
       applied: true,
       profile: { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' },
@@ -205,8 +207,20 @@ describeSim('METAL_CAP_SHIM_PROFILE=auto for register and exec', () => {
     expect((JSON.parse(fromEnv.stdout)[0] as { families: Record<string, boolean> }).families['1009']).toBe(true);
     const off = runCli(['exec', '--', consumer], { ...env, METAL_CAP_SHIM_PROFILE: 'off' });
     expect([off.status, off.stdout]).toEqual([2, '']);
-    expect(off.stderr).toBe(
-      'metal-cap-shim: ERR_USAGE: METAL_CAP_SHIM_PROFILE=off: exec always injects a profile; unset METAL_CAP_SHIM_PROFILE or pass --profile\n',
+    expect(off.stderr.split('\n')[0]).toBe(
+      'metal-cap-shim: ERR_USAGE: METAL_CAP_SHIM_PROFILE=off: exec always injects a profile; unset METAL_CAP_SHIM_PROFILE or pass --profile',
     );
+  });
+});
+
+describeSim('exec --profile auto where there is no Metal (Linux without the simulated build selected)', () => {
+  it('claims nothing, and --allow-unpatched runs the program unpatched as with any profile', () => {
+    const env = { METAL_CAP_SHIM_SIM_SNAPSHOT: undefined, XDG_CACHE_HOME: newCache() };
+    const r = runCli(['exec', '--allow-unpatched', '--profile', 'auto', '--', process.execPath, '-e', 'console.log("ran")'], env);
+    expect([r.status, r.stdout]).toEqual([0, 'ran\n']);
+    expect(r.stderr).toMatch(/^metal-cap-shim: exec injects into programs that use Metal, which exists only on macOS; this is linux: running .* unpatched \(--allow-unpatched\)\n$/);
+    const plain = runCli(['exec', '--profile', 'auto', '--', process.execPath, '-e', '0'], env);
+    expect(plain.status).toBe(1);
+    expect(plain.stderr).toMatch(/^metal-cap-shim: ERR_UNSUPPORTED_PLATFORM: /);
   });
 });

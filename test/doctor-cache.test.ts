@@ -8,7 +8,7 @@ import { assessDevice } from '../lib/doctor/derive.js';
 import { judgeProbe } from '../lib/doctor/judge.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
-import { packageVersion } from '../lib/version.js';
+import { packageVersion } from '../lib/native.js';
 
 const report = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'), { allDevices: true });
 const device = report.devices[0]!;

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { byteCount } from '../lib/commands/doctor.js';
+import { byteCount } from '../lib/cli/doctor-options.js';
 import { doctor } from '../lib/doctor.js';
 import { checkDoctorOptions } from '../lib/doctor/options.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
@@ -244,7 +244,7 @@ describe('doctor command flags', () => {
       expect(r.stdout).toMatch(/^Usage: metal-cap-shim doctor \[--json\]/);
       expect(r.stdout).toContain('--mmap-file FILE');
     }
-    expect(runCli(['--help']).stdout).toContain('  doctor     run real Metal work on each device');
+    expect(runCli(['--help']).stdout).toMatch(/^ {2}doctor +real Metal work on each device: what is proven, the faults, the verified profile$/m);
   });
 });
 

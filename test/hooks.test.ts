@@ -70,6 +70,20 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     expect(devices()).toEqual(stock);
   });
 
+  it('restore narrows on restored: true with the verification, then false with nothing-applied', () => {
+    applyProfile('apple7', { force: true });
+    const first = restore();
+    expect(first.restored).toBe(true);
+    if (first.restored) expect(first.verification).toEqual({ ok: true, checked: 21 * 2, mismatches: [] });
+    expect(restore()).toEqual({
+      restored: false,
+      reason: 'nothing-applied',
+      restoredHooks: [],
+      conflicts: [],
+      verification: { ok: true, checked: 21 * 2, mismatches: [] },
+    });
+  });
+
   it('applying twice does not wrap twice', () => {
     applyProfile('apple7', { force: true, trace: true });
     const second = applyProfile('apple7', { force: true, trace: true });
@@ -105,6 +119,15 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     expect(amd!.families[APPLE7]).toBe(false);
     expect(intel!.maxThreadgroupMemoryLength).toBe(65536);
     expect(status().hooks).toEqual([{ className: AMD, selector: 'maxThreadgroupMemoryLength', mode: 'replaced', ours: false }]);
+    // While the other hook stays on top, there is nothing restore may take out: a result that says so.
+    const blocked = restore();
+    expect(blocked).toMatchObject({
+      restored: false,
+      reason: 'conflicts',
+      restoredHooks: [],
+      conflicts: [{ className: AMD, selector: 'maxThreadgroupMemoryLength' }],
+    });
+    expect(blocked.verification?.ok).toBe(false);
     // Once the other library takes its hook out, ours is on top again and restore finishes the job.
     fixture.removeForeignHook(AMD);
     const again = restore();

@@ -102,7 +102,9 @@ export function resolveAutoProfile(options: { force?: boolean; timeoutMs?: numbe
 
 /**
  * Patches every Metal device class to answer as the profile says, then verifies the answers on fresh devices (see
- * apply.ts). `'auto'` stands for the verified profile: cached from an earlier doctor run, or measured now.
+ * apply.ts): not applying is a result, and `strict: true` throws instead. `'auto'` stands for the verified profile,
+ * cached from an earlier doctor run or measured now; a fresh measurement throws ERR_PROFILE_ACTIVE while a profile is
+ * applied.
  */
 export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: AutoApplyOptions): AutoApplyResult {
   // A named profile goes straight through; applyProfile there rejects timeoutMs, which only `auto` uses.
@@ -137,6 +139,10 @@ export function profileForExec(flag: string | undefined, env: NodeJS.ProcessEnv 
   if (flag === undefined && value === 'off') {
     throw new UsageError(`${PROFILE_ENV}=off: exec always injects a profile; unset ${PROFILE_ENV} or pass --profile`);
   }
-  if (isAuto(value)) return resolveAutoProfile({ force }).profile;
-  return resolveProfile(value);
+  if (!isAuto(value)) return resolveProfile(value);
+  // Nothing to measure here: auto claims nothing, and exec decides as for any profile (--allow-unpatched runs the
+  // program unpatched, otherwise it says there is no Metal).
+  const native = loadNative();
+  if (native.binding === null || !stockReport(native.binding).supported) return NOTHING;
+  return resolveAutoProfile({ force }).profile;
 }

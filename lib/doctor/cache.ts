@@ -9,7 +9,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { resolveProfile, type Profile } from '../profiles.js';
 import type { CapabilityReport, DeviceReport } from '../types.js';
-import { packageVersion } from '../version.js';
+import { packageVersion } from '../native.js';
 import { isProbeId, isRecordedStatus, type DoctorProbeId, type RecordedStatus } from './probes.js';
 import type { DoctorDevice, Recommendation } from './types.js';
 

@@ -4,7 +4,7 @@
  */
 import { InvalidOptionsError } from '../errors.js';
 import { loadSnapshot, reportFromSnapshot, type SnapshotDoctorProbe } from '../snapshots.js';
-import { packageVersion } from '../version.js';
+import { packageVersion } from '../native.js';
 import { assessDevice } from './derive.js';
 import { judgeProbe } from './judge.js';
 import type { CheckedDoctorOptions } from './options.js';

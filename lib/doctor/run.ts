@@ -5,12 +5,11 @@
 import { tmpdir } from 'node:os';
 import { applyProfile, refusalFor, restore } from '../apply.js';
 import { InvalidOptionsError, MetalCapShimError, NativeError } from '../errors.js';
-import { loadNative } from '../native.js';
+import { loadNative, packageVersion } from '../native.js';
 import { stockReport } from '../probe.js';
 import { planProfile } from '../profiles.js';
 import { hostOf } from '../report.js';
 import type { CapabilityReport, DeviceReport, UnsupportedReason } from '../types.js';
-import { packageVersion } from '../version.js';
 import type { NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
 import { cacheKeyFor, writeCache } from './cache.js';
 import { assessDevice } from './derive.js';

@@ -276,9 +276,11 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
     if (refusedWithoutForce) {
       // Only a device below Apple5 (an Intel or AMD GPU answers no Apple family) on a host that is not a VM.
       expect(stockSupportsApple5).toBe(false);
+      // A refusal is a result; with strict: true it is a RefusedError.
+      expect(applyProfile('mask-apple5')).toMatchObject({ applied: false, reason: 'refused-bare-metal', verification: null });
       let thrown: unknown;
       try {
-        applyProfile('mask-apple5');
+        applyProfile('mask-apple5', { strict: true });
       } catch (e) {
         thrown = e;
       }
