@@ -306,6 +306,11 @@ function nativeCode(code: string | undefined): NativeErrorCode {
  * with `strict: true` each reason throws its error instead (RefusedError, UnsupportedPlatformError, NativeError).
  */
 export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: ApplyOptions): ApplyResult {
+  return applyProfileOver(undefined, profile, options);
+}
+
+/** applyProfile() over a stock report the caller has just read (profile auto reads one to find its cache). */
+export function applyProfileOver(known: CapabilityReport | undefined, profile: ProfileInput, options?: ApplyOptions): ApplyResult {
   const { force = false, trace = false, strict = false } = checkOptions<ApplyOptions>('applyProfile', options, {
     force: 'boolean',
     trace: 'boolean',
@@ -315,7 +320,7 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
   const native = loadNative();
   if (native.binding === null) return notApplied(normalized, native.reason, native.detail, strict);
   const binding = native.binding;
-  const stock = stockReport(binding);
+  const stock = known ?? stockReport(binding);
   if (!stock.supported) return notApplied(normalized, 'no-device', stock.detail ?? 'no Metal device', strict);
   const { expected, changes: changesFromStock } = planProfile(stock.devices, normalized);
   const stockDefault = separateDefault(binding, stock.devices, true);

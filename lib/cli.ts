@@ -17,6 +17,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
   matrix: { summary: 'merge field reports into a host × guest OS × profile table', load: () => import('./cli/matrix.js') },
   profiles: { summary: 'the built-in profiles and why they exist', load: () => import('./cli/profiles.js') },
   snapshot: { summary: 'record this machine as a snapshot (JSON on stdout)', load: () => import('./cli/snapshot.js') },
+  doctor: {
+    summary: 'real Metal work on each device: what is proven, the faults, the verified profile',
+    load: () => import('./cli/doctor.js'),
+  },
 };
 
 /** Errors that mean the command line asked for something that does not exist or cannot be read: exit 2. */

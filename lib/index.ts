@@ -5,7 +5,6 @@
  */
 export { probe, probeSnapshot, SIM_SNAPSHOT_ENV, type ProbeOptions } from './probe.js';
 export {
-  applyProfile,
   restore,
   status,
   type Applied,
@@ -63,6 +62,30 @@ export {
   type MatrixInput,
   type MatrixRow,
 } from './fieldreport.js';
+export {
+  AUTO_PROFILE,
+  applyProfile,
+  CAPABILITY_PROBE_IDS,
+  doctor,
+  doctorCacheDir,
+  DOCTOR_PROBE_IDS,
+  DOCTOR_SCHEMA,
+  DOCTOR_STATUSES,
+  JUDGEMENTS,
+  resolveAutoProfile,
+  type AutoApplyOptions,
+  type AutoApplyResult,
+  type AutoSource,
+  type DoctorDevice,
+  type DoctorOptions,
+  type DoctorProbe,
+  type DoctorProbeId,
+  type DoctorReport,
+  type DoctorRun,
+  type DoctorStatus,
+  type Judgement,
+  type Recommendation,
+} from './doctor.js';
 export { listSnapshots, loadSnapshot, reportFromSnapshot, validateSnapshot, type Snapshot } from './snapshots.js';
 export { recordSnapshot, type RecordOptions } from './record.js';
 export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';

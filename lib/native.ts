@@ -29,10 +29,12 @@ export function simulationSelected(env: NodeJS.ProcessEnv = process.env): boolea
   return process.platform !== 'darwin' && env[SIM_SNAPSHOT_ENV] !== undefined;
 }
 
-/** This package's version, from its package.json. */
+let version: string | undefined;
+
+/** This package's version, from its package.json (read once: profile auto keys its cache on it at start-up). */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
-  return pkg.version;
+  version ??= (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+  return version;
 }
 
 /**

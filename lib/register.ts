@@ -1,12 +1,15 @@
 /**
  * `import 'metal-cap-shim/register'` (or `node --import metal-cap-shim/register app.js`): applies the profile named by
- * METAL_CAP_SHIM_PROFILE (a built-in name or JSON; default cua-release; `off` disables) when the process runs inside a
- * macOS virtual machine, and does nothing elsewhere. It must run before any engine initialises Metal.
+ * METAL_CAP_SHIM_PROFILE (a built-in name, JSON, or `auto` for the verified profile; default cua-release; `off`
+ * disables) when the process runs inside a macOS virtual machine, and does nothing elsewhere. It must run before any
+ * engine initialises Metal.
  */
+import { PROFILE_ENV as PROFILE_VARIABLE } from './doctor/auto.js';
 import { MetalCapShimError } from './errors.js';
 import { registerFromEnvironment } from './registration.js';
 
-export { PROFILE_ENV } from './registration.js';
+/** The environment variable register reads. Typed as its literal so this entry's declarations stand alone. */
+export const PROFILE_ENV: 'METAL_CAP_SHIM_PROFILE' = PROFILE_VARIABLE;
 
 try {
   const outcome = registerFromEnvironment();

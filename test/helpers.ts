@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { execFileSync, spawnSync, type SpawnSyncOptions, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
@@ -55,9 +55,10 @@ export function loadFixture(global = false): SimFixture {
   return module.exports;
 }
 
-/** Runs the built CLI. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input?: string): SpawnSyncReturns<string> {
+/** Runs the built CLI; `extra` adds spawn options (e.g. another uid). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input?: string, extra: SpawnSyncOptions = {}): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, [cli, ...args], {
+    ...extra,
     encoding: 'utf8',
     env: { ...process.env, NO_COLOR: '1', ...env },
     input,

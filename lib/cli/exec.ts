@@ -1,6 +1,6 @@
 import { constants as osConstants } from 'node:os';
 import { prepareExec, runWithInjector } from '../exec.js';
-import { DEFAULT_PROFILE, resolveProfile } from '../profiles.js';
+import { profileForExec } from '../doctor/auto.js';
 import { profileHelp } from './profile-option.js';
 import { err, EXIT, text, type Command } from './shared.js';
 
@@ -8,6 +8,7 @@ const command: Command = {
   help: () => `Usage: metal-cap-shim exec [--profile P] [--trace FILE] [--force] [--allow-unpatched] [--json] -- command [args…]
 
   ${profileHelp(19)}
+                     Also auto (the verified profile of doctor). Without --profile: METAL_CAP_SHIM_PROFILE if set.
   --trace FILE       write what the program asked and what it was told to FILE (JSON) at exit; a second
                      process that uses Metal (one the program started) writes FILE.<pid>
   --force            allow raising answers on a host that is not a VM
@@ -27,7 +28,8 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
   },
   positionals: 'after-dashdash',
   async run({ values, rest }) {
-    const profile = resolveProfile(text(values, 'profile') ?? DEFAULT_PROFILE);
+    // `auto` is resolved here, before the program starts; without --profile, METAL_CAP_SHIM_PROFILE decides.
+    const profile = profileForExec(text(values, 'profile'), process.env, values.force === true);
     const trace = text(values, 'trace');
     const options = {
       profile,
