@@ -6,8 +6,15 @@
         ["OS=='mac'", {
           "sources": [
             "src-native/addon.mm",
+            "src-native/addon_doctor.mm",
             "src-native/capabilities.mm",
+            "src-native/consumers.mm",
+            "src-native/doctor.mm",
+            "src-native/doctor_gpu.mm",
+            "src-native/doctor_nocopy.mm",
+            "src-native/doctor_probes.mm",
             "src-native/host_darwin.mm",
+            "src-native/terminal.mm",
             "src-native/swizzle.mm",
             "src-native/profile.mm",
             "src-native/patch.mm"
@@ -27,6 +34,9 @@
       ]
     },
     {
+      # The exec injector. Its arm64e slice is for Apple's own arm64e programs and needs pointer authentication:
+      # build it with Xcode's clang and ld64 only (node-gyp uses them through xcrun; the release workflow checks).
+      # A clang/lld from outside Xcode compiles arm64e objects without ptrauth, and lld cannot link arm64e images.
       "target_name": "metal_cap_shim_inject",
       "conditions": [
         ["OS=='mac'", {

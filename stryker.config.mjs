@@ -5,8 +5,8 @@ export default {
   testRunner: 'vitest',
   plugins: ['@stryker-mutator/vitest-runner'],
   vitest: { configFile: 'vitest.stryker.config.ts', related: true },
-  // The core: decisions that run in-process against the simulated addon. The globs pick up gates/*.ts and
-  // doctor*.ts as they arrive.
+  // The core: decisions that run in-process against the simulated addon (registration.ts is register's decision,
+  // callable in-process). The globs pick up lib/gates/*.ts and doctor's files as they arrive.
   mutate: [
     'lib/profiles.ts',
     'lib/gates.ts',
@@ -14,8 +14,10 @@ export default {
     'lib/apply.ts',
     'lib/snapshots.ts',
     'lib/register.ts',
+    'lib/registration.ts',
     'lib/exec.ts',
     'lib/doctor*.ts',
+    'lib/doctor/*.ts',
   ],
   coverageAnalysis: 'perTest',
   // A static mutant (a module-level table, the built-in profiles) can only be tested by reloading every module for

@@ -1,5 +1,5 @@
 import type { NativeBinding, NativeSelectorPatch } from '../types/binding.js';
-import { NativeError, RefusedError, UnsupportedPlatformError } from './errors.js';
+import { NativeError, RefusedError, UnsupportedPlatformError, type NativeErrorCode } from './errors.js';
 import { familyNameOf, type FamilyName } from './families.js';
 import { loadNative } from './native.js';
 import { checkOptions } from './options.js';
@@ -17,7 +17,7 @@ import {
   type ProfileInput,
 } from './profiles.js';
 import { hostOf, reportFromNative } from './report.js';
-import type { CapabilityReport, DeviceReport, HostInfo, UnsupportedReason } from './types.js';
+import type { CapabilityReport, DeviceReport, HostInfo, SupportedReport, UnsupportedReason } from './types.js';
 
 /** Options for applyProfile(). */
 export interface ApplyOptions {
@@ -30,7 +30,12 @@ export interface ApplyOptions {
 }
 
 /** Why applyProfile() did not apply. */
-export type ApplyFailureReason = UnsupportedReason | 'verification-failed';
+export type ApplyFailureReason =
+  | UnsupportedReason
+  /** The hooks went in, but a fresh device did not answer as the profile says; they were taken out again. */
+  | 'verification-failed'
+  /** The profile raises answers on a host that is not known to be a virtual machine, and `force` was not given. */
+  | 'refused-bare-metal';
 
 /** A warning about a profile or the process it is applied in; `code` is stable. */
 export interface ApplyWarning {
@@ -58,33 +63,58 @@ export interface Mismatch {
   actual: boolean | number | null;
 }
 
-/** Checking the live answers of freshly obtained devices against the expected ones. */
-export interface Verification {
-  ok: boolean;
-  /** Answers compared (families and sizes, over every device). */
-  checked: number;
-  mismatches: Mismatch[];
-}
+/** Checking the live answers of freshly obtained devices against the expected ones. Narrow it on `ok`. */
+export type Verification =
+  | {
+      ok: true;
+      /** Answers compared (families and sizes, over every device). */
+      checked: number;
+      mismatches: [];
+    }
+  | {
+      ok: false;
+      checked: number;
+      /** Every answer that differs; empty when the device list itself changed. */
+      mismatches: Mismatch[];
+    };
 
-/** The outcome of applyProfile(). */
-export interface ApplyResult {
-  applied: boolean;
-  /** Set when `applied` is false. */
-  reason: ApplyFailureReason | null;
-  detail: string | null;
+/** applyProfile() patched every device class and the answers verified. */
+export interface Applied {
+  applied: true;
+  reason: null;
+  detail: null;
   /** The validated, normalised profile. */
   profile: Profile;
   patchedClasses: PatchedClass[];
   /** Every device as it answered just before this call (stock, or the previous profile). */
-  before: CapabilityReport | null;
-  /** Every device, freshly obtained, as it answered with the profile installed (on a verification failure: the answers
-   * that failed, before the patch was taken out). */
-  after: CapabilityReport | null;
+  before: SupportedReport;
+  /** Every device, freshly obtained, as it answers with the profile installed. */
+  after: SupportedReport;
   /** Each answer that differs between `before` and `after`. */
   changed: AnswerChange[];
   warnings: ApplyWarning[];
-  verification: Verification | null;
+  verification: Verification & { ok: true };
 }
+
+/** applyProfile() left the process as it was; `reason` says why and `detail` what to do. */
+export interface NotApplied {
+  applied: false;
+  reason: ApplyFailureReason;
+  detail: string;
+  profile: Profile;
+  patchedClasses: [];
+  /** With `verification-failed`: the answers before this call; otherwise null. */
+  before: SupportedReport | null;
+  /** With `verification-failed`: the answers that failed, before the patch was taken out; otherwise null. */
+  after: CapabilityReport | null;
+  changed: [];
+  warnings: ApplyWarning[];
+  /** With `verification-failed`: the failed check; otherwise null. */
+  verification: (Verification & { ok: false }) | null;
+}
+
+/** The outcome of applyProfile(). Narrow it on `applied`. */
+export type ApplyResult = Applied | NotApplied;
 
 /** A hooked (class, selector). */
 export interface HookRef {
@@ -92,17 +122,37 @@ export interface HookRef {
   selector: string;
 }
 
-/** The outcome of restore(). */
-export interface RestoreResult {
-  /** True when at least one hook was taken out. */
-  restored: boolean;
-  reason: UnsupportedReason | null;
+/** Why restore() took no hook out. */
+export type RestoreSkipReason =
+  | Exclude<UnsupportedReason, 'no-device'>
+  /** No hook of ours is installed (nothing was applied, or it was restored already). */
+  | 'nothing-applied'
+  /** Every hook of ours has another library's hook on top of it: see `conflicts`. */
+  | 'conflicts';
+
+/** restore() took at least one hook out. */
+export interface Restored {
+  restored: true;
+  reason: null;
   restoredHooks: HookRef[];
   /** Hooks another library replaced after us: left in place so theirs keeps working. */
+  conflicts: HookRef[];
+  /** A fresh probe compared with the one taken before the first apply. */
+  verification: Verification;
+}
+
+/** restore() took no hook out; `reason` says why. */
+export interface NotRestored {
+  restored: false;
+  reason: RestoreSkipReason;
+  restoredHooks: [];
   conflicts: HookRef[];
   /** A fresh probe compared with the one taken before the first apply; null if nothing was ever applied. */
   verification: Verification | null;
 }
+
+/** The outcome of restore(). Narrow it on `restored`. */
+export type RestoreResult = Restored | NotRestored;
 
 /** One row of the trace: a hooked selector (and family), how often it was asked and what it answered. */
 export interface TraceEntry {
@@ -114,17 +164,21 @@ export interface TraceEntry {
   given: boolean | number;
 }
 
-/** The engine's state in this process, shared by the ESM and CJS entry points. */
-export interface Status {
-  supported: boolean;
-  active: boolean;
-  profile: Profile | null;
-  patchedClasses: string[];
+/** Fields every status has. */
+interface StatusBase {
+  /** Hooks in this process: ours, and another library's on top of ours (`ours: false`). */
   hooks: (HookRef & { mode: 'replaced' | 'added'; ours: boolean })[];
+  patchedClasses: string[];
   tracing: boolean;
   /** With `status({ trace: true })`: the trace rows. */
   trace: TraceEntry[] | null;
 }
+
+/** The engine's state in this process, shared by the ESM and CJS entry points. Narrow it on `active`. */
+export type Status =
+  | (StatusBase & { supported: true; active: true; profile: Profile })
+  | (StatusBase & { supported: true; active: false; profile: null })
+  | { supported: false; active: false; profile: null; patchedClasses: []; hooks: []; tracing: false; trace: null };
 
 function verify(expected: DeviceReport[], actual: DeviceReport[]): Verification {
   const mismatches = diffAnswers(expected, actual).map((c) => ({
@@ -135,7 +189,28 @@ function verify(expected: DeviceReport[], actual: DeviceReport[]): Verification 
     actual: c.to,
   }));
   const perDevice = Object.keys(expected[0]?.families ?? {}).length + 2;
-  return { ok: mismatches.length === 0 && expected.length === actual.length, checked: perDevice * actual.length, mismatches };
+  const checked = perDevice * actual.length;
+  if (mismatches.length === 0 && expected.length === actual.length) return { ok: true, checked, mismatches: [] };
+  return { ok: false, checked, mismatches };
+}
+
+function mergeVerifications(a: Verification, b: Verification | null): Verification {
+  if (b === null) return a;
+  const checked = a.checked + b.checked;
+  if (a.ok && b.ok) return { ok: true, checked, mismatches: [] };
+  return { ok: false, checked, mismatches: [...a.mismatches, ...b.mismatches] };
+}
+
+/**
+ * The default device as MTLCreateSystemDefaultDevice() hands it out, when its class is none of the listed devices'
+ * classes: a validation or capture layer can wrap the default device alone. ggml asks that object, so the engine
+ * patches its class too (src-native/capabilities.mm), and it is verified here on its own, under the index of the
+ * listed device it stands for.
+ */
+function separateDefault(binding: NativeBinding, listed: DeviceReport[], stock: boolean): DeviceReport | null {
+  const device = reportFromNative(binding.probe(false, stock)).devices[0];
+  if (device === undefined || listed.some((d) => d.className === device.className)) return null;
+  return { ...device, index: listed.find((d) => d.isDefault)?.index ?? device.index };
 }
 
 function isParavirtual(device: DeviceReport): boolean {
@@ -174,10 +249,10 @@ export function profileWarnings(
       });
     }
   }
-  for (const symbol of loadedConsumers) {
+  for (const consumer of loadedConsumers) {
     warnings.push({
       code: 'consumer-already-loaded',
-      message: `${symbol} is already loaded in this process: if that engine has initialised Metal, it cached the old answers; apply before the first getLlama() / backend load`,
+      message: `${consumer} is already loaded in this process: if that engine has initialised Metal, it cached the old answers; apply before the first getLlama() / backend load`,
     });
   }
   if (changes.length === 0) {
@@ -197,44 +272,45 @@ export function refusalFor(host: HostInfo, changes: AnswerChange[], force: boole
   return `refusing to raise Metal answers: ${where} (hw.model ${host.model ?? 'unknown'}), so the GPU really is what it reports. Pass { force: true } (CLI: --force) to do it anyway; masking profiles such as mask-apple5 need no force.`;
 }
 
+const STRICT_CODES = {
+  'native-module-unavailable': 'ERR_NATIVE_UNAVAILABLE',
+  'no-device': 'ERR_NO_DEVICE',
+  'verification-failed': 'ERR_VERIFICATION_FAILED',
+} as const satisfies Record<Exclude<ApplyFailureReason, 'unsupported-platform' | 'refused-bare-metal'>, NativeErrorCode>;
+
 function notApplied(
   profile: Profile,
   reason: ApplyFailureReason,
   detail: string,
   strict: boolean,
-  extra: Partial<ApplyResult> = {},
-): ApplyResult {
+  extra: Pick<NotApplied, 'before' | 'after' | 'verification' | 'warnings'> = { before: null, after: null, verification: null, warnings: [] },
+): NotApplied {
   if (strict) {
     if (reason === 'unsupported-platform') throw new UnsupportedPlatformError(detail);
-    const codes: Record<Exclude<ApplyFailureReason, 'unsupported-platform'>, string> = {
-      'native-module-unavailable': 'ERR_NATIVE_UNAVAILABLE',
-      'no-device': 'ERR_NO_DEVICE',
-      'verification-failed': 'ERR_VERIFICATION_FAILED',
-    };
-    throw new NativeError(codes[reason], detail);
+    if (reason === 'refused-bare-metal') throw new RefusedError(detail);
+    throw new NativeError(STRICT_CODES[reason], detail);
   }
-  return {
-    applied: false,
-    reason,
-    detail,
-    profile,
-    patchedClasses: [],
-    before: null,
-    after: null,
-    changed: [],
-    warnings: [],
-    verification: null,
-    ...extra,
-  };
+  return { applied: false, reason, detail, profile, patchedClasses: [], changed: [], ...extra };
+}
+
+/** The engine's own failure codes; anything else it might say is reported as a hook failure. */
+function nativeCode(code: string | undefined): NativeErrorCode {
+  return code === 'ERR_NO_DEVICE' || code === 'ERR_VERIFICATION_FAILED' || code === 'ERR_NATIVE_UNAVAILABLE' ? code : 'ERR_HOOK_FAILED';
 }
 
 /**
  * Patches every Metal device class in this process to answer as the profile says, then verifies the answers on
  * freshly obtained devices. Call it before any engine initialises Metal (for node-llama-cpp: before the first
- * getLlama()). Applying another profile swaps it in place. Throws InvalidProfileError, InvalidOptionsError or
- * RefusedError before touching anything.
+ * getLlama()). Applying another profile swaps it in place. Throws InvalidProfileError or InvalidOptionsError before
+ * touching anything. Not applying is a result (`applied: false` with a `reason`), refusal on bare metal included;
+ * with `strict: true` each reason throws its error instead (RefusedError, UnsupportedPlatformError, NativeError).
  */
 export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: ApplyOptions): ApplyResult {
+  return applyProfileOver(undefined, profile, options);
+}
+
+/** applyProfile() over a stock report the caller has just read (profile auto reads one to find its cache). */
+export function applyProfileOver(known: CapabilityReport | undefined, profile: ProfileInput, options?: ApplyOptions): ApplyResult {
   const { force = false, trace = false, strict = false } = checkOptions<ApplyOptions>('applyProfile', options, {
     force: 'boolean',
     trace: 'boolean',
@@ -244,27 +320,34 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
   const native = loadNative();
   if (native.binding === null) return notApplied(normalized, native.reason, native.detail, strict);
   const binding = native.binding;
-  const stock = stockReport(binding);
+  const stock = known ?? stockReport(binding);
   if (!stock.supported) return notApplied(normalized, 'no-device', stock.detail ?? 'no Metal device', strict);
   const { expected, changes: changesFromStock } = planProfile(stock.devices, normalized);
+  const stockDefault = separateDefault(binding, stock.devices, true);
+  const expectedDefault = stockDefault === null ? null : planProfile([stockDefault], normalized).expected;
   const refusal = refusalFor(hostOf(stock), changesFromStock, force);
-  if (refusal !== null) throw new RefusedError(refusal);
+  if (refusal !== null) return notApplied(normalized, 'refused-bare-metal', refusal, strict);
   const warnings = profileWarnings(normalized, stock.devices, changesFromStock, binding.loadedConsumers());
   binding.baseline(JSON.stringify(stock));
   const previousStatus = binding.status();
   const previous = previousStatus.profileJson;
   const before = reportFromNative(binding.probe(true, false));
+  if (!before.supported) return notApplied(normalized, 'no-device', before.detail, strict);
 
   const json = JSON.stringify(normalized);
   const result = binding.apply(encodeNativeProfile(normalized, { trace }), json);
   if (!result.ok) {
     if (result.code === 'ERR_NO_DEVICE') return notApplied(normalized, 'no-device', result.message ?? 'no device', strict);
     // The engine installs all hooks or none, so nothing is left half-patched here.
-    throw new NativeError(result.code ?? 'ERR_HOOK_FAILED', `${result.message ?? 'hooking failed'}; nothing was changed`);
+    throw new NativeError(nativeCode(result.code), `${result.message ?? 'hooking failed'}; nothing was changed`);
   }
   const after = reportFromNative(binding.probe(true, false));
-  const verification = verify(expected, after.devices);
-  if (!verification.ok) {
+  const afterDefault = expectedDefault === null ? null : separateDefault(binding, after.devices, false);
+  const verification = mergeVerifications(
+    verify(expected, after.devices),
+    expectedDefault === null ? null : verify(expectedDefault, afterDefault === null ? [] : [afterDefault]),
+  );
+  if (!verification.ok || !after.supported) {
     // Fail closed: put the process back as it was (the previous profile, or stock).
     binding.restore();
     if (previous !== null) {
@@ -275,7 +358,8 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
       ? `device ${first.device} (${first.className}) answered ${first.field}=${String(first.actual)}, expected ${String(first.expected)}; the patch was taken out`
       : 'the device list changed while patching; the patch was taken out';
     // `after` keeps the answers that failed, so callers see what the device really said.
-    return notApplied(normalized, 'verification-failed', detail, strict, { before, after, verification, warnings });
+    const failed: Verification & { ok: false } = verification.ok ? { ...verification, ok: false } : verification;
+    return notApplied(normalized, 'verification-failed', detail, strict, { before, after, verification: failed, warnings });
   }
   // The trace counts the program's queries, not the verification probe's just above.
   if (trace) binding.trace(true);
@@ -300,23 +384,19 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
 export function restore(): RestoreResult {
   const native = loadNative();
   if (native.binding === null) {
-    return { restored: false, reason: native.reason, restoredHooks: [], conflicts: [], verification: null };
+    const reason = native.reason === 'no-device' ? 'nothing-applied' : native.reason;
+    return { restored: false, reason, restoredHooks: [], conflicts: [], verification: null };
   }
   const binding = native.binding;
   const outcome = binding.restore();
   const baselineJson = binding.baseline();
-  let verification: Verification | null = null;
-  if (baselineJson !== null) {
-    const baseline = JSON.parse(baselineJson) as CapabilityReport;
-    verification = verify(baseline.devices, reportFromNative(binding.probe(true, false)).devices);
+  const baseline = baselineJson === null ? null : (JSON.parse(baselineJson) as CapabilityReport);
+  const verification = baseline === null ? null : verify(baseline.devices, reportFromNative(binding.probe(true, false)).devices);
+  if (outcome.restored.length === 0 || verification === null) {
+    const reason = outcome.conflicts.length > 0 ? 'conflicts' : 'nothing-applied';
+    return { restored: false, reason, restoredHooks: [], conflicts: outcome.conflicts, verification };
   }
-  return {
-    restored: outcome.restored.length > 0,
-    reason: null,
-    restoredHooks: outcome.restored,
-    conflicts: outcome.conflicts,
-    verification,
-  };
+  return { restored: true, reason: null, restoredHooks: outcome.restored, conflicts: outcome.conflicts, verification };
 }
 
 function traceEntries(binding: NativeBinding): TraceEntry[] {
@@ -340,13 +420,14 @@ export function status(options?: { trace?: boolean }): Status {
     return { supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null };
   }
   const s = native.binding.status();
-  return {
-    supported: true,
-    active: s.active,
-    profile: s.profileJson === null ? null : (JSON.parse(s.profileJson) as Profile),
+  const common = {
     patchedClasses: [...new Set(s.hooks.map((h) => h.className))],
     hooks: s.hooks,
     tracing: s.trace,
     trace: trace ? traceEntries(native.binding) : null,
   };
+  if (s.active && s.profileJson !== null) {
+    return { supported: true, active: true, profile: JSON.parse(s.profileJson) as Profile, ...common };
+  }
+  return { supported: true, active: false, profile: null, ...common };
 }

@@ -1,6 +1,7 @@
 import { applyProfile, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from './apply.js';
 import { InvalidOptionsError, MetalCapShimError, UnsupportedPlatformError } from './errors.js';
 import { ENGINES, predictGates, type EnvMap, type Engine, type GatePrediction, type LlamaCppRuleSet } from './gates.js';
+import { plural } from './format.js';
 import { loadNative } from './native.js';
 import { checkOptions } from './options.js';
 import { stockReport } from './probe.js';
@@ -15,7 +16,7 @@ import {
 } from './profiles.js';
 import { hostOf } from './report.js';
 import { loadSnapshot, reportFromSnapshot } from './snapshots.js';
-import type { CapabilityReport, DeviceReport, HostInfo } from './types.js';
+import type { DeviceReport, HostInfo, SupportedReport } from './types.js';
 
 /** Options for audit(). */
 export interface AuditOptions {
@@ -60,22 +61,50 @@ export interface DeviceAudit {
   engines: EngineComparison[];
 }
 
-/** The outcome of audit(): what a profile changes, what engines will do, and whether it is safe to apply. */
-export interface AuditResult {
+/** Fields every audit has. */
+interface AuditBase {
   schema: 'metal-cap-shim/audit@1';
-  /** `offline`: computed from a snapshot; `live`: applied in this process, verified and restored. */
-  mode: 'offline' | 'live';
-  snapshot: string | null;
   profile: Profile;
-  host: HostInfo | null;
   devices: DeviceAudit[];
   warnings: ApplyWarning[];
-  /** Live mode: the patched answers checked on fresh devices, and the restore checked against stock. */
-  verification: { apply: Verification | null; restore: Verification | null } | null;
-  /** True when applying would be refused (raising on a host that is not a VM, without force). */
-  refused: boolean;
+  /** One line: what changes and whether it is safe; `ok` is false when refused or when verification failed. */
   verdict: { ok: boolean; summary: string };
 }
+
+/** Computed from a recorded snapshot; nothing was applied. */
+export interface OfflineAudit extends AuditBase {
+  mode: 'offline';
+  snapshot: string;
+  host: HostInfo;
+  /** True when applying would be refused on the recorded host (raising on a host that is not a VM, without force). */
+  refused: boolean;
+  verification: null;
+}
+
+/** Applied in this process, verified on fresh devices, and restored. */
+export interface LiveAudit extends AuditBase {
+  mode: 'live';
+  /** Set when the answers come from the simulated Metal (Linux test build). */
+  snapshot: string | null;
+  host: HostInfo;
+  refused: false;
+  /** The patched answers checked on fresh devices, and the restored answers checked against stock. */
+  verification: { apply: Verification; restore: Verification };
+}
+
+/** Live mode on a host where applying would be refused: nothing was applied. */
+export interface RefusedLiveAudit extends AuditBase {
+  mode: 'live';
+  snapshot: string | null;
+  host: HostInfo;
+  refused: true;
+  verification: null;
+  verdict: { ok: false; summary: string };
+}
+
+/** The outcome of audit(): what a profile changes, what engines will do, and whether it is safe to apply. Narrow it
+ * on `mode` and `refused`. */
+export type AuditResult = OfflineAudit | LiveAudit | RefusedLiveAudit;
 
 /** Flattens a prediction into flag → value, for comparing two predictions. */
 export function gateValues(p: GatePrediction): Record<string, boolean | number | null> {
@@ -84,6 +113,7 @@ export function gateValues(p: GatePrediction): Record<string, boolean | number |
       residencySets: p.residencySets.value,
       architectureGeneration: p.architectureGeneration.value,
       allocatorLimitBytes: p.allocatorLimitBytes.value,
+      heapSkipped: p.heapSkipped.value,
     };
   }
   return Object.fromEntries(Object.entries(p.flags).map(([k, v]) => [k, (v as { value: boolean }).value]));
@@ -110,39 +140,35 @@ function compareEngines(
   });
 }
 
-function summarize(result: Omit<AuditResult, 'verdict'>): { ok: boolean; summary: string } {
+function summarize(result: Omit<AuditBase, 'verdict'> & { mode: AuditResult['mode']; refused: boolean; verification: LiveAudit['verification'] | null }): { ok: boolean; summary: string } {
   const name = result.profile.name ?? 'custom profile';
   if (result.refused) {
     return { ok: false, summary: `refused: ${name} raises answers on a host that is not a VM (use --force to audit it applied anyway)` };
   }
   const v = result.verification;
-  if (v && ((v.apply && !v.apply.ok) || (v.restore && !v.restore.ok))) {
+  if (v && (!v.apply.ok || !v.restore.ok)) {
     return { ok: false, summary: `${name} did not verify: the device does not answer as the profile says` };
   }
   const main = result.devices.find((d) => d.isDefault) ?? result.devices[0];
   const llama = main?.engines.find((e) => e.engine === 'llama.cpp');
   const turnedOn = llama?.flipped.filter((f) => f.to === true).map((f) => f.flag) ?? [];
   const turnedOff = llama?.flipped.filter((f) => f.to === false).map((f) => f.flag) ?? [];
-  const parts = [`${name} on ${main?.name ?? 'no device'}: ${main?.changes.length ?? 0} answers change`];
+  const changeCount = main?.changes.length ?? 0;
+  const parts = [`${name} on ${main?.name ?? 'no device'}: ${plural(changeCount, 'answer changes', 'answers change')}`];
   if (llama) {
     if (turnedOn.length) parts.push(`llama.cpp turns on ${turnedOn.join(', ')}`);
     if (turnedOff.length) parts.push(`llama.cpp turns off ${turnedOff.join(', ')}`);
     if (!turnedOn.length && !turnedOff.length) parts.push('llama.cpp gates unchanged');
   }
   if (result.mode === 'live') parts.push('verified and restored');
-  if (result.warnings.length) parts.push(`${result.warnings.length} warning${result.warnings.length === 1 ? '' : 's'}`);
+  if (result.warnings.length) parts.push(plural(result.warnings.length, 'warning', 'warnings'));
   return { ok: true, summary: parts.join('; ') };
 }
 
-function build(
-  mode: AuditResult['mode'],
-  stock: CapabilityReport,
-  patchedDevices: DeviceReport[],
-  profile: Profile,
-  opts: { engines: Engine[]; rules: LlamaCppRuleSet; env: EnvMap; force: boolean; consumers: string[] },
-  verification: AuditResult['verification'],
-): AuditResult {
-  const { expected, changes: allChanges } = planProfile(stock.devices, profile);
+type BuildOptions = { engines: Engine[]; rules: LlamaCppRuleSet; env: EnvMap; force: boolean; consumers: string[] };
+
+function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], profile: Profile, opts: BuildOptions) {
+  const { expected, changes } = planProfile(stock.devices, profile);
   const devices = stock.devices.map((d, i) => {
     const patched = patchedDevices[i] ?? expected[i]!;
     return {
@@ -156,17 +182,35 @@ function build(
       engines: compareEngines(d, patched, stock.host, opts.engines, opts.rules, opts.env),
     };
   });
-  const partial = {
+  return {
     schema: 'metal-cap-shim/audit@1' as const,
-    mode,
     snapshot: stock.snapshot,
     profile,
     host: stock.host,
     devices,
-    warnings: profileWarnings(profile, stock.devices, allChanges, opts.consumers),
-    verification,
-    refused: refusalFor(hostOf(stock), allChanges, opts.force) !== null,
+    warnings: profileWarnings(profile, stock.devices, changes, opts.consumers),
+    refused: refusalFor(hostOf(stock), changes, opts.force) !== null,
   };
+}
+
+function offline(stock: SupportedReport, snapshotId: string, profile: Profile, opts: BuildOptions): OfflineAudit {
+  const partial = { ...auditDevices(stock, [], profile, opts), mode: 'offline' as const, snapshot: snapshotId, verification: null };
+  return { ...partial, verdict: summarize(partial) };
+}
+
+function live(
+  stock: SupportedReport,
+  patched: DeviceReport[],
+  profile: Profile,
+  opts: BuildOptions,
+  verification: LiveAudit['verification'] | null,
+): LiveAudit | RefusedLiveAudit {
+  const base = auditDevices(stock, patched, profile, opts);
+  if (base.refused || verification === null) {
+    const partial = { ...base, mode: 'live' as const, refused: true as const, verification: null };
+    return { ...partial, verdict: { ok: false, summary: summarize(partial).summary } };
+  }
+  const partial = { ...base, mode: 'live' as const, refused: false as const, verification };
   return { ...partial, verdict: summarize(partial) };
 }
 
@@ -193,8 +237,9 @@ export function audit(options?: AuditOptions): AuditResult {
   }
   const settings = { engines, rules: o.rules ?? 'current', env: o.env ?? process.env, force: o.force ?? false };
   if (o.snapshot !== undefined) {
-    const stock = reportFromSnapshot(loadSnapshot(o.snapshot), { allDevices: true });
-    return build('offline', stock, [], profile, { ...settings, consumers: [] }, null);
+    const snapshot = loadSnapshot(o.snapshot);
+    const stock = reportFromSnapshot(snapshot, { allDevices: true });
+    return offline(stock, snapshot.id, profile, { ...settings, consumers: [] });
   }
   const native = loadNative();
   if (native.binding === null) {
@@ -206,17 +251,21 @@ export function audit(options?: AuditOptions): AuditResult {
     throw new MetalCapShimError('ERR_PROFILE_ACTIVE', 'a profile is already applied in this process: call restore() first, or audit a snapshot');
   }
   const stock = stockReport(native.binding);
-  if (!stock.supported) throw new UnsupportedPlatformError(stock.detail ?? 'no Metal device');
+  if (!stock.supported) throw new UnsupportedPlatformError(stock.detail);
   const consumers = native.binding.loadedConsumers();
   if (refusalFor(hostOf(stock), planProfile(stock.devices, profile).changes, settings.force) !== null) {
-    return build('live', stock, [], profile, { ...settings, consumers }, null);
+    return live(stock, [], profile, { ...settings, consumers }, null);
   }
   const applied = applyProfile(profile, { force: settings.force });
+  const applyCheck = applied.verification;
+  if (applyCheck === null) {
+    // Not a verification failure (the device went away between the probe and the apply): nothing was checked.
+    throw new UnsupportedPlatformError(applied.applied ? 'no Metal device' : applied.detail);
+  }
   const restored = restore();
   // The live answers, even when they failed verification: never the prediction in their place.
   const patched = applied.after?.devices ?? stock.devices;
-  return build('live', stock, patched, profile, { ...settings, consumers }, {
-    apply: applied.verification,
-    restore: restored.verification,
-  });
+  // restore() compares with the baseline taken by the apply just above, so it always has a verification here.
+  const restoreCheck = restored.verification ?? { ok: false as const, checked: 0, mismatches: [] };
+  return live(stock, patched, profile, { ...settings, consumers }, { apply: applyCheck, restore: restoreCheck });
 }

@@ -1,12 +1,44 @@
 /**
+ * Every code this package throws. A script can branch on `err.code` and the compiler checks the comparison: a code
+ * that is not in this list is a type error, not a branch that never runs.
+ */
+export type ErrorCode =
+  | 'ERR_INVALID_OPTIONS'
+  | 'ERR_INVALID_PROFILE'
+  | 'ERR_SNAPSHOT_NOT_FOUND'
+  | 'ERR_INVALID_SNAPSHOT'
+  | 'ERR_INVALID_REPORT'
+  | 'ERR_REFUSED_BARE_METAL'
+  | 'ERR_INJECTION_BLOCKED'
+  | 'ERR_UNSUPPORTED_PLATFORM'
+  | 'ERR_HOOK_FAILED'
+  | 'ERR_VERIFICATION_FAILED'
+  | 'ERR_NO_DEVICE'
+  | 'ERR_NATIVE_UNAVAILABLE'
+  | 'ERR_PROFILE_ACTIVE'
+  | 'ERR_COMMAND_NOT_FOUND'
+  | 'ERR_SPAWN'
+  | 'ERR_TRACE_FILE'
+  | 'ERR_FILE'
+  | 'ERR_USAGE';
+
+/** The codes a NativeError carries: the native engine's failures, and `strict: true` failures to apply. */
+export type NativeErrorCode = 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'ERR_NO_DEVICE' | 'ERR_NATIVE_UNAVAILABLE';
+
+/** The codes a RefusedError carries. */
+export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED';
+
+/**
  * Every error this package throws is a MetalCapShimError with a stable `code`. Scripts should branch on `code`,
  * never on the message, which may be reworded.
  */
 export class MetalCapShimError extends Error {
-  /** Stable machine-readable code, e.g. `ERR_INVALID_PROFILE`. */
-  readonly code: string;
+  /** Stable machine-readable code, e.g. `ERR_INVALID_PROFILE`; each subclass narrows it to the codes it carries. */
+  readonly code: ErrorCode;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  // Not generic on purpose: `err instanceof MetalCapShimError` would then narrow to MetalCapShimError<any>, and a
+  // comparison with a code that does not exist would compile. Subclasses narrow `code` with `declare`.
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -15,6 +47,7 @@ export class MetalCapShimError extends Error {
 
 /** A function was called with an option of the wrong type or value. */
 export class InvalidOptionsError extends MetalCapShimError {
+  declare readonly code: 'ERR_INVALID_OPTIONS';
   /** The option at fault, e.g. `allDevices`. */
   readonly option: string;
 
@@ -26,6 +59,7 @@ export class InvalidOptionsError extends MetalCapShimError {
 
 /** A snapshot name that is not bundled, or a path that does not exist. */
 export class SnapshotNotFoundError extends MetalCapShimError {
+  declare readonly code: 'ERR_SNAPSHOT_NOT_FOUND';
   constructor(message: string) {
     super('ERR_SNAPSHOT_NOT_FOUND', message);
   }
@@ -33,6 +67,7 @@ export class SnapshotNotFoundError extends MetalCapShimError {
 
 /** A snapshot file that is not valid JSON or does not follow snapshots/README.md. */
 export class InvalidSnapshotError extends MetalCapShimError {
+  declare readonly code: 'ERR_INVALID_SNAPSHOT';
   /** JSON path of the offending field, e.g. `devices[0].families.apple7`. */
   readonly field: string | null;
 
@@ -44,6 +79,7 @@ export class InvalidSnapshotError extends MetalCapShimError {
 
 /** A profile that is malformed: unknown keys, out-of-range values, unknown names, bad JSON. Nothing was installed. */
 export class InvalidProfileError extends MetalCapShimError {
+  declare readonly code: 'ERR_INVALID_PROFILE';
   /** The field at fault, e.g. `appleFamilyMax`; `null` when the whole value is unusable. */
   readonly field: string | null;
 
@@ -53,15 +89,33 @@ export class InvalidProfileError extends MetalCapShimError {
   }
 }
 
-/** A profile would raise answers on a host that is not a virtual machine, and `force` was not given. */
+/** Something given to buildMatrix() / `matrix` that is not a field report (or is damaged). */
+export class InvalidReportError extends MetalCapShimError {
+  declare readonly code: 'ERR_INVALID_REPORT';
+  /** The field at fault, e.g. `audit.devices`. */
+  readonly field: string | null;
+
+  constructor(field: string | null, message: string) {
+    super('ERR_INVALID_REPORT', message);
+    this.field = field;
+  }
+}
+
+/**
+ * Raising answers on a host that is not a virtual machine without `force` (thrown only with `strict: true`; otherwise
+ * applyProfile() returns `reason: 'refused-bare-metal'`), or `exec` of a program macOS would strip of the injector.
+ */
 export class RefusedError extends MetalCapShimError {
-  constructor(message: string, code = 'ERR_REFUSED_BARE_METAL') {
+  declare readonly code: RefusedErrorCode;
+
+  constructor(message: string, code: RefusedErrorCode = 'ERR_REFUSED_BARE_METAL') {
     super(code, message);
   }
 }
 
 /** `strict: true` was asked on a platform where nothing can be patched. */
 export class UnsupportedPlatformError extends MetalCapShimError {
+  declare readonly code: 'ERR_UNSUPPORTED_PLATFORM';
   constructor(message: string) {
     super('ERR_UNSUPPORTED_PLATFORM', message);
   }
@@ -69,13 +123,16 @@ export class UnsupportedPlatformError extends MetalCapShimError {
 
 /** The native module reported a failure (a hook could not be installed, verification failed, …). */
 export class NativeError extends MetalCapShimError {
-  constructor(code: string, message: string) {
+  declare readonly code: NativeErrorCode;
+
+  constructor(code: NativeErrorCode, message: string) {
     super(code, message);
   }
 }
 
 /** Wrong command-line usage (CLI only; exit code 2). */
 export class UsageError extends MetalCapShimError {
+  declare readonly code: 'ERR_USAGE';
   constructor(message: string) {
     super('ERR_USAGE', message);
   }

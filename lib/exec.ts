@@ -1,9 +1,9 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
 import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from './errors.js';
-import { loadNative, packageRoot } from './native.js';
+import { loadNative, packageRoot, simulationSelected } from './native.js';
 import { stockReport } from './probe.js';
 import { encodeNativeProfile, planProfile, type Profile } from './profiles.js';
 import { hostOf } from './report.js';
@@ -25,7 +25,8 @@ export function injectorPath(): string | null {
   const local = path.join(root, 'build', 'Release', `libmetal_cap_shim_inject.${darwin ? 'dylib' : 'so'}`);
   const prebuilt = path.join(root, 'prebuilds', 'darwin-x64+arm64', 'libmetal_cap_shim_inject.dylib');
   // Like node-gyp-build: a local build first, unless PREBUILDS_ONLY asks to test the shipped binary.
-  const candidates = darwin ? (process.env.PREBUILDS_ONLY ? [prebuilt] : [local, prebuilt]) : [local];
+  // Outside macOS the only injector is the simulated build's, used only when the simulated Metal is selected.
+  const candidates = darwin ? (process.env.PREBUILDS_ONLY ? [prebuilt] : [local, prebuilt]) : simulationSelected() ? [local] : [];
   return candidates.find((c) => existsSync(c)) ?? null;
 }
 
@@ -68,41 +69,97 @@ export const INJECTION_ENTITLEMENTS = [
   'com.apple.security.cs.disable-library-validation',
 ] as const;
 
+/** Why injection cannot work for a program. */
+export interface InjectionBlocker {
+  reason: string;
+  /**
+   * True when the program would not even start with the injector inserted (dyld kills it at launch), so
+   * `--allow-unpatched` cannot run it either; false when it would only run unpatched.
+   */
+  launchFails: boolean;
+}
+
+/** True when `entitlements` (codesign's XML plist, its older raw blob, or its `[Dict]` text form) grants `key`. */
+export function hasEntitlement(entitlements: string, key: string): boolean {
+  const name = key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return (
+    new RegExp(`<key>\\s*${name}\\s*</key>\\s*<true\\s*/>`).test(entitlements) ||
+    new RegExp(`\\[Key\\]\\s*${name}\\s*\\[Value\\]\\s*\\[Bool\\]\\s*true`).test(entitlements)
+  );
+}
+
 /**
- * Reads `codesign -d --entitlements - --xml` output: null when the program is not signed with the hardened runtime
- * or has both entitlements; otherwise why dyld will refuse the injector.
+ * Reads what `codesign -d --verbose=1 --entitlements - FILE` printed: the `CodeDirectory … flags=0x…(runtime)` line on
+ * stderr (codesign prints it only with -v/--verbose) and the entitlements on stdout. Null when the program is not
+ * signed with the hardened runtime or has both entitlements; otherwise why dyld will not take the injector.
  */
-export function hardenedRuntimeBlocker(file: string, codesignStderr: string, entitlementsXml: string): string | null {
+export function hardenedRuntimeBlocker(file: string, codesignStderr: string, entitlements: string): InjectionBlocker | null {
   const flags = /flags=0x([0-9a-f]+)/i.exec(codesignStderr);
   // 0x10000 is the hardened-runtime code-signing flag ("runtime").
   if (!flags || (parseInt(flags[1]!, 16) & 0x10000) === 0) return null;
-  const missing = INJECTION_ENTITLEMENTS.filter((e) => !entitlementsXml.includes(`<key>${e}</key>`));
-  if (missing.length === 0) return null;
-  return `${file} is signed with the hardened runtime without ${missing.join(' and ')}, so dyld ignores DYLD_INSERT_LIBRARIES or refuses the injector for it. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`;
+  const [allowDyld, disableValidation] = INJECTION_ENTITLEMENTS.map((e) => hasEntitlement(entitlements, e));
+  if (allowDyld && disableValidation) return null;
+  if (allowDyld) {
+    // dyld honours DYLD_INSERT_LIBRARIES here, then library validation rejects an injector that is not signed by the
+    // program's own team, and dyld stops the process before main ("could not be loaded").
+    return {
+      reason: `${file} is signed with the hardened runtime with ${INJECTION_ENTITLEMENTS[0]} but without ${INJECTION_ENTITLEMENTS[1]}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed with ${INJECTION_ENTITLEMENTS[1]} too.`,
+      launchFails: true,
+    };
+  }
+  return {
+    reason: `${file} is signed with the hardened runtime without ${INJECTION_ENTITLEMENTS[0]}${disableValidation ? '' : ` and ${INJECTION_ENTITLEMENTS[1]}`}, so dyld ignores DYLD_INSERT_LIBRARIES for it and it would run unpatched. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`,
+    launchFails: false,
+  };
 }
 
+/**
+ * Runs codesign the way its output is read: `--verbose=1` for the flags line, `--entitlements -` for the
+ * entitlements. `--xml` asks for a plist where codesign has the option (macOS 12+); older codesign rejects it and
+ * prints the raw plist blob without it. Null when codesign is missing or the file is not signed.
+ */
 function codesignOf(file: string): { stderr: string; stdout: string } | null {
-  const r = spawnSync('codesign', ['-d', '--entitlements', '-', '--xml', file], { encoding: 'utf8', timeout: 10_000 });
-  return r.error ? null : { stderr: r.stderr ?? '', stdout: r.stdout ?? '' };
+  const run = (extra: string[]) =>
+    spawnSync('codesign', ['-d', '--verbose=1', '--entitlements', '-', ...extra, file], { encoding: 'utf8', timeout: 10_000 });
+  let r = run(['--xml']);
+  if (r.error) return null;
+  if (r.status !== 0 && !/not signed/i.test(r.stderr ?? '')) r = run([]);
+  if (r.error || r.status !== 0) return null;
+  return { stderr: r.stderr ?? '', stdout: r.stdout ?? '' };
+}
+
+function signatureBlocker(file: string): InjectionBlocker | null {
+  const signature = codesignOf(file);
+  return signature === null ? null : hardenedRuntimeBlocker(file, signature.stderr, signature.stdout);
 }
 
 /**
  * Why DYLD_INSERT_LIBRARIES would not reach the program on macOS (a SIP-protected binary, a script run by one, or a
- * hardened-runtime binary without the entitlements), or null when nothing is known to stop it.
+ * hardened-runtime binary or script interpreter without the entitlements), or null when nothing is known to stop it.
+ * `platform` exists for tests: the checks run wherever codesign can be found.
  */
-export function injectionBlocker(command: string): string | null {
-  if (process.platform !== 'darwin') return null;
+export function injectionBlocker(command: string, platform: NodeJS.Platform = process.platform): InjectionBlocker | null {
+  if (platform !== 'darwin') return null;
   const resolved = realpathOr(command);
   const isProtected = (p: string) => SIP_PROTECTED_DIRS.some((d) => p.startsWith(d));
   if (isProtected(resolved)) {
-    return `${resolved} is protected by System Integrity Protection: macOS removes DYLD_INSERT_LIBRARIES from it (and from what it starts), so it would run unpatched. Run the real program directly, not through ${path.basename(resolved)}.`;
+    return {
+      reason: `${resolved} is protected by System Integrity Protection: macOS removes DYLD_INSERT_LIBRARIES from it (and from what it starts), so it would run unpatched. Run the real program directly, not through ${path.basename(resolved)}.`,
+      launchFails: false,
+    };
   }
   const interpreter = shebangInterpreter(resolved);
-  if (interpreter && isProtected(realpathOr(interpreter))) {
-    return `${resolved} is a script run by ${interpreter}, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`;
+  if (interpreter === null) return signatureBlocker(resolved);
+  const realInterpreter = realpathOr(interpreter);
+  if (isProtected(realInterpreter)) {
+    return {
+      reason: `${resolved} is a script run by ${interpreter}, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`,
+      launchFails: false,
+    };
   }
-  const signature = interpreter ? null : codesignOf(resolved);
-  return signature === null ? null : hardenedRuntimeBlocker(resolved, signature.stderr, signature.stdout);
+  // The kernel starts the interpreter, and dyld applies the interpreter's signature, not the script's.
+  const blocker = signatureBlocker(realInterpreter);
+  return blocker === null ? null : { ...blocker, reason: `${resolved} is a script run by ${interpreter}: ${blocker.reason}` };
 }
 
 function realpathOr(file: string): string {
@@ -120,7 +177,8 @@ export interface ExecOptions {
   args: string[];
   traceFile?: string;
   force?: boolean;
-  /** Run even when injection is known not to work (a notice is still printed). */
+  /** Run the program even when it will not be patched: no Metal here, a refusal, or injection known not to work (one
+   * notice goes to stderr). */
   allowUnpatched?: boolean;
   /** Where the CLI's own notices go (never the child's streams). */
   notice?: (line: string) => void;
@@ -160,19 +218,26 @@ export function checkTraceFile(file: string): string {
   return resolved;
 }
 
-export function prepareExec(options: ExecOptions): { injector: string; resolved: string; warnings: ApplyWarning[] } {
+/** What prepareExec() decided: the injector to load, or null with the one notice to print before running unpatched. */
+export type PreparedExec =
+  | { injector: string; resolved: string; warnings: ApplyWarning[]; unpatched: null }
+  | { injector: null; resolved: string; warnings: []; unpatched: string };
+
+export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = process.platform): PreparedExec {
   if (options.traceFile !== undefined) checkTraceFile(options.traceFile);
-  const injector = injectorPath();
-  if (injector === null) {
-    throw new UnsupportedPlatformError(
-      process.platform === 'darwin'
-        ? 'the injector library is missing from this install (prebuilds/darwin-x64+arm64); reinstall metal-cap-shim'
-        : `exec injects into programs that use Metal, which exists only on macOS; this is ${process.platform} without the simulated test build (npm run build:sim)`,
-    );
-  }
   const resolved = resolveCommand(options.command);
   if (resolved === null) {
     throw new MetalCapShimError('ERR_COMMAND_NOT_FOUND', `command not found: ${options.command}`);
+  }
+  const injector = injectorPath();
+  if (injector === null) {
+    const why =
+      process.platform === 'darwin'
+        ? 'the injector library is missing from this install (prebuilds/darwin-x64+arm64); reinstall metal-cap-shim'
+        : `exec injects into programs that use Metal, which exists only on macOS; this is ${process.platform}`;
+    // A cross-platform wrapper: the program runs, unpatched, wherever there is nothing to patch.
+    if (options.allowUnpatched) return { injector: null, resolved, warnings: [], unpatched: `${why}: running ${options.command} unpatched (--allow-unpatched)` };
+    throw new UnsupportedPlatformError(`${why} (--allow-unpatched runs the program unpatched)`);
   }
   let warnings: ApplyWarning[] = [];
   const native = loadNative();
@@ -182,15 +247,23 @@ export function prepareExec(options: ExecOptions): { injector: string; resolved:
     if (stock.supported) {
       const { changes } = planProfile(stock.devices, options.profile);
       const refusal = refusalFor(hostOf(stock), changes, options.force ?? false);
+      if (refusal !== null && options.allowUnpatched) {
+        return { injector: null, resolved, warnings: [], unpatched: `${refusal} Running ${options.command} unpatched (--allow-unpatched).` };
+      }
       if (refusal !== null) throw new RefusedError(refusal);
       warnings = profileWarnings(options.profile, stock.devices, changes, []);
     }
   }
-  const blocker = injectionBlocker(resolved);
-  if (blocker !== null && !options.allowUnpatched) {
-    throw new RefusedError(`${blocker} (--allow-unpatched runs it anyway)`, 'ERR_INJECTION_BLOCKED');
+  const blocker = injectionBlocker(resolved, platform);
+  if (blocker !== null && blocker.launchFails && options.allowUnpatched) {
+    // With the injector inserted the program would not start at all: run it without.
+    return { injector: null, resolved, warnings: [], unpatched: `${blocker.reason} Running ${options.command} unpatched, without the injector (--allow-unpatched).` };
   }
-  return { injector, resolved, warnings };
+  if (blocker !== null && !options.allowUnpatched) {
+    const how = blocker.launchFails ? '--allow-unpatched runs it without the injector' : '--allow-unpatched runs it anyway';
+    throw new RefusedError(`${blocker.reason} (${how})`, 'ERR_INJECTION_BLOCKED');
+  }
+  return { injector, resolved, warnings, unpatched: null };
 }
 
 function withPreload(env: NodeJS.ProcessEnv, injector: string): NodeJS.ProcessEnv {
@@ -201,11 +274,57 @@ function withPreload(env: NodeJS.ProcessEnv, injector: string): NodeJS.ProcessEn
 
 const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'];
 
+/** Signals a terminal generates from a key (Ctrl-C, Ctrl-\) and sends to its whole foreground process group. */
+const TERMINAL_KEY_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGQUIT'];
+
+/** Process-group ids as `processGroups()` reports them; -1 where there is none. */
+export interface ProcessGroupIds {
+  own: number;
+  terminal: number;
+  child: number;
+}
+
+/**
+ * Whether a signal this process received must be passed on to the child, so that the child gets it exactly once.
+ *
+ * The child runs in our process group (it shares our terminal and job control). A terminal sends Ctrl-C (SIGINT) and
+ * Ctrl-\ (SIGQUIT) to its whole foreground process group, so when that group is ours and the child is still in it,
+ * the child already has the signal, and passing it on would deliver it twice: llama-server takes a second SIGINT as
+ * "exit now", skipping its graceful shutdown, and a program that then `_exit`s loses its --trace file. Everything else
+ * is passed on: a signal a terminal never sends (SIGTERM, SIGUSR1/2, SIGHUP from a supervisor), and SIGINT/SIGQUIT
+ * whenever the terminal cannot have sent them to the child (we have no controlling terminal, our group is not its
+ * foreground group, or the child moved to a group of its own), which is how a supervisor's `kill -INT <our pid>`
+ * arrives. The one case this cannot tell apart is a `kill -INT` aimed at our pid while we are the terminal's
+ * foreground job: siginfo would not help portably (macOS's kernel fills si_pid and si_code alike for kill(2) and for
+ * the terminal), so it is taken for a keypress and not passed on. `kill -TERM` reaches the child in every case.
+ * Without process-group facts (`groups` null: no native module) every signal is passed on, as before.
+ */
+export function shouldForwardSignal(signal: NodeJS.Signals, groups: ProcessGroupIds | null): boolean {
+  if (!TERMINAL_KEY_SIGNALS.includes(signal) || groups === null) return true;
+  const terminalSignalledChild = groups.terminal > 0 && groups.terminal === groups.own && groups.child === groups.own;
+  return !terminalSignalledChild;
+}
+
+/** Passes signals sent to us on to the child, for both the patched and the unpatched run; returns the undo. */
+function forwardSignals(child: ChildProcess): () => void {
+  const binding = loadNative().binding;
+  const forward = (signal: NodeJS.Signals) => () => {
+    const groups = binding !== null && child.pid !== undefined ? binding.processGroups(child.pid) : null;
+    if (shouldForwardSignal(signal, groups)) child.kill(signal);
+  };
+  const handlers = FORWARDED_SIGNALS.map((s) => [s, forward(s)] as const);
+  for (const [s, h] of handlers) process.on(s, h);
+  return () => {
+    for (const [s, h] of handlers) process.off(s, h);
+  };
+}
+
 /**
  * Runs a command with the injector loaded into it. The child's stdio is the terminal's; the injector talks to us
  * over fd 3 only. Signals sent to us are forwarded to the child.
  */
-export function runWithInjector(options: ExecOptions, injector: string, warnings: ApplyWarning[]): Promise<ExecOutcome> {
+export function runWithInjector(options: ExecOptions, injector: string | null, warnings: ApplyWarning[]): Promise<ExecOutcome> {
+  if (injector === null) return runUnpatched(options);
   const env = withPreload(process.env, injector);
   env[INJECT_ENV.profile] = encodeNativeProfile(options.profile, { trace: options.traceFile !== undefined });
   env[INJECT_ENV.statusFd] = '3';
@@ -223,12 +342,7 @@ export function runWithInjector(options: ExecOptions, injector: string, warnings
     const pipe = child.stdio[3] as NodeJS.ReadableStream | null;
     pipe?.on('data', (chunk: Buffer) => (status += chunk.toString('utf8')));
     pipe?.on('error', () => undefined);
-    const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
-    const handlers = FORWARDED_SIGNALS.map((s) => [s, forward(s)] as const);
-    for (const [s, h] of handlers) process.on(s, h);
-    const cleanup = () => {
-      for (const [s, h] of handlers) process.off(s, h);
-    };
+    const cleanup = forwardSignals(child);
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
       reject(new MetalCapShimError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${options.command}: ${err.message}`));
@@ -262,6 +376,22 @@ export function runWithInjector(options: ExecOptions, injector: string, warnings
           warnings,
         });
       });
+    });
+  });
+}
+
+/** Runs the command as it is, with no injector: the cross-platform path of `--allow-unpatched`. */
+function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(options.command, options.args, { stdio: 'inherit' });
+    const cleanup = forwardSignals(child);
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      cleanup();
+      reject(new MetalCapShimError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${options.command}: ${err.message}`));
+    });
+    child.on('exit', (exitCode, signal) => {
+      cleanup();
+      resolve({ exitCode, signal, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], warnings: [] });
     });
   });
 }

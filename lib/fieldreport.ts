@@ -1,10 +1,15 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { audit, type AuditResult } from './audit.js';
-import { InvalidOptionsError, MetalCapShimError } from './errors.js';
-import { packageRoot } from './native.js';
+import { doctor, type DoctorReport } from './doctor.js';
+import { leastProfile } from './doctor/derive.js';
+import { DOCTOR_SCHEMA } from './doctor/types.js';
+import { InvalidOptionsError, InvalidReportError } from './errors.js';
+
+export { InvalidReportError };
+import { packageVersion } from './native.js';
+
+export { packageVersion };
 import { checkOptions } from './options.js';
-import type { ProfileInput, Profile } from './profiles.js';
+import { resolveProfile, type ProfileInput, type Profile } from './profiles.js';
 import type { HostInfo } from './types.js';
 
 /** The field-report format tag. */
@@ -21,6 +26,9 @@ export interface FieldReport {
   host: HostInfo | null;
   /** The audit of the profile: stock devices, patched devices, engine flags, verification, verdict. */
   audit: AuditResult;
+  /** doctor's results on this machine (replayed from the snapshot offline); null when skipped. Reports made before
+   * doctor existed have no such field. */
+  doctor: DoctorReport | null;
 }
 
 /** Options for fieldReport(). */
@@ -31,12 +39,12 @@ export interface FieldReportOptions {
   /** Describe the physical host, e.g. `M1 Ultra, macOS 26.6.1`. */
   hostLabel?: string;
   force?: boolean;
-}
-
-/** This package's version, from its package.json. */
-export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
-  return pkg.version;
+  /** Run doctor too (live: every probe, the profile as its candidate; offline: the snapshot's recording). Default true. */
+  doctor?: boolean;
+  /** doctor's nocopy-mmap probe maps this file (your model, read only) instead of a generated one. */
+  mmapFile?: string;
+  /** Bytes of the file doctor's nocopy-mmap probe generates (default 1 GiB). */
+  mmapSize?: number;
 }
 
 /** Builds a field report: on a Mac it applies the profile, verifies and restores; with `snapshot`, offline. */
@@ -46,12 +54,25 @@ export function fieldReport(options?: FieldReportOptions): FieldReport {
     snapshot: 'string',
     hostLabel: 'string',
     force: 'boolean',
+    doctor: 'boolean',
+    mmapFile: 'string',
+    mmapSize: 'number',
   });
   const result = audit({
     ...(o.profile !== undefined ? { profile: o.profile } : {}),
     ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : {}),
     force: o.force ?? false,
   });
+  // After the audit, which has restored the process: doctor measures stock answers first.
+  const doctorReport =
+    o.doctor === false
+      ? null
+      : doctor({
+          profile: result.profile,
+          ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : { force: o.force ?? false }),
+          ...(o.mmapFile !== undefined ? { mmapFile: o.mmapFile } : {}),
+          ...(o.mmapSize !== undefined ? { mmapSize: o.mmapSize } : {}),
+        });
   return {
     schema: FIELD_REPORT_SCHEMA,
     packageVersion: packageVersion(),
@@ -60,6 +81,7 @@ export function fieldReport(options?: FieldReportOptions): FieldReport {
     hostLabel: o.hostLabel ?? null,
     host: result.host,
     audit: result,
+    doctor: doctorReport,
   };
 }
 
@@ -73,11 +95,22 @@ export interface MatrixCell {
   gatesOn: string[];
 }
 
+/** What doctor proved and found on one host and guest OS pair, over every report that carries a doctor result. */
+export interface MatrixDoctor {
+  reports: number;
+  /** The least of the reports' verified profiles (over every device). */
+  provenProfile: Profile;
+  /** Each fault (`probe: status`) with the number of reports that found it. */
+  faults: { fault: string; reports: number }[];
+}
+
 /** One row: a host and guest OS pair. */
 export interface MatrixRow {
   host: string;
   guestOs: string;
   cells: Record<string, MatrixCell>;
+  /** Null when no report of the row carries a doctor result. */
+  doctor: MatrixDoctor | null;
 }
 
 /** The tested matrix built from field reports. */
@@ -85,21 +118,18 @@ export interface Matrix {
   schema: 'metal-cap-shim/matrix@1';
   profiles: string[];
   rows: MatrixRow[];
+  /** Reports given more than once (the same file twice, or a copy): each is counted once, here is what was skipped. */
+  duplicates: { where: string; sameAs: string }[];
+}
+
+/** A report read from somewhere (a file) that `where` names in errors; `report` is checked, not trusted. */
+export interface MatrixInput {
+  where?: string;
+  report: unknown;
 }
 
 function profileName(p: Profile): string {
   return p.name ?? 'custom';
-}
-
-/** A file given to `matrix` that is not a field report (or is damaged). */
-export class InvalidReportError extends MetalCapShimError {
-  /** The field at fault, e.g. `audit.devices`. */
-  readonly field: string | null;
-
-  constructor(field: string | null, message: string) {
-    super('ERR_INVALID_REPORT', message);
-    this.field = field;
-  }
 }
 
 function checkReport(value: unknown, where: string): FieldReport {
@@ -128,6 +158,23 @@ function checkReport(value: unknown, where: string): FieldReport {
       fail(`audit.devices[${i}]`, `audit.devices[${i}] must have isDefault and engines`);
     }
   });
+  if (r.doctor !== undefined && r.doctor !== null) {
+    const doc = r.doctor;
+    if (!isObject(doc) || doc.schema !== DOCTOR_SCHEMA) fail('doctor', `doctor must be null or a ${DOCTOR_SCHEMA} result`);
+    const devices = (doc as Record<string, unknown>).devices;
+    if (!Array.isArray(devices)) fail('doctor.devices', 'doctor.devices must be an array');
+    (devices as unknown[]).forEach((d, i) => {
+      const field = `doctor.devices[${i}]`;
+      if (!isObject(d) || !Array.isArray(d.faults) || !d.faults.every((f) => typeof f === 'string')) {
+        fail(`${field}.faults`, `${field}.faults must be an array of strings`);
+      }
+      try {
+        resolveProfile((d as Record<string, unknown>).verifiedProfile);
+      } catch (e) {
+        fail(`${field}.verifiedProfile`, `${field}.verifiedProfile is not a profile: ${(e as Error).message}`);
+      }
+    });
+  }
   return value as FieldReport;
 }
 
@@ -140,20 +187,40 @@ function rowKey(r: FieldReport): { host: string; guestOs: string } {
   return { host, guestOs };
 }
 
-/** Merges field reports into a host × guest OS × profile table. `where` names each report in errors. */
-export function buildMatrix(reports: { where: string; report: unknown }[]): Matrix {
+function isFieldReportLike(entry: unknown): boolean {
+  return typeof entry === 'object' && entry !== null && (entry as { schema?: unknown }).schema === FIELD_REPORT_SCHEMA;
+}
+
+/**
+ * Merges field reports into a host × guest OS × profile table. Takes what fieldReport() returns, and `{ where, report }`
+ * pairs for reports read from files (`where` names the file in errors). The same report given twice counts once.
+ */
+export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Matrix {
   if (!Array.isArray(reports)) {
-    throw new InvalidOptionsError('reports', 'buildMatrix() takes an array of { where, report } (report: parsed field-report JSON)');
+    throw new InvalidOptionsError('reports', 'buildMatrix() takes an array of field reports (fieldReport() results, or { where, report } for parsed JSON)');
   }
   const rows = new Map<string, MatrixRow>();
+  const doctors = new Map<string, DoctorReport[]>();
   const profileNames = new Set<string>();
-  reports.forEach((entry, i) => {
-    const where = typeof entry?.where === 'string' ? entry.where : `reports[${i}]`;
-    const r = checkReport(entry?.report, where);
+  const seen = new Map<string, string>();
+  const duplicates: Matrix['duplicates'] = [];
+  reports.forEach((entry: unknown, i) => {
+    const pair = isFieldReportLike(entry) ? { where: `reports[${i}]`, report: entry } : (entry as MatrixInput | null);
+    const where = typeof pair?.where === 'string' ? pair.where : `reports[${i}]`;
+    const r = checkReport(pair?.report, where);
+    // One report, however often it is given: two runs never produce the same timestamp and content.
+    const identity = JSON.stringify(r);
+    const first = seen.get(identity);
+    if (first !== undefined) {
+      duplicates.push({ where, sameAs: first });
+      return;
+    }
+    seen.set(identity, where);
     const key = rowKey(r);
     const id = `${key.host}\u0000${key.guestOs}`;
-    const row = rows.get(id) ?? { ...key, cells: {} };
+    const row = rows.get(id) ?? { ...key, cells: {}, doctor: null };
     rows.set(id, row);
+    if (r.doctor) doctors.set(id, [...(doctors.get(id) ?? []), r.doctor]);
     const name = profileName(r.audit.profile);
     profileNames.add(name);
     const cell = row.cells[name] ?? { reports: 0, verified: 0, refused: 0, offline: 0, gatesOn: [] };
@@ -169,8 +236,39 @@ export function buildMatrix(reports: { where: string; report: unknown }[]): Matr
     else if (r.audit.verdict.ok) cell.verified++;
     row.cells[name] = cell;
   });
+  for (const [id, list] of doctors) rows.get(id)!.doctor = matrixDoctor(list);
   const sorted = [...rows.values()].sort((a, b) => a.host.localeCompare(b.host) || a.guestOs.localeCompare(b.guestOs));
-  return { schema: 'metal-cap-shim/matrix@1', profiles: [...profileNames].sort(), rows: sorted };
+  return { schema: 'metal-cap-shim/matrix@1', profiles: [...profileNames].sort(), rows: sorted, duplicates };
+}
+
+function matrixDoctor(list: DoctorReport[]): MatrixDoctor {
+  const counts = new Map<string, number>();
+  for (const report of list) {
+    for (const fault of new Set(report.devices.flatMap((d) => d.faults))) counts.set(fault, (counts.get(fault) ?? 0) + 1);
+  }
+  return {
+    reports: list.length,
+    provenProfile: leastProfile(list.flatMap((r) => r.devices.map((d) => resolveProfile(d.verifiedProfile)))),
+    faults: [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([fault, reports]) => ({ fault, reports })),
+  };
+}
+
+/** A verified profile in a few words: its built-in name, or what it raises. */
+export function provenProfileText(p: Profile): string {
+  if (p.name) return p.name;
+  const parts = [
+    p.appleFamilyMax === null ? null : `Apple${p.appleFamilyMax - 1000}`,
+    p.maxThreadgroupMemoryLength === null ? null : `tg ${p.maxThreadgroupMemoryLength}`,
+    p.families.metal3 === true ? 'Metal3' : null,
+  ].filter(Boolean);
+  return parts.length ? parts.join(', ') : 'no raise';
+}
+
+/** The doctor columns of a row as Markdown text. */
+export function doctorText(d: MatrixDoctor | null): { proven: string; faults: string } {
+  if (d === null) return { proven: '–', faults: '–' };
+  const faults = d.faults.map((f) => `${f.fault} (${f.reports}/${d.reports})`).join('; ');
+  return { proven: `${provenProfileText(d.provenProfile)} (${d.reports})`, faults: faults || 'none found' };
 }
 
 const SHORT_GATES: Record<string, string> = {
@@ -194,10 +292,11 @@ export function cellText(cell: MatrixCell | undefined): string {
 
 /** The matrix as a Markdown table. */
 export function matrixMarkdown(m: Matrix): string {
-  const header = ['Host', 'Guest OS', ...m.profiles];
+  const header = ['Host', 'Guest OS', ...m.profiles, 'Proven profile (doctor)', 'Faults (doctor)'];
   const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`];
   for (const row of m.rows) {
-    lines.push(`| ${[row.host, row.guestOs, ...m.profiles.map((p) => cellText(row.cells[p]))].join(' | ')} |`);
+    const d = doctorText(row.doctor);
+    lines.push(`| ${[row.host, row.guestOs, ...m.profiles.map((p) => cellText(row.cells[p])), d.proven, d.faults].join(' | ')} |`);
   }
   return lines.join('\n');
 }

@@ -1,4 +1,5 @@
 import { styleText } from 'node:util';
+import type { AuditResult } from './audit.js';
 import { FAMILY_NAMES, familyLabel, type FamilyName } from './families.js';
 import type { BuiltinProfile, Profile } from './profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from './types.js';
@@ -21,6 +22,11 @@ export function stylerFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = 
     (s: string): string =>
       enabled ? styleText(format, s) : s;
   return { bold: wrap('bold'), dim: wrap('dim'), good: wrap('green'), bad: wrap('red'), warn: wrap('yellow') };
+}
+
+/** `1 answer changes`, `2 answers change`: the count with the form that agrees with it. */
+export function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
 }
 
 /** A styler that never styles (for tests and files). */
@@ -159,4 +165,69 @@ export function formatProfiles(list: BuiltinProfile[], defaultName: string, s: S
       ].join('\n'),
     )
     .join('\n\n');
+}
+
+const show = (v: boolean | number | null | undefined, field = '') => {
+  if (v === null || v === undefined) return 'unknown';
+  if (typeof v === 'boolean') return field.startsWith('families.') ? (v ? 'YES' : 'NO') : String(v);
+  return String(v);
+};
+
+/** The human-readable audit: every changed answer, engine flags before and after, verification, warnings, verdict. */
+export function formatAudit(a: AuditResult, s: Styler): string {
+  const where = a.mode === 'offline' ? `snapshot ${a.snapshot} (offline)` : `this machine (${a.snapshot ? `simulated, ${a.snapshot}` : 'live'})`;
+  const lines = [
+    `${s.bold('metal-cap-shim audit')} — profile ${a.profile.name ?? 'custom'} on ${where}`,
+    `Host: ${hostLine(a.host)}`,
+  ];
+  for (const d of a.devices) {
+    lines.push('', `${s.bold(`Device ${d.index}${d.isDefault ? ' (default)' : ''}`)}: ${d.name} [${d.className}]`);
+    const rows: string[][] = [[s.dim('answer'), s.dim('stock'), s.dim('patched')]];
+    for (const name of FAMILY_NAMES) {
+      const from = d.stock.families[name];
+      const to = d.patched.families[name];
+      if (from === to && !(name.startsWith('apple') && (from || to))) continue;
+      const mark = from !== to ? s.warn(' *') : '';
+      rows.push([`supportsFamily(${familyLabel(name)})`, show(from, 'families.'), show(to, 'families.') + mark]);
+    }
+    for (const field of ['maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'] as const) {
+      const mark = d.stock[field] !== d.patched[field] ? s.warn(' *') : '';
+      rows.push([field, bytes(d.stock[field]), bytes(d.patched[field]) + mark]);
+    }
+    lines.push(table(rows));
+    for (const e of d.engines) {
+      const before = e.before;
+      const after = e.after;
+      const label = before.engine === 'llama.cpp' ? `llama.cpp (${before.rules} rules)` : 'MLX';
+      const rowsE: string[][] = [[s.dim(label), s.dim('stock'), s.dim('patched')]];
+      const entries: [string, { value: unknown; reason: string }, { value: unknown }][] =
+        before.engine === 'llama.cpp' && after.engine === 'llama.cpp'
+          ? Object.entries(before.flags).map(([k, v]) => [k, v, (after.flags as Record<string, { value: unknown }>)[k]!])
+          : before.engine === 'mlx' && after.engine === 'mlx'
+            ? [
+                ['residencySets', before.residencySets, after.residencySets],
+                ['architectureGeneration', before.architectureGeneration, after.architectureGeneration],
+                ['allocatorLimitBytes', before.allocatorLimitBytes, after.allocatorLimitBytes],
+                ['heapSkipped', before.heapSkipped, after.heapSkipped],
+              ]
+            : [];
+      for (const [flag, b, aft] of entries) {
+        const changed = b.value !== aft.value;
+        const to = String(aft.value ?? 'unknown');
+        rowsE.push([flag, String(b.value ?? 'unknown'), changed ? (aft.value === true ? s.good(to) : s.warn(to)) + s.warn(' *') : to]);
+      }
+      lines.push(table(rowsE));
+      if (after.engine === 'llama.cpp') lines.push(`  ${s.dim(after.consequences.summary)}`);
+    }
+  }
+  if (a.verification) {
+    const v = (x: { ok: boolean; mismatches: unknown[] }) => (x.ok ? 'ok' : x.mismatches.length ? plural(x.mismatches.length, 'mismatch', 'mismatches') : 'the device list changed');
+    lines.push('', `Verification: patched ${v(a.verification.apply)}, restored ${v(a.verification.restore)}`);
+  }
+  if (a.warnings.length) {
+    lines.push('', s.bold('Warnings:'));
+    for (const w of a.warnings) lines.push(`  ${s.warn('!')} ${w.message} ${s.dim(`[${w.code}]`)}`);
+  }
+  lines.push('', `${s.bold('Verdict:')} ${a.verdict.ok ? s.good(a.verdict.summary) : s.bad(a.verdict.summary)}`);
+  return lines.join('\n');
 }

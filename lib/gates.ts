@@ -118,6 +118,8 @@ export interface LlamaCppConsequences {
   flashAttentionOnGpu: boolean;
   /** Whether ops with a BF16 tensor are accepted. */
   bf16Ops: 'supported' | 'rejected';
+  /** Whether ggml creates residency sets (the flag alone does not say: see `use_residency_sets`). */
+  residencySetsCreated: boolean;
   /** One-sentence description of the above. */
   summary: string;
 }
@@ -153,6 +155,8 @@ export interface MlxValues {
   architectureGeneration: number | null;
   /** MLX allocator's garbage-collection limit in bytes. */
   allocatorLimitBytes: number | null;
+  /** Whether MLX skips its buffer heap (and that heap's residency): the device name is exactly "Apple Paravirtual device". */
+  heapSkipped: boolean;
 }
 
 /** An MLX rule-table entry (one per `MlxValues` key). */
@@ -166,6 +170,7 @@ export interface MlxPrediction {
   residencySets: GateFlag;
   architectureGeneration: Derived<number | null>;
   allocatorLimitBytes: Derived<number | null>;
+  heapSkipped: GateFlag;
   warnings: string[];
 }
 
@@ -229,27 +234,52 @@ function result<T>(value: T, parts: readonly string[]): Derived<T> {
   return { value, reason: parts.join(', ') };
 }
 
-/** ggml only compiles residency-set code for arm64; an x86_64 host means an x86_64 build. */
-function isX86Host(host: HostInfo | null): boolean {
-  return host?.arch === 'x86_64';
+/** The architecture of the engine build that runs here: x86_64 under Rosetta, else the machine's own. */
+function engineArch(host: HostInfo | null): { arch: 'arm64' | 'x86_64' | null; text: string } {
+  if (host?.translated === true) {
+    return { arch: 'x86_64', text: 'under Rosetta (sysctl.proc_translated=1): an x86_64 build' };
+  }
+  if (host?.arch === 'x86_64') return { arch: 'x86_64', text: 'x86_64 host: an x86_64 build' };
+  if (host?.arch === 'arm64') return { arch: 'arm64', text: 'arm64 host, not translated: an arm64 build' };
+  return { arch: null, text: 'build architecture unknown (assumed arm64)' };
+}
+
+/** ggml's residency flag and whether sets really get created; `parts` says why. */
+interface ResidencyModel {
+  flag: boolean;
+  created: boolean;
+  parts: string[];
+}
+
+/**
+ * ggml sets the flag to true, and only builds that define GGML_METAL_HAS_RESIDENCY_SETS (arm64, macOS 15+ SDK) read
+ * GGML_METAL_NO_RESIDENCY and create sets, at run time only under @available(macOS 15.0). An x86_64 build therefore
+ * reports true and creates none. Released arm64 builds come from current Xcode, so the 15+ SDK is assumed.
+ */
+function residencyModel(ctx: RuleContext, envName: string): ResidencyModel {
+  const noRes = envSet(ctx.env, envName);
+  const build = engineArch(ctx.host);
+  const mac = macosAtLeast(ctx, RESIDENCY_MIN_MACOS);
+  const parts = [noRes.text, build.text, mac.text];
+  if (build.arch === 'x86_64') {
+    parts.push(`x86_64 builds compile residency sets out: the flag stays true, ${envName} is not read, no set is created`);
+    return { flag: true, created: false, parts };
+  }
+  if (noRes.set) {
+    parts.push('no set is created');
+    return { flag: false, created: false, parts };
+  }
+  if (!mac.ok) {
+    parts.push('the flag is true, but sets are created only under @available(macOS 15.0): none here');
+    return { flag: true, created: false, parts };
+  }
+  parts.push('sets are created: only arm64 builds against the macOS 15+ SDK create them (an older SDK leaves the flag true and creates none)');
+  return { flag: true, created: true, parts };
 }
 
 function residencyFlag(ctx: RuleContext, envName: string): GateFlag {
-  const noRes = envSet(ctx.env, envName);
-  const mac = macosAtLeast(ctx, RESIDENCY_MIN_MACOS);
-  const parts = [noRes.text, mac.text];
-  if (isX86Host(ctx.host)) {
-    parts.push('x86_64 host: ggml compiles residency sets out of x86_64 builds');
-    return result(false, parts);
-  }
-  if (noRes.set) return result(false, parts);
-  if (!mac.ok) {
-    // The props flag itself is set before the runtime check, so ggml's own log line can disagree with this.
-    parts.push('ggml creates sets only under @available(macOS 15.0); its init log may still print "true"');
-    return result(false, parts);
-  }
-  parts.push('needs an arm64 build against the macOS 15+ SDK');
-  return result(true, parts);
+  const model = residencyModel(ctx, envName);
+  return result(model.flag, model.parts);
 }
 
 function bfloatFamilies(device: DeviceReport): { yes: boolean; parts: string[] } {
@@ -342,9 +372,10 @@ export const LLAMA_CPP_CURRENT_RULES: readonly LlamaCppRule<LlamaCppCurrentFlag>
   {
     flag: 'use_residency_sets',
     source: SRC_DEVICE_INIT,
-    rule: 'macOS ≥ 15 (arm64 build, macOS 15+ SDK) AND GGML_METAL_NO_RESIDENCY unset',
+    rule:
+      'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
     families: [],
-    properties: ['host.osVersion', 'host.arch'],
+    properties: ['host.osVersion', 'host.arch', 'host.translated'],
     env: ['GGML_METAL_NO_RESIDENCY'],
     compute: (ctx) => residencyFlag(ctx, 'GGML_METAL_NO_RESIDENCY'),
   },
@@ -426,9 +457,10 @@ export const LLAMA_CPP_LEGACY_RULES: readonly LlamaCppRule<LlamaCppLegacyFlag>[]
   {
     flag: 'has_residency_sets',
     source: SRC_LEGACY_ACQ,
-    rule: 'macOS ≥ 15 (arm64 build, macOS 15+ SDK) AND GGML_METAL_NO_RESIDENCY unset',
+    rule:
+      'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
     families: [],
-    properties: ['host.osVersion', 'host.arch'],
+    properties: ['host.osVersion', 'host.arch', 'host.translated'],
     env: ['GGML_METAL_NO_RESIDENCY'],
     compute: (ctx) => residencyFlag(ctx, 'GGML_METAL_NO_RESIDENCY'),
   },
@@ -485,6 +517,9 @@ const CURRENT_ONLY_ENV = [
 // ---------------------------------------------------------------------------------------------------------------
 // MLX: mlx/backend/metal/.
 
+/** The name Virtualization.framework's paravirtual device reports; MLX compares against it exactly. */
+const PARAVIRTUAL_DEVICE_NAME = 'Apple Paravirtual device';
+
 const MLX_ARCH_CLASS: Readonly<Record<string, string>> = Object.freeze({
   p: 'phone',
   g: 'base/pro',
@@ -540,21 +575,48 @@ export const MLX_RULES: readonly MlxRule[] = Object.freeze([
   {
     flag: 'allocatorLimitBytes',
     source: 'mlx/backend/metal/allocator.cpp MetalAllocator::MetalAllocator',
-    rule: 'floor(0.95 × recommendedMaxWorkingSetSize): the allocator gc limit, past which MLX frees cached buffers',
+    rule:
+      'gc limit = min(floor(0.95 × recommendedMaxWorkingSetSize), block limit), block limit = floor(min(1.5 × recommendedMaxWorkingSetSize, 0.95 × hw.memsize)): past it MLX frees cached buffers',
     families: [],
-    properties: ['recommendedMaxWorkingSetSize'],
+    properties: ['recommendedMaxWorkingSetSize', 'host.memoryBytes'],
     env: [],
-    compute: ({ device }: RuleContext): Derived<number | null> => {
+    compute: ({ device, host }: RuleContext): Derived<number | null> => {
       const wss = device.recommendedMaxWorkingSetSize;
       if (typeof wss !== 'number' || !Number.isFinite(wss) || wss < 0) {
         return result(null, ['recommendedMaxWorkingSetSize unknown']);
       }
-      // MLX truncates a double product to size_t; Math.floor on the same double product gives the same integer.
-      const value = Math.floor(0.95 * wss);
-      return result(value, [
+      const ram = host?.memoryBytes;
+      const ramKnown = typeof ram === 'number' && Number.isFinite(ram) && ram > 0;
+      // MLX truncates each double to size_t: the block limit as min(double, double), the gc term on its own.
+      const gcTerm = Math.floor(0.95 * wss);
+      const blockLimit = Math.floor(ramKnown ? Math.min(1.5 * wss, 0.95 * ram) : 1.5 * wss);
+      const value = Math.min(gcTerm, blockLimit);
+      const parts = [
         `recommendedMaxWorkingSetSize=${wss} (${(wss / 1048576).toFixed(2)} MiB)`,
-        `0.95 × that = ${value}`,
-        'the hard memory limit is min(1.5 × recommendedMaxWorkingSetSize, 0.95 × RAM)',
+        `0.95 × that = ${gcTerm}`,
+        `1.5 × that = ${Math.floor(1.5 * wss)}`,
+        ramKnown
+          ? `hw.memsize=${ram} (${(ram / 1073741824).toFixed(2)} GiB), 0.95 × that = ${Math.floor(0.95 * ram)}`
+          : 'hw.memsize unknown: the 0.95 × RAM bound is left out, so the real limit may be lower',
+        `gc limit = ${value}`,
+      ];
+      return result(value, parts);
+    },
+  },
+  {
+    flag: 'heapSkipped',
+    source: 'mlx/backend/metal/allocator.cpp MetalAllocator::MetalAllocator (is_vm)',
+    rule: 'name == "Apple Paravirtual device" (exactly): MLX creates no buffer heap, and so no residency for one',
+    families: [],
+    properties: ['name'],
+    env: [],
+    compute: ({ device }: RuleContext): Derived<boolean> => {
+      const value = device.name === PARAVIRTUAL_DEVICE_NAME;
+      return result(value, [
+        `name ${JSON.stringify(device.name)} ${value ? 'is' : 'is not'} ${JSON.stringify(PARAVIRTUAL_DEVICE_NAME)}`,
+        value
+          ? 'MLX knows it is in a VM from the name, which metal-cap-shim never changes'
+          : 'MLX creates its heap and adds it to its residency set',
       ]);
     },
   },
@@ -686,6 +748,7 @@ function llamaConsequences(
   reduction: boolean,
   mm: boolean,
   bf16: boolean,
+  residencySetsCreated: boolean,
 ): LlamaCppConsequences {
   const have = { has_simdgroup_reduction: reduction, has_simdgroup_mm: mm };
   const cpuFallbackOps = LLAMA_CPP_OP_GATES[rules].filter((g) => !have[g.needs]).map((g) => g.op);
@@ -704,7 +767,7 @@ function llamaConsequences(
   }
   parts.push(flashAttentionOnGpu ? 'flash attention runs on the GPU' : 'flash attention falls back to the CPU');
   parts.push(bf16 ? 'BF16 ops supported' : 'BF16 ops rejected');
-  return { cpuFallbackOps, matMulKernels, flashAttentionOnGpu, bf16Ops, summary: `${parts.join('; ')}.` };
+  return { cpuFallbackOps, matMulKernels, flashAttentionOnGpu, bf16Ops, residencySetsCreated, summary: `${parts.join('; ')}.` };
 }
 
 function predictLlamaCpp(ctx: RuleContext, rules: LlamaCppRuleSet): LlamaCppPrediction {
@@ -724,7 +787,13 @@ function predictLlamaCpp(ctx: RuleContext, rules: LlamaCppRuleSet): LlamaCppPred
       rules,
       deviceName: device.name,
       flags,
-      consequences: llamaConsequences(rules, flags.has_simdgroup_reduction.value, flags.has_simdgroup_mm.value, flags.has_bfloat.value),
+      consequences: llamaConsequences(
+        rules,
+        flags.has_simdgroup_reduction.value,
+        flags.has_simdgroup_mm.value,
+        flags.has_bfloat.value,
+        residencyModel(ctx, 'GGML_METAL_NO_RESIDENCY').created,
+      ),
       warnings,
     };
   }
@@ -742,7 +811,13 @@ function predictLlamaCpp(ctx: RuleContext, rules: LlamaCppRuleSet): LlamaCppPred
     rules,
     deviceName: device.name,
     flags,
-    consequences: llamaConsequences(rules, flags.has_simdgroup_reduction.value, flags.has_simdgroup_mm.value, flags.use_bfloat.value),
+    consequences: llamaConsequences(
+      rules,
+      flags.has_simdgroup_reduction.value,
+      flags.has_simdgroup_mm.value,
+      flags.use_bfloat.value,
+      residencyModel(ctx, 'GGML_METAL_NO_RESIDENCY').created,
+    ),
     warnings,
   };
 }
@@ -758,6 +833,7 @@ function predictMlx(ctx: RuleContext): MlxPrediction {
   const residencySets = mlxRule('residencySets').compute(ctx);
   const architectureGeneration = mlxRule('architectureGeneration').compute(ctx);
   const allocatorLimitBytes = mlxRule('allocatorLimitBytes').compute(ctx);
+  const heapSkipped = mlxRule('heapSkipped').compute(ctx);
 
   const warnings = nullFamilyWarnings(MLX_RULES, device);
   if (residencySets.value && device.name.includes('Paravirtual')) {
@@ -775,7 +851,7 @@ function predictMlx(ctx: RuleContext): MlxPrediction {
       `MLX uses MTLCopyAllDevices()[0]; this report is device ${device.index} (${JSON.stringify(device.name)}), which MLX does not pick`,
     );
   }
-  return { engine: 'mlx', deviceName: device.name, residencySets, architectureGeneration, allocatorLimitBytes, warnings };
+  return { engine: 'mlx', deviceName: device.name, residencySets, architectureGeneration, allocatorLimitBytes, heapSkipped, warnings };
 }
 
 /** Predicts llama.cpp's current-rule flags; every overload throws `InvalidOptionsError` on a bad engine, device or option. */

@@ -5,17 +5,21 @@
  */
 export { probe, probeSnapshot, SIM_SNAPSHOT_ENV, type ProbeOptions } from './probe.js';
 export {
-  applyProfile,
   restore,
   status,
+  type Applied,
   type ApplyFailureReason,
   type ApplyOptions,
   type ApplyResult,
   type ApplyWarning,
   type HookRef,
   type Mismatch,
+  type NotApplied,
+  type NotRestored,
   type PatchedClass,
+  type Restored,
   type RestoreResult,
+  type RestoreSkipReason,
   type Status,
   type TraceEntry,
   type Verification,
@@ -40,6 +44,9 @@ export {
   type AuditOptions,
   type AuditResult,
   type DeviceAudit,
+  type LiveAudit,
+  type OfflineAudit,
+  type RefusedLiveAudit,
   type EngineComparison,
   type GateFlip,
 } from './audit.js';
@@ -52,9 +59,35 @@ export {
   type FieldReportOptions,
   type Matrix,
   type MatrixCell,
+  type MatrixInput,
   type MatrixRow,
 } from './fieldreport.js';
+export {
+  AUTO_PROFILE,
+  applyProfile,
+  CAPABILITY_PROBE_IDS,
+  doctor,
+  doctorCacheDir,
+  DOCTOR_PROBE_IDS,
+  DOCTOR_SCHEMA,
+  DOCTOR_STATUSES,
+  JUDGEMENTS,
+  resolveAutoProfile,
+  type AutoApplyOptions,
+  type AutoApplyResult,
+  type AutoSource,
+  type DoctorDevice,
+  type DoctorOptions,
+  type DoctorProbe,
+  type DoctorProbeId,
+  type DoctorReport,
+  type DoctorRun,
+  type DoctorStatus,
+  type Judgement,
+  type Recommendation,
+} from './doctor.js';
 export { listSnapshots, loadSnapshot, reportFromSnapshot, validateSnapshot, type Snapshot } from './snapshots.js';
+export { recordSnapshot, type RecordOptions } from './record.js';
 export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
 export { SIMD_RULES } from './report.js';
 export {
@@ -70,6 +103,7 @@ export {
 export {
   InvalidOptionsError,
   InvalidProfileError,
+  InvalidReportError,
   InvalidSnapshotError,
   MetalCapShimError,
   NativeError,
@@ -77,5 +111,8 @@ export {
   SnapshotNotFoundError,
   UnsupportedPlatformError,
   UsageError,
+  type ErrorCode,
+  type NativeErrorCode,
+  type RefusedErrorCode,
 } from './errors.js';
 export type * from './types.js';

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,13 +17,38 @@ export function packageRoot(): string {
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 }
 
+/** The environment variable that selects the simulated Metal (the Linux test build) and the snapshot it answers from. */
+export const SIM_SNAPSHOT_ENV = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
+
+/**
+ * True when this process should use the simulated Metal: only outside macOS, and only when METAL_CAP_SHIM_SIM_SNAPSHOT
+ * is set (the empty string selects a simulated Metal with no device). Without it a checkout whose tests have run
+ * behaves like any other Linux install, whatever sits in build/Release.
+ */
+export function simulationSelected(env: NodeJS.ProcessEnv = process.env): boolean {
+  return process.platform !== 'darwin' && env[SIM_SNAPSHOT_ENV] !== undefined;
+}
+
+let version: string | undefined;
+
+/** This package's version, from its package.json (read once: profile auto keys its cache on it at start-up). */
+export function packageVersion(): string {
+  version ??= (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+  return version;
+}
+
 /**
  * Loads the addon on first use, never at import. node-gyp-build (not `bindings`, which never looks in prebuilds/)
- * finds build/Release first, then prebuilds/<platform>-<arch>. Outside macOS the only build that can exist is the
- * simulated Linux test build; its absence is the normal case there, not an error.
+ * finds build/Release first, then prebuilds/<platform>-<arch>. Outside macOS there is no Metal: the only build that can
+ * exist there is the simulated one, and it is loaded only when simulationSelected().
  */
 export function loadNative(): NativeLoad {
   if (cached) return cached;
+  const unsupported = `Metal exists only on macOS; this is ${process.platform}`;
+  if (process.platform !== 'darwin' && !simulationSelected()) {
+    cached = { binding: null, reason: 'unsupported-platform', detail: unsupported };
+    return cached;
+  }
   const require = createRequire(import.meta.url);
   try {
     const nodeGypBuild = require('node-gyp-build') as (dir: string) => NativeBinding;
@@ -39,7 +65,7 @@ export function loadNative(): NativeLoad {
         : {
             binding: null,
             reason: 'unsupported-platform',
-            detail: `Metal exists only on macOS; this is ${process.platform}, and no simulated test build is present`,
+            detail: `${unsupported} (${SIM_SNAPSHOT_ENV} is set, but this install has no simulated Metal)`,
           };
   }
   return cached;

@@ -1,6 +1,6 @@
 import { InvalidOptionsError } from './errors.js';
 
-type Kind = 'boolean' | 'string' | 'object' | 'any';
+type Kind = 'boolean' | 'string' | 'number' | 'object' | 'any';
 
 /**
  * Checks an options argument: an object (or undefined) whose keys are all known and of the stated kind. Throws

@@ -1,18 +1,17 @@
 import type { NativeBinding } from '../types/binding.js';
-import { loadNative } from './native.js';
+import { loadNative, SIM_SNAPSHOT_ENV } from './native.js';
+
+export { SIM_SNAPSHOT_ENV };
 import { checkOptions } from './options.js';
 import { reportFromNative, unsupportedReport } from './report.js';
 import { loadSnapshot, reportFromSnapshot } from './snapshots.js';
-import type { CapabilityReport } from './types.js';
+import type { CapabilityReport, SupportedReport } from './types.js';
 
 /** Options for probe(). */
 export interface ProbeOptions {
   /** Report every device in MTLCopyAllDevices() order, not only the default one. */
   allDevices?: boolean;
 }
-
-/** The environment variable that picks the snapshot the simulated Linux build answers from. */
-export const SIM_SNAPSHOT_ENV = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
 
 /**
  * In the simulated build, the snapshot named by METAL_CAP_SHIM_SIM_SNAPSHOT is validated here, before native code
@@ -44,7 +43,7 @@ export function probe(options?: ProbeOptions): CapabilityReport {
 }
 
 /** The report a recorded snapshot (bundled name or path) gives, on any OS, without native code. */
-export function probeSnapshot(snapshot: string, options?: ProbeOptions): CapabilityReport {
+export function probeSnapshot(snapshot: string, options?: ProbeOptions): SupportedReport {
   const { allDevices = false } = checkOptions<ProbeOptions>('probeSnapshot', options, { allDevices: 'boolean' });
   return reportFromSnapshot(loadSnapshot(snapshot), { allDevices });
 }

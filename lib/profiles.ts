@@ -21,12 +21,14 @@ export type ProfileMode = 'raise' | 'exact';
 
 /** A profile as a user writes it (object or JSON). Every field is optional. */
 export interface ProfileSpec {
+  /** Accepted so that a printed Profile reads back; kept only when it names a built-in with these same settings. */
+  name?: string | null;
   /** Highest Apple family to answer YES for, as an MTLGPUFamily value 1001 (Apple1) … 1010 (Apple10). */
-  appleFamilyMax?: number;
+  appleFamilyMax?: number | null;
   /** Threadgroup memory in bytes: raised to at least this (`raise`) or set to it (`exact`). */
-  maxThreadgroupMemoryLength?: number;
+  maxThreadgroupMemoryLength?: number | null;
   /** recommendedMaxWorkingSetSize in bytes: raised to at least this (`raise`) or set to it (`exact`). */
-  recommendedMaxWorkingSetSize?: number;
+  recommendedMaxWorkingSetSize?: number | null;
   /** Explicit answers for named families, applied last: `{ metal3: false }`. */
   families?: Partial<Record<FamilyName, boolean>>;
   mode?: ProfileMode;
@@ -221,8 +223,25 @@ function sameSettings(a: Profile, b: Profile): boolean {
   return JSON.stringify({ ...a, name: null }) === JSON.stringify({ ...b, name: null });
 }
 
-function isResolvedProfile(input: unknown): input is Profile {
-  return typeof input === 'object' && input !== null && 'name' in input && 'mode' in input && 'families' in input;
+/** The size fields a resolved Profile writes as `null` ("leave this answer alone"). */
+const NULLABLE_KEYS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
+
+/**
+ * A profile object as this package prints it (`profiles --json`, `audit --json`, status(), a field report), or as a
+ * user writes it. The printed form carries `name` and `null` for answers left alone; both are accepted, so anything
+ * printed as a profile is accepted back as the same profile. A built-in name is kept only when the settings still say
+ * exactly what that built-in says; any other name is dropped (the profile is custom).
+ */
+function resolveObject(input: object): Profile {
+  const { name, ...rest } = input as Record<string, unknown>;
+  if (name !== undefined && name !== null && typeof name !== 'string') {
+    throw new InvalidProfileError('name', `name must be a string or null, got ${JSON.stringify(name)}`);
+  }
+  const spec = Object.fromEntries(Object.entries(rest).filter(([k, v]) => !(v === null && NULLABLE_KEYS.includes(k))));
+  const resolved = normalize(spec, null);
+  const builtin = typeof name === 'string' && Object.prototype.hasOwnProperty.call(profiles, name) ? profiles[name] : undefined;
+  if (builtin && sameSettings(builtin.profile, resolved)) resolved.name = builtin.name;
+  return resolved;
 }
 
 /**
@@ -239,7 +258,8 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
       } catch (err) {
         throw new InvalidProfileError(null, `the profile is not valid JSON (${(err as Error).message}); pass a built-in name or a JSON object`);
       }
-      return normalize(parsed, null);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return normalize(parsed, null);
+      return resolveObject(parsed);
     }
     const found = Object.prototype.hasOwnProperty.call(profiles, text) ? profiles[text] : undefined;
     if (!found) {
@@ -250,16 +270,7 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
     }
     return { ...found.profile, families: { ...found.profile.families } };
   }
-  if (isResolvedProfile(input)) {
-    // Re-validated, not trusted: a Profile can come back from JSON (status(), a field report). It keeps a built-in
-    // name only when it still says exactly what that built-in says.
-    const { name, ...rest } = input;
-    const spec = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== null));
-    const resolved = normalize(spec, null);
-    const builtin = typeof name === 'string' && Object.prototype.hasOwnProperty.call(profiles, name) ? profiles[name] : undefined;
-    if (builtin && sameSettings(builtin.profile, resolved)) resolved.name = builtin.name;
-    return resolved;
-  }
+  if (typeof input === 'object' && input !== null && !Array.isArray(input)) return resolveObject(input);
   return normalize(input, null);
 }
 

@@ -9,6 +9,7 @@ import type {
   HostInfo,
   ReportSource,
   UnsupportedReason,
+  UnsupportedReport,
 } from './types.js';
 
 /** The report format tag. */
@@ -99,7 +100,6 @@ export function reportFromNative(probe: NativeProbe): CapabilityReport {
     source: (simulated ? 'simulated' : 'live') as ReportSource,
     snapshot: probe.snapshot,
     host: probe.host,
-    devices,
   };
   if (devices.length === 0) {
     return {
@@ -109,13 +109,14 @@ export function reportFromNative(probe: NativeProbe): CapabilityReport {
       detail: simulated
         ? 'the simulated Metal has no device: set METAL_CAP_SHIM_SIM_SNAPSHOT to a snapshot name (see snapshots/)'
         : 'Metal returned no device (a headless session, or a VM without a paravirtual GPU)',
+      devices: [],
     };
   }
-  return { ...base, supported: true, reason: null, detail: null };
+  return { ...base, supported: true, reason: null, detail: null, devices };
 }
 
 /** The report for a process where nothing could be asked. */
-export function unsupportedReport(reason: UnsupportedReason, detail: string): CapabilityReport {
+export function unsupportedReport(reason: UnsupportedReason, detail: string): UnsupportedReport {
   return {
     schema: REPORT_SCHEMA,
     supported: false,
@@ -131,5 +132,7 @@ export function unsupportedReport(reason: UnsupportedReason, detail: string): Ca
 
 /** A report's host, or an all-null one. */
 export function hostOf(report: CapabilityReport): HostInfo {
-  return report.host ?? { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null };
+  return (
+    report.host ?? { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null, memoryBytes: null, translated: null }
+  );
 }

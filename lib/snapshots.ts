@@ -1,10 +1,12 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from './doctor-probes.js';
 import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from './errors.js';
 import { FAMILY_NAMES } from './families.js';
 import { packageRoot } from './native.js';
+import { readJsonFile } from './jsonfile.js';
 import { deviceReportFrom, REPORT_SCHEMA } from './report.js';
-import type { CapabilityReport, DeviceLocation } from './types.js';
+import type { CapabilityReport, DeviceLocation, SupportedReport } from './types.js';
 
 /** The snapshot format tag (snapshots/README.md documents the format). */
 export const SNAPSHOT_SCHEMA = 'metal-cap-shim/snapshot@1' as const;
@@ -17,8 +19,43 @@ export interface SnapshotHost {
   model: string | null;
   isVirtualMachine: boolean | null;
   arch: string | null;
+  /** `hw.memsize` in bytes. */
+  memoryBytes: number | null;
+  /** `sysctl.proc_translated` = 1 (an x86_64 process under Rosetta) for the process that recorded it. */
+  translated: boolean | null;
   /** For each field: a key of `sources`, `assumed`, or (for null values) `unrecorded`. */
   provenance: Record<string, string>;
+}
+
+/** A recorded probe status, or `not-recorded` where no source documents one. */
+export type SnapshotDoctorStatus = DoctorStatus | 'not-recorded';
+
+/** How a NoCopy buffer over an mmap went wrong: stale pages, or a buffer that reports length 0. */
+export type NocopyFault = 'stale' | 'zero-length';
+
+/** One probe's recorded outcome (snapshots/README.md says which fields belong to which probe). */
+export interface SnapshotDoctorProbe {
+  status: SnapshotDoctorStatus;
+  /** One line, as a source reports it. */
+  detail?: string;
+  /** threadgroup-memory: the largest size that worked. In the simulation, larger dispatches fail (or, with
+   * `wrong-result`, compute wrong). */
+  provenThreadgroupMemory?: number;
+  /** threadgroup-memory: the smallest size that failed. */
+  failedThreadgroupMemory?: number;
+  /** nocopy-mmap: the length the NoCopy buffer reported. */
+  bufferLength?: number;
+  /** nocopy-mmap, exactly when `status` is `wrong-result`: what went wrong. */
+  fault?: NocopyFault;
+  /** simdgroup-matrix, bfloat: the worst deviation from the CPU reference. */
+  maxAbsError?: number;
+}
+
+/** What a doctor run on a device recorded; every probe id is present. */
+export interface SnapshotDoctor {
+  /** A key of the snapshot's `sources`, or `assumed`. */
+  provenance: string;
+  probes: Record<DoctorProbeId, SnapshotDoctorProbe>;
 }
 
 /** One device as recorded. */
@@ -35,10 +72,19 @@ export interface SnapshotDevice {
   location: DeviceLocation;
   /** `null` where the OS could not answer (before macOS 14) or it was not recorded. */
   architecture: string | null;
-  /** How the Linux simulation lays out the device class; no meaning on a Mac. `lacks` and `driftAfter` are test
-   * aids: a class missing one query, a threadgroup-memory answer that changes after N calls, and a class that
-   * subclasses another device's class. */
-  simulation?: { methodsOnConcreteClass: boolean; lacks?: string; driftAfter?: number; subclassOf?: string };
+  /** How the Linux simulation lays out the device class; no meaning on a Mac. The other keys are test aids: a class
+   * missing one query, a threadgroup-memory answer that changes after N calls, a class that subclasses another
+   * device's class, and (default device only) the class of a second object MTLCreateSystemDefaultDevice() returns
+   * in place of the listed one, as a validation or capture layer does. */
+  simulation?: {
+    methodsOnConcreteClass: boolean;
+    lacks?: string;
+    driftAfter?: number;
+    subclassOf?: string;
+    defaultObjectClass?: string;
+  };
+  /** A recorded doctor result; absent: none. The Linux simulation takes its faults from it. */
+  doctor?: SnapshotDoctor;
   provenance: Record<string, string>;
 }
 
@@ -56,7 +102,7 @@ export interface Snapshot {
   devices: SnapshotDevice[];
 }
 
-const HOST_FIELDS = ['platform', 'osVersion', 'osBuild', 'model', 'isVirtualMachine', 'arch'] as const;
+const HOST_FIELDS = ['platform', 'osVersion', 'osBuild', 'model', 'isVirtualMachine', 'arch', 'memoryBytes', 'translated'] as const;
 const DEVICE_FIELDS = [
   'name',
   'className',
@@ -71,6 +117,17 @@ const DEVICE_FIELDS = [
   'architecture',
 ] as const;
 const LOCATIONS = ['builtIn', 'slot', 'external', 'unspecified'];
+/** The optional fields of a recorded doctor probe, per probe (`status` and `detail` belong to every probe). */
+const DOCTOR_PROBE_FIELDS: Record<DoctorProbeId, string[]> = {
+  'simdgroup-reduction': [],
+  'simdgroup-matrix': ['maxAbsError'],
+  bfloat: ['maxAbsError'],
+  'threadgroup-memory': ['provenThreadgroupMemory', 'failedThreadgroupMemory'],
+  'nocopy-mmap': ['bufferLength', 'fault'],
+  'residency-set': [],
+};
+const SNAPSHOT_DOCTOR_STATUSES: readonly string[] = [...DOCTOR_STATUSES, 'not-recorded'];
+const NOCOPY_FAULTS: readonly string[] = ['stale', 'zero-length'];
 /** Queries a simulated device class can be made to lack (`simulation.lacks`). */
 const SIMULATED_QUERIES = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
 
@@ -113,16 +170,106 @@ export function resolveSnapshotPath(selector: string): string {
   return file;
 }
 
-/** Reads and validates a snapshot by bundled name or by path. */
+/**
+ * Reads and validates a snapshot by bundled name or by path. A path may also name a `probe --json` report
+ * (`metal-cap-shim/report@1`), which is read as a snapshot of the devices it lists.
+ */
 export function loadSnapshot(selector: string): Snapshot {
   const file = resolveSnapshotPath(selector);
-  let data: unknown;
-  try {
-    data = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (err) {
-    throw new InvalidSnapshotError(null, `${file} is not valid JSON: ${(err as Error).message}`);
-  }
+  const read = readJsonFile(file);
+  if (!read.ok) throw new InvalidSnapshotError(null, `snapshot file ${file} ${read.problem}`);
+  const data = read.value;
+  if (isObject(data) && data.schema === REPORT_SCHEMA) return snapshotFromReportFile(data, file);
   return validateSnapshot(data, file);
+}
+
+/** The `sources` key of values a snapshot took from a report or a recording. */
+export const RECORDING_SOURCE = 'recording';
+
+/** Turns a slug-unsafe text (a label, a file name, a model) into a snapshot id. */
+export function snapshotId(text: string): string {
+  const id = text
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]+/g, '-')
+    .replace(/^[^a-z0-9]+/, '')
+    .replace(/-+$/, '');
+  return id || 'snapshot';
+}
+
+/**
+ * A snapshot of the devices a supported report lists; `describe` is the provenance text of every value. Throws
+ * InvalidSnapshotError when the report has no devices or a device lacks a value a snapshot must have.
+ */
+export function snapshotFromReport(
+  report: CapabilityReport,
+  meta: { id: string; title: string; recorded: string; describe: string; where: string },
+): Snapshot {
+  if (!report.supported) {
+    throw new InvalidSnapshotError('supported', `${meta.where}: the report has no devices (supported: false, ${report.reason}), so it cannot stand for a machine`);
+  }
+  const provenanceOf = (value: unknown) => (value === null ? 'unrecorded' : RECORDING_SOURCE);
+  const host = report.host;
+  const snapshotHost: SnapshotHost = {
+    platform: report.platform,
+    ...Object.fromEntries(HOST_FIELDS.filter((f) => f !== 'platform').map((f) => [f, host[f as keyof typeof host] ?? null])),
+    provenance: Object.fromEntries(HOST_FIELDS.map((f) => [f, f === 'platform' ? RECORDING_SOURCE : provenanceOf(host[f as keyof typeof host] ?? null)])),
+  } as SnapshotHost;
+  const devices = report.devices.map((d, i): SnapshotDevice => {
+    const missing = DEVICE_FIELDS.filter((f) => f !== 'architecture' && d[f] === null);
+    const noFamily = Object.entries(d.families).filter(([, v]) => v === null).map(([k]) => `families.${k}`);
+    if (missing.length + noFamily.length > 0) {
+      throw new InvalidSnapshotError(
+        `devices[${i}].${[...missing, ...noFamily][0]}`,
+        `${meta.where}: device ${i} has no answer for ${[...missing, ...noFamily].join(', ')} (the OS could not answer), and a snapshot needs every value but architecture`,
+      );
+    }
+    return {
+      name: d.name,
+      className: d.className,
+      registryId: d.registryId!,
+      families: d.families as Record<string, boolean>,
+      maxThreadgroupMemoryLength: d.maxThreadgroupMemoryLength!,
+      maxThreadsPerThreadgroup: d.maxThreadsPerThreadgroup!,
+      recommendedMaxWorkingSetSize: d.recommendedMaxWorkingSetSize!,
+      maxBufferLength: d.maxBufferLength!,
+      hasUnifiedMemory: d.hasUnifiedMemory!,
+      location: d.location!,
+      architecture: d.architecture,
+      provenance: Object.fromEntries(DEVICE_FIELDS.map((f) => [f, provenanceOf(d[f])])),
+    };
+  });
+  const defaultDevice = Math.max(0, report.devices.findIndex((d) => d.isDefault));
+  return validateSnapshot(
+    {
+      schema: SNAPSHOT_SCHEMA,
+      id: meta.id,
+      title: meta.title,
+      recorded: meta.recorded,
+      sources: { [RECORDING_SOURCE]: meta.describe },
+      host: snapshotHost,
+      defaultDevice,
+      devices,
+    },
+    meta.where,
+  );
+}
+
+function snapshotFromReportFile(data: Record<string, unknown>, file: string): Snapshot {
+  const isReport =
+    typeof data.supported === 'boolean' && Array.isArray(data.devices) && typeof data.platform === 'string' && 'host' in data;
+  if (!isReport) {
+    throw new InvalidSnapshotError(null, `${file}: says it is a probe report (${REPORT_SCHEMA}) but lacks supported, platform, host or devices`);
+  }
+  const report = data as unknown as CapabilityReport;
+  const recorded = statSync(file).mtime.toISOString().slice(0, 10);
+  const base = path.basename(file, '.json');
+  return snapshotFromReport(report, {
+    id: snapshotId(report.snapshot ?? base),
+    title: `probe report ${path.basename(file)}`,
+    recorded,
+    describe: `metal-cap-shim probe report ${file} (date: the file's modification time)`,
+    where: file,
+  });
 }
 
 // ---- validation ----
@@ -138,6 +285,11 @@ const count =
   (min: number): Check =>
   (v) =>
     Number.isSafeInteger(v) && (v as number) >= min ? null : `an integer ≥ ${min}`;
+const countOrNull =
+  (min: number): Check =>
+  (v) =>
+    v === null ? null : count(min)(v) === null ? null : `an integer ≥ ${min} or null`;
+const CLASS_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function fail(where: string, field: string, message: string): never {
   throw new InvalidSnapshotError(field, `${where}: ${field} ${message}; see snapshots/README.md for the format`);
@@ -190,10 +342,55 @@ function subclassChainLoops(devices: Record<string, unknown>[], start: Record<st
   return false;
 }
 
+const doctorFieldChecks: Record<string, Check> = {
+  detail: (v) => (typeof v === 'string' && v.trim() !== '' && !/[\r\n]/.test(v) ? null : 'one non-empty line of text'),
+  provenThreadgroupMemory: count(1),
+  failedThreadgroupMemory: count(1),
+  bufferLength: count(0),
+  fault: (v) => (NOCOPY_FAULTS.includes(v as string) ? null : `one of ${NOCOPY_FAULTS.join(', ')}`),
+  maxAbsError: (v) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? null : 'a number ≥ 0'),
+};
+
+function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, probe: unknown) {
+  const allowed = ['status', 'detail', ...DOCTOR_PROBE_FIELDS[id]];
+  const status: Check = (v) =>
+    SNAPSHOT_DOCTOR_STATUSES.includes(v as string) ? null : `one of ${SNAPSHOT_DOCTOR_STATUSES.join(', ')}`;
+  checkFields(where, prefix, probe, { status }, allowed);
+  const p = probe as Record<string, unknown>;
+  for (const key of Object.keys(p)) {
+    if (key === 'status') continue;
+    if (p.status === 'not-recorded') {
+      fail(where, `${prefix}${key}`, 'is not allowed: a not-recorded probe carries only its status');
+    }
+    const problem = doctorFieldChecks[key]!(p[key]);
+    if (problem) fail(where, `${prefix}${key}`, `must be ${problem}`);
+  }
+  const proven = p.provenThreadgroupMemory, failed = p.failedThreadgroupMemory;
+  if (typeof proven === 'number' && typeof failed === 'number' && failed <= proven) {
+    fail(where, `${prefix}failedThreadgroupMemory`, 'must be larger than provenThreadgroupMemory');
+  }
+  // The simulation needs to know which fault a recorded nocopy-mmap wrong-result was.
+  if (id === 'nocopy-mmap' && (p.status === 'wrong-result') !== ('fault' in p)) {
+    const problem = 'fault' in p ? 'is only for a wrong-result' : 'is missing: a wrong-result says which (stale or zero-length)';
+    fail(where, `${prefix}fault`, problem);
+  }
+}
+
+function checkDoctor(where: string, prefix: string, doctor: unknown, sources: Record<string, unknown>) {
+  checkFields(where, prefix, doctor, {
+    provenance: (v) =>
+      v === 'assumed' || (typeof v === 'string' && v in sources) ? null : 'a key of "sources" or "assumed"',
+    probes: (v) => (isObject(v) ? null : 'an object'),
+  });
+  const probes = (doctor as { probes: Record<string, unknown> }).probes;
+  checkFields(where, `${prefix}probes.`, probes, Object.fromEntries(DOCTOR_PROBE_IDS.map((id) => [id, () => null])));
+  for (const id of DOCTOR_PROBE_IDS) checkDoctorProbe(where, `${prefix}probes.${id}.`, id, probes[id]);
+}
+
 /** Validates parsed JSON as a snapshot; `where` names it in messages. Throws InvalidSnapshotError naming the field. */
 export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
   checkFields(where, '', data, {
-    schema: (v) => (v === SNAPSHOT_SCHEMA ? null : `"${SNAPSHOT_SCHEMA}"`),
+    schema: (v) => (v === SNAPSHOT_SCHEMA ? null : `"${SNAPSHOT_SCHEMA}" (or the file must be a probe --json report, "${REPORT_SCHEMA}")`),
     id: (v) => (typeof v === 'string' && /^[a-z0-9][a-z0-9.-]*$/.test(v) ? null : 'a lower-case id (a-z, 0-9, -, .)'),
     title: str,
     recorded: (v) => (typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) ? null : 'a date YYYY-MM-DD'),
@@ -217,6 +414,8 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
       model: strOrNull,
       isVirtualMachine: boolOrNull,
       arch: strOrNull,
+      memoryBytes: countOrNull(1),
+      translated: boolOrNull,
       provenance: () => null,
     },
   );
@@ -229,7 +428,7 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
       device,
       {
         name: str,
-        className: (v) => (typeof v === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(v) ? null : 'an Objective-C class name'),
+        className: (v) => (typeof v === 'string' && CLASS_NAME.test(v) ? null : 'an Objective-C class name'),
         registryId: count(0),
         families: (v) => (isObject(v) ? null : 'an object'),
         maxThreadgroupMemoryLength: count(1),
@@ -241,7 +440,7 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
         architecture: strOrNull,
         provenance: () => null,
       },
-      ['simulation'],
+      ['simulation', 'doctor'],
     );
     const d = device as Record<string, unknown>;
     checkFields(where, `${prefix}families.`, d.families, Object.fromEntries(FAMILY_NAMES.map((n) => [n, bool])));
@@ -255,6 +454,7 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
         'lacks',
         'driftAfter',
         'subclassOf',
+        'defaultObjectClass',
       ]);
       const sim = d.simulation as Record<string, unknown>;
       if ('lacks' in sim && !SIMULATED_QUERIES.includes(sim.lacks as string)) {
@@ -269,7 +469,15 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
       if ('subclassOf' in sim && subclassChainLoops(snap.devices as Record<string, unknown>[], d)) {
         fail(where, `${prefix}simulation.subclassOf`, 'must not lead back into a loop of subclassOf links');
       }
+      if ('defaultObjectClass' in sim) {
+        const name = sim.defaultObjectClass;
+        if (typeof name !== 'string' || !CLASS_NAME.test(name) || classNames.includes(name)) {
+          fail(where, `${prefix}simulation.defaultObjectClass`, 'must be an Objective-C class name no device has');
+        }
+        if (i !== snap.defaultDevice) fail(where, `${prefix}simulation.defaultObjectClass`, 'belongs on the default device only');
+      }
     }
+    if ('doctor' in d) checkDoctor(where, `${prefix}doctor.`, d.doctor, snap.sources);
     checkProvenance(where, prefix, d, DEVICE_FIELDS, snap.sources);
   });
   if ((snap.defaultDevice as number) >= snap.devices.length) {
@@ -279,7 +487,7 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
 }
 
 /** The capability report a snapshot records, as probe() would return it on that machine. */
-export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: boolean } = {}): CapabilityReport {
+export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: boolean } = {}): SupportedReport {
   const indexes = options.allDevices ? snapshot.devices.map((_, i) => i) : [snapshot.defaultDevice];
   const devices = indexes.map((i, position) => {
     const d = snapshot.devices[i]!;
@@ -299,7 +507,7 @@ export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: b
       architecture: d.architecture,
     });
   });
-  const { platform, osVersion, osBuild, model, isVirtualMachine, arch } = snapshot.host;
+  const { platform, osVersion, osBuild, model, isVirtualMachine, arch, memoryBytes, translated } = snapshot.host;
   return {
     schema: REPORT_SCHEMA,
     supported: true,
@@ -308,7 +516,7 @@ export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: b
     snapshot: snapshot.id,
     reason: null,
     detail: null,
-    host: { osVersion, osBuild, model, isVirtualMachine, arch },
+    host: { osVersion, osBuild, model, isVirtualMachine, arch, memoryBytes, translated },
     devices,
   };
 }

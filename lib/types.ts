@@ -13,7 +13,7 @@ export type ReportSource =
 
 /** Why a report or an apply result could not use Metal. */
 export type UnsupportedReason =
-  /** Not macOS, and no simulated test build is present. */
+  /** Not macOS (and no simulated Metal selected with METAL_CAP_SHIM_SIM_SNAPSHOT). */
   | 'unsupported-platform'
   /** macOS, but the native addon could not be loaded (see `detail`). */
   | 'native-module-unavailable'
@@ -35,6 +35,10 @@ export interface HostInfo {
   isVirtualMachine: boolean | null;
   /** Machine architecture of the kernel (`arm64`, `x86_64`). */
   arch: string | null;
+  /** sysctl `hw.memsize`: physical memory in bytes (MLX bounds its allocator by 0.95 × this). */
+  memoryBytes: number | null;
+  /** sysctl `sysctl.proc_translated` = 1: this process is an x86_64 build running under Rosetta on Apple silicon. */
+  translated: boolean | null;
 }
 
 /** `MTLSize` of `maxThreadsPerThreadgroup`. */
@@ -83,21 +87,35 @@ export interface DeviceReport {
   };
 }
 
-/** The result of `probe()`: what Metal says about this process's devices. */
-export interface CapabilityReport {
+/** Fields every capability report has, whatever its outcome. */
+interface ReportBase {
   /** Report format tag; bumps when a field changes meaning. */
   schema: 'metal-cap-shim/report@1';
-  /** False when nothing could be asked; see `reason`. */
-  supported: boolean;
   /** `process.platform` of the process that made the report (for snapshots: the recorded host's platform). */
   platform: string;
   source: ReportSource;
   /** Snapshot id when `source` is `simulated` or `snapshot`. */
   snapshot: string | null;
-  /** Set when `supported` is false. */
-  reason: UnsupportedReason | null;
-  /** Human-readable detail for `reason`. */
-  detail: string | null;
-  host: HostInfo | null;
+}
+
+/** A report where Metal answered: `host` is known and there is at least one device. */
+export interface SupportedReport extends ReportBase {
+  supported: true;
+  reason: null;
+  detail: null;
+  host: HostInfo;
   devices: DeviceReport[];
 }
+
+/** A report where nothing could be asked; `reason` says why and `detail` says what to do. */
+export interface UnsupportedReport extends ReportBase {
+  supported: false;
+  reason: UnsupportedReason;
+  detail: string;
+  /** Known when the native module loaded but Metal had no device; null when nothing could be asked at all. */
+  host: HostInfo | null;
+  devices: [];
+}
+
+/** The result of `probe()`: what Metal says about this process's devices. Narrow it on `supported`. */
+export type CapabilityReport = SupportedReport | UnsupportedReport;

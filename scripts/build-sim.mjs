@@ -7,6 +7,7 @@
 //   build/Release/libmetal_cap_shim_inject.so  the exec injector, loaded with LD_PRELOAD
 //   build/test/sim_fixture.node              a separately compiled Metal consumer used by the tests
 //   build/sanitize/engine_stress-{asan,tsan}  with --sanitize: the engine under sanitizers, without Node
+//   build/sanitize/doctor_run-asan           with --sanitize: the doctor under ASan + UBSan, without Node
 //
 // node-gyp is not used here: gyp's make generator silently drops .mm sources on Linux.
 import { execFile } from 'node:child_process';
@@ -55,6 +56,7 @@ const headerTime = Math.max(
   newestHeader(nativeDir),
   newestHeader(path.join(simRoot, 'include', 'Metal')),
   newestHeader(path.join(simRoot, 'include', 'MetalSim')),
+  newestHeader(path.join(simRoot, 'src')),
 );
 
 function upToDate(output, inputs) {
@@ -92,6 +94,15 @@ async function sanitized() {
     asan: ['-fsanitize=address,undefined', '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer'],
     tsan: ['-fsanitize=thread'],
   };
+  // The doctor under ASan + UBSan only: it runs on one thread.
+  await target('doctor-asan', path.join(buildRoot, 'sanitize', 'doctor_run-asan'), [
+    path.join(repoRoot, 'test', 'native', 'doctor_run.mm'),
+    ...inNative('capabilities.mm', 'host_sim.mm', 'doctor.mm', 'doctor_gpu.mm', 'doctor_nocopy.mm', 'doctor_probes.mm'),
+  ], {
+    cflags: ['-O1', ...variants.asan],
+    ldflags: [...variants.asan, ...linkSim, `-Wl,-rpath,${simLibDir}`],
+    shared: false,
+  });
   for (const [name, flags] of Object.entries(variants)) {
     await target(`stress-${name}`, path.join(buildRoot, 'sanitize', `engine_stress-${name}`), sources, {
       cflags: ['-O1', ...flags],
@@ -109,14 +120,15 @@ async function main() {
     if (!existsSync(simLibPath)) throw new Error('run `npm run build:sim` first');
     return sanitized();
   }
-  await target('sim-metal', simLibPath, [path.join(simRoot, 'src', 'SimMetal.mm')], {
+  await target('sim-metal', simLibPath, ['SimMetal.mm', 'SimCompute.mm'].map((f) => path.join(simRoot, 'src', f)), {
     cflags: [`-DMCS_SIM_SNAPSHOT_DIR="${path.join(repoRoot, 'snapshots')}"`],
     ldflags: ['-Wl,-soname,libMetal.so', '-lgnustep-base', '-lobjc', '-lpthread'],
   });
   const originRpath = (to) => `-Wl,-rpath,$ORIGIN/${to}`;
   await Promise.all([
     target('addon', path.join(buildRoot, 'Release', 'metal_cap_shim.node'), [
-      ...inNative('addon.mm', 'capabilities.mm', 'host_sim.mm'),
+      ...inNative('addon.mm', 'capabilities.mm', 'consumers.mm', 'host_sim.mm', 'terminal.mm'),
+      ...inNative('addon_doctor.mm', 'doctor.mm', 'doctor_gpu.mm', 'doctor_nocopy.mm', 'doctor_probes.mm'),
       ...hookEngine,
     ], {
       cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],

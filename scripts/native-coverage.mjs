@@ -205,7 +205,7 @@ function buildFuzzers() {
       seeds: [path.join(fuzzDir, 'corpus', 'profile_parser_fuzz')],
     },
     sim_snapshot_fuzz: {
-      sources: [path.join(fuzzDir, 'sim_snapshot_fuzz.mm')],
+      sources: [path.join(fuzzDir, 'sim_snapshot_fuzz.mm'), path.join(simRoot, 'src', 'SimCompute.mm')],
       dict: path.join(fuzzDir, 'sim_snapshot.dict'),
       // The bundled snapshots are the seeds: every shape the loader is meant to read.
       seeds: [path.join(repoRoot, 'snapshots')],

@@ -4,18 +4,20 @@
 #include <napi.h>
 
 #import <Foundation/Foundation.h>
-#include <dlfcn.h>
 #include <objc/runtime.h>
 
 #include <mutex>
 #include <optional>
 #include <string>
 
+#include "addon_doctor.h"
 #include "capabilities.h"
+#include "consumers.h"
 #include "families.h"
 #include "host.h"
 #include "patch.h"
 #include "profile.h"
+#include "terminal.h"
 
 namespace mcs {
 namespace {
@@ -31,8 +33,10 @@ class AutoreleasePool {
   NSAutoreleasePool *pool_;
 };
 
-std::mutex gBaselineMutex;
-std::string gBaseline;  // JSON of the stock probe taken before the first apply; empty when none
+// Immortal ([[clang::no_destroy]]), like every global the engine touches: exit() runs static destructors while other
+// threads may still call in, and libc++'s std::mutex (macOS) has a real destructor, so a destroyed one would throw.
+[[clang::no_destroy]] std::mutex gBaselineMutex;
+[[clang::no_destroy]] std::string gBaseline;  // JSON of the stock probe taken before the first apply; empty when none
 
 Napi::Value throwError(Napi::Env env, const char *code, const std::string &message, bool typeError = false) {
   Napi::Error error = typeError ? Napi::TypeError::New(env, message) : Napi::Error::New(env, message);
@@ -57,7 +61,21 @@ Napi::Object hostObject(Napi::Env env, const HostFacts &facts) {
   host.Set("isVirtualMachine",
            facts.isVirtualMachine < 0 ? env.Null() : Napi::Value(Napi::Boolean::New(env, facts.isVirtualMachine == 1)));
   host.Set("arch", nullable(env, facts.arch));
+  host.Set("memoryBytes", numberOrNull(env, facts.memoryKnown, facts.memoryBytes));
+  host.Set("translated",
+           facts.translated < 0 ? env.Null() : Napi::Value(Napi::Boolean::New(env, facts.translated == 1)));
   return host;
+}
+
+// The host part of a probe: platform, snapshot and host facts, read without touching Metal.
+Napi::Object hostResult(Napi::Env env) {
+  HostFacts facts = readHostFacts();
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("platform", Napi::String::New(env, facts.platform));
+  result.Set("snapshot", facts.snapshot.empty() ? env.Null() : Napi::Value(Napi::String::New(env, facts.snapshot)));
+  result.Set("recordedPlatform", nullable(env, facts.recordedPlatform));
+  result.Set("host", hostObject(env, facts));
+  return result;
 }
 
 Napi::Object deviceObject(Napi::Env env, const DeviceCapabilities &caps) {
@@ -112,12 +130,7 @@ Napi::Value Probe(const Napi::CallbackInfo &info) {
   if (!optionalBool(info, 0, false, &all) || !optionalBool(info, 1, false, &stock)) {
     return throwError(env, "ERR_INVALID_ARGUMENT", "probe(allDevices, stock) takes booleans", true);
   }
-  HostFacts facts = readHostFacts();
-  Napi::Object result = Napi::Object::New(env);
-  result.Set("platform", Napi::String::New(env, facts.platform));
-  result.Set("snapshot", facts.snapshot.empty() ? env.Null() : Napi::Value(Napi::String::New(env, facts.snapshot)));
-  result.Set("recordedPlatform", nullable(env, facts.recordedPlatform));
-  result.Set("host", hostObject(env, facts));
+  Napi::Object result = hostResult(env);
   Napi::Array devices = Napi::Array::New(env);
   {
     UntracedScope untraced;
@@ -135,6 +148,9 @@ Napi::Value Probe(const Napi::CallbackInfo &info) {
   result.Set("devices", devices);
   return result;
 }
+
+// host(): platform and host facts only. Creates no Metal device: on a dual-GPU Mac that alone would switch GPUs.
+Napi::Value Host(const Napi::CallbackInfo &info) { return hostResult(info.Env()); }
 
 Napi::Value Families(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
@@ -280,20 +296,25 @@ Napi::Value Baseline(const Napi::CallbackInfo &info) {
   return gBaseline.empty() ? env.Null() : Napi::Value(Napi::String::New(env, gBaseline));
 }
 
-// Symbols that show a Metal consumer is loaded into this process; such engines read capabilities once at init.
-const char *const kConsumerSymbols[] = {
-    "ggml_backend_metal_reg",
-    "ggml_backend_metal_init",
-    "mlx_metal_is_available",
-};
-
 Napi::Value LoadedConsumers(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  Napi::Array out = Napi::Array::New(env);
-  uint32_t n = 0;
-  for (const char *symbol : kConsumerSymbols) {
-    if (dlsym(RTLD_DEFAULT, symbol) != NULL) out.Set(n++, Napi::String::New(env, symbol));
+  std::vector<std::string> found = loadedConsumers();
+  Napi::Array out = Napi::Array::New(env, found.size());
+  for (size_t i = 0; i < found.size(); i++) out.Set(static_cast<uint32_t>(i), Napi::String::New(env, found[i]));
+  return out;
+}
+
+// processGroups(childPid): { own, terminal, child } process-group ids, -1 where there is none.
+Napi::Value ProcessGroupsOf(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    return throwError(env, "ERR_INVALID_ARGUMENT", "processGroups(childPid) takes a number", true);
   }
+  ProcessGroups groups = processGroups(static_cast<long>(info[0].As<Napi::Number>().Int64Value()));
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("own", Napi::Number::New(env, static_cast<double>(groups.own)));
+  out.Set("terminal", Napi::Number::New(env, static_cast<double>(groups.terminal)));
+  out.Set("child", Napi::Number::New(env, static_cast<double>(groups.child)));
   return out;
 }
 
@@ -321,6 +342,7 @@ Napi::Value pooled(const Napi::CallbackInfo &info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("probe", Napi::Function::New(env, pooled<Probe>, "probe"));
+  exports.Set("host", Napi::Function::New(env, pooled<Host>, "host"));
   exports.Set("families", Napi::Function::New(env, pooled<Families>, "families"));
   exports.Set("apply", Napi::Function::New(env, pooled<Apply>, "apply"));
   exports.Set("restore", Napi::Function::New(env, pooled<Restore>, "restore"));
@@ -329,6 +351,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("baseline", Napi::Function::New(env, pooled<Baseline>, "baseline"));
   exports.Set("loadedConsumers", Napi::Function::New(env, pooled<LoadedConsumers>, "loadedConsumers"));
   exports.Set("info", Napi::Function::New(env, pooled<Info>, "info"));
+  exports.Set("processGroups", Napi::Function::New(env, pooled<ProcessGroupsOf>, "processGroups"));
+  exports.Set("doctor", Napi::Function::New(env, pooled<Doctor>, "doctor"));
   return exports;
 }
 

@@ -38,6 +38,10 @@ struct DeviceList {
   // Retained device objects (id<MTLDevice>), released by releaseDevices.
   std::vector<void *> devices;
   int defaultIndex = -1;
+  // With `all`: the object MTLCreateSystemDefaultDevice() returned, when its class is none of the listed devices'
+  // classes (a validation or capture layer can wrap the default device only). Retained; engines such as ggml ask
+  // this object, so its class is patched too.
+  void *separateDefault = nullptr;
 };
 
 // The default device first-class and, with `all`, every device in MTLCopyAllDevices() order. Pure public Metal API,
@@ -47,7 +51,7 @@ void releaseDevices(DeviceList &list);
 
 DeviceCapabilities readCapabilities(void *device);
 
-// Distinct concrete classes of the devices, in first-seen order.
+// Distinct concrete classes of the devices (the separate default's last), in first-seen order.
 std::vector<void *> distinctDeviceClasses(const DeviceList &list);
 
 }  // namespace mcs

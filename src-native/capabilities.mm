@@ -62,6 +62,12 @@ DeviceList copyDevices(bool all) {
     list.devices.push_back((void *)[(id)defaultDevice retain]);
     list.defaultIndex = 0;
   }
+  if (defaultDevice != nil) {
+    Class defaultClass = object_getClass((id)defaultDevice);
+    bool listed = false;
+    for (void *device : list.devices) listed = listed || object_getClass((id)device) == defaultClass;
+    if (!listed) list.separateDefault = (void *)[(id)defaultDevice retain];
+  }
   [(id)defaultDevice release];
   return list;
 }
@@ -69,6 +75,8 @@ DeviceList copyDevices(bool all) {
 void releaseDevices(DeviceList &list) {
   for (void *device : list.devices) [(id)device release];
   list.devices.clear();
+  if (list.separateDefault != nullptr) [(id)list.separateDefault release];
+  list.separateDefault = nullptr;
 }
 
 DeviceCapabilities readCapabilities(void *object) {
@@ -127,6 +135,7 @@ std::vector<void *> distinctDeviceClasses(const DeviceList &list) {
     void *cls = (void *)object_getClass((id)device);
     if (std::find(classes.begin(), classes.end(), cls) == classes.end()) classes.push_back(cls);
   }
+  if (list.separateDefault != nullptr) classes.push_back((void *)object_getClass((id)list.separateDefault));
   return classes;
 }
 

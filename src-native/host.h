@@ -1,8 +1,12 @@
-// Facts about the host, read by the only platform-specific files: host_darwin.mm (sysctl, NSProcessInfo) on macOS and
-// host_sim.mm (the snapshot loaded by test/sim-metal) in the Linux test build.
+// Facts about the host, read by the only platform-specific files: host_darwin.mm (sysctl, NSProcessInfo, dyld) on
+// macOS and host_sim.mm (the snapshot loaded by test/sim-metal, the ELF loader's image list) in the Linux test build.
+// Nothing here touches Metal: MTLCreateSystemDefaultDevice() switches a dual-GPU Mac to its discrete GPU, so host
+// facts are read first and devices only where they are needed.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mcs {
 
@@ -19,9 +23,16 @@ struct HostFacts {
   Optional model;
   int isVirtualMachine = -1;  // 1, 0, -1 unknown
   Optional arch;
+  bool memoryKnown = false;  // hw.memsize
+  uint64_t memoryBytes = 0;
+  int translated = -1;  // sysctl.proc_translated: 1 under Rosetta, 0 native, -1 unknown
   Optional recordedPlatform;  // the platform the snapshot was recorded on (test build only)
 };
 
 HostFacts readHostFacts();
+
+// Paths of the images (executable and libraries) loaded into this process, in load order. Used only to recognise
+// Metal consumers, so a path the loader cannot name is left out.
+std::vector<std::string> loadedImagePaths();
 
 }  // namespace mcs

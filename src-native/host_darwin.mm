@@ -1,10 +1,12 @@
-// macOS only: host facts from sysctl and NSProcessInfo.
+// macOS only: host facts from sysctl and NSProcessInfo, and the image list from dyld.
 #include "host.h"
 
 #import <Foundation/Foundation.h>
+#include <mach-o/dyld.h>
 #include <sys/sysctl.h>
 #include <sys/utsname.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace mcs {
@@ -54,6 +56,15 @@ Optional machineArch() {
   return out;
 }
 
+// Whether this process runs under Rosetta. Apple documents the sysctl as missing (ENOENT) where there is no
+// translation at all, which is a native process too.
+int translatedProcess() {
+  int value = 0;
+  size_t length = sizeof(value);
+  if (sysctlbyname("sysctl.proc_translated", &value, &length, NULL, 0) == 0) return value == 1 ? 1 : 0;
+  return errno == ENOENT ? 0 : -1;
+}
+
 }  // namespace
 
 HostFacts readHostFacts() {
@@ -64,7 +75,26 @@ HostFacts readHostFacts() {
   facts.model = sysctlString("hw.model");
   facts.isVirtualMachine = sysctlFlag("kern.hv_vmm_present");
   facts.arch = machineArch();
+  uint64_t memory = 0;
+  size_t length = sizeof(memory);
+  if (sysctlbyname("hw.memsize", &memory, &length, NULL, 0) == 0 && length == sizeof(memory)) {
+    facts.memoryKnown = true;
+    facts.memoryBytes = memory;
+  }
+  facts.translated = translatedProcess();
   return facts;
+}
+
+std::vector<std::string> loadedImagePaths() {
+  std::vector<std::string> paths;
+  // dyld.h: another thread may load or unload an image during the walk; an index that is no longer valid gives NULL,
+  // which is skipped. The list only feeds a warning, so a momentarily stale view is acceptable.
+  uint32_t count = _dyld_image_count();
+  for (uint32_t i = 0; i < count; i++) {
+    const char *name = _dyld_get_image_name(i);
+    if (name != NULL) paths.push_back(name);
+  }
+  return paths;
 }
 
 }  // namespace mcs

@@ -1,5 +1,8 @@
-// Linux test build only: host facts come from the snapshot the simulated Metal library loaded.
+// Linux test build only: host facts come from the snapshot the simulated Metal library loaded, and the image list
+// from the ELF loader, so the consumer scan runs the same matching code as on macOS.
 #include "host.h"
+
+#include <link.h>
 
 #import <MetalSim/MetalSim.h>
 
@@ -13,6 +16,14 @@ Optional optionalOf(const char *s) {
     out.value = s;
   }
   return out;
+}
+
+int addImage(struct dl_phdr_info *info, size_t, void *data) {
+  // The main program has an empty name here; only libraries matter to the consumer scan.
+  if (info->dlpi_name != NULL && info->dlpi_name[0] != '\0') {
+    static_cast<std::vector<std::string> *>(data)->push_back(info->dlpi_name);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -29,7 +40,16 @@ HostFacts readHostFacts() {
   facts.model = optionalOf(sim.model);
   facts.isVirtualMachine = sim.isVirtualMachine;
   facts.arch = optionalOf(sim.arch);
+  facts.memoryKnown = sim.hasMemoryBytes != 0;
+  facts.memoryBytes = sim.memoryBytes;
+  facts.translated = sim.translated;
   return facts;
+}
+
+std::vector<std::string> loadedImagePaths() {
+  std::vector<std::string> paths;
+  dl_iterate_phdr(addImage, &paths);
+  return paths;
 }
 
 }  // namespace mcs

@@ -36,7 +36,9 @@ bool gProfileOk = false;
 bool gProfileActive = false;
 char gProfileText[512];
 char gTraceFile[4096];
-std::mutex gPatchMutex;
+// Immortal: the program may still obtain devices on other threads while exit() runs static destructors, and libc++'s
+// std::mutex (macOS) has a real destructor.
+[[clang::no_destroy]] std::mutex gPatchMutex;
 // Never destroyed: the at-exit trace writer is registered before C++ destructors and so runs after them.
 std::vector<std::string> *gPatchedClasses = nullptr;
 
@@ -68,7 +70,9 @@ int takeStatusFd(const char *text) {
   return moved;
 }
 
-// Which slice of this library the loader picked (dyld prefers arm64e over arm64 where both are present).
+// Which slice of this library the loader picked. dyld matches the process, not a preference order: an arm64 process
+// (third-party programs, Node) loads only the arm64 slice, and an arm64e process (Apple's own binaries) only the
+// arm64e slice; a library without the matching slice is refused ("incompatible architecture").
 const char *loadedSlice() {
 #if defined(__arm64e__)
   return "arm64e";

@@ -38,13 +38,17 @@ struct Profile {
 // `error` on anything unexpected.
 bool parseNativeProfile(const char *text, Profile *out, std::string *error);
 
-// 1 or 0 when the profile alone decides `supportsFamily:` for this family, -1 when the stock answer does.
-inline int decidedFamilyAnswer(const Profile &p, long family) {
-  int index = familyIndex(family);
+// 1 or 0 when the profile alone decides `supportsFamily:` for this family, -1 when the stock answer does. `index` is
+// familyIndex(family), passed in so the hot path computes it once.
+inline int decidedFamilyAnswerAt(const Profile &p, int index, long family) {
   if (index >= 0 && p.familyOverride[index] >= 0) return p.familyOverride[index];
   if (p.appleFamilyMax == 0 || !isAppleFamily(family)) return -1;
   if (family <= p.appleFamilyMax) return 1;
   return p.mode == ProfileMode::Exact ? 0 : -1;
+}
+
+inline int decidedFamilyAnswer(const Profile &p, long family) {
+  return decidedFamilyAnswerAt(p, familyIndex(family), family);
 }
 
 // The answers a profile gives for a stock answer.

@@ -23,10 +23,13 @@ namespace mcs {
 namespace {
 
 std::atomic<const Profile *> gActive{nullptr};
-std::mutex gRetiredMutex;
+// Immortal ([[clang::no_destroy]]): exit() runs static destructors while other threads may still query a hooked
+// device, and on macOS libc++'s std::mutex and std::vector have real destructors. A hooked query or an apply racing
+// exit would then use a destroyed object (a destroyed mutex makes libc++ throw, and the process aborts).
+[[clang::no_destroy]] std::mutex gRetiredMutex;
 // Profiles are never freed: a query on another thread may still hold the previous pointer, and a process applies
 // a handful of profiles in its life. The cost is one small struct per apply.
-std::vector<std::unique_ptr<Profile>> gRetired;
+[[clang::no_destroy]] std::vector<std::unique_ptr<Profile>> gRetired;
 
 thread_local int tlsStockDepth MCS_FAST_TLS = 0;
 thread_local int tlsUntracedDepth MCS_FAST_TLS = 0;
@@ -112,13 +115,19 @@ bool applyField(const std::string &key, const std::string &value, Profile *out, 
 
 constexpr int kTraceSlots = 256;
 
-struct TraceSlot {
+// One cache line per slot: threads counting different queries never write to the same line, so a traced engine
+// that asks from several threads does not make them fight over it.
+struct alignas(64) TraceSlot {
   std::atomic<uint64_t> key{0};
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> lastStock{0};
   std::atomic<uint64_t> lastGiven{0};
 };
 
+// Every family the table names and each size query has a fixed slot, found by arithmetic; only families the table
+// does not name go to the hashed slots.
+constexpr int kFixedTraceSlots = static_cast<int>(kFamilyCount) + kHookedSelectorCount - 1;
+TraceSlot gFixedTrace[kFixedTraceSlots];
 TraceSlot gTrace[kTraceSlots];
 std::atomic<uint64_t> gTraceDropped{0};
 
@@ -126,8 +135,18 @@ uint64_t traceKey(HookedSelector s, long family) {
   return (static_cast<uint64_t>(s) + 1) << 32 | static_cast<uint32_t>(family);
 }
 
-// Lock-free: a slot is claimed once with a compare-and-swap on its key, then only counted into.
-void recordTrace(HookedSelector s, long family, uint64_t stock, uint64_t given) {
+// The fixed slot of a size query; a family's is its familyIndex().
+constexpr int sizeTraceSlot(HookedSelector s) { return static_cast<int>(kFamilyCount) + static_cast<int>(s) - 1; }
+
+inline void countInto(TraceSlot &slot, uint64_t stock, uint64_t given) {
+  slot.calls.fetch_add(1, std::memory_order_relaxed);
+  slot.lastStock.store(stock, std::memory_order_relaxed);
+  slot.lastGiven.store(given, std::memory_order_relaxed);
+}
+
+// Lock-free: a hashed slot is claimed once with a compare-and-swap on its key, then only counted into. Out of line:
+// only families the table does not name come here.
+__attribute__((noinline)) void recordHashedTrace(HookedSelector s, long family, uint64_t stock, uint64_t given) {
   uint64_t key = traceKey(s, family);
   uint32_t start = static_cast<uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 56);
   for (int probe = 0; probe < kTraceSlots; probe++) {
@@ -142,12 +161,21 @@ void recordTrace(HookedSelector s, long family, uint64_t stock, uint64_t given) 
       }
     }
     if (seen != key) continue;
-    slot.calls.fetch_add(1, std::memory_order_relaxed);
-    slot.lastStock.store(stock, std::memory_order_relaxed);
-    slot.lastGiven.store(given, std::memory_order_relaxed);
+    countInto(slot, stock, given);
     return;
   }
   gTraceDropped.fetch_add(1, std::memory_order_relaxed);
+}
+
+// `fixed`: the query's fixed slot, or -1. A fixed slot is claimed by storing its only possible key.
+inline void recordTrace(HookedSelector s, int fixed, long family, uint64_t stock, uint64_t given) {
+  if (fixed < 0) {
+    recordHashedTrace(s, family, stock, given);
+    return;
+  }
+  TraceSlot &slot = gFixedTrace[fixed];
+  if (slot.key.load(std::memory_order_relaxed) == 0) slot.key.store(traceKey(s, family), std::memory_order_release);
+  countInto(slot, stock, given);
 }
 
 // ---- replacements, one function per slot ----
@@ -157,18 +185,18 @@ BOOL supportsFamilyHook(id self, SEL cmd, NSInteger family) {
   using Original = BOOL (*)(id, SEL, NSInteger);
   // One load: everything below answers from this profile, whatever another thread swaps in meanwhile.
   const Profile *p = gActive.load(std::memory_order_acquire);
-  bool answering = p != nullptr && tlsStockDepth == 0;
+  if (p == nullptr || tlsStockDepth != 0) {
+    return reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd, family);
+  }
+  int index = familyIndex(static_cast<long>(family));
+  int decided = decidedFamilyAnswerAt(*p, index, static_cast<long>(family));
   // When the profile alone decides (a family within the ceiling, an explicit answer, exact mode), the stock answer
   // cannot change the result, so it is only asked for the trace.
-  if (answering && !p->trace) {
-    int decided = decidedFamilyAnswer(*p, static_cast<long>(family));
-    if (decided >= 0) return decided == 1 ? YES : NO;
-  }
+  if (decided >= 0 && !p->trace) return decided == 1 ? YES : NO;
   BOOL stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd, family);
-  if (!answering) return stock;
-  BOOL given = familyAnswer(*p, static_cast<long>(family), stock) ? YES : NO;
+  BOOL given = decided < 0 ? stock : (decided == 1 ? YES : NO);
   if (p->trace && tlsUntracedDepth == 0) {
-    recordTrace(HookedSelector::SupportsFamily, static_cast<long>(family), stock, given);
+    recordTrace(HookedSelector::SupportsFamily, index, static_cast<long>(family), stock, given);
   }
   return given;
 }
@@ -186,7 +214,7 @@ Size sizeHook(id self, SEL cmd) {
   Size stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
   if (!answering) return stock;
   Size given = static_cast<Size>(sizeAnswer(*p, Selector, stock));
-  if (p->trace && tlsUntracedDepth == 0) recordTrace(Selector, 0, stock, given);
+  if (p->trace && tlsUntracedDepth == 0) recordTrace(Selector, sizeTraceSlot(Selector), 0, stock, given);
   return given;
 }
 
@@ -327,22 +355,23 @@ UntracedScope::~UntracedScope() { tlsUntracedDepth--; }
 
 std::vector<TraceRow> traceRows() {
   std::vector<TraceRow> rows;
-  for (const TraceSlot &slot : gTrace) {
+  auto add = [&rows](const TraceSlot &slot) {
     uint64_t key = slot.key.load(std::memory_order_acquire);
-    if (key == 0) continue;
+    if (key == 0) return;
     auto selector = static_cast<HookedSelector>((key >> 32) - 1);
     rows.push_back({selector, static_cast<long>(static_cast<int32_t>(key & 0xffffffffu)),
                     slot.calls.load(std::memory_order_relaxed), slot.lastStock.load(std::memory_order_relaxed),
                     slot.lastGiven.load(std::memory_order_relaxed)});
-  }
+  };
+  for (const TraceSlot &slot : gFixedTrace) add(slot);
+  for (const TraceSlot &slot : gTrace) add(slot);
   return rows;
 }
 
 // Clears counts, not claimed keys: a concurrent recorder may be mid-update on a slot.
 void resetTrace() {
-  for (TraceSlot &slot : gTrace) {
-    slot.calls.store(0, std::memory_order_relaxed);
-  }
+  for (TraceSlot &slot : gFixedTrace) slot.calls.store(0, std::memory_order_relaxed);
+  for (TraceSlot &slot : gTrace) slot.calls.store(0, std::memory_order_relaxed);
   gTraceDropped.store(0, std::memory_order_relaxed);
 }
 

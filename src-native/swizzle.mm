@@ -29,7 +29,9 @@ std::array<HookEntry, kMaxHooks> makeEntries(std::index_sequence<I...>) {
 std::array<HookEntry, kMaxHooks> gHooks = makeEntries(std::make_index_sequence<kMaxHooks>{});
 // Published after an entry is filled, so readers never see a half-written slot.
 std::atomic<int> gHookCount{0};
-std::mutex gInstallMutex;
+// Immortal: see gRetiredMutex in profile.mm (libc++'s std::mutex has a destructor; exit() must not run it while a
+// hooked query or a restore on another thread still locks it).
+[[clang::no_destroy]] std::mutex gInstallMutex;
 
 // Selector equality by name: GCC's runtime keeps typed selectors, so one name can have several SEL values.
 bool sameSelector(SEL a, SEL b) { return a == b || strcmp(sel_getName(a), sel_getName(b)) == 0; }

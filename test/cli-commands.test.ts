@@ -122,17 +122,40 @@ describe('metal-cap-shim report and matrix', () => {
     expect(md.status, md.stderr).toBe(0);
     expect(md.stdout.trim()).toBe(
       [
-        '| Host | Guest OS | apple7 | cua-release |',
-        '| --- | --- | --- | --- |',
-        '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | – | predicted offline (1); gates: reduction, mm, bfloat |',
-        '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | predicted offline (1); gates: reduction, mm, bfloat | predicted offline (1); gates: reduction, mm, bfloat |',
-        '| Mac13,2 | macOS 26.6.1 (bare metal) | – | refused (1) |',
+        '| Host | Guest OS | apple7 | cua-release | Proven profile (doctor) | Faults (doctor) |',
+        '| --- | --- | --- | --- | --- | --- |',
+        '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | – | predicted offline (1); gates: reduction, mm, bfloat | no raise (1) | nocopy-mmap: wrong-result (1/1) |',
+        '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | predicted offline (1); gates: reduction, mm, bfloat | predicted offline (1); gates: reduction, mm, bfloat | no raise (2) | residency-set: fail (2/2) |',
+        '| Mac13,2 | macOS 26.6.1 (bare metal) | – | refused (1) | no raise (1) | none found |',
       ].join('\n'),
     );
     const json = JSON.parse(runCli(['matrix', '--json', ...files]).stdout) as Matrix;
     expect(json.profiles).toEqual(['apple7', 'cua-release']);
     expect(json.rows).toHaveLength(3);
     expect(json.rows[1]!.cells['cua-release']).toMatchObject({ reports: 1, offline: 1, verified: 0 });
+    expect(json.rows[1]!.doctor).toEqual({
+      reports: 2,
+      provenProfile: { name: null, appleFamilyMax: null, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' },
+      faults: [{ fault: 'residency-set: fail', reports: 2 }],
+    });
+  });
+
+  it('matrix rejects a report whose doctor section is damaged, naming the field', () => {
+    const good = JSON.parse(readFileSync(make('doctor-ok', ['--snapshot', STOCK]), 'utf8')) as FieldReport;
+    for (const [edit, field] of [
+      [(r: any) => (r.doctor = { schema: 'metal-cap-shim/doctor@0' }), 'doctor must be null or a metal-cap-shim/doctor@1 result'],
+      [(r: any) => (r.doctor.devices = {}), 'doctor.devices must be an array'],
+      [(r: any) => (r.doctor.devices[0].faults = 'none'), 'doctor.devices[0].faults must be an array of strings'],
+      [(r: any) => (r.doctor.devices[0].verifiedProfile.appleFamilyMax = 5), 'doctor.devices[0].verifiedProfile is not a profile'],
+    ] as const) {
+      const bad = structuredClone(good);
+      edit(bad);
+      const file = path.join(dir, 'bad-doctor.json');
+      writeFileSync(file, JSON.stringify(bad));
+      const r = runCli(['matrix', file]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(`ERR_INVALID_REPORT: ${file} is not a usable metal-cap-shim field report (${field}`);
+    }
   });
 
   it.each([
@@ -155,12 +178,42 @@ describeSim('metal-cap-shim report on the simulated build', () => {
   it('live reports count as verified in the matrix', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'mcs-live-'));
     const file = path.join(dir, 'live.json');
-    const r = runCli(['report', '--json', '--host-label', 'sim host'], { METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK });
+    const r = runCli(['report', '--json', '--host-label', 'sim host', '--mmap-size', '1M'], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK,
+      XDG_CACHE_HOME: dir,
+    });
     expect(r.status, r.stderr).toBe(0);
     writeFileSync(file, r.stdout);
-    const m = JSON.parse(runCli(['matrix', '--json', file, file]).stdout) as Matrix;
-    expect(m.rows[0]!.cells['cua-release']).toMatchObject({ reports: 2, verified: 2 });
-    expect(runCli(['matrix', file, file]).stdout).toContain('✓ verified 2/2; gates: reduction, mm, bfloat');
+    const report = JSON.parse(r.stdout) as FieldReport;
+    expect(report.doctor).toMatchObject({ schema: 'metal-cap-shim/doctor@1', source: 'simulated', patchedRun: { ran: true } });
+    expect(report.doctor!.settings.mmapSize).toBe(1 << 20);
+    expect(report.doctor!.devices[0]!.faults).toEqual(['residency-set: fail']);
+    const m = JSON.parse(runCli(['matrix', '--json', file]).stdout) as Matrix;
+    expect(m.rows[0]!.cells['cua-release']).toEqual({
+      reports: 1,
+      verified: 1,
+      refused: 0,
+      offline: 0,
+      gatesOn: ['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat', 'use_residency_sets', 'use_shared_buffers'],
+    });
+    expect(m.rows[0]!.doctor).toEqual({
+      reports: 1,
+      provenProfile: { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' },
+      faults: [{ fault: 'residency-set: fail', reports: 1 }],
+    });
+    expect(runCli(['matrix', file]).stdout).toContain(
+      '✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, tg 65536 (1) | residency-set: fail (1/1) |',
+    );
+  });
+
+  it('report --no-doctor leaves doctor out; a report without doctor still merges (–)', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'mcs-live-'));
+    const file = path.join(dir, 'bare.json');
+    const r = runCli(['report', '--json', '--no-doctor'], { METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK, XDG_CACHE_HOME: dir });
+    expect(r.status, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as FieldReport).doctor).toBeNull();
+    writeFileSync(file, r.stdout);
+    expect(runCli(['matrix', file]).stdout.trim().split('\n')[2]).toMatch(/ \| – \| – \|$/);
   });
 });
 

@@ -1,14 +1,24 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { hardenedRuntimeBlocker } from '../lib/exec.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RefusedError } from '../lib/errors.js';
+import {
+  hardenedRuntimeBlocker,
+  hasEntitlement,
+  INJECTION_ENTITLEMENTS,
+  injectionBlocker,
+  injectorPath,
+  prepareExec,
+  shouldForwardSignal,
+} from '../lib/exec.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/families.js';
 import { predictGates } from '../lib/gates.js';
+import { resolveProfile } from '../lib/profiles.js';
 import { deviceReportFrom } from '../lib/report.js';
 import type { DeviceReport } from '../lib/types.js';
-import { buildConsumer, describeSim, requireSimBuild, root, runCli } from './helpers.js';
+import { buildConsumer, cli, describeSim, isSimulatedPlatform, requireSimBuild, root, runCli } from './helpers.js';
 
 const VM = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
 let consumer: string;
@@ -164,25 +174,271 @@ describeSim('exec --trace across processes', () => {
 
 describe('hardened-runtime detection (codesign output)', () => {
   const xml = (keys: string[]) => `<?xml version="1.0"?><plist><dict>${keys.map((k) => `<key>${k}</key><true/>`).join('')}</dict></plist>`;
+  const [ALLOW_DYLD, DISABLE_LV] = INJECTION_ENTITLEMENTS;
 
   it('a binary without the hardened runtime is not blocked', () => {
     expect(hardenedRuntimeBlocker('/x/llama-bench', 'CodeDirectory v=20400 size=1234 flags=0x2(adhoc) hashes=30+2', '')).toBeNull();
   });
 
-  it('a hardened binary without the entitlements is blocked, naming what is missing', () => {
-    const why = hardenedRuntimeBlocker('/Applications/X.app/Contents/MacOS/X', 'CodeDirectory v=20500 flags=0x10000(runtime) hashes=9', xml([]));
-    expect(why).toContain('allow-dyld-environment-variables');
-    expect(why).toContain('disable-library-validation');
+  it('a hardened binary without either entitlement runs unpatched: blocked, but --allow-unpatched may run it', () => {
+    expect(hardenedRuntimeBlocker('/Applications/X.app/Contents/MacOS/X', 'CodeDirectory v=20500 flags=0x10000(runtime) hashes=9', xml([]))).toEqual({
+      reason: `/Applications/X.app/Contents/MacOS/X is signed with the hardened runtime without ${ALLOW_DYLD} and ${DISABLE_LV}, so dyld ignores DYLD_INSERT_LIBRARIES for it and it would run unpatched. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`,
+      launchFails: false,
+    });
   });
 
   it('a hardened binary with both entitlements (as the official node binary has) is not blocked', () => {
-    const both = xml(['com.apple.security.cs.allow-dyld-environment-variables', 'com.apple.security.cs.disable-library-validation']);
-    expect(hardenedRuntimeBlocker('/usr/local/bin/node', 'flags=0x10000(runtime)', both)).toBeNull();
+    expect(hardenedRuntimeBlocker('/usr/local/bin/node', 'flags=0x10000(runtime)', xml([ALLOW_DYLD, DISABLE_LV]))).toBeNull();
   });
 
-  it('one entitlement alone is not enough', () => {
-    const one = xml(['com.apple.security.cs.allow-dyld-environment-variables']);
-    expect(hardenedRuntimeBlocker('/bin/x', 'flags=0x10002(adhoc,runtime)', one)).toContain('disable-library-validation');
+  it('allow-dyld-environment-variables without disable-library-validation: dyld would kill it at launch', () => {
+    expect(hardenedRuntimeBlocker('/bin/x', 'flags=0x10002(adhoc,runtime)', xml([ALLOW_DYLD]))).toEqual({
+      reason: `/bin/x is signed with the hardened runtime with ${ALLOW_DYLD} but without ${DISABLE_LV}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed with ${DISABLE_LV} too.`,
+      launchFails: true,
+    });
+  });
+
+  it('disable-library-validation alone still leaves DYLD_INSERT_LIBRARIES ignored', () => {
+    expect(hardenedRuntimeBlocker('/bin/x', 'flags=0x10000(runtime)', xml([DISABLE_LV]))?.launchFails).toBe(false);
+  });
+
+  it('reads entitlements in each form codesign prints them, and only entitlements set to true', () => {
+    const text = (keys: string[]) => `[Dict]\n${keys.map((k) => `\t[Key] ${k}\n\t[Value]\n\t\t[Bool] true\n`).join('')}`;
+    expect(hasEntitlement(text([ALLOW_DYLD]), ALLOW_DYLD)).toBe(true);
+    expect(hasEntitlement(text([ALLOW_DYLD]), DISABLE_LV)).toBe(false);
+    expect(hasEntitlement(`\u00fa\u00de qq${xml([DISABLE_LV])}`, DISABLE_LV)).toBe(true);
+    expect(hasEntitlement(`<key>${ALLOW_DYLD}</key><false/>`, ALLOW_DYLD)).toBe(false);
+    expect(hasEntitlement(`[Key] ${ALLOW_DYLD}\n[Value]\n[Bool] false`, ALLOW_DYLD)).toBe(false);
+    // A key that only starts like the entitlement is another key.
+    expect(hasEntitlement(xml([`${ALLOW_DYLD}-extra`]), ALLOW_DYLD)).toBe(false);
+  });
+});
+
+/**
+ * A stand-in for macOS codesign(1) with its real output rules: `-d` prints `Executable=` on stderr; the CodeDirectory
+ * line with `flags=` only with -v/--verbose; the entitlements on stdout only with `--entitlements -`, as a plist only
+ * with --xml (else its `[Dict]` text); an unsigned file: "code object is not signed at all", exit 1. FILE.flags and
+ * FILE.entitlements (one key per line) next to a file describe its signature.
+ */
+const FAKE_CODESIGN = `#!/bin/sh
+verbose=0; ents=0; xml=0; file=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --verbose|--verbose=*) verbose=1 ;;
+    --entitlements) shift; if [ "$1" = "-" ] || [ "$1" = ":-" ]; then ents=1; fi ;;
+    --xml) xml=1 ;;
+    --*) ;;
+    -*v*) verbose=1 ;;
+    -*) ;;
+    *) file="$1" ;;
+  esac
+  shift
+done
+if [ ! -f "$file.flags" ]; then echo "$file: code object is not signed at all" >&2; exit 1; fi
+echo "Executable=$file" >&2
+if [ $verbose = 1 ]; then
+  echo "Identifier=fixture" >&2
+  echo "Format=Mach-O thin (arm64)" >&2
+  echo "CodeDirectory v=20500 size=512 flags=$(cat "$file.flags") hashes=10+7 location=embedded" >&2
+fi
+if [ $ents = 1 ]; then
+  if [ $xml = 1 ]; then
+    printf '<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0"><dict>'
+    while read -r key; do [ -n "$key" ] && printf '<key>%s</key><true/>' "$key"; done < "$file.entitlements"
+    printf '</dict></plist>\n'
+  else
+    printf '[Dict]\n'
+    while read -r key; do [ -n "$key" ] && printf '\t[Key] %s\n\t[Value]\n\t\t[Bool] true\n' "$key"; done < "$file.entitlements"
+  fi
+fi
+exit 0
+`;
+
+describe('exec on macOS: codesign is called the way its output is read (fake codesign with its real behaviour)', () => {
+  const [ALLOW_DYLD, DISABLE_LV] = INJECTION_ENTITLEMENTS;
+  let dir: string;
+  let savedPath: string | undefined;
+
+  /** A program signed as given (flags null: unsigned); `shebang` makes it a script. */
+  function program(name: string, flags: string | null, entitlements: string[], shebang?: string): string {
+    const file = path.join(dir, name);
+    writeFileSync(file, shebang === undefined ? 'binary\n' : `#!${shebang}\nexit 0\n`);
+    chmodSync(file, 0o755);
+    if (flags !== null) {
+      writeFileSync(`${file}.flags`, flags);
+      writeFileSync(`${file}.entitlements`, entitlements.map((e) => `${e}\n`).join(''));
+    }
+    return file;
+  }
+
+  beforeAll(() => {
+    dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-codesign-')));
+    const bin = path.join(dir, 'bin');
+    mkdirSync(bin);
+    writeFileSync(path.join(bin, 'codesign'), FAKE_CODESIGN);
+    chmodSync(path.join(bin, 'codesign'), 0o755);
+    savedPath = process.env.PATH;
+    process.env.PATH = `${bin}${path.delimiter}${savedPath ?? ''}`;
+  });
+  afterAll(() => {
+    process.env.PATH = savedPath;
+  });
+
+  it('the fake behaves as codesign does: no flags line without --verbose', () => {
+    const file = program('plain', '0x10000(runtime)', []);
+    const quiet = spawnSync('codesign', ['-d', file], { encoding: 'utf8' });
+    expect(quiet.stderr).toBe(`Executable=${file}\n`);
+    const verbose = spawnSync('codesign', ['-dv', file], { encoding: 'utf8' });
+    expect(verbose.stderr).toContain('flags=0x10000(runtime)');
+  });
+
+  it('a hardened binary without the entitlements is found (it was never found before: codesign -d alone has no flags line)', () => {
+    const file = program('hardened', '0x10000(runtime)', []);
+    expect(injectionBlocker(file, 'darwin')).toEqual(hardenedRuntimeBlocker(file, 'flags=0x10000(runtime)', ''));
+    expect(injectionBlocker(file, 'darwin')?.launchFails).toBe(false);
+  });
+
+  it('allow-dyld-environment-variables without disable-library-validation: launch would fail', () => {
+    const file = program('dyld-only', '0x10000(runtime)', [ALLOW_DYLD]);
+    expect(injectionBlocker(file, 'darwin')).toEqual({
+      reason: `${file} is signed with the hardened runtime with ${ALLOW_DYLD} but without ${DISABLE_LV}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed with ${DISABLE_LV} too.`,
+      launchFails: true,
+    });
+  });
+
+  it('both entitlements, no hardened runtime, or no signature at all: nothing blocks', () => {
+    expect(injectionBlocker(program('both', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]), 'darwin')).toBeNull();
+    expect(injectionBlocker(program('adhoc', '0x2(adhoc)', []), 'darwin')).toBeNull();
+    expect(injectionBlocker(program('unsigned', null, []), 'darwin')).toBeNull();
+  });
+
+  it('a script is judged by its resolved interpreter: a hardened interpreter strips the injector just the same', () => {
+    const interpreter = program('python3', '0x10000(runtime)', []);
+    const link = path.join(dir, 'python-link');
+    symlinkSync(interpreter, link);
+    const script = program('serve.py', null, [], link);
+    expect(injectionBlocker(script, 'darwin')).toEqual({
+      reason: `${script} is a script run by ${link}: ${hardenedRuntimeBlocker(interpreter, 'flags=0x10000(runtime)', '')!.reason}`,
+      launchFails: false,
+    });
+    const fine = program('python-ok', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]);
+    expect(injectionBlocker(program('ok.py', null, [], fine), 'darwin')).toBeNull();
+  });
+
+  it('prepareExec refuses a program dyld would kill (the CLI exits 3 on RefusedError); --allow-unpatched runs it without the injector', () => {
+    if (isSimulatedPlatform) {
+      // The simulated build's injector, over a simulated Metal with no device: nothing for the bare-metal guard.
+      requireSimBuild();
+      process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = '';
+    }
+    const plan = (command: string, allowUnpatched: boolean) =>
+      prepareExec({ profile: resolveProfile('apple7'), command, args: [], force: true, allowUnpatched }, 'darwin');
+    const dyldOnly = program('dyld-only-2', '0x10000(runtime)', [ALLOW_DYLD]);
+    const why = injectionBlocker(dyldOnly, 'darwin')!.reason;
+    expect(() => plan(dyldOnly, false)).toThrow(RefusedError);
+    expect(() => plan(dyldOnly, false)).toThrow(`${why} (--allow-unpatched runs it without the injector)`);
+    expect(plan(dyldOnly, true)).toEqual({
+      injector: null,
+      resolved: dyldOnly,
+      warnings: [],
+      unpatched: `${why} Running ${dyldOnly} unpatched, without the injector (--allow-unpatched).`,
+    });
+    // Without allow-dyld-environment-variables dyld only drops the variable: --allow-unpatched runs it as it is.
+    const hardened = program('hardened-2', '0x10000(runtime)', []);
+    expect(() => plan(hardened, false)).toThrow(`${injectionBlocker(hardened, 'darwin')!.reason} (--allow-unpatched runs it anyway)`);
+    expect(plan(hardened, true)).toMatchObject({ injector: injectorPath(), resolved: hardened, unpatched: null });
+  });
+});
+
+/**
+ * A program that counts the SIGINTs it receives: prints "ready", and once the first one arrives waits a while for a
+ * second, then prints "sigint=N" and exits 0.
+ */
+const SIGCOUNT_C = `#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static volatile sig_atomic_t count = 0;
+static void on_int(int sig) { (void)sig; count++; }
+int main(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_int;
+  sigaction(SIGINT, &sa, NULL);
+  printf("ready\\n");
+  fflush(stdout);
+  for (int i = 0; i < 3000 && count == 0; i++) usleep(10000);
+  usleep(700000);
+  printf("sigint=%d\\n", (int)count);
+  fflush(stdout);
+  return 0;
+}
+`;
+
+describeSim('exec: a SIGINT reaches the child exactly once', () => {
+  let sigcount: string;
+  beforeAll(() => {
+    requireSimBuild();
+    const dir = mkdtempSync(path.join(tmpdir(), 'mcs-sigcount-'));
+    writeFileSync(path.join(dir, 'sigcount.c'), SIGCOUNT_C);
+    sigcount = path.join(dir, 'sigcount');
+    execFileSync('clang-14', [path.join(dir, 'sigcount.c'), '-o', sigcount]);
+  });
+
+  /** Resolves with everything `child` printed once it exits; calls `onReady` when "ready" first appears. */
+  function collect(child: ChildProcess, onReady: () => void): Promise<{ out: string; code: number | null }> {
+    return new Promise((resolve) => {
+      let out = '';
+      let ready = false;
+      child.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+        if (!ready && out.includes('ready')) {
+          ready = true;
+          onReady();
+        }
+      });
+      child.on('exit', (code) => setTimeout(() => resolve({ out, code }), 50));
+    });
+  }
+
+  it('Ctrl-C at a terminal: the terminal signals the child itself, the CLI does not add a second one', async () => {
+    // script(1) gives the CLI a pseudo-terminal as its controlling terminal; a 0x03 byte written to it is Ctrl-C.
+    const command = [process.execPath, cli, 'exec', '--', sigcount].map((a) => `'${a}'`).join(' ');
+    const child = spawn('script', ['-qec', command, '/dev/null'], {
+      env: { ...process.env, ...VM, NO_COLOR: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const { out, code } = await collect(child, () => child.stdin!.write('\x03'));
+    child.stdin!.end();
+    expect(out.match(/sigint=\d+/g)).toEqual(['sigint=1']);
+    expect(code).toBe(0);
+  }, 30_000);
+
+  it('a SIGINT sent to the CLI pid alone is passed on to the child, once', async () => {
+    // Its own session: no controlling terminal, as under a supervisor that signals the CLI by pid.
+    const child = spawn(process.execPath, [cli, 'exec', '--', sigcount], {
+      env: { ...process.env, ...VM, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const { out, code } = await collect(child, () => process.kill(child.pid!, 'SIGINT'));
+    expect(out.match(/sigint=\d+/g)).toEqual(['sigint=1']);
+    expect(code).toBe(0);
+  }, 30_000);
+
+  it('the decision: SIGINT/SIGQUIT are not passed on only when the terminal already signalled the child', () => {
+    const fg = { own: 100, terminal: 100, child: 100 };
+    expect(shouldForwardSignal('SIGINT', fg)).toBe(false);
+    expect(shouldForwardSignal('SIGQUIT', fg)).toBe(false);
+    expect(shouldForwardSignal('SIGTERM', fg)).toBe(true);
+    expect(shouldForwardSignal('SIGHUP', fg)).toBe(true);
+    expect(shouldForwardSignal('SIGUSR1', fg)).toBe(true);
+    // No controlling terminal, our group in the background, the child in a group of its own, or no facts at all.
+    expect(shouldForwardSignal('SIGINT', { ...fg, terminal: -1 })).toBe(true);
+    expect(shouldForwardSignal('SIGINT', { ...fg, terminal: 200 })).toBe(true);
+    expect(shouldForwardSignal('SIGINT', { ...fg, child: 300 })).toBe(true);
+    expect(shouldForwardSignal('SIGINT', { ...fg, child: -1 })).toBe(true);
+    expect(shouldForwardSignal('SIGINT', null)).toBe(true);
   });
 });
 

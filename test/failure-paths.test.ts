@@ -100,12 +100,15 @@ describeSim('applyProfile failure paths', () => {
       s.host.isVirtualMachine = null;
       s.host.provenance.isVirtualMachine = 'unrecorded';
     });
-    const r = run<{ code: string; message: string }>(
+    const r = run<{ result: { applied: boolean; reason: string; detail: string }; code: string; active: boolean }>(
       file,
-      `try { m.applyProfile('apple7'); console.log('{}'); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`,
+      `let code = null; try { m.applyProfile('apple7', { strict: true }); } catch (e) { code = e.code; }
+       console.log(JSON.stringify({ result: m.applyProfile('apple7'), code, active: m.status().active }));`,
     );
+    expect(r.result).toMatchObject({ applied: false, reason: 'refused-bare-metal' });
+    expect(r.result.detail).toContain('could not be identified as a virtual machine');
     expect(r.code).toBe('ERR_REFUSED_BARE_METAL');
-    expect(r.message).toContain('could not be identified as a virtual machine');
+    expect(r.active).toBe(false);
   });
 
   it('no device: applied false with reason no-device, and with strict ERR_NO_DEVICE', () => {

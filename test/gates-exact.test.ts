@@ -37,8 +37,15 @@ const ALL_REDUCTION_OPS = [
 ];
 const SHARED_UNSET = 'GGML_METAL_SHARED_BUFFERS_DISABLE unset, GGML_METAL_SHARED_BUFFERS_ENABLE unset';
 const TENSOR_UNSET = 'GGML_METAL_TENSOR_DISABLE unset, GGML_METAL_TENSOR_ENABLE unset';
-const ARM64_SDK = 'needs an arm64 build against the macOS 15+ SDK';
-const HARD_LIMIT = 'the hard memory limit is min(1.5 × recommendedMaxWorkingSetSize, 0.95 × RAM)';
+const ARM64_BUILD = 'arm64 host, not translated: an arm64 build';
+const X86_BUILD = 'x86_64 host: an x86_64 build';
+const ROSETTA_BUILD = 'under Rosetta (sysctl.proc_translated=1): an x86_64 build';
+const UNKNOWN_BUILD = 'build architecture unknown (assumed arm64)';
+const SETS_CREATED =
+  'sets are created: only arm64 builds against the macOS 15+ SDK create them (an older SDK leaves the flag true and creates none)';
+const X86_NO_SETS =
+  'x86_64 builds compile residency sets out: the flag stays true, GGML_METAL_NO_RESIDENCY is not read, no set is created';
+const BEFORE_MACOS_15 = 'the flag is true, but sets are created only under @available(macOS 15.0): none here';
 const LEGACY_ENCODE =
   'legacy ggml-metal.m asks supportsFamily(Apple7) on every MUL_MAT encode: a capability patch must stay installed for the life of the process';
 const RESIDENCY_THROWS =
@@ -60,7 +67,7 @@ describe('llama.cpp, current rules, whole predictions', () => {
           value: false,
           reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "Apple Paravirtual device" has no M5/M6/A19/A20`,
         },
-        use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, macOS 26.5.2 ≥ 15.0, ${ARM64_SDK}` },
+        use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.5.2 ≥ 15.0, ${SETS_CREATED}` },
         use_shared_buffers: { value: true, reason: `hasUnifiedMemory=YES, location=builtIn, ${SHARED_UNSET}` },
       },
       consequences: {
@@ -68,6 +75,7 @@ describe('llama.cpp, current rules, whole predictions', () => {
         matMulKernels: 'mat-vec-only',
         flashAttentionOnGpu: false,
         bf16Ops: 'rejected',
+        residencySetsCreated: true,
         summary:
           'SIMD-group reduction off: 19 op types (MUL_MAT, MUL_MAT_ID, SOFT_MAX, RMS_NORM, …) fall back to the CPU; flash attention falls back to the CPU; BF16 ops rejected.',
       },
@@ -85,7 +93,7 @@ describe('llama.cpp, current rules, whole predictions', () => {
         has_simdgroup_mm: { value: true, reason: 'supportsFamily(Apple7)=YES' },
         has_bfloat: { value: true, reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE unset' },
         has_tensor: { value: false, reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "Apple M1 Ultra" has no M5/M6/A19/A20` },
-        use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, macOS 26.6.1 ≥ 15.0, ${ARM64_SDK}` },
+        use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, ${SETS_CREATED}` },
         use_shared_buffers: { value: true, reason: `hasUnifiedMemory=YES, location=builtIn, ${SHARED_UNSET}` },
       },
       consequences: {
@@ -93,6 +101,7 @@ describe('llama.cpp, current rules, whole predictions', () => {
         matMulKernels: 'simdgroup-mm',
         flashAttentionOnGpu: true,
         bf16Ops: 'supported',
+        residencySetsCreated: true,
         summary: 'MUL_MAT uses SIMD-group matrix kernels; flash attention runs on the GPU; BF16 ops supported.',
       },
       warnings: [],
@@ -109,10 +118,7 @@ describe('llama.cpp, current rules, whole predictions', () => {
         has_simdgroup_mm: { value: false, reason: 'supportsFamily(Apple7)=NO' },
         has_bfloat: { value: true, reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=NO, GGML_METAL_BF16_DISABLE unset' },
         has_tensor: { value: false, reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "AMD Radeon Pro 5500M" has no M5/M6/A19/A20` },
-        use_residency_sets: {
-          value: false,
-          reason: 'GGML_METAL_NO_RESIDENCY unset, macOS 13.6.9 < 15.0, x86_64 host: ggml compiles residency sets out of x86_64 builds',
-        },
+        use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${X86_BUILD}, macOS 13.6.9 < 15.0, ${X86_NO_SETS}` },
         use_shared_buffers: { value: false, reason: `hasUnifiedMemory=NO, location=builtIn, ${SHARED_UNSET}` },
       },
       consequences: {
@@ -120,6 +126,7 @@ describe('llama.cpp, current rules, whole predictions', () => {
         matMulKernels: 'mat-vec-only',
         flashAttentionOnGpu: false,
         bf16Ops: 'supported',
+        residencySetsCreated: false,
         summary: 'MUL_MAT uses mat-vec kernels only; flash attention falls back to the CPU; BF16 ops supported.',
       },
       warnings: [],
@@ -201,15 +208,17 @@ describe('llama.cpp, current rules, one input at a time', () => {
   });
 
   it.each<[string, HostInfo | null, Record<string, string>, boolean, string]>([
-    ['macOS 14 on arm64', { ...m1.host, osVersion: '14.5' }, {}, false, 'GGML_METAL_NO_RESIDENCY unset, macOS 14.5 < 15.0, ggml creates sets only under @available(macOS 15.0); its init log may still print "true"'],
-    ['macOS 15 exactly, without a minor version', { ...m1.host, osVersion: '15' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, macOS 15 ≥ 15.0, ${ARM64_SDK}`],
-    ['a version with blanks around it', { ...m1.host, osVersion: ' 14.5 ' }, {}, false, 'GGML_METAL_NO_RESIDENCY unset, macOS 14.5 < 15.0, ggml creates sets only under @available(macOS 15.0); its init log may still print "true"'],
-    ['no host at all', null, {}, true, `GGML_METAL_NO_RESIDENCY unset, unknown macOS version (no host info; assumed ≥ 15.0), ${ARM64_SDK}`],
-    ['a host with no OS version', { ...m1.host, osVersion: null }, {}, true, `GGML_METAL_NO_RESIDENCY unset, unknown macOS version (host.osVersion is null; assumed ≥ 15.0), ${ARM64_SDK}`],
-    ['a version that does not start with a number', { ...m1.host, osVersion: 'v15.1' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, unknown macOS version (host.osVersion "v15.1" not parseable; assumed ≥ 15.0), ${ARM64_SDK}`],
-    ['GGML_METAL_NO_RESIDENCY set', m1.host, { GGML_METAL_NO_RESIDENCY: '1' }, false, 'GGML_METAL_NO_RESIDENCY="1", macOS 26.6.1 ≥ 15.0'],
-    ['GGML_METAL_NO_RESIDENCY set empty', m1.host, { GGML_METAL_NO_RESIDENCY: '' }, false, 'GGML_METAL_NO_RESIDENCY set (empty; ggml only checks that it exists), macOS 26.6.1 ≥ 15.0'],
-    ['an x86_64 host on macOS 15', { ...m1.host, arch: 'x86_64' }, {}, false, 'GGML_METAL_NO_RESIDENCY unset, macOS 26.6.1 ≥ 15.0, x86_64 host: ggml compiles residency sets out of x86_64 builds'],
+    ['macOS 14 on arm64', { ...m1.host, osVersion: '14.5' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 14.5 < 15.0, ${BEFORE_MACOS_15}`],
+    ['macOS 15 exactly, without a minor version', { ...m1.host, osVersion: '15' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 15 ≥ 15.0, ${SETS_CREATED}`],
+    ['a version with blanks around it', { ...m1.host, osVersion: ' 14.5 ' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 14.5 < 15.0, ${BEFORE_MACOS_15}`],
+    ['no host at all', null, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${UNKNOWN_BUILD}, unknown macOS version (no host info; assumed ≥ 15.0), ${SETS_CREATED}`],
+    ['a host with no OS version', { ...m1.host, osVersion: null }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, unknown macOS version (host.osVersion is null; assumed ≥ 15.0), ${SETS_CREATED}`],
+    ['a version that does not start with a number', { ...m1.host, osVersion: 'v15.1' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, unknown macOS version (host.osVersion "v15.1" not parseable; assumed ≥ 15.0), ${SETS_CREATED}`],
+    ['a host with no architecture', { ...m1.host, arch: null }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${UNKNOWN_BUILD}, macOS 26.6.1 ≥ 15.0, ${SETS_CREATED}`],
+    ['GGML_METAL_NO_RESIDENCY set', m1.host, { GGML_METAL_NO_RESIDENCY: '1' }, false, `GGML_METAL_NO_RESIDENCY="1", ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, no set is created`],
+    ['GGML_METAL_NO_RESIDENCY set empty', m1.host, { GGML_METAL_NO_RESIDENCY: '' }, false, `GGML_METAL_NO_RESIDENCY set (empty; ggml only checks that it exists), ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, no set is created`],
+    ['an x86_64 host on macOS 15+', { ...m1.host, arch: 'x86_64' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${X86_BUILD}, macOS 26.6.1 ≥ 15.0, ${X86_NO_SETS}`],
+    ['Rosetta, where GGML_METAL_NO_RESIDENCY is not read', { ...m1.host, translated: true }, { GGML_METAL_NO_RESIDENCY: '1' }, true, `GGML_METAL_NO_RESIDENCY="1", ${ROSETTA_BUILD}, macOS 26.6.1 ≥ 15.0, ${X86_NO_SETS}`],
   ])('use_residency_sets: %s', (_what, host, env, value, reason) => {
     expect(predictGates(m1Device(), 'llama.cpp', { env, host }).flags.use_residency_sets).toEqual({ value, reason });
   });
@@ -217,7 +226,7 @@ describe('llama.cpp, current rules, one input at a time', () => {
   it('a host object without osVersion is accepted and reads as unknown', () => {
     const host = { osBuild: null, model: null, isVirtualMachine: null, arch: 'arm64' } as unknown as HostInfo;
     expect(predictGates(m1Device(), 'llama.cpp', { env: {}, host }).flags.use_residency_sets.reason).toBe(
-      `GGML_METAL_NO_RESIDENCY unset, unknown macOS version (host.osVersion is null; assumed ≥ 15.0), ${ARM64_SDK}`,
+      `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, unknown macOS version (host.osVersion is null; assumed ≥ 15.0), ${SETS_CREATED}`,
     );
   });
 
@@ -271,13 +280,14 @@ describe('llama.cpp, legacy rules, whole predictions', () => {
           reason:
             'supportsFamily(Metal3)=NO, supportsFamily(Apple6)=NO, assumes a -DGGML_METAL_USE_BF16=ON build (CMake default OFF rejects BF16 on any device)',
         },
-        has_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, macOS 26.5.2 ≥ 15.0, ${ARM64_SDK}` },
+        has_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.5.2 ≥ 15.0, ${SETS_CREATED}` },
       },
       consequences: {
         cpuFallbackOps: ['MUL_MAT', 'MUL_MAT_ID', 'SOFT_MAX', 'RMS_NORM', 'NORM', 'GROUP_NORM', 'L2_NORM', 'SUM_ROWS', 'MEAN', 'FLASH_ATTN_EXT'],
         matMulKernels: 'mat-vec-only',
         flashAttentionOnGpu: false,
         bf16Ops: 'rejected',
+        residencySetsCreated: true,
         summary:
           'SIMD-group reduction off: 10 op types (MUL_MAT, MUL_MAT_ID, SOFT_MAX, RMS_NORM, …) fall back to the CPU; flash attention falls back to the CPU; BF16 ops rejected.',
       },
@@ -309,7 +319,12 @@ describe('MLX, whole predictions', () => {
       },
       allocatorLimitBytes: {
         value: 11409122918,
-        reason: `recommendedMaxWorkingSetSize=12009603072 (11453.25 MiB), 0.95 × that = 11409122918, ${HARD_LIMIT}`,
+        reason:
+          'recommendedMaxWorkingSetSize=12009603072 (11453.25 MiB), 0.95 × that = 11409122918, 1.5 × that = 18014404608, hw.memsize=17179869184 (16.00 GiB), 0.95 × that = 16320875724, gc limit = 11409122918',
+      },
+      heapSkipped: {
+        value: true,
+        reason: 'name "Apple Paravirtual device" is "Apple Paravirtual device", MLX knows it is in a VM from the name, which metal-cap-shim never changes',
       },
       warnings: [],
     });
@@ -323,7 +338,12 @@ describe('MLX, whole predictions', () => {
       architectureGeneration: { value: 13, reason: 'architecture.name="applegpu_g13d", class ultra' },
       allocatorLimitBytes: {
         value: 48962627174,
-        reason: `recommendedMaxWorkingSetSize=51539607552 (49152.00 MiB), 0.95 × that = 48962627174, ${HARD_LIMIT}`,
+        reason:
+          'recommendedMaxWorkingSetSize=51539607552 (49152.00 MiB), 0.95 × that = 48962627174, 1.5 × that = 77309411328, hw.memsize=68719476736 (64.00 GiB), 0.95 × that = 65283502899, gc limit = 48962627174',
+      },
+      heapSkipped: {
+        value: false,
+        reason: 'name "Apple M1 Ultra" is not "Apple Paravirtual device", MLX creates its heap and adds it to its residency set',
       },
       warnings: [],
     });
@@ -389,9 +409,10 @@ describe('MLX, whole predictions', () => {
     );
   });
 
+  const RAM_64G = 'hw.memsize=68719476736 (64.00 GiB), 0.95 × that = 65283502899';
   it.each<[string, unknown, number | null, string]>([
-    ['zero', 0, 0, `recommendedMaxWorkingSetSize=0 (0.00 MiB), 0.95 × that = 0, ${HARD_LIMIT}`],
-    ['one MiB', 1048576, 996147, `recommendedMaxWorkingSetSize=1048576 (1.00 MiB), 0.95 × that = 996147, ${HARD_LIMIT}`],
+    ['zero', 0, 0, `recommendedMaxWorkingSetSize=0 (0.00 MiB), 0.95 × that = 0, 1.5 × that = 0, ${RAM_64G}, gc limit = 0`],
+    ['one MiB', 1048576, 996147, `recommendedMaxWorkingSetSize=1048576 (1.00 MiB), 0.95 × that = 996147, 1.5 × that = 1572864, ${RAM_64G}, gc limit = 996147`],
     ['negative', -1, null, 'recommendedMaxWorkingSetSize unknown'],
     ['infinite', Number.POSITIVE_INFINITY, null, 'recommendedMaxWorkingSetSize unknown'],
     ['not a number', Number.NaN, null, 'recommendedMaxWorkingSetSize unknown'],
@@ -400,6 +421,31 @@ describe('MLX, whole predictions', () => {
   ])('allocatorLimitBytes for a working set that is %s', (_what, wss, value, reason) => {
     const device = { ...structuredClone(m1.devices[0]!), recommendedMaxWorkingSetSize: wss } as unknown as DeviceReport;
     expect(predictGates(device, 'mlx', { env: {}, host: m1.host }).allocatorLimitBytes).toEqual({ value, reason });
+  });
+});
+
+describe('MLX allocator limit: the RAM bound', () => {
+  const device = (wss: number) => ({ ...structuredClone(m1.devices[0]!), recommendedMaxWorkingSetSize: wss });
+
+  it('wins when 0.95 × RAM is below 0.95 × the working set', () => {
+    expect(predictGates(device(68719476736), 'mlx', { env: {}, host: { ...m1.host, memoryBytes: 34359738368 } }).allocatorLimitBytes).toEqual({
+      value: 32641751449,
+      reason:
+        'recommendedMaxWorkingSetSize=68719476736 (65536.00 MiB), 0.95 × that = 65283502899, 1.5 × that = 103079215104, hw.memsize=34359738368 (32.00 GiB), 0.95 × that = 32641751449, gc limit = 32641751449',
+    });
+  });
+
+  it.each<[string, unknown]>([
+    ['unrecorded', null],
+    ['zero', 0],
+    ['not a number', '64G'],
+  ])('is left out when RAM is %s', (_what, memoryBytes) => {
+    const host = { ...m1.host, memoryBytes } as unknown as HostInfo;
+    expect(predictGates(device(1048576), 'mlx', { env: {}, host }).allocatorLimitBytes).toEqual({
+      value: 996147,
+      reason:
+        'recommendedMaxWorkingSetSize=1048576 (1.00 MiB), 0.95 × that = 996147, 1.5 × that = 1572864, hw.memsize unknown: the 0.95 × RAM bound is left out, so the real limit may be lower, gc limit = 996147',
+    });
   });
 });
 

@@ -52,7 +52,7 @@ function device(opts: DeviceOpts = {}): DeviceReport {
 }
 
 function host(osVersion: string | null, extra: Partial<HostInfo> = {}): HostInfo {
-  return { osVersion, osBuild: null, model: 'Mac13,2', isVirtualMachine: false, arch: 'arm64', ...extra };
+  return { osVersion, osBuild: null, model: 'Mac13,2', isVirtualMachine: false, arch: 'arm64', memoryBytes: null, translated: false, ...extra };
 }
 
 const APPLE_1_5: FamilyName[] = ['apple1', 'apple2', 'apple3', 'apple4', 'apple5'];
@@ -182,20 +182,62 @@ describe('predictGates: llama.cpp current rules', () => {
     expect(llama(device({ yes: ['metal4'], name: 'Apple A19 Pro' })).flags.has_tensor.value).toBe(true);
   });
 
-  it('use_residency_sets: off on macOS 14 and with GGML_METAL_NO_RESIDENCY; on with macOS 15+', () => {
+  it('use_residency_sets is true by default; sets are created only by arm64 builds on macOS 15+, and it says so', () => {
     const dev = device({ yes: M1_LIKE });
-    const mac14 = llama(dev, {}, host('14.5'));
-    expect(mac14.flags.use_residency_sets.value).toBe(false);
-    expect(mac14.flags.use_residency_sets.reason).toContain('macOS 14.5 < 15.0');
+    const residency = (env: Record<string, string>, h: HostInfo) => {
+      const p = llama(dev, env, h);
+      return { flag: p.flags.use_residency_sets, created: p.consequences.residencySetsCreated };
+    };
+    expect(residency({}, host('15.0'))).toEqual({
+      flag: {
+        value: true,
+        reason:
+          'GGML_METAL_NO_RESIDENCY unset, arm64 host, not translated: an arm64 build, macOS 15.0 ≥ 15.0, sets are created: only arm64 builds against the macOS 15+ SDK create them (an older SDK leaves the flag true and creates none)',
+      },
+      created: true,
+    });
+    // The flag is set before ggml's @available(macOS 15.0) check, so it stays true on macOS 14 while no set exists.
+    expect(residency({}, host('14.5'))).toEqual({
+      flag: {
+        value: true,
+        reason:
+          'GGML_METAL_NO_RESIDENCY unset, arm64 host, not translated: an arm64 build, macOS 14.5 < 15.0, the flag is true, but sets are created only under @available(macOS 15.0): none here',
+      },
+      created: false,
+    });
+    expect(residency({ GGML_METAL_NO_RESIDENCY: '1' }, host('26.5.2'))).toEqual({
+      flag: {
+        value: false,
+        reason: 'GGML_METAL_NO_RESIDENCY="1", arm64 host, not translated: an arm64 build, macOS 26.5.2 ≥ 15.0, no set is created',
+      },
+      created: false,
+    });
+  });
 
-    expect(llama(dev, {}, host('15.0')).flags.use_residency_sets.value).toBe(true);
-    expect(llama(dev, {}, host('26.5.2')).flags.use_residency_sets.value).toBe(true);
+  it('use_residency_sets on x86_64: true, GGML_METAL_NO_RESIDENCY not read, no set created', () => {
+    const dev = device({ yes: M1_LIKE });
+    const x86 = llama(dev, { GGML_METAL_NO_RESIDENCY: '1' }, host('13.6.9', { arch: 'x86_64' }));
+    expect(x86.flags.use_residency_sets).toEqual({
+      value: true,
+      reason:
+        'GGML_METAL_NO_RESIDENCY="1", x86_64 host: an x86_64 build, macOS 13.6.9 < 15.0, x86_64 builds compile residency sets out: the flag stays true, GGML_METAL_NO_RESIDENCY is not read, no set is created',
+    });
+    expect(x86.consequences.residencySetsCreated).toBe(false);
+  });
 
-    const noRes = llama(dev, { GGML_METAL_NO_RESIDENCY: '1' });
-    expect(noRes.flags.use_residency_sets.value).toBe(false);
-    expect(noRes.flags.use_residency_sets.reason).toContain('GGML_METAL_NO_RESIDENCY');
-
-    expect(llama(dev, {}, host('26.1', { arch: 'x86_64' })).flags.use_residency_sets.value).toBe(false);
+  it('under Rosetta (translated) an Apple-silicon host is predicted as for an x86_64 build', () => {
+    const dev = device({ yes: M1_LIKE });
+    const rosetta = llama(dev, {}, host('26.5.2', { arch: 'arm64', translated: true }));
+    expect(rosetta.flags.use_residency_sets).toEqual({
+      value: true,
+      reason:
+        'GGML_METAL_NO_RESIDENCY unset, under Rosetta (sysctl.proc_translated=1): an x86_64 build, macOS 26.5.2 ≥ 15.0, x86_64 builds compile residency sets out: the flag stays true, GGML_METAL_NO_RESIDENCY is not read, no set is created',
+    });
+    expect(rosetta.consequences.residencySetsCreated).toBe(false);
+    // The same host not translated creates sets: only `translated` differs.
+    expect(llama(dev, {}, host('26.5.2', { arch: 'arm64', translated: false })).consequences.residencySetsCreated).toBe(true);
+    expect(llama(dev, { GGML_METAL_NO_RESIDENCY: '1' }, host('26.5.2', { translated: true })).flags.use_residency_sets.value).toBe(true);
+    expect(llama(dev, { GGML_METAL_NO_RESIDENCY: '1' }, host('26.5.2', { translated: false })).flags.use_residency_sets.value).toBe(false);
   });
 
   it('use_residency_sets with no host: assumes the macOS minimum is met and says so', () => {
@@ -304,11 +346,16 @@ describe('predictGates: llama.cpp legacy rules', () => {
     expect(stockOld.consequences.cpuFallbackOps.length).toBeLessThan(stockCur.consequences.cpuFallbackOps.length);
   });
 
-  it('has_residency_sets follows the same macOS 15 / GGML_METAL_NO_RESIDENCY rule', () => {
+  it('has_residency_sets follows the same flag and creation rule', () => {
     const dev = device({ yes: M1_LIKE });
-    expect(legacy(dev, {}, host('14.5')).flags.has_residency_sets.value).toBe(false);
-    expect(legacy(dev, {}, host('15.1')).flags.has_residency_sets.value).toBe(true);
-    expect(legacy(dev, { GGML_METAL_NO_RESIDENCY: '1' }).flags.has_residency_sets.value).toBe(false);
+    const residency = (env: Record<string, string>, h: HostInfo) => {
+      const p = legacy(dev, env, h);
+      return [p.flags.has_residency_sets.value, p.consequences.residencySetsCreated];
+    };
+    expect(residency({}, host('14.5'))).toEqual([true, false]);
+    expect(residency({}, host('15.1'))).toEqual([true, true]);
+    expect(residency({ GGML_METAL_NO_RESIDENCY: '1' }, host('15.1'))).toEqual([false, false]);
+    expect(residency({ GGML_METAL_NO_RESIDENCY: '1' }, host('15.1', { arch: 'x86_64' }))).toEqual([true, false]);
   });
 });
 
@@ -382,15 +429,51 @@ describe('predictGates: MLX', () => {
     expect(empty.reason).toContain('ignored');
   });
 
-  it('allocator limit is floor(0.95 × recommendedMaxWorkingSetSize)', () => {
+  it('allocator gc limit is min(0.95 × wss, 1.5 × wss, 0.95 × RAM), each term truncated as MLX does', () => {
+    const lim = (bytes: number | null, memoryBytes: number | null = null) =>
+      predictGates(device({ recommendedMaxWorkingSetSize: bytes }), 'mlx', { env: {}, host: host('26.5.2', { memoryBytes }) })
+        .allocatorLimitBytes;
+    // RAM large enough: the working-set term decides.
+    expect(lim(12_009_603_072, 17_179_869_184)).toEqual({
+      value: 11_409_122_918,
+      reason:
+        'recommendedMaxWorkingSetSize=12009603072 (11453.25 MiB), 0.95 × that = 11409122918, 1.5 × that = 18014404608, hw.memsize=17179869184 (16.00 GiB), 0.95 × that = 16320875724, gc limit = 11409122918',
+    });
+    // A working set the size of RAM: 0.95 × RAM equals 0.95 × wss, so either term gives the same limit.
+    expect(lim(16_000_000_000, 16_000_000_000).value).toBe(15_200_000_000);
+    // RAM smaller than the working set (a profile that raised wss above RAM): 0.95 × RAM decides.
+    expect(lim(17_179_869_184, 8_589_934_592).value).toBe(8_160_437_862);
+    // One byte either side of the crossover where 0.95 × RAM meets 0.95 × wss.
+    expect(lim(1_000_000_000, 999_999_999).value).toBe(949_999_999);
+    expect(lim(1_000_000_000, 1_000_000_001).value).toBe(950_000_000);
+    expect(lim(101, 1_000_000).value).toBe(95);
+  });
+
+  it('allocator gc limit without hw.memsize: the RAM bound is left out and the reason says so', () => {
     const lim = (bytes: number | null) =>
-      predictGates(device({ recommendedMaxWorkingSetSize: bytes }), 'mlx', { env: {} }).allocatorLimitBytes;
-    expect(lim(1_000_000_000).value).toBe(950_000_000);
-    expect(lim(12_009_603_072).value).toBe(11_409_122_918);
-    expect(lim(12_009_603_072).reason).toContain('0.95');
-    expect(lim(101).value).toBe(95);
-    expect(lim(null).value).toBeNull();
-    expect(lim(null).reason).toContain('unknown');
+      predictGates(device({ recommendedMaxWorkingSetSize: bytes }), 'mlx', { env: {}, host: null }).allocatorLimitBytes;
+    expect(lim(1_000_000_000)).toEqual({
+      value: 950_000_000,
+      reason:
+        'recommendedMaxWorkingSetSize=1000000000 (953.67 MiB), 0.95 × that = 950000000, 1.5 × that = 1500000000, hw.memsize unknown: the 0.95 × RAM bound is left out, so the real limit may be lower, gc limit = 950000000',
+    });
+    expect(lim(null)).toEqual({ value: null, reason: 'recommendedMaxWorkingSetSize unknown' });
+  });
+
+  it('reports that MLX skips its heap when the name is exactly "Apple Paravirtual device"', () => {
+    const heap = (name: string) => predictGates(device({ name }), 'mlx', { env: {}, host: VM_HOST }).heapSkipped;
+    expect(heap('Apple Paravirtual device')).toEqual({
+      value: true,
+      reason:
+        'name "Apple Paravirtual device" is "Apple Paravirtual device", MLX knows it is in a VM from the name, which metal-cap-shim never changes',
+    });
+    expect(heap('Apple M1 Ultra')).toEqual({
+      value: false,
+      reason: 'name "Apple M1 Ultra" is not "Apple Paravirtual device", MLX creates its heap and adds it to its residency set',
+    });
+    // Exact comparison, as MLX makes it: no substring or case folding.
+    expect(heap('Apple Paravirtual Device').value).toBe(false);
+    expect(heap('Apple Paravirtual device ').value).toBe(false);
   });
 
   it('warns when the report is not MTLCopyAllDevices()[0]', () => {
@@ -472,7 +555,7 @@ describe('rule tables', () => {
       'use_shared_buffers',
     ]);
     expect(LLAMA_CPP_CURRENT_RULES.every((r) => r.source.startsWith('ggml-metal-device.m ggml_metal_device_init'))).toBe(true);
-    expect(MLX_RULES.map((r) => r.flag)).toEqual(['residencySets', 'architectureGeneration', 'allocatorLimitBytes']);
+    expect(MLX_RULES.map((r) => r.flag)).toEqual(['residencySets', 'architectureGeneration', 'allocatorLimitBytes', 'heapSkipped']);
   });
 
   it('the prediction carries exactly the flags of its table', () => {

@@ -4,6 +4,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { applyProfile, restore, status } from '../lib/apply.js';
 import { RefusedError } from '../lib/errors.js';
+import { resolveProfile } from '../lib/profiles.js';
 import { describeSim, loadFixture, requireSimBuild } from './helpers.js';
 
 describeSim('guards on a host that is not a VM', () => {
@@ -12,10 +13,27 @@ describeSim('guards on a host that is not a VM', () => {
     restore();
   });
 
-  it('raising is refused without force, with ERR_REFUSED_BARE_METAL, and nothing is installed', () => {
+  it('raising is refused without force: a result with reason refused-bare-metal, and nothing is installed', () => {
+    const result = applyProfile('cua-release');
+    expect(result).toEqual({
+      applied: false,
+      reason: 'refused-bare-metal',
+      detail: expect.stringContaining('Pass { force: true }'),
+      profile: resolveProfile('cua-release'),
+      patchedClasses: [],
+      before: null,
+      after: null,
+      changed: [],
+      warnings: [],
+      verification: null,
+    });
+    expect(status()).toMatchObject({ active: false, hooks: [] });
+  });
+
+  it('with strict: true the refusal throws RefusedError (ERR_REFUSED_BARE_METAL), and nothing is installed', () => {
     let thrown: unknown;
     try {
-      applyProfile('cua-release');
+      applyProfile('cua-release', { strict: true });
     } catch (e) {
       thrown = e;
     }
@@ -55,7 +73,8 @@ describeSim('guards on a host that is not a VM', () => {
   });
 
   it('raising only threadgroup memory is a raise too: refused without force', () => {
-    expect(() => applyProfile({ maxThreadgroupMemoryLength: 65536 })).toThrow(RefusedError);
+    expect(applyProfile({ maxThreadgroupMemoryLength: 65536 })).toMatchObject({ applied: false, reason: 'refused-bare-metal' });
+    expect(() => applyProfile({ maxThreadgroupMemoryLength: 65536 }, { strict: true })).toThrow(RefusedError);
     expect(status().active).toBe(false);
   });
 

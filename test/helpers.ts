@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { execFileSync, spawnSync, type SpawnSyncOptions, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
@@ -34,6 +34,8 @@ export interface SimFixture {
   methodInfo(className: string, selector: string): { own: boolean; imp: string; superImp: string; superclass: string } | null;
   benchQueries(iterations: number): { supportsFamilyNs: number; maxThreadgroupMemoryNs: number };
   strayDevice(className: string, simIndex: number): FixtureAnswers | null;
+  /** Calls this process has made to MTLCreateSystemDefaultDevice() / MTLCopyAllDevices() (simulated Metal's counters). */
+  deviceCalls(): { MTLCreateSystemDefaultDevice: number; MTLCopyAllDevices: number };
 }
 
 export interface FixtureAnswers {
@@ -53,9 +55,10 @@ export function loadFixture(global = false): SimFixture {
   return module.exports;
 }
 
-/** Runs the built CLI. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input?: string): SpawnSyncReturns<string> {
+/** Runs the built CLI; `extra` adds spawn options (e.g. another uid). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input?: string, extra: SpawnSyncOptions = {}): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, [cli, ...args], {
+    ...extra,
     encoding: 'utf8',
     env: { ...process.env, NO_COLOR: '1', ...env },
     input,

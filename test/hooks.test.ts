@@ -10,7 +10,7 @@ import { audit } from '../lib/audit.js';
 import { InvalidOptionsError, InvalidProfileError } from '../lib/errors.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/families.js';
 import { probe } from '../lib/probe.js';
-import { predictPatchedDevice, type ProfileSpec } from '../lib/profiles.js';
+import { predictPatchedDevice, resolveProfile, type ProfileSpec } from '../lib/profiles.js';
 import { describeSim, loadFixture, requireSimBuild, type FixtureAnswers, type SimFixture } from './helpers.js';
 
 const INTEL = 'MTLIGAccelDevice';
@@ -70,6 +70,20 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     expect(devices()).toEqual(stock);
   });
 
+  it('restore narrows on restored: true with the verification, then false with nothing-applied', () => {
+    applyProfile('apple7', { force: true });
+    const first = restore();
+    expect(first.restored).toBe(true);
+    if (first.restored) expect(first.verification).toEqual({ ok: true, checked: 21 * 2, mismatches: [] });
+    expect(restore()).toEqual({
+      restored: false,
+      reason: 'nothing-applied',
+      restoredHooks: [],
+      conflicts: [],
+      verification: { ok: true, checked: 21 * 2, mismatches: [] },
+    });
+  });
+
   it('applying twice does not wrap twice', () => {
     applyProfile('apple7', { force: true, trace: true });
     const second = applyProfile('apple7', { force: true, trace: true });
@@ -105,6 +119,15 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     expect(amd!.families[APPLE7]).toBe(false);
     expect(intel!.maxThreadgroupMemoryLength).toBe(65536);
     expect(status().hooks).toEqual([{ className: AMD, selector: 'maxThreadgroupMemoryLength', mode: 'replaced', ours: false }]);
+    // While the other hook stays on top, there is nothing restore may take out: a result that says so.
+    const blocked = restore();
+    expect(blocked).toMatchObject({
+      restored: false,
+      reason: 'conflicts',
+      restoredHooks: [],
+      conflicts: [{ className: AMD, selector: 'maxThreadgroupMemoryLength' }],
+    });
+    expect(blocked.verification?.ok).toBe(false);
     // Once the other library takes its hook out, ours is on top again and restore finishes the job.
     fixture.removeForeignHook(AMD);
     const again = restore();
@@ -216,6 +239,39 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     expect(status().tracing).toBe(true);
     applyProfile('apple7', { force: true });
     expect(status().tracing).toBe(false);
+  });
+
+  it('the trace has one row per query: table families in table order, then the sizes, then families the table lacks', () => {
+    const stock = probe().devices[0]!;
+    const expected = predictPatchedDevice(stock, resolveProfile('apple7'));
+    applyProfile('apple7', { force: true, trace: true });
+    fixture.query(false);
+    fixture.query(false);
+    expect(status({ trace: true }).trace).toEqual([
+      ...FAMILY_NAMES.map((name) => ({
+        selector: 'supportsFamily:',
+        family: name,
+        calls: 2,
+        stock: stock.families[name],
+        given: expected.families[name],
+      })),
+      {
+        selector: 'maxThreadgroupMemoryLength',
+        family: null,
+        calls: 2,
+        stock: stock.maxThreadgroupMemoryLength,
+        given: expected.maxThreadgroupMemoryLength,
+      },
+      {
+        selector: 'recommendedMaxWorkingSetSize',
+        family: null,
+        calls: 2,
+        stock: stock.recommendedMaxWorkingSetSize,
+        given: expected.recommendedMaxWorkingSetSize,
+      },
+      // Apple11 (1011): the fixture asks one past the table, as llama.cpp scans Apple1 + 20; the sim answers NO.
+      { selector: 'supportsFamily:', family: 1011, calls: 2, stock: false, given: false },
+    ]);
   });
 
   it('reports before, after and each changed answer', () => {

@@ -34,6 +34,8 @@ describeSim('probe() over the simulated Metal', () => {
   });
 
   it('the native family table and the TypeScript one agree, name for name and value for value', () => {
+    // The simulated build is selected by the variable alone (an empty value: a simulated Metal with no device).
+    process.env.METAL_CAP_SHIM_SIM_SNAPSHOT ??= '';
     const native = loadNative();
     expect(native.binding?.families()).toEqual(Object.entries(FAMILY_VALUES));
   });
@@ -104,12 +106,14 @@ describe('without the native build (any non-Mac install)', () => {
     cpSync(path.join(root, 'snapshots'), path.join(pkg, 'snapshots'), { recursive: true });
     cpSync(path.join(root, 'package.json'), path.join(pkg, 'package.json'));
     symlinkSync(path.join(root, 'node_modules'), path.join(pkg, 'node_modules'));
-    const esm = jsonFrom<{ report: CapabilityReport; applied: unknown; strict: string }>(
+    const esm = jsonFrom<{ report: CapabilityReport; applied: unknown; strict: string; restored: unknown; status: unknown }>(
       runNode(`const m = await import(${JSON.stringify(path.join(pkg, 'dist', 'index.js'))});
         let strict = 'none';
         try { m.applyProfile('cua-release', { strict: true }); } catch (e) { strict = e.code; }
-        console.log(JSON.stringify({ report: m.probe(), applied: m.applyProfile(), strict }));`),
+        console.log(JSON.stringify({ report: m.probe(), applied: m.applyProfile(), strict, restored: m.restore(), status: m.status() }));`),
     );
+    expect(esm.restored).toEqual({ restored: false, reason: esm.report.reason, restoredHooks: [], conflicts: [], verification: null });
+    expect(esm.status).toEqual({ supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null });
     expect(esm.report.supported).toBe(false);
     expect(esm.report.reason).toBe(process.platform === 'darwin' ? 'native-module-unavailable' : 'unsupported-platform');
     expect(esm.report.devices).toEqual([]);

@@ -183,12 +183,26 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
     expect(thrown(() => resolveProfile({ appleFamilyMax: 1009, turbo: true }))).toEqual(
       invalid('turbo', "unknown profile field 'turbo'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, families, mode"),
     );
-    // `name` belongs to a resolved profile, not to a spec: without `mode` and `families` this is a spec.
-    expect(thrown(() => resolveProfile({ name: 'apple7', appleFamilyMax: 1007 })).field).toBe('name');
   });
 
-  it('a field set to null is an error in a spec (null means "leave alone" only in a resolved profile)', () => {
-    expect(thrown(() => resolveProfile({ appleFamilyMax: null }))).toEqual(invalid('appleFamilyMax', APPLE_RANGE('null')));
+  it('null means "leave alone" for the three sizes only, as a printed profile writes them', () => {
+    expect(resolveProfile({ appleFamilyMax: null, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null })).toEqual(
+      resolveProfile({}),
+    );
+    expect(thrown(() => resolveProfile({ families: null }))).toEqual(
+      invalid('families', 'families must be an object of family name → true/false, e.g. {"metal3": false}'),
+    );
+    expect(thrown(() => resolveProfile({ mode: null }))).toEqual(invalid('mode', `mode must be 'raise' or 'exact', got null`));
+  });
+
+  it('a name is a string or null', () => {
+    expect(resolveProfile({ name: 'apple7', appleFamilyMax: 1007 }).name).toBe('apple7');
+    expect(resolveProfile({ name: null, appleFamilyMax: 1007 }).name).toBeNull();
+    // Not a string, though it names apple7 when used as a property key.
+    expect(thrown(() => resolveProfile({ ...resolveProfile('apple7'), name: ['apple7'] as unknown as string }))).toEqual(
+      invalid('name', 'name must be a string or null, got ["apple7"]'),
+    );
+    expect(thrown(() => resolveProfile('{"name": 7}'))).toEqual(invalid('name', 'name must be a string or null, got 7'));
   });
 });
 
@@ -296,9 +310,8 @@ describe('resolveProfile: a resolved profile coming back (status(), a field repo
     const apple7 = resolveProfile('apple7');
     expect(resolveProfile({ ...apple7 }).name).toBe('apple7');
     expect(resolveProfile({ ...apple7, name: 'cua-release' }).name).toBeNull();
-    // Not a string, though it names apple7 when used as a property key.
-    expect(resolveProfile({ ...apple7, name: ['apple7'] as unknown as string }).name).toBeNull();
     expect(resolveProfile({ ...apple7, name: 'toString' }).name).toBeNull();
+    expect(resolveProfile(JSON.stringify(apple7)).name).toBe('apple7');
   });
 });
 

@@ -1,3 +1,5 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { describeSim, dist, requireSimBuild, runNode } from './helpers.js';
@@ -49,6 +51,25 @@ describeSim('metal-cap-shim/register', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ active: false, apple9: false });
     expect(r.stderr).toBe('');
+  });
+
+  it('on bare metal it creates no Metal device: zero MTLCreateSystemDefaultDevice / MTLCopyAllDevices calls', () => {
+    // The simulated Metal writes its call counters to this file when the process exits.
+    const calls = (snapshot: string) => {
+      const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-calls-')), 'calls.json');
+      const r = runNode('', { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot, METAL_CAP_SHIM_PROFILE: '', METAL_CAP_SHIM_SIM_COUNTS_FILE: file }, [
+        '--import',
+        register,
+      ]);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stderr).toBe('');
+      return JSON.parse(readFileSync(file, 'utf8')) as Record<string, number>;
+    };
+    expect(calls('m1-ultra-bare-metal')).toEqual({ MTLCreateSystemDefaultDevice: 0, MTLCopyAllDevices: 0 });
+    // The counters do count: inside a VM, applying the profile obtains devices.
+    const vm = calls('vz-guest-m1-ultra-tahoe-stock');
+    expect(vm.MTLCreateSystemDefaultDevice).toBeGreaterThan(0);
+    expect(vm.MTLCopyAllDevices).toBeGreaterThan(0);
   });
 
   it('does nothing when set to off', () => {

@@ -1,5 +1,8 @@
 // The shape of the native module (src-native/addon.mm). lib/native.ts is the only importer.
+import type { DoctorProbeId, DoctorStatus } from '../lib/doctor-probes.js';
 import type { HostInfo } from '../lib/types.js';
+
+export type { DoctorProbeId, DoctorStatus };
 
 export interface NativeDevice {
   index: number;
@@ -17,13 +20,17 @@ export interface NativeDevice {
   architecture: string | null;
 }
 
-export interface NativeProbe {
+/** What host() reads: no Metal device is created for it. */
+export interface NativeHost {
   /** `darwin` for real Metal, `simulated` for the Linux test build. */
   platform: 'darwin' | 'simulated';
   snapshot: string | null;
   /** Simulated build: the platform recorded in the snapshot. */
   recordedPlatform: string | null;
   host: HostInfo;
+}
+
+export interface NativeProbe extends NativeHost {
   devices: NativeDevice[];
 }
 
@@ -65,8 +72,50 @@ export interface NativeTraceRow {
   given: number;
 }
 
+/** Options of `doctor()`; lib/ validates them. */
+export interface NativeDoctorOptions {
+  /** Index in MTLCopyAllDevices() order; when that list is empty, 0 is the default device. */
+  device: number;
+  /** Which probes to run, in this order. */
+  probes: DoctorProbeId[];
+  /** Deadline of each probe (compile, dispatch, completion). */
+  timeoutMs: number;
+  /** threadgroup-memory: ascending candidate sizes in bytes. */
+  threadgroupSizes: number[];
+  /** nocopy-mmap: the user's file, opened read-only and never modified; null: a generated file. */
+  mmapFile: string | null;
+  /** nocopy-mmap: bytes of the generated file. */
+  mmapSize: number;
+  /** Where the generated file is created (and deleted after). */
+  tempDir: string;
+}
+
+/** What one probe found on one device: raw facts, judged by TypeScript. */
+export interface NativeProbeOutcome {
+  id: DoctorProbeId;
+  status: DoctorStatus;
+  /** One line, no trailing newline. */
+  detail: string;
+  /** Wall time of this probe. */
+  ms: number;
+  /** threadgroup-memory: the largest size that compiled, ran and computed right. */
+  provenThreadgroupMemory: number | null;
+  /** threadgroup-memory: the smallest size that failed (rejected, or computed wrong). */
+  failedThreadgroupMemory: number | null;
+  /** nocopy-mmap: the length the NoCopy buffer reports. */
+  bufferLength: number | null;
+  /** simdgroup-matrix, bfloat: the worst deviation from the CPU reference. */
+  maxAbsError: number | null;
+}
+
+export interface NativeDoctorResult {
+  device: { index: number; name: string; className: string; registryId: number | null };
+  outcomes: NativeProbeOutcome[];
+}
+
 export interface NativeBinding {
   probe(allDevices?: boolean, stock?: boolean): NativeProbe;
+  host(): NativeHost;
   families(): [string, number][];
   apply(nativeProfile: string, profileJson: string): NativeApplyResult;
   restore(): NativeRestoreResult;
@@ -75,4 +124,12 @@ export interface NativeBinding {
   baseline(json?: string): string | null;
   loadedConsumers(): string[];
   info(): { platform: 'darwin' | 'simulated'; runtime: 'apple' | 'gcc'; maxHooks: number };
+  /** Process-group ids for signal forwarding; -1 where there is none (no controlling terminal, child gone). */
+  processGroups(childPid: number): { own: number; terminal: number; child: number };
+  /**
+   * Runs the probes on one device, synchronously; each probe is bounded by `timeoutMs`. Installs nothing, leaves no
+   * file or descriptor behind. Throws `ERR_NO_DEVICE` when Metal has no such device, `ERR_INVALID_ARGUMENT` (a
+   * TypeError) for malformed options.
+   */
+  doctor(options: NativeDoctorOptions): NativeDoctorResult;
 }

@@ -20,7 +20,7 @@
 #     mini-m4           M4 mini, macOS 26.5
 #
 # Writes REPORTS_DIR/SSH_DESTINATION.json for each host (SSH_DESTINATION.PROFILE.json when PROFILE is set), then:
-#   node build-matrix.ts REPORTS_DIR
+#   node build-matrix.js REPORTS_DIR
 #
 # Environment:
 #   PROFILE  profile to report on, a built-in name (default: the CLI's default, cua-release)

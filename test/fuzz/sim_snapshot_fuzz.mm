@@ -67,13 +67,22 @@ NSData *recipeSnapshot(FuzzedDataProvider &in) {
       if (in.ConsumeBool()) {
         [simulation setObject:pick(in, kClassNames, sizeof(kClassNames) / sizeof(kClassNames[0])) forKey:@"subclassOf"];
       }
+      if (in.ConsumeBool()) {
+        [simulation setObject:pick(in, kClassNames, sizeof(kClassNames) / sizeof(kClassNames[0])) forKey:@"defaultObjectClass"];
+      }
       [d setObject:simulation forKey:@"simulation"];
     }
     [devices addObject:d];
   }
   NSDictionary *snapshot = @{
     @"id" : @"fuzzed",
-    @"host" : @{@"platform" : @"darwin", @"osVersion" : @"26.5.2", @"isVirtualMachine" : fuzzNumber(in)},
+    @"host" : @{
+      @"platform" : @"darwin",
+      @"osVersion" : pick(in, (const char *const[]){"26.5.2", "14.6", "13", "", "x"}, 5),
+      @"isVirtualMachine" : fuzzNumber(in),
+      @"memoryBytes" : fuzzNumber(in),
+      @"translated" : fuzzNumber(in),
+    },
     @"defaultDevice" : fuzzNumber(in),
     @"devices" : devices,
   };

@@ -17,12 +17,13 @@
 // Nothing here hard-codes a device's answers: every expectation is computed from the stock answers of the device the
 // runner has, with the same prediction (predictPatchedDevice) the product uses.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { constants as osConstants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { injectorPath } from '../../lib/exec.js';
+import { injectionBlocker, injectorPath, INJECTION_ENTITLEMENTS } from '../../lib/exec.js';
+import { loadNative } from '../../lib/native.js';
 import {
   applyProfile,
   FAMILY_NAMES,
@@ -131,6 +132,11 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
     expect(host!.osVersion).toMatch(/^\d+\.\d+/);
     expect(host!.osBuild).toEqual(expect.any(String));
     expect(['arm64', 'x86_64']).toContain(host!.arch);
+    // hw.memsize: every Mac and guest this runs on has between 1 GiB and 16 TiB.
+    expect(host!.memoryBytes).toBeGreaterThanOrEqual(2 ** 30);
+    expect(host!.memoryBytes).toBeLessThanOrEqual(2 ** 44);
+    // Node on the runners is native: arm64 Node on Apple silicon, x86_64 Node on Intel.
+    expect(host!.translated).toBe(process.arch === 'x64' && host!.arch === 'arm64');
     // Apple-silicon Virtualization.framework guests are VirtualMac models, and those set kern.hv_vmm_present.
     if (host!.model!.startsWith('VirtualMac')) expect(host!.isVirtualMachine).toBe(true);
     if (hasDevice) {
@@ -276,9 +282,11 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
     if (refusedWithoutForce) {
       // Only a device below Apple5 (an Intel or AMD GPU answers no Apple family) on a host that is not a VM.
       expect(stockSupportsApple5).toBe(false);
+      // A refusal is a result; with strict: true it is a RefusedError.
+      expect(applyProfile('mask-apple5')).toMatchObject({ applied: false, reason: 'refused-bare-metal', verification: null });
       let thrown: unknown;
       try {
-        applyProfile('mask-apple5');
+        applyProfile('mask-apple5', { strict: true });
       } catch (e) {
         thrown = e;
       }
@@ -373,9 +381,9 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
         // Metal.framework may ask too, so the count is at least the program's one question.
         expect(apple7).toMatchObject({ selector: 'supportsFamily:', family: 1007, stock: s.families['1007'] ? 1 : 0, given: 1 });
         expect(apple7!.calls).toBeGreaterThanOrEqual(1);
-        // dyld prefers the arm64e slice where the process allows it; the log records which one ran.
+        // dyld loads the slice matching the process: metal_probe is a plain arm64 (or x86_64) program, never arm64e.
         console.log(`injector slice loaded into ${path.basename(binary)}: ${trace.slice}`);
-        expect(process.arch === 'arm64' ? ['arm64', 'arm64e'] : ['x86_64']).toContain(trace.slice);
+        expect(trace.slice).toBe(process.arch === 'arm64' ? 'arm64' : 'x86_64');
       },
       120_000,
     );
@@ -405,6 +413,56 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
       expect(r.status, r.stderr).toBe(7);
       expect(existsSync(marker)).toBe(true);
       expect(r.stderr).toContain('did not load');
+    });
+
+    // Real codesign output: copies of metal_probe signed ad hoc with the hardened runtime and chosen entitlements.
+    it.skipIf(!hasClang)(`a hardened-runtime program is judged from real codesign output${NEEDS_CLANG}`, () => {
+      const binary = existsSync(probeBinary) ? probeBinary : compileMetalProbe();
+      const dir = mkdtempSync(path.join(tmpdir(), 'mcs-live-codesign-'));
+      const signed = (name: string, entitlements: string[]) => {
+        const file = path.join(dir, name);
+        copyFileSync(binary, file);
+        const plist = path.join(dir, `${name}.plist`);
+        writeFileSync(
+          plist,
+          `<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n<plist version="1.0"><dict>${entitlements.map((e) => `<key>${e}</key><true/>`).join('')}</dict></plist>\n`,
+        );
+        execFileSync('codesign', ['-s', '-', '-f', '-o', 'runtime', '--entitlements', plist, file], { stdio: 'pipe' });
+        return file;
+      };
+      const [allowDyld, disableValidation] = INJECTION_ENTITLEMENTS;
+      expect(injectionBlocker(signed('none', []))?.launchFails).toBe(false);
+      expect(injectionBlocker(signed('both', [allowDyld, disableValidation]))).toBeNull();
+      const dyldOnly = signed('dyld-only', [allowDyld]);
+      expect(injectionBlocker(dyldOnly)?.launchFails).toBe(true);
+      // The reason exec refuses it: dyld honours DYLD_INSERT_LIBRARIES, library validation rejects the injector, and
+      // the program never reaches main.
+      const direct = spawnSync(dyldOnly, [], { encoding: 'utf8', env: { ...process.env, DYLD_INSERT_LIBRARIES: injectorPath()! } });
+      console.log(`[live] dyld-only program with the injector inserted: status ${direct.status} signal ${direct.signal}: ${direct.stderr.trim()}`);
+      expect(direct.status).not.toBe(0);
+      expect(direct.stdout).toBe('');
+      const r = runCli(['exec', '--force', '--', dyldOnly]);
+      expect(r.status, r.stderr).toBe(3);
+      expect(r.stderr).toContain('ERR_INJECTION_BLOCKED');
+      // --allow-unpatched runs it without the injector, so it starts.
+      const unpatched = runCli(['exec', '--force', '--allow-unpatched', '--', dyldOnly]);
+      expect(unpatched.status, unpatched.stderr).toBe(0);
+      expect(unpatched.stderr).toContain('without the injector');
+    });
+
+    // node-llama-cpp's prebuilt binaries load libggml-metal with RTLD_LOCAL, out of dlsym(RTLD_DEFAULT)'s sight.
+    it.skipIf(!hasClang)(`a libggml-metal loaded RTLD_LOCAL is found through dyld's image list${NEEDS_CLANG}`, () => {
+      const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-live-consumer-')));
+      const source = path.join(dir, 'consumer.c');
+      writeFileSync(source, '#include <node_api.h>\nvoid ggml_backend_metal_reg(void) {}\nNAPI_MODULE_INIT() { return exports; }\n');
+      const napiInclude = path.join(path.dirname(createRequire(import.meta.url).resolve('node-api-headers/package.json')), 'include');
+      const file = path.join(dir, 'libggml-metal.dylib');
+      execFileSync('clang', ['-dynamiclib', '-undefined', 'dynamic_lookup', `-I${napiInclude}`, source, '-o', file], { stdio: 'pipe' });
+      process.dlopen({ exports: {} }, file, osConstants.dlopen.RTLD_NOW | osConstants.dlopen.RTLD_LOCAL);
+      const found = loadNative().binding!.loadedConsumers();
+      console.log(`[live] consumers: ${JSON.stringify(found)}`);
+      expect(found.filter((c) => c.startsWith('libggml-metal.dylib (') && c.endsWith('/libggml-metal.dylib)'))).toHaveLength(1);
+      expect(found.filter((c) => c.startsWith('ggml_backend_metal_reg'))).toEqual([]);
     });
   });
 });

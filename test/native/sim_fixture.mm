@@ -6,6 +6,7 @@
 
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
+#import <MetalSim/MetalSim.h>
 #include <objc/runtime.h>
 
 #include <atomic>
@@ -241,6 +242,16 @@ Napi::Value BenchQueries(const Napi::CallbackInfo &info) {
   return o;
 }
 
+// deviceCalls(): how often this process has called MTLCreateSystemDefaultDevice() / MTLCopyAllDevices() so far.
+Napi::Value DeviceCalls(const Napi::CallbackInfo &info) {
+  MTLSimDeviceCalls calls;
+  MTLSimGetDeviceCalls(&calls);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("MTLCreateSystemDefaultDevice", Napi::Number::New(info.Env(), static_cast<double>(calls.createSystemDefaultDevice)));
+  o.Set("MTLCopyAllDevices", Napi::Number::New(info.Env(), static_cast<double>(calls.copyAllDevices)));
+  return o;
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("query", Napi::Function::New(env, Query));
   exports.Set("startHammer", Napi::Function::New(env, StartHammer));
@@ -250,6 +261,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("methodInfo", Napi::Function::New(env, MethodInfo));
   exports.Set("benchQueries", Napi::Function::New(env, BenchQueries));
   exports.Set("strayDevice", Napi::Function::New(env, StrayDevice));
+  exports.Set("deviceCalls", Napi::Function::New(env, DeviceCalls));
   return exports;
 }
 

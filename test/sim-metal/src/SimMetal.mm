@@ -4,7 +4,9 @@
  * (named as in the snapshot, e.g. `AppleParavirtDevice`) is created at run time as its subclass. A device whose
  * snapshot says `simulation.methodsOnConcreteClass` gets its own copies of the query methods, so hook tests meet both
  * an inherited and an own method. `architecture` is added only where the snapshot records one, the way a pre-macOS-14
- * device does not respond to it.
+ * device does not respond to it. A device whose snapshot names `simulation.defaultObjectClass` is handed out by
+ * MTLCreateSystemDefaultDevice() as a second object of that class (as a validation or capture layer wraps the default
+ * device), while MTLCopyAllDevices() lists the plain one.
  */
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
@@ -13,6 +15,7 @@
 
 // Snapshot family keys and their MTLGPUFamily values: the project's one native table.
 #include "../../../src-native/families.h"
+#include "SimCompute.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -45,13 +48,18 @@ struct SimDevice {
   std::string lacks;      // a query selector this device's class does not implement (test aid)
   long driftAfter = -1;   // after this many maxThreadgroupMemoryLength calls, answer 16 bytes more (test aid)
   std::string subclassOf; // make the class a subclass of another device's class (test aid)
+  std::string defaultObjectClass;  // the class of the object MTLCreateSystemDefaultDevice() returns (test aid)
   id object = nil;
+  id defaultObject = nil;
 };
 
 struct SimHost {
   std::string snapshotId, platform, osVersion, osBuild, model, arch;
   bool hasOsVersion = false, hasOsBuild = false, hasModel = false, hasArch = false;
   int isVirtualMachine = -1;
+  bool hasMemoryBytes = false;
+  unsigned long long memoryBytes = 0;
+  int translated = -1;
 };
 
 std::once_flag gLoadOnce;
@@ -59,6 +67,25 @@ bool gLoaded = false;
 SimHost gHost;
 std::vector<SimDevice> gDevices;
 size_t gDefaultDevice = 0;
+std::atomic<unsigned long> gCreateDefaultCalls{0};
+std::atomic<unsigned long> gCopyAllCalls{0};
+// Set by the load-time constructor, before C++ globals of this library may exist: plain data only.
+char gCountsFile[4096];
+
+void writeDeviceCalls() {
+  FILE *f = fopen(gCountsFile, "w");
+  if (f == NULL) return;
+  fprintf(f, "{\"MTLCreateSystemDefaultDevice\":%lu,\"MTLCopyAllDevices\":%lu}\n", gCreateDefaultCalls.load(),
+          gCopyAllCalls.load());
+  fclose(f);
+}
+
+__attribute__((constructor)) void simMetalLoaded() {
+  const char *file = getenv("METAL_CAP_SHIM_SIM_COUNTS_FILE");
+  if (file == NULL || *file == '\0' || strlen(file) >= sizeof(gCountsFile)) return;
+  strcpy(gCountsFile, file);
+  atexit(writeDeviceCalls);
+}
 
 void simFail(const std::string &message) {
   // The TypeScript layer validates snapshots before native code sees them, so this only fires for a hand-run consumer.
@@ -125,6 +152,7 @@ SimDevice deviceFrom(NSDictionary *d) {
   dev.methodsOnConcreteClass = boolAt(simulation, @"methodsOnConcreteClass");
   stringAt(simulation, @"lacks", &dev.lacks);
   stringAt(simulation, @"subclassOf", &dev.subclassOf);
+  stringAt(simulation, @"defaultObjectClass", &dev.defaultObjectClass);
   id drift = [simulation objectForKey:@"driftAfter"];
   if ([drift isKindOfClass:[NSNumber class]]) dev.driftAfter = [(NSNumber *)drift longValue];
   return dev;
@@ -139,12 +167,22 @@ void hostFrom(NSDictionary *snapshot, NSDictionary *h) {
   gHost.hasArch = stringAt(h, @"arch", &gHost.arch);
   id vm = [h objectForKey:@"isVirtualMachine"];
   if ([vm isKindOfClass:[NSNumber class]]) gHost.isVirtualMachine = [(NSNumber *)vm boolValue] ? 1 : 0;
+  id memory = [h objectForKey:@"memoryBytes"];
+  if ([memory isKindOfClass:[NSNumber class]]) {
+    gHost.hasMemoryBytes = true;
+    gHost.memoryBytes = [(NSNumber *)memory unsignedLongLongValue];
+  }
+  id translated = [h objectForKey:@"translated"];
+  if ([translated isKindOfClass:[NSNumber class]]) gHost.translated = [(NSNumber *)translated boolValue] ? 1 : 0;
 }
 
 bool createDeviceObjects();
 
 void forgetSnapshot() {
-  for (SimDevice &dev : gDevices) [dev.object release];
+  for (SimDevice &dev : gDevices) {
+    [dev.object release];
+    [dev.defaultObject release];
+  }
   gDevices.clear();
   gHost = SimHost();
   gDefaultDevice = 0;
@@ -164,7 +202,9 @@ bool loadSnapshotData(NSData *data, const std::string &where) {
   id devices = [snapshot objectForKey:@"devices"];
   if ([devices isKindOfClass:[NSArray class]]) {
     for (id d in (NSArray *)devices) {
-      if ([d isKindOfClass:[NSDictionary class]]) gDevices.push_back(deviceFrom((NSDictionary *)d));
+      if (![d isKindOfClass:[NSDictionary class]]) continue;
+      gDevices.push_back(deviceFrom((NSDictionary *)d));
+      simComputeReadDevice(gDevices.size() - 1, (NSDictionary *)d, gHost.hasOsVersion ? gHost.osVersion.c_str() : NULL);
     }
   }
   gDefaultDevice = (size_t)u64At(snapshot, @"defaultDevice");
@@ -369,17 +409,47 @@ Class concreteClassFor(const SimDevice &dev, size_t depth = 0) {
   return cls;
 }
 
+// A wrapper-like class over the same simulated device: inherits every query from _MTLDevice. Nil, after saying why,
+// for a name that some class other than a simulated device already has.
+Class defaultObjectClassFor(const SimDevice &dev) {
+  Class existing = objc_getClass(dev.defaultObjectClass.c_str());
+  if (existing != Nil) {
+    if (isSimDeviceClass(existing)) return existing;
+    simFail("defaultObjectClass '" + dev.defaultObjectClass + "' is an existing class that is not a simulated device");
+    return Nil;
+  }
+  Class cls = objc_allocateClassPair([_MTLDevice class], dev.defaultObjectClass.c_str(), 0);
+  if (cls == Nil) {
+    simFail("the runtime refused class name '" + dev.defaultObjectClass + "'");
+    return Nil;
+  }
+  if (dev.hasArchitecture) {
+    std::string types = std::string(@encode(id)) + @encode(id) + @encode(SEL);
+    class_addMethod(cls, @selector(architecture), (IMP)simArchitecture, types.c_str());
+  }
+  objc_registerClassPair(cls);
+  return cls;
+}
+
 bool createDeviceObjects() {
-  std::vector<Class> classes;
+  std::vector<Class> classes, defaultClasses;
   for (const SimDevice &dev : gDevices) {
     Class cls = concreteClassFor(dev);
-    if (cls == Nil) return false;
+    Class defaultCls = dev.defaultObjectClass.empty() ? Nil : defaultObjectClassFor(dev);
+    if (cls == Nil || (!dev.defaultObjectClass.empty() && defaultCls == Nil)) return false;
     classes.push_back(cls);
+    defaultClasses.push_back(defaultCls);
   }
   for (size_t i = 0; i < gDevices.size(); i++) {
     _MTLDevice *object = (_MTLDevice *)[[classes[i] alloc] init];
     object->_simIndex = i;
     gDevices[i].object = object;
+    if (defaultClasses[i] != Nil) {
+      _MTLDevice *wrapper = (_MTLDevice *)[[defaultClasses[i] alloc] init];
+      wrapper->_simIndex = i;
+      gDevices[i].defaultObject = wrapper;
+    }
+    simComputeAttachDevice(object, i);
   }
   return true;
 }
@@ -387,12 +457,15 @@ bool createDeviceObjects() {
 }  // namespace
 
 MTL_EXTERN id<MTLDevice> MTLCreateSystemDefaultDevice(void) {
+  gCreateDefaultCalls.fetch_add(1);
   ensureLoaded();
   if (gDevices.empty()) return nil;
-  return [gDevices[gDefaultDevice].object retain];
+  const SimDevice &dev = gDevices[gDefaultDevice];
+  return [(dev.defaultObject != nil ? dev.defaultObject : dev.object) retain];
 }
 
 MTL_EXTERN NSArray<id<MTLDevice>> *MTLCopyAllDevices(void) {
+  gCopyAllCalls.fetch_add(1);
   ensureLoaded();
   NSMutableArray *all = [[NSMutableArray alloc] initWithCapacity:gDevices.size()];
   for (const SimDevice &dev : gDevices) [all addObject:dev.object];
@@ -403,6 +476,7 @@ extern "C" int MTLSimGetHostFacts(MTLSimHostFacts *out) {
   ensureLoaded();
   memset(out, 0, sizeof(*out));
   out->isVirtualMachine = -1;
+  out->translated = -1;
   if (!gLoaded) return 0;
   out->snapshotId = gHost.snapshotId.c_str();
   out->platform = gHost.platform.c_str();
@@ -411,5 +485,13 @@ extern "C" int MTLSimGetHostFacts(MTLSimHostFacts *out) {
   out->model = gHost.hasModel ? gHost.model.c_str() : NULL;
   out->arch = gHost.hasArch ? gHost.arch.c_str() : NULL;
   out->isVirtualMachine = gHost.isVirtualMachine;
+  out->hasMemoryBytes = gHost.hasMemoryBytes ? 1 : 0;
+  out->memoryBytes = gHost.memoryBytes;
+  out->translated = gHost.translated;
   return 1;
+}
+
+extern "C" void MTLSimGetDeviceCalls(MTLSimDeviceCalls *out) {
+  out->createSystemDefaultDevice = gCreateDefaultCalls.load();
+  out->copyAllDevices = gCopyAllCalls.load();
 }

@@ -48,6 +48,125 @@ typedef struct {
   NSUInteger width, height, depth;
 } MTLSize;
 
+static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height, NSUInteger depth) {
+  MTLSize size = {width, height, depth};
+  return size;
+}
+
+/* ---- The compute subset doctor uses (MTLResource.h, MTLLibrary.h, MTLCommandBuffer.h, …) ---- */
+
+typedef NS_OPTIONS(NSUInteger, MTLResourceOptions) {
+  MTLResourceCPUCacheModeDefaultCache = 0,
+  MTLResourceCPUCacheModeWriteCombined = 1,
+  MTLResourceStorageModeShared = 0 << 4,
+  MTLResourceStorageModeManaged = 1 << 4,
+  MTLResourceStorageModePrivate = 2 << 4,
+  MTLResourceHazardTrackingModeDefault = 0 << 8,
+};
+
+/* As in the macOS 12 SDK the project builds against: 3.x versions are set by number (see src-native/doctor_kernels.h). */
+typedef NS_ENUM(NSUInteger, MTLLanguageVersion) {
+  MTLLanguageVersion1_1 = (1 << 16) + 1,
+  MTLLanguageVersion1_2 = (1 << 16) + 2,
+  MTLLanguageVersion2_0 = (2 << 16),
+  MTLLanguageVersion2_1 = (2 << 16) + 1,
+  MTLLanguageVersion2_2 = (2 << 16) + 2,
+  MTLLanguageVersion2_3 = (2 << 16) + 3,
+  MTLLanguageVersion2_4 = (2 << 16) + 4,
+};
+
+typedef NS_ENUM(NSUInteger, MTLLibraryError) {
+  MTLLibraryErrorUnsupported = 1,
+  MTLLibraryErrorInternal = 2,
+  MTLLibraryErrorCompileFailure = 3,
+  MTLLibraryErrorCompileWarning = 4,
+  MTLLibraryErrorFunctionNotFound = 5,
+  MTLLibraryErrorFileNotFound = 6,
+};
+
+typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus) {
+  MTLCommandBufferStatusNotEnqueued = 0,
+  MTLCommandBufferStatusEnqueued = 1,
+  MTLCommandBufferStatusCommitted = 2,
+  MTLCommandBufferStatusScheduled = 3,
+  MTLCommandBufferStatusCompleted = 4,
+  MTLCommandBufferStatusError = 5,
+};
+
+typedef NS_ENUM(NSUInteger, MTLCommandBufferError) {
+  MTLCommandBufferErrorNone = 0,
+  MTLCommandBufferErrorInternal = 1,
+  MTLCommandBufferErrorTimeout = 2,
+  MTLCommandBufferErrorPageFault = 3,
+  MTLCommandBufferErrorNotPermitted = 7,
+  MTLCommandBufferErrorOutOfMemory = 8,
+  MTLCommandBufferErrorInvalidResource = 9,
+};
+
+MTL_EXTERN NSString *const MTLLibraryErrorDomain;
+MTL_EXTERN NSString *const MTLCommandBufferErrorDomain;
+
+/* Apple's parameter is a block; clang on Linux compiles without blocks, and callers pass nil either way. */
+#if defined(__BLOCKS__)
+typedef void (^MTLNewBufferDeallocator)(void *pointer, NSUInteger length);
+#else
+typedef id MTLNewBufferDeallocator;
+#endif
+
+@protocol MTLDevice;
+
+@protocol MTLResource <NSObject>
+@property(readonly) id<MTLDevice> device;
+@end
+
+@protocol MTLBuffer <MTLResource>
+@property(readonly) NSUInteger length;
+- (void *)contents;
+@end
+
+@protocol MTLFunction <NSObject>
+@property(readonly) NSString *name;
+@end
+
+@protocol MTLLibrary <NSObject>
+@property(readonly) NSArray<NSString *> *functionNames;
+- (id<MTLFunction>)newFunctionWithName:(NSString *)functionName;
+@end
+
+@interface MTLCompileOptions : NSObject <NSCopying>
+@property(readwrite, nonatomic) BOOL fastMathEnabled;
+@property(readwrite, nonatomic) MTLLanguageVersion languageVersion;
+@end
+
+@protocol MTLComputePipelineState <NSObject>
+@property(readonly) NSUInteger maxTotalThreadsPerThreadgroup;
+@property(readonly) NSUInteger threadExecutionWidth;
+@property(readonly) NSUInteger staticThreadgroupMemoryLength;
+@end
+
+@protocol MTLCommandEncoder <NSObject>
+- (void)endEncoding;
+@end
+
+@protocol MTLComputeCommandEncoder <MTLCommandEncoder>
+- (void)setComputePipelineState:(id<MTLComputePipelineState>)state;
+- (void)setBytes:(const void *)bytes length:(NSUInteger)length atIndex:(NSUInteger)index;
+- (void)setBuffer:(id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index;
+- (void)setThreadgroupMemoryLength:(NSUInteger)length atIndex:(NSUInteger)index;
+- (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
+@end
+
+@protocol MTLCommandBuffer <NSObject>
+@property(readonly) MTLCommandBufferStatus status;
+@property(readonly) NSError *error;
+- (id<MTLComputeCommandEncoder>)computeCommandEncoder;
+- (void)commit;
+@end
+
+@protocol MTLCommandQueue <NSObject>
+- (id<MTLCommandBuffer>)commandBuffer;
+@end
+
 @interface MTLArchitecture : NSObject
 @property(readonly) NSString *name;
 @end
@@ -63,6 +182,22 @@ typedef struct {
 @property(readonly) MTLDeviceLocation location;
 @property(readonly) MTLArchitecture *architecture;
 - (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily;
+/* Required in Apple's header. Optional here only because the simulated device classes receive them at run time
+   (test/sim-metal/src/SimCompute.mm), which the compiler cannot see. */
+@optional
+- (id<MTLCommandQueue>)newCommandQueue;
+- (id<MTLLibrary>)newLibraryWithSource:(NSString *)source options:(MTLCompileOptions *)options error:(NSError **)error;
+- (id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
+                                                             error:(NSError **)error;
+- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
+- (id<MTLBuffer>)newBufferWithBytes:(const void *)pointer length:(NSUInteger)length options:(MTLResourceOptions)options;
+- (id<MTLBuffer>)newBufferWithBytesNoCopy:(void *)pointer
+                                   length:(NSUInteger)length
+                                  options:(MTLResourceOptions)options
+                              deallocator:(MTLNewBufferDeallocator)deallocator;
+/* Residency sets (macOS 15: newResidencySetWithDescriptor:error:, MTLResidencySetDescriptor, MTLResidencySet) are
+   deliberately not declared: the project reaches them through run-time lookups only, as it must against the
+   macOS 12 SDK, and a direct call then fails to compile here as it would there. */
 @end
 
 /* Both follow Apple's Create/Copy rule: the caller owns the result and releases it. */

@@ -1,6 +1,7 @@
 /*
  * Simulation-only additions (not Apple API): the host facts of the loaded snapshot, which on a Mac come from sysctl
- * and NSProcessInfo. Strings live as long as the process.
+ * and NSProcessInfo, and counters that let tests see whether a process touched Metal at all. Strings live as long as
+ * the process.
  */
 #ifndef METAL_CAP_SHIM_METAL_SIM_H
 #define METAL_CAP_SHIM_METAL_SIM_H
@@ -17,10 +18,23 @@ typedef struct {
   const char *model;
   int isVirtualMachine;    /* 1, 0, or -1 when unrecorded */
   const char *arch;
+  int hasMemoryBytes;      /* 0 when the snapshot records no hw.memsize */
+  unsigned long long memoryBytes;
+  int translated;          /* sysctl.proc_translated: 1, 0, or -1 when unrecorded */
 } MTLSimHostFacts;
 
 /* Fills `out` and returns 1 when a snapshot is loaded, 0 when none is selected. */
 int MTLSimGetHostFacts(MTLSimHostFacts *out);
+
+/* Test-only: how often this process called MTLCreateSystemDefaultDevice() and MTLCopyAllDevices(). On a dual-GPU Mac
+   either call switches to the discrete GPU, so code that only needs host facts must make none. With
+   METAL_CAP_SHIM_SIM_COUNTS_FILE set, the library also writes them to that file as JSON at exit. */
+typedef struct {
+  unsigned long createSystemDefaultDevice;
+  unsigned long copyAllDevices;
+} MTLSimDeviceCalls;
+
+void MTLSimGetDeviceCalls(MTLSimDeviceCalls *out);
 
 #ifdef __cplusplus
 }

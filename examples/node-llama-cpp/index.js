@@ -1,13 +1,14 @@
+// @ts-check
 /**
  * node-llama-cpp inside a macOS virtual machine, patched with `metal-cap-shim/register`.
  *
  * Run on macOS, in the examples folder, after a plain `npm install` (WITH optional dependencies: they carry
- * node-llama-cpp's prebuilt Metal binary `@node-llama-cpp/mac-arm64-metal`). Node 22.18+ runs TypeScript directly;
- * on Node 20 use `npx tsx` instead of `node`:
+ * node-llama-cpp's prebuilt Metal binary `@node-llama-cpp/mac-arm64-metal`). Plain JavaScript: Node 20.12+ runs it
+ * as it is (the editor and `tsc` still check it against the package's types, through the JSDoc and `@ts-check`):
  *
- *   node node-llama-cpp/index.ts
- *   METAL_CAP_SHIM_PROFILE=apple9-hw-tg node node-llama-cpp/index.ts   # another built-in profile
- *   METAL_CAP_SHIM_PROFILE=off node node-llama-cpp/index.ts            # stock answers, for comparison
+ *   node node-llama-cpp/index.js
+ *   METAL_CAP_SHIM_PROFILE=apple9-hw-tg node node-llama-cpp/index.js   # another built-in profile
+ *   METAL_CAP_SHIM_PROFILE=off node node-llama-cpp/index.js            # stock answers, for comparison
  *
  * THE ORDER RULE. ggml-metal asks the Metal device for its capabilities exactly once, in `ggml_metal_device_init`,
  * when the Metal backend registers. node-llama-cpp registers it synchronously inside the first `getLlama()` (the
@@ -21,7 +22,7 @@
  * ahead of everything else, is the only way to patch from inside this file before any other module runs. (Loading
  * node-llama-cpp's JavaScript or its `.node` file does not touch Metal by itself, but other modules in a real program
  * might, and "register first" is a rule that needs no such analysis.) The alternative is `node --import
- * metal-cap-shim/register app.js`, which runs it before the entry module; see index-explicit.ts for the explicit API.
+ * metal-cap-shim/register app.js`, which runs it before the entry module; see index-explicit.js for the explicit API.
  *
  * What `metal-cap-shim/register` does: it reads METAL_CAP_SHIM_PROFILE (a built-in profile name or a JSON object;
  * default `cua-release`; `off` disables it) and applies that profile ONLY when the process runs inside a virtual
@@ -34,7 +35,8 @@ import 'metal-cap-shim/register';
 import { getLlama } from 'node-llama-cpp';
 import { predictGates, probe, status } from 'metal-cap-shim';
 
-const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(2)} GiB`;
+/** @param {number} bytes */
+const gib = (bytes) => `${(bytes / 1024 ** 3).toFixed(2)} GiB`;
 
 // Creates Metal (the first and only time ggml-metal reads the device's capabilities in this process).
 //
@@ -66,8 +68,9 @@ for (const hook of shim.hooks) console.log(`    -[${hook.className} ${hook.selec
 // during getLlama() above, so predicting from them tells which kernels llama.cpp is using in this process.
 const report = probe();
 const device = report.devices[0];
-if (!device) {
-  console.log(`\nno Metal device to predict for (${report.reason ?? 'unknown'}: ${report.detail ?? ''})`);
+if (!report.supported || !device) {
+  // `supported` narrows the report: false carries `reason` and `detail`, true carries `host` and the devices.
+  console.log(`\nno Metal device to predict for (${report.supported ? 'no device' : `${report.reason}: ${report.detail}`})`);
 } else {
   // GGML_METAL_NO_RESIDENCY is unset again by now; tell the prediction what node-llama-cpp set during backend loading.
   const env = { ...process.env, GGML_METAL_NO_RESIDENCY: process.env.GGML_METAL_NO_RESIDENCY ?? '1' };

@@ -1,11 +1,11 @@
+// @ts-check
 /**
  * Measures what a profile does for llama.cpp in a macOS guest: runs llama-bench twice on the same model — stock, then
  * with the profile injected by `metal-cap-shim exec` — and prints the result as a Markdown table in the same form as
  * the published measurements (tokens/s, pp512 = prompt processing of 512 tokens, tg128 = generating 128 tokens).
  *
- *   node bench-llama/bench-llama.ts --model ~/models/tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf
- *   node bench-llama/bench-llama.ts --model M.gguf --profile apple9-hw-tg --llama-bench ~/llama.cpp/build/bin/llama-bench -r 3
- *   (Node 22.18+ runs .ts files directly; on Node 20 use `npx tsx` instead of `node`.)
+ *   node bench-llama/bench-llama.js --model ~/models/tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf
+ *   node bench-llama/bench-llama.js --model M.gguf --profile apple9-hw-tg --llama-bench ~/llama.cpp/build/bin/llama-bench -r 3
  *
  * macOS only. In a VM guest the stock run shows the slow path (SIMD-group kernels off, many ops on the CPU) and the
  * shim run the fast one. On a real Mac, raising profiles are refused (the GPU really is what it reports); there
@@ -15,7 +15,7 @@
  * SIP-protected programs, and `metal-cap-shim exec` refuses to run those. Its stderr (llama.cpp's log, including the
  * `ggml_metal_device_init` lines that show "simdgroup reduction = true/false") is passed through to this terminal.
  */
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -29,31 +29,30 @@ const USAGE = `usage: bench-llama --model PATH [--profile NAME] [--llama-bench P
   --llama-bench PATH    llama-bench binary (default: llama-bench on PATH)
   --repetitions N, -r   llama-bench repetitions per test (default: llama-bench's own, 5)`;
 
-/** One entry of `llama-bench -o json` (an array of these, one per test). Only the fields used here. */
-interface LlamaBenchResult {
-  build_commit?: string;
-  build_number?: number;
-  model_filename?: string;
-  model_type?: string;
-  n_prompt: number;
-  n_gen: number;
-  n_depth?: number;
-  /** Mean tokens/s over the repetitions. */
-  avg_ts: number;
-  stddev_ts?: number;
-}
+/**
+ * One entry of `llama-bench -o json` (an array of these, one per test). Only the fields used here; `avg_ts` is the
+ * mean tokens/s over the repetitions.
+ * @typedef {{ build_commit?: string; build_number?: number; model_filename?: string; model_type?: string;
+ *   n_prompt: number; n_gen: number; n_depth?: number; avg_ts: number; stddev_ts?: number }} LlamaBenchResult
+ */
 
-/** What `metal-cap-shim exec --trace FILE` writes when the program exits. */
-interface ExecTrace {
-  profileApplied?: boolean;
-  patchedClasses?: string[];
-  trace?: { selector: string; family: number | null; calls: number }[];
-}
+/**
+ * What `metal-cap-shim exec --trace FILE` writes when the program exits.
+ * @typedef {{ profileApplied?: boolean; patchedClasses?: string[];
+ *   trace?: { selector: string; family: number | null; calls: number }[] }} ExecTrace
+ */
+
+/** @typedef {import('node:child_process').SpawnSyncReturns<string>} Run */
 
 const PP = 512;
 const TG = 128;
 
-function fail(message: string, code = 1): never {
+/**
+ * @param {string} message
+ * @param {number} [code]
+ * @returns {never}
+ */
+function fail(message, code = 1) {
   console.error(`bench-llama: ${message}`);
   process.exit(code);
 }
@@ -74,37 +73,53 @@ function parseOptions() {
       process.exit(0);
     }
     if (!values.model) throw new Error('--model is required');
-    let repetitions: number | undefined;
+    /** @type {number | undefined} */
+    let repetitions;
     if (values.repetitions !== undefined) {
       repetitions = Number(values.repetitions);
       if (!Number.isInteger(repetitions) || repetitions < 1) throw new Error(`--repetitions must be a whole number ≥ 1, got '${values.repetitions}'`);
     }
     return { model: values.model, profile: values.profile, llamaBench: values['llama-bench'], repetitions };
   } catch (err) {
-    return fail(`${(err as Error).message}\n\n${USAGE}`, 2);
+    return fail(`${/** @type {Error} */ (err).message}\n\n${USAGE}`, 2);
   }
 }
 
 /** The metal-cap-shim CLI of the installed package (its `bin` entry, dist/cli.js), run with this same Node. */
-function shimCli(): string {
+/** @returns {string} */
+function shimCli() {
   const require = createRequire(import.meta.url);
   const pkgFile = require.resolve('metal-cap-shim/package.json');
-  const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as { bin?: Record<string, string> };
+  /** @type {{ bin?: Record<string, string> }} */
+  const pkg = JSON.parse(readFileSync(pkgFile, 'utf8'));
   return path.join(path.dirname(pkgFile), pkg.bin?.['metal-cap-shim'] ?? 'dist/cli.js');
 }
 
-function parseResults(run: SpawnSyncReturns<string>, label: string): LlamaBenchResult[] {
-  let parsed: unknown;
+/**
+ * @param {Run} run
+ * @param {string} label
+ * @returns {LlamaBenchResult[]}
+ */
+function parseResults(run, label) {
+  /** @type {unknown} */
+  let parsed;
   try {
     parsed = JSON.parse(run.stdout);
   } catch {
     return fail(`${label}: llama-bench did not print JSON on stdout (is it a llama.cpp build with -o json?)`);
   }
   if (!Array.isArray(parsed)) return fail(`${label}: expected a JSON array from llama-bench -o json`);
-  return parsed as LlamaBenchResult[];
+  return /** @type {LlamaBenchResult[]} */ (parsed);
 }
 
-function pick(results: LlamaBenchResult[], nPrompt: number, nGen: number, label: string): LlamaBenchResult {
+/**
+ * @param {LlamaBenchResult[]} results
+ * @param {number} nPrompt
+ * @param {number} nGen
+ * @param {string} label
+ * @returns {LlamaBenchResult}
+ */
+function pick(results, nPrompt, nGen, label) {
   // llama-bench reports a pp test as n_gen 0 and a tg test as n_prompt 0; n_depth (newer builds) is the prefilled
   // context, 0 unless -d is given.
   const found = results.find((r) => r.n_prompt === nPrompt && r.n_gen === nGen && (r.n_depth ?? 0) === 0);
@@ -114,11 +129,12 @@ function pick(results: LlamaBenchResult[], nPrompt: number, nGen: number, label:
   return found;
 }
 
-function describeExit(run: SpawnSyncReturns<string>): string {
+/** @param {Run} run */
+function describeExit(run) {
   return run.signal ? `killed by ${run.signal}` : `exit ${String(run.status)}`;
 }
 
-function main(): void {
+function main() {
   const opts = parseOptions();
   if (process.platform !== 'darwin') {
     fail(`this benchmark needs macOS with Metal (llama-bench on the GPU); this is ${process.platform}. ` +
@@ -136,12 +152,13 @@ function main(): void {
     delete env.DYLD_INSERT_LIBRARIES;
   }
   // stdout carries the JSON; stderr (llama.cpp's log) goes straight to the terminal so a long run shows progress.
-  const spawnOpts = { encoding: 'utf8' as const, env, stdio: ['ignore', 'pipe', 'inherit'] as ('ignore' | 'pipe' | 'inherit')[], maxBuffer: 64 << 20 };
+  /** @type {import('node:child_process').SpawnSyncOptionsWithStringEncoding} */
+  const spawnOpts = { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 };
 
   console.error(`bench-llama: stock run: ${opts.llamaBench} ${benchArgs.join(' ')}`);
   const stockRun = spawnSync(opts.llamaBench, benchArgs, spawnOpts);
   if (stockRun.error) {
-    const code = (stockRun.error as NodeJS.ErrnoException).code;
+    const code = /** @type {NodeJS.ErrnoException} */ (stockRun.error).code;
     fail(code === 'ENOENT' ? `${opts.llamaBench} not found: build llama.cpp and pass --llama-bench PATH` : stockRun.error.message);
   }
   if (stockRun.status !== 0) fail(`stock run failed (${describeExit(stockRun)})`);
@@ -155,9 +172,10 @@ function main(): void {
   const execArgs = [shimCli(), 'exec', '--profile', opts.profile, '--trace', traceFile, '--', opts.llamaBench, ...benchArgs];
   console.error(`bench-llama: shim run: metal-cap-shim exec --profile ${opts.profile} -- ${opts.llamaBench} ${benchArgs.join(' ')}`);
   const shimRun = spawnSync(process.execPath, execArgs, spawnOpts);
-  let trace: ExecTrace | null = null;
+  /** @type {ExecTrace | null} */
+  let trace = null;
   try {
-    trace = JSON.parse(readFileSync(traceFile, 'utf8')) as ExecTrace;
+    trace = JSON.parse(readFileSync(traceFile, 'utf8'));
   } catch {
     // No trace: the library never loaded into llama-bench (exec has said why on stderr).
   }
@@ -170,10 +188,11 @@ function main(): void {
   const shim = parseResults(shimRun, 'shim run');
 
   const model = path.basename(opts.model).replace(/\.gguf$/i, '');
+  /** @type {[string, LlamaBenchResult, LlamaBenchResult][]} */
   const rows = [
     [`pp${PP}`, pick(stock, PP, 0, 'stock run'), pick(shim, PP, 0, 'shim run')],
     [`tg${TG}`, pick(stock, 0, TG, 'stock run'), pick(shim, 0, TG, 'shim run')],
-  ] as const;
+  ];
   const lines = ['| model / test | stock guest | shim guest | ratio |', '|---|---:|---:|---:|'];
   for (const [test, a, b] of rows) {
     lines.push(`| ${model} ${test} | ${a.avg_ts.toFixed(2)} | ${b.avg_ts.toFixed(2)} | ${(b.avg_ts / a.avg_ts).toFixed(2)}× |`);

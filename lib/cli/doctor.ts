@@ -1,0 +1,63 @@
+import { doctor, type DoctorOptions } from '../doctor.js';
+import { formatDoctor } from '../doctor/format.js';
+import { MMAP_SIZE, TIMEOUT_MS } from '../doctor/probes.js';
+import { mmapOptions, wholeNumber } from './doctor-options.js';
+import { profileHelp } from './profile-option.js';
+import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
+import { bundledSnapshotsHelp } from './snapshot-help.js';
+
+const command: Command = {
+  help: () => `Usage: metal-cap-shim doctor [--json] [--profile P] [--mmap-file FILE | --mmap-size BYTES] [--device N]
+                             [--timeout-ms N] [--force] [--snapshot NAME|PATH]
+
+Runs real Metal work on each device: SIMD-group reduction and matrix, bfloat, threadgroup memory, a GPU read
+through a NoCopy buffer over a file-backed mmap, and a residency set. Each result is checked against the CPU.
+The capability probes run with stock answers, then again with the profile installed; then it is taken out.
+Prints each device's verified profile (what profile auto applies) and the engine settings that avoid the
+faults found.
+
+  --json             machine-readable result (schema metal-cap-shim/doctor@1)
+  ${profileHelp(19)}
+                     The capability probes run a second time under it.
+  --mmap-file FILE   map this file (e.g. your model), read only, instead of a generated one
+  --mmap-size BYTES  size of the generated file, deleted after (default 1G; 1M to 64G, a multiple of
+                     ${MMAP_SIZE.multipleOf}; K, M and G suffixes are binary)
+  --device N         only device N (MTLCopyAllDevices order)
+  --timeout-ms N     deadline per probe (default ${TIMEOUT_MS.default}; ${TIMEOUT_MS.min} to ${TIMEOUT_MS.max})
+  --force            on a host that is not a VM, also run under a raising profile (its hooks are removed after)
+  --snapshot S       replay the result a snapshot records (bundled name or .json path), on any OS
+Results are cached for profile auto. Exit code 1 when a probe found a fault or there is no Metal.
+
+${bundledSnapshotsHelp()}`,
+  options: {
+    json: { type: 'boolean' },
+    profile: { type: 'string' },
+    'mmap-file': { type: 'string' },
+    'mmap-size': { type: 'string' },
+    device: { type: 'string' },
+    'timeout-ms': { type: 'string' },
+    force: { type: 'boolean' },
+    snapshot: { type: 'string' },
+  },
+  run({ values }) {
+    const profile = text(values, 'profile');
+    const device = text(values, 'device');
+    const timeout = text(values, 'timeout-ms');
+    const snapshot = text(values, 'snapshot');
+    const options: DoctorOptions = {
+      ...(profile !== undefined ? { profile } : {}),
+      ...mmapOptions(values),
+      ...(device !== undefined ? { device: wholeNumber('--device', device) } : {}),
+      ...(timeout !== undefined ? { timeoutMs: wholeNumber('--timeout-ms', timeout) } : {}),
+      ...(values.force === true ? { force: true } : {}),
+      ...(snapshot !== undefined ? { snapshot } : {}),
+    };
+    const report = doctor(options);
+    if (values.json) printJson(report);
+    else out(formatDoctor(report, styler()));
+    const faulty = report.devices.some((d) => d.faults.length > 0);
+    return report.supported && !faulty ? EXIT.ok : EXIT.failure;
+  },
+};
+
+export default command;

@@ -1,0 +1,67 @@
+import { formatDoctor } from '../doctor/format.js';
+import { fieldReport } from '../fieldreport.js';
+import { formatAudit } from '../format.js';
+import { DEFAULT_PROFILE } from '../profiles.js';
+import { mmapOptions } from './doctor-options.js';
+import { profileHelp } from './profile-option.js';
+import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
+import { bundledSnapshotsHelp } from './snapshot-help.js';
+
+const command: Command = {
+  help: () => `Usage: metal-cap-shim report [--profile P] [--snapshot S] [--host-label TEXT] [--force] [--json]
+                             [--mmap-file F | --mmap-size BYTES] [--no-doctor]
+
+  ${profileHelp(19)}
+                     On a Mac it is applied in this process, verified and restored.
+  --snapshot S       report on a recorded snapshot (bundled name or .json path) instead, offline, on any OS
+  --host-label TEXT  the physical host, e.g. "M1 Ultra, macOS 26.6.1" (a guest cannot see it)
+  --force            allow raising answers on a host that is not a VM
+  --json             the report as JSON (schema metal-cap-shim/field-report@1): attach it to an issue
+  --mmap-file F      doctor maps your model file (read only) to test the NoCopy path, instead of a generated file
+  --mmap-size BYTES  size of doctor's generated file (default 1G)
+  --no-doctor        leave doctor's results out (they are in by default; see metal-cap-shim doctor --help)
+Exit code 3 when the profile would be refused on that host, 1 when it does not verify.
+
+${bundledSnapshotsHelp()}`,
+  options: {
+    profile: { type: 'string' },
+    snapshot: { type: 'string' },
+    'host-label': { type: 'string' },
+    force: { type: 'boolean' },
+    json: { type: 'boolean' },
+    'mmap-file': { type: 'string' },
+    'mmap-size': { type: 'string' },
+    'no-doctor': { type: 'boolean' },
+  },
+  run({ values }) {
+    const snapshot = text(values, 'snapshot');
+    const hostLabel = text(values, 'host-label');
+    const report = fieldReport({
+      profile: text(values, 'profile') ?? DEFAULT_PROFILE,
+      force: values.force === true,
+      ...mmapOptions(values),
+      ...(values['no-doctor'] === true ? { doctor: false } : {}),
+      ...(snapshot !== undefined ? { snapshot } : {}),
+      ...(hostLabel !== undefined ? { hostLabel } : {}),
+    });
+    if (values.json) printJson(report);
+    else {
+      const s = styler();
+      out(
+        [
+          `${s.bold('metal-cap-shim field report')} ${report.packageVersion} · ${report.generatedAt} · Node ${report.node}`,
+          report.hostLabel ? `Physical host: ${report.hostLabel}` : 'Physical host: not given (--host-label)',
+          '',
+          formatAudit(report.audit, s),
+          ...(report.doctor ? ['', formatDoctor(report.doctor, s)] : []),
+          '',
+          s.dim('Attach `metal-cap-shim report --json --host-label "…"` output to an issue.'),
+        ].join('\n'),
+      );
+    }
+    if (report.audit.refused) return EXIT.refused;
+    return report.audit.verdict.ok ? EXIT.ok : EXIT.failure;
+  },
+};
+
+export default command;

@@ -1,0 +1,204 @@
+/**
+ * doctor's results on disk, one file per (package version, host, OS build, device), so `auto` can apply a proven
+ * profile without running the probes again. A file that is damaged, of another format, or written for another
+ * machine is ignored, never trusted; writes go to a temporary file renamed into place, so a reader never sees half
+ * of one.
+ */
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { resolveProfile, type Profile } from '../profiles.js';
+import type { CapabilityReport, DeviceReport } from '../types.js';
+import { packageVersion } from '../native.js';
+import { isProbeId, isRecordedStatus, type DoctorProbeId, type RecordedStatus } from './probes.js';
+import type { DoctorDevice, Recommendation } from './types.js';
+
+/** The cache file format tag. */
+export const DOCTOR_CACHE_SCHEMA = 'metal-cap-shim/doctor-cache@1' as const;
+
+/** What a cached result must match to be used. */
+export interface DoctorCacheKey {
+  packageVersion: string;
+  /** `live`, or `simulated` for the Linux test build (whose host facts come from a snapshot). */
+  source: string;
+  /** The simulated build's snapshot; null on a Mac. */
+  snapshot: string | null;
+  host: { model: string | null; osVersion: string | null; osBuild: string | null; arch: string | null };
+  /** Position, name and class: registry IDs are left out because they need not survive a reboot. */
+  device: { index: number; name: string; className: string };
+}
+
+/**
+ * What is kept of one device's doctor result: its decisions and each probe's status. The full result (details,
+ * both runs, timings) is what `doctor --json` prints; the cache keeps what `auto` reads, small, because it is read
+ * at the start of every program that uses `auto`.
+ */
+export interface CachedResult {
+  probes: { id: DoctorProbeId; status: RecordedStatus }[];
+  verifiedProfile: Profile;
+  verifiedProfileReasons: string[];
+  recommendations: Recommendation[];
+  faults: string[];
+}
+
+/** One cached doctor result. */
+export interface DoctorCacheEntry {
+  schema: typeof DOCTOR_CACHE_SCHEMA;
+  key: DoctorCacheKey;
+  generatedAt: string;
+  result: CachedResult;
+}
+
+/** The part of a device's doctor result the cache keeps. */
+export function cachedResultOf(device: DoctorDevice): CachedResult {
+  return {
+    probes: device.probes.map((p) => ({ id: p.id, status: p.status })),
+    verifiedProfile: device.verifiedProfile,
+    verifiedProfileReasons: device.verifiedProfileReasons,
+    recommendations: device.recommendations,
+    faults: device.faults,
+  };
+}
+
+/** A cache lookup: the entry, or why there was none. */
+export type CacheLookup =
+  | { entry: DoctorCacheEntry; file: string; ignored: null }
+  | { entry: null; file: string; ignored: string | null };
+
+/**
+ * The cache folder: `~/Library/Caches/metal-cap-shim` on macOS; elsewhere `$XDG_CACHE_HOME/metal-cap-shim` (an
+ * absolute path, as the XDG spec requires) or `~/.cache/metal-cap-shim`.
+ */
+export function doctorCacheDir(env: NodeJS.ProcessEnv = process.env, platform: string = process.platform): string {
+  if (platform === 'darwin') return path.join(homedir(), 'Library', 'Caches', 'metal-cap-shim');
+  const xdg = env.XDG_CACHE_HOME;
+  const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(homedir(), '.cache');
+  return path.join(base, 'metal-cap-shim');
+}
+
+/** The key of one device of a probe report. */
+export function cacheKeyFor(report: CapabilityReport, device: DeviceReport): DoctorCacheKey {
+  const h = report.host;
+  return {
+    packageVersion: packageVersion(),
+    source: report.source,
+    snapshot: report.snapshot,
+    host: { model: h?.model ?? null, osVersion: h?.osVersion ?? null, osBuild: h?.osBuild ?? null, arch: h?.arch ?? null },
+    device: { index: device.index, name: device.name, className: device.className },
+  };
+}
+
+/** JSON with object keys sorted, so equal keys compare equal however they were written. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** The file a key's result lives in. */
+export function cacheFileFor(key: DoctorCacheKey, dir: string = doctorCacheDir()): string {
+  return fileForCanonical(canonical(key), dir);
+}
+
+/**
+ * FNV-1a over the key's UTF-16 units, twice with different offsets: 64 bits for a file name. Not node:crypto, whose
+ * load costs a program about 15 ms at start-up, and `auto` runs at start-up; a collision is harmless because the file
+ * holds its key and a mismatch is ignored.
+ */
+function keyDigest(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
+}
+
+function fileForCanonical(canonicalKey: string, dir: string): string {
+  return path.join(dir, `doctor-${keyDigest(canonicalKey)}.json`);
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** True when `value` has exactly the fields of `expected` with equal values, nested objects compared the same way. */
+function sameKey(value: unknown, expected: object): boolean {
+  if (!isObject(value)) return false;
+  const keys = Object.keys(expected);
+  if (Object.keys(value).length !== keys.length) return false;
+  return keys.every((k) => {
+    const want = (expected as Record<string, unknown>)[k];
+    return isObject(want) ? sameKey(value[k], want) : value[k] === want;
+  });
+}
+
+/** Why a parsed cache file cannot be used for `key`, or null when it can. */
+function problemWith(data: unknown, key: DoctorCacheKey): string | Profile {
+  if (!isObject(data)) return 'not a JSON object';
+  if (data.schema !== DOCTOR_CACHE_SCHEMA) return `not a ${DOCTOR_CACHE_SCHEMA} file`;
+  if (!sameKey(data.key, key)) return 'written for another package version, host, OS build or device';
+  if (typeof data.generatedAt !== 'string' || Number.isNaN(Date.parse(data.generatedAt))) return 'damaged: generatedAt';
+  const d = data.result;
+  if (!isObject(d)) return 'damaged: result';
+  if (!Array.isArray(d.probes) || !d.probes.every((p) => isObject(p) && isProbeId(p.id) && isRecordedStatus(p.status))) {
+    return 'damaged: probes';
+  }
+  if (!Array.isArray(d.verifiedProfileReasons) || !d.verifiedProfileReasons.every((r) => typeof r === 'string')) {
+    return 'damaged: verifiedProfileReasons';
+  }
+  const isRecommendation = (r: unknown) =>
+    isObject(r) && typeof r.engine === 'string' && typeof r.setting === 'string' && typeof r.why === 'string';
+  if (!Array.isArray(d.recommendations) || !d.recommendations.every(isRecommendation)) return 'damaged: recommendations';
+  if (!Array.isArray(d.faults) || !d.faults.every((f) => typeof f === 'string')) return 'damaged: faults';
+  if (!isObject(d.verifiedProfile) || !('name' in d.verifiedProfile)) return 'damaged: verifiedProfile';
+  try {
+    return resolveProfile(d.verifiedProfile);
+  } catch (err) {
+    return `damaged: verifiedProfile (${(err as Error).message})`;
+  }
+}
+
+/** Reads the cached result for `key`; a missing file is a plain miss, an unusable one says why it was ignored. */
+export function readCache(key: DoctorCacheKey, dir: string = doctorCacheDir()): CacheLookup {
+  const canonicalKey = canonical(key);
+  const file = fileForCanonical(canonicalKey, dir);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return { entry: null, file, ignored: null };
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return { entry: null, file, ignored: 'not JSON' };
+  }
+  const checked = problemWith(data, key);
+  if (typeof checked === 'string') return { entry: null, file, ignored: checked };
+  const entry = data as DoctorCacheEntry;
+  // The profile as validation normalised it, so a hand-edited file cannot smuggle in unknown fields.
+  return { entry: { ...entry, result: { ...entry.result, verifiedProfile: checked } }, file, ignored: null };
+}
+
+/** Writes one device's result atomically (temporary file, then rename). Returns the file. Throws on I/O errors. */
+export function writeCache(key: DoctorCacheKey, device: DoctorDevice, generatedAt: string, dir: string = doctorCacheDir()): string {
+  const file = cacheFileFor(key, dir);
+  mkdirSync(dir, { recursive: true });
+  const entry: DoctorCacheEntry = { schema: DOCTOR_CACHE_SCHEMA, key, generatedAt, result: cachedResultOf(device) };
+  const temp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  try {
+    writeFileSync(temp, `${JSON.stringify(entry)}\n`);
+    renameSync(temp, file);
+  } catch (err) {
+    rmSync(temp, { force: true });
+    throw err;
+  }
+  return file;
+}

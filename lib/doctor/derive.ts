@@ -1,0 +1,222 @@
+/**
+ * From judged probes to decisions: the verified profile (the least profile that turns on what was proven) and the
+ * engine settings that avoid the faults found. Pure functions of a device's stock answers and its probes.
+ */
+import { FAMILY_VALUES, familyLabel } from '../families.js';
+import { predictGates } from '../gates.js';
+import { predictPatchedDevice, profiles, resolveProfile, type Profile, type ProfileSpec } from '../profiles.js';
+import type { DeviceReport, HostInfo } from '../types.js';
+import { differencesOf, faultsOf } from './judge.js';
+import type { DoctorProbeId } from './probes.js';
+import type { DoctorDevice, DoctorProbe, Recommendation, ReportedAnswers } from './types.js';
+
+/** The probe with `id`, if it is in the list. */
+export function probeOf(probes: DoctorProbe[], id: DoctorProbeId): DoctorProbe | undefined {
+  return probes.find((p) => p.id === id);
+}
+
+function proven(probes: DoctorProbe[], id: DoctorProbeId): boolean {
+  return probeOf(probes, id)?.judgement === 'proven';
+}
+
+function statusText(probes: DoctorProbe[], id: DoctorProbeId): string {
+  return `${id} ${probeOf(probes, id)?.status ?? 'not run'}`;
+}
+
+/** The answers of a device that verified profiles are compared with. */
+export function reportedAnswers(device: DeviceReport): ReportedAnswers {
+  return {
+    highestAppleFamily: device.highestAppleFamily?.name ?? null,
+    maxThreadgroupMemoryLength: device.maxThreadgroupMemoryLength,
+    metal3: device.families.metal3,
+  };
+}
+
+/** The built-in profile's name when `profile` says exactly what it says, otherwise null. */
+function builtinNameOf(profile: Profile): string | null {
+  const families = JSON.stringify(profile.families);
+  for (const b of Object.values(profiles)) {
+    const p = b.profile;
+    if (
+      p.appleFamilyMax === profile.appleFamilyMax &&
+      p.maxThreadgroupMemoryLength === profile.maxThreadgroupMemoryLength &&
+      p.recommendedMaxWorkingSetSize === profile.recommendedMaxWorkingSetSize &&
+      p.mode === profile.mode &&
+      JSON.stringify(p.families) === families
+    ) {
+      return b.name;
+    }
+  }
+  return null;
+}
+
+function finish(spec: ProfileSpec | Profile): Profile {
+  const profile = resolveProfile(spec);
+  return { ...profile, name: builtinNameOf(profile) };
+}
+
+function alreadyAnswered(stock: DeviceReport, family: keyof typeof FAMILY_VALUES): string {
+  return stock.families[family] === true ? ` (the device already answers ${familyLabel(family)}: no change here)` : '';
+}
+
+/**
+ * The least profile that turns on what was proven on this device, and one line per choice. With llama.cpp's gates:
+ * SIMD-group reduction and matrix proven → Apple7 (both gates need it); otherwise bfloat proven → Apple6 (its
+ * bfloat rule); threadgroup memory raised only to the proven size; Metal3 only when a residency set worked (and
+ * the reduction and bfloat paths Metal3 also turns on in llama.cpp were proven).
+ */
+export function deriveVerifiedProfile(stock: DeviceReport, probes: DoctorProbe[]): { profile: Profile; reasons: string[] } {
+  const spec: ProfileSpec = { mode: 'raise' };
+  const reasons: string[] = [];
+  const reduction = proven(probes, 'simdgroup-reduction');
+  const matrix = proven(probes, 'simdgroup-matrix');
+  const bfloat = proven(probes, 'bfloat');
+
+  if (reduction && matrix) {
+    spec.appleFamilyMax = FAMILY_VALUES.apple7;
+    const bf = bfloat
+      ? 'bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)'
+      : `Apple7 includes Apple6, which also turns on llama.cpp’s bfloat, not proven here (${statusText(probes, 'bfloat')}): see the recommendations`;
+    reasons.push(`Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; ${bf}${alreadyAnswered(stock, 'apple7')}`);
+  } else if (bfloat) {
+    spec.appleFamilyMax = FAMILY_VALUES.apple6;
+    reasons.push(
+      `Apple6: bfloat computed right (llama.cpp’s bfloat rule); not Apple7, which would also claim SIMD-group reduction and matrix (${statusText(probes, 'simdgroup-reduction')}, ${statusText(probes, 'simdgroup-matrix')})${alreadyAnswered(stock, 'apple6')}`,
+    );
+  } else {
+    reasons.push(
+      `no Apple family raised: nothing an Apple family gates was proven (${statusText(probes, 'simdgroup-reduction')}, ${statusText(probes, 'simdgroup-matrix')}, ${statusText(probes, 'bfloat')})`,
+    );
+  }
+
+  const tg = probeOf(probes, 'threadgroup-memory');
+  const reported = stock.maxThreadgroupMemoryLength;
+  const size = tg?.provenThreadgroupMemory ?? null;
+  if (size === null) {
+    reasons.push(`threadgroup memory left as reported: no size proven (${statusText(probes, 'threadgroup-memory')})`);
+  } else if (reported === null || size > reported) {
+    spec.maxThreadgroupMemoryLength = size;
+    reasons.push(`threadgroup memory raised to the proven ${size} bytes (the device reports ${reported ?? 'nothing'})`);
+  } else if (size < reported) {
+    reasons.push(
+      `threadgroup memory left at the reported ${reported} bytes, though only ${size} were proven: a kernel that asks for more may fail`,
+    );
+  } else {
+    reasons.push(`threadgroup memory left at the reported ${reported} bytes, which were proven`);
+  }
+
+  if (stock.families.metal3 === true) {
+    reasons.push('Metal3 left as the device answers it (YES)');
+  } else if (!proven(probes, 'residency-set')) {
+    reasons.push(`Metal3 not advertised: no residency set was proven to work (${statusText(probes, 'residency-set')})`);
+  } else if (!reduction || !bfloat) {
+    reasons.push(
+      `Metal3 not advertised: a residency set worked, but Metal3 also turns on llama.cpp’s SIMD-group reduction and bfloat (${statusText(probes, 'simdgroup-reduction')}, ${statusText(probes, 'bfloat')})`,
+    );
+  } else {
+    spec.families = { metal3: true };
+    reasons.push('Metal3: a residency set was created and used, and the reduction and bfloat paths Metal3 turns on in llama.cpp were proven');
+  }
+  return { profile: finish(spec), reasons };
+}
+
+/**
+ * The least of several verified profiles (one per device, or per report): the lowest Apple family ceiling, the
+ * smallest threadgroup memory, Metal3 only when every one advertises it. A field one of them leaves alone (null) is
+ * left alone.
+ */
+export function leastProfile(list: Profile[]): Profile {
+  if (list.length === 0) return finish({ mode: 'raise' });
+  if (list.length === 1) return finish(list[0]!);
+  const min = (values: (number | null)[]) => (values.some((v) => v === null) ? undefined : Math.min(...(values as number[])));
+  const spec: ProfileSpec = { mode: 'raise' };
+  const family = min(list.map((p) => p.appleFamilyMax));
+  const tg = min(list.map((p) => p.maxThreadgroupMemoryLength));
+  if (family !== undefined) spec.appleFamilyMax = family;
+  if (tg !== undefined) spec.maxThreadgroupMemoryLength = tg;
+  if (list.every((p) => p.families.metal3 === true)) spec.families = { metal3: true };
+  return finish(spec);
+}
+
+function evidence(probe: DoctorProbe): string {
+  return `${probe.id} ${probe.status}: ${probe.detail}`;
+}
+
+/**
+ * Engine settings that avoid what doctor found. `host` decides macOS-version rules of the gate prediction; the
+ * prediction ignores this process's environment, so the advice does not depend on where it is computed.
+ */
+export function recommendationsFor(
+  stock: DeviceReport,
+  probes: DoctorProbe[],
+  verified: Profile,
+  host: HostInfo | null,
+): Recommendation[] {
+  const out: Recommendation[] = [];
+  const bfloat = probeOf(probes, 'bfloat');
+  if (bfloat?.judgement === 'faulty') {
+    out.push({
+      engine: 'llama.cpp',
+      setting: 'GGML_METAL_BF16_DISABLE=1',
+      why: `${evidence(bfloat)}. ggml-metal turns bfloat on for Apple6 or Metal3 devices; this variable keeps BF16 kernels off (node-llama-cpp reads it too)`,
+    });
+  } else if (bfloat?.judgement !== 'proven') {
+    // Only when the profile is what turns bfloat on: a device that claims it by itself was not contradicted here.
+    const before = predictGates(stock, 'llama.cpp', { env: {}, host });
+    const gates = predictGates(predictPatchedDevice(stock, verified), 'llama.cpp', { env: {}, host });
+    if (gates.flags.has_bfloat.value && !before.flags.has_bfloat.value) {
+      out.push({
+        engine: 'llama.cpp',
+        setting: 'GGML_METAL_BF16_DISABLE=1',
+        why: `bfloat was not proven (${bfloat ? `${bfloat.status}: ${bfloat.detail}` : 'not run'}), but with the verified profile llama.cpp turns it on (${gates.flags.has_bfloat.reason}); this variable keeps BF16 kernels off (node-llama-cpp reads it too)`,
+      });
+    }
+  }
+  const mmap = probeOf(probes, 'nocopy-mmap');
+  if (mmap?.judgement === 'faulty') {
+    const because = `${evidence(mmap)}. llama.cpp hands Metal its mmap-ed weights through newBufferWithBytesNoCopy by default; without mmap it reads them into buffers Metal owns`;
+    out.push({ engine: 'llama.cpp', setting: '--no-mmap (llama-bench: -mmp 0)', why: because });
+    out.push({ engine: 'node-llama-cpp', setting: 'llama.loadModel({ useMmap: false })', why: because });
+  }
+  const residency = probeOf(probes, 'residency-set');
+  if (residency?.judgement === 'faulty') {
+    out.push({
+      engine: 'llama.cpp',
+      setting: 'GGML_METAL_NO_RESIDENCY=1',
+      why: `${evidence(residency)}. ggml-metal creates residency sets by default (arm64 builds with a macOS 15+ SDK); node-llama-cpp 3.19 already sets this while it loads backends`,
+    });
+    out.push({
+      engine: 'mlx',
+      setting: 'never advertise Metal3 (profile {"families":{"metal3":false}})',
+      why: `${evidence(residency)}. MLX creates residency sets when the device answers Metal3 on macOS 15+, and throws when that fails; it has no switch of its own for this`,
+    });
+  }
+  return out;
+}
+
+/**
+ * doctor's findings on one device from its judged probes: the verified profile and why, the recommendations, the
+ * faults and the runs that differed. `patched` is the device as it answered under the candidate profile, if it did.
+ */
+export function assessDevice(
+  stock: DeviceReport,
+  patched: DeviceReport | null,
+  probes: DoctorProbe[],
+  host: HostInfo | null,
+): DoctorDevice {
+  const { profile, reasons } = deriveVerifiedProfile(stock, probes);
+  return {
+    index: stock.index,
+    isDefault: stock.isDefault,
+    name: stock.name,
+    className: stock.className,
+    registryId: stock.registryId,
+    reported: { stock: reportedAnswers(stock), patched: patched === null ? null : reportedAnswers(patched) },
+    probes,
+    differences: differencesOf(probes),
+    verifiedProfile: profile,
+    verifiedProfileReasons: reasons,
+    recommendations: recommendationsFor(stock, probes, profile, host),
+    faults: faultsOf(probes),
+  };
+}

@@ -1,0 +1,73 @@
+import type { NativeProbeOutcome } from '../../types/binding.js';
+import { JUDGEMENTS, STATUS_SEVERITY, type DoctorProbeId, type RecordedStatus } from './probes.js';
+import type { DoctorProbe, DoctorRun, ProbeDifference } from './types.js';
+
+/** One probe's raw outcome as the native runner returns it. */
+export type RawOutcome = NativeProbeOutcome;
+
+/** A raw outcome as a run (without its id). */
+export function runFrom(outcome: RawOutcome): DoctorRun {
+  return {
+    status: outcome.status,
+    detail: outcome.detail,
+    ms: outcome.ms,
+    provenThreadgroupMemory: outcome.provenThreadgroupMemory,
+    failedThreadgroupMemory: outcome.failedThreadgroupMemory,
+    bufferLength: outcome.bufferLength,
+    maxAbsError: outcome.maxAbsError,
+  };
+}
+
+/** The worse of two statuses (see STATUS_SEVERITY). */
+export function worseStatus(a: RecordedStatus, b: RecordedStatus): RecordedStatus {
+  return STATUS_SEVERITY.indexOf(a) <= STATUS_SEVERITY.indexOf(b) ? a : b;
+}
+
+function both<T>(a: T | null, b: T | null, pick: (x: T, y: T) => T): T | null {
+  return a === null || b === null ? null : pick(a, b);
+}
+
+function either(a: number | null, b: number | null, pick: (x: number, y: number) => number): number | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return pick(a, b);
+}
+
+/**
+ * A probe's verdict from its stock run and, for capability probes, its run under the candidate profile. Something
+ * counts as proven only when every run proved it: the worse status wins, and a threadgroup size is proven only as far
+ * as both runs proved it.
+ */
+export function judgeProbe(id: DoctorProbeId, stock: DoctorRun, patched?: DoctorRun, candidate = 'the candidate profile'): DoctorProbe {
+  if (patched === undefined) return { id, ...stock, judgement: JUDGEMENTS[stock.status].judgement };
+  const status = worseStatus(stock.status, patched.status);
+  const detail =
+    stock.status === patched.status
+      ? stock.detail
+      : `stock: ${stock.status} (${stock.detail}); under ${candidate}: ${patched.status} (${patched.detail})`;
+  return {
+    id,
+    status,
+    detail,
+    ms: both(stock.ms, patched.ms, (a, b) => a + b),
+    provenThreadgroupMemory: both(stock.provenThreadgroupMemory, patched.provenThreadgroupMemory, Math.min),
+    failedThreadgroupMemory: either(stock.failedThreadgroupMemory, patched.failedThreadgroupMemory, Math.min),
+    bufferLength: stock.bufferLength,
+    maxAbsError: either(stock.maxAbsError, patched.maxAbsError, Math.max),
+    judgement: JUDGEMENTS[status].judgement,
+    stock,
+    patched,
+  };
+}
+
+/** The probes whose stock and patched runs ended with different statuses. */
+export function differencesOf(probes: DoctorProbe[]): ProbeDifference[] {
+  return probes
+    .filter((p) => p.stock !== undefined && p.patched !== undefined && p.stock.status !== p.patched.status)
+    .map((p) => ({ id: p.id, stock: p.stock!.status, patched: p.patched!.status }));
+}
+
+/** `id: status` of every probe judged faulty. */
+export function faultsOf(probes: DoctorProbe[]): string[] {
+  return probes.filter((p) => p.judgement === 'faulty').map((p) => `${p.id}: ${p.status}`);
+}

@@ -1,0 +1,132 @@
+import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { InvalidOptionsError } from '../errors.js';
+import { checkOptions } from '../options.js';
+import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../profiles.js';
+import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS, isProbeId, MMAP_SIZE, TIMEOUT_MS, type DoctorProbeId } from './probes.js';
+
+/** Options for doctor(). */
+export interface DoctorOptions {
+  /** The candidate profile installed for the second run of the capability probes; default cua-release. */
+  profile?: ProfileInput;
+  /** One device, by its index in MTLCopyAllDevices() order; default every device. */
+  device?: number;
+  /** Per-probe deadline in milliseconds (compile + dispatch + completion); default 5000. */
+  timeoutMs?: number;
+  /** nocopy-mmap maps this file (a real model file), read only, instead of a generated one. */
+  mmapFile?: string;
+  /** nocopy-mmap: bytes of the generated file (default 1 GiB, deleted after); a multiple of 16384. */
+  mmapSize?: number;
+  /** The probes to run; default all. */
+  probes?: DoctorProbeId[];
+  /** Also run the probes under a raising candidate profile on a host not known to be a VM. */
+  force?: boolean;
+  /** Replay the doctor result a snapshot records (bundled name or path) instead of running anything. */
+  snapshot?: string;
+  /** Write each device's result to the cache that `auto` reads; default true (live runs only). */
+  cache?: boolean;
+}
+
+/** doctor()'s options, checked and with defaults filled in. */
+export interface CheckedDoctorOptions {
+  candidate: Profile;
+  device: number | null;
+  timeoutMs: number;
+  mmapFile: string | null;
+  mmapSize: number;
+  probes: DoctorProbeId[];
+  force: boolean;
+  snapshot: string | null;
+  cache: boolean;
+}
+
+function optionError(option: string, flag: string, message: string): InvalidOptionsError {
+  return new InvalidOptionsError(option, `doctor() option '${option}' (${flag}) ${message}`);
+}
+
+function checkMmapFile(file: string): string {
+  if (file.trim() === '') throw optionError('mmapFile', '--mmap-file', 'must name a file, e.g. a model .gguf');
+  const resolved = path.resolve(file);
+  let stats;
+  try {
+    stats = statSync(resolved);
+  } catch (err) {
+    throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+  }
+  if (!stats.isFile()) throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: not a regular file`);
+  if (stats.size === 0) throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: the file is empty`);
+  try {
+    accessSync(resolved, constants.R_OK);
+    // access() answers for the real user; opening is what the probe will do.
+    closeSync(openSync(resolved, 'r'));
+  } catch (err) {
+    throw optionError('mmapFile', '--mmap-file', `cannot read ${resolved} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); doctor only reads it`);
+  }
+  return resolved;
+}
+
+function checkInteger(option: string, flag: string, value: unknown, min: number, max: number, extra = ''): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw optionError(option, flag, `must be a whole number from ${min} to ${max}${extra}, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/** Checks doctor()'s options and fills in defaults; throws InvalidOptionsError / InvalidProfileError naming the fault. */
+export function checkDoctorOptions(options: unknown): CheckedDoctorOptions {
+  const o = checkOptions<DoctorOptions>('doctor', options, {
+    profile: 'any',
+    device: 'number',
+    timeoutMs: 'number',
+    mmapFile: 'string',
+    mmapSize: 'number',
+    probes: 'any',
+    force: 'boolean',
+    snapshot: 'string',
+    cache: 'boolean',
+  });
+  const candidate = resolveProfile(o.profile ?? DEFAULT_PROFILE);
+  const device = o.device === undefined ? null : checkInteger('device', '--device', o.device, 0, 1023);
+  const timeoutMs =
+    o.timeoutMs === undefined ? TIMEOUT_MS.default : checkInteger('timeoutMs', '--timeout-ms', o.timeoutMs, TIMEOUT_MS.min, TIMEOUT_MS.max);
+  if (o.mmapFile !== undefined && o.mmapSize !== undefined) {
+    throw optionError('mmapSize', '--mmap-size', 'cannot be given with mmapFile (--mmap-file): nocopy-mmap maps one or the other');
+  }
+  const mmapSize =
+    o.mmapSize === undefined
+      ? MMAP_SIZE.default
+      : checkInteger('mmapSize', '--mmap-size', o.mmapSize, MMAP_SIZE.min, MMAP_SIZE.max, ` bytes, a multiple of ${MMAP_SIZE.multipleOf}`);
+  if (mmapSize % MMAP_SIZE.multipleOf !== 0) {
+    throw optionError('mmapSize', '--mmap-size', `must be a multiple of ${MMAP_SIZE.multipleOf} bytes (the arm64 page size), got ${mmapSize}`);
+  }
+  let probes: DoctorProbeId[] = [...DOCTOR_PROBE_IDS];
+  if (o.probes !== undefined) {
+    if (!Array.isArray(o.probes) || o.probes.length === 0 || !o.probes.every(isProbeId)) {
+      throw new InvalidOptionsError('probes', `doctor() option 'probes' must be a non-empty array of ${DOCTOR_PROBE_IDS.join(', ')}`);
+    }
+    const asked = new Set<string>(o.probes);
+    probes = DOCTOR_PROBE_IDS.filter((id) => asked.has(id));
+  }
+  if (o.snapshot !== undefined) {
+    for (const live of ['timeoutMs', 'mmapFile', 'mmapSize', 'force'] as const) {
+      if (o[live] !== undefined) {
+        throw new InvalidOptionsError(live, `doctor() option '${live}' has no effect when a snapshot is replayed: nothing runs`);
+      }
+    }
+  }
+  const mmapFile = o.mmapFile === undefined ? null : checkMmapFile(o.mmapFile);
+  return {
+    candidate,
+    device,
+    timeoutMs,
+    mmapFile,
+    mmapSize,
+    probes,
+    force: o.force ?? false,
+    snapshot: o.snapshot ?? null,
+    cache: o.cache ?? true,
+  };
+}
+
+/** The probes `auto` runs when nothing is cached: every capability probe, not nocopy-mmap. */
+export const AUTO_PROBES: readonly DoctorProbeId[] = CAPABILITY_PROBE_IDS;

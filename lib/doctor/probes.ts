@@ -1,0 +1,78 @@
+/**
+ * The doctor's vocabulary: probe ids, statuses, what each status proves, and the bounds of the run settings. Every
+ * other doctor file imports these; nothing here touches Metal.
+ */
+
+import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from '../doctor-probes.js';
+
+export { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus };
+
+/**
+ * The probes whose outcome can depend on what the device answers (Metal itself may consult `supportsFamily:` or the
+ * size queries), so doctor runs them twice: stock, then with the candidate profile installed. `nocopy-mmap` tests
+ * the paravirtual memory path, runs once, and is left out of `auto` (it maps a large file).
+ */
+export const CAPABILITY_PROBE_IDS: readonly DoctorProbeId[] = Object.freeze(
+  DOCTOR_PROBE_IDS.filter((id) => id !== 'nocopy-mmap'),
+);
+
+/** A status, or `not-recorded` for a replayed snapshot that does not document the probe. */
+export type RecordedStatus = DoctorStatus | 'not-recorded';
+
+/**
+ * What a status says about the device:
+ * - `proven`: the work ran and matched the CPU reference, so a profile may claim it;
+ * - `faulty`: the device misbehaved (wrong numbers, an API error, a hang): an engine that uses it breaks;
+ * - `absent`: this OS or MSL version lacks the API, which is no fault of the device;
+ * - `unknown`: nothing was learnt (not run, not recorded, or the probe itself could not run).
+ */
+export type Judgement = 'proven' | 'faulty' | 'absent' | 'unknown';
+
+/** The judgement of each status, with what it means in one phrase. */
+export const JUDGEMENTS: Readonly<Record<RecordedStatus, { judgement: Judgement; meaning: string }>> = Object.freeze({
+  pass: { judgement: 'proven', meaning: 'ran and matched the CPU reference' },
+  'wrong-result': { judgement: 'faulty', meaning: 'ran, but the result differs from the CPU reference (or the buffer was stale or short)' },
+  fail: { judgement: 'faulty', meaning: 'Metal refused it with an API error' },
+  timeout: { judgement: 'faulty', meaning: 'the GPU did not finish before the deadline' },
+  unsupported: { judgement: 'absent', meaning: 'this OS or Metal Shading Language version lacks the API' },
+  skipped: { judgement: 'unknown', meaning: 'not run' },
+  error: { judgement: 'unknown', meaning: 'the probe itself could not run, which says nothing about the GPU' },
+  'not-recorded': { judgement: 'unknown', meaning: 'the snapshot does not record it' },
+});
+
+/**
+ * When a probe's two runs disagree, the probe takes the worse status: the first of this list that either run has.
+ * A fault that shows in one run is a fault.
+ */
+export const STATUS_SEVERITY: readonly RecordedStatus[] = Object.freeze([
+  'wrong-result',
+  'timeout',
+  'fail',
+  'error',
+  'unsupported',
+  'skipped',
+  'not-recorded',
+  'pass',
+]);
+
+/** The threadgroup sizes the threadgroup-memory probe tries, ascending: 16 KiB to 64 KiB in 8 KiB steps. */
+export const THREADGROUP_CANDIDATES: readonly number[] = Object.freeze([16384, 24576, 32768, 40960, 49152, 57344, 65536]);
+
+/** Per-probe deadline (compile + dispatch + completion): default and bounds, in milliseconds. */
+export const TIMEOUT_MS = Object.freeze({ default: 5000, min: 100, max: 600_000 });
+
+/**
+ * Size of the generated file the nocopy-mmap probe maps: default 1 GiB, bounds, and the granularity (the arm64
+ * page size, so the NoCopy buffer covers whole pages on every Mac).
+ */
+export const MMAP_SIZE = Object.freeze({ default: 1 << 30, min: 1 << 20, max: 64 * 2 ** 30, multipleOf: 16384 });
+
+/** True when `id` names a probe. */
+export function isProbeId(id: unknown): id is DoctorProbeId {
+  return typeof id === 'string' && (DOCTOR_PROBE_IDS as readonly string[]).includes(id);
+}
+
+/** True when `status` is a status a run or a recording can have. */
+export function isRecordedStatus(status: unknown): status is RecordedStatus {
+  return typeof status === 'string' && Object.prototype.hasOwnProperty.call(JUDGEMENTS, status);
+}

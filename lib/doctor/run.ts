@@ -1,0 +1,197 @@
+/**
+ * A live doctor run: the native runner does the Metal work on one device at a time and returns raw outcomes; this
+ * file orchestrates (stock run, candidate profile applied, patched run, restore), judges and caches.
+ */
+import { tmpdir } from 'node:os';
+import { applyProfile, refusalFor, restore } from '../apply.js';
+import { InvalidOptionsError, MetalCapShimError, NativeError } from '../errors.js';
+import { loadNative, packageVersion } from '../native.js';
+import { stockReport } from '../probe.js';
+import { planProfile } from '../profiles.js';
+import { hostOf } from '../report.js';
+import type { CapabilityReport, DeviceReport, UnsupportedReason } from '../types.js';
+import type { NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
+import { cacheKeyFor, writeCache } from './cache.js';
+import { assessDevice } from './derive.js';
+import { judgeProbe, runFrom, type RawOutcome } from './judge.js';
+import type { CheckedDoctorOptions } from './options.js';
+import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS, THREADGROUP_CANDIDATES, type DoctorProbeId } from './probes.js';
+import { DOCTOR_SCHEMA, type DoctorDevice, type DoctorReport, type DoctorRun, type PatchedRun } from './types.js';
+
+function notRun(detail: string): DoctorRun {
+  return {
+    status: 'skipped',
+    detail,
+    ms: null,
+    provenThreadgroupMemory: null,
+    failedThreadgroupMemory: null,
+    bufferLength: null,
+    maxAbsError: null,
+  };
+}
+
+function baseReport(o: CheckedDoctorOptions, generatedAt: string): Omit<DoctorReport, 'supported' | 'reason' | 'detail' | 'source' | 'snapshot' | 'host' | 'patchedRun' | 'devices'> {
+  return {
+    schema: DOCTOR_SCHEMA,
+    packageVersion: packageVersion(),
+    generatedAt,
+    candidateProfile: o.candidate,
+    settings: {
+      probes: o.probes,
+      timeoutMs: o.timeoutMs,
+      mmapFile: o.probes.includes('nocopy-mmap') ? o.mmapFile : null,
+      mmapSize: o.probes.includes('nocopy-mmap') && o.mmapFile === null ? o.mmapSize : null,
+      device: o.device,
+    },
+    restore: null,
+    cache: null,
+  };
+}
+
+function unsupported(o: CheckedDoctorOptions, generatedAt: string, reason: UnsupportedReason, detail: string, report: CapabilityReport | null): DoctorReport {
+  return {
+    ...baseReport(o, generatedAt),
+    supported: false,
+    reason,
+    detail,
+    source: report?.source ?? 'none',
+    snapshot: report?.snapshot ?? null,
+    host: report?.host ?? null,
+    patchedRun: { ran: false, why: detail },
+    devices: [],
+  };
+}
+
+/** Why the capability probes do not also run under the candidate profile here, or null when they do. */
+function whyNoPatchedRun(o: CheckedDoctorOptions, stock: CapabilityReport): string | null {
+  if (!o.probes.some((id) => CAPABILITY_PROBE_IDS.includes(id))) return 'no capability probe was asked';
+  const name = o.candidate.name ?? 'the candidate profile';
+  const { changes } = planProfile(stock.devices, o.candidate);
+  if (changes.length === 0) return `${name} changes no answer on this machine`;
+  if (refusalFor(hostOf(stock), changes, o.force) !== null) {
+    return `${name} raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too`;
+  }
+  return null;
+}
+
+function nativeOptions(o: CheckedDoctorOptions, device: number, probes: DoctorProbeId[]): NativeDoctorOptions {
+  return {
+    device,
+    probes,
+    timeoutMs: o.timeoutMs,
+    threadgroupSizes: [...THREADGROUP_CANDIDATES],
+    mmapFile: o.mmapFile,
+    mmapSize: o.mmapSize,
+    tempDir: tmpdir(),
+  };
+}
+
+function outcomeOf(result: NativeDoctorResult | null, id: DoctorProbeId): RawOutcome | undefined {
+  return result?.outcomes.find((x) => x.id === id);
+}
+
+function judgeDevice(
+  o: CheckedDoctorOptions,
+  stockResult: NativeDoctorResult,
+  patchedResult: NativeDoctorResult | null,
+): DoctorDevice['probes'] {
+  const candidate = o.candidate.name ?? 'the candidate profile';
+  return DOCTOR_PROBE_IDS.map((id) => {
+    if (!o.probes.includes(id)) return judgeProbe(id, notRun('not asked'));
+    const s = outcomeOf(stockResult, id);
+    const stock = s ? runFrom(s) : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
+    if (!CAPABILITY_PROBE_IDS.includes(id)) return judgeProbe(id, stock);
+    // No second run (patchedRun.why says why): the stock run alone decides.
+    if (patchedResult === null) return judgeProbe(id, stock);
+    const p = outcomeOf(patchedResult, id);
+    const patched = p ? runFrom(p) : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
+    return judgeProbe(id, stock, patched, candidate);
+  });
+}
+
+/**
+ * Runs the probes on real (or, in the Linux test build, simulated) Metal: every asked probe with stock answers,
+ * then the capability probes again with the candidate profile installed, then restores. Hooks are never left
+ * installed, also when something throws.
+ */
+export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
+  const generatedAt = new Date().toISOString();
+  const native = loadNative();
+  if (native.binding === null) return unsupported(o, generatedAt, native.reason, native.detail, null);
+  const binding = native.binding;
+  if (binding.status().active) {
+    throw new MetalCapShimError(
+      'ERR_PROFILE_ACTIVE',
+      'a profile is already applied in this process, and doctor must measure the stock answers first: call restore() before doctor(), or replay a snapshot',
+    );
+  }
+  const stock = stockReport(binding);
+  if (!stock.supported) return unsupported(o, generatedAt, 'no-device', stock.detail ?? 'no Metal device', stock);
+  if (o.device !== null && !stock.devices.some((d) => d.index === o.device)) {
+    throw new InvalidOptionsError(
+      'device',
+      `doctor() option 'device' (--device): there is no device ${o.device}; this machine has ${stock.devices.length} (0–${stock.devices.length - 1})`,
+    );
+  }
+  const devices = stock.devices.filter((d) => o.device === null || d.index === o.device);
+  const stockResults = devices.map((d) => binding.doctor(nativeOptions(o, d.index, o.probes)));
+
+  let patchedWhy = whyNoPatchedRun(o, stock);
+  let patchedResults: NativeDoctorResult[] | null = null;
+  let patchedDevices: DeviceReport[] | null = null;
+  let restored: DoctorReport['restore'] = null;
+  if (patchedWhy === null) {
+    const capability = o.probes.filter((id) => CAPABILITY_PROBE_IDS.includes(id));
+    try {
+      const applied = applyProfile(o.candidate, { force: o.force });
+      if (!applied.applied) {
+        patchedWhy = `${o.candidate.name ?? 'the candidate profile'} was not applied (${applied.reason}: ${applied.detail})`;
+      } else {
+        patchedDevices = applied.after?.devices ?? null;
+        patchedResults = devices.map((d) => binding.doctor(nativeOptions(o, d.index, capability)));
+      }
+    } catch (err) {
+      // applyProfile installs all hooks or none, so a failed apply leaves nothing behind to measure under.
+      if (!(err instanceof NativeError)) throw err;
+      patchedWhy = `${o.candidate.name ?? 'the candidate profile'} could not be installed (${err.code}: ${err.message})`;
+    } finally {
+      if (binding.status().active) {
+        const r = restore();
+        restored = { restoredHooks: r.restoredHooks, conflicts: r.conflicts };
+      }
+    }
+  }
+
+  const assessed = devices.map((d, i) => {
+    const probes = judgeDevice(o, stockResults[i]!, patchedResults?.[i] ?? null);
+    const patched = patchedDevices?.find((p) => p.index === d.index) ?? null;
+    return assessDevice(d, patched, probes, stock.host);
+  });
+  const cache = o.cache ? writeAll(stock, assessed, generatedAt) : null;
+  return {
+    ...baseReport(o, generatedAt),
+    supported: true,
+    reason: null,
+    detail: null,
+    source: stock.source,
+    snapshot: stock.snapshot,
+    host: stock.host,
+    patchedRun: (patchedWhy === null ? { ran: true, why: null } : { ran: false, why: patchedWhy }) satisfies PatchedRun,
+    devices: assessed,
+    restore: restored,
+    cache,
+  };
+}
+
+function writeAll(stock: CapabilityReport, devices: DoctorDevice[], generatedAt: string): { written: string[]; error: string | null } {
+  const written: string[] = [];
+  try {
+    for (const d of devices) {
+      const device = stock.devices.find((x) => x.index === d.index)!;
+      written.push(writeCache(cacheKeyFor(stock, device), d, generatedAt));
+    }
+    return { written, error: null };
+  } catch (err) {
+    return { written, error: `the doctor cache could not be written: ${(err as Error).message}` };
+  }
+}

@@ -1,0 +1,122 @@
+import type { HookRef } from '../apply.js';
+import type { FamilyName } from '../families.js';
+import type { Profile } from '../profiles.js';
+import type { HostInfo, ReportSource, UnsupportedReason } from '../types.js';
+import type { DoctorProbeId, Judgement, RecordedStatus } from './probes.js';
+
+/** The doctor report's format tag; bumps when a field changes meaning. */
+export const DOCTOR_SCHEMA = 'metal-cap-shim/doctor@1' as const;
+
+/** One execution of a probe: its status and what it measured (`null`: not applicable or not reached). */
+export interface DoctorRun {
+  status: RecordedStatus;
+  /** One line. */
+  detail: string;
+  /** Wall time of the run; `null` for a replayed recording. */
+  ms: number | null;
+  /** threadgroup-memory: the largest size that compiled, ran and computed right. */
+  provenThreadgroupMemory: number | null;
+  /** threadgroup-memory: the smallest size that failed. */
+  failedThreadgroupMemory: number | null;
+  /** nocopy-mmap: the NoCopy buffer's reported length. */
+  bufferLength: number | null;
+  /** simdgroup-matrix, bfloat: the worst deviation from the CPU reference. */
+  maxAbsError: number | null;
+}
+
+/**
+ * A probe's verdict on one device. Its status, detail and measurements combine both runs when there were two (the
+ * worse status; the smaller proven threadgroup size; the summed time), and `stock` / `patched` keep each run.
+ */
+export interface DoctorProbe extends DoctorRun {
+  id: DoctorProbeId;
+  judgement: Judgement;
+  /** The run with stock answers (only when the probe also ran under the candidate profile). */
+  stock?: DoctorRun;
+  /** The run with the candidate profile installed. */
+  patched?: DoctorRun;
+}
+
+/** A probe whose stock and patched runs ended differently: the device's answers changed what Metal did. */
+export interface ProbeDifference {
+  id: DoctorProbeId;
+  stock: RecordedStatus;
+  patched: RecordedStatus;
+}
+
+/** An engine setting that avoids a fault doctor found, with the evidence. */
+export interface Recommendation {
+  engine: 'llama.cpp' | 'node-llama-cpp' | 'mlx';
+  setting: string;
+  why: string;
+}
+
+/** The answers a device gave, for comparing with what was proven. */
+export interface ReportedAnswers {
+  highestAppleFamily: FamilyName | null;
+  maxThreadgroupMemoryLength: number | null;
+  metal3: boolean | null;
+}
+
+/** doctor's findings on one device. */
+export interface DoctorDevice {
+  index: number;
+  isDefault: boolean;
+  name: string;
+  className: string;
+  registryId: number | null;
+  /** What the device answered stock, and under the candidate profile (null when there was no patched run). */
+  reported: { stock: ReportedAnswers; patched: ReportedAnswers | null };
+  probes: DoctorProbe[];
+  differences: ProbeDifference[];
+  /** The least profile that turns on what was proven here, nothing more (`resolveProfile` accepts it). */
+  verifiedProfile: Profile;
+  /** One line per choice the verified profile makes: Apple family ceiling, threadgroup memory, Metal3. */
+  verifiedProfileReasons: string[];
+  recommendations: Recommendation[];
+  /** `id: status` of every probe judged faulty. */
+  faults: string[];
+}
+
+/** Whether the probes also ran under the candidate profile, and why not. */
+export interface PatchedRun {
+  ran: boolean;
+  /** Null when it ran. */
+  why: string | null;
+}
+
+/** What a run was asked to do. */
+export interface DoctorSettings {
+  probes: DoctorProbeId[];
+  /** Per-probe deadline; null for a replay. */
+  timeoutMs: number | null;
+  mmapFile: string | null;
+  /** Size of the generated file; null when `mmapFile` is used, nocopy-mmap does not run, or for a replay. */
+  mmapSize: number | null;
+  /** The device asked for, or null for every device. */
+  device: number | null;
+}
+
+/** The outcome of doctor(): real Metal work on each device, judged. */
+export interface DoctorReport {
+  schema: typeof DOCTOR_SCHEMA;
+  packageVersion: string;
+  generatedAt: string;
+  /** False when nothing could run; see `reason`. */
+  supported: boolean;
+  reason: UnsupportedReason | null;
+  detail: string | null;
+  /** `live`, `simulated` (the Linux test build), `snapshot` (a replayed recording) or `none`. */
+  source: ReportSource;
+  snapshot: string | null;
+  host: HostInfo | null;
+  /** The profile installed for the patched runs. */
+  candidateProfile: Profile;
+  patchedRun: PatchedRun;
+  settings: DoctorSettings;
+  devices: DoctorDevice[];
+  /** After the patched runs: the hooks taken out, and any left because another library hooked on top. */
+  restore: { restoredHooks: HookRef[]; conflicts: HookRef[] } | null;
+  /** Cache files written (live runs), or why they could not be. */
+  cache: { written: string[]; error: string | null } | null;
+}

@@ -1,0 +1,59 @@
+// doctor: real Metal work on one device, each probe judged against a CPU reference, returned as plain structs. No
+// N-API here (addon_doctor.mm converts); no decisions beyond pass / wrong / fail (lib/doctor*.ts judges and derives
+// profiles). Every probe runs under its own deadline, polls for completion (no blocks: GCC's runtime has none) and
+// installs nothing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mcs {
+
+enum class DoctorProbe { SimdgroupReduction, SimdgroupMatrix, Bfloat, ThreadgroupMemory, NocopyMmap, ResidencySet };
+enum class DoctorStatus { Pass, WrongResult, Fail, Unsupported, Timeout, Skipped, Error };
+
+const char *doctorProbeId(DoctorProbe probe);
+bool parseDoctorProbe(const std::string &id, DoctorProbe *out);
+const char *doctorStatusName(DoctorStatus status);
+
+struct DoctorOptions {
+  int device = 0;  // index in MTLCopyAllDevices() order; with an empty list, 0 is the default device
+  std::vector<DoctorProbe> probes;
+  double timeoutMs = 10000;
+  std::vector<uint64_t> threadgroupSizes;  // ascending, bytes
+  std::optional<std::string> mmapFile;     // opened read-only, never modified
+  uint64_t mmapSize = 0;                   // size of the generated file when there is no mmapFile
+  std::string tempDir;
+};
+
+struct ProbeOutcome {
+  DoctorProbe id = DoctorProbe::SimdgroupReduction;
+  DoctorStatus status = DoctorStatus::Error;
+  std::string detail;  // one line
+  double ms = 0;
+  std::optional<uint64_t> provenThreadgroupMemory;
+  std::optional<uint64_t> failedThreadgroupMemory;
+  std::optional<uint64_t> bufferLength;
+  std::optional<double> maxAbsError;
+};
+
+struct DoctorDevice {
+  int index = 0;
+  std::string name;
+  std::string className;
+  std::optional<uint64_t> registryId;
+};
+
+struct DoctorResult {
+  bool ok = false;
+  std::string errorCode;  // ERR_NO_DEVICE when !ok
+  std::string message;
+  DoctorDevice device;
+  std::vector<ProbeOutcome> outcomes;
+};
+
+DoctorResult runDoctor(const DoctorOptions &options);
+
+}  // namespace mcs

@@ -1,0 +1,121 @@
+// The doctor's small Metal harness: ownership of retained objects, deadlines, kernel compilation and command-buffer
+// completion by polling. Public Metal API only, so the Linux test build runs the same code against test/sim-metal.
+#pragma once
+
+#import <Foundation/Foundation.h>
+#import <Metal/Metal.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "doctor.h"
+#include "doctor_kernels.h"
+
+namespace mcs {
+
+// Manual retain/release (the Linux build has no ARC): holds one +1 reference and releases it at scope exit.
+template <typename T>
+class Owned {
+ public:
+  Owned() = default;
+  explicit Owned(T object) : object_(object) {}
+  ~Owned() { [object_ release]; }
+  Owned(const Owned &) = delete;
+  Owned &operator=(const Owned &) = delete;
+  void reset(T object) {
+    [object_ release];
+    object_ = object;
+  }
+  T get() const { return object_; }
+  // Gives up ownership without releasing (a command buffer that never completed may still read the object).
+  T abandon() {
+    T object = object_;
+    object_ = nil;
+    return object;
+  }
+  explicit operator bool() const { return object_ != nil; }
+
+ private:
+  T object_ = nil;
+};
+
+class ScopedAutoreleasePool {
+ public:
+  ScopedAutoreleasePool() : pool_([NSAutoreleasePool new]) {}
+  ~ScopedAutoreleasePool() { [pool_ release]; }
+  ScopedAutoreleasePool(const ScopedAutoreleasePool &) = delete;
+  ScopedAutoreleasePool &operator=(const ScopedAutoreleasePool &) = delete;
+
+ private:
+  NSAutoreleasePool *pool_;
+};
+
+class Deadline {
+ public:
+  explicit Deadline(double budgetMs);
+  bool passed() const;
+  double elapsedMs() const;
+  double budgetMs() const { return budgetMs_; }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point end_;
+  double budgetMs_;
+};
+
+// What every runner gets: the device, the options, its own deadline and the host's macOS major version (0: unknown).
+struct ProbeContext {
+  id<MTLDevice> device;
+  const DoctorOptions &options;
+  Deadline deadline;
+  int osMajor;
+};
+
+ProbeOutcome makeOutcome(DoctorProbe probe, DoctorStatus status, const std::string &detail);
+
+// A compiled kernel's pipeline, or why there is none: `fail` (compile or pipeline error, with Metal's text) or
+// `unsupported` (Metal rejected the language version).
+struct Pipeline {
+  Owned<id<MTLComputePipelineState>> state;
+  DoctorStatus status = DoctorStatus::Error;
+  std::string detail;
+};
+bool buildPipeline(id<MTLDevice> device, const DoctorKernel &kernel, Pipeline *out);
+
+NSUInteger maxThreads(id<MTLComputePipelineState> pipeline);
+ProbeOutcome tooFewThreads(DoctorProbe probe, id<MTLComputePipelineState> pipeline, NSUInteger needed);
+
+enum class Completion { Completed, Failed, TimedOut };
+
+// Commits `commandBuffer` and polls its status until it completes, fails (`error` gets Metal's text) or the deadline
+// passes. A command buffer that never completes is left to Metal, which keeps its own reference while it is pending.
+Completion commitAndWait(id<MTLCommandBuffer> commandBuffer, const Deadline &deadline, std::string *error);
+
+// One compute dispatch in its own command buffer: buffers bound at indices 0, 1, …, optional threadgroup memory at
+// threadgroup index 0, and optionally a residency set (macOS 15) the command buffer uses.
+struct DispatchSpec {
+  id<MTLComputePipelineState> pipeline = nil;
+  std::vector<id<MTLBuffer>> buffers;
+  MTLSize threadgroups = {1, 1, 1};
+  MTLSize threadsPerThreadgroup = {1, 1, 1};
+  NSUInteger threadgroupMemory = 0;
+  id residencySet = nil;
+};
+Completion dispatch(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline, std::string *error);
+
+// The outcome for a dispatch that did not complete: `timeout`, or `fail` with Metal's error text.
+ProbeOutcome incomplete(DoctorProbe probe, Completion completion, const std::string &error, const Deadline &deadline,
+                        const std::string &what);
+
+// A shared-storage buffer holding a copy of `bytes` (zero-filled when `bytes` is null); +1, nil on failure.
+id<MTLBuffer> newSharedBuffer(id<MTLDevice> device, const void *bytes, size_t length);
+
+std::string oneLine(const std::string &text);
+std::string errorText(NSError *error);
+// Caught as `id`: a typed @catch (NSException *) needs CoreFoundation's exception type, which the addon does not
+// link (Foundation alone does not re-export it).
+std::string exceptionText(id exception);
+std::string formatBytes(uint64_t bytes);
+
+}  // namespace mcs

@@ -1,0 +1,162 @@
+// The doctor's Metal kernels, written once as MSL source and compiled at run time with
+// newLibraryWithSource:options:error:. Each entry names the function the runner asks for and the language version it
+// needs. test/doctor-msl.test.ts extracts every R"MSL(...)MSL" block and compiles it as C++ against
+// test/msl/metal_stdlib (a declaration-only subset), so a typo fails on Linux; only a Mac compiles them as MSL.
+#pragma once
+
+namespace mcs {
+
+struct DoctorKernel {
+  const char *function;
+  unsigned long languageVersion;  // MTLLanguageVersion: (major << 16) | minor
+  const char *source;
+};
+
+// MSL 2.3 is the first with SIMD-group matrices on macOS; the probes that do not need it use it too, so one
+// version covers every capability probe but bfloat.
+inline constexpr unsigned long kMsl2_3 = 0x20003;
+// bfloat arrived with MSL 3.1 (macOS 14). The macOS 12 SDK has no enumerator for it, hence the number.
+inline constexpr unsigned long kMsl3_1 = 0x30001;
+
+inline constexpr DoctorKernel kSimdReduceKernel = {"mcs_doctor_simd_reduce", kMsl2_3, R"MSL(
+#include <metal_stdlib>
+using namespace metal;
+
+// Every thread writes its SIMD-group's sum and maximum; the host groups threads by the reported SIMD width.
+kernel void mcs_doctor_simd_reduce(device const float *input [[buffer(0)]],
+                                   device float *sums [[buffer(1)]],
+                                   device float *maxima [[buffer(2)]],
+                                   device uint *width [[buffer(3)]],
+                                   uint gid [[thread_position_in_grid]],
+                                   uint simdWidth [[threads_per_simdgroup]]) {
+  float value = input[gid];
+  sums[gid] = simd_sum(value);
+  maxima[gid] = simd_max(value);
+  if (gid == 0) {
+    width[0] = simdWidth;
+  }
+}
+)MSL"};
+
+// One SIMD-group (one threadgroup of 32 threads) per 8x8 tile of C = A x B; n x n row-major, n a multiple of 8.
+inline constexpr DoctorKernel kMatmulFloatKernel = {"mcs_doctor_matmul_f32", kMsl2_3, R"MSL(
+#include <metal_stdlib>
+#include <metal_simdgroup_matrix>
+using namespace metal;
+
+kernel void mcs_doctor_matmul_f32(device const float *a [[buffer(0)]],
+                                  device const float *b [[buffer(1)]],
+                                  device float *c [[buffer(2)]],
+                                  constant uint &n [[buffer(3)]],
+                                  uint2 tile [[threadgroup_position_in_grid]]) {
+  simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8>(0.0f);
+  for (uint k = 0; k < n; k += 8) {
+    simdgroup_float8x8 ma;
+    simdgroup_float8x8 mb;
+    simdgroup_load(ma, a + tile.y * 8 * n + k, n);
+    simdgroup_load(mb, b + k * n + tile.x * 8, n);
+    simdgroup_multiply_accumulate(acc, ma, mb, acc);
+  }
+  simdgroup_store(acc, c + tile.y * 8 * n + tile.x * 8, n);
+}
+)MSL"};
+
+inline constexpr DoctorKernel kMatmulHalfKernel = {"mcs_doctor_matmul_f16", kMsl2_3, R"MSL(
+#include <metal_stdlib>
+#include <metal_simdgroup_matrix>
+using namespace metal;
+
+kernel void mcs_doctor_matmul_f16(device const half *a [[buffer(0)]],
+                                  device const half *b [[buffer(1)]],
+                                  device half *c [[buffer(2)]],
+                                  constant uint &n [[buffer(3)]],
+                                  uint2 tile [[threadgroup_position_in_grid]]) {
+  simdgroup_half8x8 acc = make_filled_simdgroup_matrix<half, 8>(half(0.0f));
+  for (uint k = 0; k < n; k += 8) {
+    simdgroup_half8x8 ma;
+    simdgroup_half8x8 mb;
+    simdgroup_load(ma, a + tile.y * 8 * n + k, n);
+    simdgroup_load(mb, b + k * n + tile.x * 8, n);
+    simdgroup_multiply_accumulate(acc, ma, mb, acc);
+  }
+  simdgroup_store(acc, c + tile.y * 8 * n + tile.x * 8, n);
+}
+)MSL"};
+
+// Results go through bfloat variables so the compiler must round each one (no excess float precision).
+inline constexpr DoctorKernel kBfloatKernel = {"mcs_doctor_bfloat", kMsl3_1, R"MSL(
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void mcs_doctor_bfloat(device const float *x [[buffer(0)]],
+                              device const float *y [[buffer(1)]],
+                              device float *converted [[buffer(2)]],
+                              device float *sums [[buffer(3)]],
+                              device float *products [[buffer(4)]],
+                              uint gid [[thread_position_in_grid]]) {
+  bfloat bx = bfloat(x[gid]);
+  bfloat by = bfloat(y[gid]);
+  bfloat sum = bx + by;
+  bfloat product = bx * by;
+  converted[gid] = float(bx);
+  sums[gid] = float(sum);
+  products[gid] = float(product);
+}
+)MSL"};
+
+// Every thread writes a strided share of the threadgroup allocation, then reads another thread's share back.
+inline constexpr DoctorKernel kThreadgroupKernel = {"mcs_doctor_threadgroup", kMsl2_3, R"MSL(
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void mcs_doctor_threadgroup(device uint *out [[buffer(0)]],
+                                   constant uint &words [[buffer(1)]],
+                                   threadgroup uint *scratch [[threadgroup(0)]],
+                                   uint tid [[thread_index_in_threadgroup]],
+                                   uint threads [[threads_per_threadgroup]]) {
+  for (uint i = tid; i < words; i += threads) {
+    scratch[i] = i * 2654435761u + 2654435769u;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint i = tid; i < words; i += threads) {
+    out[i] = scratch[words - 1 - i];
+  }
+}
+)MSL"};
+
+// FNV-1a over 32-bit words of each sampled block of the NoCopy buffer.
+inline constexpr DoctorKernel kBlockChecksumKernel = {"mcs_doctor_block_checksum", kMsl2_3, R"MSL(
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void mcs_doctor_block_checksum(device const uint *data [[buffer(0)]],
+                                      device const ulong *firstWord [[buffer(1)]],
+                                      device uint *sums [[buffer(2)]],
+                                      constant uint &wordsPerBlock [[buffer(3)]],
+                                      constant uint &blocks [[buffer(4)]],
+                                      uint gid [[thread_position_in_grid]]) {
+  if (gid >= blocks) {
+    return;
+  }
+  device const uint *block = data + firstWord[gid];
+  uint hash = 2166136261u;
+  for (uint i = 0; i < wordsPerBlock; i++) {
+    hash = (hash ^ block[i]) * 16777619u;
+  }
+  sums[gid] = hash;
+}
+)MSL"};
+
+// Reads the buffer that was made resident through the residency set.
+inline constexpr DoctorKernel kResidentReadKernel = {"mcs_doctor_resident_read", kMsl2_3, R"MSL(
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void mcs_doctor_resident_read(device const uint *input [[buffer(0)]],
+                                     device uint *output [[buffer(1)]],
+                                     uint gid [[thread_position_in_grid]]) {
+  output[gid] = input[gid] ^ 2779096485u;
+}
+)MSL"};
+
+}  // namespace mcs

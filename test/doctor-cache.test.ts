@@ -1,0 +1,186 @@
+// The doctor cache that profile auto reads: where it lives, what makes a file usable, and writes that are atomic.
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import path from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { cachedResultOf, cacheFileFor, cacheKeyFor, doctorCacheDir, readCache, writeCache, type DoctorCacheKey } from '../lib/doctor/cache.js';
+import { assessDevice } from '../lib/doctor/derive.js';
+import { judgeProbe } from '../lib/doctor/judge.js';
+import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
+import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
+import { packageVersion } from '../lib/native.js';
+
+const report = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'), { allDevices: true });
+const device = report.devices[0]!;
+const assessed = assessDevice(
+  device,
+  null,
+  DOCTOR_PROBE_IDS.map((id) =>
+    judgeProbe(id, {
+      status: id === 'residency-set' ? 'fail' : 'pass',
+      detail: 'd',
+      ms: 1,
+      provenThreadgroupMemory: id === 'threadgroup-memory' ? 32768 : null,
+      failedThreadgroupMemory: null,
+      bufferLength: null,
+      maxAbsError: null,
+    }),
+  ),
+  report.host,
+);
+const key = cacheKeyFor(report, device);
+const AT = '2026-08-09T10:00:00.000Z';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-cache-'));
+});
+
+describe('where the cache lives', () => {
+  it('macOS: ~/Library/Caches/metal-cap-shim, whatever XDG says', () => {
+    expect(doctorCacheDir({ XDG_CACHE_HOME: '/x' }, 'darwin')).toBe(path.join(homedir(), 'Library', 'Caches', 'metal-cap-shim'));
+  });
+  it('elsewhere: $XDG_CACHE_HOME when absolute, else ~/.cache', () => {
+    expect(doctorCacheDir({ XDG_CACHE_HOME: '/var/cache/me' }, 'linux')).toBe('/var/cache/me/metal-cap-shim');
+    expect(doctorCacheDir({ XDG_CACHE_HOME: 'relative/dir' }, 'linux')).toBe(path.join(homedir(), '.cache', 'metal-cap-shim'));
+    expect(doctorCacheDir({}, 'linux')).toBe(path.join(homedir(), '.cache', 'metal-cap-shim'));
+  });
+});
+
+describe('the key: package version, host, OS build, device', () => {
+  it('is built from the probe report', () => {
+    expect(key).toEqual({
+      packageVersion: packageVersion(),
+      source: 'snapshot',
+      snapshot: 'vz-guest-m1-ultra-tahoe-stock',
+      host: { model: 'VirtualMac2,1', osVersion: '26.5.2', osBuild: null, arch: 'arm64' },
+      device: { index: 0, name: 'Apple Paravirtual device', className: 'AppleParavirtDevice' },
+    });
+  });
+  it('names one file per key, however the key’s fields are ordered', () => {
+    const reordered = JSON.parse(JSON.stringify({ device: key.device, host: key.host, snapshot: key.snapshot, source: key.source, packageVersion: key.packageVersion })) as DoctorCacheKey;
+    expect(cacheFileFor(reordered, dir)).toBe(cacheFileFor(key, dir));
+    expect(path.basename(cacheFileFor(key, dir))).toMatch(/^doctor-[0-9a-f]{16}\.json$/);
+    for (const other of [
+      { ...key, packageVersion: '9.9.9' },
+      { ...key, host: { ...key.host, osBuild: '25F71' } },
+      { ...key, device: { ...key.device, index: 1 } },
+      { ...key, snapshot: null, source: 'live' },
+    ]) {
+      expect(cacheFileFor(other, dir)).not.toBe(cacheFileFor(key, dir));
+    }
+  });
+});
+
+describe('reading and writing', () => {
+  it('a missing file is a plain miss', () => {
+    expect(readCache(key, dir)).toEqual({ entry: null, file: cacheFileFor(key, dir), ignored: null });
+  });
+
+  it('keeps the decisions and each probe’s status', () => {
+    expect(cachedResultOf(assessed)).toEqual({
+      probes: DOCTOR_PROBE_IDS.map((id) => ({ id, status: id === 'residency-set' ? 'fail' : 'pass' })),
+      verifiedProfile: assessed.verifiedProfile,
+      verifiedProfileReasons: assessed.verifiedProfileReasons,
+      recommendations: assessed.recommendations,
+      faults: ['residency-set: fail'],
+    });
+    expect(assessed.verifiedProfile.name).toBe('apple7');
+  });
+
+  it('what is written is read back whole, and no temporary file is left', () => {
+    const file = writeCache(key, assessed, AT, dir);
+    expect(file).toBe(cacheFileFor(key, dir));
+    expect(readdirSync(dir)).toEqual([path.basename(file)]);
+    expect(readCache(key, dir)).toEqual({
+      entry: { schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, result: cachedResultOf(assessed) },
+      file,
+      ignored: null,
+    });
+  });
+
+  it('a newer result replaces the older one', () => {
+    writeCache(key, assessed, AT, dir);
+    const newer = { ...assessed, faults: [] };
+    writeCache(key, newer, '2026-09-01T00:00:00.000Z', dir);
+    expect(readCache(key, dir).entry).toEqual({
+      schema: 'metal-cap-shim/doctor-cache@1',
+      key,
+      generatedAt: '2026-09-01T00:00:00.000Z',
+      result: cachedResultOf(newer),
+    });
+  });
+
+  it('creates the folder, and a failed write throws and leaves no temporary file behind', () => {
+    const nested = path.join(dir, 'a', 'b');
+    writeCache(key, assessed, AT, nested);
+    expect(readdirSync(nested)).toHaveLength(1);
+    // The target is a folder: the rename fails after the temporary file was written.
+    const blocked = path.join(dir, 'blocked');
+    mkdirSync(cacheFileFor(key, blocked), { recursive: true });
+    expect(() => writeCache(key, assessed, AT, blocked)).toThrow();
+    expect(readdirSync(blocked)).toEqual([path.basename(cacheFileFor(key, blocked))]);
+  });
+});
+
+describe('unusable files are ignored, never trusted', () => {
+  const entry = () =>
+    JSON.parse(JSON.stringify({ schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, result: cachedResultOf(assessed) })) as Record<string, any>;
+  const ignoredFor = (content: string) => {
+    writeFileSync(cacheFileFor(key, dir), content);
+    const r = readCache(key, dir);
+    expect(r.entry).toBeNull();
+    return r.ignored;
+  };
+
+  it.each([
+    ['not JSON', '{"schema": "metal-cap-shim/doctor-cache@1", "key":', 'not JSON'],
+    ['empty', '', 'not JSON'],
+    ['an array', '[]', 'not a JSON object'],
+    ['another format', JSON.stringify({ schema: 'someone-else@1' }), 'not a metal-cap-shim/doctor-cache@1 file'],
+  ])('%s', (_, content, why) => {
+    expect(ignoredFor(content)).toBe(why);
+  });
+
+  it('written for another version, host or device (a copied home folder, say)', () => {
+    for (const change of [
+      (e: Record<string, any>) => (e.key.packageVersion = '0.0.1'),
+      (e: Record<string, any>) => (e.key.host.osBuild = '24A335'),
+      (e: Record<string, any>) => (e.key.device.name = 'Apple M2'),
+      (e: Record<string, any>) => delete e.key.snapshot,
+    ]) {
+      const e = entry();
+      change(e);
+      expect(ignoredFor(JSON.stringify(e))).toBe('written for another package version, host, OS build or device');
+    }
+  });
+
+  it('damaged fields', () => {
+    const cases: [(e: Record<string, any>) => void, string][] = [
+      [(e) => (e.generatedAt = 'yesterday'), 'damaged: generatedAt'],
+      [(e) => (e.result = null), 'damaged: result'],
+      [(e) => (e.result.probes[0].status = 'great'), 'damaged: probes'],
+      [(e) => (e.result.probes[0].id = 'quantum'), 'damaged: probes'],
+      [(e) => (e.result.verifiedProfileReasons = 'x'), 'damaged: verifiedProfileReasons'],
+      [(e) => (e.result.recommendations = [{ engine: 'llama.cpp' }]), 'damaged: recommendations'],
+      [(e) => delete e.result.faults, 'damaged: faults'],
+      [(e) => (e.result.verifiedProfile = 'cua-release'), 'damaged: verifiedProfile'],
+    ];
+    for (const [change, why] of cases) {
+      const e = entry();
+      change(e);
+      expect(ignoredFor(JSON.stringify(e))).toBe(why);
+    }
+    const e = entry();
+    e.result.verifiedProfile.appleFamilyMax = 2000;
+    expect(ignoredFor(JSON.stringify(e))).toMatch(/^damaged: verifiedProfile \(appleFamilyMax must be an MTLGPUFamily value/);
+  });
+
+  it('a valid file is normalised: a hand-edited built-in name that no longer matches is dropped', () => {
+    const e = entry();
+    e.result.verifiedProfile.maxThreadgroupMemoryLength = 65536;
+    writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
+    expect(readCache(key, dir).entry!.result.verifiedProfile).toEqual({ ...assessed.verifiedProfile, name: null, maxThreadgroupMemoryLength: 65536 });
+    expect(JSON.parse(readFileSync(cacheFileFor(key, dir), 'utf8')).result.verifiedProfile.name).toBe('apple7');
+  });
+});

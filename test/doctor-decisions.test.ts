@@ -1,0 +1,288 @@
+// doctor's decisions from raw outcomes: judgements, the verified profile, recommendations. These are pure functions
+// of outcomes and a device's stock answers; the suites that run the native probes are doctor-live.test.ts.
+import { describe, expect, it } from 'vitest';
+import { assessDevice, deriveVerifiedProfile, leastProfile, recommendationsFor } from '../lib/doctor/derive.js';
+import { differencesOf, faultsOf, judgeProbe, worseStatus } from '../lib/doctor/judge.js';
+import { DOCTOR_PROBE_IDS, JUDGEMENTS, type DoctorProbeId, type RecordedStatus } from '../lib/doctor/probes.js';
+import type { DoctorProbe, DoctorRun } from '../lib/doctor/types.js';
+import { resolveProfile, type Profile } from '../lib/profiles.js';
+import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
+
+const vz = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'));
+const guest = vz.devices[0]!;
+const bare = reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal')).devices[0]!;
+
+function run(status: RecordedStatus, extra: Partial<DoctorRun> = {}): DoctorRun {
+  return {
+    status,
+    detail: `${status} detail`,
+    ms: 1,
+    provenThreadgroupMemory: null,
+    failedThreadgroupMemory: null,
+    bufferLength: null,
+    maxAbsError: null,
+    ...extra,
+  };
+}
+
+/** Every probe with one run; `statuses` overrides the default `pass`, `tg` is the proven threadgroup size. */
+function probes(statuses: Partial<Record<DoctorProbeId, RecordedStatus>>, tg: number | null = 32768): DoctorProbe[] {
+  return DOCTOR_PROBE_IDS.map((id) => {
+    const status = statuses[id] ?? 'pass';
+    return judgeProbe(id, run(status, id === 'threadgroup-memory' ? { provenThreadgroupMemory: status === 'pass' ? tg : null } : {}));
+  });
+}
+
+const profile = (spec: Partial<Profile>): Profile => ({
+  name: null,
+  appleFamilyMax: null,
+  maxThreadgroupMemoryLength: null,
+  recommendedMaxWorkingSetSize: null,
+  families: {},
+  mode: 'raise',
+  ...spec,
+});
+
+describe('every status has its judgement', () => {
+  it.each([
+    ['pass', 'proven'],
+    ['wrong-result', 'faulty'],
+    ['fail', 'faulty'],
+    ['timeout', 'faulty'],
+    ['unsupported', 'absent'],
+    ['skipped', 'unknown'],
+    ['error', 'unknown'],
+    ['not-recorded', 'unknown'],
+  ] as const)('%s → %s', (status, judgement) => {
+    expect(JUDGEMENTS[status].judgement).toBe(judgement);
+    expect(judgeProbe('bfloat', run(status))).toEqual({ id: 'bfloat', ...run(status), judgement });
+  });
+
+  it('the table covers exactly the statuses', () => {
+    expect(Object.keys(JUDGEMENTS).sort()).toEqual(
+      ['error', 'fail', 'not-recorded', 'pass', 'skipped', 'timeout', 'unsupported', 'wrong-result'].sort(),
+    );
+  });
+});
+
+describe('a probe run twice (stock, then under the candidate profile)', () => {
+  it('equal runs: that status, the stock detail, summed time, both runs kept', () => {
+    const stock = run('pass', { ms: 2, provenThreadgroupMemory: 65536, failedThreadgroupMemory: null });
+    const patched = run('pass', { ms: 3, provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960 });
+    expect(judgeProbe('threadgroup-memory', stock, patched, 'cua-release')).toEqual({
+      id: 'threadgroup-memory',
+      status: 'pass',
+      detail: 'pass detail',
+      ms: 5,
+      provenThreadgroupMemory: 32768,
+      failedThreadgroupMemory: 40960,
+      bufferLength: null,
+      maxAbsError: null,
+      judgement: 'proven',
+      stock,
+      patched,
+    });
+  });
+
+  it('different runs: the worse status wins and the detail names both', () => {
+    const stock = run('pass', { maxAbsError: 0.001 });
+    const patched = run('wrong-result', { maxAbsError: 3 });
+    expect(judgeProbe('simdgroup-matrix', stock, patched, 'cua-release')).toEqual({
+      id: 'simdgroup-matrix',
+      status: 'wrong-result',
+      detail: 'stock: pass (pass detail); under cua-release: wrong-result (wrong-result detail)',
+      ms: 2,
+      provenThreadgroupMemory: null,
+      failedThreadgroupMemory: null,
+      bufferLength: null,
+      maxAbsError: 3,
+      judgement: 'faulty',
+      stock,
+      patched,
+    });
+  });
+
+  it('a size is proven only as far as both runs proved it; an unmeasured time stays unknown', () => {
+    const p = judgeProbe('threadgroup-memory', run('pass', { provenThreadgroupMemory: 65536 }), run('skipped', { ms: null }));
+    expect([p.status, p.provenThreadgroupMemory, p.ms, p.judgement]).toEqual(['skipped', null, null, 'unknown']);
+  });
+
+  it('severity order: a fault beats an absence, an absence beats not knowing, anything beats pass', () => {
+    expect(worseStatus('pass', 'timeout')).toBe('timeout');
+    expect(worseStatus('fail', 'wrong-result')).toBe('wrong-result');
+    expect(worseStatus('unsupported', 'skipped')).toBe('unsupported');
+    expect(worseStatus('skipped', 'pass')).toBe('skipped');
+    expect(worseStatus('error', 'fail')).toBe('fail');
+  });
+
+  it('differences and faults list the probes that need attention', () => {
+    const list = [
+      judgeProbe('simdgroup-matrix', run('pass'), run('wrong-result')),
+      judgeProbe('bfloat', run('pass'), run('pass')),
+      judgeProbe('nocopy-mmap', run('timeout')),
+      judgeProbe('residency-set', run('unsupported'), run('unsupported')),
+    ];
+    expect(differencesOf(list)).toEqual([{ id: 'simdgroup-matrix', stock: 'pass', patched: 'wrong-result' }]);
+    expect(faultsOf(list)).toEqual(['simdgroup-matrix: wrong-result', 'nocopy-mmap: timeout']);
+  });
+});
+
+describe('the verified profile: the least that turns on what was proven', () => {
+  // Reduction (r), matrix (m), bfloat (b) proven or not, with a working residency set and 32768 bytes proven.
+  it.each([
+    ['r m b', {}, profile({ appleFamilyMax: 1007, families: { metal3: true } })],
+    ['r m', { bfloat: 'fail' }, profile({ name: 'apple7', appleFamilyMax: 1007 })],
+    ['r b', { 'simdgroup-matrix': 'wrong-result' }, profile({ appleFamilyMax: 1006, families: { metal3: true } })],
+    ['r', { 'simdgroup-matrix': 'wrong-result', bfloat: 'unsupported' }, profile({})],
+    ['m b', { 'simdgroup-reduction': 'timeout' }, profile({ appleFamilyMax: 1006 })],
+    ['m', { 'simdgroup-reduction': 'timeout', bfloat: 'fail' }, profile({})],
+    ['b', { 'simdgroup-reduction': 'error', 'simdgroup-matrix': 'skipped' }, profile({ appleFamilyMax: 1006 })],
+    ['nothing', { 'simdgroup-reduction': 'fail', 'simdgroup-matrix': 'fail', bfloat: 'fail' }, profile({})],
+  ] as const)('%s proven', (_, statuses, expected) => {
+    const derived = deriveVerifiedProfile(guest, probes(statuses)).profile;
+    expect(derived).toEqual(expected);
+    expect(resolveProfile(derived)).toEqual(expected);
+  });
+
+  it('without a working residency set, Metal3 is never advertised', () => {
+    for (const status of ['fail', 'unsupported', 'timeout', 'wrong-result', 'not-recorded'] as const) {
+      expect(deriveVerifiedProfile(guest, probes({ 'residency-set': status })).profile).toEqual(
+        profile({ name: 'apple7', appleFamilyMax: 1007 }),
+      );
+    }
+  });
+
+  it('each choice is explained in one line', () => {
+    expect(deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, 65536))).toEqual({
+      profile: profile({ appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536 }),
+      reasons: [
+        'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
+        'threadgroup memory raised to the proven 65536 bytes (the device reports 32768)',
+        'Metal3 not advertised: no residency set was proven to work (residency-set fail)',
+      ],
+    });
+    expect(deriveVerifiedProfile(guest, probes({ bfloat: 'unsupported', 'residency-set': 'pass' }, 16384)).reasons).toEqual([
+      'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; Apple7 includes Apple6, which also turns on llama.cpp’s bfloat, not proven here (bfloat unsupported): see the recommendations',
+      'threadgroup memory left at the reported 32768 bytes, though only 16384 were proven: a kernel that asks for more may fail',
+      'Metal3 not advertised: a residency set worked, but Metal3 also turns on llama.cpp’s SIMD-group reduction and bfloat (simdgroup-reduction pass, bfloat unsupported)',
+    ]);
+    expect(deriveVerifiedProfile(guest, probes({ 'simdgroup-matrix': 'fail', 'threadgroup-memory': 'timeout' })).reasons).toEqual([
+      'Apple6: bfloat computed right (llama.cpp’s bfloat rule); not Apple7, which would also claim SIMD-group reduction and matrix (simdgroup-reduction pass, simdgroup-matrix fail)',
+      'threadgroup memory left as reported: no size proven (threadgroup-memory timeout)',
+      'Metal3: a residency set was created and used, and the reduction and bfloat paths Metal3 turns on in llama.cpp were proven',
+    ]);
+  });
+
+  it('threadgroup memory: raised only to the proven size, never above, never lowered', () => {
+    const tg = (size: number | null) => deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, size)).profile.maxThreadgroupMemoryLength;
+    expect([tg(null), tg(16384), tg(32768), tg(40960), tg(65536)]).toEqual([null, null, null, 40960, 65536]);
+  });
+
+  it('a device that already answers what was proven: the same ceiling, which changes nothing there', () => {
+    expect(deriveVerifiedProfile(bare, probes({}))).toEqual({
+      profile: profile({ name: 'apple7', appleFamilyMax: 1007 }),
+      reasons: [
+        'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule) (the device already answers Apple7: no change here)',
+        'threadgroup memory left at the reported 32768 bytes, which were proven',
+        'Metal3 left as the device answers it (YES)',
+      ],
+    });
+  });
+
+  it('the least of several profiles claims only what every one claims', () => {
+    const a = profile({ appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, families: { metal3: true } });
+    const b = profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 40960, families: { metal3: true } });
+    const c = profile({ appleFamilyMax: 1007 });
+    expect(leastProfile([a, b])).toEqual(profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 40960, families: { metal3: true } }));
+    expect(leastProfile([a, c])).toEqual(profile({ name: 'apple7', appleFamilyMax: 1007 }));
+    expect(leastProfile([a])).toEqual(a);
+    expect(leastProfile([])).toEqual(profile({}));
+  });
+});
+
+describe('recommendations name the engine setting and the evidence', () => {
+  const verified = (list: DoctorProbe[]) => deriveVerifiedProfile(guest, list).profile;
+  const recs = (statuses: Partial<Record<DoctorProbeId, RecordedStatus>>) => {
+    const list = probes(statuses);
+    return recommendationsFor(guest, list, verified(list), vz.host);
+  };
+
+  it('none when everything passed', () => {
+    expect(recs({})).toEqual([]);
+  });
+
+  it('nocopy-mmap faulty: llama.cpp --no-mmap and node-llama-cpp useMmap: false', () => {
+    const why =
+      'nocopy-mmap wrong-result: wrong-result detail. llama.cpp hands Metal its mmap-ed weights through newBufferWithBytesNoCopy by default; without mmap it reads them into buffers Metal owns';
+    expect(recs({ 'nocopy-mmap': 'wrong-result' })).toEqual([
+      { engine: 'llama.cpp', setting: '--no-mmap (llama-bench: -mmp 0)', why },
+      { engine: 'node-llama-cpp', setting: 'llama.loadModel({ useMmap: false })', why },
+    ]);
+    expect(recs({ 'nocopy-mmap': 'fail' }).map((r) => r.setting)).toEqual(['--no-mmap (llama-bench: -mmp 0)', 'llama.loadModel({ useMmap: false })']);
+    expect(recs({ 'nocopy-mmap': 'timeout' })).toHaveLength(2);
+    expect(recs({ 'nocopy-mmap': 'error' })).toEqual([]);
+  });
+
+  it('residency-set faulty: GGML_METAL_NO_RESIDENCY=1, and for MLX never advertising Metal3', () => {
+    expect(recs({ 'residency-set': 'fail' })).toEqual([
+      {
+        engine: 'llama.cpp',
+        setting: 'GGML_METAL_NO_RESIDENCY=1',
+        why: 'residency-set fail: fail detail. ggml-metal creates residency sets by default (arm64 builds with a macOS 15+ SDK); node-llama-cpp 3.19 already sets this while it loads backends',
+      },
+      {
+        engine: 'mlx',
+        setting: 'never advertise Metal3 (profile {"families":{"metal3":false}})',
+        why: 'residency-set fail: fail detail. MLX creates residency sets when the device answers Metal3 on macOS 15+, and throws when that fails; it has no switch of its own for this',
+      },
+    ]);
+    expect(recs({ 'residency-set': 'unsupported' })).toEqual([]);
+  });
+
+  it('bfloat faulty: GGML_METAL_BF16_DISABLE=1', () => {
+    expect(recs({ bfloat: 'wrong-result', 'residency-set': 'fail' })[0]).toEqual({
+      engine: 'llama.cpp',
+      setting: 'GGML_METAL_BF16_DISABLE=1',
+      why: 'bfloat wrong-result: wrong-result detail. ggml-metal turns bfloat on for Apple6 or Metal3 devices; this variable keeps BF16 kernels off (node-llama-cpp reads it too)',
+    });
+  });
+
+  it('bfloat not proven while the verified profile turns llama.cpp’s bfloat on: the same setting, with that reason', () => {
+    expect(recs({ bfloat: 'unsupported' })).toEqual([
+      {
+        engine: 'llama.cpp',
+        setting: 'GGML_METAL_BF16_DISABLE=1',
+        why: 'bfloat was not proven (unsupported: unsupported detail), but with the verified profile llama.cpp turns it on (supportsFamily(Metal3)=NO, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE unset); this variable keeps BF16 kernels off (node-llama-cpp reads it too)',
+      },
+    ]);
+    // Nothing raised (reduction not proven either): llama.cpp's bfloat stays off, nothing to turn off.
+    expect(recs({ bfloat: 'unsupported', 'simdgroup-reduction': 'fail' })).toEqual([]);
+    // A device that turns bfloat on by itself (Apple6 and Metal3 stock) was not contradicted: no advice.
+    const list = probes({ bfloat: 'not-recorded' });
+    expect(recommendationsFor(bare, list, deriveVerifiedProfile(bare, list).profile, null)).toEqual([]);
+  });
+
+  it('a device assessment gathers all of it', () => {
+    const list = probes({ 'nocopy-mmap': 'wrong-result', 'residency-set': 'fail' });
+    const d = assessDevice(guest, null, list, vz.host);
+    expect({ ...d, probes: d.probes.length, recommendations: d.recommendations.map((r) => r.setting) }).toEqual({
+      index: 0,
+      isDefault: true,
+      name: 'Apple Paravirtual device',
+      className: 'AppleParavirtDevice',
+      registryId: guest.registryId,
+      reported: { stock: { highestAppleFamily: 'apple5', maxThreadgroupMemoryLength: 32768, metal3: false }, patched: null },
+      probes: 6,
+      differences: [],
+      verifiedProfile: profile({ name: 'apple7', appleFamilyMax: 1007 }),
+      verifiedProfileReasons: deriveVerifiedProfile(guest, list).reasons,
+      recommendations: [
+        '--no-mmap (llama-bench: -mmp 0)',
+        'llama.loadModel({ useMmap: false })',
+        'GGML_METAL_NO_RESIDENCY=1',
+        'never advertise Metal3 (profile {"families":{"metal3":false}})',
+      ],
+      faults: ['nocopy-mmap: wrong-result', 'residency-set: fail'],
+    });
+  });
+});

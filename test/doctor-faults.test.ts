@@ -1,0 +1,246 @@
+// Each fault the simulated Metal can be given (test/fixtures/snapshots/doctor-faults.json) leads to its status,
+// its judgement, the verified profile and its recommendations, through doctor() and the real addon. The faults are
+// injected: this tests the decisions, not how a real GPU fails (test/live/ runs doctor on a Mac).
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { beforeAll, expect, it } from 'vitest';
+import { status } from '../lib/apply.js';
+import { doctor } from '../lib/doctor.js';
+import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
+import type { DoctorDevice } from '../lib/doctor/types.js';
+import { resolveProfile } from '../lib/profiles.js';
+import { describeSim, dist, jsonFrom, requireSimBuild, root, runNode } from './helpers.js';
+
+const FIXTURE = path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-faults.json');
+const temp = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-faults-'));
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = FIXTURE;
+process.env.XDG_CACHE_HOME = temp;
+
+const MMAP = 1 << 20;
+const NO_MMAP = ['--no-mmap (llama-bench: -mmp 0)', 'llama.loadModel({ useMmap: false })'];
+const NO_RESIDENCY = ['GGML_METAL_NO_RESIDENCY=1', 'never advertise Metal3 (profile {"families":{"metal3":false}})'];
+const BF16 = ['GGML_METAL_BF16_DISABLE=1'];
+const NOTHING = resolveProfile({});
+
+function run(device: number, timeoutMs = 5000): DoctorDevice {
+  const r = doctor({ device, mmapSize: MMAP, timeoutMs, cache: false });
+  expect(r.patchedRun).toEqual({ ran: true, why: null });
+  return r.devices[0]!;
+}
+
+const verdicts = (d: DoctorDevice) => d.probes.map((p) => [p.id, p.status, p.judgement]);
+
+describeSim('every simulated fault leads to its status, judgement and recommendation', () => {
+  beforeAll(requireSimBuild);
+
+  it('(a) a lost SIMD lane, a matrix pipeline error, truncating bfloat, a 32 KiB threadgroup limit, stale pages, no residency set', () => {
+    const d = run(1);
+    expect(verdicts(d)).toEqual([
+      ['simdgroup-reduction', 'wrong-result', 'faulty'],
+      ['simdgroup-matrix', 'fail', 'faulty'],
+      ['bfloat', 'wrong-result', 'faulty'],
+      ['threadgroup-memory', 'pass', 'proven'],
+      ['nocopy-mmap', 'wrong-result', 'faulty'],
+      ['residency-set', 'fail', 'faulty'],
+    ]);
+    expect(d.probes[3]).toMatchObject({ provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960 });
+    expect(d.probes[4]!.detail).toMatch(/^stale data: /);
+    expect(d.verifiedProfile).toEqual(NOTHING);
+    expect(d.verifiedProfileReasons[1]).toBe('threadgroup memory left at the reported 32768 bytes, which were proven');
+    expect(d.recommendations.map((r) => r.setting)).toEqual([...BF16, ...NO_MMAP, ...NO_RESIDENCY]);
+    expect(d.faults).toEqual([
+      'simdgroup-reduction: wrong-result',
+      'simdgroup-matrix: fail',
+      'bfloat: wrong-result',
+      'nocopy-mmap: wrong-result',
+      'residency-set: fail',
+    ]);
+  });
+
+  it('(b) a reduction pipeline error, a matrix off by one, MSL 3.1 rejected, unbacked memory past 32 KiB, a zero-length NoCopy buffer, no residency API', () => {
+    const d = run(2);
+    expect(verdicts(d)).toEqual([
+      ['simdgroup-reduction', 'fail', 'faulty'],
+      ['simdgroup-matrix', 'wrong-result', 'faulty'],
+      ['bfloat', 'unsupported', 'absent'],
+      ['threadgroup-memory', 'wrong-result', 'faulty'],
+      ['nocopy-mmap', 'wrong-result', 'faulty'],
+      ['residency-set', 'unsupported', 'absent'],
+    ]);
+    expect(d.probes[4]!.bufferLength).toBe(0);
+    expect(d.probes[1]!.maxAbsError).toBe(1);
+    expect(d.verifiedProfile).toEqual(NOTHING);
+    // bfloat and residency sets are absent, not faulty, and nothing turns them on: no advice for them.
+    expect(d.recommendations.map((r) => r.setting)).toEqual(NO_MMAP);
+  });
+
+  it('(c) MSL 2.3 rejected, pipeline errors, a nil NoCopy buffer, a resident buffer read wrong', () => {
+    const d = run(3);
+    expect(verdicts(d)).toEqual([
+      ['simdgroup-reduction', 'unsupported', 'absent'],
+      ['simdgroup-matrix', 'unsupported', 'absent'],
+      ['bfloat', 'fail', 'faulty'],
+      ['threadgroup-memory', 'fail', 'faulty'],
+      ['nocopy-mmap', 'fail', 'faulty'],
+      ['residency-set', 'wrong-result', 'faulty'],
+    ]);
+    expect(d.verifiedProfile).toEqual(NOTHING);
+    expect(d.recommendations.map((r) => r.setting)).toEqual([...BF16, ...NO_MMAP, ...NO_RESIDENCY]);
+  });
+
+  it('threadgroup memory that computes wrong even at 16 KiB: nothing proven, memory left as reported; the rest proves Apple7 and Metal3', () => {
+    const d = run(5);
+    expect(verdicts(d)).toEqual(
+      DOCTOR_PROBE_IDS.map((id) => (id === 'threadgroup-memory' ? [id, 'wrong-result', 'faulty'] : [id, 'pass', 'proven'])),
+    );
+    expect(d.probes[3]).toMatchObject({ provenThreadgroupMemory: null, failedThreadgroupMemory: 16384 });
+    expect(d.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1007, families: { metal3: true } });
+    expect(d.recommendations).toEqual([]);
+  });
+
+  it('a device that works: everything proven', () => {
+    const d = run(0);
+    expect(verdicts(d)).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'pass', 'proven']));
+    expect(d.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, families: { metal3: true } });
+  });
+
+  it('the timeout path: a hanging device times out probe by probe, the call returns, nothing is proven, no hook is left', () => {
+    const t0 = Date.now();
+    const d = run(4, 200);
+    const elapsed = Date.now() - t0;
+    expect(verdicts(d)).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'timeout', 'faulty']));
+    // Eleven runs (six stock, five patched), each bounded by its own deadline.
+    for (const p of d.probes) {
+      for (const r of p.stock && p.patched ? [p.stock, p.patched] : [p]) expect(r.ms!).toBeGreaterThanOrEqual(200);
+    }
+    expect(elapsed).toBeGreaterThanOrEqual(11 * 200);
+    expect(elapsed).toBeLessThan(11 * 200 + 3000);
+    expect(d.probes[0]!.stock!.detail).toBe('the reduction dispatch did not complete within 200 ms');
+    expect(d.verifiedProfile).toEqual(NOTHING);
+    expect(d.recommendations.map((r) => r.setting)).toEqual([...BF16, ...NO_MMAP, ...NO_RESIDENCY]);
+    expect(status()).toMatchObject({ active: false, hooks: [] });
+  });
+
+  it('over every device at once, the report keeps them apart', () => {
+    const r = doctor({ probes: ['bfloat', 'residency-set'], timeoutMs: 200, cache: false });
+    expect(r.devices.map((d) => [d.index, d.className, d.faults])).toEqual([
+      [0, 'SimDoctorHealthy', []],
+      [1, 'SimDoctorFaultsA', ['bfloat: wrong-result', 'residency-set: fail']],
+      [2, 'SimDoctorFaultsB', []],
+      [3, 'SimDoctorFaultsC', ['bfloat: fail', 'residency-set: wrong-result']],
+      [4, 'SimDoctorHangs', ['bfloat: timeout', 'residency-set: timeout']],
+      [5, 'SimDoctorUnbacked', []],
+    ]);
+  });
+});
+
+describeSim('auto over faulty devices', () => {
+  beforeAll(requireSimBuild);
+
+  /** A snapshot of the fixture's device `index` alone. */
+  function alone(index: number): string {
+    const s = JSON.parse(readFileSync(FIXTURE, 'utf8'));
+    s.id = `doctor-device-${index}`;
+    s.devices = [s.devices[index]];
+    const file = path.join(temp, `${s.id}.json`);
+    writeFileSync(file, JSON.stringify(s));
+    return file;
+  }
+
+  const auto = (snapshot: string, options: string) =>
+    jsonFrom<{ applied: boolean; profile: unknown; from: string; warnings: string[]; ms: number; active: boolean }>(
+      runNode(
+        `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
+         const t0 = Date.now();
+         const r = m.applyProfile('auto', ${options});
+         console.log(JSON.stringify({ applied: r.applied, profile: r.profile, from: r.auto.from, warnings: r.warnings.map((w) => w.code), ms: Date.now() - t0, active: m.status().active }));`,
+        { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot, XDG_CACHE_HOME: mkdtempSync(path.join(temp, 'cache-')) },
+      ),
+    );
+
+  it('the timeout path: a hanging device proves nothing, so auto applies a profile that changes nothing, within its deadlines', () => {
+    const r = auto(alone(4), '{ timeoutMs: 150 }');
+    expect(r).toMatchObject({ applied: true, profile: NOTHING, from: 'doctor', warnings: ['no-change'], active: true });
+    // Five capability probes, stock and patched.
+    expect(r.ms).toBeGreaterThanOrEqual(10 * 150);
+    expect(r.ms).toBeLessThan(10 * 150 + 3000);
+  });
+
+  it('a faulty matrix keeps auto below Apple7: bfloat proven gives Apple6 only', () => {
+    const s = JSON.parse(readFileSync(FIXTURE, 'utf8'));
+    s.id = 'doctor-matrix-only';
+    s.devices = [s.devices[0]];
+    s.devices[0].doctor = {
+      provenance: 'test-fixture',
+      probes: Object.fromEntries(
+        DOCTOR_PROBE_IDS.map((id) => [id, id === 'simdgroup-matrix' ? { status: 'wrong-result', detail: 'fixture: off by one' } : { status: 'not-recorded' }]),
+      ),
+    };
+    const file = path.join(temp, 'matrix-only.json');
+    writeFileSync(file, JSON.stringify(s));
+    expect(auto(file, '{}')).toMatchObject({
+      applied: true,
+      profile: { ...NOTHING, appleFamilyMax: 1006, maxThreadgroupMemoryLength: 65536, families: { metal3: true } },
+      from: 'doctor',
+    });
+  });
+});
+
+describeSim('when the candidate profile cannot be installed, doctor still reports the stock run and leaves nothing behind', () => {
+  beforeAll(requireSimBuild);
+
+  function guestWith(name: string, edit: (s: Record<string, any>) => void): string {
+    const s = JSON.parse(readFileSync(path.join(root, 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));
+    s.id = name;
+    edit(s);
+    const file = path.join(temp, `${name}.json`);
+    writeFileSync(file, JSON.stringify(s));
+    return file;
+  }
+
+  const doctorIn = (snapshot: string, profile: string) =>
+    jsonFrom<{ patchedRun: unknown; probes: [string, string, boolean][]; status: { active: boolean; hooks: unknown[] } }>(
+      runNode(
+        `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
+         const r = m.doctor({ probes: ['bfloat', 'residency-set'], profile: '${profile}', cache: false });
+         console.log(JSON.stringify({ patchedRun: r.patchedRun, probes: r.devices[0].probes.map((p) => [p.id, p.status, 'patched' in p]), status: m.status() }));`,
+        { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot, XDG_CACHE_HOME: temp },
+      ),
+    );
+
+  it('a hook that cannot be installed (ERR_HOOK_FAILED): no patched run, and why', () => {
+    const file = guestWith('doctor-lacks', (s) => {
+      const broken = structuredClone(s.devices[0]);
+      broken.className = 'SimBrokenDevice';
+      broken.simulation = { methodsOnConcreteClass: false, lacks: 'recommendedMaxWorkingSetSize' };
+      delete broken.doctor;
+      s.devices.push(broken);
+    });
+    const r = doctorIn(file, 'cua-release');
+    expect(r.patchedRun).toMatchObject({ ran: false });
+    expect((r.patchedRun as { why: string }).why).toMatch(/^cua-release could not be installed \(ERR_HOOK_FAILED: .*SimBrokenDevice recommendedMaxWorkingSetSize/);
+    expect(r.probes).toEqual([
+      ['simdgroup-reduction', 'skipped', false],
+      ['simdgroup-matrix', 'skipped', false],
+      ['bfloat', 'pass', false],
+      ['threadgroup-memory', 'skipped', false],
+      ['nocopy-mmap', 'skipped', false],
+      ['residency-set', 'fail', false],
+    ]);
+    expect(r.status).toMatchObject({ active: false, hooks: [] });
+  });
+
+  it('a profile that fails verification (the answer drifts): no patched run, and why', () => {
+    // The threadgroup answer changes after two reads: the applied profile's answers then do not verify.
+    const file = guestWith('doctor-drift', (s) => {
+      s.devices[0].simulation = { methodsOnConcreteClass: false, driftAfter: 2 };
+    });
+    const r = doctorIn(file, 'apple9-hw-tg');
+    expect(r.patchedRun).toEqual({
+      ran: false,
+      why: 'apple9-hw-tg was not applied (verification-failed: device 0 (AppleParavirtDevice) answered maxThreadgroupMemoryLength=32784, expected 32768; the patch was taken out)',
+    });
+    expect(r.status).toMatchObject({ active: false, hooks: [] });
+  });
+});

@@ -1,0 +1,208 @@
+// doctor() end to end over the simulated Metal (the real addon, GCC's libobjc): the native probes run, TypeScript
+// judges, and the process is left as it was. The simulated GPU computes right unless a snapshot records a fault;
+// the faults are in doctor-faults.test.ts. What this cannot show is how the MSL runs on a real GPU (test/live/).
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { beforeAll, expect, it } from 'vitest';
+import { applyProfile, restore, status } from '../lib/apply.js';
+import { doctor } from '../lib/doctor.js';
+import { cacheKeyFor, doctorCacheDir, readCache } from '../lib/doctor/cache.js';
+import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS, THREADGROUP_CANDIDATES } from '../lib/doctor/probes.js';
+import type { DoctorReport } from '../lib/doctor/types.js';
+import { InvalidOptionsError, MetalCapShimError } from '../lib/errors.js';
+import { stockReport } from '../lib/probe.js';
+import { loadNative } from '../lib/native.js';
+import { profiles, resolveProfile } from '../lib/profiles.js';
+import { describeSim, jsonFrom, requireSimBuild, runCli } from './helpers.js';
+
+// Read when first used, not at import: the simulated Metal on the first native call, the cache folder per call.
+const tempDir = () => mkdtempSync(path.join(tmpdir(), 'mcs-doctor-live-'));
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
+process.env.XDG_CACHE_HOME = tempDir();
+
+const MMAP = 1 << 20;
+// The bundled guest records one documented fault (no residency set: Cua PR 3070), so the simulated device fails
+// to create one; everything else computes right.
+const VERIFIED = {
+  name: null,
+  appleFamilyMax: 1007,
+  maxThreadgroupMemoryLength: 65536,
+  recommendedMaxWorkingSetSize: null,
+  families: {},
+  mode: 'raise',
+};
+const RESIDENCY_DETAIL =
+  'newResidencySetWithDescriptor:error: failed: simulated residency-set failure, recorded in the snapshot: MLX could not construct a residency set in this guest ("Unable to construct residency set")';
+
+describeSim('doctor() over the simulated Metal', () => {
+  let report: DoctorReport;
+  beforeAll(() => {
+    requireSimBuild();
+    report = doctor({ mmapSize: MMAP });
+  });
+
+  it('runs every probe, the capability probes twice, proves what the simulated GPU computes right, and finds the recorded fault', () => {
+    expect(report).toMatchObject({
+      schema: 'metal-cap-shim/doctor@1',
+      supported: true,
+      source: 'simulated',
+      snapshot: 'vz-guest-m1-ultra-tahoe-stock',
+      candidateProfile: profiles['cua-release']!.profile,
+      patchedRun: { ran: true, why: null },
+      settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: 5000, mmapFile: null, mmapSize: MMAP, device: null },
+    });
+    const d = report.devices[0]!;
+    expect(report.devices).toHaveLength(1);
+    expect(d.probes.map((p) => [p.id, p.status, p.judgement, p.stock?.status ?? null, p.patched?.status ?? null])).toEqual(
+      DOCTOR_PROBE_IDS.map((id) =>
+        id === 'residency-set'
+          ? [id, 'fail', 'faulty', 'fail', 'fail']
+          : [id, 'pass', 'proven', ...(CAPABILITY_PROBE_IDS.includes(id) ? ['pass', 'pass'] : [null, null])],
+      ),
+    );
+    expect(d.probes.find((p) => p.id === 'residency-set')!.detail).toBe(RESIDENCY_DETAIL);
+    const tg = d.probes.find((p) => p.id === 'threadgroup-memory')!;
+    expect([tg.provenThreadgroupMemory, tg.failedThreadgroupMemory]).toEqual([THREADGROUP_CANDIDATES.at(-1), null]);
+    expect(d.probes.find((p) => p.id === 'nocopy-mmap')!.bufferLength).toBe(MMAP);
+    expect(d.probes.every((p) => typeof p.ms === 'number' && p.ms >= 0)).toBe(true);
+    expect(d.reported).toEqual({
+      stock: { highestAppleFamily: 'apple5', maxThreadgroupMemoryLength: 32768, metal3: false },
+      patched: { highestAppleFamily: 'apple9', maxThreadgroupMemoryLength: 65536, metal3: false },
+    });
+    expect(d.differences).toEqual([]);
+    expect(d.faults).toEqual(['residency-set: fail']);
+    expect(d.recommendations.map((r) => [r.engine, r.setting])).toEqual([
+      ['llama.cpp', 'GGML_METAL_NO_RESIDENCY=1'],
+      ['mlx', 'never advertise Metal3 (profile {"families":{"metal3":false}})'],
+    ]);
+    expect(d.recommendations[0]!.why).toBe(
+      `residency-set fail: ${RESIDENCY_DETAIL}. ggml-metal creates residency sets by default (arm64 builds with a macOS 15+ SDK); node-llama-cpp 3.19 already sets this while it loads backends`,
+    );
+  });
+
+  it('derives a verified profile that resolveProfile accepts as it is', () => {
+    const verified = report.devices[0]!.verifiedProfile;
+    expect(verified).toEqual(VERIFIED);
+    expect(resolveProfile(verified)).toEqual(verified);
+  });
+
+  it('leaves no hook installed, and restore reports what it took out', () => {
+    expect(status()).toMatchObject({ active: false, profile: null, hooks: [] });
+    expect(report.restore).toEqual({
+      restoredHooks: ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'].map((selector) => ({
+        className: 'AppleParavirtDevice',
+        selector,
+      })),
+      conflicts: [],
+    });
+  });
+
+  it('caches the device’s result where profile auto reads it', () => {
+    const native = loadNative();
+    const stock = stockReport(native.binding!);
+    const lookup = readCache(cacheKeyFor(stock, stock.devices[0]!));
+    expect(report.cache).toEqual({ written: [lookup.file], error: null });
+    expect(lookup.entry!.result.verifiedProfile).toEqual(VERIFIED);
+    expect(path.dirname(lookup.file)).toBe(doctorCacheDir());
+    expect(readdirSync(doctorCacheDir())).toEqual([path.basename(lookup.file)]);
+  });
+
+  it('refuses while a profile is applied (ERR_PROFILE_ACTIVE), and leaves that profile alone', () => {
+    applyProfile('apple7');
+    try {
+      expect(() => doctor({ probes: ['bfloat'] })).toThrow(MetalCapShimError);
+      try {
+        doctor({ probes: ['bfloat'] });
+      } catch (err) {
+        expect((err as MetalCapShimError).code).toBe('ERR_PROFILE_ACTIVE');
+      }
+      expect(status().profile!.name).toBe('apple7');
+    } finally {
+      restore();
+    }
+  });
+
+  it('a device that is not there is a typed error naming the range', () => {
+    expect(() => doctor({ device: 1, probes: ['bfloat'] })).toThrow(
+      new InvalidOptionsError('device', "doctor() option 'device' (--device): there is no device 1; this machine has 1 (0–0)"),
+    );
+  });
+
+  it('probes not asked for are reported as skipped, and only capability probes run twice', () => {
+    const r = doctor({ probes: ['nocopy-mmap', 'bfloat'], mmapSize: MMAP, cache: false });
+    expect(r.devices[0]!.probes.map((p) => [p.id, p.status, p.detail === 'not asked', p.patched?.status ?? null])).toEqual([
+      ['simdgroup-reduction', 'skipped', true, null],
+      ['simdgroup-matrix', 'skipped', true, null],
+      ['bfloat', 'pass', false, 'pass'],
+      ['threadgroup-memory', 'skipped', true, null],
+      ['nocopy-mmap', 'pass', false, null],
+      ['residency-set', 'skipped', true, null],
+    ]);
+    expect(r.cache).toBeNull();
+    const mmapOnly = doctor({ probes: ['nocopy-mmap'], mmapSize: MMAP, cache: false });
+    expect(mmapOnly.patchedRun).toEqual({ ran: false, why: 'no capability probe was asked' });
+  });
+
+  it('a candidate that changes nothing needs no second run', () => {
+    const r = doctor({ profile: { appleFamilyMax: 1003 }, probes: ['bfloat'], cache: false });
+    expect(r.patchedRun).toEqual({ ran: false, why: 'the candidate profile changes no answer on this machine' });
+    const bfloat = r.devices[0]!.probes[2]!;
+    expect([bfloat.id, bfloat.status, bfloat.judgement, 'stock' in bfloat, 'patched' in bfloat]).toEqual(['bfloat', 'pass', 'proven', false, false]);
+  });
+});
+
+describeSim('doctor --json (CLI) over the simulated Metal', () => {
+  beforeAll(requireSimBuild);
+
+  it('prints schema doctor@1 with every probe id and a verified profile resolveProfile accepts; exit 1 for the fault', () => {
+    const cache = tempDir();
+    const r = runCli(['doctor', '--json', '--mmap-size', '1M', '--timeout-ms', '2000'], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock',
+      XDG_CACHE_HOME: cache,
+    });
+    expect(r.status, r.stderr).toBe(1);
+    const out = JSON.parse(r.stdout) as DoctorReport;
+    expect(out.schema).toBe('metal-cap-shim/doctor@1');
+    expect(out.devices[0]!.probes.map((p) => p.id)).toEqual([...DOCTOR_PROBE_IDS]);
+    expect(resolveProfile(out.devices[0]!.verifiedProfile)).toEqual(VERIFIED);
+    expect(out.settings).toEqual({ probes: [...DOCTOR_PROBE_IDS], timeoutMs: 2000, mmapFile: null, mmapSize: MMAP, device: null });
+    expect(readdirSync(path.join(cache, 'metal-cap-shim'))).toHaveLength(1);
+  });
+
+  it('human output: the probe table with both runs, the verified profile and its reasons', () => {
+    const r = runCli(['doctor', '--mmap-size', '1M'], { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock', XDG_CACHE_HOME: tempDir() });
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stdout).toContain('metal-cap-shim doctor — simulated Metal, snapshot vz-guest-m1-ultra-tahoe-stock\n');
+    expect(r.stdout).toContain('Patched runs: under cua-release, then restored\n');
+    expect(r.stdout).toMatch(/^ {2}simdgroup-matrix +pass +pass +pass +\d+\.\d +8x8 and 32x32 products/m);
+    expect(r.stdout).toMatch(/^ {2}nocopy-mmap +pass +– +– +\d+\.\d +the GPU read/m);
+    expect(r.stdout).toMatch(/^ {2}residency-set +fail +fail +fail +\d+\.\d +newResidencySetWithDescriptor:error: failed/m);
+    expect(r.stdout).toContain('  Verified profile: mode raise, Apple families up to 1007 (Apple7), threadgroup memory 65536\n');
+    expect(r.stdout).toContain('    · threadgroup memory raised to the proven 65536 bytes (the device reports 32768)\n');
+    expect(r.stdout).toContain('    · Metal3 not advertised: no residency set was proven to work (residency-set fail)\n');
+    expect(r.stdout).toContain('    ! llama.cpp: GGML_METAL_NO_RESIDENCY=1 — residency-set fail: ');
+    expect(r.stdout).toContain('  Faults: residency-set: fail');
+  });
+});
+
+describeSim('doctor on bare metal', () => {
+  beforeAll(requireSimBuild);
+
+  it('measures stock answers only, unless --force also runs the raising candidate (and takes it out again)', () => {
+    const env = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal', XDG_CACHE_HOME: tempDir() };
+    const plain = jsonFrom<DoctorReport>(runCli(['doctor', '--json', '--mmap-size', '1M'], env));
+    expect(plain.patchedRun).toEqual({
+      ran: false,
+      why: 'cua-release raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too',
+    });
+    expect(plain.restore).toBeNull();
+    expect(plain.devices[0]!.probes.map((p) => [p.id, p.status, 'patched' in p])).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'pass', false]));
+    expect(plain.devices[0]!.verifiedProfile).toEqual({ ...VERIFIED, name: null });
+    const forced = jsonFrom<DoctorReport>(runCli(['doctor', '--json', '--mmap-size', '1M', '--force'], env));
+    expect(forced.patchedRun).toEqual({ ran: true, why: null });
+    expect(forced.restore!.conflicts).toEqual([]);
+    expect(forced.restore!.restoredHooks.length).toBeGreaterThan(0);
+  });
+});
+

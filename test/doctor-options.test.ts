@@ -1,0 +1,279 @@
+// doctor's options and the `doctor` command's flags: every bound from both sides, typed errors before anything runs,
+// and the offline replay of a snapshot (any OS).
+import { chmodSync, cpSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { byteCount } from '../lib/cli/doctor-options.js';
+import { doctor } from '../lib/doctor.js';
+import { checkDoctorOptions } from '../lib/doctor/options.js';
+import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
+import type { DoctorReport } from '../lib/doctor/types.js';
+import { InvalidOptionsError, InvalidProfileError, UsageError } from '../lib/errors.js';
+import { probeSnapshot } from '../lib/probe.js';
+import { profiles, resolveProfile } from '../lib/profiles.js';
+import { jsonFrom, root, runCli, runNode } from './helpers.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-options-'));
+const model = path.join(dir, 'model.gguf');
+writeFileSync(model, Buffer.alloc(4096, 7));
+
+function optionError(options: unknown): { option: string; message: string } {
+  try {
+    checkDoctorOptions(options);
+  } catch (err) {
+    if (err instanceof InvalidOptionsError) return { option: err.option, message: err.message };
+    throw err;
+  }
+  throw new Error('no error');
+}
+
+describe('doctor() options', () => {
+  it('defaults', () => {
+    expect(checkDoctorOptions(undefined)).toEqual({
+      candidate: profiles['cua-release']!.profile,
+      device: null,
+      timeoutMs: 5000,
+      mmapFile: null,
+      mmapSize: 1 << 30,
+      probes: [...DOCTOR_PROBE_IDS],
+      force: false,
+      snapshot: null,
+      cache: true,
+    });
+  });
+
+  it('timeoutMs: 100 to 600000', () => {
+    expect(checkDoctorOptions({ timeoutMs: 100 }).timeoutMs).toBe(100);
+    expect(checkDoctorOptions({ timeoutMs: 600000 }).timeoutMs).toBe(600000);
+    for (const bad of [99, 600001, 1.5, Number.NaN]) {
+      expect(optionError({ timeoutMs: bad })).toEqual({
+        option: 'timeoutMs',
+        message: `doctor() option 'timeoutMs' (--timeout-ms) must be a whole number from 100 to 600000, got ${JSON.stringify(bad)}`,
+      });
+    }
+    expect(optionError({ timeoutMs: '100' }).option).toBe('timeoutMs');
+  });
+
+  it('mmapSize: 1 MiB to 64 GiB, whole pages of 16 KiB', () => {
+    expect(checkDoctorOptions({ mmapSize: 1 << 20 }).mmapSize).toBe(1 << 20);
+    expect(checkDoctorOptions({ mmapSize: 64 * 2 ** 30 }).mmapSize).toBe(64 * 2 ** 30);
+    expect(optionError({ mmapSize: (1 << 20) - 16384 }).message).toBe(
+      `doctor() option 'mmapSize' (--mmap-size) must be a whole number from 1048576 to 68719476736 bytes, a multiple of 16384, got 1032192`,
+    );
+    expect(optionError({ mmapSize: 64 * 2 ** 30 + 16384 }).option).toBe('mmapSize');
+    expect(optionError({ mmapSize: (1 << 20) + 4096 }).message).toBe(
+      `doctor() option 'mmapSize' (--mmap-size) must be a multiple of 16384 bytes (the arm64 page size), got 1052672`,
+    );
+  });
+
+  it('mmapFile: an existing, readable, non-empty regular file, not together with mmapSize', () => {
+    expect(checkDoctorOptions({ mmapFile: model }).mmapFile).toBe(model);
+    expect(checkDoctorOptions({ mmapFile: path.relative(process.cwd(), model) }).mmapFile).toBe(model);
+    expect(optionError({ mmapFile: path.join(dir, 'missing.gguf') })).toEqual({
+      option: 'mmapFile',
+      message: `doctor() option 'mmapFile' (--mmap-file) cannot use ${path.join(dir, 'missing.gguf')}: no such file`,
+    });
+    expect(optionError({ mmapFile: dir }).message).toBe(`doctor() option 'mmapFile' (--mmap-file) cannot use ${dir}: not a regular file`);
+    const empty = path.join(dir, 'empty.gguf');
+    writeFileSync(empty, '');
+    expect(optionError({ mmapFile: empty }).message).toBe(`doctor() option 'mmapFile' (--mmap-file) cannot use ${empty}: the file is empty`);
+    expect(optionError({ mmapFile: '' }).option).toBe('mmapFile');
+    expect(optionError({ mmapFile: model, mmapSize: 1 << 20 }).option).toBe('mmapSize');
+  });
+
+  it('device: a whole number (its range is checked against the devices there are)', () => {
+    expect(checkDoctorOptions({ device: 0 }).device).toBe(0);
+    expect(optionError({ device: -1 }).option).toBe('device');
+    expect(optionError({ device: 0.5 }).option).toBe('device');
+  });
+
+  it('probes: known ids, kept in doctor’s order', () => {
+    expect(checkDoctorOptions({ probes: ['residency-set', 'bfloat'] }).probes).toEqual(['bfloat', 'residency-set']);
+    expect(optionError({ probes: [] }).option).toBe('probes');
+    expect(optionError({ probes: ['bfloat', 'warp-speed'] }).option).toBe('probes');
+  });
+
+  it('a replay refuses the options that only a live run uses', () => {
+    for (const live of [{ timeoutMs: 1000 }, { mmapFile: model }, { mmapSize: 1 << 20 }, { force: true }]) {
+      expect(optionError({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', ...live }).option).toBe(Object.keys(live)[0]);
+    }
+  });
+
+  it('unknown options and bad profiles are typed errors; auto is not a candidate profile', () => {
+    expect(optionError({ mmap: 1 }).option).toBe('mmap');
+    expect(() => checkDoctorOptions({ profile: 'auto' })).toThrow(InvalidProfileError);
+    expect(() => checkDoctorOptions({ profile: '{"appleFamilyMax":2000}' })).toThrow(InvalidProfileError);
+  });
+});
+
+describe('doctor --snapshot: a recording replayed, never guessed', () => {
+  it('a snapshot without a doctor section: every probe not-recorded, nothing proven, nothing raised', () => {
+    const r = runCli(['doctor', '--snapshot', 'm1-ultra-bare-metal', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as DoctorReport;
+    expect({ ...report, generatedAt: 'x', devices: [] }).toEqual({
+      schema: 'metal-cap-shim/doctor@1',
+      packageVersion: report.packageVersion,
+      generatedAt: 'x',
+      supported: true,
+      reason: null,
+      detail: null,
+      source: 'snapshot',
+      snapshot: 'm1-ultra-bare-metal',
+      host: probeSnapshot('m1-ultra-bare-metal').host,
+      candidateProfile: profiles['cua-release']!.profile,
+      patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },
+      settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: null, mmapFile: null, mmapSize: null, device: null },
+      devices: [],
+      restore: null,
+      cache: null,
+    });
+    const d = report.devices[0]!;
+    expect(d.probes.map((p) => [p.id, p.status, p.judgement, p.detail, p.ms])).toEqual(
+      DOCTOR_PROBE_IDS.map((id) => [id, 'not-recorded', 'unknown', 'not recorded in this snapshot', null]),
+    );
+    expect(resolveProfile(d.verifiedProfile)).toEqual(d.verifiedProfile);
+    expect(d.verifiedProfile).toEqual({ ...resolveProfile({}), name: null });
+    expect([d.recommendations, d.faults, d.differences]).toEqual([[], [], []]);
+  });
+
+  it('--device picks one recorded device; one that is not recorded is a usage error', () => {
+    const two = JSON.parse(runCli(['doctor', '--snapshot', 'macbookpro16-intel-amd-two-gpus', '--device', '1', '--json']).stdout) as DoctorReport;
+    expect(two.devices.map((d) => [d.index, d.name])).toEqual([[1, 'AMD Radeon Pro 5500M']]);
+    const r = runCli(['doctor', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock', '--device', '1']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(
+      "metal-cap-shim: ERR_INVALID_OPTIONS: doctor() option 'device' (--device): snapshot vz-guest-m1-ultra-tahoe-stock has no device 1; it records 1 (0–0)\n",
+    );
+  });
+
+  it('human output: the probe table, the verified profile with its reasons, recommendations, faults', () => {
+    const r = runCli(['doctor', '--snapshot', 'm1-ultra-bare-metal']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('metal-cap-shim doctor — snapshot m1-ultra-bare-metal (recorded result, replayed: nothing ran)\n');
+    expect(r.stdout).toMatch(/^ {2}simdgroup-reduction +not-recorded +– +– +– +not recorded in this snapshot$/m);
+    expect(r.stdout).toContain('  Verified profile: mode raise\n');
+    expect(r.stdout).toContain('    · no Apple family raised: nothing an Apple family gates was proven');
+    expect(r.stdout).toContain('    · Metal3 left as the device answers it (YES)\n');
+    expect(r.stdout).toContain('  Faults: none found');
+  });
+
+  it('the Tahoe guest’s recorded residency-set failure (Cua PR 3070): its recommendations, exit 1', () => {
+    const r = runCli(['doctor', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock', '--json']);
+    expect(r.status).toBe(1);
+    const d = (JSON.parse(r.stdout) as DoctorReport).devices[0]!;
+    expect(d.probes.map((p) => [p.id, p.status])).toEqual(
+      DOCTOR_PROBE_IDS.map((id) => [id, id === 'residency-set' ? 'fail' : 'not-recorded']),
+    );
+    expect(d.probes[5]!.detail).toBe(
+      'recorded: MLX could not construct a residency set in this guest ("Unable to construct residency set") [source: cua-mlx-ablation]',
+    );
+    expect(d.recommendations.map((x) => x.setting)).toEqual([
+      'GGML_METAL_NO_RESIDENCY=1',
+      'never advertise Metal3 (profile {"families":{"metal3":false}})',
+    ]);
+    expect([d.faults, d.verifiedProfile]).toEqual([['residency-set: fail'], { ...resolveProfile({}), name: null }]);
+  });
+
+  it('the macos-14 runner’s recorded stale NoCopy pages (unslothai/llama.cpp PR 37): --no-mmap, useMmap: false', () => {
+    const r = runCli(['doctor', '--snapshot', 'github-macos-14-arm64-runner', '--json']);
+    expect(r.status).toBe(1);
+    const d = (JSON.parse(r.stdout) as DoctorReport).devices[0]!;
+    expect(d.probes.find((p) => p.id === 'nocopy-mmap')).toMatchObject({ status: 'wrong-result', judgement: 'faulty', bufferLength: null, ms: null });
+    expect(d.recommendations.map((x) => [x.engine, x.setting])).toEqual([
+      ['llama.cpp', '--no-mmap (llama-bench: -mmp 0)'],
+      ['node-llama-cpp', 'llama.loadModel({ useMmap: false })'],
+    ]);
+    expect(d.faults).toEqual(['nocopy-mmap: wrong-result']);
+  });
+});
+
+describe('doctor command flags', () => {
+  it('byte counts take binary K, M, G suffixes', () => {
+    expect([byteCount('--mmap-size', '1073741824'), byteCount('--mmap-size', '512M'), byteCount('--mmap-size', '3g'), byteCount('--mmap-size', '16K')]).toEqual([
+      2 ** 30,
+      512 * 2 ** 20,
+      3 * 2 ** 30,
+      16384,
+    ]);
+    expect(() => byteCount('--mmap-size', '1.5G')).toThrow(UsageError);
+    expect(() => byteCount('--mmap-size', '-1')).toThrow(UsageError);
+  });
+
+  it.each([
+    [['doctor', '--device', 'first'], 'ERR_USAGE'],
+    [['doctor', '--timeout-ms', '1e3'], 'ERR_USAGE'],
+    [['doctor', '--mmap-size', 'lots'], 'ERR_USAGE'],
+    [['doctor', '--frobnicate'], 'ERR_USAGE'],
+    [['doctor', '--timeout-ms', '99'], 'ERR_INVALID_OPTIONS'],
+    [['doctor', '--timeout-ms', '600001'], 'ERR_INVALID_OPTIONS'],
+    [['doctor', '--mmap-size', '512K'], 'ERR_INVALID_OPTIONS'],
+    [['doctor', '--mmap-size', '65G'], 'ERR_INVALID_OPTIONS'],
+    [['doctor', '--mmap-file', '/nonexistent/model.gguf'], 'ERR_INVALID_OPTIONS'],
+    [['doctor', '--mmap-file', model, '--mmap-size', '1G'], 'ERR_INVALID_OPTIONS'],
+    [['doctor', '--profile', 'auto'], 'ERR_INVALID_PROFILE'],
+    [['doctor', '--snapshot', 'no-such-snapshot'], 'ERR_SNAPSHOT_NOT_FOUND'],
+  ])('%j is a usage error (exit 2, %s, nothing on stdout)', (args, code) => {
+    const r = runCli(args);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`metal-cap-shim: ${code}: `);
+    expect(r.stderr).not.toContain('    at ');
+    expect(r.stdout).toBe('');
+  });
+
+  it('an unreadable --mmap-file is a usage error naming the file', () => {
+    const locked = path.join(dir, 'locked.gguf');
+    writeFileSync(locked, Buffer.alloc(4096));
+    chmodSync(locked, 0o000);
+    // root reads anything: run the CLI as nobody there.
+    const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    chmodSync(dir, 0o755);
+    const r = runCli(['doctor', '--mmap-file', locked], { XDG_CACHE_HOME: dir }, undefined, asNobody);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toBe(
+      `metal-cap-shim: ERR_INVALID_OPTIONS: doctor() option 'mmapFile' (--mmap-file) cannot read ${locked} (EACCES); doctor only reads it\n`,
+    );
+  });
+
+  it('--help prints the usage, also as `help doctor`', () => {
+    for (const args of [['doctor', '--help'], ['help', 'doctor']]) {
+      const r = runCli(args);
+      expect(r.status).toBe(0);
+      expect(r.stdout).toMatch(/^Usage: metal-cap-shim doctor \[--json\]/);
+      expect(r.stdout).toContain('--mmap-file FILE');
+    }
+    expect(runCli(['--help']).stdout).toMatch(/^ {2}doctor +real Metal work on each device: what is proven, the faults, the verified profile$/m);
+  });
+});
+
+describe('InvalidOptionsError from the API, before anything runs', () => {
+  it('doctor({ timeoutMs: 0 }) throws', () => {
+    expect(() => doctor({ timeoutMs: 0 })).toThrow(InvalidOptionsError);
+  });
+});
+
+describe('without the native build (any non-Mac install)', () => {
+  it('doctor() reports supported: false, auto applies nothing (strict: throws), the CLI exits 1', () => {
+    const pkg = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-nobuild-'));
+    for (const part of ['dist', 'snapshots', 'package.json']) cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
+    symlinkSync(path.join(root, 'node_modules'), path.join(pkg, 'node_modules'));
+    const reason = process.platform === 'darwin' ? 'native-module-unavailable' : 'unsupported-platform';
+    const r = jsonFrom<{ report: DoctorReport; auto: Record<string, unknown>; strict: string }>(
+      runNode(`const m = await import(${JSON.stringify(path.join(pkg, 'dist', 'index.js'))});
+        let strict = 'none';
+        try { m.applyProfile('auto', { strict: true }); } catch (e) { strict = e.code; }
+        console.log(JSON.stringify({ report: m.doctor(), auto: m.applyProfile('auto'), strict }));`),
+    );
+    expect(r.report).toMatchObject({ supported: false, reason, source: 'none', devices: [], restore: null, cache: null });
+    expect(r.report.patchedRun).toEqual({ ran: false, why: r.report.detail });
+    expect(r.auto).toMatchObject({ applied: false, reason, profile: { ...resolveProfile({}), name: null } });
+    expect('auto' in r.auto).toBe(false);
+    expect(r.strict).toBe(process.platform === 'darwin' ? 'ERR_NATIVE_UNAVAILABLE' : 'ERR_UNSUPPORTED_PLATFORM');
+    const cli = spawnSync(process.execPath, [path.join(pkg, 'dist', 'cli.js'), 'doctor'], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+    expect(cli.status).toBe(1);
+    expect(cli.stdout).toContain(`not supported: ${reason}: `);
+    expect(cli.stdout).toContain('Offline: metal-cap-shim doctor --snapshot github-macos-14-arm64-runner');
+  });
+});

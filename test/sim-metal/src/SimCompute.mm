@@ -1,0 +1,933 @@
+/*
+ * The simulated Metal's compute subset: libraries from source, functions by name, compute pipelines, command queues,
+ * command buffers and compute encoders, buffers (NoCopy included) and, where the snapshot's macOS has them, residency
+ * sets. The simulated "GPU" runs a C++ implementation of each kernel doctor knows, looked up by function name; it
+ * never parses MSL beyond finding `kernel void NAME`. What it tests is doctor's plumbing and decisions. Whether the
+ * MSL is right, and what a real GPU computes, only a Mac can tell (test/live/).
+ *
+ * Faults come from the device's `doctor` section in the snapshot (snapshots/README.md), the one source of truth:
+ *   wrong-result  the kernel computes a wrong answer (bfloat: truncates instead of rounding to nearest even;
+ *                 threadgroup-memory with provenThreadgroupMemory N: memory past N reads as zero)
+ *   fail          pipeline creation fails (nocopy-mmap: the NoCopy buffer is nil; residency-set: set creation fails)
+ *   unsupported   the library is rejected for its language version (residency-set: the API is absent)
+ *   timeout       the command buffer never completes
+ *   pass + provenThreadgroupMemory N: dispatches asking for more than N bytes of threadgroup memory fail
+ *   nocopy-mmap fault `stale`: the GPU reads the pages as they were when the buffer was created;
+ *                     fault `zero-length`: the buffer reports a length of 0
+ * Anything else (not-recorded, absent, skipped, error) is a device that works.
+ */
+#import <Foundation/Foundation.h>
+#import <Metal/Metal.h>
+#include <objc/runtime.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "SimCompute.h"
+
+NSString *const MTLLibraryErrorDomain = @"MTLLibraryErrorDomain";
+NSString *const MTLCommandBufferErrorDomain = @"MTLCommandBufferErrorDomain";
+
+namespace {
+
+// Faults injected by the simulation itself (not Apple's domains) say so in their domain.
+NSString *const kSimErrorDomain = @"MetalSim";
+
+enum class Probe { Reduction, Matrix, Bfloat, Threadgroup, Nocopy, Residency };
+const char *const kProbeIds[] = {"simdgroup-reduction", "simdgroup-matrix", "bfloat",
+                                 "threadgroup-memory",  "nocopy-mmap",      "residency-set"};
+constexpr size_t kProbeCount = sizeof(kProbeIds) / sizeof(kProbeIds[0]);
+
+enum class Behaviour { Works, WrongResult, Fail, Unsupported, Hangs };
+
+struct ProbeFault {
+  Behaviour behaviour = Behaviour::Works;
+  std::string detail;
+  uint64_t threadgroupLimit = 0;  // provenThreadgroupMemory; 0: none recorded
+  std::string fault;              // nocopy-mmap: stale | zero-length
+};
+
+struct ComputeDevice {
+  id object = nil;
+  int osMajor = 0;  // 0: the snapshot records no macOS version
+  ProbeFault probes[kProbeCount];
+};
+
+std::vector<ComputeDevice> gCompute;
+
+const ProbeFault &faultOf(size_t device, Probe probe) { return gCompute[device].probes[static_cast<int>(probe)]; }
+
+size_t indexOfDevice(id device) {
+  for (size_t i = 0; i < gCompute.size(); i++) {
+    if (gCompute[i].object == device) return i;
+  }
+  return 0;
+}
+
+// The newest MSL each macOS compiles; unknown: no limit.
+NSUInteger maxLanguageFor(int osMajor) {
+  if (osMajor == 0) return NSUIntegerMax;
+  if (osMajor < 11) return 0x20002;
+  if (osMajor == 11) return 0x20003;
+  if (osMajor == 12) return 0x20004;
+  if (osMajor == 13) return 0x30000;
+  if (osMajor == 14) return 0x30001;
+  if (osMajor == 15) return 0x30002;
+  return 0x40000;
+}
+
+std::string languageName(NSUInteger v) { return std::to_string(v >> 16) + "." + std::to_string(v & 0xffff); }
+
+NSError *simError(NSString *domain, NSInteger code, const std::string &message) {
+  NSDictionary *info = [NSDictionary dictionaryWithObject:[NSString stringWithUTF8String:message.c_str()]
+                                                   forKey:NSLocalizedDescriptionKey];
+  return [NSError errorWithDomain:domain code:code userInfo:info];
+}
+
+std::string recorded(const ProbeFault &fault) {
+  return "recorded in the snapshot" + (fault.detail.empty() ? std::string() : ": " + fault.detail);
+}
+
+// ---- the kernels ----
+
+struct Binding {
+  id buffer = nil;  // SimBuffer, retained
+  NSUInteger offset = 0;
+};
+
+struct Dispatch {
+  id pipeline = nil;  // SimPipeline, retained
+  Binding buffers[31];
+  NSUInteger threadgroupMemory[31] = {};
+  MTLSize groups = {0, 0, 0};
+  MTLSize threads = {0, 0, 0};
+};
+
+void retainDispatch(Dispatch &d) {
+  [d.pipeline retain];
+  for (Binding &b : d.buffers) [b.buffer retain];
+}
+
+void releaseDispatch(Dispatch &d) {
+  [d.pipeline release];
+  for (Binding &b : d.buffers) [b.buffer release];
+}
+
+struct KernelRun;
+using KernelFn = void (*)(KernelRun &);
+
+struct SimKernel {
+  const char *name;
+  Probe probe;
+  NSUInteger minLanguage;
+  KernelFn run;
+};
+
+const SimKernel *kernelNamed(const std::string &name);
+
+}  // namespace
+
+@interface SimBuffer : NSObject <MTLBuffer> {
+ @public
+  void *_contents;      // what the CPU sees
+  void *_gpu;           // what the simulated GPU reads: _contents, or a stale copy
+  NSUInteger _length;   // the real length
+  NSUInteger _reported; // what -length answers
+  BOOL _ownsContents;
+  BOOL _ownsGpuCopy;
+  id _device;
+}
+@end
+
+@implementation SimBuffer
+- (void)dealloc {
+  if (_ownsContents) free(_contents);
+  if (_ownsGpuCopy) free(_gpu);
+  [super dealloc];
+}
+- (NSUInteger)length {
+  return _reported;
+}
+- (void *)contents {
+  return _contents;
+}
+- (id<MTLDevice>)device {
+  return _device;
+}
+@end
+
+namespace {
+
+constexpr uint64_t kSimdWidth = 32;
+
+struct KernelRun {
+  const Dispatch &dispatch;
+  const ProbeFault &fault;
+  std::string error;
+
+  uint64_t threadsPerGroup() const { return dispatch.threads.width * dispatch.threads.height * dispatch.threads.depth; }
+  uint64_t totalThreads() const {
+    return threadsPerGroup() * dispatch.groups.width * dispatch.groups.height * dispatch.groups.depth;
+  }
+  // The bound buffer at `index`, checked to hold `count` elements: a kernel reading past it is a page fault.
+  template <typename T>
+  T *at(NSUInteger index, uint64_t count) {
+    if (!error.empty()) return nullptr;
+    SimBuffer *b = (SimBuffer *)dispatch.buffers[index].buffer;
+    if (b == nil) {
+      error = "buffer index " + std::to_string((unsigned long)index) + " is not bound";
+      return nullptr;
+    }
+    uint64_t offset = dispatch.buffers[index].offset;
+    if (offset + count * sizeof(T) > b->_length) {
+      error = "page fault: the kernel reads " + std::to_string(count * sizeof(T)) + " bytes at buffer index " +
+              std::to_string((unsigned long)index) + ", which holds " + std::to_string((unsigned long)b->_length);
+      return nullptr;
+    }
+    return reinterpret_cast<T *>(static_cast<uint8_t *>(b->_gpu) + offset);
+  }
+};
+
+bool wrong(const KernelRun &k) { return k.fault.behaviour == Behaviour::WrongResult; }
+
+void simdReduce(KernelRun &k) {
+  uint64_t n = k.totalThreads(), group = k.threadsPerGroup();
+  const float *in = k.at<float>(0, n);
+  float *sums = k.at<float>(1, n);
+  float *maxima = k.at<float>(2, n);
+  uint32_t *width = k.at<uint32_t>(3, 1);
+  if (!k.error.empty()) return;
+  for (uint64_t g = 0; g < n; g += group) {
+    for (uint64_t s = g; s < g + group; s += kSimdWidth) {
+      uint64_t end = std::min(s + kSimdWidth, g + group);
+      float sum = 0, max = -INFINITY;
+      for (uint64_t i = s; i < end; i++) {
+        if (!(wrong(k) && i == end - 1)) sum += in[i];  // the fault: a lost lane
+        max = std::max(max, in[i]);
+      }
+      for (uint64_t i = s; i < end; i++) {
+        sums[i] = sum;
+        maxima[i] = max;
+      }
+    }
+  }
+  width[0] = static_cast<uint32_t>(kSimdWidth);
+}
+
+// Half precision as the simulated GPU rounds it: to 11 significant bits, ties to even (std::nearbyint).
+float toHalfPrecision(double v) {
+  if (v == 0 || !std::isfinite(v)) return static_cast<float>(v);
+  double magnitude = std::fabs(v);
+  double r;
+  if (magnitude < std::ldexp(1.0, -14)) {
+    r = std::ldexp(std::nearbyint(std::ldexp(magnitude, 24)), -24);
+  } else {
+    int e;
+    double m = std::frexp(magnitude, &e);
+    r = std::ldexp(std::nearbyint(std::ldexp(m, 11)), e - 11);
+    if (r >= 65520.0) r = INFINITY;
+  }
+  return static_cast<float>(v < 0 ? -r : r);
+}
+
+uint16_t halfStorage(float v) {
+  uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  double magnitude = std::fabs(static_cast<double>(v));
+  if (std::isinf(magnitude)) return sign | 0x7c00;
+  if (magnitude < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(std::ldexp(magnitude, 24));
+  int e;
+  double m = std::frexp(magnitude, &e);
+  uint16_t significand = static_cast<uint16_t>(std::ldexp(m, 11));  // exact: v already has half precision
+  return sign | static_cast<uint16_t>((e + 14) << 10) | static_cast<uint16_t>(significand - 1024);
+}
+
+float halfValue(uint16_t bits) {
+  int exponent = (bits >> 10) & 0x1f, significand = bits & 0x3ff;
+  double v = exponent == 0    ? std::ldexp(significand, -24)
+             : exponent == 31 ? INFINITY
+                              : std::ldexp(significand + 1024, exponent - 25);
+  return static_cast<float>((bits & 0x8000) != 0 ? -v : v);
+}
+
+template <bool Half>
+void matmul(KernelRun &k) {
+  using Storage = typename std::conditional<Half, uint16_t, float>::type;
+  const uint32_t *np = k.at<uint32_t>(3, 1);
+  if (!k.error.empty()) return;
+  uint64_t n = *np;
+  if (k.threadsPerGroup() != kSimdWidth) {
+    k.error = "a SIMD-group matrix kernel needs threadgroups of one 32-thread SIMD-group";
+    return;
+  }
+  const Storage *a = k.at<Storage>(0, n * n);
+  const Storage *b = k.at<Storage>(1, n * n);
+  Storage *c = k.at<Storage>(2, n * n);
+  if (!k.error.empty()) return;
+  auto load = [](Storage s) -> double {
+    if constexpr (Half) return halfValue(s);
+    return s;
+  };
+  for (uint64_t ty = 0; ty < k.dispatch.groups.height; ty++) {
+    for (uint64_t tx = 0; tx < k.dispatch.groups.width; tx++) {
+      if ((ty + 1) * 8 > n || (tx + 1) * 8 > n) {
+        k.error = "page fault: tile (" + std::to_string(tx) + ", " + std::to_string(ty) + ") lies outside the matrix";
+        return;
+      }
+      for (uint64_t r = 0; r < 8; r++) {
+        for (uint64_t col = 0; col < 8; col++) {
+          double acc = 0;
+          for (uint64_t kk = 0; kk < n; kk++) {
+            acc += load(a[(ty * 8 + r) * n + kk]) * load(b[kk * n + tx * 8 + col]);
+            if (Half && kk % 8 == 7) acc = toHalfPrecision(acc);
+          }
+          Storage &out = c[(ty * 8 + r) * n + tx * 8 + col];
+          if constexpr (Half) {
+            out = halfStorage(toHalfPrecision(acc));
+          } else {
+            out = static_cast<float>(acc);
+          }
+        }
+      }
+    }
+  }
+  if (wrong(k)) {
+    if constexpr (Half) {
+      c[0] = halfStorage(toHalfPrecision(halfValue(c[0]) + 1.0));
+    } else {
+      c[0] += 1.0f;
+    }
+  }
+}
+
+// bfloat as the simulated GPU rounds it: to 8 significant bits, ties to even; the fault truncates instead.
+float toBfloat(double v, bool truncate) {
+  if (v == 0 || !std::isfinite(v)) return static_cast<float>(v);
+  int e;
+  double m = std::frexp(v, &e);
+  double scaled = std::ldexp(m, 8);
+  return static_cast<float>(std::ldexp(truncate ? std::trunc(scaled) : std::nearbyint(scaled), e - 8));
+}
+
+void bfloatKernel(KernelRun &k) {
+  uint64_t n = k.totalThreads();
+  const float *x = k.at<float>(0, n);
+  const float *y = k.at<float>(1, n);
+  float *converted = k.at<float>(2, n);
+  float *sums = k.at<float>(3, n);
+  float *products = k.at<float>(4, n);
+  if (!k.error.empty()) return;
+  bool truncate = wrong(k);
+  for (uint64_t i = 0; i < n; i++) {
+    float bx = toBfloat(x[i], truncate), by = toBfloat(y[i], truncate);
+    converted[i] = bx;
+    sums[i] = toBfloat(static_cast<double>(bx) + by, truncate);
+    products[i] = toBfloat(static_cast<double>(bx) * by, truncate);
+  }
+}
+
+void threadgroupKernel(KernelRun &k) {
+  const uint32_t *wordsp = k.at<uint32_t>(1, 1);
+  if (!k.error.empty()) return;
+  uint64_t words = *wordsp, length = k.dispatch.threadgroupMemory[0];
+  uint32_t *out = k.at<uint32_t>(0, words);
+  if (!k.error.empty()) return;
+  if (words * 4 > length) {
+    k.error = "page fault: the kernel used " + std::to_string(words * 4) + " bytes of threadgroup memory; " +
+              std::to_string(length) + " were allocated";
+    return;
+  }
+  // Memory past the recorded size is not backed: it reads as zero.
+  uint64_t backed = wrong(k) ? std::min<uint64_t>(words, k.fault.threadgroupLimit / 4) : words;
+  std::vector<uint32_t> scratch(words);
+  for (uint64_t i = 0; i < words; i++) scratch[i] = i < backed ? static_cast<uint32_t>(i) * 2654435761u + 2654435769u : 0;
+  for (uint64_t i = 0; i < words; i++) out[i] = scratch[words - 1 - i];
+}
+
+void blockChecksum(KernelRun &k) {
+  const uint32_t *wpb = k.at<uint32_t>(3, 1);
+  const uint32_t *blocksp = k.at<uint32_t>(4, 1);
+  if (!k.error.empty()) return;
+  uint32_t wordsPerBlock = *wpb, blocks = *blocksp;
+  const uint64_t *first = k.at<uint64_t>(1, blocks);
+  uint32_t *sums = k.at<uint32_t>(2, blocks);
+  if (!k.error.empty()) return;
+  uint64_t n = std::min<uint64_t>(k.totalThreads(), blocks);
+  for (uint64_t gid = 0; gid < n; gid++) {
+    const uint32_t *data = k.at<uint32_t>(0, first[gid] + wordsPerBlock);
+    if (data == nullptr) return;
+    uint32_t hash = 2166136261u;
+    for (uint32_t i = 0; i < wordsPerBlock; i++) hash = (hash ^ data[first[gid] + i]) * 16777619u;
+    sums[gid] = hash;
+  }
+}
+
+void residentRead(KernelRun &k) {
+  uint64_t n = k.totalThreads();
+  const uint32_t *in = k.at<uint32_t>(0, n);
+  uint32_t *out = k.at<uint32_t>(1, n);
+  if (!k.error.empty()) return;
+  for (uint64_t i = 0; i < n; i++) out[i] = in[i] ^ 2779096485u;
+  if (wrong(k)) out[0] ^= 1;
+}
+
+const SimKernel kKernels[] = {
+    {"mcs_doctor_simd_reduce", Probe::Reduction, 0x20000, simdReduce},
+    {"mcs_doctor_matmul_f32", Probe::Matrix, 0x20003, matmul<false>},
+    {"mcs_doctor_matmul_f16", Probe::Matrix, 0x20003, matmul<true>},
+    {"mcs_doctor_bfloat", Probe::Bfloat, 0x30001, bfloatKernel},
+    {"mcs_doctor_threadgroup", Probe::Threadgroup, 0x10000, threadgroupKernel},
+    {"mcs_doctor_block_checksum", Probe::Nocopy, 0x10000, blockChecksum},
+    {"mcs_doctor_resident_read", Probe::Residency, 0x10000, residentRead},
+};
+
+const SimKernel *kernelNamed(const std::string &name) {
+  for (const SimKernel &k : kKernels) {
+    if (name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> kernelNamesIn(const std::string &source) {
+  std::vector<std::string> names;
+  const std::string marker = "kernel void ";
+  for (size_t pos = source.find(marker); pos != std::string::npos; pos = source.find(marker, pos)) {
+    pos += marker.size();
+    size_t end = pos;
+    while (end < source.size() && (isalnum(static_cast<unsigned char>(source[end])) || source[end] == '_')) end++;
+    if (end > pos) names.push_back(source.substr(pos, end - pos));
+  }
+  return names;
+}
+
+}  // namespace
+
+// ---- MTLCompileOptions: a class cluster, so Apple's header stays free of ivars (GCC's runtime has fragile ivars) ----
+
+@interface SimCompileOptions : MTLCompileOptions {
+  BOOL _fastMath;
+  MTLLanguageVersion _language;
+}
+@end
+
+@implementation MTLCompileOptions
++ (id)allocWithZone:(NSZone *)zone {
+  if (self == [MTLCompileOptions class]) return [SimCompileOptions allocWithZone:zone];
+  return [super allocWithZone:zone];
+}
+- (BOOL)fastMathEnabled {
+  return YES;
+}
+- (void)setFastMathEnabled:(BOOL)enabled {
+}
+- (MTLLanguageVersion)languageVersion {
+  return (MTLLanguageVersion)0;
+}
+- (void)setLanguageVersion:(MTLLanguageVersion)version {
+}
+- (id)copyWithZone:(NSZone *)zone {
+  return [self retain];
+}
+@end
+
+@implementation SimCompileOptions
+- (id)init {
+  if ((self = [super init])) _fastMath = YES;  // Apple's default
+  return self;
+}
+- (BOOL)fastMathEnabled {
+  return _fastMath;
+}
+- (void)setFastMathEnabled:(BOOL)enabled {
+  _fastMath = enabled;
+}
+- (MTLLanguageVersion)languageVersion {
+  return _language;
+}
+- (void)setLanguageVersion:(MTLLanguageVersion)version {
+  _language = version;
+}
+- (id)copyWithZone:(NSZone *)zone {
+  SimCompileOptions *copy = [[SimCompileOptions allocWithZone:zone] init];
+  copy->_fastMath = _fastMath;
+  copy->_language = _language;
+  return copy;
+}
+@end
+
+// ---- library, function, pipeline ----
+
+@interface SimFunction : NSObject <MTLFunction> {
+ @public
+  NSString *_name;
+  const SimKernel *_kernel;
+  size_t _device;
+}
+@end
+
+@implementation SimFunction
+- (void)dealloc {
+  [_name release];
+  [super dealloc];
+}
+- (NSString *)name {
+  return _name;
+}
+@end
+
+@interface SimLibrary : NSObject <MTLLibrary> {
+ @public
+  NSArray *_names;
+  size_t _device;
+}
+@end
+
+@implementation SimLibrary
+- (void)dealloc {
+  [_names release];
+  [super dealloc];
+}
+- (NSArray *)functionNames {
+  return _names;
+}
+- (id<MTLFunction>)newFunctionWithName:(NSString *)functionName {
+  if (![_names containsObject:functionName]) return nil;
+  const SimKernel *kernel = kernelNamed([functionName UTF8String]);
+  if (kernel == nullptr) return nil;
+  SimFunction *f = [[SimFunction alloc] init];
+  f->_name = [functionName copy];
+  f->_kernel = kernel;
+  f->_device = _device;
+  return f;
+}
+@end
+
+@interface SimPipeline : NSObject <MTLComputePipelineState> {
+ @public
+  const SimKernel *_kernel;
+  size_t _device;
+  NSUInteger _maxThreads;
+}
+@end
+
+@implementation SimPipeline
+- (NSUInteger)maxTotalThreadsPerThreadgroup {
+  return _maxThreads;
+}
+- (NSUInteger)threadExecutionWidth {
+  return (NSUInteger)kSimdWidth;
+}
+- (NSUInteger)staticThreadgroupMemoryLength {
+  return 0;
+}
+@end
+
+// ---- residency sets (macOS 15 API: class and selectors under Apple's names, found by run-time lookup) ----
+
+@interface MTLResidencySetDescriptor : NSObject <NSCopying> {
+  NSString *_label;
+  NSUInteger _initialCapacity;
+}
+@end
+
+@implementation MTLResidencySetDescriptor
+- (void)dealloc {
+  [_label release];
+  [super dealloc];
+}
+- (NSString *)label {
+  return _label;
+}
+- (void)setLabel:(NSString *)label {
+  [_label release];
+  _label = [label copy];
+}
+- (NSUInteger)initialCapacity {
+  return _initialCapacity;
+}
+- (void)setInitialCapacity:(NSUInteger)capacity {
+  _initialCapacity = capacity;
+}
+- (id)copyWithZone:(NSZone *)zone {
+  MTLResidencySetDescriptor *copy = [[MTLResidencySetDescriptor allocWithZone:zone] init];
+  [copy setLabel:_label];
+  [copy setInitialCapacity:_initialCapacity];
+  return copy;
+}
+@end
+
+@interface SimResidencySet : NSObject {
+ @public
+  NSMutableArray *_allocations;
+  id _device;
+  BOOL _resident;
+}
+@end
+
+@implementation SimResidencySet
+- (id)init {
+  if ((self = [super init])) _allocations = [[NSMutableArray alloc] init];
+  return self;
+}
+- (void)dealloc {
+  [_allocations release];
+  [super dealloc];
+}
+- (id<MTLDevice>)device {
+  return _device;
+}
+- (void)addAllocation:(id)allocation {
+  if (![_allocations containsObject:allocation]) [_allocations addObject:allocation];
+}
+- (void)removeAllocation:(id)allocation {
+  [_allocations removeObject:allocation];
+}
+- (void)removeAllAllocations {
+  [_allocations removeAllObjects];
+}
+- (BOOL)containsAllocation:(id)allocation {
+  return [_allocations containsObject:allocation];
+}
+- (NSUInteger)allocationCount {
+  return [_allocations count];
+}
+- (void)commit {
+}
+- (void)requestResidency {
+  _resident = YES;
+}
+- (void)endResidency {
+  _resident = NO;
+}
+@end
+
+// ---- command queue, buffer, encoder ----
+
+@interface SimCommandBuffer : NSObject <MTLCommandBuffer> {
+ @public
+  std::vector<Dispatch> *_dispatches;
+  NSMutableArray *_residencySets;
+  MTLCommandBufferStatus _status;
+  NSError *_error;
+  size_t _device;
+}
+@end
+
+@interface SimComputeEncoder : NSObject <MTLComputeCommandEncoder> {
+ @public
+  SimCommandBuffer *_commandBuffer;  // not retained: the command buffer outlives its encoding
+  Dispatch *_state;
+}
+@end
+
+@implementation SimComputeEncoder
+- (id)init {
+  if ((self = [super init])) _state = new Dispatch();
+  return self;
+}
+- (void)dealloc {
+  releaseDispatch(*_state);
+  delete _state;
+  [super dealloc];
+}
+- (void)setComputePipelineState:(id<MTLComputePipelineState>)state {
+  [state retain];
+  [_state->pipeline release];
+  _state->pipeline = state;
+}
+- (void)setBuffer:(id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index {
+  if (index >= 31) return;
+  [buffer retain];
+  [_state->buffers[index].buffer release];
+  _state->buffers[index].buffer = buffer;
+  _state->buffers[index].offset = offset;
+}
+- (void)setBytes:(const void *)bytes length:(NSUInteger)length atIndex:(NSUInteger)index {
+  // Metal copies the bytes at this call; a private buffer does the same here.
+  SimBuffer *copy = [[SimBuffer alloc] init];
+  copy->_contents = copy->_gpu = malloc(length > 0 ? length : 1);
+  memcpy(copy->_contents, bytes, length);
+  copy->_length = copy->_reported = length;
+  copy->_ownsContents = YES;
+  [self setBuffer:copy offset:0 atIndex:index];
+  [copy release];
+}
+- (void)setThreadgroupMemoryLength:(NSUInteger)length atIndex:(NSUInteger)index {
+  if (index < 31) _state->threadgroupMemory[index] = length;
+}
+- (void)dispatchThreadgroups:(MTLSize)groups threadsPerThreadgroup:(MTLSize)threads {
+  Dispatch d = *_state;
+  d.groups = groups;
+  d.threads = threads;
+  retainDispatch(d);
+  _commandBuffer->_dispatches->push_back(d);
+}
+- (void)endEncoding {
+}
+@end
+
+@implementation SimCommandBuffer
+- (id)init {
+  if ((self = [super init])) {
+    _dispatches = new std::vector<Dispatch>();
+    _residencySets = [[NSMutableArray alloc] init];
+    _status = MTLCommandBufferStatusNotEnqueued;
+  }
+  return self;
+}
+- (void)dealloc {
+  for (Dispatch &d : *_dispatches) releaseDispatch(d);
+  delete _dispatches;
+  [_residencySets release];
+  [_error release];
+  [super dealloc];
+}
+- (MTLCommandBufferStatus)status {
+  return _status;
+}
+- (NSError *)error {
+  return _error;
+}
+- (id<MTLComputeCommandEncoder>)computeCommandEncoder {
+  SimComputeEncoder *encoder = [[SimComputeEncoder alloc] init];
+  encoder->_commandBuffer = self;
+  return [encoder autorelease];
+}
+- (void)useResidencySet:(id)residencySet {
+  [_residencySets addObject:residencySet];
+}
+- (void)failWith:(MTLCommandBufferError)code message:(const std::string &)message {
+  _status = MTLCommandBufferStatusError;
+  _error = [simError(MTLCommandBufferErrorDomain, code, "simulated: " + message) retain];
+}
+// The simulated GPU runs the whole command buffer at commit; a recorded hang leaves it committed for ever.
+- (void)commit {
+  if (_status != MTLCommandBufferStatusNotEnqueued) return;
+  _status = MTLCommandBufferStatusCommitted;
+  for (const Dispatch &d : *_dispatches) {
+    SimPipeline *pipeline = (SimPipeline *)d.pipeline;
+    if (pipeline != nil && faultOf(_device, pipeline->_kernel->probe).behaviour == Behaviour::Hangs) return;
+  }
+  for (const Dispatch &d : *_dispatches) {
+    SimPipeline *pipeline = (SimPipeline *)d.pipeline;
+    if (pipeline == nil) return [self failWith:MTLCommandBufferErrorInvalidResource message:"a dispatch without a pipeline"];
+    uint64_t threads = d.threads.width * d.threads.height * d.threads.depth;
+    if (threads == 0 || threads > pipeline->_maxThreads) {
+      return [self failWith:MTLCommandBufferErrorInvalidResource
+                    message:std::to_string(threads) + " threads per threadgroup; the pipeline allows " +
+                            std::to_string((unsigned long)pipeline->_maxThreads)];
+    }
+    const ProbeFault &fault = faultOf(_device, pipeline->_kernel->probe);
+    if (fault.behaviour == Behaviour::Works && fault.threadgroupLimit > 0 && d.threadgroupMemory[0] > fault.threadgroupLimit) {
+      return [self failWith:MTLCommandBufferErrorNotPermitted
+                    message:std::to_string((unsigned long)d.threadgroupMemory[0]) +
+                            " bytes of threadgroup memory exceed what this device accepts (" +
+                            std::to_string(fault.threadgroupLimit) + " bytes, " + recorded(fault) + ")"];
+    }
+    KernelRun run{d, fault, std::string()};
+    pipeline->_kernel->run(run);
+    if (!run.error.empty()) return [self failWith:MTLCommandBufferErrorPageFault message:run.error];
+  }
+  _status = MTLCommandBufferStatusCompleted;
+}
+@end
+
+@interface SimCommandQueue : NSObject <MTLCommandQueue> {
+ @public
+  size_t _device;
+}
+@end
+
+@implementation SimCommandQueue
+- (id<MTLCommandBuffer>)commandBuffer {
+  SimCommandBuffer *buffer = [[SimCommandBuffer alloc] init];
+  buffer->_device = _device;
+  return [buffer autorelease];
+}
+@end
+
+// ---- the device's compute methods, added to each device class at run time ----
+
+static id simNewCommandQueue(id self, SEL) {
+  SimCommandQueue *queue = [[SimCommandQueue alloc] init];
+  queue->_device = indexOfDevice(self);
+  return queue;
+}
+
+static id simNewLibrary(id self, SEL, NSString *source, MTLCompileOptions *options, NSError **error) {
+  size_t device = indexOfDevice(self);
+  NSUInteger newest = maxLanguageFor(gCompute[device].osMajor);
+  NSUInteger language = options != nil && [options languageVersion] != 0 ? [options languageVersion] : newest;
+  std::vector<std::string> names = kernelNamesIn(source != nil ? [source UTF8String] : "");
+  auto failWith = [&](MTLLibraryError code, const std::string &message) -> id {
+    if (error != NULL) *error = simError(MTLLibraryErrorDomain, code, message);
+    return nil;
+  };
+  if (language > newest) {
+    return failWith(MTLLibraryErrorUnsupported, "simulated: MSL " + languageName(language) + " is not available on macOS " +
+                                                    std::to_string(gCompute[device].osMajor));
+  }
+  NSMutableArray *functionNames = [NSMutableArray array];
+  for (const std::string &name : names) {
+    if (const SimKernel *kernel = kernelNamed(name)) {
+      const ProbeFault &fault = faultOf(device, kernel->probe);
+      if (fault.behaviour == Behaviour::Unsupported && kernel->probe != Probe::Residency) {
+        return failWith(MTLLibraryErrorUnsupported,
+                        "simulated: MSL " + languageName(language) + " rejected for " + name + " (" + recorded(fault) + ")");
+      }
+      if (language < kernel->minLanguage) {
+        return failWith(MTLLibraryErrorCompileFailure, "program_source: error: " + name + " needs MSL " +
+                                                           languageName(kernel->minLanguage) + ", compiled as MSL " +
+                                                           languageName(language) + " (simulated)");
+      }
+    }
+    [functionNames addObject:[NSString stringWithUTF8String:name.c_str()]];
+  }
+  SimLibrary *library = [[SimLibrary alloc] init];
+  library->_names = [functionNames copy];
+  library->_device = device;
+  return library;
+}
+
+static id simNewPipeline(id self, SEL, id<MTLFunction> function, NSError **error) {
+  SimFunction *f = (SimFunction *)function;
+  const ProbeFault &fault = faultOf(f->_device, f->_kernel->probe);
+  // nocopy-mmap and residency-set fail where their own API is (the buffer, the set), not in the pipeline.
+  bool failsHere = f->_kernel->probe != Probe::Nocopy && f->_kernel->probe != Probe::Residency;
+  if (fault.behaviour == Behaviour::Fail && failsHere) {
+    if (error != NULL) {
+      *error = simError(kSimErrorDomain, 2, "simulated pipeline failure, " + recorded(fault));
+    }
+    return nil;
+  }
+  SimPipeline *pipeline = [[SimPipeline alloc] init];
+  pipeline->_kernel = f->_kernel;
+  pipeline->_device = f->_device;
+  pipeline->_maxThreads = std::min<NSUInteger>(1024, [(id<MTLDevice>)self maxThreadsPerThreadgroup].width);
+  return pipeline;
+}
+
+static SimBuffer *simBuffer(id device, NSUInteger length) {
+  SimBuffer *buffer = [[SimBuffer alloc] init];
+  buffer->_length = buffer->_reported = length;
+  buffer->_device = device;
+  return buffer;
+}
+
+static id simNewBufferWithLength(id self, SEL, NSUInteger length, MTLResourceOptions) {
+  if (length == 0) return nil;
+  SimBuffer *buffer = simBuffer(self, length);
+  buffer->_contents = buffer->_gpu = calloc(1, length);
+  buffer->_ownsContents = YES;
+  return buffer;
+}
+
+static id simNewBufferWithBytes(id self, SEL, const void *bytes, NSUInteger length, MTLResourceOptions) {
+  if (length == 0) return nil;
+  SimBuffer *buffer = simBuffer(self, length);
+  buffer->_contents = buffer->_gpu = malloc(length);
+  memcpy(buffer->_contents, bytes, length);
+  buffer->_ownsContents = YES;
+  return buffer;
+}
+
+static id simNewBufferNoCopy(id self, SEL, void *pointer, NSUInteger length, MTLResourceOptions, id) {
+  const ProbeFault &fault = faultOf(indexOfDevice(self), Probe::Nocopy);
+  if (fault.behaviour == Behaviour::Fail) return nil;
+  // Apple requires a page-aligned pointer and a whole number of pages.
+  uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  if (pointer == NULL || length == 0 || reinterpret_cast<uintptr_t>(pointer) % page != 0 || length % page != 0) return nil;
+  SimBuffer *buffer = simBuffer(self, length);
+  buffer->_contents = buffer->_gpu = pointer;
+  bool faulty = fault.behaviour == Behaviour::WrongResult;
+  if (faulty && fault.fault == "stale") {
+    buffer->_gpu = malloc(length);
+    memcpy(buffer->_gpu, pointer, length);
+    buffer->_ownsGpuCopy = YES;
+  }
+  if (faulty && fault.fault == "zero-length") buffer->_reported = 0;
+  return buffer;
+}
+
+static id simNewResidencySet(id self, SEL, id descriptor, NSError **error) {
+  const ProbeFault &fault = faultOf(indexOfDevice(self), Probe::Residency);
+  if (fault.behaviour == Behaviour::Fail) {
+    if (error != NULL) *error = simError(kSimErrorDomain, 1, "simulated residency-set failure, " + recorded(fault));
+    return nil;
+  }
+  SimResidencySet *set = [[SimResidencySet alloc] init];
+  set->_device = self;
+  return set;
+}
+
+namespace {
+
+Behaviour behaviourOf(NSString *status) {
+  if ([status isEqualToString:@"wrong-result"]) return Behaviour::WrongResult;
+  if ([status isEqualToString:@"fail"]) return Behaviour::Fail;
+  if ([status isEqualToString:@"unsupported"]) return Behaviour::Unsupported;
+  if ([status isEqualToString:@"timeout"]) return Behaviour::Hangs;
+  return Behaviour::Works;
+}
+
+template <typename T>
+T *valueAt(NSDictionary *d, NSString *key, Class cls) {
+  id v = [d objectForKey:key];
+  return [v isKindOfClass:cls] ? (T *)v : nil;
+}
+
+std::string types(std::initializer_list<const char *> parts) {
+  std::string out;
+  for (const char *p : parts) out += p;
+  return out;
+}
+
+}  // namespace
+
+void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVersion) {
+  if (gCompute.size() <= index) gCompute.resize(index + 1);
+  ComputeDevice &compute = gCompute[index];
+  compute.osMajor = osVersion != NULL ? atoi(osVersion) : 0;
+  NSDictionary *doctor = valueAt<NSDictionary>(device, @"doctor", [NSDictionary class]);
+  NSDictionary *probes = valueAt<NSDictionary>(doctor, @"probes", [NSDictionary class]);
+  for (size_t p = 0; p < kProbeCount; p++) {
+    NSDictionary *record = valueAt<NSDictionary>(probes, [NSString stringWithUTF8String:kProbeIds[p]], [NSDictionary class]);
+    if (record == nil) continue;
+    ProbeFault &fault = compute.probes[p];
+    fault.behaviour = behaviourOf(valueAt<NSString>(record, @"status", [NSString class]));
+    NSString *detail = valueAt<NSString>(record, @"detail", [NSString class]);
+    if (detail != nil) fault.detail = [detail UTF8String];
+    NSNumber *limit = valueAt<NSNumber>(record, @"provenThreadgroupMemory", [NSNumber class]);
+    if (limit != nil) fault.threadgroupLimit = [limit unsignedLongLongValue];
+    NSString *kind = valueAt<NSString>(record, @"fault", [NSString class]);
+    if (kind != nil) fault.fault = [kind UTF8String];
+  }
+}
+
+void simComputeAttachDevice(id device, size_t index) {
+  if (gCompute.size() <= index) gCompute.resize(index + 1);
+  gCompute[index].object = device;
+  Class cls = object_getClass(device);
+  const char *o = @encode(id), *s = @encode(SEL), *u = @encode(NSUInteger), *e = @encode(NSError **);
+  class_addMethod(cls, @selector(newCommandQueue), (IMP)simNewCommandQueue, types({o, o, s}).c_str());
+  class_addMethod(cls, @selector(newLibraryWithSource:options:error:), (IMP)simNewLibrary, types({o, o, s, o, o, e}).c_str());
+  class_addMethod(cls, @selector(newComputePipelineStateWithFunction:error:), (IMP)simNewPipeline,
+                  types({o, o, s, o, e}).c_str());
+  class_addMethod(cls, @selector(newBufferWithLength:options:), (IMP)simNewBufferWithLength, types({o, o, s, u, u}).c_str());
+  class_addMethod(cls, @selector(newBufferWithBytes:length:options:), (IMP)simNewBufferWithBytes,
+                  types({o, o, s, @encode(const void *), u, u}).c_str());
+  class_addMethod(cls, @selector(newBufferWithBytesNoCopy:length:options:deallocator:), (IMP)simNewBufferNoCopy,
+                  types({o, o, s, @encode(void *), u, u, o}).c_str());
+  // Residency sets exist from macOS 15, unless the snapshot records the API as missing.
+  int os = gCompute[index].osMajor;
+  bool residency = (os == 0 || os >= 15) && faultOf(index, Probe::Residency).behaviour != Behaviour::Unsupported;
+  if (residency) {
+    class_addMethod(cls, sel_registerName("newResidencySetWithDescriptor:error:"), (IMP)simNewResidencySet,
+                    types({o, o, s, o, e}).c_str());
+  }
+}
