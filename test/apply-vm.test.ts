@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { applyProfile, restore, status } from '../lib/apply.js';
-import { InvalidProfileError } from '../lib/errors.js';
+import { InvalidProfileError, MetalCapShimError } from '../lib/errors.js';
 import { FAMILY_NAMES } from '../lib/families.js';
 import { probe } from '../lib/probe.js';
 import { resolveProfile } from '../lib/profiles.js';
@@ -194,6 +194,24 @@ describeSim('register in a VM', () => {
     const outcome = registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: ' auto ' });
     expect(outcome).toMatchObject({ action: 'applied', result: { applied: true, auto: { from: 'doctor' } } });
     expect(status().active).toBe(true);
+  });
+
+  it('auto with nothing cached while a profile is applied: measuring is impossible, and that error goes through', async () => {
+    const saved = process.env.XDG_CACHE_HOME;
+    process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-apply-vm-empty-cache-'));
+    try {
+      applyProfile('apple7');
+      const active = status();
+      const message =
+        'a profile is already applied in this process, and doctor must measure the stock answers first: call restore() before doctor(), or replay a snapshot';
+      expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'auto' })).toThrow(new MetalCapShimError('ERR_PROFILE_ACTIVE', message));
+      expect(status()).toEqual(active);
+      // register itself: the program stops with the code and the message, as for a malformed value.
+      expect(await importRegister('auto')).toEqual({ exits: [1], warnings: [], stderr: `metal-cap-shim/register: ERR_PROFILE_ACTIVE: ${message}\n` });
+      expect(status()).toEqual(active);
+    } finally {
+      process.env.XDG_CACHE_HOME = saved;
+    }
   });
 
   it('off applies nothing, even in a VM', () => {
