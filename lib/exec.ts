@@ -308,8 +308,9 @@ export function childEnvironment(
 export type InjectorStatus = Pick<ExecOutcome, 'injectorLoaded' | 'injectorSlice' | 'patchedClasses' | 'injectorErrors'>;
 
 /**
- * Reads the status fd's text. Every process that loads the injector (the program and any it starts) writes its own
- * lines, so classes and errors are listed as they arrived, from all of them; the slice is the first process's.
+ * Reads the status fd's text: the lines of the first process that loads the injector (it takes the fd and unsets its
+ * variable, so the programs it starts stay silent), in the order they arrived. The slice is that of the first
+ * "loaded" line.
  */
 export function parseInjectorStatus(status: string): InjectorStatus {
   const lines = status.split('\n').filter(Boolean);
