@@ -93,7 +93,7 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     expect(await runWithInjector(sh('kill -TERM $$'), injector, [WARNING])).toEqual(outcome({ exitCode: null, signal: 'SIGTERM' }));
   });
 
-  it('the child gets the injector ahead of what we preload, and no trace path when there is no --trace', async () => {
+  it('the child gets the injector as LD_PRELOAD, and no trace path without --trace (not even one we inherited)', async () => {
     const out = path.join(folder(), 'env.txt');
     const saved = { trace: process.env[INJECT_ENV.traceFile] };
     process.env[INJECT_ENV.traceFile] = path.join(tmp, 'inherited.json');
