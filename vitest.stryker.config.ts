@@ -1,4 +1,10 @@
+import { chmodSync } from 'node:fs';
+import path from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// Stryker creates its sandbox folder private (0700), and vitest runs in it. A test runs the CLI as nobody (root can
+// read anything, so that is the only way to get EACCES), and nobody must be able to reach dist/ and the addon there.
+if (path.basename(process.cwd()).startsWith('sandbox-')) chmodSync(process.cwd(), 0o755);
 
 // The vitest config Stryker runs (stryker.config.mjs). Stryker's vitest runner starts vitest with `pool: 'threads'`
 // as a command-line option, which beats any config file. Threads cannot run these suites: a worker thread's
