@@ -227,10 +227,22 @@ describe('doctor command flags', () => {
     const locked = path.join(dir, 'locked.gguf');
     writeFileSync(locked, Buffer.alloc(4096));
     chmodSync(locked, 0o000);
-    // root reads anything: run the CLI as nobody there.
-    const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    // root reads anything: run the CLI as nobody there, from a copy nobody can read (the package may sit in a
+    // folder only its owner opens, as Stryker's sandbox does). The options are checked before the addon loads.
+    const asRoot = process.getuid?.() === 0;
     chmodSync(dir, 0o755);
-    const r = runCli(['doctor', '--mmap-file', locked], { XDG_CACHE_HOME: dir }, undefined, asNobody);
+    let cliFile = path.join(root, 'dist', 'cli.js');
+    if (asRoot) {
+      const pkg = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-nobody-'));
+      for (const part of ['dist', 'package.json']) cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
+      chmodSync(pkg, 0o755);
+      cliFile = path.join(pkg, 'dist', 'cli.js');
+    }
+    const r = spawnSync(process.execPath, [cliFile, 'doctor', '--mmap-file', locked], {
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1', XDG_CACHE_HOME: dir },
+      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+    });
     expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toBe(
       `metal-cap-shim: ERR_INVALID_OPTIONS: doctor() option 'mmapFile' (--mmap-file) cannot read ${locked} (EACCES); doctor only reads it\n`,
