@@ -170,7 +170,11 @@ describeSim('profile auto, in-process', () => {
   it('a fresh measurement refuses while a profile is applied; a cached one swaps in over it', () => {
     applyProfile('apple7');
     const err = thrown(() => applyProfile('auto'));
-    expect([(err as MetalCapShimError).code, status().profile?.name]).toEqual(['ERR_PROFILE_ACTIVE', 'apple7']);
+    expect([(err as MetalCapShimError).code, (err as Error).message, status().profile?.name]).toEqual([
+      'ERR_PROFILE_ACTIVE',
+      'a profile is already applied in this process, and doctor must measure the stock answers first: call restore() before doctor(), or replay a snapshot',
+      'apple7',
+    ]);
     restore();
     applyProfile('auto');
     restore();

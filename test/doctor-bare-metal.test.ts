@@ -10,6 +10,9 @@ import { doctor } from '../lib/doctor.js';
 import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/doctor/auto.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import { RefusedError } from '../lib/errors.js';
+import { packageVersion } from '../lib/native.js';
+import { probeSnapshot } from '../lib/probe.js';
+import { profiles } from '../lib/profiles.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
@@ -30,11 +33,26 @@ describeSim('on bare metal', () => {
 
   it('doctor: a raising candidate is not installed without force; the stock run alone decides', () => {
     const r = doctor({ mmapSize: 1 << 20, cache: false });
-    expect(r.patchedRun).toEqual({
-      ran: false,
-      why: 'cua-release raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too',
+    expect({ ...r, devices: r.devices.length }).toEqual({
+      schema: 'metal-cap-shim/doctor@1',
+      packageVersion: packageVersion(),
+      generatedAt: r.generatedAt,
+      supported: true,
+      reason: null,
+      detail: null,
+      source: 'simulated',
+      snapshot: 'm1-ultra-bare-metal',
+      host: probeSnapshot('m1-ultra-bare-metal').host,
+      candidateProfile: profiles['cua-release']!.profile,
+      patchedRun: {
+        ran: false,
+        why: 'cua-release raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too',
+      },
+      settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: 5000, mmapFile: null, mmapSize: 1 << 20, device: null },
+      devices: 1,
+      restore: null,
+      cache: null,
     });
-    expect([r.restore, r.cache]).toEqual([null, null]);
     const d = r.devices[0]!;
     expect(d.probes.map((p) => [p.id, p.status, 'stock' in p, 'patched' in p])).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'pass', false, false]));
     expect([d.verifiedProfile, d.reported.patched, d.differences]).toEqual([VERIFIED, null, []]);
