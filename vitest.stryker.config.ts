@@ -1,10 +1,13 @@
 import { chmodSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-// Stryker creates its sandbox folder private (0700), and vitest runs in it. A test runs the CLI as nobody (root can
-// read anything, so that is the only way to get EACCES), and nobody must be able to reach dist/ and the addon there.
-if (path.basename(process.cwd()).startsWith('sandbox-')) chmodSync(process.cwd(), 0o755);
+// Stryker makes its sandbox (build/stryker-tmp/sandbox-*) with mkdtemp, mode 0700. Tests that run the CLI as another
+// user (doctor's unreadable --mmap-file runs as nobody when root runs the suite) must reach dist/ in it, as they reach
+// it in the worktree.
+const here = path.dirname(fileURLToPath(import.meta.url));
+if (path.basename(path.dirname(here)) === 'stryker-tmp') chmodSync(here, 0o755);
 
 // The vitest config Stryker runs (stryker.config.mjs). Stryker's vitest runner starts vitest with `pool: 'threads'`
 // as a command-line option, which beats any config file. Threads cannot run these suites: a worker thread's

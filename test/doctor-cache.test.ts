@@ -184,3 +184,119 @@ describe('unusable files are ignored, never trusted', () => {
     expect(JSON.parse(readFileSync(cacheFileFor(key, dir), 'utf8')).result.verifiedProfile.name).toBe('apple7');
   });
 });
+
+describe('the key, field by field', () => {
+  it('is read from the report when it is asked for: host facts, OS build, device position, name and class', () => {
+    const two = reportFromSnapshot(loadSnapshot('macbookpro16-intel-amd-two-gpus'), { allDevices: true });
+    const withBuild = { ...two, host: { ...two.host!, osBuild: '22G830' } };
+    expect(cacheKeyFor(withBuild, two.devices[1]!)).toEqual({
+      packageVersion: packageVersion(),
+      source: 'snapshot',
+      snapshot: 'macbookpro16-intel-amd-two-gpus',
+      host: { model: 'MacBookPro16,1', osVersion: '13.6.9', osBuild: '22G830', arch: 'x86_64' },
+      device: { index: 1, name: 'AMD Radeon Pro 5500M', className: 'AMDRadeonX6000_AMDNavi14GraphicsDevice' },
+    });
+  });
+
+  // Each field on its own: another file name, and a file written under it is not used for this key.
+  const variants: [string, (k: DoctorCacheKey) => DoctorCacheKey][] = [
+    ['package version', (k) => ({ ...k, packageVersion: '0.2.0' })],
+    ['source', (k) => ({ ...k, source: 'live' })],
+    ['snapshot', (k) => ({ ...k, snapshot: null })],
+    ['host model', (k) => ({ ...k, host: { ...k.host, model: 'Mac14,2' } })],
+    ['macOS version', (k) => ({ ...k, host: { ...k.host, osVersion: '26.6.1' } })],
+    ['OS build', (k) => ({ ...k, host: { ...k.host, osBuild: '25G5' } })],
+    ['architecture', (k) => ({ ...k, host: { ...k.host, arch: 'x86_64' } })],
+    ['device index', (k) => ({ ...k, device: { ...k.device, index: 1 } })],
+    ['device name', (k) => ({ ...k, device: { ...k.device, name: 'Apple M1 Ultra' } })],
+    ['device class', (k) => ({ ...k, device: { ...k.device, className: 'AGXG13DDevice' } })],
+  ];
+  it.each(variants)('%s', (_, change) => {
+    const other = change(key);
+    expect(cacheFileFor(other, dir)).not.toBe(cacheFileFor(key, dir));
+    writeCache(other, assessed, AT, dir);
+    // The other key's entry, copied to where this key's result lives.
+    writeFileSync(cacheFileFor(key, dir), readFileSync(cacheFileFor(other, dir)));
+    expect(readCache(key, dir)).toEqual({
+      entry: null,
+      file: cacheFileFor(key, dir),
+      ignored: 'written for another package version, host, OS build or device',
+    });
+    expect(readCache(other, dir).entry!.key).toEqual(other);
+  });
+
+  it('a key that is missing, null, or has a field too many or too few is another key', () => {
+    const stored = () => JSON.parse(JSON.stringify({ schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, result: cachedResultOf(assessed) }));
+    const changes: ((e: Record<string, any>) => void)[] = [
+      (e) => delete e.key,
+      (e) => (e.key = null),
+      (e) => (e.key = [key]),
+      (e) => (e.key.extra = 1),
+      (e) => (e.key.host = null),
+      (e) => (e.key.host.memoryBytes = null),
+      (e) => delete e.key.device.className,
+    ];
+    for (const change of changes) {
+      const e = stored();
+      change(e);
+      writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
+      expect(readCache(key, dir).ignored).toBe('written for another package version, host, OS build or device');
+    }
+  });
+
+  it('the devices of one machine get files of their own, each named by 16 hex digits', () => {
+    const names = new Set<string>();
+    for (let index = 0; index < 64; index++) {
+      const name = path.basename(cacheFileFor({ ...key, device: { ...key.device, index } }, dir));
+      expect(name).toMatch(/^doctor-[0-9a-f]{16}\.json$/);
+      names.add(name);
+    }
+    expect(names.size).toBe(64);
+  });
+});
+
+describe('more damaged files', () => {
+  const stored = () => JSON.parse(JSON.stringify({ schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, result: cachedResultOf(assessed) })) as Record<string, any>;
+  const ignoredFor = (change: (e: Record<string, any>) => void) => {
+    const e = stored();
+    change(e);
+    writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
+    return readCache(key, dir).ignored;
+  };
+  const rec = { engine: 'llama.cpp', setting: 'GGML_METAL_NO_RESIDENCY=1', why: 'w' };
+
+  it.each([
+    ['generatedAt a number', (e: Record<string, any>) => (e.generatedAt = 2026), 'damaged: generatedAt'],
+    ['a status that is an array', (e: Record<string, any>) => (e.result.probes[0].status = ['pass']), 'damaged: probes'],
+    ['a probe that is not an object', (e: Record<string, any>) => (e.result.probes[1] = 'bfloat'), 'damaged: probes'],
+    ['probes not a list', (e: Record<string, any>) => (e.result.probes = {}), 'damaged: probes'],
+    ['one reason not text', (e: Record<string, any>) => (e.result.verifiedProfileReasons = ['a', 2]), 'damaged: verifiedProfileReasons'],
+    ['one recommendation of two damaged', (e: Record<string, any>) => (e.result.recommendations = [rec, { ...rec, why: 1 }]), 'damaged: recommendations'],
+    ['a recommendation without an engine', (e: Record<string, any>) => (e.result.recommendations = [{ ...rec, engine: null }]), 'damaged: recommendations'],
+    ['a recommendation without a setting', (e: Record<string, any>) => (e.result.recommendations = [{ ...rec, setting: 3 }]), 'damaged: recommendations'],
+    ['a recommendation that is text', (e: Record<string, any>) => (e.result.recommendations = ['GGML_METAL_NO_RESIDENCY=1']), 'damaged: recommendations'],
+    ['one fault not text', (e: Record<string, any>) => (e.result.faults = ['residency-set: fail', false]), 'damaged: faults'],
+    ['a profile without its name field', (e: Record<string, any>) => delete e.result.verifiedProfile.name, 'damaged: verifiedProfile'],
+  ])('%s', (_, change, why) => {
+    expect(ignoredFor(change)).toBe(why);
+  });
+
+  it('what each field of a usable file may hold, up to its limits', () => {
+    expect(ignoredFor((e) => (e.result.recommendations = [rec, rec]))).toBeNull();
+    expect(ignoredFor((e) => (e.result.verifiedProfileReasons = []))).toBeNull();
+    expect(ignoredFor((e) => (e.result.faults = ['a', 'b']))).toBeNull();
+  });
+});
+
+describe('a write that fails', () => {
+  // Linux: /proc exists and takes no new files, for root too.
+  it.skipIf(process.platform !== 'linux')('reports the write’s own error (here: no file can be created in /proc), not the clean-up’s', () => {
+    let err: NodeJS.ErrnoException | undefined;
+    try {
+      writeCache(key, assessed, AT, '/proc/self');
+    } catch (e) {
+      err = e as NodeJS.ErrnoException;
+    }
+    expect([err?.code, err?.syscall]).toEqual(['ENOENT', 'open']);
+  });
+});

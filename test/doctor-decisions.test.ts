@@ -2,10 +2,13 @@
 // of outcomes and a device's stock answers; the suites that run the native probes are doctor-live.test.ts.
 import { describe, expect, it } from 'vitest';
 import { assessDevice, deriveVerifiedProfile, leastProfile, recommendationsFor } from '../lib/doctor/derive.js';
-import { differencesOf, faultsOf, judgeProbe, worseStatus } from '../lib/doctor/judge.js';
-import { DOCTOR_PROBE_IDS, JUDGEMENTS, type DoctorProbeId, type RecordedStatus } from '../lib/doctor/probes.js';
+import { differencesOf, faultsOf, judgeProbe, runFrom, worseStatus } from '../lib/doctor/judge.js';
+import { checkDoctorOptions } from '../lib/doctor/options.js';
+import { DOCTOR_PROBE_IDS, JUDGEMENTS, type DoctorProbeId, type DoctorStatus, type RecordedStatus } from '../lib/doctor/probes.js';
+import { judgeDevice } from '../lib/doctor/run.js';
 import type { DoctorProbe, DoctorRun } from '../lib/doctor/types.js';
-import { resolveProfile, type Profile } from '../lib/profiles.js';
+import { predictPatchedDevice, profiles, resolveProfile, type Profile } from '../lib/profiles.js';
+import type { NativeDoctorResult, NativeProbeOutcome } from '../types/binding.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
 
 const vz = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'));
@@ -283,6 +286,192 @@ describe('recommendations name the engine setting and the evidence', () => {
         'never advertise Metal3 (profile {"families":{"metal3":false}})',
       ],
       faults: ['nocopy-mmap: wrong-result', 'residency-set: fail'],
+    });
+  });
+});
+
+describe('two runs combined, value by value', () => {
+  it('a time or size one run did not measure stays unmeasured, whichever run it was', () => {
+    const p = judgeProbe('threadgroup-memory', run('fail', { ms: null }), run('pass', { ms: 4, provenThreadgroupMemory: 65536 }));
+    expect([p.status, p.ms, p.provenThreadgroupMemory, p.judgement]).toEqual(['fail', null, null, 'faulty']);
+  });
+
+  it('the smallest failing size and the worst error of either run; one run’s value when the other has none', () => {
+    const both = (stock: Partial<DoctorRun>, patched: Partial<DoctorRun>) => {
+      const p = judgeProbe('threadgroup-memory', run('pass', stock), run('pass', patched));
+      return [p.failedThreadgroupMemory, p.maxAbsError];
+    };
+    expect(both({ failedThreadgroupMemory: 40960, maxAbsError: 3 }, { failedThreadgroupMemory: 49152, maxAbsError: 1 })).toEqual([40960, 3]);
+    expect(both({ failedThreadgroupMemory: 49152, maxAbsError: 1 }, { failedThreadgroupMemory: 40960, maxAbsError: 3 })).toEqual([40960, 3]);
+    expect(both({ failedThreadgroupMemory: 40960, maxAbsError: 0.5 }, {})).toEqual([40960, 0.5]);
+    expect(both({}, { failedThreadgroupMemory: 57344, maxAbsError: 0.25 })).toEqual([57344, 0.25]);
+    expect(both({}, {})).toEqual([null, null]);
+  });
+
+  it('runs that disagree, with no candidate name given: the detail says “the candidate profile”', () => {
+    expect(judgeProbe('bfloat', run('pass'), run('fail')).detail).toBe(
+      'stock: pass (pass detail); under the candidate profile: fail (fail detail)',
+    );
+  });
+});
+
+describe('judgeDevice: the native runner’s results as verdicts', () => {
+  const raw = (id: DoctorProbeId, status: DoctorStatus, extra: Partial<NativeProbeOutcome> = {}): NativeProbeOutcome => ({
+    id,
+    status,
+    detail: `${status} raw`,
+    ms: 2,
+    provenThreadgroupMemory: null,
+    failedThreadgroupMemory: null,
+    bufferLength: null,
+    maxAbsError: null,
+    ...extra,
+  });
+  const result = (outcomes: NativeProbeOutcome[]): NativeDoctorResult => ({
+    device: { index: 0, name: 'Apple Paravirtual device', className: 'AppleParavirtDevice', registryId: 1 },
+    outcomes,
+  });
+  const missing = {
+    status: 'error',
+    detail: 'the native runner returned no outcome for it',
+    ms: null,
+    provenThreadgroupMemory: null,
+    failedThreadgroupMemory: null,
+    bufferLength: null,
+    maxAbsError: null,
+  };
+
+  it('not asked: skipped; asked but not returned: an error, in either run; nocopy-mmap judged from its one run', () => {
+    const o = checkDoctorOptions({ probes: ['simdgroup-matrix', 'bfloat', 'nocopy-mmap', 'residency-set'], profile: 'apple7' });
+    const stock = result([raw('bfloat', 'pass'), raw('nocopy-mmap', 'wrong-result', { bufferLength: 0 }), raw('residency-set', 'pass')]);
+    const patched = result([raw('simdgroup-matrix', 'pass'), raw('bfloat', 'fail'), raw('nocopy-mmap', 'pass')]);
+    const probes = judgeDevice(o, stock, patched);
+    const notAsked = { ...missing, status: 'skipped', detail: 'not asked', judgement: 'unknown' };
+    const stockBfloat = { ...runFrom(raw('bfloat', 'pass')) };
+    expect(probes).toEqual([
+      { id: 'simdgroup-reduction', ...notAsked },
+      {
+        id: 'simdgroup-matrix',
+        ...missing,
+        detail: 'stock: error (the native runner returned no outcome for it); under apple7: pass (pass raw)',
+        judgement: 'unknown',
+        stock: missing,
+        patched: runFrom(raw('simdgroup-matrix', 'pass')),
+      },
+      {
+        id: 'bfloat',
+        ...stockBfloat,
+        status: 'fail',
+        detail: 'stock: pass (pass raw); under apple7: fail (fail raw)',
+        ms: 4,
+        judgement: 'faulty',
+        stock: stockBfloat,
+        patched: runFrom(raw('bfloat', 'fail')),
+      },
+      { id: 'threadgroup-memory', ...notAsked },
+      { id: 'nocopy-mmap', ...runFrom(raw('nocopy-mmap', 'wrong-result', { bufferLength: 0 })), judgement: 'faulty' },
+      {
+        id: 'residency-set',
+        ...missing,
+        detail: 'stock: pass (pass raw); under apple7: error (the native runner returned no outcome for it)',
+        ms: null,
+        judgement: 'unknown',
+        stock: runFrom(raw('residency-set', 'pass')),
+        patched: missing,
+      },
+    ]);
+  });
+
+  it('without a patched run, the stock run alone decides; a custom candidate is named as such', () => {
+    const o = checkDoctorOptions({ probes: ['bfloat'], profile: { appleFamilyMax: 1008 } });
+    expect(judgeDevice(o, result([raw('bfloat', 'pass')]), null)[2]).toEqual({ id: 'bfloat', ...runFrom(raw('bfloat', 'pass')), judgement: 'proven' });
+    expect(judgeDevice(o, result([raw('bfloat', 'pass')]), result([raw('bfloat', 'timeout')]))[2]!.detail).toBe(
+      'stock: pass (pass raw); under the candidate profile: timeout (timeout raw)',
+    );
+  });
+});
+
+describe('decisions over probe lists that leave probes out (deriveVerifiedProfile and recommendationsFor are public)', () => {
+  it('a probe not in the list is “not run”: it proves nothing and is named so', () => {
+    const only = [judgeProbe('bfloat', run('pass'))];
+    expect(deriveVerifiedProfile(guest, only)).toEqual({
+      profile: profile({ appleFamilyMax: 1006 }),
+      reasons: [
+        'Apple6: bfloat computed right (llama.cpp’s bfloat rule); not Apple7, which would also claim SIMD-group reduction and matrix (simdgroup-reduction not run, simdgroup-matrix not run)',
+        'threadgroup memory left as reported: no size proven (threadgroup-memory not run)',
+        'Metal3 not advertised: no residency set was proven to work (residency-set not run)',
+      ],
+    });
+    expect(recommendationsFor(guest, only, profile({ appleFamilyMax: 1006 }), vz.host)).toEqual([]);
+  });
+
+  it('bfloat not run while the profile turns it on: the advice says so', () => {
+    const list = [judgeProbe('simdgroup-reduction', run('pass')), judgeProbe('simdgroup-matrix', run('pass'))];
+    const verified = deriveVerifiedProfile(guest, list).profile;
+    expect(verified).toEqual(profile({ name: 'apple7', appleFamilyMax: 1007 }));
+    expect(recommendationsFor(guest, list, verified, vz.host)).toEqual([
+      {
+        engine: 'llama.cpp',
+        setting: 'GGML_METAL_BF16_DISABLE=1',
+        why: 'bfloat was not proven (not run), but with the verified profile llama.cpp turns it on (supportsFamily(Metal3)=NO, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE unset); this variable keeps BF16 kernels off (node-llama-cpp reads it too)',
+      },
+    ]);
+    expect(recommendationsFor(guest, [], profile({}), vz.host)).toEqual([]);
+  });
+});
+
+describe('more of the verified profile', () => {
+  it('Apple6 on a device that already answers it: no change there, and it says so', () => {
+    expect(deriveVerifiedProfile(bare, probes({ 'simdgroup-reduction': 'fail' })).reasons[0]).toBe(
+      'Apple6: bfloat computed right (llama.cpp’s bfloat rule); not Apple7, which would also claim SIMD-group reduction and matrix (simdgroup-reduction fail, simdgroup-matrix pass) (the device already answers Apple6: no change here)',
+    );
+  });
+
+  it('a device that reports no threadgroup size: the proven size is claimed', () => {
+    expect(deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({ 'residency-set': 'fail' }, 16384))).toEqual({
+      profile: profile({ appleFamilyMax: 1007, maxThreadgroupMemoryLength: 16384 }),
+      reasons: [
+        'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
+        'threadgroup memory raised to the proven 16384 bytes (the device reports nothing)',
+        'Metal3 not advertised: no residency set was proven to work (residency-set fail)',
+      ],
+    });
+  });
+
+  it('a built-in name only for a profile that says exactly what the built-in says', () => {
+    const apple7 = profiles.apple7!.profile;
+    expect(leastProfile([{ ...apple7, name: null }])).toEqual(apple7);
+    expect(leastProfile([{ ...apple7, recommendedMaxWorkingSetSize: 8 * 2 ** 30 }])).toEqual({ ...apple7, name: null, recommendedMaxWorkingSetSize: 8 * 2 ** 30 });
+    expect(leastProfile([{ ...apple7, mode: 'exact' }])).toEqual({ ...apple7, name: null, mode: 'exact' });
+    expect(leastProfile([{ ...apple7, families: { metal3: true } }])).toEqual({ ...apple7, name: null, families: { metal3: true } });
+  });
+
+  it('one profile is kept as it is; several keep only the family ceiling, the threadgroup size and Metal3', () => {
+    const mask = profiles['mask-apple5']!.profile;
+    expect(leastProfile([mask])).toEqual(mask);
+    expect(leastProfile([mask, mask])).toEqual(profile({ appleFamilyMax: 1005, maxThreadgroupMemoryLength: 32768 }));
+  });
+});
+
+describe('recommendations do not depend on where they are computed', () => {
+  it('GGML_METAL_BF16_DISABLE in this process changes nothing in the advice', () => {
+    const list = probes({ bfloat: 'unsupported' });
+    const verified = deriveVerifiedProfile(guest, list).profile;
+    const clean = recommendationsFor(guest, list, verified, vz.host);
+    process.env.GGML_METAL_BF16_DISABLE = '1';
+    try {
+      expect(recommendationsFor(guest, list, verified, vz.host)).toEqual(clean);
+    } finally {
+      delete process.env.GGML_METAL_BF16_DISABLE;
+    }
+    expect(clean.map((r) => r.setting)).toEqual(['GGML_METAL_BF16_DISABLE=1']);
+  });
+
+  it('a device assessed with its answers under the candidate keeps both', () => {
+    const patched = predictPatchedDevice(guest, profiles['cua-release']!.profile);
+    expect(assessDevice(guest, patched, probes({}), vz.host).reported).toEqual({
+      stock: { highestAppleFamily: 'apple5', maxThreadgroupMemoryLength: 32768, metal3: false },
+      patched: { highestAppleFamily: 'apple9', maxThreadgroupMemoryLength: 65536, metal3: false },
     });
   });
 });

@@ -1,6 +1,6 @@
 // doctor's options and the `doctor` command's flags: every bound from both sides, typed errors before anything runs,
 // and the offline replay of a snapshot (any OS).
-import { chmodSync, cpSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -227,10 +227,22 @@ describe('doctor command flags', () => {
     const locked = path.join(dir, 'locked.gguf');
     writeFileSync(locked, Buffer.alloc(4096));
     chmodSync(locked, 0o000);
-    // root reads anything: run the CLI as nobody there.
-    const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    // root reads anything: run the CLI as nobody there, from a copy nobody can read (the package may sit in a
+    // folder only its owner opens, as Stryker's sandbox does). The options are checked before the addon loads.
+    const asRoot = process.getuid?.() === 0;
     chmodSync(dir, 0o755);
-    const r = runCli(['doctor', '--mmap-file', locked], { XDG_CACHE_HOME: dir }, undefined, asNobody);
+    let cliFile = path.join(root, 'dist', 'cli.js');
+    if (asRoot) {
+      const pkg = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-nobody-'));
+      for (const part of ['dist', 'package.json']) cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
+      chmodSync(pkg, 0o755);
+      cliFile = path.join(pkg, 'dist', 'cli.js');
+    }
+    const r = spawnSync(process.execPath, [cliFile, 'doctor', '--mmap-file', locked], {
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1', XDG_CACHE_HOME: dir },
+      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+    });
     expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toBe(
       `metal-cap-shim: ERR_INVALID_OPTIONS: doctor() option 'mmapFile' (--mmap-file) cannot read ${locked} (EACCES); doctor only reads it\n`,
@@ -275,5 +287,88 @@ describe('without the native build (any non-Mac install)', () => {
     expect(cli.status).toBe(1);
     expect(cli.stdout).toContain(`not supported: ${reason}: `);
     expect(cli.stdout).toContain('Offline: metal-cap-shim doctor --snapshot github-macos-14-arm64-runner');
+  });
+});
+
+describe('doctor() options: every message whole, every bound from both sides', () => {
+  it('device: 0 to 1023', () => {
+    expect(checkDoctorOptions({ device: 1023 }).device).toBe(1023);
+    for (const bad of [-1, 1024]) {
+      expect(optionError({ device: bad })).toEqual({
+        option: 'device',
+        message: `doctor() option 'device' (--device) must be a whole number from 0 to 1023, got ${bad}`,
+      });
+    }
+  });
+
+  it('mmapFile: blank names no file; a path through a file says what stat said', () => {
+    for (const blank of ['', '   ']) {
+      expect(optionError({ mmapFile: blank })).toEqual({
+        option: 'mmapFile',
+        message: "doctor() option 'mmapFile' (--mmap-file) must name a file, e.g. a model .gguf",
+      });
+    }
+    const through = path.join(model, 'inner.gguf');
+    expect(optionError({ mmapFile: through }).message).toBe(
+      `doctor() option 'mmapFile' (--mmap-file) cannot use ${through}: ENOTDIR: not a directory, stat '${through}'`,
+    );
+  });
+
+  // Root opens any file whose mode forbids reading, except a write-only sysfs attribute; anyone else, a mode-000 file.
+  const unreadable = (() => {
+    if (process.getuid?.() !== 0) {
+      const locked = path.join(dir, 'unreadable.gguf');
+      writeFileSync(locked, Buffer.alloc(4096));
+      chmodSync(locked, 0o000);
+      return locked;
+    }
+    return ['/sys/bus/pci/rescan'].find((f) => existsSync(f)) ?? null;
+  })();
+  it.skipIf(unreadable === null)('mmapFile: a file that cannot be opened for reading', () => {
+    expect(optionError({ mmapFile: unreadable! })).toEqual({
+      option: 'mmapFile',
+      message: `doctor() option 'mmapFile' (--mmap-file) cannot read ${unreadable} (EACCES); doctor only reads it`,
+    });
+  });
+
+  it('mmapFile with mmapSize: one or the other', () => {
+    expect(optionError({ mmapFile: model, mmapSize: 1 << 20 })).toEqual({
+      option: 'mmapSize',
+      message: "doctor() option 'mmapSize' (--mmap-size) cannot be given with mmapFile (--mmap-file): nocopy-mmap maps one or the other",
+    });
+  });
+
+  it('probes: the message lists the probes there are', () => {
+    const message = "doctor() option 'probes' must be a non-empty array of simdgroup-reduction, simdgroup-matrix, bfloat, threadgroup-memory, nocopy-mmap, residency-set";
+    for (const bad of [[], ['warp-speed'], 'bfloat']) expect(optionError({ probes: bad })).toEqual({ option: 'probes', message });
+    expect(checkDoctorOptions({ probes: ['bfloat', 'bfloat'] }).probes).toEqual(['bfloat']);
+  });
+
+  it('a replay names the live option it refuses', () => {
+    expect(optionError({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', force: false })).toEqual({
+      option: 'force',
+      message: "doctor() option 'force' has no effect when a snapshot is replayed: nothing runs",
+    });
+    expect(checkDoctorOptions({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', device: 0, probes: ['bfloat'], profile: 'apple7', cache: false })).toEqual({
+      candidate: profiles.apple7!.profile,
+      device: 0,
+      timeoutMs: 5000,
+      mmapFile: null,
+      mmapSize: 1 << 30,
+      probes: ['bfloat'],
+      force: false,
+      snapshot: 'vz-guest-m1-ultra-tahoe-stock',
+      cache: false,
+    });
+  });
+
+  it('types are checked, and the messages name doctor()', () => {
+    expect(optionError({ force: 'yes' })).toEqual({ option: 'force', message: `doctor() option 'force' must be a boolean, got the string "yes"` });
+    expect(optionError({ cache: 1 })).toEqual({ option: 'cache', message: "doctor() option 'cache' must be a boolean, got number 1" });
+    expect(optionError({ mmap: 1 })).toEqual({
+      option: 'mmap',
+      message: "doctor() has no option 'mmap'; its options are profile, device, timeoutMs, mmapFile, mmapSize, probes, force, snapshot, cache",
+    });
+    expect(checkDoctorOptions({ force: true, cache: false })).toMatchObject({ force: true, cache: false });
   });
 });

@@ -88,16 +88,16 @@ export function cacheKeyFor(report: CapabilityReport, device: DeviceReport): Doc
   };
 }
 
-/** JSON with object keys sorted, so equal keys compare equal however they were written. */
+/**
+ * JSON with object keys sorted, so equal keys compare equal however they were written. A key holds objects, strings,
+ * numbers and nulls only.
+ */
 function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const entries = Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  const entries = Object.keys(value)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
+  return `{${entries.join(',')}}`;
 }
 
 /** The file a key's result lives in. */

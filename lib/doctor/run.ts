@@ -86,11 +86,16 @@ function nativeOptions(o: CheckedDoctorOptions, device: number, probes: DoctorPr
   };
 }
 
-function outcomeOf(result: NativeDoctorResult | null, id: DoctorProbeId): RawOutcome | undefined {
-  return result?.outcomes.find((x) => x.id === id);
+function outcomeOf(result: NativeDoctorResult, id: DoctorProbeId): RawOutcome | undefined {
+  return result.outcomes.find((x) => x.id === id);
 }
 
-function judgeDevice(
+/**
+ * Every probe's verdict on one device from the native runner's results: probes not asked are skipped, an asked
+ * probe the runner returned nothing for is an error, and capability probes are judged from both runs when there was
+ * a patched run (null: there was none).
+ */
+export function judgeDevice(
   o: CheckedDoctorOptions,
   stockResult: NativeDoctorResult,
   patchedResult: NativeDoctorResult | null,

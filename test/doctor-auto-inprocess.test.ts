@@ -1,0 +1,217 @@
+// Profile auto in this process, over the simulated Tahoe guest (a VM: raising is allowed): where the profile comes
+// from (the cache or a fresh run), what it says about the files it read or wrote, its option checks, and
+// profileForExec's choice between --profile, METAL_CAP_SHIM_PROFILE and the default. Each test has its own cache
+// folder and leaves no profile applied. doctor-auto.test.ts runs the same paths through the built package.
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { restore, status } from '../lib/apply.js';
+import { applyProfile, isAuto, profileForExec, resolveAutoProfile } from '../lib/doctor/auto.js';
+import { cacheKeyFor, doctorCacheDir, readCache, type DoctorCacheEntry } from '../lib/doctor/cache.js';
+import { InvalidOptionsError, InvalidProfileError, MetalCapShimError, UsageError } from '../lib/errors.js';
+import { loadNative } from '../lib/native.js';
+import { stockReport } from '../lib/probe.js';
+import { DEFAULT_PROFILE, profiles } from '../lib/profiles.js';
+import { describeSim, requireSimBuild } from './helpers.js';
+
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
+
+// The guest records that residency sets fail (Cua PR 3070): everything else is proven, Metal3 is not.
+const VERIFIED = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' };
+const RESIDENCY_DETAIL =
+  'newResidencySetWithDescriptor:error: failed: simulated residency-set failure, recorded in the snapshot: MLX could not construct a residency set in this guest ("Unable to construct residency set")';
+const RECOMMENDATIONS = [
+  {
+    engine: 'llama.cpp',
+    setting: 'GGML_METAL_NO_RESIDENCY=1',
+    why: `residency-set fail: ${RESIDENCY_DETAIL}. ggml-metal creates residency sets by default (arm64 builds with a macOS 15+ SDK); node-llama-cpp 3.19 already sets this while it loads backends`,
+  },
+  {
+    engine: 'mlx',
+    setting: 'never advertise Metal3 (profile {"families":{"metal3":false}})',
+    why: `residency-set fail: ${RESIDENCY_DETAIL}. MLX creates residency sets when the device answers Metal3 on macOS 15+, and throws when that fails; it has no switch of its own for this`,
+  },
+];
+
+/** The one cache file of this machine's one device. */
+function cacheFile(): string {
+  const stock = stockReport(loadNative().binding!);
+  return readCache(cacheKeyFor(stock, stock.devices[0]!)).file;
+}
+
+function thrown(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('no error');
+}
+
+describeSim('profile auto, in-process', () => {
+  beforeAll(requireSimBuild);
+  beforeEach(() => {
+    process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-auto-inprocess-'));
+  });
+  afterEach(() => {
+    restore();
+    delete process.env.METAL_CAP_SHIM_PROFILE;
+  });
+
+  it('which inputs ask for auto', () => {
+    expect([isAuto('auto'), isAuto(' auto\n'), isAuto('Auto'), isAuto('auto7'), isAuto(''), isAuto(undefined), isAuto({ name: 'auto' })]).toEqual([
+      true,
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+  });
+
+  it('nothing cached: the capability probes run, their result is cached, and the verified profile is applied', () => {
+    const r = applyProfile('auto');
+    const file = cacheFile();
+    expect([r.applied, r.profile, r.verification?.ok]).toEqual([true, VERIFIED, true]);
+    expect(r.auto).toEqual({ from: 'doctor', files: [file], ignored: [], cacheError: null, recommendations: RECOMMENDATIONS });
+    expect(status()).toMatchObject({ active: true, profile: VERIFIED });
+    const entry = JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry;
+    expect(entry.result.probes.map((p) => [p.id, p.status])).toEqual([
+      ['simdgroup-reduction', 'pass'],
+      ['simdgroup-matrix', 'pass'],
+      ['bfloat', 'pass'],
+      ['threadgroup-memory', 'pass'],
+      ['nocopy-mmap', 'skipped'],
+      ['residency-set', 'fail'],
+    ]);
+  });
+
+  it('cached: the cached profile and recommendations, nothing run, the file untouched', () => {
+    applyProfile('auto');
+    restore();
+    const file = cacheFile();
+    const before = readFileSync(file, 'utf8');
+    const r = applyProfile('auto');
+    expect([r.applied, r.profile]).toEqual([true, VERIFIED]);
+    expect(r.auto).toEqual({ from: 'cache', files: [file], ignored: [], cacheError: null, recommendations: RECOMMENDATIONS });
+    expect(readFileSync(file, 'utf8')).toBe(before);
+  });
+
+  it('a cached result is what is applied, even when it says less than a fresh run would', () => {
+    applyProfile('auto');
+    restore();
+    const file = cacheFile();
+    const entry = JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry;
+    entry.result.verifiedProfile = { ...entry.result.verifiedProfile, maxThreadgroupMemoryLength: 40960 };
+    entry.result.recommendations = [];
+    writeFileSync(file, JSON.stringify(entry));
+    const r = applyProfile('auto');
+    expect(r.profile).toEqual({ ...VERIFIED, maxThreadgroupMemoryLength: 40960 });
+    expect(r.auto).toEqual({ from: 'cache', files: [file], ignored: [], cacheError: null, recommendations: [] });
+  });
+
+  it('an unusable cache file is named with why, measured again and replaced', () => {
+    const file = cacheFile();
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, '{"schema":');
+    const r = applyProfile('auto');
+    expect(r.auto).toEqual({ from: 'doctor', files: [file], ignored: [{ file, why: 'not JSON' }], cacheError: null, recommendations: RECOMMENDATIONS });
+    expect((JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry).result.verifiedProfile).toEqual(VERIFIED);
+  });
+
+  it('a cache that cannot be written: still applied, and why nothing was cached', () => {
+    writeFileSync(doctorCacheDir(), 'a file where the folder should be');
+    const r = applyProfile('auto');
+    expect(r.applied).toBe(true);
+    expect({ ...r.auto, cacheError: r.auto!.cacheError?.replace(/:.*$/s, '') }).toEqual({
+      from: 'doctor',
+      files: [],
+      ignored: [],
+      cacheError: 'the doctor cache could not be written',
+      recommendations: RECOMMENDATIONS,
+    });
+    expect(r.auto!.cacheError).toMatch(/^the doctor cache could not be written: EEXIST: /);
+  });
+
+  it('resolveAutoProfile: the profile and its source, nothing applied', () => {
+    const fresh = resolveAutoProfile();
+    expect(fresh).toEqual({
+      profile: VERIFIED,
+      auto: { from: 'doctor', files: [cacheFile()], ignored: [], cacheError: null, recommendations: RECOMMENDATIONS },
+    });
+    expect(resolveAutoProfile({ timeoutMs: 100 }).auto.from).toBe('cache');
+    expect(status().active).toBe(false);
+  });
+
+  it('timeoutMs: checked as doctor checks it (100 is the least), and only auto takes it', () => {
+    expect(applyProfile('auto', { timeoutMs: 100 }).applied).toBe(true);
+    restore();
+    for (const bad of [99, 600_001, 'soon']) {
+      const err = thrown(() => applyProfile('auto', { timeoutMs: bad as number }));
+      expect(err).toBeInstanceOf(InvalidOptionsError);
+      expect((err as InvalidOptionsError).option).toBe('timeoutMs');
+    }
+    expect((thrown(() => applyProfile('auto', { timeoutMs: 99 })) as Error).message).toBe(
+      "doctor() option 'timeoutMs' (--timeout-ms) must be a whole number from 100 to 600000, got 99",
+    );
+    expect((thrown(() => applyProfile('apple7', { timeoutMs: 1000 } as object)) as InvalidOptionsError).option).toBe('timeoutMs');
+    expect((thrown(() => applyProfile('auto', { speed: 'max' } as object)) as InvalidOptionsError).option).toBe('speed');
+    expect(status().active).toBe(false);
+  });
+
+  it('a named profile goes straight through, also with applyProfile’s own options', () => {
+    const r = applyProfile('apple7', { strict: true });
+    expect([r.applied, r.profile, 'auto' in r]).toEqual([true, profiles.apple7!.profile, false]);
+    expect(applyProfile().profile).toEqual(profiles[DEFAULT_PROFILE]!.profile);
+  });
+
+  it('a fresh measurement refuses while a profile is applied; a cached one swaps in over it', () => {
+    applyProfile('apple7');
+    const err = thrown(() => applyProfile('auto'));
+    expect([(err as MetalCapShimError).code, (err as Error).message, status().profile?.name]).toEqual([
+      'ERR_PROFILE_ACTIVE',
+      'a profile is already applied in this process, and doctor must measure the stock answers first: call restore() before doctor(), or replay a snapshot',
+      'apple7',
+    ]);
+    restore();
+    applyProfile('auto');
+    restore();
+    applyProfile('apple7');
+    expect([applyProfile('auto').auto?.from, status().profile]).toEqual(['cache', VERIFIED]);
+  });
+});
+
+describeSim('profileForExec: --profile, else METAL_CAP_SHIM_PROFILE, else the default', () => {
+  beforeAll(requireSimBuild);
+  beforeEach(() => {
+    process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-exec-profile-'));
+  });
+
+  it('the flag wins over the environment', () => {
+    expect(profileForExec('apple7', { METAL_CAP_SHIM_PROFILE: 'mask-apple5' })).toEqual(profiles.apple7!.profile);
+  });
+
+  it('without the flag: the environment (trimmed); empty or unset: the default', () => {
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: ' mask-apple5 ' })).toEqual(profiles['mask-apple5']!.profile);
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: '  ' })).toEqual(profiles[DEFAULT_PROFILE]!.profile);
+    expect(profileForExec(undefined, {})).toEqual(profiles[DEFAULT_PROFILE]!.profile);
+  });
+
+  it('off in the environment is a usage error; as a flag it is no profile name', () => {
+    const err = thrown(() => profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: 'off' }));
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as Error).message).toBe(
+      'METAL_CAP_SHIM_PROFILE=off: exec always injects a profile; unset METAL_CAP_SHIM_PROFILE or pass --profile',
+    );
+    expect(thrown(() => profileForExec('off', {}))).toBeInstanceOf(InvalidProfileError);
+  });
+
+  it('auto, from the flag or the environment, is measured here and nothing is applied in this process', () => {
+    expect(profileForExec(' auto ', {})).toEqual(VERIFIED);
+    expect(readdirSync(doctorCacheDir())).toHaveLength(1);
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: 'auto' })).toEqual(VERIFIED);
+    expect(status().active).toBe(false);
+  });
+});

@@ -1,0 +1,235 @@
+// doctor's human output, as whole strings: a replayed recording, a run with stock and patched runs on two devices,
+// and the report where nothing could run. The styles are shown as tags, so the colour of each part is pinned too.
+import { describe, expect, it } from 'vitest';
+import { doctor } from '../lib/doctor.js';
+import { assessDevice } from '../lib/doctor/derive.js';
+import { formatDoctor } from '../lib/doctor/format.js';
+import { judgeProbe } from '../lib/doctor/judge.js';
+import type { RecordedStatus } from '../lib/doctor/probes.js';
+import type { DoctorReport, DoctorRun } from '../lib/doctor/types.js';
+import { plain, type Styler } from '../lib/format.js';
+import { profiles, resolveProfile } from '../lib/profiles.js';
+import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
+
+// Escape codes the table measures as zero width; turned into tags for reading.
+const tagged: Styler = {
+  bold: (s) => `\x1b[1m${s}\x1b[22m`,
+  dim: (s) => `\x1b[2m${s}\x1b[22m`,
+  good: (s) => `\x1b[32m${s}\x1b[39m`,
+  bad: (s) => `\x1b[31m${s}\x1b[39m`,
+  warn: (s) => `\x1b[33m${s}\x1b[39m`,
+};
+const TAGS: Record<string, string> = { '1': '<b>', '2': '<dim>', '32': '<good>', '31': '<bad>', '33': '<warn>', '22': '</>', '39': '</>' };
+// eslint-disable-next-line no-control-regex
+const readable = (text: string) => text.replace(/\x1b\[(\d+)m/g, (_, code: string) => TAGS[code]!);
+
+const vz = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'));
+const guest = vz.devices[0]!;
+
+function run(status: RecordedStatus, ms: number | null, extra: Partial<DoctorRun> = {}): DoctorRun {
+  return {
+    status,
+    detail: `${status} here`,
+    ms,
+    provenThreadgroupMemory: null,
+    failedThreadgroupMemory: null,
+    bufferLength: null,
+    maxAbsError: null,
+    ...extra,
+  };
+}
+
+/** A run over two devices, both measured stock and under cua-release, restored with one hook left behind. */
+function liveReport(): DoctorReport {
+  const first = assessDevice(
+    guest,
+    null,
+    [
+      judgeProbe('simdgroup-reduction', run('pass', 1.2), run('pass', 2.1), 'cua-release'),
+      judgeProbe('simdgroup-matrix', run('pass', 4), run('wrong-result', 5), 'cua-release'),
+      judgeProbe('bfloat', run('pass', 1), run('pass', 1), 'cua-release'),
+      judgeProbe('threadgroup-memory', run('pass', 10, { provenThreadgroupMemory: 65536 }), run('pass', 10, { provenThreadgroupMemory: 65536 }), 'cua-release'),
+      judgeProbe('nocopy-mmap', run('skipped', null, { detail: 'not asked' })),
+      judgeProbe('residency-set', run('unsupported', 0.04), run('unsupported', 0.04), 'cua-release'),
+    ],
+    vz.host,
+  );
+  const second = assessDevice(
+    { ...guest, index: 1, isDefault: false, name: 'Second GPU', className: 'SecondDevice' },
+    null,
+    [
+      judgeProbe('simdgroup-reduction', run('pass', 1), run('pass', 1), 'cua-release'),
+      judgeProbe('simdgroup-matrix', run('pass', 1), run('pass', 1), 'cua-release'),
+      judgeProbe('bfloat', run('pass', 1), run('pass', 1), 'cua-release'),
+      judgeProbe('threadgroup-memory', run('pass', 1, { provenThreadgroupMemory: 32768 }), run('pass', 1, { provenThreadgroupMemory: 32768 }), 'cua-release'),
+      judgeProbe('nocopy-mmap', run('timeout', 5000)),
+      judgeProbe('residency-set', run('fail', 1), run('fail', 1), 'cua-release'),
+    ],
+    vz.host,
+  );
+  return {
+    schema: 'metal-cap-shim/doctor@1',
+    packageVersion: '0.1.0',
+    generatedAt: '2026-08-09T10:00:00.000Z',
+    supported: true,
+    reason: null,
+    detail: null,
+    source: 'simulated',
+    snapshot: 'vz-guest-m1-ultra-tahoe-stock',
+    host: vz.host,
+    candidateProfile: profiles['cua-release']!.profile,
+    patchedRun: { ran: true, why: null },
+    settings: { probes: [], timeoutMs: 5000, mmapFile: null, mmapSize: null, device: null },
+    devices: [first, second],
+    restore: {
+      restoredHooks: [],
+      conflicts: [
+        { className: 'AppleParavirtDevice', selector: 'supportsFamily:' },
+        { className: 'AppleParavirtDevice', selector: 'maxThreadgroupMemoryLength' },
+      ],
+    },
+    cache: { written: [], error: 'the doctor cache could not be written: EACCES' },
+  };
+}
+
+const RESIDENCY_WHY = {
+  llama:
+    'residency-set fail: fail here. ggml-metal creates residency sets by default (arm64 builds with a macOS 15+ SDK); node-llama-cpp 3.19 already sets this while it loads backends',
+  mlx: 'residency-set fail: fail here. MLX creates residency sets when the device answers Metal3 on macOS 15+, and throws when that fails; it has no switch of its own for this',
+};
+const MMAP_WHY =
+  'llama.cpp hands Metal its mmap-ed weights through newBufferWithBytesNoCopy by default; without mmap it reads them into buffers Metal owns';
+
+describe('formatDoctor', () => {
+  it('a replayed recording, plain: the probe table, the verified profile and why, the advice, the faults', () => {
+    const nocopy =
+      'recorded: stale data when Metal read model weights through newBufferWithBytesNoCopy over a file-backed mmap (empty or garbage llama.cpp output; --no-mmap correct) (fault: stale) [source: unsloth-pr-37]';
+    expect(formatDoctor(doctor({ snapshot: 'github-macos-14-arm64-runner' }), plain)).toBe(
+      [
+        'metal-cap-shim doctor — snapshot github-macos-14-arm64-runner (recorded result, replayed: nothing ran)',
+        'Host: VirtualMac2,1 · macOS 14.5 · arm64 · virtual machine',
+        'Patched runs: none (a recorded result is replayed: nothing runs)',
+        '',
+        'Device 0 (default): Apple Paravirtual device [AppleParavirtDevice]',
+        '  probe                result        stock  patched  ms  detail',
+        '  simdgroup-reduction  not-recorded  –      –        –   not recorded in this snapshot',
+        '  simdgroup-matrix     not-recorded  –      –        –   not recorded in this snapshot',
+        '  bfloat               not-recorded  –      –        –   not recorded in this snapshot',
+        '  threadgroup-memory   not-recorded  –      –        –   not recorded in this snapshot',
+        `  nocopy-mmap          wrong-result  –      –        –   ${nocopy}`,
+        '  residency-set        not-recorded  –      –        –   not recorded in this snapshot',
+        '  Verified profile: mode raise',
+        '    · no Apple family raised: nothing an Apple family gates was proven (simdgroup-reduction not-recorded, simdgroup-matrix not-recorded, bfloat not-recorded)',
+        '    · threadgroup memory left as reported: no size proven (threadgroup-memory not-recorded)',
+        '    · Metal3 not advertised: no residency set was proven to work (residency-set not-recorded)',
+        '  Recommendations:',
+        `    ! llama.cpp: --no-mmap (llama-bench: -mmp 0) — nocopy-mmap wrong-result: ${nocopy}. ${MMAP_WHY}`,
+        `    ! node-llama-cpp: llama.loadModel({ useMmap: false }) — nocopy-mmap wrong-result: ${nocopy}. ${MMAP_WHY}`,
+        '  Faults: nocopy-mmap: wrong-result',
+      ].join('\n'),
+    );
+  });
+
+  it('two devices measured stock and patched, styled: differences, a named verified profile, hooks left, a cache error', () => {
+    expect(readable(formatDoctor(liveReport(), tagged))).toBe(
+      [
+        '<b>metal-cap-shim doctor</> — simulated Metal, snapshot vz-guest-m1-ultra-tahoe-stock',
+        'Host: VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine',
+        'Patched runs: under cua-release, then restored',
+        '',
+        '<b>Device 0 (default)</>: Apple Paravirtual device [AppleParavirtDevice]',
+        '  <dim>probe</>                <dim>result</>        <dim>stock</>        <dim>patched</>       <dim>ms</>    <dim>detail</>',
+        '  simdgroup-reduction  <good>pass</>          <good>pass</>         <good>pass</>          3.3   pass here',
+        '  simdgroup-matrix     <bad>wrong-result</>  <good>pass</>         <bad>wrong-result</>  9.0   stock: pass (pass here); under cua-release: wrong-result (wrong-result here)',
+        '  bfloat               <good>pass</>          <good>pass</>         <good>pass</>          2.0   pass here',
+        '  threadgroup-memory   <good>pass</>          <good>pass</>         <good>pass</>          20.0  pass here',
+        '  nocopy-mmap          <dim>skipped</>       –            –             –     not asked',
+        '  residency-set        <dim>unsupported</>   <dim>unsupported</>  <dim>unsupported</>   0.1   unsupported here',
+        "  <warn>≠</> simdgroup-matrix: pass with stock answers, wrong-result under cua-release: Metal's behaviour depends on what the device answers",
+        '  <b>Verified profile:</> mode raise, Apple families up to 1006 (Apple6), threadgroup memory 65536',
+        '    · Apple6: bfloat computed right (llama.cpp’s bfloat rule); not Apple7, which would also claim SIMD-group reduction and matrix (simdgroup-reduction pass, simdgroup-matrix wrong-result)',
+        '    · threadgroup memory raised to the proven 65536 bytes (the device reports 32768)',
+        '    · Metal3 not advertised: no residency set was proven to work (residency-set unsupported)',
+        '  <b>Recommendations:</> none',
+        '  <b>Faults:</> <bad>simdgroup-matrix: wrong-result</>',
+        '',
+        '<b>Device 1</>: Second GPU [SecondDevice]',
+        '  <dim>probe</>                <dim>result</>   <dim>stock</>  <dim>patched</>  <dim>ms</>      <dim>detail</>',
+        '  simdgroup-reduction  <good>pass</>     <good>pass</>   <good>pass</>     2.0     pass here',
+        '  simdgroup-matrix     <good>pass</>     <good>pass</>   <good>pass</>     2.0     pass here',
+        '  bfloat               <good>pass</>     <good>pass</>   <good>pass</>     2.0     pass here',
+        '  threadgroup-memory   <good>pass</>     <good>pass</>   <good>pass</>     2.0     pass here',
+        '  nocopy-mmap          <bad>timeout</>  –      –        5000.0  timeout here',
+        '  residency-set        <bad>fail</>     <bad>fail</>   <bad>fail</>     2.0     fail here',
+        '  <b>Verified profile:</> apple7 — mode raise, Apple families up to 1007 (Apple7)',
+        '    · Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
+        '    · threadgroup memory left at the reported 32768 bytes, which were proven',
+        '    · Metal3 not advertised: no residency set was proven to work (residency-set fail)',
+        '  <b>Recommendations:</>',
+        `    <warn>!</> llama.cpp: --no-mmap (llama-bench: -mmp 0) — nocopy-mmap timeout: timeout here. ${MMAP_WHY}`,
+        `    <warn>!</> node-llama-cpp: llama.loadModel({ useMmap: false }) — nocopy-mmap timeout: timeout here. ${MMAP_WHY}`,
+        `    <warn>!</> llama.cpp: GGML_METAL_NO_RESIDENCY=1 — ${RESIDENCY_WHY.llama}`,
+        `    <warn>!</> mlx: never advertise Metal3 (profile {"families":{"metal3":false}}) — ${RESIDENCY_WHY.mlx}`,
+        '  <b>Faults:</> <bad>nocopy-mmap: timeout, residency-set: fail</>',
+        '',
+        "<warn>Restore left 2 hook(s) under another library's: AppleParavirtDevice supportsFamily:, AppleParavirtDevice maxThreadgroupMemoryLength</>",
+        '',
+        '<warn>the doctor cache could not be written: EACCES</>',
+      ].join('\n'),
+    );
+  });
+
+  it('a custom candidate profile, a live source, no patched run, a clean restore, a written cache', () => {
+    const base = liveReport();
+    const custom = { ...resolveProfile({ appleFamilyMax: 1008 }), name: null };
+    const r: DoctorReport = {
+      ...base,
+      source: 'live',
+      snapshot: null,
+      candidateProfile: custom,
+      patchedRun: { ran: false, why: 'the candidate changes no answer on this machine' },
+      devices: [base.devices[0]!],
+      restore: { restoredHooks: [{ className: 'AppleParavirtDevice', selector: 'supportsFamily:' }], conflicts: [] },
+      cache: { written: ['/tmp/doctor-0.json'], error: null },
+    };
+    const lines = formatDoctor(r, plain).split('\n');
+    expect(lines.slice(0, 3)).toEqual([
+      'metal-cap-shim doctor — live Metal',
+      'Host: VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine',
+      'Patched runs: none (the candidate changes no answer on this machine)',
+    ]);
+    expect(lines.filter((l) => l.startsWith('  ≠'))).toEqual([
+      "  ≠ simdgroup-matrix: pass with stock answers, wrong-result under the candidate profile: Metal's behaviour depends on what the device answers",
+    ]);
+    expect(lines[lines.length - 1]).toBe('  Faults: simdgroup-matrix: wrong-result');
+    expect(formatDoctor({ ...r, candidateProfile: custom, patchedRun: { ran: true, why: null } }, plain).split('\n')[2]).toBe(
+      'Patched runs: under custom profile, then restored',
+    );
+    expect(formatDoctor({ ...r, source: 'simulated', snapshot: null, restore: null, cache: null }, plain).split('\n')[0]).toBe(
+      'metal-cap-shim doctor — simulated Metal, snapshot none',
+    );
+  });
+
+  it('nothing could run: the reason, and the offline replay to try instead', () => {
+    const r: DoctorReport = {
+      ...liveReport(),
+      supported: false,
+      reason: 'unsupported-platform',
+      detail: 'Metal exists only on macOS; this is linux',
+      source: 'none',
+      snapshot: null,
+      host: null,
+      patchedRun: { ran: false, why: 'Metal exists only on macOS; this is linux' },
+      devices: [],
+      restore: null,
+      cache: null,
+    };
+    expect(readable(formatDoctor(r, tagged))).toBe(
+      [
+        '<b>metal-cap-shim doctor</> — no Metal',
+        '<warn>not supported</>: unsupported-platform: Metal exists only on macOS; this is linux',
+        'Offline: metal-cap-shim doctor --snapshot github-macos-14-arm64-runner',
+      ].join('\n'),
+    );
+  });
+});
