@@ -180,7 +180,11 @@ export type Status =
   | (StatusBase & { supported: true; active: false; profile: null })
   | { supported: false; active: false; profile: null; patchedClasses: []; hooks: []; tracing: false; trace: null };
 
-function verify(expected: DeviceReport[], actual: DeviceReport[]): Verification {
+/**
+ * Compares freshly obtained devices with the answers expected of them. Fails when any answer differs, and when the
+ * device list itself changed length (a device appeared or went away while patching).
+ */
+export function verifyAnswers(expected: DeviceReport[], actual: DeviceReport[]): Verification {
   const mismatches = diffAnswers(expected, actual).map((c) => ({
     device: c.device,
     className: c.className,
@@ -293,11 +297,6 @@ function notApplied(
   return { applied: false, reason, detail, profile, patchedClasses: [], changed: [], ...extra };
 }
 
-/** The engine's own failure codes; anything else it might say is reported as a hook failure. */
-function nativeCode(code: string | undefined): NativeErrorCode {
-  return code === 'ERR_NO_DEVICE' || code === 'ERR_VERIFICATION_FAILED' || code === 'ERR_NATIVE_UNAVAILABLE' ? code : 'ERR_HOOK_FAILED';
-}
-
 /**
  * Patches every Metal device class in this process to answer as the profile says, then verifies the answers on
  * freshly obtained devices. Call it before any engine initialises Metal (for node-llama-cpp: before the first
@@ -321,7 +320,7 @@ export function applyProfileOver(known: CapabilityReport | undefined, profile: P
   if (native.binding === null) return notApplied(normalized, native.reason, native.detail, strict);
   const binding = native.binding;
   const stock = known ?? stockReport(binding);
-  if (!stock.supported) return notApplied(normalized, 'no-device', stock.detail ?? 'no Metal device', strict);
+  if (!stock.supported) return notApplied(normalized, 'no-device', stock.detail, strict);
   const { expected, changes: changesFromStock } = planProfile(stock.devices, normalized);
   const stockDefault = separateDefault(binding, stock.devices, true);
   const expectedDefault = stockDefault === null ? null : planProfile([stockDefault], normalized).expected;
@@ -337,15 +336,15 @@ export function applyProfileOver(known: CapabilityReport | undefined, profile: P
   const json = JSON.stringify(normalized);
   const result = binding.apply(encodeNativeProfile(normalized, { trace }), json);
   if (!result.ok) {
-    if (result.code === 'ERR_NO_DEVICE') return notApplied(normalized, 'no-device', result.message ?? 'no device', strict);
+    if (result.code === 'ERR_NO_DEVICE') return notApplied(normalized, 'no-device', result.message, strict);
     // The engine installs all hooks or none, so nothing is left half-patched here.
-    throw new NativeError(nativeCode(result.code), `${result.message ?? 'hooking failed'}; nothing was changed`);
+    throw new NativeError(result.code, `${result.message}; nothing was changed`);
   }
   const after = reportFromNative(binding.probe(true, false));
   const afterDefault = expectedDefault === null ? null : separateDefault(binding, after.devices, false);
   const verification = mergeVerifications(
-    verify(expected, after.devices),
-    expectedDefault === null ? null : verify(expectedDefault, afterDefault === null ? [] : [afterDefault]),
+    verifyAnswers(expected, after.devices),
+    expectedDefault === null ? null : verifyAnswers(expectedDefault, afterDefault === null ? [] : [afterDefault]),
   );
   if (!verification.ok || !after.supported) {
     // Fail closed: put the process back as it was (the previous profile, or stock).
@@ -368,7 +367,7 @@ export function applyProfileOver(known: CapabilityReport | undefined, profile: P
     reason: null,
     detail: null,
     profile: normalized,
-    patchedClasses: result.classes ?? [],
+    patchedClasses: result.classes,
     before,
     after,
     changed: diffAnswers(before.devices, after.devices),
@@ -384,14 +383,13 @@ export function applyProfileOver(known: CapabilityReport | undefined, profile: P
 export function restore(): RestoreResult {
   const native = loadNative();
   if (native.binding === null) {
-    const reason = native.reason === 'no-device' ? 'nothing-applied' : native.reason;
-    return { restored: false, reason, restoredHooks: [], conflicts: [], verification: null };
+    return { restored: false, reason: native.reason, restoredHooks: [], conflicts: [], verification: null };
   }
   const binding = native.binding;
   const outcome = binding.restore();
   const baselineJson = binding.baseline();
   const baseline = baselineJson === null ? null : (JSON.parse(baselineJson) as CapabilityReport);
-  const verification = baseline === null ? null : verify(baseline.devices, reportFromNative(binding.probe(true, false)).devices);
+  const verification = baseline === null ? null : verifyAnswers(baseline.devices, reportFromNative(binding.probe(true, false)).devices);
   if (outcome.restored.length === 0 || verification === null) {
     const reason = outcome.conflicts.length > 0 ? 'conflicts' : 'nothing-applied';
     return { restored: false, reason, restoredHooks: [], conflicts: outcome.conflicts, verification };

@@ -1,9 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
 import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from './errors.js';
-import { loadNative, packageRoot, simulationSelected } from './native.js';
+import { loadNative, packageRoot, SIM_SNAPSHOT_ENV } from './native.js';
 import { stockReport } from './probe.js';
 import { encodeNativeProfile, planProfile, type Profile } from './profiles.js';
 import { hostOf } from './report.js';
@@ -18,16 +19,29 @@ export const INJECT_ENV = {
 /** Where macOS System Integrity Protection strips DYLD_* variables from the programs it protects. */
 export const SIP_PROTECTED_DIRS = ['/System/', '/usr/bin/', '/bin/', '/sbin/', '/usr/sbin/', '/usr/libexec/'];
 
-/** The injector library for this platform, or null when there is none. */
-export function injectorPath(): string | null {
-  const root = packageRoot();
-  const darwin = process.platform === 'darwin';
+/**
+ * Where the injector library may be for `platform`, in the order it is looked for: like node-gyp-build, a local build
+ * first, unless PREBUILDS_ONLY asks to test the shipped binary. Outside macOS the only injector is the simulated
+ * build's, and only when METAL_CAP_SHIM_SIM_SNAPSHOT selects the simulated Metal.
+ */
+export function injectorCandidates(root: string, platform: NodeJS.Platform = process.platform, env: NodeJS.ProcessEnv = process.env): string[] {
+  const darwin = platform === 'darwin';
   const local = path.join(root, 'build', 'Release', `libmetal_cap_shim_inject.${darwin ? 'dylib' : 'so'}`);
   const prebuilt = path.join(root, 'prebuilds', 'darwin-x64+arm64', 'libmetal_cap_shim_inject.dylib');
-  // Like node-gyp-build: a local build first, unless PREBUILDS_ONLY asks to test the shipped binary.
-  // Outside macOS the only injector is the simulated build's, used only when the simulated Metal is selected.
-  const candidates = darwin ? (process.env.PREBUILDS_ONLY ? [prebuilt] : [local, prebuilt]) : simulationSelected() ? [local] : [];
-  return candidates.find((c) => existsSync(c)) ?? null;
+  if (darwin) return env.PREBUILDS_ONLY ? [prebuilt] : [local, prebuilt];
+  return env[SIM_SNAPSHOT_ENV] !== undefined ? [local] : [];
+}
+
+/** The injector library for this platform, or null when there is none. */
+export function injectorPath(): string | null {
+  return injectorCandidates(packageRoot()).find((c) => existsSync(c)) ?? null;
+}
+
+/** Why there is no injector to run with on `platform` (injectorPath() found none). */
+export function missingInjectorReason(platform: NodeJS.Platform = process.platform): string {
+  return platform === 'darwin'
+    ? 'the injector library is missing from this install (prebuilds/darwin-x64+arm64); reinstall metal-cap-shim'
+    : `exec injects into programs that use Metal, which exists only on macOS; this is ${platform}`;
 }
 
 /** Resolves a command the way execvp would: a path as given, else the first executable match on PATH. */
@@ -196,10 +210,6 @@ export interface ExecOutcome {
   warnings: ApplyWarning[];
 }
 
-/**
- * Checks, before running anything, that the injector exists, the profile may be applied on this host, and
- * injection can reach the program. Throws typed errors: UnsupportedPlatformError, RefusedError.
- */
 /** Checks a --trace path before anything runs: a file (new or old) in a folder that exists. */
 export function checkTraceFile(file: string): string {
   const resolved = path.resolve(file);
@@ -223,6 +233,11 @@ export type PreparedExec =
   | { injector: string; resolved: string; warnings: ApplyWarning[]; unpatched: null }
   | { injector: null; resolved: string; warnings: []; unpatched: string };
 
+/**
+ * Checks, before running anything, that the injector exists, the profile may be applied on this host, and
+ * injection can reach the program. Throws typed errors: MetalCapShimError (ERR_TRACE_FILE,
+ * ERR_COMMAND_NOT_FOUND), UnsupportedPlatformError, RefusedError (ERR_REFUSED_BARE_METAL, ERR_INJECTION_BLOCKED).
+ */
 export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = process.platform): PreparedExec {
   if (options.traceFile !== undefined) checkTraceFile(options.traceFile);
   const resolved = resolveCommand(options.command);
@@ -231,10 +246,7 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
   }
   const injector = injectorPath();
   if (injector === null) {
-    const why =
-      process.platform === 'darwin'
-        ? 'the injector library is missing from this install (prebuilds/darwin-x64+arm64); reinstall metal-cap-shim'
-        : `exec injects into programs that use Metal, which exists only on macOS; this is ${process.platform}`;
+    const why = missingInjectorReason();
     // A cross-platform wrapper: the program runs, unpatched, wherever there is nothing to patch.
     if (options.allowUnpatched) return { injector: null, resolved, warnings: [], unpatched: `${why}: running ${options.command} unpatched (--allow-unpatched)` };
     throw new UnsupportedPlatformError(`${why} (--allow-unpatched runs the program unpatched)`);
@@ -266,10 +278,57 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
   return { injector, resolved, warnings, unpatched: null };
 }
 
-function withPreload(env: NodeJS.ProcessEnv, injector: string): NodeJS.ProcessEnv {
-  const key = process.platform === 'darwin' ? 'DYLD_INSERT_LIBRARIES' : 'LD_PRELOAD';
+/** The variable through which the loader preloads a library on `platform`. */
+export function preloadVariable(platform: NodeJS.Platform = process.platform): 'DYLD_INSERT_LIBRARIES' | 'LD_PRELOAD' {
+  return platform === 'darwin' ? 'DYLD_INSERT_LIBRARIES' : 'LD_PRELOAD';
+}
+
+/**
+ * The environment the child runs with: `env`, the injector preloaded ahead of any library the caller already
+ * preloads, the profile and the status fd the injector reads, and the absolute --trace path (an inherited one is
+ * dropped when there is no --trace, so the injector never writes a trace nobody asked for).
+ */
+export function childEnvironment(
+  options: Pick<ExecOptions, 'profile' | 'traceFile'>,
+  injector: string,
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): NodeJS.ProcessEnv {
+  const key = preloadVariable(platform);
   const existing = env[key];
-  return { ...env, [key]: existing ? `${injector}:${existing}` : injector };
+  const child: NodeJS.ProcessEnv = { ...env, [key]: existing ? `${injector}:${existing}` : injector };
+  child[INJECT_ENV.profile] = encodeNativeProfile(options.profile, { trace: options.traceFile !== undefined });
+  child[INJECT_ENV.statusFd] = '3';
+  if (options.traceFile !== undefined) child[INJECT_ENV.traceFile] = path.resolve(options.traceFile);
+  else delete child[INJECT_ENV.traceFile];
+  return child;
+}
+
+/** What the injector said over the status fd: one "loaded PID SLICE", "patched CLASS" or "error CODE MESSAGE" a line. */
+export type InjectorStatus = Pick<ExecOutcome, 'injectorLoaded' | 'injectorSlice' | 'patchedClasses' | 'injectorErrors'>;
+
+/**
+ * Reads the status fd's text: the lines of the first process that loads the injector (it takes the fd and unsets its
+ * variable, so the programs it starts stay silent), in the order they arrived. The slice is that of the first
+ * "loaded" line.
+ */
+export function parseInjectorStatus(status: string): InjectorStatus {
+  const lines = status.split('\n').filter(Boolean);
+  const loaded = lines.find((l) => l.startsWith('loaded '));
+  return {
+    injectorLoaded: loaded !== undefined,
+    injectorSlice: loaded?.split(' ')[2] ?? null,
+    patchedClasses: lines.filter((l) => l.startsWith('patched ')).map((l) => l.slice('patched '.length)),
+    injectorErrors: lines.filter((l) => l.startsWith('error ')).map((l) => l.slice('error '.length)),
+  };
+}
+
+/**
+ * The exit status a shell reports for a program killed by `signal`: 128 + its number. The CLI returns it when it
+ * outlives re-raising the signal on itself (Node ignores a few, such as SIGPIPE).
+ */
+export function signalExitStatus(signal: NodeJS.Signals): number {
+  return 128 + (osConstants.signals[signal] ?? 0);
 }
 
 const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'];
@@ -325,17 +384,10 @@ function forwardSignals(child: ChildProcess): () => void {
  */
 export function runWithInjector(options: ExecOptions, injector: string | null, warnings: ApplyWarning[]): Promise<ExecOutcome> {
   if (injector === null) return runUnpatched(options);
-  const env = withPreload(process.env, injector);
-  env[INJECT_ENV.profile] = encodeNativeProfile(options.profile, { trace: options.traceFile !== undefined });
-  env[INJECT_ENV.statusFd] = '3';
-  const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
-  if (traceFile !== undefined) {
-    env[INJECT_ENV.traceFile] = traceFile;
-    // The first process that obtains a device creates the file exclusively, so an old one must go first.
-    rmSync(traceFile, { force: true });
-  } else {
-    delete env[INJECT_ENV.traceFile];
-  }
+  const env = childEnvironment(options, injector);
+  const traceFile = env[INJECT_ENV.traceFile];
+  // The first process that obtains a device creates the file exclusively, so an old one must go first.
+  if (traceFile !== undefined) rmSync(traceFile, { force: true });
   return new Promise((resolve, reject) => {
     const child = spawn(options.command, options.args, { stdio: ['inherit', 'inherit', 'inherit', 'pipe'], env });
     let status = '';
@@ -352,13 +404,12 @@ export function runWithInjector(options: ExecOptions, injector: string | null, w
       // A grandchild may keep fd 3 open; read what arrived and stop listening.
       setImmediate(() => {
         (pipe as { destroy?: () => void } | null)?.destroy?.();
-        const lines = status.split('\n').filter(Boolean);
-        const injectorLoaded = lines.some((l) => l.startsWith('loaded '));
+        const reported = parseInjectorStatus(status);
         // No process obtained a device: the trace says so rather than being missing.
         let traceError: string | null = null;
         if (traceFile !== undefined && !existsSync(traceFile)) {
           try {
-            writeFileSync(traceFile, `${JSON.stringify({ pid: child.pid ?? null, profileApplied: injectorLoaded, patchedClasses: [], trace: [] })}\n`);
+            writeFileSync(traceFile, `${JSON.stringify({ pid: child.pid ?? null, profileApplied: reported.injectorLoaded, patchedClasses: [], trace: [] })}\n`);
           } catch (e) {
             traceError = `cannot write ${traceFile}: ${(e as Error).message}`;
           }
@@ -366,13 +417,8 @@ export function runWithInjector(options: ExecOptions, injector: string | null, w
         resolve({
           exitCode,
           signal,
-          injectorLoaded,
-          injectorSlice: lines.find((l) => l.startsWith('loaded '))?.split(' ')[2] ?? null,
-          patchedClasses: lines.filter((l) => l.startsWith('patched ')).map((l) => l.slice('patched '.length)),
-          injectorErrors: [
-            ...lines.filter((l) => l.startsWith('error ')).map((l) => l.slice('error '.length)),
-            ...(traceError === null ? [] : [`ERR_TRACE_FILE ${traceError}`]),
-          ],
+          ...reported,
+          injectorErrors: [...reported.injectorErrors, ...(traceError === null ? [] : [`ERR_TRACE_FILE ${traceError}`])],
           warnings,
         });
       });

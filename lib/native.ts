@@ -8,7 +8,8 @@ import type { UnsupportedReason } from './types.js';
 /** The outcome of loading the native module: the binding, or why there is none. */
 export type NativeLoad =
   | { binding: NativeBinding; reason: null; detail: null }
-  | { binding: null; reason: UnsupportedReason; detail: string };
+  /** Never `no-device`: whether Metal has a device is known only once the module is asked. */
+  | { binding: null; reason: Exclude<UnsupportedReason, 'no-device'>; detail: string };
 
 let cached: NativeLoad | undefined;
 

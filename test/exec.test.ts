@@ -1,5 +1,5 @@
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +18,7 @@ import { predictGates } from '../lib/gates.js';
 import { resolveProfile } from '../lib/profiles.js';
 import { deviceReportFrom } from '../lib/report.js';
 import type { DeviceReport } from '../lib/types.js';
+import { installFakeCodesign, signedProgram } from './codesign-fake.js';
 import { buildConsumer, cli, describeSim, isSimulatedPlatform, requireSimBuild, root, runCli } from './helpers.js';
 
 const VM = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
@@ -214,69 +215,17 @@ describe('hardened-runtime detection (codesign output)', () => {
   });
 });
 
-/**
- * A stand-in for macOS codesign(1) with its real output rules: `-d` prints `Executable=` on stderr; the CodeDirectory
- * line with `flags=` only with -v/--verbose; the entitlements on stdout only with `--entitlements -`, as a plist only
- * with --xml (else its `[Dict]` text); an unsigned file: "code object is not signed at all", exit 1. FILE.flags and
- * FILE.entitlements (one key per line) next to a file describe its signature.
- */
-const FAKE_CODESIGN = `#!/bin/sh
-verbose=0; ents=0; xml=0; file=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --verbose|--verbose=*) verbose=1 ;;
-    --entitlements) shift; if [ "$1" = "-" ] || [ "$1" = ":-" ]; then ents=1; fi ;;
-    --xml) xml=1 ;;
-    --*) ;;
-    -*v*) verbose=1 ;;
-    -*) ;;
-    *) file="$1" ;;
-  esac
-  shift
-done
-if [ ! -f "$file.flags" ]; then echo "$file: code object is not signed at all" >&2; exit 1; fi
-echo "Executable=$file" >&2
-if [ $verbose = 1 ]; then
-  echo "Identifier=fixture" >&2
-  echo "Format=Mach-O thin (arm64)" >&2
-  echo "CodeDirectory v=20500 size=512 flags=$(cat "$file.flags") hashes=10+7 location=embedded" >&2
-fi
-if [ $ents = 1 ]; then
-  if [ $xml = 1 ]; then
-    printf '<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0"><dict>'
-    while read -r key; do [ -n "$key" ] && printf '<key>%s</key><true/>' "$key"; done < "$file.entitlements"
-    printf '</dict></plist>\n'
-  else
-    printf '[Dict]\n'
-    while read -r key; do [ -n "$key" ] && printf '\t[Key] %s\n\t[Value]\n\t\t[Bool] true\n' "$key"; done < "$file.entitlements"
-  fi
-fi
-exit 0
-`;
-
 describe('exec on macOS: codesign is called the way its output is read (fake codesign with its real behaviour)', () => {
   const [ALLOW_DYLD, DISABLE_LV] = INJECTION_ENTITLEMENTS;
   let dir: string;
   let savedPath: string | undefined;
 
-  /** A program signed as given (flags null: unsigned); `shebang` makes it a script. */
-  function program(name: string, flags: string | null, entitlements: string[], shebang?: string): string {
-    const file = path.join(dir, name);
-    writeFileSync(file, shebang === undefined ? 'binary\n' : `#!${shebang}\nexit 0\n`);
-    chmodSync(file, 0o755);
-    if (flags !== null) {
-      writeFileSync(`${file}.flags`, flags);
-      writeFileSync(`${file}.entitlements`, entitlements.map((e) => `${e}\n`).join(''));
-    }
-    return file;
-  }
+  const program = (name: string, flags: string | null, entitlements: string[], shebang?: string) =>
+    signedProgram(dir, name, flags, entitlements, shebang);
 
   beforeAll(() => {
     dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-codesign-')));
-    const bin = path.join(dir, 'bin');
-    mkdirSync(bin);
-    writeFileSync(path.join(bin, 'codesign'), FAKE_CODESIGN);
-    chmodSync(path.join(bin, 'codesign'), 0o755);
+    const bin = installFakeCodesign(dir);
     savedPath = process.env.PATH;
     process.env.PATH = `${bin}${path.delimiter}${savedPath ?? ''}`;
   });

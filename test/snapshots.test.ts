@@ -1,17 +1,21 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InvalidSnapshotError, SnapshotNotFoundError } from '../lib/errors.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor-probes.js';
 import { FAMILY_NAMES } from '../lib/families.js';
+import { unsupportedReport } from '../lib/report.js';
 import {
   listSnapshots,
   loadSnapshot,
   reportFromSnapshot,
   resolveSnapshotPath,
+  snapshotFromReport,
+  snapshotId,
   snapshotsDir,
   validateSnapshot,
+  type SnapshotDevice,
 } from '../lib/snapshots.js';
 import { root } from './helpers.js';
 
@@ -577,6 +581,209 @@ describe('finding a snapshot by name or path', () => {
       code: 'ERR_INVALID_SNAPSHOT',
       field: 'devices',
       message: `${file}: devices must be a non-empty array; see snapshots/README.md for the format`,
+    });
+  });
+});
+
+describe('the doctor section and the default object, whole errors', () => {
+  const section = (recorded: Record<string, object>, provenance: unknown = 'cua-logs') => ({
+    provenance,
+    probes: Object.fromEntries(DOCTOR_PROBE_IDS.map((id) => [id, recorded[id] ?? { status: 'not-recorded' }])),
+  });
+  const withDoctor = (doctor: unknown) => changed((s) => (s.devices[0].doctor = doctor));
+  const at = 'devices[0].doctor.';
+  const LINE = 'must be one non-empty line of text';
+
+  it.each<[string, unknown, string, string]>([
+    ['an empty detail', section({ bfloat: { status: 'fail', detail: '' } }), `${at}probes.bfloat.detail`, LINE],
+    ['a detail of blanks', section({ bfloat: { status: 'fail', detail: '   ' } }), `${at}probes.bfloat.detail`, LINE],
+    ['a detail ending in a carriage return', section({ bfloat: { status: 'fail', detail: 'off\r' } }), `${at}probes.bfloat.detail`, LINE],
+    ['a detail that is a number', section({ bfloat: { status: 'fail', detail: 5 } }), `${at}probes.bfloat.detail`, LINE],
+    ['an unknown status', section({ bfloat: { status: 'flaky' } }), `${at}probes.bfloat.status`, 'must be one of pass, wrong-result, fail, unsupported, timeout, skipped, error, not-recorded'],
+    ['a field on a not-recorded probe', section({ bfloat: { status: 'not-recorded', detail: 'maybe' } }), `${at}probes.bfloat.detail`, 'is not allowed: a not-recorded probe carries only its status'],
+    ['a field of another probe', section({ 'residency-set': { status: 'fail', maxAbsError: 1 } }), `${at}probes.residency-set.maxAbsError`, 'is not a known field'],
+    ['a negative error', section({ bfloat: { status: 'pass', maxAbsError: -1 } }), `${at}probes.bfloat.maxAbsError`, 'must be a number ≥ 0'],
+    ['an infinite error', section({ bfloat: { status: 'pass', maxAbsError: Number.POSITIVE_INFINITY } }), `${at}probes.bfloat.maxAbsError`, 'must be a number ≥ 0'],
+    ['an error given as text', section({ bfloat: { status: 'pass', maxAbsError: '0.5' } }), `${at}probes.bfloat.maxAbsError`, 'must be a number ≥ 0'],
+    ['an unknown fault', section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'torn' } }), `${at}probes.nocopy-mmap.fault`, 'must be one of stale, zero-length'],
+    ['a fault on a pass', section({ 'nocopy-mmap': { status: 'pass', fault: 'stale' } }), `${at}probes.nocopy-mmap.fault`, 'is only for a wrong-result'],
+    ['a NoCopy wrong-result without its fault', section({ 'nocopy-mmap': { status: 'wrong-result' } }), `${at}probes.nocopy-mmap.fault`, 'is missing: a wrong-result says which (stale or zero-length)'],
+    [
+      'a failed size equal to the proven one',
+      section({ 'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 32768, failedThreadgroupMemory: 32768 } }),
+      `${at}probes.threadgroup-memory.failedThreadgroupMemory`,
+      'must be larger than provenThreadgroupMemory',
+    ],
+    ['a buffer length below zero', section({ 'nocopy-mmap': { status: 'pass', bufferLength: -1 } }), `${at}probes.nocopy-mmap.bufferLength`, 'must be an integer ≥ 0'],
+    ['provenance naming no source', section({}, 'hearsay'), `${at}provenance`, 'must be a key of "sources" or "assumed"'],
+    ['provenance that is a number', section({}, 5), `${at}provenance`, 'must be a key of "sources" or "assumed"'],
+    ['probes as a list', { provenance: 'cua-logs', probes: [] }, `${at}probes`, 'must be an object'],
+  ])('rejects %s', (_what, doctor, field, says) => {
+    expect(thrown(() => validateSnapshot(withDoctor(doctor), 'test'))).toEqual(rejection(field, says));
+  });
+
+  it('accepts the edges: an error of 0, a failed size one byte above the proven, "assumed" provenance, a buffer of 0', () => {
+    const doctor = section(
+      {
+        bfloat: { status: 'pass', maxAbsError: 0 },
+        'threadgroup-memory': { status: 'fail', provenThreadgroupMemory: 32768, failedThreadgroupMemory: 32769, detail: 'one line' },
+        'nocopy-mmap': { status: 'wrong-result', fault: 'stale', bufferLength: 0 },
+        'residency-set': { status: 'pass', detail: 'created' },
+      },
+      'assumed',
+    );
+    expect(validateSnapshot(withDoctor(doctor), 'test').devices[0]!.doctor).toEqual(doctor);
+  });
+
+  it.each<[string, (s: Record<string, any>) => void, string, string]>([
+    ['not a class name', (s) => (s.devices[0].simulation.defaultObjectClass = '9Wrapper'), 'devices[0].simulation.defaultObjectClass', 'must be an Objective-C class name no device has'],
+    ['a number', (s) => (s.devices[0].simulation.defaultObjectClass = 9), 'devices[0].simulation.defaultObjectClass', 'must be an Objective-C class name no device has'],
+    ["a device's own class", (s) => (s.devices[0].simulation.defaultObjectClass = s.devices[0].className), 'devices[0].simulation.defaultObjectClass', 'must be an Objective-C class name no device has'],
+  ])('defaultObjectClass: rejects %s', (_what, edit, field, says) => {
+    expect(thrown(() => validateSnapshot(changed(edit), 'test'))).toEqual(rejection(field, says));
+  });
+
+  it('defaultObjectClass belongs on the default device only', () => {
+    const s = twoGpus();
+    s.devices[0].simulation.defaultObjectClass = 'MTLDebugDevice';
+    expect(thrown(() => validateSnapshot(s, 'test'))).toEqual(
+      rejection('devices[0].simulation.defaultObjectClass', 'belongs on the default device only'),
+    );
+    const ok = twoGpus();
+    ok.devices[1].simulation.defaultObjectClass = 'MTLDebugDevice';
+    expect(validateSnapshot(ok, 'test')).toBe(ok);
+  });
+});
+
+describe('a snapshot from a probe report', () => {
+  const meta = { id: 'my-mac', title: 'My Mac', recorded: '2026-02-03', describe: 'metal-cap-shim snapshot, by hand', where: 'here' };
+
+  it.each([
+    ['M1 Ultra, macOS 26.6.1', 'm1-ultra-macos-26.6.1'],
+    ['  --Leading and trailing--  ', 'leading-and-trailing'],
+    ['...dots first', 'dots-first'],
+    ['keep.dots-and--dashes', 'keep.dots-and--dashes'],
+    ['ends.with.dash-', 'ends.with.dash'],
+    ['Ünïcödé', 'n-c-d'],
+    ['!!!', 'snapshot'],
+    ['', 'snapshot'],
+  ])('snapshotId(%j) is %j', (text, id) => {
+    expect(snapshotId(text)).toBe(id);
+  });
+
+  it('records every device and host value, each with its provenance; the default device is the report’s', () => {
+    const recorded = loadSnapshot('macbookpro16-intel-amd-two-gpus');
+    const snap = snapshotFromReport(reportFromSnapshot(recorded, { allDevices: true }), meta);
+    const provenance = (values: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(values).map(([k, v]) => [k, v === null ? 'unrecorded' : 'recording']));
+    const device = (d: SnapshotDevice) => {
+      const values = {
+        name: d.name,
+        className: d.className,
+        registryId: d.registryId,
+        families: d.families,
+        maxThreadgroupMemoryLength: d.maxThreadgroupMemoryLength,
+        maxThreadsPerThreadgroup: d.maxThreadsPerThreadgroup,
+        recommendedMaxWorkingSetSize: d.recommendedMaxWorkingSetSize,
+        maxBufferLength: d.maxBufferLength,
+        hasUnifiedMemory: d.hasUnifiedMemory,
+        location: d.location,
+        architecture: d.architecture,
+      };
+      return { ...values, provenance: provenance(values) };
+    };
+    expect(snap).toEqual({
+      schema: 'metal-cap-shim/snapshot@1',
+      id: 'my-mac',
+      title: 'My Mac',
+      recorded: '2026-02-03',
+      sources: { recording: 'metal-cap-shim snapshot, by hand' },
+      host: {
+        platform: 'darwin',
+        osVersion: '13.6.9',
+        osBuild: null,
+        model: 'MacBookPro16,1',
+        isVirtualMachine: false,
+        arch: 'x86_64',
+        memoryBytes: null,
+        translated: false,
+        provenance: {
+          platform: 'recording',
+          osVersion: 'recording',
+          osBuild: 'unrecorded',
+          model: 'recording',
+          isVirtualMachine: 'recording',
+          arch: 'recording',
+          memoryBytes: 'unrecorded',
+          translated: 'recording',
+        },
+      },
+      defaultDevice: 1,
+      devices: recorded.devices.map(device),
+    });
+    expect(snap.devices.map((d) => d.provenance.architecture)).toEqual(['unrecorded', 'unrecorded']);
+  });
+
+  it('a report listing no default device records device 0 as the default', () => {
+    const report = reportFromSnapshot(loadSnapshot('macbookpro16-intel-amd-two-gpus'), { allDevices: true });
+    report.devices[1]!.isDefault = false;
+    expect(snapshotFromReport(report, meta).defaultDevice).toBe(0);
+  });
+
+  it('a report without devices, or a device without an answer other than architecture, is no snapshot', () => {
+    expect(thrown(() => snapshotFromReport(unsupportedReport('unsupported-platform', 'Linux'), meta))).toEqual({
+      name: 'InvalidSnapshotError',
+      code: 'ERR_INVALID_SNAPSHOT',
+      field: 'supported',
+      message: 'here: the report has no devices (supported: false, unsupported-platform), so it cannot stand for a machine',
+    });
+    const report = reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal'));
+    report.devices[0]!.maxBufferLength = null;
+    report.devices[0]!.families.apple7 = null;
+    report.devices[0]!.architecture = null;
+    expect(thrown(() => snapshotFromReport(report, meta))).toEqual({
+      name: 'InvalidSnapshotError',
+      code: 'ERR_INVALID_SNAPSHOT',
+      field: 'devices[0].maxBufferLength',
+      message:
+        'here: device 0 has no answer for maxBufferLength, families.apple7 (the OS could not answer), and a snapshot needs every value but architecture',
+    });
+    const onlyFamily = reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal'));
+    onlyFamily.devices[0]!.families.metal4 = null;
+    expect(thrown(() => snapshotFromReport(onlyFamily, meta)).field).toBe('devices[0].families.metal4');
+  });
+
+  it('loadSnapshot reads a probe report file as a snapshot dated by the file', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'mcs-'));
+    const named = path.join(dir, 'probe.json');
+    writeFileSync(named, JSON.stringify(reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal'))));
+    utimesSync(named, new Date('2026-03-04T12:00:00Z'), new Date('2026-03-04T12:00:00Z'));
+    const fromNamed = loadSnapshot(named);
+    expect([fromNamed.id, fromNamed.title, fromNamed.recorded, fromNamed.sources]).toEqual([
+      'm1-ultra-bare-metal',
+      'probe report probe.json',
+      '2026-03-04',
+      { recording: `metal-cap-shim probe report ${named} (date: the file's modification time)` },
+    ]);
+    // A live report names no snapshot: the file name gives the id.
+    const live = path.join(dir, 'My Mac Studio.json');
+    writeFileSync(live, JSON.stringify({ ...reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal')), snapshot: null, source: 'live' }));
+    expect(loadSnapshot(live).id).toBe('my-mac-studio');
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    ['supported missing', { supported: undefined }],
+    ['devices not a list', { devices: {} }],
+    ['platform not text', { platform: 5 }],
+    ['host missing', { host: undefined }],
+  ])('a file with the report tag but %s is refused', (_what, change) => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-')), 'broken-report.json');
+    writeFileSync(file, JSON.stringify({ ...reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal')), ...change }));
+    expect(thrown(() => loadSnapshot(file))).toEqual({
+      name: 'InvalidSnapshotError',
+      code: 'ERR_INVALID_SNAPSHOT',
+      field: null,
+      message: `${file}: says it is a probe report (metal-cap-shim/report@1) but lacks supported, platform, host or devices`,
     });
   });
 });

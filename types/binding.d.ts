@@ -40,12 +40,11 @@ export interface NativeSelectorPatch {
   mode: 'replaced' | 'added';
 }
 
-export interface NativeApplyResult {
-  ok: boolean;
-  code?: string;
-  message?: string;
-  classes?: { className: string; selectors: NativeSelectorPatch[] }[];
-}
+/** apply(): every class hooked and the profile swapped in; or, with the engine's code, nothing changed at all. */
+export type NativeApplyResult =
+  | { ok: true; classes: { className: string; selectors: NativeSelectorPatch[] }[] }
+  /** ERR_NO_DEVICE: Metal listed no device to patch; ERR_HOOK_FAILED: a class could not be hooked (none is left hooked). */
+  | { ok: false; code: 'ERR_NO_DEVICE' | 'ERR_HOOK_FAILED'; message: string };
 
 export interface NativeHookRef {
   className: string;

@@ -1,5 +1,4 @@
-import { constants as osConstants } from 'node:os';
-import { prepareExec, runWithInjector } from '../exec.js';
+import { preloadVariable, prepareExec, runWithInjector, signalExitStatus } from '../exec.js';
 import { profileForExec } from '../doctor/auto.js';
 import { profileHelp } from './profile-option.js';
 import { err, EXIT, text, type Command } from './shared.js';
@@ -45,7 +44,7 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     // The program owns stdout; the summary for scripts goes to stderr, after it has finished.
     if (values.json) err(JSON.stringify({ schema: 'metal-cap-shim/exec@1', command: options.command, ...outcome }));
     if (!outcome.injectorLoaded && prepared.injector !== null) {
-      err(`metal-cap-shim: the shim did not load into ${options.command}, so it ran unpatched (the loader dropped ${process.platform === 'darwin' ? 'DYLD_INSERT_LIBRARIES' : 'LD_PRELOAD'}; on macOS: SIP, a hardened runtime without the allow-dyld-environment-variables entitlement, or a platform binary)`);
+      err(`metal-cap-shim: the shim did not load into ${options.command}, so it ran unpatched (the loader dropped ${preloadVariable()}; on macOS: SIP, a hardened runtime without the allow-dyld-environment-variables entitlement, or a platform binary)`);
     }
     for (const e of outcome.injectorErrors) err(`metal-cap-shim: injector error: ${e}`);
     if (outcome.signal) {
@@ -53,7 +52,7 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
       // Die the same way, so a parent shell sees the signal, not an ordinary exit. Node ignores a few signals
       // (SIGPIPE), so if we are still here, exit the way a shell reports a signal death: 128 + its number.
       process.kill(process.pid, outcome.signal);
-      return 128 + (osConstants.signals[outcome.signal] ?? 0);
+      return signalExitStatus(outcome.signal);
     }
     return outcome.exitCode ?? EXIT.failure;
   },

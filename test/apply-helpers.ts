@@ -1,0 +1,118 @@
+// Helpers for the in-process suites of applyProfile / restore / status and of register (apply-*.test.ts,
+// registration-*.test.ts): snapshot files edited from a bundled one, and importing `metal-cap-shim/register` in this
+// process with its effects on the process captured.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { vi } from 'vitest';
+import { InvalidProfileError } from '../lib/errors.js';
+import { resolveProfile } from '../lib/profiles.js';
+import type { Snapshot } from '../lib/snapshots.js';
+import { root } from './helpers.js';
+
+/** A bundled snapshot, edited, written to a fresh temporary file: returns the file's path (a valid selector). */
+export function editedSnapshot(bundled: string, id: string, edit: (s: Snapshot) => void): string {
+  const snapshot = JSON.parse(readFileSync(path.join(root, 'snapshots', `${bundled}.json`), 'utf8')) as Snapshot;
+  snapshot.id = id;
+  edit(snapshot);
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-apply-')), `${id}.json`);
+  writeFileSync(file, JSON.stringify(snapshot));
+  return file;
+}
+
+/**
+ * The stock Tahoe guest with a second paravirtual device (its own class), which is the default device and which
+ * MTLCreateSystemDefaultDevice() hands out as an `MTLDebugDevice`, a class no listed device has. With `driftAfter`,
+ * that device's threadgroup memory answers 16 bytes more after that many queries (wrapper and listed object count
+ * together: they are one simulated device).
+ */
+export function defaultObjectGuest(id: string, driftAfter: number | null): string {
+  return editedSnapshot('vz-guest-m1-ultra-tahoe-stock', id, (s) => {
+    const second = structuredClone(s.devices[0]!);
+    second.className = 'SimSecondParavirtDevice';
+    second.registryId = s.devices[0]!.registryId + 1;
+    second.simulation = {
+      methodsOnConcreteClass: true,
+      defaultObjectClass: 'MTLDebugDevice',
+      ...(driftAfter === null ? {} : { driftAfter }),
+    };
+    s.devices.push(second);
+    s.defaultDevice = 1;
+  });
+}
+
+/** The VM signals a host can show; register and applyProfile go by kern.hv_vmm_present alone. */
+export type VmSignal = 'hv_vmm_present' | 'hw.model' | 'device-name';
+
+/**
+ * The bare-metal M1 Ultra showing exactly one VM signal: kern.hv_vmm_present = 1, hw.model VirtualMac2,1, or a device
+ * named "Apple Paravirtual device" (its class stays the M1's).
+ */
+export function oneSignalHost(signal: VmSignal): string {
+  return editedSnapshot('m1-ultra-bare-metal', `only-${signal.replace(/[._]/g, '-')}`, (s) => {
+    if (signal === 'hv_vmm_present') s.host.isVirtualMachine = true;
+    if (signal === 'hw.model') s.host.model = 'VirtualMac2,1';
+    if (signal === 'device-name') s.devices[0]!.name = 'Apple Paravirtual device';
+  });
+}
+
+/** The bare-metal M1 Ultra's host facts, as register reports them. */
+export const M1_HOST = {
+  osVersion: '26.6.1',
+  osBuild: null,
+  model: 'Mac13,2',
+  isVirtualMachine: false,
+  arch: 'arm64',
+  memoryBytes: 68719476736,
+  translated: false,
+} as const;
+
+/** What importing lib/register.ts did to the process. */
+export interface RegisterEffects {
+  /** process.exit() calls (their codes); the spy keeps the test process alive. */
+  exits: unknown[];
+  /** process.emitWarning() calls, whole. */
+  warnings: unknown[][];
+  /** Everything written to stderr. */
+  stderr: string;
+}
+
+/**
+ * Runs register's side effect in this process, as `node --import metal-cap-shim/register` would: sets
+ * METAL_CAP_SHIM_PROFILE (undefined: unset), imports a fresh copy of lib/register.ts, and records what it did to
+ * the process. The native state (hooks, profile) is the process's own, so status() sees what register applied.
+ */
+export async function importRegister(profile: string | undefined): Promise<RegisterEffects> {
+  const saved = process.env.METAL_CAP_SHIM_PROFILE;
+  if (profile === undefined) delete process.env.METAL_CAP_SHIM_PROFILE;
+  else process.env.METAL_CAP_SHIM_PROFILE = profile;
+  const exit = vi.spyOn(process, 'exit').mockImplementation((() => undefined) as never);
+  const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+  let stderr = '';
+  const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    stderr += String(chunk);
+    return true;
+  });
+  try {
+    vi.resetModules();
+    await import('../lib/register.js');
+    return { exits: exit.mock.calls.map((c) => c[0]), warnings: warn.mock.calls, stderr };
+  } finally {
+    write.mockRestore();
+    warn.mockRestore();
+    exit.mockRestore();
+    if (saved === undefined) delete process.env.METAL_CAP_SHIM_PROFILE;
+    else process.env.METAL_CAP_SHIM_PROFILE = saved;
+  }
+}
+
+/** The error resolveProfile() throws for a malformed value (register reports it as it is). */
+export function invalidProfileError(value: string): InvalidProfileError {
+  try {
+    resolveProfile(value);
+  } catch (err) {
+    if (err instanceof InvalidProfileError) return err;
+    throw err;
+  }
+  throw new Error(`${value} is a valid profile`);
+}

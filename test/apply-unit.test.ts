@@ -1,0 +1,268 @@
+// applyProfile's decisions as pure functions (warnings, refusal, verification), and the whole API and register on an
+// install without the addon (any non-Mac install: no METAL_CAP_SHIM_SIM_SNAPSHOT). Runs on every OS; the devices
+// are recorded snapshots read offline.
+delete process.env.METAL_CAP_SHIM_SIM_SNAPSHOT;
+
+import { describe, expect, it } from 'vitest';
+import { applyProfile, profileWarnings, refusalFor, restore, status, verifyAnswers } from '../lib/apply.js';
+import { InvalidOptionsError, InvalidProfileError, UnsupportedPlatformError } from '../lib/errors.js';
+import { probeSnapshot } from '../lib/probe.js';
+import { planProfile, resolveProfile, type ProfileInput } from '../lib/profiles.js';
+import { registerFromEnvironment } from '../lib/registration.js';
+import type { DeviceReport, HostInfo } from '../lib/types.js';
+import { importRegister, invalidProfileError } from './apply-helpers.js';
+
+const devicesOf = (snapshot: string) => probeSnapshot(snapshot, { allDevices: true }).devices;
+const guest = () => devicesOf('vz-guest-m1-ultra-tahoe-stock');
+const m1 = () => devicesOf('m1-ultra-bare-metal');
+const twoGpus = () => devicesOf('macbookpro16-intel-amd-two-gpus');
+
+/** profileWarnings for `input` applied to `devices`, with the changes planProfile predicts. */
+function warningsFor(input: ProfileInput, devices: DeviceReport[], consumers: string[] = []) {
+  const profile = resolveProfile(input);
+  return profileWarnings(profile, devices, planProfile(devices, profile).changes, consumers);
+}
+
+const GiB = 1024 ** 3;
+const ABOVE_HARDWARE = (bytes: number) => ({
+  code: 'threadgroup-memory-above-hardware',
+  message: `threadgroup memory ${bytes} bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)`,
+});
+const METAL3 = {
+  code: 'advertises-metal3',
+  message:
+    'the profile advertises Metal3: MLX then creates residency sets, which the paravirtual device cannot ("Unable to construct residency set")',
+};
+const NO_CHANGE = { code: 'no-change', message: 'the profile changes no answer on this device' };
+const notParavirtual = (d: DeviceReport) => ({
+  code: 'not-paravirtual',
+  message: `device ${d.index} (${d.name}, ${d.className}) is not the paravirtual device; raising its answers claims features its GPU may not have`,
+});
+const consumerLoaded = (image: string) => ({
+  code: 'consumer-already-loaded',
+  message: `${image} is already loaded in this process: if that engine has initialised Metal, it cached the old answers; apply before the first getLlama() / backend load`,
+});
+
+describe('profileWarnings', () => {
+  it('cua-release on the stock guest: only the threadgroup size above any Apple GPU', () => {
+    expect(warningsFor('cua-release', guest())).toEqual([ABOVE_HARDWARE(65536)]);
+  });
+
+  it('threadgroup memory: 32768 is no warning, 32784 (the next legal size) is', () => {
+    expect(warningsFor({ appleFamilyMax: 1009, maxThreadgroupMemoryLength: 32768 }, guest())).toEqual([]);
+    expect(warningsFor({ appleFamilyMax: 1009, maxThreadgroupMemoryLength: 32784 }, guest())).toEqual([ABOVE_HARDWARE(32784)]);
+    // A profile that leaves the size alone says nothing about it.
+    expect(warningsFor({ appleFamilyMax: 1009 }, guest())).toEqual([]);
+  });
+
+  it('advertising Metal3 warns; taking Metal3 away (a mask) does not', () => {
+    expect(warningsFor({ families: { metal3: true } }, guest())).toEqual([METAL3]);
+    // The M1 Ultra answers Metal3 YES: masking it is a change, but no raise and no advertisement.
+    expect(warningsFor({ families: { metal3: false } }, m1())).toEqual([]);
+  });
+
+  it('a mask on a GPU that is not paravirtual is no claim: no not-paravirtual warning', () => {
+    expect(warningsFor('mask-apple5', m1())).toEqual([]);
+  });
+
+  it('not-paravirtual names each raised device, and only those, on the two-GPU MacBook Pro', () => {
+    const [intel, amd] = twoGpus() as [DeviceReport, DeviceReport];
+    // 4 GiB raises the Intel GPU (1.5 GiB) and leaves the AMD one (8 GiB) as it is.
+    expect(warningsFor({ recommendedMaxWorkingSetSize: 4 * GiB }, [intel, amd])).toEqual([notParavirtual(intel)]);
+    // 12 GiB raises both.
+    expect(warningsFor({ recommendedMaxWorkingSetSize: 12 * GiB }, [intel, amd])).toEqual([notParavirtual(intel), notParavirtual(amd)]);
+    // Listed the other way round, the warning still follows the raised device.
+    expect(warningsFor({ recommendedMaxWorkingSetSize: 4 * GiB }, [amd, intel])).toEqual([notParavirtual(intel)]);
+  });
+
+  it('a device is paravirtual by its class name alone, or by its device name alone', () => {
+    const [device] = m1() as [DeviceReport];
+    const byClass = { ...device, className: 'AppleParavirtDevice' };
+    const byName = { ...device, name: 'Apple Paravirtual device' };
+    expect(warningsFor({ appleFamilyMax: 1009 }, [byClass])).toEqual([]);
+    expect(warningsFor({ appleFamilyMax: 1009 }, [byName])).toEqual([]);
+    // Neither: the M1 Ultra as it is.
+    expect(warningsFor({ appleFamilyMax: 1009 }, [device])).toEqual([notParavirtual(device)]);
+  });
+
+  it('each loaded consumer is named once, in the order given', () => {
+    expect(warningsFor('apple7', guest(), ['libggml-metal.so', 'libmlx.so'])).toEqual([
+      consumerLoaded('libggml-metal.so'),
+      consumerLoaded('libmlx.so'),
+    ]);
+  });
+
+  it('a profile that changes nothing says so, after every other warning', () => {
+    // The MacBook Pro's GPUs already answer 65536 bytes and Metal3: nothing changes, yet the size is above hardware.
+    expect(
+      warningsFor({ maxThreadgroupMemoryLength: 65536, families: { metal3: true } }, twoGpus(), ['libggml-metal.so']),
+    ).toEqual([ABOVE_HARDWARE(65536), consumerLoaded('libggml-metal.so'), NO_CHANGE]);
+  });
+
+  it('every warning at once comes in a fixed order', () => {
+    const [device] = m1() as [DeviceReport];
+    const noMetal3 = { ...device, families: { ...device.families, metal3: false } };
+    expect(warningsFor({ appleFamilyMax: 1009, maxThreadgroupMemoryLength: 65536, families: { metal3: true } }, [noMetal3], ['x'])).toEqual([
+      METAL3,
+      ABOVE_HARDWARE(65536),
+      notParavirtual(noMetal3),
+      consumerLoaded('x'),
+    ]);
+  });
+});
+
+describe('refusalFor: VM status is kern.hv_vmm_present alone', () => {
+  const host = (isVirtualMachine: boolean | null, model: string | null): HostInfo => ({
+    osVersion: '26.5.2',
+    osBuild: null,
+    model,
+    isVirtualMachine,
+    arch: 'arm64',
+    memoryBytes: null,
+    translated: false,
+  });
+  const raises = planProfile(m1(), resolveProfile('cua-release')).changes;
+  const masks = planProfile(m1(), resolveProfile('mask-apple5')).changes;
+  const refused = (where: string, model: string) =>
+    `refusing to raise Metal answers: ${where} (hw.model ${model}), so the GPU really is what it reports. Pass { force: true } (CLI: --force) to do it anyway; masking profiles such as mask-apple5 need no force.`;
+
+  it('kern.hv_vmm_present = 1 alone lets a raise through, whatever hw.model says', () => {
+    expect(refusalFor(host(true, 'Mac13,2'), raises, false)).toBeNull();
+    expect(refusalFor(host(true, null), raises, false)).toBeNull();
+  });
+
+  it('hw.model VirtualMac2,1 alone is not enough: refused as not a VM', () => {
+    expect(refusalFor(host(false, 'VirtualMac2,1'), raises, false)).toBe(refused('this host is not a virtual machine', 'VirtualMac2,1'));
+  });
+
+  it('a paravirtual device name alone is not enough either', () => {
+    const paravirtual = m1().map((d) => ({ ...d, name: 'Apple Paravirtual device', className: 'AppleParavirtDevice' }));
+    const changes = planProfile(paravirtual, resolveProfile('cua-release')).changes;
+    expect(refusalFor(host(false, 'Mac13,2'), changes, false)).toBe(refused('this host is not a virtual machine', 'Mac13,2'));
+  });
+
+  it('an unknown VM status is refused with its own reason; an unknown model reads "unknown"', () => {
+    expect(refusalFor(host(null, null), raises, false)).toBe(refused('this host could not be identified as a virtual machine', 'unknown'));
+    expect(refusalFor(host(null, 'VirtualMac2,1'), raises, false)).toBe(
+      refused('this host could not be identified as a virtual machine', 'VirtualMac2,1'),
+    );
+  });
+
+  it('force, a mask or no change at all goes ahead anywhere', () => {
+    expect(refusalFor(host(false, 'Mac13,2'), raises, true)).toBeNull();
+    expect(refusalFor(host(false, 'Mac13,2'), masks, false)).toBeNull();
+    expect(refusalFor(host(null, null), [], false)).toBeNull();
+  });
+});
+
+describe('verifyAnswers', () => {
+  const perDevice = 19 + 2;
+
+  it('equal answers verify: every family and both sizes, per device', () => {
+    expect(verifyAnswers(twoGpus(), twoGpus())).toEqual({ ok: true, checked: 2 * perDevice, mismatches: [] });
+  });
+
+  it('each differing answer is listed with its device, class, expected and actual value', () => {
+    const expected = planProfile(twoGpus(), resolveProfile({ appleFamilyMax: 1007 })).expected;
+    expect(verifyAnswers(expected, twoGpus())).toEqual({
+      ok: false,
+      checked: 2 * perDevice,
+      mismatches: [0, 1].flatMap((device) =>
+        ['apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'apple6', 'apple7'].map((family) => ({
+          device,
+          className: device === 0 ? 'MTLIGAccelDevice' : 'AMDRadeonX6000_AMDNavi14GraphicsDevice',
+          field: `families.${family}`,
+          expected: true,
+          actual: false,
+        })),
+      ),
+    });
+  });
+
+  it('fails when a device went away, though every remaining answer matches', () => {
+    const [intel] = twoGpus() as [DeviceReport];
+    expect(verifyAnswers(twoGpus(), [intel])).toEqual({ ok: false, checked: perDevice, mismatches: [] });
+  });
+
+  it('fails when a device appeared', () => {
+    const [intel] = twoGpus() as [DeviceReport];
+    expect(verifyAnswers([intel], twoGpus())).toEqual({ ok: false, checked: 2 * perDevice, mismatches: [] });
+  });
+});
+
+describe('without the addon (not macOS, no simulated Metal)', () => {
+  const detail = `Metal exists only on macOS; this is ${process.platform}`;
+  const unsupported = (input: ProfileInput) => ({
+    applied: false,
+    reason: 'unsupported-platform',
+    detail,
+    profile: resolveProfile(input),
+    patchedClasses: [],
+    before: null,
+    after: null,
+    changed: [],
+    warnings: [],
+    verification: null,
+  });
+
+  it('applyProfile() does not apply, and says why; the default profile is cua-release', () => {
+    expect(applyProfile()).toEqual(unsupported('cua-release'));
+    expect(applyProfile('apple7', { force: true, trace: true })).toEqual(unsupported('apple7'));
+  });
+
+  it('with strict it throws UnsupportedPlatformError', () => {
+    let thrown: unknown;
+    try {
+      applyProfile('apple7', { strict: true });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(UnsupportedPlatformError);
+    expect(thrown).toMatchObject({ code: 'ERR_UNSUPPORTED_PLATFORM', message: detail });
+  });
+
+  it('a bad profile or bad options still throw first', () => {
+    expect(() => applyProfile('apple99')).toThrow(InvalidProfileError);
+    for (const option of ['force', 'trace', 'strict']) {
+      expect(() => applyProfile('apple7', { [option]: 'yes' })).toThrow(
+        new InvalidOptionsError(option, `applyProfile() option '${option}' must be a boolean, got the string "yes"`),
+      );
+    }
+    expect(() => applyProfile('apple7', { dryRun: true } as never)).toThrow(
+      "applyProfile() has no option 'dryRun'; its options are force, trace, strict",
+    );
+  });
+
+  it('restore() restores nothing and says why', () => {
+    expect(restore()).toEqual({ restored: false, reason: 'unsupported-platform', restoredHooks: [], conflicts: [], verification: null });
+  });
+
+  it('status() is unsupported, with or without the trace', () => {
+    const none = { supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null };
+    expect(status()).toEqual(none);
+    expect(status({ trace: true })).toEqual(none);
+    expect(() => status({ trace: 1 } as never)).toThrow("status() option 'trace' must be a boolean, got number 1");
+  });
+
+  it('registerFromEnvironment: off is off; any valid value finds no native module; a malformed one throws', () => {
+    expect(registerFromEnvironment({})).toEqual({ action: 'no-native' });
+    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'off' })).toEqual({ action: 'off' });
+    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: '  off\n' })).toEqual({ action: 'off' });
+    for (const value of ['', ' ', 'apple7', ' apple7 ', 'auto', '{"appleFamilyMax":1008}']) {
+      expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toEqual({ action: 'no-native' });
+    }
+    for (const value of ['apple99', '{"appleFamilyMax":', '{"appleFamilyMax":2000}', 'OFF']) {
+      expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toThrow(invalidProfileError(value));
+    }
+  });
+
+  it('register: nothing to do is silent; a malformed value exits 1 with the code and message on stderr', async () => {
+    expect(await importRegister(undefined)).toEqual({ exits: [], warnings: [], stderr: '' });
+    expect(await importRegister('off')).toEqual({ exits: [], warnings: [], stderr: '' });
+    expect(await importRegister('{"appleFamilyMax":')).toEqual({
+      exits: [1],
+      warnings: [],
+      stderr: `metal-cap-shim/register: ERR_INVALID_PROFILE: ${invalidProfileError('{"appleFamilyMax":').message}\n`,
+    });
+  });
+});

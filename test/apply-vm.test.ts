@@ -1,0 +1,246 @@
+// applyProfile, restore, status and register in this process, over the simulated stock Tahoe guest (a VM: every
+// signal says so). Whole results: what a caller branches on and prints.
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
+
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeAll, expect, it } from 'vitest';
+import { applyProfile, restore, status } from '../lib/apply.js';
+import { InvalidProfileError, MetalCapShimError } from '../lib/errors.js';
+import { FAMILY_NAMES } from '../lib/families.js';
+import { probe } from '../lib/probe.js';
+import { resolveProfile } from '../lib/profiles.js';
+import { registerFromEnvironment } from '../lib/registration.js';
+import { importRegister, invalidProfileError } from './apply-helpers.js';
+import { describeSim, loadFixture, requireSimBuild, type SimFixture } from './helpers.js';
+
+// `auto` caches its probe results here, not in the user's cache.
+process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-apply-vm-cache-'));
+
+const CLASS = 'AppleParavirtDevice';
+const SELECTORS = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
+const HOOKS = SELECTORS.map((selector) => ({ className: CLASS, selector }));
+const VERIFIED = { ok: true, checked: FAMILY_NAMES.length + 2, mismatches: [] };
+const ABOVE_HARDWARE = {
+  code: 'threadgroup-memory-above-hardware',
+  message:
+    'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
+};
+const change = (field: string, from: boolean | number, to: boolean | number) => ({ device: 0, className: CLASS, field, from, to });
+const raised = (families: string[]) => families.map((f) => change(`families.${f}`, false, true));
+
+let fixture: SimFixture;
+
+describeSim('applyProfile, restore and status in a VM', () => {
+  beforeAll(() => {
+    requireSimBuild();
+    fixture = loadFixture();
+  });
+  afterEach(() => {
+    restore();
+  });
+
+  // First: nothing has been applied in this process yet (a filtered run starts a fresh process too).
+  it('before any apply: status is inactive, and restore has nothing to take out and nothing to compare with', () => {
+    expect(status()).toEqual({ supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null });
+    expect(status({ trace: true }).trace).toEqual([]);
+    expect(restore()).toEqual({ restored: false, reason: 'nothing-applied', restoredHooks: [], conflicts: [], verification: null });
+  });
+
+  it('applyProfile returns the whole story: profile, classes, before, after, each change, warnings, verification', () => {
+    const stock = probe({ allDevices: true });
+    const result = applyProfile('cua-release');
+    expect(result).toEqual({
+      applied: true,
+      reason: null,
+      detail: null,
+      profile: resolveProfile('cua-release'),
+      patchedClasses: [{ className: CLASS, selectors: SELECTORS.map((selector) => ({ selector, outcome: 'installed', mode: 'added' })) }],
+      before: stock,
+      after: probe({ allDevices: true }),
+      changed: [...raised(['apple6', 'apple7', 'apple8', 'apple9']), change('maxThreadgroupMemoryLength', 32768, 65536)],
+      warnings: [ABOVE_HARDWARE],
+      verification: VERIFIED,
+    });
+    expect(result.after?.devices[0]?.families.apple9).toBe(true);
+  });
+
+  it('applying B over A: `before` is A’s answers, `changed` goes from A to B, and B answers', () => {
+    applyProfile('cua-release');
+    const answeringA = probe({ allDevices: true });
+    const result = applyProfile('apple7');
+    expect(result).toMatchObject({ applied: true, before: answeringA, verification: VERIFIED, warnings: [] });
+    expect(result.changed).toEqual([
+      change('families.apple8', true, false),
+      change('families.apple9', true, false),
+      change('maxThreadgroupMemoryLength', 65536, 32768),
+    ]);
+    expect(result.patchedClasses).toEqual([
+      { className: CLASS, selectors: SELECTORS.map((selector) => ({ selector, outcome: 'already-installed', mode: 'added' })) },
+    ]);
+    expect(status().profile).toEqual(resolveProfile('apple7'));
+  });
+
+  it('status while a profile is active: the profile, the classes, our hooks; the trace only when asked', () => {
+    applyProfile('apple9-hw-tg', { trace: true });
+    const active = {
+      supported: true,
+      active: true,
+      profile: resolveProfile('apple9-hw-tg'),
+      patchedClasses: [CLASS],
+      hooks: HOOKS.map((h) => ({ ...h, mode: 'added', ours: true })),
+      tracing: true,
+    };
+    expect(status()).toEqual({ ...active, trace: null });
+    fixture.query(false);
+    const trace = status({ trace: true }).trace;
+    expect(trace?.find((t) => t.family === 'apple9')).toEqual({ selector: 'supportsFamily:', family: 'apple9', calls: 1, stock: false, given: true });
+    expect(trace?.find((t) => t.family === 'apple1')).toEqual({ selector: 'supportsFamily:', family: 'apple1', calls: 1, stock: true, given: true });
+    expect(trace?.find((t) => t.selector === 'maxThreadgroupMemoryLength')).toEqual({
+      selector: 'maxThreadgroupMemoryLength',
+      family: null,
+      calls: 1,
+      stock: 32768,
+      given: 32768,
+    });
+    expect(status({ trace: false })).toEqual({ ...active, trace: null });
+  });
+
+  it('restore takes every hook out and verifies against the stock answers; again, it has nothing left to do', () => {
+    const stock = probe({ allDevices: true });
+    applyProfile('cua-release');
+    expect(restore()).toEqual({ restored: true, reason: null, restoredHooks: HOOKS, conflicts: [], verification: VERIFIED });
+    expect(probe({ allDevices: true })).toEqual(stock);
+    expect(restore()).toEqual({ restored: false, reason: 'nothing-applied', restoredHooks: [], conflicts: [], verification: VERIFIED });
+    expect(status()).toEqual({ supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null });
+  });
+
+  it('a hook on top of ours: restore leaves it working, reports the conflict, and verification fails on its answer', () => {
+    applyProfile('cua-release');
+    expect(fixture.installForeignHook(CLASS, 12345)).toBe(true);
+    const mismatch = { device: 0, className: CLASS, field: 'maxThreadgroupMemoryLength', expected: 32768, actual: 12345 };
+    const conflicts = [{ className: CLASS, selector: 'maxThreadgroupMemoryLength' }];
+    expect(restore()).toEqual({
+      restored: true,
+      reason: null,
+      restoredHooks: [HOOKS[0], HOOKS[2]],
+      conflicts,
+      verification: { ok: false, checked: FAMILY_NAMES.length + 2, mismatches: [mismatch] },
+    });
+    expect(restore()).toEqual({
+      restored: false,
+      reason: 'conflicts',
+      restoredHooks: [],
+      conflicts,
+      verification: { ok: false, checked: FAMILY_NAMES.length + 2, mismatches: [mismatch] },
+    });
+    expect(fixture.removeForeignHook(CLASS)).toBe(true);
+    expect(restore()).toEqual({ restored: true, reason: null, restoredHooks: [HOOKS[1]], conflicts: [], verification: VERIFIED });
+  });
+
+  it('strict changes nothing when the profile applies', () => {
+    expect(applyProfile('apple7', { strict: true })).toMatchObject({ applied: true, verification: VERIFIED });
+  });
+});
+
+describeSim('register in a VM', () => {
+  beforeAll(requireSimBuild);
+  afterEach(() => {
+    restore();
+  });
+
+  it('unset, empty or blank: applies cua-release, the whole applyProfile result', () => {
+    for (const env of [{}, { METAL_CAP_SHIM_PROFILE: '' }, { METAL_CAP_SHIM_PROFILE: ' \t' }]) {
+      const stock = probe({ allDevices: true });
+      const outcome = registerFromEnvironment(env);
+      expect(outcome).toEqual({
+        action: 'applied',
+        result: {
+          applied: true,
+          reason: null,
+          detail: null,
+          profile: resolveProfile('cua-release'),
+          patchedClasses: [{ className: CLASS, selectors: SELECTORS.map((selector) => ({ selector, outcome: 'installed', mode: 'added' })) }],
+          before: stock,
+          after: probe({ allDevices: true }),
+          changed: [...raised(['apple6', 'apple7', 'apple8', 'apple9']), change('maxThreadgroupMemoryLength', 32768, 65536)],
+          warnings: [ABOVE_HARDWARE],
+          verification: VERIFIED,
+        },
+      });
+      restore();
+    }
+  });
+
+  it('a built-in name (spaces around it are ignored) or a JSON profile is applied as given', () => {
+    for (const value of ['apple7', '  apple7\n']) {
+      expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toMatchObject({
+        action: 'applied',
+        result: { applied: true, profile: resolveProfile('apple7') },
+      });
+      expect(status().profile).toEqual(resolveProfile('apple7'));
+      restore();
+    }
+    const json = '{"appleFamilyMax":1008,"maxThreadgroupMemoryLength":49152}';
+    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: json })).toMatchObject({
+      action: 'applied',
+      result: { applied: true, profile: resolveProfile(json) },
+    });
+    expect(probe().devices[0]).toMatchObject({ maxThreadgroupMemoryLength: 49152, families: { apple8: true, apple9: false } });
+  });
+
+  it('auto applies the verified profile and says where it came from', () => {
+    const outcome = registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: ' auto ' });
+    expect(outcome).toMatchObject({ action: 'applied', result: { applied: true, auto: { from: 'doctor' } } });
+    expect(status().active).toBe(true);
+  });
+
+  it('auto with nothing cached while a profile is applied: measuring is impossible, and that error goes through', async () => {
+    const saved = process.env.XDG_CACHE_HOME;
+    process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-apply-vm-empty-cache-'));
+    try {
+      applyProfile('apple7');
+      const active = status();
+      const message =
+        'a profile is already applied in this process, and doctor must measure the stock answers first: call restore() before doctor(), or replay a snapshot';
+      expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'auto' })).toThrow(new MetalCapShimError('ERR_PROFILE_ACTIVE', message));
+      expect(status()).toEqual(active);
+      // register itself: the program stops with the code and the message, as for a malformed value.
+      expect(await importRegister('auto')).toEqual({ exits: [1], warnings: [], stderr: `metal-cap-shim/register: ERR_PROFILE_ACTIVE: ${message}\n` });
+      expect(status()).toEqual(active);
+    } finally {
+      process.env.XDG_CACHE_HOME = saved;
+    }
+  });
+
+  it('off applies nothing, even in a VM', () => {
+    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'off' })).toEqual({ action: 'off' });
+    expect(status().active).toBe(false);
+  });
+
+  it('a malformed value throws the profile’s own error and installs nothing', () => {
+    for (const value of ['apple99', '{"appleFamilyMax":', '{"appleFamilyMax":2000}', '{"mode":"lower"}']) {
+      expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toThrow(invalidProfileError(value));
+      expect(status().active).toBe(false);
+    }
+    expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'apple99' })).toThrow(InvalidProfileError);
+  });
+
+  it('importing register applies silently; a malformed value exits 1 with its code and message', async () => {
+    expect(await importRegister(undefined)).toEqual({ exits: [], warnings: [], stderr: '' });
+    expect(status().profile).toEqual(resolveProfile('cua-release'));
+    restore();
+    expect(await importRegister('apple7')).toEqual({ exits: [], warnings: [], stderr: '' });
+    expect(status().profile).toEqual(resolveProfile('apple7'));
+    restore();
+    expect(await importRegister('off')).toEqual({ exits: [], warnings: [], stderr: '' });
+    expect(status().active).toBe(false);
+    expect(await importRegister('apple99')).toEqual({
+      exits: [1],
+      warnings: [],
+      stderr: `metal-cap-shim/register: ERR_INVALID_PROFILE: ${invalidProfileError('apple99').message}\n`,
+    });
+    expect(status().active).toBe(false);
+  });
+});

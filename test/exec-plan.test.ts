@@ -1,0 +1,524 @@
+// exec's planning, in-process: what runs, with which environment, or why not. The simulated Metal answers from the
+// bare-metal M1 Ultra snapshot, so the bare-metal guard has something to refuse. The spawn suite (exec.test.ts)
+// keeps the CLI's end-to-end behaviour.
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
+
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from '../lib/errors.js';
+import {
+  checkTraceFile,
+  childEnvironment,
+  hardenedRuntimeBlocker,
+  INJECT_ENV,
+  INJECTION_ENTITLEMENTS,
+  injectionBlocker,
+  injectorCandidates,
+  injectorPath,
+  missingInjectorReason,
+  parseInjectorStatus,
+  preloadVariable,
+  prepareExec,
+  resolveCommand,
+  shouldForwardSignal,
+  signalExitStatus,
+} from '../lib/exec.js';
+import { encodeNativeProfile, resolveProfile } from '../lib/profiles.js';
+import { installFakeCodesign, signedProgram } from './codesign-fake.js';
+import { describeSim, requireSimBuild, root } from './helpers.js';
+
+const [ALLOW_DYLD, DISABLE_LV] = INJECTION_ENTITLEMENTS;
+const SIM = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
+const SO = path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so');
+
+/** What applying the default profile to the bare-metal M1 Ultra warns about. */
+const WARNINGS_FORCED = [
+  {
+    code: 'threadgroup-memory-above-hardware',
+    message:
+      'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
+  },
+  {
+    code: 'not-paravirtual',
+    message: 'device 0 (Apple M1 Ultra, AGXG13DDevice) is not the paravirtual device; raising its answers claims features its GPU may not have',
+  },
+];
+
+let tmp: string;
+beforeAll(() => {
+  tmp = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-exec-plan-')));
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** A fresh folder under this suite's temporary one. */
+let folders = 0;
+function folder(): string {
+  const dir = path.join(tmp, `f${folders++}`);
+  mkdirSync(dir);
+  return dir;
+}
+
+function file(dir: string, name: string, mode: number, content = '#!/bin/sh\nexit 0\n'): string {
+  const f = path.join(dir, name);
+  writeFileSync(f, content);
+  chmodSync(f, mode);
+  return f;
+}
+
+/** The error `fn` throws (fails the test when it throws none). */
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected an error, none was thrown');
+}
+
+describe('where the injector is looked for', () => {
+  const local = (ext: string) => path.join('/pkg', 'build', 'Release', `libmetal_cap_shim_inject.${ext}`);
+  const prebuilt = path.join('/pkg', 'prebuilds', 'darwin-x64+arm64', 'libmetal_cap_shim_inject.dylib');
+
+  it('on macOS: the local build first, then the prebuilt one', () => {
+    expect(injectorCandidates('/pkg', 'darwin', {})).toEqual([local('dylib'), prebuilt]);
+  });
+
+  it('on macOS with PREBUILDS_ONLY: the shipped binary only', () => {
+    expect(injectorCandidates('/pkg', 'darwin', { PREBUILDS_ONLY: '1' })).toEqual([prebuilt]);
+  });
+
+  it('outside macOS: the simulated build’s, only when a simulated snapshot is selected (even the empty one)', () => {
+    expect(injectorCandidates('/pkg', 'linux', { [SIM]: 'm1-ultra-bare-metal' })).toEqual([local('so')]);
+    expect(injectorCandidates('/pkg', 'linux', { [SIM]: '' })).toEqual([local('so')]);
+    expect(injectorCandidates('/pkg', 'linux', {})).toEqual([]);
+    // PREBUILDS_ONLY means nothing where there are no prebuilds.
+    expect(injectorCandidates('/pkg', 'linux', { PREBUILDS_ONLY: '1' })).toEqual([]);
+  });
+
+  it('why there is none, per platform', () => {
+    expect(missingInjectorReason('darwin')).toBe(
+      'the injector library is missing from this install (prebuilds/darwin-x64+arm64); reinstall metal-cap-shim',
+    );
+    expect(missingInjectorReason('linux')).toBe('exec injects into programs that use Metal, which exists only on macOS; this is linux');
+  });
+});
+
+describeSim('the injector of this checkout (simulated build)', () => {
+  beforeAll(() => requireSimBuild());
+
+  it('is the local build while a simulated snapshot is selected, and none without', () => {
+    expect(injectorPath()).toBe(SO);
+    const saved = process.env[SIM];
+    delete process.env[SIM];
+    try {
+      expect(injectorPath()).toBeNull();
+    } finally {
+      process.env[SIM] = saved;
+    }
+  });
+});
+
+describe('resolveCommand (as execvp finds a program)', () => {
+  let a: string;
+  let b: string;
+  beforeAll(() => {
+    a = folder();
+    b = folder();
+    file(a, 'tool', 0o644);
+    file(b, 'tool', 0o755);
+    file(a, 'both', 0o755);
+    file(b, 'both', 0o755);
+  });
+
+  it('takes the first executable match on PATH, skipping files that are not executable', () => {
+    expect(resolveCommand('tool', { PATH: `${a}${path.delimiter}${b}` })).toBe(path.join(b, 'tool'));
+    expect(resolveCommand('both', { PATH: `${a}${path.delimiter}${b}` })).toBe(path.join(a, 'both'));
+    expect(resolveCommand('both', { PATH: `${b}${path.delimiter}${a}` })).toBe(path.join(b, 'both'));
+  });
+
+  it('finds nothing when no folder has it, or there is no PATH', () => {
+    expect(resolveCommand('tool', { PATH: a })).toBeNull();
+    expect(resolveCommand('no-such-tool', { PATH: `${a}${path.delimiter}${b}` })).toBeNull();
+    expect(resolveCommand('tool', {})).toBeNull();
+  });
+
+  it('an empty PATH entry is skipped: exec never runs a program from the current folder by accident', () => {
+    const cwd = process.cwd();
+    process.chdir(b);
+    try {
+      expect(resolveCommand('tool', { PATH: `${path.delimiter}${a}` })).toBeNull();
+      expect(resolveCommand('tool', { PATH: `${a}${path.delimiter}${path.delimiter}${b}` })).toBe(path.join(b, 'tool'));
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  it('a command with a slash is taken as a path (made absolute), not looked up, and must be executable', () => {
+    const cwd = process.cwd();
+    process.chdir(tmp);
+    try {
+      expect(resolveCommand(`./${path.basename(b)}/tool`, { PATH: a })).toBe(path.join(b, 'tool'));
+      expect(resolveCommand(`${path.basename(a)}/tool`, { PATH: b })).toBeNull();
+      expect(resolveCommand(path.join(a, 'missing'), { PATH: b })).toBeNull();
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+});
+
+describe('checkTraceFile (--trace)', () => {
+  it('a new file, or an existing regular file, in a folder that exists: the absolute path', () => {
+    const dir = folder();
+    expect(checkTraceFile(path.join(dir, 'new.json'))).toBe(path.join(dir, 'new.json'));
+    const old = file(dir, 'old.json', 0o644, 'stale');
+    expect(checkTraceFile(old)).toBe(old);
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      expect(checkTraceFile('rel.json')).toBe(path.join(dir, 'rel.json'));
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  it('a folder that does not exist, or a parent that is a file: ERR_TRACE_FILE naming the folder', () => {
+    const dir = folder();
+    const missing = path.join(dir, 'nope', 'trace.json');
+    expect(thrown(() => checkTraceFile(missing))).toEqual(
+      new MetalCapShimError('ERR_TRACE_FILE', `--trace ${missing}: the folder ${path.join(dir, 'nope')} does not exist`),
+    );
+    const parentFile = file(dir, 'plain', 0o644, 'x');
+    expect(thrown(() => checkTraceFile(path.join(parentFile, 'trace.json')))).toEqual(
+      new MetalCapShimError('ERR_TRACE_FILE', `--trace ${path.join(parentFile, 'trace.json')}: the folder ${parentFile} does not exist`),
+    );
+  });
+
+  it('something that exists and is not a regular file: ERR_TRACE_FILE', () => {
+    const dir = folder();
+    const e = thrown(() => checkTraceFile(dir));
+    expect(e).toBeInstanceOf(MetalCapShimError);
+    expect(e).toMatchObject({ code: 'ERR_TRACE_FILE', message: `--trace ${dir}: exists and is not a regular file` });
+  });
+});
+
+describe('the child’s environment', () => {
+  const profile = resolveProfile('apple7');
+  const INJ = '/pkg/build/Release/libmetal_cap_shim_inject.so';
+
+  it('Linux: LD_PRELOAD is the injector, the profile goes encoded without trace slots, the status fd is 3', () => {
+    const env = { PATH: '/usr/bin', HOME: '/home/u' };
+    expect(childEnvironment({ profile }, INJ, env, 'linux')).toEqual({
+      PATH: '/usr/bin',
+      HOME: '/home/u',
+      LD_PRELOAD: INJ,
+      [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }),
+      [INJECT_ENV.statusFd]: '3',
+    });
+  });
+
+  it('a library the caller already preloads stays, after the injector', () => {
+    expect(childEnvironment({ profile }, INJ, { LD_PRELOAD: '/opt/libfoo.so' }, 'linux').LD_PRELOAD).toBe(`${INJ}:/opt/libfoo.so`);
+    // An empty value is no library: no dangling separator.
+    expect(childEnvironment({ profile }, INJ, { LD_PRELOAD: '' }, 'linux').LD_PRELOAD).toBe(INJ);
+  });
+
+  it('macOS: DYLD_INSERT_LIBRARIES, composed the same way; LD_PRELOAD is left as it was', () => {
+    const dylib = '/pkg/prebuilds/darwin-x64+arm64/libmetal_cap_shim_inject.dylib';
+    expect(childEnvironment({ profile }, dylib, { DYLD_INSERT_LIBRARIES: '/usr/local/lib/libx.dylib', LD_PRELOAD: '/l.so' }, 'darwin')).toEqual({
+      DYLD_INSERT_LIBRARIES: `${dylib}:/usr/local/lib/libx.dylib`,
+      LD_PRELOAD: '/l.so',
+      [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }),
+      [INJECT_ENV.statusFd]: '3',
+    });
+    expect(childEnvironment({ profile }, dylib, {}, 'darwin').DYLD_INSERT_LIBRARIES).toBe(dylib);
+    expect(preloadVariable('darwin')).toBe('DYLD_INSERT_LIBRARIES');
+    expect(preloadVariable('linux')).toBe('LD_PRELOAD');
+  });
+
+  it('--trace: the absolute trace path, and a profile encoded with trace slots', () => {
+    const cwd = process.cwd();
+    const dir = folder();
+    process.chdir(dir);
+    try {
+      expect(childEnvironment({ profile, traceFile: 'out.json' }, INJ, {}, 'linux')).toEqual({
+        LD_PRELOAD: INJ,
+        [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: true }),
+        [INJECT_ENV.statusFd]: '3',
+        [INJECT_ENV.traceFile]: path.join(dir, 'out.json'),
+      });
+    } finally {
+      process.chdir(cwd);
+    }
+    // The two encodings differ, so the assertions above tell them apart.
+    expect(encodeNativeProfile(profile, { trace: true })).not.toBe(encodeNativeProfile(profile, { trace: false }));
+  });
+
+  it('without --trace, a trace path inherited from the caller is dropped, and the caller’s environment is not touched', () => {
+    const env = { [INJECT_ENV.traceFile]: '/tmp/inherited.json', [INJECT_ENV.statusFd]: '9', LD_PRELOAD: '/opt/a.so' };
+    const before = { ...env };
+    const child = childEnvironment({ profile }, INJ, env, 'linux');
+    expect(child[INJECT_ENV.traceFile]).toBeUndefined();
+    expect(INJECT_ENV.traceFile in child).toBe(false);
+    expect(child[INJECT_ENV.statusFd]).toBe('3');
+    expect(env).toEqual(before);
+  });
+});
+
+describe('what the injector reports over the status fd', () => {
+  it('nothing: the injector never loaded', () => {
+    expect(parseInjectorStatus('')).toEqual({ injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [] });
+  });
+
+  it('every line, in the order it came; the slice of the first "loaded" line', () => {
+    const status = [
+      'loaded 101 arm64e',
+      'patched AGXG13XDevice',
+      'loaded 102 x86_64',
+      'patched AppleParavirtDevice',
+      'error ERR_HOOK_FAILED cannot hook MTLDevice',
+      'patched AGXG13XDevice',
+      'error ERR_INVALID_PROFILE missing or too long',
+    ].join('\n');
+    expect(parseInjectorStatus(`${status}\n`)).toEqual({
+      injectorLoaded: true,
+      injectorSlice: 'arm64e',
+      patchedClasses: ['AGXG13XDevice', 'AppleParavirtDevice', 'AGXG13XDevice'],
+      injectorErrors: ['ERR_HOOK_FAILED cannot hook MTLDevice', 'ERR_INVALID_PROFILE missing or too long'],
+    });
+  });
+
+  it('a last line without its newline still counts; blank lines and other words are not lines of the injector', () => {
+    expect(parseInjectorStatus('\n\nunloaded 1 arm64\npatchedX\nerrors 1\nloaded\npatched Foo')).toEqual({
+      injectorLoaded: false,
+      injectorSlice: null,
+      patchedClasses: ['Foo'],
+      injectorErrors: [],
+    });
+    // A loaded line without its slice: loaded, slice unknown.
+    expect(parseInjectorStatus('loaded 7\n')).toEqual({ injectorLoaded: true, injectorSlice: null, patchedClasses: [], injectorErrors: [] });
+  });
+});
+
+describe('exit status and signals', () => {
+  it('a program killed by a signal: 128 + the signal’s number, as a shell reports it', () => {
+    expect(signalExitStatus('SIGHUP')).toBe(129);
+    expect(signalExitStatus('SIGINT')).toBe(130);
+    expect(signalExitStatus('SIGKILL')).toBe(137);
+    expect(signalExitStatus('SIGPIPE')).toBe(141);
+    expect(signalExitStatus('SIGTERM')).toBe(143);
+  });
+
+  it('SIGINT/SIGQUIT: a terminal group id must be positive to count as the terminal that signalled the child', () => {
+    expect(shouldForwardSignal('SIGINT', { own: 1, terminal: 1, child: 1 })).toBe(false);
+    expect(shouldForwardSignal('SIGQUIT', { own: 1, terminal: 1, child: 1 })).toBe(false);
+    expect(shouldForwardSignal('SIGINT', { own: 0, terminal: 0, child: 0 })).toBe(true);
+    // No terminal, no group of ours, no group of the child's: nothing says the terminal sent it.
+    expect(shouldForwardSignal('SIGINT', { own: -1, terminal: -1, child: -1 })).toBe(true);
+    expect(shouldForwardSignal('SIGQUIT', { own: -1, terminal: -1, child: -1 })).toBe(true);
+  });
+
+  it('the child in our group but the terminal’s group another: passed on; our group the terminal’s but the child elsewhere: passed on', () => {
+    expect(shouldForwardSignal('SIGQUIT', { own: 50, terminal: 60, child: 50 })).toBe(true);
+    expect(shouldForwardSignal('SIGQUIT', { own: 50, terminal: 50, child: 70 })).toBe(true);
+    expect(shouldForwardSignal('SIGTERM', { own: 50, terminal: 50, child: 50 })).toBe(true);
+    expect(shouldForwardSignal('SIGUSR2', { own: 50, terminal: 50, child: 50 })).toBe(true);
+  });
+});
+
+describe('SIP: what macOS strips DYLD_INSERT_LIBRARIES from', () => {
+  const sh = realpathSync('/bin/sh');
+
+  it('only on macOS: elsewhere nothing is known to block injection', () => {
+    expect(injectionBlocker('/bin/sh', 'linux')).toBeNull();
+  });
+
+  it('a program in a protected folder, after symlinks are resolved', () => {
+    const expected = {
+      reason: `${sh} is protected by System Integrity Protection: macOS removes DYLD_INSERT_LIBRARIES from it (and from what it starts), so it would run unpatched. Run the real program directly, not through ${path.basename(sh)}.`,
+      launchFails: false,
+    };
+    expect(injectionBlocker('/bin/sh', 'darwin')).toEqual(expected);
+    const link = path.join(folder(), 'my-shell');
+    symlinkSync('/bin/sh', link);
+    expect(injectionBlocker(link, 'darwin')).toEqual(expected);
+  });
+
+  it('a protected folder’s name further down a path is not that folder', () => {
+    const dir = path.join(folder(), 'usr', 'bin');
+    mkdirSync(dir, { recursive: true });
+    expect(injectionBlocker(file(dir, 'tool', 0o755, 'binary\n'), 'darwin')).toBeNull();
+  });
+
+  it('a script whose interpreter is protected, as written on the #! line (with or without a space after #!)', () => {
+    const dir = folder();
+    const script = file(dir, 'serve.sh', 0o755, '#!/bin/sh\nexit 0\n');
+    expect(injectionBlocker(script, 'darwin')).toEqual({
+      reason: `${script} is a script run by /bin/sh, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`,
+      launchFails: false,
+    });
+    const spaced = file(dir, 'serve.py', 0o755, '#! /usr/bin/env   python3 -u\r\nprint(1)\n');
+    expect(injectionBlocker(spaced, 'darwin')).toEqual({
+      reason: `${spaced} is a script run by /usr/bin/env, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`,
+      launchFails: false,
+    });
+  });
+
+  it('a script whose interpreter is a link into a protected folder is judged by where the link leads', () => {
+    const dir = folder();
+    const link = path.join(dir, 'sh-link');
+    symlinkSync('/bin/sh', link);
+    const script = file(dir, 'run', 0o755, `#!${link}\n`);
+    expect(injectionBlocker(script, 'darwin')).toEqual({
+      reason: `${script} is a script run by ${link}, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`,
+      launchFails: false,
+    });
+  });
+
+  it('a folder given as the program (it passes the execute check) is no script and stops nothing here', () => {
+    const dir = folder();
+    expect(resolveCommand(dir)).toBe(dir);
+    expect(injectionBlocker(dir, 'darwin')).toBeNull();
+  });
+
+  it('a script run by an unprotected, unsigned interpreter (or one that does not exist), and a file too short for #!: nothing blocks', () => {
+    const dir = folder();
+    const interpreter = file(dir, 'interp', 0o755, 'binary\n');
+    expect(injectionBlocker(file(dir, 'a', 0o755, `#!${interpreter}\n`), 'darwin')).toBeNull();
+    expect(injectionBlocker(file(dir, 'b', 0o755, '#!/nonexistent/interp\n'), 'darwin')).toBeNull();
+    expect(injectionBlocker(file(dir, 'c', 0o755, '#'), 'darwin')).toBeNull();
+  });
+});
+
+describe('hardened runtime: the reason names exactly the missing entitlements', () => {
+  it('disable-library-validation alone: DYLD_INSERT_LIBRARIES is ignored, and only allow-dyld-environment-variables is missing', () => {
+    const xml = `<plist><dict><key>${DISABLE_LV}</key><true/></dict></plist>`;
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x10000(runtime)', xml)).toEqual({
+      reason: `/opt/x is signed with the hardened runtime without ${ALLOW_DYLD}, so dyld ignores DYLD_INSERT_LIBRARIES for it and it would run unpatched. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`,
+      launchFails: false,
+    });
+  });
+
+  it('the runtime flag is read among others, in hex, in either case', () => {
+    const blocked = hardenedRuntimeBlocker('/opt/x', 'flags=0x10000(runtime)', '');
+    expect(hardenedRuntimeBlocker('/opt/x', 'CodeDirectory v=20500 flags=0X12002(adhoc,runtime)', '')).toEqual(blocked);
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x3ffff', '')).toEqual(blocked);
+    // Every bit but 0x10000.
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0xfffeffff', '')).toBeNull();
+    expect(hardenedRuntimeBlocker('/opt/x', 'no signature line', '')).toBeNull();
+  });
+});
+
+describe('codesign as installed: the current one and an older one without --xml', () => {
+  let savedPath: string | undefined;
+  afterEach(() => {
+    process.env.PATH = savedPath;
+  });
+  function withCodesign(kind: 'current' | 'old'): string {
+    const dir = folder();
+    savedPath = process.env.PATH;
+    process.env.PATH = `${installFakeCodesign(dir, kind)}${path.delimiter}${savedPath ?? ''}`;
+    return dir;
+  }
+
+  it.each(['current', 'old'] as const)('%s codesign: a hardened program is found, and both entitlements clear it', (kind) => {
+    const dir = withCodesign(kind);
+    const hardened = signedProgram(dir, 'hardened', '0x10000(runtime)', [ALLOW_DYLD]);
+    expect(injectionBlocker(hardened, 'darwin')).toEqual(hardenedRuntimeBlocker(hardened, 'flags=0x10000(runtime)', `<key>${ALLOW_DYLD}</key><true/>`));
+    expect(injectionBlocker(hardened, 'darwin')?.launchFails).toBe(true);
+    expect(injectionBlocker(signedProgram(dir, 'both', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]), 'darwin')).toBeNull();
+    expect(injectionBlocker(signedProgram(dir, 'unsigned', null, []), 'darwin')).toBeNull();
+  });
+
+  it('the old codesign really rejects --xml (so the retry without it is what finds the signature)', () => {
+    const dir = withCodesign('old');
+    const hardened = signedProgram(dir, 'hardened', '0x10000(runtime)', []);
+    // The blob form carries a binary header before the plist; the entitlements are read from the plist in it.
+    expect(injectionBlocker(hardened, 'darwin')).toEqual(hardenedRuntimeBlocker(hardened, 'flags=0x10000(runtime)', ''));
+  });
+});
+
+describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the blockers, the order of the checks', () => {
+  const profile = resolveProfile();
+  const TRUE = resolveCommand('true')!;
+  const REFUSAL =
+    'refusing to raise Metal answers: this host is not a virtual machine (hw.model Mac13,2), so the GPU really is what it reports. Pass { force: true } (CLI: --force) to do it anyway; masking profiles such as mask-apple5 need no force.';
+  beforeAll(() => requireSimBuild());
+
+  it('raising answers on bare metal is refused (ERR_REFUSED_BARE_METAL), before anything runs', () => {
+    const e = thrown(() => prepareExec({ profile, command: 'true', args: [] }, 'linux'));
+    expect(e).toBeInstanceOf(RefusedError);
+    expect(e).toMatchObject({ code: 'ERR_REFUSED_BARE_METAL', message: REFUSAL });
+  });
+
+  it('--allow-unpatched turns the refusal into a notice and runs the program without the injector', () => {
+    expect(prepareExec({ profile, command: 'true', args: [], allowUnpatched: true }, 'linux')).toEqual({
+      injector: null,
+      resolved: TRUE,
+      warnings: [],
+      unpatched: `${REFUSAL} Running true unpatched (--allow-unpatched).`,
+    });
+  });
+
+  it('--force: the injector, with the warnings applying the profile would give on this device', () => {
+    expect(prepareExec({ profile, command: 'true', args: [], force: true }, 'linux')).toEqual({
+      injector: SO,
+      resolved: TRUE,
+      warnings: WARNINGS_FORCED,
+      unpatched: null,
+    });
+  });
+
+  it('a masking profile needs no force', () => {
+    expect(prepareExec({ profile: resolveProfile('mask-apple5'), command: 'true', args: [] }, 'linux')).toEqual({
+      injector: SO,
+      resolved: TRUE,
+      warnings: [],
+      unpatched: null,
+    });
+  });
+
+  it('a SIP-protected program: ERR_INJECTION_BLOCKED; --allow-unpatched runs it with the injector all the same', () => {
+    const why = injectionBlocker('/bin/sh', 'darwin')!.reason;
+    const e = thrown(() => prepareExec({ profile, command: '/bin/sh', args: [], force: true }, 'darwin'));
+    expect(e).toBeInstanceOf(RefusedError);
+    expect(e).toMatchObject({ code: 'ERR_INJECTION_BLOCKED', message: `${why} (--allow-unpatched runs it anyway)` });
+    expect(prepareExec({ profile, command: '/bin/sh', args: [], force: true, allowUnpatched: true }, 'darwin')).toEqual({
+      injector: SO,
+      resolved: '/bin/sh',
+      warnings: WARNINGS_FORCED,
+      unpatched: null,
+    });
+  });
+
+  it('a missing command: ERR_COMMAND_NOT_FOUND; a bad --trace is found first', () => {
+    expect(thrown(() => prepareExec({ profile, command: 'no-such-command-xyz', args: [], force: true }))).toEqual(
+      new MetalCapShimError('ERR_COMMAND_NOT_FOUND', 'command not found: no-such-command-xyz'),
+    );
+    expect(thrown(() => prepareExec({ profile, command: 'no-such-command-xyz', args: [], traceFile: '/nonexistent/t.json' }))).toMatchObject({
+      code: 'ERR_TRACE_FILE',
+    });
+  });
+
+  it('no injector (no simulated Metal selected on Linux): UnsupportedPlatformError, or a notice with --allow-unpatched', () => {
+    const saved = process.env[SIM];
+    delete process.env[SIM];
+    try {
+      const e = thrown(() => prepareExec({ profile, command: 'true', args: [], force: true }));
+      expect(e).toBeInstanceOf(UnsupportedPlatformError);
+      expect(e).toMatchObject({
+        message: `${missingInjectorReason()} (--allow-unpatched runs the program unpatched)`,
+      });
+      expect(prepareExec({ profile, command: 'true', args: [], allowUnpatched: true })).toEqual({
+        injector: null,
+        resolved: TRUE,
+        warnings: [],
+        unpatched: `${missingInjectorReason()}: running true unpatched (--allow-unpatched)`,
+      });
+    } finally {
+      process.env[SIM] = saved;
+    }
+  });
+});
+

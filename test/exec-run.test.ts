@@ -1,0 +1,205 @@
+// runWithInjector in-process: the child is a real process with the simulated build's injector preloaded (Linux), but
+// the code that starts it, reads its status fd, writes the fallback trace and forwards signals runs in this process.
+// The simulated Metal answers from the stock Tahoe VM snapshot (one paravirtual device).
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
+
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { ApplyWarning } from '../lib/apply.js';
+import { MetalCapShimError } from '../lib/errors.js';
+import { INJECT_ENV, injectorPath, runWithInjector, type ExecOutcome } from '../lib/exec.js';
+import { resolveProfile } from '../lib/profiles.js';
+import { buildConsumer, describeSim, requireSimBuild } from './helpers.js';
+
+const profile = resolveProfile();
+const SLICE = process.arch === 'x64' ? 'x86_64' : process.arch;
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'] as const;
+const WARNING: ApplyWarning = { code: 'no-change', message: 'a warning prepareExec found, carried through' };
+
+let tmp: string;
+let consumer: string;
+let injector: string;
+let staticProgram: string;
+let quiet: string;
+
+/**
+ * A static program (it ignores LD_PRELOAD, so the status fd is left for the program it starts) that sends its stdout
+ * to /dev/null and execs its arguments: the consumer's JSON stays out of the test output.
+ */
+const QUIET_C = `#include <fcntl.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  (void)argc;
+  dup2(open("/dev/null", O_WRONLY), 1);
+  execv(argv[1], argv + 1);
+  return 127;
+}
+`;
+let dirs = 0;
+
+function folder(): string {
+  const dir = path.join(tmp, `d${dirs++}`);
+  execFileSync('mkdir', [dir]);
+  return dir;
+}
+
+const sh = (script: string, extra: { traceFile?: string } = {}) => ({ profile, command: 'sh', args: ['-c', script], ...extra });
+
+/** What an outcome holds when nothing was reported: the base the tests below change. */
+function outcome(fields: Partial<ExecOutcome>): ExecOutcome {
+  return {
+    exitCode: 0,
+    signal: null,
+    injectorLoaded: true,
+    injectorSlice: SLICE,
+    patchedClasses: [],
+    injectorErrors: [],
+    warnings: [WARNING],
+    ...fields,
+  };
+}
+
+describeSim('runWithInjector, in-process over the simulated injector', () => {
+  beforeAll(() => {
+    requireSimBuild();
+    consumer = buildConsumer();
+    injector = injectorPath()!;
+    tmp = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-exec-run-')));
+    const dir = folder();
+    writeFileSync(path.join(dir, 'static.c'), 'int main(void) { return 3; }\n');
+    staticProgram = path.join(dir, 'static');
+    execFileSync('clang-14', ['-static', path.join(dir, 'static.c'), '-o', staticProgram]);
+    writeFileSync(path.join(dir, 'quiet.c'), QUIET_C);
+    quiet = path.join(dir, 'quiet');
+    execFileSync('clang-14', ['-static', path.join(dir, 'quiet.c'), '-o', quiet]);
+  });
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('a program that uses Metal: loaded, its device class patched, the trace written by it (an old trace removed first)', async () => {
+    const trace = path.join(folder(), 'trace.json');
+    writeFileSync(trace, 'stale');
+    const r = await runWithInjector({ profile, command: quiet, args: [consumer], traceFile: trace }, injector, [WARNING]);
+    expect(r).toEqual(outcome({ patchedClasses: ['AppleParavirtDevice'] }));
+    const written = JSON.parse(readFileSync(trace, 'utf8'));
+    expect(written.profileApplied).toBe(true);
+    expect(written.patchedClasses).toEqual(['AppleParavirtDevice']);
+  });
+
+  it('the exit code is passed through, and a death by signal is reported as the signal', async () => {
+    expect(await runWithInjector(sh('exit 7'), injector, [WARNING])).toEqual(outcome({ exitCode: 7 }));
+    expect(await runWithInjector(sh('kill -TERM $$'), injector, [WARNING])).toEqual(outcome({ exitCode: null, signal: 'SIGTERM' }));
+  });
+
+  it('the child gets the injector as LD_PRELOAD, and no trace path without --trace (not even one we inherited)', async () => {
+    const out = path.join(folder(), 'env.txt');
+    const saved = { trace: process.env[INJECT_ENV.traceFile] };
+    process.env[INJECT_ENV.traceFile] = path.join(tmp, 'inherited.json');
+    try {
+      const r = await runWithInjector(sh(`printf '%s|%s' "$LD_PRELOAD" "\${${INJECT_ENV.traceFile}-unset}" > '${out}'`), injector, []);
+      expect(r).toEqual(outcome({ warnings: [] }));
+    } finally {
+      if (saved.trace === undefined) delete process.env[INJECT_ENV.traceFile];
+      else process.env[INJECT_ENV.traceFile] = saved.trace;
+    }
+    expect(readFileSync(out, 'utf8')).toBe(`${injector}|unset`);
+    expect(existsSync(path.join(tmp, 'inherited.json'))).toBe(false);
+  });
+
+  it('the child’s stdin, stdout and stderr are ours, with the injector and without (only fd 3 is the injector’s)', async () => {
+    const ours = [0, 1, 2].map((fd) => readlinkSync(`/proc/self/fd/${fd}`));
+    for (const which of [injector, null]) {
+      const out = path.join(folder(), 'fds');
+      // Through a pipe: dash applies a simple command's redirection to the shell itself while the command runs.
+      await runWithInjector(sh(`readlink /proc/$$/fd/0 /proc/$$/fd/1 /proc/$$/fd/2 | cat > '${out}'`), which, []);
+      expect(readFileSync(out, 'utf8').trim().split('\n')).toEqual(ours);
+    }
+  });
+
+  it('a program that never obtains a device still leaves a trace, saying whether the injector loaded', async () => {
+    const loaded = path.join(folder(), 'trace.json');
+    const r = await runWithInjector({ profile, command: 'true', args: [], traceFile: loaded }, injector, []);
+    expect(r).toEqual(outcome({ warnings: [] }));
+    expect(JSON.parse(readFileSync(loaded, 'utf8'))).toEqual({ pid: expect.any(Number), profileApplied: true, patchedClasses: [], trace: [] });
+    // A static program ignores LD_PRELOAD: the injector never loaded.
+    const notLoaded = path.join(folder(), 'trace.json');
+    const s = await runWithInjector({ profile, command: staticProgram, args: [], traceFile: notLoaded }, injector, []);
+    expect(s).toEqual({ exitCode: 3, signal: null, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], warnings: [] });
+    const written = JSON.parse(readFileSync(notLoaded, 'utf8'));
+    expect(written).toEqual({ pid: expect.any(Number), profileApplied: false, patchedClasses: [], trace: [] });
+    expect(written.pid).toBeGreaterThan(0);
+    expect(readFileSync(notLoaded, 'utf8').endsWith('}\n')).toBe(true);
+  });
+
+  it('a trace that cannot be written is an injector error, not a crash', async () => {
+    const dir = folder();
+    const trace = path.join(dir, 'trace.json');
+    const r = await runWithInjector(sh(`rm -r '${dir}'`, { traceFile: trace }), injector, []);
+    expect(r).toEqual(
+      outcome({
+        warnings: [],
+        injectorErrors: [`ERR_TRACE_FILE cannot write ${trace}: ENOENT: no such file or directory, open '${trace}'`],
+      }),
+    );
+  });
+
+  it('the unpatched run: no injector, no status, no warnings; the exit code or signal as it was', async () => {
+    const out = path.join(folder(), 'env.txt');
+    const r = await runWithInjector(sh(`printf '%s' "\${LD_PRELOAD-unset}" > '${out}'; exit 5`), null, [WARNING]);
+    expect(r).toEqual({ exitCode: 5, signal: null, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], warnings: [] });
+    expect(readFileSync(out, 'utf8')).toBe(process.env.LD_PRELOAD ?? 'unset');
+    expect(await runWithInjector(sh('kill -HUP $$'), null, [])).toEqual({
+      exitCode: null,
+      signal: 'SIGHUP',
+      injectorLoaded: false,
+      injectorSlice: null,
+      patchedClasses: [],
+      injectorErrors: [],
+      warnings: [],
+    });
+  });
+
+  it.each([
+    ['with the injector', (): string | null => injector],
+    ['unpatched', (): string | null => null],
+  ] as const)('%s: a missing program is ERR_COMMAND_NOT_FOUND, one that cannot be run ERR_SPAWN; no handler is left behind', async (_, which) => {
+    await expect(runWithInjector({ profile, command: 'no-such-command-xyz', args: [] }, which(), [])).rejects.toEqual(
+      new MetalCapShimError('ERR_COMMAND_NOT_FOUND', 'cannot run no-such-command-xyz: spawn no-such-command-xyz ENOENT'),
+    );
+    const data = path.join(folder(), 'data');
+    writeFileSync(data, 'not a program\n');
+    chmodSync(data, 0o644);
+    const e = await runWithInjector({ profile, command: data, args: [] }, which(), []).catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(MetalCapShimError);
+    expect(e).toMatchObject({ code: 'ERR_SPAWN', message: `cannot run ${data}: spawn ${data} EACCES` });
+    expect(FORWARDED.map((s) => process.listenerCount(s))).toEqual([0, 0, 0, 0, 0, 0]);
+  });
+
+  /**
+   * Starts a child that exits 71/72/73 on SIGTERM/SIGHUP/SIGUSR2 (9 if none arrives within 10 s), sends `signal` to
+   * this process once the child has set its traps, and returns the outcome. While the child runs, this process
+   * handles every signal it forwards (so none of them kills it first); afterwards it handles none.
+   */
+  async function forwarded(which: string | null, signal: 'SIGTERM' | 'SIGHUP' | 'SIGUSR2'): Promise<number | null> {
+    const ready = path.join(folder(), 'ready');
+    const script = `trap 'exit 71' TERM; trap 'exit 72' HUP; trap 'exit 73' USR2; : > '${ready}'; i=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; exit 9`;
+    const run = runWithInjector(sh(script), which, []);
+    for (let i = 0; i < 1000 && !existsSync(ready); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(FORWARDED.map((s) => process.listenerCount(s))).toEqual([1, 1, 1, 1, 1, 1]);
+    process.kill(process.pid, signal);
+    const r = await run;
+    expect(FORWARDED.map((s) => process.listenerCount(s))).toEqual([0, 0, 0, 0, 0, 0]);
+    return r.exitCode;
+  }
+
+  it.each([
+    ['SIGTERM', 71],
+    ['SIGHUP', 72],
+    ['SIGUSR2', 73],
+  ] as const)('%s sent to us reaches the child, with the injector and without', async (signal, code) => {
+    expect(await forwarded(injector, signal)).toBe(code);
+    expect(await forwarded(null, signal)).toBe(code);
+  }, 30_000);
+});

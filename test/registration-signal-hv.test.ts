@@ -1,0 +1,45 @@
+// VM detection from kern.hv_vmm_present alone: an M1 Ultra whose hw.model and device name are a real Mac's, but
+// whose kernel says it runs under a hypervisor. register applies, and the device gets its not-paravirtual warning.
+import { oneSignalHost } from './apply-helpers.js';
+
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = oneSignalHost('hv_vmm_present');
+
+import { afterEach, beforeAll, expect, it } from 'vitest';
+import { applyProfile, restore, status } from '../lib/apply.js';
+import { resolveProfile } from '../lib/profiles.js';
+import { registerFromEnvironment } from '../lib/registration.js';
+import { describeSim, requireSimBuild } from './helpers.js';
+
+describeSim('kern.hv_vmm_present = 1 alone', () => {
+  beforeAll(requireSimBuild);
+  afterEach(() => {
+    restore();
+  });
+
+  it('register applies the default profile: the kernel’s word is enough', () => {
+    expect(registerFromEnvironment({})).toMatchObject({
+      action: 'applied',
+      result: {
+        applied: true,
+        profile: resolveProfile('cua-release'),
+        warnings: [
+          {
+            code: 'threadgroup-memory-above-hardware',
+            message:
+              'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
+          },
+          {
+            code: 'not-paravirtual',
+            message:
+              'device 0 (Apple M1 Ultra, AGXG13DDevice) is not the paravirtual device; raising its answers claims features its GPU may not have',
+          },
+        ],
+      },
+    });
+    expect(status().profile).toEqual(resolveProfile('cua-release'));
+  });
+
+  it('applyProfile raises without force', () => {
+    expect(applyProfile('cua-release')).toMatchObject({ applied: true, reason: null });
+  });
+});
