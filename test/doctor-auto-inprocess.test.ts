@@ -10,9 +10,8 @@ import { restore, status } from '../lib/apply.js';
 import { applyProfile, isAuto, profileForExec, resolveAutoProfile } from '../lib/doctor/auto.js';
 import { cacheKeyFor, doctorCacheDir, readCache, type DoctorCacheEntry } from '../lib/doctor/cache.js';
 import { InvalidOptionsError, InvalidProfileError, MetalCapShimError, UsageError } from '../lib/errors.js';
-import { loadNative } from '../lib/native.js';
-import { stockReport } from '../lib/probe.js';
 import { DEFAULT_PROFILE, profiles } from '../lib/profiles.js';
+import { stockDevices } from './doctor-helpers.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
@@ -36,7 +35,7 @@ const RECOMMENDATIONS = [
 
 /** The one cache file of this machine's one device. */
 function cacheFile(): string {
-  const stock = stockReport(loadNative().binding!);
+  const stock = stockDevices();
   return readCache(cacheKeyFor(stock, stock.devices[0]!)).file;
 }
 
@@ -157,8 +156,18 @@ describeSim('profile auto, in-process', () => {
       "doctor() option 'timeoutMs' (--timeout-ms) must be a whole number from 100 to 600000, got 99",
     );
     expect((thrown(() => applyProfile('apple7', { timeoutMs: 1000 } as object)) as InvalidOptionsError).option).toBe('timeoutMs');
-    expect((thrown(() => applyProfile('auto', { speed: 'max' } as object)) as InvalidOptionsError).option).toBe('speed');
+    expect((thrown(() => applyProfile('auto', { speed: 'max' } as object)) as Error).message).toBe(
+      "applyProfile() has no option 'speed'; its options are force, trace, strict, timeoutMs",
+    );
+    expect((thrown(() => applyProfile('auto', { trace: 'on' } as object)) as Error).message).toBe(
+      "applyProfile() option 'trace' must be a boolean, got the string \"on\"",
+    );
     expect(status().active).toBe(false);
+  });
+
+  it('applyProfile’s own options reach the apply: trace', () => {
+    expect(applyProfile('auto', { trace: true, strict: true, force: false }).applied).toBe(true);
+    expect(status()).toMatchObject({ active: true, profile: VERIFIED, tracing: true });
   });
 
   it('a named profile goes straight through, also with applyProfile’s own options', () => {

@@ -467,6 +467,17 @@ describe('recommendations do not depend on where they are computed', () => {
     expect(clean.map((r) => r.setting)).toEqual(['GGML_METAL_BF16_DISABLE=1']);
   });
 
+  it('a device that turns bfloat on by itself gets no advice, whatever this process’s environment says', () => {
+    const list = probes({ bfloat: 'not-recorded' });
+    const verified = deriveVerifiedProfile(bare, list).profile;
+    process.env.GGML_METAL_BF16_DISABLE = '1';
+    try {
+      expect(recommendationsFor(bare, list, verified, null)).toEqual([]);
+    } finally {
+      delete process.env.GGML_METAL_BF16_DISABLE;
+    }
+  });
+
   it('a device assessed with its answers under the candidate keeps both', () => {
     const patched = predictPatchedDevice(guest, profiles['cua-release']!.profile);
     expect(assessDevice(guest, patched, probes({}), vz.host).reported).toEqual({

@@ -130,6 +130,27 @@ describe('formatDoctor', () => {
     );
   });
 
+  it('a recording with nothing faulty, styled: no recommendations, no faults', () => {
+    const notRecorded = (id: string) => `  ${id.padEnd(19)}  <dim>not-recorded</>  –      –        –   not recorded in this snapshot`;
+    expect(readable(formatDoctor(doctor({ snapshot: 'm1-ultra-bare-metal' }), tagged))).toBe(
+      [
+        '<b>metal-cap-shim doctor</> — snapshot m1-ultra-bare-metal (recorded result, replayed: nothing ran)',
+        'Host: Mac13,2 · macOS 26.6.1 · arm64 · not a VM',
+        'Patched runs: none (a recorded result is replayed: nothing runs)',
+        '',
+        '<b>Device 0 (default)</>: Apple M1 Ultra [AGXG13DDevice]',
+        '  <dim>probe</>                <dim>result</>        <dim>stock</>  <dim>patched</>  <dim>ms</>  <dim>detail</>',
+        ...['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'nocopy-mmap', 'residency-set'].map(notRecorded),
+        '  <b>Verified profile:</> mode raise',
+        '    · no Apple family raised: nothing an Apple family gates was proven (simdgroup-reduction not-recorded, simdgroup-matrix not-recorded, bfloat not-recorded)',
+        '    · threadgroup memory left as reported: no size proven (threadgroup-memory not-recorded)',
+        '    · Metal3 left as the device answers it (YES)',
+        '  <b>Recommendations:</> none',
+        '  <b>Faults:</> none found',
+      ].join('\n'),
+    );
+  });
+
   it('two devices measured stock and patched, styled: differences, a named verified profile, hooks left, a cache error', () => {
     expect(readable(formatDoctor(liveReport(), tagged))).toBe(
       [

@@ -5,6 +5,8 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor-probes.js';
 import { loadNative } from '../lib/native.js';
+import { stockReport } from '../lib/probe.js';
+import type { SupportedReport } from '../lib/types.js';
 import type { NativeBinding, NativeDoctorOptions, NativeProbeOutcome } from '../types/binding.js';
 
 export const SIZES = [16384, 32768, 49152, 65536];
@@ -17,6 +19,13 @@ export function nativeBinding(): NativeBinding {
   const native = loadNative();
   if (!native.binding) throw new Error(native.detail);
   return native.binding;
+}
+
+/** This process's devices with their stock answers; throws where there is none. */
+export function stockDevices(): SupportedReport {
+  const report = stockReport(nativeBinding());
+  if (!report.supported) throw new Error(report.detail);
+  return report;
 }
 
 const dirs: string[] = [];

@@ -11,9 +11,8 @@ import { cacheKeyFor, doctorCacheDir, readCache } from '../lib/doctor/cache.js';
 import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS, THREADGROUP_CANDIDATES } from '../lib/doctor/probes.js';
 import type { DoctorReport } from '../lib/doctor/types.js';
 import { InvalidOptionsError, MetalCapShimError } from '../lib/errors.js';
-import { stockReport } from '../lib/probe.js';
-import { loadNative } from '../lib/native.js';
 import { profiles, resolveProfile } from '../lib/profiles.js';
+import { stockDevices } from './doctor-helpers.js';
 import { describeSim, jsonFrom, requireSimBuild, runCli } from './helpers.js';
 
 // Read when first used, not at import: the simulated Metal on the first native call, the cache folder per call.
@@ -99,8 +98,7 @@ describeSim('doctor() over the simulated Metal', () => {
   });
 
   it('caches the device’s result where profile auto reads it', () => {
-    const native = loadNative();
-    const stock = stockReport(native.binding!);
+    const stock = stockDevices();
     const lookup = readCache(cacheKeyFor(stock, stock.devices[0]!));
     expect(report.cache).toEqual({ written: [lookup.file], error: null });
     expect(lookup.entry!.result.verifiedProfile).toEqual(VERIFIED);

@@ -11,8 +11,7 @@ import { doctor } from '../lib/doctor.js';
 import { applyProfile } from '../lib/doctor/auto.js';
 import { cacheKeyFor, readCache } from '../lib/doctor/cache.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
-import { loadNative } from '../lib/native.js';
-import { stockReport } from '../lib/probe.js';
+import { stockDevices } from './doctor-helpers.js';
 import { describeSim, requireSimBuild, root } from './helpers.js';
 
 const temp = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-two-'));
@@ -43,7 +42,7 @@ writeFileSync(process.env.METAL_CAP_SHIM_SIM_SNAPSHOT, JSON.stringify(snapshot))
 const LEAST = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 49152, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' };
 
 function cacheFiles(): string[] {
-  const stock = stockReport(loadNative().binding!);
+  const stock = stockDevices();
   return stock.devices.map((d) => readCache(cacheKeyFor(stock, d)).file);
 }
 

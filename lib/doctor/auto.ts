@@ -9,7 +9,7 @@ import { loadNative } from '../native.js';
 import { checkOptions } from '../options.js';
 import { stockReport } from '../probe.js';
 import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../profiles.js';
-import type { CapabilityReport } from '../types.js';
+import type { SupportedReport } from '../types.js';
 import { cacheKeyFor, readCache } from './cache.js';
 import { leastProfile } from './derive.js';
 import { AUTO_PROBES, checkDoctorOptions } from './options.js';
@@ -51,7 +51,7 @@ export interface AutoApplyOptions extends ApplyOptions {
 export type AutoApplyResult = ApplyResult & { auto?: AutoSource };
 
 function autoProfileFor(
-  stock: CapabilityReport,
+  stock: SupportedReport,
   options: { force: boolean; timeoutMs?: number },
 ): { profile: Profile; auto: AutoSource } {
   const lookups = stock.devices.map((d) => readCache(cacheKeyFor(stock, d)));

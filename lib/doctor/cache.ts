@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { resolveProfile, type Profile } from '../profiles.js';
-import type { CapabilityReport, DeviceReport } from '../types.js';
+import type { DeviceReport, SupportedReport } from '../types.js';
 import { packageVersion } from '../native.js';
 import { isProbeId, isRecordedStatus, type DoctorProbeId, type RecordedStatus } from './probes.js';
 import type { DoctorDevice, Recommendation } from './types.js';
@@ -76,14 +76,14 @@ export function doctorCacheDir(env: NodeJS.ProcessEnv = process.env, platform: s
   return path.join(base, 'metal-cap-shim');
 }
 
-/** The key of one device of a probe report. */
-export function cacheKeyFor(report: CapabilityReport, device: DeviceReport): DoctorCacheKey {
+/** The key of one device of a probe report (one that found devices, and so has the host's facts). */
+export function cacheKeyFor(report: SupportedReport, device: DeviceReport): DoctorCacheKey {
   const h = report.host;
   return {
     packageVersion: packageVersion(),
     source: report.source,
     snapshot: report.snapshot,
-    host: { model: h?.model ?? null, osVersion: h?.osVersion ?? null, osBuild: h?.osBuild ?? null, arch: h?.arch ?? null },
+    host: { model: h.model, osVersion: h.osVersion, osBuild: h.osBuild, arch: h.arch },
     device: { index: device.index, name: device.name, className: device.className },
   };
 }

@@ -31,7 +31,7 @@ function formatDevice(d: DoctorDevice, r: DoctorReport, s: Styler): string[] {
     lines.push(`  ${s.warn('≠')} ${diff.id}: ${diff.stock} with stock answers, ${diff.patched} under ${candidate}: Metal's behaviour depends on what the device answers`);
   }
   const name = d.verifiedProfile.name ? `${d.verifiedProfile.name} — ` : '';
-  lines.push(`  ${s.bold('Verified profile:')} ${name}${profileLine(d.verifiedProfile) || 'changes nothing'}`);
+  lines.push(`  ${s.bold('Verified profile:')} ${name}${profileLine(d.verifiedProfile)}`);
   for (const reason of d.verifiedProfileReasons) lines.push(`    · ${reason}`);
   if (d.recommendations.length === 0) {
     lines.push(`  ${s.bold('Recommendations:')} none`);

@@ -9,7 +9,7 @@ import { loadNative, packageVersion } from '../native.js';
 import { stockReport } from '../probe.js';
 import { planProfile } from '../profiles.js';
 import { hostOf } from '../report.js';
-import type { CapabilityReport, DeviceReport, UnsupportedReason } from '../types.js';
+import type { CapabilityReport, DeviceReport, SupportedReport, UnsupportedReason } from '../types.js';
 import type { NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
 import { cacheKeyFor, writeCache } from './cache.js';
 import { assessDevice } from './derive.js';
@@ -188,7 +188,7 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
   };
 }
 
-function writeAll(stock: CapabilityReport, devices: DoctorDevice[], generatedAt: string): { written: string[]; error: string | null } {
+function writeAll(stock: SupportedReport, devices: DoctorDevice[], generatedAt: string): { written: string[]; error: string | null } {
   const written: string[] = [];
   try {
     for (const d of devices) {
