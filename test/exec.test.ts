@@ -353,9 +353,12 @@ describeSim('exec: a SIGINT reaches the child exactly once', () => {
 
   it('Ctrl-C at a terminal: the terminal signals the child itself, the CLI does not add a second one', async () => {
     // script(1) gives the CLI a pseudo-terminal as its controlling terminal; a 0x03 byte written to it is Ctrl-C.
-    const command = [process.execPath, cli, 'exec', '--', sigcount].map((a) => `'${a}'`).join(' ');
+    // script runs the command through $SHELL -c; `exec` makes any shell replace itself with the CLI, so the CLI leads
+    // the terminal's foreground group, as under an interactive shell. Without it dash stays as the parent, dies of
+    // the Ctrl-C itself, and script reports 130. SHELL is pinned to sh (dash on Debian) so every machine runs that case.
+    const command = `exec ${[process.execPath, cli, 'exec', '--', sigcount].map((a) => `'${a}'`).join(' ')}`;
     const child = spawn('script', ['-qec', command, '/dev/null'], {
-      env: { ...process.env, ...VM, NO_COLOR: '1' },
+      env: { ...process.env, ...VM, NO_COLOR: '1', SHELL: '/bin/sh' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const { out, code } = await collect(child, () => child.stdin!.write('\x03'));
