@@ -1,0 +1,91 @@
+// doctor's vocabulary (lib/doctor/probes.ts: statuses, judgements, severity, bounds, threadgroup sizes) as the
+// paths that use it read it. Each test imports the modules afresh, so the module-level tables are built inside the
+// test: a change to one of them shows here, which it cannot in a suite that imported them once at its top (this is
+// how Stryker's static mutants of these tables are tested). Over the simulated Tahoe guest, in this process.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { beforeEach, expect, it, vi } from 'vitest';
+import { describeSim, requireSimBuild } from './helpers.js';
+
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
+const ORDER = ['wrong-result', 'timeout', 'fail', 'error', 'unsupported', 'skipped', 'not-recorded', 'pass'] as const;
+
+describeSim('the doctor’s vocabulary, read afresh', () => {
+  beforeEach(() => {
+    requireSimBuild();
+    vi.resetModules();
+    process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-vocabulary-'));
+  });
+
+  it('the public tables: probes, capability probes, statuses, and what each status says', async () => {
+    const m = await import('../lib/index.js');
+    expect([m.DOCTOR_PROBE_IDS, m.CAPABILITY_PROBE_IDS, m.DOCTOR_STATUSES]).toEqual([
+      ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'nocopy-mmap', 'residency-set'],
+      ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'],
+      ['pass', 'wrong-result', 'fail', 'unsupported', 'timeout', 'skipped', 'error'],
+    ]);
+    expect(m.JUDGEMENTS).toEqual({
+      pass: { judgement: 'proven', meaning: 'ran and matched the CPU reference' },
+      'wrong-result': { judgement: 'faulty', meaning: 'ran, but the result differs from the CPU reference (or the buffer was stale or short)' },
+      fail: { judgement: 'faulty', meaning: 'Metal refused it with an API error' },
+      timeout: { judgement: 'faulty', meaning: 'the GPU did not finish before the deadline' },
+      unsupported: { judgement: 'absent', meaning: 'this OS or Metal Shading Language version lacks the API' },
+      skipped: { judgement: 'unknown', meaning: 'not run' },
+      error: { judgement: 'unknown', meaning: 'the probe itself could not run, which says nothing about the GPU' },
+      'not-recorded': { judgement: 'unknown', meaning: 'the snapshot does not record it' },
+    });
+  });
+
+  it('two runs that disagree take the worse status: every pair, in both orders', async () => {
+    const { worseStatus } = await import('../lib/doctor/judge.js');
+    for (let i = 0; i < ORDER.length; i++) {
+      for (let j = i + 1; j < ORDER.length; j++) {
+        expect([worseStatus(ORDER[i]!, ORDER[j]!), worseStatus(ORDER[j]!, ORDER[i]!)]).toEqual([ORDER[i], ORDER[i]]);
+      }
+    }
+  });
+
+  it('the option bounds and defaults', async () => {
+    const { checkDoctorOptions } = await import('../lib/doctor/options.js');
+    expect(checkDoctorOptions({})).toMatchObject({ timeoutMs: 5000, mmapSize: 1 << 30 });
+    expect(checkDoctorOptions({ timeoutMs: 100, mmapSize: 1 << 20 })).toMatchObject({ timeoutMs: 100, mmapSize: 1 << 20 });
+    expect(checkDoctorOptions({ timeoutMs: 600_000, mmapSize: 64 * 2 ** 30 })).toMatchObject({ timeoutMs: 600_000, mmapSize: 64 * 2 ** 30 });
+    expect(() => checkDoctorOptions({ timeoutMs: 99 })).toThrow("doctor() option 'timeoutMs' (--timeout-ms) must be a whole number from 100 to 600000, got 99");
+    expect(() => checkDoctorOptions({ mmapSize: 64 * 2 ** 30 + 16384 })).toThrow(
+      "doctor() option 'mmapSize' (--mmap-size) must be a whole number from 1048576 to 68719476736 bytes, a multiple of 16384, got 68719493120",
+    );
+    expect(() => checkDoctorOptions({ mmapSize: (1 << 20) + 8192 })).toThrow(
+      "doctor() option 'mmapSize' (--mmap-size) must be a multiple of 16384 bytes (the arm64 page size), got 1056768",
+    );
+  });
+
+  it('a live run tries the threadgroup sizes 16 KiB to 64 KiB and runs nocopy-mmap once', async () => {
+    const { doctor } = await import('../lib/doctor.js');
+    const probes = doctor({ probes: ['threadgroup-memory', 'nocopy-mmap'], mmapSize: 1 << 20, cache: false }).devices[0]!.probes;
+    expect(probes.map((p) => [p.id, p.status, 'patched' in p])).toEqual([
+      ['simdgroup-reduction', 'skipped', false],
+      ['simdgroup-matrix', 'skipped', false],
+      ['bfloat', 'skipped', false],
+      ['threadgroup-memory', 'pass', true],
+      ['nocopy-mmap', 'pass', false],
+      ['residency-set', 'skipped', false],
+    ]);
+    expect([probes[3]!.provenThreadgroupMemory, probes[3]!.failedThreadgroupMemory, probes[3]!.detail]).toEqual([
+      65536,
+      null,
+      '65536 bytes proven with 256 threads (the largest size asked for)',
+    ]);
+  });
+
+  it('a cache file is read back', async () => {
+    const { readCache, writeCache, cacheKeyFor } = await import('../lib/doctor/cache.js');
+    const { doctor } = await import('../lib/doctor.js');
+    const { stockDevices } = await import('./doctor-helpers.js');
+    const stock = stockDevices();
+    const d = doctor({ probes: ['bfloat'], cache: false }).devices[0]!;
+    const key = cacheKeyFor(stock, stock.devices[0]!);
+    writeCache(key, d, '2026-08-09T10:00:00.000Z');
+    expect(readCache(key).entry?.result.verifiedProfile).toEqual(d.verifiedProfile);
+  });
+});
