@@ -185,12 +185,14 @@ describeSim('native doctor() over the simulated Metal', () => {
       'the checksum dispatch over the NoCopy buffer did not complete within 150 ms',
       'the dispatch using the residency set did not complete within 150 ms',
     ]);
+    // The simulated hang lasts for ever, so any upper bound shows the deadline; the slack is for a loaded machine,
+    // where a waking thread can lag by hundreds of milliseconds.
     for (const x of r.outcomes) {
       expect(x.ms).toBeGreaterThanOrEqual(timeoutMs);
-      expect(x.ms).toBeLessThan(timeoutMs + 250);
+      expect(x.ms).toBeLessThan(timeoutMs + 1000);
     }
     expect(elapsed).toBeGreaterThanOrEqual(6 * timeoutMs);
-    expect(elapsed).toBeLessThan(6 * timeoutMs + 1000);
+    expect(elapsed).toBeLessThan(6 * timeoutMs + 3000);
     expect(r.outcomes[4]!.bufferLength).toBe(MMAP_SIZE);
     expect(readdirSync(o.tempDir)).toEqual([]);
     expect(openDescriptors()).toBe(before);
