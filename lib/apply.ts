@@ -282,6 +282,13 @@ const STRICT_CODES = {
   'verification-failed': 'ERR_VERIFICATION_FAILED',
 } as const satisfies Record<Exclude<ApplyFailureReason, 'unsupported-platform' | 'refused-bare-metal'>, NativeErrorCode>;
 
+/** The error `strict: true` throws for a reason applyProfile() did not apply; recordSnapshot and exec throw the same. */
+export function notAppliedError(reason: ApplyFailureReason, detail: string): UnsupportedPlatformError | RefusedError | NativeError {
+  if (reason === 'unsupported-platform') return new UnsupportedPlatformError(detail);
+  if (reason === 'refused-bare-metal') return new RefusedError(detail);
+  return new NativeError(STRICT_CODES[reason], detail);
+}
+
 function notApplied(
   profile: Profile,
   reason: ApplyFailureReason,
@@ -289,11 +296,7 @@ function notApplied(
   strict: boolean,
   extra: Pick<NotApplied, 'before' | 'after' | 'verification' | 'warnings'> = { before: null, after: null, verification: null, warnings: [] },
 ): NotApplied {
-  if (strict) {
-    if (reason === 'unsupported-platform') throw new UnsupportedPlatformError(detail);
-    if (reason === 'refused-bare-metal') throw new RefusedError(detail);
-    throw new NativeError(STRICT_CODES[reason], detail);
-  }
+  if (strict) throw notAppliedError(reason, detail);
   return { applied: false, reason, detail, profile, patchedClasses: [], changed: [], ...extra };
 }
 
