@@ -1,13 +1,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, openSync, readSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, openSync, readFileSync, readSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
-import { profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
+import { notAppliedError, profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
 import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from './errors.js';
 import { loadNative, packageRoot, SIM_SNAPSHOT_ENV } from './native.js';
 import { stockReport } from './probe.js';
 import { encodeNativeProfile, planProfile, type Profile } from './profiles.js';
 import { hostOf } from './report.js';
+import type { UnsupportedReason } from './types.js';
 
 /** Environment variables the injector reads (src-native/inject.mm). */
 export const INJECT_ENV = {
@@ -44,21 +45,48 @@ export function missingInjectorReason(platform: NodeJS.Platform = process.platfo
     : `exec injects into programs that use Metal, which exists only on macOS; this is ${platform}`;
 }
 
-/** Resolves a command the way execvp would: a path as given, else the first executable match on PATH. */
-export function resolveCommand(command: string, env: NodeJS.ProcessEnv = process.env): string | null {
-  const isExecutable = (file: string) => {
+/** The variable named `name` in `env`: on win32 the first whose name matches in any case (Windows spells it `Path`). */
+function envValue(env: NodeJS.ProcessEnv, name: string, platform: NodeJS.Platform): string | undefined {
+  if (platform !== 'win32') return env[name];
+  const key = Object.keys(env).find((k) => k.toUpperCase() === name);
+  return key === undefined ? undefined : env[key];
+}
+
+/** What Windows takes for a program when PATHEXT is not set. */
+const DEFAULT_PATHEXT = '.COM;.EXE;.BAT;.CMD';
+
+/**
+ * Resolves a command the way the platform's loader would: a path as given (made absolute), else the first match on
+ * PATH. Elsewhere than Windows, as execvp: '/' makes a path, and a match must be executable. On Windows, a backslash and
+ * '/' both make a path, PATH is split on ';', and a name without one of PATHEXT's extensions is tried with each of them in
+ * turn (`node` is found as `node.exe`); a match need only be a file, as Windows has no execute bit. An empty PATH
+ * entry is skipped on every platform, so exec never runs a program from the current folder by accident. `platform`
+ * and `env` exist for tests: the files are looked for on this machine's file system, whatever `platform` says.
+ */
+export function resolveCommand(command: string, env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string | null {
+  const windows = platform === 'win32';
+  const isProgram = (file: string) => {
     try {
+      if (windows) return statSync(file).isFile();
       accessSync(file, constants.X_OK);
       return true;
     } catch {
       return false;
     }
   };
-  if (command.includes('/')) return isExecutable(command) ? path.resolve(command) : null;
-  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+  const extensions = (envValue(env, 'PATHEXT', platform) ?? DEFAULT_PATHEXT).split(';').filter(Boolean);
+  const hasExtension = extensions.some((e) => command.toUpperCase().endsWith(e.toUpperCase()));
+  const spellings = windows && !hasExtension ? extensions.map((e) => `${command}${e}`) : [command];
+  const firstProgram = (candidates: string[]) => candidates.find(isProgram) ?? null;
+  if (windows ? /[\\/]/.test(command) : command.includes('/')) {
+    const found = firstProgram(spellings);
+    return found === null ? null : path.resolve(found);
+  }
+  const delimiter = windows ? path.win32.delimiter : path.posix.delimiter;
+  for (const dir of (envValue(env, 'PATH', platform) ?? '').split(delimiter)) {
     if (!dir) continue;
-    const file = path.join(dir, command);
-    if (isExecutable(file)) return file;
+    const found = firstProgram(spellings.map((s) => path.join(dir, s)));
+    if (found !== null) return found;
   }
   return null;
 }
@@ -236,11 +264,12 @@ export type PreparedExec =
 /**
  * Checks, before running anything, that the injector exists, the profile may be applied on this host, and
  * injection can reach the program. Throws typed errors: MetalCapShimError (ERR_TRACE_FILE,
- * ERR_COMMAND_NOT_FOUND), UnsupportedPlatformError, RefusedError (ERR_REFUSED_BARE_METAL, ERR_INJECTION_BLOCKED).
+ * ERR_COMMAND_NOT_FOUND), UnsupportedPlatformError, RefusedError (ERR_REFUSED_BARE_METAL, ERR_INJECTION_BLOCKED),
+ * NativeError (ERR_NATIVE_UNAVAILABLE: the injector is there, the native module is not).
  */
 export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = process.platform): PreparedExec {
   if (options.traceFile !== undefined) checkTraceFile(options.traceFile);
-  const resolved = resolveCommand(options.command);
+  const resolved = resolveCommand(options.command, process.env, platform);
   if (resolved === null) {
     throw new MetalCapShimError('ERR_COMMAND_NOT_FOUND', `command not found: ${options.command}`);
   }
@@ -251,20 +280,20 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
     if (options.allowUnpatched) return { injector: null, resolved, warnings: [], unpatched: `${why}: running ${options.command} unpatched (--allow-unpatched)` };
     throw new UnsupportedPlatformError(`${why} (--allow-unpatched runs the program unpatched)`);
   }
-  let warnings: ApplyWarning[] = [];
   const native = loadNative();
-  if (native.binding !== null) {
-    // The guard uses this process's view of the devices: the same machine the child will run on.
-    const stock = stockReport(native.binding);
-    if (stock.supported) {
-      const { changes } = planProfile(stock.devices, options.profile);
-      const refusal = refusalFor(hostOf(stock), changes, options.force ?? false);
-      if (refusal !== null && options.allowUnpatched) {
-        return { injector: null, resolved, warnings: [], unpatched: `${refusal} Running ${options.command} unpatched (--allow-unpatched).` };
-      }
-      if (refusal !== null) throw new RefusedError(refusal);
-      warnings = profileWarnings(options.profile, stock.devices, changes, []);
+  // Fail closed: without the native module the bare-metal guard cannot run, so nothing is injected.
+  if (native.binding === null) return { injector: null, resolved, warnings: [], unpatched: unguardedInjection(native, options) };
+  // The guard uses this process's view of the devices: the same machine the child will run on.
+  let warnings: ApplyWarning[] = [];
+  const stock = stockReport(native.binding);
+  if (stock.supported) {
+    const { changes } = planProfile(stock.devices, options.profile);
+    const refusal = refusalFor(hostOf(stock), changes, options.force ?? false);
+    if (refusal !== null && options.allowUnpatched) {
+      return { injector: null, resolved, warnings: [], unpatched: `${refusal} Running ${options.command} unpatched (--allow-unpatched).` };
     }
+    if (refusal !== null) throw new RefusedError(refusal);
+    warnings = profileWarnings(options.profile, stock.devices, changes, []);
   }
   const blocker = injectionBlocker(resolved, platform);
   if (blocker !== null && blocker.launchFails && options.allowUnpatched) {
@@ -276,6 +305,19 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
     throw new RefusedError(`${blocker.reason} (${how})`, 'ERR_INJECTION_BLOCKED');
   }
   return { injector, resolved, warnings, unpatched: null };
+}
+
+/**
+ * What exec does when the injector is there but the native module is not (on macOS: an addon that failed to load):
+ * without it the bare-metal guard cannot ask the devices whether this is a VM, so nothing is injected. Throws the
+ * error applyProfile(…, { strict: true }) throws for the same reason (NativeError ERR_NATIVE_UNAVAILABLE on macOS),
+ * or, with --allow-unpatched, returns the notice to print before running the program unpatched. --force does not
+ * bypass it: an install whose addon will not load is not one to inject from.
+ */
+export function unguardedInjection(native: { reason: Exclude<UnsupportedReason, 'no-device'>; detail: string }, options: Pick<ExecOptions, 'command' | 'allowUnpatched'>): string {
+  const why = `${native.detail}; without it exec cannot check this host before injecting`;
+  if (options.allowUnpatched) return `${why}: running ${options.command} unpatched (--allow-unpatched)`;
+  throw notAppliedError(native.reason, `${why} (--allow-unpatched runs the program unpatched)`);
 }
 
 /** The variable through which the loader preloads a library on `platform`. */
@@ -356,19 +398,85 @@ export interface ProcessGroupIds {
  * arrives. The one case this cannot tell apart is a `kill -INT` aimed at our pid while we are the terminal's
  * foreground job: siginfo would not help portably (macOS's kernel fills si_pid and si_code alike for kill(2) and for
  * the terminal), so it is taken for a keypress and not passed on. `kill -TERM` reaches the child in every case.
- * Without process-group facts (`groups` null: no native module) every signal is passed on, as before.
+ * Without process-group facts (`groups` null) every signal is passed on. On Windows SIGINT is never passed on: a
+ * console's Ctrl-C reaches every process attached to the console, and `child.kill('SIGINT')` there would not deliver
+ * a Ctrl-C but terminate the child outright.
  */
-export function shouldForwardSignal(signal: NodeJS.Signals, groups: ProcessGroupIds | null): boolean {
+export function shouldForwardSignal(signal: NodeJS.Signals, groups: ProcessGroupIds | null, platform: NodeJS.Platform = process.platform): boolean {
+  if (platform === 'win32' && signal === 'SIGINT') return false;
   if (!TERMINAL_KEY_SIGNALS.includes(signal) || groups === null) return true;
   const terminalSignalledChild = groups.terminal > 0 && groups.terminal === groups.own && groups.child === groups.own;
   return !terminalSignalledChild;
 }
 
+/** The process group (field 5) and the terminal's foreground group (field 8) of a /proc/<pid>/stat line. */
+export interface ProcStatGroups {
+  pgrp: number;
+  tpgid: number;
+}
+
+/**
+ * Reads a Linux /proc/<pid>/stat line: `pid (comm) state ppid pgrp session tty_nr tpgid …`. The command name may hold
+ * spaces and parentheses of its own (a program named `a) (b`), so the fields are counted after the last ')'. Null
+ * when the line is not of that shape.
+ */
+export function parseProcStat(line: string): ProcStatGroups | null {
+  const close = line.lastIndexOf(')');
+  if (close < 0) return null;
+  const fields = line.slice(close + 1).trim().split(/\s+/);
+  // After the name: state, ppid, pgrp, session, tty_nr, tpgid.
+  const [pgrp, tpgid] = [fields[2], fields[5]].map((f) => (f !== undefined && /^-?\d+$/.test(f) ? Number(f) : NaN));
+  return Number.isNaN(pgrp) || Number.isNaN(tpgid) ? null : { pgrp: pgrp!, tpgid: tpgid! };
+}
+
+/**
+ * Reads `ps -o pid=,pgid=,tpgid=` output for our pid and the child's: our group and the terminal's foreground group
+ * from our line, the child's group from its line; -1 for a line that is missing (the child has exited). Null when our
+ * own line is missing or unreadable.
+ */
+export function parsePsGroups(output: string, ownPid: number, childPid: number): ProcessGroupIds | null {
+  const rows = new Map<number, number[]>();
+  for (const line of output.split('\n')) {
+    const numbers = line.trim().split(/\s+/).map(Number);
+    if (numbers.length === 3 && numbers.every(Number.isInteger)) rows.set(numbers[0]!, numbers);
+  }
+  const own = rows.get(ownPid);
+  if (own === undefined) return null;
+  return { own: own[1]!, terminal: own[2]!, child: rows.get(childPid)?.[1] ?? -1 };
+}
+
+function readProcStat(pid: number | 'self'): ProcStatGroups | null {
+  try {
+    return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Process-group facts without the native module, asked of the system at signal time: Linux's /proc, or ps(1) on
+ * macOS (that path runs only when the addon failed to load there, and no Mac has exercised it). Null where neither
+ * is available; Windows has no process groups to ask about.
+ */
+export function processGroupsWithoutAddon(childPid: number, platform: NodeJS.Platform = process.platform): ProcessGroupIds | null {
+  if (platform === 'linux') {
+    const own = readProcStat('self');
+    if (own === null) return null;
+    return { own: own.pgrp, terminal: own.tpgid, child: readProcStat(childPid)?.pgrp ?? -1 };
+  }
+  if (platform === 'darwin') {
+    const ps = spawnSync('ps', ['-o', 'pid=,pgid=,tpgid=', '-p', String(process.pid), '-p', String(childPid)], { encoding: 'utf8', timeout: 2_000 });
+    return ps.error ? null : parsePsGroups(ps.stdout ?? '', process.pid, childPid);
+  }
+  return null;
+}
+
 /** Passes signals sent to us on to the child, for both the patched and the unpatched run; returns the undo. */
 function forwardSignals(child: ChildProcess): () => void {
   const binding = loadNative().binding;
+  const groupsOf = (pid: number) => (binding !== null ? binding.processGroups(pid) : processGroupsWithoutAddon(pid));
   const forward = (signal: NodeJS.Signals) => () => {
-    const groups = binding !== null && child.pid !== undefined ? binding.processGroups(child.pid) : null;
+    const groups = child.pid !== undefined ? groupsOf(child.pid) : null;
     if (shouldForwardSignal(signal, groups)) child.kill(signal);
   };
   const handlers = FORWARDED_SIGNALS.map((s) => [s, forward(s)] as const);
@@ -406,28 +514,32 @@ export function runWithInjector(options: ExecOptions, injector: string | null, w
         (pipe as { destroy?: () => void } | null)?.destroy?.();
         const reported = parseInjectorStatus(status);
         // No process obtained a device: the trace says so rather than being missing.
-        let traceError: string | null = null;
-        if (traceFile !== undefined && !existsSync(traceFile)) {
-          try {
-            writeFileSync(traceFile, `${JSON.stringify({ pid: child.pid ?? null, profileApplied: reported.injectorLoaded, patchedClasses: [], trace: [] })}\n`);
-          } catch (e) {
-            traceError = `cannot write ${traceFile}: ${(e as Error).message}`;
-          }
-        }
-        resolve({
-          exitCode,
-          signal,
-          ...reported,
-          injectorErrors: [...reported.injectorErrors, ...(traceError === null ? [] : [`ERR_TRACE_FILE ${traceError}`])],
-          warnings,
-        });
+        const traceErrors = traceFile !== undefined && !existsSync(traceFile) ? writeEmptyTrace(traceFile, child.pid, reported.injectorLoaded) : [];
+        resolve({ exitCode, signal, ...reported, injectorErrors: [...reported.injectorErrors, ...traceErrors], warnings });
       });
     });
   });
 }
 
-/** Runs the command as it is, with no injector: the cross-platform path of `--allow-unpatched`. */
+/**
+ * Writes the trace of a run in which no process obtained a device (or none was patched): the pid, whether the
+ * injector loaded, and nothing traced. Returns the injector errors to report: none, or the one ERR_TRACE_FILE.
+ */
+function writeEmptyTrace(file: string, pid: number | undefined, profileApplied: boolean): string[] {
+  try {
+    writeFileSync(file, `${JSON.stringify({ pid: pid ?? null, profileApplied, patchedClasses: [], trace: [] })}\n`);
+    return [];
+  } catch (e) {
+    return [`ERR_TRACE_FILE cannot write ${file}: ${(e as Error).message}`];
+  }
+}
+
+/**
+ * Runs the command as it is, with no injector: the cross-platform path of `--allow-unpatched`. A --trace file is
+ * written all the same, saying nothing was applied, so a script reading it finds the same shape on every path.
+ */
 function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
+  const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
   return new Promise((resolve, reject) => {
     const child = spawn(options.command, options.args, { stdio: 'inherit' });
     const cleanup = forwardSignals(child);
@@ -437,7 +549,8 @@ function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
     });
     child.on('exit', (exitCode, signal) => {
       cleanup();
-      resolve({ exitCode, signal, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], warnings: [] });
+      const injectorErrors = traceFile === undefined ? [] : writeEmptyTrace(traceFile, child.pid, false);
+      resolve({ exitCode, signal, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors, warnings: [] });
     });
   });
 }

@@ -3,11 +3,12 @@
 // keeps the CLI's end-to-end behaviour.
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
 
+import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from '../lib/errors.js';
+import { MetalCapShimError, NativeError, RefusedError, UnsupportedPlatformError } from '../lib/errors.js';
 import {
   checkTraceFile,
   childEnvironment,
@@ -19,11 +20,15 @@ import {
   injectorPath,
   missingInjectorReason,
   parseInjectorStatus,
+  parseProcStat,
+  parsePsGroups,
   preloadVariable,
+  processGroupsWithoutAddon,
   prepareExec,
   resolveCommand,
   shouldForwardSignal,
   signalExitStatus,
+  unguardedInjection,
 } from '../lib/exec.js';
 import { encodeNativeProfile, resolveProfile } from '../lib/profiles.js';
 import { installFakeCodesign, signedProgram } from './codesign-fake.js';
@@ -162,6 +167,71 @@ describe('resolveCommand (as execvp finds a program)', () => {
       expect(resolveCommand(`./${path.basename(b)}/tool`, { PATH: a })).toBe(path.join(b, 'tool'));
       expect(resolveCommand(`${path.basename(a)}/tool`, { PATH: b })).toBeNull();
       expect(resolveCommand(path.join(a, 'missing'), { PATH: b })).toBeNull();
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+});
+
+describe('resolveCommand on Windows (its rules, applied to files in a temporary folder here)', () => {
+  let a: string;
+  let b: string;
+  beforeAll(() => {
+    a = folder();
+    b = folder();
+    // No execute bit anywhere: Windows has none, a file is enough.
+    file(a, 'tool.CMD', 0o644);
+    file(b, 'tool.EXE', 0o644);
+    file(b, 'tool', 0o755);
+    file(a, 'plain', 0o755);
+    file(b, 'both.COM', 0o644);
+    file(b, 'both.EXE', 0o644);
+  });
+  const win = (command: string, env: NodeJS.ProcessEnv) => resolveCommand(command, env, 'win32');
+
+  it('a name without an extension is tried with each PATHEXT extension, in PATHEXT’s order, folder by folder', () => {
+    expect(win('tool', { PATH: `${a};${b}`, PATHEXT: '.COM;.EXE;.BAT;.CMD' })).toBe(path.join(a, 'tool.CMD'));
+    expect(win('tool', { PATH: `${b};${a}`, PATHEXT: '.COM;.EXE;.BAT;.CMD' })).toBe(path.join(b, 'tool.EXE'));
+    expect(win('both', { PATH: b, PATHEXT: '.COM;.EXE' })).toBe(path.join(b, 'both.COM'));
+    expect(win('both', { PATH: b, PATHEXT: '.EXE;.COM' })).toBe(path.join(b, 'both.EXE'));
+    // The same folders under POSIX rules: no extension is added, and ';' is no delimiter.
+    expect(resolveCommand('tool', { PATH: `${a}:${b}` }, 'linux')).toBe(path.join(b, 'tool'));
+    expect(resolveCommand('tool', { PATH: `${a};${b}` }, 'linux')).toBeNull();
+  });
+
+  it('a name that has one of PATHEXT’s extensions (in any case) is taken as it is; a file without one is no program', () => {
+    expect(win('tool.EXE', { PATH: `${a};${b}`, PATHEXT: '.EXE;.CMD' })).toBe(path.join(b, 'tool.EXE'));
+    expect(win('tool.CMD', { PATH: `${b};${a}`, PATHEXT: '.exe;.cmd' })).toBe(path.join(a, 'tool.CMD'));
+    expect(win('plain', { PATH: `${a};${b}`, PATHEXT: '.EXE;.CMD' })).toBeNull();
+  });
+
+  it('PATH and PATHEXT are found whatever their case (Windows spells it Path); without PATHEXT, .COM;.EXE;.BAT;.CMD', () => {
+    expect(win('tool', { Path: b, PathExt: '.EXE' })).toBe(path.join(b, 'tool.EXE'));
+    expect(win('tool', { Path: a })).toBe(path.join(a, 'tool.CMD'));
+    expect(win('tool', { PATHEXT: '.EXE' })).toBeNull();
+  });
+
+  it('empty entries of PATH and PATHEXT are skipped: the current folder is never searched', () => {
+    const cwd = process.cwd();
+    process.chdir(b);
+    try {
+      expect(win('tool', { PATH: `;${a}`, PATHEXT: '.EXE;;' })).toBeNull();
+      expect(win('tool', { PATH: `${a};;${b}`, PATHEXT: ';.EXE' })).toBe(path.join(b, 'tool.EXE'));
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  it('a backslash or a slash makes a path (made absolute, PATHEXT tried), not a name to look up', () => {
+    const cwd = process.cwd();
+    process.chdir(tmp);
+    try {
+      expect(win(`${path.basename(b)}/tool`, { PATH: a, PATHEXT: '.EXE' })).toBe(path.join(b, 'tool.EXE'));
+      expect(win(`./${path.basename(a)}/tool`, { PATH: b, PATHEXT: '.EXE' })).toBeNull();
+      // On this file system a backslash is part of a name: a file called `sub\tool.EXE` stands for that path.
+      file(tmp, 'sub\\tool.EXE', 0o644);
+      expect(win('sub\\tool', { PATH: b, PATHEXT: '.EXE' })).toBe(path.join(tmp, 'sub\\tool.EXE'));
+      expect(resolveCommand('sub\\tool.EXE', { PATH: b }, 'linux')).toBeNull();
     } finally {
       process.chdir(cwd);
     }
@@ -327,6 +397,59 @@ describe('exit status and signals', () => {
   });
 });
 
+describe('process groups without the native module', () => {
+  it('a /proc stat line: the group (field 5) and the terminal’s group (field 8), counted after the last )', () => {
+    expect(parseProcStat('4242 (node) S 4200 4242 4100 34816 4242 4194560 0 0')).toEqual({ pgrp: 4242, tpgid: 4242 });
+    // A command name holding spaces and ") (" must not shift the fields.
+    expect(parseProcStat('77 (a) (b c) R 1 70 70 0 -1 4194560 12')).toEqual({ pgrp: 70, tpgid: -1 });
+    expect(parseProcStat('77 (x) 1 2 3) S 1 71 70 34817 72 0')).toEqual({ pgrp: 71, tpgid: 72 });
+  });
+
+  it('a line that is not a stat line: null', () => {
+    expect(parseProcStat('')).toBeNull();
+    expect(parseProcStat('77 node S 1 70 70 0 -1')).toBeNull();
+    expect(parseProcStat('77 (node) S 1 70 70 0')).toBeNull();
+    expect(parseProcStat('77 (node) S 1 seventy 70 0 -1')).toBeNull();
+  });
+
+  it('ps output: our group and the terminal’s from our line, the child’s group from its line, -1 when it is gone', () => {
+    expect(parsePsGroups('  100   100   100\n  101   100   100\n', 100, 101)).toEqual({ own: 100, terminal: 100, child: 100 });
+    expect(parsePsGroups('101 300 0\n100 100 0\n', 100, 101)).toEqual({ own: 100, terminal: 0, child: 300 });
+    expect(parsePsGroups('100 100 -1\n', 100, 101)).toEqual({ own: 100, terminal: -1, child: -1 });
+    expect(parsePsGroups('101 100 100\n', 100, 101)).toBeNull();
+    expect(parsePsGroups('', 100, 101)).toBeNull();
+    expect(parsePsGroups('100 100\n', 100, 101)).toBeNull();
+  });
+
+  /** Our group and our terminal's foreground group as ps(1) sees them. */
+  function psSays(pid: number): number[] {
+    return execFileSync('ps', ['-o', 'pgid=,tpgid=', '-p', String(pid)], { encoding: 'utf8' }).trim().split(/\s+/).map(Number);
+  }
+
+  it('Linux, from /proc: the same groups ps reports; a child in our group, a detached one in its own, a gone one -1', async () => {
+    const [ownGroup, terminal] = psSays(process.pid);
+    const inOurs = spawn('sleep', ['5'], { stdio: 'ignore' });
+    const detached = spawn('sleep', ['5'], { stdio: 'ignore', detached: true });
+    try {
+      expect(processGroupsWithoutAddon(inOurs.pid!, 'linux')).toEqual({ own: ownGroup, terminal, child: ownGroup });
+      expect(processGroupsWithoutAddon(detached.pid!, 'linux')).toEqual({ own: ownGroup, terminal, child: detached.pid });
+      expect(processGroupsWithoutAddon(0x7fffffff, 'linux')).toEqual({ own: ownGroup, terminal, child: -1 });
+      // The macOS path asks ps(1); Linux's ps takes the same options, so it runs here too (a Mac's ps has not).
+      expect(processGroupsWithoutAddon(inOurs.pid!, 'darwin')).toEqual({ own: ownGroup, terminal, child: ownGroup });
+      expect(processGroupsWithoutAddon(detached.pid!, 'darwin')).toEqual({ own: ownGroup, terminal, child: detached.pid });
+      expect(processGroupsWithoutAddon(0x7fffffff, 'darwin')).toEqual({ own: ownGroup, terminal, child: -1 });
+    } finally {
+      inOurs.kill();
+      detached.kill();
+    }
+  });
+
+  it('Windows (no process groups) and a system with neither /proc nor a known ps: no facts', () => {
+    expect(processGroupsWithoutAddon(process.pid, 'win32')).toBeNull();
+    expect(processGroupsWithoutAddon(process.pid, 'freebsd')).toBeNull();
+  });
+});
+
 describe('SIP: what macOS strips DYLD_INSERT_LIBRARIES from', () => {
   const sh = realpathSync('/bin/sh');
 
@@ -436,6 +559,37 @@ describe('codesign as installed: the current one and an older one without --xml'
     const hardened = signedProgram(dir, 'hardened', '0x10000(runtime)', []);
     // The blob form carries a binary header before the plist; the entitlements are read from the plist in it.
     expect(injectionBlocker(hardened, 'darwin')).toEqual(hardenedRuntimeBlocker(hardened, 'flags=0x10000(runtime)', ''));
+  });
+});
+
+describe('the injector there but not the native module (macOS: an addon that will not load): nothing is injected', () => {
+  const NOT_LOADED = {
+    reason: 'native-module-unavailable',
+    detail: 'the native module could not be loaded (dlopen failed); reinstall metal-cap-shim or run `npx node-gyp rebuild` in its folder',
+  } as const;
+  const WHY = `${NOT_LOADED.detail}; without it exec cannot check this host before injecting`;
+
+  it('fails closed with the error strict apply throws for the reason: NativeError ERR_NATIVE_UNAVAILABLE', () => {
+    const e = thrown(() => unguardedInjection(NOT_LOADED, { command: 'llama-server' }));
+    expect(e).toBeInstanceOf(NativeError);
+    expect(e).toMatchObject({ code: 'ERR_NATIVE_UNAVAILABLE', message: `${WHY} (--allow-unpatched runs the program unpatched)` });
+    // --allow-unpatched is the only way past it; --force is not.
+    expect(() => unguardedInjection(NOT_LOADED, { command: 'llama-server', allowUnpatched: false })).toThrow(NativeError);
+  });
+
+  it('--allow-unpatched: the notice to print before the program runs unpatched', () => {
+    expect(unguardedInjection(NOT_LOADED, { command: 'llama-server', allowUnpatched: true })).toBe(
+      `${WHY}: running llama-server unpatched (--allow-unpatched)`,
+    );
+  });
+
+  it('a simulated build that will not load elsewhere: UnsupportedPlatformError, as strict apply', () => {
+    const e = thrown(() => unguardedInjection({ reason: 'unsupported-platform', detail: 'no simulated Metal' }, { command: 'true' }));
+    expect(e).toBeInstanceOf(UnsupportedPlatformError);
+    expect(e).toMatchObject({
+      code: 'ERR_UNSUPPORTED_PLATFORM',
+      message: 'no simulated Metal; without it exec cannot check this host before injecting (--allow-unpatched runs the program unpatched)',
+    });
   });
 });
 

@@ -161,6 +161,28 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     });
   });
 
+  it('the unpatched run with --trace: the trace says nothing was applied, replacing an old one; a write failure is an injector error', async () => {
+    const dir0 = folder();
+    const file = path.join(dir0, 'trace.json');
+    const pidFile = path.join(dir0, 'pid');
+    writeFileSync(file, '{"old":true}\n');
+    const r = await runWithInjector(sh(`echo $$ > '${pidFile}'; exit 2`, { traceFile: file }), null, []);
+    expect(r).toEqual({ exitCode: 2, signal: null, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], warnings: [] });
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    expect(readFileSync(file, 'utf8')).toBe(`${JSON.stringify({ pid, profileApplied: false, patchedClasses: [], trace: [] })}\n`);
+    const dir = folder();
+    const gone = path.join(dir, 'trace.json');
+    expect(await runWithInjector(sh(`rm -r '${dir}'`, { traceFile: gone }), null, [])).toEqual({
+      exitCode: 0,
+      signal: null,
+      injectorLoaded: false,
+      injectorSlice: null,
+      patchedClasses: [],
+      injectorErrors: [`ERR_TRACE_FILE cannot write ${gone}: ENOENT: no such file or directory, open '${gone}'`],
+      warnings: [],
+    });
+  });
+
   it.each([
     ['with the injector', (): string | null => injector],
     ['unpatched', (): string | null => null],

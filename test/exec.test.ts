@@ -149,6 +149,46 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
   });
 });
 
+describe('exec --allow-unpatched --trace where there is no Metal (Linux, no simulated Metal selected)', () => {
+  const NO_SIM = { METAL_CAP_SHIM_SIM_SNAPSHOT: undefined };
+
+  it('the program runs unpatched, and the trace says nothing was applied (an old trace is replaced)', () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-unpatched-trace-')), 'trace.json');
+    writeFileSync(file, '{"old":true}\n');
+    const r = runCli(['exec', '--allow-unpatched', '--json', '--trace', file, '--', 'sh', '-c', 'echo $$; exit 4'], NO_SIM);
+    expect(r.status).toBe(4);
+    const pid = Number(r.stdout.trim());
+    expect(readFileSync(file, 'utf8')).toBe(`${JSON.stringify({ pid, profileApplied: false, patchedClasses: [], trace: [] })}\n`);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines[0]).toBe(
+      'metal-cap-shim: exec injects into programs that use Metal, which exists only on macOS; this is linux: running sh unpatched (--allow-unpatched)',
+    );
+    expect(JSON.parse(lines[1]!)).toEqual({
+      schema: 'metal-cap-shim/exec@1',
+      command: 'sh',
+      exitCode: 4,
+      signal: null,
+      injectorLoaded: false,
+      injectorSlice: null,
+      patchedClasses: [],
+      injectorErrors: [],
+      warnings: [],
+    });
+    expect(lines).toHaveLength(2);
+  });
+
+  it('a trace that cannot be written is reported on stderr the way the injected run reports it; the exit code stays', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'mcs-unpatched-trace-'));
+    const file = path.join(dir, 'trace.json');
+    const r = runCli(['exec', '--allow-unpatched', '--trace', file, '--', 'sh', '-c', `rm -r '${dir}'; exit 6`], NO_SIM);
+    expect(r.status).toBe(6);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      'metal-cap-shim: exec injects into programs that use Metal, which exists only on macOS; this is linux: running sh unpatched (--allow-unpatched)',
+      `metal-cap-shim: injector error: ERR_TRACE_FILE cannot write ${file}: ENOENT: no such file or directory, open '${file}'`,
+    ]);
+  });
+});
+
 describeSim('exec --trace across processes', () => {
   beforeAll(() => {
     requireSimBuild();
@@ -367,6 +407,32 @@ describeSim('exec: a SIGINT reaches the child exactly once', () => {
     expect(code).toBe(0);
   }, 30_000);
 
+  it('Ctrl-C at a terminal without the native module (exec --allow-unpatched on Linux): still one SIGINT, from /proc', async () => {
+    // No simulated Metal selected: the addon is not loaded, so the process groups come from /proc/<pid>/stat.
+    const { METAL_CAP_SHIM_SIM_SNAPSHOT: _sim, ...withoutSim } = process.env;
+    const command = `exec ${[process.execPath, cli, 'exec', '--allow-unpatched', '--', sigcount].map((a) => `'${a}'`).join(' ')}`;
+    const child = spawn('script', ['-qec', command, '/dev/null'], {
+      env: { ...withoutSim, NO_COLOR: '1', SHELL: '/bin/sh' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const { out, code } = await collect(child, () => child.stdin!.write('\x03'));
+    child.stdin!.end();
+    expect(out.match(/sigint=\d+/g)).toEqual(['sigint=1']);
+    expect(code).toBe(0);
+  }, 30_000);
+
+  it('a SIGINT sent to the CLI pid alone, without the native module: passed on to the child, once', async () => {
+    const { METAL_CAP_SHIM_SIM_SNAPSHOT: _sim, ...withoutSim } = process.env;
+    const child = spawn(process.execPath, [cli, 'exec', '--allow-unpatched', '--', sigcount], {
+      env: { ...withoutSim, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const { out, code } = await collect(child, () => process.kill(child.pid!, 'SIGINT'));
+    expect(out.match(/sigint=\d+/g)).toEqual(['sigint=1']);
+    expect(code).toBe(0);
+  }, 30_000);
+
   it('a SIGINT sent to the CLI pid alone is passed on to the child, once', async () => {
     // Its own session: no controlling terminal, as under a supervisor that signals the CLI by pid.
     const child = spawn(process.execPath, [cli, 'exec', '--', sigcount], {
@@ -392,6 +458,16 @@ describeSim('exec: a SIGINT reaches the child exactly once', () => {
     expect(shouldForwardSignal('SIGINT', { ...fg, child: 300 })).toBe(true);
     expect(shouldForwardSignal('SIGINT', { ...fg, child: -1 })).toBe(true);
     expect(shouldForwardSignal('SIGINT', null)).toBe(true);
+  });
+
+  it('on Windows SIGINT is never passed on (the console already sent Ctrl-C to the child); other signals are', () => {
+    const elsewhere = { own: 100, terminal: 200, child: 100 };
+    expect(shouldForwardSignal('SIGINT', null, 'win32')).toBe(false);
+    expect(shouldForwardSignal('SIGINT', elsewhere, 'win32')).toBe(false);
+    expect(shouldForwardSignal('SIGTERM', null, 'win32')).toBe(true);
+    expect(shouldForwardSignal('SIGQUIT', null, 'win32')).toBe(true);
+    expect(shouldForwardSignal('SIGINT', elsewhere, 'linux')).toBe(true);
+    expect(shouldForwardSignal('SIGINT', elsewhere, 'darwin')).toBe(true);
   });
 });
 
