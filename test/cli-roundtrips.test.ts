@@ -1,16 +1,18 @@
 // Round trips: what the CLI prints, it reads back. A recorded snapshot (and a probe --json report) read with
 // --snapshot gives the live answers; a profile object printed by `profiles --json` / `audit --json` is accepted back
-// by --profile and METAL_CAP_SHIM_PROFILE as the same profile.
+// by --profile and METAL_CAP_SHIM_PROFILE as the same profile (built-in ones, and the custom one audit --json prints).
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AuditResult } from '../lib/audit.js';
+import { profileForExec } from '../lib/doctor/auto.js';
+import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/families.js';
 import type { BuiltinProfile, Profile } from '../lib/profiles.js';
 import { resolveProfile } from '../lib/profiles.js';
 import { listSnapshots, validateSnapshot, type Snapshot } from '../lib/snapshots.js';
 import type { CapabilityReport } from '../lib/types.js';
-import { describeSim, dist, jsonFrom, requireSimBuild, root, runCli, runNode } from './helpers.js';
+import { buildConsumer, describeSim, dist, jsonFrom, requireSimBuild, root, runCli, runNode } from './helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-roundtrip-'));
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
@@ -167,5 +169,46 @@ describeSim('METAL_CAP_SHIM_PROFILE accepts printed profiles (register, simulate
     ]);
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout) as Profile).toEqual(profile);
+  });
+});
+
+describeSim('METAL_CAP_SHIM_PROFILE accepts the custom profile audit --json prints (simulated VM)', () => {
+  const CUSTOM = '{"appleFamilyMax":1008,"families":{"metal3":false}}';
+  let audited: AuditResult;
+  let printed: Profile;
+  beforeAll(() => {
+    requireSimBuild();
+    audited = jsonFrom<AuditResult>(runCli(['audit', '--json', '--snapshot', STOCK, '--profile', CUSTOM]));
+    printed = audited.profile;
+  });
+  const viaEnv = () => ({ METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK, METAL_CAP_SHIM_PROFILE: JSON.stringify(printed) });
+
+  it('register applies the same profile, and probe then answers as the audit predicted', () => {
+    expect(printed.name).toBeNull();
+    const register = ['--import', path.join(dist, 'register.js')];
+    const status = runNode(`const m = await import(${JSON.stringify(path.join(dist, 'index.js'))}); console.log(JSON.stringify(m.status().profile));`, viaEnv(), register);
+    expect(status.stderr).toBe('');
+    expect(JSON.parse(status.stdout) as Profile).toEqual(printed);
+    const probed = runNode(
+      `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))}); console.log(JSON.stringify(m.probe().devices));`,
+      viaEnv(),
+      register,
+    );
+    expect(probed.stderr).toBe('');
+    expect(JSON.parse(probed.stdout)).toEqual(audited.devices.map((d) => d.patched));
+  });
+
+  it('exec without --profile reads it: the same resolved profile, and the program sees what --profile gives it', () => {
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: JSON.stringify(printed) })).toEqual(printed);
+    const consumer = buildConsumer();
+    const fromEnv = runCli(['exec', '--', consumer], viaEnv());
+    const fromFlag = runCli(['exec', '--profile', JSON.stringify(printed), '--', consumer], { METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK, METAL_CAP_SHIM_PROFILE: undefined });
+    expect(fromEnv.status, fromEnv.stderr).toBe(0);
+    expect(fromFlag.status, fromFlag.stderr).toBe(0);
+    const seen = JSON.parse(fromEnv.stdout) as { families: Record<string, boolean>; maxThreadgroupMemoryLength: number }[];
+    expect(seen).toEqual(JSON.parse(fromFlag.stdout));
+    const patched = audited.devices[0]!.patched;
+    expect(seen[0]!.families).toEqual(Object.fromEntries(FAMILY_NAMES.map((n) => [String(FAMILY_VALUES[n]), patched.families[n]])));
+    expect(seen[0]!.maxThreadgroupMemoryLength).toBe(patched.maxThreadgroupMemoryLength);
   });
 });
