@@ -9,7 +9,8 @@ const command: Command = {
   ${profileHelp(19)}
                      Also auto (the verified profile of doctor). Without --profile: METAL_CAP_SHIM_PROFILE if set.
   --trace FILE       write what the program asked and what it was told to FILE (JSON) at exit; a second
-                     process that uses Metal (one the program started) writes FILE.<pid>
+                     process that uses Metal (one the program started) writes FILE.<pid>; an unpatched
+                     run writes one saying nothing was applied
   --force            allow raising answers on a host that is not a VM
   --allow-unpatched  run the program unpatched where it cannot be patched (any OS without Metal, a refusal,
                      SIP-protected programs and scripts), with one notice on stderr: a cross-platform wrapper
