@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { accessSync, closeSync, constants, existsSync, openSync, readFileSync, readSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
@@ -471,19 +471,33 @@ export function processGroupsWithoutAddon(childPid: number, platform: NodeJS.Pla
   return null;
 }
 
-/** Passes signals sent to us on to the child, for both the patched and the unpatched run; returns the undo. */
-function forwardSignals(child: ChildProcess): () => void {
+/**
+ * Starts the child with signals sent to us passed on to it, for both the patched and the unpatched run; returns the
+ * child and the undo. The handlers go in before spawn(): the child runs as soon as it is forked, and a signal that
+ * arrived before they were in would take its default action on us (a Ctrl-C right after "ready" killed exec with
+ * 130 and left the program's output unread). A signal caught meanwhile is handled once spawn() has returned.
+ * A spawn() that throws (bad arguments) is ERR_SPAWN, with no handler left behind.
+ */
+function spawnForwardingSignals(options: ExecOptions, spawnOptions: SpawnOptions): { child: ChildProcess; undo: () => void } {
   const binding = loadNative().binding;
   const groupsOf = (pid: number) => (binding !== null ? binding.processGroups(pid) : processGroupsWithoutAddon(pid));
+  let child: ChildProcess | undefined;
   const forward = (signal: NodeJS.Signals) => () => {
-    const groups = child.pid !== undefined ? groupsOf(child.pid) : null;
-    if (shouldForwardSignal(signal, groups)) child.kill(signal);
+    const pid = child?.pid;
+    if (pid !== undefined && shouldForwardSignal(signal, groupsOf(pid))) child!.kill(signal);
   };
   const handlers = FORWARDED_SIGNALS.map((s) => [s, forward(s)] as const);
   for (const [s, h] of handlers) process.on(s, h);
-  return () => {
+  const undo = () => {
     for (const [s, h] of handlers) process.off(s, h);
   };
+  try {
+    child = spawn(options.command, options.args, spawnOptions);
+  } catch (e) {
+    undo();
+    throw new MetalCapShimError('ERR_SPAWN', `cannot run ${options.command}: ${(e as Error).message}`);
+  }
+  return { child, undo };
 }
 
 /**
@@ -497,12 +511,11 @@ export function runWithInjector(options: ExecOptions, injector: string | null, w
   // The first process that obtains a device creates the file exclusively, so an old one must go first.
   if (traceFile !== undefined) rmSync(traceFile, { force: true });
   return new Promise((resolve, reject) => {
-    const child = spawn(options.command, options.args, { stdio: ['inherit', 'inherit', 'inherit', 'pipe'], env });
+    const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio: ['inherit', 'inherit', 'inherit', 'pipe'], env });
     let status = '';
     const pipe = child.stdio[3] as NodeJS.ReadableStream | null;
     pipe?.on('data', (chunk: Buffer) => (status += chunk.toString('utf8')));
     pipe?.on('error', () => undefined);
-    const cleanup = forwardSignals(child);
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
       reject(new MetalCapShimError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${options.command}: ${err.message}`));
@@ -541,8 +554,7 @@ function writeEmptyTrace(file: string, pid: number | undefined, profileApplied: 
 function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
   const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
   return new Promise((resolve, reject) => {
-    const child = spawn(options.command, options.args, { stdio: 'inherit' });
-    const cleanup = forwardSignals(child);
+    const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio: 'inherit' });
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
       reject(new MetalCapShimError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${options.command}: ${err.message}`));

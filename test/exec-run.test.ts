@@ -197,6 +197,11 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     expect(e).toBeInstanceOf(MetalCapShimError);
     expect(e).toMatchObject({ code: 'ERR_SPAWN', message: `cannot run ${data}: spawn ${data} EACCES` });
     expect(FORWARDED.map((s) => process.listenerCount(s))).toEqual([0, 0, 0, 0, 0, 0]);
+    // spawn() itself throws on an argument it cannot pass (a NUL byte): the signal handlers, already in, come out.
+    const bad = await runWithInjector({ profile, command: 'true', args: ['a\0b'] }, which(), []).catch((err: unknown) => err);
+    expect(bad).toBeInstanceOf(MetalCapShimError);
+    expect(bad).toMatchObject({ code: 'ERR_SPAWN', message: "cannot run true: The argument 'args[0]' must be a string without null bytes. Received 'a\\x00b'" });
+    expect(FORWARDED.map((s) => process.listenerCount(s))).toEqual([0, 0, 0, 0, 0, 0]);
   });
 
   /**
