@@ -56,12 +56,23 @@ function envValue(env: NodeJS.ProcessEnv, name: string, platform: NodeJS.Platfor
 const DEFAULT_PATHEXT = '.COM;.EXE;.BAT;.CMD';
 
 /**
+ * The names a command may have on disk: on Windows, a name without one of PATHEXT's extensions (in any case) with
+ * each of them in PATHEXT's order (`node` is `node.EXE`); elsewhere, and for a name that has one, itself.
+ */
+function commandSpellings(command: string, env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string[] {
+  if (platform !== 'win32') return [command];
+  const extensions = (envValue(env, 'PATHEXT', platform) ?? DEFAULT_PATHEXT).split(';').filter(Boolean);
+  const upper = command.toUpperCase();
+  return extensions.some((e) => upper.endsWith(e.toUpperCase())) ? [command] : extensions.map((e) => `${command}${e}`);
+}
+
+/**
  * Resolves a command the way the platform's loader would: a path as given (made absolute), else the first match on
- * PATH. Elsewhere than Windows, as execvp: '/' makes a path, and a match must be executable. On Windows, a backslash and
- * '/' both make a path, PATH is split on ';', and a name without one of PATHEXT's extensions is tried with each of them in
- * turn (`node` is found as `node.exe`); a match need only be a file, as Windows has no execute bit. An empty PATH
- * entry is skipped on every platform, so exec never runs a program from the current folder by accident. `platform`
- * and `env` exist for tests: the files are looked for on this machine's file system, whatever `platform` says.
+ * PATH. Elsewhere than Windows, as execvp: '/' makes a path, and a match must be executable. On Windows, a backslash
+ * and '/' both make a path, PATH is split on ';', and PATHEXT's extensions are tried (commandSpellings); a match need
+ * only be a file, as Windows has no execute bit. An empty PATH entry is skipped on every platform, so exec never runs
+ * a program from the current folder by accident. `platform` and `env` exist for tests: the files are looked for on
+ * this machine's file system, whatever `platform` says.
  */
 export function resolveCommand(command: string, env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string | null {
   const windows = platform === 'win32';
@@ -74,9 +85,7 @@ export function resolveCommand(command: string, env: NodeJS.ProcessEnv = process
       return false;
     }
   };
-  const extensions = (envValue(env, 'PATHEXT', platform) ?? DEFAULT_PATHEXT).split(';').filter(Boolean);
-  const hasExtension = extensions.some((e) => command.toUpperCase().endsWith(e.toUpperCase()));
-  const spellings = windows && !hasExtension ? extensions.map((e) => `${command}${e}`) : [command];
+  const spellings = commandSpellings(command, env, platform);
   const firstProgram = (candidates: string[]) => candidates.find(isProgram) ?? null;
   if (windows ? /[\\/]/.test(command) : command.includes('/')) {
     const found = firstProgram(spellings);
