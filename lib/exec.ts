@@ -48,8 +48,7 @@ export function missingInjectorReason(platform: NodeJS.Platform = process.platfo
 /** The variable named `name` in `env`: on win32 the first whose name matches in any case (Windows spells it `Path`). */
 function envValue(env: NodeJS.ProcessEnv, name: string, platform: NodeJS.Platform): string | undefined {
   if (platform !== 'win32') return env[name];
-  const key = Object.keys(env).find((k) => k.toUpperCase() === name);
-  return key === undefined ? undefined : env[key];
+  return Object.entries(env).find(([k]) => k.toUpperCase() === name)?.[1];
 }
 
 /** What Windows takes for a program when PATHEXT is not set. */
@@ -434,7 +433,7 @@ export function parseProcStat(line: string): ProcStatGroups | null {
   if (close < 0) return null;
   const fields = line.slice(close + 1).trim().split(/\s+/);
   // After the name: state, ppid, pgrp, session, tty_nr, tpgid.
-  const [pgrp, tpgid] = [fields[2], fields[5]].map((f) => (f !== undefined && /^-?\d+$/.test(f) ? Number(f) : NaN));
+  const [pgrp, tpgid] = [fields[2], fields[5]].map((f) => (/^-?\d+$/.test(String(f)) ? Number(f) : NaN));
   return Number.isNaN(pgrp) || Number.isNaN(tpgid) ? null : { pgrp: pgrp!, tpgid: tpgid! };
 }
 

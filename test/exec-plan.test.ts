@@ -194,9 +194,10 @@ describe('resolveCommand on Windows (its rules, applied to files in a temporary 
     expect(win('tool', { PATH: `${b};${a}`, PATHEXT: '.COM;.EXE;.BAT;.CMD' })).toBe(path.join(b, 'tool.EXE'));
     expect(win('both', { PATH: b, PATHEXT: '.COM;.EXE' })).toBe(path.join(b, 'both.COM'));
     expect(win('both', { PATH: b, PATHEXT: '.EXE;.COM' })).toBe(path.join(b, 'both.EXE'));
-    // The same folders under POSIX rules: no extension is added, and ';' is no delimiter.
+    // The same folders under POSIX rules: no extension is added, ';' is no delimiter, and Path is not PATH.
     expect(resolveCommand('tool', { PATH: `${a}:${b}` }, 'linux')).toBe(path.join(b, 'tool'));
     expect(resolveCommand('tool', { PATH: `${a};${b}` }, 'linux')).toBeNull();
+    expect(resolveCommand('tool', { Path: b }, 'linux')).toBeNull();
   });
 
   it('a name that has one of PATHEXT’s extensions (in any case) is taken as it is; a file without one is no program', () => {
@@ -410,6 +411,15 @@ describe('process groups without the native module', () => {
     expect(parseProcStat('77 node S 1 70 70 0 -1')).toBeNull();
     expect(parseProcStat('77 (node) S 1 70 70 0')).toBeNull();
     expect(parseProcStat('77 (node) S 1 seventy 70 0 -1')).toBeNull();
+    expect(parseProcStat('77 (node) S 1 x70 70 0 -1')).toBeNull();
+    expect(parseProcStat('77 (node) S 1 70 70 0 -1x')).toBeNull();
+    // Numbers in the right places, but no name: not a stat line.
+    expect(parseProcStat('1 2 3 4 5 6 7 8')).toBeNull();
+  });
+
+  it('fields are counted after the name however they are spaced, and a name may be all there is before them', () => {
+    expect(parseProcStat('77 (node)  S\t1   70 70 0  72')).toEqual({ pgrp: 70, tpgid: 72 });
+    expect(parseProcStat(') S 1 70 70 0 72')).toEqual({ pgrp: 70, tpgid: 72 });
   });
 
   it('ps output: our group and the terminal’s from our line, the child’s group from its line, -1 when it is gone', () => {
@@ -419,6 +429,7 @@ describe('process groups without the native module', () => {
     expect(parsePsGroups('101 100 100\n', 100, 101)).toBeNull();
     expect(parsePsGroups('', 100, 101)).toBeNull();
     expect(parsePsGroups('100 100\n', 100, 101)).toBeNull();
+    expect(parsePsGroups('100 100 ?\n101 100 100\n', 100, 101)).toBeNull();
   });
 
   /** Our group and our terminal's foreground group as ps(1) sees them. */
