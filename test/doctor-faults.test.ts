@@ -209,7 +209,7 @@ describeSim('when the candidate profile cannot be installed, doctor still report
       ),
     );
 
-  it('a hook that cannot be installed (ERR_HOOK_FAILED): no patched run, and why', () => {
+  it('a hook that cannot be installed (hook-failed): no patched run, and why', () => {
     const file = guestWith('doctor-lacks', (s) => {
       const broken = structuredClone(s.devices[0]);
       broken.className = 'SimBrokenDevice';
@@ -219,7 +219,7 @@ describeSim('when the candidate profile cannot be installed, doctor still report
     });
     const r = doctorIn(file, 'cua-release');
     expect(r.patchedRun).toMatchObject({ ran: false });
-    expect((r.patchedRun as { why: string }).why).toMatch(/^cua-release could not be installed \(ERR_HOOK_FAILED: .*SimBrokenDevice recommendedMaxWorkingSetSize/);
+    expect((r.patchedRun as { why: string }).why).toMatch(/^cua-release was not applied \(hook-failed: .*SimBrokenDevice recommendedMaxWorkingSetSize/);
     expect(r.probes).toEqual([
       ['simdgroup-reduction', 'skipped', false],
       ['simdgroup-matrix', 'skipped', false],
