@@ -24,6 +24,7 @@ describe('the error for each reason a profile was not applied', () => {
     ['unsupported-platform', UnsupportedPlatformError, 'ERR_UNSUPPORTED_PLATFORM'],
     ['native-module-unavailable', NativeError, 'ERR_NATIVE_UNAVAILABLE'],
     ['no-device', NativeError, 'ERR_NO_DEVICE'],
+    ['hook-failed', NativeError, 'ERR_HOOK_FAILED'],
     ['verification-failed', NativeError, 'ERR_VERIFICATION_FAILED'],
     ['refused-bare-metal', RefusedError, 'ERR_REFUSED_BARE_METAL'],
   ] as const)('%s: %o with %s and the detail as its message', (reason, type, code) => {
