@@ -172,7 +172,8 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
     const patched = patchedDevices?.find((p) => p.index === d.index) ?? null;
     return assessDevice(d, patched, probes, stock.host);
   });
-  const cache = o.cache ? writeAll(stock, assessed, generatedAt) : null;
+  // A run without every capability probe proves too little for `auto`: caching it would replace a full result.
+  const cache = o.cache && asksEveryCapabilityProbe(o.probes) ? writeAll(stock, assessed, generatedAt) : null;
   return {
     ...baseReport(o, generatedAt),
     supported: true,
@@ -186,6 +187,11 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
     restore: restored,
     cache,
   };
+}
+
+/** True when a run asked every capability probe, the only kind of run the cache keeps. */
+export function asksEveryCapabilityProbe(probes: readonly DoctorProbeId[]): boolean {
+  return CAPABILITY_PROBE_IDS.every((id) => probes.includes(id));
 }
 
 function writeAll(stock: SupportedReport, devices: DoctorDevice[], generatedAt: string): { written: string[]; error: string | null } {
