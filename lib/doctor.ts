@@ -43,6 +43,8 @@ export {
   type DoctorReport,
   type DoctorRun,
   type DoctorSettings,
+  type MeasuredDifference,
+  type MeasuredField,
   type PatchedRun,
   type ProbeDifference,
   type Recommendation,

@@ -125,8 +125,49 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
       judgeProbe('nocopy-mmap', run('timeout')),
       judgeProbe('residency-set', run('unsupported'), run('unsupported')),
     ];
-    expect(differencesOf(list)).toEqual([{ id: 'simdgroup-matrix', stock: 'pass', patched: 'wrong-result' }]);
+    expect(differencesOf(list)).toEqual([{ id: 'simdgroup-matrix', stock: 'pass', patched: 'wrong-result', measured: [] }]);
     expect(faultsOf(list)).toEqual(['simdgroup-matrix: wrong-result', 'nocopy-mmap: timeout']);
+  });
+
+  it('differences: a proven or failing threadgroup size that differs counts, also when the statuses are equal', () => {
+    const tg = (proven: number | null, failed: number | null, status: RecordedStatus = 'pass') =>
+      run(status, { provenThreadgroupMemory: proven, failedThreadgroupMemory: failed });
+    expect(differencesOf([judgeProbe('threadgroup-memory', tg(32768, 40960), tg(65536, null))])).toEqual([
+      {
+        id: 'threadgroup-memory',
+        stock: 'pass',
+        patched: 'pass',
+        measured: [
+          { field: 'provenThreadgroupMemory', stock: 32768, patched: 65536 },
+          { field: 'failedThreadgroupMemory', stock: 40960, patched: null },
+        ],
+      },
+    ]);
+    expect(differencesOf([judgeProbe('threadgroup-memory', tg(32768, 40960), tg(32768, 49152))])).toEqual([
+      { id: 'threadgroup-memory', stock: 'pass', patched: 'pass', measured: [{ field: 'failedThreadgroupMemory', stock: 40960, patched: 49152 }] },
+    ]);
+    expect(differencesOf([judgeProbe('threadgroup-memory', tg(65536, null), tg(null, 16384, 'fail'))])).toEqual([
+      {
+        id: 'threadgroup-memory',
+        stock: 'pass',
+        patched: 'fail',
+        measured: [
+          { field: 'provenThreadgroupMemory', stock: 65536, patched: null },
+          { field: 'failedThreadgroupMemory', stock: null, patched: 16384 },
+        ],
+      },
+    ]);
+  });
+
+  it('differences: none when status and sizes agree, whatever the times and error bounds say; none for one run', () => {
+    expect(
+      differencesOf([
+        judgeProbe('threadgroup-memory', run('pass', { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960, ms: 1 }), run('pass', { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960, ms: 9 })),
+        judgeProbe('simdgroup-matrix', run('pass', { maxAbsError: 0.001 }), run('pass', { maxAbsError: 0.002 })),
+        judgeProbe('nocopy-mmap', run('pass', { bufferLength: 4096 })),
+        judgeProbe('threadgroup-memory', run('pass', { provenThreadgroupMemory: 65536 })),
+      ]),
+    ).toEqual([]);
   });
 });
 

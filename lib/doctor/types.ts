@@ -37,11 +37,26 @@ export interface DoctorProbe extends DoctorRun {
   patched?: DoctorRun;
 }
 
-/** A probe whose stock and patched runs ended differently: the device's answers changed what Metal did. */
+/** The measurements compared between a probe's stock and patched runs. */
+export type MeasuredField = 'provenThreadgroupMemory' | 'failedThreadgroupMemory';
+
+/** A measurement that differs between the two runs (`null`: that run did not measure it). */
+export interface MeasuredDifference {
+  field: MeasuredField;
+  stock: number | null;
+  patched: number | null;
+}
+
+/**
+ * A probe whose stock and patched runs ended differently, in status or in what they measured: the device's answers
+ * changed what Metal did. `stock` and `patched` are the runs' statuses, equal when only a measurement differs;
+ * `measured` lists the differing measurements (empty when only the status differs).
+ */
 export interface ProbeDifference {
   id: DoctorProbeId;
   stock: RecordedStatus;
   patched: RecordedStatus;
+  measured: MeasuredDifference[];
 }
 
 /** An engine setting that avoids a fault doctor found, with the evidence. */
