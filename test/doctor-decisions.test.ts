@@ -217,6 +217,27 @@ describe('the verified profile: the least that turns on what was proven', () => 
     ]);
   });
 
+  it('threadgroup memory after a patched run: the proven size beside what the device reports stock and under the candidate', () => {
+    const reasonFor = (size: number | null, reported: number | null, candidate = 'cua-release') =>
+      deriveVerifiedProfile(guest, probes({ 'threadgroup-memory': size === null ? 'timeout' : 'pass' }, size), { candidate, reported }).reasons[1];
+    expect([reasonFor(65536, 65536), reasonFor(16384, 65536), reasonFor(32768, 32768, 'apple7'), reasonFor(null, null, 'my profile')]).toEqual([
+      'threadgroup memory raised to the proven 65536 bytes; the device reports 32768 stock, 65536 under cua-release',
+      'threadgroup memory left at the reported 32768 bytes, though only 16384 were proven: a kernel that asks for more may fail; the device reports 32768 stock, 65536 under cua-release',
+      'threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 32768 under apple7',
+      'threadgroup memory left as reported: no size proven (threadgroup-memory timeout); the device reports 32768 stock, nothing under my profile',
+    ]);
+    const patched = { ...guest, maxThreadgroupMemoryLength: 65536 };
+    const assessed = (candidate?: string) =>
+      assessDevice(guest, patched, probes({}, 49152), vz.host, candidate).verifiedProfileReasons[1];
+    expect([assessed('cua-release'), assessed()]).toEqual([
+      'threadgroup memory raised to the proven 49152 bytes; the device reports 32768 stock, 65536 under cua-release',
+      'threadgroup memory raised to the proven 49152 bytes; the device reports 32768 stock, 65536 under the candidate profile',
+    ]);
+    expect(assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release').verifiedProfileReasons[1]).toBe(
+      'threadgroup memory raised to the proven 49152 bytes (the device reports 32768)',
+    );
+  });
+
   it('threadgroup memory: raised only to the proven size, never above, never lowered', () => {
     const tg = (size: number | null) => deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, size)).profile.maxThreadgroupMemoryLength;
     expect([tg(null), tg(16384), tg(32768), tg(40960), tg(65536)]).toEqual([null, null, null, 40960, 65536]);

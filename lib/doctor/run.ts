@@ -170,7 +170,7 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
   const assessed = devices.map((d, i) => {
     const probes = judgeDevice(o, stockResults[i]!, patchedResults?.[i] ?? null);
     const patched = patchedDevices?.find((p) => p.index === d.index) ?? null;
-    return assessDevice(d, patched, probes, stock.host);
+    return assessDevice(d, patched, probes, stock.host, o.candidate.name ?? 'the candidate profile');
   });
   // A run without every capability probe proves too little for `auto`: caching it would replace a full result.
   const cache = o.cache && asksEveryCapabilityProbe(o.probes) ? writeAll(stock, assessed, generatedAt) : null;
