@@ -43,6 +43,8 @@ export {
   type DoctorReport,
   type DoctorRun,
   type DoctorSettings,
+  type SupportedDoctorReport,
+  type UnsupportedDoctorReport,
   type MeasuredDifference,
   type MeasuredField,
   type PatchedRun,

@@ -6,7 +6,7 @@ import { assessDevice } from '../lib/doctor/derive.js';
 import { formatDoctor } from '../lib/doctor/format.js';
 import { judgeProbe } from '../lib/doctor/judge.js';
 import type { RecordedStatus } from '../lib/doctor/probes.js';
-import type { DoctorReport, DoctorRun } from '../lib/doctor/types.js';
+import type { DoctorReport, DoctorRun, SupportedDoctorReport } from '../lib/doctor/types.js';
 import { plain, type Styler } from '../lib/format.js';
 import { profiles, resolveProfile } from '../lib/profiles.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
@@ -40,7 +40,7 @@ function run(status: RecordedStatus, ms: number | null, extra: Partial<DoctorRun
 }
 
 /** A run over two devices, both measured stock and under cua-release, restored with one hook left behind. */
-function liveReport(): DoctorReport {
+function liveReport(): SupportedDoctorReport {
   const first = assessDevice(
     guest,
     null,

@@ -6,12 +6,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, beforeEach, expect, it } from 'vitest';
 import { buildMatrix, doctorText, fieldReport, matrixMarkdown, type FieldReport } from '../lib/fieldreport.js';
+import type { Profile } from '../lib/profiles.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 const LABEL = 'M1 Ultra, macOS 26.6.1';
-const PROVEN = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' };
+const PROVEN: Profile = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' };
 
 /** A live report whose doctor run learnt nothing: every probe an error, so no fault and nothing proven. */
 function learntNothing(live: FieldReport): FieldReport {

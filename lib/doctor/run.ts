@@ -30,7 +30,10 @@ function notRun(detail: string): DoctorRun {
   };
 }
 
-function baseReport(o: CheckedDoctorOptions, generatedAt: string): Omit<DoctorReport, 'supported' | 'reason' | 'detail' | 'source' | 'snapshot' | 'host' | 'patchedRun' | 'devices'> {
+function baseReport(
+  o: CheckedDoctorOptions,
+  generatedAt: string,
+): Pick<DoctorReport, 'schema' | 'packageVersion' | 'generatedAt' | 'candidateProfile' | 'settings'> {
   return {
     schema: DOCTOR_SCHEMA,
     packageVersion: packageVersion(),
@@ -43,8 +46,6 @@ function baseReport(o: CheckedDoctorOptions, generatedAt: string): Omit<DoctorRe
       mmapSize: o.probes.includes('nocopy-mmap') && o.mmapFile === null ? o.mmapSize : null,
       device: o.device,
     },
-    restore: null,
-    cache: null,
   };
 }
 
@@ -59,6 +60,8 @@ function unsupported(o: CheckedDoctorOptions, generatedAt: string, reason: Unsup
     host: report?.host ?? null,
     patchedRun: { ran: false, why: detail },
     devices: [],
+    restore: null,
+    cache: null,
   };
 }
 
