@@ -226,6 +226,10 @@ describe('the verified profile: the least that turns on what was proven', () => 
       'threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 32768 under apple7',
       'threadgroup memory left as reported: no size proven (threadgroup-memory timeout); the device reports 32768 stock, nothing under my profile',
     ]);
+    // A device that reports no size (an OS that cannot answer): nothing stock, raised to what was proven.
+    expect(
+      deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({}, 16384), { candidate: 'cua-release', reported: 65536 }).reasons[1],
+    ).toBe('threadgroup memory raised to the proven 16384 bytes; the device reports nothing stock, 65536 under cua-release');
     const patched = { ...guest, maxThreadgroupMemoryLength: 65536 };
     const assessed = (candidate?: string) =>
       assessDevice(guest, patched, probes({}, 49152), vz.host, candidate).verifiedProfileReasons[1];

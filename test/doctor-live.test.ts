@@ -142,6 +142,14 @@ describeSim('doctor() over the simulated Metal', () => {
     expect(mmapOnly.patchedRun).toEqual({ ran: false, why: 'no capability probe was asked' });
   });
 
+  it('an unnamed candidate: the threadgroup line names it as the candidate profile, beside both reported values', () => {
+    const r = doctor({ profile: { appleFamilyMax: 1007, maxThreadgroupMemoryLength: 49152 }, probes: ['threadgroup-memory'], cache: false });
+    expect([r.patchedRun, r.devices[0]!.verifiedProfileReasons[1]]).toEqual([
+      { ran: true, why: null },
+      'threadgroup memory raised to the proven 65536 bytes; the device reports 32768 stock, 49152 under the candidate profile',
+    ]);
+  });
+
   it('a candidate that changes nothing needs no second run', () => {
     const r = doctor({ profile: { appleFamilyMax: 1003 }, probes: ['bfloat'], cache: false });
     expect(r.patchedRun).toEqual({ ran: false, why: 'the candidate profile changes no answer on this machine' });

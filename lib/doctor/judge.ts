@@ -60,20 +60,16 @@ export function judgeProbe(id: DoctorProbeId, stock: DoctorRun, patched?: Doctor
   };
 }
 
-/**
- * The measurements differencesOf compares. The threadgroup sizes are where Metal may follow the answered limit; an
- * error bound (maxAbsError) is left out because it may vary from run to run without the answers mattering, and a
- * time always does.
- */
-export const MEASURED_FIELDS: readonly MeasuredField[] = Object.freeze(['provenThreadgroupMemory', 'failedThreadgroupMemory']);
-
 /** The probes whose stock and patched runs ended with different statuses or measured different sizes. */
 export function differencesOf(probes: DoctorProbe[]): ProbeDifference[] {
+  // The threadgroup sizes are where Metal may follow the answered limit. An error bound (maxAbsError) is left out: it
+  // may vary from run to run whatever the answers, as a time always does.
+  const fields: MeasuredField[] = ['provenThreadgroupMemory', 'failedThreadgroupMemory'];
   const out: ProbeDifference[] = [];
   for (const p of probes) {
     if (p.stock === undefined || p.patched === undefined) continue;
     const { stock, patched } = p;
-    const measured = MEASURED_FIELDS.filter((field) => stock[field] !== patched[field]).map((field) => ({
+    const measured = fields.filter((field) => stock[field] !== patched[field]).map((field) => ({
       field,
       stock: stock[field],
       patched: patched[field],
