@@ -21,13 +21,16 @@
           ],
           "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
           "defines": ["NAPI_VERSION=8"],
+          # -Werror=exit-time-destructors (both targets; OTHER_CFLAGS reach .mm files too): exit() runs static
+          # destructors while other threads may still query a hooked device, and libc++'s std::mutex on macOS has a
+          # real destructor, so every global the engine touches must be [[clang::no_destroy]] or trivially destructible.
           "xcode_settings": {
             "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
             "CLANG_CXX_LIBRARY": "libc++",
             "MACOSX_DEPLOYMENT_TARGET": "11.0",
             "CLANG_ENABLE_OBJC_ARC": "NO",
             "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
-            "OTHER_CFLAGS": ["-arch", "arm64", "-arch", "x86_64", "-fobjc-exceptions"],
+            "OTHER_CFLAGS": ["-arch", "arm64", "-arch", "x86_64", "-fobjc-exceptions", "-Werror=exit-time-destructors"],
             "OTHER_LDFLAGS": ["-arch", "arm64", "-arch", "x86_64", "-framework", "Metal", "-framework", "Foundation", "-lobjc"]
           }
         }]
@@ -54,7 +57,7 @@
             "MACOSX_DEPLOYMENT_TARGET": "11.0",
             "CLANG_ENABLE_OBJC_ARC": "NO",
             "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
-            "OTHER_CFLAGS": ["-arch", "arm64", "-arch", "arm64e", "-arch", "x86_64", "-fobjc-exceptions"],
+            "OTHER_CFLAGS": ["-arch", "arm64", "-arch", "arm64e", "-arch", "x86_64", "-fobjc-exceptions", "-Werror=exit-time-destructors"],
             "OTHER_LDFLAGS": ["-arch", "arm64", "-arch", "arm64e", "-arch", "x86_64", "-framework", "Metal", "-framework", "Foundation", "-lobjc"]
           }
         }, {

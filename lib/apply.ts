@@ -32,6 +32,8 @@ export interface ApplyOptions {
 /** Why applyProfile() did not apply. */
 export type ApplyFailureReason =
   | UnsupportedReason
+  /** A device class could not be hooked (it lacks a query); the hooks already in were taken out again. */
+  | 'hook-failed'
   /** The hooks went in, but a fresh device did not answer as the profile says; they were taken out again. */
   | 'verification-failed'
   /** The profile raises answers on a host that is not known to be a virtual machine, and `force` was not given. */
@@ -96,7 +98,10 @@ export interface Applied {
   verification: Verification & { ok: true };
 }
 
-/** applyProfile() left the process as it was; `reason` says why and `detail` what to do. */
+/**
+ * applyProfile() left the process as it was; `reason` says why and `detail` what to do (with `hook-failed`, the
+ * engine's message naming the class and selector).
+ */
 export interface NotApplied {
   applied: false;
   reason: ApplyFailureReason;
@@ -279,6 +284,7 @@ export function refusalFor(host: HostInfo, changes: AnswerChange[], force: boole
 const STRICT_CODES = {
   'native-module-unavailable': 'ERR_NATIVE_UNAVAILABLE',
   'no-device': 'ERR_NO_DEVICE',
+  'hook-failed': 'ERR_HOOK_FAILED',
   'verification-failed': 'ERR_VERIFICATION_FAILED',
 } as const satisfies Record<Exclude<ApplyFailureReason, 'unsupported-platform' | 'refused-bare-metal'>, NativeErrorCode>;
 
@@ -301,8 +307,9 @@ function notApplied(
  * Patches every Metal device class in this process to answer as the profile says, then verifies the answers on
  * freshly obtained devices. Call it before any engine initialises Metal (for node-llama-cpp: before the first
  * getLlama()). Applying another profile swaps it in place. Throws InvalidProfileError or InvalidOptionsError before
- * touching anything. Not applying is a result (`applied: false` with a `reason`), refusal on bare metal included;
- * with `strict: true` each reason throws its error instead (RefusedError, UnsupportedPlatformError, NativeError).
+ * touching anything. Not applying is a result (`applied: false` with a `reason`), refusal on bare metal and a class
+ * that cannot be hooked included; with `strict: true` each reason throws its error instead (RefusedError,
+ * UnsupportedPlatformError, NativeError).
  */
 export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: ApplyOptions): ApplyResult {
   return applyProfileOver(undefined, profile, options);
@@ -337,8 +344,13 @@ export function applyProfileOver(known: CapabilityReport | undefined, profile: P
   const result = binding.apply(encodeNativeProfile(normalized, { trace }), json);
   if (!result.ok) {
     if (result.code === 'ERR_NO_DEVICE') return notApplied(normalized, 'no-device', result.message, strict);
-    // The engine installs all hooks or none, so nothing is left half-patched here.
-    throw new NativeError(result.code, `${result.message}; nothing was changed`);
+    // The engine installs all hooks or none, so the process is as it was: a way of not applying like the others.
+    return notApplied(normalized, 'hook-failed', `${result.message}; nothing was changed`, strict, {
+      before: null,
+      after: null,
+      verification: null,
+      warnings,
+    });
   }
   const after = reportFromNative(binding.probe(true, false));
   const afterDefault = expectedDefault === null ? null : separateDefault(binding, after.devices, false);

@@ -1,5 +1,5 @@
 import { applyProfile, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from './apply.js';
-import { InvalidOptionsError, MetalCapShimError, UnsupportedPlatformError } from './errors.js';
+import { InvalidOptionsError, MetalCapShimError, NativeError, UnsupportedPlatformError } from './errors.js';
 import { ENGINES, predictGates, type EnvMap, type Engine, type GatePrediction, type LlamaCppRuleSet } from './gates.js';
 import { plural } from './format.js';
 import { loadNative } from './native.js';
@@ -257,6 +257,8 @@ export function audit(options?: AuditOptions): AuditResult {
     return live(stock, [], profile, { ...settings, consumers }, null);
   }
   const applied = applyProfile(profile, { force: settings.force });
+  // Nothing was installed, so there is no patched side to audit: the engine's reason, as an error.
+  if (!applied.applied && applied.reason === 'hook-failed') throw new NativeError('ERR_HOOK_FAILED', applied.detail);
   const applyCheck = applied.verification;
   if (applyCheck === null) {
     // Not a verification failure (the device went away between the probe and the apply): nothing was checked.

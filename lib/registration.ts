@@ -3,7 +3,6 @@
  * import lives in register.ts, which only reports this function's outcome.
  */
 import { applyProfile, isAuto, PROFILE_ENV, type AutoApplyResult } from './doctor/auto.js';
-import { NativeError } from './errors.js';
 import { loadNative } from './native.js';
 import { checkSimulatedSnapshot } from './probe.js';
 import { DEFAULT_PROFILE, resolveProfile } from './profiles.js';
@@ -38,11 +37,6 @@ export function registerFromEnvironment(env: NodeJS.ProcessEnv = process.env): R
   checkSimulatedSnapshot(native.binding);
   const { host } = native.binding.host();
   if (host.isVirtualMachine !== true) return { action: 'not-a-vm', host };
-  try {
-    const result = applyProfile(value);
-    return result.applied ? { action: 'applied', result } : { action: 'not-applied', why: `${result.reason}: ${result.detail}` };
-  } catch (err) {
-    if (!(err instanceof NativeError)) throw err;
-    return { action: 'not-applied', why: `${err.code}: ${err.message}` };
-  }
+  const result = applyProfile(value);
+  return result.applied ? { action: 'applied', result } : { action: 'not-applied', why: `${result.reason}: ${result.detail}` };
 }

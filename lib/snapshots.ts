@@ -33,6 +33,9 @@ export type SnapshotDoctorStatus = DoctorStatus | 'not-recorded';
 /** How a NoCopy buffer over an mmap went wrong: stale pages, or a buffer that reports length 0. */
 export type NocopyFault = 'stale' | 'zero-length';
 
+/** threadgroup-memory, simulation only: dispatches above the device's answered maxThreadgroupMemoryLength fail. */
+export type ThreadgroupFault = 'answered-limit';
+
 /** One probe's recorded outcome (snapshots/README.md says which fields belong to which probe). */
 export interface SnapshotDoctorProbe {
   status: SnapshotDoctorStatus;
@@ -45,8 +48,9 @@ export interface SnapshotDoctorProbe {
   failedThreadgroupMemory?: number;
   /** nocopy-mmap: the length the NoCopy buffer reported. */
   bufferLength?: number;
-  /** nocopy-mmap, exactly when `status` is `wrong-result`: what went wrong. */
-  fault?: NocopyFault;
+  /** nocopy-mmap, exactly when `status` is `wrong-result`: what went wrong; threadgroup-memory, only with `pass`:
+   * the simulated limit follows the device's answer. */
+  fault?: NocopyFault | ThreadgroupFault;
   /** simdgroup-matrix, bfloat: the worst deviation from the CPU reference. */
   maxAbsError?: number;
 }
@@ -122,12 +126,15 @@ const DOCTOR_PROBE_FIELDS: Record<DoctorProbeId, string[]> = {
   'simdgroup-reduction': [],
   'simdgroup-matrix': ['maxAbsError'],
   bfloat: ['maxAbsError'],
-  'threadgroup-memory': ['provenThreadgroupMemory', 'failedThreadgroupMemory'],
+  'threadgroup-memory': ['provenThreadgroupMemory', 'failedThreadgroupMemory', 'fault'],
   'nocopy-mmap': ['bufferLength', 'fault'],
   'residency-set': [],
 };
 const SNAPSHOT_DOCTOR_STATUSES: readonly string[] = [...DOCTOR_STATUSES, 'not-recorded'];
-const NOCOPY_FAULTS: readonly string[] = ['stale', 'zero-length'];
+const FAULTS: Partial<Record<DoctorProbeId, readonly string[]>> = {
+  'nocopy-mmap': ['stale', 'zero-length'],
+  'threadgroup-memory': ['answered-limit'],
+};
 /** Queries a simulated device class can be made to lack (`simulation.lacks`). */
 const SIMULATED_QUERIES = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
 
@@ -347,7 +354,6 @@ const doctorFieldChecks: Record<string, Check> = {
   provenThreadgroupMemory: count(1),
   failedThreadgroupMemory: count(1),
   bufferLength: count(0),
-  fault: (v) => (NOCOPY_FAULTS.includes(v as string) ? null : `one of ${NOCOPY_FAULTS.join(', ')}`),
   maxAbsError: (v) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? null : 'a number ≥ 0'),
 };
 
@@ -362,7 +368,9 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
     if (p.status === 'not-recorded') {
       fail(where, `${prefix}${key}`, 'is not allowed: a not-recorded probe carries only its status');
     }
-    const problem = doctorFieldChecks[key]!(p[key]);
+    const faults = FAULTS[id] ?? [];
+    const problem =
+      key === 'fault' ? (faults.includes(p[key] as string) ? null : `one of ${faults.join(', ')}`) : doctorFieldChecks[key]!(p[key]);
     if (problem) fail(where, `${prefix}${key}`, `must be ${problem}`);
   }
   const proven = p.provenThreadgroupMemory, failed = p.failedThreadgroupMemory;
@@ -374,6 +382,7 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
     const problem = 'fault' in p ? 'is only for a wrong-result' : 'is missing: a wrong-result says which (stale or zero-length)';
     fail(where, `${prefix}fault`, problem);
   }
+  if (id === 'threadgroup-memory' && 'fault' in p && p.status !== 'pass') fail(where, `${prefix}fault`, 'is only for a pass');
 }
 
 function checkDoctor(where: string, prefix: string, doctor: unknown, sources: Record<string, unknown>) {

@@ -43,6 +43,10 @@ const common = [
   ...objcRuntimeFlags(),
   `-I${path.join(simRoot, 'include')}`,
 ];
+// The shipped sources only (binding.gyp sets the same for macOS): exit() runs static destructors while other threads
+// may still query a hooked device, so every global the engine touches must be immortal or trivially destructible.
+// glibc's std::mutex is trivially destructible either way; test/static-destructors.test.ts checks against libc++'s.
+const engineOnly = ['-Werror=exit-time-destructors'];
 const inNative = (...files) => files.map((f) => path.join(nativeDir, f));
 const hookEngine = inNative('swizzle.mm', 'profile.mm', 'patch.mm');
 const linkSim = [`-L${simLibDir}`, '-lMetal', '-lgnustep-base', '-lobjc', '-lpthread'];
@@ -69,7 +73,8 @@ async function compile(source, objDir, extra) {
   const object = path.join(objDir, `${path.basename(source, path.extname(source))}.o`);
   if (upToDate(object, [source])) return object;
   mkdirSync(objDir, { recursive: true });
-  await run(cxx, [...common, ...extra, '-c', source, '-o', object], { maxBuffer: 16 << 20 });
+  const own = path.dirname(source) === nativeDir ? engineOnly : [];
+  await run(cxx, [...common, ...own, ...extra, '-c', source, '-o', object], { maxBuffer: 16 << 20 });
   return object;
 }
 

@@ -7,14 +7,35 @@
 // counts as not killed; static mutants (ignoreStatic) and other ignored mutants are left out, as are mutants that
 // do not compile or break the module before any test runs (they say nothing about the tests).
 //
-//   node scripts/mutation-score.mjs [report.json] [--min 85] [--json]
+//   node scripts/mutation-score.mjs [report.json] [--check] [--min N] [--min-file FILE=N] [--json]
 //
-// --min N exits 1 when a file scores below N %. Default report: build/mutation/mutation.json.
+// --check enforces issue 10's minimums (MINIMUMS below: 85 % per file, lib/exec.ts 75 %); --min N sets the minimum
+// of every file not named otherwise, --min-file FILE=N one file's (repeatable; either implies a check). With a check
+// the script exits 1 and prints, on stderr, a table of the files below their minimum. A file with no counted mutant
+// has no score and passes. Default report: build/mutation/mutation.json. Exit 2: unusable report or arguments.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * Issue 10's minimum scores, in percent: `default` for every file not listed. exec is held to less because part of
+ * it is reached only through a terminal or macOS's codesign (CONTRIBUTING.md lists what survives there).
+ */
+export const MINIMUMS = Object.freeze({ default: 85, 'lib/exec.ts': 75 });
+
+/** The minimum that applies to `file` (a path as Stryker's report names it, relative to the repository). */
+export function minimumFor(file, minimums) {
+  return Object.prototype.hasOwnProperty.call(minimums, file) && file !== 'default' ? minimums[file] : minimums.default;
+}
+
+/** The scored files whose score is below their minimum, each with that minimum. Files without a score pass. */
+export function belowMinimum(files, minimums) {
+  return files
+    .filter((f) => f.score !== null && f.score < minimumFor(f.file, minimums))
+    .map((f) => ({ file: f.file, score: f.score, minimum: minimumFor(f.file, minimums) }));
+}
 
 /** Counts and score for one file's mutants. */
 export function scoreFile(mutants) {
@@ -80,29 +101,58 @@ function table(rows) {
   return [line(head), ...body.map(line)].join('\n');
 }
 
-function main(argv) {
+/** The table printed when files fall below their minimum. */
+export function belowTable(low) {
+  const rows = low.map((r) => [r.file, `${r.score.toFixed(2)} %`, `${r.minimum} %`]);
+  const head = ['below its minimum', 'score', 'minimum'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(head), ...rows.map(line)].join('\n');
+}
+
+function percent(text, what) {
+  const n = Number(text);
+  if (text === undefined || text.trim() === '' || !Number.isFinite(n) || n < 0 || n > 100) {
+    throw new Error(`${what} needs a percentage from 0 to 100, got ${text === undefined ? 'nothing' : `'${text}'`}`);
+  }
+  return n;
+}
+
+/** Reads the command line: the report file and the minimums to check (null: no check). */
+export function parseArgs(argv) {
   let file = path.join(root, 'build', 'mutation', 'mutation.json');
-  let min = null;
+  let minimums = null;
   let json = false;
+  const checking = () => (minimums ??= { ...MINIMUMS });
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    if (a === '--min') {
-      min = Number(argv[++i]);
-      if (!Number.isFinite(min)) throw new Error('--min needs a number (percent)');
+    if (a === '--check') checking();
+    else if (a === '--min') checking().default = percent(argv[++i], '--min');
+    else if (a === '--min-file') {
+      const spec = argv[++i] ?? '';
+      const eq = spec.lastIndexOf('=');
+      if (eq <= 0) throw new Error(`--min-file needs FILE=PERCENT, got '${spec}'`);
+      checking()[spec.slice(0, eq)] = percent(spec.slice(eq + 1), `--min-file ${spec.slice(0, eq)}`);
     } else if (a === '--json') json = true;
+    else if (a.startsWith('--')) throw new Error(`unknown option ${a}`);
     else file = path.resolve(a);
   }
+  return { file, minimums, json };
+}
+
+function main(argv) {
+  const { file, minimums, json } = parseArgs(argv);
   const { files, total } = scoreReport(JSON.parse(readFileSync(file, 'utf8')));
+  const low = minimums === null ? [] : belowMinimum(files, minimums);
   if (json) {
-    process.stdout.write(`${JSON.stringify({ report: path.relative(root, file), files, total })}\n`);
+    process.stdout.write(`${JSON.stringify({ report: path.relative(root, file), files, total, minimums, below: low })}\n`);
   } else {
     process.stdout.write(`mutation score per file (killed + timeout) ÷ (killed + timeout + survived + no coverage); static mutants left out\n`);
     process.stdout.write(`${table([...files, total])}\n`);
   }
-  if (min !== null) {
-    const low = files.filter((f) => f.score !== null && f.score < min);
-    for (const f of low) process.stderr.write(`mutation-score: ${f.file} ${f.score.toFixed(2)} % < ${min} %\n`);
-    if (low.length > 0) return 1;
+  if (low.length > 0) {
+    process.stderr.write(`mutation-score: ${low.length} of ${files.length} files below their minimum\n${belowTable(low)}\n`);
+    return 1;
   }
   return 0;
 }

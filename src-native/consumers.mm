@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "host.h"
@@ -13,24 +14,60 @@ namespace {
 // RTLD_LOCAL, so its symbols are invisible to dlsym(RTLD_DEFAULT): only the image list shows it.
 const char *const kConsumerImagePrefixes[] = {"libggml-metal", "libmlx"};
 
-// Symbols of a ggml-metal or MLX linked into another image (a static build has no image named after it).
-const char *const kConsumerSymbols[] = {
-    "ggml_backend_metal_reg",
-    "ggml_backend_metal_init",
-    "mlx_metal_is_available",
+// Symbols of a ggml-metal or MLX linked into another image (a static build has no image named after it), one list
+// per engine. dlsym takes the C name, without the leading underscore Mach-O adds.
+const char *const kGgmlMetalSymbols[] = {"ggml_backend_metal_reg", "ggml_backend_metal_init"};
+const char *const kMlxSymbols[] = {
+    "mlx_metal_is_available",              // mlx-c
+    "_ZN3mlx4core5metal12is_availableEv",  // C++ MLX: mlx::core::metal::is_available()
 };
+
+// The operating system's own libraries carry neither engine, and on macOS they are hundreds of images, each of
+// whose lookups would also search its dependents.
+const char *const kSystemImagePrefixes[] = {"/System/", "/usr/lib/"};
 
 std::string baseName(const std::string &path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+bool hasPrefix(const std::string &s, const char *prefix) { return s.compare(0, strlen(prefix), prefix) == 0; }
+
 bool isConsumerImage(const std::string &path) {
   std::string name = baseName(path);
   for (const char *prefix : kConsumerImagePrefixes) {
-    if (name.compare(0, strlen(prefix), prefix) == 0) return true;
+    if (hasPrefix(name, prefix)) return true;
   }
   return false;
+}
+
+bool isSystemImage(const std::string &path) {
+  for (const char *prefix : kSystemImagePrefixes) {
+    if (hasPrefix(path, prefix)) return true;
+  }
+  return false;
+}
+
+// Adds "symbol (in image)" for the first of `symbols` that `handle` resolves, unless its image is already named by
+// file name or the same entry is already there. dlsym through a library's handle also searches its dependencies,
+// so the entry names the image dladdr says defines the symbol, not the one searched.
+template <size_t N>
+void addEngine(void *handle, const char *const (&symbols)[N], std::vector<std::string> &found) {
+  for (const char *symbol : symbols) {
+    void *address = dlsym(handle, symbol);
+    if (address == nullptr) continue;
+    Dl_info info;
+    std::string image = dladdr(address, &info) != 0 && info.dli_fname != nullptr ? info.dli_fname : "";
+    if (!image.empty() && isConsumerImage(image)) return;
+    std::string entry = std::string(symbol) + (image.empty() ? "" : " (in " + baseName(image) + ")");
+    if (std::find(found.begin(), found.end(), entry) == found.end()) found.push_back(entry);
+    return;
+  }
+}
+
+void addEngines(void *handle, std::vector<std::string> &found) {
+  addEngine(handle, kGgmlMetalSymbols, found);
+  addEngine(handle, kMlxSymbols, found);
 }
 
 }  // namespace
@@ -44,15 +81,18 @@ std::vector<std::string> consumerImages(const std::vector<std::string> &paths) {
 }
 
 std::vector<std::string> loadedConsumers() {
-  std::vector<std::string> found = consumerImages(loadedImagePaths());
-  for (const char *symbol : kConsumerSymbols) {
-    void *address = dlsym(RTLD_DEFAULT, symbol);
-    if (address == nullptr) continue;
-    Dl_info info;
-    std::string image = dladdr(address, &info) != 0 && info.dli_fname != nullptr ? info.dli_fname : "";
-    // Already named by its image: a libggml-metal loaded RTLD_GLOBAL shows up both ways.
-    if (!image.empty() && isConsumerImage(image)) continue;
-    found.push_back(std::string(symbol) + (image.empty() ? "" : " (in " + baseName(image) + ")"));
+  std::vector<std::string> images = loadedImagePaths();
+  std::vector<std::string> found = consumerImages(images);
+  // The global scope: the main program and every image loaded RTLD_GLOBAL.
+  addEngines(RTLD_DEFAULT, found);
+  // Each image on its own, for one loaded RTLD_LOCAL with an engine linked in. RTLD_NOLOAD only hands out a handle
+  // to an image that is still loaded (nothing is loaded or promoted to global); the dlclose() gives it back.
+  for (const std::string &path : images) {
+    if (isSystemImage(path)) continue;
+    void *handle = dlopen(path.c_str(), RTLD_NOLOAD | RTLD_LAZY);
+    if (handle == nullptr) continue;  // unloaded since the walk, or no file to open (Linux's vDSO)
+    addEngines(handle, found);
+    dlclose(handle);
   }
   return found;
 }

@@ -59,6 +59,24 @@ std::string utf8(NSString *s) {
 }
 
 // A Metal exception or an allocation failure becomes the probe's `error` outcome, never a crash of the host process.
+#if defined(GNU_RUNTIME)
+// GCC's runtime (the Linux test build): clang gives every function of an Objective-C++ file GCC's Objective-C
+// personality, which reads each handler's type as a class name. A typed C++ catch (std::exception) would abort the
+// process when anything unwinds through it, and `@catch (id)` is a catch-all that would also take C++ exceptions
+// and hand over a pointer that is no object. So Objective-C exceptions are caught by class and C++ ones untyped.
+ProbeOutcome runGuarded(DoctorProbe probe, ProbeContext &ctx) {
+  try {
+    @try {
+      return runProbe(probe, ctx);
+    } @catch (NSException *exception) {
+      return makeOutcome(probe, DoctorStatus::Error, "Metal raised " + exceptionText(exception));
+    }
+  } catch (...) {
+    return makeOutcome(probe, DoctorStatus::Error, "the probe stopped: a C++ exception");
+  }
+}
+#else
+// Apple's runtime: Objective-C exceptions are C++ exceptions to the unwinder, and each catch takes only its own kind.
 ProbeOutcome runGuarded(DoctorProbe probe, ProbeContext &ctx) {
   @try {
     try {
@@ -70,6 +88,7 @@ ProbeOutcome runGuarded(DoctorProbe probe, ProbeContext &ctx) {
     return makeOutcome(probe, DoctorStatus::Error, "Metal raised " + exceptionText(exception));
   }
 }
+#endif
 
 DoctorDevice describe(id<MTLDevice> device, int index) {
   DoctorDevice d;

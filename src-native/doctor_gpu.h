@@ -57,6 +57,9 @@ class Deadline {
   bool passed() const;
   double elapsedMs() const;
   double budgetMs() const { return budgetMs_; }
+  // The whole budget again from now; elapsedMs() still counts from the start. For work before the GPU's, which
+  // is not the device's to answer for (nocopy-mmap writing its file).
+  void restart();
 
  private:
   std::chrono::steady_clock::time_point start_;

@@ -13,6 +13,10 @@ Deadline::Deadline(double budgetMs)
       end_(start_ + std::chrono::microseconds(static_cast<int64_t>(budgetMs * 1000.0))),
       budgetMs_(budgetMs) {}
 
+void Deadline::restart() {
+  end_ = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(budgetMs_ * 1000.0));
+}
+
 bool Deadline::passed() const { return std::chrono::steady_clock::now() >= end_; }
 
 double Deadline::elapsedMs() const {

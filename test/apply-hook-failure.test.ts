@@ -1,6 +1,7 @@
-// A device class that lacks a query cannot be hooked: applyProfile throws ERR_HOOK_FAILED with nothing left
-// installed, and register, inside a VM, lets the program run unpatched with a warning. Repeatable: the class never
-// gains the query.
+// A device class that lacks a query cannot be hooked: applyProfile returns `applied: false` with reason
+// 'hook-failed' and nothing installed (strict: true throws NativeError ERR_HOOK_FAILED), register, inside a VM, lets
+// the program run unpatched with a warning, and a live audit, which has no patched side to show, fails with
+// ERR_HOOK_FAILED. Repeatable: the class never gains the query.
 import { editedSnapshot } from './apply-helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot('vz-guest-m1-ultra-tahoe-stock', 'lacks-working-set', (s) => {
@@ -13,15 +14,23 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot('vz-guest-m1-ultra-taho
 
 import { beforeAll, expect, it } from 'vitest';
 import { applyProfile, status } from '../lib/apply.js';
+import { audit } from '../lib/audit.js';
 import { NativeError } from '../lib/errors.js';
 import { probe } from '../lib/probe.js';
+import { resolveProfile } from '../lib/profiles.js';
 import { registerFromEnvironment } from '../lib/registration.js';
 import { importRegister } from './apply-helpers.js';
-import { describeSim, requireSimBuild } from './helpers.js';
+import { describeSim, requireSimBuild, runCli } from './helpers.js';
 
 // The engine's own message (src-native/patch.mm), then applyProfile's promise that nothing changed.
 const HOOK_MESSAGE =
   'cannot hook -[SimBrokenDevice recommendedMaxWorkingSetSize]: the class does not implement it (a Metal validation or capture wrapper such as MTLDebugDevice can lack it: unset MTL_DEBUG_LAYER and retry)';
+const DETAIL = `${HOOK_MESSAGE}; nothing was changed`;
+const ABOVE_HARDWARE = {
+  code: 'threadgroup-memory-above-hardware',
+  message:
+    'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
+};
 const INACTIVE = { supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null };
 
 function thrownBy(fn: () => unknown): unknown {
@@ -36,21 +45,53 @@ function thrownBy(fn: () => unknown): unknown {
 describeSim('a device class that cannot be hooked', () => {
   beforeAll(requireSimBuild);
 
-  it('applyProfile throws NativeError ERR_HOOK_FAILED, strict or not, and nothing is installed', () => {
+  it('applyProfile without strict: a not-applied result with reason hook-failed, and nothing is installed', () => {
     const stock = probe({ allDevices: true });
-    for (const options of [{}, { strict: true }]) {
-      const err = thrownBy(() => applyProfile('cua-release', options));
-      expect(err).toBeInstanceOf(NativeError);
-      expect(err).toMatchObject({ code: 'ERR_HOOK_FAILED', message: `${HOOK_MESSAGE}; nothing was changed` });
+    for (const options of [{}, { trace: true }, { strict: false }]) {
+      expect(applyProfile('cua-release', options)).toEqual({
+        applied: false,
+        reason: 'hook-failed',
+        detail: DETAIL,
+        profile: resolveProfile('cua-release'),
+        patchedClasses: [],
+        before: null,
+        after: null,
+        changed: [],
+        warnings: [ABOVE_HARDWARE],
+        verification: null,
+      });
       expect(status()).toEqual(INACTIVE);
       expect(probe({ allDevices: true })).toEqual(stock);
     }
   });
 
+  it('applyProfile with strict: true throws NativeError ERR_HOOK_FAILED, and nothing is installed', () => {
+    const stock = probe({ allDevices: true });
+    const err = thrownBy(() => applyProfile('apple7', { strict: true }));
+    expect(err).toBeInstanceOf(NativeError);
+    expect(err).toMatchObject({ name: 'NativeError', code: 'ERR_HOOK_FAILED', message: DETAIL });
+    expect(status()).toEqual(INACTIVE);
+    expect(probe({ allDevices: true })).toEqual(stock);
+  });
+
+  it('a live audit has no patched side to show: it throws NativeError ERR_HOOK_FAILED, and nothing is installed', () => {
+    const err = thrownBy(() => audit({ profile: 'apple7' }));
+    expect(err).toBeInstanceOf(NativeError);
+    expect(err).toMatchObject({ code: 'ERR_HOOK_FAILED', message: DETAIL });
+    expect(status()).toEqual(INACTIVE);
+  });
+
+  it('CLI audit --json: exit 1, the error as JSON on stdout and the line on stderr', () => {
+    const r = runCli(['audit', '--json', '--profile', 'apple7'], { METAL_CAP_SHIM_SIM_SNAPSHOT: process.env.METAL_CAP_SHIM_SIM_SNAPSHOT });
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'ERR_HOOK_FAILED', message: DETAIL } });
+    expect(r.stderr).toBe(`metal-cap-shim: ERR_HOOK_FAILED: ${DETAIL}\n`);
+  });
+
   it('registerFromEnvironment: not-applied, with the code and the message', () => {
     expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'apple7' })).toEqual({
       action: 'not-applied',
-      why: `ERR_HOOK_FAILED: ${HOOK_MESSAGE}; nothing was changed`,
+      why: `hook-failed: ${DETAIL}`,
     });
     expect(status()).toEqual(INACTIVE);
   });
@@ -60,7 +101,7 @@ describeSim('a device class that cannot be hooked', () => {
       exits: [],
       warnings: [
         [
-          `metal-cap-shim/register: profile not applied (ERR_HOOK_FAILED: ${HOOK_MESSAGE}; nothing was changed)`,
+          `metal-cap-shim/register: profile not applied (hook-failed: ${DETAIL})`,
           { code: 'METAL_CAP_SHIM_NOT_APPLIED' },
         ],
       ],

@@ -15,7 +15,8 @@ const dir = mkdtempSync(path.join(tmpdir(), 'mcs-details-'));
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
 const NO_SIM = { METAL_CAP_SHIM_SIM_SNAPSHOT: undefined };
 const version = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
-const COMMANDS = ['probe', 'audit', 'exec', 'report', 'matrix', 'profiles', 'snapshot'];
+// Every command of lib/cli.ts, in the order of its table; the main-help test below fails when the two differ.
+const COMMANDS = ['probe', 'audit', 'exec', 'report', 'matrix', 'profiles', 'snapshot', 'doctor'];
 
 describe('--json failures are JSON on stdout, the message on stderr, exit codes as documented', () => {
   it.each([
@@ -85,15 +86,23 @@ describe('--version works at top level and on every command', () => {
 });
 
 describe('--help lists the bundled snapshot names', () => {
-  it.each([[['--help']], [['probe', '--help']], [['audit', '--help']], [['report', '--help']], [['help', 'probe']]])('%j', (args) => {
+  it.each([[['--help']], [['probe', '--help']], [['audit', '--help']], [['report', '--help']], [['doctor', '--help']], [['help', 'probe']]])('%j', (args) => {
     const r = runCli(args);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain(`Bundled snapshots: ${listSnapshots().join(', ')}`);
   });
 
-  it('the main help lists every command, snapshot included', () => {
+  it('the main help lists every command, snapshot and doctor included, and no other', () => {
     const r = runCli(['--help']);
-    for (const c of COMMANDS) expect(r.stdout).toMatch(new RegExp(`^  ${c} +\\S`, 'm'));
+    const listed = r.stdout.split('Commands:\n')[1]!.split('\n\n')[0]!.split('\n');
+    expect(listed.map((line) => /^  (\S+) +\S/.exec(line)?.[1])).toEqual(COMMANDS);
+  });
+
+  it.each(COMMANDS)('%s --help: its usage on stdout, exit 0, nothing on stderr', (c) => {
+    const r = runCli([c, '--help']);
+    expect(r.status).toBe(0);
+    expect(r.stdout.split('\n')[0]).toMatch(new RegExp(`^Usage: metal-cap-shim ${c} [[]`));
+    expect(r.stderr).toBe('');
   });
 });
 

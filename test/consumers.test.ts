@@ -1,38 +1,19 @@
 // "Consumer already loaded", over the simulated VM guest: ggml's dynamic backend loader (node-llama-cpp's prebuilt
-// binaries) loads libggml-metal.* with RTLD_LOCAL, where dlsym(RTLD_DEFAULT, …) cannot see its symbols.
+// binaries) loads libggml-metal.* with RTLD_LOCAL, where dlsym(RTLD_DEFAULT, …) cannot see its symbols; an app
+// library with ggml-metal or MLX linked in statically may be loaded that way too. The tests share one process, so
+// each one's list holds the libraries loaded before it.
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { constants as osConstants, tmpdir } from 'node:os';
+import { mkdtempSync, realpathSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { applyProfile, restore } from '../lib/apply.js';
-import { describeSim, requireSimBuild } from './helpers.js';
+import { describeSim, loadLibrary, requireSimBuild } from './helpers.js';
 
-const require = createRequire(import.meta.url);
-const napiInclude = path.join(path.dirname(require.resolve('node-api-headers/package.json')), 'include');
 let dir: string;
-
-/** A minimal Node-API module under `name`: process.dlopen keeps only a library that registers a module. */
-function library(name: string): string {
-  const file = path.join(dir, name);
-  const source = path.join(dir, `${name}.c`);
-  writeFileSync(
-    source,
-    `#include <node_api.h>
-void ggml_backend_metal_reg(void) {}
-NAPI_MODULE_INIT() { return exports; }
-`,
-  );
-  execFileSync('clang-14', ['-shared', '-fPIC', `-I${napiInclude}`, source, '-o', file]);
-  return file;
-}
-
-function loadLocal(file: string): void {
-  process.dlopen({ exports: {} }, file, osConstants.dlopen.RTLD_NOW | osConstants.dlopen.RTLD_LOCAL);
-}
+const ggmlMetal = ['ggml_backend_metal_reg', 'ggml_backend_metal_init'];
+const mlxCxx = '_ZN3mlx4core5metal12is_availableEv';
 
 const consumerWarning = (what: string) => ({
   code: 'consumer-already-loaded',
@@ -43,6 +24,8 @@ const thresholdWarning = {
   message:
     'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
 };
+const consumers = (profile: 'cua-release' | 'apple9-hw-tg') =>
+  applyProfile(profile).warnings.filter((w) => w.code === 'consumer-already-loaded');
 
 describeSim('consumer-already-loaded sees libraries loaded RTLD_LOCAL', () => {
   beforeAll(() => {
@@ -54,23 +37,42 @@ describeSim('consumer-already-loaded sees libraries loaded RTLD_LOCAL', () => {
   });
 
   it('no warning before a consumer is loaded; an unrelated ggml library is no consumer', () => {
-    loadLocal(library('libggml-base.so'));
+    loadLibrary(dir, 'libggml-base.so', ['ggml_backend_cpu_reg']);
     expect(applyProfile('cua-release').warnings).toEqual([thresholdWarning]);
   });
 
   it('a libggml-metal loaded RTLD_LOCAL before applyProfile() is named, once, by its image', () => {
-    const file = library('libggml-metal.so');
-    loadLocal(file);
+    const file = loadLibrary(dir, 'libggml-metal.so', ggmlMetal);
     expect(applyProfile('cua-release').warnings).toEqual([thresholdWarning, consumerWarning(`libggml-metal.so (${file})`)]);
   });
 
   it('so is an MLX library', () => {
-    const file = library('libmlx.so');
-    loadLocal(file);
-    const consumers = applyProfile('apple9-hw-tg').warnings.filter((w) => w.code === 'consumer-already-loaded');
-    expect(consumers).toEqual([
+    const file = loadLibrary(dir, 'libmlx.so', ['mlx_metal_is_available', mlxCxx]);
+    expect(consumers('apple9-hw-tg')).toEqual([
       consumerWarning(`libggml-metal.so (${path.join(dir, 'libggml-metal.so')})`),
       consumerWarning(`libmlx.so (${file})`),
+    ]);
+  });
+
+  it('ggml-metal linked into a library named otherwise, loaded RTLD_LOCAL, is named by its symbol: once per engine', () => {
+    loadLibrary(dir, 'libapp.so', ggmlMetal);
+    expect(consumers('apple9-hw-tg')).toEqual([
+      consumerWarning(`libggml-metal.so (${path.join(dir, 'libggml-metal.so')})`),
+      consumerWarning(`libmlx.so (${path.join(dir, 'libmlx.so')})`),
+      consumerWarning('ggml_backend_metal_reg (in libapp.so)'),
+    ]);
+  });
+
+  it('so are C++ MLX, mlx-c and either ggml-metal symbol alone, each engine of a library named once', () => {
+    loadLibrary(dir, 'libtool.so', [mlxCxx]);
+    loadLibrary(dir, 'libboth.so', ['ggml_backend_metal_init', 'mlx_metal_is_available']);
+    expect(consumers('apple9-hw-tg')).toEqual([
+      consumerWarning(`libggml-metal.so (${path.join(dir, 'libggml-metal.so')})`),
+      consumerWarning(`libmlx.so (${path.join(dir, 'libmlx.so')})`),
+      consumerWarning('ggml_backend_metal_reg (in libapp.so)'),
+      consumerWarning(`${mlxCxx} (in libtool.so)`),
+      consumerWarning('ggml_backend_metal_init (in libboth.so)'),
+      consumerWarning('mlx_metal_is_available (in libboth.so)'),
     ]);
   });
 });

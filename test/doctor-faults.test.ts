@@ -1,7 +1,8 @@
 // Each fault the simulated Metal can be given (test/fixtures/snapshots/doctor-faults.json) leads to its status,
 // its judgement, the verified profile and its recommendations, through doctor() and the real addon. The faults are
 // injected: this tests the decisions, not how a real GPU fails (test/live/ runs doctor on a Mac).
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
@@ -10,7 +11,7 @@ import { doctor } from '../lib/doctor.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import type { DoctorDevice } from '../lib/doctor/types.js';
 import { resolveProfile } from '../lib/profiles.js';
-import { describeSim, dist, jsonFrom, requireSimBuild, root, runNode } from './helpers.js';
+import { describeSim, dist, jsonFrom, requireSimBuild, root, runCli, runNode } from './helpers.js';
 
 const FIXTURE = path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-faults.json');
 const temp = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-faults-'));
@@ -209,7 +210,7 @@ describeSim('when the candidate profile cannot be installed, doctor still report
       ),
     );
 
-  it('a hook that cannot be installed (ERR_HOOK_FAILED): no patched run, and why', () => {
+  it('a hook that cannot be installed (hook-failed): no patched run, and why', () => {
     const file = guestWith('doctor-lacks', (s) => {
       const broken = structuredClone(s.devices[0]);
       broken.className = 'SimBrokenDevice';
@@ -219,7 +220,7 @@ describeSim('when the candidate profile cannot be installed, doctor still report
     });
     const r = doctorIn(file, 'cua-release');
     expect(r.patchedRun).toMatchObject({ ran: false });
-    expect((r.patchedRun as { why: string }).why).toMatch(/^cua-release could not be installed \(ERR_HOOK_FAILED: .*SimBrokenDevice recommendedMaxWorkingSetSize/);
+    expect((r.patchedRun as { why: string }).why).toMatch(/^cua-release was not applied \(hook-failed: .*SimBrokenDevice recommendedMaxWorkingSetSize/);
     expect(r.probes).toEqual([
       ['simdgroup-reduction', 'skipped', false],
       ['simdgroup-matrix', 'skipped', false],
@@ -244,3 +245,155 @@ describeSim('when the candidate profile cannot be installed, doctor still report
     expect(r.status).toMatchObject({ active: false, hooks: [] });
   });
 });
+
+describeSim('preparing the generated file is not the device: a slow or failed write finds no fault', () => {
+  beforeAll(requireSimBuild);
+
+  it('a write that outlasts the whole deadline: the GPU phase decides, so the device is proven and nothing is advised', () => {
+    const own = mkdtempSync(path.join(temp, 'tmp-'));
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = own;
+    let d: DoctorDevice;
+    try {
+      d = doctor({ device: 0, probes: ['nocopy-mmap'], mmapSize: 256 << 20, timeoutMs: 100, cache: false }).devices[0]!;
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+    }
+    const nocopy = d.probes.find((p) => p.id === 'nocopy-mmap')!;
+    expect([nocopy.status, nocopy.judgement]).toEqual(['pass', 'proven']);
+    // Writing 256 MiB took longer than the 100 ms budget; before, that was a timeout judged faulty.
+    expect(nocopy.ms!).toBeGreaterThan(100);
+    expect(d.faults).toEqual([]);
+    expect(d.recommendations).toEqual([]);
+    expect(readdirSync(own)).toEqual([]);
+  });
+
+  it('a write that fails (a file-size limit: EFBIG, as ENOSPC would): error, unknown, no fault, no advice, exit 0', () => {
+    // The shell's file-size limit (ulimit -f, in KiB) stops the write at 2 MiB of 4; SIGXFSZ is ignored so pwrite
+    // returns EFBIG instead of killing the process.
+    const own = mkdtempSync(path.join(temp, 'tmp-'));
+    const limited = (command: string) =>
+      spawnSync('bash', ['-c', `trap '' XFSZ; ulimit -f 2048; exec ${command}`], {
+        encoding: 'utf8',
+        cwd: root,
+        env: { ...process.env, TMPDIR: own, NO_COLOR: '1' },
+        timeout: 60_000,
+      });
+    const code = `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
+      const d = m.doctor({ device: 0, probes: ['nocopy-mmap'], mmapSize: ${4 << 20}, cache: false }).devices[0];
+      const p = d.probes.find((x) => x.id === 'nocopy-mmap');
+      console.log(JSON.stringify({ probe: [p.status, p.judgement, p.detail], faults: d.faults, recommendations: d.recommendations }));`;
+    const script = path.join(temp, 'failed-write.mjs');
+    writeFileSync(script, code);
+    const r = jsonFrom<{ probe: string[]; faults: string[]; recommendations: unknown[] }>(
+      limited(`${JSON.stringify(process.execPath)} ${JSON.stringify(script)}`),
+    );
+    expect(r).toEqual({
+      probe: ['error', 'unknown', 'writing the generated file failed: File too large'],
+      faults: [],
+      recommendations: [],
+    });
+    const cliRun = limited(`${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(dist, 'cli.js'))} doctor --device 0 --mmap-size 4M --json`);
+    expect(cliRun.status).toBe(0);
+    const report = JSON.parse(cliRun.stdout) as { devices: DoctorDevice[] };
+    expect(report.devices[0]!.probes.find((p) => p.id === 'nocopy-mmap')).toMatchObject({
+      status: 'error',
+      judgement: 'unknown',
+      detail: 'writing the generated file failed: File too large',
+    });
+    expect(report.devices[0]!.faults).toEqual([]);
+    expect(readdirSync(own)).toEqual([]);
+  });
+
+  it('the CLI killed while it writes a large file leaves no file behind (the file has no name once it is open)', async () => {
+    const own = mkdtempSync(path.join(temp, 'tmp-'));
+    const size = 512 << 20;
+    const child = spawn(process.execPath, [path.join(dist, 'cli.js'), 'doctor', '--device', '0', '--mmap-size', '512M'], {
+      env: { ...process.env, TMPDIR: own, XDG_CACHE_HOME: mkdtempSync(path.join(temp, 'cache-')) },
+      stdio: 'ignore',
+    });
+    let written = -1;
+    try {
+      // Wait until the probe has both descriptors open and has begun writing.
+      const end = Date.now() + 30_000;
+      for (;;) {
+        const open = descriptorsUnder(child.pid!, own);
+        written = open.length === 2 ? statSync(open[0]!.fd).size : -1;
+        if (written > 0) {
+          expect(open.map((x) => x.target)).toEqual([open[0]!.target, open[0]!.target]);
+          expect(open[0]!.target).toMatch(/ \(deleted\)$/);
+          break;
+        }
+        if (Date.now() > end) throw new Error('the doctor never started writing its file');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(readdirSync(own)).toEqual([]);
+    } finally {
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
+    // Killed mid-write: some of the file was written, not all of it.
+    expect(written).toBeGreaterThan(0);
+    expect(written).toBeLessThan(size);
+    expect(readdirSync(own)).toEqual([]);
+  });
+});
+
+describeSim('a Metal exception is an error, not a fault', () => {
+  beforeAll(requireSimBuild);
+  const SNAPSHOT = path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-sim-behaviours.json');
+  const RAISED =
+    'Metal raised NSInternalInconsistencyException: simulated exception at commit, recorded in the snapshot: fixture: Metal raises at commit';
+
+  it('through doctor(): every probe error with the reason, judgement unknown, no fault, no advice, nothing proven', () => {
+    const r = jsonFrom<{ probes: [string, string, string, string | undefined][]; faults: string[]; recommendations: unknown[]; profile: unknown }>(
+      runNode(
+        `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
+         const d = m.doctor({ device: 0, mmapSize: ${MMAP}, cache: false }).devices[0];
+         console.log(JSON.stringify({ probes: d.probes.map((p) => [p.id, p.status, p.judgement, p.detail ?? p.stock?.detail]), faults: d.faults, recommendations: d.recommendations, profile: d.verifiedProfile }));`,
+        { METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT, XDG_CACHE_HOME: temp },
+      ),
+    );
+    expect(r.probes.map(([id, status, judgement]) => [id, status, judgement])).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'error', 'unknown']));
+    for (const [, , , detail] of r.probes) expect(detail).toContain(RAISED);
+    expect(r.faults).toEqual([]);
+    expect(r.recommendations).toEqual([]);
+    expect(r.profile).toEqual(NOTHING);
+  });
+
+  it('through the CLI: exit 0, and the report shows the reason', () => {
+    const r = runCli(['doctor', '--device', '0', '--mmap-size', '1M', '--json'], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT,
+      XDG_CACHE_HOME: temp,
+    });
+    expect(r.status).toBe(0);
+    const report = JSON.parse(r.stdout) as { devices: DoctorDevice[] };
+    expect(report.devices[0]!.probes.map((p) => [p.id, p.status, p.judgement])).toEqual(
+      DOCTOR_PROBE_IDS.map((id) => [id, 'error', 'unknown']),
+    );
+    expect(report.devices[0]!.faults).toEqual([]);
+    expect(report.devices[0]!.recommendations).toEqual([]);
+  });
+});
+
+/** The descriptors process `pid` has open on files under `dir`: their /proc path and what they point to. */
+function descriptorsUnder(pid: number, dir: string): { fd: string; target: string }[] {
+  const out: { fd: string; target: string }[] = [];
+  let fds: string[] = [];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return out;
+  }
+  for (const n of fds) {
+    try {
+      const fd = `/proc/${pid}/fd/${n}`;
+      const target = readlinkSync(fd);
+      if (target.startsWith(`${dir}/`)) out.push({ fd, target });
+    } catch {
+      // closed between the listing and the readlink
+    }
+  }
+  return out;
+}

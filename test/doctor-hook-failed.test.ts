@@ -1,5 +1,5 @@
 // doctor in this process when the candidate profile cannot be installed: one device class lacks a query, so
-// installing the hooks fails (ERR_HOOK_FAILED) and applyProfile installs none. doctor reports the stock run, says
+// installing the hooks fails (reason hook-failed) and applyProfile installs none. doctor reports the stock run, says
 // why there was no patched run, and leaves nothing behind. (doctor-verify-failed.test.ts: installed, then taken out.)
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,7 +27,7 @@ describeSim('a candidate profile that cannot be installed', () => {
   it('no patched run, and why; the stock run decides; no hook is left and nothing is restored', () => {
     const r = doctor({ probes: ['bfloat', 'residency-set'], profile: 'apple7', cache: false });
     expect(r.patchedRun.ran).toBe(false);
-    expect(r.patchedRun.why).toMatch(/^apple7 could not be installed \(ERR_HOOK_FAILED: .*SimBrokenDevice recommendedMaxWorkingSetSize/);
+    expect(r.patchedRun.why).toMatch(/^apple7 was not applied \(hook-failed: .*SimBrokenDevice recommendedMaxWorkingSetSize/);
     expect(r.restore).toBeNull();
     expect(r.devices.map((d) => [d.index, d.reported.patched, d.probes.map((p) => [p.id, p.status, 'patched' in p])])).toEqual(
       [0, 1].map((index) => [
@@ -48,6 +48,6 @@ describeSim('a candidate profile that cannot be installed', () => {
 
   it('a custom candidate is named as such', () => {
     const r = doctor({ probes: ['bfloat'], profile: { appleFamilyMax: 1008 }, cache: false });
-    expect(r.patchedRun.why).toMatch(/^the candidate profile could not be installed \(ERR_HOOK_FAILED: /);
+    expect(r.patchedRun.why).toMatch(/^the candidate profile was not applied \(hook-failed: /);
   });
 });

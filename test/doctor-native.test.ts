@@ -5,7 +5,8 @@
 // (test/live/). Runtime exercised: GCC's libobjc with GNUstep Foundation.
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = new URL('./fixtures/snapshots/doctor-faults.json', import.meta.url).pathname;
 
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor-probes.js';
@@ -22,7 +23,7 @@ import {
   removeTempDirs,
   SAMPLED,
 } from './doctor-helpers.js';
-import { describeSim, requireSimBuild } from './helpers.js';
+import { describeSim, requireSimBuild, root } from './helpers.js';
 
 const HEALTHY = 0;
 const FAULTS_A = 1;
@@ -33,6 +34,32 @@ const UNBACKED = 5;
 
 let binding: NativeBinding;
 const openDescriptors = () => readdirSync('/proc/self/fd').length;
+
+/** What process `pid` has open under `dir` (readlink of its descriptors); empty when nothing is. */
+function filesOpenUnder(pid: number, dir: string): string[] {
+  const fds = `/proc/${pid}/fd`;
+  const out: string[] = [];
+  for (const fd of readdirSync(fds)) {
+    try {
+      const target = readlinkSync(`${fds}/${fd}`);
+      if (target.startsWith(`${dir}/`)) out.push(target);
+    } catch {
+      // closed between the listing and the readlink
+    }
+  }
+  return out;
+}
+
+/** Polls `probe` until it returns `count` entries, or fails after `ms`. */
+async function waitFor(probe: () => string[], count: number, ms: number): Promise<string[]> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const found = probe();
+    if (found.length >= count) return found;
+    if (Date.now() > end) throw new Error(`nothing turned up within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 
 describeSim('native doctor() over the simulated Metal', () => {
   beforeAll(() => {
@@ -198,14 +225,66 @@ describeSim('native doctor() over the simulated Metal', () => {
     expect(openDescriptors()).toBe(before);
   });
 
-  it('writing a large generated file counts against the deadline: timeout, and the file is gone', () => {
+  // The deadline bounds the GPU's work: writing the generated file comes first, so a slow disk is never a hang.
+  it('writing the generated file is outside the deadline: a 1 ms budget and a 64 MiB file still pass', () => {
     const o = options(HEALTHY, { probes: ['nocopy-mmap'], timeoutMs: 1, mmapSize: 64 << 20 });
     const r = binding.doctor(o);
+    const generated = 'a generated 67108864 bytes file';
     expect(r.outcomes).toEqual([
-      outcome('nocopy-mmap', 'timeout', 'writing the 67108864 bytes file took longer than 1 ms'),
+      outcome(
+        'nocopy-mmap',
+        'pass',
+        `the GPU read all 64 sampled blocks (4096 bytes each) of ${generated} through a NoCopy buffer over its mmap as the file holds them, also after the file's pages changed`,
+        { bufferLength: 64 << 20 },
+      ),
     ]);
-    expect(r.outcomes[0]!.ms).toBeLessThan(1000);
+    // ms counts the whole probe, the writing included: far beyond the 1 ms budget, yet no timeout.
+    expect(r.outcomes[0]!.ms).toBeGreaterThan(1);
+    expect(r.outcomes[0]!.ms).toBeLessThan(60_000);
     expect(readdirSync(o.tempDir)).toEqual([]);
+  });
+
+  it('after a 64 MiB file is written, a hanging GPU still gets its whole deadline, and its dispatch is what times out', () => {
+    const timeoutMs = 150;
+    const o = options(HANGS, { probes: ['nocopy-mmap'], timeoutMs, mmapSize: 64 << 20 });
+    const r = binding.doctor(o);
+    expect(r.outcomes).toEqual([
+      outcome('nocopy-mmap', 'timeout', 'the checksum dispatch over the NoCopy buffer did not complete within 150 ms', {
+        bufferLength: 64 << 20,
+      }),
+    ]);
+    expect(r.outcomes[0]!.ms).toBeGreaterThanOrEqual(timeoutMs);
+    expect(r.outcomes[0]!.ms).toBeLessThan(60_000);
+    expect(readdirSync(o.tempDir)).toEqual([]);
+  });
+
+  it('the generated file has no directory entry while the probe runs, so a killed process leaves nothing behind', async () => {
+    // A child hangs in the probe with the file written and mapped; its descriptors show the file, the directory
+    // does not. SIGKILL runs no destructor, so what is left after it is what any crash or Ctrl-C would leave.
+    const dir = freshDir();
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { createRequire } from 'node:module';
+         const require = createRequire(${JSON.stringify(path.join(root, 'package.json'))});
+         const binding = require(${JSON.stringify(path.join(root, 'build', 'Release', 'metal_cap_shim.node'))});
+         binding.doctor(${JSON.stringify(options(HANGS, { probes: ['nocopy-mmap'], timeoutMs: 120_000, mmapSize: 8 << 20, tempDir: dir }))});`,
+      ],
+      { env: process.env, stdio: 'ignore' },
+    );
+    try {
+      // The writer and the reader, both open on one file that no longer has a name.
+      const open = await waitFor(() => filesOpenUnder(child.pid!, dir), 2, 30_000);
+      expect(open).toEqual([open[0], open[0]]);
+      expect(open[0]).toMatch(new RegExp(`^${dir}/metal-cap-shim-doctor-\\w{6} \\(deleted\\)$`));
+      expect(readdirSync(dir)).toEqual([]);
+    } finally {
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
+    expect(readdirSync(dir)).toEqual([]);
   });
 
   it('leaves no file, no descriptor and no hook behind, whatever the outcome', () => {
@@ -234,7 +313,7 @@ describeSim('native doctor() over the simulated Metal', () => {
       outcome(
         'nocopy-mmap',
         'pass',
-        `the GPU read all 25 sampled blocks (4096 bytes each) of '${file}' through a NoCopy buffer over its mmap as the file holds them`,
+        `the GPU read all 25 sampled blocks (4096 bytes each) of '${file}' through a NoCopy buffer over its mmap as the file holds them; page-change check skipped: '${file}' is opened read-only; run without --mmap-file to test stale pages`,
         { bufferLength: 102400 },
       ),
     ]);
@@ -244,12 +323,20 @@ describeSim('native doctor() over the simulated Metal', () => {
     expect(openDescriptors()).toBe(before);
   });
 
-  it("the user's file never changes, so only a generated file shows stale pages; a zero length shows on both", () => {
+  it("the user's file never changes, so only a generated file shows stale pages, and the pass says so; a zero length shows on both", () => {
     const dir = freshDir();
     const file = path.join(dir, 'weights.bin');
     writeFileSync(file, Buffer.alloc(8192, 1));
     const stale = binding.doctor(options(FAULTS_A, { probes: ['nocopy-mmap'], mmapFile: file }));
-    expect(stale.outcomes[0]).toMatchObject({ status: 'pass', bufferLength: 8192 });
+    expect(stale.outcomes).toEqual([
+      outcome(
+        'nocopy-mmap',
+        'pass',
+        `the GPU read all 2 sampled blocks (4096 bytes each) of '${file}' through a NoCopy buffer over its mmap as the file holds them; page-change check skipped: '${file}' is opened read-only; run without --mmap-file to test stale pages`,
+        { bufferLength: 8192 },
+      ),
+    ]);
+    expect(readFileSync(file).equals(Buffer.alloc(8192, 1))).toBe(true);
     const zero = binding.doctor(options(FAULTS_B, { probes: ['nocopy-mmap'], mmapFile: file }));
     expect(zero.outcomes).toEqual([
       outcome(

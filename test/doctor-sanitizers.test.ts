@@ -49,6 +49,33 @@ describeSim('doctor under AddressSanitizer + UndefinedBehaviorSanitizer (GCC run
     }
   }, 180_000);
 
+  it.skipIf(!built)('Metal raising at commit on every probe, and a threadgroup limit that follows the answer: no report, no file left', () => {
+    // The exception unwinds through the probe's mapping, buffers and descriptors: what that leaves is what ASan sees.
+    const dir = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-asan-'));
+    try {
+      const r = spawnSync(binary, ['3', dir], {
+        encoding: 'utf8',
+        timeout: 120_000,
+        env: {
+          ...process.env,
+          METAL_CAP_SHIM_SIM_SNAPSHOT: path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-sim-behaviours.json'),
+          ASAN_OPTIONS: 'detect_leaks=0:halt_on_error=1',
+          UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',
+        },
+      });
+      expect(r.stderr).not.toMatch(/ERROR: AddressSanitizer|runtime error:/);
+      expect(r.status, r.stderr.slice(-3000)).toBe(0);
+      expect(r.stdout.trim().split('\n')).toEqual([
+        ...PROBES.map((id) => `0 ${id} error`),
+        ...PROBES.map((id) => `1 ${id} pass`),
+        'rounds 3, devices 2, outcomes 36',
+      ]);
+      expect(readdirSync(dir)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
+
   it.skipIf(built)('the sanitizer build is missing: run `node scripts/build-sim.mjs --sanitize`', () => {
     expect(built).toBe(true);
   });

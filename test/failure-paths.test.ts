@@ -30,22 +30,21 @@ const run = <T>(snapshot: string, body: string) => {
 describeSim('applyProfile failure paths', () => {
   beforeAll(requireSimBuild);
 
-  it('a device class that cannot be hooked: ERR_HOOK_FAILED, and the hooks already installed are taken out', () => {
+  it('a device class that cannot be hooked: not applied (hook-failed), and the hooks already installed are taken out', () => {
     const file = snapshotFile('lacks-working-set', (s) => {
       const broken = structuredClone(s.devices[0]);
       broken.className = 'SimBrokenDevice';
       broken.simulation = { methodsOnConcreteClass: false, lacks: 'recommendedMaxWorkingSetSize' };
       s.devices.push(broken);
     });
-    const r = run<{ code: string; message: string; status: { active: boolean; hooks: unknown[] }; apple9: boolean[] }>(
+    const r = run<{ result: Record<string, unknown>; status: { active: boolean; hooks: unknown[] }; apple9: boolean[] }>(
       file,
-      `let code = null, message = null;
-       try { m.applyProfile('cua-release'); } catch (e) { code = e.code; message = e.message; }
-       console.log(JSON.stringify({ code, message, status: m.status(), apple9: m.probe({ allDevices: true }).devices.map((d) => d.families.apple9) }));`,
+      `const result = m.applyProfile('cua-release');
+       console.log(JSON.stringify({ result, status: m.status(), apple9: m.probe({ allDevices: true }).devices.map((d) => d.families.apple9) }));`,
     );
-    expect(r.code).toBe('ERR_HOOK_FAILED');
-    expect(r.message).toContain('SimBrokenDevice recommendedMaxWorkingSetSize');
-    expect(r.message).toContain('nothing was changed');
+    expect(r.result).toMatchObject({ applied: false, reason: 'hook-failed', patchedClasses: [], verification: null });
+    expect(r.result.detail).toContain('SimBrokenDevice recommendedMaxWorkingSetSize');
+    expect(r.result.detail).toContain('nothing was changed');
     expect(r.status).toMatchObject({ active: false, hooks: [] });
     expect(r.apple9).toEqual([false, false]);
   });
@@ -61,7 +60,7 @@ describeSim('applyProfile failure paths', () => {
     expect(r.status).toBe(0);
     expect(r.stdout.trim()).toBe('program ran');
     expect(r.stderr).toContain('METAL_CAP_SHIM_NOT_APPLIED');
-    expect(r.stderr).toContain('ERR_HOOK_FAILED');
+    expect(r.stderr).toContain('profile not applied (hook-failed: cannot hook -[AppleParavirtDevice supportsFamily:]');
   });
 
   it('an answer that does not match the profile fails verification: not applied, and the patch is taken out', () => {

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync, type SpawnSyncOptions, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
@@ -46,13 +46,32 @@ export interface FixtureAnswers {
   recommendedMaxWorkingSetSize: number;
 }
 
-/** Loads the fixture addon; with `global`, its symbols (e.g. ggml_backend_metal_reg) become visible to dlsym. */
+/** Loads the fixture addon; with `global`, its symbols become visible to dlsym(RTLD_DEFAULT). */
 export function loadFixture(global = false): SimFixture {
   const file = path.join(root, 'build', 'test', 'sim_fixture.node');
   if (!global) return createRequire(import.meta.url)(file) as SimFixture;
   const module = { exports: {} as SimFixture };
   process.dlopen(module, file, osConstants.dlopen.RTLD_NOW | osConstants.dlopen.RTLD_GLOBAL);
   return module.exports;
+}
+
+/**
+ * Builds `dir/name`, a minimal Node-API module defining the C functions `symbols` (process.dlopen keeps only a
+ * library that registers a module), and loads it into this process RTLD_LOCAL, or RTLD_GLOBAL with `global`.
+ * Returns its path.
+ */
+export function loadLibrary(dir: string, name: string, symbols: string[], global = false): string {
+  const file = path.join(dir, name);
+  const source = `${file}.c`;
+  const napiInclude = path.join(path.dirname(createRequire(import.meta.url).resolve('node-api-headers/package.json')), 'include');
+  writeFileSync(
+    source,
+    `#include <node_api.h>\n${symbols.map((s) => `void ${s}(void) {}\n`).join('')}NAPI_MODULE_INIT() { return exports; }\n`,
+  );
+  execFileSync('clang-14', ['-shared', '-fPIC', `-I${napiInclude}`, source, '-o', file]);
+  const scope = global ? osConstants.dlopen.RTLD_GLOBAL : osConstants.dlopen.RTLD_LOCAL;
+  process.dlopen({ exports: {} }, file, osConstants.dlopen.RTLD_NOW | scope);
+  return file;
 }
 
 /** Runs the built CLI; `extra` adds spawn options (e.g. another uid). */

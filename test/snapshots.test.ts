@@ -235,11 +235,19 @@ describe('the doctor section', () => {
     expect(new Set(recorded.map((p) => p.fault).filter(Boolean))).toEqual(new Set(['stale', 'zero-length']));
   });
 
+  it('the behaviours fixture validates: Metal raising (error) on every probe, a threadgroup limit that follows the answer', () => {
+    const s = loadSnapshot(path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-sim-behaviours.json'));
+    expect(s.devices.map((d) => d.doctor!.probes['threadgroup-memory'])).toEqual([
+      { status: 'error', detail: 'fixture: Metal raises at commit' },
+      { status: 'pass', detail: 'fixture: the limit is the answered maxThreadgroupMemoryLength', fault: 'answered-limit' },
+    ]);
+  });
+
   it('accepts every field on its own probe', () => {
     const doctor = section({
       'simdgroup-matrix': { status: 'wrong-result', detail: 'off by one', maxAbsError: 1 },
       bfloat: { status: 'pass', maxAbsError: 0 },
-      'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 32768, failedThreadgroupMemory: 49152 },
+      'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 32768, failedThreadgroupMemory: 49152, fault: 'answered-limit' },
       'nocopy-mmap': { status: 'wrong-result', fault: 'zero-length', bufferLength: 0 },
       'residency-set': { status: 'unsupported', detail: 'macOS 14' },
     });
@@ -607,6 +615,10 @@ describe('the doctor section and the default object, whole errors', () => {
     ['an error given as text', section({ bfloat: { status: 'pass', maxAbsError: '0.5' } }), `${at}probes.bfloat.maxAbsError`, 'must be a number ≥ 0'],
     ['an unknown fault', section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'torn' } }), `${at}probes.nocopy-mmap.fault`, 'must be one of stale, zero-length'],
     ['a fault on a pass', section({ 'nocopy-mmap': { status: 'pass', fault: 'stale' } }), `${at}probes.nocopy-mmap.fault`, 'is only for a wrong-result'],
+    ['a NoCopy fault on threadgroup memory', section({ 'threadgroup-memory': { status: 'pass', fault: 'stale' } }), `${at}probes.threadgroup-memory.fault`, 'must be one of answered-limit'],
+    ['a threadgroup fault on a NoCopy probe', section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'answered-limit' } }), `${at}probes.nocopy-mmap.fault`, 'must be one of stale, zero-length'],
+    ['the answered limit on a wrong-result', section({ 'threadgroup-memory': { status: 'wrong-result', fault: 'answered-limit' } }), `${at}probes.threadgroup-memory.fault`, 'is only for a pass'],
+    ['a fault on a probe that has none', section({ bfloat: { status: 'pass', fault: 'stale' } }), `${at}probes.bfloat.fault`, 'is not a known field'],
     ['a NoCopy wrong-result without its fault', section({ 'nocopy-mmap': { status: 'wrong-result' } }), `${at}probes.nocopy-mmap.fault`, 'is missing: a wrong-result says which (stale or zero-length)'],
     [
       'a failed size equal to the proven one',

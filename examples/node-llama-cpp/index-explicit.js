@@ -24,11 +24,12 @@ import { applyProfile, predictGates, probe } from 'metal-cap-shim';
  */
 const PROFILE = 'apple9-hw-tg';
 
-// Throws only for a bug or a broken install (InvalidProfileError, NativeError …): not something to run past silently.
+// Throws only for a bad profile or option (InvalidProfileError, InvalidOptionsError) or a bug: not to be run past.
 const result = applyProfile(PROFILE);
 if (!result.applied) {
   // `reason` says why: refused-bare-metal (a real Mac: the GPU really is what it reports), unsupported-platform (not
-  // macOS), native-module-unavailable (addon missing), no-device (headless session / VM without a paravirtual GPU), or
+  // macOS), native-module-unavailable (addon missing), no-device (headless session / VM without a paravirtual GPU),
+  // hook-failed (a device class lacks a query, e.g. under MTL_DEBUG_LAYER: nothing was installed), or
   // verification-failed (the hooks were installed but a fresh device did not answer as the profile says, so they were
   // taken out again: the engine fails closed). Pass { strict: true } to get an exception instead. Here we go on
   // unpatched.

@@ -267,7 +267,4 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
 
 }  // namespace
 
-// A symbol ggml-metal exports: visible to dlsym(RTLD_DEFAULT) only when a test loads this file with RTLD_GLOBAL.
-extern "C" __attribute__((visibility("default"))) void ggml_backend_metal_reg(void) {}
-
 NODE_API_MODULE(sim_fixture, Init)

@@ -11,10 +11,14 @@
  *   fail          pipeline creation fails (nocopy-mmap: the NoCopy buffer is nil; residency-set: set creation fails)
  *   unsupported   the library is rejected for its language version (residency-set: the API is absent)
  *   timeout       the command buffer never completes
+ *   error         committing the command buffer raises an NSException, as Metal raises for misuse it detects
  *   pass + provenThreadgroupMemory N: dispatches asking for more than N bytes of threadgroup memory fail
+ *   threadgroup-memory fault `answered-limit` (with pass): dispatches asking for more threadgroup memory than the
+ *                     device *answers* (maxThreadgroupMemoryLength, patched or not) fail, so a profile that raises
+ *                     the answer proves more; the only simulated behaviour that looks at the device's answers
  *   nocopy-mmap fault `stale`: the GPU reads the pages as they were when the buffer was created;
  *                     fault `zero-length`: the buffer reports a length of 0
- * Anything else (not-recorded, absent, skipped, error) is a device that works.
+ * Anything else (not-recorded, absent, skipped) is a device that works.
  */
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
@@ -44,13 +48,13 @@ const char *const kProbeIds[] = {"simdgroup-reduction", "simdgroup-matrix", "bfl
                                  "threadgroup-memory",  "nocopy-mmap",      "residency-set"};
 constexpr size_t kProbeCount = sizeof(kProbeIds) / sizeof(kProbeIds[0]);
 
-enum class Behaviour { Works, WrongResult, Fail, Unsupported, Hangs };
+enum class Behaviour { Works, WrongResult, Fail, Unsupported, Hangs, Raises };
 
 struct ProbeFault {
   Behaviour behaviour = Behaviour::Works;
   std::string detail;
   uint64_t threadgroupLimit = 0;  // provenThreadgroupMemory; 0: none recorded
-  std::string fault;              // nocopy-mmap: stale | zero-length
+  std::string fault;              // nocopy-mmap: stale | zero-length; threadgroup-memory: answered-limit
 };
 
 struct ComputeDevice {
@@ -711,7 +715,13 @@ std::vector<std::string> kernelNamesIn(const std::string &source) {
   _status = MTLCommandBufferStatusCommitted;
   for (const Dispatch &d : *_dispatches) {
     SimPipeline *pipeline = (SimPipeline *)d.pipeline;
-    if (pipeline != nil && faultOf(_device, pipeline->_kernel->probe).behaviour == Behaviour::Hangs) return;
+    if (pipeline == nil) continue;
+    const ProbeFault &fault = faultOf(_device, pipeline->_kernel->probe);
+    if (fault.behaviour == Behaviour::Raises) {
+      [NSException raise:NSInternalInconsistencyException
+                  format:@"simulated exception at commit, %s", recorded(fault).c_str()];
+    }
+    if (fault.behaviour == Behaviour::Hangs) return;
   }
   for (const Dispatch &d : *_dispatches) {
     SimPipeline *pipeline = (SimPipeline *)d.pipeline;
@@ -728,6 +738,16 @@ std::vector<std::string> kernelNamesIn(const std::string &source) {
                     message:std::to_string((unsigned long)d.threadgroupMemory[0]) +
                             " bytes of threadgroup memory exceed what this device accepts (" +
                             std::to_string(fault.threadgroupLimit) + " bytes, " + recorded(fault) + ")"];
+    }
+    if (fault.fault == "answered-limit") {
+      // Asked of the device object, so an installed profile's answer is the one that counts.
+      NSUInteger answered = [(id<MTLDevice>)gCompute[_device].object maxThreadgroupMemoryLength];
+      if (d.threadgroupMemory[0] > answered) {
+        return [self failWith:MTLCommandBufferErrorNotPermitted
+                      message:std::to_string((unsigned long)d.threadgroupMemory[0]) +
+                              " bytes of threadgroup memory exceed the device's answer (maxThreadgroupMemoryLength " +
+                              std::to_string((unsigned long)answered) + ", " + recorded(fault) + ")"];
+      }
     }
     KernelRun run{d, fault, std::string()};
     pipeline->_kernel->run(run);
@@ -872,6 +892,7 @@ Behaviour behaviourOf(NSString *status) {
   if ([status isEqualToString:@"fail"]) return Behaviour::Fail;
   if ([status isEqualToString:@"unsupported"]) return Behaviour::Unsupported;
   if ([status isEqualToString:@"timeout"]) return Behaviour::Hangs;
+  if ([status isEqualToString:@"error"]) return Behaviour::Raises;
   return Behaviour::Works;
 }
 
