@@ -98,8 +98,13 @@ export interface MatrixCell {
 /** What doctor proved and found on one host and guest OS pair, over every report that carries a doctor result. */
 export interface MatrixDoctor {
   reports: number;
-  /** The least of the reports' verified profiles (over every device). */
-  provenProfile: Profile;
+  /**
+   * The reports whose doctor result measured something: it ran on Metal (not a `--snapshot` replay) and some probe
+   * was proven or faulty. Only these set `provenProfile`: a replay or a run that learnt nothing proves nothing.
+   */
+  measured: number;
+  /** The least of the measured reports' verified profiles (over every device); null when none measured anything. */
+  provenProfile: Profile | null;
   /** Each fault (`probe: status`) with the number of reports that found it. */
   faults: { fault: string; reports: number }[];
 }
@@ -161,12 +166,17 @@ function checkReport(value: unknown, where: string): FieldReport {
   if (r.doctor !== undefined && r.doctor !== null) {
     const doc = r.doctor;
     if (!isObject(doc) || doc.schema !== DOCTOR_SCHEMA) fail('doctor', `doctor must be null or a ${DOCTOR_SCHEMA} result`);
+    if (typeof (doc as Record<string, unknown>).source !== 'string') fail('doctor.source', 'doctor.source must be a string');
     const devices = (doc as Record<string, unknown>).devices;
     if (!Array.isArray(devices)) fail('doctor.devices', 'doctor.devices must be an array');
     (devices as unknown[]).forEach((d, i) => {
       const field = `doctor.devices[${i}]`;
       if (!isObject(d) || !Array.isArray(d.faults) || !d.faults.every((f) => typeof f === 'string')) {
         fail(`${field}.faults`, `${field}.faults must be an array of strings`);
+      }
+      const probes = (d as Record<string, unknown>).probes;
+      if (!Array.isArray(probes) || !probes.every((p) => isObject(p) && typeof p.judgement === 'string')) {
+        fail(`${field}.probes`, `${field}.probes must be an array of judged probes`);
       }
       try {
         resolveProfile((d as Record<string, unknown>).verifiedProfile);
@@ -241,14 +251,27 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
   return { schema: 'metal-cap-shim/matrix@1', profiles: [...profileNames].sort(), rows: sorted, duplicates };
 }
 
+/**
+ * True when a doctor result ran on Metal and learnt something. A replay's verified profile claims nothing for the
+ * probes its recording leaves out, and a run where every probe errored claims nothing at all: either would pull the
+ * row's proven profile down to no raise.
+ */
+function measuredSomething(r: DoctorReport): boolean {
+  if (r.source !== 'live' && r.source !== 'simulated') return false;
+  return r.devices.some((d) => d.faults.length > 0 || d.probes.some((p) => p.judgement === 'proven'));
+}
+
 function matrixDoctor(list: DoctorReport[]): MatrixDoctor {
   const counts = new Map<string, number>();
   for (const report of list) {
     for (const fault of new Set(report.devices.flatMap((d) => d.faults))) counts.set(fault, (counts.get(fault) ?? 0) + 1);
   }
+  const measured = list.filter(measuredSomething);
   return {
     reports: list.length,
-    provenProfile: leastProfile(list.flatMap((r) => r.devices.map((d) => resolveProfile(d.verifiedProfile)))),
+    measured: measured.length,
+    provenProfile:
+      measured.length === 0 ? null : leastProfile(measured.flatMap((r) => r.devices.map((d) => resolveProfile(d.verifiedProfile)))),
     faults: [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([fault, reports]) => ({ fault, reports })),
   };
 }
@@ -268,7 +291,9 @@ export function provenProfileText(p: Profile): string {
 export function doctorText(d: MatrixDoctor | null): { proven: string; faults: string } {
   if (d === null) return { proven: '–', faults: '–' };
   const faults = d.faults.map((f) => `${f.fault} (${f.reports}/${d.reports})`).join('; ');
-  return { proven: `${provenProfileText(d.provenProfile)} (${d.reports})`, faults: faults || 'none found' };
+  const count = d.measured === d.reports ? `${d.reports}` : `${d.measured} of ${d.reports} measured`;
+  const proven = d.provenProfile === null ? `not measured (${d.reports})` : `${provenProfileText(d.provenProfile)} (${count})`;
+  return { proven, faults: faults || 'none found' };
 }
 
 const SHORT_GATES: Record<string, string> = {

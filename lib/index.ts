@@ -82,6 +82,8 @@ export {
   type DoctorProbeId,
   type DoctorReport,
   type DoctorRun,
+  type SupportedDoctorReport,
+  type UnsupportedDoctorReport,
   type DoctorStatus,
   type Judgement,
   type Recommendation,

@@ -185,12 +185,14 @@ console.log(`     ${consumerOut.stdout.trim()}`);
 check(
   consumerOut.status === 0 &&
     seen.apply?.reason === 'unsupported-platform' &&
+    seen.doctor?.reason === 'unsupported-platform' &&
+    seen.doctorReplay === 'VirtualMac2,1' &&
     seen.invalidProfile === 'ERR_INVALID_PROFILE' &&
     seen.matrix?.rows === 1 &&
     seen.matrix?.cell === 1 &&
     seen.matrix?.duplicates?.length === 1 &&
     JSON.stringify(seen.invalidReport) === JSON.stringify(['ERR_INVALID_REPORT', 'schema']),
-  'the compiled consumer runs: buildMatrix([fieldReport(...), { where, report }]) counts the copy once',
+  'the compiled consumer runs: doctor() narrows, buildMatrix([fieldReport(...), { where, report }]) counts the copy once',
 );
 const cjsConsumer = run(process.execPath, [path.join(project, 'out', 'consumer.cjs')], { cwd: project, env: cleanEnv });
 check(cjsConsumer.status === 0 && JSON.parse(cjsConsumer.stdout || '{}').model === 'unsupported-platform', 'the CommonJS consumer runs too');

@@ -124,9 +124,9 @@ describe('metal-cap-shim report and matrix', () => {
       [
         '| Host | Guest OS | apple7 | cua-release | Proven profile (doctor) | Faults (doctor) |',
         '| --- | --- | --- | --- | --- | --- |',
-        '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | – | predicted offline (1); gates: reduction, mm, bfloat | no raise (1) | nocopy-mmap: wrong-result (1/1) |',
-        '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | predicted offline (1); gates: reduction, mm, bfloat | predicted offline (1); gates: reduction, mm, bfloat | no raise (2) | residency-set: fail (2/2) |',
-        '| Mac13,2 | macOS 26.6.1 (bare metal) | – | refused (1) | no raise (1) | none found |',
+        '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (1) | nocopy-mmap: wrong-result (1/1) |',
+        '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | predicted offline (1); gates: reduction, mm, bfloat | predicted offline (1); gates: reduction, mm, bfloat | not measured (2) | residency-set: fail (2/2) |',
+        '| Mac13,2 | macOS 26.6.1 (bare metal) | – | refused (1) | not measured (1) | none found |',
       ].join('\n'),
     );
     const json = JSON.parse(runCli(['matrix', '--json', ...files]).stdout) as Matrix;
@@ -135,7 +135,8 @@ describe('metal-cap-shim report and matrix', () => {
     expect(json.rows[1]!.cells['cua-release']).toMatchObject({ reports: 1, offline: 1, verified: 0 });
     expect(json.rows[1]!.doctor).toEqual({
       reports: 2,
-      provenProfile: { name: null, appleFamilyMax: null, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' },
+      measured: 0,
+      provenProfile: null,
       faults: [{ fault: 'residency-set: fail', reports: 2 }],
     });
   });
@@ -146,6 +147,9 @@ describe('metal-cap-shim report and matrix', () => {
       [(r: any) => (r.doctor = { schema: 'metal-cap-shim/doctor@0' }), 'doctor must be null or a metal-cap-shim/doctor@1 result'],
       [(r: any) => (r.doctor.devices = {}), 'doctor.devices must be an array'],
       [(r: any) => (r.doctor.devices[0].faults = 'none'), 'doctor.devices[0].faults must be an array of strings'],
+      [(r: any) => delete r.doctor.devices[0].probes, 'doctor.devices[0].probes must be an array of judged probes'],
+      [(r: any) => (r.doctor.devices[0].probes[2] = null), 'doctor.devices[0].probes must be an array of judged probes'],
+      [(r: any) => (r.doctor.source = 7), 'doctor.source must be a string'],
       [(r: any) => (r.doctor.devices[0].verifiedProfile.appleFamilyMax = 5), 'doctor.devices[0].verifiedProfile is not a profile'],
     ] as const) {
       const bad = structuredClone(good);
@@ -198,6 +202,7 @@ describeSim('metal-cap-shim report on the simulated build', () => {
     });
     expect(m.rows[0]!.doctor).toEqual({
       reports: 1,
+      measured: 1,
       provenProfile: { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' },
       faults: [{ fault: 'residency-set: fail', reports: 1 }],
     });

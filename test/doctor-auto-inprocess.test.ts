@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { restore, status } from '../lib/apply.js';
 import { applyProfile, isAuto, profileForExec, resolveAutoProfile } from '../lib/doctor/auto.js';
+import { doctor } from '../lib/doctor.js';
 import { cacheKeyFor, doctorCacheDir, readCache, type DoctorCacheEntry } from '../lib/doctor/cache.js';
 import { InvalidOptionsError, InvalidProfileError, MetalCapShimError, UsageError } from '../lib/errors.js';
 import { DEFAULT_PROFILE, profiles } from '../lib/profiles.js';
@@ -109,6 +110,54 @@ describeSim('profile auto, in-process', () => {
     const r = applyProfile('auto');
     expect(r.profile).toEqual({ ...VERIFIED, maxThreadgroupMemoryLength: 40960 });
     expect(r.auto).toEqual({ from: 'cache', files: [file], ignored: [], cacheError: null, recommendations: [] });
+  });
+
+  it('a partial doctor run leaves a full cached result alone, and auto applies the full one', () => {
+    const full = doctor({ mmapSize: 1 << 20 });
+    const file = cacheFile();
+    expect([full.cache, full.devices[0]!.verifiedProfile]).toEqual([{ written: [file], error: null }, VERIFIED]);
+    const before = readFileSync(file, 'utf8');
+    const partial = doctor({ probes: ['nocopy-mmap'], mmapSize: 1 << 20 });
+    expect([partial.supported, partial.cache, readFileSync(file, 'utf8')]).toEqual([true, null, before]);
+    const r = applyProfile('auto');
+    expect([r.applied, r.profile, r.auto]).toEqual([
+      true,
+      VERIFIED,
+      { from: 'cache', files: [file], ignored: [], cacheError: null, recommendations: RECOMMENDATIONS },
+    ]);
+  });
+
+  it('a run without every capability probe is not cached, one probe short or one probe only', () => {
+    for (const probes of [['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory'], ['bfloat']] as const) {
+      expect(doctor({ probes: [...probes] }).cache).toBeNull();
+      expect(readCache(cacheKeyFor(stockDevices(), stockDevices().devices[0]!))).toEqual({ entry: null, file: cacheFile(), ignored: null });
+    }
+    expect(doctor({ probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'] }).cache).toEqual({
+      written: [cacheFile()],
+      error: null,
+    });
+  });
+
+  it('a cached result where a capability probe was skipped (an older file) is ignored and measured again', () => {
+    applyProfile('auto');
+    restore();
+    const file = cacheFile();
+    const entry = JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry;
+    entry.result.probes = entry.result.probes.map((p) => (p.id === 'threadgroup-memory' ? { ...p, status: 'skipped' } : p));
+    entry.result.verifiedProfile = { ...entry.result.verifiedProfile, maxThreadgroupMemoryLength: null };
+    writeFileSync(file, JSON.stringify(entry));
+    const r = applyProfile('auto');
+    expect([r.profile, r.auto]).toEqual([
+      VERIFIED,
+      {
+        from: 'doctor',
+        files: [file],
+        ignored: [{ file, why: 'partial: threadgroup-memory did not run, so it is measured again' }],
+        cacheError: null,
+        recommendations: RECOMMENDATIONS,
+      },
+    ]);
+    expect((JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry).result.probes.find((p) => p.id === 'threadgroup-memory')?.status).toBe('pass');
   });
 
   it('an unusable cache file is named with why, measured again and replaced', () => {

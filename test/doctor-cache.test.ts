@@ -176,6 +176,27 @@ describe('unusable files are ignored, never trusted', () => {
     expect(ignoredFor(JSON.stringify(e))).toMatch(/^damaged: verifiedProfile \(appleFamilyMax must be an MTLGPUFamily value/);
   });
 
+  it('partial: a capability probe skipped or missing (nocopy-mmap may be skipped: auto never runs it)', () => {
+    const cases: [(e: Record<string, any>) => void, string | null][] = [
+      [(e) => (e.result.probes[3].status = 'skipped'), 'partial: threadgroup-memory did not run, so it is measured again'],
+      [
+        (e) => (e.result.probes = e.result.probes.map((p: { id: string }) => ({ ...p, status: 'skipped' }))),
+        'partial: simdgroup-reduction, simdgroup-matrix, bfloat, threadgroup-memory, residency-set did not run, so it is measured again',
+      ],
+      [(e) => e.result.probes.splice(0, 1), 'partial: simdgroup-reduction did not run, so it is measured again'],
+      [(e) => (e.result.probes[4].status = 'skipped'), null],
+      [(e) => e.result.probes.splice(4, 1), null],
+      [(e) => (e.result.probes[0].status = 'not-recorded'), null],
+    ];
+    for (const [change, why] of cases) {
+      const e = entry();
+      change(e);
+      writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
+      const r = readCache(key, dir);
+      expect([r.entry === null, r.ignored]).toEqual([why !== null, why]);
+    }
+  });
+
   it('a valid file is normalised: a hand-edited built-in name that no longer matches is dropped', () => {
     const e = entry();
     e.result.verifiedProfile.maxThreadgroupMemoryLength = 65536;

@@ -125,8 +125,49 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
       judgeProbe('nocopy-mmap', run('timeout')),
       judgeProbe('residency-set', run('unsupported'), run('unsupported')),
     ];
-    expect(differencesOf(list)).toEqual([{ id: 'simdgroup-matrix', stock: 'pass', patched: 'wrong-result' }]);
+    expect(differencesOf(list)).toEqual([{ id: 'simdgroup-matrix', stock: 'pass', patched: 'wrong-result', measured: [] }]);
     expect(faultsOf(list)).toEqual(['simdgroup-matrix: wrong-result', 'nocopy-mmap: timeout']);
+  });
+
+  it('differences: a proven or failing threadgroup size that differs counts, also when the statuses are equal', () => {
+    const tg = (proven: number | null, failed: number | null, status: RecordedStatus = 'pass') =>
+      run(status, { provenThreadgroupMemory: proven, failedThreadgroupMemory: failed });
+    expect(differencesOf([judgeProbe('threadgroup-memory', tg(32768, 40960), tg(65536, null))])).toEqual([
+      {
+        id: 'threadgroup-memory',
+        stock: 'pass',
+        patched: 'pass',
+        measured: [
+          { field: 'provenThreadgroupMemory', stock: 32768, patched: 65536 },
+          { field: 'failedThreadgroupMemory', stock: 40960, patched: null },
+        ],
+      },
+    ]);
+    expect(differencesOf([judgeProbe('threadgroup-memory', tg(32768, 40960), tg(32768, 49152))])).toEqual([
+      { id: 'threadgroup-memory', stock: 'pass', patched: 'pass', measured: [{ field: 'failedThreadgroupMemory', stock: 40960, patched: 49152 }] },
+    ]);
+    expect(differencesOf([judgeProbe('threadgroup-memory', tg(65536, null), tg(null, 16384, 'fail'))])).toEqual([
+      {
+        id: 'threadgroup-memory',
+        stock: 'pass',
+        patched: 'fail',
+        measured: [
+          { field: 'provenThreadgroupMemory', stock: 65536, patched: null },
+          { field: 'failedThreadgroupMemory', stock: null, patched: 16384 },
+        ],
+      },
+    ]);
+  });
+
+  it('differences: none when status and sizes agree, whatever the times and error bounds say; none for one run', () => {
+    expect(
+      differencesOf([
+        judgeProbe('threadgroup-memory', run('pass', { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960, ms: 1 }), run('pass', { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960, ms: 9 })),
+        judgeProbe('simdgroup-matrix', run('pass', { maxAbsError: 0.001 }), run('pass', { maxAbsError: 0.002 })),
+        judgeProbe('nocopy-mmap', run('pass', { bufferLength: 4096 })),
+        judgeProbe('threadgroup-memory', run('pass', { provenThreadgroupMemory: 65536 })),
+      ]),
+    ).toEqual([]);
   });
 });
 
@@ -174,6 +215,31 @@ describe('the verified profile: the least that turns on what was proven', () => 
       'threadgroup memory left as reported: no size proven (threadgroup-memory timeout)',
       'Metal3: a residency set was created and used, and the reduction and bfloat paths Metal3 turns on in llama.cpp were proven',
     ]);
+  });
+
+  it('threadgroup memory after a patched run: the proven size beside what the device reports stock and under the candidate', () => {
+    const reasonFor = (size: number | null, reported: number | null, candidate = 'cua-release') =>
+      deriveVerifiedProfile(guest, probes({ 'threadgroup-memory': size === null ? 'timeout' : 'pass' }, size), { candidate, reported }).reasons[1];
+    expect([reasonFor(65536, 65536), reasonFor(16384, 65536), reasonFor(32768, 32768, 'apple7'), reasonFor(null, null, 'my profile')]).toEqual([
+      'threadgroup memory raised to the proven 65536 bytes; the device reports 32768 stock, 65536 under cua-release',
+      'threadgroup memory left at the reported 32768 bytes, though only 16384 were proven: a kernel that asks for more may fail; the device reports 32768 stock, 65536 under cua-release',
+      'threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 32768 under apple7',
+      'threadgroup memory left as reported: no size proven (threadgroup-memory timeout); the device reports 32768 stock, nothing under my profile',
+    ]);
+    // A device that reports no size (an OS that cannot answer): nothing stock, raised to what was proven.
+    expect(
+      deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({}, 16384), { candidate: 'cua-release', reported: 65536 }).reasons[1],
+    ).toBe('threadgroup memory raised to the proven 16384 bytes; the device reports nothing stock, 65536 under cua-release');
+    const patched = { ...guest, maxThreadgroupMemoryLength: 65536 };
+    const assessed = (candidate?: string) =>
+      assessDevice(guest, patched, probes({}, 49152), vz.host, candidate).verifiedProfileReasons[1];
+    expect([assessed('cua-release'), assessed()]).toEqual([
+      'threadgroup memory raised to the proven 49152 bytes; the device reports 32768 stock, 65536 under cua-release',
+      'threadgroup memory raised to the proven 49152 bytes; the device reports 32768 stock, 65536 under the candidate profile',
+    ]);
+    expect(assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release').verifiedProfileReasons[1]).toBe(
+      'threadgroup memory raised to the proven 49152 bytes (the device reports 32768)',
+    );
   });
 
   it('threadgroup memory: raised only to the proven size, never above, never lowered', () => {

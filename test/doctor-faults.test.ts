@@ -48,7 +48,7 @@ describeSim('every simulated fault leads to its status, judgement and recommenda
     expect(d.probes[3]).toMatchObject({ provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960 });
     expect(d.probes[4]!.detail).toMatch(/^stale data: /);
     expect(d.verifiedProfile).toEqual(NOTHING);
-    expect(d.verifiedProfileReasons[1]).toBe('threadgroup memory left at the reported 32768 bytes, which were proven');
+    expect(d.verifiedProfileReasons[1]).toBe('threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 65536 under cua-release');
     expect(d.recommendations.map((r) => r.setting)).toEqual([...BF16, ...NO_MMAP, ...NO_RESIDENCY]);
     expect(d.faults).toEqual([
       'simdgroup-reduction: wrong-result',

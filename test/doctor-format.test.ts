@@ -6,7 +6,7 @@ import { assessDevice } from '../lib/doctor/derive.js';
 import { formatDoctor } from '../lib/doctor/format.js';
 import { judgeProbe } from '../lib/doctor/judge.js';
 import type { RecordedStatus } from '../lib/doctor/probes.js';
-import type { DoctorReport, DoctorRun } from '../lib/doctor/types.js';
+import type { DoctorReport, DoctorRun, SupportedDoctorReport } from '../lib/doctor/types.js';
 import { plain, type Styler } from '../lib/format.js';
 import { profiles, resolveProfile } from '../lib/profiles.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
@@ -40,7 +40,7 @@ function run(status: RecordedStatus, ms: number | null, extra: Partial<DoctorRun
 }
 
 /** A run over two devices, both measured stock and under cua-release, restored with one hook left behind. */
-function liveReport(): DoctorReport {
+function liveReport(): SupportedDoctorReport {
   const first = assessDevice(
     guest,
     null,
@@ -193,7 +193,7 @@ describe('formatDoctor', () => {
         `    <warn>!</> mlx: never advertise Metal3 (profile {"families":{"metal3":false}}) — ${RESIDENCY_WHY.mlx}`,
         '  <b>Faults:</> <bad>nocopy-mmap: timeout, residency-set: fail</>',
         '',
-        "<warn>Restore left 2 hook(s) under another library's: AppleParavirtDevice supportsFamily:, AppleParavirtDevice maxThreadgroupMemoryLength</>",
+        "<warn>Restore left 2 hooks under another library's: AppleParavirtDevice supportsFamily:, AppleParavirtDevice maxThreadgroupMemoryLength</>",
         '',
         '<warn>the doctor cache could not be written: EACCES</>',
       ].join('\n'),
@@ -229,6 +229,34 @@ describe('formatDoctor', () => {
     expect(formatDoctor({ ...r, source: 'simulated', snapshot: null, restore: null, cache: null }, plain).split('\n')[0]).toBe(
       'metal-cap-shim doctor — simulated Metal, snapshot none',
     );
+  });
+
+  it('a difference in a measured size: the sizes, with the statuses only when they differ too', () => {
+    const base = liveReport();
+    const tg = (status: RecordedStatus, proven: number | null, failed: number | null) =>
+      run(status, 1, { provenThreadgroupMemory: proven, failedThreadgroupMemory: failed });
+    const device = (stock: DoctorRun, patched: DoctorRun) =>
+      assessDevice(guest, null, [judgeProbe('threadgroup-memory', stock, patched, 'cua-release')], vz.host);
+    const diffLines = (d: ReturnType<typeof device>) =>
+      formatDoctor({ ...base, devices: [d] }, plain).split('\n').filter((l) => l.startsWith('  ≠'));
+    expect(diffLines(device(tg('pass', 32768, 40960), tg('pass', 65536, null)))).toEqual([
+      "  ≠ threadgroup-memory: proven 32768 bytes, failed from 40960 bytes with stock answers, proven 65536 bytes, no size failed under cua-release: Metal's behaviour depends on what the device answers",
+    ]);
+    expect(diffLines(device(tg('pass', 65536, null), tg('fail', null, 16384)))).toEqual([
+      "  ≠ threadgroup-memory: pass (proven 65536 bytes, no size failed) with stock answers, fail (no size proven, failed from 16384 bytes) under cua-release: Metal's behaviour depends on what the device answers",
+    ]);
+    expect(diffLines(device(tg('pass', 32768, 40960), tg('pass', 32768, 40960)))).toEqual([]);
+  });
+
+  it('hooks left by restore: one hook, two hooks', () => {
+    const hook = { className: 'AppleParavirtDevice', selector: 'supportsFamily:' };
+    const restoreLine = (conflicts: (typeof hook)[]) =>
+      formatDoctor({ ...liveReport(), restore: { restoredHooks: [], conflicts } }, plain).split('\n').filter((l) => l.startsWith('Restore left'));
+    expect(restoreLine([hook])).toEqual(["Restore left 1 hook under another library's: AppleParavirtDevice supportsFamily:"]);
+    expect(restoreLine([hook, { ...hook, selector: 'maxThreadgroupMemoryLength' }])).toEqual([
+      "Restore left 2 hooks under another library's: AppleParavirtDevice supportsFamily:, AppleParavirtDevice maxThreadgroupMemoryLength",
+    ]);
+    expect(restoreLine([])).toEqual([]);
   });
 
   it('nothing could run: the reason, and the offline replay to try instead', () => {

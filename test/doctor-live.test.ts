@@ -142,6 +142,14 @@ describeSim('doctor() over the simulated Metal', () => {
     expect(mmapOnly.patchedRun).toEqual({ ran: false, why: 'no capability probe was asked' });
   });
 
+  it('an unnamed candidate: the threadgroup line names it as the candidate profile, beside both reported values', () => {
+    const r = doctor({ profile: { appleFamilyMax: 1007, maxThreadgroupMemoryLength: 49152 }, probes: ['threadgroup-memory'], cache: false });
+    expect([r.patchedRun, r.devices[0]!.verifiedProfileReasons[1]]).toEqual([
+      { ran: true, why: null },
+      'threadgroup memory raised to the proven 65536 bytes; the device reports 32768 stock, 49152 under the candidate profile',
+    ]);
+  });
+
   it('a candidate that changes nothing needs no second run', () => {
     const r = doctor({ profile: { appleFamilyMax: 1003 }, probes: ['bfloat'], cache: false });
     expect(r.patchedRun).toEqual({ ran: false, why: 'the candidate profile changes no answer on this machine' });
@@ -177,7 +185,7 @@ describeSim('doctor --json (CLI) over the simulated Metal', () => {
     expect(r.stdout).toMatch(/^ {2}nocopy-mmap +pass +– +– +\d+\.\d +the GPU read/m);
     expect(r.stdout).toMatch(/^ {2}residency-set +fail +fail +fail +\d+\.\d +newResidencySetWithDescriptor:error: failed/m);
     expect(r.stdout).toContain('  Verified profile: mode raise, Apple families up to 1007 (Apple7), threadgroup memory 65536\n');
-    expect(r.stdout).toContain('    · threadgroup memory raised to the proven 65536 bytes (the device reports 32768)\n');
+    expect(r.stdout).toContain('    · threadgroup memory raised to the proven 65536 bytes; the device reports 32768 stock, 65536 under cua-release\n');
     expect(r.stdout).toContain('    · Metal3 not advertised: no residency set was proven to work (residency-set fail)\n');
     expect(r.stdout).toContain('    ! llama.cpp: GGML_METAL_NO_RESIDENCY=1 — residency-set fail: ');
     expect(r.stdout).toContain('  Faults: residency-set: fail');

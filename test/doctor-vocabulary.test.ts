@@ -83,7 +83,8 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
     const { doctor } = await import('../lib/doctor.js');
     const { stockDevices } = await import('./doctor-helpers.js');
     const stock = stockDevices();
-    const d = doctor({ probes: ['bfloat'], cache: false }).devices[0]!;
+    // Every capability probe: a cached result that skipped one is not read back.
+    const d = doctor({ probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'], cache: false }).devices[0]!;
     const key = cacheKeyFor(stock, stock.devices[0]!);
     writeCache(key, d, '2026-08-09T10:00:00.000Z');
     expect(readCache(key).entry?.result.verifiedProfile).toEqual(d.verifiedProfile);

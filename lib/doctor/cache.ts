@@ -10,7 +10,7 @@ import path from 'node:path';
 import { resolveProfile, type Profile } from '../profiles.js';
 import type { DeviceReport, SupportedReport } from '../types.js';
 import { packageVersion } from '../native.js';
-import { isProbeId, isRecordedStatus, type DoctorProbeId, type RecordedStatus } from './probes.js';
+import { CAPABILITY_PROBE_IDS, isProbeId, isRecordedStatus, type DoctorProbeId, type RecordedStatus } from './probes.js';
 import type { DoctorDevice, Recommendation } from './types.js';
 
 /** The cache file format tag. */
@@ -149,6 +149,11 @@ function problemWith(data: unknown, key: DoctorCacheKey): string | Profile {
   if (!Array.isArray(d.probes) || !d.probes.every((p) => isObject(p) && isProbeId(p.id) && isRecordedStatus(p.status))) {
     return 'damaged: probes';
   }
+  // doctor caches only runs that asked every capability probe, but a file written before that rule, or by hand, may be
+  // partial: its verified profile would claim nothing for what was skipped, and `auto` would apply that.
+  const recorded = d.probes as { id: DoctorProbeId; status: RecordedStatus }[];
+  const skipped = CAPABILITY_PROBE_IDS.filter((id) => !recorded.some((p) => p.id === id && p.status !== 'skipped'));
+  if (skipped.length > 0) return `partial: ${skipped.join(', ')} did not run, so it is measured again`;
   if (!Array.isArray(d.verifiedProfileReasons) || !d.verifiedProfileReasons.every((r) => typeof r === 'string')) {
     return 'damaged: verifiedProfileReasons';
   }

@@ -63,9 +63,14 @@ function alreadyAnswered(stock: DeviceReport, family: keyof typeof FAMILY_VALUES
  * The least profile that turns on what was proven on this device, and one line per choice. With llama.cpp's gates:
  * SIMD-group reduction and matrix proven → Apple7 (both gates need it); otherwise bfloat proven → Apple6 (its
  * bfloat rule); threadgroup memory raised only to the proven size; Metal3 only when a residency set worked (and
- * the reduction and bfloat paths Metal3 also turns on in llama.cpp were proven).
+ * the reduction and bfloat paths Metal3 also turns on in llama.cpp were proven). `under`: the candidate profile's name
+ * and the threadgroup memory the device reported under it, when the probes also ran there.
  */
-export function deriveVerifiedProfile(stock: DeviceReport, probes: DoctorProbe[]): { profile: Profile; reasons: string[] } {
+export function deriveVerifiedProfile(
+  stock: DeviceReport,
+  probes: DoctorProbe[],
+  under?: { candidate: string; reported: number | null },
+): { profile: Profile; reasons: string[] } {
   const spec: ProfileSpec = { mode: 'raise' };
   const reasons: string[] = [];
   const reduction = proven(probes, 'simdgroup-reduction');
@@ -92,17 +97,19 @@ export function deriveVerifiedProfile(stock: DeviceReport, probes: DoctorProbe[]
   const tg = probeOf(probes, 'threadgroup-memory');
   const reported = stock.maxThreadgroupMemoryLength;
   const size = tg?.provenThreadgroupMemory ?? null;
+  // With a patched run, the proven size is set beside both answers: the candidate's may claim more than was proven.
+  const both = under === undefined ? null : `; the device reports ${reported ?? 'nothing'} stock, ${under.reported ?? 'nothing'} under ${under.candidate}`;
   if (size === null) {
-    reasons.push(`threadgroup memory left as reported: no size proven (${statusText(probes, 'threadgroup-memory')})`);
+    reasons.push(`threadgroup memory left as reported: no size proven (${statusText(probes, 'threadgroup-memory')})${both ?? ''}`);
   } else if (reported === null || size > reported) {
     spec.maxThreadgroupMemoryLength = size;
-    reasons.push(`threadgroup memory raised to the proven ${size} bytes (the device reports ${reported ?? 'nothing'})`);
+    reasons.push(`threadgroup memory raised to the proven ${size} bytes${both ?? ` (the device reports ${reported ?? 'nothing'})`}`);
   } else if (size < reported) {
     reasons.push(
-      `threadgroup memory left at the reported ${reported} bytes, though only ${size} were proven: a kernel that asks for more may fail`,
+      `threadgroup memory left at the reported ${reported} bytes, though only ${size} were proven: a kernel that asks for more may fail${both ?? ''}`,
     );
   } else {
-    reasons.push(`threadgroup memory left at the reported ${reported} bytes, which were proven`);
+    reasons.push(`threadgroup memory left at the reported ${reported} bytes, which were proven${both ?? ''}`);
   }
 
   if (stock.families.metal3 === true) {
@@ -196,15 +203,18 @@ export function recommendationsFor(
 
 /**
  * doctor's findings on one device from its judged probes: the verified profile and why, the recommendations, the
- * faults and the runs that differed. `patched` is the device as it answered under the candidate profile, if it did.
+ * faults and the runs that differed. `patched` is the device as it answered under the candidate profile (named
+ * `candidate`), if it did.
  */
 export function assessDevice(
   stock: DeviceReport,
   patched: DeviceReport | null,
   probes: DoctorProbe[],
   host: HostInfo | null,
+  candidate = 'the candidate profile',
 ): DoctorDevice {
-  const { profile, reasons } = deriveVerifiedProfile(stock, probes);
+  const under = patched === null ? undefined : { candidate, reported: patched.maxThreadgroupMemoryLength };
+  const { profile, reasons } = deriveVerifiedProfile(stock, probes, under);
   return {
     index: stock.index,
     isDefault: stock.isDefault,

@@ -1,6 +1,6 @@
-import { hostLine, profileLine, table, type Styler } from '../format.js';
+import { hostLine, plural, profileLine, table, type Styler } from '../format.js';
 import { JUDGEMENTS, type RecordedStatus } from './probes.js';
-import type { DoctorDevice, DoctorReport } from './types.js';
+import type { DoctorDevice, DoctorReport, MeasuredField, ProbeDifference } from './types.js';
 
 function sourceLine(r: DoctorReport): string {
   if (r.source === 'snapshot') return `snapshot ${r.snapshot} (recorded result, replayed: nothing ran)`;
@@ -19,6 +19,18 @@ function statusText(status: RecordedStatus | undefined, s: Styler): string {
 
 const ms = (v: number | null) => (v === null ? '–' : v.toFixed(1));
 
+function measuredText(field: MeasuredField, bytes: number | null): string {
+  if (field === 'provenThreadgroupMemory') return bytes === null ? 'no size proven' : `proven ${bytes} bytes`;
+  return bytes === null ? 'no size failed' : `failed from ${bytes} bytes`;
+}
+
+/** One run's side of a difference: its status when the statuses differ, and the measurements that differ. */
+function sideText(diff: ProbeDifference, side: 'stock' | 'patched'): string {
+  const measured = diff.measured.map((m) => measuredText(m.field, m[side])).join(', ');
+  if (diff.stock === diff.patched) return measured;
+  return measured === '' ? diff[side] : `${diff[side]} (${measured})`;
+}
+
 function formatDevice(d: DoctorDevice, r: DoctorReport, s: Styler): string[] {
   const candidate = r.candidateProfile.name ?? 'the candidate profile';
   const lines = ['', `${s.bold(`Device ${d.index}${d.isDefault ? ' (default)' : ''}`)}: ${d.name} [${d.className}]`];
@@ -28,7 +40,9 @@ function formatDevice(d: DoctorDevice, r: DoctorReport, s: Styler): string[] {
   }
   lines.push(table(rows));
   for (const diff of d.differences) {
-    lines.push(`  ${s.warn('≠')} ${diff.id}: ${diff.stock} with stock answers, ${diff.patched} under ${candidate}: Metal's behaviour depends on what the device answers`);
+    lines.push(
+      `  ${s.warn('≠')} ${diff.id}: ${sideText(diff, 'stock')} with stock answers, ${sideText(diff, 'patched')} under ${candidate}: Metal's behaviour depends on what the device answers`,
+    );
   }
   const name = d.verifiedProfile.name ? `${d.verifiedProfile.name} — ` : '';
   lines.push(`  ${s.bold('Verified profile:')} ${name}${profileLine(d.verifiedProfile)}`);
@@ -56,7 +70,7 @@ export function formatDoctor(r: DoctorReport, s: Styler): string {
   lines.push(r.patchedRun.ran ? `Patched runs: under ${candidate}, then restored` : `Patched runs: none (${r.patchedRun.why})`);
   for (const d of r.devices) lines.push(...formatDevice(d, r, s));
   if (r.restore && r.restore.conflicts.length) {
-    lines.push('', s.warn(`Restore left ${r.restore.conflicts.length} hook(s) under another library's: ${r.restore.conflicts.map((c) => `${c.className} ${c.selector}`).join(', ')}`));
+    lines.push('', s.warn(`Restore left ${plural(r.restore.conflicts.length, 'hook', 'hooks')} under another library's: ${r.restore.conflicts.map((c) => `${c.className} ${c.selector}`).join(', ')}`));
   }
   if (r.cache?.error) lines.push('', s.warn(r.cache.error));
   return lines.join('\n');

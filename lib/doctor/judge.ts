@@ -1,6 +1,6 @@
 import type { NativeProbeOutcome } from '../../types/binding.js';
 import { JUDGEMENTS, STATUS_SEVERITY, type DoctorProbeId, type RecordedStatus } from './probes.js';
-import type { DoctorProbe, DoctorRun, ProbeDifference } from './types.js';
+import type { DoctorProbe, DoctorRun, MeasuredField, ProbeDifference } from './types.js';
 
 /** One probe's raw outcome as the native runner returns it. */
 export type RawOutcome = NativeProbeOutcome;
@@ -60,11 +60,25 @@ export function judgeProbe(id: DoctorProbeId, stock: DoctorRun, patched?: Doctor
   };
 }
 
-/** The probes whose stock and patched runs ended with different statuses. */
+/** The probes whose stock and patched runs ended with different statuses or measured different sizes. */
 export function differencesOf(probes: DoctorProbe[]): ProbeDifference[] {
-  return probes
-    .filter((p) => p.stock !== undefined && p.patched !== undefined && p.stock.status !== p.patched.status)
-    .map((p) => ({ id: p.id, stock: p.stock!.status, patched: p.patched!.status }));
+  // The threadgroup sizes are where Metal may follow the answered limit. An error bound (maxAbsError) is left out: it
+  // may vary from run to run whatever the answers, as a time always does.
+  const fields: MeasuredField[] = ['provenThreadgroupMemory', 'failedThreadgroupMemory'];
+  const out: ProbeDifference[] = [];
+  for (const p of probes) {
+    if (p.stock === undefined || p.patched === undefined) continue;
+    const { stock, patched } = p;
+    const measured = fields.filter((field) => stock[field] !== patched[field]).map((field) => ({
+      field,
+      stock: stock[field],
+      patched: patched[field],
+    }));
+    if (stock.status !== patched.status || measured.length > 0) {
+      out.push({ id: p.id, stock: stock.status, patched: patched.status, measured });
+    }
+  }
+  return out;
 }
 
 /** `id: status` of every probe judged faulty. */

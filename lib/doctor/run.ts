@@ -30,7 +30,10 @@ function notRun(detail: string): DoctorRun {
   };
 }
 
-function baseReport(o: CheckedDoctorOptions, generatedAt: string): Omit<DoctorReport, 'supported' | 'reason' | 'detail' | 'source' | 'snapshot' | 'host' | 'patchedRun' | 'devices'> {
+function baseReport(
+  o: CheckedDoctorOptions,
+  generatedAt: string,
+): Pick<DoctorReport, 'schema' | 'packageVersion' | 'generatedAt' | 'candidateProfile' | 'settings'> {
   return {
     schema: DOCTOR_SCHEMA,
     packageVersion: packageVersion(),
@@ -43,8 +46,6 @@ function baseReport(o: CheckedDoctorOptions, generatedAt: string): Omit<DoctorRe
       mmapSize: o.probes.includes('nocopy-mmap') && o.mmapFile === null ? o.mmapSize : null,
       device: o.device,
     },
-    restore: null,
-    cache: null,
   };
 }
 
@@ -59,6 +60,8 @@ function unsupported(o: CheckedDoctorOptions, generatedAt: string, reason: Unsup
     host: report?.host ?? null,
     patchedRun: { ran: false, why: detail },
     devices: [],
+    restore: null,
+    cache: null,
   };
 }
 
@@ -170,9 +173,10 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
   const assessed = devices.map((d, i) => {
     const probes = judgeDevice(o, stockResults[i]!, patchedResults?.[i] ?? null);
     const patched = patchedDevices?.find((p) => p.index === d.index) ?? null;
-    return assessDevice(d, patched, probes, stock.host);
+    return assessDevice(d, patched, probes, stock.host, o.candidate.name ?? 'the candidate profile');
   });
-  const cache = o.cache ? writeAll(stock, assessed, generatedAt) : null;
+  // A run without every capability probe proves too little for `auto`: caching it would replace a full result.
+  const cache = o.cache && asksEveryCapabilityProbe(o.probes) ? writeAll(stock, assessed, generatedAt) : null;
   return {
     ...baseReport(o, generatedAt),
     supported: true,
@@ -186,6 +190,11 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
     restore: restored,
     cache,
   };
+}
+
+/** True when a run asked every capability probe, the only kind of run the cache keeps. */
+export function asksEveryCapabilityProbe(probes: readonly DoctorProbeId[]): boolean {
+  return CAPABILITY_PROBE_IDS.every((id) => probes.includes(id));
 }
 
 function writeAll(stock: SupportedReport, devices: DoctorDevice[], generatedAt: string): { written: string[]; error: string | null } {

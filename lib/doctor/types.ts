@@ -37,11 +37,26 @@ export interface DoctorProbe extends DoctorRun {
   patched?: DoctorRun;
 }
 
-/** A probe whose stock and patched runs ended differently: the device's answers changed what Metal did. */
+/** The measurements compared between a probe's stock and patched runs. */
+export type MeasuredField = 'provenThreadgroupMemory' | 'failedThreadgroupMemory';
+
+/** A measurement that differs between the two runs (`null`: that run did not measure it). */
+export interface MeasuredDifference {
+  field: MeasuredField;
+  stock: number | null;
+  patched: number | null;
+}
+
+/**
+ * A probe whose stock and patched runs ended differently, in status or in what they measured: the device's answers
+ * changed what Metal did. `stock` and `patched` are the runs' statuses, equal when only a measurement differs;
+ * `measured` lists the differing measurements (empty when only the status differs).
+ */
 export interface ProbeDifference {
   id: DoctorProbeId;
   stock: RecordedStatus;
   patched: RecordedStatus;
+  measured: MeasuredDifference[];
 }
 
 /** An engine setting that avoids a fault doctor found, with the evidence. */
@@ -78,12 +93,8 @@ export interface DoctorDevice {
   faults: string[];
 }
 
-/** Whether the probes also ran under the candidate profile, and why not. */
-export interface PatchedRun {
-  ran: boolean;
-  /** Null when it ran. */
-  why: string | null;
-}
+/** Whether the probes also ran under the candidate profile, and why not. Narrow it on `ran`. */
+export type PatchedRun = { ran: true; why: null } | { ran: false; why: string };
 
 /** What a run was asked to do. */
 export interface DoctorSettings {
@@ -97,26 +108,45 @@ export interface DoctorSettings {
   device: number | null;
 }
 
-/** The outcome of doctor(): real Metal work on each device, judged. */
-export interface DoctorReport {
+/** What every doctor report has, whether or not anything could run. */
+interface DoctorReportBase {
   schema: typeof DOCTOR_SCHEMA;
   packageVersion: string;
   generatedAt: string;
-  /** False when nothing could run; see `reason`. */
-  supported: boolean;
-  reason: UnsupportedReason | null;
-  detail: string | null;
   /** `live`, `simulated` (the Linux test build), `snapshot` (a replayed recording) or `none`. */
   source: ReportSource;
   snapshot: string | null;
-  host: HostInfo | null;
   /** The profile installed for the patched runs. */
   candidateProfile: Profile;
   patchedRun: PatchedRun;
   settings: DoctorSettings;
-  devices: DoctorDevice[];
   /** After the patched runs: the hooks taken out, and any left because another library hooked on top. */
   restore: { restoredHooks: HookRef[]; conflicts: HookRef[] } | null;
-  /** Cache files written (live runs), or why they could not be. */
+  /** Cache files written (live runs of every capability probe), or why they could not be. */
   cache: { written: string[]; error: string | null } | null;
 }
+
+/** A doctor report where the probes ran (or a recording was replayed): `host` is known. */
+export interface SupportedDoctorReport extends DoctorReportBase {
+  supported: true;
+  reason: null;
+  detail: null;
+  host: HostInfo;
+  devices: DoctorDevice[];
+}
+
+/** A doctor report where nothing could run; `reason` says why and `detail` what to do. */
+export interface UnsupportedDoctorReport extends DoctorReportBase {
+  supported: false;
+  reason: UnsupportedReason;
+  detail: string;
+  /** Known when Metal loaded but had no device; null when nothing could be asked at all. */
+  host: HostInfo | null;
+  devices: [];
+  patchedRun: { ran: false; why: string };
+  restore: null;
+  cache: null;
+}
+
+/** The outcome of doctor(): real Metal work on each device, judged. Narrow it on `supported`. */
+export type DoctorReport = SupportedDoctorReport | UnsupportedDoctorReport;

@@ -5,6 +5,7 @@ import {
   applyProfile,
   audit,
   buildMatrix,
+  doctor,
   fieldReport,
   InvalidReportError,
   MetalCapShimError,
@@ -42,6 +43,23 @@ if (report.supported) {
   const detail: string = report.detail;
   seen.probe = { reason, detail: detail.length > 0, devices: report.devices.length };
 }
+
+// doctor() narrows on `supported` like probe(), and its patchedRun on `ran`.
+const checkup = doctor({ probes: ['bfloat'], cache: false });
+if (checkup.supported) {
+  const model: string | null = checkup.host.model;
+  seen.doctor = { model, reason: checkup.reason satisfies null, devices: checkup.devices.length };
+} else {
+  const reason: UnsupportedReason = checkup.reason;
+  const detail: string = checkup.detail;
+  const why: string = checkup.patchedRun.why;
+  seen.doctor = { reason, detail: detail.length > 0, why: why.length > 0, devices: checkup.devices.length satisfies 0 };
+}
+// @ts-expect-error without narrowing, host may be null
+seen.doctorUnnarrowed = () => checkup.host.model;
+const replayed = doctor({ snapshot: 'vz-guest-m1-ultra-tahoe-stock' });
+if (replayed.supported) seen.doctorReplay = replayed.host.model;
+if (!replayed.patchedRun.ran) seen.doctorReplayWhy = replayed.patchedRun.why satisfies string;
 
 const offline = probeSnapshot('vz-guest-m1-ultra-tahoe-stock');
 seen.snapshotHost = offline.host.model;
