@@ -377,6 +377,44 @@ describeSim('a Metal exception is an error, not a fault', () => {
   });
 });
 
+describeSim('a threadgroup limit that follows the answer: the stock and patched runs differ, and doctor says so', () => {
+  beforeAll(requireSimBuild);
+  const SNAPSHOT = path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-sim-behaviours.json');
+
+  it('through doctor(): the difference carries both measured sizes, and the verified size is what both runs proved', () => {
+    const d = jsonFrom<{ differences: unknown; reasons: string[]; tg: number | null; stock: number | null; patched: number | null }>(
+      runNode(
+        `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
+         const d = m.doctor({ device: 1, mmapSize: ${MMAP}, cache: false }).devices[0];
+         const p = d.probes.find((x) => x.id === 'threadgroup-memory');
+         console.log(JSON.stringify({ differences: d.differences, reasons: d.verifiedProfileReasons, tg: d.verifiedProfile.maxThreadgroupMemoryLength, stock: p.stock.provenThreadgroupMemory, patched: p.patched.provenThreadgroupMemory }));`,
+        { METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT, XDG_CACHE_HOME: temp },
+      ),
+    );
+    expect(d.differences).toEqual([
+      {
+        id: 'threadgroup-memory',
+        stock: 'pass',
+        patched: 'pass',
+        measured: [
+          { field: 'provenThreadgroupMemory', stock: 32768, patched: 65536 },
+          { field: 'failedThreadgroupMemory', stock: 40960, patched: null },
+        ],
+      },
+    ]);
+    expect([d.stock, d.patched, d.tg]).toEqual([32768, 65536, null]);
+    expect(d.reasons[1]).toBe('threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 65536 under cua-release');
+  });
+
+  it('through the CLI: the difference line names both sizes', () => {
+    const r = runCli(['doctor', '--device', '1', '--mmap-size', '1M'], { METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT, XDG_CACHE_HOME: temp, NO_COLOR: '1' });
+    expect(r.status).toBe(0);
+    expect(r.stdout.split('\n').filter((l) => l.includes('≠'))).toEqual([
+      "  ≠ threadgroup-memory: proven 32768 bytes, failed from 40960 bytes with stock answers, proven 65536 bytes, no size failed under cua-release: Metal's behaviour depends on what the device answers",
+    ]);
+  });
+});
+
 /** The descriptors process `pid` has open on files under `dir`: their /proc path and what they point to. */
 function descriptorsUnder(pid: number, dir: string): { fd: string; target: string }[] {
   const out: { fd: string; target: string }[] = [];

@@ -4,7 +4,7 @@
  */
 import { tmpdir } from 'node:os';
 import { applyProfile, refusalFor, restore } from '../apply.js';
-import { InvalidOptionsError, MetalCapShimError, NativeError } from '../errors.js';
+import { InvalidOptionsError, MetalCapShimError } from '../errors.js';
 import { loadNative, packageVersion } from '../native.js';
 import { stockReport } from '../probe.js';
 import { planProfile } from '../profiles.js';
@@ -158,10 +158,6 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
         patchedDevices = applied.after?.devices ?? null;
         patchedResults = devices.map((d) => binding.doctor(nativeOptions(o, d.index, capability)));
       }
-    } catch (err) {
-      // applyProfile installs all hooks or none, so a failed apply leaves nothing behind to measure under.
-      if (!(err instanceof NativeError)) throw err;
-      patchedWhy = `${o.candidate.name ?? 'the candidate profile'} could not be installed (${err.code}: ${err.message})`;
     } finally {
       if (binding.status().active) {
         const r = restore();
