@@ -13,7 +13,7 @@ import { cacheKeyFor, doctorCacheDir, readCache, type DoctorCacheEntry } from '.
 import { InvalidOptionsError, InvalidProfileError, MetalCapShimError, UsageError } from '../lib/errors.js';
 import { DEFAULT_PROFILE, profiles } from '../lib/profiles.js';
 import { stockDevices } from './doctor-helpers.js';
-import { describeSim, requireSimBuild } from './helpers.js';
+import { describeSim, requireSimBuild, thrown } from './helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
@@ -40,14 +40,6 @@ function cacheFile(): string {
   return readCache(cacheKeyFor(stock, stock.devices[0]!)).file;
 }
 
-function thrown(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('no error');
-}
 
 describeSim('profile auto, in-process', () => {
   beforeAll(requireSimBuild);

@@ -12,7 +12,7 @@ import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import { InvalidOptionsError, UnsupportedPlatformError } from '../lib/errors.js';
 import { packageVersion } from '../lib/native.js';
 import { profiles, resolveProfile } from '../lib/profiles.js';
-import { isSimulatedPlatform } from './helpers.js';
+import { isSimulatedPlatform, thrown } from './helpers.js';
 
 delete process.env.METAL_CAP_SHIM_SIM_SNAPSHOT;
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-no-metal-'));
@@ -23,14 +23,6 @@ writeFileSync(model, Buffer.alloc(4096, 1));
 const DETAIL = 'Metal exists only on macOS; this is linux';
 const NOTHING = { ...resolveProfile({}), name: null };
 
-function thrown(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('no error');
-}
 
 describe.skipIf(!isSimulatedPlatform)('without Metal', () => {
   it('doctor() reports supported: false with the reason, and what it was asked', () => {

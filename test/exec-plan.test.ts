@@ -32,7 +32,7 @@ import {
 } from '../lib/exec.js';
 import { encodeNativeProfile, resolveProfile } from '../lib/profiles.js';
 import { installFakeCodesign, signedProgram } from './codesign-fake.js';
-import { describeSim, requireSimBuild, root } from './helpers.js';
+import { describeSim, requireSimBuild, root, thrown } from './helpers.js';
 
 const [ALLOW_DYLD, DISABLE_LV] = INJECTION_ENTITLEMENTS;
 const SIM = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
@@ -72,15 +72,6 @@ function file(dir: string, name: string, mode: number, content = '#!/bin/sh\nexi
   return f;
 }
 
-/** The error `fn` throws (fails the test when it throws none). */
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected an error, none was thrown');
-}
 
 describe('where the injector is looked for', () => {
   const local = (ext: string) => path.join('/pkg', 'build', 'Release', `libmetal_cap_shim_inject.${ext}`);

@@ -391,18 +391,26 @@ describeSim('exec: a SIGINT reaches the child exactly once', () => {
     });
   }
 
-  it('Ctrl-C at a terminal: the terminal signals the child itself, the CLI does not add a second one', async () => {
-    // script(1) gives the CLI a pseudo-terminal as its controlling terminal; a 0x03 byte written to it is Ctrl-C.
-    // script runs the command through $SHELL -c; `exec` makes any shell replace itself with the CLI, so the CLI leads
-    // the terminal's foreground group, as under an interactive shell. Without it dash stays as the parent, dies of
-    // the Ctrl-C itself, and script reports 130. SHELL is pinned to sh (dash on Debian) so every machine runs that case.
-    const command = `exec ${[process.execPath, cli, 'exec', '--', sigcount].map((a) => `'${a}'`).join(' ')}`;
+  /**
+   * Runs the CLI with `args` on a pseudo-terminal and presses Ctrl-C once the program says "ready". script(1) gives
+   * the CLI the terminal as its controlling terminal; a 0x03 byte written to it is Ctrl-C. script runs the command
+   * through $SHELL -c, and `exec` makes any shell replace itself with the CLI, so the CLI leads the terminal's
+   * foreground group, as under an interactive shell. Without it dash stays as the parent, dies of the Ctrl-C itself,
+   * and script reports 130. SHELL is pinned to sh (dash on Debian) so every machine runs that case.
+   */
+  async function ctrlCAtTerminal(args: string[], env: NodeJS.ProcessEnv): Promise<{ out: string; code: number | null }> {
+    const command = `exec ${[process.execPath, cli, ...args].map((a) => `'${a}'`).join(' ')}`;
     const child = spawn('script', ['-qec', command, '/dev/null'], {
-      env: { ...process.env, ...VM, NO_COLOR: '1', SHELL: '/bin/sh' },
+      env: { ...env, NO_COLOR: '1', SHELL: '/bin/sh' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    const { out, code } = await collect(child, () => child.stdin!.write('\x03'));
+    const result = await collect(child, () => child.stdin!.write('\x03'));
     child.stdin!.end();
+    return result;
+  }
+
+  it('Ctrl-C at a terminal: the terminal signals the child itself, the CLI does not add a second one', async () => {
+    const { out, code } = await ctrlCAtTerminal(['exec', '--', sigcount], { ...process.env, ...VM });
     expect(out.match(/sigint=\d+/g)).toEqual(['sigint=1']);
     expect(code).toBe(0);
   }, 30_000);
@@ -410,13 +418,7 @@ describeSim('exec: a SIGINT reaches the child exactly once', () => {
   it('Ctrl-C at a terminal without the native module (exec --allow-unpatched on Linux): still one SIGINT, from /proc', async () => {
     // No simulated Metal selected: the addon is not loaded, so the process groups come from /proc/<pid>/stat.
     const { METAL_CAP_SHIM_SIM_SNAPSHOT: _sim, ...withoutSim } = process.env;
-    const command = `exec ${[process.execPath, cli, 'exec', '--allow-unpatched', '--', sigcount].map((a) => `'${a}'`).join(' ')}`;
-    const child = spawn('script', ['-qec', command, '/dev/null'], {
-      env: { ...withoutSim, NO_COLOR: '1', SHELL: '/bin/sh' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const { out, code } = await collect(child, () => child.stdin!.write('\x03'));
-    child.stdin!.end();
+    const { out, code } = await ctrlCAtTerminal(['exec', '--allow-unpatched', '--', sigcount], withoutSim);
     expect(out.match(/sigint=\d+/g)).toEqual(['sigint=1']);
     expect(code).toBe(0);
   }, 30_000);

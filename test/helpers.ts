@@ -124,3 +124,13 @@ export function buildConsumer(): string {
   execFileSync('clang++-14', [...simFlags('--cflags'), source, '-o', out, ...simFlags('--libs')], { stdio: 'pipe' });
   return out;
 }
+
+/** The error `fn` throws; fails the test when it throws none. */
+export function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected an error, none was thrown');
+}

@@ -7,17 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { applyProfile, notAppliedError } from '../lib/apply.js';
 import { NativeError, RefusedError, UnsupportedPlatformError } from '../lib/errors.js';
 import { recordSnapshot } from '../lib/record.js';
-import { describeSim, dist, requireSimBuild, runNode } from './helpers.js';
+import { describeSim, dist, requireSimBuild, runNode, thrown } from './helpers.js';
 
-/** The error `fn` throws (fails the test when it throws none). */
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected an error, none was thrown');
-}
 
 describe('the error for each reason a profile was not applied', () => {
   it.each([
