@@ -1,9 +1,18 @@
 // predictGates compared as whole values: every flag with its reason, the consequences and the full warning list,
 // for the recorded devices and for one change at a time. A reason is what `audit` prints, so its words are behaviour.
-import { describe, expect, it } from 'vitest';
-import { predictGates } from '../lib/gates.js';
+// lib/gates.ts is imported afresh before each test, so its module-level tables (the ops each gate sends to the CPU,
+// the variables each rule reads) are built inside the test: a change to one of them shows here. Imported once at the
+// top, they would be built before any test, and Stryker could only leave their mutants out as static.
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { predictGates as PredictGates } from '../lib/gates.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
 import type { DeviceReport, HostInfo } from '../lib/types.js';
+
+let predictGates: typeof PredictGates;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ predictGates } = await import('../lib/gates.js'));
+});
 
 function recorded(name: string): { devices: DeviceReport[]; host: HostInfo } {
   const report = reportFromSnapshot(loadSnapshot(name), { allDevices: true });
