@@ -1,5 +1,5 @@
-import { applyProfile, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from './apply.js';
-import { InvalidOptionsError, MetalCapShimError, NativeError, UnsupportedPlatformError } from './errors.js';
+import { applyProfile, notAppliedError, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from './apply.js';
+import { InvalidOptionsError, MetalCapShimError, UnsupportedPlatformError } from './errors.js';
 import { ENGINES, predictGates, type EnvMap, type Engine, type GatePrediction, type LlamaCppRuleSet } from './gates.js';
 import { plural } from './format.js';
 import { loadNative } from './native.js';
@@ -258,7 +258,7 @@ export function audit(options?: AuditOptions): AuditResult {
   }
   const applied = applyProfile(profile, { force: settings.force });
   // Nothing was installed, so there is no patched side to audit: the engine's reason, as an error.
-  if (!applied.applied && applied.reason === 'hook-failed') throw new NativeError('ERR_HOOK_FAILED', applied.detail);
+  if (!applied.applied && applied.reason === 'hook-failed') throw notAppliedError(applied.reason, applied.detail);
   const applyCheck = applied.verification;
   if (applyCheck === null) {
     // Not a verification failure (the device went away between the probe and the apply): nothing was checked.

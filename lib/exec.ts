@@ -4,7 +4,7 @@ import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { notAppliedError, profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
 import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from './errors.js';
-import { loadNative, packageRoot, SIM_SNAPSHOT_ENV } from './native.js';
+import { loadNative, packageRoot, simulationSelected } from './native.js';
 import { stockReport } from './probe.js';
 import { encodeNativeProfile, planProfile, type Profile } from './profiles.js';
 import { hostOf } from './report.js';
@@ -30,7 +30,7 @@ export function injectorCandidates(root: string, platform: NodeJS.Platform = pro
   const local = path.join(root, 'build', 'Release', `libmetal_cap_shim_inject.${darwin ? 'dylib' : 'so'}`);
   const prebuilt = path.join(root, 'prebuilds', 'darwin-x64+arm64', 'libmetal_cap_shim_inject.dylib');
   if (darwin) return env.PREBUILDS_ONLY ? [prebuilt] : [local, prebuilt];
-  return env[SIM_SNAPSHOT_ENV] !== undefined ? [local] : [];
+  return simulationSelected(env, platform) ? [local] : [];
 }
 
 /** The injector library for this platform, or null when there is none. */
@@ -479,6 +479,11 @@ export function processGroupsWithoutAddon(childPid: number, platform: NodeJS.Pla
   return null;
 }
 
+/** The error for a program that could not be started: ERR_COMMAND_NOT_FOUND when it is not there, else ERR_SPAWN. */
+function spawnFailure(command: string, err: NodeJS.ErrnoException): MetalCapShimError {
+  return new MetalCapShimError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${command}: ${err.message}`);
+}
+
 /**
  * Starts the child with signals sent to us passed on to it, for both the patched and the unpatched run; returns the
  * child and the undo. The handlers go in before spawn(): the child runs as soon as it is forked, and a signal that
@@ -503,7 +508,7 @@ function spawnForwardingSignals(options: ExecOptions, spawnOptions: SpawnOptions
     child = spawn(options.command, options.args, spawnOptions);
   } catch (e) {
     undo();
-    throw new MetalCapShimError('ERR_SPAWN', `cannot run ${options.command}: ${(e as Error).message}`);
+    throw spawnFailure(options.command, e as NodeJS.ErrnoException);
   }
   return { child, undo };
 }
@@ -526,7 +531,7 @@ export function runWithInjector(options: ExecOptions, injector: string | null, w
     pipe?.on('error', () => undefined);
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
-      reject(new MetalCapShimError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${options.command}: ${err.message}`));
+      reject(spawnFailure(options.command, err));
     });
     child.on('exit', (exitCode, signal) => {
       cleanup();
@@ -565,7 +570,7 @@ function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
     const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio: 'inherit' });
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
-      reject(new MetalCapShimError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${options.command}: ${err.message}`));
+      reject(spawnFailure(options.command, err));
     });
     child.on('exit', (exitCode, signal) => {
       cleanup();

@@ -26,8 +26,8 @@ export const SIM_SNAPSHOT_ENV = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
  * is set (the empty string selects a simulated Metal with no device). Without it a checkout whose tests have run
  * behaves like any other Linux install, whatever sits in build/Release.
  */
-export function simulationSelected(env: NodeJS.ProcessEnv = process.env): boolean {
-  return process.platform !== 'darwin' && env[SIM_SNAPSHOT_ENV] !== undefined;
+export function simulationSelected(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): boolean {
+  return platform !== 'darwin' && env[SIM_SNAPSHOT_ENV] !== undefined;
 }
 
 let version: string | undefined;

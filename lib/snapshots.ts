@@ -30,11 +30,13 @@ export interface SnapshotHost {
 /** A recorded probe status, or `not-recorded` where no source documents one. */
 export type SnapshotDoctorStatus = DoctorStatus | 'not-recorded';
 
+const NOCOPY_FAULTS = ['stale', 'zero-length'] as const;
 /** How a NoCopy buffer over an mmap went wrong: stale pages, or a buffer that reports length 0. */
-export type NocopyFault = 'stale' | 'zero-length';
+export type NocopyFault = (typeof NOCOPY_FAULTS)[number];
 
+const THREADGROUP_FAULTS = ['answered-limit'] as const;
 /** threadgroup-memory, simulation only: dispatches above the device's answered maxThreadgroupMemoryLength fail. */
-export type ThreadgroupFault = 'answered-limit';
+export type ThreadgroupFault = (typeof THREADGROUP_FAULTS)[number];
 
 /** One probe's recorded outcome (snapshots/README.md says which fields belong to which probe). */
 export interface SnapshotDoctorProbe {
@@ -132,8 +134,8 @@ const DOCTOR_PROBE_FIELDS: Record<DoctorProbeId, string[]> = {
 };
 const SNAPSHOT_DOCTOR_STATUSES: readonly string[] = [...DOCTOR_STATUSES, 'not-recorded'];
 const FAULTS: Partial<Record<DoctorProbeId, readonly string[]>> = {
-  'nocopy-mmap': ['stale', 'zero-length'],
-  'threadgroup-memory': ['answered-limit'],
+  'nocopy-mmap': NOCOPY_FAULTS,
+  'threadgroup-memory': THREADGROUP_FAULTS,
 };
 /** Queries a simulated device class can be made to lack (`simulation.lacks`). */
 const SIMULATED_QUERIES = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];

@@ -12,44 +12,33 @@
 // node-gyp is not used here: gyp's make generator silently drops .mm sources on Linux.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { buildRoot, compiler, objcRuntimeFlags, repoRoot, simLibDir, simLibPath, simRoot } from './sim-toolchain.mjs';
+import {
+  buildRoot,
+  compiler,
+  hookEngine,
+  inNative,
+  linkSim,
+  napiIncludes as napiIncludesOf,
+  nativeDir,
+  repoRoot,
+  simCompileFlags,
+  simLibDir,
+  simLibPath,
+  simRoot,
+} from './sim-toolchain.mjs';
 
 const run = promisify(execFile);
-const require = createRequire(import.meta.url);
 const cxx = compiler();
 const force = process.argv.includes('--force');
 
-const nativeDir = path.join(repoRoot, 'src-native');
-const napiIncludes = [
-  `-I${path.dirname(require.resolve('node-addon-api/package.json'))}`,
-  `-I${path.join(path.dirname(require.resolve('node-api-headers/package.json')), 'include')}`,
-];
-const common = [
-  '-ObjC++',
-  '-std=c++17',
-  '-fPIC',
-  '-O2',
-  '-g',
-  '-Wall',
-  '-Wextra',
-  '-Wno-unused-parameter',
-  '-Werror',
-  // GNUstep's headers trip these under clang; they are not in our code.
-  '-Wno-deprecated-declarations',
-  '-Wno-objc-root-class',
-  ...objcRuntimeFlags(),
-  `-I${path.join(simRoot, 'include')}`,
-];
+const napiIncludes = napiIncludesOf();
+const common = [...simCompileFlags(), '-O2'];
 // The shipped sources only (binding.gyp sets the same for macOS): exit() runs static destructors while other threads
 // may still query a hooked device, so every global the engine touches must be immortal or trivially destructible.
 // glibc's std::mutex is trivially destructible either way; test/static-destructors.test.ts checks against libc++'s.
 const engineOnly = ['-Werror=exit-time-destructors'];
-const inNative = (...files) => files.map((f) => path.join(nativeDir, f));
-const hookEngine = inNative('swizzle.mm', 'profile.mm', 'patch.mm');
-const linkSim = [`-L${simLibDir}`, '-lMetal', '-lgnustep-base', '-lobjc', '-lpthread'];
 
 function newestHeader(dir) {
   return readdirSync(dir)

@@ -16,11 +16,21 @@
 // Options: --skip-suite (engine_stress only), --skip-fuzz, --fuzz-only, --min-engine N. Environment: FUZZ_SECONDS.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { compiler, objcRuntimeFlags, repoRoot, simLibDir, simLibPath, simRoot } from './sim-toolchain.mjs';
+import {
+  compiler,
+  hookEngine,
+  inNative,
+  linkSim,
+  napiIncludes as napiIncludesOf,
+  nativeDir,
+  repoRoot,
+  simCompileFlags,
+  simLibDir,
+  simLibPath,
+  simRoot,
+} from './sim-toolchain.mjs';
 
-const require = createRequire(import.meta.url);
 const args = process.argv.slice(2);
 const has = (flag) => args.includes(flag);
 const optionValue = (flag, fallback) => {
@@ -34,7 +44,6 @@ const out = path.join(repoRoot, 'build', 'native-coverage');
 const pkg = path.join(out, 'pkg');
 const rawDir = path.join(out, 'raw');
 const binDir = path.join(out, 'bin');
-const nativeDir = path.join(repoRoot, 'src-native');
 const fuzzDir = path.join(repoRoot, 'test', 'fuzz');
 const cxx = compiler();
 const llvmTool = (name) => {
@@ -45,29 +54,10 @@ const llvmTool = (name) => {
 };
 
 const say = (s) => process.stdout.write(`native-coverage: ${s}\n`);
-const inNative = (...files) => files.map((f) => path.join(nativeDir, f));
-const engine = inNative('swizzle.mm', 'profile.mm', 'patch.mm');
-const napiIncludes = [
-  `-I${path.dirname(require.resolve('node-addon-api/package.json'))}`,
-  `-I${path.join(path.dirname(require.resolve('node-api-headers/package.json')), 'include')}`,
-];
-const base = [
-  '-ObjC++',
-  '-std=c++17',
-  '-fPIC',
-  '-g',
-  '-Wall',
-  '-Wextra',
-  '-Wno-unused-parameter',
-  '-Werror',
-  '-Wno-deprecated-declarations',
-  '-Wno-objc-root-class',
-  ...objcRuntimeFlags(),
-  `-I${path.join(simRoot, 'include')}`,
-];
+const napiIncludes = napiIncludesOf();
+const base = simCompileFlags();
 // -O0 keeps one counter region per source line; runtime counter relocation is what continuous mode needs on Linux.
 const coverageFlags = ['-O0', '-fprofile-instr-generate', '-fcoverage-mapping', '-mllvm', '-runtime-counter-relocation'];
-const linkSim = [`-L${simLibDir}`, '-lMetal', '-lgnustep-base', '-lobjc', '-lpthread'];
 
 function run(cmd, argv, options = {}) {
   const r = spawnSync(cmd, argv, { stdio: 'inherit', ...options });
@@ -104,14 +94,14 @@ function buildInstrumented() {
   );
   build(
     path.join(release, 'libmetal_cap_shim_inject.so'),
-    [...inNative('inject.mm'), ...engine],
+    [...inNative('inject.mm'), ...hookEngine],
     [...coverageFlags, '-fvisibility=hidden'],
     ['-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
     true,
   );
   build(
     path.join(binDir, 'engine_stress'),
-    [path.join(repoRoot, 'test', 'native', 'engine_stress.mm'), ...inNative('capabilities.mm'), ...engine],
+    [path.join(repoRoot, 'test', 'native', 'engine_stress.mm'), ...inNative('capabilities.mm'), ...hookEngine],
     coverageFlags,
     [...linkSim, `-Wl,-rpath,${simLibDir}`],
     false,
@@ -192,7 +182,8 @@ function report(objects) {
     count: f.summary.lines.count,
     branches: f.summary.branches,
   }));
-  const engineRows = rows.filter((r) => /src-native\/(swizzle|profile|patch)\.mm$/.test(r.file));
+  const engineFiles = hookEngine.map((f) => path.relative(repoRoot, f));
+  const engineRows = rows.filter((r) => engineFiles.includes(r.file));
   const sum = (list) => list.reduce((a, r) => ({ covered: a.covered + r.covered, count: a.count + r.count }), { covered: 0, count: 0 });
   const pct = ({ covered, count }) => (count === 0 ? 100 : (100 * covered) / count);
   const line = (name, r) => `${name.padEnd(28)} ${pct(r).toFixed(2).padStart(6)} % of lines (${r.covered}/${r.count})`;

@@ -1,7 +1,8 @@
 // The Linux test build's toolchain: clang-14 compiling Objective-C++ for GCC's runtime with GNUstep Foundation.
-// test/sim-metal/flags and scripts/build-sim.mjs both take their flags from here.
+// test/sim-metal/flags, scripts/build-sim.mjs and scripts/native-coverage.mjs take their flags from here.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -51,6 +52,42 @@ export function objcRuntimeFlags() {
     '-DGNU_RUNTIME=1',
     `-I${gnustepHeaders()}`,
     `-I${gccObjcHeaders()}`,
+  ];
+}
+
+export const nativeDir = path.join(repoRoot, 'src-native');
+/** Files of src-native/, by name. */
+export const inNative = (...files) => files.map((f) => path.join(nativeDir, f));
+/** The portable hook engine: built into the addon, the injector and the stress harness. */
+export const hookEngine = inNative('swizzle.mm', 'profile.mm', 'patch.mm');
+/** Links a program or library against the simulated Metal and GNUstep. */
+export const linkSim = [`-L${simLibDir}`, '-lMetal', '-lgnustep-base', '-lobjc', '-lpthread'];
+
+/** The Node-API headers the addon compiles against (node-addon-api's and node-api-headers'). */
+export function napiIncludes() {
+  const require = createRequire(import.meta.url);
+  return [
+    `-I${path.dirname(require.resolve('node-addon-api/package.json'))}`,
+    `-I${path.join(path.dirname(require.resolve('node-api-headers/package.json')), 'include')}`,
+  ];
+}
+
+/** How src-native/ and the simulated Metal compile, without an optimisation level (each build adds its own). */
+export function simCompileFlags() {
+  return [
+    '-ObjC++',
+    '-std=c++17',
+    '-fPIC',
+    '-g',
+    '-Wall',
+    '-Wextra',
+    '-Wno-unused-parameter',
+    '-Werror',
+    // GNUstep's headers trip these under clang; they are not in our code.
+    '-Wno-deprecated-declarations',
+    '-Wno-objc-root-class',
+    ...objcRuntimeFlags(),
+    `-I${path.join(simRoot, 'include')}`,
   ];
 }
 

@@ -33,20 +33,15 @@ std::string baseName(const std::string &path) {
 
 bool hasPrefix(const std::string &s, const char *prefix) { return s.compare(0, strlen(prefix), prefix) == 0; }
 
-bool isConsumerImage(const std::string &path) {
-  std::string name = baseName(path);
-  for (const char *prefix : kConsumerImagePrefixes) {
-    if (hasPrefix(name, prefix)) return true;
+template <size_t N>
+bool hasAnyPrefix(const std::string &s, const char *const (&prefixes)[N]) {
+  for (const char *prefix : prefixes) {
+    if (hasPrefix(s, prefix)) return true;
   }
   return false;
 }
 
-bool isSystemImage(const std::string &path) {
-  for (const char *prefix : kSystemImagePrefixes) {
-    if (hasPrefix(path, prefix)) return true;
-  }
-  return false;
-}
+bool isConsumerImage(const std::string &path) { return hasAnyPrefix(baseName(path), kConsumerImagePrefixes); }
 
 // Adds "symbol (in image)" for the first of `symbols` that `handle` resolves, unless its image is already named by
 // file name or the same entry is already there. dlsym through a library's handle also searches its dependencies,
@@ -88,7 +83,7 @@ std::vector<std::string> loadedConsumers() {
   // Each image on its own, for one loaded RTLD_LOCAL with an engine linked in. RTLD_NOLOAD only hands out a handle
   // to an image that is still loaded (nothing is loaded or promoted to global); the dlclose() gives it back.
   for (const std::string &path : images) {
-    if (isSystemImage(path)) continue;
+    if (hasAnyPrefix(path, kSystemImagePrefixes)) continue;
     void *handle = dlopen(path.c_str(), RTLD_NOLOAD | RTLD_LAZY);
     if (handle == nullptr) continue;  // unloaded since the walk, or no file to open (Linux's vDSO)
     addEngines(handle, found);

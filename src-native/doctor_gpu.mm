@@ -8,14 +8,15 @@
 
 namespace mcs {
 
-Deadline::Deadline(double budgetMs)
-    : start_(std::chrono::steady_clock::now()),
-      end_(start_ + std::chrono::microseconds(static_cast<int64_t>(budgetMs * 1000.0))),
-      budgetMs_(budgetMs) {}
+namespace {
 
-void Deadline::restart() {
-  end_ = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(budgetMs_ * 1000.0));
-}
+std::chrono::microseconds span(double ms) { return std::chrono::microseconds(static_cast<int64_t>(ms * 1000.0)); }
+
+}  // namespace
+
+Deadline::Deadline(double budgetMs) : start_(std::chrono::steady_clock::now()), end_(start_ + span(budgetMs)), budgetMs_(budgetMs) {}
+
+void Deadline::restart() { end_ = std::chrono::steady_clock::now() + span(budgetMs_); }
 
 bool Deadline::passed() const { return std::chrono::steady_clock::now() >= end_; }
 

@@ -134,7 +134,8 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
     );
   }
   const stock = stockReport(binding);
-  if (!stock.supported) return unsupported(o, generatedAt, 'no-device', stock.detail ?? 'no Metal device', stock);
+  const candidateName = o.candidate.name ?? 'the candidate profile';
+  if (!stock.supported) return unsupported(o, generatedAt, 'no-device', stock.detail, stock);
   if (o.device !== null && !stock.devices.some((d) => d.index === o.device)) {
     throw new InvalidOptionsError(
       'device',
@@ -153,9 +154,9 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
     try {
       const applied = applyProfile(o.candidate, { force: o.force });
       if (!applied.applied) {
-        patchedWhy = `${o.candidate.name ?? 'the candidate profile'} was not applied (${applied.reason}: ${applied.detail})`;
+        patchedWhy = `${candidateName} was not applied (${applied.reason}: ${applied.detail})`;
       } else {
-        patchedDevices = applied.after?.devices ?? null;
+        patchedDevices = applied.after.devices;
         patchedResults = devices.map((d) => binding.doctor(nativeOptions(o, d.index, capability)));
       }
     } finally {
@@ -169,7 +170,7 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
   const assessed = devices.map((d, i) => {
     const probes = judgeDevice(o, stockResults[i]!, patchedResults?.[i] ?? null);
     const patched = patchedDevices?.find((p) => p.index === d.index) ?? null;
-    return assessDevice(d, patched, probes, stock.host, o.candidate.name ?? 'the candidate profile');
+    return assessDevice(d, patched, probes, stock.host, candidateName);
   });
   // A run without every capability probe proves too little for `auto`: caching it would replace a full result.
   const cache = o.cache && asksEveryCapabilityProbe(o.probes) ? writeAll(stock, assessed, generatedAt) : null;
@@ -189,7 +190,7 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
 }
 
 /** True when a run asked every capability probe, the only kind of run the cache keeps. */
-export function asksEveryCapabilityProbe(probes: readonly DoctorProbeId[]): boolean {
+function asksEveryCapabilityProbe(probes: readonly DoctorProbeId[]): boolean {
   return CAPABILITY_PROBE_IDS.every((id) => probes.includes(id));
 }
 

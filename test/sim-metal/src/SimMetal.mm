@@ -354,6 +354,13 @@ bool isSimDeviceClass(Class cls) {
   return false;
 }
 
+// A new class named `name` under `base`, or Nil after saying why (the runtime refuses a name some class already has).
+Class allocateClass(Class base, const std::string &name) {
+  Class cls = objc_allocateClassPair(base, name.c_str(), 0);
+  if (cls == Nil) simFail("the runtime refused class name '" + name + "'");
+  return cls;
+}
+
 // Nil, after saying why, for a class the simulation cannot make: a name some other class already has (its instances
 // have no _simIndex), a name the runtime refuses, or a `subclassOf` chain that loops back (`depth` counts the links).
 Class concreteClassFor(const SimDevice &dev, size_t depth = 0) {
@@ -365,11 +372,8 @@ Class concreteClassFor(const SimDevice &dev, size_t depth = 0) {
   }
   Class base = [_MTLDevice class];
   if (!dev.lacks.empty()) {
-    Class cls = objc_allocateClassPair([_MTLPartialDevice class], dev.className.c_str(), 0);
-    if (cls == Nil) {
-      simFail("the runtime refused class name '" + dev.className + "'");
-      return Nil;
-    }
+    Class cls = allocateClass([_MTLPartialDevice class], dev.className);
+    if (cls == Nil) return Nil;
     for (const char *name : kQuerySelectors) {
       if (dev.lacks == name) continue;
       SEL sel = sel_registerName(name);
@@ -389,11 +393,8 @@ Class concreteClassFor(const SimDevice &dev, size_t depth = 0) {
       if (base == Nil) return Nil;
     }
   }
-  Class cls = objc_allocateClassPair(base, dev.className.c_str(), 0);
-  if (cls == Nil) {
-    simFail("the runtime refused class name '" + dev.className + "'");
-    return Nil;
-  }
+  Class cls = allocateClass(base, dev.className);
+  if (cls == Nil) return Nil;
   if (dev.methodsOnConcreteClass) {
     class_addMethod(cls, @selector(supportsFamily:), (IMP)ownSupportsFamily, typesOf(base, @selector(supportsFamily:)));
     class_addMethod(cls, @selector(maxThreadgroupMemoryLength), (IMP)ownMaxThreadgroupMemoryLength,
@@ -418,11 +419,8 @@ Class defaultObjectClassFor(const SimDevice &dev) {
     simFail("defaultObjectClass '" + dev.defaultObjectClass + "' is an existing class that is not a simulated device");
     return Nil;
   }
-  Class cls = objc_allocateClassPair([_MTLDevice class], dev.defaultObjectClass.c_str(), 0);
-  if (cls == Nil) {
-    simFail("the runtime refused class name '" + dev.defaultObjectClass + "'");
-    return Nil;
-  }
+  Class cls = allocateClass([_MTLDevice class], dev.defaultObjectClass);
+  if (cls == Nil) return Nil;
   if (dev.hasArchitecture) {
     std::string types = std::string(@encode(id)) + @encode(id) + @encode(SEL);
     class_addMethod(cls, @selector(architecture), (IMP)simArchitecture, types.c_str());
