@@ -3,7 +3,8 @@ import { InvalidOptionsError, MetalCapShimError, UnsupportedPlatformError } from
 import { ENGINES, predictGates, type EnvMap, type Engine, type GatePrediction, type LlamaCppRuleSet } from './gates.js';
 import { plural } from './format.js';
 import { loadNative } from './native.js';
-import { checkOptions } from './options.js';
+import { readInput } from './input.js';
+import { checkOptions, optionFailure } from './options.js';
 import { stockReport } from './probe.js';
 import {
   DEFAULT_PROFILE,
@@ -228,7 +229,7 @@ export function audit(options?: AuditOptions): AuditResult {
     env: 'object',
   });
   const profile = resolveProfile(o.profile ?? DEFAULT_PROFILE);
-  const engines = o.engines ?? [...ENGINES];
+  const engines = o.engines === undefined ? [...ENGINES] : readInput(o.engines, optionFailure('audit'), {}, 'engines');
   if (!Array.isArray(engines) || engines.some((e) => !(ENGINES as readonly unknown[]).includes(e))) {
     throw new InvalidOptionsError('engines', `audit() option 'engines' must be an array of ${ENGINES.join(', ')}`);
   }

@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import type { Command, Values } from './cli/shared.js';
 import { MetalCapShimError, UsageError } from './errors.js';
+import { clip, escapeControl } from './input.js';
+import { didYouMean } from './suggest.js';
 
 /** Exit codes, as documented in the README. */
 const EXIT = { ok: 0, failure: 1, usage: 2, refused: 3 } as const;
@@ -35,7 +37,10 @@ const USAGE_CODES = new Set([
   'ERR_TRACE_FILE',
 ]);
 
-const err = (s: string) => process.stderr.write(`${s}\n`);
+/** One line on stderr, control characters escaped (a message quotes input: file names, profiles, commands). */
+const err = (s: string) => process.stderr.write(`${escapeControl(s)}\n`);
+/** Text of our own (the help) on stderr, as it is. */
+const errText = (s: string) => process.stderr.write(`${s}\n`);
 
 async function listSnapshotNames(): Promise<string> {
   const { bundledSnapshotsHelp } = await import('./cli/snapshot-help.js');
@@ -53,16 +58,22 @@ ${Object.entries(COMMANDS)
   .map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`)
   .join('\n')}
 
-Options: --help (also after a command), --version (also after a command), --json (every command)
-Exit codes: 0 ok, 1 failure, 2 usage, 3 refused; exec passes its program's code through.
+Options: --help (also after a command), --version (also after a command), --json (every command; with
+--version, the version as JSON), --color=auto|always|never (every command; auto: colour on a terminal, none with
+a non-empty NO_COLOR or TERM=dumb, forced by FORCE_COLOR)
+Exit codes: 0 ok, 1 failure, 2 usage, 3 refused; exec passes its program's code through; doctor: 0 no fault,
+1 a fault found, 2 usage, 3 no Metal (see metal-cap-shim doctor --help).
 With --json, a failure is {"error": {"code", "message"}} on stdout (exec: on stderr) and the message on stderr.
+A file argument (--snapshot, --profile, matrix's files) can be - for standard input.
 
 ${await listSnapshotNames()}`;
 }
 
-async function version(): Promise<string> {
+/** The package version; with --json, as `{ schema, name, version }`. */
+async function printVersion(json: boolean): Promise<void> {
   const { packageVersion } = await import('./native.js');
-  return packageVersion();
+  const version = packageVersion();
+  process.stdout.write(json ? `${JSON.stringify({ schema: 'metal-cap-shim/version@1', name: 'metal-cap-shim', version })}\n` : `${version}\n`);
 }
 
 /** `--json` given to the command itself (not to the program after exec's `--`). */
@@ -71,28 +82,64 @@ function wantsJson(argv: string[]): boolean {
   return (dash === -1 ? argv : argv.slice(0, dash)).includes('--json');
 }
 
+/** Options every command takes, besides its own. */
+const COMMON_OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+  color: { type: 'string' },
+} as const;
+
+/** The options before the command (`metal-cap-shim --json --version`, `--color never probe`), and the rest. */
+function splitGlobals(argv: string[]): { globals: string[]; name: string | undefined; rest: string[] } {
+  const globals: string[] = [];
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const word = argv[i]!;
+    if (['--json', '--version', '-v', '--help', '-h'].includes(word) || word.startsWith('--color=')) globals.push(word);
+    else if (word === '--color' && i + 1 < argv.length) globals.push(word, argv[++i]!);
+    else break;
+  }
+  return { globals, name: argv[i], rest: argv.slice(i + 1) };
+}
+
 /**
- * Parses a command's own arguments the same way for every command: `--help`, `--version`, strict options, a string
- * option given twice is an error (the second would silently win otherwise), and `exec`'s program after `--`.
+ * Parses a command's own arguments the same way for every command: `--help`, `--version`, `--color`, every option
+ * known and given its value, a string option given twice is an error (the second would silently win otherwise), and
+ * `exec`'s program after `--`. Each mistake is one line in the CLI's words (Node's parser text is never shown).
  */
 function parseCommand(name: string, command: Command, argv: string[]): { values: Values; positionals: string[]; rest: string[] } {
   const dash = command.positionals === 'after-dashdash' ? argv.indexOf('--') : -1;
   if (command.positionals === 'after-dashdash' && dash === -1) suggestDashDash(name, command, argv);
   const own = dash === -1 ? argv : argv.slice(0, dash);
   const rest = dash === -1 ? [] : argv.slice(dash + 1);
-  const options = { ...command.options, help: { type: 'boolean' as const, short: 'h' }, version: { type: 'boolean' as const } };
-  let parsed;
-  try {
-    parsed = parseArgs({ args: own, options, allowPositionals: command.positionals !== undefined, strict: true, tokens: true });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
+  const options: Command['options'] = { ...command.options, ...COMMON_OPTIONS };
+  const known = Object.keys(options).map((o) => `--${o}`);
+  // Not strict: the checks below say what is wrong in our words, and a value such as `-1` is the option's value.
+  const parsed = parseArgs({ args: own, options, allowPositionals: true, strict: false, tokens: true });
+  const counts = new Map<string, number>();
+  for (const t of parsed.tokens ?? []) {
+    if (t.kind === 'positional') {
+      if (command.positionals !== 'files') {
+        throw new UsageError(`unexpected argument '${clip(t.value, 80)}': ${name} takes options only${dash === -1 ? '' : ' before `--`'}`);
+      }
+      continue;
+    }
+    if (t.kind !== 'option') continue;
+    const spec = Object.prototype.hasOwnProperty.call(options, t.name) ? options[t.name] : undefined;
+    if (spec === undefined) throw new UsageError(`unknown option '${clip(t.rawName, 80)}'${didYouMean(t.rawName, known)}`);
+    if (spec.type === 'boolean' && t.value !== undefined) throw new UsageError(`${t.rawName} takes no value, got '${clip(t.value, 80)}'`);
+    if (spec.type === 'string') {
+      if (t.value === undefined) throw new UsageError(`${t.rawName} needs a value`);
+      if (!t.inlineValue && t.value.startsWith('--')) {
+        throw new UsageError(`${t.rawName} needs a value, but is followed by the option ${clip(t.value, 80)} (write ${t.rawName}=VALUE for a value that starts with --)`);
+      }
+    }
+    counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
   }
   const values = parsed.values as Values;
   if (values.help || values.version) return { values, positionals: [], rest };
-  const counts = new Map<string, number>();
-  for (const t of parsed.tokens ?? []) if (t.kind === 'option') counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
   for (const [option, n] of counts) {
-    const spec = options[option as keyof typeof options] as { type: string; multiple?: boolean } | undefined;
+    const spec = options[option] as { type: string; multiple?: boolean } | undefined;
     if (n > 1 && spec?.type === 'string' && !spec.multiple) throw new UsageError(`--${option} is given ${n} times; give it once`);
   }
   if (command.positionals === 'after-dashdash') {
@@ -109,7 +156,7 @@ function suggestDashDash(name: string, command: Command, argv: string[]): void {
   for (let i = 0; i < argv.length; i++) {
     const word = argv[i]!;
     if (word.startsWith('-')) {
-      const option = command.options[word.replace(/^--?/, '')];
+      const option = command.options[word.replace(/^--?/, '')] ?? (word === '--color' ? COMMON_OPTIONS.color : undefined);
       if (option?.type === 'string' && !word.includes('=')) i++;
       continue;
     }
@@ -120,44 +167,61 @@ function suggestDashDash(name: string, command: Command, argv: string[]): void {
   }
 }
 
+/** Reads `--color` (from before or after the command) and sets it for the command's output. */
+async function applyColor(value: string | boolean | string[] | undefined): Promise<void> {
+  if (typeof value !== 'string') return;
+  const { COLOR_MODES } = await import('./format.js');
+  if (!(COLOR_MODES as readonly string[]).includes(value)) {
+    throw new UsageError(`--color takes ${COLOR_MODES.join(', ')}, got '${clip(value, 40)}'`);
+  }
+  const { setColorMode } = await import('./cli/shared.js');
+  setColorMode(value as 'auto' | 'always' | 'never');
+}
+
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
+  const { globals, name, rest } = splitGlobals(argv);
+  const has = (...flags: string[]) => flags.some((f) => globals.includes(f));
   let command: Command | undefined;
+  let hint = 'metal-cap-shim --help';
   try {
-    if (name === undefined) {
-      err(await mainHelp());
-      return EXIT.usage;
-    }
-    if (name === '--help' || name === '-h' || name === 'help') {
-      const topic = rest[0] !== undefined ? COMMANDS[rest[0]] : undefined;
+    if (name === undefined || name === 'help') {
+      const topic = name === 'help' && rest[0] !== undefined && Object.prototype.hasOwnProperty.call(COMMANDS, rest[0]) ? COMMANDS[rest[0]] : undefined;
+      if (name === undefined && has('--version', '-v')) {
+        await printVersion(has('--json'));
+        return EXIT.ok;
+      }
+      if (name === undefined && !has('--help', '-h')) {
+        errText(await mainHelp());
+        return EXIT.usage;
+      }
       process.stdout.write(`${topic ? (await topic.load()).default.help() : await mainHelp()}\n`);
       return EXIT.ok;
     }
-    if (name === '--version' || name === '-v') {
-      process.stdout.write(`${await version()}\n`);
-      return EXIT.ok;
-    }
     const entry = Object.prototype.hasOwnProperty.call(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (!entry) throw new UsageError(`unknown command '${name}'; commands: ${Object.keys(COMMANDS).join(', ')}`);
+    if (!entry) {
+      throw new UsageError(`unknown command '${clip(name, 80)}'${didYouMean(name, Object.keys(COMMANDS))}; commands: ${Object.keys(COMMANDS).join(', ')}`);
+    }
+    hint = `metal-cap-shim ${name} --help`;
     command = (await entry.load()).default;
-    const invocation = parseCommand(name, command, rest);
+    const invocation = parseCommand(name, command, [...globals, ...rest]);
+    await applyColor(invocation.values.color);
     if (invocation.values.help) {
       process.stdout.write(`${command.help()}\n`);
       return EXIT.ok;
     }
     if (invocation.values.version) {
-      process.stdout.write(`${await version()}\n`);
+      await printVersion(invocation.values.json === true);
       return EXIT.ok;
     }
     return await command.run(invocation);
   } catch (e) {
     if (!(e instanceof MetalCapShimError)) throw e;
-    // The human line always goes to stderr; usage errors add the command's usage. With --json a script also gets
+    // One line on stderr, and for a usage error a second saying where the usage is. With --json a script also gets
     // the error as JSON: on stdout, except for exec, whose stdout belongs to the program.
-    const usage = e.code === 'ERR_USAGE' ? `\n\n${command ? command.help() : await mainHelp()}` : '';
-    err(`metal-cap-shim: ${e.code}: ${e.message}${usage}`);
-    if (wantsJson(rest)) {
+    err(`metal-cap-shim: ${e.code}: ${e.message}`);
+    if (e.code === 'ERR_USAGE') errText(`Run \`${hint}\` for usage.`);
+    if (has('--json') || wantsJson(rest)) {
       const line = JSON.stringify({ error: { code: e.code, message: e.message } });
       if (name === 'exec') err(line);
       else process.stdout.write(`${line}\n`);
@@ -165,17 +229,18 @@ export async function main(argv: string[]): Promise<number> {
     if (USAGE_CODES.has(e.code)) return EXIT.usage;
     if (e.code === 'ERR_REFUSED_BARE_METAL' || e.code === 'ERR_INJECTION_BLOCKED') return EXIT.refused;
     if (e.code === 'ERR_COMMAND_NOT_FOUND') return 127;
-    return EXIT.failure;
+    return command?.failureExit ?? EXIT.failure;
   }
 }
 
-let stdoutFailed = false;
-// A full disk or a closed pipe on stdout is one line and exit 1, not an unhandled 'error' event and a stack trace.
+let stdoutClosed = false;
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-  if (stdoutFailed) return;
-  stdoutFailed = true;
-  const why = e.code === 'EPIPE' ? 'the reader closed the pipe' : e.code === 'ENOSPC' ? 'no space left on the device' : e.message;
-  err(`metal-cap-shim: cannot write to stdout: ${why} (${e.code ?? 'error'})`);
+  if (stdoutClosed) return;
+  stdoutClosed = true;
+  // The reader has gone (`| head`): it has what it wanted. The command ends as it would have, quietly, like cat.
+  if (e.code === 'EPIPE') return;
+  // A full disk (or another write error) loses output: one line and exit 1, not an unhandled 'error' and a stack trace.
+  err(`metal-cap-shim: cannot write to stdout: ${e.code === 'ENOSPC' ? 'no space left on the device' : e.message} (${e.code ?? 'error'})`);
   process.exit(EXIT.failure);
 });
 
@@ -184,7 +249,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (e: unknown) => {
-    err(`metal-cap-shim: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    err(`metal-cap-shim: internal error: ${e instanceof Error ? (e.stack ?? e.message).split('\n')[0] : String(e)}`);
+    if (e instanceof Error && e.stack) errText(e.stack.split('\n').slice(1).join('\n'));
     process.exitCode = EXIT.failure;
   },
 );

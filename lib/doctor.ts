@@ -4,7 +4,7 @@
  */
 import { checkDoctorOptions, type DoctorOptions } from './doctor/options.js';
 import { doctorFromSnapshot } from './doctor/replay.js';
-import { runDoctorLive } from './doctor/run.js';
+import { runDoctorLive, type ProbeListener } from './doctor/run.js';
 import type { DoctorReport } from './doctor/types.js';
 
 /**
@@ -15,8 +15,13 @@ import type { DoctorReport } from './doctor/types.js';
  * options and MetalCapShimError `ERR_PROFILE_ACTIVE` when a profile is already applied in the process.
  */
 export function doctor(options?: DoctorOptions): DoctorReport {
+  return doctorWithProgress(options);
+}
+
+/** doctor(), telling `listener` as each live probe starts (the CLI's progress line on a terminal). */
+export function doctorWithProgress(options?: DoctorOptions, listener?: ProbeListener): DoctorReport {
   const o = checkDoctorOptions(options);
-  return o.snapshot !== null ? doctorFromSnapshot({ ...o, snapshot: o.snapshot }) : runDoctorLive(o);
+  return o.snapshot !== null ? doctorFromSnapshot({ ...o, snapshot: o.snapshot }) : runDoctorLive(o, listener);
 }
 
 export { AUTO_PROFILE, applyProfile, isAuto, profileForExec, resolveAutoProfile, type AutoApplyOptions, type AutoApplyResult, type AutoSource } from './doctor/auto.js';

@@ -28,6 +28,16 @@ export type NativeErrorCode = 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'E
 /** The codes a RefusedError carries. */
 export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED';
 
+/** The longest message or field an error carries; a longer one keeps its start and end. Quoting a value in a message
+ * goes through lib/input.ts, which keeps 200 characters of it: this bound only stops what slipped past that. */
+const MESSAGE_LIMIT = 2000;
+
+function bounded(text: string, limit = MESSAGE_LIMIT): string {
+  if (text.length <= limit) return text;
+  const tail = Math.floor(limit / 4);
+  return `${text.slice(0, limit - tail)} … (${text.length - limit} characters left out) … ${text.slice(-tail)}`;
+}
+
 /**
  * Every error this package throws is a MetalCapShimError with a stable `code`. Scripts should branch on `code`,
  * never on the message, which may be reworded.
@@ -39,7 +49,7 @@ export class MetalCapShimError extends Error {
   // Not generic on purpose: `err instanceof MetalCapShimError` would then narrow to MetalCapShimError<any>, and a
   // comparison with a code that does not exist would compile. Subclasses narrow `code` with `declare`.
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(bounded(message), options);
     this.name = new.target.name;
     this.code = code;
   }
@@ -53,7 +63,7 @@ export class InvalidOptionsError extends MetalCapShimError {
 
   constructor(option: string, message: string) {
     super('ERR_INVALID_OPTIONS', message);
-    this.option = option;
+    this.option = bounded(option, 300);
   }
 }
 
@@ -73,7 +83,7 @@ export class InvalidSnapshotError extends MetalCapShimError {
 
   constructor(field: string | null, message: string) {
     super('ERR_INVALID_SNAPSHOT', message);
-    this.field = field;
+    this.field = field === null ? null : bounded(field, 300);
   }
 }
 
@@ -85,7 +95,7 @@ export class InvalidProfileError extends MetalCapShimError {
 
   constructor(field: string | null, message: string) {
     super('ERR_INVALID_PROFILE', message);
-    this.field = field;
+    this.field = field === null ? null : bounded(field, 300);
   }
 }
 
@@ -97,7 +107,7 @@ export class InvalidReportError extends MetalCapShimError {
 
   constructor(field: string | null, message: string) {
     super('ERR_INVALID_REPORT', message);
-    this.field = field;
+    this.field = field === null ? null : bounded(field, 300);
   }
 }
 

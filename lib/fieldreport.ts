@@ -1,8 +1,11 @@
+import { createRequire } from 'node:module';
 import { audit, type AuditResult } from './audit.js';
 import { doctor, type DoctorReport } from './doctor.js';
 import { leastProfile } from './doctor/derive.js';
 import { DOCTOR_SCHEMA } from './doctor/types.js';
 import { InvalidOptionsError, InvalidReportError } from './errors.js';
+import { clip, escapeControl, quote, readInput } from './input.js';
+import { schemaProblem } from './jsonfile.js';
 
 export { InvalidReportError };
 import { packageVersion } from './native.js';
@@ -10,10 +13,10 @@ import { packageVersion } from './native.js';
 export { packageVersion };
 import { checkOptions } from './options.js';
 import { resolveProfile, type ProfileInput, type Profile } from './profiles.js';
+import { FIELD_REPORT_SCHEMA } from './report.js';
 import type { HostInfo } from './types.js';
 
-/** The field-report format tag. */
-export const FIELD_REPORT_SCHEMA = 'metal-cap-shim/field-report@1' as const;
+export { FIELD_REPORT_SCHEMA };
 
 /** A report to attach to an issue: this machine, its devices, and what a profile did (or would do) here. */
 export interface FieldReport {
@@ -133,21 +136,31 @@ export interface MatrixInput {
   report: unknown;
 }
 
-function profileName(p: Profile): string {
-  return p.name ?? 'custom';
+/**
+ * The column a report's profile goes in: its built-in name, or `custom-` and the first 8 hex digits of the SHA-256 of
+ * the normalised profile's JSON (`resolveProfile`, name null), so reports made with different custom profiles stay
+ * apart and the same custom profile, however it was written, shares a column.
+ */
+export function profileColumn(p: Profile): string {
+  if (p.name !== null) return p.name;
+  // Loaded here rather than imported: node:crypto costs every importer of the package start-up time.
+  const { createHash } = createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
+  return `custom-${createHash('sha256').update(JSON.stringify({ ...p, name: null })).digest('hex').slice(0, 8)}`;
 }
 
-function checkReport(value: unknown, where: string): FieldReport {
+function checkReport(input: unknown, where: string): FieldReport {
   const fail = (field: string | null, what: string): never => {
     throw new InvalidReportError(
       field,
-      `${where} is not a usable metal-cap-shim field report (${what}); make one with \`metal-cap-shim report --json\``,
+      `${clip(where)} is not a usable metal-cap-shim field report (${what}); make one with \`metal-cap-shim report --json\``,
     );
   };
+  const value = input;
   const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
   if (!isObject(value)) fail(null, 'not a JSON object');
   const r = value as Record<string, unknown>;
-  if (r.schema !== FIELD_REPORT_SCHEMA) fail('schema', `schema is not ${FIELD_REPORT_SCHEMA}`);
+  const wrongKind = schemaProblem(r, { [FIELD_REPORT_SCHEMA]: 'metal-cap-shim report --json' });
+  if (wrongKind !== null) fail('schema', `it ${wrongKind}`);
   if (r.host !== null && !isObject(r.host)) fail('host', 'host must be an object or null');
   if (r.hostLabel !== null && typeof r.hostLabel !== 'string') fail('hostLabel', 'hostLabel must be a string or null');
   const a = r.audit;
@@ -156,6 +169,13 @@ function checkReport(value: unknown, where: string): FieldReport {
   if (audit.mode !== 'offline' && audit.mode !== 'live') fail('audit.mode', "audit.mode must be 'offline' or 'live'");
   if (typeof audit.refused !== 'boolean') fail('audit.refused', 'audit.refused must be true or false');
   if (!isObject(audit.profile) || !('name' in audit.profile)) fail('audit.profile', 'audit.profile is missing');
+  const name = (audit.profile as Record<string, unknown>).name;
+  if (name !== null && typeof name !== 'string') fail('audit.profile.name', `audit.profile.name must be a string or null, got ${quote(name)}`);
+  try {
+    resolveProfile(audit.profile);
+  } catch (e) {
+    fail('audit.profile', `audit.profile is not a profile: ${(e as Error).message}`);
+  }
   if (!isObject(audit.verdict) || typeof audit.verdict.ok !== 'boolean') fail('audit.verdict', 'audit.verdict is missing');
   if (!Array.isArray(audit.devices)) fail('audit.devices', 'audit.devices must be an array');
   (audit.devices as unknown[]).forEach((d, i) => {
@@ -185,7 +205,7 @@ function checkReport(value: unknown, where: string): FieldReport {
       }
     });
   }
-  return value as FieldReport;
+  return value as unknown as FieldReport;
 }
 
 function rowKey(r: FieldReport): { host: string; guestOs: string } {
@@ -206,15 +226,19 @@ function isFieldReportLike(entry: unknown): boolean {
  * pairs for reports read from files (`where` names the file in errors). The same report given twice counts once.
  */
 export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Matrix {
-  if (!Array.isArray(reports)) {
-    throw new InvalidOptionsError('reports', 'buildMatrix() takes an array of field reports (fieldReport() results, or { where, report } for parsed JSON)');
-  }
+  const usage = 'buildMatrix() takes an array of field reports (fieldReport() results, or { where, report } for parsed JSON)';
+  // Read once into plain JSON data: a getter that throws, a BigInt, a cycle or deep nesting anywhere is a typed error
+  // naming where it is, and nothing can change between the checks and the table.
+  const list = readInput(reports, (field, problem) => {
+    throw new InvalidReportError(field || null, `buildMatrix(): reports${field} ${problem}`);
+  }, { json: true });
+  if (!Array.isArray(list)) throw new InvalidOptionsError('reports', usage);
   const rows = new Map<string, MatrixRow>();
   const doctors = new Map<string, DoctorReport[]>();
   const profileNames = new Set<string>();
   const seen = new Map<string, string>();
   const duplicates: Matrix['duplicates'] = [];
-  reports.forEach((entry: unknown, i) => {
+  list.forEach((entry: unknown, i) => {
     const pair = isFieldReportLike(entry) ? { where: `reports[${i}]`, report: entry } : (entry as MatrixInput | null);
     const where = typeof pair?.where === 'string' ? pair.where : `reports[${i}]`;
     const r = checkReport(pair?.report, where);
@@ -231,7 +255,7 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     const row = rows.get(id) ?? { ...key, cells: {}, doctor: null };
     rows.set(id, row);
     if (r.doctor) doctors.set(id, [...(doctors.get(id) ?? []), r.doctor]);
-    const name = profileName(r.audit.profile);
+    const name = profileColumn(resolveProfile(r.audit.profile));
     profileNames.add(name);
     const cell = row.cells[name] ?? { reports: 0, verified: 0, refused: 0, offline: 0, gatesOn: [] };
     const device = r.audit.devices.find((d) => d.isDefault) ?? r.audit.devices[0];
@@ -315,13 +339,23 @@ export function cellText(cell: MatrixCell | undefined): string {
   return `${mark} verified ${cell.verified}/${live}${gateText}`;
 }
 
+/**
+ * Text as one Markdown table cell that shows exactly that text: control characters escaped (a newline cannot end the
+ * row), and the characters Markdown acts on (`|` ends a cell; `*`, `_`, `[`, `<`, a backtick… format or link)
+ * escaped with a backslash. Host labels and report fields come from other people.
+ */
+export function markdownCell(text: string): string {
+  return escapeControl(text).replace(/[\\`*_{}[\]<>|~&#!]/g, (c) => `\\${c}`);
+}
+
 /** The matrix as a Markdown table. */
 export function matrixMarkdown(m: Matrix): string {
   const header = ['Host', 'Guest OS', ...m.profiles, 'Proven profile (doctor)', 'Faults (doctor)'];
-  const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`];
-  for (const row of m.rows) {
-    const d = doctorText(row.doctor);
-    lines.push(`| ${[row.host, row.guestOs, ...m.profiles.map((p) => cellText(row.cells[p])), d.proven, d.faults].join(' | ')} |`);
+  const row = (cells: string[]) => `| ${cells.map(markdownCell).join(' | ')} |`;
+  const lines = [row(header), `| ${header.map(() => '---').join(' | ')} |`];
+  for (const r of m.rows) {
+    const d = doctorText(r.doctor);
+    lines.push(row([r.host, r.guestOs, ...m.profiles.map((p) => cellText(r.cells[p])), d.proven, d.faults]));
   }
   return lines.join('\n');
 }

@@ -1,6 +1,7 @@
-import { styleText } from 'node:util';
+import { inspect } from 'node:util';
 import type { AuditResult } from './audit.js';
 import { FAMILY_NAMES, familyLabel, type FamilyName } from './families.js';
+import { inert } from './input.js';
 import type { BuiltinProfile, Profile } from './profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from './types.js';
 
@@ -13,14 +14,32 @@ export interface Styler {
   warn(s: string): string;
 }
 
-/** A styler for `stream`, honouring NO_COLOR (https://no-color.org) and FORCE_COLOR. */
-export function stylerFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): Styler {
-  const forced = env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0';
-  const enabled = (forced || stream.isTTY === true) && !env.NO_COLOR && env.TERM !== 'dumb';
-  const wrap =
-    (format: Parameters<typeof styleText>[0]) =>
-    (s: string): string =>
-      enabled ? styleText(format, s) : s;
+/** `--color`: `auto` decides from the stream and the environment; `always` and `never` decide alone. */
+export type ColorMode = 'auto' | 'always' | 'never';
+
+/** The values `--color` takes. */
+export const COLOR_MODES: readonly ColorMode[] = ['auto', 'always', 'never'];
+
+/**
+ * Whether `auto` colours a stream: never with a non-empty NO_COLOR (https://no-color.org: an empty one is unset) or
+ * TERM=dumb; otherwise with FORCE_COLOR set to anything but `0`, or on a TTY.
+ */
+export function colorWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {
+  if ((env.NO_COLOR ?? '') !== '' || env.TERM === 'dumb') return false;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
+  return stream.isTTY === true;
+}
+
+/**
+ * A styler for `stream`. The escape codes are written here, not by util.styleText, which (from Node 20.18 and 22.13)
+ * checks process.stdout and Node's own reading of NO_COLOR itself, and so would overrule this decision.
+ */
+export function stylerFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env, mode: ColorMode = 'auto'): Styler {
+  const enabled = mode === 'always' || (mode === 'auto' && colorWanted(stream, env));
+  const wrap = (format: 'bold' | 'dim' | 'green' | 'red' | 'yellow') => {
+    const [open, close] = inspect.colors[format]!;
+    return (s: string): string => (enabled ? `\x1b[${open}m${s}\x1b[${close}m` : s);
+  };
   return { bold: wrap('bold'), dim: wrap('dim'), good: wrap('green'), bad: wrap('red'), warn: wrap('yellow') };
 }
 
@@ -92,7 +111,9 @@ function deviceTitle(d: DeviceReport, s: Styler): string {
 }
 
 /** The human-readable probe output. */
-export function formatReport(report: CapabilityReport, s: Styler): string {
+export function formatReport(untrusted: CapabilityReport, s: Styler): string {
+  // A report read from a snapshot holds other people's strings: printed, a control character only shows.
+  const report = inert(untrusted);
   const source =
     report.source === 'snapshot'
       ? `snapshot ${report.snapshot} (recorded, offline)`
@@ -174,7 +195,8 @@ const show = (v: boolean | number | null | undefined, field = '') => {
 };
 
 /** The human-readable audit: every changed answer, engine flags before and after, verification, warnings, verdict. */
-export function formatAudit(a: AuditResult, s: Styler): string {
+export function formatAudit(untrusted: AuditResult, s: Styler): string {
+  const a = inert(untrusted);
   const where = a.mode === 'offline' ? `snapshot ${a.snapshot} (offline)` : `this machine (${a.snapshot ? `simulated, ${a.snapshot}` : 'live'})`;
   const lines = [
     `${s.bold('metal-cap-shim audit')} — profile ${a.profile.name ?? 'custom'} on ${where}`,

@@ -3,6 +3,11 @@
  *
  * Nothing here touches Metal or loads native code at import time; the addon loads on the first call that needs it.
  */
+import { predictGates as predictFromPlainInput, type Engine, type PredictOptions } from './gates.js';
+import { readInput } from './input.js';
+import { optionFailure } from './options.js';
+import type { DeviceReport } from './types.js';
+
 export { probe, probeSnapshot, SIM_SNAPSHOT_ENV, type ProbeOptions } from './probe.js';
 export {
   restore,
@@ -94,7 +99,6 @@ export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
 export { SIMD_RULES } from './report.js';
 export {
   ENGINES,
-  predictGates,
   RULE_TABLES,
   type Engine,
   type GatePrediction,
@@ -118,3 +122,17 @@ export {
   type RefusedErrorCode,
 } from './errors.js';
 export type * from './types.js';
+
+/**
+ * Predicts the flags an engine computes at init from a device's answers (see lib/gates.ts). Its arguments are read
+ * once through the package's input guard first, so a getter or Proxy that throws is an InvalidOptionsError naming
+ * the field, as for every entry point.
+ */
+export const predictGates: typeof predictFromPlainInput = ((device: unknown, engine: unknown, options?: unknown) => {
+  const fail = optionFailure('predictGates');
+  return predictFromPlainInput(
+    readInput(device, fail, {}, 'device') as DeviceReport,
+    readInput(engine, fail, {}, 'engine') as Engine,
+    readInput(options, fail, {}, 'options') as PredictOptions,
+  );
+}) as typeof predictFromPlainInput;

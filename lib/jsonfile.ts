@@ -1,7 +1,16 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, readSync, statSync } from 'node:fs';
+import { clip } from './input.js';
 
 /** A JSON file read, or the one-line reason it could not be: never raw bytes, never a bare errno. */
 export type JsonFileRead = { ok: true; value: unknown } | { ok: false; problem: string };
+
+/** The file name that means standard input, wherever a file is read. */
+export const STDIN = '-';
+
+/** How a file name reads in a message: `-` is standard input; a long path is clipped. */
+export function fileLabel(file: string): string {
+  return file === STDIN ? 'standard input (-)' : clip(file);
+}
 
 const READ_ERRORS: Record<string, string> = {
   ENOENT: 'does not exist',
@@ -12,38 +21,196 @@ const READ_ERRORS: Record<string, string> = {
   ELOOP: 'cannot be read: too many symbolic links',
 };
 
-/** Where a JSON syntax error sits, as `line L, column C`, from V8's `at position N`; null when V8 did not say. */
-function errorPlace(text: string, message: string): string | null {
-  const match = /position (\d+)/.exec(message);
-  if (!match) return null;
-  const before = text.slice(0, Number(match[1]));
-  const line = before.split('\n').length;
-  const column = before.length - before.lastIndexOf('\n');
-  return `line ${line}, column ${column}`;
+const WAIT = new Int32Array(new SharedArrayBuffer(4));
+
+/** All of standard input, read once per process: `-` given twice reads the same text. */
+let stdinText: string | undefined;
+
+function readStdin(): string {
+  if (stdinText !== undefined) return stdinText;
+  const chunks: Buffer[] = [];
+  const chunk = Buffer.alloc(1 << 16);
+  for (;;) {
+    let n: number;
+    try {
+      n = readSync(0, chunk, 0, chunk.length, null);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // A non-blocking descriptor inherited from the shell: wait for data rather than fail.
+      if (code === 'EAGAIN') {
+        Atomics.wait(WAIT, 0, 0, 10);
+        continue;
+      }
+      if (code === 'EOF') break;
+      throw err;
+    }
+    if (n === 0) break;
+    chunks.push(Buffer.from(chunk.subarray(0, n)));
+  }
+  stdinText = Buffer.concat(chunks).toString('utf8');
+  return stdinText;
 }
 
-/** Reads and parses a JSON file. The problem is phrased to follow the file's name: `x.json is empty`. */
-export function readJsonFile(file: string): JsonFileRead {
-  let text: string;
+function readText(file: string): { ok: true; text: string } | { ok: false; problem: string } {
   try {
+    if (file === STDIN) return { ok: true, text: readStdin() };
     if (statSync(file).isDirectory()) return { ok: false, problem: READ_ERRORS.EISDIR! };
-    text = readFileSync(file, 'utf8');
+    return { ok: true, text: readFileSync(file, 'utf8') };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? '';
-    return { ok: false, problem: READ_ERRORS[code] ?? `cannot be read (${code || (err as Error).message.split('\n')[0]})` };
+    return { ok: false, problem: READ_ERRORS[code] ?? `cannot be read (${code || clip((err as Error).message.split('\n')[0] ?? '')})` };
   }
+}
+
+/** `line L, column C` of an offset into `text` (both from 1). */
+function place(text: string, offset: number): string {
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  return `line ${line}, column ${before.length - before.lastIndexOf('\n')}`;
+}
+
+const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const LITERAL = /true|false|null/y;
+
+/**
+ * Where `text` stops being JSON (RFC 8259), and what was expected there; null when it is JSON. One pass with an
+ * explicit stack, so it is linear in the text and deep nesting cannot overflow. Used only once JSON.parse has failed,
+ * to say where in the same words on every Node version (V8's messages differ, and some give no position).
+ */
+export function jsonSyntaxError(text: string): { offset: number; expected: string } | null {
+  const stack: ('{' | '[')[] = [];
+  let i = 0;
+  const skip = () => {
+    while (i < text.length && (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r')) i++;
+  };
+  // Scans a string starting at text[i] === '"'; returns an error or null with i after the closing quote.
+  const string = (): { offset: number; expected: string } | null => {
+    i++;
+    while (i < text.length) {
+      const c = text.charCodeAt(i);
+      if (c === 0x22) {
+        i++;
+        return null;
+      }
+      if (c < 0x20) return { offset: i, expected: 'no control character inside a string (write it as an escape)' };
+      if (c === 0x5c) {
+        const e = text[i + 1];
+        if (e === 'u') {
+          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) return { offset: i, expected: 'four hex digits after \\u' };
+          i += 6;
+        } else if (e !== undefined && '"\\/bfnrt'.includes(e)) i += 2;
+        else return { offset: i, expected: 'a valid escape (\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)' };
+        continue;
+      }
+      i++;
+    }
+    return { offset: text.length, expected: 'the closing quote of a string' };
+  };
+  // 'value': a value must come next; 'after': a value has just ended; 'key': a property name (or '}' right after '{').
+  let want: 'value' | 'after' | 'key' | 'first-key' | 'first-value' = 'value';
+  for (;;) {
+    skip();
+    if (i >= text.length) {
+      if (want === 'after' && stack.length === 0) return null;
+      return { offset: text.length, expected: 'more: the text ends in the middle of a value' };
+    }
+    const c = text[i]!;
+    if (want === 'after') {
+      const top = stack[stack.length - 1];
+      if (top === undefined) return { offset: i, expected: 'nothing after the JSON value' };
+      if (c === ',') {
+        i++;
+        want = top === '{' ? 'key' : 'value';
+      } else if ((c === '}' && top === '{') || (c === ']' && top === '[')) {
+        i++;
+        stack.pop();
+      } else return { offset: i, expected: top === '{' ? "',' or '}'" : "',' or ']'" };
+      continue;
+    }
+    if (want === 'key' || want === 'first-key') {
+      if (c === '}' && want === 'first-key') {
+        i++;
+        stack.pop();
+        want = 'after';
+        continue;
+      }
+      if (c !== '"') return { offset: i, expected: want === 'first-key' ? "a property name in double quotes, or '}'" : 'a property name in double quotes' };
+      const bad = string();
+      if (bad) return bad;
+      skip();
+      if (text[i] !== ':') return { offset: Math.min(i, text.length), expected: "':' after the property name" };
+      i++;
+      want = 'value';
+      continue;
+    }
+    if (c === ']' && want === 'first-value') {
+      i++;
+      stack.pop();
+      want = 'after';
+      continue;
+    }
+    if (c === '{' || c === '[') {
+      stack.push(c);
+      i++;
+      want = c === '{' ? 'first-key' : 'first-value';
+      continue;
+    }
+    if (c === '"') {
+      const bad = string();
+      if (bad) return bad;
+    } else {
+      const pattern = c === '-' || (c >= '0' && c <= '9') ? NUMBER : LITERAL;
+      pattern.lastIndex = i;
+      const m = pattern.exec(text);
+      if (!m) return { offset: i, expected: 'a value (an object, array, string, number, true, false or null)' };
+      i += m[0].length;
+    }
+    want = 'after';
+  }
+}
+
+/**
+ * Parses JSON text. A UTF-8 byte order mark at the start is skipped (editors on Windows write one); a syntax error
+ * is phrased to follow a name (`x.json is not JSON (…)`), with its line and column.
+ */
+export function parseJsonText(raw: string): JsonFileRead {
+  const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   if (text.trim() === '') return { ok: false, problem: 'is empty' };
   // A NUL or an invalid UTF-8 sequence (decoded as U+FFFD): a binary file, whose bytes must not reach the terminal.
   if (text.includes('\u0000') || text.includes('\uFFFD')) return { ok: false, problem: 'is not a text file (it holds binary data), so it is not JSON' };
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch (err) {
-    const message = (err as Error).message;
-    if (/end of JSON input/i.test(message)) return { ok: false, problem: 'is not JSON: it ends in the middle of a value' };
-    const place = errorPlace(text, message);
-    if (place) return { ok: false, problem: `is not JSON (syntax error at ${place})` };
-    // V8 names the offending character without a position; show it only when it is plain printable text.
-    const token = /Unexpected token '(.)'/.exec(message)?.[1];
-    return { ok: false, problem: token && /^[\x21-\x7e]$/.test(token) ? `is not JSON (unexpected '${token}')` : 'is not JSON' };
+    // V8 parses deeper nesting than a recursive scanner could, and fails on it with a RangeError.
+    if (err instanceof RangeError) return { ok: false, problem: 'is nested too deeply to be read' };
+    const found = jsonSyntaxError(text);
+    if (found === null) return { ok: false, problem: 'is not JSON' };
+    const where = place(text, found.offset);
+    if (found.offset >= text.length) return { ok: false, problem: `is not JSON: it ends in the middle of a value (${where})` };
+    return { ok: false, problem: `is not JSON (syntax error at ${where}: expected ${found.expected})` };
   }
+}
+
+/** Reads and parses a JSON file (`-`: standard input). The problem is phrased to follow the file's name: `x.json is empty`. */
+export function readJsonFile(file: string): JsonFileRead {
+  const read = readText(file);
+  return read.ok ? parseJsonText(read.text) : read;
+}
+
+/**
+ * Why a parsed JSON value is not one of the kinds a reader takes, or null when its `schema` is one of `accepted`:
+ * names the schema found and the ones expected, so a doctor result given as a snapshot says so rather than failing
+ * on its first unknown field. `accepted` maps each schema to what makes it (`metal-cap-shim snapshot`).
+ */
+export function schemaProblem(value: unknown, accepted: Record<string, string>): string | null {
+  const expected = Object.entries(accepted)
+    .map(([schema, maker]) => `${schema} (${maker})`)
+    .join(', ');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return `is ${Array.isArray(value) ? 'a JSON array' : value === null ? 'null' : `a JSON ${typeof value}`}, not an object with a "schema"; expected ${expected}`;
+  }
+  const schema = (value as { schema?: unknown }).schema;
+  if (typeof schema === 'string' && Object.prototype.hasOwnProperty.call(accepted, schema)) return null;
+  const found = schema === undefined ? 'has no "schema" field' : `has schema ${typeof schema === 'string' ? `"${clip(schema)}"` : `of type ${typeof schema}`}`;
+  return `${found}; expected ${expected}`;
 }

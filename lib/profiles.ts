@@ -9,7 +9,11 @@ import {
   isFamilyName,
   type FamilyName,
 } from './families.js';
+import { clip, quote, readInput } from './input.js';
+import { parseJsonText } from './jsonfile.js';
+import { checkOptions } from './options.js';
 import { rederive } from './report.js';
+import { didYouMean } from './suggest.js';
 import type { DeviceReport } from './types.js';
 
 /**
@@ -146,7 +150,7 @@ function normalize(spec: unknown, name: string | null): Profile {
   const s = spec as Record<string, unknown>;
   for (const key of Object.keys(s)) {
     if (!SPEC_KEYS.includes(key)) {
-      throw new InvalidProfileError(key, `unknown profile field '${key}'; profile fields are ${SPEC_KEYS.join(', ')}`);
+      throw new InvalidProfileError(key, `unknown profile field '${clip(key)}'${didYouMean(key, SPEC_KEYS)}; profile fields are ${SPEC_KEYS.join(', ')}`);
     }
   }
   const profile: Profile = {
@@ -162,7 +166,7 @@ function normalize(spec: unknown, name: string | null): Profile {
     if (!isInteger(v) || v < APPLE_FAMILY_MIN || v > APPLE_FAMILY_MAX_KNOWN) {
       throw new InvalidProfileError(
         'appleFamilyMax',
-        `appleFamilyMax must be an MTLGPUFamily value from ${APPLE_FAMILY_MIN} (Apple1) to ${APPLE_FAMILY_MAX_KNOWN} (Apple10), got ${JSON.stringify(v)}`,
+        `appleFamilyMax must be an MTLGPUFamily value from ${APPLE_FAMILY_MIN} (Apple1) to ${APPLE_FAMILY_MAX_KNOWN} (Apple10), got ${quote(v)}`,
       );
     }
     profile.appleFamilyMax = v;
@@ -173,7 +177,7 @@ function normalize(spec: unknown, name: string | null): Profile {
     if (!isInteger(v) || v < min || v > max || v % multipleOf !== 0) {
       throw new InvalidProfileError(
         'maxThreadgroupMemoryLength',
-        `maxThreadgroupMemoryLength must be a byte count from ${min} to ${max}, a multiple of ${multipleOf} (e.g. 32768 or 65536), got ${JSON.stringify(v)}`,
+        `maxThreadgroupMemoryLength must be a byte count from ${min} to ${max}, a multiple of ${multipleOf} (e.g. 32768 or 65536), got ${quote(v)}`,
       );
     }
     profile.maxThreadgroupMemoryLength = v;
@@ -183,7 +187,7 @@ function normalize(spec: unknown, name: string | null): Profile {
     if (!isInteger(v) || v < WORKING_SET_RANGE.min || v > WORKING_SET_RANGE.max) {
       throw new InvalidProfileError(
         'recommendedMaxWorkingSetSize',
-        `recommendedMaxWorkingSetSize must be a whole number of bytes from ${WORKING_SET_RANGE.min} (64 MiB) up, got ${JSON.stringify(v)}`,
+        `recommendedMaxWorkingSetSize must be a whole number of bytes from ${WORKING_SET_RANGE.min} (64 MiB) up, got ${quote(v)}`,
       );
     }
     profile.recommendedMaxWorkingSetSize = v;
@@ -197,11 +201,11 @@ function normalize(spec: unknown, name: string | null): Profile {
       if (!isFamilyName(family)) {
         throw new InvalidProfileError(
           `families.${family}`,
-          `unknown family '${family}'; known families are ${FAMILY_NAMES.join(', ')}`,
+          `unknown family '${clip(family)}'; known families are ${FAMILY_NAMES.join(', ')}`,
         );
       }
       if (typeof answer !== 'boolean') {
-        throw new InvalidProfileError(`families.${family}`, `families.${family} must be true or false, got ${JSON.stringify(answer)}`);
+        throw new InvalidProfileError(`families.${family}`, `families.${family} must be true or false, got ${quote(answer)}`);
       }
     }
     // Stored in MTLGPUFamily order so equal profiles serialise equally.
@@ -212,7 +216,7 @@ function normalize(spec: unknown, name: string | null): Profile {
   }
   if (s.mode !== undefined) {
     if (s.mode !== 'raise' && s.mode !== 'exact') {
-      throw new InvalidProfileError('mode', `mode must be 'raise' or 'exact', got ${JSON.stringify(s.mode)}`);
+      throw new InvalidProfileError('mode', `mode must be 'raise' or 'exact', got ${quote(s.mode)}`);
     }
     profile.mode = s.mode;
   }
@@ -233,9 +237,13 @@ const NULLABLE_KEYS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommen
  * exactly what that built-in says; any other name is dropped (the profile is custom).
  */
 function resolveObject(input: object): Profile {
-  const { name, ...rest } = input as Record<string, unknown>;
+  // Read once into plain data: a getter or Proxy that throws is this profile's error, naming the field.
+  const copy = readInput(input, (field, problem) => {
+    throw new InvalidProfileError(field || null, `the profile${field ? `'s ${field}` : ''} ${problem}`);
+  });
+  const { name, ...rest } = copy as Record<string, unknown>;
   if (name !== undefined && name !== null && typeof name !== 'string') {
-    throw new InvalidProfileError('name', `name must be a string or null, got ${JSON.stringify(name)}`);
+    throw new InvalidProfileError('name', `name must be a string or null, got ${quote(name)}`);
   }
   const spec = Object.fromEntries(Object.entries(rest).filter(([k, v]) => !(v === null && NULLABLE_KEYS.includes(k))));
   const resolved = normalize(spec, null);
@@ -252,20 +260,17 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
   if (typeof input === 'string') {
     const text = input.trim();
     if (text.startsWith('{')) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (err) {
-        throw new InvalidProfileError(null, `the profile is not valid JSON (${(err as Error).message}); pass a built-in name or a JSON object`);
-      }
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return normalize(parsed, null);
-      return resolveObject(parsed);
+      const parsed = parseJsonText(text);
+      if (!parsed.ok) throw new InvalidProfileError(null, `the profile ${parsed.problem}; pass a built-in name or a JSON object`);
+      if (typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) return normalize(parsed.value, null);
+      return resolveObject(parsed.value);
     }
     const found = Object.prototype.hasOwnProperty.call(profiles, text) ? profiles[text] : undefined;
     if (!found) {
+      const names = Object.keys(profiles);
       throw new InvalidProfileError(
         null,
-        `unknown profile '${input}'; built-in profiles are ${Object.keys(profiles).join(', ')}, or pass a JSON object`,
+        `unknown profile '${clip(input)}'${didYouMean(text, names)}; built-in profiles are ${names.join(', ')}, or pass a JSON object`,
       );
     }
     return { ...found.profile, families: { ...found.profile.families } };
@@ -278,7 +283,8 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
  * The compact text the native engine and the exec injector read (src-native/profile.h). Only produced from a
  * validated Profile, so the native parser never sees user input.
  */
-export function encodeNativeProfile(input: Profile, options: { trace?: boolean } = {}): string {
+export function encodeNativeProfile(input: Profile, options?: { trace?: boolean }): string {
+  const { trace = false } = checkOptions<{ trace?: boolean }>('encodeNativeProfile', options, { trace: 'boolean' });
   // Validated again: this text is what native code parses, so nothing unchecked may reach it.
   const profile = resolveProfile(input);
   const orDash = (v: number | null) => (v === null ? '-' : String(v));
@@ -291,7 +297,7 @@ export function encodeNativeProfile(input: Profile, options: { trace?: boolean }
     `tg=${orDash(profile.maxThreadgroupMemoryLength)}`,
     `wss=${orDash(profile.recommendedMaxWorkingSetSize)}`,
     `mode=${profile.mode}`,
-    `trace=${options.trace ? 1 : 0}`,
+    `trace=${trace ? 1 : 0}`,
     `fam=${fam}`,
   ].join(';');
 }

@@ -6,6 +6,7 @@
  */
 import { PROFILE_ENV as PROFILE_VARIABLE } from './doctor/auto.js';
 import { MetalCapShimError } from './errors.js';
+import { escapeControl } from './input.js';
 import { registerFromEnvironment } from './registration.js';
 
 /** The environment variable register reads. Typed as its literal so this entry's declarations stand alone. */
@@ -16,10 +17,19 @@ try {
   // The value was valid; if patching itself fails (nothing was left installed), the program still runs, unpatched,
   // and says so.
   if (outcome.action === 'not-applied') {
-    process.emitWarning(`metal-cap-shim/register: profile not applied (${outcome.why})`, { code: 'METAL_CAP_SHIM_NOT_APPLIED' });
+    process.emitWarning(escapeControl(`metal-cap-shim/register: profile not applied (${outcome.why})`), { code: 'METAL_CAP_SHIM_NOT_APPLIED' });
+  }
+  // Nothing would be applied here (no Metal), so a value that is no profile only costs a warning.
+  if (outcome.action === 'no-native' && outcome.ignored !== null) {
+    process.emitWarning(escapeControl(`metal-cap-shim/register: ${outcome.ignored.code}: ${outcome.ignored.message} (ignored: no Metal here)`), {
+      code: 'METAL_CAP_SHIM_INVALID_PROFILE',
+    });
   }
 } catch (err) {
   if (!(err instanceof MetalCapShimError)) throw err;
-  process.stderr.write(`metal-cap-shim/register: ${err.code}: ${err.message}\n`);
+  // Written whole before exiting. Through a pipe, Node writes what the pipe takes (64 KiB less what it already
+  // holds) and queues the rest, which process.exit() drops: make stderr's writes block first (libuv's blocking mode).
+  (process.stderr as unknown as { _handle?: { setBlocking?: (on: boolean) => unknown } })._handle?.setBlocking?.(true);
+  process.stderr.write(`metal-cap-shim/register: ${err.code}: ${escapeControl(err.message)}\n`);
   process.exit(1);
 }

@@ -15,6 +15,9 @@ import type {
 /** The report format tag. */
 export const REPORT_SCHEMA = 'metal-cap-shim/report@1' as const;
 
+/** The field-report format tag (`metal-cap-shim report --json`): defined here, below both its writer and its readers. */
+export const FIELD_REPORT_SCHEMA = 'metal-cap-shim/field-report@1' as const;
+
 /**
  * SIMD-group capabilities by family, as Apple's Metal Feature Set Tables assign them. These are the hardware
  * feature rows, not any engine's gate: llama.cpp's own gates (see predictGates) also accept Metal3.

@@ -4,8 +4,10 @@ import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatu
 import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from './errors.js';
 import { FAMILY_NAMES } from './families.js';
 import { packageRoot } from './native.js';
-import { readJsonFile } from './jsonfile.js';
-import { deviceReportFrom, REPORT_SCHEMA } from './report.js';
+import { clip, readInput } from './input.js';
+import { fileLabel, readJsonFile, schemaProblem, STDIN } from './jsonfile.js';
+import { deviceReportFrom, FIELD_REPORT_SCHEMA, REPORT_SCHEMA } from './report.js';
+import { didYouMean } from './suggest.js';
 import type { CapabilityReport, DeviceLocation, SupportedReport } from './types.js';
 
 /** The snapshot format tag (snapshots/README.md documents the format). */
@@ -153,11 +155,24 @@ export function listSnapshots(): string[] {
     .sort();
 }
 
-function looksLikePath(selector: string): boolean {
+/** True when a selector names a file rather than a bundled snapshot. */
+export function looksLikePath(selector: string): boolean {
   return selector.includes('/') || selector.includes(path.sep) || selector.endsWith('.json');
 }
 
-/** The file a snapshot name or path refers to; throws SnapshotNotFoundError when there is none. */
+/** `; did you mean the bundled snapshot 'x'?` for a mistyped name, or a file name that is a bundled name + .json. */
+function bundledSuggestion(selector: string): string {
+  const base = path.basename(selector).replace(/\.json$/i, '');
+  let names: string[];
+  try {
+    names = listSnapshots();
+  } catch {
+    return '';
+  }
+  return didYouMean(base, names, 'the bundled snapshot ');
+}
+
+/** The file a snapshot name or path refers to (`-`: standard input); throws SnapshotNotFoundError when there is none. */
 export function resolveSnapshotPath(selector: string): string {
   if (typeof selector !== 'string') {
     throw new InvalidOptionsError('snapshot', 'a snapshot is named by a string: a bundled name or a path to a .json file');
@@ -165,31 +180,46 @@ export function resolveSnapshotPath(selector: string): string {
   if (selector.trim() === '') {
     throw new SnapshotNotFoundError('a snapshot is named by a non-empty string: a bundled name or a path to a .json file');
   }
+  if (selector === STDIN) return STDIN;
   if (looksLikePath(selector)) {
     const file = path.resolve(selector);
-    if (!existsSync(file)) throw new SnapshotNotFoundError(`snapshot file ${file} does not exist`);
+    if (!existsSync(file)) throw new SnapshotNotFoundError(`snapshot file ${clip(file)} does not exist${bundledSuggestion(selector)}`);
     return file;
   }
   const file = path.join(snapshotsDir(), `${selector}.json`);
   if (!existsSync(file)) {
     throw new SnapshotNotFoundError(
-      `no bundled snapshot named '${selector}'; bundled snapshots: ${listSnapshots().join(', ')} (or pass a path to a .json file)`,
+      `no bundled snapshot named '${clip(selector)}'${bundledSuggestion(selector)}; bundled snapshots: ${listSnapshots().join(', ')} (or pass a path to a .json file)`,
     );
   }
   return file;
 }
 
+/** What `--snapshot` reads, by schema, and what makes each. */
+const SNAPSHOT_INPUTS: Record<string, string> = {
+  [SNAPSHOT_SCHEMA]: 'metal-cap-shim snapshot',
+  [REPORT_SCHEMA]: 'metal-cap-shim probe --json',
+  [FIELD_REPORT_SCHEMA]: 'metal-cap-shim report --json',
+};
+
 /**
- * Reads and validates a snapshot by bundled name or by path. A path may also name a `probe --json` report
- * (`metal-cap-shim/report@1`), which is read as a snapshot of the devices it lists.
+ * Reads and validates a snapshot by bundled name or by path (`-`: standard input). A path may also name a
+ * `probe --json` report (`metal-cap-shim/report@1`), read as a snapshot of the devices it lists, or a field report
+ * (`metal-cap-shim/field-report@1`), read as a snapshot of its stock devices and, when doctor measured them, their
+ * doctor results. Any other JSON is refused naming the schema it has and the ones accepted.
  */
 export function loadSnapshot(selector: string): Snapshot {
   const file = resolveSnapshotPath(selector);
+  const label = fileLabel(file);
   const read = readJsonFile(file);
-  if (!read.ok) throw new InvalidSnapshotError(null, `snapshot file ${file} ${read.problem}`);
+  if (!read.ok) throw new InvalidSnapshotError(null, `snapshot file ${label} ${read.problem}`);
   const data = read.value;
-  if (isObject(data) && data.schema === REPORT_SCHEMA) return snapshotFromReportFile(data, file);
-  return validateSnapshot(data, file);
+  const wrongKind = schemaProblem(data, SNAPSHOT_INPUTS);
+  if (wrongKind !== null) throw new InvalidSnapshotError('schema', `snapshot file ${label} ${wrongKind}`);
+  const record = data as Record<string, unknown>;
+  if (record.schema === REPORT_SCHEMA) return snapshotFromReportFile(record, file);
+  if (record.schema === FIELD_REPORT_SCHEMA) return snapshotFromFieldReport(record, file);
+  return validateSnapshot(data, label);
 }
 
 /** The `sources` key of values a snapshot took from a report or a recording. */
@@ -263,22 +293,112 @@ export function snapshotFromReport(
   );
 }
 
+/** The date a file was written (its modification time), or today for standard input. */
+function fileDate(file: string): string {
+  return (file === STDIN ? new Date() : statSync(file).mtime).toISOString().slice(0, 10);
+}
+
 function snapshotFromReportFile(data: Record<string, unknown>, file: string): Snapshot {
+  const label = fileLabel(file);
   const isReport =
     typeof data.supported === 'boolean' && Array.isArray(data.devices) && typeof data.platform === 'string' && 'host' in data;
   if (!isReport) {
-    throw new InvalidSnapshotError(null, `${file}: says it is a probe report (${REPORT_SCHEMA}) but lacks supported, platform, host or devices`);
+    throw new InvalidSnapshotError(null, `${label}: says it is a probe report (${REPORT_SCHEMA}) but lacks supported, platform, host or devices`);
   }
   const report = data as unknown as CapabilityReport;
-  const recorded = statSync(file).mtime.toISOString().slice(0, 10);
-  const base = path.basename(file, '.json');
+  const base = file === STDIN ? 'stdin' : path.basename(file, '.json');
   return snapshotFromReport(report, {
-    id: snapshotId(report.snapshot ?? base),
-    title: `probe report ${path.basename(file)}`,
-    recorded,
-    describe: `metal-cap-shim probe report ${file} (date: the file's modification time)`,
-    where: file,
+    id: snapshotId(typeof report.snapshot === 'string' ? report.snapshot : base),
+    title: `probe report ${file === STDIN ? label : path.basename(file)}`,
+    recorded: fileDate(file),
+    describe: `metal-cap-shim probe report ${label} (date: ${file === STDIN ? 'when it was read' : "the file's modification time"})`,
+    where: label,
   });
+}
+
+/**
+ * A field report (`report --json`) as a snapshot: the host it describes, each device's stock answers from its audit,
+ * and, when its doctor measured (a live or simulated run, not a replay), each device's doctor results, so
+ * `audit --snapshot` and `doctor --snapshot` re-read a fleet's reports offline.
+ */
+function snapshotFromFieldReport(data: Record<string, unknown>, file: string): Snapshot {
+  const label = fileLabel(file);
+  const fail = (field: string, what: string): never => {
+    throw new InvalidSnapshotError(field, `${label}: a field report (${FIELD_REPORT_SCHEMA}) read as a snapshot needs ${what}`);
+  };
+  const audit = isObject(data.audit) ? data.audit : fail('audit', 'its audit');
+  if (!isObject(data.host)) fail('host', 'its host facts (host is not an object)');
+  const devices = Array.isArray(audit.devices) && audit.devices.length > 0 ? (audit.devices as unknown[]) : fail('audit.devices', 'a non-empty audit.devices');
+  const stock = devices.map((d, i) => {
+    if (!isObject(d) || !isObject(d.stock) || !isObject(d.stock.families)) return fail(`audit.devices[${i}].stock`, `audit.devices[${i}].stock with its families`);
+    return d.stock;
+  });
+  const report = {
+    schema: REPORT_SCHEMA,
+    supported: true,
+    // A field report does not say its platform: only a Mac (or the Linux simulation of one) has devices to report.
+    platform: 'darwin',
+    source: 'snapshot',
+    snapshot: null,
+    reason: null,
+    detail: null,
+    host: data.host,
+    devices: stock,
+  } as unknown as CapabilityReport;
+  const base = file === STDIN ? 'stdin' : path.basename(file, '.json');
+  const hostLabel = typeof data.hostLabel === 'string' ? `, ${data.hostLabel}` : '';
+  const snapshot = snapshotFromReport(report, {
+    id: snapshotId(typeof audit.snapshot === 'string' ? audit.snapshot : base),
+    title: `field report ${file === STDIN ? label : path.basename(file)}${hostLabel}`,
+    recorded: typeof data.generatedAt === 'string' && /^\d{4}-\d{2}-\d{2}/.test(data.generatedAt) ? data.generatedAt.slice(0, 10) : fileDate(file),
+    describe: `metal-cap-shim field report ${label}`,
+    where: label,
+  });
+  const doctor = data.doctor;
+  const measured = isObject(doctor) && (doctor.source === 'live' || doctor.source === 'simulated') && Array.isArray(doctor.devices);
+  if (!measured) return snapshot;
+  const byIndex = new Map<unknown, unknown>((doctor.devices as unknown[]).map((d) => [isObject(d) ? d.index : undefined, d]));
+  const withDoctor = snapshot.devices.map((device, i) => {
+    const found = byIndex.get(stock[i]!.index);
+    return isObject(found) && Array.isArray(found.probes) ? { ...device, doctor: recordingOf(found.probes as DoctorProbeResult[]) } : device;
+  });
+  return validateSnapshot({ ...snapshot, devices: withDoctor }, label);
+}
+
+/** What a doctor result says of one probe, as `recordingOf` reads it (a DoctorProbe, or the same from a file). */
+export interface DoctorProbeResult {
+  id: DoctorProbeId;
+  status: SnapshotDoctorStatus;
+  detail: string;
+  provenThreadgroupMemory: number | null;
+  failedThreadgroupMemory: number | null;
+  bufferLength: number | null;
+  maxAbsError: number | null;
+}
+
+/**
+ * A device's doctor results as a snapshot records them (provenance: the recording), so `doctor --snapshot` replays
+ * them. Each probe keeps its status, detail and the measurements its format has; a NoCopy wrong-result says which
+ * fault it was (a buffer of length 0, or stale pages).
+ */
+export function recordingOf(probes: readonly DoctorProbeResult[]): SnapshotDoctor {
+  const recorded = {} as Record<DoctorProbeId, SnapshotDoctorProbe>;
+  for (const id of DOCTOR_PROBE_IDS) {
+    const p = probes.find((x) => isObject(x) && x.id === id);
+    if (p === undefined || p.status === 'not-recorded' || !SNAPSHOT_DOCTOR_STATUSES.includes(p.status)) {
+      recorded[id] = { status: 'not-recorded' };
+      continue;
+    }
+    const detail = typeof p.detail === 'string' ? p.detail.replace(/[\r\n]+/g, ' ').trim() : '';
+    const probe: SnapshotDoctorProbe = { status: p.status, ...(detail ? { detail } : {}) };
+    for (const field of DOCTOR_PROBE_FIELDS[id]) {
+      const value = (p as unknown as Record<string, unknown>)[field];
+      if (field !== 'fault' && value !== null && value !== undefined) (probe as unknown as Record<string, unknown>)[field] = value;
+    }
+    if (id === 'nocopy-mmap' && p.status === 'wrong-result') probe.fault = p.bufferLength === 0 ? 'zero-length' : 'stale';
+    recorded[id] = probe;
+  }
+  return { provenance: RECORDING_SOURCE, probes: recorded };
 }
 
 // ---- validation ----
@@ -399,7 +519,14 @@ function checkDoctor(where: string, prefix: string, doctor: unknown, sources: Re
 }
 
 /** Validates parsed JSON as a snapshot; `where` names it in messages. Throws InvalidSnapshotError naming the field. */
-export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
+export function validateSnapshot(input: unknown, name: string = 'snapshot'): Snapshot {
+  const where = typeof name === 'string' ? clip(name) : 'snapshot';
+  // Read once into plain JSON data: a getter that throws, a BigInt or a cycle is a typed error naming the field.
+  const data = readInput(input, (field, problem) => fail(where, field || '(root)', problem), { json: true });
+  // Another kind of JSON (a doctor result, a field report) is named as what it is, before its fields are judged.
+  const tagged = isObject(data) && typeof data.schema === 'string';
+  const wrongKind = tagged ? schemaProblem(data, { [SNAPSHOT_SCHEMA]: 'metal-cap-shim snapshot' }) : null;
+  if (wrongKind !== null) throw new InvalidSnapshotError('schema', `${where}: it ${wrongKind}; see snapshots/README.md for the format`);
   checkFields(where, '', data, {
     schema: (v) => (v === SNAPSHOT_SCHEMA ? null : `"${SNAPSHOT_SCHEMA}" (or the file must be a probe --json report, "${REPORT_SCHEMA}")`),
     id: (v) => (typeof v === 'string' && /^[a-z0-9][a-z0-9.-]*$/.test(v) ? null : 'a lower-case id (a-z, 0-9, -, .)'),

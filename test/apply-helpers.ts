@@ -106,13 +106,19 @@ export async function importRegister(profile: string | undefined): Promise<Regis
   }
 }
 
-/** The error resolveProfile() throws for a malformed value (register reports it as it is). */
+/**
+ * The error register gives for a malformed METAL_CAP_SHIM_PROFILE: resolveProfile()'s own, prefixed with the variable
+ * and followed by the two values that are no profile, off and auto.
+ */
 export function invalidProfileError(value: string): InvalidProfileError {
   try {
     resolveProfile(value);
   } catch (err) {
-    if (err instanceof InvalidProfileError) return err;
-    throw err;
+    if (!(err instanceof InvalidProfileError)) throw err;
+    return new InvalidProfileError(
+      err.field,
+      `METAL_CAP_SHIM_PROFILE=${value.trim()}: ${err.message}; METAL_CAP_SHIM_PROFILE also takes off (do nothing) and auto (the profile doctor proved), in any case`,
+    );
   }
   throw new Error(`${value} is a valid profile`);
 }

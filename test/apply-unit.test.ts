@@ -244,25 +244,29 @@ describe('without the addon (not macOS, no simulated Metal)', () => {
     expect(() => status({ trace: 1 } as never)).toThrow("status() option 'trace' must be a boolean, got number 1");
   });
 
-  it('registerFromEnvironment: off is off; any valid value finds no native module; a malformed one throws', () => {
-    expect(registerFromEnvironment({})).toEqual({ action: 'no-native' });
-    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'off' })).toEqual({ action: 'off' });
-    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: '  off\n' })).toEqual({ action: 'off' });
-    for (const value of ['', ' ', 'apple7', ' apple7 ', 'auto', '{"appleFamilyMax":1008}']) {
-      expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toEqual({ action: 'no-native' });
+  it('registerFromEnvironment: off (any case) is off; any valid value finds no native module; a malformed one is returned, not thrown', () => {
+    expect(registerFromEnvironment({})).toEqual({ action: 'no-native', ignored: null });
+    for (const value of ['off', '  off\n', 'OFF', 'Off']) expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toEqual({ action: 'off' });
+    for (const value of ['', ' ', 'apple7', ' apple7 ', 'auto', 'AUTO', '{"appleFamilyMax":1008}']) {
+      expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toEqual({ action: 'no-native', ignored: null });
     }
-    for (const value of ['apple99', '{"appleFamilyMax":', '{"appleFamilyMax":2000}', 'OFF']) {
-      expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toThrow(invalidProfileError(value));
+    for (const value of ['apple99', '{"appleFamilyMax":', '{"appleFamilyMax":2000}', 'OFFF']) {
+      expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toEqual({ action: 'no-native', ignored: invalidProfileError(value) });
     }
   });
 
-  it('register: nothing to do is silent; a malformed value exits 1 with the code and message on stderr', async () => {
+  it('register where there is no Metal: nothing to do is silent; a malformed value is one warning, and the program runs', async () => {
     expect(await importRegister(undefined)).toEqual({ exits: [], warnings: [], stderr: '' });
     expect(await importRegister('off')).toEqual({ exits: [], warnings: [], stderr: '' });
     expect(await importRegister('{"appleFamilyMax":')).toEqual({
-      exits: [1],
-      warnings: [],
-      stderr: `metal-cap-shim/register: ERR_INVALID_PROFILE: ${invalidProfileError('{"appleFamilyMax":').message}\n`,
+      exits: [],
+      warnings: [
+        [
+          `metal-cap-shim/register: ERR_INVALID_PROFILE: ${invalidProfileError('{"appleFamilyMax":').message} (ignored: no Metal here)`,
+          { code: 'METAL_CAP_SHIM_INVALID_PROFILE' },
+        ],
+      ],
+      stderr: '',
     });
   });
 });

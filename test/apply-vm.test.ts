@@ -214,8 +214,9 @@ describeSim('register in a VM', () => {
     }
   });
 
-  it('off applies nothing, even in a VM', () => {
+  it('off applies nothing, even in a VM, in any case', () => {
     expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'off' })).toEqual({ action: 'off' });
+    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'OFF' })).toEqual({ action: 'off' });
     expect(status().active).toBe(false);
   });
 

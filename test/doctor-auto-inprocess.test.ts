@@ -51,11 +51,11 @@ describeSim('profile auto, in-process', () => {
     delete process.env.METAL_CAP_SHIM_PROFILE;
   });
 
-  it('which inputs ask for auto', () => {
+  it('which inputs ask for auto: the name in any case, with blanks around', () => {
     expect([isAuto('auto'), isAuto(' auto\n'), isAuto('Auto'), isAuto('auto7'), isAuto(''), isAuto(undefined), isAuto({ name: 'auto' })]).toEqual([
       true,
       true,
-      false,
+      true,
       false,
       false,
       false,

@@ -44,6 +44,7 @@ describeSim('on bare metal', () => {
       snapshot: 'm1-ultra-bare-metal',
       host: probeSnapshot('m1-ultra-bare-metal').host,
       candidateProfile: profiles['cua-release']!.profile,
+      replayed: false,
       patchedRun: {
         ran: false,
         why: 'cua-release raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too',

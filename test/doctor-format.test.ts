@@ -76,6 +76,7 @@ function liveReport(): SupportedDoctorReport {
     detail: null,
     source: 'simulated',
     snapshot: 'vz-guest-m1-ultra-tahoe-stock',
+    replayed: false,
     host: vz.host,
     candidateProfile: profiles['cua-release']!.profile,
     patchedRun: { ran: true, why: null },
@@ -125,7 +126,7 @@ describe('formatDoctor', () => {
         '  Recommendations:',
         `    ! llama.cpp: --no-mmap (llama-bench: -mmp 0) — nocopy-mmap wrong-result: ${nocopy}. ${MMAP_WHY}`,
         `    ! node-llama-cpp: llama.loadModel({ useMmap: false }) — nocopy-mmap wrong-result: ${nocopy}. ${MMAP_WHY}`,
-        '  Faults: nocopy-mmap: wrong-result',
+        '  Faults: nocopy-mmap: wrong-result (recorded in snapshot github-macos-14-arm64-runner and replayed: not measured now)',
       ].join('\n'),
     );
   });

@@ -48,6 +48,7 @@ describeSim('doctor() over the simulated Metal', () => {
       source: 'simulated',
       snapshot: 'vz-guest-m1-ultra-tahoe-stock',
       candidateProfile: profiles['cua-release']!.profile,
+      replayed: false,
       patchedRun: { ran: true, why: null },
       settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: 5000, mmapFile: null, mmapSize: MMAP, device: null },
     });

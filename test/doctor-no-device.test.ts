@@ -34,6 +34,7 @@ describeSim('Metal without a device', () => {
       snapshot: null,
       host: { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null, memoryBytes: null, translated: null },
       candidateProfile: profiles['cua-release']!.profile,
+      replayed: false,
       patchedRun: { ran: false, why: DETAIL },
       settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: 5000, mmapFile: null, mmapSize: 1 << 30, device: null },
       devices: [],

@@ -311,7 +311,7 @@ describe('loading snapshots', () => {
       name: 'InvalidSnapshotError',
       code: 'ERR_INVALID_SNAPSHOT',
       field: null,
-      message: `snapshot file ${file} is not JSON: it ends in the middle of a value`,
+      message: `snapshot file ${file} is not JSON: it ends in the middle of a value (line 1, column 13)`,
     });
   });
 
@@ -476,17 +476,17 @@ describe('snapshot validation, rule by rule (each case breaks one rule of a vali
     ['a class name with an underscore first', (s) => (s.devices[0].className = '_Device9')],
   ])('accepts %s', (_what, edit) => {
     const data = changed(edit);
-    expect(validateSnapshot(data, 'test')).toBe(data);
+    expect(validateSnapshot(data, 'test')).toEqual(data);
   });
 
   it('accepts a device that subclasses another device’s class, either way round, and the last index as default device', () => {
     const s = twoGpus();
     s.devices[1].simulation.subclassOf = s.devices[0].className;
     s.defaultDevice = 1;
-    expect(validateSnapshot(s, 'test')).toBe(s);
+    expect(validateSnapshot(s, 'test')).toEqual(s);
     const first = twoGpus();
     first.devices[0].simulation.subclassOf = first.devices[1].className;
-    expect(validateSnapshot(first, 'test')).toBe(first);
+    expect(validateSnapshot(first, 'test')).toEqual(first);
   });
 
   it('a chain that ends at a class no device has is that device’s error, not a loop', () => {
@@ -556,10 +556,10 @@ describe('finding a snapshot by name or path', () => {
       message: 'snapshot file /nonexistent/x.json does not exist',
     });
     expect(thrown(() => resolveSnapshotPath('m1-ultra-bare-metal.json')).message).toBe(
-      `snapshot file ${path.resolve('m1-ultra-bare-metal.json')} does not exist`,
+      `snapshot file ${path.resolve('m1-ultra-bare-metal.json')} does not exist (did you mean the bundled snapshot 'm1-ultra-bare-metal'?)`,
     );
     expect(thrown(() => resolveSnapshotPath('snapshots/m1-ultra-bare-metal')).message).toBe(
-      `snapshot file ${path.resolve('snapshots/m1-ultra-bare-metal')} does not exist`,
+      `snapshot file ${path.resolve('snapshots/m1-ultra-bare-metal')} does not exist (did you mean the bundled snapshot 'm1-ultra-bare-metal'?)`,
     );
     const file = path.join(snapshotsDir(), 'm1-ultra-bare-metal.json');
     expect(resolveSnapshotPath(path.relative(process.cwd(), file))).toBe(file);
@@ -663,7 +663,7 @@ describe('the doctor section and the default object, whole errors', () => {
     );
     const ok = twoGpus();
     ok.devices[1].simulation.defaultObjectClass = 'MTLDebugDevice';
-    expect(validateSnapshot(ok, 'test')).toBe(ok);
+    expect(validateSnapshot(ok, 'test')).toEqual(ok);
   });
 });
 

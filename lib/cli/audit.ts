@@ -3,7 +3,7 @@ import { UsageError } from '../errors.js';
 import { formatAudit } from '../format.js';
 import { ENGINES, type Engine, type LlamaCppRuleSet } from '../gates.js';
 import { DEFAULT_PROFILE, resolveProfile } from '../profiles.js';
-import { profileHelp } from './profile-option.js';
+import { profileArgument, profileHelp } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
@@ -47,7 +47,8 @@ ${bundledSnapshotsHelp()}`,
   run({ values }) {
     const engines = engineList(text(values, 'engine'));
     const rules = rulesOf(text(values, 'rules'), engines);
-    const profile = resolveProfile(text(values, 'profile') ?? DEFAULT_PROFILE);
+    const given = text(values, 'profile');
+    const profile = resolveProfile(given !== undefined ? profileArgument(given) : DEFAULT_PROFILE);
     const snapshot = text(values, 'snapshot');
     const result = audit({ profile, engines, rules, force: values.force === true, ...(snapshot !== undefined ? { snapshot } : {}) });
     if (values.json) printJson(result);

@@ -1,9 +1,13 @@
-import { doctor, type DoctorOptions } from '../doctor.js';
+import { doctorWithProgress, type DoctorOptions } from '../doctor.js';
 import { formatDoctor } from '../doctor/format.js';
 import { MMAP_SIZE, TIMEOUT_MS } from '../doctor/probes.js';
-import { mmapOptions, wholeNumber } from './doctor-options.js';
-import { profileHelp } from './profile-option.js';
+import { mmapOptions, numberFlag } from './doctor-options.js';
+import { progressLine } from './progress.js';
+import { profileArgument, profileHelp } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
+
+/** doctor's exit codes: 1 is a fault and nothing else; usage is 2 as for every command; 3 is "cannot run here". */
+export const DOCTOR_EXIT = { ok: EXIT.ok, fault: 1, usage: EXIT.usage, cannotRun: 3 } as const;
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 const command: Command = {
@@ -26,7 +30,12 @@ faults found.
   --timeout-ms N     deadline per probe (default ${TIMEOUT_MS.default}; ${TIMEOUT_MS.min} to ${TIMEOUT_MS.max})
   --force            on a host that is not a VM, also run under a raising profile (its hooks are removed after)
   --snapshot S       replay the result a snapshot records (bundled name or .json path), on any OS
-Results are cached for profile auto. Exit code 1 when a probe found a fault or there is no Metal.
+Results are cached for profile auto. On a terminal, stderr shows which probe is running (not with --json).
+
+Exit codes: 0 no probe found a fault (each is proven, absent from this OS, or says why it taught nothing);
+1 a probe found a fault (with --snapshot: the recording holds one, and the output says it was replayed);
+2 usage (an unknown option, a bad number, a profile or snapshot that cannot be used); 3 doctor cannot run here
+(no Metal, no device, the native module will not load).
 
 ${bundledSnapshotsHelp()}`,
   options: {
@@ -45,19 +54,27 @@ ${bundledSnapshotsHelp()}`,
     const timeout = text(values, 'timeout-ms');
     const snapshot = text(values, 'snapshot');
     const options: DoctorOptions = {
-      ...(profile !== undefined ? { profile } : {}),
+      ...(profile !== undefined ? { profile: profileArgument(profile) } : {}),
       ...mmapOptions(values),
-      ...(device !== undefined ? { device: wholeNumber('--device', device) } : {}),
-      ...(timeout !== undefined ? { timeoutMs: wholeNumber('--timeout-ms', timeout) } : {}),
+      ...(device !== undefined ? { device: numberFlag('--device', device) } : {}),
+      ...(timeout !== undefined ? { timeoutMs: numberFlag('--timeout-ms', timeout) } : {}),
       ...(values.force === true ? { force: true } : {}),
       ...(snapshot !== undefined ? { snapshot } : {}),
     };
-    const report = doctor(options);
+    // A terminal sees which probe runs (a large --mmap-size takes seconds); a pipe or --json gets nothing extra.
+    const progress = values.json || !process.stderr.isTTY ? undefined : progressLine(process.stderr);
+    let report;
+    try {
+      report = doctorWithProgress(options, progress?.show);
+    } finally {
+      progress?.done();
+    }
     if (values.json) printJson(report);
     else out(formatDoctor(report, styler()));
-    const faulty = report.devices.some((d) => d.faults.length > 0);
-    return report.supported && !faulty ? EXIT.ok : EXIT.failure;
+    if (!report.supported) return DOCTOR_EXIT.cannotRun;
+    return report.devices.some((d) => d.faults.length > 0) ? DOCTOR_EXIT.fault : DOCTOR_EXIT.ok;
   },
+  failureExit: DOCTOR_EXIT.cannotRun,
 };
 
 export default command;

@@ -1,10 +1,10 @@
 import { preloadVariable, prepareExec, runWithInjector, signalExitStatus } from '../exec.js';
 import { profileForExec } from '../doctor/auto.js';
-import { profileHelp } from './profile-option.js';
+import { profileArgument, profileHelp } from './profile-option.js';
 import { err, EXIT, text, type Command } from './shared.js';
 
 const command: Command = {
-  help: () => `Usage: metal-cap-shim exec [--profile P] [--trace FILE] [--force] [--allow-unpatched] [--json] -- command [args…]
+  help: () => `Usage: metal-cap-shim exec [--profile P] [--trace FILE] [--force] [--allow-unpatched] [--quiet] [--json] -- command [args…]
 
   ${profileHelp(19)}
                      Also auto (the verified profile of doctor). Without --profile: METAL_CAP_SHIM_PROFILE if set.
@@ -14,6 +14,8 @@ const command: Command = {
   --force            allow raising answers on a host that is not a VM
   --allow-unpatched  run the program unpatched where it cannot be patched (any OS without Metal, a refusal,
                      SIP-protected programs and scripts), with one notice on stderr: a cross-platform wrapper
+  --quiet, -q        no notices on stderr (running unpatched, the shim did not load, killed by a signal);
+                     errors still print
   --json             after the program ends, one JSON line on stderr: exit code, signal, whether the injector
                      loaded (and which slice), the patched classes, warnings; a failure of exec itself is one
                      {"error": …} line on stderr (stdout is the program's)
@@ -25,11 +27,13 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     force: { type: 'boolean' },
     'allow-unpatched': { type: 'boolean' },
     json: { type: 'boolean' },
+    quiet: { type: 'boolean', short: 'q' },
   },
   positionals: 'after-dashdash',
   async run({ values, rest }) {
     // `auto` is resolved here, before the program starts; without --profile, METAL_CAP_SHIM_PROFILE decides.
-    const profile = profileForExec(text(values, 'profile'), process.env, values.force === true);
+    const given = text(values, 'profile');
+    const profile = profileForExec(given !== undefined ? profileArgument(given) : undefined, process.env, values.force === true);
     const trace = text(values, 'trace');
     const options = {
       profile,
@@ -39,17 +43,20 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
       allowUnpatched: values['allow-unpatched'] === true,
       ...(trace !== undefined ? { traceFile: trace } : {}),
     };
+    // --quiet: the notices (running unpatched, the shim did not load, killed by a signal) are left out; an error of
+    // exec itself or of the injector still prints.
+    const notice = values.quiet === true ? () => {} : err;
     const prepared = prepareExec(options);
-    if (prepared.unpatched !== null) err(`metal-cap-shim: ${prepared.unpatched}`);
+    if (prepared.unpatched !== null) notice(`metal-cap-shim: ${prepared.unpatched}`);
     const outcome = await runWithInjector(options, prepared.injector, prepared.warnings);
     // The program owns stdout; the summary for scripts goes to stderr, after it has finished.
     if (values.json) err(JSON.stringify({ schema: 'metal-cap-shim/exec@1', command: options.command, ...outcome }));
     if (!outcome.injectorLoaded && prepared.injector !== null) {
-      err(`metal-cap-shim: the shim did not load into ${options.command}, so it ran unpatched (the loader dropped ${preloadVariable()}; on macOS: SIP, a hardened runtime without the allow-dyld-environment-variables entitlement, or a platform binary)`);
+      notice(`metal-cap-shim: the shim did not load into ${options.command}, so it ran unpatched (the loader dropped ${preloadVariable()}; on macOS: SIP, a hardened runtime without the allow-dyld-environment-variables entitlement, or a platform binary)`);
     }
     for (const e of outcome.injectorErrors) err(`metal-cap-shim: injector error: ${e}`);
     if (outcome.signal) {
-      err(`metal-cap-shim: ${options.command} was killed by ${outcome.signal}`);
+      notice(`metal-cap-shim: ${options.command} was killed by ${outcome.signal}`);
       // Die the same way, so a parent shell sees the signal, not an ordinary exit. Node ignores a few signals
       // (SIGPIPE), so if we are still here, exit the way a shell reports a signal death: 128 + its number.
       process.kill(process.pid, outcome.signal);

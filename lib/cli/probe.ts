@@ -1,27 +1,43 @@
 import { formatReport } from '../format.js';
 import { probe, probeSnapshot } from '../probe.js';
+import { UsageError } from '../errors.js';
+import { DEFAULT_PROFILE, resolveProfile } from '../profiles.js';
+import { profileArgument } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 const command: Command = {
-  help: () => `Usage: metal-cap-shim probe [--json] [--all-devices] [--snapshot NAME|PATH]
+  help: () => `Usage: metal-cap-shim probe [--json | --short [--profile P]] [--all-devices] [--snapshot NAME|PATH]
 
   --json           machine-readable report (schema metal-cap-shim/report@1)
+  --short          one line per device (every device): name, Apple family stock → under the profile,
+                   threadgroup memory, VM or not, and llama.cpp's three gates stock → patched
+  --profile P      with --short: the profile the arrows show (default ${DEFAULT_PROFILE}); a built-in name, JSON,
+                   or a .json file
   --all-devices    every device, not only the default one
-  --snapshot S     a recorded snapshot (bundled name or .json path) instead of this machine; works on any OS
+  --snapshot S     a recorded snapshot (bundled name or .json path, - for stdin) instead of this machine; any OS
 Exit code 1 when nothing can be asked here (not macOS, no device, no native module): the report says why.
 
 ${bundledSnapshotsHelp()}`,
   options: {
     json: { type: 'boolean' },
+    short: { type: 'boolean' },
+    profile: { type: 'string' },
     'all-devices': { type: 'boolean' },
     snapshot: { type: 'string' },
   },
-  run({ values }) {
-    const opts = { allDevices: values['all-devices'] === true };
+  async run({ values }) {
+    const short = values.short === true;
+    if (short && values.json) throw new UsageError('--short and --json are two forms of the output: give one');
+    const profileFlag = text(values, 'profile');
+    if (profileFlag !== undefined && !short) throw new UsageError('--profile goes with --short (probe itself reports stock answers)');
+    const opts = { allDevices: short || values['all-devices'] === true };
     const snapshot = text(values, 'snapshot');
+    // The profile is checked before anything is asked; the gate tables are loaded only for --short.
+    const profile = short ? resolveProfile(profileFlag !== undefined ? profileArgument(profileFlag) : DEFAULT_PROFILE) : null;
     const report = snapshot !== undefined ? probeSnapshot(snapshot, opts) : probe(opts);
     if (values.json) printJson(report);
+    else if (profile !== null && report.supported) out((await import('./probe-short.js')).formatShort(report, profile));
     else out(formatReport(report, styler()));
     return report.supported ? EXIT.ok : EXIT.failure;
   },

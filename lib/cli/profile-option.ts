@@ -1,7 +1,28 @@
-import { DEFAULT_PROFILE } from '../profiles.js';
+import path from 'node:path';
+import { InvalidProfileError } from '../errors.js';
+import { fileLabel, readJsonFile, STDIN } from '../jsonfile.js';
+import { DEFAULT_PROFILE, resolveProfile, type ProfileInput } from '../profiles.js';
 
 /** The help lines for --profile, shared by every command that takes one; `width` is the option column's width. */
 export function profileHelp(width: number): string {
-  return `${'--profile P'.padEnd(width)}built-in name (default ${DEFAULT_PROFILE}) or JSON; a profile object printed by
-  ${' '.repeat(width)}\`profiles --json\` or \`audit --json\` is accepted back as it is`;
+  return `${'--profile P'.padEnd(width)}built-in name (default ${DEFAULT_PROFILE}), JSON, or a .json file (- for stdin);
+  ${' '.repeat(width)}a profile object printed by \`profiles --json\` or \`audit --json\` is accepted back as it is`;
+}
+
+/**
+ * A --profile value as a profile: a file when it reads like a path (a `/`, or a `.json` ending) or is `-` (standard
+ * input), its content read as a profile, and anything else (a built-in name, JSON text, `auto`) as it is.
+ */
+export function profileArgument(value: string): ProfileInput {
+  const text = value.trim();
+  const isFile = text === STDIN || (!text.startsWith('{') && (text.includes('/') || text.includes(path.sep) || text.endsWith('.json')));
+  if (!isFile) return value;
+  const read = readJsonFile(text);
+  if (!read.ok) throw new InvalidProfileError(null, `profile file ${fileLabel(text)} ${read.problem}`);
+  try {
+    return resolveProfile(read.value);
+  } catch (e) {
+    if (e instanceof InvalidProfileError) throw new InvalidProfileError(e.field, `profile file ${fileLabel(text)}: ${e.message}`);
+    throw e;
+  }
 }

@@ -1,9 +1,10 @@
 import { formatDoctor } from '../doctor/format.js';
 import { fieldReport } from '../fieldreport.js';
 import { formatAudit } from '../format.js';
+import { inert } from '../input.js';
 import { DEFAULT_PROFILE } from '../profiles.js';
 import { mmapOptions } from './doctor-options.js';
-import { profileHelp } from './profile-option.js';
+import { profileArgument, profileHelp } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
@@ -36,8 +37,9 @@ ${bundledSnapshotsHelp()}`,
   run({ values }) {
     const snapshot = text(values, 'snapshot');
     const hostLabel = text(values, 'host-label');
+    const profile = text(values, 'profile');
     const report = fieldReport({
-      profile: text(values, 'profile') ?? DEFAULT_PROFILE,
+      profile: profile !== undefined ? profileArgument(profile) : DEFAULT_PROFILE,
       force: values.force === true,
       ...mmapOptions(values),
       ...(values['no-doctor'] === true ? { doctor: false } : {}),
@@ -47,10 +49,12 @@ ${bundledSnapshotsHelp()}`,
     if (values.json) printJson(report);
     else {
       const s = styler();
+      // The label is the reporter's own text: printed, a control character only shows.
+      const shown = inert({ hostLabel: report.hostLabel, generatedAt: report.generatedAt });
       out(
         [
           `${s.bold('metal-cap-shim field report')} ${report.packageVersion} · ${report.generatedAt} · Node ${report.node}`,
-          report.hostLabel ? `Physical host: ${report.hostLabel}` : 'Physical host: not given (--host-label)',
+          shown.hostLabel ? `Physical host: ${shown.hostLabel}` : 'Physical host: not given (--host-label)',
           '',
           formatAudit(report.audit, s),
           ...(report.doctor ? ['', formatDoctor(report.doctor, s)] : []),

@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
-import { stylerFor, type Styler } from '../format.js';
+import { stylerFor, type ColorMode, type Styler } from '../format.js';
+import { escapeControl } from '../input.js';
 
 /** Exit codes, as documented in the README. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, refused: 3 } as const;
@@ -24,14 +25,22 @@ export interface Command {
   options: NonNullable<ParseArgsConfig['options']>;
   /** `files`: takes positionals (matrix); `after-dashdash`: takes a program after `--` (exec); default: none. */
   positionals?: 'files' | 'after-dashdash';
+  /** The exit code of a failure that is not a usage error or a refusal; default 1 (doctor: 3, as 1 means a fault). */
+  failureExit?: number;
   run(invocation: Invocation): number | Promise<number>;
 }
 
 export const out = (s: string): void => {
   process.stdout.write(`${s}\n`);
 };
+
+/**
+ * One line on stderr, with every control character escaped: a message quotes file names, profiles and programs,
+ * which a newline or an escape sequence in them must not turn into a forged line or a terminal command. The escapes
+ * are JSON's, so a JSON line stays valid JSON with the same value.
+ */
 export const err = (s: string): void => {
-  process.stderr.write(`${s}\n`);
+  process.stderr.write(`${escapeControl(s)}\n`);
 };
 
 /** Pretty JSON on stdout. */
@@ -39,9 +48,16 @@ export function printJson(value: unknown): void {
   out(JSON.stringify(value, null, 2));
 }
 
-/** Styling for stdout (plain when it is not a TTY or NO_COLOR is set). */
+let colorMode: ColorMode = 'auto';
+
+/** Sets what `--color` asked for, for every styler the command makes. */
+export function setColorMode(mode: ColorMode): void {
+  colorMode = mode;
+}
+
+/** Styling for stdout: `--color`, else plain when it is not a TTY or NO_COLOR is set (FORCE_COLOR forces it). */
 export function styler(): Styler {
-  return stylerFor(process.stdout);
+  return stylerFor(process.stdout, process.env, colorMode);
 }
 
 /** The value of a string option, or undefined. */

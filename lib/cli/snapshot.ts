@@ -1,20 +1,42 @@
-import { recordSnapshot } from '../record.js';
+import { UsageError } from '../errors.js';
+import { recordSnapshot, type RecordOptions } from '../record.js';
+import { mmapOptions, numberFlag } from './doctor-options.js';
 import { EXIT, printJson, text, type Command } from './shared.js';
 
 const command: Command = {
-  help: () => `Usage: metal-cap-shim snapshot [--label TEXT] > my-machine.json
+  help: () => `Usage: metal-cap-shim snapshot [--label TEXT] [--with-doctor [--mmap-file F | --mmap-size BYTES]
+                                [--timeout-ms N]] > my-machine.json
 
 Records this machine (every device's stock answers and the host facts) as a snapshot on stdout, in the bundled
 snapshots' format (schema metal-cap-shim/snapshot@1), with the provenance "recorded by metal-cap-shim <version> on
 <date>". Read it back anywhere with --snapshot my-machine.json.
 
-  --label TEXT     the snapshot's title, e.g. "M1 Ultra guest, Tahoe 26.5.2"; its id is made from it
-  --json           accepted for symmetry: the output is JSON either way
+  --label TEXT       the snapshot's title, e.g. "M1 Ultra guest, Tahoe 26.5.2"; its id is made from it
+  --with-doctor      also run doctor on every device and record its results, so that
+                     \`metal-cap-shim doctor --snapshot my-machine.json\` replays them whole
+  --mmap-file F      with --with-doctor: doctor maps your model file (read only) for its NoCopy probe
+  --mmap-size BYTES  with --with-doctor: size of doctor's generated file (default 1G)
+  --timeout-ms N     with --with-doctor: deadline per probe (default 5000)
+  --json             accepted for symmetry: the output is JSON either way
 Exit code 1 where there is no Metal device to record.`,
-  options: { label: { type: 'string' }, json: { type: 'boolean' } },
+  options: {
+    label: { type: 'string' },
+    json: { type: 'boolean' },
+    'with-doctor': { type: 'boolean' },
+    'mmap-file': { type: 'string' },
+    'mmap-size': { type: 'string' },
+    'timeout-ms': { type: 'string' },
+  },
   run({ values }) {
     const label = text(values, 'label');
-    printJson(recordSnapshot(label !== undefined ? { label } : {}));
+    const timeout = text(values, 'timeout-ms');
+    const doctorFlags = { ...mmapOptions(values), ...(timeout !== undefined ? { timeoutMs: numberFlag('--timeout-ms', timeout) } : {}) };
+    const withDoctor = values['with-doctor'] === true;
+    if (!withDoctor && Object.keys(doctorFlags).length > 0) {
+      throw new UsageError('--mmap-file, --mmap-size and --timeout-ms are doctor settings: give them with --with-doctor');
+    }
+    const options: RecordOptions = { ...(label !== undefined ? { label } : {}), ...(withDoctor ? { doctor: true, ...doctorFlags } : {}) };
+    printJson(recordSnapshot(options));
     return EXIT.ok;
   },
 };

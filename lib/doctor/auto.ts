@@ -24,7 +24,7 @@ export const PROFILE_ENV = 'METAL_CAP_SHIM_PROFILE';
 
 /** True when a profile input asks for `auto`. */
 export function isAuto(profile: unknown): boolean {
-  return typeof profile === 'string' && profile.trim() === AUTO_PROFILE;
+  return typeof profile === 'string' && profile.trim().toLowerCase() === AUTO_PROFILE;
 }
 
 /** Where `auto`'s profile came from. */
@@ -89,14 +89,15 @@ const NOTHING = resolveProfile({});
  * The profile `auto` stands for in this process (the least verified profile over every device), and where it came
  * from. Throws UnsupportedPlatformError where there is no Metal device to measure.
  */
-export function resolveAutoProfile(options: { force?: boolean; timeoutMs?: number } = {}): { profile: Profile; auto: AutoSource } {
+export function resolveAutoProfile(options?: { force?: boolean; timeoutMs?: number }): { profile: Profile; auto: AutoSource } {
+  const o = checkOptions<{ force?: boolean; timeoutMs?: number }>('resolveAutoProfile', options, { force: 'boolean', timeoutMs: 'number' });
   const native = loadNative();
   if (native.binding === null) throw new UnsupportedPlatformError(`profile auto needs Metal to measure: ${native.detail}`);
   const stock = stockReport(native.binding);
   if (!stock.supported) throw new UnsupportedPlatformError(`profile auto needs a Metal device to measure: ${stock.detail}`);
   return autoProfileFor(stock, {
-    force: options.force ?? false,
-    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    force: o.force ?? false,
+    ...(o.timeoutMs === undefined ? {} : { timeoutMs: o.timeoutMs }),
   });
 }
 
@@ -133,10 +134,10 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
  * The profile `exec` injects: `--profile` when given, else METAL_CAP_SHIM_PROFILE, else the default. `auto` is
  * resolved here, in the CLI's process, before the program starts.
  */
-export function profileForExec(flag: string | undefined, env: NodeJS.ProcessEnv = process.env, force = false): Profile {
+export function profileForExec(flag: ProfileInput | undefined, env: NodeJS.ProcessEnv = process.env, force = false): Profile {
   const fromEnv = env[PROFILE_ENV]?.trim();
   const value = flag ?? (fromEnv || DEFAULT_PROFILE);
-  if (flag === undefined && value === 'off') {
+  if (flag === undefined && typeof value === 'string' && value.toLowerCase() === 'off') {
     throw new UsageError(`${PROFILE_ENV}=off: exec always injects a profile; unset ${PROFILE_ENV} or pass --profile`);
   }
   if (!isAuto(value)) return resolveProfile(value);

@@ -7,6 +7,8 @@
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
+import { readInput } from '../input.js';
+import { optionFailure } from '../options.js';
 import { resolveProfile, type Profile } from '../profiles.js';
 import type { DeviceReport, SupportedReport } from '../types.js';
 import { packageVersion } from '../native.js';
@@ -71,8 +73,9 @@ export type CacheLookup =
  */
 export function doctorCacheDir(env: NodeJS.ProcessEnv = process.env, platform: string = process.platform): string {
   if (platform === 'darwin') return path.join(homedir(), 'Library', 'Caches', 'metal-cap-shim');
-  const xdg = env.XDG_CACHE_HOME;
-  const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(homedir(), '.cache');
+  // Read once, through the same guard as every other input: a getter that throws is a typed error.
+  const xdg: unknown = (readInput(env, optionFailure('doctorCacheDir'), {}, 'env') as NodeJS.ProcessEnv | null)?.XDG_CACHE_HOME;
+  const base = typeof xdg === 'string' && path.isAbsolute(xdg) ? xdg : path.join(homedir(), '.cache');
   return path.join(base, 'metal-cap-shim');
 }
 

@@ -1,4 +1,5 @@
 import { hostLine, plural, profileLine, table, type Styler } from '../format.js';
+import { inert } from '../input.js';
 import { JUDGEMENTS, type RecordedStatus } from './probes.js';
 import type { DoctorDevice, DoctorReport, MeasuredField, ProbeDifference } from './types.js';
 
@@ -53,12 +54,15 @@ function formatDevice(d: DoctorDevice, r: DoctorReport, s: Styler): string[] {
     lines.push(`  ${s.bold('Recommendations:')}`);
     for (const rec of d.recommendations) lines.push(`    ${s.warn('!')} ${rec.engine}: ${rec.setting} — ${rec.why}`);
   }
-  lines.push(`  ${s.bold('Faults:')} ${d.faults.length ? s.bad(d.faults.join(', ')) : 'none found'}`);
+  const replayed = r.replayed && d.faults.length ? ` (recorded in snapshot ${r.snapshot ?? ''} and replayed: not measured now)` : '';
+  lines.push(`  ${s.bold('Faults:')} ${d.faults.length ? s.bad(d.faults.join(', ')) : 'none found'}${replayed}`);
   return lines;
 }
 
 /** The human-readable doctor output. */
-export function formatDoctor(r: DoctorReport, s: Styler): string {
+export function formatDoctor(untrusted: DoctorReport, s: Styler): string {
+  // A replayed recording holds other people's strings: printed, a control character only shows.
+  const r = inert(untrusted);
   const lines = [`${s.bold('metal-cap-shim doctor')} — ${sourceLine(r)}`];
   if (!r.supported) {
     lines.push(`${s.warn('not supported')}: ${r.reason}: ${r.detail}`);

@@ -1,9 +1,10 @@
 import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { InvalidOptionsError } from '../errors.js';
-import { checkOptions } from '../options.js';
+import { readInput } from '../input.js';
+import { checkOptions, optionFailure } from '../options.js';
 import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../profiles.js';
-import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS, isProbeId, MMAP_SIZE, TIMEOUT_MS, type DoctorProbeId } from './probes.js';
+import { CAPABILITY_PROBE_IDS, DEVICE_INDEX, DOCTOR_PROBE_IDS, isProbeId, MMAP_SIZE, TIMEOUT_MS, type DoctorProbeId } from './probes.js';
 
 /** Options for doctor(). */
 export interface DoctorOptions {
@@ -86,7 +87,7 @@ export function checkDoctorOptions(options: unknown): CheckedDoctorOptions {
     cache: 'boolean',
   });
   const candidate = resolveProfile(o.profile ?? DEFAULT_PROFILE);
-  const device = o.device === undefined ? null : checkInteger('device', '--device', o.device, 0, 1023);
+  const device = o.device === undefined ? null : checkInteger('device', '--device', o.device, DEVICE_INDEX.min, DEVICE_INDEX.max);
   const timeoutMs =
     o.timeoutMs === undefined ? TIMEOUT_MS.default : checkInteger('timeoutMs', '--timeout-ms', o.timeoutMs, TIMEOUT_MS.min, TIMEOUT_MS.max);
   if (o.mmapFile !== undefined && o.mmapSize !== undefined) {
@@ -101,11 +102,12 @@ export function checkDoctorOptions(options: unknown): CheckedDoctorOptions {
   }
   let probes: DoctorProbeId[] = [...DOCTOR_PROBE_IDS];
   if (o.probes !== undefined) {
-    if (!Array.isArray(o.probes) || o.probes.length === 0 || !o.probes.every(isProbeId)) {
+    const asked = readInput(o.probes, optionFailure('doctor'), {}, 'probes');
+    if (!Array.isArray(asked) || asked.length === 0 || !asked.every(isProbeId)) {
       throw new InvalidOptionsError('probes', `doctor() option 'probes' must be a non-empty array of ${DOCTOR_PROBE_IDS.join(', ')}`);
     }
-    const asked = new Set<string>(o.probes);
-    probes = DOCTOR_PROBE_IDS.filter((id) => asked.has(id));
+    const set = new Set<string>(asked);
+    probes = DOCTOR_PROBE_IDS.filter((id) => set.has(id));
   }
   if (o.snapshot !== undefined) {
     for (const live of ['timeoutMs', 'mmapFile', 'mmapSize', 'force'] as const) {

@@ -67,6 +67,9 @@ export const TIMEOUT_MS = Object.freeze({ default: 5000, min: 100, max: 600_000 
  */
 export const MMAP_SIZE = Object.freeze({ default: 1 << 30, min: 1 << 20, max: 64 * 2 ** 30, multipleOf: 16384 });
 
+/** The device indexes doctor takes (MTLCopyAllDevices order). */
+export const DEVICE_INDEX = Object.freeze({ min: 0, max: 1023 });
+
 /** True when `id` names a probe. */
 export function isProbeId(id: unknown): id is DoctorProbeId {
   return typeof id === 'string' && (DOCTOR_PROBE_IDS as readonly string[]).includes(id);

@@ -60,6 +60,7 @@ export function doctorFromSnapshot(o: CheckedDoctorOptions & { snapshot: string 
     detail: null,
     source: 'snapshot',
     snapshot: snapshot.id,
+    replayed: true,
     host: report.host,
     candidateProfile: o.candidate,
     patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },

@@ -10,7 +10,7 @@ import { stockReport } from '../probe.js';
 import { planProfile } from '../profiles.js';
 import { hostOf } from '../report.js';
 import type { CapabilityReport, DeviceReport, SupportedReport, UnsupportedReason } from '../types.js';
-import type { NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
+import type { NativeBinding, NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
 import { cacheKeyFor, writeCache } from './cache.js';
 import { assessDevice } from './derive.js';
 import { judgeProbe, runFrom, type RawOutcome } from './judge.js';
@@ -33,11 +33,12 @@ function notRun(detail: string): DoctorRun {
 function baseReport(
   o: CheckedDoctorOptions,
   generatedAt: string,
-): Pick<DoctorReport, 'schema' | 'packageVersion' | 'generatedAt' | 'candidateProfile' | 'settings'> {
+): Pick<DoctorReport, 'schema' | 'packageVersion' | 'generatedAt' | 'replayed' | 'candidateProfile' | 'settings'> {
   return {
     schema: DOCTOR_SCHEMA,
     packageVersion: packageVersion(),
     generatedAt,
+    replayed: false,
     candidateProfile: o.candidate,
     settings: {
       probes: o.probes,
@@ -89,6 +90,29 @@ function nativeOptions(o: CheckedDoctorOptions, device: number, probes: DoctorPr
   };
 }
 
+/** Told as each probe starts: which device (of how many), which probe, and whether it is the stock or patched run. */
+export type ProbeListener = (event: { device: number; devices: number; probe: DoctorProbeId; run: 'stock' | 'patched' }) => void;
+
+/**
+ * The native runner's results for some probes on one device. With a listener, one native call per probe, so each can
+ * be announced before it blocks (the CLI's progress line); without, one call for them all.
+ */
+function runProbes(
+  binding: NativeBinding,
+  o: CheckedDoctorOptions,
+  device: { index: number; of: number },
+  probes: DoctorProbeId[],
+  run: 'stock' | 'patched',
+  listener: ProbeListener | undefined,
+): NativeDoctorResult {
+  if (listener === undefined || probes.length === 0) return binding.doctor(nativeOptions(o, device.index, probes));
+  const results = probes.map((probe) => {
+    listener({ device: device.index, devices: device.of, probe, run });
+    return binding.doctor(nativeOptions(o, device.index, [probe]));
+  });
+  return { device: results[0]!.device, outcomes: results.flatMap((r) => r.outcomes) };
+}
+
 function outcomeOf(result: NativeDoctorResult, id: DoctorProbeId): RawOutcome | undefined {
   return result.outcomes.find((x) => x.id === id);
 }
@@ -122,7 +146,7 @@ export function judgeDevice(
  * then the capability probes again with the candidate profile installed, then restores. Hooks are never left
  * installed, also when something throws.
  */
-export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
+export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener): DoctorReport {
   const generatedAt = new Date().toISOString();
   const native = loadNative();
   if (native.binding === null) return unsupported(o, generatedAt, native.reason, native.detail, null);
@@ -143,7 +167,8 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
     );
   }
   const devices = stock.devices.filter((d) => o.device === null || d.index === o.device);
-  const stockResults = devices.map((d) => binding.doctor(nativeOptions(o, d.index, o.probes)));
+  const of = (d: DeviceReport) => ({ index: d.index, of: devices.length });
+  const stockResults = devices.map((d) => runProbes(binding, o, of(d), o.probes, 'stock', listener));
 
   let patchedWhy = whyNoPatchedRun(o, stock);
   let patchedResults: NativeDoctorResult[] | null = null;
@@ -157,7 +182,7 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
         patchedWhy = `${candidateName} was not applied (${applied.reason}: ${applied.detail})`;
       } else {
         patchedDevices = applied.after.devices;
-        patchedResults = devices.map((d) => binding.doctor(nativeOptions(o, d.index, capability)));
+        patchedResults = devices.map((d) => runProbes(binding, o, of(d), capability, 'patched', listener));
       }
     } finally {
       if (binding.status().active) {

@@ -116,6 +116,11 @@ interface DoctorReportBase {
   /** `live`, `simulated` (the Linux test build), `snapshot` (a replayed recording) or `none`. */
   source: ReportSource;
   snapshot: string | null;
+  /**
+   * True when the results are a recording replayed (`snapshot` option, `doctor --snapshot`): nothing ran, and each
+   * fault was found when the recording was made, not now.
+   */
+  replayed: boolean;
   /** The profile installed for the patched runs. */
   candidateProfile: Profile;
   patchedRun: PatchedRun;

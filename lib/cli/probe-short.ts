@@ -1,0 +1,55 @@
+/**
+ * `probe --short`: one line per device, as `nvidia-smi -L` gives one per GPU. Loaded only with --short, so plain
+ * `probe` never loads the gate tables.
+ */
+import { refusalFor } from '../apply.js';
+import { familyLabel } from '../families.js';
+import { predictGates } from '../gates.js';
+import { inert } from '../input.js';
+import { planProfile, type Profile } from '../profiles.js';
+import { hostOf } from '../report.js';
+import type { DeviceReport, SupportedReport } from '../types.js';
+
+/** llama.cpp's three gates, as the short line names them. */
+const GATES = [
+  ['has_simdgroup_reduction', 'reduction'],
+  ['has_simdgroup_mm', 'mm'],
+  ['has_bfloat', 'bfloat'],
+] as const;
+
+const family = (d: DeviceReport) => (d.highestAppleFamily ? familyLabel(d.highestAppleFamily.name) : 'no Apple family');
+const size = (n: number | null) => (n === null ? 'unknown' : n % 1024 === 0 ? `${n / 1024} KiB` : `${n} bytes`);
+const yesNo = (v: boolean | null) => (v === null ? 'unknown' : v ? 'yes' : 'no');
+const change = <T>(from: T, to: T, show: (v: T) => string) => (from === to ? show(from) : `${show(from)} → ${show(to)}`);
+
+/**
+ * Each device on one line: name, highest Apple family stock → under the profile, threadgroup memory, VM or not, and
+ * llama.cpp's three gates stock → patched. Where the profile would be refused (it raises answers on a host that is not
+ * a VM), the line says so and shows the stock values only.
+ */
+export function formatShort(untrusted: SupportedReport, profile: Profile, env: NodeJS.ProcessEnv = process.env): string {
+  const report = inert(untrusted);
+  const host = hostOf(report);
+  const { expected, changes } = planProfile(report.devices, profile);
+  const refused = refusalFor(host, changes, false) !== null;
+  const name = profile.name ?? 'custom profile';
+  const vm = host.isVirtualMachine === null ? 'VM: unknown' : host.isVirtualMachine ? 'VM' : 'not a VM';
+  return report.devices
+    .map((stock, i) => {
+      const patched = refused ? stock : expected[i]!;
+      const before = predictGates(stock, 'llama.cpp', { host, env });
+      const after = predictGates(patched, 'llama.cpp', { host, env });
+      const gates = GATES.map(([flag, label]) => `${label} ${change(before.flags[flag].value, after.flags[flag].value, yesNo)}`);
+      const families = refused
+        ? `${family(stock)} (${name} refused: not a VM)`
+        : `${change(family(stock), family(patched), (f) => f)} (${name})`;
+      return [
+        `${stock.index}${stock.isDefault ? '*' : ''}: ${stock.name}`,
+        families,
+        `threadgroup memory ${change(stock.maxThreadgroupMemoryLength, patched.maxThreadgroupMemoryLength, size)}`,
+        vm,
+        `llama.cpp ${gates.join(', ')}`,
+      ].join(' · ');
+    })
+    .join('\n');
+}

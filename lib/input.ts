@@ -1,0 +1,162 @@
+/**
+ * Untrusted input: values a caller or a file hands us are read once into plain data (a throwing getter or a Proxy
+ * trap becomes a typed error naming the field), quoted in errors with a bound, and made inert before a human output
+ * prints them. Nothing here throws anything but what `fail` throws.
+ */
+
+/** At most this many characters of an input are quoted in an error message. */
+export const QUOTE_LIMIT = 200;
+
+/** How deep `readInput` follows nested objects and arrays; no format of this package comes near it. */
+export const INPUT_DEPTH_LIMIT = 64;
+
+/** `text`, or its first QUOTE_LIMIT characters and how long it was: an error never repeats a whole long input. */
+export function clip(text: string, limit = QUOTE_LIMIT): string {
+  if (text.length <= limit) return text;
+  // Never cut a surrogate pair in two.
+  const end = /[\uD800-\uDBFF]/.test(text[limit - 1]!) ? limit - 1 : limit;
+  return `${text.slice(0, end)}… (${text.length} characters)`;
+}
+
+/**
+ * A value as an error message shows it: strings in JSON quotes, `1009n` for a BigInt, objects as JSON; at most
+ * QUOTE_LIMIT characters of it, and never a throw (a cycle, a BigInt inside, or a throwing getter).
+ */
+export function quote(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return `${JSON.stringify(value.slice(0, QUOTE_LIMIT))}${value.length > QUOTE_LIMIT ? `… (${value.length} characters)` : ''}`;
+    case 'bigint':
+      return clip(`${value}n`);
+    case 'symbol':
+      return clip(value.toString());
+    case 'function':
+      return 'a function';
+    case 'object': {
+      if (value === null) return 'null';
+      try {
+        const text = JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+        if (typeof text === 'string') return clip(text);
+      } catch {
+        // A cycle, a getter or toJSON that throws, a revoked Proxy: say what kind of value it is instead.
+      }
+      return safeIsArray(value) ? 'an array' : 'an object';
+    }
+    default:
+      return String(value);
+  }
+}
+
+// C0 and C1 controls, DEL, and the format characters that reorder or break lines (bidirectional overrides and
+// isolates, the line and paragraph separators): what a terminal or a viewer would act on rather than show.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * `text` with every control character written as an escape (`\u001b`, `\n`): printed, it shows what is there and
+ * does nothing. The escapes are JSON's, so a JSON line stays valid JSON with the same value.
+ */
+export function escapeControl(text: string): string {
+  return text.replace(CONTROL, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** A copy of report-like data (plain objects, arrays, primitives) whose every string and key is escapeControl'd. */
+export function inert<T>(value: T): T {
+  if (typeof value === 'string') return escapeControl(value) as T;
+  if (Array.isArray(value)) return value.map((v: unknown) => inert(v)) as T;
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) define(out, escapeControl(k), inert(v));
+  return out as T;
+}
+
+/** Reports a field that cannot be used: `field` is its path (`families.apple7`, `devices[0]`; '' for the value itself). */
+export type InputFailure = (field: string, problem: string) => never;
+
+/** Options of readInput. */
+export interface ReadInputOptions {
+  /** Only what JSON can hold: a BigInt, a symbol or a function is refused (their `field` named). */
+  json?: boolean;
+}
+
+function safeIsArray(value: object): boolean {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
+function define(target: Record<string, unknown>, key: string, value: unknown): void {
+  // defineProperty, not assignment: a key named "__proto__" stays a key and never becomes the copy's prototype.
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+function joinPath(path: string, key: string | number): string {
+  if (typeof key === 'number') return `${path}[${key}]`;
+  return path === '' ? clip(key, 64) : `${path}.${clip(key, 64)}`;
+}
+
+function problemOf(err: unknown): string {
+  let text: string;
+  try {
+    text = err instanceof Error ? err.message : String(err);
+  } catch {
+    text = 'an error';
+  }
+  return clip(text.split('\n')[0] ?? '');
+}
+
+/**
+ * Reads an untrusted value once into plain data: own enumerable properties of objects and the elements of arrays,
+ * each getter called once. A getter or Proxy trap that throws, a cycle, or nesting deeper than INPUT_DEPTH_LIMIT is
+ * handed to `fail` with the field's path, as is (with `json`) a value JSON cannot hold. The copy is what the caller
+ * validates and keeps, so the input cannot change between the check and the use.
+ */
+export function readInput(value: unknown, fail: InputFailure, options: ReadInputOptions = {}, path = ''): unknown {
+  return readValue(value, fail, options.json === true, path, []);
+}
+
+function readValue(value: unknown, fail: InputFailure, json: boolean, path: string, ancestors: object[]): unknown {
+  const kind = typeof value;
+  if (kind === 'bigint' || kind === 'symbol' || kind === 'function') {
+    if (json) fail(path, `is ${kind === 'bigint' ? 'a BigInt' : `a ${kind}`}, which JSON cannot hold`);
+    return value;
+  }
+  if (kind !== 'object' || value === null) return value;
+  const object = value as object;
+  if (ancestors.includes(object)) fail(path, 'contains itself (a cycle)');
+  if (ancestors.length >= INPUT_DEPTH_LIMIT) fail(path, `is nested more than ${INPUT_DEPTH_LIMIT} levels deep`);
+  const inner = [...ancestors, object];
+  let keys: string[];
+  let isArray: boolean;
+  try {
+    isArray = Array.isArray(object);
+    keys = isArray ? [] : Object.keys(object);
+  } catch (err) {
+    return fail(path, `cannot be read (${problemOf(err)})`);
+  }
+  if (isArray) {
+    let length: number;
+    try {
+      length = (object as unknown[]).length;
+    } catch (err) {
+      return fail(path, `cannot be read (${problemOf(err)})`);
+    }
+    const out: unknown[] = [];
+    for (let i = 0; i < length; i++) out.push(readValue(readProperty(object, i, fail, path), fail, json, joinPath(path, i), inner));
+    return out;
+  }
+  const out: Record<string, unknown> = {};
+  for (const key of keys) define(out, key, readValue(readProperty(object, key, fail, path), fail, json, joinPath(path, key), inner));
+  return out;
+}
+
+function readProperty(object: object, key: string | number, fail: InputFailure, path: string): unknown {
+  try {
+    return (object as Record<string | number, unknown>)[key];
+  } catch (err) {
+    return fail(joinPath(path, key), `cannot be read (${problemOf(err)})`);
+  }
+}
