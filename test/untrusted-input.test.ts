@@ -181,7 +181,7 @@ describe('every public entry point throws only typed errors, naming the field', 
     ['doctorCacheDir', () => doctorCacheDir(trap as never, 'linux'), 'env'],
     ['encodeNativeProfile options', () => encodeNativeProfile(resolveProfile('apple7'), trap as never), 'options'],
     ['predictGates', () => predictGates(Object.defineProperty({}, 'families', { enumerable: true, get: () => { throw new Error('x'); } }) as never, 'llama.cpp'), 'device.families'],
-  ])('%s: InvalidOptionsError naming %s', (_name, call, option) => {
+  ])('%s: an InvalidOptionsError naming the option', (_name, call, option) => {
     expect(typed(call)).toEqual({ name: 'InvalidOptionsError', code: 'ERR_INVALID_OPTIONS', field: option });
   });
 
