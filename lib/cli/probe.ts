@@ -1,10 +1,15 @@
 import { formatReport } from '../format.js';
 import { probe, probeSnapshot } from '../probe.js';
 import { UsageError } from '../errors.js';
-import { DEFAULT_PROFILE, resolveProfile } from '../profiles.js';
-import { profileArgument } from './profile-option.js';
+import type { Profile } from '../profiles.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
+
+/** The profile `probe --short` shows the arrows for. */
+async function shortProfile(flag: string | undefined): Promise<Profile> {
+  const [{ DEFAULT_PROFILE, resolveProfile }, { profileArgument }] = await Promise.all([import('../profiles.js'), import('./profile-option.js')]);
+  return resolveProfile(flag !== undefined ? profileArgument(flag) : DEFAULT_PROFILE);
+}
 
 const command: Command = {
   help: () => `Usage: metal-cap-shim probe [--json | --short [--profile P]] [--all-devices] [--snapshot NAME|PATH]
@@ -12,8 +17,8 @@ const command: Command = {
   --json           machine-readable report (schema metal-cap-shim/report@1)
   --short          one line per device (every device): name, Apple family stock → under the profile,
                    threadgroup memory, VM or not, and llama.cpp's three gates stock → patched
-  --profile P      with --short: the profile the arrows show (default ${DEFAULT_PROFILE}); a built-in name, JSON,
-                   or a .json file
+  --profile P      with --short: the profile the arrows show (default: the one \`metal-cap-shim profiles\`
+                   marks default); a built-in name, JSON, or a .json file
   --all-devices    every device, not only the default one
   --snapshot S     a recorded snapshot (bundled name or .json path, - for stdin) instead of this machine; any OS
 Exit code 1 when nothing can be asked here (not macOS, no device, no native module): the report says why.
@@ -33,8 +38,8 @@ ${bundledSnapshotsHelp()}`,
     if (profileFlag !== undefined && !short) throw new UsageError('--profile goes with --short (probe itself reports stock answers)');
     const opts = { allDevices: short || values['all-devices'] === true };
     const snapshot = text(values, 'snapshot');
-    // The profile is checked before anything is asked; the gate tables are loaded only for --short.
-    const profile = short ? resolveProfile(profileFlag !== undefined ? profileArgument(profileFlag) : DEFAULT_PROFILE) : null;
+    // Loaded only for --short, so `probe --json` starts no slower; the profile is checked before anything is asked.
+    const profile = short ? await shortProfile(profileFlag) : null;
     const report = snapshot !== undefined ? probeSnapshot(snapshot, opts) : probe(opts);
     if (values.json) printJson(report);
     else if (profile !== null && report.supported) out((await import('./probe-short.js')).formatShort(report, profile));
