@@ -177,6 +177,12 @@ describe('numbers: one parser, one error code, in the flag’s own words', () =>
     );
   });
 
+  it('--mmap-file - is a usage error: standard input cannot be mapped', () => {
+    expect(runCli(['doctor', '--mmap-file', '-'], NO_SIM).stderr.split('\n')[0]).toBe(
+      'metal-cap-shim: ERR_USAGE: --mmap-file needs a file doctor can map (your model); standard input (-) cannot be mapped',
+    );
+  });
+
   it('a string option followed by another option is "needs a value", not a value', () => {
     expect(runCli(['doctor', '--profile', '--json'], NO_SIM).stderr.split('\n')[0]).toBe(
       'metal-cap-shim: ERR_USAGE: --profile needs a value, but is followed by the option --json (write --profile=VALUE for a value that starts with --)',

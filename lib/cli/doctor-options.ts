@@ -1,6 +1,7 @@
 import { DEVICE_INDEX, MMAP_SIZE, TIMEOUT_MS } from '../doctor/probes.js';
 import { UsageError } from '../errors.js';
 import { clip } from '../input.js';
+import { STDIN } from '../jsonfile.js';
 import { text, type Values } from './shared.js';
 
 /** What a numeric flag takes: its bounds, a granularity, and whether it is a byte count (K, M, G suffixes). */
@@ -51,6 +52,8 @@ export function numberFlag(flag: keyof typeof NUMBER_FLAGS, value: string): numb
 export function mmapOptions(values: Values): { mmapFile?: string; mmapSize?: number } {
   const file = text(values, 'mmap-file');
   const size = text(values, 'mmap-size');
+  // Mapping needs a file with pages; a pipe has none.
+  if (file === STDIN) throw new UsageError('--mmap-file needs a file doctor can map (your model); standard input (-) cannot be mapped');
   if (file !== undefined && size !== undefined) {
     throw new UsageError('--mmap-file and --mmap-size cannot be given together: nocopy-mmap maps your file or a generated one of that size');
   }
