@@ -200,7 +200,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     const entry = Object.prototype.hasOwnProperty.call(COMMANDS, name) ? COMMANDS[name] : undefined;
     if (!entry) {
-      throw new UsageError(`unknown command '${clip(name, 80)}'${didYouMean(name, Object.keys(COMMANDS))}; commands: ${Object.keys(COMMANDS).join(', ')}`);
+      const what = name.startsWith('-') ? `unknown option '${clip(name, 80)}' before the command` : `unknown command '${clip(name, 80)}'${didYouMean(name, Object.keys(COMMANDS))}`;
+      throw new UsageError(`${what}; commands: ${Object.keys(COMMANDS).join(', ')}`);
     }
     hint = `metal-cap-shim ${name} --help`;
     command = (await entry.load()).default;

@@ -72,6 +72,12 @@ describe('did you mean', () => {
     expect(runCli(args).stderr.split('\n')[0]).toBe(`metal-cap-shim: ${code}: ${message}`);
   });
 
+  it('an unknown option before the command is named as an option', () => {
+    expect(runCli(['--frobnicate', 'probe']).stderr).toBe(
+      "metal-cap-shim: ERR_USAGE: unknown option '--frobnicate' before the command; commands: probe, audit, exec, report, matrix, profiles, snapshot, doctor\nRun `metal-cap-shim --help` for usage.\n",
+    );
+  });
+
   it('a bundled name given as a file name (vz-guest-m1-ultra-tahoe-stock.json, from another folder)', () => {
     const r = spawnSync(process.execPath, [cli, 'probe', '--snapshot', `${STOCK}.json`], { cwd: dir, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
     expect(r.stderr).toBe(
