@@ -160,6 +160,7 @@ describe('every public entry point throws only typed errors, naming the field', 
 
   it('a Proxy whose traps throw is the whole profile’s error', () => {
     expect(typed(() => resolveProfile(trap))).toEqual({ name: 'InvalidProfileError', code: 'ERR_INVALID_PROFILE', field: null });
+    expect((thrown(() => resolveProfile(trap)) as Error).message).toBe('the profile cannot be read (trap says no)');
   });
 
   it('a getter read twice cannot pass the check with one value and be used with another', () => {
@@ -183,6 +184,12 @@ describe('every public entry point throws only typed errors, naming the field', 
     ['predictGates', () => predictGates(Object.defineProperty({}, 'families', { enumerable: true, get: () => { throw new Error('x'); } }) as never, 'llama.cpp'), 'device.families'],
   ])('%s: an InvalidOptionsError naming the option', (_name, call, option) => {
     expect(typed(call)).toEqual({ name: 'InvalidOptionsError', code: 'ERR_INVALID_OPTIONS', field: option });
+  });
+
+  it('an options object whose traps throw: the message names the function', () => {
+    expect((thrown(() => encodeNativeProfile(resolveProfile('apple7'), trap as never)) as Error).message).toBe(
+      'encodeNativeProfile() options cannot be read (trap says no)',
+    );
   });
 
   it('buildMatrix: a BigInt or a throwing getter inside a report is an InvalidReportError naming where', () => {
