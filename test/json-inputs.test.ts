@@ -136,6 +136,33 @@ describe('the wrong kind of JSON is named as what it is', () => {
     });
   });
 
+  it('validateSnapshot: no schema, or one that is not text, goes to the field checks, which say what is wrong', () => {
+    const message = (data: unknown, name?: unknown) => {
+      try {
+        validateSnapshot(data, name as string);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'accepted';
+    };
+    const { schema: _schema, ...untagged } = JSON.parse(bundled(STOCK)) as Record<string, unknown>;
+    expect(message(untagged, 'x.json')).toBe('x.json: schema is missing; see snapshots/README.md for the format');
+    expect(message({ ...untagged, schema: 7 }, 'x.json')).toBe(
+      'x.json: schema must be "metal-cap-shim/snapshot@1" (or the file must be a probe --json report, "metal-cap-shim/report@1"); see snapshots/README.md for the format',
+    );
+    expect(message({ ...untagged, schema: 7 }, 42)).toMatch(/^snapshot: schema must be /);
+  });
+
+  it('validateSnapshot refuses what JSON cannot hold, saying so', () => {
+    let error: unknown;
+    try {
+      validateSnapshot({ ...(JSON.parse(bundled(STOCK)) as object), defaultDevice: 0n }, 'x.json');
+    } catch (e) {
+      error = e;
+    }
+    expect((error as Error).message).toBe('x.json: defaultDevice is a BigInt, which JSON cannot hold; see snapshots/README.md for the format');
+  });
+
   it('matrix given a snapshot: the schema found and the one expected', () => {
     const file = path.join(root, 'snapshots', `${STOCK}.json`);
     const r = runCli(['matrix', file]);
