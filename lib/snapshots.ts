@@ -162,14 +162,7 @@ export function looksLikePath(selector: string): boolean {
 
 /** `; did you mean the bundled snapshot 'x'?` for a mistyped name, or a file name that is a bundled name + .json. */
 function bundledSuggestion(selector: string): string {
-  const base = path.basename(selector).replace(/\.json$/i, '');
-  let names: string[];
-  try {
-    names = listSnapshots();
-  } catch {
-    return '';
-  }
-  return didYouMean(base, names, 'the bundled snapshot ');
+  return didYouMean(path.basename(selector).replace(/\.json$/i, ''), listSnapshots(), 'the bundled snapshot ');
 }
 
 /** The file a snapshot name or path refers to (`-`: standard input); throws SnapshotNotFoundError when there is none. */
