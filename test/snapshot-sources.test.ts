@@ -72,6 +72,14 @@ describe('recordingOf: doctor’s results as a snapshot records them', () => {
     ]);
   });
 
+  it('only a NoCopy wrong-result says which fault: a wrong bfloat result has none', () => {
+    expect(recordingOf([probe('bfloat', 'wrong-result', { maxAbsError: 2 })]).probes.bfloat).toEqual({
+      status: 'wrong-result',
+      detail: 'bfloat wrong-result',
+      maxAbsError: 2,
+    });
+  });
+
   it('not-recorded, an unknown status, a blank or missing detail, and a fault given as a field', () => {
     const r = recordingOf([
       probe('simdgroup-reduction', 'not-recorded'),
@@ -127,6 +135,11 @@ describe('a field report read as a snapshot, in-process', () => {
     const file = write('Bare Report.json', { ...rest, audit: { ...report.audit, snapshot: null } });
     const snap = loadSnapshot(file);
     expect([snap.id, snap.title, snap.recorded]).toEqual(['bare-report', 'field report Bare Report.json', new Date().toISOString().slice(0, 10)]);
+  });
+
+  it('a generatedAt that is not a date leaves the date to the file', () => {
+    const snap = loadSnapshot(write('undated.json', { ...report, generatedAt: 'yesterday' }));
+    expect(snap.recorded).toBe(new Date().toISOString().slice(0, 10));
   });
 
   it('a doctor that measured brings each device’s results; a replay brings none', () => {
