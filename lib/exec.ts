@@ -138,27 +138,73 @@ export function hasEntitlement(entitlements: string, key: string): boolean {
   );
 }
 
+/** Code-signing flags (`CS_*` in the kernel's cs_blobs.h) that decide whether dyld lets an inserted library in. */
+export const CODESIGN_FLAGS = Object.freeze({ restrict: 0x800, libraryValidation: 0x2000, runtime: 0x10000 });
+
 /**
- * Reads what `codesign -d --verbose=1 --entitlements - FILE` printed: the `CodeDirectory … flags=0x…(runtime)` line on
- * stderr (codesign prints it only with -v/--verbose) and the entitlements on stdout. Null when the program is not
- * signed with the hardened runtime or has both entitlements; otherwise why dyld will not take the injector.
+ * Reads what `codesign -d --verbose=1 --entitlements - FILE` printed: the `CodeDirectory … flags=0x…` line on stderr
+ * (codesign prints it only with -v/--verbose) and the entitlements on stdout. Null when nothing in the signature
+ * stops the injector; otherwise why, for each flag that matters:
+ * - `restrict` (0x800): dyld removes every DYLD_* variable from a restricted program, whatever its entitlements, so it
+ *   would run unpatched;
+ * - `runtime` (0x10000, the hardened runtime): DYLD_* is ignored without allow-dyld-environment-variables, and the
+ *   injector is rejected at launch without disable-library-validation (the runtime implies library validation);
+ * - `library-validation` (0x2000) without the hardened runtime: dyld loads the injector, library validation rejects
+ *   it (it is not signed by the program's team), and the program is killed at launch, unless it has
+ *   disable-library-validation.
+ * A pure function of codesign's output (setuid and setgid files are judged from the file itself: injectionBlocker).
  */
 export function hardenedRuntimeBlocker(file: string, codesignStderr: string, entitlements: string): InjectionBlocker | null {
-  const flags = /flags=0x([0-9a-f]+)/i.exec(codesignStderr);
-  // 0x10000 is the hardened-runtime code-signing flag ("runtime").
-  if (!flags || (parseInt(flags[1]!, 16) & 0x10000) === 0) return null;
+  const match = /flags=0x([0-9a-f]+)/i.exec(codesignStderr);
+  if (!match) return null;
+  const flags = parseInt(match[1]!, 16);
   const [allowDyld, disableValidation] = INJECTION_ENTITLEMENTS.map((e) => hasEntitlement(entitlements, e));
-  if (allowDyld && disableValidation) return null;
-  if (allowDyld) {
-    // dyld honours DYLD_INSERT_LIBRARIES here, then library validation rejects an injector that is not signed by the
-    // program's own team, and dyld stops the process before main ("could not be loaded").
+  if ((flags & CODESIGN_FLAGS.restrict) !== 0) {
     return {
-      reason: `${file} is signed with the hardened runtime with ${INJECTION_ENTITLEMENTS[0]} but without ${INJECTION_ENTITLEMENTS[1]}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed with ${INJECTION_ENTITLEMENTS[1]} too.`,
+      reason: `${file} is signed with the restrict flag (0x800): dyld removes DYLD_INSERT_LIBRARIES from restricted programs whatever their entitlements, so it would run unpatched. Use a build signed without it, or embed metal-cap-shim as a library.`,
+      launchFails: false,
+    };
+  }
+  if ((flags & CODESIGN_FLAGS.runtime) !== 0) {
+    if (allowDyld && disableValidation) return null;
+    if (allowDyld) {
+      // dyld honours DYLD_INSERT_LIBRARIES here, then library validation rejects an injector that is not signed by the
+      // program's own team, and dyld stops the process before main ("could not be loaded").
+      return {
+        reason: `${file} is signed with the hardened runtime with ${INJECTION_ENTITLEMENTS[0]} but without ${INJECTION_ENTITLEMENTS[1]}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed with ${INJECTION_ENTITLEMENTS[1]} too.`,
+        launchFails: true,
+      };
+    }
+    return {
+      reason: `${file} is signed with the hardened runtime without ${INJECTION_ENTITLEMENTS[0]}${disableValidation ? '' : ` and ${INJECTION_ENTITLEMENTS[1]}`}, so dyld ignores DYLD_INSERT_LIBRARIES for it and it would run unpatched. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`,
+      launchFails: false,
+    };
+  }
+  if ((flags & CODESIGN_FLAGS.libraryValidation) !== 0 && !disableValidation) {
+    return {
+      reason: `${file} is signed with library validation (0x2000) without ${INJECTION_ENTITLEMENTS[1]}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed without library validation, or with ${INJECTION_ENTITLEMENTS[1]}.`,
       launchFails: true,
     };
   }
+  return null;
+}
+
+/**
+ * A setuid or setgid file: the kernel starts it with other ids, and dyld then removes every DYLD_* variable, so it
+ * would run unpatched. Null for any other file (or one that cannot be read).
+ */
+export function setIdBlocker(file: string): InjectionBlocker | null {
+  let mode: number;
+  try {
+    mode = statSync(file).mode;
+  } catch {
+    return null;
+  }
+  // S_ISUID and S_ISGID (sys/stat.h); node:fs does not export them.
+  if ((mode & 0o6000) === 0) return null;
+  const which = (mode & 0o4000) !== 0 ? 'setuid' : 'setgid';
   return {
-    reason: `${file} is signed with the hardened runtime without ${INJECTION_ENTITLEMENTS[0]}${disableValidation ? '' : ` and ${INJECTION_ENTITLEMENTS[1]}`}, so dyld ignores DYLD_INSERT_LIBRARIES for it and it would run unpatched. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`,
+    reason: `${file} is ${which}: dyld removes DYLD_INSERT_LIBRARIES from programs that change ids at launch, so it would run unpatched. Run a copy without the ${which} bit, or embed metal-cap-shim as a library.`,
     launchFails: false,
   };
 }
@@ -179,13 +225,16 @@ function codesignOf(file: string): { stderr: string; stdout: string } | null {
 }
 
 function signatureBlocker(file: string): InjectionBlocker | null {
+  const setId = setIdBlocker(file);
+  if (setId !== null) return setId;
   const signature = codesignOf(file);
   return signature === null ? null : hardenedRuntimeBlocker(file, signature.stderr, signature.stdout);
 }
 
 /**
- * Why DYLD_INSERT_LIBRARIES would not reach the program on macOS (a SIP-protected binary, a script run by one, or a
- * hardened-runtime binary or script interpreter without the entitlements), or null when nothing is known to stop it.
+ * Why DYLD_INSERT_LIBRARIES would not reach the program on macOS (a SIP-protected binary, a script run by one, a
+ * setuid or setgid file, or a signature that stops the injector: restricted, hardened runtime or library validation
+ * without the entitlements; for a script, its interpreter's), or null when nothing is known to stop it.
  * `platform` exists for tests: the checks run wherever codesign can be found.
  */
 export function injectionBlocker(command: string, platform: NodeJS.Platform = process.platform): InjectionBlocker | null {

@@ -26,6 +26,7 @@ import {
   processGroupsWithoutAddon,
   prepareExec,
   resolveCommand,
+  setIdBlocker,
   shouldForwardSignal,
   signalExitStatus,
   unguardedInjection,
@@ -528,10 +529,63 @@ describe('hardened runtime: the reason names exactly the missing entitlements', 
   it('the runtime flag is read among others, in hex, in either case', () => {
     const blocked = hardenedRuntimeBlocker('/opt/x', 'flags=0x10000(runtime)', '');
     expect(hardenedRuntimeBlocker('/opt/x', 'CodeDirectory v=20500 flags=0X12002(adhoc,runtime)', '')).toEqual(blocked);
-    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x3ffff', '')).toEqual(blocked);
-    // Every bit but 0x10000.
-    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0xfffeffff', '')).toBeNull();
+    // Every low bit but restrict (0x800), which blocks for its own reason.
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x3f7ff', '')).toEqual(blocked);
     expect(hardenedRuntimeBlocker('/opt/x', 'no signature line', '')).toBeNull();
+  });
+});
+
+describe('code-signing flags that stop the injector: restrict, library validation, hardened runtime', () => {
+  const plist = (keys: string[]) => `<plist><dict>${keys.map((k) => `<key>${k}</key><true/>`).join('')}</dict></plist>`;
+  const RESTRICTED = {
+    reason: '/opt/x is signed with the restrict flag (0x800): dyld removes DYLD_INSERT_LIBRARIES from restricted programs whatever their entitlements, so it would run unpatched. Use a build signed without it, or embed metal-cap-shim as a library.',
+    launchFails: false,
+  };
+  const VALIDATED = {
+    reason: `/opt/x is signed with library validation (0x2000) without ${DISABLE_LV}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed without library validation, or with ${DISABLE_LV}.`,
+    launchFails: true,
+  };
+
+  it('0x800 (restrict) blocks, with or without the entitlements: it would run unpatched', () => {
+    expect(hardenedRuntimeBlocker('/opt/x', 'CodeDirectory v=20500 flags=0x800(restrict) hashes=9', '')).toEqual(RESTRICTED);
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x10800(restrict,runtime)', plist([ALLOW_DYLD, DISABLE_LV]))).toEqual(RESTRICTED);
+  });
+
+  it('0x2000 (library validation) without the hardened runtime blocks: the program would be killed at launch', () => {
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x2000(library-validation)', '')).toEqual(VALIDATED);
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x2002(adhoc,library-validation)', plist([ALLOW_DYLD]))).toEqual(VALIDATED);
+  });
+
+  it('0x2000 with disable-library-validation is not blocked', () => {
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x2000(library-validation)', plist([DISABLE_LV]))).toBeNull();
+  });
+
+  it('0x10000 (hardened runtime) blocks without the entitlements, and not with both', () => {
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x10000(runtime)', '')?.launchFails).toBe(false);
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x12000(library-validation,runtime)', plist([ALLOW_DYLD]))?.launchFails).toBe(true);
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x12000(library-validation,runtime)', plist([ALLOW_DYLD, DISABLE_LV]))).toBeNull();
+  });
+
+  it('every other flag lets the injector in', () => {
+    // Every bit but 0x10000, 0x2000 and 0x800.
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0xfffed7ff', '')).toBeNull();
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x7ff', '')).toBeNull();
+  });
+
+  it('a setuid or setgid file blocks (it would run unpatched); a plain one does not', () => {
+    const dir = folder();
+    const uid = file(dir, 'uid', 0o755);
+    chmodSync(uid, 0o4755);
+    const gid = file(dir, 'gid', 0o755);
+    chmodSync(gid, 0o2755);
+    const reason = (f: string, which: string) =>
+      `${f} is ${which}: dyld removes DYLD_INSERT_LIBRARIES from programs that change ids at launch, so it would run unpatched. Run a copy without the ${which} bit, or embed metal-cap-shim as a library.`;
+    expect([setIdBlocker(uid), setIdBlocker(gid), setIdBlocker(file(dir, 'plain', 0o755)), setIdBlocker(path.join(dir, 'none'))]).toEqual([
+      { reason: reason(uid, 'setuid'), launchFails: false },
+      { reason: reason(gid, 'setgid'), launchFails: false },
+      null,
+      null,
+    ]);
   });
 });
 
@@ -554,6 +608,20 @@ describe('codesign as installed: the current one and an older one without --xml'
     expect(injectionBlocker(hardened, 'darwin')?.launchFails).toBe(true);
     expect(injectionBlocker(signedProgram(dir, 'both', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]), 'darwin')).toBeNull();
     expect(injectionBlocker(signedProgram(dir, 'unsigned', null, []), 'darwin')).toBeNull();
+  });
+
+  it('restricted, library-validated and setuid programs are found as installed', () => {
+    const dir = withCodesign('current');
+    const restricted = signedProgram(dir, 'restricted', '0x800(restrict)', [ALLOW_DYLD, DISABLE_LV]);
+    const validated = signedProgram(dir, 'validated', '0x2000(library-validation)', []);
+    const setuid = signedProgram(dir, 'setuid', null, []);
+    chmodSync(setuid, 0o4755);
+    expect([injectionBlocker(restricted, 'darwin'), injectionBlocker(validated, 'darwin'), injectionBlocker(setuid, 'darwin')]).toEqual([
+      hardenedRuntimeBlocker(restricted, 'flags=0x800', ''),
+      hardenedRuntimeBlocker(validated, 'flags=0x2000', ''),
+      setIdBlocker(setuid),
+    ]);
+    expect(injectionBlocker(signedProgram(dir, 'validated-ok', '0x2000(library-validation)', [DISABLE_LV]), 'darwin')).toBeNull();
   });
 
   it('the old codesign really rejects --xml (so the retry without it is what finds the signature)', () => {
