@@ -14,8 +14,15 @@ import type { UnsupportedReason } from './types.js';
 export const INJECT_ENV = {
   profile: 'METAL_CAP_SHIM_PROFILE_NATIVE',
   statusFd: 'METAL_CAP_SHIM_STATUS_FD',
+  /** The pid of the process that hands the status fd down: exec's own for its child, then each injected process's. */
+  statusPid: 'METAL_CAP_SHIM_STATUS_PID',
+  /** The status fd's identity, set by each injected process for the ones it starts (never by exec). */
+  statusId: 'METAL_CAP_SHIM_STATUS_ID',
   traceFile: 'METAL_CAP_SHIM_TRACE_FILE',
 } as const;
+
+/** At most this much of the status pipe is read; the rest is drained and dropped (a program may write anything). */
+export const STATUS_LIMIT_BYTES = 64 * 1024;
 
 /** Where macOS System Integrity Protection strips DYLD_* variables from the programs it protects. */
 export const SIP_PROTECTED_DIRS = ['/System/', '/usr/bin/', '/bin/', '/sbin/', '/usr/sbin/', '/usr/libexec/'];
@@ -283,15 +290,28 @@ export interface ExecOptions {
   notice?: (line: string) => void;
 }
 
+/** What one process that loaded the injector reported, by its pid. */
+export interface InjectorProcess {
+  pid: number;
+  /** The slice it loaded (null: it reported no "loaded" line, e.g. a fork child reporting a patch). */
+  slice: string | null;
+  patchedClasses: string[];
+  errors: string[];
+}
+
 /** How the child ended and what the injector reported. */
 export interface ExecOutcome {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
+  /** True when any process of the run loaded the injector and said so. */
   injectorLoaded: boolean;
-  /** The architecture slice of the injector the loader picked (`arm64e`, `arm64`, `x86_64`), when it loaded. */
+  /** The architecture slice of the injector the loader picked (`arm64e`, `arm64`, `x86_64`) in the first process that loaded it. */
   injectorSlice: string | null;
+  /** Every class patched, by any process, in the order reported. */
   patchedClasses: string[];
   injectorErrors: string[];
+  /** Each process that reported, in the order each first did: the program, and the programs it started. */
+  processes: InjectorProcess[];
   warnings: ApplyWarning[];
 }
 
@@ -398,27 +418,77 @@ export function childEnvironment(
   const child: NodeJS.ProcessEnv = { ...env, [key]: existing ? `${injector}:${existing}` : injector };
   child[INJECT_ENV.profile] = encodeNativeProfile(options.profile, { trace: options.traceFile !== undefined });
   child[INJECT_ENV.statusFd] = '3';
+  // The child takes fd 3 only if its parent is this process; an identity is for the levels below it.
+  child[INJECT_ENV.statusPid] = String(process.pid);
+  delete child[INJECT_ENV.statusId];
   if (options.traceFile !== undefined) child[INJECT_ENV.traceFile] = path.resolve(options.traceFile);
   else delete child[INJECT_ENV.traceFile];
   return child;
 }
 
-/** What the injector said over the status fd: one "loaded PID SLICE", "patched CLASS" or "error CODE MESSAGE" a line. */
-export type InjectorStatus = Pick<ExecOutcome, 'injectorLoaded' | 'injectorSlice' | 'patchedClasses' | 'injectorErrors'>;
+/** What the injector said over the status fd. */
+export type InjectorStatus = Pick<ExecOutcome, 'injectorLoaded' | 'injectorSlice' | 'patchedClasses' | 'injectorErrors' | 'processes'>;
 
 /**
- * Reads the status fd's text: the lines of the first process that loads the injector (it takes the fd and unsets its
- * variable, so the programs it starts stay silent), in the order they arrived. The slice is that of the first
- * "loaded" line.
+ * Reads the status fd's text: one `PID loaded SLICE`, `PID patched CLASS` or `PID error CODE MESSAGE` a line, from
+ * every process of the run that loaded the injector (each hands the fd to the programs it starts), in the order they
+ * arrived. A line of any other shape is not the injector's and is skipped. The slice is that of the first "loaded"
+ * line; `processes` groups the lines by pid.
  */
 export function parseInjectorStatus(status: string): InjectorStatus {
-  const lines = status.split('\n').filter(Boolean);
-  const loaded = lines.find((l) => l.startsWith('loaded '));
+  const out: InjectorStatus = { injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], processes: [] };
+  const byPid = new Map<number, InjectorProcess>();
+  for (const line of status.split('\n')) {
+    const match = /^([1-9]\d{0,9}) (loaded|patched|error) (.*)$/.exec(line);
+    if (match === null) continue;
+    const pid = Number(match[1]);
+    const [, , kind, rest] = match as unknown as [string, string, 'loaded' | 'patched' | 'error', string];
+    let process = byPid.get(pid);
+    if (process === undefined) {
+      process = { pid, slice: null, patchedClasses: [], errors: [] };
+      byPid.set(pid, process);
+      out.processes.push(process);
+    }
+    if (kind === 'loaded') {
+      process.slice ??= rest;
+      out.injectorSlice ??= rest;
+      out.injectorLoaded = true;
+    } else if (kind === 'patched') {
+      process.patchedClasses.push(rest);
+      out.patchedClasses.push(rest);
+    } else {
+      process.errors.push(rest);
+      out.injectorErrors.push(rest);
+    }
+  }
+  return out;
+}
+
+/**
+ * Collects what arrives on the status pipe, up to STATUS_LIMIT_BYTES. Past that, data is still read (a writer must
+ * never block on a full pipe) but dropped, and `overflowed` says so.
+ */
+export function statusCollector(limit = STATUS_LIMIT_BYTES): { add: (chunk: Buffer) => void; text: () => string; overflowed: () => boolean } {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  let over = false;
   return {
-    injectorLoaded: loaded !== undefined,
-    injectorSlice: loaded?.split(' ')[2] ?? null,
-    patchedClasses: lines.filter((l) => l.startsWith('patched ')).map((l) => l.slice('patched '.length)),
-    injectorErrors: lines.filter((l) => l.startsWith('error ')).map((l) => l.slice('error '.length)),
+    add(chunk) {
+      if (kept >= limit) {
+        over = true;
+        return;
+      }
+      const part = chunk.length > limit - kept ? chunk.subarray(0, limit - kept) : chunk;
+      over ||= part.length < chunk.length;
+      chunks.push(part);
+      kept += part.length;
+    },
+    // A line cut at the limit is no line: the last, unterminated one is dropped when the limit was reached.
+    text() {
+      const all = Buffer.concat(chunks).toString('utf8');
+      return over ? all.slice(0, all.lastIndexOf('\n') + 1) : all;
+    },
+    overflowed: () => over,
   };
 }
 
@@ -574,9 +644,9 @@ export function runWithInjector(options: ExecOptions, injector: string | null, w
   if (traceFile !== undefined) rmSync(traceFile, { force: true });
   return new Promise((resolve, reject) => {
     const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio: ['inherit', 'inherit', 'inherit', 'pipe'], env });
-    let status = '';
+    const status = statusCollector();
     const pipe = child.stdio[3] as NodeJS.ReadableStream | null;
-    pipe?.on('data', (chunk: Buffer) => (status += chunk.toString('utf8')));
+    pipe?.on('data', status.add);
     pipe?.on('error', () => undefined);
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
@@ -587,10 +657,13 @@ export function runWithInjector(options: ExecOptions, injector: string | null, w
       // A grandchild may keep fd 3 open; read what arrived and stop listening.
       setImmediate(() => {
         (pipe as { destroy?: () => void } | null)?.destroy?.();
-        const reported = parseInjectorStatus(status);
+        const reported = parseInjectorStatus(status.text());
+        const overflow = status.overflowed()
+          ? [`ERR_STATUS_OVERFLOW the status pipe carried more than ${STATUS_LIMIT_BYTES} bytes; the rest was ignored`]
+          : [];
         // No process obtained a device: the trace says so rather than being missing.
         const traceErrors = traceFile !== undefined && !existsSync(traceFile) ? writeEmptyTrace(traceFile, child.pid, reported.injectorLoaded) : [];
-        resolve({ exitCode, signal, ...reported, injectorErrors: [...reported.injectorErrors, ...traceErrors], warnings });
+        resolve({ exitCode, signal, ...reported, injectorErrors: [...reported.injectorErrors, ...overflow, ...traceErrors], warnings });
       });
     });
   });
@@ -624,7 +697,7 @@ function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
     child.on('exit', (exitCode, signal) => {
       cleanup();
       const injectorErrors = traceFile === undefined ? [] : writeEmptyTrace(traceFile, child.pid, false);
-      resolve({ exitCode, signal, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors, warnings: [] });
+      resolve({ exitCode, signal, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors, processes: [], warnings: [] });
     });
   });
 }

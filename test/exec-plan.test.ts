@@ -278,6 +278,7 @@ describe('the child’s environment', () => {
       LD_PRELOAD: INJ,
       [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }),
       [INJECT_ENV.statusFd]: '3',
+      [INJECT_ENV.statusPid]: String(process.pid),
     });
   });
 
@@ -294,6 +295,7 @@ describe('the child’s environment', () => {
       LD_PRELOAD: '/l.so',
       [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }),
       [INJECT_ENV.statusFd]: '3',
+      [INJECT_ENV.statusPid]: String(process.pid),
     });
     expect(childEnvironment({ profile }, dylib, {}, 'darwin').DYLD_INSERT_LIBRARIES).toBe(dylib);
     expect(preloadVariable('darwin')).toBe('DYLD_INSERT_LIBRARIES');
@@ -309,6 +311,7 @@ describe('the child’s environment', () => {
         LD_PRELOAD: INJ,
         [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: true }),
         [INJECT_ENV.statusFd]: '3',
+        [INJECT_ENV.statusPid]: String(process.pid),
         [INJECT_ENV.traceFile]: path.join(dir, 'out.json'),
       });
     } finally {
@@ -327,40 +330,53 @@ describe('the child’s environment', () => {
     expect(child[INJECT_ENV.statusFd]).toBe('3');
     expect(env).toEqual(before);
   });
+
+  it('status variables inherited from an injected parent are replaced: this process is the parent, and no identity is asked', () => {
+    const env = { [INJECT_ENV.statusFd]: '101', [INJECT_ENV.statusPid]: '0000000001', [INJECT_ENV.statusId]: '5:77' };
+    const child = childEnvironment({ profile }, INJ, env, 'linux');
+    expect([child[INJECT_ENV.statusFd], child[INJECT_ENV.statusPid], INJECT_ENV.statusId in child]).toEqual(['3', String(process.pid), false]);
+  });
 });
 
 describe('what the injector reports over the status fd', () => {
+  const NOTHING = { injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], processes: [] };
+
   it('nothing: the injector never loaded', () => {
-    expect(parseInjectorStatus('')).toEqual({ injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [] });
+    expect(parseInjectorStatus('')).toEqual(NOTHING);
   });
 
-  it('every line, in the order it came; the slice of the first "loaded" line', () => {
+  it('every line, in the order it came, and each process by its pid; the slice of the first "loaded" line', () => {
     const status = [
-      'loaded 101 arm64e',
-      'patched AGXG13XDevice',
-      'loaded 102 x86_64',
-      'patched AppleParavirtDevice',
-      'error ERR_HOOK_FAILED cannot hook MTLDevice',
-      'patched AGXG13XDevice',
-      'error ERR_INVALID_PROFILE missing or too long',
+      '101 loaded arm64e',
+      '101 patched AGXG13XDevice',
+      '102 loaded x86_64',
+      '102 patched AppleParavirtDevice',
+      '102 error ERR_HOOK_FAILED cannot hook MTLDevice',
+      '103 patched AGXG13XDevice',
+      '101 error ERR_INVALID_PROFILE missing or too long',
+      '101 loaded arm64',
     ].join('\n');
     expect(parseInjectorStatus(`${status}\n`)).toEqual({
       injectorLoaded: true,
       injectorSlice: 'arm64e',
       patchedClasses: ['AGXG13XDevice', 'AppleParavirtDevice', 'AGXG13XDevice'],
       injectorErrors: ['ERR_HOOK_FAILED cannot hook MTLDevice', 'ERR_INVALID_PROFILE missing or too long'],
+      processes: [
+        { pid: 101, slice: 'arm64e', patchedClasses: ['AGXG13XDevice'], errors: ['ERR_INVALID_PROFILE missing or too long'] },
+        { pid: 102, slice: 'x86_64', patchedClasses: ['AppleParavirtDevice'], errors: ['ERR_HOOK_FAILED cannot hook MTLDevice'] },
+        // A fork child that patched without loading the injector again.
+        { pid: 103, slice: null, patchedClasses: ['AGXG13XDevice'], errors: [] },
+      ],
     });
   });
 
-  it('a last line without its newline still counts; blank lines and other words are not lines of the injector', () => {
-    expect(parseInjectorStatus('\n\nunloaded 1 arm64\npatchedX\nerrors 1\nloaded\npatched Foo')).toEqual({
-      injectorLoaded: false,
-      injectorSlice: null,
+  it('a last line without its newline still counts; blank lines and other shapes are not lines of the injector', () => {
+    const others = ['', 'loaded 1 arm64', '1 unloaded arm64', '1 patchedX', '0 patched Zero', '-1 patched Minus', '12345678901 patched Long', '1  patched Two', 'x1 error E'];
+    expect(parseInjectorStatus(`${others.join('\n')}\n7 patched Foo`)).toEqual({
+      ...NOTHING,
       patchedClasses: ['Foo'],
-      injectorErrors: [],
+      processes: [{ pid: 7, slice: null, patchedClasses: ['Foo'], errors: [] }],
     });
-    // A loaded line without its slice: loaded, slice unknown.
-    expect(parseInjectorStatus('loaded 7\n')).toEqual({ injectorLoaded: true, injectorSlice: null, patchedClasses: [], injectorErrors: [] });
   });
 });
 
