@@ -153,7 +153,7 @@ async function main() {
   }
   await target('sim-metal', simLibPath, ['SimMetal.mm', 'SimCompute.mm'].map((f) => path.join(simRoot, 'src', f)), {
     cflags: [`-DMCS_SIM_SNAPSHOT_DIR="${path.join(repoRoot, 'snapshots')}"`],
-    ldflags: ['-Wl,-soname,libMetal.so', '-lgnustep-base', '-lobjc', '-lpthread'],
+    ldflags: ['-Wl,-soname,libMetal.so', '-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread'],
   });
   const originRpath = (to) => `-Wl,-rpath,$ORIGIN/${to}`;
   await Promise.all([
@@ -173,7 +173,7 @@ async function main() {
       cflags: ['-fvisibility=hidden'],
       dialect: dialects.inject,
       // Not linked to the simulated Metal: the program brings it, and RTLD_NEXT finds its definitions.
-      ldflags: ['-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
+      ldflags: ['-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
     }),
   ]);
   await target('fixture', path.join(buildRoot, 'test', 'sim_fixture.node'), [

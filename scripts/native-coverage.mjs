@@ -99,7 +99,7 @@ function buildInstrumented() {
     path.join(release, 'libmetal_cap_shim_inject.so'),
     [...inNative('inject.mm'), ...hookEngine],
     [...coverageFlags, '-fvisibility=hidden', ...dialect.inject],
-    ['-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
+    ['-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
     true,
   );
   build(
@@ -219,7 +219,7 @@ function buildFuzzers() {
   const built = {};
   for (const [name, t] of Object.entries(targets)) {
     const binary = path.join(out, 'fuzz', name, name);
-    build(binary, t.sources, sanitize, [...sanitize, '-lgnustep-base', '-lobjc', '-lpthread'], false);
+    build(binary, t.sources, sanitize, [...sanitize, '-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread'], false);
     built[name] = { binary, dict: t.dict, seeds: t.seeds };
   }
   return built;

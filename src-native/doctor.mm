@@ -151,6 +151,7 @@ DoctorResult runDoctor(const DoctorOptions &options) {
     ProbeOutcome outcome = runGuarded(probe, ctx);
     outcome.id = probe;
     outcome.ms = ctx.deadline.elapsedMs();
+    outcome.compileMs = ctx.compileMs;
     result.outcomes.push_back(outcome);
   }
   releaseDevices(list);
