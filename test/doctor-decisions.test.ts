@@ -266,6 +266,10 @@ describe('the verified profile: the least that turns on what was proven', () => 
     expect(deriveVerifiedProfile(small, probes({}, 65536)).reasons[1]).toBe(
       'threadgroup memory raised to 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force (the device reports 16384)',
     );
+    // Exactly 32768 proven is no cap: raised to what was proven.
+    expect(deriveVerifiedProfile(small, probes({}, 32768)).reasons[1]).toBe('threadgroup memory raised to the proven 32768 bytes (the device reports 16384)');
+    // A device that reports no size: raised, to 32768 at most.
+    expect(deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({}, 65536)).profile.maxThreadgroupMemoryLength).toBe(32768);
   });
 
   it('a device that already answers what was proven: the same ceiling, which changes nothing there', () => {
@@ -495,8 +499,10 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
     // One claimed family of several is enough; the stock report decides, not a run under a profile.
     expect(verdicts({ ...guest, families: { ...guest.families, metal3: true } })[1]).toEqual(['bfloat', 'fail', 'fail raw']);
     expect(judgeDevice(o, outcomes, result([unbuilt('simdgroup-matrix')]), guest)[1]!.status).toBe('unsupported');
-    // Without the stock report nothing is mapped.
+    // Without the stock report nothing is mapped; a rejected language version stays unsupported with its own detail.
     expect(judgeDevice(o, outcomes, null)[1]!.status).toBe('fail');
+    const rejected = result([raw('simdgroup-matrix', 'unsupported', { buildFailed: true })]);
+    expect(judgeDevice(o, rejected, null, guest)[1]).toMatchObject({ status: 'unsupported', detail: 'unsupported raw' });
   });
 
   it('without a patched run, the stock run alone decides; a custom candidate is named as such', () => {
