@@ -186,13 +186,23 @@ describeSim('the status fd across the processes of a run', () => {
   });
 
   it('the collector keeps whole lines up to the limit, and both sides of it', () => {
+    // Exactly the limit, in two chunks: all of it, not overflowed.
     const at = statusCollector(10);
-    at.add(Buffer.from('1 loaded a\n'.slice(0, 10)));
-    expect([at.text(), at.overflowed()]).toEqual(['1 loaded a', false]);
-    const over = statusCollector(10);
-    over.add(Buffer.from('1 error x\n2 error y\n'));
-    over.add(Buffer.from('more'));
-    expect([over.text(), over.overflowed()]).toEqual(['1 error x\n', true]);
+    at.add(Buffer.from('1 a\n'));
+    at.add(Buffer.from('2 bbb\n'));
+    expect([at.text(), at.overflowed()]).toEqual(['1 a\n2 bbb\n', false]);
+    // One byte more, in a chunk of its own: overflowed; what was kept is whole lines.
+    at.add(Buffer.from('3'));
+    expect([at.text(), at.overflowed()]).toEqual(['1 a\n2 bbb\n', true]);
+    // A chunk that crosses the limit after an earlier one: cut at the limit, then back to the last whole line.
+    const across = statusCollector(10);
+    across.add(Buffer.from('1 a\n'));
+    across.add(Buffer.from('2 bb\n3 cc\n'));
+    expect([across.text(), across.overflowed()]).toEqual(['1 a\n2 bb\n', true]);
+    // Below the limit, a last line without its newline is kept as it came.
+    const below = statusCollector(10);
+    below.add(Buffer.from('1 a\n2 b'));
+    expect([below.text(), below.overflowed()]).toEqual(['1 a\n2 b', false]);
   });
 });
 
