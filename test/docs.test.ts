@@ -88,9 +88,10 @@ describeSim('README: the simulated Metal commands of a checkout', () => {
 describe('README: npm 11’s allowScripts warning, on every OS', () => {
   it('the install notes say what it is, that it applies everywhere, and how to answer it', () => {
     const install = section(readme, 'Install');
-    expect(install).toMatch(/npm 11 \(11\.16 and later\), on every OS,/);
-    expect(install).toContain('npm approve-scripts metal-cap-shim');
-    expect(install).toContain('npm deny-scripts metal-cap-shim');
+    expect(install).toMatch(/npm 11, on every OS,/);
+    expect(install).toContain('not yet covered by allowScripts');
+    expect(install).toContain('npm install-scripts approve metal-cap-shim');
+    expect(install).toContain('npm install-scripts deny metal-cap-shim');
   });
 });
 
