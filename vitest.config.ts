@@ -6,6 +6,8 @@ export default defineConfig({
   test: {
     pool: 'forks',
     testTimeout: 30_000,
+    // Brings dist/ and the simulated native build up to date first: no test runs against a stale build.
+    globalSetup: ['test/global-setup.ts'],
     hookTimeout: 60_000,
     // Off unless asked (`--coverage.enabled`, as scripts/test.sh does): the in-process half of the coverage that
     // scripts/coverage.mjs merges with the spawned processes' (NODE_V8_COVERAGE).

@@ -2,10 +2,11 @@
 // After tsup: the ESM entry points become thin wrappers over the CommonJS build, so `import` and `require` hand out
 // the very same objects (one module instance: error classes compare with instanceof, one native loader) instead of
 // two copies of the library. tsup still writes the .d.ts files the ESM side needs.
-import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sourceStamp, stampFile } from './source-stamp.mjs';
 
 const dist = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'dist');
 const require = createRequire(import.meta.url);
@@ -34,3 +35,6 @@ wrap('index', true);
 for (const name of ['index', 'register']) copyFileSync(path.join(dist, `${name}.d.ts`), path.join(dist, `${name}.d.mts`));
 const out = readFileSync(path.join(dist, 'index.js'), 'utf8');
 console.log(`post-build: dist/index.js re-exports ${out.split('\n').filter((l) => l.startsWith('  ')).length} names from dist/index.cjs`);
+// What this dist/ was built from: the test suite's global setup rebuilds when lib/ no longer matches it.
+mkdirSync(path.dirname(stampFile), { recursive: true });
+writeFileSync(stampFile, `${JSON.stringify({ sources: sourceStamp() })}\n`);

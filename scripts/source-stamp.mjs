@@ -1,0 +1,49 @@
+// The fingerprint of what `npm run build` reads: every file under lib/, the tsup configuration, the post-build step
+// and package.json. scripts/post-build.mjs records it in build/dist-stamp.json; the test suite's global setup
+// (test/global-setup.ts) compares it with the sources as they are now and rebuilds dist/ when they differ, so a test
+// that runs the built CLI can never pass against a stale build.
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const stampFile = path.join(root, 'build', 'dist-stamp.json');
+
+function filesUnder(folder) {
+  return readdirSync(path.join(root, folder), { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(root, path.join(e.parentPath, e.name)));
+}
+
+/** sha256 over the sorted relative paths and contents of the build's inputs. */
+export function sourceStamp() {
+  const files = [...filesUnder('lib'), 'tsup.config.ts', 'scripts/post-build.mjs', 'package.json'].sort();
+  const hash = createHash('sha256');
+  for (const file of files) {
+    hash.update(`${file}\0`);
+    hash.update(readFileSync(path.join(root, file)));
+    hash.update('\0');
+  }
+  return hash.digest('hex');
+}
+
+/** Why dist/ does not match the sources now, or null when it does. */
+export function staleReason() {
+  if (!existsSync(path.join(root, 'dist', 'index.cjs')) || !existsSync(path.join(root, 'dist', 'cli.js'))) return 'dist/ is missing';
+  if (!existsSync(stampFile)) return 'dist/ was built without a stamp (build/dist-stamp.json)';
+  let recorded;
+  try {
+    recorded = JSON.parse(readFileSync(stampFile, 'utf8')).sources;
+  } catch {
+    return 'build/dist-stamp.json is unreadable';
+  }
+  return recorded === sourceStamp() ? null : 'lib/ (or the build configuration) changed since dist/ was built';
+}
+
+// `node scripts/source-stamp.mjs`: exit 0 when dist/ matches the sources, 1 (with the reason on stderr) when not.
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const reason = staleReason();
+  if (reason) process.stderr.write(`${reason}\n`);
+  process.exitCode = reason ? 1 : 0;
+}
