@@ -6,11 +6,11 @@ export default {
   plugins: ['@stryker-mutator/vitest-runner'],
   vitest: { configFile: 'vitest.stryker.config.ts', related: true },
   // The core: decisions that run in-process against the simulated addon (registration.ts is register's decision,
-  // callable in-process). The globs pick up lib/gates/*.ts and doctor's files as they arrive.
+  // callable in-process). The globs pick up each engine's file (lib/engines/) and doctor's files as they arrive.
   mutate: [
     'lib/profiles.ts',
-    'lib/gates.ts',
-    'lib/gates/*.ts',
+    'lib/engines/*.ts',
+    'lib/loaded-llama.ts',
     'lib/apply.ts',
     'lib/snapshots.ts',
     'lib/register.ts',

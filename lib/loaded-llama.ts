@@ -1,0 +1,68 @@
+/**
+ * Which llama.cpp this process has loaded, and so which rule set describes it: the consumer scan's ggml-metal
+ * images (native), ggml_version() of their ggml, the generation markers they export, and node-llama-cpp's
+ * `_nlcBuildMetadata.json` next to its binaries.
+ */
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import path from 'node:path';
+import { LLAMA_CPP_GENERATION_MARKERS, parseRelease, rulesOfLoaded, type LlamaCppRuleSet } from './engines/index.js';
+import type { NativeBinding } from '../types/binding.js';
+
+/** A ggml-metal loaded in this process, with the llama.cpp rules that describe it. */
+export interface LoadedLlamaCpp {
+  /** Path of the image that holds ggml-metal (node-llama-cpp: its libggml-metal.so). */
+  image: string;
+  /** ggml_version() of the loaded ggml; null when it has none (ggml before 0.9, 2025). */
+  ggmlVersion: string | null;
+  /** The llama.cpp release: node-llama-cpp's `_nlcBuildMetadata.json` next to the image; null without one. */
+  release: string | null;
+  /** The rule set that describes it. */
+  rules: LlamaCppRuleSet;
+  /** One line: what was found and what decided the rules. */
+  detail: string;
+}
+
+/** node-llama-cpp writes a few hundred bytes; anything far larger is not its metadata. */
+const METADATA_MAX_BYTES = 64 * 1024;
+
+function readSmallFile(file: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size > METADATA_MAX_BYTES) return null;
+    const buffer = Buffer.alloc(size);
+    const read = readSync(fd, buffer, 0, size, 0);
+    return buffer.subarray(0, read).toString('utf8');
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The llama.cpp release node-llama-cpp recorded for the binaries in `dir` (`buildOptions.llamaCpp.release`), if any. */
+export function nodeLlamaCppRelease(dir: string): string | null {
+  const text = readSmallFile(path.join(dir, '_nlcBuildMetadata.json'));
+  if (text === null) return null;
+  try {
+    const release: unknown = (JSON.parse(text) as { buildOptions?: { llamaCpp?: { release?: unknown } } })?.buildOptions?.llamaCpp?.release;
+    return typeof release === 'string' && parseRelease(release) !== null ? release : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Every ggml-metal loaded in this process, with its release and rules (empty without the native module's scan). */
+export function loadedLlamaCpp(binding: NativeBinding): LoadedLlamaCpp[] {
+  const images = binding.ggmlMetalImages(LLAMA_CPP_GENERATION_MARKERS.flatMap((m) => m.symbols));
+  return images.map((found) => {
+    const release = nodeLlamaCppRelease(path.dirname(found.image));
+    const rules = rulesOfLoaded({ image: found.image, ggmlVersion: found.ggmlVersion, markers: found.markers, nodeLlamaCppRelease: release });
+    return { image: found.image, ggmlVersion: found.ggmlVersion, release, rules: rules.ruleSet, detail: rules.detail };
+  });
+}

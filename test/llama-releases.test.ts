@@ -1,0 +1,130 @@
+// Which llama.cpp rules apply to a release, a ggml version or a loaded ggml-metal (lib/engines/llama-cpp-releases.ts).
+import { describe, expect, it } from 'vitest';
+import {
+  LLAMA_CPP_GENERATION_MARKERS,
+  LLAMA_CPP_RULE_SET_INFO,
+  LLAMA_CPP_RULE_SETS,
+  parseRelease,
+  ruleSetForGgmlVersion,
+  rulesOfLoaded,
+} from '../lib/engines/index.js';
+
+describe('parseRelease', () => {
+  it.each<[string, unknown]>([
+    ['b4753', { kind: 'build', build: 4753, text: 'b4753' }],
+    ['b1', { kind: 'build', build: 1, text: 'b1' }],
+    ['v0.4.0', { kind: 'version', version: [0, 4, 0], text: 'v0.4.0' }],
+    ['v12.345.6789', { kind: 'version', version: [12, 345, 6789], text: 'v12.345.6789' }],
+  ])('%s', (text, parsed) => {
+    expect(parseRelease(text)).toEqual(parsed);
+  });
+
+  it.each(['4753', 'b', 'b4753x', ' b4753', 'B4753', 'b12345678', 'v0.4', '0.4.0', 'v0.4.0-rc1', 'v0.4.0 ', 'v12345.0.0', ''])(
+    'is null for %j',
+    (text) => {
+      expect(parseRelease(text)).toBeNull();
+    },
+  );
+});
+
+describe('ruleSetForGgmlVersion', () => {
+  it.each<[string, unknown]>([
+    ['0.25.1', { ruleSet: 'current', warning: null }],
+    ['0.25.0', { ruleSet: 'current', warning: null }],
+    ['1.0.0', { ruleSet: 'current', warning: null }],
+    ['0.24.9', { ruleSet: 'chip-tuning', warning: null }],
+    ['0.23.0', { ruleSet: 'chip-tuning', warning: null }],
+    ['0.22.9', { ruleSet: 'device', warning: null }],
+    ['0.9.0', { ruleSet: 'device', warning: null }],
+    ['0.9.4-dirty', { ruleSet: 'device', warning: null }],
+    // Before ggml 0.9 its version was 0.0.<llama.cpp build number>.
+    ['0.0.6431', { ruleSet: 'legacy', warning: null }],
+    ['0.0.7000', { ruleSet: 'device', warning: null }],
+    ['0.8.0', null],
+    ['unknown', null],
+    ['', null],
+  ])('%j', (version, result) => {
+    expect(ruleSetForGgmlVersion(version)).toEqual(result);
+  });
+});
+
+describe('rulesOfLoaded', () => {
+  const image = '/opt/app/node_modules/@node-llama-cpp/mac-arm64-metal/bins/mac-arm64-metal/libggml-metal.so';
+  /** A marker's symbol: its Darwin spelling, or with `linux` its last (Linux) one. */
+  const symbolOf = (ruleSet: string, linux = false) => {
+    const symbols = LLAMA_CPP_GENERATION_MARKERS.find((m) => m.ruleSet === ruleSet)!.symbols;
+    return symbols[linux ? symbols.length - 1 : 0]!;
+  };
+
+  it('the markers decide first: the newest one exported wins, whatever the release says', () => {
+    expect(
+      rulesOfLoaded({ image, ggmlVersion: '0.23.0', markers: [symbolOf('device'), symbolOf('chip-tuning')], nodeLlamaCppRelease: 'b4753' }),
+    ).toEqual({
+      ruleSet: 'chip-tuning',
+      release: 'b4753',
+      detail:
+        "libggml-metal.so: llama.cpp b4753 (node-llama-cpp's build metadata), ggml 0.23.0; it exports ggml_metal_tuning::fa_vec_pick(ggml_metal_device_id, …): tuning by chip",
+    });
+    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [symbolOf('current', true)], nodeLlamaCppRelease: null })).toEqual({
+      ruleSet: 'current',
+      release: null,
+      detail: 'libggml-metal.so: no ggml_version(); it exports ggml_metal_tuning::fa_vec_pick(int gpu_family, …): tuning by GPU family',
+    });
+    expect(rulesOfLoaded({ image: 'libggml-metal.so', ggmlVersion: '0.9.5', markers: [symbolOf('device')], nodeLlamaCppRelease: null })).toEqual({
+      ruleSet: 'device',
+      release: null,
+      detail: 'libggml-metal.so: ggml 0.9.5; it exports ggml_metal_device_init: ggml-metal-device.m',
+    });
+  });
+
+  it('without markers, node-llama-cpp\'s release decides, with its warning', () => {
+    expect(rulesOfLoaded({ image, ggmlVersion: '0.25.1', markers: [], nodeLlamaCppRelease: 'b6500' })).toEqual({
+      ruleSet: 'legacy',
+      release: 'b6500',
+      detail:
+        "libggml-metal.so: llama.cpp b6500 (node-llama-cpp's build metadata), ggml 0.25.1; rules by its release (llama.cpp b6500 lies between b6431 (the last ggml-metal.m release seen) and b6673 (the first ggml-metal-device.m release seen): legacy rules assumed)",
+    });
+    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [], nodeLlamaCppRelease: 'v0.5.0' }).ruleSet).toBe('current');
+  });
+
+  it('then the ggml version; a release node-llama-cpp wrote that is no tag is passed on but not used', () => {
+    expect(rulesOfLoaded({ image, ggmlVersion: '0.23.0', markers: [], nodeLlamaCppRelease: 'master' })).toEqual({
+      ruleSet: 'chip-tuning',
+      release: 'master',
+      detail: "libggml-metal.so: llama.cpp master (node-llama-cpp's build metadata), ggml 0.23.0; rules by its ggml version",
+    });
+  });
+
+  it('with nothing to go by: legacy ggml-metal.m, which had neither', () => {
+    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [], nodeLlamaCppRelease: null })).toEqual({
+      ruleSet: 'legacy',
+      release: null,
+      detail: 'libggml-metal.so: no ggml_version(); no ggml-metal-device.m symbol, release or version: legacy rules',
+    });
+    expect(rulesOfLoaded({ image, ggmlVersion: 'custom', markers: [], nodeLlamaCppRelease: null }).ruleSet).toBe('legacy');
+  });
+});
+
+describe('the rule sets', () => {
+  it('are ordered oldest first and each says what it covers and on what evidence', () => {
+    expect(LLAMA_CPP_RULE_SETS).toEqual(['legacy', 'device', 'chip-tuning', 'current']);
+    expect(Object.values(LLAMA_CPP_RULE_SET_INFO).map((i) => [i.id, i.source, i.releases])).toEqual([
+      ['legacy', 'ggml-metal.m', 'up to b6431 (ggml-metal.m)'],
+      ['device', 'ggml-metal-device.m', 'b6673 to b10361 (ggml-metal-device.m, before per-chip tuning)'],
+      ['chip-tuning', 'ggml-metal-device.m', 'v0.4.x'],
+      ['current', 'ggml-metal-device.m', 'v0.5.0 and later'],
+    ]);
+    for (const info of Object.values(LLAMA_CPP_RULE_SET_INFO)) expect(info.evidence.length).toBeGreaterThan(0);
+  });
+
+  it('each generation marker has its Darwin (int64_t = long long) and Linux (long) spelling, or a C name', () => {
+    expect(LLAMA_CPP_GENERATION_MARKERS.map((m) => [m.ruleSet, m.symbols])).toEqual([
+      ['current', ['_ZN17ggml_metal_tuning11fa_vec_pickEiiiixx', '_ZN17ggml_metal_tuning11fa_vec_pickEiiiill']],
+      [
+        'chip-tuning',
+        ['_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiixx', '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiill'],
+      ],
+      ['device', ['ggml_metal_device_init']],
+    ]);
+  });
+});
