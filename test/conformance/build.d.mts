@@ -15,4 +15,5 @@ export function tarballName(spec: string): string;
 export function fetchTarball(spec: string, integrity: string): Promise<string>;
 export function rewriteSubscripts(text: string, ids: readonly string[], file: string): string;
 export function fetchBinaries(era: Era): Promise<string | null>;
+export function buildLauncher(): Promise<string>;
 export function buildConformance(options?: { eras?: readonly Era[] }): Promise<BuiltEra[]>;

@@ -17,7 +17,7 @@
 // the machine. Run directly (`node test/conformance/build.mjs`) it builds and prints what it built.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -362,6 +362,16 @@ export async function fetchBinaries(era) {
   await run('tar', ['-xzf', tgz, '-C', dir, 'package/bins']);
   writeFileSync(path.join(dir, 'stamp'), `${era.binaries.integrity}\n`);
   return bins;
+}
+
+/** The launcher (src/launcher.c) that runs several eras' drivers under one `exec`; built once, returns its path. */
+export async function buildLauncher() {
+  const source = path.join(harnessSrc, 'launcher.c');
+  const out = path.join(conformanceRoot, 'launcher');
+  if (existsSync(out) && statSync(out).mtimeMs > statSync(source).mtimeMs) return out;
+  mkdirSync(conformanceRoot, { recursive: true });
+  await run(toolchain().cc, ['-O1', '-std=gnu11', '-Wall', '-Werror', source, '-o', out]);
+  return out;
 }
 
 /** Builds every era (or those given) and returns, per era, its identity and the outputs of each build arch. */

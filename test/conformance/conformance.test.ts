@@ -17,21 +17,22 @@ import {
   type LlamaCppPrediction,
 } from '../../lib/engines/index.js';
 import { cli, describeSim, requireSimBuild, root } from '../helpers.js';
-import { buildConformance, type BuiltEra } from './build.mjs';
+import { buildConformance, buildLauncher, type BuiltEra } from './build.mjs';
 import { ERAS, type Era } from './eras.mjs';
 type Props = Record<string, unknown>;
 
 /** Cases compared, by era and way, printed at the end. */
 const counts: Record<string, number> = {};
 
-/** The switches every llama.cpp rule set reads: unset or "1" in every combination, and each alone set empty. */
+/**
+ * The switches every llama.cpp rule set reads, set to "1": none, each alone, every pair and all together; then each
+ * alone set to the empty string (ggml only checks that a variable exists). No rule reads more than two switches
+ * (TENSOR_DISABLE/ENABLE, SHARED_BUFFERS_DISABLE/ENABLE), so every pair covers every interaction a rule has.
+ */
 function switchCases(switches: readonly string[]): Record<string, string>[] {
-  const cases: Record<string, string>[] = [];
-  for (let mask = 0; mask < 1 << switches.length; mask++) {
-    cases.push(Object.fromEntries(switches.filter((_, i) => mask & (1 << i)).map((name) => [name, '1'])));
-  }
-  for (const name of switches) cases.push({ [name]: '' });
-  return cases;
+  const on = (names: readonly string[]) => Object.fromEntries(names.map((name) => [name, '1']));
+  const pairs = switches.flatMap((a, i) => switches.slice(i + 1).map((b) => [a, b]));
+  return [on([]), ...switches.map((name) => on([name])), ...pairs.map(on), on(switches), ...switches.map((name) => ({ [name]: '' }))];
 }
 
 const CASES = switchCases(LLAMA_CPP_SWITCHES);
@@ -95,7 +96,7 @@ function runProgram(file: string, args: string[], env: NodeJS.ProcessEnv, input:
   });
 }
 
-/** Runs `jobs` as many at a time as the machine has cores. */
+/** Runs `jobs` a few more at a time than the machine has cores. */
 async function pooled<T>(jobs: (() => Promise<T>)[]): Promise<T[]> {
   const results: T[] = new Array(jobs.length);
   let next = 0;
@@ -105,7 +106,8 @@ async function pooled<T>(jobs: (() => Promise<T>)[]): Promise<T[]> {
       results[i] = await jobs[i]!();
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, availableParallelism()) }, worker));
+  // Two more than the cores: each run also waits (process start-up, ggml's 5 ms residency heartbeat).
+  await Promise.all(Array.from({ length: availableParallelism() + 2 }, worker));
   return results;
 }
 
@@ -172,11 +174,48 @@ function envText(env: Record<string, string>): string {
 
 describeSim('conformance: llama.cpp\'s own device code against predictGates and audit', () => {
   let built: BuiltEra[] = [];
+  let launcher = '';
+  let execRuns: Promise<ExecRun[]> | null = null;
+  let inProcessRuns: Promise<InProcessRun[]> | null = null;
 
   beforeAll(async () => {
     requireSimBuild();
-    built = await buildConformance();
+    [built, launcher] = await Promise.all([buildConformance(), buildLauncher()]);
   }, 600_000);
+
+  /** One Node process per era and snapshot (the simulated Metal reads its snapshot once per process), all in one pool. */
+  function runInProcess(): Promise<InProcessRun[]> {
+    inProcessRuns ??= pooled(
+      built.flatMap((b) =>
+        SNAPSHOTS.map((snapshot) => async () => {
+          const host = hostOf(snapshot);
+          const addon = b.outputs[buildArchOf(host)].addon;
+          const text = await runProgram(process.execPath, [path.join(root, 'test', 'conformance', 'in-process.mjs'), addon], childEnv(snapshot), CASE_TEXT);
+          return { era: b.era.id, snapshot, host, result: JSON.parse(text) as InProcessResult };
+        }),
+      ),
+    );
+    return inProcessRuns;
+  }
+
+  /**
+   * One `exec` per snapshot and profile runs every era's driver (through the launcher, whose children inherit the
+   * injector with exec's environment): the process start-ups are per snapshot and profile, not per era.
+   */
+  function runExec(): Promise<ExecRun[]> {
+    execRuns ??= pooled(
+      SNAPSHOTS.flatMap((snapshot) =>
+        PROFILES.map((profile) => async () => {
+          const arch = buildArchOf(hostOf(snapshot));
+          const args = [cli, 'exec', '--profile', profile ?? STOCK_PROFILE, '--force', '--', launcher, ...built.map((b) => b.outputs[arch].cli)];
+          const text = await runProgram(process.execPath, args, childEnv(snapshot), CASE_TEXT);
+          const outputs = text.split(/^@@ \d+\n/m).slice(1);
+          return { snapshot, profile, outputs: Object.fromEntries(built.map((b, i) => [b.era.id, outputs[i]!])) };
+        }),
+      ),
+    );
+    return execRuns;
+  }
 
   afterAll(() => {
     rmSync(derivedDir, { recursive: true, force: true });
@@ -196,14 +235,7 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
     it(`${eraDef.id}: in-process (applyProfile, then ggml's init) equals predictGates on every snapshot, profile and switch`, async () => {
       const b = built.find((x) => x.era.id === eraDef.id)!;
       const tally: Tally = { compared: 0, mismatches: [] };
-      const results = await pooled(
-        SNAPSHOTS.map((snapshot) => async () => {
-          const host = hostOf(snapshot);
-          const addon = b.outputs[buildArchOf(host)].addon;
-          const text = await runProgram(process.execPath, [path.join(root, 'test', 'conformance', 'in-process.mjs'), addon], childEnv(snapshot), CASE_TEXT);
-          return { snapshot, host, result: JSON.parse(text) as InProcessResult };
-        }),
-      );
+      const results = (await runInProcess()).filter((r) => r.era === eraDef.id);
       const expectedRules = ruleSetForRelease(parseRelease(eraDef.id)!).ruleSet;
       for (const { snapshot, host, result } of results) {
         // The consumer scan found the driver's libggml-metal.so and named its release and rules.
@@ -233,18 +265,9 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
     }, 300_000);
 
     it(`${eraDef.id}: through exec (the injector, then ggml's init) equals audit() on every snapshot, profile and switch`, async () => {
-      const b = built.find((x) => x.era.id === eraDef.id)!;
       const tally: Tally = { compared: 0, mismatches: [] };
-      const jobs = SNAPSHOTS.flatMap((snapshot) =>
-        PROFILES.map((profile) => async () => {
-          const host = hostOf(snapshot);
-          const driver = b.outputs[buildArchOf(host)].cli;
-          const args = [cli, 'exec', '--profile', profile ?? STOCK_PROFILE, '--force', '--', driver];
-          return { snapshot, profile, text: await runProgram(process.execPath, args, childEnv(snapshot), CASE_TEXT) };
-        }),
-      );
-      for (const { snapshot, profile, text } of await pooled(jobs)) {
-        const { identity, props } = parseOutput(text);
+      for (const { snapshot, profile, outputs } of await runExec()) {
+        const { identity, props } = parseOutput(outputs[eraDef.id]!);
         expect(identity.release).toBe(eraDef.id);
         props.forEach((p, i) => {
           const a = audit({ snapshot, profile: profile ?? STOCK_PROFILE, env: CASES[i]!, release: eraDef.id, engines: ['llama.cpp'], force: true });
@@ -318,6 +341,20 @@ function flagsOf(p: LlamaCppPrediction): Props {
 
 function pick(o: Props, ...keys: string[]): Props {
   return Object.fromEntries(keys.map((k) => [k, o[k]]));
+}
+
+interface InProcessRun {
+  era: string;
+  snapshot: string;
+  host: HostInfo;
+  result: InProcessResult;
+}
+
+interface ExecRun {
+  snapshot: string;
+  profile: string | null;
+  /** Each era's driver output, by era. */
+  outputs: Record<string, string>;
 }
 
 interface InProcessResult {
