@@ -49,6 +49,7 @@ export {
   type RefusedLiveAudit,
   type EngineComparison,
   type GateFlip,
+  type LlamaCppRulesUsed,
 } from './audit.js';
 export {
   buildMatrix,
@@ -94,14 +95,20 @@ export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
 export { SIMD_RULES } from './report.js';
 export {
   ENGINES,
+  LLAMA_CPP_RULE_SET_INFO,
+  LLAMA_CPP_RULE_SETS,
   predictGates,
   RULE_TABLES,
   type Engine,
   type GatePrediction,
   type LlamaCppPrediction,
+  type LlamaCppRuleSet,
+  type LlamaCppRuleSetInfo,
   type MlxPrediction,
   type PredictOptions,
-} from './gates.js';
+  type TuningTier,
+} from './engines/index.js';
+export type { LoadedLlamaCpp } from './loaded-llama.js';
 export {
   InvalidOptionsError,
   InvalidProfileError,
