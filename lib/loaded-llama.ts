@@ -22,10 +22,9 @@ export interface LoadedLlamaCpp {
   detail: string;
 }
 
-/** node-llama-cpp writes a few hundred bytes; anything far larger is not its metadata. */
-const METADATA_MAX_BYTES = 64 * 1024;
-
+/** The text of `file`, or null when it cannot be read or is larger than node-llama-cpp's few hundred bytes could be. */
 function readSmallFile(file: string): string | null {
+  const maxBytes = 64 * 1024;
   let fd: number;
   try {
     fd = openSync(file, 'r');
@@ -34,7 +33,7 @@ function readSmallFile(file: string): string | null {
   }
   try {
     const size = fstatSync(fd).size;
-    if (size > METADATA_MAX_BYTES) return null;
+    if (size > maxBytes) return null;
     const buffer = Buffer.alloc(size);
     const read = readSync(fd, buffer, 0, size, 0);
     return buffer.subarray(0, read).toString('utf8');
@@ -50,7 +49,8 @@ export function nodeLlamaCppRelease(dir: string): string | null {
   const text = readSmallFile(path.join(dir, '_nlcBuildMetadata.json'));
   if (text === null) return null;
   try {
-    const release: unknown = (JSON.parse(text) as { buildOptions?: { llamaCpp?: { release?: unknown } } })?.buildOptions?.llamaCpp?.release;
+    // A level that is missing (or JSON null) throws here, and the catch answers null.
+    const release: unknown = (JSON.parse(text) as { buildOptions: { llamaCpp: { release: unknown } } }).buildOptions.llamaCpp.release;
     return typeof release === 'string' && parseRelease(release) !== null ? release : null;
   } catch {
     return null;

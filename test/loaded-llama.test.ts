@@ -5,7 +5,7 @@
 // before it.
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
@@ -99,8 +99,28 @@ describeSim('node-llama-cpp\'s build metadata', () => {
     ['a release that is no tag', metadata('latest'), null],
     ['a release that is no string', metadata(4753), null],
     ['JSON null', 'null', null],
-    ['a file past 64 KiB', `${metadata('v0.4.0')}${' '.repeat(64 * 1024)}`, null],
+    ['a release in an array', metadata(['b4753']), null],
+    ['exactly 64 KiB', metadata('v0.4.0').padEnd(64 * 1024), 'v0.4.0'],
+    ['a byte past 64 KiB', metadata('v0.4.0').padEnd(64 * 1024 + 1), null],
   ])('%s', (what, content, release) => {
     expect(nodeLlamaCppRelease(folder(`metadata-${what.replace(/\W/g, '-')}`, content))).toBe(release);
+  });
+
+  it('a folder where the file should be: null', () => {
+    const d = folder('metadata-folder');
+    mkdirSync(path.join(d, '_nlcBuildMetadata.json'));
+    expect(nodeLlamaCppRelease(d)).toBeNull();
+  });
+
+  it('leaves no descriptor open, read or refused', () => {
+    const read = folder('metadata-descriptors', metadata('b4753'));
+    const big = folder('metadata-descriptors-big', metadata('b4753').padEnd(64 * 1024 + 1));
+    const open = () => readdirSync('/proc/self/fd').length;
+    const before = open();
+    for (let i = 0; i < 20; i++) {
+      nodeLlamaCppRelease(read);
+      nodeLlamaCppRelease(big);
+    }
+    expect(open()).toBe(before);
   });
 });

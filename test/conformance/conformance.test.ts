@@ -19,6 +19,7 @@ import {
 import { cli, describeSim, requireSimBuild, root } from '../helpers.js';
 import { buildConformance, buildLauncher, type BuiltEra } from './build.mjs';
 import { ERAS, type Era } from './eras.mjs';
+
 type Props = Record<string, unknown>;
 
 /** Cases compared, by era and way, printed at the end. */
@@ -37,6 +38,7 @@ function switchCases(switches: readonly string[]): Record<string, string>[] {
 
 const CASES = switchCases(LLAMA_CPP_SWITCHES);
 const CASE_TEXT = `${CASES.map((c) => Object.entries(c).map(([k, v]) => `${k}=${v}`).join(' ')).join('\n')}\n`;
+
 /**
  * Snapshots that reach rule branches no bundled one does, derived from bundled ones into a private folder: an
  * external GPU on an x86_64 host and on an arm64 host (v0.5.0 reads the location in x86_64 builds only), and an
