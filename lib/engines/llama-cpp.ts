@@ -239,18 +239,33 @@ const tensorRule: LlamaCppRule<'has_tensor'> = {
   },
 };
 
-const residencySetsRule: LlamaCppRule<'use_residency_sets'> = {
-  flag: 'use_residency_sets',
-  source: SRC_DEVICE_INIT,
-  rule: 'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
-  families: [],
-  properties: ['host.osVersion', 'host.arch', 'host.translated'],
-  env: ['GGML_METAL_NO_RESIDENCY'],
-  compute: (ctx) => {
-    const model = residencyModel(ctx, true);
-    return result(model.flag, model.parts);
-  },
-};
+/** The residency flag under both names: `compiledOutFlag` is its value where the build compiles residency sets out. */
+function residencyRule<F extends 'use_residency_sets' | 'has_residency_sets'>(
+  flag: F,
+  source: string,
+  rule: string,
+  compiledOutFlag: boolean,
+): LlamaCppRule<F> {
+  return {
+    flag,
+    source,
+    rule,
+    families: [],
+    properties: ['host.osVersion', 'host.arch', 'host.translated'],
+    env: ['GGML_METAL_NO_RESIDENCY'],
+    compute: (ctx) => {
+      const model = residencyModel(ctx, compiledOutFlag);
+      return result(model.flag, model.parts);
+    },
+  };
+}
+
+const residencySetsRule = residencyRule(
+  'use_residency_sets',
+  SRC_DEVICE_INIT,
+  'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
+  true,
+);
 
 /** use_shared_buffers; `externalOnX86Only`: v0.5.0 reads the device location in x86_64 builds only. */
 function sharedBuffersRule(externalOnX86Only: boolean): LlamaCppRule<'use_shared_buffers'> {
@@ -392,6 +407,8 @@ function tuningTier(ruleSet: 'chip-tuning' | 'current', chip: string | null, fam
 // ---------------------------------------------------------------------------------------------------------------
 // The rule tables.
 
+const locationEverywhere = sharedBuffersRule(false);
+
 /** Device rules (ggml-metal-device.m before per-chip tuning). */
 export const LLAMA_CPP_DEVICE_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[] = Object.freeze([
   simdgroupReductionRule(SRC_DEVICE_INIT),
@@ -402,10 +419,7 @@ export const LLAMA_CPP_DEVICE_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[]
   },
   { ...tensorRule, rule: `${tensorRule.rule} (from b7698 at the latest; earlier releases have no tensor flag)` },
   residencySetsRule,
-  {
-    ...sharedBuffersRule(false),
-    rule: `${sharedBuffersRule(false).rule} (b6673 reads hasUnifiedMemory and the DISABLE switch only)`,
-  },
+  { ...locationEverywhere, rule: `${locationEverywhere.rule} (b6673 reads hasUnifiedMemory and the DISABLE switch only)` },
 ]);
 
 type AnyCurrentRule = LlamaCppRule<LlamaCppDeviceFlag> | LlamaCppRule<'gpu_family', number> | LlamaCppRule<'device_id', string>;
@@ -417,7 +431,7 @@ export const LLAMA_CPP_CHIP_TUNING_RULES: readonly AnyCurrentRule[] = Object.fre
   bfloatRule,
   tensorRule,
   residencySetsRule,
-  sharedBuffersRule(false),
+  locationEverywhere,
   gpuFamilyRule,
   deviceIdRule,
 ]);
@@ -478,18 +492,12 @@ export const LLAMA_CPP_LEGACY_RULES: readonly LlamaCppRule<LlamaCppLegacyFlag>[]
       ]);
     },
   },
-  {
-    flag: 'has_residency_sets',
-    source: SRC_LEGACY_ACQ,
-    rule: 'arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset; other builds (x86_64, also under Rosetta): false, the static\'s initial value',
-    families: [],
-    properties: ['host.osVersion', 'host.arch', 'host.translated'],
-    env: ['GGML_METAL_NO_RESIDENCY'],
-    compute: (ctx) => {
-      const model = residencyModel(ctx, false);
-      return result(model.flag, model.parts);
-    },
-  },
+  residencyRule(
+    'has_residency_sets',
+    SRC_LEGACY_ACQ,
+    "arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset; other builds (x86_64, also under Rosetta): false, the static's initial value",
+    false,
+  ),
 ]);
 
 /** Every llama.cpp rule table, by rule set. */

@@ -286,7 +286,7 @@ async function buildEra(era, key, tools, queue) {
     ...base.map((s) => compile(s, name(s), [s.endsWith('.c') ? '-std=gnu11' : '-std=gnu++17', ...ggmlIncludes], s.endsWith('.cpp'))),
     ...metalCxx.map((s) => compile(s, name(s), ['-std=gnu++17', ...ggmlIncludes], true)),
     compile(path.join(harnessSrc, 'dispatch.m'), name('dispatch.m'), objcFlags('arm64')),
-    compile(path.join(harnessSrc, 'driver.c'), name('driver.c'), ['-std=gnu11']),
+    compile(path.join(harnessSrc, 'driver.c'), name('driver.c'), ['-std=gnu11', ...ggmlIncludes]),
     compile(path.join(harnessSrc, 'link-stubs.m'), name('link-stubs.m'), objcFlags('arm64')),
   ];
   if (era.tuning !== null) {

@@ -12,14 +12,6 @@
 /* tuning-chip.cpp / tuning-family.cpp: which table tier ggml-metal-tuning.cpp's fa_vec_pick consults first. */
 void mcs_tuning_tier(struct mcs_out *out, int device_id, int gpu_family);
 
-static void quiet(enum ggml_log_level level, const char *text, void *user) {
-  (void)level;
-  (void)user;
-  if (getenv("MCS_CONFORMANCE_LOG") != NULL) fputs(text, stderr);
-}
-
-static const char *flag(bool value) { return value ? "true" : "false"; }
-
 void mcs_era_identity(struct mcs_out *out) {
   mcs_out_printf(out, "{\"release\":");
   mcs_out_json_string(out, MCS_RELEASE);
@@ -31,15 +23,15 @@ void mcs_era_identity(struct mcs_out *out) {
 void mcs_era_props(struct mcs_out *out) {
   /* The pool an application's main thread has around its work. */
   NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
-  ggml_log_set(quiet, NULL);
+  mcs_quiet_ggml_log();
   ggml_metal_device_t dev = ggml_metal_device_init(0, 1);
   const struct ggml_metal_device_props *p = ggml_metal_device_get_props(dev);
   mcs_out_printf(out, "{\"has_simdgroup_reduction\":%s,\"has_simdgroup_mm\":%s,\"has_unified_memory\":%s",
-                 flag(p->has_simdgroup_reduction), flag(p->has_simdgroup_mm), flag(p->has_unified_memory));
+                 mcs_bool(p->has_simdgroup_reduction), mcs_bool(p->has_simdgroup_mm), mcs_bool(p->has_unified_memory));
   mcs_out_printf(out, ",\"has_bfloat\":%s,\"has_tensor\":%s,\"use_residency_sets\":%s,\"use_shared_buffers\":%s",
-                 flag(p->has_bfloat), flag(p->has_tensor), flag(p->use_residency_sets), flag(p->use_shared_buffers));
+                 mcs_bool(p->has_bfloat), mcs_bool(p->has_tensor), mcs_bool(p->use_residency_sets), mcs_bool(p->use_shared_buffers));
   mcs_out_printf(out, ",\"supports_gpu_family_apple7\":%s,\"gpu_family\":%d,\"device_id\":",
-                 flag(p->supports_gpu_family_apple7), p->gpu_family);
+                 mcs_bool(p->supports_gpu_family_apple7), p->gpu_family);
   mcs_out_json_string(out, ggml_metal_device_id_token(p->device_id));
   mcs_out_printf(out, ",\"max_buffer_size\":%zu,\"max_working_set_size\":%zu,\"max_theadgroup_memory_size\":%zu",
                  p->max_buffer_size, p->max_working_set_size, p->max_theadgroup_memory_size);

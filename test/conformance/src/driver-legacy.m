@@ -4,14 +4,6 @@
 
 #include "ggml-metal.m"
 
-static void quiet(enum ggml_log_level level, const char *text, void *user) {
-  (void)level;
-  (void)user;
-  if (getenv("MCS_CONFORMANCE_LOG") != NULL) fputs(text, stderr);
-}
-
-static const char *flag(bool value) { return value ? "true" : "false"; }
-
 void mcs_era_identity(struct mcs_out *out) {
   mcs_out_printf(out, "{\"release\":");
   mcs_out_json_string(out, MCS_RELEASE);
@@ -23,12 +15,12 @@ void mcs_era_identity(struct mcs_out *out) {
 void mcs_era_props(struct mcs_out *out) {
   /* The pool an application's main thread has around its work. */
   NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
-  ggml_log_set(quiet, NULL);
+  mcs_quiet_ggml_log();
   struct ggml_backend_metal_device_context *ctx = &g_ggml_ctx_dev_main;
   id<MTLDevice> device = ggml_backend_metal_device_acq(ctx);
   mcs_out_printf(out, "{\"has_simdgroup_reduction\":%s,\"has_simdgroup_mm\":%s,\"has_residency_sets\":%s",
-                 flag(ctx->has_simdgroup_reduction), flag(ctx->has_simdgroup_mm), flag(ctx->has_residency_sets));
-  mcs_out_printf(out, ",\"has_bfloat\":%s,\"use_bfloat\":%s,\"name\":", flag(ctx->has_bfloat), flag(ctx->use_bfloat));
+                 mcs_bool(ctx->has_simdgroup_reduction), mcs_bool(ctx->has_simdgroup_mm), mcs_bool(ctx->has_residency_sets));
+  mcs_out_printf(out, ",\"has_bfloat\":%s,\"use_bfloat\":%s,\"name\":", mcs_bool(ctx->has_bfloat), mcs_bool(ctx->use_bfloat));
   mcs_out_json_string(out, device != nil ? ctx->name : "");
   mcs_out_printf(out, "}");
   ggml_backend_metal_device_rel(ctx);

@@ -1,6 +1,8 @@
 /* Runs the cases (driver.h). */
 #include "driver.h"
 
+#include "ggml.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,3 +117,13 @@ char *mcs_tables(const char *names) {
   mcs_out_printf(&out, "\n");
   return out.data;
 }
+
+const char *mcs_bool(int value) { return value ? "true" : "false"; }
+
+static void quiet(enum ggml_log_level level, const char *text, void *user) {
+  (void)level;
+  (void)user;
+  if (getenv("MCS_CONFORMANCE_LOG") != NULL) fputs(text, stderr);
+}
+
+void mcs_quiet_ggml_log(void) { ggml_log_set(quiet, NULL); }

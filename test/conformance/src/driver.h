@@ -21,6 +21,11 @@ void mcs_out_printf(struct mcs_out *out, const char *format, ...) __attribute__(
 /* Appends `text` as a JSON string literal. */
 void mcs_out_json_string(struct mcs_out *out, const char *text);
 
+/* "true" or "false". */
+const char *mcs_bool(int value);
+/* Sends ggml's log to stderr only when MCS_CONFORMANCE_LOG is set (ggml logs every initialisation at length). */
+void mcs_quiet_ggml_log(void);
+
 /* Era-specific: initialises the device as llama.cpp does, appends its props as one JSON object, releases the device. */
 void mcs_era_props(struct mcs_out *out);
 /* Era-specific: the llama.cpp release the sources came from and ggml's version, as a JSON object. */
