@@ -22,23 +22,16 @@ export interface LoadedLlamaCpp {
   detail: string;
 }
 
-/** The text of `file`, or null when it cannot be read or is larger than node-llama-cpp's few hundred bytes could be. */
-function readSmallFile(file: string): string | null {
+/** The text of `file`; throws when it cannot be read or is larger than node-llama-cpp's few hundred bytes could be. */
+function readSmallFile(file: string): string {
   const maxBytes = 64 * 1024;
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch {
-    return null;
-  }
+  const fd = openSync(file, 'r');
   try {
     const size = fstatSync(fd).size;
-    if (size > maxBytes) return null;
+    if (size > maxBytes) throw new Error(`${file} is larger than ${maxBytes} bytes`);
     const buffer = Buffer.alloc(size);
     const read = readSync(fd, buffer, 0, size, 0);
     return buffer.subarray(0, read).toString('utf8');
-  } catch {
-    return null;
   } finally {
     closeSync(fd);
   }
@@ -46,11 +39,10 @@ function readSmallFile(file: string): string | null {
 
 /** The llama.cpp release node-llama-cpp recorded for the binaries in `dir` (`buildOptions.llamaCpp.release`), if any. */
 export function nodeLlamaCppRelease(dir: string): string | null {
-  const text = readSmallFile(path.join(dir, '_nlcBuildMetadata.json'));
-  if (text === null) return null;
   try {
-    // A level that is missing (or JSON null) throws here, and the catch answers null.
-    const release: unknown = (JSON.parse(text) as { buildOptions: { llamaCpp: { release: unknown } } }).buildOptions.llamaCpp.release;
+    // No file, a file too large, not JSON, or a level missing (JSON null included): each throws, and it is null.
+    const metadata = JSON.parse(readSmallFile(path.join(dir, '_nlcBuildMetadata.json'))) as { buildOptions: { llamaCpp: { release: unknown } } };
+    const release = metadata.buildOptions.llamaCpp.release;
     return typeof release === 'string' && parseRelease(release) !== null ? release : null;
   } catch {
     return null;

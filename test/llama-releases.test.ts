@@ -1,13 +1,21 @@
 // Which llama.cpp rules apply to a release, a ggml version or a loaded ggml-metal (lib/engines/llama-cpp-releases.ts).
-import { describe, expect, it } from 'vitest';
-import {
-  LLAMA_CPP_GENERATION_MARKERS,
-  LLAMA_CPP_RULE_SET_INFO,
-  LLAMA_CPP_RULE_SETS,
-  parseRelease,
-  ruleSetForGgmlVersion,
-  rulesOfLoaded,
-} from '../lib/engines/index.js';
+// The module is imported afresh before each test, so its tables (rule sets, markers, ggml versions) are built inside
+// the tests that pin them, as in test/gates-exact.test.ts.
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as Releases from '../lib/engines/llama-cpp-releases.js';
+
+let LLAMA_CPP_GENERATION_MARKERS: typeof Releases.LLAMA_CPP_GENERATION_MARKERS;
+let LLAMA_CPP_RULE_SET_INFO: typeof Releases.LLAMA_CPP_RULE_SET_INFO;
+let LLAMA_CPP_RULE_SETS: typeof Releases.LLAMA_CPP_RULE_SETS;
+let parseRelease: typeof Releases.parseRelease;
+let ruleSetForGgmlVersion: typeof Releases.ruleSetForGgmlVersion;
+let rulesOfLoaded: typeof Releases.rulesOfLoaded;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ LLAMA_CPP_GENERATION_MARKERS, LLAMA_CPP_RULE_SET_INFO, LLAMA_CPP_RULE_SETS, parseRelease, ruleSetForGgmlVersion, rulesOfLoaded } = await import(
+    '../lib/engines/llama-cpp-releases.js'
+  ));
+});
 
 describe('parseRelease', () => {
   it.each<[string, unknown]>([
@@ -19,7 +27,7 @@ describe('parseRelease', () => {
     expect(parseRelease(text)).toEqual(parsed);
   });
 
-  it.each(['4753', 'b', 'b4753x', ' b4753', 'B4753', 'b12345678', 'v0.4', '0.4.0', 'v0.4.0-rc1', 'v0.4.0 ', 'v12345.0.0', ''])(
+  it.each(['4753', 'b', 'b4753x', ' b4753', 'xb4753', 'B4753', 'b12345678', 'v0.4', '0.4.0', 'xv0.4.0', 'v0.4.0-rc1', 'v0.4.0 ', 'v12345.0.0', ''])(
     'is null for %j',
     (text) => {
       expect(parseRelease(text)).toBeNull();
@@ -77,6 +85,17 @@ describe('rulesOfLoaded', () => {
     });
   });
 
+  it.each<[string, number]>([
+    ['current', 0],
+    ['current', 1],
+    ['chip-tuning', 0],
+    ['chip-tuning', 1],
+    ['device', 0],
+  ])('each spelling of each marker decides alone: %s, spelling %i', (ruleSet, spelling) => {
+    const symbol = LLAMA_CPP_GENERATION_MARKERS.find((m) => m.ruleSet === ruleSet)!.symbols[spelling]!;
+    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [symbol], nodeLlamaCppRelease: null }).ruleSet).toBe(ruleSet);
+  });
+
   it('without markers, node-llama-cpp\'s release decides, with its warning', () => {
     expect(rulesOfLoaded({ image, ggmlVersion: '0.25.1', markers: [], nodeLlamaCppRelease: 'b6500' })).toEqual({
       ruleSet: 'legacy',
@@ -108,23 +127,55 @@ describe('rulesOfLoaded', () => {
 describe('the rule sets', () => {
   it('are ordered oldest first and each says what it covers and on what evidence', () => {
     expect(LLAMA_CPP_RULE_SETS).toEqual(['legacy', 'device', 'chip-tuning', 'current']);
-    expect(Object.values(LLAMA_CPP_RULE_SET_INFO).map((i) => [i.id, i.source, i.releases])).toEqual([
-      ['legacy', 'ggml-metal.m', 'up to b6431 (ggml-metal.m)'],
-      ['device', 'ggml-metal-device.m', 'b6673 to b10361 (ggml-metal-device.m, before per-chip tuning)'],
-      ['chip-tuning', 'ggml-metal-device.m', 'v0.4.x'],
-      ['current', 'ggml-metal-device.m', 'v0.5.0 and later'],
-    ]);
-    for (const info of Object.values(LLAMA_CPP_RULE_SET_INFO)) expect(info.evidence.length).toBeGreaterThan(0);
+    expect(LLAMA_CPP_RULE_SET_INFO).toEqual({
+      legacy: {
+        id: 'legacy',
+        source: 'ggml-metal.m',
+        releases: 'up to b6431 (ggml-metal.m)',
+        summary:
+          'the device context of ggml-metal.m: bfloat kernels only in -DGGML_METAL_USE_BF16=ON builds, residency sets only in arm64 builds against the macOS 15 SDK',
+        evidence: ['b4753: built and compared (node-llama-cpp 3.6.0)', 'b6431: source read (node-llama-cpp 3.13.0)'],
+      },
+      device: {
+        id: 'device',
+        source: 'ggml-metal-device.m',
+        releases: 'b6673 to b10361 (ggml-metal-device.m, before per-chip tuning)',
+        summary: 'ggml_metal_device_init and its props; no device_id or GPU-family tuning yet',
+        evidence: [
+          'b6673: source read (node-llama-cpp 3.14.0)',
+          'b7698, b8121, b8390, b10068, b10361: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.15.0 to 3.20.0)',
+        ],
+      },
+      'chip-tuning': {
+        id: 'chip-tuning',
+        source: 'ggml-metal-device.m',
+        releases: 'v0.4.x',
+        summary: 'device_id parsed from the device name and gpu_family; flash-attention tuning by chip, then by family representative',
+        evidence: ['v0.4.0: built and compared (node-llama-cpp 3.21.1)', 'v0.4.0: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.21.1)'],
+      },
+      current: {
+        id: 'current',
+        source: 'ggml-metal-device.m',
+        releases: 'v0.5.0 and later',
+        summary: 'flash-attention tuning by Apple GPU family alone; an external GPU gets shared buffers only in x86_64 builds',
+        evidence: ['v0.5.0: built and compared (node-llama-cpp 3.22.1)'],
+      },
+    });
   });
 
   it('each generation marker has its Darwin (int64_t = long long) and Linux (long) spelling, or a C name', () => {
-    expect(LLAMA_CPP_GENERATION_MARKERS.map((m) => [m.ruleSet, m.symbols])).toEqual([
-      ['current', ['_ZN17ggml_metal_tuning11fa_vec_pickEiiiixx', '_ZN17ggml_metal_tuning11fa_vec_pickEiiiill']],
-      [
-        'chip-tuning',
-        ['_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiixx', '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiill'],
-      ],
-      ['device', ['ggml_metal_device_init']],
+    expect(LLAMA_CPP_GENERATION_MARKERS).toEqual([
+      {
+        symbols: ['_ZN17ggml_metal_tuning11fa_vec_pickEiiiixx', '_ZN17ggml_metal_tuning11fa_vec_pickEiiiill'],
+        ruleSet: 'current',
+        meaning: 'ggml_metal_tuning::fa_vec_pick(int gpu_family, …): tuning by GPU family',
+      },
+      {
+        symbols: ['_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiixx', '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiill'],
+        ruleSet: 'chip-tuning',
+        meaning: 'ggml_metal_tuning::fa_vec_pick(ggml_metal_device_id, …): tuning by chip',
+      },
+      { symbols: ['ggml_metal_device_init'], ruleSet: 'device', meaning: 'ggml_metal_device_init: ggml-metal-device.m' },
     ]);
   });
 });
