@@ -4,14 +4,16 @@
 // the variables each rule reads) are built inside the test: a change to one of them shows here. Imported once at the
 // top, they would be built before any test, and Stryker could only leave their mutants out as static.
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { predictGates as PredictGates } from '../lib/engines/index.js';
+import type { predictGates as PredictGates, LLAMA_CPP_CHIPS as Chips, RULE_TABLES as RuleTables } from '../lib/engines/index.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
 import type { DeviceReport, HostInfo } from '../lib/types.js';
 
 let predictGates: typeof PredictGates;
+let LLAMA_CPP_CHIPS: typeof Chips;
+let RULE_TABLES: typeof RuleTables;
 beforeEach(async () => {
   vi.resetModules();
-  ({ predictGates } = await import('../lib/engines/index.js'));
+  ({ predictGates, LLAMA_CPP_CHIPS, RULE_TABLES } = await import('../lib/engines/index.js'));
 });
 
 function recorded(name: string): { devices: DeviceReport[]; host: HostInfo } {
@@ -354,8 +356,76 @@ describe('llama.cpp, gpu_family, device_id and the flash-attention tuning tier',
     ['Apple M1', 'GGML_METAL_DEVICE_M1'],
     ['M1', 'GGML_METAL_DEVICE_GENERIC'],
     ['Apple m1', 'GGML_METAL_DEVICE_GENERIC'],
+    ['Intel M1', 'GGML_METAL_DEVICE_GENERIC'],
+    ['Apple M2 Ultra', 'GGML_METAL_DEVICE_M2_ULTRA'],
   ])('device_id of %s', (name, token) => {
     expect(tier(name, 7, 'current').device_id).toBe(token);
+  });
+
+  it('gpu_family 1 for a device answering Apple1 alone, 0 for none', () => {
+    expect(tier('Apple Paravirtual device', 1, 'current').gpu_family).toBe(1);
+    expect(tier('Apple Paravirtual device', 0, 'current').gpu_family).toBe(0);
+  });
+});
+
+describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
+  // [flag, source, rule, families asked, other properties read, environment read], each checked against
+  // llama.cpp's own code by the conformance suite (test/conformance/).
+  it('every rule of every rule set, in order', () => {
+    const rows = Object.fromEntries(
+      Object.entries(RULE_TABLES['llama.cpp']).map(([set, rules]) => [
+        set,
+        (rules as readonly { flag: string; source: string; rule: string; families: readonly string[]; properties: readonly string[]; env: readonly string[] }[]).map((r) => [
+          r.flag,
+          r.source,
+          r.rule,
+          r.families,
+          r.properties,
+          r.env,
+        ]),
+      ]),
+    );
+    expect(rows).toEqual({
+    legacy: [
+      ['has_simdgroup_reduction', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
+      ['has_simdgroup_mm', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds); ggml_metal_encode_node asks again per MUL_MAT', 'supportsFamily(Apple7), asked at init and again on every MUL_MAT encode', ['apple7'], [], []],
+      ['has_bfloat', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)', 'supportsFamily(Metal3) OR supportsFamily(Apple6) (no environment override)', ['metal3', 'apple6'], [], []],
+      ['use_bfloat', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds); CMake option GGML_METAL_USE_BF16', 'has_bfloat in builds with -DGGML_METAL_USE_BF16=ON; false in builds with the CMake default (OFF), as llama.cpp\'s and node-llama-cpp\'s are', ['metal3', 'apple6'], [], []],
+      ['has_residency_sets', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)', 'arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset; other builds (x86_64, also under Rosetta): false, the static\'s initial value', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
+    ],
+    device: [
+      ['has_simdgroup_reduction', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
+      ['has_simdgroup_mm', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7)', ['apple7'], [], []],
+      ['has_bfloat', 'ggml-metal-device.m ggml_metal_device_init', '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset (the switch arrived within this range, by b7698)', ['metal3', 'apple6'], [], ['GGML_METAL_BF16_DISABLE']],
+      ['has_tensor', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set) (from b7698 at the latest; earlier releases have no tensor flag)', ['metal4'], ['name'], ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE']],
+      ['use_residency_sets', 'ggml-metal-device.m ggml_metal_device_init', 'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
+      ['use_shared_buffers', 'ggml-metal-device.m ggml_metal_device_init', '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true (b6673 reads hasUnifiedMemory and the DISABLE switch only)', [], ['hasUnifiedMemory', 'location'], ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE']],
+    ],
+    'chip-tuning': [
+      ['has_simdgroup_reduction', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
+      ['has_simdgroup_mm', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7)', ['apple7'], [], []],
+      ['has_bfloat', 'ggml-metal-device.m ggml_metal_device_init', '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset', ['metal3', 'apple6'], [], ['GGML_METAL_BF16_DISABLE']],
+      ['has_tensor', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)', ['metal4'], ['name'], ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE']],
+      ['use_residency_sets', 'ggml-metal-device.m ggml_metal_device_init', 'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
+      ['use_shared_buffers', 'ggml-metal-device.m ggml_metal_device_init', '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true', [], ['hasUnifiedMemory', 'location'], ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE']],
+      ['gpu_family', 'ggml-metal-device.m ggml_metal_device_init', 'the highest N with supportsFamily(Apple N), asked from Apple21 down to Apple1; 0 when none', ['apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'apple6', 'apple7', 'apple8', 'apple9', 'apple10'], [], []],
+      ['device_id', 'ggml-metal-device.m ggml_metal_device_init (ggml_metal_device_id_parse)', 'name is "Apple " followed by exactly one of M1, M1 Pro, M1 Max, M1 Ultra, M2, M2 Pro, M2 Max, M2 Ultra, M3, M3 Pro, M3 Max, M3 Ultra, M4, M4 Pro, M4 Max, M5, M5 Pro, M5 Max, M5 Ultra, A18 Pro; otherwise GGML_METAL_DEVICE_GENERIC', [], ['name'], []],
+    ],
+    current: [
+      ['has_simdgroup_reduction', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
+      ['has_simdgroup_mm', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7)', ['apple7'], [], []],
+      ['has_bfloat', 'ggml-metal-device.m ggml_metal_device_init', '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset', ['metal3', 'apple6'], [], ['GGML_METAL_BF16_DISABLE']],
+      ['has_tensor', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)', ['metal4'], ['name'], ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE']],
+      ['use_residency_sets', 'ggml-metal-device.m ggml_metal_device_init', 'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
+      ['use_shared_buffers', 'ggml-metal-device.m ggml_metal_device_init', '(hasUnifiedMemory OR (an x86_64 build AND location == external)); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true', [], ['hasUnifiedMemory', 'location', 'host.arch', 'host.translated'], ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE']],
+      ['gpu_family', 'ggml-metal-device.m ggml_metal_device_init', 'the highest N with supportsFamily(Apple N), asked from Apple21 down to Apple1; 0 when none', ['apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'apple6', 'apple7', 'apple8', 'apple9', 'apple10'], [], []],
+      ['device_id', 'ggml-metal-device.m ggml_metal_device_init (ggml_metal_device_id_parse)', 'name is "Apple " followed by exactly one of M1, M1 Pro, M1 Max, M1 Ultra, M2, M2 Pro, M2 Max, M2 Ultra, M3, M3 Pro, M3 Max, M3 Ultra, M4, M4 Pro, M4 Max, M5, M5 Pro, M5 Max, M5 Ultra, A18 Pro; otherwise GGML_METAL_DEVICE_GENERIC', [], ['name'], []],
+    ],
+    });
+  });
+
+  it('llama.cpp\'s chip list, in its order', () => {
+    expect(LLAMA_CPP_CHIPS).toEqual(['M1', 'M1 Pro', 'M1 Max', 'M1 Ultra', 'M2', 'M2 Pro', 'M2 Max', 'M2 Ultra', 'M3', 'M3 Pro', 'M3 Max', 'M3 Ultra', 'M4', 'M4 Pro', 'M4 Max', 'M5', 'M5 Pro', 'M5 Max', 'M5 Ultra', 'A18 Pro']);
   });
 });
 

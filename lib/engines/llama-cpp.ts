@@ -13,7 +13,6 @@ import {
   RESIDENCY_MIN_MACOS,
   result,
   type Derived,
-  type EnvMap,
   type GateFlag,
   type GateRule,
   type RuleContext,
@@ -629,9 +628,4 @@ export function predictLlamaCpp(ctx: RuleContext, ruleSet: LlamaCppRuleSet, rele
   const tuning = tuningTier(ruleSet, chipOfName(device.name), flags.gpu_family.value);
   const consequences = llamaConsequences(ruleSet, flags.has_simdgroup_reduction.value, flags.has_simdgroup_mm.value, flags.has_bfloat.value, created);
   return { ...base, rules: ruleSet, flags, tuning, consequences, warnings };
-}
-
-/** The environment variables set in `env` that a llama.cpp rule set reads, for printing. */
-export function switchesSet(env: EnvMap): string[] {
-  return LLAMA_CPP_SWITCHES.filter((name) => env[name] !== undefined);
 }
