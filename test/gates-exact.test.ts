@@ -4,16 +4,17 @@
 // the variables each rule reads) are built inside the test: a change to one of them shows here. Imported once at the
 // top, they would be built before any test, and Stryker could only leave their mutants out as static.
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { predictGates as PredictGates, LLAMA_CPP_CHIPS as Chips, RULE_TABLES as RuleTables } from '../lib/engines/index.js';
+import type { predictGates as PredictGates, LLAMA_CPP_CHIPS as Chips, LLAMA_CPP_SWITCHES as Switches, RULE_TABLES as RuleTables } from '../lib/engines/index.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
 import type { DeviceReport, HostInfo } from '../lib/types.js';
 
 let predictGates: typeof PredictGates;
 let LLAMA_CPP_CHIPS: typeof Chips;
 let RULE_TABLES: typeof RuleTables;
+let LLAMA_CPP_SWITCHES: typeof Switches;
 beforeEach(async () => {
   vi.resetModules();
-  ({ predictGates, LLAMA_CPP_CHIPS, RULE_TABLES } = await import('../lib/engines/index.js'));
+  ({ predictGates, LLAMA_CPP_CHIPS, RULE_TABLES, LLAMA_CPP_SWITCHES } = await import('../lib/engines/index.js'));
 });
 
 function recorded(name: string): { devices: DeviceReport[]; host: HostInfo } {
@@ -422,6 +423,17 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
       ['device_id', 'ggml-metal-device.m ggml_metal_device_init (ggml_metal_device_id_parse)', 'name is "Apple " followed by exactly one of M1, M1 Pro, M1 Max, M1 Ultra, M2, M2 Pro, M2 Max, M2 Ultra, M3, M3 Pro, M3 Max, M3 Ultra, M4, M4 Pro, M4 Max, M5, M5 Pro, M5 Max, M5 Ultra, A18 Pro; otherwise GGML_METAL_DEVICE_GENERIC', [], ['name'], []],
     ],
     });
+  });
+
+  it('the switches any rule set reads, sorted: the conformance suite runs their combinations', () => {
+    expect(LLAMA_CPP_SWITCHES).toEqual([
+      'GGML_METAL_BF16_DISABLE',
+      'GGML_METAL_NO_RESIDENCY',
+      'GGML_METAL_SHARED_BUFFERS_DISABLE',
+      'GGML_METAL_SHARED_BUFFERS_ENABLE',
+      'GGML_METAL_TENSOR_DISABLE',
+      'GGML_METAL_TENSOR_ENABLE',
+    ]);
   });
 
   it('llama.cpp\'s chip list, in its order', () => {
