@@ -258,7 +258,6 @@ async function buildEra(era, key, tools, queue) {
     '-x',
     'objective-c',
     '-std=gnu11',
-    '-fblocks',
     ...objcRuntimeOptions,
     `-I${harnessInclude}`,
     `-I${path.join(simRoot, 'include')}`,
