@@ -12,13 +12,7 @@
 /* tuning-chip.cpp / tuning-family.cpp: which table tier ggml-metal-tuning.cpp's fa_vec_pick consults first. */
 void mcs_tuning_tier(struct mcs_out *out, int device_id, int gpu_family);
 
-void mcs_era_identity(struct mcs_out *out) {
-  mcs_out_printf(out, "{\"release\":");
-  mcs_out_json_string(out, MCS_RELEASE);
-  mcs_out_printf(out, ",\"ggmlVersion\":");
-  mcs_out_json_string(out, ggml_version());
-  mcs_out_printf(out, ",\"build\":{\"arch\":\"%s\",\"sdk\":%d}}", MCS_TARGET_X86_64 ? "x86_64" : "arm64", MCS_MACOS_SDK);
-}
+void mcs_era_identity(struct mcs_out *out) { mcs_write_identity(out, ggml_version()); }
 
 void mcs_era_props(struct mcs_out *out) {
   /* The pool an application's main thread has around its work. */

@@ -4,13 +4,8 @@
 
 #include "ggml-metal.m"
 
-void mcs_era_identity(struct mcs_out *out) {
-  mcs_out_printf(out, "{\"release\":");
-  mcs_out_json_string(out, MCS_RELEASE);
-  /* ggml_version() arrived with ggml 0.9 (2025): this era's ggml-base does not export it. */
-  mcs_out_printf(out, ",\"ggmlVersion\":null,\"build\":{\"arch\":\"%s\",\"sdk\":%d}}", MCS_TARGET_X86_64 ? "x86_64" : "arm64",
-                 MCS_MACOS_SDK);
-}
+/* ggml_version() arrived with ggml 0.9 (2025): this era's ggml-base does not export it. */
+void mcs_era_identity(struct mcs_out *out) { mcs_write_identity(out, NULL); }
 
 void mcs_era_props(struct mcs_out *out) {
   /* The pool an application's main thread has around its work. */

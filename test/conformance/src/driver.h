@@ -31,6 +31,19 @@ void mcs_era_props(struct mcs_out *out);
 /* Era-specific: the llama.cpp release the sources came from and ggml's version, as a JSON object. */
 void mcs_era_identity(struct mcs_out *out);
 
+#ifdef MCS_RELEASE
+/* What each era's mcs_era_identity writes: the release and build configuration the build defines (MCS_RELEASE,
+   MCS_TARGET_X86_64, MCS_MACOS_SDK), and ggml's version (NULL: a ggml without ggml_version()). */
+static inline void mcs_write_identity(struct mcs_out *out, const char *ggml_version) {
+  mcs_out_printf(out, "{\"release\":");
+  mcs_out_json_string(out, MCS_RELEASE);
+  mcs_out_printf(out, ",\"ggmlVersion\":");
+  if (ggml_version != NULL) mcs_out_json_string(out, ggml_version);
+  else mcs_out_printf(out, "null");
+  mcs_out_printf(out, ",\"build\":{\"arch\":\"%s\",\"sdk\":%d}}", MCS_TARGET_X86_64 ? "x86_64" : "arm64", MCS_MACOS_SDK);
+}
+#endif
+
 /* Era-specific: llama.cpp's own chip table and what it makes of names and families, as one JSON object (null before
    v0.4.0): {"chips":[{"name","token"}], "parsed":[{"name","device_id"}], "tiers":[{"device_id","gpu_family","tuning"}]}.
    `names` holds one device name per line. */
