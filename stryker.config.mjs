@@ -6,11 +6,11 @@ export default {
   plugins: ['@stryker-mutator/vitest-runner'],
   vitest: { configFile: 'vitest.stryker.config.ts', related: true },
   // The core: decisions that run in-process against the simulated addon (registration.ts is register's decision,
-  // callable in-process). The globs pick up lib/gates/*.ts and doctor's files as they arrive.
+  // callable in-process). The globs pick up each engine's file (lib/engines/) and doctor's files as they arrive.
   mutate: [
     'lib/profiles.ts',
-    'lib/gates.ts',
-    'lib/gates/*.ts',
+    'lib/engines/*.ts',
+    'lib/loaded-llama.ts',
     'lib/apply.ts',
     'lib/snapshots.ts',
     'lib/register.ts',
@@ -27,7 +27,7 @@ export default {
   // (the libMetal.so it links through $ORIGIN), build/test (the fixture addon) and dist/ (what spawn tests run),
   // and nothing Stryker itself writes.
   tempDirName: 'build/stryker-tmp',
-  ignorePatterns: ['build/obj', 'build/sanitize', 'build/mutation', 'build/coverage', 'build/native-coverage', 'build/fuzz', 'coverage'],
+  ignorePatterns: ['build/obj', 'build/conformance', 'build/conformance-build.log', 'build/sanitize', 'build/mutation', 'build/coverage', 'build/native-coverage', 'build/fuzz', 'coverage'],
   reporters: ['html', 'json', 'clear-text', 'progress'],
   htmlReporter: { fileName: 'build/mutation/index.html' },
   jsonReporter: { fileName: 'build/mutation/mutation.json' },

@@ -26,6 +26,12 @@ export default defineConfig({
         extends: true,
         test: { name: 'live', include: ['test/live/*.test.ts'] },
       },
+      {
+        // llama.cpp's own device code from node-llama-cpp's npm tarballs (test/conformance/README.md). Once per run:
+        // the package checks' reruns on Node 22 and 24 run the unit project only.
+        extends: true,
+        test: { name: 'conformance', include: ['test/conformance/*.test.ts'] },
+      },
     ],
   },
 });

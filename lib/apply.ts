@@ -1,4 +1,5 @@
 import type { NativeBinding, NativeSelectorPatch } from '../types/binding.js';
+import { loadedLlamaCpp, type LoadedLlamaCpp } from './loaded-llama.js';
 import { NativeError, RefusedError, UnsupportedPlatformError, type NativeErrorCode } from './errors.js';
 import { familyNameOf, type FamilyName } from './families.js';
 import { loadNative } from './native.js';
@@ -46,6 +47,7 @@ export interface ApplyWarning {
     | 'threadgroup-memory-above-hardware'
     | 'not-paravirtual'
     | 'consumer-already-loaded'
+    | 'tuned-for-other-chip'
     | 'no-change';
   message: string;
 }
@@ -177,13 +179,15 @@ interface StatusBase {
   tracing: boolean;
   /** With `status({ trace: true })`: the trace rows. */
   trace: TraceEntry[] | null;
+  /** Every ggml-metal loaded in this process: its llama.cpp release and ggml version, and the rules that apply. */
+  llamaCpp: LoadedLlamaCpp[];
 }
 
 /** The engine's state in this process, shared by the ESM and CJS entry points. Narrow it on `active`. */
 export type Status =
   | (StatusBase & { supported: true; active: true; profile: Profile })
   | (StatusBase & { supported: true; active: false; profile: null })
-  | { supported: false; active: false; profile: null; patchedClasses: []; hooks: []; tracing: false; trace: null };
+  | { supported: false; active: false; profile: null; patchedClasses: []; hooks: []; tracing: false; trace: null; llamaCpp: [] };
 
 /**
  * Compares freshly obtained devices with the answers expected of them. Fails when any answer differs, and when the
@@ -443,7 +447,7 @@ export function status(options?: { trace?: boolean }): Status {
   const { trace = false } = checkOptions<{ trace?: boolean }>('status', options, { trace: 'boolean' });
   const native = loadNative();
   if (native.binding === null) {
-    return { supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null };
+    return { supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] };
   }
   const s = native.binding.status();
   const common = {
@@ -451,6 +455,7 @@ export function status(options?: { trace?: boolean }): Status {
     hooks: s.hooks,
     tracing: s.trace,
     trace: trace ? traceEntries(native.binding) : null,
+    llamaCpp: loadedLlamaCpp(native.binding),
   };
   if (s.active && s.profileJson !== null) {
     return { supported: true, active: true, profile: JSON.parse(s.profileJson) as Profile, ...common };

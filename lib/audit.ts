@@ -1,6 +1,21 @@
 import { applyProfile, notAppliedError, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from './apply.js';
 import { InvalidOptionsError, MetalCapShimError, UnsupportedPlatformError } from './errors.js';
-import { ENGINES, predictGates, type EnvMap, type Engine, type GatePrediction, type LlamaCppRuleSet } from './gates.js';
+import {
+  chipOfName,
+  ENGINES,
+  isVmHost,
+  LLAMA_CPP_RULE_SET_INFO,
+  LLAMA_CPP_RULE_SETS,
+  parseRelease,
+  predictGates,
+  ruleSetForRelease,
+  type EnvMap,
+  type Engine,
+  type GatePrediction,
+  type LlamaCppPrediction,
+  type LlamaCppRuleSet,
+} from './engines/index.js';
+import { loadedLlamaCpp } from './loaded-llama.js';
 import { plural } from './format.js';
 import { loadNative } from './native.js';
 import { readInput } from './input.js';
@@ -27,8 +42,10 @@ export interface AuditOptions {
   snapshot?: string;
   /** Engines to predict for; default both. */
   engines?: Engine[];
-  /** llama.cpp rule generation; default current. */
+  /** llama.cpp rule set; default: the loaded llama.cpp's (live audits), else current. */
   rules?: LlamaCppRuleSet;
+  /** A llama.cpp release (`b4753`, `v0.4.0`) whose rules to use; not together with `rules`. */
+  release?: string;
   /** Allow raising on a host that is not a VM (live mode applies the profile). */
   force?: boolean;
   /** Environment the engines would see; default process.env. */
@@ -38,8 +55,21 @@ export interface AuditOptions {
 /** One engine value that differs between stock and patched. */
 export interface GateFlip {
   flag: string;
-  from: boolean | number | null;
-  to: boolean | number | null;
+  from: boolean | number | string | null;
+  to: boolean | number | string | null;
+}
+
+/** Which llama.cpp rules an audit applied, and why. */
+export interface LlamaCppRulesUsed {
+  rules: LlamaCppRuleSet;
+  /** The releases that rule set describes. */
+  releases: string;
+  /** The llama.cpp release they were chosen for: asked with `release`, or the loaded one's; null otherwise. */
+  release: string | null;
+  /** `option`: `rules` or `release` given; `loaded`: the llama.cpp loaded in this process; `default`: neither. */
+  source: 'option' | 'loaded' | 'default';
+  /** One line saying why. */
+  detail: string;
 }
 
 /** An engine's predicted init flags before and after the profile. */
@@ -68,6 +98,8 @@ interface AuditBase {
   profile: Profile;
   devices: DeviceAudit[];
   warnings: ApplyWarning[];
+  /** The llama.cpp rules the predictions used. */
+  llamaCppRules: LlamaCppRulesUsed;
   /** One line: what changes and whether it is safe; `ok` is false when refused or when verification failed. */
   verdict: { ok: boolean; summary: string };
 }
@@ -108,7 +140,7 @@ export interface RefusedLiveAudit extends AuditBase {
 export type AuditResult = OfflineAudit | LiveAudit | RefusedLiveAudit;
 
 /** Flattens a prediction into flag → value, for comparing two predictions. */
-export function gateValues(p: GatePrediction): Record<string, boolean | number | null> {
+export function gateValues(p: GatePrediction): Record<string, boolean | number | string | null> {
   if (p.engine === 'mlx') {
     return {
       residencySets: p.residencySets.value,
@@ -117,7 +149,7 @@ export function gateValues(p: GatePrediction): Record<string, boolean | number |
       heapSkipped: p.heapSkipped.value,
     };
   }
-  return Object.fromEntries(Object.entries(p.flags).map(([k, v]) => [k, (v as { value: boolean }).value]));
+  return Object.fromEntries(Object.entries(p.flags).map(([k, v]) => [k, (v as { value: boolean | number | string }).value]));
 }
 
 function compareEngines(
@@ -125,11 +157,12 @@ function compareEngines(
   patched: DeviceReport,
   host: HostInfo | null,
   engines: Engine[],
-  rules: LlamaCppRuleSet,
+  rules: LlamaCppRulesUsed,
   env: EnvMap,
 ): EngineComparison[] {
+  const llamaOptions = rules.source === 'option' && rules.release !== null ? { release: rules.release } : { rules: rules.rules };
   return engines.map((engine) => {
-    const opts = { host, env, ...(engine === 'llama.cpp' ? { rules } : {}) };
+    const opts = { host, env, ...(engine === 'llama.cpp' ? llamaOptions : {}) };
     const before = predictGates(stock, engine, opts);
     const after = predictGates(patched, engine, opts);
     const a = gateValues(before);
@@ -166,7 +199,49 @@ function summarize(result: Omit<AuditBase, 'verdict'> & { mode: AuditResult['mod
   return { ok: true, summary: parts.join('; ') };
 }
 
-type BuildOptions = { engines: Engine[]; rules: LlamaCppRuleSet; env: EnvMap; force: boolean; consumers: string[] };
+type BuildOptions = { engines: Engine[]; rules: LlamaCppRulesUsed; env: EnvMap; force: boolean; consumers: string[] };
+
+function tuningText(p: LlamaCppPrediction): string {
+  const t = p.tuning?.value;
+  if (t === undefined) return 'no tuning';
+  if (t.tier === 'exact') return `the ${t.chip} rows`;
+  if (t.tier === 'family') return t.chip !== null ? `the ${t.chip} rows (Apple${t.family}'s representative)` : `the Apple${t.family} table`;
+  return 'the baseline kernels';
+}
+
+/**
+ * llama.cpp v0.4+ picks its flash-attention kernels by chip and GPU family, so a claimed family can make it tune for
+ * a chip other than the host's. On bare metal the host's chip is the stock device's; in a VM the guest sees only the
+ * paravirtual device, so any tuning the claim brings is for a chip the host may not be.
+ */
+function tuningWarnings(devices: { stock: DeviceReport; isDefault: boolean; engines: EngineComparison[] }[], host: HostInfo | null): ApplyWarning[] {
+  const main = devices.find((d) => d.isDefault) ?? devices[0];
+  const llama = main?.engines.find((e) => e.engine === 'llama.cpp');
+  if (main === undefined || llama === undefined || llama.before.engine !== 'llama.cpp' || llama.after.engine !== 'llama.cpp') return [];
+  const before = llama.before;
+  const after = llama.after;
+  if (before.tuning === null || after.tuning === null) return [];
+  const same = JSON.stringify(before.tuning.value) === JSON.stringify(after.tuning.value);
+  if (same || after.tuning.value.tier === 'baseline') return [];
+  const hostChip = chipOfName(main.stock.name);
+  const family = after.flags.gpu_family.value;
+  const rules = `llama.cpp ${before.releases}`;
+  if (hostChip !== null) {
+    return [
+      {
+        code: 'tuned-for-other-chip',
+        message: `${rules}: with Apple${family} claimed, flash attention is tuned by ${tuningText(after)}, not by the host's ${hostChip} (stock: ${tuningText(before)})`,
+      },
+    ];
+  }
+  const where = isVmHost(host, main.stock) ? 'a guest cannot see the host\'s chip' : `the host's GPU (${main.stock.name}) is no chip llama.cpp tunes for`;
+  return [
+    {
+      code: 'tuned-for-other-chip',
+      message: `${rules}: with Apple${family} claimed, flash attention is tuned by ${tuningText(after)} (stock: ${tuningText(before)}); ${where}, so that tuning is for another chip unless the host is one`,
+    },
+  ];
+}
 
 function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], profile: Profile, opts: BuildOptions) {
   const { expected, changes } = planProfile(stock.devices, profile);
@@ -189,7 +264,8 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], pr
     profile,
     host: stock.host,
     devices,
-    warnings: profileWarnings(profile, stock.devices, changes, opts.consumers),
+    warnings: [...profileWarnings(profile, stock.devices, changes, opts.consumers), ...tuningWarnings(devices, stock.host)],
+    llamaCppRules: opts.rules,
     refused: refusalFor(hostOf(stock), changes, opts.force) !== null,
   };
 }
@@ -215,6 +291,44 @@ function live(
   return { ...partial, verdict: summarize(partial) };
 }
 
+function defaultRules(): LlamaCppRulesUsed {
+  return {
+    rules: 'current',
+    releases: LLAMA_CPP_RULE_SET_INFO.current.releases,
+    release: null,
+    source: 'default',
+    detail: 'no llama.cpp loaded and no rules asked for: the newest rules',
+  };
+}
+
+function askedRules(o: AuditOptions): LlamaCppRulesUsed | null {
+  if (o.rules !== undefined && o.release !== undefined) {
+    throw new InvalidOptionsError('rules', `audit() takes 'rules' or 'release', not both: a release decides its rule set`);
+  }
+  if (o.release !== undefined) {
+    const release = parseRelease(o.release);
+    if (release === null) {
+      throw new InvalidOptionsError('release', `audit() option 'release' must be a llama.cpp release tag like "b4753" or "v0.4.0"`);
+    }
+    const { ruleSet, warning } = ruleSetForRelease(release);
+    const detail = `llama.cpp ${release.text} asked for${warning === null ? '' : `; ${warning}`}`;
+    return { rules: ruleSet, releases: LLAMA_CPP_RULE_SET_INFO[ruleSet].releases, release: release.text, source: 'option', detail };
+  }
+  if (o.rules === undefined) return null;
+  if (!(LLAMA_CPP_RULE_SETS as readonly string[]).includes(o.rules)) {
+    throw new InvalidOptionsError('rules', `audit() option 'rules' must be one of ${LLAMA_CPP_RULE_SETS.join(', ')}`);
+  }
+  const info = LLAMA_CPP_RULE_SET_INFO[o.rules];
+  return { rules: o.rules, releases: info.releases, release: null, source: 'option', detail: `${o.rules} rules asked for` };
+}
+
+/** The rules of the llama.cpp loaded in this process (the first found), if any. */
+function loadedRules(binding: Parameters<typeof loadedLlamaCpp>[0]): LlamaCppRulesUsed | null {
+  const first = loadedLlamaCpp(binding)[0];
+  if (first === undefined) return null;
+  return { rules: first.rules, releases: LLAMA_CPP_RULE_SET_INFO[first.rules].releases, release: first.release, source: 'loaded', detail: first.detail };
+}
+
 /**
  * Compares stock answers with a profile's, device by device, with the engine flags each produces. With `snapshot`
  * it is computed offline on any OS. Without, it applies the profile in this process, verifies, and restores.
@@ -225,6 +339,7 @@ export function audit(options?: AuditOptions): AuditResult {
     snapshot: 'string',
     engines: 'any',
     rules: 'string',
+    release: 'string',
     force: 'boolean',
     env: 'object',
   });
@@ -233,14 +348,12 @@ export function audit(options?: AuditOptions): AuditResult {
   if (!Array.isArray(engines) || engines.some((e) => !(ENGINES as readonly unknown[]).includes(e))) {
     throw new InvalidOptionsError('engines', `audit() option 'engines' must be an array of ${ENGINES.join(', ')}`);
   }
-  if (o.rules !== undefined && o.rules !== 'current' && o.rules !== 'legacy') {
-    throw new InvalidOptionsError('rules', `audit() option 'rules' must be 'current' or 'legacy'`);
-  }
-  const settings = { engines, rules: o.rules ?? 'current', env: o.env ?? process.env, force: o.force ?? false };
+  const asked = askedRules(o);
+  const settings = { engines, env: o.env ?? process.env, force: o.force ?? false };
   if (o.snapshot !== undefined) {
     const snapshot = loadSnapshot(o.snapshot);
     const stock = reportFromSnapshot(snapshot, { allDevices: true });
-    return offline(stock, snapshot.id, profile, { ...settings, consumers: [] });
+    return offline(stock, snapshot.id, profile, { ...settings, rules: asked ?? defaultRules(), consumers: [] });
   }
   const native = loadNative();
   if (native.binding === null) {
@@ -254,8 +367,9 @@ export function audit(options?: AuditOptions): AuditResult {
   const stock = stockReport(native.binding);
   if (!stock.supported) throw new UnsupportedPlatformError(stock.detail);
   const consumers = native.binding.loadedConsumers();
+  const rules = asked ?? loadedRules(native.binding) ?? defaultRules();
   if (refusalFor(hostOf(stock), planProfile(stock.devices, profile).changes, settings.force) !== null) {
-    return live(stock, [], profile, { ...settings, consumers }, null);
+    return live(stock, [], profile, { ...settings, rules, consumers }, null);
   }
   const applied = applyProfile(profile, { force: settings.force });
   // Nothing was installed, so there is no patched side to audit: the engine's reason, as an error.
@@ -270,5 +384,5 @@ export function audit(options?: AuditOptions): AuditResult {
   const patched = applied.after?.devices ?? stock.devices;
   // restore() compares with the baseline taken by the apply just above, so it always has a verification here.
   const restoreCheck = restored.verification ?? { ok: false as const, checked: 0, mismatches: [] };
-  return live(stock, patched, profile, { ...settings, consumers }, { apply: applyCheck, restore: restoreCheck });
+  return live(stock, patched, profile, { ...settings, rules, consumers }, { apply: applyCheck, restore: restoreCheck });
 }

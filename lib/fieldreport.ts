@@ -261,7 +261,7 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     const device = r.audit.devices.find((d) => d.isDefault) ?? r.audit.devices[0];
     const llama = device?.engines.find((e) => e.engine === 'llama.cpp');
     const on = llama && llama.after.engine === 'llama.cpp'
-      ? Object.entries(llama.after.flags).filter(([, f]) => f.value).map(([k]) => k)
+      ? Object.entries(llama.after.flags).filter(([, f]) => f.value === true).map(([k]) => k)
       : [];
     cell.gatesOn = cell.reports === 0 ? on : cell.gatesOn.filter((g) => on.includes(g));
     cell.reports++;

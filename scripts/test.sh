@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command: on a fresh Debian 12 machine it installs the toolchain of the Linux test build (clang-14,
-# GNUstep Foundation, GCC's libobjc, the blocks runtime, clang's sanitizer runtimes, libc++'s headers; apt, as root), installs npm dependencies, builds
-# the TypeScript, the simulated native build and its sanitizer builds, type-checks, runs the whole vitest suite, and
-# prints the line and branch coverage of lib/ over the suite and every Node process it starts (scripts/coverage.mjs).
+# GNUstep Foundation, GCC's libobjc, the blocks runtime, clang's sanitizer runtimes, libc++'s headers; for the
+# conformance suite clang-19, llvm-19's tools and git; apt, as root), installs npm dependencies, builds the TypeScript,
+# the simulated native build and its sanitizer builds, type-checks, builds llama.cpp's own device code for the
+# conformance suite (test/conformance/, in the background meanwhile), runs the whole vitest suite, and prints the line
+# and branch coverage of lib/ over the suite and every Node process it starts (scripts/coverage.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,11 +13,17 @@ command -v clang++-14 >/dev/null || need+=(clang-14)
 [ -f /usr/include/GNUstep/Foundation/Foundation.h ] || need+=(libgnustep-base-dev)
 [ -f "$(gcc -print-file-name=include 2>/dev/null)/objc/runtime.h" ] || need+=(libobjc-12-dev)
 command -v gnustep-config >/dev/null || need+=(gnustep-make)
-# Blocks (Metal's asynchronous compile takes a completion handler): clang's -fblocks needs this runtime.
+# Blocks (Metal's asynchronous compile takes a completion handler; llama.cpp's device code uses them too): clang's
+# -fblocks needs this runtime.
 [ -f /usr/include/Block.h ] || need+=(libblocksruntime-dev)
 compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/dev/null || need+=(libclang-rt-14-dev)
 # libc++'s headers: test/static-destructors.test.ts compiles the engine against libc++ as Apple configures it.
 [ -f /usr/lib/llvm-14/include/c++/v1/__config ] || need+=(libc++-14-dev)
+# The conformance suite (test/conformance/): llama.cpp's sources need clang-19 (and the blocks runtime above);
+# node-llama-cpp's Mach-O binaries are read with llvm-19's nm and objdump.
+command -v clang-19 >/dev/null || need+=(clang-19)
+command -v llvm-objdump-19 >/dev/null || need+=(llvm-19)
+command -v git >/dev/null || need+=(git)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing packages: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2
@@ -29,8 +37,14 @@ fi
 [ -d node_modules ] || npm ci --no-audit --no-fund
 npm run build
 npm run build:sim
+# llama.cpp's device code for the conformance suite (npm pack, git, clang-19), while the sanitizer builds and the type
+# check run; the suite reuses it (build/conformance/, keyed by tarball integrity) or says why it failed.
+mkdir -p build
+node test/conformance/build.mjs > build/conformance-build.log 2>&1 &
+conformance_build=$!
 node scripts/build-sim.mjs --sanitize
 npm run typecheck
+wait "$conformance_build" || echo "conformance build failed (build/conformance-build.log); the conformance suite will say why" >&2
 # Every Node process the tests start (CLI runs, `node -e` children, register preloads) leaves its V8 coverage here;
 # vitest's --coverage measures the test files' own imports of lib/. scripts/coverage.mjs merges the two and fails
 # below 90 % of lines or 80 % of branches.

@@ -304,6 +304,33 @@ Napi::Value LoadedConsumers(const Napi::CallbackInfo &info) {
   return out;
 }
 
+// ggmlMetalImages(markers): [{ image, ggmlVersion, markers }] for every loaded ggml-metal (consumers.h).
+Napi::Value GgmlMetalImages(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsArray()) {
+    return throwError(env, "ERR_INVALID_ARGUMENT", "ggmlMetalImages(markers) takes an array of strings", true);
+  }
+  Napi::Array given = info[0].As<Napi::Array>();
+  std::vector<std::string> markers;
+  for (uint32_t i = 0; i < given.Length(); i++) {
+    Napi::Value v = given.Get(i);
+    if (!v.IsString()) return throwError(env, "ERR_INVALID_ARGUMENT", "ggmlMetalImages(markers) takes an array of strings", true);
+    markers.push_back(v.As<Napi::String>().Utf8Value());
+  }
+  std::vector<LoadedGgmlMetal> found = loadedGgmlMetal(markers);
+  Napi::Array out = Napi::Array::New(env, found.size());
+  for (size_t i = 0; i < found.size(); i++) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("image", Napi::String::New(env, found[i].image));
+    o.Set("ggmlVersion", found[i].hasVersion ? Napi::Value(Napi::String::New(env, found[i].version)) : env.Null());
+    Napi::Array m = Napi::Array::New(env, found[i].markers.size());
+    for (size_t j = 0; j < found[i].markers.size(); j++) m.Set(static_cast<uint32_t>(j), Napi::String::New(env, found[i].markers[j]));
+    o.Set("markers", m);
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
 // processGroups(childPid): { own, terminal, child } process-group ids, -1 where there is none.
 Napi::Value ProcessGroupsOf(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
@@ -350,6 +377,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("trace", Napi::Function::New(env, pooled<Trace>, "trace"));
   exports.Set("baseline", Napi::Function::New(env, pooled<Baseline>, "baseline"));
   exports.Set("loadedConsumers", Napi::Function::New(env, pooled<LoadedConsumers>, "loadedConsumers"));
+  exports.Set("ggmlMetalImages", Napi::Function::New(env, pooled<GgmlMetalImages>, "ggmlMetalImages"));
   exports.Set("info", Napi::Function::New(env, pooled<Info>, "info"));
   exports.Set("processGroups", Napi::Function::New(env, pooled<ProcessGroupsOf>, "processGroups"));
   exports.Set("doctor", Napi::Function::New(env, pooled<Doctor>, "doctor"));

@@ -16,4 +16,17 @@ std::vector<std::string> consumerImages(const std::vector<std::string> &paths);
 // loaded image's own handle (an image loaded RTLD_LOCAL is outside the global scope); the OS's libraries are skipped.
 std::vector<std::string> loadedConsumers();
 
+// One loaded ggml-metal: the image that holds it, ggml_version() of its ggml, and which of the `markers` symbols it
+// (or a library it depends on) exports.
+struct LoadedGgmlMetal {
+  std::string image;
+  bool hasVersion = false;
+  std::string version;
+  std::vector<std::string> markers;
+};
+
+// Every loaded image named like ggml-metal (libggml-metal*) or defining a ggml-metal symbol, outside the OS's own
+// libraries, with what it exports of `markers`. Calls the image's ggml_version(), which returns a constant string.
+std::vector<LoadedGgmlMetal> loadedGgmlMetal(const std::vector<std::string> &markers);
+
 }  // namespace mcs

@@ -65,6 +65,14 @@ void addEngines(void *handle, std::vector<std::string> &found) {
   addEngine(handle, kMlxSymbols, found);
 }
 
+// The image that defines `symbol` as `handle` resolves it (a library's handle also searches its dependencies).
+std::string definingImage(void *handle, const char *symbol) {
+  void *address = dlsym(handle, symbol);
+  if (address == nullptr) return "";
+  Dl_info info;
+  return dladdr(address, &info) != 0 && info.dli_fname != nullptr ? info.dli_fname : "";
+}
+
 }  // namespace
 
 std::vector<std::string> consumerImages(const std::vector<std::string> &paths) {
@@ -87,6 +95,35 @@ std::vector<std::string> loadedConsumers() {
     void *handle = dlopen(path.c_str(), RTLD_NOLOAD | RTLD_LAZY);
     if (handle == nullptr) continue;  // unloaded since the walk, or no file to open (Linux's vDSO)
     addEngines(handle, found);
+    dlclose(handle);
+  }
+  return found;
+}
+
+std::vector<LoadedGgmlMetal> loadedGgmlMetal(const std::vector<std::string> &markers) {
+  std::vector<LoadedGgmlMetal> found;
+  for (const std::string &path : loadedImagePaths()) {
+    if (hasAnyPrefix(path, kSystemImagePrefixes)) continue;
+    void *handle = dlopen(path.c_str(), RTLD_NOLOAD | RTLD_LAZY);
+    if (handle == nullptr) continue;
+    bool named = hasPrefix(baseName(path), kConsumerImagePrefixes[0]);
+    // An engine linked into an image named otherwise: that image itself must define a ggml-metal symbol.
+    bool defines = false;
+    for (const char *symbol : kGgmlMetalSymbols) defines = defines || definingImage(handle, symbol) == path;
+    if (named || defines) {
+      LoadedGgmlMetal entry;
+      entry.image = path;
+      using VersionFn = const char *(*)();
+      if (auto version = reinterpret_cast<VersionFn>(dlsym(handle, "ggml_version"))) {
+        const char *text = version();
+        entry.hasVersion = text != nullptr;
+        if (text != nullptr) entry.version.assign(text, strnlen(text, 64));
+      }
+      for (const std::string &marker : markers) {
+        if (dlsym(handle, marker.c_str()) != nullptr) entry.markers.push_back(marker);
+      }
+      found.push_back(entry);
+    }
     dlclose(handle);
   }
   return found;

@@ -51,6 +51,7 @@ describeSim('verification failing on the wrapped default object only', () => {
       ),
       tracing: true,
       trace: null,
+      llamaCpp: [],
     });
     expect(probe({ allDevices: true }).devices.map((d) => d.families)).toEqual(answeringA.devices.map((d) => d.families));
   });

@@ -31,7 +31,7 @@ const ABOVE_HARDWARE = {
   message:
     'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
 };
-const INACTIVE = { supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null };
+const INACTIVE = { supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] };
 
 function thrownBy(fn: () => unknown): unknown {
   try {

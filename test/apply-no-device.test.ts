@@ -52,6 +52,7 @@ describeSim('no Metal device', () => {
       hooks: [],
       tracing: false,
       trace: [],
+      llamaCpp: [],
     });
   });
 

@@ -247,7 +247,7 @@ describe('without the addon (not macOS, no simulated Metal)', () => {
   });
 
   it('status() is unsupported, with or without the trace', () => {
-    const none = { supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null };
+    const none = { supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] };
     expect(status()).toEqual(none);
     expect(status({ trace: true })).toEqual(none);
     expect(() => status({ trace: 1 } as never)).toThrow("status() option 'trace' must be a boolean, got number 1");

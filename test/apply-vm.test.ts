@@ -43,7 +43,7 @@ describeSim('applyProfile, restore and status in a VM', () => {
 
   // First: nothing has been applied in this process yet (a filtered run starts a fresh process too).
   it('before any apply: status is inactive, and restore has nothing to take out and nothing to compare with', () => {
-    expect(status()).toEqual({ supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null });
+    expect(status()).toEqual({ supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] });
     expect(status({ trace: true }).trace).toEqual([]);
     expect(restore()).toEqual({ restored: false, reason: 'nothing-applied', restoredHooks: [], conflicts: [], verification: null });
   });
@@ -91,6 +91,7 @@ describeSim('applyProfile, restore and status in a VM', () => {
       patchedClasses: [CLASS],
       hooks: HOOKS.map((h) => ({ ...h, mode: 'added', ours: true })),
       tracing: true,
+      llamaCpp: [],
     };
     expect(status()).toEqual({ ...active, trace: null });
     fixture.query(false);
@@ -113,7 +114,7 @@ describeSim('applyProfile, restore and status in a VM', () => {
     expect(restore()).toEqual({ restored: true, reason: null, restoredHooks: HOOKS, conflicts: [], verification: VERIFIED });
     expect(probe({ allDevices: true })).toEqual(stock);
     expect(restore()).toEqual({ restored: false, reason: 'nothing-applied', restoredHooks: [], conflicts: [], verification: VERIFIED });
-    expect(status()).toEqual({ supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null });
+    expect(status()).toEqual({ supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] });
   });
 
   it('a hook on top of ours: restore leaves it working, reports the conflict, and verification fails on its answer', () => {

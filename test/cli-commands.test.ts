@@ -11,7 +11,7 @@ const llamaFlips = (a: AuditResult) =>
   a.devices.find((d) => d.isDefault)!.engines.find((e) => e.engine === 'llama.cpp')!.flipped;
 
 describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
-  it('cua-release on the stock guest flips the three llama.cpp gates from false to true (JSON)', () => {
+  it('cua-release on the stock guest flips the three llama.cpp gates from false to true, and the family from 5 to 9 (JSON)', () => {
     const r = runCli(['audit', '--snapshot', STOCK, '--profile', 'cua-release', '--json']);
     expect(r.status, r.stderr).toBe(0);
     const a = JSON.parse(r.stdout) as AuditResult;
@@ -20,12 +20,20 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       { flag: 'has_simdgroup_reduction', from: false, to: true },
       { flag: 'has_simdgroup_mm', from: false, to: true },
       { flag: 'has_bfloat', from: false, to: true },
+      { flag: 'gpu_family', from: 5, to: 9 },
     ]);
     const d = a.devices[0]!;
     expect(d.changes.map((c) => c.field)).toEqual([
       'families.apple6', 'families.apple7', 'families.apple8', 'families.apple9', 'maxThreadgroupMemoryLength',
     ]);
-    expect(a.warnings.map((w) => w.code)).toEqual(['threadgroup-memory-above-hardware']);
+    expect(a.warnings.map((w) => w.code)).toEqual(['threadgroup-memory-above-hardware', 'tuned-for-other-chip']);
+    expect(a.llamaCppRules).toEqual({
+      rules: 'current',
+      releases: 'v0.5.0 and later',
+      release: null,
+      source: 'default',
+      detail: 'no llama.cpp loaded and no rules asked for: the newest rules',
+    });
     expect(a.verdict.ok).toBe(true);
   });
 
@@ -37,14 +45,54 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(r.stdout).toMatch(/has_bfloat\s+false\s+true \*/);
     expect(r.stdout).toMatch(/supportsFamily\(Apple7\)\s+NO\s+YES \*/);
     expect(r.stdout).toMatch(/maxThreadgroupMemoryLength\s+32768 \(32\.0 KiB\)\s+65536 \(64\.0 KiB\) \*/);
-    expect(r.stdout).toMatch(/^Verdict: cua-release on Apple Paravirtual device: 5 answers change; llama.cpp turns on has_simdgroup_reduction, has_simdgroup_mm, has_bfloat; 1 warning$/m);
+    expect(r.stdout).toMatch(/^Verdict: cua-release on Apple Paravirtual device: 5 answers change; llama.cpp turns on has_simdgroup_reduction, has_simdgroup_mm, has_bfloat; 2 warnings$/m);
+    expect(r.stdout).toMatch(/^llama\.cpp rules: current \(v0\.5\.0 and later\): no llama\.cpp loaded and no rules asked for: the newest rules$/m);
+    expect(r.stdout).toMatch(/gpu_family\s+5\s+9 \*/);
+    expect(r.stdout).toMatch(/^ {2}Flash-attention tuning: family \(gpu_family 9: llama\.cpp's Apple9 table, pooled from the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro sweeps\)\.$/m);
   });
 
-  it('apple9-hw-tg keeps threadgroup memory at 32768 and has no warning', () => {
+  it('apple9-hw-tg keeps threadgroup memory at 32768: no threadgroup warning, the tuning one stays', () => {
     const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--profile', 'apple9-hw-tg', '--json']).stdout) as AuditResult;
     expect(a.devices[0]!.patched.maxThreadgroupMemoryLength).toBe(32768);
-    expect(llamaFlips(a).map((f) => f.flag)).toEqual(['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat']);
+    expect(llamaFlips(a).map((f) => f.flag)).toEqual(['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat', 'gpu_family']);
+    expect(a.warnings).toEqual([
+      {
+        code: 'tuned-for-other-chip',
+        message:
+          "llama.cpp v0.5.0 and later: with Apple9 claimed, flash attention is tuned by the Apple9 table (stock: the baseline kernels); a guest cannot see the host's chip, so that tuning is for another chip unless the host is one",
+      },
+    ]);
+  });
+
+  it('apple7 on the stock guest under v0.4.0 rules: no representative for Apple7, so the baseline and no tuning warning', () => {
+    const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--profile', 'apple7', '--rules', 'v0.4.0', '--json']).stdout) as AuditResult;
+    const llama = a.devices[0]!.engines.find((e) => e.engine === 'llama.cpp')!;
+    expect(llama.after.engine === 'llama.cpp' && llama.after.tuning).toEqual({
+      value: { tier: 'baseline', chip: null, family: null },
+      reason: 'device_id GENERIC; gpu_family 7 has no representative: the baseline kernels',
+    });
     expect(a.warnings).toEqual([]);
+    expect(a.llamaCppRules).toEqual({ rules: 'chip-tuning', releases: 'v0.4.x', release: 'v0.4.0', source: 'option', detail: 'llama.cpp v0.4.0 asked for' });
+  });
+
+  it('cua-release under v0.4.0 rules tunes the guest as an M4 Max, and says so', () => {
+    const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--rules', 'v0.4.0', '--json']).stdout) as AuditResult;
+    expect(a.warnings.find((w) => w.code === 'tuned-for-other-chip')).toEqual({
+      code: 'tuned-for-other-chip',
+      message:
+        "llama.cpp v0.4.x: with Apple9 claimed, flash attention is tuned by the GGML_METAL_DEVICE_M4_MAX rows (Apple9's representative) (stock: the baseline kernels); a guest cannot see the host's chip, so that tuning is for another chip unless the host is one",
+    });
+  });
+
+  it('raising the bare-metal M1 Ultra to Apple9: v0.4 keeps its own rows, v0.5 tunes it with the Apple9 table', () => {
+    const run = (rules: string) =>
+      JSON.parse(runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--force', '--rules', rules, '--json']).stdout) as AuditResult;
+    expect(run('v0.4.0').warnings.map((w) => w.code)).not.toContain('tuned-for-other-chip');
+    expect(run('current').warnings.find((w) => w.code === 'tuned-for-other-chip')).toEqual({
+      code: 'tuned-for-other-chip',
+      message:
+        "llama.cpp v0.5.0 and later: with Apple9 claimed, flash attention is tuned by the Apple9 table, not by the host's M1 Ultra (stock: the Apple7 table)",
+    });
   });
 
   it('advertising metal3 warns, and MLX then creates residency sets', () => {
@@ -61,6 +109,16 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(JSON.parse(refused.stdout)).toMatchObject({ refused: true, verdict: { ok: false } });
     expect(runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--force']).status).toBe(0);
     expect(runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--profile', 'mask-apple5']).status).toBe(0);
+  });
+
+  it('--rules takes a release too, and rejects what is neither a rule set nor a release', () => {
+    const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--rules', 'b4753', '--json']).stdout) as AuditResult;
+    expect(a.llamaCppRules).toEqual({ rules: 'legacy', releases: 'up to b6431 (ggml-metal.m)', release: 'b4753', source: 'option', detail: 'llama.cpp b4753 asked for' });
+    const bad = runCli(['audit', '--snapshot', STOCK, '--rules', 'newest']);
+    expect({ status: bad.status, error: bad.stderr.split('\n')[0] }).toEqual({
+      status: 2,
+      error: "metal-cap-shim: ERR_USAGE: --rules must be legacy, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
+    });
   });
 
   it('--engine and --rules narrow the prediction', () => {

@@ -1,17 +1,20 @@
 // predictGates compared as whole values: every flag with its reason, the consequences and the full warning list,
 // for the recorded devices and for one change at a time. A reason is what `audit` prints, so its words are behaviour.
-// lib/gates.ts is imported afresh before each test, so its module-level tables (the ops each gate sends to the CPU,
+// lib/engines/ is imported afresh before each test, so its module-level tables (the ops each gate sends to the CPU,
 // the variables each rule reads) are built inside the test: a change to one of them shows here. Imported once at the
 // top, they would be built before any test, and Stryker could only leave their mutants out as static.
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { predictGates as PredictGates } from '../lib/gates.js';
+import type { predictGates as PredictGates, LLAMA_CPP_CHIPS as Chips, LLAMA_CPP_SWITCHES as Switches, RULE_TABLES as RuleTables } from '../lib/engines/index.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
 import type { DeviceReport, HostInfo } from '../lib/types.js';
 
 let predictGates: typeof PredictGates;
+let LLAMA_CPP_CHIPS: typeof Chips;
+let RULE_TABLES: typeof RuleTables;
+let LLAMA_CPP_SWITCHES: typeof Switches;
 beforeEach(async () => {
   vi.resetModules();
-  ({ predictGates } = await import('../lib/gates.js'));
+  ({ predictGates, LLAMA_CPP_CHIPS, RULE_TABLES, LLAMA_CPP_SWITCHES } = await import('../lib/engines/index.js'));
 });
 
 function recorded(name: string): { devices: DeviceReport[]; host: HostInfo } {
@@ -51,9 +54,15 @@ const X86_BUILD = 'x86_64 host: an x86_64 build';
 const ROSETTA_BUILD = 'under Rosetta (sysctl.proc_translated=1): an x86_64 build';
 const UNKNOWN_BUILD = 'build architecture unknown (assumed arm64)';
 const SETS_CREATED =
-  'sets are created: only arm64 builds against the macOS 15+ SDK create them (an older SDK leaves the flag true and creates none)';
+  'sets are created: only arm64 builds against the macOS 15+ SDK create them (an older SDK leaves the flag at its initial value)';
 const X86_NO_SETS =
-  'x86_64 builds compile residency sets out: the flag stays true, GGML_METAL_NO_RESIDENCY is not read, no set is created';
+  'x86_64 builds compile residency sets out: the flag keeps its initial value (true), GGML_METAL_NO_RESIDENCY is not read, no set is created';
+const X86_NO_SETS_LEGACY =
+  'x86_64 builds compile residency sets out: the flag keeps its initial value (false), GGML_METAL_NO_RESIDENCY is not read, no set is created';
+const ARM64_NO_LOCATION = `${'arm64 host, not translated: an arm64 build'}, which does not read the location`;
+const X86_LOCATION = 'x86_64 host: an x86_64 build, which reads the location';
+const CURRENT = { releases: 'v0.5.0 and later', release: null };
+const BASELINE = { value: { tier: 'baseline', chip: null, family: null }, reason: 'gpu_family 0: no table rows, the baseline kernels' };
 const BEFORE_MACOS_15 = 'the flag is true, but sets are created only under @available(macOS 15.0): none here';
 const LEGACY_ENCODE =
   'legacy ggml-metal.m asks supportsFamily(Apple7) on every MUL_MAT encode: a capability patch must stay installed for the life of the process';
@@ -67,6 +76,7 @@ describe('llama.cpp, current rules, whole predictions', () => {
     expect(predictGates(guest.devices[0]!, 'llama.cpp', { env: {}, host: guest.host })).toEqual({
       engine: 'llama.cpp',
       rules: 'current',
+      ...CURRENT,
       deviceName: 'Apple Paravirtual device',
       flags: {
         has_simdgroup_reduction: { value: false, reason: 'supportsFamily(Apple7)=NO, supportsFamily(Metal3)=NO' },
@@ -77,8 +87,11 @@ describe('llama.cpp, current rules, whole predictions', () => {
           reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "Apple Paravirtual device" has no M5/M6/A19/A20`,
         },
         use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.5.2 ≥ 15.0, ${SETS_CREATED}` },
-        use_shared_buffers: { value: true, reason: `hasUnifiedMemory=YES, location=builtIn, ${SHARED_UNSET}` },
+        use_shared_buffers: { value: true, reason: `hasUnifiedMemory=YES, location=builtIn, ${ARM64_NO_LOCATION}, ${SHARED_UNSET}` },
+        gpu_family: { value: 5, reason: 'supportsFamily(Apple5)=YES is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)' },
+        device_id: { value: 'GGML_METAL_DEVICE_GENERIC', reason: 'name "Apple Paravirtual device" is not "Apple " and a chip llama.cpp knows' },
       },
+      tuning: { value: { tier: 'baseline', chip: null, family: null }, reason: 'gpu_family 5: no table rows, the baseline kernels' },
       consequences: {
         cpuFallbackOps: [...ALL_REDUCTION_OPS, 'FLASH_ATTN_EXT'],
         matMulKernels: 'mat-vec-only',
@@ -96,6 +109,7 @@ describe('llama.cpp, current rules, whole predictions', () => {
     expect(predictGates(m1.devices[0]!, 'llama.cpp', { env: {}, host: m1.host })).toEqual({
       engine: 'llama.cpp',
       rules: 'current',
+      ...CURRENT,
       deviceName: 'Apple M1 Ultra',
       flags: {
         has_simdgroup_reduction: { value: true, reason: 'supportsFamily(Apple7)=YES, supportsFamily(Metal3)=YES' },
@@ -103,8 +117,11 @@ describe('llama.cpp, current rules, whole predictions', () => {
         has_bfloat: { value: true, reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE unset' },
         has_tensor: { value: false, reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "Apple M1 Ultra" has no M5/M6/A19/A20` },
         use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, ${SETS_CREATED}` },
-        use_shared_buffers: { value: true, reason: `hasUnifiedMemory=YES, location=builtIn, ${SHARED_UNSET}` },
+        use_shared_buffers: { value: true, reason: `hasUnifiedMemory=YES, location=builtIn, ${ARM64_NO_LOCATION}, ${SHARED_UNSET}` },
+        gpu_family: { value: 7, reason: 'supportsFamily(Apple7)=YES is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)' },
+        device_id: { value: 'GGML_METAL_DEVICE_M1_ULTRA', reason: 'name "Apple M1 Ultra" is the M1 Ultra' },
       },
+      tuning: { value: { tier: 'family', chip: null, family: 7 }, reason: "gpu_family 7: llama.cpp's Apple7 table, pooled from the M1, M1 Ultra sweeps" },
       consequences: {
         cpuFallbackOps: [],
         matMulKernels: 'simdgroup-mm',
@@ -121,6 +138,7 @@ describe('llama.cpp, current rules, whole predictions', () => {
     expect(predictGates(intelMac.devices[1]!, 'llama.cpp', { env: {}, host: intelMac.host })).toEqual({
       engine: 'llama.cpp',
       rules: 'current',
+      ...CURRENT,
       deviceName: 'AMD Radeon Pro 5500M',
       flags: {
         has_simdgroup_reduction: { value: true, reason: 'supportsFamily(Apple7)=NO, supportsFamily(Metal3)=YES' },
@@ -128,8 +146,11 @@ describe('llama.cpp, current rules, whole predictions', () => {
         has_bfloat: { value: true, reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=NO, GGML_METAL_BF16_DISABLE unset' },
         has_tensor: { value: false, reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "AMD Radeon Pro 5500M" has no M5/M6/A19/A20` },
         use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${X86_BUILD}, macOS 13.6.9 < 15.0, ${X86_NO_SETS}` },
-        use_shared_buffers: { value: false, reason: `hasUnifiedMemory=NO, location=builtIn, ${SHARED_UNSET}` },
+        use_shared_buffers: { value: false, reason: `hasUnifiedMemory=NO, location=builtIn, ${X86_LOCATION}, ${SHARED_UNSET}` },
+        gpu_family: { value: 0, reason: 'no Apple family answered YES (Apple1–Apple21)' },
+        device_id: { value: 'GGML_METAL_DEVICE_GENERIC', reason: 'name "AMD Radeon Pro 5500M" is not "Apple " and a chip llama.cpp knows' },
       },
+      tuning: BASELINE,
       consequences: {
         cpuFallbackOps: ['FLASH_ATTN_EXT'],
         matMulKernels: 'mat-vec-only',
@@ -239,6 +260,7 @@ describe('llama.cpp, current rules, one input at a time', () => {
     );
   });
 
+  // Under the v0.4 rules, which read the location in every build; the current rules read it in x86_64 builds only.
   it.each<[string, unknown, unknown, Record<string, string>, boolean, string]>([
     ['unified memory', true, 'builtIn', {}, true, `hasUnifiedMemory=YES, location=builtIn, ${SHARED_UNSET}`],
     ['discrete memory in a slot', false, 'slot', {}, false, `hasUnifiedMemory=NO, location=slot, ${SHARED_UNSET}`],
@@ -263,7 +285,200 @@ describe('llama.cpp, current rules, one input at a time', () => {
     ],
   ])('use_shared_buffers: %s', (_what, unified, location, env, value, reason) => {
     const device = { ...m1Device(), hasUnifiedMemory: unified, location } as unknown as DeviceReport;
-    expect(predictGates(device, 'llama.cpp', { env, host: m1.host }).flags.use_shared_buffers).toEqual({ value, reason });
+    expect(predictGates(device, 'llama.cpp', { env, host: m1.host, rules: 'chip-tuning' }).flags.use_shared_buffers).toEqual({ value, reason });
+  });
+
+  it.each<[string, Partial<HostInfo>, boolean, string]>([
+    ['an arm64 build does not read it', {}, false, ARM64_NO_LOCATION],
+    ['an x86_64 host reads it', { arch: 'x86_64' }, true, X86_LOCATION],
+    ['Rosetta reads it', { translated: true }, true, 'under Rosetta (sysctl.proc_translated=1): an x86_64 build, which reads the location'],
+    ['an unknown architecture is taken for arm64', { arch: null }, false, 'build architecture unknown (assumed arm64), which does not read the location'],
+  ])('use_shared_buffers, current rules, an external GPU without unified memory: %s', (_what, host, value, build) => {
+    const device = { ...m1Device(), hasUnifiedMemory: false, location: 'external' } as DeviceReport;
+    expect(predictGates(device, 'llama.cpp', { env: {}, host: { ...m1.host, ...host } }).flags.use_shared_buffers).toEqual({
+      value,
+      reason: `hasUnifiedMemory=NO, location=external, ${build}, ${SHARED_UNSET}`,
+    });
+  });
+});
+
+describe('llama.cpp, gpu_family, device_id and the flash-attention tuning tier', () => {
+  /** The stock guest's device under `name`, answering Apple1 … Apple`family` YES. */
+  const named = (name: string, family: number): DeviceReport => {
+    const d = { ...paravirt(), name };
+    for (let n = 1; n <= 10; n++) d.families[`apple${n}` as 'apple1'] = n <= family;
+    return d;
+  };
+  const tier = (name: string, family: number, rules: 'chip-tuning' | 'current') => {
+    const p = predictGates(named(name, family), 'llama.cpp', { env: {}, host: guest.host, rules });
+    return { gpu_family: p.flags.gpu_family.value, device_id: p.flags.device_id.value, tuning: p.tuning };
+  };
+
+  it.each<[string, string, number, unknown]>([
+    ['a chip with rows: its own', 'Apple M1 Ultra', 7, { tier: 'exact', chip: 'GGML_METAL_DEVICE_M1_ULTRA', family: null }],
+    ['the VM claiming Apple9: the M4 Max, its representative', 'Apple Paravirtual device', 9, { tier: 'family', chip: 'GGML_METAL_DEVICE_M4_MAX', family: 9 }],
+    ['the VM claiming Apple7: no representative', 'Apple Paravirtual device', 7, { tier: 'baseline', chip: null, family: null }],
+    ['the M5 Ultra, which has no rows, as Apple10', 'Apple M5 Ultra', 10, { tier: 'baseline', chip: null, family: null }],
+    ['the M5 Ultra claiming Apple9', 'Apple M5 Ultra', 9, { tier: 'family', chip: 'GGML_METAL_DEVICE_M4_MAX', family: 9 }],
+  ])('v0.4 rules: %s', (_what, name, family, value) => {
+    expect(tier(name, family, 'chip-tuning').tuning?.value).toEqual(value);
+  });
+
+  it('v0.4 rules: the reasons name the chip and the family', () => {
+    expect(tier('Apple M1 Ultra', 7, 'chip-tuning').tuning?.reason).toBe("the M1 Ultra's own rows");
+    expect(tier('Apple Paravirtual device', 9, 'chip-tuning').tuning?.reason).toBe("device_id GENERIC; gpu_family 9's representative, the M4 Max");
+    expect(tier('Apple M5 Ultra', 10, 'chip-tuning').tuning?.reason).toBe('no rows for the M5 Ultra; gpu_family 10 has no representative: the baseline kernels');
+  });
+
+  it.each<[number, unknown, string]>([
+    [6, { tier: 'baseline', chip: null, family: null }, 'gpu_family 6: no table rows, the baseline kernels'],
+    [8, { tier: 'family', chip: null, family: 8 }, "gpu_family 8: llama.cpp's Apple8 table, pooled from the M2, M2 Max, M2 Pro sweeps"],
+    [9, { tier: 'family', chip: null, family: 9 }, "gpu_family 9: llama.cpp's Apple9 table, pooled from the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro sweeps"],
+    [10, { tier: 'family', chip: null, family: 10 }, "gpu_family 10: llama.cpp's Apple10 table, pooled from the M5 Max sweeps"],
+  ])('current rules: by family alone, whatever the chip (Apple%i)', (family, value, reason) => {
+    expect(tier('Apple M1 Ultra', family, 'current').tuning).toEqual({ value, reason });
+    expect(tier('Apple Paravirtual device', family, 'current').tuning).toEqual({ value, reason });
+  });
+
+  it('gpu_family is the highest Apple family answered YES, past a gap and an unanswered one', () => {
+    const d = named('Apple Paravirtual device', 3);
+    d.families.apple8 = true;
+    d.families.apple9 = null;
+    expect(predictGates(d, 'llama.cpp', { env: {}, host: guest.host }).flags.gpu_family).toEqual({
+      value: 8,
+      reason: 'supportsFamily(Apple8)=YES is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)',
+    });
+  });
+
+  it.each<[string, string]>([
+    ['Apple M4 Max', 'GGML_METAL_DEVICE_M4_MAX'],
+    ['Apple A18 Pro', 'GGML_METAL_DEVICE_A18_PRO'],
+    ['Apple M1 Ultra (Virtual)', 'GGML_METAL_DEVICE_GENERIC'],
+    ['Apple M1', 'GGML_METAL_DEVICE_M1'],
+    ['M1', 'GGML_METAL_DEVICE_GENERIC'],
+    ['Apple m1', 'GGML_METAL_DEVICE_GENERIC'],
+    ['Intel M1', 'GGML_METAL_DEVICE_GENERIC'],
+    ['Apple M2 Ultra', 'GGML_METAL_DEVICE_M2_ULTRA'],
+  ])('device_id of %s', (name, token) => {
+    expect(tier(name, 7, 'current').device_id).toBe(token);
+  });
+
+  it('gpu_family 1 for a device answering Apple1 alone, 0 for none', () => {
+    expect(tier('Apple Paravirtual device', 1, 'current').gpu_family).toBe(1);
+    expect(tier('Apple Paravirtual device', 0, 'current').gpu_family).toBe(0);
+  });
+});
+
+describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
+  // [flag, source, rule, families asked, other properties read, environment read], each checked against
+  // llama.cpp's own code by the conformance suite (test/conformance/).
+  it('every rule of every rule set, in order', () => {
+    const rows = Object.fromEntries(
+      Object.entries(RULE_TABLES['llama.cpp']).map(([set, rules]) => [
+        set,
+        (rules as readonly { flag: string; source: string; rule: string; families: readonly string[]; properties: readonly string[]; env: readonly string[] }[]).map((r) => [
+          r.flag,
+          r.source,
+          r.rule,
+          r.families,
+          r.properties,
+          r.env,
+        ]),
+      ]),
+    );
+    expect(rows).toEqual({
+    legacy: [
+      ['has_simdgroup_reduction', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
+      ['has_simdgroup_mm', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds); ggml_metal_encode_node asks again per MUL_MAT', 'supportsFamily(Apple7), asked at init and again on every MUL_MAT encode', ['apple7'], [], []],
+      ['has_bfloat', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)', 'supportsFamily(Metal3) OR supportsFamily(Apple6) (no environment override)', ['metal3', 'apple6'], [], []],
+      ['use_bfloat', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds); CMake option GGML_METAL_USE_BF16', 'has_bfloat in builds with -DGGML_METAL_USE_BF16=ON; false in builds with the CMake default (OFF), as llama.cpp\'s and node-llama-cpp\'s are', ['metal3', 'apple6'], [], []],
+      ['has_residency_sets', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)', 'arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset; other builds (x86_64, also under Rosetta): false, the static\'s initial value', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
+    ],
+    device: [
+      ['has_simdgroup_reduction', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
+      ['has_simdgroup_mm', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7)', ['apple7'], [], []],
+      ['has_bfloat', 'ggml-metal-device.m ggml_metal_device_init', '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset (the switch arrived within this range, by b7698)', ['metal3', 'apple6'], [], ['GGML_METAL_BF16_DISABLE']],
+      ['has_tensor', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set) (from b7698 at the latest; earlier releases have no tensor flag)', ['metal4'], ['name'], ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE']],
+      ['use_residency_sets', 'ggml-metal-device.m ggml_metal_device_init', 'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
+      ['use_shared_buffers', 'ggml-metal-device.m ggml_metal_device_init', '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true (b6673 reads hasUnifiedMemory and the DISABLE switch only)', [], ['hasUnifiedMemory', 'location'], ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE']],
+    ],
+    'chip-tuning': [
+      ['has_simdgroup_reduction', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
+      ['has_simdgroup_mm', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7)', ['apple7'], [], []],
+      ['has_bfloat', 'ggml-metal-device.m ggml_metal_device_init', '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset', ['metal3', 'apple6'], [], ['GGML_METAL_BF16_DISABLE']],
+      ['has_tensor', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)', ['metal4'], ['name'], ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE']],
+      ['use_residency_sets', 'ggml-metal-device.m ggml_metal_device_init', 'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
+      ['use_shared_buffers', 'ggml-metal-device.m ggml_metal_device_init', '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true', [], ['hasUnifiedMemory', 'location'], ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE']],
+      ['gpu_family', 'ggml-metal-device.m ggml_metal_device_init', 'the highest N with supportsFamily(Apple N), asked from Apple21 down to Apple1; 0 when none', ['apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'apple6', 'apple7', 'apple8', 'apple9', 'apple10'], [], []],
+      ['device_id', 'ggml-metal-device.m ggml_metal_device_init (ggml_metal_device_id_parse)', 'name is "Apple " followed by exactly one of M1, M1 Pro, M1 Max, M1 Ultra, M2, M2 Pro, M2 Max, M2 Ultra, M3, M3 Pro, M3 Max, M3 Ultra, M4, M4 Pro, M4 Max, M5, M5 Pro, M5 Max, M5 Ultra, A18 Pro; otherwise GGML_METAL_DEVICE_GENERIC', [], ['name'], []],
+    ],
+    current: [
+      ['has_simdgroup_reduction', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
+      ['has_simdgroup_mm', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7)', ['apple7'], [], []],
+      ['has_bfloat', 'ggml-metal-device.m ggml_metal_device_init', '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset', ['metal3', 'apple6'], [], ['GGML_METAL_BF16_DISABLE']],
+      ['has_tensor', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)', ['metal4'], ['name'], ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE']],
+      ['use_residency_sets', 'ggml-metal-device.m ggml_metal_device_init', 'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
+      ['use_shared_buffers', 'ggml-metal-device.m ggml_metal_device_init', '(hasUnifiedMemory OR (an x86_64 build AND location == external)); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true', [], ['hasUnifiedMemory', 'location', 'host.arch', 'host.translated'], ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE']],
+      ['gpu_family', 'ggml-metal-device.m ggml_metal_device_init', 'the highest N with supportsFamily(Apple N), asked from Apple21 down to Apple1; 0 when none', ['apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'apple6', 'apple7', 'apple8', 'apple9', 'apple10'], [], []],
+      ['device_id', 'ggml-metal-device.m ggml_metal_device_init (ggml_metal_device_id_parse)', 'name is "Apple " followed by exactly one of M1, M1 Pro, M1 Max, M1 Ultra, M2, M2 Pro, M2 Max, M2 Ultra, M3, M3 Pro, M3 Max, M3 Ultra, M4, M4 Pro, M4 Max, M5, M5 Pro, M5 Max, M5 Ultra, A18 Pro; otherwise GGML_METAL_DEVICE_GENERIC', [], ['name'], []],
+    ],
+    });
+  });
+
+  it('the switches any rule set reads, sorted: the conformance suite runs their combinations', () => {
+    expect(LLAMA_CPP_SWITCHES).toEqual([
+      'GGML_METAL_BF16_DISABLE',
+      'GGML_METAL_NO_RESIDENCY',
+      'GGML_METAL_SHARED_BUFFERS_DISABLE',
+      'GGML_METAL_SHARED_BUFFERS_ENABLE',
+      'GGML_METAL_TENSOR_DISABLE',
+      'GGML_METAL_TENSOR_ENABLE',
+    ]);
+  });
+
+  it('llama.cpp\'s chip list, in its order', () => {
+    expect(LLAMA_CPP_CHIPS).toEqual(['M1', 'M1 Pro', 'M1 Max', 'M1 Ultra', 'M2', 'M2 Pro', 'M2 Max', 'M2 Ultra', 'M3', 'M3 Pro', 'M3 Max', 'M3 Ultra', 'M4', 'M4 Pro', 'M4 Max', 'M5', 'M5 Pro', 'M5 Max', 'M5 Ultra', 'A18 Pro']);
+  });
+});
+
+describe('llama.cpp, the rules of a release', () => {
+  const p = (release: string) => predictGates(m1.devices[0]!, 'llama.cpp', { env: {}, host: m1.host, release });
+
+  it.each<[string, string, string[]]>([
+    ['b4753', 'legacy', [LEGACY_ENCODE]],
+    ['b6431', 'legacy', [LEGACY_ENCODE]],
+    [
+      'b6500',
+      'legacy',
+      [
+        'llama.cpp b6500 lies between b6431 (the last ggml-metal.m release seen) and b6673 (the first ggml-metal-device.m release seen): legacy rules assumed',
+        LEGACY_ENCODE,
+      ],
+    ],
+    ['b6673', 'device', []],
+    ['b10361', 'device', []],
+    [
+      'b10362',
+      'device',
+      ['llama.cpp b10362 is newer than b10361, the newest b-numbered release seen without per-chip tuning: device rules assumed (v0.4.0\'s per-chip tuning may apply)'],
+    ],
+    ['v0.3.9', 'device', ['llama.cpp v0.3.9 is older than v0.4.0, the first release seen with per-chip tuning: device rules assumed']],
+    ['v0.4.0', 'chip-tuning', []],
+    ['v0.4.9', 'chip-tuning', []],
+    ['v0.5.0', 'current', []],
+    ['v1.0.0', 'current', []],
+  ])('%s: %s rules', (release, rules, warnings) => {
+    const prediction = p(release);
+    expect({ rules: prediction.rules, release: prediction.release, warnings: prediction.warnings }).toEqual({ rules, release, warnings });
+  });
+
+  it('the device rules: the flags of ggml-metal-device.m without gpu_family and device_id, and no tuning', () => {
+    const prediction = p('b8000');
+    expect({ releases: prediction.releases, flags: Object.keys(prediction.flags), tuning: prediction.tuning }).toEqual({
+      releases: 'b6673 to b10361 (ggml-metal-device.m, before per-chip tuning)',
+      flags: ['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat', 'has_tensor', 'use_residency_sets', 'use_shared_buffers'],
+      tuning: null,
+    });
   });
 });
 
@@ -273,6 +488,8 @@ describe('llama.cpp, legacy rules, whole predictions', () => {
     expect(predictGates(guest.devices[0]!, 'llama.cpp', { env, host: guest.host, rules: 'legacy' })).toEqual({
       engine: 'llama.cpp',
       rules: 'legacy',
+      releases: 'up to b6431 (ggml-metal.m)',
+      release: null,
       deviceName: 'Apple Paravirtual device',
       flags: {
         has_simdgroup_reduction: { value: false, reason: 'supportsFamily(Apple7)=NO, supportsFamily(Metal3)=NO' },
@@ -287,10 +504,11 @@ describe('llama.cpp, legacy rules, whole predictions', () => {
         use_bfloat: {
           value: false,
           reason:
-            'supportsFamily(Metal3)=NO, supportsFamily(Apple6)=NO, assumes a -DGGML_METAL_USE_BF16=ON build (CMake default OFF rejects BF16 on any device)',
+            'supportsFamily(Metal3)=NO, supportsFamily(Apple6)=NO, built with the CMake default GGML_METAL_USE_BF16=OFF, so false whatever the device answers (an ON build would make it false)',
         },
         has_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.5.2 ≥ 15.0, ${SETS_CREATED}` },
       },
+      tuning: null,
       consequences: {
         cpuFallbackOps: ['MUL_MAT', 'MUL_MAT_ID', 'SOFT_MAX', 'RMS_NORM', 'NORM', 'GROUP_NORM', 'L2_NORM', 'SUM_ROWS', 'MEAN', 'FLASH_ATTN_EXT'],
         matMulKernels: 'mat-vec-only',
@@ -312,7 +530,26 @@ describe('llama.cpp, legacy rules, whole predictions', () => {
     const p = predictGates(m1.devices[0]!, 'llama.cpp', { env: {}, host: m1.host, rules: 'legacy' });
     expect(p.warnings).toEqual([LEGACY_ENCODE]);
     expect(p.flags.has_bfloat).toEqual({ value: true, reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES' });
-    expect(p.consequences.summary).toBe('MUL_MAT uses SIMD-group matrix kernels; flash attention runs on the GPU; BF16 ops supported.');
+    // Release builds leave GGML_METAL_USE_BF16 OFF, so ggml-metal.m rejects BF16 ops whatever the device says.
+    expect(p.flags.use_bfloat).toEqual({
+      value: false,
+      reason:
+        'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, built with the CMake default GGML_METAL_USE_BF16=OFF, so false whatever the device answers (an ON build would make it true)',
+    });
+    expect(p.consequences.summary).toBe('MUL_MAT uses SIMD-group matrix kernels; flash attention runs on the GPU; BF16 ops rejected.');
+  });
+
+  it('has_residency_sets: false in an x86_64 build, the initial value of ggml-metal.m\'s static; the arm64 build reads the switch', () => {
+    const x86 = predictGates(m1.devices[0]!, 'llama.cpp', { env: { GGML_METAL_NO_RESIDENCY: '1' }, host: { ...m1.host, arch: 'x86_64' }, rules: 'legacy' });
+    expect(x86.flags.has_residency_sets).toEqual({
+      value: false,
+      reason: `GGML_METAL_NO_RESIDENCY="1", ${X86_BUILD}, macOS 26.6.1 ≥ 15.0, ${X86_NO_SETS_LEGACY}`,
+    });
+    const arm = predictGates(m1.devices[0]!, 'llama.cpp', { env: { GGML_METAL_NO_RESIDENCY: '1' }, host: m1.host, rules: 'legacy' });
+    expect(arm.flags.has_residency_sets).toEqual({
+      value: false,
+      reason: `GGML_METAL_NO_RESIDENCY="1", ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, no set is created`,
+    });
   });
 });
 
@@ -514,18 +751,21 @@ describe('predictGates: the whole error for each bad argument', () => {
   });
 
   it.each<[string, unknown, string, string]>([
-    ['options as a number', 5, 'options', 'options must be an object with any of env, host, rules; got number'],
-    ['options as an array', [], 'options', 'options must be an object with any of env, host, rules; got an array'],
-    ['options as null', null, 'options', 'options must be an object with any of env, host, rules; got null'],
-    ['an unknown option', { envv: {} }, 'options', 'unknown option "envv"; accepted: env, host, rules'],
+    ['options as a number', 5, 'options', 'options must be an object with any of env, host, rules, release; got number'],
+    ['options as an array', [], 'options', 'options must be an object with any of env, host, rules, release; got an array'],
+    ['options as null', null, 'options', 'options must be an object with any of env, host, rules, release; got null'],
+    ['an unknown option', { envv: {} }, 'options', 'unknown option "envv"; accepted: env, host, rules, release'],
     ['env as a string', { env: 'GGML=1' }, 'env', 'env must be an object mapping names to strings (like process.env); got "GGML=1"'],
     ['env as an array', { env: [] }, 'env', 'env must be an object mapping names to strings (like process.env); got an array'],
     ['an env value that is a boolean', { env: { GGML_METAL_BF16_DISABLE: true } }, 'env', 'env values must be strings or undefined; env.GGML_METAL_BF16_DISABLE is boolean'],
     ['host as a string', { host: 'macOS 15' }, 'host', 'host must be a HostInfo object or null; got "macOS 15"'],
     ['host as an array', { host: [] }, 'host', 'host must be a HostInfo object or null; got an array'],
     ['an OS version that is a number', { host: { osVersion: 15 } }, 'host', 'host.osVersion must be a string or null; got number'],
-    ['rules as a number', { rules: 1 }, 'rules', 'rules must be "current" or "legacy"; got number'],
-    ['an unknown rule set', { rules: 'old' }, 'rules', 'rules must be "current" or "legacy"; got "old"'],
+    ['rules as a number', { rules: 1 }, 'rules', 'rules must be one of "legacy", "device", "chip-tuning", "current"; got number'],
+    ['an unknown rule set', { rules: 'old' }, 'rules', 'rules must be one of "legacy", "device", "chip-tuning", "current"; got "old"'],
+    ['a release that is no tag', { release: 'latest' }, 'release', 'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got "latest"'],
+    ['a release as a number', { release: 4753 }, 'release', 'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got number'],
+    ['rules and a release', { rules: 'legacy', release: 'b4753' }, 'rules', 'give either rules or release, not both: a release decides its rule set'],
   ])('%s', (_what, options, option, message) => {
     expect(thrown(call(device(), 'llama.cpp', options))).toEqual(invalid(option, message));
   });
@@ -534,6 +774,10 @@ describe('predictGates: the whole error for each bad argument', () => {
     expect(thrown(call(device(), 'mlx', { rules: 'legacy' }))).toEqual(
       invalid('rules', 'rules "legacy" applies to engine "llama.cpp" only; MLX accepts "current" or no rules option'),
     );
+  });
+
+  it('a llama.cpp release for MLX', () => {
+    expect(thrown(call(device(), 'mlx', { release: 'v0.5.0' }))).toEqual(invalid('release', 'release names a llama.cpp release: engine "llama.cpp" only'));
   });
 
   it('env values left undefined and a null host are accepted', () => {

@@ -3,13 +3,15 @@ import fc from 'fast-check';
 import {
   predictGates,
   ENGINES,
+  LLAMA_CPP_CHIP_TUNING_RULES,
   LLAMA_CPP_CURRENT_RULES,
+  LLAMA_CPP_DEVICE_RULES,
   LLAMA_CPP_LEGACY_RULES,
   LLAMA_CPP_OP_GATES,
   MLX_RULES,
   type LlamaCppCurrentPrediction,
   type LlamaCppLegacyPrediction,
-} from '../lib/gates.js';
+} from '../lib/engines/index.js';
 import { FAMILY_NAMES, type FamilyName } from '../lib/families.js';
 import type { DeviceReport, FamilyAnswers, HostInfo } from '../lib/types.js';
 import { InvalidOptionsError } from '../lib/errors.js';
@@ -192,7 +194,7 @@ describe('predictGates: llama.cpp current rules', () => {
       flag: {
         value: true,
         reason:
-          'GGML_METAL_NO_RESIDENCY unset, arm64 host, not translated: an arm64 build, macOS 15.0 ≥ 15.0, sets are created: only arm64 builds against the macOS 15+ SDK create them (an older SDK leaves the flag true and creates none)',
+          'GGML_METAL_NO_RESIDENCY unset, arm64 host, not translated: an arm64 build, macOS 15.0 ≥ 15.0, sets are created: only arm64 builds against the macOS 15+ SDK create them (an older SDK leaves the flag at its initial value)',
       },
       created: true,
     });
@@ -220,7 +222,7 @@ describe('predictGates: llama.cpp current rules', () => {
     expect(x86.flags.use_residency_sets).toEqual({
       value: true,
       reason:
-        'GGML_METAL_NO_RESIDENCY="1", x86_64 host: an x86_64 build, macOS 13.6.9 < 15.0, x86_64 builds compile residency sets out: the flag stays true, GGML_METAL_NO_RESIDENCY is not read, no set is created',
+        'GGML_METAL_NO_RESIDENCY="1", x86_64 host: an x86_64 build, macOS 13.6.9 < 15.0, x86_64 builds compile residency sets out: the flag keeps its initial value (true), GGML_METAL_NO_RESIDENCY is not read, no set is created',
     });
     expect(x86.consequences.residencySetsCreated).toBe(false);
   });
@@ -231,7 +233,7 @@ describe('predictGates: llama.cpp current rules', () => {
     expect(rosetta.flags.use_residency_sets).toEqual({
       value: true,
       reason:
-        'GGML_METAL_NO_RESIDENCY unset, under Rosetta (sysctl.proc_translated=1): an x86_64 build, macOS 26.5.2 ≥ 15.0, x86_64 builds compile residency sets out: the flag stays true, GGML_METAL_NO_RESIDENCY is not read, no set is created',
+        'GGML_METAL_NO_RESIDENCY unset, under Rosetta (sysctl.proc_translated=1): an x86_64 build, macOS 26.5.2 ≥ 15.0, x86_64 builds compile residency sets out: the flag keeps its initial value (true), GGML_METAL_NO_RESIDENCY is not read, no set is created',
     });
     expect(rosetta.consequences.residencySetsCreated).toBe(false);
     // The same host not translated creates sets: only `translated` differs.
@@ -253,7 +255,7 @@ describe('predictGates: llama.cpp current rules', () => {
     expect(llama(dev, {}, host(null)).flags.use_residency_sets.reason).toContain('unknown macOS version');
   });
 
-  it('use_shared_buffers: unified memory or external location; DISABLE then ENABLE overrides', () => {
+  it('use_shared_buffers: unified memory, or an external GPU in an x86_64 build; DISABLE then ENABLE overrides', () => {
     const uma = device({ yes: M1_LIKE });
     expect(llama(uma).flags.use_shared_buffers.value).toBe(true);
     expect(llama(uma).flags.use_shared_buffers.reason).toContain('hasUnifiedMemory=YES');
@@ -267,7 +269,10 @@ describe('predictGates: llama.cpp current rules', () => {
     expect(llama(discrete).flags.use_shared_buffers.value).toBe(false);
     expect(llama(discrete, { GGML_METAL_SHARED_BUFFERS_ENABLE: '' }).flags.use_shared_buffers.value).toBe(true);
     const egpu = device({ yes: ['mac2', 'metal3'], hasUnifiedMemory: false, location: 'external' });
-    expect(llama(egpu).flags.use_shared_buffers.value).toBe(true);
+    // v0.5.0 reads the location in x86_64 builds only; v0.4 in every build.
+    expect(llama(egpu, {}, host('13.6.9', { arch: 'x86_64' })).flags.use_shared_buffers.value).toBe(true);
+    expect(llama(egpu, {}, host('15.1', { arch: 'arm64' })).flags.use_shared_buffers.value).toBe(false);
+    expect(predictGates(egpu, 'llama.cpp', { env: {}, host: host('15.1', { arch: 'arm64' }), rules: 'chip-tuning' }).flags.use_shared_buffers.value).toBe(true);
     expect(llama(device({ hasUnifiedMemory: null, location: null })).flags.use_shared_buffers.value).toBe(false);
   });
 
@@ -329,8 +334,9 @@ describe('predictGates: llama.cpp legacy rules', () => {
     const cur = llama(dev, { GGML_METAL_BF16_DISABLE: '1' });
     expect(cur.flags.has_bfloat.value).toBe(false);
     expect(old.flags.has_bfloat.value).toBe(true);
-    expect(old.flags.use_bfloat.value).toBe(true);
-    expect(old.consequences.bf16Ops).toBe('supported');
+    // Built with the CMake default GGML_METAL_USE_BF16=OFF: ggml-metal.m rejects BF16 ops on any device.
+    expect(old.flags.use_bfloat.value).toBe(false);
+    expect(old.consequences.bf16Ops).toBe('rejected');
     expect(old.flags.has_bfloat.reason).toContain('do not read');
     expect(old.warnings).toEqual([
       'legacy ggml-metal.m asks supportsFamily(Apple7) on every MUL_MAT encode: a capability patch must stay installed for the life of the process',
@@ -346,7 +352,7 @@ describe('predictGates: llama.cpp legacy rules', () => {
     expect(stockOld.consequences.cpuFallbackOps.length).toBeLessThan(stockCur.consequences.cpuFallbackOps.length);
   });
 
-  it('has_residency_sets follows the same flag and creation rule', () => {
+  it('has_residency_sets follows the same creation rule; an x86_64 build keeps the static\'s false', () => {
     const dev = device({ yes: M1_LIKE });
     const residency = (env: Record<string, string>, h: HostInfo) => {
       const p = legacy(dev, env, h);
@@ -355,7 +361,8 @@ describe('predictGates: llama.cpp legacy rules', () => {
     expect(residency({}, host('14.5'))).toEqual([true, false]);
     expect(residency({}, host('15.1'))).toEqual([true, true]);
     expect(residency({ GGML_METAL_NO_RESIDENCY: '1' }, host('15.1'))).toEqual([false, false]);
-    expect(residency({ GGML_METAL_NO_RESIDENCY: '1' }, host('15.1', { arch: 'x86_64' }))).toEqual([true, false]);
+    expect(residency({ GGML_METAL_NO_RESIDENCY: '1' }, host('15.1', { arch: 'x86_64' }))).toEqual([false, false]);
+    expect(residency({}, host('15.1', { arch: 'x86_64' }))).toEqual([false, false]);
   });
 });
 
@@ -513,7 +520,7 @@ describe('predictGates: invalid arguments', () => {
     expectInvalid(
       () => predictGates(dev, 'llama.cpp', { rules: 'old' as unknown as 'legacy' }),
       'rules',
-      /"current" or "legacy"/,
+      /"legacy", "device", "chip-tuning", "current"/,
     );
     expectInvalid(() => predictGates(dev, 'mlx', { rules: 'legacy' }), 'rules', /llama\.cpp/);
     expect(predictGates(dev, 'mlx', { rules: 'current', env: {} }).engine).toBe('mlx');
@@ -521,7 +528,7 @@ describe('predictGates: invalid arguments', () => {
 
   it('rejects non-object options, unknown option names and a bad host', () => {
     expectInvalid(() => predictGates(dev, 'llama.cpp', 5 as unknown as object), 'options');
-    expectInvalid(() => predictGates(dev, 'llama.cpp', { envv: {} } as unknown as object), 'options', /env, host, rules/);
+    expectInvalid(() => predictGates(dev, 'llama.cpp', { envv: {} } as unknown as object), 'options', /env, host, rules, release/);
     expectInvalid(() => predictGates(dev, 'llama.cpp', { host: 'macOS 15' as unknown as HostInfo }), 'host');
     expectInvalid(
       () => predictGates(dev, 'llama.cpp', { host: { osVersion: 15 } as unknown as HostInfo }),
@@ -537,7 +544,7 @@ describe('rule tables', () => {
   });
 
   it('each flag appears exactly once per table, with a source and a rule', () => {
-    const tables = [LLAMA_CPP_CURRENT_RULES, LLAMA_CPP_LEGACY_RULES, MLX_RULES] as const;
+    const tables = [LLAMA_CPP_CURRENT_RULES, LLAMA_CPP_CHIP_TUNING_RULES, LLAMA_CPP_DEVICE_RULES, LLAMA_CPP_LEGACY_RULES, MLX_RULES] as const;
     for (const table of tables) {
       const flags = table.map((r) => r.flag);
       expect(new Set(flags).size).toBe(flags.length);
@@ -546,14 +553,10 @@ describe('rule tables', () => {
         expect(r.rule.length).toBeGreaterThan(0);
       }
     }
-    expect(LLAMA_CPP_CURRENT_RULES.map((r) => r.flag)).toEqual([
-      'has_simdgroup_reduction',
-      'has_simdgroup_mm',
-      'has_bfloat',
-      'has_tensor',
-      'use_residency_sets',
-      'use_shared_buffers',
-    ]);
+    const deviceFlags = ['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat', 'has_tensor', 'use_residency_sets', 'use_shared_buffers'];
+    expect(LLAMA_CPP_DEVICE_RULES.map((r) => r.flag)).toEqual(deviceFlags);
+    expect(LLAMA_CPP_CHIP_TUNING_RULES.map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id']);
+    expect(LLAMA_CPP_CURRENT_RULES.map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id']);
     expect(LLAMA_CPP_CURRENT_RULES.every((r) => r.source.startsWith('ggml-metal-device.m ggml_metal_device_init'))).toBe(true);
     expect(MLX_RULES.map((r) => r.flag)).toEqual(['residencySets', 'architectureGeneration', 'allocatorLimitBytes', 'heapSkipped']);
   });
@@ -566,7 +569,7 @@ describe('rule tables', () => {
   });
 
   it('op gates only name the two SIMD-group flags', () => {
-    for (const set of ['current', 'legacy'] as const) {
+    for (const set of ['current', 'chip-tuning', 'device', 'legacy'] as const) {
       for (const g of LLAMA_CPP_OP_GATES[set]) expect(['has_simdgroup_reduction', 'has_simdgroup_mm']).toContain(g.needs);
     }
   });

@@ -63,14 +63,16 @@ export function loadFixture(global = false): SimFixture {
  * Returns its path.
  */
 export function loadLibrary(dir: string, name: string, symbols: string[], global = false): string {
+  return loadLibrarySource(dir, name, symbols.map((s) => `void ${s}(void) {}\n`).join(''), global);
+}
+
+/** Like loadLibrary, with the library's C source (without the module registration) given whole. */
+export function loadLibrarySource(dir: string, name: string, source: string, global = false): string {
   const file = path.join(dir, name);
-  const source = `${file}.c`;
+  const sourceFile = `${file}.c`;
   const napiInclude = path.join(path.dirname(createRequire(import.meta.url).resolve('node-api-headers/package.json')), 'include');
-  writeFileSync(
-    source,
-    `#include <node_api.h>\n${symbols.map((s) => `void ${s}(void) {}\n`).join('')}NAPI_MODULE_INIT() { return exports; }\n`,
-  );
-  execFileSync('clang-14', ['-shared', '-fPIC', `-I${napiInclude}`, source, '-o', file]);
+  writeFileSync(sourceFile, `#include <node_api.h>\n${source}NAPI_MODULE_INIT() { return exports; }\n`);
+  execFileSync('clang-14', ['-shared', '-fPIC', `-I${napiInclude}`, sourceFile, '-o', file]);
   const scope = global ? osConstants.dlopen.RTLD_GLOBAL : osConstants.dlopen.RTLD_LOCAL;
   process.dlopen({ exports: {} }, file, osConstants.dlopen.RTLD_NOW | scope);
   return file;

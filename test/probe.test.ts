@@ -113,7 +113,7 @@ describe('without the native build (any non-Mac install)', () => {
         console.log(JSON.stringify({ report: m.probe(), applied: m.applyProfile(), strict, restored: m.restore(), status: m.status() }));`),
     );
     expect(esm.restored).toEqual({ restored: false, reason: esm.report.reason, restoredHooks: [], conflicts: [], verification: null });
-    expect(esm.status).toEqual({ supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null });
+    expect(esm.status).toEqual({ supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] });
     expect(esm.report.supported).toBe(false);
     expect(esm.report.reason).toBe(process.platform === 'darwin' ? 'native-module-unavailable' : 'unsupported-platform');
     expect(esm.report.devices).toEqual([]);

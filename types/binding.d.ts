@@ -132,6 +132,8 @@ export interface NativeBinding {
   trace(reset?: boolean): { rows: NativeTraceRow[]; dropped: number };
   baseline(json?: string): string | null;
   loadedConsumers(): string[];
+  /** Every loaded ggml-metal: its image, ggml_version() of its ggml (null without one), and which `markers` it exports. */
+  ggmlMetalImages(markers: string[]): { image: string; ggmlVersion: string | null; markers: string[] }[];
   info(): { platform: 'darwin' | 'simulated'; runtime: 'apple' | 'gcc'; maxHooks: number };
   /** Process-group ids for signal forwarding; -1 where there is none (no controlling terminal, child gone). */
   processGroups(childPid: number): { own: number; terminal: number; child: number };

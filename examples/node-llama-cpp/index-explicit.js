@@ -16,7 +16,7 @@
  * not raise answers: it returns `applied: false` with `reason: 'refused-bare-metal'`, like every other way of not
  * applying, so the program below runs stock on a real Mac.
  */
-import { applyProfile, predictGates, probe } from 'metal-cap-shim';
+import { applyProfile, predictGates, probe, status } from 'metal-cap-shim';
 
 /**
  * `apple9-hw-tg` answers Apple families up to Apple9 but leaves threadgroup memory at the 32768 bytes every Apple GPU
@@ -70,9 +70,12 @@ const report = probe();
 const device = report.devices[0];
 if (report.supported && device) {
   const env = { ...process.env, GGML_METAL_NO_RESIDENCY: process.env.GGML_METAL_NO_RESIDENCY ?? '1' };
-  const gates = predictGates(device, 'llama.cpp', { host: report.host, env });
+  // The rules of the llama.cpp node-llama-cpp loaded (status() finds it), else the newest.
+  const loaded = status().llamaCpp[0];
+  const gates = predictGates(device, 'llama.cpp', { host: report.host, env, ...(loaded ? { rules: loaded.rules } : {}) });
+  if (loaded) console.log(`llama.cpp loaded: ${loaded.detail}`);
   const on = Object.entries(gates.flags)
-    .filter(([, f]) => f.value)
+    .filter(([, f]) => f.value === true)
     .map(([flag]) => flag);
   console.log(`llama.cpp gates on for ${device.name}: ${on.join(', ') || '(none)'}`);
   console.log(gates.consequences.summary);

@@ -74,8 +74,11 @@ if (!report.supported || !device) {
 } else {
   // GGML_METAL_NO_RESIDENCY is unset again by now; tell the prediction what node-llama-cpp set during backend loading.
   const env = { ...process.env, GGML_METAL_NO_RESIDENCY: process.env.GGML_METAL_NO_RESIDENCY ?? '1' };
-  const gates = predictGates(device, 'llama.cpp', { host: report.host, env });
-  console.log(`\nllama.cpp gates predicted for ${device.name} [${device.className}] (${gates.rules} rules)`);
+  // status() found the ggml-metal node-llama-cpp loaded: its release, ggml version and the rules that describe it.
+  const loaded = shim.llamaCpp[0];
+  if (loaded) console.log(`\nllama.cpp loaded: ${loaded.detail}`);
+  const gates = predictGates(device, 'llama.cpp', { host: report.host, env, ...(loaded ? { rules: loaded.rules } : {}) });
+  console.log(`\nllama.cpp gates predicted for ${device.name} [${device.className}] (${gates.rules} rules: ${gates.releases})`);
   for (const [flag, { value, reason }] of Object.entries(gates.flags)) {
     console.log(`  ${flag.padEnd(24)} ${String(value).padEnd(5)}  ${reason}`);
   }

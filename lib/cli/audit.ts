@@ -1,7 +1,7 @@
 import { audit } from '../audit.js';
 import { UsageError } from '../errors.js';
 import { formatAudit } from '../format.js';
-import { ENGINES, type Engine, type LlamaCppRuleSet } from '../gates.js';
+import { ENGINES, LLAMA_CPP_RULE_SETS, parseRelease, type Engine, type LlamaCppRuleSet } from '../engines/index.js';
 import { DEFAULT_PROFILE, resolveProfile } from '../profiles.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
@@ -15,12 +15,16 @@ function engineList(value: string | undefined): Engine[] {
   return [value as Engine];
 }
 
-function rulesOf(value: string | undefined, engines: Engine[]): LlamaCppRuleSet {
-  if (value === undefined) return 'current';
-  if (value !== 'current' && value !== 'legacy') throw new UsageError(`--rules must be current or legacy, got '${value}'`);
+/** `--rules` takes a rule set or a llama.cpp release tag. */
+function rulesOf(value: string | undefined, engines: Engine[]): { rules?: LlamaCppRuleSet; release?: string } {
+  if (value === undefined) return {};
+  const isSet = (LLAMA_CPP_RULE_SETS as readonly string[]).includes(value);
+  if (!isSet && parseRelease(value) === null) {
+    throw new UsageError(`--rules must be ${LLAMA_CPP_RULE_SETS.join(', ')} or a llama.cpp release like b4753 or v0.4.0, got '${value}'`);
+  }
   // The rule generations are llama.cpp's; asking for them without llama.cpp is a mistake worth saying.
   if (!engines.includes('llama.cpp')) throw new UsageError(`--rules ${value} applies to llama.cpp only, but --engine is ${engines.join(', ')}`);
-  return value;
+  return isSet ? { rules: value as LlamaCppRuleSet } : { release: value };
 }
 
 const command: Command = {
@@ -30,7 +34,8 @@ const command: Command = {
   --snapshot S     audit a recorded snapshot offline (any OS); without it the profile is applied in this
                    process, verified and restored (macOS)
   --engine E       llama.cpp, mlx or all (default all)
-  --rules R        llama.cpp rule generation: current or legacy (default current); llama.cpp only
+  --rules R        llama.cpp rules: current, legacy, device or chip-tuning, or a release (b4753, v0.4.0);
+                   default: the loaded llama.cpp's (live), else current; llama.cpp only
   --force          allow raising answers on a host that is not a VM
   --json           machine-readable result (schema metal-cap-shim/audit@1)
 Exit code 3 when the profile would be refused on that host, 1 when it does not verify.
@@ -50,7 +55,7 @@ ${bundledSnapshotsHelp()}`,
     const given = text(values, 'profile');
     const profile = resolveProfile(given !== undefined ? profileArgument(given) : DEFAULT_PROFILE);
     const snapshot = text(values, 'snapshot');
-    const result = audit({ profile, engines, rules, force: values.force === true, ...(snapshot !== undefined ? { snapshot } : {}) });
+    const result = audit({ profile, engines, ...rules, force: values.force === true, ...(snapshot !== undefined ? { snapshot } : {}) });
     if (values.json) printJson(result);
     else out(formatAudit(result, styler()));
     if (result.refused) return EXIT.refused;

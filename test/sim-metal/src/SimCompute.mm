@@ -674,9 +674,18 @@ std::vector<std::string> kernelNamesIn(const std::string &source) {
 
 // ---- command queue, buffer, encoder ----
 
+// A blit fill: `value` into `range` of `buffer`, run at commit before the dispatch encoded after it.
+struct BlitFill {
+  size_t beforeDispatch;
+  SimBuffer *buffer;  // retained
+  NSRange range;
+  uint8_t value;
+};
+
 @interface SimCommandBuffer : NSObject <MTLCommandBuffer> {
  @public
   std::vector<Dispatch> *_dispatches;
+  std::vector<BlitFill> *_fills;
   NSMutableArray *_residencySets;
   MTLCommandBufferStatus _status;
   NSError *_error;
@@ -737,9 +746,26 @@ std::vector<std::string> kernelNamesIn(const std::string &source) {
 }
 @end
 
+// The blit encoder's fill, which llama.cpp's device initialisation encodes (its residency-set workaround); Metal.h
+// does not declare the blit encoder, since no code of the project uses it.
+@interface SimBlitEncoder : NSObject {
+ @public
+  SimCommandBuffer *_commandBuffer;  // not retained, as for the compute encoder
+}
+@end
+
+@implementation SimBlitEncoder
+- (void)fillBuffer:(id<MTLBuffer>)buffer range:(NSRange)range value:(uint8_t)value {
+  _commandBuffer->_fills->push_back({_commandBuffer->_dispatches->size(), (SimBuffer *)[buffer retain], range, value});
+}
+- (void)endEncoding {
+}
+@end
+
 @implementation SimCommandBuffer
 - (id)init {
   if ((self = [super init])) {
+    _fills = new std::vector<BlitFill>();
     _dispatches = new std::vector<Dispatch>();
     _residencySets = [[NSMutableArray alloc] init];
     _status = MTLCommandBufferStatusNotEnqueued;
@@ -749,6 +775,8 @@ std::vector<std::string> kernelNamesIn(const std::string &source) {
 - (void)dealloc {
   for (Dispatch &d : *_dispatches) releaseDispatch(d);
   delete _dispatches;
+  for (BlitFill &f : *_fills) [f.buffer release];
+  delete _fills;
   [_residencySets release];
   [_error release];
   [super dealloc];
@@ -764,8 +792,25 @@ std::vector<std::string> kernelNamesIn(const std::string &source) {
   encoder->_commandBuffer = self;
   return [encoder autorelease];
 }
+- (id)blitCommandEncoder {
+  SimBlitEncoder *encoder = [[SimBlitEncoder alloc] init];
+  encoder->_commandBuffer = self;
+  return [encoder autorelease];
+}
 - (void)useResidencySet:(id)residencySet {
   [_residencySets addObject:residencySet];
+}
+// Runs the fills encoded before dispatch `index`, in order; a range past the buffer's end fails the command buffer.
+- (BOOL)runFillsBefore:(size_t)index from:(size_t *)next {
+  for (; *next < _fills->size() && (*_fills)[*next].beforeDispatch <= index; (*next)++) {
+    const BlitFill &f = (*_fills)[*next];
+    if (f.range.location > f.buffer->_length || f.range.length > f.buffer->_length - f.range.location) {
+      [self failWith:MTLCommandBufferErrorInvalidResource message:"a blit fill past the end of its buffer"];
+      return NO;
+    }
+    memset(static_cast<uint8_t *>(f.buffer->_gpu) + f.range.location, f.value, f.range.length);
+  }
+  return YES;
 }
 - (void)failWith:(MTLCommandBufferError)code message:(const std::string &)message {
   _status = MTLCommandBufferStatusError;
@@ -785,7 +830,10 @@ std::vector<std::string> kernelNamesIn(const std::string &source) {
     }
     if (fault.behaviour == Behaviour::Hangs) return;
   }
-  for (const Dispatch &d : *_dispatches) {
+  size_t nextFill = 0;
+  for (size_t i = 0; i < _dispatches->size(); i++) {
+    const Dispatch &d = (*_dispatches)[i];
+    if (![self runFillsBefore:i from:&nextFill]) return;
     SimPipeline *pipeline = (SimPipeline *)d.pipeline;
     if (pipeline == nil) return [self failWith:MTLCommandBufferErrorInvalidResource message:"a dispatch without a pipeline"];
     uint64_t threads = d.threads.width * d.threads.height * d.threads.depth;
@@ -815,6 +863,7 @@ std::vector<std::string> kernelNamesIn(const std::string &source) {
     pipeline->_kernel->run(run);
     if (!run.error.empty()) return [self failWith:MTLCommandBufferErrorPageFault message:run.error];
   }
+  if (![self runFillsBefore:_dispatches->size() from:&nextFill]) return;
   _status = MTLCommandBufferStatusCompleted;
 }
 @end

@@ -1,0 +1,181 @@
+/**
+ * Predicts, from a device's reported answers, the values llama.cpp (ggml-metal) and MLX compute when they initialise
+ * Metal. Each engine's rules live in its own file (llama-cpp.ts with its releases in llama-cpp-releases.ts,
+ * mlx.ts), in tables the CLI can print; this file validates the input and dispatches.
+ */
+import type { DeviceReport, HostInfo } from '../types.js';
+import { isFamilyName } from '../families.js';
+import { InvalidOptionsError } from '../errors.js';
+import { parseMacos, type EnvMap, type RuleContext } from './common.js';
+import {
+  LLAMA_CPP_RULES,
+  predictLlamaCpp,
+  type LlamaCppCurrentPrediction,
+  type LlamaCppDevicePrediction,
+  type LlamaCppLegacyPrediction,
+  type LlamaCppPrediction,
+} from './llama-cpp.js';
+import { LLAMA_CPP_RULE_SETS, parseRelease, ruleSetForRelease, type LlamaCppRuleSet } from './llama-cpp-releases.js';
+import { MLX_RULES, predictMlx, type MlxPrediction } from './mlx.js';
+
+export * from './common.js';
+export * from './llama-cpp.js';
+export * from './llama-cpp-releases.js';
+export * from './mlx.js';
+
+/** An inference engine whose Metal init this module predicts. */
+export type Engine = 'llama.cpp' | 'mlx';
+
+/** Every engine `predictGates` accepts, in display order. */
+export const ENGINES: readonly Engine[] = Object.freeze(['llama.cpp', 'mlx'] as const);
+
+/** Options for `predictGates`. */
+export interface PredictOptions {
+  /** Environment the engine would see; default `process.env`. */
+  env?: EnvMap;
+  /** Host facts for macOS-version and build-architecture rules; null/absent means unknown (macOS assumed ≥ 15.0). */
+  host?: HostInfo | null;
+  /**
+   * llama.cpp rule set: `current` (the newest, default), `legacy` (the newest ggml-metal.m rules), or `device` /
+   * `chip-tuning` for the releases between. MLX accepts only `current`.
+   */
+  rules?: LlamaCppRuleSet;
+  /** A llama.cpp release (`b4753`, `v0.4.0`): its rule set. Not together with `rules`; llama.cpp only. */
+  release?: string;
+}
+
+/** Any prediction `predictGates` returns. */
+export type GatePrediction = LlamaCppPrediction | MlxPrediction;
+
+/** Rule tables by engine, for printing. */
+export const RULE_TABLES = Object.freeze({
+  'llama.cpp': LLAMA_CPP_RULES,
+  mlx: MLX_RULES,
+});
+
+const OPTION_KEYS = ['env', 'host', 'rules', 'release'] as const;
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'string') return JSON.stringify(v);
+  return typeof v;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+interface ValidOptions {
+  env: EnvMap;
+  host: HostInfo | null;
+  rules: LlamaCppRuleSet;
+  release: { text: string; warning: string | null } | null;
+}
+
+function validateEngine(engine: unknown): Engine {
+  if (typeof engine === 'string' && (ENGINES as readonly string[]).includes(engine)) return engine as Engine;
+  throw new InvalidOptionsError('engine', `engine must be one of ${ENGINES.map((e) => JSON.stringify(e)).join(', ')}; got ${describe(engine)}`);
+}
+
+function validateDevice(device: unknown): DeviceReport {
+  if (!isPlainObject(device) || !isPlainObject(device.families)) {
+    throw new InvalidOptionsError(
+      'device',
+      `device must be a DeviceReport object with a "families" object; got ${isPlainObject(device) ? 'an object without families' : describe(device)}`,
+    );
+  }
+  for (const [name, answer] of Object.entries(device.families)) {
+    if (isFamilyName(name) && answer !== true && answer !== false && answer !== null && answer !== undefined) {
+      throw new InvalidOptionsError('device', `device.families.${name} must be true, false or null; got ${describe(answer)}`);
+    }
+  }
+  if (typeof device.name !== 'string') {
+    throw new InvalidOptionsError('device', `device.name must be a string; got ${describe(device.name)}`);
+  }
+  return device as unknown as DeviceReport;
+}
+
+function validateEnv(value: unknown): EnvMap {
+  if (!isPlainObject(value)) {
+    throw new InvalidOptionsError('env', `env must be an object mapping names to strings (like process.env); got ${describe(value)}`);
+  }
+  for (const [k, v] of Object.entries(value)) {
+    if (v !== undefined && typeof v !== 'string') {
+      throw new InvalidOptionsError('env', `env values must be strings or undefined; env.${k} is ${describe(v)}`);
+    }
+  }
+  return value as EnvMap;
+}
+
+function validateHost(value: unknown): HostInfo | null {
+  if (value === undefined || value === null) return null;
+  if (!isPlainObject(value)) throw new InvalidOptionsError('host', `host must be a HostInfo object or null; got ${describe(value)}`);
+  const os = value.osVersion;
+  if (os !== undefined && os !== null && typeof os !== 'string') {
+    throw new InvalidOptionsError('host', `host.osVersion must be a string or null; got ${describe(os)}`);
+  }
+  return value as unknown as HostInfo;
+}
+
+function validateRules(options: Record<string, unknown>, engine: Engine): Pick<ValidOptions, 'rules' | 'release'> {
+  if (options.rules !== undefined && options.release !== undefined) {
+    throw new InvalidOptionsError('rules', 'give either rules or release, not both: a release decides its rule set');
+  }
+  if (options.release !== undefined) {
+    const release = typeof options.release === 'string' ? parseRelease(options.release) : null;
+    if (release === null) {
+      throw new InvalidOptionsError('release', `release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got ${describe(options.release)}`);
+    }
+    if (engine === 'mlx') throw new InvalidOptionsError('release', 'release names a llama.cpp release: engine "llama.cpp" only');
+    const { ruleSet, warning } = ruleSetForRelease(release);
+    return { rules: ruleSet, release: { text: release.text, warning } };
+  }
+  if (options.rules === undefined) return { rules: 'current', release: null };
+  if (typeof options.rules !== 'string' || !(LLAMA_CPP_RULE_SETS as readonly string[]).includes(options.rules)) {
+    throw new InvalidOptionsError('rules', `rules must be one of ${LLAMA_CPP_RULE_SETS.map((r) => JSON.stringify(r)).join(', ')}; got ${describe(options.rules)}`);
+  }
+  const rules = options.rules as LlamaCppRuleSet;
+  if (engine === 'mlx' && rules !== 'current') {
+    throw new InvalidOptionsError('rules', `rules "${rules}" applies to engine "llama.cpp" only; MLX accepts "current" or no rules option`);
+  }
+  return { rules, release: null };
+}
+
+function validateOptions(options: unknown, engine: Engine): ValidOptions {
+  if (options === undefined) return { env: process.env, host: null, rules: 'current', release: null };
+  if (!isPlainObject(options)) {
+    throw new InvalidOptionsError('options', `options must be an object with any of ${OPTION_KEYS.join(', ')}; got ${describe(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!(OPTION_KEYS as readonly string[]).includes(key)) {
+      throw new InvalidOptionsError('options', `unknown option ${JSON.stringify(key)}; accepted: ${OPTION_KEYS.join(', ')}`);
+    }
+  }
+  const env = options.env === undefined ? process.env : validateEnv(options.env);
+  return { env, host: validateHost(options.host), ...validateRules(options, engine) };
+}
+
+/** Predicts llama.cpp's current-rule flags; every overload throws `InvalidOptionsError` on a bad engine, device or option. */
+export function predictGates(
+  device: DeviceReport,
+  engine: 'llama.cpp',
+  options?: PredictOptions & { rules?: 'current' | 'chip-tuning'; release?: undefined },
+): LlamaCppCurrentPrediction;
+/** Predicts llama.cpp's flags under the device (pre-tuning ggml-metal-device.m) rules. */
+export function predictGates(device: DeviceReport, engine: 'llama.cpp', options: PredictOptions & { rules: 'device' }): LlamaCppDevicePrediction;
+/** Predicts llama.cpp's flags under the legacy (ggml-metal.m) rules. */
+export function predictGates(device: DeviceReport, engine: 'llama.cpp', options: PredictOptions & { rules: 'legacy' }): LlamaCppLegacyPrediction;
+/** Predicts llama.cpp's flags under a rule set or release chosen at run time. */
+export function predictGates(device: DeviceReport, engine: 'llama.cpp', options?: PredictOptions): LlamaCppPrediction;
+/** Predicts MLX's init-time values. */
+export function predictGates(device: DeviceReport, engine: 'mlx', options?: PredictOptions): MlxPrediction;
+/** Predicts for an engine chosen at run time. */
+export function predictGates(device: DeviceReport, engine: Engine, options?: PredictOptions): GatePrediction;
+export function predictGates(device: unknown, engine: unknown, options?: unknown): GatePrediction {
+  const eng = validateEngine(engine);
+  const dev = validateDevice(device);
+  const opts = validateOptions(options, eng);
+  const ctx: RuleContext = { device: dev, env: opts.env, host: opts.host, macos: parseMacos(opts.host) };
+  return eng === 'mlx' ? predictMlx(ctx) : predictLlamaCpp(ctx, opts.rules, opts.release);
+}

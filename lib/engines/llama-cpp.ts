@@ -1,0 +1,631 @@
+/**
+ * llama.cpp's rule tables: how ggml-metal computes its device flags, one table per rule set (llama-cpp-releases.ts
+ * says which releases each covers). The tables restate what llama.cpp's sources do; they contain no llama.cpp code.
+ * The conformance suite (test/conformance/) builds those sources against the simulated Metal and compares.
+ */
+import type { DeviceReport } from '../types.js';
+import {
+  ask,
+  engineArch,
+  envSet,
+  macosAtLeast,
+  nullFamilyWarnings,
+  RESIDENCY_MIN_MACOS,
+  result,
+  type Derived,
+  type GateFlag,
+  type GateRule,
+  type RuleContext,
+} from './common.js';
+import { LLAMA_CPP_RULE_SET_INFO, type LlamaCppRuleSet } from './llama-cpp-releases.js';
+
+/** Flags ggml-metal.m sets in its device context (legacy rules). */
+export type LlamaCppLegacyFlag = 'has_simdgroup_reduction' | 'has_simdgroup_mm' | 'has_bfloat' | 'use_bfloat' | 'has_residency_sets';
+
+/** Boolean flags ggml-metal-device.m sets in `ggml_metal_device_init`. */
+export type LlamaCppDeviceFlag =
+  | 'has_simdgroup_reduction'
+  | 'has_simdgroup_mm'
+  | 'has_bfloat'
+  | 'has_tensor'
+  | 'use_residency_sets'
+  | 'use_shared_buffers';
+
+/** Every flag of the chip-tuning and current rules: the device flags, the Apple GPU family and the chip. */
+export type LlamaCppCurrentFlag = LlamaCppDeviceFlag | 'gpu_family' | 'device_id';
+
+/** A value a llama.cpp rule computes. */
+export type LlamaCppValue = boolean | number | string;
+
+/** A llama.cpp rule-table entry. */
+export type LlamaCppRule<F extends string, T extends LlamaCppValue = boolean> = GateRule<F, T>;
+
+/** The flags of the chip-tuning and current rules, each with its value's type. */
+export type LlamaCppCurrentFlags = Record<LlamaCppDeviceFlag, GateFlag> & { gpu_family: Derived<number>; device_id: Derived<string> };
+
+/** An op that ggml-metal's `supports_op` accepts only when one flag is true; otherwise it runs on the CPU. */
+export interface OpGate {
+  /** ggml op name without the `GGML_OP_` prefix. */
+  op: string;
+  needs: 'has_simdgroup_reduction' | 'has_simdgroup_mm';
+}
+
+/** What the llama.cpp flags mean for a user. */
+export interface LlamaCppConsequences {
+  /** Op types ggml-metal refuses, so the scheduler runs them on the CPU. */
+  cpuFallbackOps: string[];
+  /** Whether batched MUL_MAT can use the SIMD-group matrix kernels. */
+  matMulKernels: 'simdgroup-mm' | 'mat-vec-only';
+  /** Whether FLASH_ATTN_EXT runs on the GPU. */
+  flashAttentionOnGpu: boolean;
+  /** Whether ops with a BF16 tensor are accepted. */
+  bf16Ops: 'supported' | 'rejected';
+  /** Whether ggml creates residency sets (the flag alone does not say: see `use_residency_sets`). */
+  residencySetsCreated: boolean;
+  /** One-sentence description of the above. */
+  summary: string;
+}
+
+/**
+ * Which table ggml-metal-tuning.cpp's flash-attention vector kernels (`fa_vec_pick`) consult first for this device:
+ * the chip's own rows (`exact`), the rows of a family (`family`: v0.4's family representative chip, or v0.5's
+ * per-family table), or none (`baseline`). A shape the table has no row for falls back further, down to the baseline.
+ */
+export interface TuningTier {
+  tier: 'exact' | 'family' | 'baseline';
+  /** The chip whose rows are used, as llama.cpp names it (`GGML_METAL_DEVICE_M4_MAX`); null for v0.5's family tables and the baseline. */
+  chip: string | null;
+  /** The Apple GPU family whose rows are used (family tier only). */
+  family: number | null;
+}
+
+interface LlamaCppPredictionBase {
+  engine: 'llama.cpp';
+  /** The MTLDevice name the prediction is for: the name the engine would see. */
+  deviceName: string;
+  /** The releases these rules describe. */
+  releases: string;
+  /** The release asked for with `release`, or null. */
+  release: string | null;
+  consequences: LlamaCppConsequences;
+  warnings: string[];
+}
+
+/** llama.cpp prediction under the chip-tuning or current rules (v0.4.0 and later). */
+export interface LlamaCppCurrentPrediction extends LlamaCppPredictionBase {
+  rules: 'current' | 'chip-tuning';
+  flags: LlamaCppCurrentFlags;
+  /** The flash-attention tuning tier that follows from device_id and gpu_family. */
+  tuning: Derived<TuningTier>;
+}
+
+/** llama.cpp prediction under the device rules (ggml-metal-device.m before per-chip tuning). */
+export interface LlamaCppDevicePrediction extends LlamaCppPredictionBase {
+  rules: 'device';
+  flags: Record<LlamaCppDeviceFlag, GateFlag>;
+  tuning: null;
+}
+
+/** llama.cpp prediction under the legacy (ggml-metal.m) rules. */
+export interface LlamaCppLegacyPrediction extends LlamaCppPredictionBase {
+  rules: 'legacy';
+  flags: Record<LlamaCppLegacyFlag, GateFlag>;
+  tuning: null;
+}
+
+/** llama.cpp prediction under any rule set (discriminated by `rules`). */
+export type LlamaCppPrediction = LlamaCppCurrentPrediction | LlamaCppDevicePrediction | LlamaCppLegacyPrediction;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Shared pieces.
+
+/** ggml's residency flag and whether sets really get created; `parts` says why. */
+interface ResidencyModel {
+  flag: boolean;
+  created: boolean;
+  parts: string[];
+}
+
+/**
+ * Only builds that define GGML_METAL_HAS_RESIDENCY_SETS (arm64 against a macOS 15+ SDK) read GGML_METAL_NO_RESIDENCY
+ * and create sets, at run time only under @available(macOS 15.0). Elsewhere the flag keeps its initial value:
+ * true in ggml-metal-device.m, false in ggml-metal.m's static device context. Released arm64 builds are assumed to
+ * come from a current Xcode (SDK 15+): node-llama-cpp 3.6.0's was built against SDK 14.5, where the legacy flag is
+ * false whatever the environment (test/conformance/binaries.test.ts reads each binary's SDK).
+ */
+function residencyModel(ctx: RuleContext, compiledOutFlag: boolean): ResidencyModel {
+  const noRes = envSet(ctx.env, 'GGML_METAL_NO_RESIDENCY');
+  const build = engineArch(ctx.host);
+  const mac = macosAtLeast(ctx, RESIDENCY_MIN_MACOS);
+  const parts = [noRes.text, build.text, mac.text];
+  if (build.arch === 'x86_64') {
+    parts.push(
+      `x86_64 builds compile residency sets out: the flag keeps its initial value (${compiledOutFlag}), GGML_METAL_NO_RESIDENCY is not read, no set is created`,
+    );
+    return { flag: compiledOutFlag, created: false, parts };
+  }
+  if (noRes.set) {
+    parts.push('no set is created');
+    return { flag: false, created: false, parts };
+  }
+  if (!mac.ok) {
+    parts.push('the flag is true, but sets are created only under @available(macOS 15.0): none here');
+    return { flag: true, created: false, parts };
+  }
+  parts.push('sets are created: only arm64 builds against the macOS 15+ SDK create them (an older SDK leaves the flag at its initial value)');
+  return { flag: true, created: true, parts };
+}
+
+function bfloatFamilies(device: DeviceReport): { yes: boolean; parts: string[] } {
+  const metal3 = ask(device, 'metal3');
+  const apple6 = ask(device, 'apple6');
+  return { yes: metal3.yes || apple6.yes, parts: [metal3.text, apple6.text] };
+}
+
+const TENSOR_CHIP_MARKERS = ['M5', 'M6', 'A19', 'A20'] as const;
+
+const SRC_DEVICE_INIT = 'ggml-metal-device.m ggml_metal_device_init';
+const SRC_LEGACY_ACQ = 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)';
+
+/** The reduction gate: the same rule in every rule set, only the place it is read differs. */
+function simdgroupReductionRule(source: string): LlamaCppRule<'has_simdgroup_reduction'> {
+  return {
+    flag: 'has_simdgroup_reduction',
+    source,
+    rule: 'supportsFamily(Apple7) OR supportsFamily(Metal3)',
+    families: ['apple7', 'metal3'],
+    properties: [],
+    env: [],
+    compute: ({ device }) => {
+      const a7 = ask(device, 'apple7');
+      const m3 = ask(device, 'metal3');
+      return result(a7.yes || m3.yes, [a7.text, m3.text]);
+    },
+  };
+}
+
+const simdgroupMmRule: LlamaCppRule<'has_simdgroup_mm'> = {
+  flag: 'has_simdgroup_mm',
+  source: SRC_DEVICE_INIT,
+  rule: 'supportsFamily(Apple7)',
+  families: ['apple7'],
+  properties: [],
+  env: [],
+  compute: ({ device }) => {
+    const a7 = ask(device, 'apple7');
+    return result(a7.yes, [a7.text]);
+  },
+};
+
+const bfloatRule: LlamaCppRule<'has_bfloat'> = {
+  flag: 'has_bfloat',
+  source: SRC_DEVICE_INIT,
+  rule: '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset',
+  families: ['metal3', 'apple6'],
+  properties: [],
+  env: ['GGML_METAL_BF16_DISABLE'],
+  compute: ({ device, env }) => {
+    const fam = bfloatFamilies(device);
+    const off = envSet(env, 'GGML_METAL_BF16_DISABLE');
+    const parts = [...fam.parts, off.text];
+    const value = fam.yes && !off.set;
+    if (value && ask(device, 'metal4').yes) {
+      // Only reachable when the tensor API is on; the prediction cannot run Apple's compiler.
+      parts.push('if has_tensor is on, ggml also test-compiles a bfloat tensor kernel and clears this when that fails');
+    }
+    return result(value, parts);
+  },
+};
+
+const tensorRule: LlamaCppRule<'has_tensor'> = {
+  flag: 'has_tensor',
+  source: SRC_DEVICE_INIT,
+  rule: 'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)',
+  families: ['metal4'],
+  properties: ['name'],
+  env: ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE'],
+  compute: ({ device, env }) => {
+    const m4 = ask(device, 'metal4');
+    const off = envSet(env, 'GGML_METAL_TENSOR_DISABLE');
+    const on = envSet(env, 'GGML_METAL_TENSOR_ENABLE');
+    const marker = TENSOR_CHIP_MARKERS.find((m) => device.name.includes(m));
+    const nameText =
+      marker === undefined ? `name ${JSON.stringify(device.name)} has no M5/M6/A19/A20` : `name ${JSON.stringify(device.name)} contains ${marker}`;
+    const parts = [m4.text, off.text, on.text, nameText];
+    const value = m4.yes && !off.set && (on.set || marker !== undefined);
+    if (value) parts.push('ggml then test-compiles a tensor kernel and clears this flag if that fails');
+    return result(value, parts);
+  },
+};
+
+/** The residency flag under both names: `compiledOutFlag` is its value where the build compiles residency sets out. */
+function residencyRule<F extends 'use_residency_sets' | 'has_residency_sets'>(
+  flag: F,
+  source: string,
+  rule: string,
+  compiledOutFlag: boolean,
+): LlamaCppRule<F> {
+  return {
+    flag,
+    source,
+    rule,
+    families: [],
+    properties: ['host.osVersion', 'host.arch', 'host.translated'],
+    env: ['GGML_METAL_NO_RESIDENCY'],
+    compute: (ctx) => {
+      const model = residencyModel(ctx, compiledOutFlag);
+      return result(model.flag, model.parts);
+    },
+  };
+}
+
+const residencySetsRule = residencyRule(
+  'use_residency_sets',
+  SRC_DEVICE_INIT,
+  'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
+  true,
+);
+
+/** use_shared_buffers; `externalOnX86Only`: v0.5.0 reads the device location in x86_64 builds only. */
+function sharedBuffersRule(externalOnX86Only: boolean): LlamaCppRule<'use_shared_buffers'> {
+  return {
+    flag: 'use_shared_buffers',
+    source: SRC_DEVICE_INIT,
+    rule: `(hasUnifiedMemory OR ${externalOnX86Only ? '(an x86_64 build AND location == external)' : 'location == external'}); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true`,
+    families: [],
+    properties: externalOnX86Only ? ['hasUnifiedMemory', 'location', 'host.arch', 'host.translated'] : ['hasUnifiedMemory', 'location'],
+    env: ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE'],
+    compute: ({ device, env, host }) => {
+      const unified = typeof device.hasUnifiedMemory === 'boolean' ? device.hasUnifiedMemory : null;
+      const location = typeof device.location === 'string' ? device.location : null;
+      const off = envSet(env, 'GGML_METAL_SHARED_BUFFERS_DISABLE');
+      const on = envSet(env, 'GGML_METAL_SHARED_BUFFERS_ENABLE');
+      const parts = [`hasUnifiedMemory=${unified === null ? 'unknown (treated as NO)' : unified ? 'YES' : 'NO'}`, `location=${location ?? 'unknown'}`];
+      let readsLocation = true;
+      if (externalOnX86Only) {
+        const build = engineArch(host);
+        readsLocation = build.arch === 'x86_64';
+        parts.push(`${build.text}${readsLocation ? ', which reads the location' : ', which does not read the location'}`);
+      }
+      parts.push(off.text, on.text);
+      // ggml applies DISABLE first and ENABLE last, so ENABLE wins when both are set.
+      let value = unified === true || (readsLocation && location === 'external');
+      if (off.set) value = false;
+      if (on.set) value = true;
+      return result(value, parts);
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// gpu_family, device_id and the flash-attention tuning tier (v0.4.0 and later).
+
+/** The chips ggml_metal_device_id_parse knows, by the name after "Apple " (v0.4.0 and v0.5.0 have the same list). */
+export const LLAMA_CPP_CHIPS: readonly string[] = Object.freeze([
+  'M1',
+  'M1 Pro',
+  'M1 Max',
+  'M1 Ultra',
+  'M2',
+  'M2 Pro',
+  'M2 Max',
+  'M2 Ultra',
+  'M3',
+  'M3 Pro',
+  'M3 Max',
+  'M3 Ultra',
+  'M4',
+  'M4 Pro',
+  'M4 Max',
+  'M5',
+  'M5 Pro',
+  'M5 Max',
+  'M5 Ultra',
+  'A18 Pro',
+]);
+
+/** llama.cpp's token for a chip: `M1 Ultra` → `GGML_METAL_DEVICE_M1_ULTRA`; null → `GGML_METAL_DEVICE_GENERIC`. */
+export function deviceIdToken(chip: string | null): string {
+  return `GGML_METAL_DEVICE_${chip === null ? 'GENERIC' : chip.toUpperCase().replace(/ /g, '_')}`;
+}
+
+/** The chip a device name parses to: "Apple " and then exactly one of LLAMA_CPP_CHIPS; otherwise null (GENERIC). */
+export function chipOfName(name: string): string | null {
+  if (!name.startsWith('Apple ')) return null;
+  const suffix = name.slice('Apple '.length);
+  return LLAMA_CPP_CHIPS.includes(suffix) ? suffix : null;
+}
+
+/** v0.4.0's tuning table has rows for every chip but the M5 Ultra; its family representative: Apple9 → M4 Max. */
+const CHIP_TUNED = (chip: string): boolean => chip !== 'M5 Ultra';
+const FAMILY_REPRESENTATIVE: Readonly<Record<number, string>> = Object.freeze({ 9: 'M4 Max' });
+
+/** v0.5.0's tuning table, keyed by Apple GPU family, pooled from the sweeps of these chips (its segment headers). */
+const FAMILY_TABLES: Readonly<Record<number, readonly string[]>> = Object.freeze({
+  7: ['M1', 'M1 Ultra'],
+  8: ['M2', 'M2 Max', 'M2 Pro'],
+  9: ['A18 Pro', 'M3 Max', 'M3 Pro', 'M3 Ultra', 'M4', 'M4 Max', 'M4 Pro'],
+  10: ['M5 Max'],
+});
+
+const gpuFamilyRule: LlamaCppRule<'gpu_family', number> = {
+  flag: 'gpu_family',
+  source: SRC_DEVICE_INIT,
+  rule: 'the highest N with supportsFamily(Apple N), asked from Apple21 down to Apple1; 0 when none',
+  families: ['apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'apple6', 'apple7', 'apple8', 'apple9', 'apple10'],
+  properties: [],
+  env: [],
+  compute: ({ device }) => {
+    for (let n = 10; n >= 1; n--) {
+      const answer = ask(device, `apple${n}` as `apple${1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10}`);
+      if (answer.yes) return result(n, [`${answer.text} is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)`]);
+    }
+    return result(0, ['no Apple family answered YES (Apple1–Apple21)']);
+  },
+};
+
+const deviceIdRule: LlamaCppRule<'device_id', string> = {
+  flag: 'device_id',
+  source: `${SRC_DEVICE_INIT} (ggml_metal_device_id_parse)`,
+  rule: `name is "Apple " followed by exactly one of ${LLAMA_CPP_CHIPS.join(', ')}; otherwise GGML_METAL_DEVICE_GENERIC`,
+  families: [],
+  properties: ['name'],
+  env: [],
+  compute: ({ device }) => {
+    const chip = chipOfName(device.name);
+    return result(deviceIdToken(chip), [
+      chip === null
+        ? `name ${JSON.stringify(device.name)} is not "Apple " and a chip llama.cpp knows`
+        : `name ${JSON.stringify(device.name)} is the ${chip}`,
+    ]);
+  },
+};
+
+/** The tuning tier under the chip-tuning (v0.4) or current (v0.5) rules, from the predicted device_id and gpu_family. */
+function tuningTier(ruleSet: 'chip-tuning' | 'current', chip: string | null, family: number): Derived<TuningTier> {
+  if (ruleSet === 'current') {
+    const pooled = FAMILY_TABLES[family];
+    if (pooled !== undefined) {
+      return result({ tier: 'family', chip: null, family }, [
+        `gpu_family ${family}: llama.cpp's Apple${family} table, pooled from the ${pooled.join(', ')} sweeps`,
+      ]);
+    }
+    return result({ tier: 'baseline', chip: null, family: null }, [`gpu_family ${family}: no table rows, the baseline kernels`]);
+  }
+  if (chip !== null && CHIP_TUNED(chip)) {
+    return result({ tier: 'exact', chip: deviceIdToken(chip), family: null }, [`the ${chip}'s own rows`]);
+  }
+  const rep = FAMILY_REPRESENTATIVE[family];
+  const why = chip === null ? 'device_id GENERIC' : `no rows for the ${chip}`;
+  if (rep !== undefined) {
+    return result({ tier: 'family', chip: deviceIdToken(rep), family }, [`${why}; gpu_family ${family}'s representative, the ${rep}`]);
+  }
+  return result({ tier: 'baseline', chip: null, family: null }, [`${why}; gpu_family ${family} has no representative: the baseline kernels`]);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The rule tables.
+
+const locationEverywhere = sharedBuffersRule(false);
+
+/** Device rules (ggml-metal-device.m before per-chip tuning). */
+export const LLAMA_CPP_DEVICE_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[] = Object.freeze([
+  simdgroupReductionRule(SRC_DEVICE_INIT),
+  simdgroupMmRule,
+  {
+    ...bfloatRule,
+    rule: `${bfloatRule.rule} (the switch arrived within this range, by b7698)`,
+  },
+  { ...tensorRule, rule: `${tensorRule.rule} (from b7698 at the latest; earlier releases have no tensor flag)` },
+  residencySetsRule,
+  { ...locationEverywhere, rule: `${locationEverywhere.rule} (b6673 reads hasUnifiedMemory and the DISABLE switch only)` },
+]);
+
+type AnyCurrentRule = LlamaCppRule<LlamaCppDeviceFlag> | LlamaCppRule<'gpu_family', number> | LlamaCppRule<'device_id', string>;
+
+/** Chip-tuning rules (v0.4.x). */
+export const LLAMA_CPP_CHIP_TUNING_RULES: readonly AnyCurrentRule[] = Object.freeze([
+  simdgroupReductionRule(SRC_DEVICE_INIT),
+  simdgroupMmRule,
+  bfloatRule,
+  tensorRule,
+  residencySetsRule,
+  locationEverywhere,
+  gpuFamilyRule,
+  deviceIdRule,
+]);
+
+/** Current rules (v0.5.0 and later). */
+export const LLAMA_CPP_CURRENT_RULES: readonly AnyCurrentRule[] = Object.freeze([
+  simdgroupReductionRule(SRC_DEVICE_INIT),
+  simdgroupMmRule,
+  bfloatRule,
+  tensorRule,
+  residencySetsRule,
+  sharedBuffersRule(true),
+  gpuFamilyRule,
+  deviceIdRule,
+]);
+
+/** Legacy rules (ggml-metal.m). */
+export const LLAMA_CPP_LEGACY_RULES: readonly LlamaCppRule<LlamaCppLegacyFlag>[] = Object.freeze([
+  simdgroupReductionRule(SRC_LEGACY_ACQ),
+  {
+    flag: 'has_simdgroup_mm',
+    source: `${SRC_LEGACY_ACQ}; ggml_metal_encode_node asks again per MUL_MAT`,
+    rule: 'supportsFamily(Apple7), asked at init and again on every MUL_MAT encode',
+    families: ['apple7'],
+    properties: [],
+    env: [],
+    compute: ({ device }) => {
+      const a7 = ask(device, 'apple7');
+      return result(a7.yes, [a7.text, 'asked again on every MUL_MAT encode to pick the matrix-matrix kernel']);
+    },
+  },
+  {
+    flag: 'has_bfloat',
+    source: SRC_LEGACY_ACQ,
+    rule: 'supportsFamily(Metal3) OR supportsFamily(Apple6) (no environment override)',
+    families: ['metal3', 'apple6'],
+    properties: [],
+    env: [],
+    compute: ({ device, env }) => {
+      const fam = bfloatFamilies(device);
+      const parts = [...fam.parts];
+      if (env.GGML_METAL_BF16_DISABLE !== undefined) parts.push('GGML_METAL_BF16_DISABLE is set but these rules do not read it');
+      return result(fam.yes, parts);
+    },
+  },
+  {
+    flag: 'use_bfloat',
+    source: `${SRC_LEGACY_ACQ}; CMake option GGML_METAL_USE_BF16`,
+    rule: 'has_bfloat in builds with -DGGML_METAL_USE_BF16=ON; false in builds with the CMake default (OFF), as llama.cpp\'s and node-llama-cpp\'s are',
+    families: ['metal3', 'apple6'],
+    properties: [],
+    env: [],
+    compute: ({ device }) => {
+      const fam = bfloatFamilies(device);
+      return result(false, [
+        ...fam.parts,
+        `built with the CMake default GGML_METAL_USE_BF16=OFF, so false whatever the device answers (an ON build would make it ${fam.yes})`,
+      ]);
+    },
+  },
+  residencyRule(
+    'has_residency_sets',
+    SRC_LEGACY_ACQ,
+    "arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset; other builds (x86_64, also under Rosetta): false, the static's initial value",
+    false,
+  ),
+]);
+
+/** Every llama.cpp rule table, by rule set. */
+export const LLAMA_CPP_RULES = Object.freeze({
+  legacy: LLAMA_CPP_LEGACY_RULES,
+  device: LLAMA_CPP_DEVICE_RULES,
+  'chip-tuning': LLAMA_CPP_CHIP_TUNING_RULES,
+  current: LLAMA_CPP_CURRENT_RULES,
+});
+
+const reductionOps = (ops: readonly string[]): OpGate[] => ops.map((op) => ({ op, needs: 'has_simdgroup_reduction' }));
+
+const DEVICE_OP_GATES = Object.freeze<OpGate[]>([
+  ...reductionOps([
+    'MUL_MAT',
+    'MUL_MAT_ID',
+    'SOFT_MAX',
+    'RMS_NORM',
+    'NORM',
+    'GROUP_NORM',
+    'L2_NORM',
+    'SUM',
+    'SUM_ROWS',
+    'MEAN',
+    'CUMSUM',
+    'ARGMAX',
+    'COUNT_EQUAL',
+    'SSM_CONV',
+    'SSM_SCAN',
+    'SOLVE_TRI',
+    'OPT_STEP_ADAMW',
+    'OPT_STEP_SGD',
+  ]),
+  { op: 'FLASH_ATTN_EXT', needs: 'has_simdgroup_mm' },
+]);
+
+/** Ops `supports_op` gates on a SIMD-group flag (ggml-metal-device.m `ggml_metal_device_supports_op`; legacy: `ggml_metal_supports_op`). */
+export const LLAMA_CPP_OP_GATES: Readonly<Record<LlamaCppRuleSet, readonly OpGate[]>> = Object.freeze({
+  legacy: Object.freeze<OpGate[]>([
+    ...reductionOps(['MUL_MAT', 'MUL_MAT_ID', 'SOFT_MAX', 'RMS_NORM', 'NORM', 'GROUP_NORM', 'L2_NORM', 'SUM_ROWS', 'MEAN']),
+    { op: 'FLASH_ATTN_EXT', needs: 'has_simdgroup_mm' },
+  ]),
+  device: DEVICE_OP_GATES,
+  'chip-tuning': DEVICE_OP_GATES,
+  current: DEVICE_OP_GATES,
+});
+
+/** Env variables only the ggml-metal-device.m rules read; setting them under legacy rules is a likely mistake. */
+const DEVICE_ONLY_ENV = [
+  'GGML_METAL_BF16_DISABLE',
+  'GGML_METAL_TENSOR_DISABLE',
+  'GGML_METAL_TENSOR_ENABLE',
+  'GGML_METAL_SHARED_BUFFERS_DISABLE',
+  'GGML_METAL_SHARED_BUFFERS_ENABLE',
+] as const;
+
+/** Every environment variable any llama.cpp rule set reads. */
+export const LLAMA_CPP_SWITCHES: readonly string[] = Object.freeze(
+  [...new Set(Object.values(LLAMA_CPP_RULES).flatMap((rules: readonly { env: readonly string[] }[]) => rules.flatMap((r) => r.env)))].sort(),
+);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Prediction.
+
+function evaluate(rules: readonly { flag: string; compute: (ctx: RuleContext) => Derived<LlamaCppValue> }[], ctx: RuleContext) {
+  const out: Record<string, Derived<LlamaCppValue>> = {};
+  for (const r of rules) out[r.flag] = r.compute(ctx);
+  return out;
+}
+
+function llamaConsequences(
+  ruleSet: LlamaCppRuleSet,
+  reduction: boolean,
+  mm: boolean,
+  bf16: boolean,
+  residencySetsCreated: boolean,
+): LlamaCppConsequences {
+  const have = { has_simdgroup_reduction: reduction, has_simdgroup_mm: mm };
+  const cpuFallbackOps = LLAMA_CPP_OP_GATES[ruleSet].filter((g) => !have[g.needs]).map((g) => g.op);
+  const matMulKernels = mm ? 'simdgroup-mm' : 'mat-vec-only';
+  const flashAttentionOnGpu = mm;
+  const bf16Ops = bf16 ? 'supported' : 'rejected';
+
+  const parts: string[] = [];
+  if (!reduction) {
+    const shown = cpuFallbackOps.slice(0, 4).join(', ');
+    parts.push(
+      `SIMD-group reduction off: ${cpuFallbackOps.length} op types (${shown}${cpuFallbackOps.length > 4 ? ', …' : ''}) fall back to the CPU`,
+    );
+  } else {
+    parts.push(mm ? 'MUL_MAT uses SIMD-group matrix kernels' : 'MUL_MAT uses mat-vec kernels only');
+  }
+  parts.push(flashAttentionOnGpu ? 'flash attention runs on the GPU' : 'flash attention falls back to the CPU');
+  parts.push(bf16 ? 'BF16 ops supported' : 'BF16 ops rejected');
+  return { cpuFallbackOps, matMulKernels, flashAttentionOnGpu, bf16Ops, residencySetsCreated, summary: `${parts.join('; ')}.` };
+}
+
+/** Predicts llama.cpp's flags for the device in `ctx` under `ruleSet`; `release` is the release asked for, if any. */
+export function predictLlamaCpp(ctx: RuleContext, ruleSet: LlamaCppRuleSet, release: { text: string; warning: string | null } | null): LlamaCppPrediction {
+  const { device, env } = ctx;
+  const rules = LLAMA_CPP_RULES[ruleSet];
+  const warnings = nullFamilyWarnings(rules, device);
+  if (release?.warning) warnings.push(release.warning);
+  if (device.isDefault === false) {
+    warnings.push(
+      `ggml-metal uses MTLCreateSystemDefaultDevice(); this report is device ${device.index} (${JSON.stringify(device.name)}), which llama.cpp does not pick`,
+    );
+  }
+  const base = { engine: 'llama.cpp' as const, deviceName: device.name, releases: LLAMA_CPP_RULE_SET_INFO[ruleSet].releases, release: release?.text ?? null };
+  const created = residencyModel(ctx, ruleSet !== 'legacy').created;
+
+  if (ruleSet === 'legacy') {
+    const flags = evaluate(rules, ctx) as Record<LlamaCppLegacyFlag, GateFlag>;
+    warnings.push(
+      'legacy ggml-metal.m asks supportsFamily(Apple7) on every MUL_MAT encode: a capability patch must stay installed for the life of the process',
+    );
+    for (const name of DEVICE_ONLY_ENV) {
+      if (env[name] !== undefined) warnings.push(`${name} is set but legacy ggml-metal.m does not read it`);
+    }
+    const consequences = llamaConsequences(ruleSet, flags.has_simdgroup_reduction.value, flags.has_simdgroup_mm.value, flags.use_bfloat.value, created);
+    return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
+  }
+  if (ruleSet === 'device') {
+    const flags = evaluate(rules, ctx) as Record<LlamaCppDeviceFlag, GateFlag>;
+    const consequences = llamaConsequences(ruleSet, flags.has_simdgroup_reduction.value, flags.has_simdgroup_mm.value, flags.has_bfloat.value, created);
+    return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
+  }
+  const flags = evaluate(rules, ctx) as unknown as LlamaCppCurrentFlags;
+  const tuning = tuningTier(ruleSet, chipOfName(device.name), flags.gpu_family.value);
+  const consequences = llamaConsequences(ruleSet, flags.has_simdgroup_reduction.value, flags.has_simdgroup_mm.value, flags.has_bfloat.value, created);
+  return { ...base, rules: ruleSet, flags, tuning, consequences, warnings };
+}

@@ -1,0 +1,19 @@
+import type { Era } from './eras.mjs';
+
+/** One built era (build.mjs): its identity and, per build configuration, the driver's three outputs. */
+export interface BuiltEra {
+  era: Era;
+  dir: string;
+  cached: boolean;
+  release: string;
+  commit: string;
+  ggmlVersion: string | null;
+  outputs: Record<'arm64' | 'x86_64', { lib: string; addon: string; cli: string }>;
+}
+export const conformanceRoot: string;
+export function tarballName(spec: string): string;
+export function fetchTarball(spec: string, integrity: string): Promise<string>;
+export function rewriteSubscripts(text: string, ids: readonly string[], file: string): string;
+export function fetchBinaries(era: Era): Promise<string | null>;
+export function buildLauncher(): Promise<string>;
+export function buildConformance(options?: { eras?: readonly Era[] }): Promise<BuiltEra[]>;

@@ -1,0 +1,400 @@
+#!/usr/bin/env node
+// Builds llama.cpp's own Metal device code against the simulated Metal, for the conformance suite
+// (test/conformance/README.md). For each era of eras.mjs:
+//
+//   1. `npm pack` its node-llama-cpp tarball into build/conformance/cache/ (checked against the pinned integrity;
+//      never installed, never a dependency), unless a copy with that integrity is there;
+//   2. clone the tarball's llama/gitRelease.bundle and take the ggml sources out of it;
+//   3. configure what CMake would (ggml-version.h) and rewrite the Objective-C object subscripts (SUBSCRIPT_REWRITES);
+//   4. compile ggml-base and the ggml-metal device sources with clang-19 for GCC's runtime and GNUstep, once per build
+//      configuration (arm64 with the macOS 15 SDK, x86_64), and link
+//        build/conformance/<era>-<key>/<arch>/libggml-metal.so      ggml-base + ggml-metal's device code + the driver
+//        build/conformance/<era>-<key>/<arch>/conformance.node      the driver as a Node addon (in-process cases)
+//        build/conformance/<era>-<key>/<arch>/ggml-metal-driver     the driver as a program (cases through `exec`)
+//
+// <key> hashes the tarball's integrity and the harness (this folder, the simulated Metal's headers), so a warm
+// build/ is reused and a change to either rebuilds. Every compile of every era goes through one job pool as wide as
+// the machine. Run directly (`node test/conformance/build.mjs`) it builds and prints what it built.
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { gccObjcHeaders, gnustepHeaders, napiIncludes, objcRuntimeOptions, repoRoot, simLibDir, simRoot } from '../../scripts/sim-toolchain.mjs';
+import { BUILD_ARCHES, ERAS, SUBSCRIPT_REWRITES } from './eras.mjs';
+
+const run = promisify(execFile);
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const conformanceRoot = path.join(repoRoot, 'build', 'conformance');
+const cacheDir = path.join(conformanceRoot, 'cache');
+const harnessInclude = path.join(here, 'include');
+const harnessSrc = path.join(here, 'src');
+
+/** The SDK version (__MAC_OS_X_VERSION_MAX_ALLOWED) the arm64 configuration builds against: released arm64 builds
+ * come from a current Xcode, whose SDK is 15 or later, so residency sets are compiled in. */
+const ARM64_SDK = 150000;
+
+/** The compilers: clang-19, which llama.cpp's @available(…, visionOS …) needs (clang-14 rejects it). */
+function toolchain() {
+  try {
+    execFileSync('sh', ['-c', 'command -v clang-19 && command -v clang++-19'], { stdio: 'ignore' });
+  } catch {
+    throw new Error('clang-19 not found: install it with `apt-get install clang-19` (scripts/test.sh does)');
+  }
+  return { cc: 'clang-19', cxx: 'clang++-19' };
+}
+
+/** A job pool as wide as the machine: every compile of every era waits its turn here. */
+function pool(width) {
+  let active = 0;
+  const queue = [];
+  const next = () => {
+    if (active >= width || queue.length === 0) return;
+    active++;
+    const { job, resolve, reject } = queue.shift();
+    job()
+      .then(resolve, reject)
+      .finally(() => {
+        active--;
+        next();
+      });
+  };
+  return (job) =>
+    new Promise((resolve, reject) => {
+      queue.push({ job, resolve, reject });
+      next();
+    });
+}
+
+function sha512File(file) {
+  return new Promise((resolve, reject) => {
+    const hash = createHash('sha512');
+    createReadStream(file)
+      .on('data', (d) => hash.update(d))
+      .on('error', reject)
+      .on('end', () => resolve(`sha512-${hash.digest('base64')}`));
+  });
+}
+
+/** `@scope/name@1.2.3` → `scope-name-1.2.3.tgz`, the name `npm pack` gives it. */
+export function tarballName(spec) {
+  const at = spec.lastIndexOf('@');
+  const name = spec.slice(0, at).replace(/^@/, '').replace('/', '-');
+  return `${name}-${spec.slice(at + 1)}.tgz`;
+}
+
+/** Fetches `spec` with `npm pack` into the cache folder, unless a copy with `integrity` is there; returns its path. */
+export async function fetchTarball(spec, integrity) {
+  mkdirSync(cacheDir, { recursive: true });
+  const file = path.join(cacheDir, tarballName(spec));
+  if (existsSync(file) && (await sha512File(file)) === integrity) return file;
+  const staging = mkdtempSync(path.join(cacheDir, 'pack-'));
+  try {
+    await run('npm', ['pack', spec, '--pack-destination', staging, '--silent'], { cwd: staging, maxBuffer: 16 << 20 });
+    const packed = path.join(staging, tarballName(spec));
+    const actual = await sha512File(packed);
+    if (actual !== integrity) throw new Error(`${spec}: integrity ${actual}, expected ${integrity} (eras.mjs)`);
+    renameSync(packed, file);
+    return file;
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+/** Hashes the harness: a change here or in the simulated Metal's headers rebuilds every era. */
+function harnessKey() {
+  const hash = createHash('sha256');
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else hash.update(`${path.relative(repoRoot, full)}\0`).update(readFileSync(full));
+    }
+  };
+  walk(harnessInclude);
+  walk(harnessSrc);
+  walk(path.join(simRoot, 'include'));
+  hash.update(readFileSync(fileURLToPath(import.meta.url)));
+  hash.update(readFileSync(path.join(here, 'eras.mjs')));
+  return hash.digest('hex');
+}
+
+/** The statements of a CMake call `name(first …)`: its arguments, comments dropped. */
+function cmakeList(text, call, first) {
+  const start = text.indexOf(`${call}(${first}`);
+  if (start < 0) throw new Error(`${call}(${first} …) not found`);
+  const end = text.indexOf(')', start);
+  return text
+    .slice(start + call.length + 1, end)
+    .split('\n')
+    .map((l) => l.replace(/#.*/, ''))
+    .join(' ')
+    .split(/\s+/)
+    .filter((t) => t !== '' && t !== first);
+}
+
+function cmakeVar(text, name) {
+  const m = new RegExp(`set\\(${name}\\s+([^)\\s]+)\\)`).exec(text);
+  if (m === null) throw new Error(`set(${name} …) not found`);
+  return m[1];
+}
+
+/** Takes the ggml sources out of the tarball's git bundle into `dir/ggml`; returns the release tag and commit. */
+async function extractSources(tgz, dir) {
+  const work = mkdtempSync(path.join(conformanceRoot, 'extract-'));
+  try {
+    await run('tar', ['-xzf', tgz, '-C', work, 'package/llama/gitRelease.bundle', 'package/llama/llama.cpp.info.json']);
+    const info = JSON.parse(readFileSync(path.join(work, 'package/llama/llama.cpp.info.json'), 'utf8'));
+    const repo = path.join(work, 'repo.git');
+    await run('git', ['clone', '--quiet', '--bare', path.join(work, 'package/llama/gitRelease.bundle'), repo]);
+    const { stdout: commit } = await run('git', ['-C', repo, 'rev-parse', '--short', 'HEAD']);
+    const { stdout: listing } = await run('git', ['-C', repo, 'ls-tree', 'HEAD', 'ggml/src/']);
+    const topFiles = listing
+      .split('\n')
+      .filter((l) => l.includes(' blob '))
+      .map((l) => l.split('\t')[1]);
+    // ggml-cpu/ for the headers the older ggml-quants.c includes.
+    const paths = ['ggml/include', 'ggml/CMakeLists.txt', 'ggml/src/ggml-metal', 'ggml/src/ggml-cpu', ...topFiles];
+    mkdirSync(dir, { recursive: true });
+    await new Promise((resolve, reject) => {
+      const archive = spawn('git', ['-C', repo, 'archive', '--format=tar', 'HEAD', ...paths], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const untar = spawn('tar', ['-x', '-C', dir], { stdio: ['pipe', 'inherit', 'inherit'] });
+      archive.stdout.pipe(untar.stdin);
+      let pending = 2;
+      const done = (name) => (code) => {
+        if (code !== 0) reject(new Error(`${name} exited with ${code}`));
+        else if (--pending === 0) resolve();
+      };
+      archive.on('close', done('git archive'));
+      untar.on('close', done('tar'));
+    });
+    return { tag: info.tag, commit: commit.trim() };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** What CMake's configure step would write: ggml-version.h from its template. */
+function configure(ggml, commit) {
+  const template = path.join(ggml, 'src', 'ggml-version.h.in');
+  if (!existsSync(template)) return null;
+  const cmake = readFileSync(path.join(ggml, 'CMakeLists.txt'), 'utf8');
+  const version = ['MAJOR', 'MINOR', 'PATCH'].map((p) => cmakeVar(cmake, `GGML_VERSION_${p}`)).join('.');
+  const header = readFileSync(template, 'utf8').replace('@GGML_VERSION@', version).replace('@GGML_BUILD_COMMIT@', commit);
+  writeFileSync(path.join(ggml, 'src', 'ggml-version.h'), header);
+  return version;
+}
+
+/** Applies the era's subscript rewrites to `file`, each exactly where it is found; fails when one is missing. */
+export function rewriteSubscripts(text, ids, file) {
+  let out = text;
+  for (const id of ids) {
+    const [from, to] = SUBSCRIPT_REWRITES[id];
+    if (!out.includes(from)) throw new Error(`${file}: subscript rewrite ${id} (${from}) not found: the sources changed`);
+    out = out.split(from).join(to);
+  }
+  return out;
+}
+
+function sourcesOf(ggml, era) {
+  const base = cmakeList(readFileSync(path.join(ggml, 'src', 'CMakeLists.txt'), 'utf8'), 'add_library', 'ggml-base')
+    .filter((f) => /\.(c|cpp)$/.test(f))
+    .map((f) => path.join(ggml, 'src', f));
+  if (era.kind === 'legacy') return { base, metalCxx: [], deviceObjc: path.join(ggml, 'src', 'ggml-metal', 'ggml-metal.m') };
+  const metal = cmakeList(
+    readFileSync(path.join(ggml, 'src', 'ggml-metal', 'CMakeLists.txt'), 'utf8'),
+    'ggml_add_backend_library',
+    'ggml-metal',
+  );
+  // The device code and the C++ it calls; not the backend registration (ggml-metal.cpp) or the graph context
+  // (ggml-metal-context.m). ggml-metal-tuning.cpp is compiled inside the tuning probe, which reads its table.
+  const metalCxx = metal
+    .filter((f) => f.endsWith('.cpp') && !['ggml-metal.cpp', 'ggml-metal-tuning.cpp'].includes(f))
+    .map((f) => path.join(ggml, 'src', 'ggml-metal', f));
+  return { base, metalCxx, deviceObjc: path.join(ggml, 'src', 'ggml-metal', 'ggml-metal-device.m') };
+}
+
+async function buildEra(era, key, tools, queue) {
+  const dir = path.join(conformanceRoot, `${era.id}-${key.slice(0, 12)}`);
+  const stampFile = path.join(dir, 'stamp.json');
+  const outputs = Object.fromEntries(
+    BUILD_ARCHES.map((arch) => [
+      arch,
+      {
+        lib: path.join(dir, arch, 'libggml-metal.so'),
+        addon: path.join(dir, arch, 'conformance.node'),
+        cli: path.join(dir, arch, 'ggml-metal-driver'),
+      },
+    ]),
+  );
+  if (existsSync(stampFile)) {
+    const stamp = JSON.parse(readFileSync(stampFile, 'utf8'));
+    if (stamp.key === key) return { era, dir, cached: true, ...stamp.identity, outputs };
+  }
+  // Earlier builds of this era (another harness or tarball) go.
+  for (const old of readdirSync(conformanceRoot)) {
+    if (old.startsWith(`${era.id}-`)) rmSync(path.join(conformanceRoot, old), { recursive: true, force: true });
+  }
+  const tgz = await fetchTarball(era.package, era.integrity);
+  const src = path.join(dir, 'src');
+  const { tag, commit } = await extractSources(tgz, src);
+  if (tag !== era.id) throw new Error(`${era.package} ships llama.cpp ${tag}, eras.mjs says ${era.id}`);
+  const ggml = path.join(src, 'ggml');
+  const ggmlVersion = configure(ggml, commit);
+  const { base, metalCxx, deviceObjc } = sourcesOf(ggml, era);
+  writeFileSync(deviceObjc, rewriteSubscripts(readFileSync(deviceObjc, 'utf8'), era.rewrites, path.basename(deviceObjc)));
+
+  // GCC's whole include folder would also bring its stdatomic.h, which breaks _Atomic inside blocks: only objc/.
+  const objcDir = path.join(dir, 'gcc-objc');
+  mkdirSync(objcDir, { recursive: true });
+  symlinkSync(path.join(gccObjcHeaders(), 'objc'), path.join(objcDir, 'objc'));
+
+  const ggmlIncludes = [`-I${path.join(ggml, 'include')}`, `-I${path.join(ggml, 'src')}`, `-I${path.join(ggml, 'src', 'ggml-metal')}`];
+  // Third-party sources: their warnings are not ours to fix, and none is an error.
+  const common = ['-O0', '-fPIC', '-w', '-g0'];
+  const objcFlags = (arch) => [
+    '-x',
+    'objective-c',
+    '-std=gnu11',
+    ...objcRuntimeOptions,
+    `-I${harnessInclude}`,
+    `-I${path.join(simRoot, 'include')}`,
+    `-I${gnustepHeaders()}`,
+    `-idirafter`,
+    objcDir,
+    `-DMCS_TARGET_X86_64=${arch === 'x86_64' ? 1 : 0}`,
+    `-DMCS_MACOS_SDK=${ARM64_SDK}`,
+    `-DMCS_RELEASE=${JSON.stringify(tag)}`,
+    '-include',
+    path.join(harnessInclude, 'conformance-prelude.h'),
+  ];
+  const obj = path.join(dir, 'obj');
+  mkdirSync(obj, { recursive: true });
+  const compile = (source, out, flags, cxx = false) =>
+    queue(() => run(cxx ? tools.cxx : tools.cc, [...common, ...flags, '-c', source, '-o', out], { maxBuffer: 64 << 20 })).then(
+      () => out,
+      (err) => {
+        throw new Error(`compiling ${path.relative(repoRoot, source)} failed:\n${err.stderr ?? err.message}`);
+      },
+    );
+  const name = (source, suffix = '') => path.join(obj, `${path.basename(source)}${suffix}.o`);
+
+  const shared = [
+    ...base.map((s) => compile(s, name(s), [s.endsWith('.c') ? '-std=gnu11' : '-std=gnu++17', ...ggmlIncludes], s.endsWith('.cpp'))),
+    ...metalCxx.map((s) => compile(s, name(s), ['-std=gnu++17', ...ggmlIncludes], true)),
+    compile(path.join(harnessSrc, 'dispatch.m'), name('dispatch.m'), objcFlags('arm64')),
+    compile(path.join(harnessSrc, 'driver.c'), name('driver.c'), ['-std=gnu11', ...ggmlIncludes]),
+    compile(path.join(harnessSrc, 'link-stubs.m'), name('link-stubs.m'), objcFlags('arm64')),
+  ];
+  if (era.tuning !== null) {
+    const probe = path.join(harnessSrc, `tuning-${era.tuning}.cpp`);
+    shared.push(compile(probe, name(probe), ['-std=gnu++17', ...ggmlIncludes, `-I${harnessSrc}`], true));
+  }
+  const addonObj = compile(path.join(harnessSrc, 'addon.c'), name('addon.c'), ['-std=gnu11', ...napiIncludes(), '-DNAPI_VERSION=8']);
+  const cliObj = compile(path.join(harnessSrc, 'cli.c'), name('cli.c'), ['-std=gnu11']);
+  const perArch = BUILD_ARCHES.map((arch) => {
+    // The driver compiles the device source into itself (to reach its statics), once per build configuration.
+    const driver = path.join(harnessSrc, era.kind === 'device' ? 'driver-device.m' : 'driver-legacy.m');
+    return Promise.all([compile(driver, name(driver, `-${arch}`), [...objcFlags(arch), ...ggmlIncludes, `-I${harnessSrc}`])]);
+  });
+
+  const [sharedObjects, addonObject, cliObject, ...archObjects] = await Promise.all([Promise.all(shared), addonObj, cliObj, ...perArch]);
+  await Promise.all(
+    BUILD_ARCHES.map(async (arch, i) => {
+      const out = outputs[arch];
+      mkdirSync(path.dirname(out.lib), { recursive: true });
+      const link = (args) =>
+        queue(() => run(tools.cxx, args, { maxBuffer: 64 << 20 })).catch((err) => {
+          throw new Error(`linking ${path.relative(repoRoot, args[args.indexOf('-o') + 1])} failed:\n${err.stderr ?? err.message}`);
+        });
+      // libBlocksRuntime before GNUstep: GNUstep's own _Block_copy does not copy stack blocks.
+      await link([
+        '-shared',
+        '-o',
+        out.lib,
+        ...archObjects[i],
+        ...sharedObjects,
+        '-Wl,-soname,libggml-metal.so',
+        '-Wl,--no-undefined',
+        `-L${simLibDir}`,
+        `-Wl,-rpath,${simLibDir}`,
+        '-lBlocksRuntime',
+        '-lMetal',
+        '-lgnustep-base',
+        '-lobjc',
+        '-lpthread',
+        '-lm',
+      ]);
+      // node-llama-cpp's layout: its build metadata next to libggml-metal, which the consumer scan reads.
+      writeFileSync(
+        path.join(path.dirname(out.lib), '_nlcBuildMetadata.json'),
+        JSON.stringify({ buildOptions: { platform: 'mac', arch, gpu: 'metal', llamaCpp: { repo: 'ggml-org/llama.cpp', release: tag } } }),
+      );
+      const own = [`-L${path.dirname(out.lib)}`, '-l:libggml-metal.so', "-Wl,-rpath,$ORIGIN", `-Wl,-rpath,${simLibDir}`];
+      // The program puts libBlocksRuntime among its own dependencies: under `exec` the preloaded injector brings
+      // GNUstep, which would otherwise come first in the global search order with its own _Block_copy.
+      const blocksFirst = ['-Wl,--no-as-needed', '-lBlocksRuntime', '-Wl,--as-needed'];
+      await Promise.all([link(['-shared', '-o', out.addon, addonObject, ...own]), link(['-o', out.cli, cliObject, ...blocksFirst, ...own])]);
+    }),
+  );
+  const identity = { release: tag, commit, ggmlVersion };
+  writeFileSync(stampFile, `${JSON.stringify({ key, identity }, null, 2)}\n`);
+  return { era, dir, cached: false, ...identity, outputs };
+}
+
+/**
+ * The era's @node-llama-cpp/mac-arm64-metal binaries (Mach-O), fetched like the sources and unpacked once into
+ * build/conformance/binaries-<era>-<key>/; returns the folder holding them (libggml-metal.so, …), or null when npm has
+ * no binaries for that release.
+ */
+export async function fetchBinaries(era) {
+  if (era.binaries === null) return null;
+  const key = createHash('sha256').update(era.binaries.integrity).digest('hex').slice(0, 12);
+  const dir = path.join(conformanceRoot, `binaries-${era.id}-${key}`);
+  const bins = path.join(dir, 'package', 'bins', 'mac-arm64-metal');
+  if (existsSync(path.join(dir, 'stamp'))) return bins;
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const tgz = await fetchTarball(era.binaries.package, era.binaries.integrity);
+  await run('tar', ['-xzf', tgz, '-C', dir, 'package/bins']);
+  writeFileSync(path.join(dir, 'stamp'), `${era.binaries.integrity}\n`);
+  return bins;
+}
+
+/** The launcher (src/launcher.c) that runs several eras' drivers under one `exec`; built once, returns its path. */
+export async function buildLauncher() {
+  const source = path.join(harnessSrc, 'launcher.c');
+  const out = path.join(conformanceRoot, 'launcher');
+  if (existsSync(out) && statSync(out).mtimeMs > statSync(source).mtimeMs) return out;
+  mkdirSync(conformanceRoot, { recursive: true });
+  await run(toolchain().cc, ['-O1', '-std=gnu11', '-Wall', '-Werror', source, '-o', out]);
+  return out;
+}
+
+/** Builds every era (or those given) and returns, per era, its identity and the outputs of each build arch. */
+export async function buildConformance({ eras = ERAS } = {}) {
+  if (process.platform !== 'linux') throw new Error('the conformance build is Linux-only (it builds against the simulated Metal)');
+  if (!existsSync(path.join(simLibDir, 'libMetal.so'))) throw new Error('run `npm run build:sim` first');
+  const tools = toolchain();
+  const key = harnessKey();
+  const queue = pool(Math.max(1, availableParallelism()));
+  mkdirSync(conformanceRoot, { recursive: true });
+  return Promise.all(eras.map((era) => buildEra(era, createHash('sha256').update(`${era.integrity}\0${key}`).digest('hex'), tools, queue)));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const started = Date.now();
+  buildConformance()
+    .then((built) => {
+      for (const b of built) {
+        console.log(`${b.cached ? 'up to date' : 'built'}  ${b.era.id} (${b.era.package}, ggml ${b.ggmlVersion ?? 'without ggml_version'})  ${path.relative(repoRoot, b.dir)}`);
+      }
+      console.log(`${((Date.now() - started) / 1000).toFixed(1)} s`);
+    })
+    .catch((err) => {
+      process.stderr.write(`conformance build failed: ${err.message}\n`);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,366 @@
+// The conformance suite (test/conformance/README.md): llama.cpp's own Metal device initialisation, built from the
+// node-llama-cpp tarballs of eras.mjs against the simulated Metal, run over every bundled snapshot × every built-in
+// profile (and none) × the GGML_METAL_* switches, in-process (applyProfile, then ggml's init) and through `exec`.
+// Every value llama.cpp computes is compared with predictGates / audit(), field by field.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { audit, listSnapshots, loadSnapshot, predictGates, profiles, reportFromSnapshot, type DeviceReport, type HostInfo } from '../../lib/index.js';
+import {
+  deviceIdToken,
+  LLAMA_CPP_CHIPS,
+  LLAMA_CPP_SWITCHES,
+  parseRelease,
+  ruleSetForRelease,
+  type LlamaCppPrediction,
+} from '../../lib/engines/index.js';
+import { cli, describeSim, requireSimBuild, root } from '../helpers.js';
+import { buildConformance, buildLauncher, type BuiltEra } from './build.mjs';
+import { ERAS, type Era } from './eras.mjs';
+
+type Props = Record<string, unknown>;
+
+/** Cases compared, by era and way, printed at the end. */
+const counts: Record<string, number> = {};
+
+/**
+ * The switches every llama.cpp rule set reads, set to "1": none, each alone, every pair and all together; then each
+ * alone set to the empty string (ggml only checks that a variable exists). No rule reads more than two switches
+ * (TENSOR_DISABLE/ENABLE, SHARED_BUFFERS_DISABLE/ENABLE), so every pair covers every interaction a rule has.
+ */
+function switchCases(switches: readonly string[]): Record<string, string>[] {
+  const on = (names: readonly string[]) => Object.fromEntries(names.map((name) => [name, '1']));
+  const pairs = switches.flatMap((a, i) => switches.slice(i + 1).map((b) => [a, b]));
+  return [on([]), ...switches.map((name) => on([name])), ...pairs.map(on), on(switches), ...switches.map((name) => ({ [name]: '' }))];
+}
+
+const CASES = switchCases(LLAMA_CPP_SWITCHES);
+const CASE_TEXT = `${CASES.map((c) => Object.entries(c).map(([k, v]) => `${k}=${v}`).join(' ')).join('\n')}\n`;
+
+/**
+ * Snapshots that reach rule branches no bundled one does, derived from bundled ones into a private folder: an
+ * external GPU on an x86_64 host and on an arm64 host (v0.5.0 reads the location in x86_64 builds only), and an
+ * x86_64 build under Rosetta on Apple silicon (residency sets compiled out).
+ */
+function derivedSnapshots(dir: string): string[] {
+  const bundled = (id: string) => JSON.parse(readFileSync(path.join(root, 'snapshots', `${id}.json`), 'utf8')) as Record<string, any>;
+  const write = (snapshot: Record<string, any>, id: string, title: string) => {
+    const file = path.join(dir, `${id}.json`);
+    writeFileSync(file, JSON.stringify({ ...snapshot, id, title: `${title} (derived for the conformance suite)` }));
+    return file;
+  };
+  const intel = bundled('macbookpro16-intel-amd-two-gpus');
+  intel.devices[intel.defaultDevice].location = 'external';
+  const arm = bundled('m1-ultra-bare-metal');
+  Object.assign(arm.devices[0], { location: 'external', hasUnifiedMemory: false });
+  const rosetta = bundled('vz-guest-m1-ultra-tahoe-stock');
+  rosetta.host.translated = true;
+  return [
+    write(intel, 'conformance-intel-egpu', 'the Intel MacBook Pro with its AMD GPU as an external one'),
+    write(arm, 'conformance-arm64-external-gpu', 'an arm64 host whose GPU is external, without unified memory'),
+    write(rosetta, 'conformance-rosetta-guest', 'the M1 Ultra guest running an x86_64 build under Rosetta'),
+  ];
+}
+
+const derivedDir = mkdtempSync(path.join(tmpdir(), 'mcs-conformance-'));
+const SNAPSHOTS = [...listSnapshots(), ...derivedSnapshots(derivedDir)];
+const snapshotName = (s: string) => path.basename(s, '.json');
+/** Every built-in profile from the table, so a new one adds its cases; null is the stock device. */
+const PROFILES: (string | null)[] = [null, ...Object.keys(profiles)];
+/** What `exec` runs for the stock cases: a profile that leaves every answer alone (hooks in, answers unchanged). */
+const STOCK_PROFILE = JSON.stringify({ appleFamilyMax: null, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null });
+
+/** The engine build a snapshot's host runs: x86_64 on an Intel Mac or under Rosetta, else arm64. */
+function buildArchOf(host: HostInfo): 'arm64' | 'x86_64' {
+  return host.arch === 'x86_64' || host.translated === true ? 'x86_64' : 'arm64';
+}
+
+function hostOf(snapshot: string): HostInfo {
+  return reportFromSnapshot(loadSnapshot(snapshot), { allDevices: true }).host;
+}
+
+/** Runs a program with `input` on stdin; resolves with its output, or rejects with its stderr. */
+function runProgram(file: string, args: string[], env: NodeJS.ProcessEnv, input: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (code === 0) resolve(out);
+      else reject(new Error(`${path.basename(file)} ${args.join(' ')} exited ${code ?? signal}: ${err.slice(-2000)}`));
+    });
+    child.stdin.end(input);
+  });
+}
+
+/** Runs `jobs` a few more at a time than the machine has cores. */
+async function pooled<T>(jobs: (() => Promise<T>)[]): Promise<T[]> {
+  const results: T[] = new Array(jobs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const i = next++;
+      results[i] = await jobs[i]!();
+    }
+  };
+  // Two more than the cores: each run also waits (process start-up, ggml's 5 ms residency heartbeat).
+  await Promise.all(Array.from({ length: availableParallelism() + 2 }, worker));
+  return results;
+}
+
+/** The environment for a child: this one without any GGML_ variable (the driver sets its own per case). */
+function childEnv(snapshot: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { NO_COLOR: '1' };
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GGML_')) env[k] = v;
+  env.METAL_CAP_SHIM_SIM_SNAPSHOT = snapshot;
+  return env;
+}
+
+/** The driver's output: its identity line, then one props object per case, in order. */
+function parseOutput(text: string): { identity: Props; props: Props[] } {
+  const lines = text.trim().split('\n').map((l) => JSON.parse(l) as { identity?: Props; case?: number; props?: Props });
+  const props = lines.slice(1).map((l, i) => {
+    if (l.case !== i) throw new Error(`driver output line ${i + 1} is case ${l.case}`);
+    return l.props!;
+  });
+  return { identity: lines[0]!.identity!, props };
+}
+
+/** The fields llama.cpp computes, as the real run reports them and as the prediction says. */
+function realFields(era: Era, props: Props): Props {
+  if (era.kind === 'legacy') {
+    const { has_simdgroup_reduction, has_simdgroup_mm, has_bfloat, use_bfloat, has_residency_sets, name } = props;
+    return { has_simdgroup_reduction, has_simdgroup_mm, has_bfloat, use_bfloat, has_residency_sets, name };
+  }
+  const { supports_gpu_family_apple7: _apple7, ...rest } = props;
+  return rest;
+}
+
+function predictedFields(era: Era, p: LlamaCppPrediction, device: DeviceReport): Props {
+  const flags = Object.fromEntries(Object.entries(p.flags).map(([k, v]) => [k, (v as { value: unknown }).value]));
+  if (era.kind === 'legacy') return { ...flags, name: device.name };
+  return {
+    ...flags,
+    has_unified_memory: device.hasUnifiedMemory,
+    max_buffer_size: device.maxBufferLength,
+    max_working_set_size: device.recommendedMaxWorkingSetSize,
+    max_theadgroup_memory_size: device.maxThreadgroupMemoryLength,
+    desc: device.name,
+    tuning: p.tuning?.value ?? null,
+  };
+}
+
+interface Tally {
+  compared: number;
+  mismatches: string[];
+}
+
+function compare(tally: Tally, label: string, real: Props, predicted: Props): void {
+  tally.compared++;
+  for (const key of new Set([...Object.keys(real), ...Object.keys(predicted)])) {
+    if (JSON.stringify(real[key]) !== JSON.stringify(predicted[key])) {
+      tally.mismatches.push(`${label}: ${key} real ${JSON.stringify(real[key])}, predicted ${JSON.stringify(predicted[key])}`);
+    }
+  }
+}
+
+function envText(env: Record<string, string>): string {
+  const parts = Object.entries(env).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+  return parts.length ? parts.join(' ') : 'no switches';
+}
+
+describeSim('conformance: llama.cpp\'s own device code against predictGates and audit', () => {
+  let built: BuiltEra[] = [];
+  let launcher = '';
+  let execRuns: Promise<ExecRun[]> | null = null;
+  let inProcessRuns: Promise<InProcessRun[]> | null = null;
+
+  beforeAll(async () => {
+    requireSimBuild();
+    [built, launcher] = await Promise.all([buildConformance(), buildLauncher()]);
+  }, 600_000);
+
+  /** One Node process per era and snapshot (the simulated Metal reads its snapshot once per process), all in one pool. */
+  function runInProcess(): Promise<InProcessRun[]> {
+    inProcessRuns ??= pooled(
+      built.flatMap((b) =>
+        SNAPSHOTS.map((snapshot) => async () => {
+          const host = hostOf(snapshot);
+          const addon = b.outputs[buildArchOf(host)].addon;
+          const text = await runProgram(process.execPath, [path.join(root, 'test', 'conformance', 'in-process.mjs'), addon], childEnv(snapshot), CASE_TEXT);
+          return { era: b.era.id, snapshot, host, result: JSON.parse(text) as InProcessResult };
+        }),
+      ),
+    );
+    return inProcessRuns;
+  }
+
+  /**
+   * One `exec` per snapshot and profile runs every era's driver (through the launcher, whose children inherit the
+   * injector with exec's environment): the process start-ups are per snapshot and profile, not per era.
+   */
+  function runExec(): Promise<ExecRun[]> {
+    execRuns ??= pooled(
+      SNAPSHOTS.flatMap((snapshot) =>
+        PROFILES.map((profile) => async () => {
+          const arch = buildArchOf(hostOf(snapshot));
+          const args = [cli, 'exec', '--profile', profile ?? STOCK_PROFILE, '--force', '--', launcher, ...built.map((b) => b.outputs[arch].cli)];
+          const text = await runProgram(process.execPath, args, childEnv(snapshot), CASE_TEXT);
+          const outputs = text.split(/^@@ \d+\n/m).slice(1);
+          return { snapshot, profile, outputs: Object.fromEntries(built.map((b, i) => [b.era.id, outputs[i]!])) };
+        }),
+      ),
+    );
+    return execRuns;
+  }
+
+  afterAll(() => {
+    rmSync(derivedDir, { recursive: true, force: true });
+    const total = Object.values(counts).reduce((a, b) => a + b, 0);
+    console.log(`conformance: ${total} cases compared (${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')})`);
+  });
+
+  it('builds each era from its node-llama-cpp tarball: the release it ships and ggml_version() of its ggml', () => {
+    expect(built.map((b) => ({ era: b.era.id, package: b.era.package, release: b.release, ggmlVersion: b.ggmlVersion }))).toEqual([
+      { era: 'b4753', package: 'node-llama-cpp@3.6.0', release: 'b4753', ggmlVersion: null },
+      { era: 'v0.4.0', package: 'node-llama-cpp@3.21.1', release: 'v0.4.0', ggmlVersion: '0.23.0' },
+      { era: 'v0.5.0', package: 'node-llama-cpp@3.22.1', release: 'v0.5.0', ggmlVersion: '0.25.1' },
+    ]);
+  });
+
+  for (const eraDef of ERAS) {
+    it(`${eraDef.id}: in-process (applyProfile, then ggml's init) equals predictGates on every snapshot, profile and switch`, async () => {
+      const b = built.find((x) => x.era.id === eraDef.id)!;
+      const tally: Tally = { compared: 0, mismatches: [] };
+      const results = (await runInProcess()).filter((r) => r.era === eraDef.id);
+      const expectedRules = ruleSetForRelease(parseRelease(eraDef.id)!).ruleSet;
+      for (const { snapshot, host, result } of results) {
+        // The consumer scan found the driver's libggml-metal.so and named its release and rules.
+        expect(result.loaded.map((l) => ({ image: path.basename(l.image), ggmlVersion: l.ggmlVersion, release: l.release, rules: l.rules }))).toEqual([
+          { image: 'libggml-metal.so', ggmlVersion: b.ggmlVersion, release: eraDef.id, rules: expectedRules },
+        ]);
+        expect({ rules: result.liveAuditRules.rules, release: result.liveAuditRules.release, source: result.liveAuditRules.source }).toEqual({
+          rules: expectedRules,
+          release: eraDef.id,
+          source: 'loaded',
+        });
+        for (const run of result.runs) {
+          if (run.device === undefined) {
+            tally.mismatches.push(`${snapshotName(snapshot)} ${run.profile}: not applied (${run.reason}: ${run.detail})`);
+            continue;
+          }
+          const { props } = parseOutput(run.output!);
+          props.forEach((p, i) => {
+            const prediction = predictGates(run.device!, 'llama.cpp', { env: CASES[i]!, host, release: eraDef.id });
+            compare(tally, `${snapshotName(snapshot)} ${run.profile ?? 'stock'} ${envText(CASES[i]!)}`, realFields(eraDef, p), predictedFields(eraDef, prediction, run.device!));
+          });
+        }
+      }
+      expect(tally.mismatches).toEqual([]);
+      expect(tally.compared).toBe(SNAPSHOTS.length * PROFILES.length * CASES.length);
+      counts[`${eraDef.id} in-process`] = tally.compared;
+    }, 300_000);
+
+    it(`${eraDef.id}: through exec (the injector, then ggml's init) equals audit() on every snapshot, profile and switch`, async () => {
+      const tally: Tally = { compared: 0, mismatches: [] };
+      for (const { snapshot, profile, outputs } of await runExec()) {
+        const { identity, props } = parseOutput(outputs[eraDef.id]!);
+        expect(identity.release).toBe(eraDef.id);
+        props.forEach((p, i) => {
+          const a = audit({ snapshot, profile: profile ?? STOCK_PROFILE, env: CASES[i]!, release: eraDef.id, engines: ['llama.cpp'], force: true });
+          const device = a.devices.find((d) => d.isDefault)!;
+          const after = device.engines[0]!.after as LlamaCppPrediction;
+          compare(tally, `${snapshotName(snapshot)} ${profile ?? 'stock'} ${envText(CASES[i]!)}`, realFields(eraDef, p), predictedFields(eraDef, after, device.patched));
+        });
+      }
+      expect(tally.mismatches).toEqual([]);
+      expect(tally.compared).toBe(SNAPSHOTS.length * PROFILES.length * CASES.length);
+      counts[`${eraDef.id} exec`] = tally.compared;
+    }, 300_000);
+
+    if (eraDef.kind !== 'device') continue;
+    it(`${eraDef.id}: device_id for every name and the tuning tier for every chip and family equal llama.cpp's own tables`, async () => {
+      const b = built.find((x) => x.era.id === eraDef.id)!;
+      const names = [...LLAMA_CPP_CHIPS.map((c) => `Apple ${c}`), ...DECOY_NAMES];
+      const real = JSON.parse(await runProgram(b.outputs.arm64.cli, ['--tables'], childEnv(SNAPSHOTS[0]!), `${names.join('\n')}\n`)) as Tables;
+      // llama.cpp's chip list is the model's, name for name and token for token.
+      expect(real.chips).toEqual(LLAMA_CPP_CHIPS.map((name) => ({ name, token: deviceIdToken(name) })));
+      const tally: Tally = { compared: 0, mismatches: [] };
+      const release = eraDef.id;
+      for (const { name, device_id } of real.parsed) {
+        const p = predictGates(deviceNamed(name, 0), 'llama.cpp', { release, env: {} });
+        compare(tally, `name ${JSON.stringify(name)}`, { device_id }, { device_id: flagsOf(p).device_id });
+      }
+      const nameOf = new Map(real.chips.map((c) => [c.token, `Apple ${c.name}`]));
+      for (const { device_id, gpu_family, tuning } of real.tiers) {
+        // A report holds Apple1–Apple10 only: families llama.cpp asks beyond them cannot be answered YES here.
+        if (gpu_family > 10) continue;
+        const p = predictGates(deviceNamed(nameOf.get(device_id) ?? 'Apple Paravirtual device', gpu_family), 'llama.cpp', { release, env: {} });
+        compare(tally, `${device_id} Apple${gpu_family}`, { device_id, gpu_family, tuning }, { ...pick(flagsOf(p), 'device_id', 'gpu_family'), tuning: p.tuning?.value });
+      }
+      expect(tally.mismatches).toEqual([]);
+      expect(tally.compared).toBe(names.length + (LLAMA_CPP_CHIPS.length + 1) * 11);
+      counts[`${eraDef.id} tables`] = tally.compared;
+    });
+  }
+});
+
+/** Names llama.cpp must not take for a chip: the VM's device, a guest's CPU brand, near misses. */
+const DECOY_NAMES = [
+  'Apple Paravirtual device',
+  'Apple M1 Ultra (Virtual)',
+  'Apple M1 Ultra ',
+  'M1 Ultra',
+  'Apple m1 ultra',
+  'Apple M4 Max Pro',
+  'Apple A18',
+  'AMD Radeon Pro 5500M',
+  'Apple ',
+];
+
+interface Tables {
+  chips: { name: string; token: string }[];
+  parsed: { name: string; device_id: string }[];
+  tiers: { device_id: string; gpu_family: number; tuning: unknown }[];
+}
+
+/** The stock guest's device under another name, answering Apple1 … Apple`family` YES and no higher Apple family. */
+function deviceNamed(name: string, family: number): DeviceReport {
+  const base = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'), { allDevices: true }).devices[0]!;
+  const families = { ...base.families };
+  for (let n = 1; n <= 10; n++) families[`apple${n}` as keyof typeof families] = n <= family;
+  return { ...base, name, families };
+}
+
+function flagsOf(p: LlamaCppPrediction): Props {
+  return Object.fromEntries(Object.entries(p.flags).map(([k, v]) => [k, (v as { value: unknown }).value]));
+}
+
+function pick(o: Props, ...keys: string[]): Props {
+  return Object.fromEntries(keys.map((k) => [k, o[k]]));
+}
+
+interface InProcessRun {
+  era: string;
+  snapshot: string;
+  host: HostInfo;
+  result: InProcessResult;
+}
+
+interface ExecRun {
+  snapshot: string;
+  profile: string | null;
+  /** Each era's driver output, by era. */
+  outputs: Record<string, string>;
+}
+
+interface InProcessResult {
+  loaded: { image: string; ggmlVersion: string | null; release: string | null; rules: string; detail: string }[];
+  liveAuditRules: { rules: string; release: string | null; source: string };
+  runs: { profile: string | null; applied: boolean | null; device?: DeviceReport; output?: string; reason?: string; detail?: string }[];
+}
