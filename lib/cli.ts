@@ -6,6 +6,19 @@ import { MetalCapShimError, UsageError } from './errors.js';
 const EXIT = { ok: 0, failure: 1, usage: 2, refused: 3 } as const;
 
 /**
+ * exec's own exit codes, as env(1), timeout(1) and nice(1) have them, so that they cannot be mistaken for the
+ * program's: 125 exec itself failed, 126 the program is there but cannot be run, 127 it is not found.
+ */
+const EXEC_EXIT = { failed: 125, notRunnable: 126, notFound: 127 } as const;
+
+/** The exit code of an exec that failed before (or instead of) its program: never one the program could give. */
+function execFailureCode(code: string | undefined): number {
+  if (code === 'ERR_COMMAND_NOT_FOUND') return EXEC_EXIT.notFound;
+  if (code === 'ERR_SPAWN') return EXEC_EXIT.notRunnable;
+  return EXEC_EXIT.failed;
+}
+
+/**
  * Every command: one line for the main help, and its module, loaded only when that command runs (so `probe` never
  * pays for `exec` or the gate tables). Adding a command is one entry here plus one module in lib/cli/.
  */
@@ -54,7 +67,8 @@ ${Object.entries(COMMANDS)
   .join('\n')}
 
 Options: --help (also after a command), --version (also after a command), --json (every command)
-Exit codes: 0 ok, 1 failure, 2 usage, 3 refused; exec passes its program's code through.
+Exit codes: 0 ok, 1 failure, 2 usage, 3 refused; exec passes its program's code through, and its own
+failures are 125 (126: the program cannot be run, 127: not found).
 With --json, a failure is {"error": {"code", "message"}} on stdout (exec: on stderr) and the message on stderr.
 
 ${await listSnapshotNames()}`;
@@ -162,9 +176,9 @@ export async function main(argv: string[]): Promise<number> {
       if (name === 'exec') err(line);
       else process.stdout.write(`${line}\n`);
     }
+    if (name === 'exec') return execFailureCode(e.code);
     if (USAGE_CODES.has(e.code)) return EXIT.usage;
     if (e.code === 'ERR_REFUSED_BARE_METAL' || e.code === 'ERR_INJECTION_BLOCKED') return EXIT.refused;
-    if (e.code === 'ERR_COMMAND_NOT_FOUND') return 127;
     return EXIT.failure;
   }
 }
@@ -185,6 +199,6 @@ main(process.argv.slice(2)).then(
   },
   (e: unknown) => {
     err(`metal-cap-shim: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-    process.exitCode = EXIT.failure;
+    process.exitCode = process.argv[2] === 'exec' ? execFailureCode(undefined) : EXIT.failure;
   },
 );
