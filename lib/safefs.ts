@@ -11,14 +11,14 @@ export function effectiveUid(): number | null {
 }
 
 /**
- * Why a file or folder is not to be trusted: it belongs to another user, or group or others may write it. Null when
- * it is ours and only we can change it (always, where there are no owners).
+ * Why a file or folder is not to be trusted, as a phrase to follow its name: it belongs to another user, or its group
+ * or other users may write it. Null when it is ours and only we can change it (always, where there are no owners).
  */
-export function untrustedBecause(stats: Stats, what: string, uid: number | null = effectiveUid()): string | null {
+export function untrustedBecause(stats: Stats, uid: number | null = effectiveUid()): string | null {
   if (uid === null) return null;
-  if (stats.uid !== uid) return `${what} belongs to another user (uid ${stats.uid}, not ${uid})`;
+  if (stats.uid !== uid) return `belongs to another user (uid ${stats.uid}, not ${uid})`;
   const mode = stats.mode & 0o777;
-  if ((mode & 0o022) !== 0) return `${what} can be written by ${(mode & 0o020) !== 0 ? 'its group' : 'other users'} (mode ${mode.toString(8).padStart(4, '0')})`;
+  if ((mode & 0o022) !== 0) return `can be written by ${(mode & 0o002) !== 0 ? 'other users' : 'its group'} (mode ${mode.toString(8).padStart(4, '0')})`;
   return null;
 }
 
@@ -67,13 +67,14 @@ export function readOwnFile(file: string, maxBytes: number): OwnFileRead {
     fd = openSync(file, READ_FLAGS);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { ok: false, missing: true, why: 'does not exist' };
+    // ENOTDIR: a part of the path is a file, so there is no such file either.
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { ok: false, missing: true, why: 'does not exist' };
     return { ok: false, missing: false, why: code === 'ELOOP' ? 'is a symbolic link' : `cannot be opened (${code ?? (err as Error).message})` };
   }
   try {
     const stats = fstatSync(fd);
     if (!stats.isFile()) return { ok: false, missing: false, why: 'is not a regular file' };
-    const untrusted = untrustedBecause(stats, 'it');
+    const untrusted = untrustedBecause(stats);
     if (untrusted !== null) return { ok: false, missing: false, why: untrusted };
     if (stats.size > maxBytes) return { ok: false, missing: false, why: `is larger than ${maxBytes} bytes` };
     const buffer = Buffer.alloc(stats.size);

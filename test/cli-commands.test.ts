@@ -258,7 +258,6 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
     [['audit', '--profile', 'apple99'], 'ERR_INVALID_PROFILE'],
     [['audit', '--snapshot', STOCK, '--profile', '{"families":{"apple11":true}}'], 'ERR_INVALID_PROFILE'],
     [['audit', '--snapshot', 'no-such-snapshot'], 'ERR_SNAPSHOT_NOT_FOUND'],
-    [['exec', 'llama-bench'], 'ERR_USAGE'],
     [['report', '--bogus'], 'ERR_USAGE'],
     [['report', '--snapshot', 'no-such-snapshot'], 'ERR_SNAPSHOT_NOT_FOUND'],
     [['matrix'], 'ERR_USAGE'],

@@ -43,7 +43,7 @@ const LEAST = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 49
 
 function cacheFiles(): string[] {
   const stock = stockDevices();
-  return stock.devices.map((d) => readCache(cacheKeyFor(stock, d)).file);
+  return stock.devices.map((d) => readCache(cacheKeyFor(stock, d), d).file);
 }
 
 describeSim('two devices that answer differently', () => {

@@ -54,7 +54,7 @@ function autoProfileFor(
   stock: SupportedReport,
   options: { force: boolean; timeoutMs?: number },
 ): { profile: Profile; auto: AutoSource } {
-  const lookups = stock.devices.map((d) => readCache(cacheKeyFor(stock, d)));
+  const lookups = stock.devices.map((d) => readCache(cacheKeyFor(stock, d), d));
   const ignored = lookups.flatMap((l) => (l.ignored === null ? [] : [{ file: l.file, why: l.ignored }]));
   if (lookups.every((l) => l.entry !== null)) {
     const devices = lookups.map((l) => l.entry!.result);
