@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: on a fresh Debian 12 machine it installs the toolchain of the Linux test build (clang-14,
-# GNUstep Foundation, GCC's libobjc, clang's sanitizer runtimes, libc++'s headers; apt, as root), installs npm dependencies, builds
+# GNUstep Foundation, GCC's libobjc, clang's sanitizer runtimes, libc++'s headers, make; apt, as root), installs npm dependencies, builds
 # the TypeScript, the simulated native build and its sanitizer builds, type-checks, runs the whole vitest suite, and
 # prints the line and branch coverage of lib/ over the suite and every Node process it starts (scripts/coverage.mjs).
 set -euo pipefail
@@ -14,6 +14,8 @@ command -v gnustep-config >/dev/null || need+=(gnustep-make)
 compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/dev/null || need+=(libclang-rt-14-dev)
 # libc++'s headers: test/static-destructors.test.ts compiles the engine against libc++ as Apple configures it.
 [ -f /usr/lib/llvm-14/include/c++/v1/__config ] || need+=(libc++-14-dev)
+# GNU make: test/exec-security.test.ts runs a sub-make through exec to show make's jobserver reaches it.
+command -v make >/dev/null || need+=(make)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing packages: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2
