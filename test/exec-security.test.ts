@@ -187,6 +187,15 @@ describeSim('--trace in a shared folder: planted links, FIFOs and other users’
     expect(existsSync(where!)).toBe(false);
   });
 
+  it('no private folder can be made in TMPDIR: ERR_TRACE_FILE, exit 125, and the program never starts', () => {
+    const marker = path.join(folder(), 'ran');
+    const trace = path.join(folder(), 'trace.json');
+    const r = runCli(['exec', '--trace', trace, '--', 'sh', '-c', `touch '${marker}'`], { ...VM, TMPDIR: '/nonexistent/tmp' });
+    expect(r.status).toBe(125);
+    expect(r.stderr).toMatch(/^metal-cap-shim: ERR_TRACE_FILE: --trace: cannot create a private folder for the traces in \/nonexistent\/tmp: ENOENT: /);
+    expect(existsSync(marker)).toBe(false);
+  });
+
   it.skipIf(!asRoot)('a folder the user cannot write, or a read-only FILE of theirs: refused before the program runs', () => {
     const locked = folder(0o755);
     const pkg = cliCopyForNobody();
