@@ -2,7 +2,7 @@
  * File operations for paths another user may share: the `--trace` file and the doctor cache. Nothing here writes
  * through a symbolic link, opens a FIFO for writing, or trusts a file or folder someone else could have changed.
  */
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 
 /** This process's effective user id, or null where there is none (Windows, which has no owner bits to check). */
@@ -77,10 +77,8 @@ export function readOwnFile(file: string, maxBytes: number): OwnFileRead {
     const untrusted = untrustedBecause(stats);
     if (untrusted !== null) return { ok: false, missing: false, why: untrusted };
     if (stats.size > maxBytes) return { ok: false, missing: false, why: `is larger than ${maxBytes} bytes` };
-    const buffer = Buffer.alloc(stats.size);
-    let read = 0;
-    for (let n = -1; n !== 0 && read < buffer.length; read += n) n = readSync(fd, buffer, read, buffer.length - read, null);
-    return { ok: true, text: buffer.subarray(0, read).toString('utf8') };
+    // Nobody else can write it (checked above), so it stays at the size that was checked.
+    return { ok: true, text: readFileSync(fd, 'utf8') };
   } finally {
     closeSync(fd);
   }
@@ -90,8 +88,7 @@ export function readOwnFile(file: string, maxBytes: number): OwnFileRead {
 export function writeNewFile(file: string, text: string, mode = 0o666): void {
   const fd = openSync(file, CREATE_FLAGS, mode);
   try {
-    const data = Buffer.from(text, 'utf8');
-    for (let written = 0; written < data.length; ) written += writeSync(fd, data, written, data.length - written);
+    writeFileSync(fd, text);
   } finally {
     closeSync(fd);
   }
@@ -102,7 +99,7 @@ export function writeNewFile(file: string, text: string, mode = 0o666): void {
  * regular file of ours that we may write (it will be replaced). A symbolic link, a FIFO, a folder, another user's file
  * or a read-only one is never written.
  */
-export function replaceableBecause(file: string): string | null {
+export function replaceableBecause(file: string, uid: number | null = effectiveUid()): string | null {
   let stats: Stats;
   try {
     stats = lstatSync(file);
@@ -113,50 +110,38 @@ export function replaceableBecause(file: string): string | null {
   if (stats.isSymbolicLink()) return 'is a symbolic link, which is never written through';
   if (stats.isDirectory()) return 'is a folder';
   if (!stats.isFile()) return 'exists and is not a regular file';
-  const uid = effectiveUid();
   if (uid !== null && stats.uid !== uid) return `belongs to another user (uid ${stats.uid}), so it is not replaced`;
+  // root may write any file, and so replaces a read-only file of its own as `cp` would.
   if (uid !== null && uid !== 0 && (stats.mode & 0o200) === 0) return 'is read-only';
   return null;
 }
 
 /**
  * Writes `text` to `file` without writing through a path someone else could have planted. A missing file is created
- * with O_EXCL|O_NOFOLLOW. An existing one is replaced only when replaceableBecause() allows it, by a new file created
- * the same way in the same folder and renamed over it: rename replaces the name, so it never writes into a linked file
- * or through a link swapped in meanwhile. Throws an Error saying why otherwise.
+ * with O_EXCL|O_NOFOLLOW. An existing one (also one created meanwhile) is replaced only when replaceableBecause()
+ * allows it, by a new file created the same way in the same folder and renamed over it: rename replaces the name, so
+ * it never writes into a linked file or through a link swapped in meanwhile. Throws an Error saying why otherwise.
  */
 export function writeFileSafely(file: string, text: string): void {
-  for (let attempt = 0; attempt < 2; attempt++) {
+  const refuse = () => {
     const problem = replaceableBecause(file);
     if (problem !== null) throw new Error(`${file} ${problem}`);
-    if (!existsNoFollow(file)) {
-      try {
-        writeNewFile(file, text);
-        return;
-      } catch (err) {
-        // Someone created it between the check and the create: look again.
-        if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;
-        throw err;
-      }
-    }
-    const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
-    try {
-      writeNewFile(temp, text);
-      renameSync(temp, file);
-    } catch (err) {
-      rmSync(temp, { force: true });
-      throw err;
-    }
-    return;
-  }
-  throw new Error(`${file} keeps being created by someone else while it is written`);
-}
-
-function existsNoFollow(file: string): boolean {
+  };
+  refuse();
   try {
-    lstatSync(file);
-    return true;
-  } catch {
-    return false;
+    writeNewFile(file, text);
+    return;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  // It exists (it did, or someone created it after the check): look again before replacing it.
+  refuse();
+  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Date.now().toString(36)}.tmp`);
+  try {
+    writeNewFile(temp, text);
+    renameSync(temp, file);
+  } catch (err) {
+    rmSync(temp, { force: true });
+    throw err;
   }
 }

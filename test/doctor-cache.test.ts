@@ -92,6 +92,20 @@ describe('reading and writing', () => {
     expect(assessed.verifiedProfile.name).toBe('apple7');
   });
 
+  it('a threadgroup-memory probe that proved no size is kept without one', () => {
+    const failed = assessDevice(
+      device,
+      null,
+      DOCTOR_PROBE_IDS.map((id) =>
+        judgeProbe(id, { status: id === 'threadgroup-memory' ? 'fail' : 'pass', detail: 'd', ms: 1, provenThreadgroupMemory: null, failedThreadgroupMemory: null, bufferLength: null, maxAbsError: null }),
+      ),
+      report.host,
+    );
+    expect(cachedResultOf(failed).probes).toEqual(DOCTOR_PROBE_IDS.map((id) => ({ id, status: id === 'threadgroup-memory' ? 'fail' : 'pass' })));
+    writeCache(key, failed, AT, dir);
+    expect(readCache(key, device, dir).entry!.result.probes).toEqual(cachedResultOf(failed).probes);
+  });
+
   it('what is written is read back whole, and no temporary file is left', () => {
     const file = writeCache(key, assessed, AT, dir);
     expect(file).toBe(cacheFileFor(key, dir));
@@ -250,6 +264,8 @@ describe('unusable files are ignored, never trusted', () => {
     ['a proven size that is not a positive integer', (e: Record<string, any>) => (e.result.probes[3].provenThreadgroupMemory = -1)],
     ['a proven size given as text', (e: Record<string, any>) => (e.result.probes[3].provenThreadgroupMemory = '32768')],
     ['a field a probe does not have', (e: Record<string, any>) => (e.result.probes[1].detail = 'x')],
+    ['a field threadgroup-memory does not have, beside its proven size', (e: Record<string, any>) => (e.result.probes[3].detail = 'x')],
+    ['a proven size of 0', (e: Record<string, any>) => (e.result.probes[3].provenThreadgroupMemory = 0)],
   ])('%s: damaged', (_, change) => {
     const e = entry();
     change(e);
