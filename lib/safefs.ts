@@ -48,10 +48,6 @@ export function makeFolders(dir: string, mode = 0o700): void {
   }
 }
 
-// O_NOFOLLOW: a symbolic link in the last component fails (ELOOP) instead of being followed. O_NONBLOCK: a FIFO opens
-// at once (and is then refused as not a regular file) instead of waiting for a writer.
-const READ_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
-const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
 
 /** What a read of a file we own said: its text, or why it was not read. */
 export type OwnFileRead = { ok: true; text: string } | { ok: false; missing: boolean; why: string };
@@ -64,7 +60,9 @@ export type OwnFileRead = { ok: true; text: string } | { ok: false; missing: boo
 export function readOwnFile(file: string, maxBytes: number): OwnFileRead {
   let fd: number;
   try {
-    fd = openSync(file, READ_FLAGS);
+    // O_NOFOLLOW: a symbolic link in the last component fails (ELOOP) instead of being followed. O_NONBLOCK: a FIFO
+    // opens at once (and is then refused as not a regular file) instead of waiting for a writer.
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // ENOTDIR: a part of the path is a file, so there is no such file either.
@@ -86,7 +84,8 @@ export function readOwnFile(file: string, maxBytes: number): OwnFileRead {
 
 /** Creates `file`, which must not exist yet (not even as a link), and writes `text` to it. */
 export function writeNewFile(file: string, text: string, mode = 0o666): void {
-  const fd = openSync(file, CREATE_FLAGS, mode);
+  // O_EXCL alone already refuses a link in the last component; O_NOFOLLOW says so where it is read.
+  const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   try {
     writeFileSync(fd, text);
   } finally {

@@ -139,6 +139,24 @@ describe('readOwnFile', () => {
   });
 });
 
+describe.skipIf(process.platform !== 'linux')('descriptors: every one opened is closed again', () => {
+  it('after reads of every outcome and after writes', () => {
+    const open = () => readdirSync('/proc/self/fd').length;
+    const f = path.join(dir, 'f');
+    writeFileSync(f, 'x');
+    chmodSync(f, 0o600);
+    const before = open();
+    for (let i = 0; i < 5; i++) {
+      readOwnFile(f, 10);
+      readOwnFile(f, 0);
+      writeNewFile(path.join(dir, `n${i}`), 'x');
+    }
+    chmodSync(f, 0o666);
+    readOwnFile(f, 10);
+    expect(open()).toBe(before);
+  });
+});
+
 describe('writeNewFile: O_EXCL|O_NOFOLLOW', () => {
   it('creates the file with the mode and the whole text', () => {
     const f = path.join(dir, 'new');
@@ -174,6 +192,8 @@ describe('replaceableBecause and writeFileSafely', () => {
     const f = path.join(dir, 'f');
     writeFileSync(f, '');
     chmodSync(f, 0o444);
+    // Where there are no owners, nothing is read-only to us either.
+    expect(replaceableBecause(f, null)).toBeNull();
     const owner = statSync(f).uid;
     expect(replaceableBecause(f, owner + 1)).toBe(`belongs to another user (uid ${owner}), so it is not replaced`);
     expect(replaceableBecause(f, 0)).toBe(owner === 0 ? null : `belongs to another user (uid ${owner}), so it is not replaced`);
