@@ -203,11 +203,11 @@ describeSim('metal-cap-shim report on the simulated build', () => {
     expect(m.rows[0]!.doctor).toEqual({
       reports: 1,
       measured: 1,
-      provenProfile: { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' },
+      provenProfile: { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' },
       faults: [{ fault: 'residency-set: fail', reports: 1 }],
     });
     expect(runCli(['matrix', file]).stdout).toContain(
-      '✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, tg 65536 (1) | residency-set: fail (1/1) |',
+      '✓ verified 1/1; gates: reduction, mm, bfloat | apple7 (1) | residency-set: fail (1/1) |',
     );
   });
 

@@ -22,6 +22,7 @@ const assessed = assessDevice(
       status: id === 'residency-set' ? 'fail' : 'pass',
       detail: 'd',
       ms: 1,
+      compileMs: 0,
       provenThreadgroupMemory: id === 'threadgroup-memory' ? 32768 : null,
       failedThreadgroupMemory: null,
       bufferLength: null,
@@ -97,7 +98,7 @@ describe('reading and writing', () => {
       device,
       null,
       DOCTOR_PROBE_IDS.map((id) =>
-        judgeProbe(id, { status: id === 'threadgroup-memory' ? 'fail' : 'pass', detail: 'd', ms: 1, provenThreadgroupMemory: null, failedThreadgroupMemory: null, bufferLength: null, maxAbsError: null }),
+        judgeProbe(id, { status: id === 'threadgroup-memory' ? 'fail' : 'pass', detail: 'd', ms: 1, compileMs: null, provenThreadgroupMemory: null, failedThreadgroupMemory: null, bufferLength: null, maxAbsError: null }),
       ),
       report.host,
     );
@@ -233,9 +234,6 @@ describe('unusable files are ignored, never trusted', () => {
     ['Metal3 claimed', (e: Record<string, any>) => (e.result.verifiedProfile.families = { metal3: true })],
     ['exact mode', (e: Record<string, any>) => (e.result.verifiedProfile.mode = 'exact')],
     ['a working set', (e: Record<string, any>) => (e.result.verifiedProfile.recommendedMaxWorkingSetSize = 2 ** 34)],
-    ['a proven size added to the probes to match a raised profile, above what the device reports', (e: Record<string, any>) => {
-      e.result.probes[3].provenThreadgroupMemory = 65536;
-    }],
   ])('%s that the stored results do not prove: ignored', (_, change) => {
     const e = entry();
     change(e);
@@ -243,13 +241,44 @@ describe('unusable files are ignored, never trusted', () => {
     expect(readCache(key, device, dir).ignored).toMatch(/does not follow from the probe results stored with it/);
   });
 
-  it('a proven size stored with a profile that raises to it is what it proves: used', () => {
+  /** The file of a run that proved 65536 bytes on this device (which reports 32768), its profile at `profileTg`. */
+  function provenAbove(profileTg?: number): void {
     const e = entry();
     e.result.probes[3].provenThreadgroupMemory = 65536;
-    e.result.verifiedProfile.maxThreadgroupMemoryLength = 65536;
-    e.result.verifiedProfile.name = null;
+    if (profileTg !== undefined) {
+      e.result.verifiedProfile.maxThreadgroupMemoryLength = profileTg;
+      e.result.verifiedProfile.name = null;
+    }
     writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
-    expect(readCache(key, device, dir).entry!.result.verifiedProfile).toEqual({ ...assessed.verifiedProfile, name: null, maxThreadgroupMemoryLength: 65536 });
+  }
+
+  it('a proven size stored with a profile that raises to it is what it proves: used with force, as doctor derives', () => {
+    provenAbove(65536);
+    expect(readCache(key, device, dir, true).entry!.result.verifiedProfile).toEqual({ ...assessed.verifiedProfile, name: null, maxThreadgroupMemoryLength: 65536 });
+  });
+
+  it('a profile derived with force (above 32768), read without it: ignored, saying so, and measured again', () => {
+    provenAbove(65536);
+    expect(readCache(key, device, dir)).toEqual({
+      entry: null,
+      file: cacheFileFor(key, dir),
+      ignored: 'derived by a doctor run with force, so it is measured again without it',
+    });
+  });
+
+  it('a size above 32768 proven on a device that reports 32768: without force the profile stays at the report, used as it is', () => {
+    provenAbove();
+    expect(device.maxThreadgroupMemoryLength).toBe(32768);
+    expect(readCache(key, device, dir).entry!.result.verifiedProfile).toEqual(assessed.verifiedProfile);
+  });
+
+  it('the same file read with force: derived without force, so ignored, saying so', () => {
+    provenAbove();
+    expect(readCache(key, device, dir, true)).toEqual({
+      entry: null,
+      file: cacheFileFor(key, dir),
+      ignored: 'derived by a doctor run without force, so it is measured again with it',
+    });
   });
 
   it('a stored name that does not match is not trusted either: the profile is the derived one', () => {

@@ -20,6 +20,7 @@ function run(status: RecordedStatus, extra: Partial<DoctorRun> = {}): DoctorRun 
     status,
     detail: `${status} detail`,
     ms: 1,
+    compileMs: 0,
     provenThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
@@ -77,6 +78,7 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
       status: 'pass',
       detail: 'pass detail',
       ms: 5,
+      compileMs: 0,
       provenThreadgroupMemory: 32768,
       failedThreadgroupMemory: 40960,
       bufferLength: null,
@@ -95,6 +97,7 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
       status: 'wrong-result',
       detail: 'stock: pass (pass detail); under cua-release: wrong-result (wrong-result detail)',
       ms: 2,
+      compileMs: 0,
       provenThreadgroupMemory: null,
       failedThreadgroupMemory: null,
       bufferLength: null,
@@ -197,7 +200,7 @@ describe('the verified profile: the least that turns on what was proven', () => 
   });
 
   it('each choice is explained in one line', () => {
-    expect(deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, 65536))).toEqual({
+    expect(deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, 65536), undefined, true)).toEqual({
       profile: profile({ appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536 }),
       reasons: [
         'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
@@ -221,7 +224,7 @@ describe('the verified profile: the least that turns on what was proven', () => 
     const reasonFor = (size: number | null, reported: number | null, candidate = 'cua-release') =>
       deriveVerifiedProfile(guest, probes({ 'threadgroup-memory': size === null ? 'timeout' : 'pass' }, size), { candidate, reported }).reasons[1];
     expect([reasonFor(65536, 65536), reasonFor(16384, 65536), reasonFor(32768, 32768, 'apple7'), reasonFor(null, null, 'my profile')]).toEqual([
-      'threadgroup memory raised to the proven 65536 bytes; the device reports 32768 stock, 65536 under cua-release',
+      'threadgroup memory left at the reported 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force; the device reports 32768 stock, 65536 under cua-release',
       'threadgroup memory left at the reported 32768 bytes, though only 16384 were proven: a kernel that asks for more may fail; the device reports 32768 stock, 65536 under cua-release',
       'threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 32768 under apple7',
       'threadgroup memory left as reported: no size proven (threadgroup-memory timeout); the device reports 32768 stock, nothing under my profile',
@@ -231,20 +234,42 @@ describe('the verified profile: the least that turns on what was proven', () => 
       deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({}, 16384), { candidate: 'cua-release', reported: 65536 }).reasons[1],
     ).toBe('threadgroup memory raised to the proven 16384 bytes; the device reports nothing stock, 65536 under cua-release');
     const patched = { ...guest, maxThreadgroupMemoryLength: 65536 };
+    // assessDevice passes force on: with it the proven size is claimed, without it 32768 at most.
     const assessed = (candidate?: string) =>
-      assessDevice(guest, patched, probes({}, 49152), vz.host, candidate).verifiedProfileReasons[1];
+      assessDevice(guest, patched, probes({}, 49152), vz.host, candidate, true).verifiedProfileReasons[1];
     expect([assessed('cua-release'), assessed()]).toEqual([
       'threadgroup memory raised to the proven 49152 bytes; the device reports 32768 stock, 65536 under cua-release',
       'threadgroup memory raised to the proven 49152 bytes; the device reports 32768 stock, 65536 under the candidate profile',
     ]);
-    expect(assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release').verifiedProfileReasons[1]).toBe(
+    expect(assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release', true).verifiedProfileReasons[1]).toBe(
       'threadgroup memory raised to the proven 49152 bytes (the device reports 32768)',
     );
+    expect(assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release').verifiedProfile.maxThreadgroupMemoryLength).toBe(null);
   });
 
-  it('threadgroup memory: raised only to the proven size, never above, never lowered', () => {
-    const tg = (size: number | null) => deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, size)).profile.maxThreadgroupMemoryLength;
-    expect([tg(null), tg(16384), tg(32768), tg(40960), tg(65536)]).toEqual([null, null, null, 40960, 65536]);
+  it('threadgroup memory: raised only to the proven size, never above, never lowered; above 32768 only with force', () => {
+    const tg = (size: number | null, force = false) =>
+      deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, size), undefined, force).profile.maxThreadgroupMemoryLength;
+    expect([tg(null), tg(16384), tg(32768), tg(40960), tg(65536)]).toEqual([null, null, null, null, null]);
+    expect([tg(null, true), tg(16384, true), tg(32768, true), tg(32784, true), tg(40960, true), tg(65536, true)]).toEqual([
+      null,
+      null,
+      null,
+      32784,
+      40960,
+      65536,
+    ]);
+    // A device that reports less: raised to what was proven, and to 32768 at most without force.
+    const small = { ...guest, maxThreadgroupMemoryLength: 16384 };
+    const raised = (size: number) => deriveVerifiedProfile(small, probes({}, size)).profile.maxThreadgroupMemoryLength;
+    expect([raised(24576), raised(32768), raised(32784), raised(65536)]).toEqual([24576, 32768, 32768, 32768]);
+    expect(deriveVerifiedProfile(small, probes({}, 65536)).reasons[1]).toBe(
+      'threadgroup memory raised to 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force (the device reports 16384)',
+    );
+    // Exactly 32768 proven is no cap: raised to what was proven.
+    expect(deriveVerifiedProfile(small, probes({}, 32768)).reasons[1]).toBe('threadgroup memory raised to the proven 32768 bytes (the device reports 16384)');
+    // A device that reports no size: raised, to 32768 at most.
+    expect(deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({}, 65536)).profile.maxThreadgroupMemoryLength).toBe(32768);
   });
 
   it('a device that already answers what was proven: the same ceiling, which changes nothing there', () => {
@@ -387,6 +412,8 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
     status,
     detail: `${status} raw`,
     ms: 2,
+    compileMs: 1,
+    buildFailed: false,
     provenThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
@@ -401,6 +428,7 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
     status: 'error',
     detail: 'the native runner returned no outcome for it',
     ms: null,
+    compileMs: null,
     provenThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
@@ -430,6 +458,7 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
         status: 'fail',
         detail: 'stock: pass (pass raw); under apple7: fail (fail raw)',
         ms: 4,
+        compileMs: 2,
         judgement: 'faulty',
         stock: stockBfloat,
         patched: runFrom(raw('bfloat', 'fail')),
@@ -441,11 +470,39 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
         ...missing,
         detail: 'stock: pass (pass raw); under apple7: error (the native runner returned no outcome for it)',
         ms: null,
+        compileMs: null,
         judgement: 'unknown',
         stock: runFrom(raw('residency-set', 'pass')),
         patched: missing,
       },
     ]);
+  });
+
+  it('a kernel that cannot be built is unsupported where the stock answers claim no family that gates the feature', () => {
+    const o = checkDoctorOptions({ probes: ['simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'] });
+    const unbuilt = (id: DoctorProbeId) => raw(id, 'fail', { buildFailed: true });
+    const outcomes = result([unbuilt('simdgroup-matrix'), unbuilt('bfloat'), unbuilt('threadgroup-memory'), raw('residency-set', 'fail')]);
+    const verdicts = (device: typeof guest) =>
+      judgeDevice(o, outcomes, null, device)
+        .filter((p) => o.probes.includes(p.id))
+        .map((p) => [p.id, p.status, p.detail]);
+    // The stock guest claims Apple5 at most and no Metal3: matrix and bfloat are not its features. Threadgroup memory
+    // is every device's, and a residency set that failed at run time (not built) is a fault whatever is claimed.
+    expect(verdicts(guest)).toEqual([
+      ['simdgroup-matrix', 'unsupported', 'the device does not claim Apple7, which gates this feature: fail raw'],
+      ['bfloat', 'unsupported', 'the device does not claim Apple6 or Metal3, which gates this feature: fail raw'],
+      ['threadgroup-memory', 'fail', 'fail raw'],
+      ['residency-set', 'fail', 'fail raw'],
+    ]);
+    // Bare metal claims them: the same failures are faults there.
+    expect(verdicts(bare).map(([, status]) => status)).toEqual(['fail', 'fail', 'fail', 'fail']);
+    // One claimed family of several is enough; the stock report decides, not a run under a profile.
+    expect(verdicts({ ...guest, families: { ...guest.families, metal3: true } })[1]).toEqual(['bfloat', 'fail', 'fail raw']);
+    expect(judgeDevice(o, outcomes, result([unbuilt('simdgroup-matrix')]), guest)[1]!.status).toBe('unsupported');
+    // Without the stock report nothing is mapped; a rejected language version stays unsupported with its own detail.
+    expect(judgeDevice(o, outcomes, null)[1]!.status).toBe('fail');
+    const rejected = result([raw('simdgroup-matrix', 'unsupported', { buildFailed: true })]);
+    expect(judgeDevice(o, rejected, null, guest)[1]).toMatchObject({ status: 'unsupported', detail: 'unsupported raw' });
   });
 
   it('without a patched run, the stock run alone decides; a custom candidate is named as such', () => {

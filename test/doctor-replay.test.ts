@@ -21,6 +21,7 @@ const NOT_RECORDED = {
   status: 'not-recorded',
   detail: 'not recorded in this snapshot',
   ms: null,
+  compileMs: null,
   provenThreadgroupMemory: null,
   failedThreadgroupMemory: null,
   bufferLength: null,
@@ -50,6 +51,7 @@ describe('a recorded probe as a run', () => {
         status: 'not-recorded',
         detail: 'not recorded in this snapshot',
         ms: null,
+        compileMs: null,
         provenThreadgroupMemory: null,
         failedThreadgroupMemory: null,
         bufferLength: null,
@@ -67,7 +69,7 @@ describe('a recorded probe as a run', () => {
   });
 
   it('without a detail of its own, the status’s meaning; a NoCopy fault is named', () => {
-    expect(runFromRecord({ status: 'timeout' }, null).detail).toBe('recorded: the GPU did not finish before the deadline');
+    expect(runFromRecord({ status: 'timeout' }, null).detail).toBe('recorded: the GPU, or Metal’s compiler, did not finish before its deadline');
     expect(runFromRecord({ status: 'wrong-result', fault: 'stale' }, 'assumed').detail).toBe(
       'recorded: ran, but the result differs from the CPU reference (or the buffer was stale or short) (fault: stale) [assumed]',
     );
@@ -80,6 +82,7 @@ describe('a recorded probe as a run', () => {
       status: 'pass',
       detail: 'recorded: d',
       ms: null,
+      compileMs: null,
       provenThreadgroupMemory: 49152,
       failedThreadgroupMemory: 57344,
       bufferLength: 0,
@@ -183,10 +186,11 @@ describe('doctor({ snapshot }) replays a recording', () => {
       run('nocopy-mmap', 'wrong-result', 'faulty', 'recorded: the buffer reports length 0 (fault: zero-length) [assumed]', { bufferLength: 0 }),
       run('residency-set', 'unsupported', 'absent', 'recorded: this OS or Metal Shading Language version lacks the API [assumed]'),
     ]);
-    expect(d.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 49152 });
+    // A replay is never forced: of the 49152 bytes recorded, no more than 32768 (what the guest reports) is claimed.
+    expect(d.verifiedProfile).toEqual({ ...NOTHING, name: 'apple7', appleFamilyMax: 1007 });
     expect(d.verifiedProfileReasons).toEqual([
       'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; Apple7 includes Apple6, which also turns on llama.cpp’s bfloat, not proven here (bfloat wrong-result): see the recommendations',
-      'threadgroup memory raised to the proven 49152 bytes (the device reports 32768)',
+      'threadgroup memory left at the reported 32768 bytes: 49152 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force',
       'Metal3 not advertised: no residency set was proven to work (residency-set unsupported)',
     ]);
     const mmapWhy = `nocopy-mmap wrong-result: recorded: the buffer reports length 0 (fault: zero-length) [assumed]. ${MMAP_WHY}`;
@@ -212,7 +216,8 @@ describe('doctor({ snapshot }) replays a recording', () => {
       'residency-set': { status: 'pass' },
     });
     const all = replay({ snapshot: file }).devices[0]!;
-    expect(all.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, families: { metal3: true } });
+    // A replay cannot be forced: 65536 recorded, 32768 claimed at most, which the guest reports already.
+    expect(all.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1007, families: { metal3: true } });
     const r = replay({ snapshot: file, probes: ['residency-set', 'bfloat'] });
     expect(r.settings).toEqual({ probes: ['bfloat', 'residency-set'], timeoutMs: null, mmapFile: null, mmapSize: null, device: null });
     const p = byId(r.devices[0]!.probes);

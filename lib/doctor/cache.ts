@@ -173,25 +173,27 @@ function sameAnswers(a: Profile, b: Profile): boolean {
 
 /**
  * The verified profile the stored probe results prove on `stock` (the device as it answers now, stock), derived as
- * doctor derives it. Only status and proven size are stored, and the derivation reads nothing else.
+ * doctor derives it, with or without `force` (which lets threadgroup memory above 32768 bytes be claimed). Only status
+ * and proven size are stored, and the derivation reads nothing else.
  */
-function derivedFrom(stock: DeviceReport, probes: CachedProbe[]): Profile {
+function derivedFrom(stock: DeviceReport, probes: CachedProbe[], force: boolean): Profile {
   const judged = probes.map((p) =>
     judgeProbe(p.id, {
       status: p.status,
       detail: 'cached',
       ms: null,
+      compileMs: null,
       provenThreadgroupMemory: p.provenThreadgroupMemory ?? null,
       failedThreadgroupMemory: null,
       bufferLength: null,
       maxAbsError: null,
     }),
   );
-  return deriveVerifiedProfile(stock, judged).profile;
+  return deriveVerifiedProfile(stock, judged, undefined, force).profile;
 }
 
 /** Why a parsed cache file cannot be used for `key` on `stock`, or the verified profile it stands for. */
-function problemWith(data: unknown, key: DoctorCacheKey, stock: DeviceReport): string | Profile {
+function problemWith(data: unknown, key: DoctorCacheKey, stock: DeviceReport, force: boolean): string | Profile {
   if (!isObject(data)) return 'not a JSON object';
   if (data.schema !== DOCTOR_CACHE_SCHEMA) return `not a ${DOCTOR_CACHE_SCHEMA} file`;
   if (!sameKey(data.key, key)) return 'written for another package version, host, OS build or device';
@@ -220,8 +222,11 @@ function problemWith(data: unknown, key: DoctorCacheKey, stock: DeviceReport): s
   }
   // A hand-edited profile (1 MiB of threadgroup memory, say) is not what the stored results prove: only what they
   // prove is ever applied.
-  const derived = derivedFrom(stock, recorded);
+  const derived = derivedFrom(stock, recorded, force);
   if (!sameAnswers(stored, derived)) {
+    if (sameAnswers(stored, derivedFrom(stock, recorded, !force))) {
+      return `derived by a doctor run ${force ? 'without' : 'with'} force, so it is measured again ${force ? 'with' : 'without'} it`;
+    }
     return `the verified profile ${JSON.stringify(profileAnswers(stored))} does not follow from the probe results stored with it (they prove ${JSON.stringify(profileAnswers(derived))}): edited or damaged`;
   }
   return derived;
@@ -252,9 +257,10 @@ function folderProblem(dir: string): string | null {
 /**
  * Reads the cached result for `key`, the device `stock` (as it answers now); a missing file is a plain miss, an
  * unusable one says why it was ignored. The file is read without following a link, and only when it and its folder
- * belong to us and nobody else may write them.
+ * belong to us and nobody else may write them. `force`: derive as doctor does with force (a result cached by a run
+ * that differed in this is measured again).
  */
-export function readCache(key: DoctorCacheKey, stock: DeviceReport, dir: string = doctorCacheDir()): CacheLookup {
+export function readCache(key: DoctorCacheKey, stock: DeviceReport, dir: string = doctorCacheDir(), force = false): CacheLookup {
   const canonicalKey = canonical(key);
   const file = fileForCanonical(canonicalKey, dir);
   const read = readOwnFile(file, MAX_CACHE_BYTES);
@@ -267,7 +273,7 @@ export function readCache(key: DoctorCacheKey, stock: DeviceReport, dir: string 
   } catch {
     return { entry: null, file, ignored: 'not JSON' };
   }
-  const checked = problemWith(data, key, stock);
+  const checked = problemWith(data, key, stock, force);
   if (typeof checked === 'string') return { entry: null, file, ignored: checked };
   const entry = data as DoctorCacheEntry;
   // The profile as validation normalised it, so a hand-edited file cannot smuggle in unknown fields.
