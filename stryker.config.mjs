@@ -16,6 +16,7 @@ export default {
     'lib/register.ts',
     'lib/registration.ts',
     'lib/exec.ts',
+    'lib/safefs.ts',
     'lib/doctor*.ts',
     'lib/doctor/*.ts',
   ],

@@ -8,6 +8,19 @@ import { didYouMean } from './suggest.js';
 const EXIT = { ok: 0, failure: 1, usage: 2, refused: 3 } as const;
 
 /**
+ * exec's own exit codes, as env(1), timeout(1) and nice(1) have them, so that they cannot be mistaken for the
+ * program's: 125 exec itself failed, 126 the program is there but cannot be run, 127 it is not found.
+ */
+const EXEC_EXIT = { failed: 125, notRunnable: 126, notFound: 127 } as const;
+
+/** The exit code of an exec that failed before (or instead of) its program: never one the program could give. */
+function execFailureCode(code: string | undefined): number {
+  if (code === 'ERR_COMMAND_NOT_FOUND') return EXEC_EXIT.notFound;
+  if (code === 'ERR_SPAWN') return EXEC_EXIT.notRunnable;
+  return EXEC_EXIT.failed;
+}
+
+/**
  * Every command: one line for the main help, and its module, loaded only when that command runs (so `probe` never
  * pays for `exec` or the gate tables). Adding a command is one entry here plus one module in lib/cli/.
  */
@@ -61,8 +74,9 @@ ${Object.entries(COMMANDS)
 Options: --help (also after a command), --version (also after a command), --json (every command; with
 --version, the version as JSON), --color=auto|always|never (every command; auto: colour on a terminal, none with
 a non-empty NO_COLOR or TERM=dumb, forced by FORCE_COLOR)
-Exit codes: 0 ok, 1 failure, 2 usage, 3 refused; exec passes its program's code through; doctor: 0 no fault,
-1 a fault found, 2 usage, 3 no Metal (see metal-cap-shim doctor --help).
+Exit codes: 0 ok, 1 failure, 2 usage, 3 refused; exec passes its program's code through, and its own
+failures are 125 (126: the program cannot be run, 127: not found); doctor: 0 no fault, 1 a fault found,
+2 usage, 3 no Metal (see metal-cap-shim doctor --help).
 With --json, a failure is {"error": {"code", "message"}} on stdout (exec: on stderr) and the message on stderr.
 A file argument (--snapshot, --profile, matrix's files) can be - for standard input.
 
@@ -227,9 +241,9 @@ export async function main(argv: string[]): Promise<number> {
       if (name === 'exec') err(line);
       else process.stdout.write(`${line}\n`);
     }
+    if (name === 'exec') return execFailureCode(e.code);
     if (USAGE_CODES.has(e.code)) return EXIT.usage;
     if (e.code === 'ERR_REFUSED_BARE_METAL' || e.code === 'ERR_INJECTION_BLOCKED') return EXIT.refused;
-    if (e.code === 'ERR_COMMAND_NOT_FOUND') return 127;
     return command?.failureExit ?? EXIT.failure;
   }
 }
@@ -252,6 +266,6 @@ main(process.argv.slice(2)).then(
   (e: unknown) => {
     err(`metal-cap-shim: internal error: ${e instanceof Error ? (e.stack ?? e.message).split('\n')[0] : String(e)}`);
     if (e instanceof Error && e.stack) errText(e.stack.split('\n').slice(1).join('\n'));
-    process.exitCode = EXIT.failure;
+    process.exitCode = process.argv[2] === 'exec' ? execFailureCode(undefined) : EXIT.failure;
   },
 );

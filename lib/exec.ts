@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, openSync, readFileSync, readSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { constants as osConstants } from 'node:os';
+import { accessSync, closeSync, constants, existsSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, realpathSync, rmSync, statSync, type Stats } from 'node:fs';
+import { constants as osConstants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { notAppliedError, profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
 import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from './errors.js';
@@ -8,6 +8,7 @@ import { loadNative, packageRoot, simulationSelected } from './native.js';
 import { stockReport } from './probe.js';
 import { encodeNativeProfile, planProfile, type Profile } from './profiles.js';
 import { hostOf } from './report.js';
+import { readOwnFile, replaceableBecause, writeFileSafely } from './safefs.js';
 import type { UnsupportedReason } from './types.js';
 
 /** Environment variables the injector reads (src-native/inject.mm). */
@@ -18,7 +19,8 @@ export const INJECT_ENV = {
   statusPid: 'METAL_CAP_SHIM_STATUS_PID',
   /** The status fd's identity, set by each injected process for the ones it starts (never by exec). */
   statusId: 'METAL_CAP_SHIM_STATUS_ID',
-  traceFile: 'METAL_CAP_SHIM_TRACE_FILE',
+  /** exec's private folder (mkdtemp, 0700) where each process writes its trace; exec then writes the --trace file(s). */
+  traceFolder: 'METAL_CAP_SHIM_TRACE_DIR',
 } as const;
 
 /** At most this much of the status pipe is read; the rest is drained and dropped (a program may write anything). */
@@ -74,7 +76,7 @@ function commandSpellings(command: string, env: NodeJS.ProcessEnv, platform: Nod
 
 /**
  * Resolves a command the way the platform's loader would: a path as given (made absolute), else the first match on
- * PATH. Elsewhere than Windows, as execvp: '/' makes a path, and a match must be executable. On Windows, a backslash
+ * PATH. Elsewhere than Windows, as execvp: '/' makes a path, and a match must be an executable file. On Windows, a backslash
  * and '/' both make a path, PATH is split on ';', and PATHEXT's extensions are tried (commandSpellings); a match need
  * only be a file, as Windows has no execute bit. An empty PATH entry is skipped on every platform, so exec never runs
  * a program from the current folder by accident. `platform` and `env` exist for tests: the files are looked for on
@@ -84,26 +86,47 @@ export function resolveCommand(command: string, env: NodeJS.ProcessEnv = process
   const windows = platform === 'win32';
   const isProgram = (file: string) => {
     try {
-      if (windows) return statSync(file).isFile();
-      accessSync(file, constants.X_OK);
+      if (!statSync(file).isFile()) return false;
+      if (!windows) accessSync(file, constants.X_OK);
       return true;
     } catch {
       return false;
     }
   };
+  const found = commandCandidates(command, env, platform).find(isProgram);
+  return found === undefined ? null : path.resolve(found);
+}
+
+/**
+ * Where a command may be, in the order it is looked for: the path itself when it is one, else each spelling in each
+ * non-empty PATH entry (an empty entry is never taken for the current folder).
+ */
+function commandCandidates(command: string, env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string[] {
+  const windows = platform === 'win32';
   const spellings = commandSpellings(command, env, platform);
-  const firstProgram = (candidates: string[]) => candidates.find(isProgram) ?? null;
-  if (windows ? /[\\/]/.test(command) : command.includes('/')) {
-    const found = firstProgram(spellings);
-    return found === null ? null : path.resolve(found);
-  }
+  if (windows ? /[\\/]/.test(command) : command.includes('/')) return spellings;
   const delimiter = windows ? path.win32.delimiter : path.posix.delimiter;
-  for (const dir of (envValue(env, 'PATH', platform) ?? '').split(delimiter)) {
-    if (!dir) continue;
-    const found = firstProgram(spellings.map((s) => path.join(dir, s)));
-    if (found !== null) return found;
+  const dirs = (envValue(env, 'PATH', platform) ?? '').split(delimiter).filter((dir) => dir !== '');
+  return dirs.flatMap((dir) => spellings.map((s) => path.join(dir, s)));
+}
+
+/**
+ * The error for a command resolveCommand() did not find: ERR_SPAWN (exit 126) when something of that name is there but
+ * cannot be run (a folder, a file without execute permission), as execvp's EACCES; otherwise ERR_COMMAND_NOT_FOUND
+ * (exit 127).
+ */
+export function commandError(command: string, env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): MetalCapShimError {
+  for (const candidate of commandCandidates(command, env, platform)) {
+    let stats: Stats;
+    try {
+      stats = statSync(candidate);
+    } catch {
+      continue;
+    }
+    const why = stats.isDirectory() ? 'is a folder' : stats.isFile() ? 'is not executable' : 'is not a file';
+    return new MetalCapShimError('ERR_SPAWN', `cannot run ${command}: ${path.resolve(candidate)} ${why}`);
   }
-  return null;
+  return new MetalCapShimError('ERR_COMMAND_NOT_FOUND', `command not found: ${command}`);
 }
 
 function shebangInterpreter(file: string): string | null {
@@ -279,13 +302,19 @@ function realpathOr(file: string): string {
 /** What exec() needs. */
 export interface ExecOptions {
   profile: Profile;
+  /** The program as the user typed it: looked up on PATH, and the program's argv[0]. */
   command: string;
   args: string[];
+  /** The file prepareExec() checked (its `resolved`), started as it is so that PATH is not searched again; resolved
+   * from `command` when absent. */
+  program?: string;
   traceFile?: string;
   force?: boolean;
   /** Run the program even when it will not be patched: no Metal here, a refusal, or injection known not to work (one
    * notice goes to stderr). */
   allowUnpatched?: boolean;
+  /** Descriptors ≥ 3 to hand on to the program under their own numbers (the CLI passes inheritedDescriptors()). */
+  passFds?: number[];
   /** Where the CLI's own notices go (never the child's streams). */
   notice?: (line: string) => void;
 }
@@ -315,21 +344,28 @@ export interface ExecOutcome {
   warnings: ApplyWarning[];
 }
 
-/** Checks a --trace path before anything runs: a file (new or old) in a folder that exists. */
+/**
+ * Checks a --trace path before anything runs, so that a run is never wasted on a trace that cannot be written: the
+ * folder exists and we may write in it, and the file is new or a regular file of ours that we may write (it will be
+ * replaced, never written through; see writeFileSafely). Returns the absolute path; throws ERR_TRACE_FILE.
+ */
 export function checkTraceFile(file: string): string {
   const resolved = path.resolve(file);
-  let folderOk = false;
+  const folder = path.dirname(resolved);
+  let isFolder = false;
   try {
-    folderOk = statSync(path.dirname(resolved)).isDirectory();
+    isFolder = statSync(folder).isDirectory();
   } catch {
-    folderOk = false;
+    isFolder = false;
   }
-  if (!folderOk) {
-    throw new MetalCapShimError('ERR_TRACE_FILE', `--trace ${file}: the folder ${path.dirname(resolved)} does not exist`);
+  if (!isFolder) throw new MetalCapShimError('ERR_TRACE_FILE', `--trace ${file}: the folder ${folder} does not exist`);
+  try {
+    accessSync(folder, constants.W_OK);
+  } catch {
+    throw new MetalCapShimError('ERR_TRACE_FILE', `--trace ${file}: the folder ${folder} cannot be written`);
   }
-  if (existsSync(resolved) && !statSync(resolved).isFile()) {
-    throw new MetalCapShimError('ERR_TRACE_FILE', `--trace ${file}: exists and is not a regular file`);
-  }
+  const problem = replaceableBecause(resolved);
+  if (problem !== null) throw new MetalCapShimError('ERR_TRACE_FILE', `--trace ${file}: ${resolved} ${problem}`);
   return resolved;
 }
 
@@ -340,16 +376,14 @@ export type PreparedExec =
 
 /**
  * Checks, before running anything, that the injector exists, the profile may be applied on this host, and
- * injection can reach the program. Throws typed errors: MetalCapShimError (ERR_TRACE_FILE,
- * ERR_COMMAND_NOT_FOUND), UnsupportedPlatformError, RefusedError (ERR_REFUSED_BARE_METAL, ERR_INJECTION_BLOCKED),
+ * injection can reach the program. Throws typed errors: MetalCapShimError (ERR_TRACE_FILE, ERR_COMMAND_NOT_FOUND,
+ * ERR_SPAWN), UnsupportedPlatformError, RefusedError (ERR_REFUSED_BARE_METAL, ERR_INJECTION_BLOCKED),
  * NativeError (ERR_NATIVE_UNAVAILABLE: the injector is there, the native module is not).
  */
 export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = process.platform): PreparedExec {
   if (options.traceFile !== undefined) checkTraceFile(options.traceFile);
   const resolved = resolveCommand(options.command, process.env, platform);
-  if (resolved === null) {
-    throw new MetalCapShimError('ERR_COMMAND_NOT_FOUND', `command not found: ${options.command}`);
-  }
+  if (resolved === null) throw commandError(options.command, process.env, platform);
   const injector = injectorPath();
   if (injector === null) {
     const why = missingInjectorReason();
@@ -357,6 +391,9 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
     if (options.allowUnpatched) return { injector: null, resolved, warnings: [], unpatched: `${why}: running ${options.command} unpatched (--allow-unpatched)` };
     throw new UnsupportedPlatformError(`${why} (--allow-unpatched runs the program unpatched)`);
   }
+  const split = preloadListProblem(injector, platform);
+  if (split !== null && options.allowUnpatched) return { injector: null, resolved, warnings: [], unpatched: `${split}: running ${options.command} unpatched (--allow-unpatched)` };
+  if (split !== null) throw new RefusedError(`${split} (--allow-unpatched runs the program unpatched)`, 'ERR_INJECTION_BLOCKED');
   const native = loadNative();
   // Fail closed: without the native module the bare-metal guard cannot run, so nothing is injected.
   if (native.binding === null) return { injector: null, resolved, warnings: [], unpatched: unguardedInjection(native, options) };
@@ -403,12 +440,27 @@ export function preloadVariable(platform: NodeJS.Platform = process.platform): '
 }
 
 /**
+ * Why `injector` cannot go into the preload list on `platform`, or null when it can. The list is one string the loader
+ * splits, with no escape: dyld splits DYLD_INSERT_LIBRARIES at ':' (dyld2.cpp, processDyldEnvironmentVariable →
+ * parseColonList); glibc splits LD_PRELOAD at ' ' and ':' (elf/rtld.c, handle_preload_list: strcspn(p, " :")), and
+ * musl at ':' and any white space (ldso/dynlink.c, load_preload). A package under `/tmp/sec rev` would make the loader
+ * load `/tmp/sec`, a file anyone may have put there.
+ */
+export function preloadListProblem(injector: string, platform: NodeJS.Platform = process.platform): string | null {
+  const separators = platform === 'darwin' ? /:/ : /[:\s]/;
+  const found = separators.exec(injector);
+  if (found === null) return null;
+  const what = found[0] === ':' ? "a ':'" : 'white space';
+  return `the injector's path ${JSON.stringify(injector)} holds ${what}, where ${preloadVariable(platform)} splits its list of libraries, so the loader would load a different file; install metal-cap-shim under a path without ${platform === 'darwin' ? "':'" : "':' or white space"}`;
+}
+
+/**
  * The environment the child runs with: `env`, the injector preloaded ahead of any library the caller already
- * preloads, the profile and the status fd the injector reads, and the absolute --trace path (an inherited one is
- * dropped when there is no --trace, so the injector never writes a trace nobody asked for).
+ * preloads, the profile and the status fd the injector reads, and exec's private trace folder when there is a --trace
+ * (an inherited one is dropped otherwise, so the injector never writes a trace nobody asked for).
  */
 export function childEnvironment(
-  options: Pick<ExecOptions, 'profile' | 'traceFile'>,
+  options: Pick<ExecOptions, 'profile'> & { traceFolder?: string; statusFd?: number },
   injector: string,
   env: NodeJS.ProcessEnv = process.env,
   platform: NodeJS.Platform = process.platform,
@@ -416,14 +468,86 @@ export function childEnvironment(
   const key = preloadVariable(platform);
   const existing = env[key];
   const child: NodeJS.ProcessEnv = { ...env, [key]: existing ? `${injector}:${existing}` : injector };
-  child[INJECT_ENV.profile] = encodeNativeProfile(options.profile, { trace: options.traceFile !== undefined });
-  child[INJECT_ENV.statusFd] = '3';
-  // The child takes fd 3 only if its parent is this process; an identity is for the levels below it.
+  child[INJECT_ENV.profile] = encodeNativeProfile(options.profile, { trace: options.traceFolder !== undefined });
+  child[INJECT_ENV.statusFd] = String(options.statusFd ?? 3);
+  // The child takes the status fd only if its parent is this process; an identity is for the levels below it.
   child[INJECT_ENV.statusPid] = String(process.pid);
   delete child[INJECT_ENV.statusId];
-  if (options.traceFile !== undefined) child[INJECT_ENV.traceFile] = path.resolve(options.traceFile);
-  else delete child[INJECT_ENV.traceFile];
+  if (options.traceFolder !== undefined) child[INJECT_ENV.traceFolder] = options.traceFolder;
+  else delete child[INJECT_ENV.traceFolder];
   return child;
+}
+
+/**
+ * The child's descriptors: stdin, stdout and stderr are ours; each descriptor in `passFds` is handed on under its own
+ * number; with `statusPipe`, the status pipe takes the lowest number ≥ 3 that none of them uses. Every other
+ * descriptor of this process is close-on-exec (Node opens all of its own so) and does not reach the program.
+ */
+export function childDescriptors(passFds: readonly number[], statusPipe: boolean): { stdio: ('inherit' | 'ignore' | 'pipe' | number)[]; statusFd: number | null } {
+  const passed = new Set(passFds.filter((fd) => Number.isSafeInteger(fd) && fd >= 3));
+  let statusFd: number | null = null;
+  if (statusPipe) for (statusFd = 3; passed.has(statusFd); statusFd++);
+  const top = Math.max(2, statusFd ?? 2, ...passed);
+  const stdio: ('inherit' | 'ignore' | 'pipe' | number)[] = ['inherit', 'inherit', 'inherit'];
+  for (let fd = 3; fd <= top; fd++) stdio.push(fd === statusFd ? 'pipe' : passed.has(fd) ? fd : 'ignore');
+  return { stdio, statusFd };
+}
+
+/** Descriptors of GNU make's jobserver (`--jobserver-auth=R,W`, older `--jobserver-fds=R,W`) or BSD make's (`-J R,W`). */
+function jobserverDescriptors(makeflags: string | undefined): Set<number> {
+  const found = new Set<number>();
+  for (const m of (makeflags ?? '').matchAll(/(?:--jobserver-(?:auth|fds)=|(?:^|\s)-J\s*)(\d+),(\d+)/g)) {
+    found.add(Number(m[1]));
+    found.add(Number(m[2]));
+  }
+  return found;
+}
+
+/**
+ * The descriptors ≥ 3 this process was given when it started, to hand on to the program as `env` would (a file, a
+ * socket of socket activation, make's jobserver). Node marks every descriptor close-on-exec at start-up (libuv's
+ * uv_disable_stdio_inheritance), so what was inherited cannot be told by its flags; it is told by its kind. Node's own
+ * descriptors are anonymous kernel objects (epoll, eventfd, kqueue: no file type), pipes whose two ends it holds both,
+ * and /dev/null. Everything else open is taken as given by the caller: files, folders, sockets, devices, and single
+ * pipe ends. A pipe pair is passed only when MAKEFLAGS names it as make's jobserver; /dev/null is never passed (the
+ * program sees a closed descriptor instead). Call it first thing, before this process opens descriptors of its own.
+ */
+export function inheritedDescriptors(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): number[] {
+  if (platform === 'win32') return [];
+  let names: string[];
+  try {
+    names = readdirSync(platform === 'linux' ? '/proc/self/fd' : '/dev/fd');
+  } catch {
+    return [];
+  }
+  const open = new Map<number, Stats>();
+  for (const name of names) {
+    const fd = Number(name);
+    if (!Number.isSafeInteger(fd) || fd < 3) continue;
+    try {
+      // The listing's own descriptor is closed by now: fstat fails, and it is left out.
+      open.set(fd, fstatSync(fd));
+    } catch {
+      continue;
+    }
+  }
+  let devNull = -1;
+  try {
+    devNull = statSync('/dev/null').rdev;
+  } catch {
+    devNull = -1;
+  }
+  const pipeKey = (s: Stats) => `${s.dev}:${s.ino}`;
+  const ends = new Map<string, number>();
+  for (const s of open.values()) if (s.isFIFO()) ends.set(pipeKey(s), (ends.get(pipeKey(s)) ?? 0) + 1);
+  const jobserver = jobserverDescriptors(env.MAKEFLAGS);
+  const given = (fd: number, s: Stats) => {
+    if (s.isFile() || s.isDirectory() || s.isSocket() || s.isBlockDevice()) return true;
+    if (s.isCharacterDevice()) return s.rdev !== devNull;
+    if (s.isFIFO()) return jobserver.has(fd) || ends.get(pipeKey(s)) === 1;
+    return false;
+  };
+  return [...open].filter(([fd, s]) => given(fd, s)).map(([fd]) => fd).sort((a, b) => a - b);
 }
 
 /** What the injector said over the status fd. */
@@ -604,13 +728,26 @@ function spawnFailure(command: string, err: NodeJS.ErrnoException): MetalCapShim
 }
 
 /**
+ * The file to start: the one prepareExec() checked, or `command` resolved now. Never the bare command: spawn() would
+ * search PATH again, and libuv takes an empty PATH entry for the current folder.
+ */
+function programOf(options: ExecOptions): string {
+  if (options.program !== undefined) return options.program;
+  const resolved = resolveCommand(options.command);
+  if (resolved === null) throw commandError(options.command);
+  return resolved;
+}
+
+/**
  * Starts the child with signals sent to us passed on to it, for both the patched and the unpatched run; returns the
  * child and the undo. The handlers go in before spawn(): the child runs as soon as it is forked, and a signal that
  * arrived before they were in would take its default action on us (a Ctrl-C right after "ready" killed exec with
  * 130 and left the program's output unread). A signal caught meanwhile is handled once spawn() has returned.
- * A spawn() that throws (bad arguments) is ERR_SPAWN, with no handler left behind.
+ * The resolved file is started, with argv[0] as the user typed it. A spawn() that throws (bad arguments) is
+ * ERR_SPAWN, with no handler left behind.
  */
 function spawnForwardingSignals(options: ExecOptions, spawnOptions: SpawnOptions): { child: ChildProcess; undo: () => void } {
+  const program = programOf(options);
   const binding = loadNative().binding;
   const groupsOf = (pid: number) => (binding !== null ? binding.processGroups(pid) : processGroupsWithoutAddon(pid));
   let child: ChildProcess | undefined;
@@ -624,7 +761,7 @@ function spawnForwardingSignals(options: ExecOptions, spawnOptions: SpawnOptions
     for (const [s, h] of handlers) process.off(s, h);
   };
   try {
-    child = spawn(options.command, options.args, spawnOptions);
+    child = spawn(program, options.args, { ...spawnOptions, argv0: options.command });
   } catch (e) {
     undo();
     throw spawnFailure(options.command, e as NodeJS.ErrnoException);
@@ -632,54 +769,109 @@ function spawnForwardingSignals(options: ExecOptions, spawnOptions: SpawnOptions
   return { child, undo };
 }
 
+/** The largest trace file exec copies out of its private folder (a trace is a few kilobytes). */
+const MAX_TRACE_BYTES = 16 * 1024 * 1024;
+
 /**
- * Runs a command with the injector loaded into it. The child's stdio is the terminal's; the injector talks to us
- * over fd 3 only. Signals sent to us are forwarded to the child.
+ * exec's private folder for the children's traces: mkdtemp makes it, new and 0700, in the temporary folder, so no
+ * other user can plant or read anything in it. The injector writes `first.json` (the first process to write, with
+ * O_EXCL) or `<pid>.json` there, and exec itself writes the --trace file(s) afterwards.
+ */
+function makeTraceFolder(): string {
+  try {
+    return mkdtempSync(path.join(tmpdir(), 'metal-cap-shim-trace-'));
+  } catch (e) {
+    throw new MetalCapShimError('ERR_TRACE_FILE', `--trace: cannot create a private folder for the traces in ${tmpdir()}: ${(e as Error).message}`);
+  }
+}
+
+/** The name of a trace the injector wrote: `first.json`, or `<pid>.json` (`<pid>-<n>.json` for a reused pid). */
+const TRACE_NAME = /^(first|\d+(?:-\d+)?)\.json$/;
+
+/**
+ * Writes the --trace file(s) from what the processes left in exec's private folder: the first process to write takes
+ * FILE, each other one FILE.<pid>. When no process wrote one, FILE says so (pid, whether the injector loaded, nothing
+ * traced). Each file is written with writeFileSafely(). Returns the errors to report, each an ERR_TRACE_FILE line.
+ */
+export function deliverTraces(folder: string, file: string, pid: number | undefined, injectorLoaded: boolean): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(folder).filter((n) => TRACE_NAME.test(n)).sort();
+  } catch {
+    names = [];
+  }
+  const errors: string[] = [];
+  if (!names.includes('first.json')) errors.push(...writeTrace(file, emptyTrace(pid, injectorLoaded)));
+  for (const name of names) {
+    const target = name === 'first.json' ? file : `${file}.${name.slice(0, -'.json'.length)}`;
+    const read = readOwnFile(path.join(folder, name), MAX_TRACE_BYTES);
+    if (!read.ok) errors.push(`ERR_TRACE_FILE cannot write ${target}: the trace a process left ${read.why}`);
+    else errors.push(...writeTrace(target, read.text));
+  }
+  return errors;
+}
+
+function emptyTrace(pid: number | undefined, profileApplied: boolean): string {
+  return `${JSON.stringify({ pid: pid ?? null, profileApplied, patchedClasses: [], trace: [] })}\n`;
+}
+
+/** Writes one trace file; returns the injector errors to report: none, or the one ERR_TRACE_FILE. */
+function writeTrace(file: string, text: string): string[] {
+  try {
+    writeFileSafely(file, text);
+    return [];
+  } catch (e) {
+    return [`ERR_TRACE_FILE cannot write ${file}: ${(e as Error).message}`];
+  }
+}
+
+/**
+ * Runs a command with the injector loaded into it. The child's stdio is the terminal's, the descriptors in `passFds`
+ * are handed on, and the injector talks to us over the status pipe only. Signals sent to us are forwarded to the
+ * child.
  */
 export function runWithInjector(options: ExecOptions, injector: string | null, warnings: ApplyWarning[]): Promise<ExecOutcome> {
   if (injector === null) return runUnpatched(options);
-  const env = childEnvironment(options, injector);
-  const traceFile = env[INJECT_ENV.traceFile];
-  // The first process that obtains a device creates the file exclusively, so an old one must go first.
-  if (traceFile !== undefined) rmSync(traceFile, { force: true });
+  const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
+  const { stdio, statusFd } = childDescriptors(options.passFds ?? [], true);
+  const traceFolder = traceFile === undefined ? undefined : makeTraceFolder();
+  const removeTraceFolder = () => {
+    if (traceFolder !== undefined) rmSync(traceFolder, { recursive: true, force: true });
+  };
+  const env = childEnvironment({ profile: options.profile, statusFd: statusFd!, ...(traceFolder === undefined ? {} : { traceFolder }) }, injector);
   return new Promise((resolve, reject) => {
-    const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio: ['inherit', 'inherit', 'inherit', 'pipe'], env });
+    let started: { child: ChildProcess; undo: () => void };
+    try {
+      started = spawnForwardingSignals(options, { stdio, env });
+    } catch (e) {
+      removeTraceFolder();
+      throw e;
+    }
+    const { child, undo: cleanup } = started;
     const status = statusCollector();
-    const pipe = child.stdio[3] as NodeJS.ReadableStream | null;
+    const pipe = child.stdio[statusFd!] as NodeJS.ReadableStream | null;
     pipe?.on('data', status.add);
     pipe?.on('error', () => undefined);
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
+      removeTraceFolder();
       reject(spawnFailure(options.command, err));
     });
     child.on('exit', (exitCode, signal) => {
       cleanup();
-      // A grandchild may keep fd 3 open; read what arrived and stop listening.
+      // A grandchild may keep the status pipe open; read what arrived and stop listening.
       setImmediate(() => {
         (pipe as { destroy?: () => void } | null)?.destroy?.();
         const reported = parseInjectorStatus(status.text());
         const overflow = status.overflowed()
           ? [`ERR_STATUS_OVERFLOW the status pipe carried more than ${STATUS_LIMIT_BYTES} bytes; the rest was ignored`]
           : [];
-        // No process obtained a device: the trace says so rather than being missing.
-        const traceErrors = traceFile !== undefined && !existsSync(traceFile) ? writeEmptyTrace(traceFile, child.pid, reported.injectorLoaded) : [];
+        const traceErrors = traceFile === undefined ? [] : deliverTraces(traceFolder!, traceFile, child.pid, reported.injectorLoaded);
+        removeTraceFolder();
         resolve({ exitCode, signal, ...reported, injectorErrors: [...reported.injectorErrors, ...overflow, ...traceErrors], warnings });
       });
     });
   });
-}
-
-/**
- * Writes the trace of a run in which no process obtained a device (or none was patched): the pid, whether the
- * injector loaded, and nothing traced. Returns the injector errors to report: none, or the one ERR_TRACE_FILE.
- */
-function writeEmptyTrace(file: string, pid: number | undefined, profileApplied: boolean): string[] {
-  try {
-    writeFileSync(file, `${JSON.stringify({ pid: pid ?? null, profileApplied, patchedClasses: [], trace: [] })}\n`);
-    return [];
-  } catch (e) {
-    return [`ERR_TRACE_FILE cannot write ${file}: ${(e as Error).message}`];
-  }
 }
 
 /**
@@ -688,15 +880,16 @@ function writeEmptyTrace(file: string, pid: number | undefined, profileApplied: 
  */
 function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
   const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
+  const { stdio } = childDescriptors(options.passFds ?? [], false);
   return new Promise((resolve, reject) => {
-    const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio: 'inherit' });
+    const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio });
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
       reject(spawnFailure(options.command, err));
     });
     child.on('exit', (exitCode, signal) => {
       cleanup();
-      const injectorErrors = traceFile === undefined ? [] : writeEmptyTrace(traceFile, child.pid, false);
+      const injectorErrors = traceFile === undefined ? [] : writeTrace(traceFile, emptyTrace(child.pid, false));
       resolve({ exitCode, signal, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors, processes: [], warnings: [] });
     });
   });

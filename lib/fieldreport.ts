@@ -162,6 +162,13 @@ function checkReport(input: unknown, where: string): FieldReport {
   const wrongKind = schemaProblem(r, { [FIELD_REPORT_SCHEMA]: 'metal-cap-shim report --json' });
   if (wrongKind !== null) fail('schema', `it ${wrongKind}`);
   if (r.host !== null && !isObject(r.host)) fail('host', 'host must be an object or null');
+  if (isObject(r.host)) {
+    for (const f of ['model', 'osVersion', 'osBuild', 'arch'] as const) {
+      if (r.host[f] !== undefined && r.host[f] !== null && typeof r.host[f] !== 'string') fail(`host.${f}`, `host.${f} must be a string or null`);
+    }
+    const vm = r.host.isVirtualMachine;
+    if (vm !== undefined && vm !== null && typeof vm !== 'boolean') fail('host.isVirtualMachine', 'host.isVirtualMachine must be true, false or null');
+  }
   if (r.hostLabel !== null && typeof r.hostLabel !== 'string') fail('hostLabel', 'hostLabel must be a string or null');
   const a = r.audit;
   if (!isObject(a)) fail('audit', 'audit is missing');
@@ -182,6 +189,17 @@ function checkReport(input: unknown, where: string): FieldReport {
     if (!isObject(d) || typeof d.isDefault !== 'boolean' || !Array.isArray(d.engines)) {
       fail(`audit.devices[${i}]`, `audit.devices[${i}] must have isDefault and engines`);
     }
+    ((d as Record<string, unknown>).engines as unknown[]).forEach((e, j) => {
+      const field = `audit.devices[${i}].engines[${j}]`;
+      if (!isObject(e) || typeof e.engine !== 'string') fail(field, `${field} must be an object naming its engine`);
+      const after = (e as Record<string, unknown>).after;
+      if (!isObject(after) || typeof after.engine !== 'string') fail(`${field}.after`, `${field}.after must be the engine's prediction`);
+      // llama.cpp's gates are read from its flags.
+      const flags = (after as Record<string, unknown>).flags;
+      if ((after as Record<string, unknown>).engine === 'llama.cpp' && (!isObject(flags) || !Object.values(flags).every(isObject))) {
+        fail(`${field}.after.flags`, `${field}.after.flags must hold llama.cpp's flags`);
+      }
+    });
   });
   if (r.doctor !== undefined && r.doctor !== null) {
     const doc = r.doctor;
@@ -206,6 +224,19 @@ function checkReport(input: unknown, where: string): FieldReport {
     });
   }
   return value as unknown as FieldReport;
+}
+
+/**
+ * The report's whole content as text, to find the same report given twice. A value nested too deeply for the stack (a
+ * report from a file is bounded by JSON_LIMITS; one handed to buildMatrix() is not) is a damaged report, not a crash.
+ */
+function identityOf(r: FieldReport, where: string): string {
+  try {
+    return JSON.stringify(r);
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    throw new InvalidReportError(null, `${where} is not a usable metal-cap-shim field report (it nests too deeply to read); make one with \`metal-cap-shim report --json\``);
+  }
 }
 
 function rowKey(r: FieldReport): { host: string; guestOs: string } {
@@ -243,7 +274,7 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     const where = typeof pair?.where === 'string' ? pair.where : `reports[${i}]`;
     const r = checkReport(pair?.report, where);
     // One report, however often it is given: two runs never produce the same timestamp and content.
-    const identity = JSON.stringify(r);
+    const identity = identityOf(r, where);
     const first = seen.get(identity);
     if (first !== undefined) {
       duplicates.push({ where, sameAs: first });

@@ -94,7 +94,7 @@ export {
   type Judgement,
   type Recommendation,
 } from './doctor.js';
-export { listSnapshots, loadSnapshot, reportFromSnapshot, validateSnapshot, type Snapshot } from './snapshots.js';
+export { listSnapshots, loadSnapshot, reportFromSnapshot, SNAPSHOT_LIMITS, validateSnapshot, type Snapshot, type SnapshotLimits } from './snapshots.js';
 export { recordSnapshot, type RecordOptions } from './record.js';
 export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
 export { SIMD_RULES } from './report.js';

@@ -1,4 +1,4 @@
-import { readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { clip } from './input.js';
 
 /** A JSON file read, or the one-line reason it could not be: never raw bytes, never a bare errno. */
@@ -12,6 +12,19 @@ export function fileLabel(file: string): string {
   return file === STDIN ? 'standard input (-)' : clip(file);
 }
 
+/**
+ * What a JSON file given to the CLI may be: its size, and how deeply its arrays and objects nest. Every file metal-cap-shim
+ * reads (a snapshot, a field report) is a few kilobytes and nests about ten levels; the bounds keep a hostile or
+ * broken file from costing unbounded memory or time, or the stack of a recursive reader.
+ */
+export interface JsonLimits {
+  maxBytes: number;
+  maxDepth: number;
+}
+
+/** 16 MiB, 64 levels. */
+export const JSON_LIMITS: Readonly<JsonLimits> = Object.freeze({ maxBytes: 16 * 1024 * 1024, maxDepth: 64 });
+
 const READ_ERRORS: Record<string, string> = {
   ENOENT: 'does not exist',
   EACCES: 'cannot be read: permission denied',
@@ -23,13 +36,14 @@ const READ_ERRORS: Record<string, string> = {
 
 const WAIT = new Int32Array(new SharedArrayBuffer(4));
 
-/** All of standard input, read once per process: `-` given twice reads the same text. */
-let stdinText: string | undefined;
+/** All of standard input, read once per process: `-` given twice reads the same text (null: more than the limit). */
+let stdinText: string | null | undefined;
 
-function readStdin(): string {
+function readStdin(maxBytes: number): string | null {
   if (stdinText !== undefined) return stdinText;
   const chunks: Buffer[] = [];
   const chunk = Buffer.alloc(1 << 16);
+  let total = 0;
   for (;;) {
     let n: number;
     try {
@@ -46,16 +60,72 @@ function readStdin(): string {
     }
     if (n === 0) break;
     chunks.push(Buffer.from(chunk.subarray(0, n)));
+    total += n;
+    if (total > maxBytes) {
+      stdinText = null;
+      return stdinText;
+    }
   }
   stdinText = Buffer.concat(chunks).toString('utf8');
   return stdinText;
 }
 
-function readText(file: string): { ok: true; text: string } | { ok: false; problem: string } {
+/** The file's bytes, at most `maxBytes` of them: null when it holds more (a pipe is read only that far). */
+function readBounded(file: string, maxBytes: number): Buffer | null {
+  const fd = openSync(file, 'r');
   try {
-    if (file === STDIN) return { ok: true, text: readStdin() };
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(Math.min(1 << 20, maxBytes + 1 - total));
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) return Buffer.concat(chunks, total);
+      chunks.push(chunk.subarray(0, n));
+      total += n;
+      if (total > maxBytes) return null;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * How deeply the arrays and objects of a JSON text nest, counted without parsing (brackets inside strings do not
+ * count), and without recursion: stopping at `limit` + 1.
+ */
+export function jsonDepth(text: string, limit = Infinity): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      depth++;
+      if (depth > deepest) deepest = depth;
+      if (deepest > limit) return deepest;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return deepest;
+}
+
+function readText(file: string, maxBytes: number): { ok: true; text: string } | { ok: false; problem: string } {
+  const tooLarge = { ok: false as const, problem: `is larger than ${maxBytes} bytes, far more than any metal-cap-shim file` };
+  try {
+    if (file === STDIN) {
+      const text = readStdin(maxBytes);
+      return text === null ? tooLarge : { ok: true, text };
+    }
     if (statSync(file).isDirectory()) return { ok: false, problem: READ_ERRORS.EISDIR! };
-    return { ok: true, text: readFileSync(file, 'utf8') };
+    const bytes = readBounded(file, maxBytes);
+    if (bytes === null) return tooLarge;
+    return { ok: true, text: bytes.toString('utf8') };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? '';
     return { ok: false, problem: READ_ERRORS[code] ?? `cannot be read (${code || clip((err as Error).message.split('\n')[0] ?? '')})` };
@@ -173,9 +243,12 @@ export function jsonSyntaxError(text: string): { offset: number; expected: strin
  * Parses JSON text. A UTF-8 byte order mark at the start is skipped (editors on Windows write one); a syntax error
  * is phrased to follow a name (`x.json is not JSON (…)`), with its line and column.
  */
-export function parseJsonText(raw: string): JsonFileRead {
+export function parseJsonText(raw: string, limits: JsonLimits = JSON_LIMITS): JsonFileRead {
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   if (text.trim() === '') return { ok: false, problem: 'is empty' };
+  if (jsonDepth(text, limits.maxDepth) > limits.maxDepth) {
+    return { ok: false, problem: `nests arrays and objects more than ${limits.maxDepth} levels deep, far more than any metal-cap-shim file` };
+  }
   // A NUL or an invalid UTF-8 sequence (decoded as U+FFFD): a binary file, whose bytes must not reach the terminal.
   if (text.includes('\u0000') || text.includes('\uFFFD')) return { ok: false, problem: 'is not a text file (it holds binary data), so it is not JSON' };
   try {
@@ -191,10 +264,13 @@ export function parseJsonText(raw: string): JsonFileRead {
   }
 }
 
-/** Reads and parses a JSON file (`-`: standard input). The problem is phrased to follow the file's name: `x.json is empty`. */
-export function readJsonFile(file: string): JsonFileRead {
-  const read = readText(file);
-  return read.ok ? parseJsonText(read.text) : read;
+/**
+ * Reads and parses a JSON file (`-`: standard input) of at most `limits.maxBytes` that nests at most
+ * `limits.maxDepth` levels. The problem is phrased to follow the file's name: `x.json is empty`.
+ */
+export function readJsonFile(file: string, limits: JsonLimits = JSON_LIMITS): JsonFileRead {
+  const read = readText(file, limits.maxBytes);
+  return read.ok ? parseJsonText(read.text, limits) : read;
 }
 
 /**

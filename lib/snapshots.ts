@@ -5,7 +5,7 @@ import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from
 import { FAMILY_NAMES } from './families.js';
 import { packageRoot } from './native.js';
 import { clip, readInput } from './input.js';
-import { fileLabel, readJsonFile, schemaProblem, STDIN } from './jsonfile.js';
+import { fileLabel, JSON_LIMITS, readJsonFile, schemaProblem, STDIN, type JsonLimits } from './jsonfile.js';
 import { deviceReportFrom, FIELD_REPORT_SCHEMA, REPORT_SCHEMA } from './report.js';
 import { didYouMean } from './suggest.js';
 import type { CapabilityReport, DeviceLocation, SupportedReport } from './types.js';
@@ -148,6 +148,18 @@ const FAULTS: Partial<Record<DoctorProbeId, readonly string[]>> = {
   'nocopy-mmap': NOCOPY_FAULTS,
   'threadgroup-memory': THREADGROUP_FAULTS,
 };
+/**
+ * What a snapshot may be: a file of at most `maxBytes` whose JSON nests at most `maxDepth` levels (loadSnapshot), with
+ * at most `maxDevices` devices (validateSnapshot). A Mac has a handful of GPUs and a snapshot is a few kilobytes; the
+ * bounds keep a hostile or broken file from costing unbounded memory or time.
+ */
+export interface SnapshotLimits extends JsonLimits {
+  maxDevices: number;
+}
+
+/** 16 MiB, 64 levels, 64 devices. */
+export const SNAPSHOT_LIMITS: Readonly<SnapshotLimits> = Object.freeze({ ...JSON_LIMITS, maxDevices: 64 });
+
 /** Queries a simulated device class can be made to lack (`simulation.lacks`). */
 const SIMULATED_QUERIES = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
 
@@ -213,7 +225,7 @@ const SNAPSHOT_INPUTS: Record<string, string> = {
 export function loadSnapshot(selector: string): Snapshot {
   const file = resolveSnapshotPath(selector);
   const label = fileLabel(file);
-  const read = readJsonFile(file);
+  const read = readJsonFile(file, SNAPSHOT_LIMITS);
   if (!read.ok) throw new InvalidSnapshotError(null, `snapshot file ${label} ${read.problem}`);
   const data = read.value;
   const wrongKind = schemaProblem(data, SNAPSHOT_INPUTS);
@@ -307,6 +319,7 @@ function snapshotFromReportFile(data: Record<string, unknown>, file: string): Sn
   if (!isReport) {
     throw new InvalidSnapshotError(null, `${label}: says it is a probe report (${REPORT_SCHEMA}) but lacks supported, platform, host or devices`);
   }
+  checkReportShape(data, file);
   const report = data as unknown as CapabilityReport;
   const base = file === STDIN ? 'stdin' : path.basename(file, '.json');
   return snapshotFromReport(report, {
@@ -405,6 +418,23 @@ export function recordingOf(probes: readonly DoctorProbeResult[]): SnapshotDocto
 
 // ---- validation ----
 
+/**
+ * The shapes snapshotFromReport() reads from a probe report file, checked before it reads them: the host an object
+ * (or null when not supported), each device an object whose families are an object, and no more devices than
+ * SNAPSHOT_LIMITS allows. The values themselves are checked by validateSnapshot() afterwards.
+ */
+function checkReportShape(data: Record<string, unknown>, file: string): void {
+  const devices = data.devices as unknown[];
+  if (devices.length > SNAPSHOT_LIMITS.maxDevices) {
+    fail(file, 'devices', `must list at most ${SNAPSHOT_LIMITS.maxDevices} devices, not ${devices.length}`);
+  }
+  if (data.supported === true && !isObject(data.host)) fail(file, 'host', 'must be an object');
+  devices.forEach((d, i) => {
+    if (!isObject(d)) fail(file, `devices[${i}]`, 'must be an object');
+    if (!isObject(d.families)) fail(file, `devices[${i}].families`, 'must be an object');
+  });
+}
+
 type Check = (value: unknown) => string | null;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -427,7 +457,7 @@ function fail(where: string, field: string, message: string): never {
 }
 
 function checkFields(where: string, prefix: string, obj: unknown, checks: Record<string, Check>, optional: string[] = []) {
-  if (!isObject(obj)) fail(where, prefix || '(root)', 'must be an object');
+  if (!isObject(obj)) fail(where, prefix.replace(/\.$/, '') || '(root)', 'must be an object');
   for (const key of Object.keys(obj)) {
     if (!(key in checks) && !optional.includes(key)) fail(where, `${prefix}${key}`, 'is not a known field');
   }
@@ -461,16 +491,42 @@ function checkProvenance(
   }
 }
 
-/** True when following `simulation.subclassOf` from `start` never reaches a device without one: a loop of classes. */
-function subclassChainLoops(devices: Record<string, unknown>[], start: Record<string, unknown>): boolean {
-  let device: Record<string, unknown> | undefined = start;
-  for (let links = 0; device !== undefined; links++) {
-    const parent: unknown = isObject(device.simulation) ? device.simulation.subclassOf : undefined;
-    if (parent === undefined) return false;
-    if (links >= devices.length) return true;
-    device = devices.find((d): boolean => d.className === parent);
+/**
+ * The devices whose `simulation.subclassOf` chain runs into a loop of classes (the simulated Metal cannot make a class
+ * its own superclass, however many links away). A link leads to the first device with that className, as the
+ * simulation resolves it. Each device is visited once: a chain walk stops at a device whose answer is known, so the
+ * whole check is linear in the number of devices.
+ */
+function devicesInSubclassLoops(devices: Record<string, unknown>[]): Set<number> {
+  const byClass = new Map<unknown, number>();
+  devices.forEach((d, i) => {
+    if (!byClass.has(d.className)) byClass.set(d.className, i);
+  });
+  const parentOf = (i: number): number | undefined => {
+    const sim = devices[i]!.simulation;
+    return isObject(sim) && 'subclassOf' in sim ? byClass.get(sim.subclassOf) : undefined;
+  };
+  // Per device: unvisited, on the chain being walked, or done (leads into a loop, or does not).
+  const UNVISITED = 0, WALKING = 1, NO_LOOP = 2, LOOP = 3;
+  const state = new Uint8Array(devices.length);
+  const chain: number[] = [];
+  for (let start = 0; start < devices.length; start++) {
+    let at: number | undefined = start;
+    while (at !== undefined && state[at] === UNVISITED) {
+      state[at] = WALKING;
+      chain.push(at);
+      at = parentOf(at);
+    }
+    // Back on the chain itself: a loop. At a device already done: its answer. Off the end: none.
+    const answer = at === undefined ? NO_LOOP : state[at] === WALKING ? LOOP : state[at]!;
+    for (const i of chain) state[i] = answer;
+    chain.length = 0;
   }
-  return false;
+  const loops = new Set<number>();
+  state.forEach((s, i) => {
+    if (s === LOOP) loops.add(i);
+  });
+  return loops;
 }
 
 const doctorFieldChecks: Record<string, Check> = {
@@ -527,8 +583,15 @@ function checkDoctor(where: string, prefix: string, doctor: unknown, sources: Re
   for (const id of DOCTOR_PROBE_IDS) checkDoctorProbe(where, `${prefix}probes.${id}.`, id, probes[id]);
 }
 
-/** Validates parsed JSON as a snapshot; `where` names it in messages. Throws InvalidSnapshotError naming the field. */
-export function validateSnapshot(input: unknown, name: string = 'snapshot'): Snapshot {
+/**
+ * Validates parsed JSON as a snapshot; `where` names it in messages. Throws InvalidSnapshotError naming the field.
+ * Linear in the snapshot's size; at most `limits.maxDevices` devices are accepted.
+ */
+export function validateSnapshot(
+  input: unknown,
+  name: string = 'snapshot',
+  limits: Pick<SnapshotLimits, 'maxDevices'> = SNAPSHOT_LIMITS,
+): Snapshot {
   const where = typeof name === 'string' ? clip(name) : 'snapshot';
   // Read once into plain JSON data: a getter that throws, a BigInt or a cycle is a typed error naming the field.
   const data = readInput(input, (field, problem) => fail(where, field || '(root)', problem), { json: true });
@@ -544,9 +607,15 @@ export function validateSnapshot(input: unknown, name: string = 'snapshot'): Sna
     sources: (v) => (isObject(v) && Object.values(v).every((s) => typeof s === 'string') ? null : 'an object of strings'),
     host: (v) => (isObject(v) ? null : 'an object'),
     defaultDevice: count(0),
-    devices: (v) => (Array.isArray(v) && v.length > 0 ? null : 'a non-empty array'),
+    devices: (v) => {
+      if (!Array.isArray(v) || v.length === 0) return 'a non-empty array';
+      return v.length > limits.maxDevices ? `an array of at most ${limits.maxDevices} devices, not ${v.length}` : null;
+    },
   });
   const snap = data as Record<string, unknown> & { sources: Record<string, unknown>; devices: unknown[] };
+  // Built once for every device's checks below (per device, they made validation quadratic).
+  let classNames: Set<unknown> | undefined;
+  let inLoops: Set<number> | undefined;
   for (const reserved of ['assumed', 'unrecorded']) {
     if (reserved in snap.sources) fail(where, `sources.${reserved}`, 'is a reserved word, not a source key');
   }
@@ -612,17 +681,19 @@ export function validateSnapshot(input: unknown, name: string = 'snapshot'): Sna
         fail(where, `${prefix}simulation.lacks`, `must be one of ${SIMULATED_QUERIES.join(', ')}`);
       }
       if ('driftAfter' in sim && count(0)(sim.driftAfter) !== null) fail(where, `${prefix}simulation.driftAfter`, 'must be an integer ≥ 0');
-      const classNames = (snap.devices as Record<string, unknown>[]).map((x) => x.className);
-      if ('subclassOf' in sim && (sim.subclassOf === d.className || !classNames.includes(sim.subclassOf))) {
+      // Every device before this one has passed its checks, and the ones after are read only for their className.
+      classNames ??= new Set((snap.devices as unknown[]).map((x) => (isObject(x) ? x.className : undefined)));
+      if ('subclassOf' in sim && (sim.subclassOf === d.className || !classNames.has(sim.subclassOf))) {
         fail(where, `${prefix}simulation.subclassOf`, "must name another device's className");
       }
       // The simulated Metal cannot make a class its own superclass, however many links away.
-      if ('subclassOf' in sim && subclassChainLoops(snap.devices as Record<string, unknown>[], d)) {
+      inLoops ??= devicesInSubclassLoops((snap.devices as unknown[]).map((x) => (isObject(x) ? x : {})));
+      if ('subclassOf' in sim && inLoops.has(i)) {
         fail(where, `${prefix}simulation.subclassOf`, 'must not lead back into a loop of subclassOf links');
       }
       if ('defaultObjectClass' in sim) {
         const name = sim.defaultObjectClass;
-        if (typeof name !== 'string' || !CLASS_NAME.test(name) || classNames.includes(name)) {
+        if (typeof name !== 'string' || !CLASS_NAME.test(name) || classNames.has(name)) {
           fail(where, `${prefix}simulation.defaultObjectClass`, 'must be an Objective-C class name no device has');
         }
         if (i !== snap.defaultDevice) fail(where, `${prefix}simulation.defaultObjectClass`, 'belongs on the default device only');

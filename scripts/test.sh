@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: on a fresh Debian 12 machine it installs the toolchain of the Linux test build (clang-14,
-# GNUstep Foundation, GCC's libobjc, the blocks runtime, clang's sanitizer runtimes, libc++'s headers; for the
+# GNUstep Foundation, GCC's libobjc, the blocks runtime, clang's sanitizer runtimes, libc++'s headers, make; for the
 # conformance suite clang-19, llvm-19's tools and git; apt, as root), installs npm dependencies, builds the TypeScript,
 # the simulated native build and its sanitizer builds, type-checks, builds llama.cpp's own device code for the
 # conformance suite (test/conformance/, in the background meanwhile), runs the whole vitest suite, and prints the line
@@ -24,6 +24,8 @@ compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/
 command -v clang-19 >/dev/null || need+=(clang-19)
 command -v llvm-objdump-19 >/dev/null || need+=(llvm-19)
 command -v git >/dev/null || need+=(git)
+# GNU make: test/exec-security.test.ts runs a sub-make through exec to show make's jobserver reaches it.
+command -v make >/dev/null || need+=(make)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing packages: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2

@@ -169,10 +169,10 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
     std::string pattern = options.tempDir + "/metal-cap-shim-doctor-XXXXXX";
     std::vector<char> name(pattern.begin(), pattern.end());
     name.push_back('\0');
-    writer.reset(mkstemp(name.data()));
+    // Close-on-exec from the start: a program started by another thread between create and fcntl would inherit it.
+    writer.reset(mkostemp(name.data(), O_CLOEXEC));
     if (writer.get() < 0) return makeOutcome(probe, DoctorStatus::Error, systemError("cannot create a file in " + options.tempDir));
-    fcntl(writer.get(), F_SETFD, FD_CLOEXEC);
-    reader.reset(open(name.data(), O_RDONLY | O_CLOEXEC));
+    reader.reset(open(name.data(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     int openError = errno;
     unlink(name.data());
     what = "a generated " + formatBytes(options.mmapSize) + " file";

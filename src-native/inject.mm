@@ -7,7 +7,7 @@
 //   METAL_CAP_SHIM_STATUS_FD       a pipe for "PID loaded" / "PID patched" / "PID error" lines, read by the CLI
 //   METAL_CAP_SHIM_STATUS_PID      the pid of the process that handed the fd down: the CLI, then each injected process
 //   METAL_CAP_SHIM_STATUS_ID       below the CLI's child: the fd's identity (device:inode) as the parent had it
-//   METAL_CAP_SHIM_TRACE_FILE      where to write the trace as JSON at exit (optional)
+//   METAL_CAP_SHIM_TRACE_DIR       exec's private folder (0700) to write the trace into as JSON at exit (optional)
 //
 // The status fd is trusted only through a chain of injected processes. A process takes it when its parent is the
 // process the environment names (the CLI passes its own pid) or it is that process after an exec in place, the fd is
@@ -45,7 +45,7 @@ int gStatusFd = -1;
 bool gProfileOk = false;
 bool gProfileActive = false;
 char gProfileText[512];
-char gTraceFile[4096];
+char gTraceDir[4096];
 // Immortal: the program may still obtain devices on other threads while exit() runs static destructors, and libc++'s
 // std::mutex (macOS) has a real destructor.
 [[clang::no_destroy]] std::mutex gPatchMutex;
@@ -189,27 +189,59 @@ std::string jsonString(const std::string &s) {
   return out + "\"";
 }
 
-// Processes that never obtained a device write nothing. The first one that did takes the file; any other (a program
-// started by the first, say) writes FILE.<pid> rather than overwrite it.
-FILE *openTraceFile() {
-  int fd = open(gTraceFile, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0 && errno == EEXIST) {
-    char other[sizeof(gTraceFile) + 16];
-    snprintf(other, sizeof(other), "%s.%d", gTraceFile, static_cast<int>(getpid()));
-    fd = open(other, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+// exec's trace folder, opened only when it is what exec made: a folder (not a link to one) of this user that nobody
+// else can enter. Anything else (a variable inherited by a program exec did not start) gets no trace.
+int openTraceDir() {
+  int dir = open(gTraceDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) return -1;
+  struct stat st;
+  if (fstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    close(dir);
+    return -1;
   }
-  return fd < 0 ? NULL : fdopen(fd, "w");
+  return dir;
+}
+
+// Gives the finished trace its name, exclusively: link(2) fails rather than replace. The first process to finish
+// takes `first.json`; any other (a program started by the first, say) `<pid>.json`, or `<pid>-<n>.json` should its
+// pid have been used before in the same run.
+void nameTrace(int dir, const char *temp) {
+  char name[64];
+  if (linkat(dir, temp, dir, "first.json", 0) == 0) return;
+  for (int n = 0; n < 16; n++) {
+    if (n == 0) {
+      snprintf(name, sizeof(name), "%d.json", static_cast<int>(getpid()));
+    } else {
+      snprintf(name, sizeof(name), "%d-%d.json", static_cast<int>(getpid()), n);
+    }
+    if (linkat(dir, temp, dir, name, 0) == 0 || errno != EEXIST) return;
+  }
 }
 
 void writeTraceFile() {
-  if (gTraceFile[0] == '\0' || gPatchedClasses == nullptr || gPatchedClasses->empty()) return;
-  FILE *f = openTraceFile();
-  if (f == NULL) return;
+  if (gTraceDir[0] == '\0') return;
+  // Another thread may be patching at exit: the list is copied under the lock that guards it.
+  std::vector<std::string> classes;
+  {
+    std::lock_guard<std::mutex> lock(gPatchMutex);
+    if (gPatchedClasses != nullptr) classes = *gPatchedClasses;
+  }
+  if (classes.empty()) return;
+  int dir = openTraceDir();
+  if (dir < 0) return;
+  char temp[64];
+  snprintf(temp, sizeof(temp), ".%d.tmp", static_cast<int>(getpid()));
+  // O_EXCL | O_NOFOLLOW: never an existing file, a link or a FIFO, even inside the private folder.
+  int fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+  if (f == NULL) {
+    if (fd >= 0) close(fd);
+    close(dir);
+    return;
+  }
   fprintf(f, "{\"pid\":%d,\"slice\":\"%s\",\"profileApplied\":%s,\"patchedClasses\":[", static_cast<int>(getpid()),
           loadedSlice(), gProfileOk ? "true" : "false");
-  for (size_t i = 0; gPatchedClasses != nullptr && i < gPatchedClasses->size(); i++) {
-    fprintf(f, "%s%s", i == 0 ? "" : ",", jsonString((*gPatchedClasses)[i]).c_str());
-  }
+  for (size_t i = 0; i < classes.size(); i++) fprintf(f, "%s%s", i == 0 ? "" : ",", jsonString(classes[i]).c_str());
   fprintf(f, "],\"trace\":[");
   bool first = true;
   for (const TraceRow &row : traceRows()) {
@@ -225,7 +257,9 @@ void writeTraceFile() {
     first = false;
   }
   fprintf(f, "]}\n");
-  fclose(f);
+  if (fclose(f) == 0) nameTrace(dir, temp);
+  unlinkat(dir, temp, 0);
+  close(dir);
 }
 
 void patchDeviceClasses(const std::vector<id> &devices) {
@@ -236,7 +270,7 @@ void patchDeviceClasses(const std::vector<id> &devices) {
     Profile profile;
     std::string error;
     parseNativeProfile(gProfileText, &profile, &error);
-    if (gTraceFile[0] != '\0') profile.trace = true;
+    if (gTraceDir[0] != '\0') profile.trace = true;
     setActiveProfile(&profile);
     gProfileActive = true;
   }
@@ -264,8 +298,8 @@ void patchDeviceClasses(const std::vector<id> &devices) {
 
 __attribute__((constructor)) void injectorLoaded() {
   gStatusFd = takeStatusFd();
-  const char *trace = getenv("METAL_CAP_SHIM_TRACE_FILE");
-  if (trace != NULL && strlen(trace) < sizeof(gTraceFile)) strcpy(gTraceFile, trace);
+  const char *trace = getenv("METAL_CAP_SHIM_TRACE_DIR");
+  if (trace != NULL && strlen(trace) < sizeof(gTraceDir)) strcpy(gTraceDir, trace);
   const char *text = getenv("METAL_CAP_SHIM_PROFILE_NATIVE");
   Profile profile;
   std::string error;

@@ -34,8 +34,18 @@ struct Profile {
   }
 };
 
-// Parses the compact form `mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=5001:0`. Returns false and sets
-// `error` on anything unexpected.
+// The ranges TypeScript validates a profile against (lib/profiles.ts: APPLE_FAMILY_MAX_KNOWN,
+// THREADGROUP_MEMORY_RANGE, WORKING_SET_RANGE). The parser checks them again, because the exec injector reads the text
+// from an environment anyone can set; test/injector.test.ts feeds it each bound from the TypeScript constants.
+inline constexpr long kProfileFamilyMaxLast = 1010;
+inline constexpr uint64_t kThreadgroupMemoryMin = 1024;
+inline constexpr uint64_t kThreadgroupMemoryMax = 1u << 20;
+inline constexpr uint64_t kThreadgroupMemoryMultiple = 16;
+inline constexpr uint64_t kWorkingSetMin = 64ull * 1024 * 1024;
+inline constexpr uint64_t kWorkingSetMax = (1ull << 53) - 1;
+
+// Parses the compact form `mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=5001:0`. Numbers are decimal digits
+// only (no sign, space or other base). Returns false and sets `error` on anything unexpected or out of range.
 bool parseNativeProfile(const char *text, Profile *out, std::string *error);
 
 // 1 or 0 when the profile alone decides `supportsFamily:` for this family, -1 when the stock answer does. `index` is

@@ -3,8 +3,6 @@
 #import <Foundation/Foundation.h>
 
 #include <atomic>
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -34,12 +32,16 @@ std::atomic<const Profile *> gActive{nullptr};
 thread_local int tlsStockDepth MCS_FAST_TLS = 0;
 thread_local int tlsUntracedDepth MCS_FAST_TLS = 0;
 
+// Decimal digits only: strtoull alone would take leading white space and a sign ("-5" wraps to 2^64 - 5).
 bool parseUnsigned(const std::string &s, uint64_t *out) {
-  if (s.empty() || s[0] == '-' || s[0] == '+') return false;
-  errno = 0;
-  char *end = nullptr;
-  unsigned long long v = strtoull(s.c_str(), &end, 10);
-  if (errno != 0 || end == nullptr || *end != '\0') return false;
+  if (s.empty() || s.size() > 20) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - digit) / 10) return false;
+    v = v * 10 + digit;
+  }
   *out = v;
   return true;
 }
@@ -72,24 +74,29 @@ bool applyField(const std::string &key, const std::string &value, Profile *out, 
   uint64_t n = 0;
   if (key == "max") {
     if (value == "-") return true;
-    if (!parseUnsigned(value, &n) || !isAppleFamily(static_cast<long>(n))) {
-      *error = "max must be an Apple family value";
+    if (!parseUnsigned(value, &n) || n < static_cast<uint64_t>(kAppleFamilyFirst) || n > static_cast<uint64_t>(kProfileFamilyMaxLast)) {
+      *error = "max must be an Apple family value from " + std::to_string(kAppleFamilyFirst) + " to " +
+               std::to_string(kProfileFamilyMaxLast);
       return false;
     }
     out->appleFamilyMax = static_cast<long>(n);
-  } else if (key == "tg" || key == "wss") {
+  } else if (key == "tg") {
     if (value == "-") return true;
-    if (!parseUnsigned(value, &n)) {
-      *error = key + " must be a byte count";
+    if (!parseUnsigned(value, &n) || n < kThreadgroupMemoryMin || n > kThreadgroupMemoryMax || n % kThreadgroupMemoryMultiple != 0) {
+      *error = "tg must be a byte count from " + std::to_string(kThreadgroupMemoryMin) + " to " +
+               std::to_string(kThreadgroupMemoryMax) + ", a multiple of " + std::to_string(kThreadgroupMemoryMultiple);
       return false;
     }
-    if (key == "tg") {
-      out->hasMaxThreadgroupMemory = true;
-      out->maxThreadgroupMemoryLength = n;
-    } else {
-      out->hasWorkingSet = true;
-      out->recommendedMaxWorkingSetSize = n;
+    out->hasMaxThreadgroupMemory = true;
+    out->maxThreadgroupMemoryLength = n;
+  } else if (key == "wss") {
+    if (value == "-") return true;
+    if (!parseUnsigned(value, &n) || n < kWorkingSetMin || n > kWorkingSetMax) {
+      *error = "wss must be a byte count from " + std::to_string(kWorkingSetMin) + " to " + std::to_string(kWorkingSetMax);
+      return false;
     }
+    out->hasWorkingSet = true;
+    out->recommendedMaxWorkingSetSize = n;
   } else if (key == "mode") {
     if (value != "raise" && value != "exact") {
       *error = "mode must be raise or exact";

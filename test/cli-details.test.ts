@@ -109,7 +109,7 @@ describe('--help lists the bundled snapshot names', () => {
 describe('usage details', () => {
   it('exec without -- suggests the command line with --', () => {
     const r = runCli(['exec', '--profile', 'apple7', 'llama-bench', '-m', 'model.gguf']);
-    expect(r.status).toBe(2);
+    expect(r.status).toBe(125);
     expect(r.stderr.split('\n')[0]).toBe(
       "metal-cap-shim: ERR_USAGE: put `--` before the program, so that its options are not read as exec's: metal-cap-shim exec --profile apple7 -- llama-bench -m model.gguf",
     );
@@ -255,10 +255,10 @@ describe('exec --allow-unpatched: a cross-platform wrapper', () => {
     );
   });
 
-  it('without --allow-unpatched it refuses to run: ERR_UNSUPPORTED_PLATFORM, exit 1, the program never starts', () => {
+  it('without --allow-unpatched it refuses to run: ERR_UNSUPPORTED_PLATFORM, exit 125 (exec’s own failure), the program never starts', () => {
     const marker = path.join(dir, 'should-not-exist');
     const r = runCli(['exec', '--', 'sh', '-c', `touch ${marker}`], NO_SIM);
-    expect(r.status).toBe(1);
+    expect(r.status).toBe(125);
     expect(r.stderr).toContain('ERR_UNSUPPORTED_PLATFORM');
     expect(r.stderr).toContain('--allow-unpatched runs the program unpatched');
     expect(spawnSync('test', ['-e', marker]).status).toBe(1);

@@ -63,7 +63,7 @@ describeSim("applyProfile('auto')", () => {
       { id: 'simdgroup-reduction', status: 'pass' },
       { id: 'simdgroup-matrix', status: 'pass' },
       { id: 'bfloat', status: 'pass' },
-      { id: 'threadgroup-memory', status: 'pass' },
+      { id: 'threadgroup-memory', status: 'pass', provenThreadgroupMemory: 65536 },
       { id: 'nocopy-mmap', status: 'skipped' },
       { id: 'residency-set', status: 'fail' },
     ]);
@@ -119,7 +119,34 @@ describeSim("applyProfile('auto')", () => {
     const r = auto(cache);
     expect(r.result.applied).toBe(true);
     expect(r.result.auto).toMatchObject({ from: 'doctor', files: [] });
-    expect(r.result.auto.cacheError).toMatch(/^the doctor cache could not be written: EEXIST/);
+    expect(r.result.auto.cacheError).toBe(
+      `the doctor cache could not be written: the cache folder ${path.join(cache, 'metal-cap-shim')} is not a folder, so nothing is written there`,
+    );
+  });
+
+  it('a cache folder that cannot be created (XDG_CACHE_HOME=/proc/nope, where Node’s recursive mkdir spins for ever): the same cacheError path, within seconds', () => {
+    const started = Date.now();
+    const r = auto('/proc/nope');
+    expect(r.result.applied).toBe(true);
+    expect(r.result.auto).toMatchObject({ from: 'doctor', files: [], ignored: [] });
+    expect(r.result.auto.cacheError).toBe("the doctor cache could not be written: ENOENT: no such file or directory, mkdir '/proc/nope'");
+    // A whole Node process with the probes: well under the minute the spinning mkdir would run until killed.
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('force: the cache is read as force derives (64 KiB proven under concurrency), and a forced result is measured again without it', () => {
+    const cache = newCache();
+    const FORCED = { ...VERIFIED, name: null, maxThreadgroupMemoryLength: 65536 };
+    const first = auto(cache, VM, '{ force: true }');
+    expect([first.result.profile, first.result.auto.from]).toEqual([FORCED, 'doctor']);
+    const again = auto(cache, VM, '{ force: true }');
+    expect([again.result.profile, again.result.auto.from, again.result.auto.ignored]).toEqual([FORCED, 'cache', []]);
+    const plain = auto(cache);
+    expect([plain.result.profile, plain.result.auto.from, plain.result.auto.ignored]).toEqual([
+      VERIFIED,
+      'doctor',
+      [{ file: cacheFiles(cache)[0], why: 'derived by a doctor run with force, so it is measured again without it' }],
+    ]);
   });
 
   it('refuses on bare metal when the verified profile raises an answer, like any raising profile; force applies it', () => {
@@ -209,7 +236,7 @@ describeSim('METAL_CAP_SHIM_PROFILE=auto for register and exec', () => {
     const fromEnv = runCli(['exec', '--', consumer], { ...env, METAL_CAP_SHIM_PROFILE: 'apple9-hw-tg' });
     expect((JSON.parse(fromEnv.stdout)[0] as { families: Record<string, boolean> }).families['1009']).toBe(true);
     const off = runCli(['exec', '--', consumer], { ...env, METAL_CAP_SHIM_PROFILE: 'off' });
-    expect([off.status, off.stdout]).toEqual([2, '']);
+    expect([off.status, off.stdout]).toEqual([125, '']);
     expect(off.stderr.split('\n')[0]).toBe(
       'metal-cap-shim: ERR_USAGE: METAL_CAP_SHIM_PROFILE=off: exec always injects a profile; unset METAL_CAP_SHIM_PROFILE or pass --profile',
     );
@@ -223,7 +250,7 @@ describeSim('exec --profile auto where there is no Metal (Linux without the simu
     expect([r.status, r.stdout]).toEqual([0, 'ran\n']);
     expect(r.stderr).toMatch(/^metal-cap-shim: exec injects into programs that use Metal, which exists only on macOS; this is linux: running .* unpatched \(--allow-unpatched\)\n$/);
     const plain = runCli(['exec', '--profile', 'auto', '--', process.execPath, '-e', '0'], env);
-    expect(plain.status).toBe(1);
+    expect(plain.status).toBe(125);
     expect(plain.stderr).toMatch(/^metal-cap-shim: ERR_UNSUPPORTED_PLATFORM: /);
   });
 });

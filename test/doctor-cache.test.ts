@@ -1,5 +1,6 @@
 // The doctor cache that profile auto reads: where it lives, what makes a file usable, and writes that are atomic.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import { judgeProbe } from '../lib/doctor/judge.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
 import { packageVersion } from '../lib/native.js';
+import type { Profile } from '../lib/profiles.js';
 
 const report = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'), { allDevices: true });
 const device = report.devices[0]!;
@@ -75,12 +77,14 @@ describe('the key: package version, host, OS build, device', () => {
 
 describe('reading and writing', () => {
   it('a missing file is a plain miss', () => {
-    expect(readCache(key, dir)).toEqual({ entry: null, file: cacheFileFor(key, dir), ignored: null });
+    expect(readCache(key, device, dir)).toEqual({ entry: null, file: cacheFileFor(key, dir), ignored: null });
   });
 
-  it('keeps the decisions and each probe’s status', () => {
+  it('keeps the decisions, each probe’s status and the proven threadgroup size (what the decisions are derived from)', () => {
     expect(cachedResultOf(assessed)).toEqual({
-      probes: DOCTOR_PROBE_IDS.map((id) => ({ id, status: id === 'residency-set' ? 'fail' : 'pass' })),
+      probes: DOCTOR_PROBE_IDS.map((id) =>
+        id === 'threadgroup-memory' ? { id, status: 'pass', provenThreadgroupMemory: 32768 } : { id, status: id === 'residency-set' ? 'fail' : 'pass' },
+      ),
       verifiedProfile: assessed.verifiedProfile,
       verifiedProfileReasons: assessed.verifiedProfileReasons,
       recommendations: assessed.recommendations,
@@ -89,11 +93,25 @@ describe('reading and writing', () => {
     expect(assessed.verifiedProfile.name).toBe('apple7');
   });
 
+  it('a threadgroup-memory probe that proved no size is kept without one', () => {
+    const failed = assessDevice(
+      device,
+      null,
+      DOCTOR_PROBE_IDS.map((id) =>
+        judgeProbe(id, { status: id === 'threadgroup-memory' ? 'fail' : 'pass', detail: 'd', ms: 1, compileMs: null, provenThreadgroupMemory: null, failedThreadgroupMemory: null, bufferLength: null, maxAbsError: null }),
+      ),
+      report.host,
+    );
+    expect(cachedResultOf(failed).probes).toEqual(DOCTOR_PROBE_IDS.map((id) => ({ id, status: id === 'threadgroup-memory' ? 'fail' : 'pass' })));
+    writeCache(key, failed, AT, dir);
+    expect(readCache(key, device, dir).entry!.result.probes).toEqual(cachedResultOf(failed).probes);
+  });
+
   it('what is written is read back whole, and no temporary file is left', () => {
     const file = writeCache(key, assessed, AT, dir);
     expect(file).toBe(cacheFileFor(key, dir));
     expect(readdirSync(dir)).toEqual([path.basename(file)]);
-    expect(readCache(key, dir)).toEqual({
+    expect(readCache(key, device, dir)).toEqual({
       entry: { schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, result: cachedResultOf(assessed) },
       file,
       ignored: null,
@@ -104,7 +122,7 @@ describe('reading and writing', () => {
     writeCache(key, assessed, AT, dir);
     const newer = { ...assessed, faults: [] };
     writeCache(key, newer, '2026-09-01T00:00:00.000Z', dir);
-    expect(readCache(key, dir).entry).toEqual({
+    expect(readCache(key, device, dir).entry).toEqual({
       schema: 'metal-cap-shim/doctor-cache@1',
       key,
       generatedAt: '2026-09-01T00:00:00.000Z',
@@ -129,7 +147,7 @@ describe('unusable files are ignored, never trusted', () => {
     JSON.parse(JSON.stringify({ schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, result: cachedResultOf(assessed) })) as Record<string, any>;
   const ignoredFor = (content: string) => {
     writeFileSync(cacheFileFor(key, dir), content);
-    const r = readCache(key, dir);
+    const r = readCache(key, device, dir);
     expect(r.entry).toBeNull();
     return r.ignored;
   };
@@ -187,23 +205,176 @@ describe('unusable files are ignored, never trusted', () => {
       [(e) => e.result.probes.splice(0, 1), 'partial: simdgroup-reduction did not run, so it is measured again'],
       [(e) => (e.result.probes[4].status = 'skipped'), null],
       [(e) => e.result.probes.splice(4, 1), null],
-      [(e) => (e.result.probes[0].status = 'not-recorded'), null],
+      // Reduction no longer proven: the stored Apple7 no longer follows (bfloat alone proves Apple6).
+      [(e) => (e.result.probes[0].status = 'not-recorded'), NOT_DERIVED(1006)],
     ];
     for (const [change, why] of cases) {
       const e = entry();
       change(e);
       writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
-      const r = readCache(key, dir);
+      const r = readCache(key, device, dir);
       expect([r.entry === null, r.ignored]).toEqual([why !== null, why]);
     }
   });
 
-  it('a valid file is normalised: a hand-edited built-in name that no longer matches is dropped', () => {
+  it('a hand-edited verified profile is ignored, with the reason: only what the stored results prove is applied', () => {
     const e = entry();
-    e.result.verifiedProfile.maxThreadgroupMemoryLength = 65536;
+    e.result.verifiedProfile.maxThreadgroupMemoryLength = 1 << 20;
     writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
-    expect(readCache(key, dir).entry!.result.verifiedProfile).toEqual({ ...assessed.verifiedProfile, name: null, maxThreadgroupMemoryLength: 65536 });
-    expect(JSON.parse(readFileSync(cacheFileFor(key, dir), 'utf8')).result.verifiedProfile.name).toBe('apple7');
+    const stored = { ...assessed.verifiedProfile, maxThreadgroupMemoryLength: 1 << 20 };
+    expect(readCache(key, device, dir)).toEqual({
+      entry: null,
+      file: cacheFileFor(key, dir),
+      ignored: `the verified profile ${JSON.stringify(answers(stored))} does not follow from the probe results stored with it (they prove ${JSON.stringify(answers(assessed.verifiedProfile))}): edited or damaged`,
+    });
+  });
+
+  it.each([
+    ['a raised Apple family', (e: Record<string, any>) => (e.result.verifiedProfile.appleFamilyMax = 1010)],
+    ['Metal3 claimed', (e: Record<string, any>) => (e.result.verifiedProfile.families = { metal3: true })],
+    ['exact mode', (e: Record<string, any>) => (e.result.verifiedProfile.mode = 'exact')],
+    ['a working set', (e: Record<string, any>) => (e.result.verifiedProfile.recommendedMaxWorkingSetSize = 2 ** 34)],
+  ])('%s that the stored results do not prove: ignored', (_, change) => {
+    const e = entry();
+    change(e);
+    writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
+    expect(readCache(key, device, dir).ignored).toMatch(/does not follow from the probe results stored with it/);
+  });
+
+  /** The file of a run that proved 65536 bytes on this device (which reports 32768), its profile at `profileTg`. */
+  function provenAbove(profileTg?: number): void {
+    const e = entry();
+    e.result.probes[3].provenThreadgroupMemory = 65536;
+    if (profileTg !== undefined) {
+      e.result.verifiedProfile.maxThreadgroupMemoryLength = profileTg;
+      e.result.verifiedProfile.name = null;
+    }
+    writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
+  }
+
+  it('a proven size stored with a profile that raises to it is what it proves: used with force, as doctor derives', () => {
+    provenAbove(65536);
+    expect(readCache(key, device, dir, true).entry!.result.verifiedProfile).toEqual({ ...assessed.verifiedProfile, name: null, maxThreadgroupMemoryLength: 65536 });
+  });
+
+  it('a profile derived with force (above 32768), read without it: ignored, saying so, and measured again', () => {
+    provenAbove(65536);
+    expect(readCache(key, device, dir)).toEqual({
+      entry: null,
+      file: cacheFileFor(key, dir),
+      ignored: 'derived by a doctor run with force, so it is measured again without it',
+    });
+  });
+
+  it('a size above 32768 proven on a device that reports 32768: without force the profile stays at the report, used as it is', () => {
+    provenAbove();
+    expect(device.maxThreadgroupMemoryLength).toBe(32768);
+    expect(readCache(key, device, dir).entry!.result.verifiedProfile).toEqual(assessed.verifiedProfile);
+  });
+
+  it('the same file read with force: derived without force, so ignored, saying so', () => {
+    provenAbove();
+    expect(readCache(key, device, dir, true)).toEqual({
+      entry: null,
+      file: cacheFileFor(key, dir),
+      ignored: 'derived by a doctor run without force, so it is measured again with it',
+    });
+  });
+
+  it('a stored name that does not match is not trusted either: the profile is the derived one', () => {
+    const e = entry();
+    e.result.verifiedProfile.name = 'cua-release';
+    writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
+    expect(readCache(key, device, dir).entry!.result.verifiedProfile).toEqual(assessed.verifiedProfile);
+  });
+
+  it.each([
+    ['a proven size on another probe', (e: Record<string, any>) => (e.result.probes[0].provenThreadgroupMemory = 32768)],
+    ['a proven size that is not a positive integer', (e: Record<string, any>) => (e.result.probes[3].provenThreadgroupMemory = -1)],
+    ['a proven size given as text', (e: Record<string, any>) => (e.result.probes[3].provenThreadgroupMemory = '32768')],
+    ['a field a probe does not have', (e: Record<string, any>) => (e.result.probes[1].detail = 'x')],
+    ['a field threadgroup-memory does not have, beside its proven size', (e: Record<string, any>) => (e.result.probes[3].detail = 'x')],
+    ['a proven size of 0', (e: Record<string, any>) => (e.result.probes[3].provenThreadgroupMemory = 0)],
+  ])('%s: damaged', (_, change) => {
+    const e = entry();
+    change(e);
+    writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
+    expect(readCache(key, device, dir).ignored).toBe('damaged: probes');
+  });
+});
+
+/** A profile's answers, its name aside. */
+function answers(p: Profile): Omit<Profile, 'name'> {
+  const { name: _name, ...rest } = p;
+  return rest;
+}
+
+function NOT_DERIVED(family: number): string {
+  const stored = answers(assessed.verifiedProfile);
+  return `the verified profile ${JSON.stringify(stored)} does not follow from the probe results stored with it (they prove ${JSON.stringify({ ...stored, appleFamilyMax: family })}): edited or damaged`;
+}
+
+describe('a cache someone else could have planted or changed is ignored, with the reason', () => {
+  const NOBODY = 65534;
+  const asRoot = process.getuid?.() === 0;
+  const planted = () => {
+    const file = writeCache(key, assessed, AT, dir);
+    return { file, content: readFileSync(file, 'utf8') };
+  };
+
+  it('a folder others may write (created first by an attacker): ignored, and nothing is written into it', () => {
+    const { file } = planted();
+    chmodSync(dir, 0o777);
+    expect(readCache(key, device, dir)).toEqual({ entry: null, file, ignored: `the cache folder ${dir} can be written by other users (mode 0777)` });
+    expect(() => writeCache(key, assessed, AT, dir)).toThrow(`the cache folder ${dir} can be written by other users (mode 0777), so nothing is written there`);
+    chmodSync(dir, 0o770);
+    expect(readCache(key, device, dir).ignored).toBe(`the cache folder ${dir} can be written by its group (mode 0770)`);
+  });
+
+  it.skipIf(!asRoot)('a folder or a file of another user: ignored', () => {
+    const { file } = planted();
+    chownSync(file, NOBODY, NOBODY);
+    expect(readCache(key, device, dir).ignored).toBe(`the cache file belongs to another user (uid ${NOBODY}, not 0)`);
+    chownSync(file, 0, 0);
+    chownSync(dir, NOBODY, NOBODY);
+    expect(readCache(key, device, dir).ignored).toBe(`the cache folder ${dir} belongs to another user (uid ${NOBODY}, not 0)`);
+    chownSync(dir, 0, 0);
+    expect(readCache(key, device, dir).entry).not.toBeNull();
+  });
+
+  it('a file others may write: ignored', () => {
+    const { file } = planted();
+    chmodSync(file, 0o666);
+    expect(readCache(key, device, dir).ignored).toBe('the cache file can be written by other users (mode 0666)');
+  });
+
+  it('a symbolic link in place of the file, or of the folder: not followed', () => {
+    const { file, content } = planted();
+    const elsewhere = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-doctor-cache-elsewhere-')), 'real.json');
+    writeFileSync(elsewhere, content);
+    rmSync(file);
+    symlinkSync(elsewhere, file);
+    expect(readCache(key, device, dir).ignored).toBe('the cache file is a symbolic link');
+    const linked = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-doctor-cache-link-')), 'metal-cap-shim');
+    symlinkSync(path.dirname(elsewhere), linked);
+    writeFileSync(cacheFileFor(key, path.dirname(elsewhere)), content);
+    expect(readCache(key, device, linked).ignored).toBe(`the cache folder ${linked} is a symbolic link`);
+  });
+
+  it('a FIFO in place of the file: ignored at once, no hang', () => {
+    execFileSync('mkfifo', [cacheFileFor(key, dir)]);
+    expect(readCache(key, device, dir).ignored).toBe('the cache file is not a regular file');
+  });
+
+  it('a file larger than any result (1 MiB): ignored unread', () => {
+    writeFileSync(cacheFileFor(key, dir), ' '.repeat((1 << 20) + 1));
+    expect(readCache(key, device, dir).ignored).toBe('the cache file is larger than 1048576 bytes');
+  });
+
+  it('the folder and the file are created private: 0700 and 0600', () => {
+    const nested = path.join(dir, 'x', 'metal-cap-shim');
+    const file = writeCache(key, assessed, AT, nested);
+    expect([statSync(path.dirname(nested)).mode & 0o777, statSync(nested).mode & 0o777, statSync(file).mode & 0o777]).toEqual([0o700, 0o700, 0o600]);
   });
 });
 
@@ -239,12 +410,12 @@ describe('the key, field by field', () => {
     writeCache(other, assessed, AT, dir);
     // The other key's entry, copied to where this key's result lives.
     writeFileSync(cacheFileFor(key, dir), readFileSync(cacheFileFor(other, dir)));
-    expect(readCache(key, dir)).toEqual({
+    expect(readCache(key, device, dir)).toEqual({
       entry: null,
       file: cacheFileFor(key, dir),
       ignored: 'written for another package version, host, OS build or device',
     });
-    expect(readCache(other, dir).entry!.key).toEqual(other);
+    expect(readCache(other, device, dir).entry!.key).toEqual(other);
   });
 
   it('a key that is missing, null, or has a field too many or too few is another key', () => {
@@ -262,7 +433,7 @@ describe('the key, field by field', () => {
       const e = stored();
       change(e);
       writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
-      expect(readCache(key, dir).ignored).toBe('written for another package version, host, OS build or device');
+      expect(readCache(key, device, dir).ignored).toBe('written for another package version, host, OS build or device');
     }
   });
 
@@ -283,7 +454,7 @@ describe('more damaged files', () => {
     const e = stored();
     change(e);
     writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
-    return readCache(key, dir).ignored;
+    return readCache(key, device, dir).ignored;
   };
   const rec = { engine: 'llama.cpp', setting: 'GGML_METAL_NO_RESIDENCY=1', why: 'w' };
 
@@ -310,12 +481,29 @@ describe('more damaged files', () => {
   });
 });
 
+describe('a folder that cannot be created', () => {
+  // Node's recursive mkdirSync loops for ever on this path (ENOENT from mkdir under /proc).
+  it.skipIf(process.platform !== 'linux')('under /proc: the write throws within a second, as an unwritable folder does', () => {
+    const started = Date.now();
+    let err: NodeJS.ErrnoException | undefined;
+    try {
+      writeCache(key, assessed, AT, '/proc/nope/metal-cap-shim');
+    } catch (e) {
+      err = e as NodeJS.ErrnoException;
+    }
+    expect([err?.code, err?.syscall, err?.path]).toEqual(['ENOENT', 'mkdir', '/proc/nope']);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(readCache(key, device, '/proc/nope/metal-cap-shim')).toEqual({ entry: null, file: cacheFileFor(key, '/proc/nope/metal-cap-shim'), ignored: null });
+  });
+});
+
 describe('a write that fails', () => {
   // Linux: /proc exists and takes no new files, for root too.
   it.skipIf(process.platform !== 'linux')('reports the write’s own error (here: no file can be created in /proc), not the clean-up’s', () => {
     let err: NodeJS.ErrnoException | undefined;
     try {
-      writeCache(key, assessed, AT, '/proc/self');
+      // This process's own /proc folder: ours, writable by nobody else, and it takes no new file.
+      writeCache(key, assessed, AT, `/proc/${process.pid}`);
     } catch (e) {
       err = e as NodeJS.ErrnoException;
     }

@@ -101,7 +101,7 @@ describeSim('doctor() over the simulated Metal', () => {
 
   it('caches the device’s result where profile auto reads it', () => {
     const stock = stockDevices();
-    const lookup = readCache(cacheKeyFor(stock, stock.devices[0]!));
+    const lookup = readCache(cacheKeyFor(stock, stock.devices[0]!), stock.devices[0]!);
     expect(report.cache).toEqual({ written: [lookup.file], error: null });
     expect(lookup.entry!.result.verifiedProfile).toEqual(VERIFIED);
     expect(path.dirname(lookup.file)).toBe(doctorCacheDir());

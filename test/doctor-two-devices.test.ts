@@ -44,7 +44,7 @@ const LEAST = { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength
 
 function cacheFiles(): string[] {
   const stock = stockDevices();
-  return stock.devices.map((d) => readCache(cacheKeyFor(stock, d)).file);
+  return stock.devices.map((d) => readCache(cacheKeyFor(stock, d), d).file);
 }
 
 describeSim('two devices that answer differently', () => {

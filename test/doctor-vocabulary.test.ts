@@ -87,6 +87,6 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
     const d = doctor({ probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'], cache: false }).devices[0]!;
     const key = cacheKeyFor(stock, stock.devices[0]!);
     writeCache(key, d, '2026-08-09T10:00:00.000Z');
-    expect(readCache(key).entry?.result.verifiedProfile).toEqual(d.verifiedProfile);
+    expect(readCache(key, stock.devices[0]!).entry?.result.verifiedProfile).toEqual(d.verifiedProfile);
   });
 });

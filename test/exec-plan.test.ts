@@ -260,9 +260,10 @@ describe('checkTraceFile (--trace)', () => {
 
   it('something that exists and is not a regular file: ERR_TRACE_FILE', () => {
     const dir = folder();
-    const e = thrown(() => checkTraceFile(dir));
-    expect(e).toBeInstanceOf(MetalCapShimError);
-    expect(e).toMatchObject({ code: 'ERR_TRACE_FILE', message: `--trace ${dir}: exists and is not a regular file` });
+    expect(thrown(() => checkTraceFile(dir))).toEqual(new MetalCapShimError('ERR_TRACE_FILE', `--trace ${dir}: ${dir} is a folder`));
+    const fifo = path.join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    expect(thrown(() => checkTraceFile(fifo))).toEqual(new MetalCapShimError('ERR_TRACE_FILE', `--trace ${fifo}: ${fifo} exists and is not a regular file`));
   });
 });
 
@@ -302,31 +303,24 @@ describe('the child’s environment', () => {
     expect(preloadVariable('linux')).toBe('LD_PRELOAD');
   });
 
-  it('--trace: the absolute trace path, and a profile encoded with trace slots', () => {
-    const cwd = process.cwd();
-    const dir = folder();
-    process.chdir(dir);
-    try {
-      expect(childEnvironment({ profile, traceFile: 'out.json' }, INJ, {}, 'linux')).toEqual({
-        LD_PRELOAD: INJ,
-        [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: true }),
-        [INJECT_ENV.statusFd]: '3',
-        [INJECT_ENV.statusPid]: String(process.pid),
-        [INJECT_ENV.traceFile]: path.join(dir, 'out.json'),
-      });
-    } finally {
-      process.chdir(cwd);
-    }
+  it('--trace: exec’s private trace folder, the status fd it was given, and a profile encoded with trace slots', () => {
+    expect(childEnvironment({ profile, traceFolder: '/tmp/metal-cap-shim-trace-x1', statusFd: 5 }, INJ, {}, 'linux')).toEqual({
+      LD_PRELOAD: INJ,
+      [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: true }),
+      [INJECT_ENV.statusFd]: '5',
+      [INJECT_ENV.statusPid]: String(process.pid),
+      [INJECT_ENV.traceFolder]: '/tmp/metal-cap-shim-trace-x1',
+    });
     // The two encodings differ, so the assertions above tell them apart.
     expect(encodeNativeProfile(profile, { trace: true })).not.toBe(encodeNativeProfile(profile, { trace: false }));
   });
 
   it('without --trace, a trace path inherited from the caller is dropped, and the caller’s environment is not touched', () => {
-    const env = { [INJECT_ENV.traceFile]: '/tmp/inherited.json', [INJECT_ENV.statusFd]: '9', LD_PRELOAD: '/opt/a.so' };
+    const env = { [INJECT_ENV.traceFolder]: '/tmp/inherited', [INJECT_ENV.statusFd]: '9', LD_PRELOAD: '/opt/a.so' };
     const before = { ...env };
     const child = childEnvironment({ profile }, INJ, env, 'linux');
-    expect(child[INJECT_ENV.traceFile]).toBeUndefined();
-    expect(INJECT_ENV.traceFile in child).toBe(false);
+    expect(child[INJECT_ENV.traceFolder]).toBeUndefined();
+    expect(INJECT_ENV.traceFolder in child).toBe(false);
     expect(child[INJECT_ENV.statusFd]).toBe('3');
     expect(env).toEqual(before);
   });
@@ -518,9 +512,9 @@ describe('SIP: what macOS strips DYLD_INSERT_LIBRARIES from', () => {
     });
   });
 
-  it('a folder given as the program (it passes the execute check) is no script and stops nothing here', () => {
+  it('a folder given as the program is no script and stops nothing here (resolveCommand does not take it for a program)', () => {
     const dir = folder();
-    expect(resolveCommand(dir)).toBe(dir);
+    expect(resolveCommand(dir)).toBeNull();
     expect(injectionBlocker(dir, 'darwin')).toBeNull();
   });
 

@@ -100,19 +100,18 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     expect(await runWithInjector(sh('kill -TERM $$'), injector, [WARNING])).toEqual(outcome({ exitCode: null, signal: 'SIGTERM' }));
   });
 
-  it('the child gets the injector as LD_PRELOAD, and no trace path without --trace (not even one we inherited)', async () => {
+  it('the child gets the injector as LD_PRELOAD, and no trace folder without --trace (not even one we inherited)', async () => {
     const out = path.join(folder(), 'env.txt');
-    const saved = { trace: process.env[INJECT_ENV.traceFile] };
-    process.env[INJECT_ENV.traceFile] = path.join(tmp, 'inherited.json');
+    const saved = { trace: process.env[INJECT_ENV.traceFolder] };
+    process.env[INJECT_ENV.traceFolder] = path.join(tmp, 'inherited');
     try {
-      const r = await runWithInjector(sh(`printf '%s|%s' "$LD_PRELOAD" "\${${INJECT_ENV.traceFile}-unset}" > '${out}'`), injector, []);
+      const r = await runWithInjector(sh(`printf '%s|%s' "$LD_PRELOAD" "\${${INJECT_ENV.traceFolder}-unset}" > '${out}'`), injector, []);
       expect(r).toEqual(outcome({ warnings: [] }));
     } finally {
-      if (saved.trace === undefined) delete process.env[INJECT_ENV.traceFile];
-      else process.env[INJECT_ENV.traceFile] = saved.trace;
+      if (saved.trace === undefined) delete process.env[INJECT_ENV.traceFolder];
+      else process.env[INJECT_ENV.traceFolder] = saved.trace;
     }
     expect(readFileSync(out, 'utf8')).toBe(`${injector}|unset`);
-    expect(existsSync(path.join(tmp, 'inherited.json'))).toBe(false);
   });
 
   it('the child’s stdin, stdout and stderr are ours, with the injector and without (only fd 3 is the injector’s)', async () => {
@@ -187,15 +186,23 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     ['with the injector', (): string | null => injector],
     ['unpatched', (): string | null => null],
   ] as const)('%s: a missing program is ERR_COMMAND_NOT_FOUND, one that cannot be run ERR_SPAWN; no handler is left behind', async (_, which) => {
+    // Without `program`, the command is resolved first, as prepareExec does.
     await expect(runWithInjector({ profile, command: 'no-such-command-xyz', args: [] }, which(), [])).rejects.toEqual(
-      new MetalCapShimError('ERR_COMMAND_NOT_FOUND', 'cannot run no-such-command-xyz: spawn no-such-command-xyz ENOENT'),
+      new MetalCapShimError('ERR_COMMAND_NOT_FOUND', 'command not found: no-such-command-xyz'),
     );
     const data = path.join(folder(), 'data');
     writeFileSync(data, 'not a program\n');
     chmodSync(data, 0o644);
-    const e = await runWithInjector({ profile, command: data, args: [] }, which(), []).catch((err: unknown) => err);
+    await expect(runWithInjector({ profile, command: data, args: [] }, which(), [])).rejects.toEqual(
+      new MetalCapShimError('ERR_SPAWN', `cannot run ${data}: ${data} is not executable`),
+    );
+    // The file prepareExec checked is what spawn() is given; if it changed meanwhile, spawn()'s own error.
+    await expect(runWithInjector({ profile, command: 'tool', program: path.join(tmp, 'gone'), args: [] }, which(), [])).rejects.toEqual(
+      new MetalCapShimError('ERR_COMMAND_NOT_FOUND', `cannot run tool: spawn ${path.join(tmp, 'gone')} ENOENT`),
+    );
+    const e = await runWithInjector({ profile, command: 'tool', program: data, args: [] }, which(), []).catch((err: unknown) => err);
     expect(e).toBeInstanceOf(MetalCapShimError);
-    expect(e).toMatchObject({ code: 'ERR_SPAWN', message: `cannot run ${data}: spawn ${data} EACCES` });
+    expect(e).toMatchObject({ code: 'ERR_SPAWN', message: `cannot run tool: spawn ${data} EACCES` });
     expect(FORWARDED.map((s) => process.listenerCount(s))).toEqual([0, 0, 0, 0, 0, 0]);
     // spawn() itself throws on an argument it cannot pass (a NUL byte): the signal handlers, already in, come out.
     const bad = await runWithInjector({ profile, command: 'true', args: ['a\0b'] }, which(), []).catch((err: unknown) => err);

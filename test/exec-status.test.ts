@@ -223,6 +223,6 @@ function piped(variables: string, out: string): string {
 /** This process's environment with the injector preloaded and the given status variables (none inherited). */
 function injectedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, LD_PRELOAD: injector, [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }) };
-  for (const key of [INJECT_ENV.statusFd, INJECT_ENV.statusPid, INJECT_ENV.statusId, INJECT_ENV.traceFile]) delete env[key];
+  for (const key of [INJECT_ENV.statusFd, INJECT_ENV.statusPid, INJECT_ENV.statusId, INJECT_ENV.traceFolder]) delete env[key];
   return { ...env, ...extra };
 }

@@ -119,22 +119,25 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
     expect(r.stderr).toContain('did not load');
   });
 
-  it('refuses to raise on bare metal without --force (exit 3), and runs nothing', () => {
+  it('refuses to raise on bare metal without --force (exit 125, exec’s own failure), and runs nothing', () => {
     const marker = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-ran-')), 'ran');
     const r = runCli(['exec', '--', 'sh', '-c', `touch ${marker}`], { METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal' });
-    expect(r.status).toBe(3);
+    expect(r.status).toBe(125);
     expect(r.stderr).toContain('ERR_REFUSED_BARE_METAL');
     expect(() => readFileSync(marker)).toThrow();
   });
 
+  // As env(1): 125 exec's own failure, 126 found but not runnable, 127 not found; never a code the program could give.
   it.each([
-    [['exec', '--trace', tmpdir(), '--', 'true'], 2, 'ERR_TRACE_FILE'],
-    [['exec', '--trace', '/nonexistent/folder/trace.json', '--', 'true'], 2, 'ERR_TRACE_FILE'],
-    [['exec', '--profile', 'apple99', '--', 'true'], 2, 'ERR_INVALID_PROFILE'],
-    [['exec', '--profile', '{"mode":"lower"}', '--', 'true'], 2, 'ERR_INVALID_PROFILE'],
-    [['exec', 'true'], 2, 'ERR_USAGE'],
-    [['exec', '--'], 2, 'ERR_USAGE'],
-    [['exec', '--bogus', '--', 'true'], 2, 'ERR_USAGE'],
+    [['exec', '--trace', tmpdir(), '--', 'true'], 125, 'ERR_TRACE_FILE'],
+    [['exec', '--trace', '/nonexistent/folder/trace.json', '--', 'true'], 125, 'ERR_TRACE_FILE'],
+    [['exec', '--profile', 'apple99', '--', 'true'], 125, 'ERR_INVALID_PROFILE'],
+    [['exec', '--profile', '{"mode":"lower"}', '--', 'true'], 125, 'ERR_INVALID_PROFILE'],
+    [['exec', 'true'], 125, 'ERR_USAGE'],
+    [['exec', '--'], 125, 'ERR_USAGE'],
+    [['exec', '--bogus', '--', 'true'], 125, 'ERR_USAGE'],
+    [['exec', '--', '/etc/passwd'], 126, 'ERR_SPAWN'],
+    [['exec', '--', tmpdir()], 126, 'ERR_SPAWN'],
     [['exec', '--', 'no-such-command-xyz'], 127, 'ERR_COMMAND_NOT_FOUND'],
   ])('%j exits %i (%s)', (args, code, errorCode) => {
     const r = runCli(args as string[], VM);

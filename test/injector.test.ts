@@ -4,6 +4,8 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
+import { APPLE_FAMILY_MAX_KNOWN, APPLE_FAMILY_MIN } from '../lib/families.js';
+import { THREADGROUP_MEMORY_RANGE, WORKING_SET_RANGE } from '../lib/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild, root } from './helpers.js';
 
 const injector = path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so');
@@ -29,6 +31,11 @@ function injected(profileText: string | undefined) {
   const lines = String(r.output[3] ?? '');
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, statusLines: lines.replace(/^[1-9]\d* /gm, ''), pids: new Set(lines.match(/^\d+(?= )/gm)).size };
 }
+
+const MAX_RANGE = `max must be an Apple family value from ${APPLE_FAMILY_MIN} to ${APPLE_FAMILY_MAX_KNOWN}`;
+const TG = THREADGROUP_MEMORY_RANGE;
+const TG_RANGE = `tg must be a byte count from ${TG.min} to ${TG.max}, a multiple of ${TG.multipleOf}`;
+const WSS_RANGE = `wss must be a byte count from ${WORKING_SET_RANGE.min} to ${WORKING_SET_RANGE.max}`;
 
 describeSim('exec injector: profile text from the environment', () => {
   let stockOutput: string;
@@ -57,11 +64,21 @@ describeSim('exec injector: profile text from the environment', () => {
     ['another format', 'mcs2;max=1009', "profile text must start with 'mcs1;'"],
     ['a field without a value', 'mcs1;max', "field 'max' has no '='"],
     ['an empty field', 'mcs1;;mode=raise', "field '' has no '='"],
-    ['a ceiling below the Apple range', 'mcs1;max=1000', 'max must be an Apple family value'],
-    ['a ceiling above the Apple range', 'mcs1;max=2000', 'max must be an Apple family value'],
-    ['a negative threadgroup size', 'mcs1;tg=-5', 'tg must be a byte count'],
-    ['a working set with a unit', 'mcs1;wss=12G', 'wss must be a byte count'],
-    ['a working set past 2^64', 'mcs1;wss=18446744073709551616', 'wss must be a byte count'],
+    ['a ceiling below the Apple range', 'mcs1;max=1000', MAX_RANGE],
+    ['a ceiling above the Apple range', 'mcs1;max=2000', MAX_RANGE],
+    ['a ceiling above the known families, inside the Apple range', 'mcs1;max=1011', MAX_RANGE],
+    ['a ceiling after a space', 'mcs1;max= 1009', MAX_RANGE],
+    ['a negative threadgroup size', 'mcs1;tg=-5', TG_RANGE],
+    ['a negative threadgroup size after a space (strtoull wraps it to 2^64 - 5)', 'mcs1;tg= -5', TG_RANGE],
+    ['a threadgroup size with a plus sign', 'mcs1;tg=+1024', TG_RANGE],
+    ['a threadgroup size of 0', 'mcs1;tg=0', TG_RANGE],
+    ['a threadgroup size in hexadecimal', 'mcs1;tg=0x8000', TG_RANGE],
+    ['a threadgroup size that is no multiple of 16', 'mcs1;tg=32769', TG_RANGE],
+    ['a working set with a unit', 'mcs1;wss=12G', WSS_RANGE],
+    ['a working set past 2^64', 'mcs1;wss=18446744073709551616', WSS_RANGE],
+    ['a working set of 0', 'mcs1;wss=0', WSS_RANGE],
+    ['a family value after a space', 'mcs1;fam= 5001:0', "bad family answer ' 5001:0'"],
+    ['a family answer after a space', 'mcs1;fam=5001: 1', "bad family answer '5001: 1'"],
     ['a mode the engine does not have', 'mcs1;mode=lower', 'mode must be raise or exact'],
     ['a trace flag of 2', 'mcs1;trace=2', 'trace must be 0 or 1'],
     ['a family answer without a colon', 'mcs1;fam=5001', "bad family answer '5001'"],
@@ -72,6 +89,19 @@ describeSim('exec injector: profile text from the environment', () => {
   ])('%s: nothing installed, the program runs stock, the reason on the status pipe', (_what, text, reason) => {
     const r = injected(text);
     expect(r).toEqual({ status: 0, stdout: stockOutput, stderr: '', statusLines: `error ERR_INVALID_PROFILE ${reason}\n`, pids: 1 });
+  });
+
+  // The same bounds as the TypeScript validation, on both sides of each.
+  it.each([
+    ['max', APPLE_FAMILY_MIN, APPLE_FAMILY_MIN - 1, MAX_RANGE],
+    ['max', APPLE_FAMILY_MAX_KNOWN, APPLE_FAMILY_MAX_KNOWN + 1, MAX_RANGE],
+    ['tg', TG.min, TG.min - TG.multipleOf, TG_RANGE],
+    ['tg', TG.max, TG.max + TG.multipleOf, TG_RANGE],
+    ['wss', WORKING_SET_RANGE.min, WORKING_SET_RANGE.min - 1, WSS_RANGE],
+    ['wss', WORKING_SET_RANGE.max, WORKING_SET_RANGE.max + 1, WSS_RANGE],
+  ])('%s=%i is taken, %i is refused', (field, inside, outside, reason) => {
+    expect(injected(`mcs1;${field}=${inside}`).statusLines).toBe(`loaded ${SLICE}\npatched AppleParavirtDevice\n`);
+    expect(injected(`mcs1;${field}=${outside}`).statusLines).toBe(`error ERR_INVALID_PROFILE ${reason}\n`);
   });
 
   it('the bare tag with nothing after it is a profile that changes nothing', () => {

@@ -180,7 +180,10 @@ function main() {
     // No trace: the library never loaded into llama-bench (exec has said why on stderr).
   }
   rmSync(traceDir, { recursive: true, force: true });
-  if (shimRun.status === 3) fail(`metal-cap-shim refused the profile ${opts.profile} here (see above); on a real Mac try --profile mask-apple5`, 3);
+  // 125 is exec's own failure (126/127: llama-bench could not be run or found), never llama-bench's exit code.
+  if (shimRun.status === 125) {
+    fail(`metal-cap-shim exec failed before llama-bench ran (its error is above); if it refused the profile ${opts.profile} here, on a real Mac try --profile mask-apple5`, 3);
+  }
   if (shimRun.status !== 0) fail(`shim run failed (${describeExit(shimRun)})`);
   if (trace?.profileApplied !== true) {
     fail('the shim run was NOT patched (the injected library did not load or did not apply), so its numbers would be stock ones');

@@ -1,4 +1,4 @@
-import { preloadVariable, prepareExec, runWithInjector, signalExitStatus } from '../exec.js';
+import { inheritedDescriptors, preloadVariable, prepareExec, runWithInjector, signalExitStatus } from '../exec.js';
 import { profileForExec } from '../doctor/auto.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { err, EXIT, text, type Command } from './shared.js';
@@ -10,7 +10,8 @@ const command: Command = {
                      Also auto (the verified profile of doctor). Without --profile: METAL_CAP_SHIM_PROFILE if set.
   --trace FILE       write what the program asked and what it was told to FILE (JSON) at exit; a second
                      process that uses Metal (one the program started) writes FILE.<pid>; an unpatched
-                     run writes one saying nothing was applied
+                     run writes one saying nothing was applied. FILE must be new, or a regular file of
+                     yours, which is replaced (never a link, a FIFO or another user's file)
   --force            allow raising answers on a host that is not a VM
   --allow-unpatched  run the program unpatched where it cannot be patched (any OS without Metal, a refusal,
                      SIP-protected programs and scripts), with one notice on stderr: a cross-platform wrapper
@@ -20,6 +21,9 @@ const command: Command = {
                      loaded (and which slice), the patched classes, warnings; a failure of exec itself is one
                      {"error": …} line on stderr (stdout is the program's)
 The program's exit code is passed through; if it dies from a signal, that is reported and re-raised.
+exec's own failures exit 125 (usage, profile, refusal, injector, --trace), 126 when the program is there but
+cannot be run (a folder, no execute permission), 127 when it is not found.
+Descriptors above 2 given to exec (3>file, a socket, make's jobserver) reach the program under the same numbers.
 Nothing is printed into the program's output; notices from metal-cap-shim go to stderr.`,
   options: {
     profile: { type: 'string' },
@@ -31,6 +35,8 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
   },
   positionals: 'after-dashdash',
   async run({ values, rest }) {
+    // Listed before this process opens anything of its own: what is open now came with it, or is Node's.
+    const passFds = inheritedDescriptors();
     // `auto` is resolved here, before the program starts; without --profile, METAL_CAP_SHIM_PROFILE decides.
     const given = text(values, 'profile');
     const profile = profileForExec(given !== undefined ? profileArgument(given) : undefined, process.env, values.force === true);
@@ -41,6 +47,7 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
       args: rest.slice(1),
       force: values.force === true,
       allowUnpatched: values['allow-unpatched'] === true,
+      passFds,
       ...(trace !== undefined ? { traceFile: trace } : {}),
     };
     // --quiet: the notices (running unpatched, the shim did not load, killed by a signal) are left out; an error of
@@ -48,7 +55,8 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     const notice = values.quiet === true ? () => {} : err;
     const prepared = prepareExec(options);
     if (prepared.unpatched !== null) notice(`metal-cap-shim: ${prepared.unpatched}`);
-    const outcome = await runWithInjector(options, prepared.injector, prepared.warnings);
+    // The file prepareExec checked is the file that runs: PATH is not searched again.
+    const outcome = await runWithInjector({ ...options, program: prepared.resolved }, prepared.injector, prepared.warnings);
     // The program owns stdout; the summary for scripts goes to stderr, after it has finished.
     if (values.json) err(JSON.stringify({ schema: 'metal-cap-shim/exec@1', command: options.command, ...outcome }));
     if (!outcome.injectorLoaded && prepared.injector !== null) {

@@ -10,7 +10,7 @@ import { checkOptions } from '../options.js';
 import { stockReport } from '../probe.js';
 import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../profiles.js';
 import type { SupportedReport } from '../types.js';
-import { cacheKeyFor, readCache } from './cache.js';
+import { cacheKeyFor, doctorCacheDir, readCache } from './cache.js';
 import { leastProfile } from './derive.js';
 import { AUTO_PROBES, checkDoctorOptions } from './options.js';
 import { runDoctorLive } from './run.js';
@@ -54,7 +54,7 @@ function autoProfileFor(
   stock: SupportedReport,
   options: { force: boolean; timeoutMs?: number },
 ): { profile: Profile; auto: AutoSource } {
-  const lookups = stock.devices.map((d) => readCache(cacheKeyFor(stock, d)));
+  const lookups = stock.devices.map((d) => readCache(cacheKeyFor(stock, d), d, doctorCacheDir(), options.force));
   const ignored = lookups.flatMap((l) => (l.ignored === null ? [] : [{ file: l.file, why: l.ignored }]));
   if (lookups.every((l) => l.entry !== null)) {
     const devices = lookups.map((l) => l.entry!.result);

@@ -1,17 +1,21 @@
 /**
  * doctor's results on disk, one file per (package version, host, OS build, device), so `auto` can apply a proven
  * profile without running the probes again. A file that is damaged, of another format, or written for another
- * machine is ignored, never trusted; writes go to a temporary file renamed into place, so a reader never sees half
- * of one.
+ * machine is ignored, never trusted; so is a folder or file another user could have planted or changed, and a
+ * verified profile that does not follow from the probe results stored with it. Writes go to a temporary file renamed
+ * into place, so a reader never sees half of one.
  */
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, renameSync, rmSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { readInput } from '../input.js';
 import { optionFailure } from '../options.js';
 import { resolveProfile, type Profile } from '../profiles.js';
+import { makeFolders, readOwnFile, untrustedBecause, writeNewFile } from '../safefs.js';
 import type { DeviceReport, SupportedReport } from '../types.js';
 import { packageVersion } from '../native.js';
+import { deriveVerifiedProfile } from './derive.js';
+import { judgeProbe } from './judge.js';
 import { CAPABILITY_PROBE_IDS, isProbeId, isRecordedStatus, type DoctorProbeId, type RecordedStatus } from './probes.js';
 import type { DoctorDevice, Recommendation } from './types.js';
 
@@ -30,13 +34,21 @@ export interface DoctorCacheKey {
   device: { index: number; name: string; className: string };
 }
 
+/** One probe as the cache keeps it: its status, and for threadgroup-memory the size it proved. */
+export interface CachedProbe {
+  id: DoctorProbeId;
+  status: RecordedStatus;
+  /** threadgroup-memory only, when it proved a size. */
+  provenThreadgroupMemory?: number;
+}
+
 /**
- * What is kept of one device's doctor result: its decisions and each probe's status. The full result (details,
- * both runs, timings) is what `doctor --json` prints; the cache keeps what `auto` reads, small, because it is read
- * at the start of every program that uses `auto`.
+ * What is kept of one device's doctor result: its decisions and what they were derived from (each probe's status,
+ * the proven threadgroup size). The full result (details, both runs, timings) is what `doctor --json` prints; the
+ * cache keeps what `auto` reads, small, because it is read at the start of every program that uses `auto`.
  */
 export interface CachedResult {
-  probes: { id: DoctorProbeId; status: RecordedStatus }[];
+  probes: CachedProbe[];
   verifiedProfile: Profile;
   verifiedProfileReasons: string[];
   recommendations: Recommendation[];
@@ -54,7 +66,11 @@ export interface DoctorCacheEntry {
 /** The part of a device's doctor result the cache keeps. */
 export function cachedResultOf(device: DoctorDevice): CachedResult {
   return {
-    probes: device.probes.map((p) => ({ id: p.id, status: p.status })),
+    probes: device.probes.map((p) =>
+      p.id === 'threadgroup-memory' && p.provenThreadgroupMemory !== null
+        ? { id: p.id, status: p.status, provenThreadgroupMemory: p.provenThreadgroupMemory }
+        : { id: p.id, status: p.status },
+    ),
     verifiedProfile: device.verifiedProfile,
     verifiedProfileReasons: device.verifiedProfileReasons,
     recommendations: device.recommendations,
@@ -141,20 +157,56 @@ function sameKey(value: unknown, expected: object): boolean {
   });
 }
 
-/** Why a parsed cache file cannot be used for `key`, or null when it can. */
-function problemWith(data: unknown, key: DoctorCacheKey): string | Profile {
+const isCachedProbe = (p: unknown): boolean => {
+  if (!isObject(p) || !isProbeId(p.id) || !isRecordedStatus(p.status)) return false;
+  if (!('provenThreadgroupMemory' in p)) return Object.keys(p).length === 2;
+  return p.id === 'threadgroup-memory' && Number.isSafeInteger(p.provenThreadgroupMemory) && (p.provenThreadgroupMemory as number) > 0 && Object.keys(p).length === 3;
+};
+
+/** The largest cache file read: one device's result is about 2 KB. */
+const MAX_CACHE_BYTES = 1 << 20;
+
+const PROFILE_FIELDS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'mode'] as const;
+
+/** True when two profiles give the same answers (the name aside). */
+function sameAnswers(a: Profile, b: Profile): boolean {
+  // A derived profile names at most one family (metal3), so key order cannot make two equal answers differ.
+  return PROFILE_FIELDS.every((f) => a[f] === b[f]) && JSON.stringify(a.families) === JSON.stringify(b.families);
+}
+
+/**
+ * The verified profile the stored probe results prove on `stock` (the device as it answers now, stock), derived as
+ * doctor derives it, with or without `force` (which lets threadgroup memory above 32768 bytes be claimed). Only status
+ * and proven size are stored, and the derivation reads nothing else.
+ */
+function derivedFrom(stock: DeviceReport, probes: CachedProbe[], force: boolean): Profile {
+  const judged = probes.map((p) =>
+    judgeProbe(p.id, {
+      status: p.status,
+      detail: 'cached',
+      ms: null,
+      compileMs: null,
+      provenThreadgroupMemory: p.provenThreadgroupMemory ?? null,
+      failedThreadgroupMemory: null,
+      bufferLength: null,
+      maxAbsError: null,
+    }),
+  );
+  return deriveVerifiedProfile(stock, judged, undefined, force).profile;
+}
+
+/** Why a parsed cache file cannot be used for `key` on `stock`, or the verified profile it stands for. */
+function problemWith(data: unknown, key: DoctorCacheKey, stock: DeviceReport, force: boolean): string | Profile {
   if (!isObject(data)) return 'not a JSON object';
   if (data.schema !== DOCTOR_CACHE_SCHEMA) return `not a ${DOCTOR_CACHE_SCHEMA} file`;
   if (!sameKey(data.key, key)) return 'written for another package version, host, OS build or device';
   if (typeof data.generatedAt !== 'string' || Number.isNaN(Date.parse(data.generatedAt))) return 'damaged: generatedAt';
   const d = data.result;
   if (!isObject(d)) return 'damaged: result';
-  if (!Array.isArray(d.probes) || !d.probes.every((p) => isObject(p) && isProbeId(p.id) && isRecordedStatus(p.status))) {
-    return 'damaged: probes';
-  }
+  if (!Array.isArray(d.probes) || !d.probes.every(isCachedProbe)) return 'damaged: probes';
   // doctor caches only runs that asked every capability probe, but a file written before that rule, or by hand, may be
   // partial: its verified profile would claim nothing for what was skipped, and `auto` would apply that.
-  const recorded = d.probes as { id: DoctorProbeId; status: RecordedStatus }[];
+  const recorded = d.probes as CachedProbe[];
   const skipped = CAPABILITY_PROBE_IDS.filter((id) => !recorded.some((p) => p.id === id && p.status !== 'skipped'));
   if (skipped.length > 0) return `partial: ${skipped.join(', ')} did not run, so it is measured again`;
   if (!Array.isArray(d.verifiedProfileReasons) || !d.verifiedProfileReasons.every((r) => typeof r === 'string')) {
@@ -165,44 +217,85 @@ function problemWith(data: unknown, key: DoctorCacheKey): string | Profile {
   if (!Array.isArray(d.recommendations) || !d.recommendations.every(isRecommendation)) return 'damaged: recommendations';
   if (!Array.isArray(d.faults) || !d.faults.every((f) => typeof f === 'string')) return 'damaged: faults';
   if (!isObject(d.verifiedProfile) || !('name' in d.verifiedProfile)) return 'damaged: verifiedProfile';
+  let stored: Profile;
   try {
-    return resolveProfile(d.verifiedProfile);
+    stored = resolveProfile(d.verifiedProfile);
   } catch (err) {
     return `damaged: verifiedProfile (${(err as Error).message})`;
   }
+  // A hand-edited profile (1 MiB of threadgroup memory, say) is not what the stored results prove: only what they
+  // prove is ever applied.
+  const derived = derivedFrom(stock, recorded, force);
+  if (!sameAnswers(stored, derived)) {
+    if (sameAnswers(stored, derivedFrom(stock, recorded, !force))) {
+      return `derived by a doctor run ${force ? 'without' : 'with'} force, so it is measured again ${force ? 'with' : 'without'} it`;
+    }
+    return `the verified profile ${JSON.stringify(profileAnswers(stored))} does not follow from the probe results stored with it (they prove ${JSON.stringify(profileAnswers(derived))}): edited or damaged`;
+  }
+  return derived;
 }
 
-/** Reads the cached result for `key`; a missing file is a plain miss, an unusable one says why it was ignored. */
-export function readCache(key: DoctorCacheKey, dir: string = doctorCacheDir()): CacheLookup {
+function profileAnswers(p: Profile): Omit<Profile, 'name'> {
+  const { name: _name, ...answers } = p;
+  return answers;
+}
+
+/**
+ * Why the cache folder is not to be used, or null: it must be a folder (not a link to one) of ours that nobody else
+ * may write, or anyone could plant a result (the file names are computable from public facts).
+ */
+function folderProblem(dir: string): string | null {
+  let stats: Stats;
+  try {
+    stats = lstatSync(dir);
+  } catch (err) {
+    return `the cache folder ${dir} cannot be examined (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+  }
+  if (stats.isSymbolicLink()) return `the cache folder ${dir} is a symbolic link`;
+  if (!stats.isDirectory()) return `the cache folder ${dir} is not a folder`;
+  const untrusted = untrustedBecause(stats);
+  return untrusted === null ? null : `the cache folder ${dir} ${untrusted}`;
+}
+
+/**
+ * Reads the cached result for `key`, the device `stock` (as it answers now); a missing file is a plain miss, an
+ * unusable one says why it was ignored. The file is read without following a link, and only when it and its folder
+ * belong to us and nobody else may write them. `force`: derive as doctor does with force (a result cached by a run
+ * that differed in this is measured again).
+ */
+export function readCache(key: DoctorCacheKey, stock: DeviceReport, dir: string = doctorCacheDir(), force = false): CacheLookup {
   const canonicalKey = canonical(key);
   const file = fileForCanonical(canonicalKey, dir);
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return { entry: null, file, ignored: null };
-  }
+  const read = readOwnFile(file, MAX_CACHE_BYTES);
+  if (!read.ok) return { entry: null, file, ignored: read.missing ? null : `the cache file ${read.why}` };
+  const unsafeFolder = folderProblem(dir);
+  if (unsafeFolder !== null) return { entry: null, file, ignored: unsafeFolder };
   let data: unknown;
   try {
-    data = JSON.parse(text);
+    data = JSON.parse(read.text);
   } catch {
     return { entry: null, file, ignored: 'not JSON' };
   }
-  const checked = problemWith(data, key);
+  const checked = problemWith(data, key, stock, force);
   if (typeof checked === 'string') return { entry: null, file, ignored: checked };
   const entry = data as DoctorCacheEntry;
   // The profile as validation normalised it, so a hand-edited file cannot smuggle in unknown fields.
   return { entry: { ...entry, result: { ...entry.result, verifiedProfile: checked } }, file, ignored: null };
 }
 
-/** Writes one device's result atomically (temporary file, then rename). Returns the file. Throws on I/O errors. */
+/**
+ * Writes one device's result atomically (temporary file created O_EXCL|O_NOFOLLOW, then rename). The folder is created
+ * 0700, a level at a time; one that is not ours alone is not written into. Returns the file. Throws on I/O errors.
+ */
 export function writeCache(key: DoctorCacheKey, device: DoctorDevice, generatedAt: string, dir: string = doctorCacheDir()): string {
   const file = cacheFileFor(key, dir);
-  mkdirSync(dir, { recursive: true });
+  makeFolders(dir, 0o700);
+  const unsafeFolder = folderProblem(dir);
+  if (unsafeFolder !== null) throw new Error(`${unsafeFolder}, so nothing is written there`);
   const entry: DoctorCacheEntry = { schema: DOCTOR_CACHE_SCHEMA, key, generatedAt, result: cachedResultOf(device) };
   const temp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   try {
-    writeFileSync(temp, `${JSON.stringify(entry)}\n`);
+    writeNewFile(temp, `${JSON.stringify(entry)}\n`, 0o600);
     renameSync(temp, file);
   } catch (err) {
     rmSync(temp, { force: true });

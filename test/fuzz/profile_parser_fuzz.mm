@@ -19,6 +19,16 @@ namespace {
 
 void checkAccepted(const mcs::Profile &p) {
   if (p.appleFamilyMax != 0 && !mcs::isAppleFamily(p.appleFamilyMax)) broken("appleFamilyMax outside the Apple range");
+  // The ranges TypeScript validates (lib/profiles.ts), checked again by the parser.
+  if (p.appleFamilyMax != 0 && p.appleFamilyMax > mcs::kProfileFamilyMaxLast) broken("appleFamilyMax above the known families");
+  if (p.hasMaxThreadgroupMemory &&
+      (p.maxThreadgroupMemoryLength < mcs::kThreadgroupMemoryMin || p.maxThreadgroupMemoryLength > mcs::kThreadgroupMemoryMax ||
+       p.maxThreadgroupMemoryLength % mcs::kThreadgroupMemoryMultiple != 0)) {
+    broken("threadgroup memory outside its range");
+  }
+  if (p.hasWorkingSet && (p.recommendedMaxWorkingSetSize < mcs::kWorkingSetMin || p.recommendedMaxWorkingSetSize > mcs::kWorkingSetMax)) {
+    broken("working set outside its range");
+  }
   for (size_t i = 0; i < mcs::kFamilyCount; i++) {
     if (p.familyOverride[i] < -1 || p.familyOverride[i] > 1) broken("family override not -1, 0 or 1");
   }

@@ -388,18 +388,18 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
       120_000,
     );
 
-    it('a SIP-protected program is refused before it runs (exit 3, ERR_INJECTION_BLOCKED)', () => {
+    it('a SIP-protected program is refused before it runs (exit 125, ERR_INJECTION_BLOCKED)', () => {
       const marker = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-live-sip-')), 'ran');
       const script = `touch '${marker}'; exit 7`;
       // --force isolates the SIP check from the bare-metal guard, which an Intel runner with a device would hit first.
       const forced = runCli(['exec', '--force', '--', '/bin/sh', '-c', script]);
-      expect(forced.status, forced.stderr).toBe(3);
+      expect(forced.status, forced.stderr).toBe(125);
       expect(forced.stderr).toContain('ERR_INJECTION_BLOCKED');
       expect(existsSync(marker)).toBe(false);
       // Without --force: the injection check on a VM or a device-less host; on bare metal with a device the
-      // bare-metal guard comes first. Either way exit 3 and nothing runs.
+      // bare-metal guard comes first. Either way exit 125 (exec's own failure) and nothing runs.
       const plain = runCli(['exec', '--', '/bin/sh', '-c', script]);
-      expect(plain.status, plain.stderr).toBe(3);
+      expect(plain.status, plain.stderr).toBe(125);
       const bareMetalFirst = hasDevice && guardFor('cua-release').refusedWithoutForce;
       expect(plain.stderr).toContain(bareMetalFirst ? 'ERR_REFUSED_BARE_METAL' : 'ERR_INJECTION_BLOCKED');
       expect(existsSync(marker)).toBe(false);
@@ -442,7 +442,7 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
       expect(direct.status).not.toBe(0);
       expect(direct.stdout).toBe('');
       const r = runCli(['exec', '--force', '--', dyldOnly]);
-      expect(r.status, r.stderr).toBe(3);
+      expect(r.status, r.stderr).toBe(125);
       expect(r.stderr).toContain('ERR_INJECTION_BLOCKED');
       // --allow-unpatched runs it without the injector, so it starts.
       const unpatched = runCli(['exec', '--force', '--allow-unpatched', '--', dyldOnly]);
