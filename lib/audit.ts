@@ -1,5 +1,5 @@
 import { applyProfile, notAppliedError, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from './apply.js';
-import { InvalidOptionsError, MetalCapShimError, UnsupportedPlatformError } from './errors.js';
+import { InvalidOptionsError, ProfileActiveError, UnsupportedPlatformError } from './errors.js';
 import {
   chipOfName,
   ENGINES,
@@ -362,7 +362,7 @@ export function audit(options?: AuditOptions): AuditResult {
     );
   }
   if (status().active) {
-    throw new MetalCapShimError('ERR_PROFILE_ACTIVE', 'a profile is already applied in this process: call restore() first, or audit a snapshot');
+    throw new ProfileActiveError('a profile is already applied in this process: call restore() first, or audit a snapshot');
   }
   const stock = stockReport(native.binding);
   if (!stock.supported) throw new UnsupportedPlatformError(stock.detail);

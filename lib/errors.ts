@@ -1,32 +1,34 @@
 /**
- * Every code this package throws. A script can branch on `err.code` and the compiler checks the comparison: a code
- * that is not in this list is a type error, not a branch that never runs.
+ * Every code this package throws: the codes of its error classes, each class carrying its own. A script can branch on
+ * `err.code` and the compiler checks the comparison: a code that is not in this list is a type error, not a branch
+ * that never runs.
  */
-export type ErrorCode =
-  | 'ERR_INVALID_OPTIONS'
-  | 'ERR_INVALID_PROFILE'
-  | 'ERR_SNAPSHOT_NOT_FOUND'
-  | 'ERR_INVALID_SNAPSHOT'
-  | 'ERR_INVALID_REPORT'
-  | 'ERR_REFUSED_BARE_METAL'
-  | 'ERR_INJECTION_BLOCKED'
-  | 'ERR_UNSUPPORTED_PLATFORM'
-  | 'ERR_HOOK_FAILED'
-  | 'ERR_VERIFICATION_FAILED'
-  | 'ERR_NO_DEVICE'
-  | 'ERR_NATIVE_UNAVAILABLE'
-  | 'ERR_PROFILE_ACTIVE'
-  | 'ERR_COMMAND_NOT_FOUND'
-  | 'ERR_SPAWN'
-  | 'ERR_TRACE_FILE'
-  | 'ERR_FILE'
-  | 'ERR_USAGE';
+export type ErrorCode = PackageError['code'];
+
+/** Every error class this package throws (the base class is never thrown by itself). */
+export type PackageError =
+  | InvalidOptionsError
+  | InvalidProfileError
+  | SnapshotNotFoundError
+  | InvalidSnapshotError
+  | InvalidReportError
+  | RefusedError
+  | UnsupportedPlatformError
+  | NativeError
+  | ProfileActiveError
+  | SpawnError
+  | TraceFileError
+  | FileError
+  | UsageError;
 
 /** The codes a NativeError carries: the native engine's failures, and `strict: true` failures to apply. */
 export type NativeErrorCode = 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'ERR_NO_DEVICE' | 'ERR_NATIVE_UNAVAILABLE';
 
 /** The codes a RefusedError carries. */
 export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED';
+
+/** The codes a SpawnError carries. */
+export type SpawnErrorCode = 'ERR_COMMAND_NOT_FOUND' | 'ERR_SPAWN';
 
 /** The longest message or field an error carries; a longer one keeps its start and end. Quoting a value in a message
  * goes through lib/input.ts, which keeps 200 characters of it: this bound only stops what slipped past that. */
@@ -48,7 +50,8 @@ export class MetalCapShimError extends Error {
 
   // Not generic on purpose: `err instanceof MetalCapShimError` would then narrow to MetalCapShimError<any>, and a
   // comparison with a code that does not exist would compile. Subclasses narrow `code` with `declare`.
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  // Protected: every code belongs to a subclass, so the base class is never thrown by itself.
+  protected constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(bounded(message), options);
     this.name = new.target.name;
     this.code = code;
@@ -145,5 +148,40 @@ export class UsageError extends MetalCapShimError {
   declare readonly code: 'ERR_USAGE';
   constructor(message: string) {
     super('ERR_USAGE', message);
+  }
+}
+
+/**
+ * A live `audit()` or `doctor()` (or `auto` measuring afresh) while a profile is applied in this process: they must
+ * measure the stock answers first. Call `restore()` first, or work from a snapshot.
+ */
+export class ProfileActiveError extends MetalCapShimError {
+  declare readonly code: 'ERR_PROFILE_ACTIVE';
+  constructor(message: string) {
+    super('ERR_PROFILE_ACTIVE', message);
+  }
+}
+
+/** `exec`: the program is not found (`ERR_COMMAND_NOT_FOUND`, exit 127) or is there but cannot be run (`ERR_SPAWN`, exit 126). */
+export class SpawnError extends MetalCapShimError {
+  declare readonly code: SpawnErrorCode;
+  constructor(code: SpawnErrorCode, message: string) {
+    super(code, message);
+  }
+}
+
+/** `exec --trace FILE`: the path is unusable (a missing or unwritable folder, a link, a FIFO, a folder, another user's file). */
+export class TraceFileError extends MetalCapShimError {
+  declare readonly code: 'ERR_TRACE_FILE';
+  constructor(message: string) {
+    super('ERR_TRACE_FILE', message);
+  }
+}
+
+/** CLI: a file given to `matrix` cannot be read or is not JSON. */
+export class FileError extends MetalCapShimError {
+  declare readonly code: 'ERR_FILE';
+  constructor(message: string) {
+    super('ERR_FILE', message);
   }
 }

@@ -3,7 +3,7 @@ import { accessSync, closeSync, constants, existsSync, fstatSync, mkdtempSync, o
 import { constants as osConstants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { notAppliedError, profileWarnings, refusalFor, type ApplyWarning } from './apply.js';
-import { MetalCapShimError, RefusedError, UnsupportedPlatformError } from './errors.js';
+import { RefusedError, SpawnError, TraceFileError, UnsupportedPlatformError } from './errors.js';
 import { loadNative, packageRoot, simulationSelected } from './native.js';
 import { stockReport } from './probe.js';
 import { encodeNativeProfile, planProfile, type Profile } from './profiles.js';
@@ -115,7 +115,7 @@ function commandCandidates(command: string, env: NodeJS.ProcessEnv, platform: No
  * cannot be run (a folder, a file without execute permission), as execvp's EACCES; otherwise ERR_COMMAND_NOT_FOUND
  * (exit 127).
  */
-export function commandError(command: string, env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): MetalCapShimError {
+export function commandError(command: string, env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): SpawnError {
   for (const candidate of commandCandidates(command, env, platform)) {
     let stats: Stats;
     try {
@@ -124,9 +124,9 @@ export function commandError(command: string, env: NodeJS.ProcessEnv = process.e
       continue;
     }
     const why = stats.isDirectory() ? 'is a folder' : stats.isFile() ? 'is not executable' : 'is not a file';
-    return new MetalCapShimError('ERR_SPAWN', `cannot run ${command}: ${path.resolve(candidate)} ${why}`);
+    return new SpawnError('ERR_SPAWN', `cannot run ${command}: ${path.resolve(candidate)} ${why}`);
   }
-  return new MetalCapShimError('ERR_COMMAND_NOT_FOUND', `command not found: ${command}`);
+  return new SpawnError('ERR_COMMAND_NOT_FOUND', `command not found: ${command}`);
 }
 
 function shebangInterpreter(file: string): string | null {
@@ -358,14 +358,14 @@ export function checkTraceFile(file: string): string {
   } catch {
     isFolder = false;
   }
-  if (!isFolder) throw new MetalCapShimError('ERR_TRACE_FILE', `--trace ${file}: the folder ${folder} does not exist`);
+  if (!isFolder) throw new TraceFileError(`--trace ${file}: the folder ${folder} does not exist`);
   try {
     accessSync(folder, constants.W_OK);
   } catch {
-    throw new MetalCapShimError('ERR_TRACE_FILE', `--trace ${file}: the folder ${folder} cannot be written`);
+    throw new TraceFileError(`--trace ${file}: the folder ${folder} cannot be written`);
   }
   const problem = replaceableBecause(resolved);
-  if (problem !== null) throw new MetalCapShimError('ERR_TRACE_FILE', `--trace ${file}: ${resolved} ${problem}`);
+  if (problem !== null) throw new TraceFileError(`--trace ${file}: ${resolved} ${problem}`);
   return resolved;
 }
 
@@ -376,7 +376,7 @@ export type PreparedExec =
 
 /**
  * Checks, before running anything, that the injector exists, the profile may be applied on this host, and
- * injection can reach the program. Throws typed errors: MetalCapShimError (ERR_TRACE_FILE, ERR_COMMAND_NOT_FOUND,
+ * injection can reach the program. Throws typed errors: TraceFileError (ERR_TRACE_FILE), SpawnError (ERR_COMMAND_NOT_FOUND,
  * ERR_SPAWN), UnsupportedPlatformError, RefusedError (ERR_REFUSED_BARE_METAL, ERR_INJECTION_BLOCKED),
  * NativeError (ERR_NATIVE_UNAVAILABLE: the injector is there, the native module is not).
  */
@@ -723,8 +723,8 @@ export function processGroupsWithoutAddon(childPid: number, platform: NodeJS.Pla
 }
 
 /** The error for a program that could not be started: ERR_COMMAND_NOT_FOUND when it is not there, else ERR_SPAWN. */
-function spawnFailure(command: string, err: NodeJS.ErrnoException): MetalCapShimError {
-  return new MetalCapShimError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${command}: ${err.message}`);
+function spawnFailure(command: string, err: NodeJS.ErrnoException): SpawnError {
+  return new SpawnError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${command}: ${err.message}`);
 }
 
 /**
@@ -781,7 +781,7 @@ function makeTraceFolder(): string {
   try {
     return mkdtempSync(path.join(tmpdir(), 'metal-cap-shim-trace-'));
   } catch (e) {
-    throw new MetalCapShimError('ERR_TRACE_FILE', `--trace: cannot create a private folder for the traces in ${tmpdir()}: ${(e as Error).message}`);
+    throw new TraceFileError(`--trace: cannot create a private folder for the traces in ${tmpdir()}: ${(e as Error).message}`);
   }
 }
 

@@ -114,19 +114,25 @@ export {
 } from './engines/index.js';
 export type { LoadedLlamaCpp } from './loaded-llama.js';
 export {
+  FileError,
   InvalidOptionsError,
   InvalidProfileError,
   InvalidReportError,
   InvalidSnapshotError,
   MetalCapShimError,
   NativeError,
+  ProfileActiveError,
   RefusedError,
   SnapshotNotFoundError,
+  SpawnError,
+  TraceFileError,
   UnsupportedPlatformError,
   UsageError,
   type ErrorCode,
   type NativeErrorCode,
+  type PackageError,
   type RefusedErrorCode,
+  type SpawnErrorCode,
 } from './errors.js';
 export type * from './types.js';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { applyProfile, restore, status } from '../lib/apply.js';
-import { InvalidProfileError, MetalCapShimError } from '../lib/errors.js';
+import { InvalidProfileError, ProfileActiveError } from '../lib/errors.js';
 import { FAMILY_NAMES } from '../lib/families.js';
 import { probe } from '../lib/probe.js';
 import { resolveProfile } from '../lib/profiles.js';
@@ -205,7 +205,7 @@ describeSim('register in a VM', () => {
       const active = status();
       const message =
         'a profile is already applied in this process, and doctor must measure the stock answers first: call restore() before doctor(), or replay a snapshot';
-      expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'auto' })).toThrow(new MetalCapShimError('ERR_PROFILE_ACTIVE', message));
+      expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'auto' })).toThrow(new ProfileActiveError(message));
       expect(status()).toEqual(active);
       // register itself: the program stops with the code and the message, as for a malformed value.
       expect(await importRegister('auto')).toEqual({ exits: [1], warnings: [], stderr: `metal-cap-shim/register: ERR_PROFILE_ACTIVE: ${message}\n` });

@@ -8,7 +8,7 @@ import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, w
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MetalCapShimError, NativeError, RefusedError, UnsupportedPlatformError } from '../lib/errors.js';
+import { MetalCapShimError, NativeError, RefusedError, SpawnError, TraceFileError, UnsupportedPlatformError } from '../lib/errors.js';
 import {
   checkTraceFile,
   childEnvironment,
@@ -250,20 +250,20 @@ describe('checkTraceFile (--trace)', () => {
     const dir = folder();
     const missing = path.join(dir, 'nope', 'trace.json');
     expect(thrown(() => checkTraceFile(missing))).toEqual(
-      new MetalCapShimError('ERR_TRACE_FILE', `--trace ${missing}: the folder ${path.join(dir, 'nope')} does not exist`),
+      new TraceFileError(`--trace ${missing}: the folder ${path.join(dir, 'nope')} does not exist`),
     );
     const parentFile = file(dir, 'plain', 0o644, 'x');
     expect(thrown(() => checkTraceFile(path.join(parentFile, 'trace.json')))).toEqual(
-      new MetalCapShimError('ERR_TRACE_FILE', `--trace ${path.join(parentFile, 'trace.json')}: the folder ${parentFile} does not exist`),
+      new TraceFileError(`--trace ${path.join(parentFile, 'trace.json')}: the folder ${parentFile} does not exist`),
     );
   });
 
   it('something that exists and is not a regular file: ERR_TRACE_FILE', () => {
     const dir = folder();
-    expect(thrown(() => checkTraceFile(dir))).toEqual(new MetalCapShimError('ERR_TRACE_FILE', `--trace ${dir}: ${dir} is a folder`));
+    expect(thrown(() => checkTraceFile(dir))).toEqual(new TraceFileError(`--trace ${dir}: ${dir} is a folder`));
     const fifo = path.join(dir, 'fifo');
     execFileSync('mkfifo', [fifo]);
-    expect(thrown(() => checkTraceFile(fifo))).toEqual(new MetalCapShimError('ERR_TRACE_FILE', `--trace ${fifo}: ${fifo} exists and is not a regular file`));
+    expect(thrown(() => checkTraceFile(fifo))).toEqual(new TraceFileError(`--trace ${fifo}: ${fifo} exists and is not a regular file`));
   });
 });
 
@@ -728,7 +728,7 @@ describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the block
 
   it('a missing command: ERR_COMMAND_NOT_FOUND; a bad --trace is found first', () => {
     expect(thrown(() => prepareExec({ profile, command: 'no-such-command-xyz', args: [], force: true }))).toEqual(
-      new MetalCapShimError('ERR_COMMAND_NOT_FOUND', 'command not found: no-such-command-xyz'),
+      new SpawnError('ERR_COMMAND_NOT_FOUND', 'command not found: no-such-command-xyz'),
     );
     expect(thrown(() => prepareExec({ profile, command: 'no-such-command-xyz', args: [], traceFile: '/nonexistent/t.json' }))).toMatchObject({
       code: 'ERR_TRACE_FILE',

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ApplyWarning } from '../lib/apply.js';
-import { MetalCapShimError } from '../lib/errors.js';
+import { MetalCapShimError, SpawnError } from '../lib/errors.js';
 import { INJECT_ENV, injectorPath, runWithInjector, type ExecOutcome } from '../lib/exec.js';
 import { resolveProfile } from '../lib/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild } from './helpers.js';
@@ -188,17 +188,17 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
   ] as const)('%s: a missing program is ERR_COMMAND_NOT_FOUND, one that cannot be run ERR_SPAWN; no handler is left behind', async (_, which) => {
     // Without `program`, the command is resolved first, as prepareExec does.
     await expect(runWithInjector({ profile, command: 'no-such-command-xyz', args: [] }, which(), [])).rejects.toEqual(
-      new MetalCapShimError('ERR_COMMAND_NOT_FOUND', 'command not found: no-such-command-xyz'),
+      new SpawnError('ERR_COMMAND_NOT_FOUND', 'command not found: no-such-command-xyz'),
     );
     const data = path.join(folder(), 'data');
     writeFileSync(data, 'not a program\n');
     chmodSync(data, 0o644);
     await expect(runWithInjector({ profile, command: data, args: [] }, which(), [])).rejects.toEqual(
-      new MetalCapShimError('ERR_SPAWN', `cannot run ${data}: ${data} is not executable`),
+      new SpawnError('ERR_SPAWN', `cannot run ${data}: ${data} is not executable`),
     );
     // The file prepareExec checked is what spawn() is given; if it changed meanwhile, spawn()'s own error.
     await expect(runWithInjector({ profile, command: 'tool', program: path.join(tmp, 'gone'), args: [] }, which(), [])).rejects.toEqual(
-      new MetalCapShimError('ERR_COMMAND_NOT_FOUND', `cannot run tool: spawn ${path.join(tmp, 'gone')} ENOENT`),
+      new SpawnError('ERR_COMMAND_NOT_FOUND', `cannot run tool: spawn ${path.join(tmp, 'gone')} ENOENT`),
     );
     const e = await runWithInjector({ profile, command: 'tool', program: data, args: [] }, which(), []).catch((err: unknown) => err);
     expect(e).toBeInstanceOf(MetalCapShimError);

@@ -1,4 +1,4 @@
-import { MetalCapShimError, UsageError } from '../errors.js';
+import { FileError, UsageError } from '../errors.js';
 import { buildMatrix, matrixMarkdown, type MatrixInput } from '../fieldreport.js';
 import { readJsonFile } from '../jsonfile.js';
 import { err, EXIT, out, printJson, type Command } from './shared.js';
@@ -14,7 +14,7 @@ The same report given twice (the same file, or a copy) is counted once.`,
     if (positionals.length === 0) throw new UsageError('matrix needs at least one report file');
     const reports: MatrixInput[] = positionals.map((file) => {
       const read = readJsonFile(file);
-      if (!read.ok) throw new MetalCapShimError('ERR_FILE', `${file} ${read.problem}`);
+      if (!read.ok) throw new FileError(`${file} ${read.problem}`);
       return { where: file, report: read.value };
     });
     const matrix = buildMatrix(reports);

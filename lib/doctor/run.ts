@@ -4,7 +4,7 @@
  */
 import { tmpdir } from 'node:os';
 import { applyProfile, refusalFor, restore } from '../apply.js';
-import { InvalidOptionsError, MetalCapShimError } from '../errors.js';
+import { InvalidOptionsError, ProfileActiveError } from '../errors.js';
 import { loadNative, packageVersion } from '../native.js';
 import { stockReport } from '../probe.js';
 import { planProfile } from '../profiles.js';
@@ -162,8 +162,7 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
   if (native.binding === null) return unsupported(o, generatedAt, native.reason, native.detail, null);
   const binding = native.binding;
   if (binding.status().active) {
-    throw new MetalCapShimError(
-      'ERR_PROFILE_ACTIVE',
+    throw new ProfileActiveError(
       'a profile is already applied in this process, and doctor must measure the stock answers first: call restore() before doctor(), or replay a snapshot',
     );
   }
