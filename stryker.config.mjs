@@ -9,6 +9,7 @@ export default {
   // callable in-process). The globs pick up lib/gates/*.ts and doctor's files as they arrive.
   mutate: [
     'lib/profiles.ts',
+    'lib/chips.ts',
     'lib/gates.ts',
     'lib/gates/*.ts',
     'lib/apply.ts',

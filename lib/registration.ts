@@ -6,6 +6,7 @@ import { applyProfile, isAuto, PROFILE_ENV, type AutoApplyResult } from './docto
 import { loadNative } from './native.js';
 import { checkSimulatedSnapshot } from './probe.js';
 import { DEFAULT_PROFILE, resolveProfile } from './profiles.js';
+import { hostFromNative } from './report.js';
 import type { HostInfo } from './types.js';
 
 /** What registerFromEnvironment() did. */
@@ -35,7 +36,7 @@ export function registerFromEnvironment(env: NodeJS.ProcessEnv = process.env): R
   const native = loadNative();
   if (native.binding === null) return { action: 'no-native' };
   checkSimulatedSnapshot(native.binding);
-  const { host } = native.binding.host();
+  const host = hostFromNative(native.binding.host().host);
   if (host.isVirtualMachine !== true) return { action: 'not-a-vm', host };
   const result = applyProfile(value);
   return result.applied ? { action: 'applied', result } : { action: 'not-applied', why: `${result.reason}: ${result.detail}` };
