@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'ERR_INVALID_REPORT'
   | 'ERR_REFUSED_BARE_METAL'
   | 'ERR_INJECTION_BLOCKED'
+  | 'ERR_HOST_UNKNOWN'
   | 'ERR_UNSUPPORTED_PLATFORM'
   | 'ERR_HOOK_FAILED'
   | 'ERR_VERIFICATION_FAILED'
@@ -26,7 +27,7 @@ export type ErrorCode =
 export type NativeErrorCode = 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'ERR_NO_DEVICE' | 'ERR_NATIVE_UNAVAILABLE';
 
 /** The codes a RefusedError carries. */
-export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED';
+export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' | 'ERR_HOST_UNKNOWN';
 
 /**
  * Every error this package throws is a MetalCapShimError with a stable `code`. Scripts should branch on `code`,
@@ -103,7 +104,8 @@ export class InvalidReportError extends MetalCapShimError {
 
 /**
  * Raising answers on a host that is not a virtual machine without `force` (thrown only with `strict: true`; otherwise
- * applyProfile() returns `reason: 'refused-bare-metal'`), or `exec` of a program macOS would strip of the injector.
+ * applyProfile() returns `reason: 'refused-bare-metal'`), a profile claiming the host's chip where it is unknown
+ * (`ERR_HOST_UNKNOWN`; otherwise `reason: 'host-unknown'`), or `exec` of a program macOS would strip of the injector.
  */
 export class RefusedError extends MetalCapShimError {
   declare readonly code: RefusedErrorCode;

@@ -18,6 +18,9 @@ try {
   if (outcome.action === 'not-applied') {
     process.emitWarning(`metal-cap-shim/register: profile not applied (${outcome.why})`, { code: 'METAL_CAP_SHIM_NOT_APPLIED' });
   }
+  // Applied, but claiming a newer GPU than the host's: said once, in one line.
+  const above = outcome.action === 'applied' ? outcome.result.warnings.find((w) => w.code === 'above-host-family') : undefined;
+  if (above !== undefined) process.emitWarning(`metal-cap-shim/register: ${above.message}`, { code: 'METAL_CAP_SHIM_ABOVE_HOST_FAMILY' });
 } catch (err) {
   if (!(err instanceof MetalCapShimError)) throw err;
   process.stderr.write(`metal-cap-shim/register: ${err.code}: ${err.message}\n`);

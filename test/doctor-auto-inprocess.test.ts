@@ -17,8 +17,17 @@ import { describeSim, requireSimBuild, thrown } from './helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
-// The guest records that residency sets fail (Cua PR 3070): everything else is proven, Metal3 is not.
-const VERIFIED = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' };
+// The guest records that residency sets fail (Cua PR 3070): everything else is proven, Metal3 is not. Its host is an
+// M1 Ultra (Apple7, so nothing is capped) and a heap was proven: the verified profile answers the chip's name.
+const VERIFIED = {
+  name: null,
+  appleFamilyMax: 1007,
+  maxThreadgroupMemoryLength: 65536,
+  recommendedMaxWorkingSetSize: null,
+  deviceName: 'Apple M1 Ultra',
+  families: {},
+  mode: 'raise',
+};
 const RESIDENCY_DETAIL =
   'newResidencySetWithDescriptor:error: failed: simulated residency-set failure, recorded in the snapshot: MLX could not construct a residency set in this guest ("Unable to construct residency set")';
 const RECOMMENDATIONS = [
@@ -77,6 +86,7 @@ describeSim('profile auto, in-process', () => {
       ['threadgroup-memory', 'pass'],
       ['nocopy-mmap', 'skipped'],
       ['residency-set', 'fail'],
+      ['heap', 'pass'],
     ]);
   });
 
@@ -104,6 +114,22 @@ describeSim('profile auto, in-process', () => {
     expect(r.auto).toEqual({ from: 'cache', files: [file], ignored: [], cacheError: null, recommendations: [] });
   });
 
+  it('never above the host chip’s true family: a cached result claiming Apple9 on this M1 Ultra’s guest is applied as Apple7', () => {
+    applyProfile('auto');
+    restore();
+    const file = cacheFile();
+    const entry = JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry;
+    entry.result.verifiedProfile = { ...entry.result.verifiedProfile, appleFamilyMax: 1009 };
+    writeFileSync(file, JSON.stringify(entry));
+    const r = applyProfile('auto');
+    expect([r.applied, r.profile, r.auto?.from]).toEqual([true, VERIFIED, 'cache']);
+    expect(resolveAutoProfile().profile).toEqual(VERIFIED);
+    // At or below the chip's family, the cached ceiling is applied as it is.
+    entry.result.verifiedProfile = { ...entry.result.verifiedProfile, appleFamilyMax: 1006 };
+    writeFileSync(file, JSON.stringify(entry));
+    expect(resolveAutoProfile().profile).toEqual({ ...VERIFIED, appleFamilyMax: 1006 });
+  });
+
   it('a partial doctor run leaves a full cached result alone, and auto applies the full one', () => {
     const full = doctor({ mmapSize: 1 << 20 });
     const file = cacheFile();
@@ -124,7 +150,7 @@ describeSim('profile auto, in-process', () => {
       expect(doctor({ probes: [...probes] }).cache).toBeNull();
       expect(readCache(cacheKeyFor(stockDevices(), stockDevices().devices[0]!))).toEqual({ entry: null, file: cacheFile(), ignored: null });
     }
-    expect(doctor({ probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'] }).cache).toEqual({
+    expect(doctor({ probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'] }).cache).toEqual({
       written: [cacheFile()],
       error: null,
     });

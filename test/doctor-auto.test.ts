@@ -9,12 +9,14 @@ import { buildConsumer, describeSim, dist, jsonFrom, requireSimBuild, runCli, ru
 
 const VM = 'vz-guest-m1-ultra-tahoe-stock';
 const index = JSON.stringify(path.join(dist, 'index.js'));
-// The bundled guest records that residency sets fail there (Cua PR 3070): no Metal3, and two recommendations.
+// The bundled guest records that residency sets fail there (Cua PR 3070): no Metal3, and two recommendations. Its
+// host is an M1 Ultra and a heap was proven: the chip's name too.
 const VERIFIED = {
   name: null,
   appleFamilyMax: 1007,
   maxThreadgroupMemoryLength: 65536,
   recommendedMaxWorkingSetSize: null,
+  deviceName: 'Apple M1 Ultra',
   families: {},
   mode: 'raise',
 };
@@ -64,6 +66,7 @@ describeSim("applyProfile('auto')", () => {
       { id: 'threadgroup-memory', status: 'pass' },
       { id: 'nocopy-mmap', status: 'skipped' },
       { id: 'residency-set', status: 'fail' },
+      { id: 'heap', status: 'pass' },
     ]);
   });
 
@@ -135,7 +138,7 @@ describeSim("applyProfile('auto')", () => {
       refused: [false, 'refused-bare-metal', 'doctor'],
       code: 'ERR_REFUSED_BARE_METAL',
       applied: true,
-      profile: { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' },
+      profile: { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, deviceName: null, families: {}, mode: 'raise' },
       from: 'cache',
     });
   });

@@ -19,7 +19,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
 
 // The simulated GPU computes everything right and runs 64 KiB of threadgroup memory; the M1 Ultra reports 32768 and
 // already answers Apple7 and Metal3.
-const VERIFIED = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' };
+const VERIFIED = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, deviceName: null, families: {}, mode: 'raise' };
 const HOOKS = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
 
 describeSim('on bare metal', () => {
@@ -73,6 +73,7 @@ describeSim('on bare metal', () => {
       ['threadgroup-memory', null, null],
       ['nocopy-mmap', null, null],
       ['residency-set', 'pass', 'pass'],
+      ['heap', null, null],
     ]);
     expect(status().active).toBe(false);
   });

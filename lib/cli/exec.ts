@@ -41,7 +41,10 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     };
     const prepared = prepareExec(options);
     if (prepared.unpatched !== null) err(`metal-cap-shim: ${prepared.unpatched}`);
-    const outcome = await runWithInjector(options, prepared.injector, prepared.warnings);
+    // Said once, before the program runs: the other warnings are in the --json summary.
+    for (const w of prepared.warnings) if (w.code === 'above-host-family') err(`metal-cap-shim: warning: ${w.message}`);
+    const run = prepared.injector === null ? options : { ...options, profile: prepared.profile };
+    const outcome = await runWithInjector(run, prepared.injector, prepared.warnings);
     // The program owns stdout; the summary for scripts goes to stderr, after it has finished.
     if (values.json) err(JSON.stringify({ schema: 'metal-cap-shim/exec@1', command: options.command, ...outcome }));
     if (!outcome.injectorLoaded && prepared.injector !== null) {
