@@ -1,8 +1,20 @@
 // The host's chip from sysctl machdep.cpu.brand_string, and the Apple family each chip's GPU really is: pure
 // functions over the strings macOS gives (a guest's is its host's with " (Virtual)").
-import { describe, expect, it } from 'vitest';
-import { CHIP_FAMILIES, chipFamily, chipFamilyRow, chipFromBrand, chipGeneration, hostChipFacts } from '../lib/chips.js';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { FAMILY_VALUES } from '../lib/families.js';
+
+// Imported afresh before each test: the table and the chip-name pattern are module-level, and a test that reads them
+// after a fresh import is what pins them (the mutation run counts them as covered by such tests).
+let CHIP_FAMILIES: typeof import('../lib/chips.js').CHIP_FAMILIES;
+let chipFamily: typeof import('../lib/chips.js').chipFamily;
+let chipFamilyRow: typeof import('../lib/chips.js').chipFamilyRow;
+let chipFromBrand: typeof import('../lib/chips.js').chipFromBrand;
+let chipGeneration: typeof import('../lib/chips.js').chipGeneration;
+let hostChipFacts: typeof import('../lib/chips.js').hostChipFacts;
+beforeEach(async () => {
+  vi.resetModules();
+  ({ CHIP_FAMILIES, chipFamily, chipFamilyRow, chipFromBrand, chipGeneration, hostChipFacts } = await import('../lib/chips.js'));
+});
 
 describe('chipFromBrand', () => {
   it.each([
@@ -34,6 +46,7 @@ describe('chipFromBrand', () => {
     ['Apple B1'],
     ['Apple M1X'],
     ['Apple  M1'],
+    ['Not Apple M1'],
     [''],
     [`Apple M1${' '.repeat(300)}`],
   ])('%j names no Apple chip', (brand) => {
@@ -56,7 +69,12 @@ describe('the chip → family table', () => {
   it('every generation is in one row, with its source', () => {
     const generations = CHIP_FAMILIES.flatMap((r) => r.generations);
     expect(new Set(generations).size).toBe(generations.length);
-    for (const row of CHIP_FAMILIES) expect(row.source).toMatch(/^Apple Metal Feature Set Tables \(/);
+    // Each part of a source is Apple's feature set tables (one of two editions, by date) or MTLGPUFamily's page.
+    const part = /^(Apple Metal Feature Set Tables \((developer\.apple\.com\/metal\/feature-sets, May 21, 2026|June 5, 2024)\)[^;]+|MTLGPUFamily\.apple\d+: "[^"]+")$/;
+    for (const row of CHIP_FAMILIES) {
+      expect(row.source).toMatch(/^Apple Metal Feature Set Tables \(developer/);
+      for (const p of row.source.split('; ')) expect(p).toMatch(part);
+    }
   });
 
   it.each([
