@@ -306,15 +306,28 @@ export function profileWarnings(
   return warnings;
 }
 
+/** The raised answers, device by device: `device 0 (AGXG13DDevice): apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536`. */
+function raisedAnswers(changes: AnswerChange[]): string {
+  const byDevice = new Map<string, string[]>();
+  for (const c of changes.filter(isRaise)) {
+    const device = `device ${c.device} (${c.className})`;
+    const what = c.field.startsWith('families.') ? c.field.slice('families.'.length) : `${c.field} ${String(c.from)} → ${String(c.to)}`;
+    byDevice.set(device, [...(byDevice.get(device) ?? []), what]);
+  }
+  return [...byDevice].map(([device, list]) => `${device}: ${list.join(', ')}`).join('; ');
+}
+
 /**
  * Why raising answers must be refused on this host (it is not known to be a virtual machine and `force` is off), or
- * null when it may go ahead. Masking (no answer raised) is allowed anywhere.
+ * null when it may go ahead. A profile that raises no answer is allowed anywhere. The reason names what would be
+ * raised: an exact profile can raise too, e.g. mask-apple5 claims Apple1–5 on an Intel or AMD GPU, which claims no
+ * Apple family, so there it needs force like any raise.
  */
 export function refusalFor(host: HostInfo, changes: AnswerChange[], force: boolean): string | null {
   if (force || host.isVirtualMachine === true || !changes.some(isRaise)) return null;
   const where =
     host.isVirtualMachine === false ? 'this host is not a virtual machine' : 'this host could not be identified as a virtual machine';
-  return `refusing to raise Metal answers: ${where} (hw.model ${host.model ?? 'unknown'}), so the GPU really is what it reports. Pass { force: true } (CLI: --force) to do it anyway; masking profiles such as mask-apple5 need no force.`;
+  return `refusing to raise Metal answers: ${where} (hw.model ${host.model ?? 'unknown'}), so the GPU really is what it reports. The profile would raise ${raisedAnswers(changes)}. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.`;
 }
 
 const STRICT_CODES = {

@@ -14,8 +14,15 @@ import type { UnsupportedReason } from './types.js';
 export const INJECT_ENV = {
   profile: 'METAL_CAP_SHIM_PROFILE_NATIVE',
   statusFd: 'METAL_CAP_SHIM_STATUS_FD',
+  /** The pid of the process that hands the status fd down: exec's own for its child, then each injected process's. */
+  statusPid: 'METAL_CAP_SHIM_STATUS_PID',
+  /** The status fd's identity, set by each injected process for the ones it starts (never by exec). */
+  statusId: 'METAL_CAP_SHIM_STATUS_ID',
   traceFile: 'METAL_CAP_SHIM_TRACE_FILE',
 } as const;
+
+/** At most this much of the status pipe is read; the rest is drained and dropped (a program may write anything). */
+export const STATUS_LIMIT_BYTES = 64 * 1024;
 
 /** Where macOS System Integrity Protection strips DYLD_* variables from the programs it protects. */
 export const SIP_PROTECTED_DIRS = ['/System/', '/usr/bin/', '/bin/', '/sbin/', '/usr/sbin/', '/usr/libexec/'];
@@ -138,27 +145,73 @@ export function hasEntitlement(entitlements: string, key: string): boolean {
   );
 }
 
+/** Code-signing flags (`CS_*` in the kernel's cs_blobs.h) that decide whether dyld lets an inserted library in. */
+export const CODESIGN_FLAGS = Object.freeze({ restrict: 0x800, libraryValidation: 0x2000, runtime: 0x10000 });
+
 /**
- * Reads what `codesign -d --verbose=1 --entitlements - FILE` printed: the `CodeDirectory … flags=0x…(runtime)` line on
- * stderr (codesign prints it only with -v/--verbose) and the entitlements on stdout. Null when the program is not
- * signed with the hardened runtime or has both entitlements; otherwise why dyld will not take the injector.
+ * Reads what `codesign -d --verbose=1 --entitlements - FILE` printed: the `CodeDirectory … flags=0x…` line on stderr
+ * (codesign prints it only with -v/--verbose) and the entitlements on stdout. Null when nothing in the signature
+ * stops the injector; otherwise why, for each flag that matters:
+ * - `restrict` (0x800): dyld removes every DYLD_* variable from a restricted program, whatever its entitlements, so it
+ *   would run unpatched;
+ * - `runtime` (0x10000, the hardened runtime): DYLD_* is ignored without allow-dyld-environment-variables, and the
+ *   injector is rejected at launch without disable-library-validation (the runtime implies library validation);
+ * - `library-validation` (0x2000) without the hardened runtime: dyld loads the injector, library validation rejects
+ *   it (it is not signed by the program's team), and the program is killed at launch, unless it has
+ *   disable-library-validation.
+ * A pure function of codesign's output (setuid and setgid files are judged from the file itself: injectionBlocker).
  */
 export function hardenedRuntimeBlocker(file: string, codesignStderr: string, entitlements: string): InjectionBlocker | null {
-  const flags = /flags=0x([0-9a-f]+)/i.exec(codesignStderr);
-  // 0x10000 is the hardened-runtime code-signing flag ("runtime").
-  if (!flags || (parseInt(flags[1]!, 16) & 0x10000) === 0) return null;
+  const match = /flags=0x([0-9a-f]+)/i.exec(codesignStderr);
+  if (!match) return null;
+  const flags = parseInt(match[1]!, 16);
   const [allowDyld, disableValidation] = INJECTION_ENTITLEMENTS.map((e) => hasEntitlement(entitlements, e));
-  if (allowDyld && disableValidation) return null;
-  if (allowDyld) {
-    // dyld honours DYLD_INSERT_LIBRARIES here, then library validation rejects an injector that is not signed by the
-    // program's own team, and dyld stops the process before main ("could not be loaded").
+  if ((flags & CODESIGN_FLAGS.restrict) !== 0) {
     return {
-      reason: `${file} is signed with the hardened runtime with ${INJECTION_ENTITLEMENTS[0]} but without ${INJECTION_ENTITLEMENTS[1]}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed with ${INJECTION_ENTITLEMENTS[1]} too.`,
+      reason: `${file} is signed with the restrict flag (0x800): dyld removes DYLD_INSERT_LIBRARIES from restricted programs whatever their entitlements, so it would run unpatched. Use a build signed without it, or embed metal-cap-shim as a library.`,
+      launchFails: false,
+    };
+  }
+  if ((flags & CODESIGN_FLAGS.runtime) !== 0) {
+    if (allowDyld && disableValidation) return null;
+    if (allowDyld) {
+      // dyld honours DYLD_INSERT_LIBRARIES here, then library validation rejects an injector that is not signed by the
+      // program's own team, and dyld stops the process before main ("could not be loaded").
+      return {
+        reason: `${file} is signed with the hardened runtime with ${INJECTION_ENTITLEMENTS[0]} but without ${INJECTION_ENTITLEMENTS[1]}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed with ${INJECTION_ENTITLEMENTS[1]} too.`,
+        launchFails: true,
+      };
+    }
+    return {
+      reason: `${file} is signed with the hardened runtime without ${INJECTION_ENTITLEMENTS[0]}${disableValidation ? '' : ` and ${INJECTION_ENTITLEMENTS[1]}`}, so dyld ignores DYLD_INSERT_LIBRARIES for it and it would run unpatched. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`,
+      launchFails: false,
+    };
+  }
+  if ((flags & CODESIGN_FLAGS.libraryValidation) !== 0 && !disableValidation) {
+    return {
+      reason: `${file} is signed with library validation (0x2000) without ${INJECTION_ENTITLEMENTS[1]}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed without library validation, or with ${INJECTION_ENTITLEMENTS[1]}.`,
       launchFails: true,
     };
   }
+  return null;
+}
+
+/**
+ * A setuid or setgid file: the kernel starts it with other ids, and dyld then removes every DYLD_* variable, so it
+ * would run unpatched. Null for any other file (or one that cannot be read).
+ */
+export function setIdBlocker(file: string): InjectionBlocker | null {
+  let mode: number;
+  try {
+    mode = statSync(file).mode;
+  } catch {
+    return null;
+  }
+  // S_ISUID and S_ISGID (sys/stat.h); node:fs does not export them.
+  if ((mode & 0o6000) === 0) return null;
+  const which = (mode & 0o4000) !== 0 ? 'setuid' : 'setgid';
   return {
-    reason: `${file} is signed with the hardened runtime without ${INJECTION_ENTITLEMENTS[0]}${disableValidation ? '' : ` and ${INJECTION_ENTITLEMENTS[1]}`}, so dyld ignores DYLD_INSERT_LIBRARIES for it and it would run unpatched. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`,
+    reason: `${file} is ${which}: dyld removes DYLD_INSERT_LIBRARIES from programs that change ids at launch, so it would run unpatched. Run a copy without the ${which} bit, or embed metal-cap-shim as a library.`,
     launchFails: false,
   };
 }
@@ -179,13 +232,16 @@ function codesignOf(file: string): { stderr: string; stdout: string } | null {
 }
 
 function signatureBlocker(file: string): InjectionBlocker | null {
+  const setId = setIdBlocker(file);
+  if (setId !== null) return setId;
   const signature = codesignOf(file);
   return signature === null ? null : hardenedRuntimeBlocker(file, signature.stderr, signature.stdout);
 }
 
 /**
- * Why DYLD_INSERT_LIBRARIES would not reach the program on macOS (a SIP-protected binary, a script run by one, or a
- * hardened-runtime binary or script interpreter without the entitlements), or null when nothing is known to stop it.
+ * Why DYLD_INSERT_LIBRARIES would not reach the program on macOS (a SIP-protected binary, a script run by one, a
+ * setuid or setgid file, or a signature that stops the injector: restricted, hardened runtime or library validation
+ * without the entitlements; for a script, its interpreter's), or null when nothing is known to stop it.
  * `platform` exists for tests: the checks run wherever codesign can be found.
  */
 export function injectionBlocker(command: string, platform: NodeJS.Platform = process.platform): InjectionBlocker | null {
@@ -234,15 +290,28 @@ export interface ExecOptions {
   notice?: (line: string) => void;
 }
 
+/** What one process that loaded the injector reported, by its pid. */
+export interface InjectorProcess {
+  pid: number;
+  /** The slice it loaded (null: it reported no "loaded" line, e.g. a fork child reporting a patch). */
+  slice: string | null;
+  patchedClasses: string[];
+  errors: string[];
+}
+
 /** How the child ended and what the injector reported. */
 export interface ExecOutcome {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
+  /** True when any process of the run loaded the injector and said so. */
   injectorLoaded: boolean;
-  /** The architecture slice of the injector the loader picked (`arm64e`, `arm64`, `x86_64`), when it loaded. */
+  /** The architecture slice of the injector the loader picked (`arm64e`, `arm64`, `x86_64`) in the first process that loaded it. */
   injectorSlice: string | null;
+  /** Every class patched, by any process, in the order reported. */
   patchedClasses: string[];
   injectorErrors: string[];
+  /** Each process that reported, in the order each first did: the program, and the programs it started. */
+  processes: InjectorProcess[];
   warnings: ApplyWarning[];
 }
 
@@ -359,27 +428,77 @@ export function childEnvironment(
   const child: NodeJS.ProcessEnv = { ...env, [key]: existing ? `${injector}:${existing}` : injector };
   child[INJECT_ENV.profile] = encodeNativeProfile(options.profile, { trace: options.traceFile !== undefined });
   child[INJECT_ENV.statusFd] = '3';
+  // The child takes fd 3 only if its parent is this process; an identity is for the levels below it.
+  child[INJECT_ENV.statusPid] = String(process.pid);
+  delete child[INJECT_ENV.statusId];
   if (options.traceFile !== undefined) child[INJECT_ENV.traceFile] = path.resolve(options.traceFile);
   else delete child[INJECT_ENV.traceFile];
   return child;
 }
 
-/** What the injector said over the status fd: one "loaded PID SLICE", "patched CLASS" or "error CODE MESSAGE" a line. */
-export type InjectorStatus = Pick<ExecOutcome, 'injectorLoaded' | 'injectorSlice' | 'patchedClasses' | 'injectorErrors'>;
+/** What the injector said over the status fd. */
+export type InjectorStatus = Pick<ExecOutcome, 'injectorLoaded' | 'injectorSlice' | 'patchedClasses' | 'injectorErrors' | 'processes'>;
 
 /**
- * Reads the status fd's text: the lines of the first process that loads the injector (it takes the fd and unsets its
- * variable, so the programs it starts stay silent), in the order they arrived. The slice is that of the first
- * "loaded" line.
+ * Reads the status fd's text: one `PID loaded SLICE`, `PID patched CLASS` or `PID error CODE MESSAGE` a line, from
+ * every process of the run that loaded the injector (each hands the fd to the programs it starts), in the order they
+ * arrived. A line of any other shape is not the injector's and is skipped. The slice is that of the first "loaded"
+ * line; `processes` groups the lines by pid.
  */
 export function parseInjectorStatus(status: string): InjectorStatus {
-  const lines = status.split('\n').filter(Boolean);
-  const loaded = lines.find((l) => l.startsWith('loaded '));
+  const out: InjectorStatus = { injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], processes: [] };
+  const byPid = new Map<number, InjectorProcess>();
+  for (const line of status.split('\n')) {
+    const match = /^([1-9]\d{0,9}) (loaded|patched|error) (.*)$/.exec(line);
+    if (match === null) continue;
+    const pid = Number(match[1]);
+    const [, , kind, rest] = match as unknown as [string, string, 'loaded' | 'patched' | 'error', string];
+    let process = byPid.get(pid);
+    if (process === undefined) {
+      process = { pid, slice: null, patchedClasses: [], errors: [] };
+      byPid.set(pid, process);
+      out.processes.push(process);
+    }
+    if (kind === 'loaded') {
+      process.slice ??= rest;
+      out.injectorSlice ??= rest;
+      out.injectorLoaded = true;
+    } else if (kind === 'patched') {
+      process.patchedClasses.push(rest);
+      out.patchedClasses.push(rest);
+    } else {
+      process.errors.push(rest);
+      out.injectorErrors.push(rest);
+    }
+  }
+  return out;
+}
+
+/**
+ * Collects what arrives on the status pipe, up to STATUS_LIMIT_BYTES. Past that, data is still read (a writer must
+ * never block on a full pipe) but dropped, and `overflowed` says so.
+ */
+export function statusCollector(limit = STATUS_LIMIT_BYTES): { add: (chunk: Buffer) => void; text: () => string; overflowed: () => boolean } {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  let over = false;
   return {
-    injectorLoaded: loaded !== undefined,
-    injectorSlice: loaded?.split(' ')[2] ?? null,
-    patchedClasses: lines.filter((l) => l.startsWith('patched ')).map((l) => l.slice('patched '.length)),
-    injectorErrors: lines.filter((l) => l.startsWith('error ')).map((l) => l.slice('error '.length)),
+    add(chunk) {
+      if (kept >= limit) {
+        over = true;
+        return;
+      }
+      const part = chunk.length > limit - kept ? chunk.subarray(0, limit - kept) : chunk;
+      over ||= part.length < chunk.length;
+      chunks.push(part);
+      kept += part.length;
+    },
+    // A line cut at the limit is no line: the last, unterminated one is dropped when the limit was reached.
+    text() {
+      const all = Buffer.concat(chunks).toString('utf8');
+      return over ? all.slice(0, all.lastIndexOf('\n') + 1) : all;
+    },
+    overflowed: () => over,
   };
 }
 
@@ -535,9 +654,9 @@ export function runWithInjector(options: ExecOptions, injector: string | null, w
   if (traceFile !== undefined) rmSync(traceFile, { force: true });
   return new Promise((resolve, reject) => {
     const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio: ['inherit', 'inherit', 'inherit', 'pipe'], env });
-    let status = '';
+    const status = statusCollector();
     const pipe = child.stdio[3] as NodeJS.ReadableStream | null;
-    pipe?.on('data', (chunk: Buffer) => (status += chunk.toString('utf8')));
+    pipe?.on('data', status.add);
     pipe?.on('error', () => undefined);
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
@@ -548,10 +667,13 @@ export function runWithInjector(options: ExecOptions, injector: string | null, w
       // A grandchild may keep fd 3 open; read what arrived and stop listening.
       setImmediate(() => {
         (pipe as { destroy?: () => void } | null)?.destroy?.();
-        const reported = parseInjectorStatus(status);
+        const reported = parseInjectorStatus(status.text());
+        const overflow = status.overflowed()
+          ? [`ERR_STATUS_OVERFLOW the status pipe carried more than ${STATUS_LIMIT_BYTES} bytes; the rest was ignored`]
+          : [];
         // No process obtained a device: the trace says so rather than being missing.
         const traceErrors = traceFile !== undefined && !existsSync(traceFile) ? writeEmptyTrace(traceFile, child.pid, reported.injectorLoaded) : [];
-        resolve({ exitCode, signal, ...reported, injectorErrors: [...reported.injectorErrors, ...traceErrors], warnings });
+        resolve({ exitCode, signal, ...reported, injectorErrors: [...reported.injectorErrors, ...overflow, ...traceErrors], warnings });
       });
     });
   });
@@ -585,7 +707,7 @@ function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
     child.on('exit', (exitCode, signal) => {
       cleanup();
       const injectorErrors = traceFile === undefined ? [] : writeEmptyTrace(traceFile, child.pid, false);
-      resolve({ exitCode, signal, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors, warnings: [] });
+      resolve({ exitCode, signal, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors, processes: [], warnings: [] });
     });
   });
 }

@@ -40,9 +40,16 @@ const NOCOPY_FAULTS = ['stale', 'zero-length'] as const;
 /** How a NoCopy buffer over an mmap went wrong: stale pages, or a buffer that reports length 0. */
 export type NocopyFault = (typeof NOCOPY_FAULTS)[number];
 
-const THREADGROUP_FAULTS = ['answered-limit'] as const;
-/** threadgroup-memory, simulation only: dispatches above the device's answered maxThreadgroupMemoryLength fail. */
+const THREADGROUP_FAULTS = ['answered-limit', 'threadgroups-overlap'] as const;
+/**
+ * threadgroup-memory, simulation only: `answered-limit` (with pass): dispatches above the device's answered
+ * maxThreadgroupMemoryLength fail; `threadgroups-overlap` (with wrong-result and provenThreadgroupMemory N):
+ * threadgroups running at the same time corrupt each other above N bytes, while a lone threadgroup works.
+ */
 export type ThreadgroupFault = (typeof THREADGROUP_FAULTS)[number];
+
+/** Any probe, simulation only, with `timeout`: Metal's compiler never finishes the probe's kernel (the GPU works). */
+const COMPILE_FAULT = 'compile';
 
 /** One probe's recorded outcome (snapshots/README.md says which fields belong to which probe). */
 export interface SnapshotDoctorProbe {
@@ -56,9 +63,9 @@ export interface SnapshotDoctorProbe {
   failedThreadgroupMemory?: number;
   /** nocopy-mmap: the length the NoCopy buffer reported. */
   bufferLength?: number;
-  /** nocopy-mmap, exactly when `status` is `wrong-result`: what went wrong; threadgroup-memory, only with `pass`:
-   * the simulated limit follows the device's answer. */
-  fault?: NocopyFault | ThreadgroupFault;
+  /** nocopy-mmap, exactly when `status` is `wrong-result`: what went wrong; threadgroup-memory: a simulated fault
+   * (ThreadgroupFault); any probe, with `timeout`: `compile`, the simulated compiler never finishes. */
+  fault?: NocopyFault | ThreadgroupFault | typeof COMPILE_FAULT;
   /** simdgroup-matrix, bfloat: the worst deviation from the CPU reference. */
   maxAbsError?: number;
 }
@@ -94,6 +101,8 @@ export interface SnapshotDevice {
     driftAfter?: number;
     subclassOf?: string;
     defaultObjectClass?: string;
+    /** The SIMD-group width of the device's pipelines (threadExecutionWidth); default 32, Apple GPUs' width. */
+    threadExecutionWidth?: number;
   };
   /** A recorded doctor result; absent: none. The Linux simulation takes its faults from it. */
   doctor?: SnapshotDoctor;
@@ -142,12 +151,12 @@ const DEVICE_FIELDS = [
 const LOCATIONS = ['builtIn', 'slot', 'external', 'unspecified'];
 /** The optional fields of a recorded doctor probe, per probe (`status` and `detail` belong to every probe). */
 const DOCTOR_PROBE_FIELDS: Record<DoctorProbeId, string[]> = {
-  'simdgroup-reduction': [],
-  'simdgroup-matrix': ['maxAbsError'],
-  bfloat: ['maxAbsError'],
+  'simdgroup-reduction': ['fault'],
+  'simdgroup-matrix': ['maxAbsError', 'fault'],
+  bfloat: ['maxAbsError', 'fault'],
   'threadgroup-memory': ['provenThreadgroupMemory', 'failedThreadgroupMemory', 'fault'],
   'nocopy-mmap': ['bufferLength', 'fault'],
-  'residency-set': [],
+  'residency-set': ['fault'],
   heap: [],
 };
 const SNAPSHOT_DOCTOR_STATUSES: readonly string[] = [...DOCTOR_STATUSES, 'not-recorded'];
@@ -388,7 +397,7 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
     if (p.status === 'not-recorded') {
       fail(where, `${prefix}${key}`, 'is not allowed: a not-recorded probe carries only its status');
     }
-    const faults = FAULTS[id] ?? [];
+    const faults = [...(FAULTS[id] ?? []), COMPILE_FAULT];
     const problem =
       key === 'fault' ? (faults.includes(p[key] as string) ? null : `one of ${faults.join(', ')}`) : doctorFieldChecks[key]!(p[key]);
     if (problem) fail(where, `${prefix}${key}`, `must be ${problem}`);
@@ -397,12 +406,19 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
   if (typeof proven === 'number' && typeof failed === 'number' && failed <= proven) {
     fail(where, `${prefix}failedThreadgroupMemory`, 'must be larger than provenThreadgroupMemory');
   }
+  if (p.fault === COMPILE_FAULT) {
+    if (p.status !== 'timeout') fail(where, `${prefix}fault`, 'compile is only for a timeout');
+    return;
+  }
   // The simulation needs to know which fault a recorded nocopy-mmap wrong-result was.
   if (id === 'nocopy-mmap' && (p.status === 'wrong-result') !== ('fault' in p)) {
     const problem = 'fault' in p ? 'is only for a wrong-result' : 'is missing: a wrong-result says which (stale or zero-length)';
     fail(where, `${prefix}fault`, problem);
   }
-  if (id === 'threadgroup-memory' && 'fault' in p && p.status !== 'pass') fail(where, `${prefix}fault`, 'is only for a pass');
+  if (id === 'threadgroup-memory' && p.fault === 'answered-limit' && p.status !== 'pass') fail(where, `${prefix}fault`, 'is only for a pass');
+  if (id === 'threadgroup-memory' && p.fault === 'threadgroups-overlap' && (p.status !== 'wrong-result' || typeof proven !== 'number')) {
+    fail(where, `${prefix}fault`, 'threadgroups-overlap is only for a wrong-result with provenThreadgroupMemory (where the overlap starts)');
+  }
 }
 
 function checkDoctor(where: string, prefix: string, doctor: unknown, sources: Record<string, unknown>) {
@@ -502,8 +518,12 @@ export function validateSnapshot(data: unknown, where = 'snapshot'): Snapshot {
         'driftAfter',
         'subclassOf',
         'defaultObjectClass',
+        'threadExecutionWidth',
       ]);
       const sim = d.simulation as Record<string, unknown>;
+      if ('threadExecutionWidth' in sim && count(1)(sim.threadExecutionWidth) !== null) {
+        fail(where, `${prefix}simulation.threadExecutionWidth`, 'must be an integer ≥ 1');
+      }
       if ('lacks' in sim && !SIMULATED_QUERIES.includes(sim.lacks as string)) {
         fail(where, `${prefix}simulation.lacks`, `must be one of ${SIMULATED_QUERIES.join(', ')}`);
       }

@@ -11,7 +11,7 @@
 //
 // node-gyp is not used here: gyp's make generator silently drops .mm sources on Linux.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -28,6 +28,7 @@ import {
   simLibPath,
   simRoot,
 } from './sim-toolchain.mjs';
+import { macDialect } from './mac-dialect.mjs';
 
 const run = promisify(execFile);
 const cxx = compiler();
@@ -35,10 +36,13 @@ const force = process.argv.includes('--force');
 
 const napiIncludes = napiIncludesOf();
 const common = [...simCompileFlags(), '-O2'];
-// The shipped sources only (binding.gyp sets the same for macOS): exit() runs static destructors while other threads
-// may still query a hooked device, so every global the engine touches must be immortal or trivially destructible.
-// glibc's std::mutex is trivially destructible either way; test/static-destructors.test.ts checks against libc++'s.
-const engineOnly = ['-Werror=exit-time-destructors'];
+// The shipped sources compile in the C++ dialect node-gyp gives them on a Mac (scripts/mac-dialect.mjs: Node's
+// common.gypi and binding.gyp's xcode_settings, so -fno-exceptions, -fno-rtti, -fno-strict-aliasing and each
+// target's own switches such as -Werror=exit-time-destructors). Test code (the simulated Metal, fixtures, harnesses)
+// keeps the flags above. Every compile line is recorded in build/sim-flags.json (test/mac-dialect.test.ts reads it).
+const dialects = { addon: macDialect('metal_cap_shim'), inject: macDialect('metal_cap_shim_inject') };
+const flagsRecord = path.join(buildRoot, 'sim-flags.json');
+const recorded = {};
 
 function newestHeader(dir) {
   return readdirSync(dir)
@@ -58,13 +62,43 @@ function upToDate(output, inputs) {
   return inputs.every((i) => statSync(i).mtimeMs < built) && headerTime < built;
 }
 
-async function compile(source, objDir, extra) {
+function sameFlags(file, argv) {
+  try {
+    return readFileSync(file, 'utf8') === JSON.stringify(argv);
+  } catch {
+    return false;
+  }
+}
+
+// An object is rebuilt when its source, a header or its compile line changed (the line is kept beside it).
+async function compile(source, objDir, extra, dialect, targetName) {
   const object = path.join(objDir, `${path.basename(source, path.extname(source))}.o`);
-  if (upToDate(object, [source])) return object;
+  const own = path.dirname(source) === nativeDir ? dialect?.flags ?? [] : [];
+  const argv = [...common, ...extra, ...own, '-c', source, '-o', object];
+  (recorded[targetName] ??= {})[path.relative(repoRoot, source)] = argv;
+  if (upToDate(object, [source]) && sameFlags(`${object}.flags`, argv)) return object;
   mkdirSync(objDir, { recursive: true });
-  const own = path.dirname(source) === nativeDir ? engineOnly : [];
-  await run(cxx, [...common, ...own, ...extra, '-c', source, '-o', object], { maxBuffer: 16 << 20 });
+  await run(cxx, argv, { maxBuffer: 16 << 20 });
+  writeFileSync(`${object}.flags`, JSON.stringify(argv));
   return object;
+}
+
+// The record of what this build used, merged with what an earlier run (the sanitizer builds) recorded.
+function writeFlagsRecord() {
+  let before = { targets: {} };
+  try {
+    before = JSON.parse(readFileSync(flagsRecord, 'utf8'));
+  } catch {
+    // first build
+  }
+  const dialectOf = (d) => ({ target: d.target, flags: d.flags, gnuRuntime: d.gnuRuntime, skipped: d.skipped });
+  const record = {
+    commonGypi: dialects.addon.commonGypi,
+    bindingGyp: path.relative(repoRoot, dialects.addon.bindingGyp),
+    dialects: { addon: dialectOf(dialects.addon), inject: dialectOf(dialects.inject) },
+    targets: { ...before.targets, ...recorded },
+  };
+  writeFileSync(flagsRecord, `${JSON.stringify(record, null, 2)}\n`);
 }
 
 async function link(output, objects, flags, shared) {
@@ -74,9 +108,9 @@ async function link(output, objects, flags, shared) {
   return true;
 }
 
-async function target(name, output, sources, { cflags = [], ldflags = [], shared = true } = {}) {
+async function target(name, output, sources, { cflags = [], ldflags = [], shared = true, dialect = null } = {}) {
   const objDir = path.join(buildRoot, 'obj', name);
-  const objects = await Promise.all(sources.map((s) => compile(s, objDir, cflags)));
+  const objects = await Promise.all(sources.map((s) => compile(s, objDir, cflags, dialect, name)));
   const linked = await link(output, objects, ldflags, shared);
   console.log(`${linked ? 'built' : 'up to date'}  ${path.relative(repoRoot, output)}`);
 }
@@ -96,12 +130,14 @@ async function sanitized() {
     cflags: ['-O1', ...variants.asan],
     ldflags: [...variants.asan, ...linkSim, `-Wl,-rpath,${simLibDir}`],
     shared: false,
+    dialect: dialects.addon,
   });
   for (const [name, flags] of Object.entries(variants)) {
     await target(`stress-${name}`, path.join(buildRoot, 'sanitize', `engine_stress-${name}`), sources, {
       cflags: ['-O1', ...flags],
       ldflags: [...flags, ...linkSim, `-Wl,-rpath,${simLibDir}`],
       shared: false,
+      dialect: dialects.addon,
     });
   }
 }
@@ -112,11 +148,12 @@ async function main() {
   }
   if (process.argv.includes('--sanitize')) {
     if (!existsSync(simLibPath)) throw new Error('run `npm run build:sim` first');
-    return sanitized();
+    await sanitized();
+    return writeFlagsRecord();
   }
   await target('sim-metal', simLibPath, ['SimMetal.mm', 'SimCompute.mm'].map((f) => path.join(simRoot, 'src', f)), {
     cflags: [`-DMCS_SIM_SNAPSHOT_DIR="${path.join(repoRoot, 'snapshots')}"`],
-    ldflags: ['-Wl,-soname,libMetal.so', '-lgnustep-base', '-lobjc', '-lpthread'],
+    ldflags: ['-Wl,-soname,libMetal.so', '-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread'],
   });
   const originRpath = (to) => `-Wl,-rpath,$ORIGIN/${to}`;
   await Promise.all([
@@ -127,14 +164,16 @@ async function main() {
     ], {
       cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
       ldflags: [...linkSim, originRpath('../sim-metal/lib')],
+      dialect: dialects.addon,
     }),
     target('inject', path.join(buildRoot, 'Release', 'libmetal_cap_shim_inject.so'), [
       ...inNative('inject.mm'),
       ...hookEngine,
     ], {
       cflags: ['-fvisibility=hidden'],
+      dialect: dialects.inject,
       // Not linked to the simulated Metal: the program brings it, and RTLD_NEXT finds its definitions.
-      ldflags: ['-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
+      ldflags: ['-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
     }),
   ]);
   await target('fixture', path.join(buildRoot, 'test', 'sim_fixture.node'), [
@@ -143,6 +182,7 @@ async function main() {
     cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
     ldflags: [...linkSim, originRpath('../sim-metal/lib')],
   });
+  writeFlagsRecord();
 }
 
 main().catch((err) => {

@@ -30,6 +30,7 @@ import {
   simLibPath,
   simRoot,
 } from './sim-toolchain.mjs';
+import { macDialect } from './mac-dialect.mjs';
 
 const args = process.argv.slice(2);
 const has = (flag) => args.includes(flag);
@@ -56,6 +57,8 @@ const llvmTool = (name) => {
 const say = (s) => process.stdout.write(`native-coverage: ${s}\n`);
 const napiIncludes = napiIncludesOf();
 const base = simCompileFlags();
+// The addon and the injector are src-native/ alone: they compile in the Mac dialect, as build-sim.mjs builds them.
+const dialect = { addon: macDialect('metal_cap_shim').flags, inject: macDialect('metal_cap_shim_inject').flags };
 // -O0 keeps one counter region per source line; runtime counter relocation is what continuous mode needs on Linux.
 const coverageFlags = ['-O0', '-fprofile-instr-generate', '-fcoverage-mapping', '-mllvm', '-runtime-counter-relocation'];
 
@@ -88,15 +91,15 @@ function buildInstrumented() {
   build(
     path.join(release, 'metal_cap_shim.node'),
     addonSources(),
-    [...coverageFlags, ...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
+    [...coverageFlags, ...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden', ...dialect.addon],
     [...linkSim, '-Wl,-rpath,$ORIGIN/../sim-metal/lib'],
     true,
   );
   build(
     path.join(release, 'libmetal_cap_shim_inject.so'),
     [...inNative('inject.mm'), ...hookEngine],
-    [...coverageFlags, '-fvisibility=hidden'],
-    ['-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
+    [...coverageFlags, '-fvisibility=hidden', ...dialect.inject],
+    ['-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
     true,
   );
   build(
@@ -216,7 +219,7 @@ function buildFuzzers() {
   const built = {};
   for (const [name, t] of Object.entries(targets)) {
     const binary = path.join(out, 'fuzz', name, name);
-    build(binary, t.sources, sanitize, [...sanitize, '-lgnustep-base', '-lobjc', '-lpthread'], false);
+    build(binary, t.sources, sanitize, [...sanitize, '-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread'], false);
     built[name] = { binary, dict: t.dict, seeds: t.seeds };
   }
   return built;

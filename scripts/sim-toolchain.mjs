@@ -42,9 +42,14 @@ function gccObjcHeaders() {
   throw new Error("GCC's objc headers not found: install libobjc-12-dev");
 }
 
-/** Flags to compile Objective-C(++) against GNUstep and GCC's runtime (no language mode, no Metal include). */
+/**
+ * Flags to compile Objective-C(++) against GNUstep and GCC's runtime (no language mode, no Metal include). Blocks are
+ * on, as Apple's clang has them by default (Metal's asynchronous calls take completion handlers); they need the
+ * BlocksRuntime library, linked ahead of GNUstep, whose own _Block_copy does not copy stack blocks.
+ */
 export function objcRuntimeFlags() {
   return [
+    '-fblocks',
     '-fobjc-runtime=gcc',
     '-fconstant-string-class=NSConstantString',
     '-fobjc-exceptions',
@@ -61,7 +66,7 @@ export const inNative = (...files) => files.map((f) => path.join(nativeDir, f));
 /** The portable hook engine: built into the addon, the injector and the stress harness. */
 export const hookEngine = inNative('swizzle.mm', 'profile.mm', 'patch.mm');
 /** Links a program or library against the simulated Metal and GNUstep. */
-export const linkSim = [`-L${simLibDir}`, '-lMetal', '-lgnustep-base', '-lobjc', '-lpthread'];
+export const linkSim = [`-L${simLibDir}`, '-lMetal', '-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread'];
 
 /** The Node-API headers the addon compiles against (node-addon-api's and node-api-headers'). */
 export function napiIncludes() {
@@ -98,5 +103,5 @@ export function simCflags() {
 
 /** What it needs to link against the simulated Metal library (found at run time through its rpath). */
 export function simLibs() {
-  return [`-L${simLibDir}`, `-Wl,-rpath,${simLibDir}`, '-lMetal', '-lgnustep-base', '-lobjc'];
+  return [`-L${simLibDir}`, `-Wl,-rpath,${simLibDir}`, '-lMetal', '-lBlocksRuntime', '-lgnustep-base', '-lobjc'];
 }

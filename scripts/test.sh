@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: on a fresh Debian 12 machine it installs the toolchain of the Linux test build (clang-14,
-# GNUstep Foundation, GCC's libobjc, clang's sanitizer runtimes, libc++'s headers; apt, as root), installs npm dependencies, builds
+# GNUstep Foundation, GCC's libobjc, the blocks runtime, clang's sanitizer runtimes, libc++'s headers; apt, as root), installs npm dependencies, builds
 # the TypeScript, the simulated native build and its sanitizer builds, type-checks, runs the whole vitest suite, and
 # prints the line and branch coverage of lib/ over the suite and every Node process it starts (scripts/coverage.mjs).
 set -euo pipefail
@@ -11,6 +11,8 @@ command -v clang++-14 >/dev/null || need+=(clang-14)
 [ -f /usr/include/GNUstep/Foundation/Foundation.h ] || need+=(libgnustep-base-dev)
 [ -f "$(gcc -print-file-name=include 2>/dev/null)/objc/runtime.h" ] || need+=(libobjc-12-dev)
 command -v gnustep-config >/dev/null || need+=(gnustep-make)
+# Blocks (Metal's asynchronous compile takes a completion handler): clang's -fblocks needs this runtime.
+[ -f /usr/include/Block.h ] || need+=(libblocksruntime-dev)
 compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/dev/null || need+=(libclang-rt-14-dev)
 # libc++'s headers: test/static-destructors.test.ts compiles the engine against libc++ as Apple configures it.
 [ -f /usr/lib/llvm-14/include/c++/v1/__config ] || need+=(libc++-14-dev)

@@ -62,6 +62,18 @@ std::string readOptions(Napi::Object o, DoctorOptions *options) {
     options->threadgroupSizes.push_back(size);
   }
 
+  uint64_t groups = 0;
+  if (!nonNegativeInteger(o.Get("threadgroupGroups"), &groups) || groups == 0 || groups > 65535) {
+    return "threadgroupGroups must be a count of threadgroups (1-65535)";
+  }
+  options->threadgroupGroups = static_cast<uint32_t>(groups);
+  if (!nonNegativeInteger(o.Get("stockThreadgroupMemory"), &options->stockThreadgroupMemory)) {
+    return "stockThreadgroupMemory must be a byte count";
+  }
+  Napi::Value above = o.Get("aboveStockThreadgroupMemory");
+  if (!above.IsBoolean()) return "aboveStockThreadgroupMemory must be a boolean";
+  options->aboveStockThreadgroupMemory = above.As<Napi::Boolean>().Value();
+
   Napi::Value file = o.Get("mmapFile");
   if (file.IsString()) {
     options->mmapFile = file.As<Napi::String>().Utf8Value();
@@ -86,6 +98,8 @@ Napi::Object outcomeObject(Napi::Env env, const ProbeOutcome &outcome) {
   o.Set("status", Napi::String::New(env, doctorStatusName(outcome.status)));
   o.Set("detail", Napi::String::New(env, outcome.detail));
   o.Set("ms", Napi::Number::New(env, outcome.ms));
+  o.Set("compileMs", Napi::Number::New(env, outcome.compileMs));
+  o.Set("buildFailed", Napi::Boolean::New(env, outcome.buildFailed));
   o.Set("provenThreadgroupMemory", numberOrNull(env, outcome.provenThreadgroupMemory));
   o.Set("failedThreadgroupMemory", numberOrNull(env, outcome.failedThreadgroupMemory));
   o.Set("bufferLength", numberOrNull(env, outcome.bufferLength));

@@ -23,6 +23,11 @@ struct DoctorOptions {
   std::vector<DoctorProbe> probes;
   double timeoutMs = 10000;
   std::vector<uint64_t> threadgroupSizes;  // ascending, bytes
+  uint32_t threadgroupGroups = 1024;       // threadgroups dispatched at once for each size
+  // The device's stock maxThreadgroupMemoryLength (read before any profile was applied), and whether sizes above it
+  // may be dispatched at all (only in a VM: above the real limit it is undefined behaviour on real hardware).
+  uint64_t stockThreadgroupMemory = 0;
+  bool aboveStockThreadgroupMemory = false;
   std::optional<std::string> mmapFile;     // opened read-only, never modified
   uint64_t mmapSize = 0;                   // size of the generated file when there is no mmapFile
   std::string tempDir;
@@ -33,6 +38,8 @@ struct ProbeOutcome {
   DoctorStatus status = DoctorStatus::Error;
   std::string detail;  // one line
   double ms = 0;
+  double compileMs = 0;      // Metal's compiler: libraries and pipelines, under their own deadline
+  bool buildFailed = false;  // the status comes from compiling the kernel or creating its pipeline
   std::optional<uint64_t> provenThreadgroupMemory;
   std::optional<uint64_t> failedThreadgroupMemory;
   std::optional<uint64_t> bufferLength;

@@ -5,7 +5,6 @@
 #include <objc/runtime.h>
 
 #include <cstdlib>
-#include <exception>
 
 #include "capabilities.h"
 #include "doctor_probes.h"
@@ -61,32 +60,25 @@ std::string utf8(NSString *s) {
   return text != nullptr ? text : "";
 }
 
-// A Metal exception or an allocation failure becomes the probe's `error` outcome, never a crash of the host process.
+// A Metal exception becomes the probe's `error` outcome, never a crash of the host process. There is no C++ `try`:
+// node-gyp compiles every addon with -fno-exceptions on a Mac (Node's common.gypi), so nothing here throws C++
+// exceptions, and one thrown by the standard library (an allocation failure) ends the process as in any addon built
+// that way. -fobjc-exceptions keeps @try/@catch for the exceptions Metal raises.
 #if defined(GNU_RUNTIME)
-// GCC's runtime (the Linux test build): clang gives every function of an Objective-C++ file GCC's Objective-C
-// personality, which reads each handler's type as a class name. A typed C++ catch (std::exception) would abort the
-// process when anything unwinds through it, and `@catch (id)` is a catch-all that would also take C++ exceptions
-// and hand over a pointer that is no object. So Objective-C exceptions are caught by class and C++ ones untyped.
+// GCC's runtime (the Linux test build): `@catch (id)` is a catch-all there that would also take a foreign exception
+// and hand over a pointer that is no object, so the handler names NSException's class.
 ProbeOutcome runGuarded(DoctorProbe probe, ProbeContext &ctx) {
-  try {
-    @try {
-      return runProbe(probe, ctx);
-    } @catch (NSException *exception) {
-      return makeOutcome(probe, DoctorStatus::Error, "Metal raised " + exceptionText(exception));
-    }
-  } catch (...) {
-    return makeOutcome(probe, DoctorStatus::Error, "the probe stopped: a C++ exception");
+  @try {
+    return runProbe(probe, ctx);
+  } @catch (NSException *exception) {
+    return makeOutcome(probe, DoctorStatus::Error, "Metal raised " + exceptionText(exception));
   }
 }
 #else
-// Apple's runtime: Objective-C exceptions are C++ exceptions to the unwinder, and each catch takes only its own kind.
+// Apple's runtime: `@catch (id)` takes Objective-C exceptions only, and naming NSException would link CoreFoundation.
 ProbeOutcome runGuarded(DoctorProbe probe, ProbeContext &ctx) {
   @try {
-    try {
-      return runProbe(probe, ctx);
-    } catch (const std::exception &e) {
-      return makeOutcome(probe, DoctorStatus::Error, std::string("the probe stopped: ") + e.what());
-    }
+    return runProbe(probe, ctx);
   } @catch (id exception) {
     return makeOutcome(probe, DoctorStatus::Error, "Metal raised " + exceptionText(exception));
   }
@@ -162,6 +154,7 @@ DoctorResult runDoctor(const DoctorOptions &options) {
     ProbeOutcome outcome = runGuarded(probe, ctx);
     outcome.id = probe;
     outcome.ms = ctx.deadline.elapsedMs();
+    outcome.compileMs = ctx.compileMs;
     result.outcomes.push_back(outcome);
   }
   releaseDevices(list);

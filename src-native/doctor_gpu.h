@@ -67,24 +67,30 @@ class Deadline {
   double budgetMs_;
 };
 
-// What every runner gets: the device, the options, its own deadline and the host's macOS major version (0: unknown).
+// What every runner gets: the device, the options, its own deadline (the GPU's; compiling has its own) and the host's
+// macOS major version (0: unknown). compileMs adds up the time Metal's compiler took for this probe.
 struct ProbeContext {
   id<MTLDevice> device;
   const DoctorOptions &options;
   Deadline deadline;
   int osMajor;
+  double compileMs = 0;
 };
 
 ProbeOutcome makeOutcome(DoctorProbe probe, DoctorStatus status, const std::string &detail);
 
-// A compiled kernel's pipeline, or why there is none: `fail` (compile or pipeline error, with Metal's text) or
-// `unsupported` (Metal rejected the language version).
+// A compiled kernel's pipeline, or why there is none: `fail` (compile or pipeline error, with Metal's text),
+// `unsupported` (Metal rejected the language version) or `timeout` (the compiler did not finish in time).
 struct Pipeline {
   Owned<id<MTLComputePipelineState>> state;
   DoctorStatus status = DoctorStatus::Error;
   std::string detail;
 };
-bool buildPipeline(id<MTLDevice> device, const DoctorKernel &kernel, Pipeline *out);
+// Compiles with Metal's asynchronous calls under a deadline of its own (the probe's budget), so a hung compiler
+// never holds the caller, and its time is not the GPU's: the GPU deadline starts again once the pipeline exists.
+bool buildPipeline(ProbeContext &ctx, const DoctorKernel &kernel, Pipeline *out);
+// The outcome for a kernel that could not be built (marked as such for the judging in TypeScript).
+ProbeOutcome unbuilt(DoctorProbe probe, const Pipeline &pipeline);
 
 NSUInteger maxThreads(id<MTLComputePipelineState> pipeline);
 ProbeOutcome tooFewThreads(DoctorProbe probe, id<MTLComputePipelineState> pipeline, NSUInteger needed);
@@ -94,6 +100,9 @@ enum class Completion { Completed, Failed, TimedOut };
 // Commits `commandBuffer` and polls its status until it completes, fails (`error` gets Metal's text) or the deadline
 // passes. A command buffer that never completes is left to Metal, which keeps its own reference while it is pending.
 Completion commitAndWait(id<MTLCommandBuffer> commandBuffer, const Deadline &deadline, std::string *error);
+
+// dispatch() releases its command buffer and encoder before it returns (they retain the buffers they bind): nothing
+// it made outlives the call unless the GPU is still working on it.
 
 // One compute dispatch in its own command buffer: buffers bound at indices 0, 1, …, optional threadgroup memory at
 // threadgroup index 0, and optionally a residency set (macOS 15) the command buffer uses.

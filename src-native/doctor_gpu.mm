@@ -3,6 +3,7 @@
 #include <objc/runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -11,6 +12,65 @@ namespace mcs {
 namespace {
 
 std::chrono::microseconds span(double ms) { return std::chrono::microseconds(static_cast<int64_t>(ms * 1000.0)); }
+
+// What an asynchronous Metal call hands back, shared by the caller and the completion handler: whichever lets go
+// last frees it, so a handler that runs after the caller gave up (a compiler past its deadline) is harmless.
+struct Pending {
+  std::atomic<int> holders{2};
+  std::atomic<bool> done{false};
+  id result = nil;       // +1
+  NSError *error = nil;  // +1
+};
+
+void letGo(Pending *p) {
+  if (p->holders.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    [p->result release];
+    [p->error release];
+    delete p;
+  }
+}
+
+void finish(Pending *p, id result, NSError *error) {
+  p->result = [result retain];
+  p->error = [error retain];
+  p->done.store(true, std::memory_order_release);
+  letGo(p);
+}
+
+// Polls until the handler ran or the deadline passed; true when it ran.
+bool awaitPending(const Pending *p, const Deadline &deadline) {
+  auto pause = std::chrono::microseconds(50);
+  while (!p->done.load(std::memory_order_acquire)) {
+    if (deadline.passed()) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+  return true;
+}
+
+// The outcome of one asynchronous call: what it made (+1, nil on failure), Metal's error, or that it ran late.
+struct Made {
+  id object = nil;
+  NSError *error = nil;  // autoreleased
+  bool late = false;
+};
+
+Made collect(Pending *pending, const Deadline &deadline) {
+  Made made;
+  if (!awaitPending(pending, deadline)) {
+    made.late = true;
+  } else {
+    made.object = [pending->result retain];
+    made.error = [[pending->error retain] autorelease];
+  }
+  letGo(pending);
+  return made;
+}
+
+std::string lateCompile(const std::string &what, const Deadline &deadline) {
+  return what + " did not finish within " + std::to_string((long)deadline.budgetMs()) +
+         " ms: Metal's compiler, not the GPU, ran out of time";
+}
 
 }  // namespace
 
@@ -72,47 +132,83 @@ std::string exceptionText(id exception) {
 
 std::string formatBytes(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
 
-bool buildPipeline(id<MTLDevice> device, const DoctorKernel &kernel, Pipeline *out) {
+bool buildPipeline(ProbeContext &ctx, const DoctorKernel &kernel, Pipeline *out) {
+  id<MTLDevice> device = ctx.device;
   std::string function = kernel.function;
+  Deadline compile(ctx.options.timeoutMs);
+  struct Tally {
+    ProbeContext &ctx;
+    const Deadline &compile;
+    ~Tally() { ctx.compileMs += compile.elapsedMs(); }
+  } tally{ctx, compile};
   Owned<MTLCompileOptions *> options([MTLCompileOptions new]);
   [options.get() setLanguageVersion:(MTLLanguageVersion)kernel.languageVersion];
   // The probes compare against exact CPU references; fast math may reassociate or flush.
   [options.get() setFastMathEnabled:NO];
-  NSError *error = nil;
-  Owned<id<MTLLibrary>> library;
+  Pending *library = new Pending();
   @try {
-    library.reset([device newLibraryWithSource:[NSString stringWithUTF8String:kernel.source]
-                                        options:options.get()
-                                          error:&error]);
+    [device newLibraryWithSource:[NSString stringWithUTF8String:kernel.source]
+                         options:options.get()
+               completionHandler:^(id<MTLLibrary> made, NSError *error) {
+                 finish(library, made, error);
+               }];
   } @catch (id exception) {
     // Apple's Metal may raise instead of returning an error for options it does not know, such as a language version
-    // newer than the OS; for the 2.3 kernels that cannot be the reason.
+    // newer than the OS; for the 2.3 kernels that cannot be the reason. Whether the handler will still run is not
+    // known, so its share of `library` is left to it.
+    letGo(library);
     out->status = kernel.languageVersion > kMsl2_3 ? DoctorStatus::Unsupported : DoctorStatus::Fail;
     out->detail = "Metal refused to compile " + function + ": " + exceptionText(exception);
     return false;
   }
-  if (!library) {
+  Made compiled = collect(library, compile);
+  Owned<id<MTLLibrary>> made((id<MTLLibrary>)compiled.object);
+  if (compiled.late) {
+    out->status = DoctorStatus::Timeout;
+    out->detail = lateCompile("compiling " + function, compile);
+    return false;
+  }
+  if (!made) {
+    NSError *error = compiled.error;
     bool rejectedVersion = error != nil && [[error domain] isEqualToString:MTLLibraryErrorDomain] &&
                            [error code] == MTLLibraryErrorUnsupported;
     out->status = rejectedVersion ? DoctorStatus::Unsupported : DoctorStatus::Fail;
     out->detail = "compiling " + function + " failed: " + errorText(error);
     return false;
   }
-  Owned<id<MTLFunction>> fn([library.get() newFunctionWithName:[NSString stringWithUTF8String:kernel.function]]);
+  Owned<id<MTLFunction>> fn([made.get() newFunctionWithName:[NSString stringWithUTF8String:kernel.function]]);
   if (!fn) {
     out->status = DoctorStatus::Fail;
     out->detail = "the compiled library has no function " + function;
     return false;
   }
-  error = nil;
-  out->state.reset([device newComputePipelineStateWithFunction:fn.get() error:&error]);
+  Pending *pipeline = new Pending();
+  [device newComputePipelineStateWithFunction:fn.get()
+                            completionHandler:^(id<MTLComputePipelineState> state, NSError *error) {
+                              finish(pipeline, state, error);
+                            }];
+  Made built = collect(pipeline, compile);
+  out->state.reset((id<MTLComputePipelineState>)built.object);
+  if (built.late) {
+    out->status = DoctorStatus::Timeout;
+    out->detail = lateCompile("creating the pipeline for " + function, compile);
+    return false;
+  }
   if (!out->state) {
     out->status = DoctorStatus::Fail;
-    out->detail = "creating the pipeline for " + function + " failed: " + errorText(error);
+    out->detail = "creating the pipeline for " + function + " failed: " + errorText(built.error);
     return false;
   }
   out->status = DoctorStatus::Pass;
+  // The GPU's budget starts once its work can start.
+  ctx.deadline.restart();
   return true;
+}
+
+ProbeOutcome unbuilt(DoctorProbe probe, const Pipeline &pipeline) {
+  ProbeOutcome outcome = makeOutcome(probe, pipeline.status, pipeline.detail);
+  outcome.buildFailed = pipeline.status == DoctorStatus::Fail || pipeline.status == DoctorStatus::Unsupported;
+  return outcome;
 }
 
 Completion commitAndWait(id<MTLCommandBuffer> commandBuffer, const Deadline &deadline, std::string *error) {
@@ -132,7 +228,9 @@ Completion commitAndWait(id<MTLCommandBuffer> commandBuffer, const Deadline &dea
   }
 }
 
-Completion dispatch(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline, std::string *error) {
+namespace {
+
+Completion dispatchOnce(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline, std::string *error) {
   id<MTLCommandBuffer> commandBuffer = [queue commandBuffer];
   if (commandBuffer == nil) {
     *error = "the command queue gave no command buffer";
@@ -156,6 +254,18 @@ Completion dispatch(id<MTLCommandQueue> queue, const DispatchSpec &spec, const D
   [encoder dispatchThreadgroups:spec.threadgroups threadsPerThreadgroup:spec.threadsPerThreadgroup];
   [encoder endEncoding];
   return commitAndWait(commandBuffer, deadline, error);
+}
+
+}  // namespace
+
+Completion dispatch(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline, std::string *error) {
+  // The command buffer and the encoder are autoreleased and retain what they bind; drained here, they let go of the
+  // buffers before the probe releases them (a NoCopy buffer must be gone before its mapping is). Not a scoped pool:
+  // an exception Metal raises must not drain it on the way out, since the exception object lives in it.
+  NSAutoreleasePool *pool = [NSAutoreleasePool new];
+  Completion done = dispatchOnce(queue, spec, deadline, error);
+  [pool release];
+  return done;
 }
 
 ProbeOutcome incomplete(DoctorProbe probe, Completion completion, const std::string &error, const Deadline &deadline,

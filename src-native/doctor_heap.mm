@@ -27,8 +27,8 @@ ProbeOutcome runHeap(ProbeContext &ctx) {
     return makeOutcome(probe, DoctorStatus::Unsupported, "this device has no heaps (newHeapWithDescriptor:)");
   }
   Pipeline writer, reader;
-  if (!buildPipeline(ctx.device, kHeapWriteKernel, &writer)) return makeOutcome(probe, writer.status, writer.detail);
-  if (!buildPipeline(ctx.device, kHeapReadKernel, &reader)) return makeOutcome(probe, reader.status, reader.detail);
+  if (!buildPipeline(ctx, kHeapWriteKernel, &writer)) return unbuilt(probe, writer);
+  if (!buildPipeline(ctx, kHeapReadKernel, &reader)) return unbuilt(probe, reader);
   for (Pipeline *p : {&writer, &reader}) {
     if (maxThreads(p->state.get()) < kGroup) return tooFewThreads(probe, p->state.get(), kGroup);
   }

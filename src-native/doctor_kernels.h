@@ -104,23 +104,36 @@ kernel void mcs_doctor_bfloat(device const float *x [[buffer(0)]],
 }
 )MSL"};
 
-// Every thread writes a strided share of the threadgroup allocation, then reads another thread's share back.
+// Every threadgroup fills its whole allocation with a pattern of its own (seeded by its position in the grid), then
+// reads all of it back, in two rounds; report[2g] counts the words threadgroup g checked (2 x words when it ran),
+// report[2g + 1] those that were not what it wrote. Threadgroups that share memory overwrite each other's patterns.
 inline constexpr DoctorKernel kThreadgroupKernel = {"mcs_doctor_threadgroup", kMsl2_3, R"MSL(
 #include <metal_stdlib>
 using namespace metal;
 
-kernel void mcs_doctor_threadgroup(device uint *out [[buffer(0)]],
+kernel void mcs_doctor_threadgroup(device atomic_uint *report [[buffer(0)]],
                                    constant uint &words [[buffer(1)]],
                                    threadgroup uint *scratch [[threadgroup(0)]],
                                    uint tid [[thread_index_in_threadgroup]],
-                                   uint threads [[threads_per_threadgroup]]) {
-  for (uint i = tid; i < words; i += threads) {
-    scratch[i] = i * 2654435761u + 2654435769u;
+                                   uint threads [[threads_per_threadgroup]],
+                                   uint group [[threadgroup_position_in_grid]]) {
+  uint checked = 0;
+  uint wrong = 0;
+  for (uint round = 0; round < 2; round++) {
+    uint seed = group * 2246822519u + round * 3266489917u + 374761393u;
+    for (uint i = tid; i < words; i += threads) {
+      scratch[i] = (i * 2654435761u) ^ seed;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint i = tid; i < words; i += threads) {
+      uint j = words - 1 - i;
+      checked += 1;
+      wrong += scratch[j] != ((j * 2654435761u) ^ seed) ? 1u : 0u;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
   }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint i = tid; i < words; i += threads) {
-    out[i] = scratch[words - 1 - i];
-  }
+  atomic_fetch_add_explicit(&report[2 * group], checked, memory_order_relaxed);
+  atomic_fetch_add_explicit(&report[2 * group + 1], wrong, memory_order_relaxed);
 }
 )MSL"};
 

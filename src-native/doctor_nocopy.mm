@@ -222,8 +222,8 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
   }
 
   Pipeline pipeline;
-  if (!buildPipeline(ctx.device, kBlockChecksumKernel, &pipeline)) {
-    ProbeOutcome o = makeOutcome(probe, pipeline.status, pipeline.detail);
+  if (!buildPipeline(ctx, kBlockChecksumKernel, &pipeline)) {
+    ProbeOutcome o = unbuilt(probe, pipeline);
     o.bufferLength = reported;
     return o;
   }

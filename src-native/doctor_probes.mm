@@ -121,7 +121,7 @@ ProbeOutcome runSimdgroupReduction(ProbeContext &ctx) {
   constexpr uint32_t kThreads = 256;
   constexpr uint32_t kGroup = 64;
   Pipeline pipeline;
-  if (!buildPipeline(ctx.device, kSimdReduceKernel, &pipeline)) return makeOutcome(probe, pipeline.status, pipeline.detail);
+  if (!buildPipeline(ctx, kSimdReduceKernel, &pipeline)) return unbuilt(probe, pipeline);
   if (maxThreads(pipeline.state.get()) < kGroup) return tooFewThreads(probe, pipeline.state.get(), kGroup);
   // Small integers: every partial sum is exact in float, whatever order the hardware adds in.
   std::vector<float> input(kThreads);
@@ -194,13 +194,18 @@ ProbeOutcome runSimdgroupMatrix(ProbeContext &ctx) {
   const DoctorProbe probe = DoctorProbe::SimdgroupMatrix;
   constexpr NSUInteger kSimdgroup = 32;
   Pipeline floatPipeline, halfPipeline;
-  if (!buildPipeline(ctx.device, kMatmulFloatKernel, &floatPipeline)) {
-    return makeOutcome(probe, floatPipeline.status, floatPipeline.detail);
-  }
-  if (!buildPipeline(ctx.device, kMatmulHalfKernel, &halfPipeline)) {
-    return makeOutcome(probe, halfPipeline.status, halfPipeline.detail);
-  }
+  if (!buildPipeline(ctx, kMatmulFloatKernel, &floatPipeline)) return unbuilt(probe, floatPipeline);
+  if (!buildPipeline(ctx, kMatmulHalfKernel, &halfPipeline)) return unbuilt(probe, halfPipeline);
   for (Pipeline *p : {&floatPipeline, &halfPipeline}) {
+    // The kernels give each 8x8 tile one threadgroup of one SIMD-group of 32 threads, the width of Apple GPUs; a
+    // device whose SIMD-groups are another width (AMD's 64, Intel's 8 to 32) would run them differently.
+    NSUInteger width = [p->state.get() threadExecutionWidth];
+    if (width != kSimdgroup) {
+      return makeOutcome(probe, DoctorStatus::Unsupported,
+                         "the pipeline's SIMD-group width (threadExecutionWidth) is " +
+                             std::to_string((unsigned long)width) + " threads; the probe's kernels need " +
+                             std::to_string((unsigned long)kSimdgroup));
+    }
     if (maxThreads(p->state.get()) < kSimdgroup) return tooFewThreads(probe, p->state.get(), kSimdgroup);
   }
   Owned<id<MTLCommandQueue>> queue([ctx.device newCommandQueue]);
@@ -299,7 +304,7 @@ ProbeOutcome runBfloat(ProbeContext &ctx) {
   constexpr uint32_t kCount = 256;
   constexpr NSUInteger kGroup = 64;
   Pipeline pipeline;
-  if (!buildPipeline(ctx.device, kBfloatKernel, &pipeline)) return makeOutcome(probe, pipeline.status, pipeline.detail);
+  if (!buildPipeline(ctx, kBfloatKernel, &pipeline)) return unbuilt(probe, pipeline);
   if (maxThreads(pipeline.state.get()) < kGroup) return tooFewThreads(probe, pipeline.state.get(), kGroup);
   // Exponents within [-4, 4]: the exact sum and product of two bfloats fit a float, so the reference rounds once,
   // as the GPU must. Every fourth x is a tie rounding down to even, every fourth + 1 a tie rounding up to even.
@@ -372,8 +377,6 @@ ProbeOutcome runBfloat(ProbeContext &ctx) {
 
 namespace {
 
-uint32_t threadgroupPattern(uint32_t i) { return i * 2654435761u + 2654435769u; }
-
 // Metal's validation layer aborts the process on a threadgroup allocation above the device's reported limit.
 bool validationLayerOn() {
   const char *value = getenv("MTL_DEBUG_LAYER");
@@ -382,17 +385,35 @@ bool validationLayerOn() {
 
 }  // namespace
 
+// A size counts as proven only when many threadgroups used it at once: a lone threadgroup can spill into on-core
+// memory no other threadgroup is using and still read its words back, while the engines' dispatches run many
+// threadgroups side by side, which would then overwrite each other. So every size is dispatched as
+// options.threadgroupGroups threadgroups (1024 by default: several times what every GPU core holds), each filling
+// its whole allocation with its own pattern and reading all of it back, twice; each reports how many words it checked
+// and how many were wrong, and every threadgroup's report is checked.
 ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
   const DoctorProbe probe = DoctorProbe::ThreadgroupMemory;
   const std::vector<uint64_t> &sizes = ctx.options.threadgroupSizes;
   if (sizes.empty()) return makeOutcome(probe, DoctorStatus::Skipped, "no threadgroup sizes were asked for");
+  const uint32_t groups = std::max<uint32_t>(1, ctx.options.threadgroupGroups);
   Pipeline pipeline;
-  if (!buildPipeline(ctx.device, kThreadgroupKernel, &pipeline)) return makeOutcome(probe, pipeline.status, pipeline.detail);
+  if (!buildPipeline(ctx, kThreadgroupKernel, &pipeline)) return unbuilt(probe, pipeline);
   id<MTLComputePipelineState> state = pipeline.state.get();
   NSUInteger threads = std::min<NSUInteger>(256, maxThreads(state));
   if (threads == 0) return tooFewThreads(probe, state, 1);
   NSUInteger staticLength = [state staticThreadgroupMemoryLength];
-  uint64_t ceiling = validationLayerOn() ? [ctx.device maxThreadgroupMemoryLength] : UINT64_MAX;
+  // The stock answer, never the one a profile installed: doctor's patched run raises it on purpose.
+  const uint64_t stock = ctx.options.stockThreadgroupMemory;
+  uint64_t ceiling = UINT64_MAX;
+  std::string ceilingWhy;
+  if (!ctx.options.aboveStockThreadgroupMemory && stock > 0) {
+    ceiling = stock;
+    ceilingWhy = "this host is not known to be a virtual machine, where a threadgroup above the device's own limit "
+                 "is undefined behaviour";
+  } else if (validationLayerOn() && stock > 0) {
+    ceiling = stock;
+    ceilingWhy = "Metal's validation layer (MTL_DEBUG_LAYER) is on";
+  }
   Owned<id<MTLCommandQueue>> queue([ctx.device newCommandQueue]);
   if (!queue) return makeOutcome(probe, DoctorStatus::Fail, "Metal gave no command queue");
 
@@ -401,7 +422,7 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
   DoctorStatus failure = DoctorStatus::Pass;
   for (uint64_t size : sizes) {
     if (size > ceiling) {
-      why = "sizes above " + formatBytes(ceiling) + " not tried: Metal's validation layer (MTL_DEBUG_LAYER) is on";
+      why = "sizes above " + formatBytes(ceiling) + " (the device's stock limit) not tried: " + ceilingWhy;
       break;
     }
     // Dynamic lengths must be multiples of 16 bytes, and the kernel's static allocation counts against the total.
@@ -413,14 +434,14 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
       why = formatBytes(size) + " leaves no room beside the kernel's static " + formatBytes(staticLength);
       break;
     }
-    std::vector<uint32_t> sentinel(words);
-    for (uint32_t i = 0; i < words; i++) sentinel[i] = ~threadgroupPattern(words - 1 - i);
-    Owned<id<MTLBuffer>> out(newSharedBuffer(ctx.device, sentinel.data(), words * sizeof(uint32_t)));
+    // Per threadgroup: words checked, words wrong, both counted up from zero, so a threadgroup that never ran is seen.
+    Owned<id<MTLBuffer>> out(newSharedBuffer(ctx.device, nullptr, 2 * static_cast<size_t>(groups) * sizeof(uint32_t)));
     Owned<id<MTLBuffer>> count(newSharedBuffer(ctx.device, &words, sizeof(words)));
     if (!out || !count) return makeOutcome(probe, DoctorStatus::Fail, "Metal gave no buffer");
     DispatchSpec spec;
     spec.pipeline = state;
     spec.buffers = {out.get(), count.get()};
+    spec.threadgroups = MTLSizeMake(groups, 1, 1);
     spec.threadsPerThreadgroup = MTLSizeMake(threads, 1, 1);
     spec.threadgroupMemory = static_cast<NSUInteger>(dynamic);
     std::string error;
@@ -437,20 +458,31 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
       break;
     }
     const uint32_t *got = contentsOf<uint32_t>(out.get());
-    uint32_t wrong = 0;
-    for (uint32_t i = 0; i < words; i++) wrong += got[i] != threadgroupPattern(words - 1 - i) ? 1 : 0;
-    if (wrong > 0) {
+    uint32_t badGroups = 0, firstBad = 0;
+    uint64_t wrongWords = 0;
+    for (uint32_t g = 0; g < groups; g++) {
+      uint32_t checked = got[2 * g], wrong = got[2 * g + 1];
+      if (checked != 2 * words || wrong != 0) {
+        if (badGroups++ == 0) firstBad = g;
+        wrongWords += checked != 2 * words ? 2 * words : wrong;
+      }
+    }
+    if (badGroups > 0) {
       failed = size;
       failure = DoctorStatus::WrongResult;
-      why = formatBytes(size) + " accepted but computed wrong (" + std::to_string(wrong) + " of " +
-            std::to_string(words) + " words)";
+      why = formatBytes(size) + " accepted but computed wrong under " + std::to_string(groups) +
+            " concurrent threadgroups: " + std::to_string(badGroups) + " of them read back words they did not write (" +
+            std::to_string(wrongWords) + " wrong words; first threadgroup " + std::to_string(firstBad) + ")";
       break;
     }
     proven = size;
   }
   DoctorStatus status = failure == DoctorStatus::Pass && !proven ? DoctorStatus::Skipped : failure;
   std::string detail;
-  if (proven) detail = formatBytes(*proven) + " proven with " + std::to_string((unsigned long)threads) + " threads";
+  if (proven) {
+    detail = formatBytes(*proven) + " proven by " + std::to_string(groups) + " concurrent threadgroups of " +
+             std::to_string((unsigned long)threads) + " threads";
+  }
   if (!why.empty()) detail += (detail.empty() ? "" : "; ") + why;
   if (!failed && proven && why.empty()) detail += " (the largest size asked for)";
   ProbeOutcome o = makeOutcome(probe, status, detail);
@@ -473,7 +505,7 @@ ProbeOutcome runResidencySet(ProbeContext &ctx) {
   constexpr uint32_t kWords = 1024;
   constexpr NSUInteger kGroup = 64;
   Pipeline pipeline;
-  if (!buildPipeline(ctx.device, kResidentReadKernel, &pipeline)) return makeOutcome(probe, pipeline.status, pipeline.detail);
+  if (!buildPipeline(ctx, kResidentReadKernel, &pipeline)) return unbuilt(probe, pipeline);
   if (maxThreads(pipeline.state.get()) < kGroup) return tooFewThreads(probe, pipeline.state.get(), kGroup);
 
   Owned<id> descriptor([[descriptorClass alloc] init]);

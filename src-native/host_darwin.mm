@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os_version.h"
+
 namespace mcs {
 namespace {
 
@@ -31,12 +33,14 @@ int sysctlFlag(const char *name) {
   return value != 0 ? 1 : 0;
 }
 
+// kern.osproductversion first: NSProcessInfo says 16.x on macOS 26 to a program linked against an older SDK.
 Optional productVersion() {
+  Optional fromSysctl = sysctlString("kern.osproductversion");
   NSOperatingSystemVersion v = [[NSProcessInfo processInfo] operatingSystemVersion];
   Optional out;
   out.known = true;
-  out.value = std::to_string(v.majorVersion) + "." + std::to_string(v.minorVersion);
-  if (v.patchVersion != 0) out.value += "." + std::to_string(v.patchVersion);
+  out.value = macosVersion(fromSysctl.known ? fromSysctl.value : std::string(), static_cast<long>(v.majorVersion),
+                           static_cast<long>(v.minorVersion), static_cast<long>(v.patchVersion));
   return out;
 }
 

@@ -2,16 +2,26 @@
 // Linux test build) that patches device classes the moment the program first obtains a device. It interposes the
 // public MTLCreateSystemDefaultDevice / MTLCopyAllDevices, so it needs no private selector.
 //
-// It never writes to the program's stdout or stderr. The CLI hands it three environment variables:
+// It never writes to the program's stdout or stderr. The CLI hands it these environment variables:
 //   METAL_CAP_SHIM_PROFILE_NATIVE  the validated profile in its compact form (lib/profiles.ts)
-//   METAL_CAP_SHIM_STATUS_FD       a pipe for "loaded" / "patched" / "error" lines, read by the CLI
+//   METAL_CAP_SHIM_STATUS_FD       a pipe for "PID loaded" / "PID patched" / "PID error" lines, read by the CLI
+//   METAL_CAP_SHIM_STATUS_PID      the pid of the process that handed the fd down: the CLI, then each injected process
+//   METAL_CAP_SHIM_STATUS_ID       below the CLI's child: the fd's identity (device:inode) as the parent had it
 //   METAL_CAP_SHIM_TRACE_FILE      where to write the trace as JSON at exit (optional)
+//
+// The status fd is trusted only through a chain of injected processes. A process takes it when its parent is the
+// process the environment names (the CLI passes its own pid) or it is that process after an exec in place, the fd is
+// a pipe or a socket, and, below the CLI's child, it is the very object the parent held. It then hands the fd down under its own pid, so a program a launcher starts
+// reports too. A program that does not load the injector (static, setuid) breaks the chain: its children see a parent
+// that is not the one named, leave whatever their fd 3 is untouched, and unset the variables.
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <objc/runtime.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,9 +53,24 @@ char gTraceFile[4096];
 // Never destroyed: the at-exit trace writer is registered before C++ destructors and so runs after them.
 std::vector<std::string> *gPatchedClasses = nullptr;
 
+// The variables this process hands down, in storage of its own: putenv() puts these buffers themselves into the
+// environment, so a fork child can rewrite its pid in place (see forkedChild) without allocating.
+char gEnvFd[64];
+char gEnvPid[64];
+char gEnvId[96];
+constexpr const char *kFdVar = "METAL_CAP_SHIM_STATUS_FD";
+constexpr const char *kPidVar = "METAL_CAP_SHIM_STATUS_PID";
+constexpr const char *kIdVar = "METAL_CAP_SHIM_STATUS_ID";
+constexpr int kPidDigits = 10;
+
+// A status line is `PID WORD REST`: the pid of the process that writes it, at the time it writes (a fork child
+// reports as itself). Control characters become spaces, so a message (a profile's error text) cannot start a line of
+// its own.
 void statusLine(const std::string &line) {
   if (gStatusFd < 0) return;
-  std::string out = line + "\n";
+  std::string out = std::to_string(static_cast<int>(getpid())) + " ";
+  for (char c : line) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? ' ' : c;
+  out += "\n";
 #if defined(MSG_NOSIGNAL)
   // Node's "pipe" stdio is a socket pair: send() can say "no SIGPIPE" if the CLI is gone.
   if (send(gStatusFd, out.data(), out.size(), MSG_NOSIGNAL) >= 0 || errno != ENOTSOCK) return;
@@ -55,20 +80,82 @@ void statusLine(const std::string &line) {
   (void)ignored;
 }
 
-// The CLI passes the pipe as fd 3. It is moved out of the way (a program may close and reuse low descriptors) and
-// marked close-on-exec, so only this process talks on it.
-int takeStatusFd(const char *text) {
+// A whole decimal number from 1 up to `max` (digits only), or -1.
+long wholeNumber(const char *text, long max) {
   if (text == NULL || *text == '\0') return -1;
-  char *end = NULL;
-  long fd = strtol(text, &end, 10);
-  if (end == text || *end != '\0' || fd < 3 || fd > 1024) return -1;
-  int moved = fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 100);
-  if (moved < 0) return -1;
-  close(static_cast<int>(fd));
+  long value = 0;
+  for (const char *p = text; *p != '\0'; p++) {
+    if (*p < '0' || *p > '9') return -1;
+    value = value * 10 + (*p - '0');
+    if (value > max) return -1;
+  }
+  return value > 0 ? value : -1;
+}
+
+void writeDigits(char *at, int width, long value) {
+  for (int i = width - 1; i >= 0; i--) {
+    at[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+}
+
+std::string identityOf(const struct stat &st) {
+  return std::to_string(static_cast<unsigned long long>(st.st_dev)) + ":" +
+         std::to_string(static_cast<unsigned long long>(st.st_ino));
+}
+
+void forgetStatusVariables() {
+  unsetenv(kFdVar);
+  unsetenv(kPidVar);
+  unsetenv(kIdVar);
+}
+
+// After fork() the child is this image too, and whatever it execs has it as parent: hand the fd down under the
+// child's pid. Only memory writes here, which are async-signal-safe (a fork child of a threaded program may do
+// nothing else before exec).
+void forkedChild() {
+  if (gEnvPid[0] != '\0') writeDigits(gEnvPid + strlen(kPidVar) + 1, kPidDigits, static_cast<long>(getpid()));
+}
+
+// Takes the status fd when it is the one the chain handed down (see the top of this file); otherwise leaves the
+// descriptor as it is and unsets the variables, so nothing below this process trusts it either.
+int takeStatusFd() {
+  long fd = wholeNumber(getenv(kFdVar), 65535);
+  long parent = wholeNumber(getenv(kPidVar), 0x7fffffffL);
+  const char *identity = getenv(kIdVar);
+  struct stat st;
+  // The parent named, or this very process after it exec'd another program in place (a launcher that picks the real
+  // binary: the pid stays, the fd and its identity with it).
+  bool named = parent > 0 && (static_cast<long>(getppid()) == parent || static_cast<long>(getpid()) == parent);
+  bool ours = fd >= 3 && named &&
+              fstat(static_cast<int>(fd), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) &&
+              (identity == NULL || identityOf(st) == identity);
+  if (!ours) {
+    forgetStatusVariables();
+    return -1;
+  }
+  // Moved above the low descriptors a program may close and reuse, and left open across exec for the programs this
+  // one starts; the CLI's fd 3 is closed. An fd inherited from an injected parent is already up there.
+  int taken = static_cast<int>(fd);
+  if (fd < 100) {
+    taken = fcntl(static_cast<int>(fd), F_DUPFD, 100);
+    if (taken < 0) {
+      forgetStatusVariables();
+      return -1;
+    }
+    close(static_cast<int>(fd));
+  }
 #if defined(F_SETNOSIGPIPE)
-  fcntl(moved, F_SETNOSIGPIPE, 1);
+  fcntl(taken, F_SETNOSIGPIPE, 1);
 #endif
-  return moved;
+  snprintf(gEnvFd, sizeof(gEnvFd), "%s=%d", kFdVar, taken);
+  snprintf(gEnvId, sizeof(gEnvId), "%s=%s", kIdVar, identityOf(st).c_str());
+  snprintf(gEnvPid, sizeof(gEnvPid), "%s=%0*ld", kPidVar, kPidDigits, static_cast<long>(getpid()));
+  putenv(gEnvFd);
+  putenv(gEnvId);
+  putenv(gEnvPid);
+  pthread_atfork(NULL, NULL, forkedChild);
+  return taken;
 }
 
 // Which slice of this library the loader picked. dyld matches the process, not a preference order: an arm64 process
@@ -184,8 +271,7 @@ void patchDeviceClasses(const std::vector<id> &devices) {
 }
 
 __attribute__((constructor)) void injectorLoaded() {
-  gStatusFd = takeStatusFd(getenv("METAL_CAP_SHIM_STATUS_FD"));
-  unsetenv("METAL_CAP_SHIM_STATUS_FD");
+  gStatusFd = takeStatusFd();
   const char *trace = getenv("METAL_CAP_SHIM_TRACE_FILE");
   if (trace != NULL && strlen(trace) < sizeof(gTraceFile)) strcpy(gTraceFile, trace);
   const char *text = getenv("METAL_CAP_SHIM_PROFILE_NATIVE");
@@ -198,7 +284,7 @@ __attribute__((constructor)) void injectorLoaded() {
     return;
   }
   strcpy(gProfileText, text);
-  statusLine("loaded " + std::to_string(static_cast<int>(getpid())) + " " + loadedSlice());
+  statusLine(std::string("loaded ") + loadedSlice());
   atexit(writeTraceFile);
 }
 

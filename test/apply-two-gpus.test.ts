@@ -14,7 +14,7 @@ const INTEL = 'MTLIGAccelDevice';
 const AMD = 'AMDRadeonX6000_AMDNavi14GraphicsDevice';
 const VERIFIED = { ok: true, checked: 2 * (FAMILY_NAMES.length + 3), mismatches: [] };
 const REFUSAL =
-  'refusing to raise Metal answers: this host is not a virtual machine (hw.model MacBookPro16,1), so the GPU really is what it reports. Pass { force: true } (CLI: --force) to do it anyway; masking profiles such as mask-apple5 need no force.';
+  'refusing to raise Metal answers: this host is not a virtual machine (hw.model MacBookPro16,1), so the GPU really is what it reports. The profile would raise device 0 (MTLIGAccelDevice): recommendedMaxWorkingSetSize 1610612736 → 4294967296. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.';
 
 const notParavirtual = (index: number, name: string, className: string) => ({
   code: 'not-paravirtual',
@@ -63,7 +63,14 @@ describeSim('two GPUs on bare metal', () => {
       thrown = err;
     }
     expect(thrown).toBeInstanceOf(RefusedError);
-    expect(thrown).toMatchObject({ code: 'ERR_REFUSED_BARE_METAL', message: REFUSAL });
+    const apple7 = 'apple1, apple2, apple3, apple4, apple5, apple6, apple7';
+    expect(thrown).toMatchObject({
+      code: 'ERR_REFUSED_BARE_METAL',
+      message: REFUSAL.replace(
+        'device 0 (MTLIGAccelDevice): recommendedMaxWorkingSetSize 1610612736 → 4294967296',
+        `device 0 (${INTEL}): ${apple7}; device 1 (${AMD}): ${apple7}`,
+      ),
+    });
   });
 
   it('a mask needs no force and warns about nothing', () => {

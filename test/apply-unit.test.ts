@@ -173,8 +173,8 @@ describe('refusalFor: VM status is kern.hv_vmm_present alone', () => {
   });
   const raises = planProfile(m1(), resolveProfile('cua-release')).changes;
   const masks = planProfile(m1(), resolveProfile('mask-apple5')).changes;
-  const refused = (where: string, model: string) =>
-    `refusing to raise Metal answers: ${where} (hw.model ${model}), so the GPU really is what it reports. Pass { force: true } (CLI: --force) to do it anyway; masking profiles such as mask-apple5 need no force.`;
+  const refused = (where: string, model: string, className = 'AGXG13DDevice', raised = 'apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536') =>
+    `refusing to raise Metal answers: ${where} (hw.model ${model}), so the GPU really is what it reports. The profile would raise device 0 (${className}): ${raised}. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.`;
 
   it('kern.hv_vmm_present = 1 alone lets a raise through, whatever hw.model says', () => {
     expect(refusalFor(host(true, 'Mac13,2'), raises, false)).toBeNull();
@@ -188,7 +188,7 @@ describe('refusalFor: VM status is kern.hv_vmm_present alone', () => {
   it('a paravirtual device name alone is not enough either', () => {
     const paravirtual = m1().map((d) => ({ ...d, name: 'Apple Paravirtual device', className: 'AppleParavirtDevice' }));
     const changes = planProfile(paravirtual, resolveProfile('cua-release')).changes;
-    expect(refusalFor(host(false, 'Mac13,2'), changes, false)).toBe(refused('this host is not a virtual machine', 'Mac13,2'));
+    expect(refusalFor(host(false, 'Mac13,2'), changes, false)).toBe(refused('this host is not a virtual machine', 'Mac13,2', 'AppleParavirtDevice'));
   });
 
   it('an unknown VM status is refused with its own reason; an unknown model reads "unknown"', () => {
@@ -201,7 +201,9 @@ describe('refusalFor: VM status is kern.hv_vmm_present alone', () => {
   it('another name is an identity the device does not have: refused on bare metal like a raise; its own name is no change', () => {
     const renamed = planProfile(m1(), resolveProfile({ deviceName: 'Apple M4 Max' })).changes;
     expect(renamed).toEqual([{ device: 0, className: 'AGXG13DDevice', field: 'name', from: 'Apple M1 Ultra', to: 'Apple M4 Max' }]);
-    expect(refusalFor(host(false, 'Mac13,2'), renamed, false)).toBe(refused('this host is not a virtual machine', 'Mac13,2'));
+    expect(refusalFor(host(false, 'Mac13,2'), renamed, false)).toBe(
+      refused('this host is not a virtual machine', 'Mac13,2', 'AGXG13DDevice', 'name Apple M1 Ultra → Apple M4 Max'),
+    );
     expect(refusalFor(host(true, 'VirtualMac2,1'), renamed, false)).toBeNull();
     expect(planProfile(m1(), resolveProfile({ deviceName: 'Apple M1 Ultra' })).changes).toEqual([]);
   });
@@ -210,6 +212,15 @@ describe('refusalFor: VM status is kern.hv_vmm_present alone', () => {
     expect(refusalFor(host(false, 'Mac13,2'), raises, true)).toBeNull();
     expect(refusalFor(host(false, 'Mac13,2'), masks, false)).toBeNull();
     expect(refusalFor(host(null, null), [], false)).toBeNull();
+  });
+
+  it('mask-apple5 on an Intel or AMD GPU raises Apple1–5, which it claims no part of: refused, and the reason says so', () => {
+    const exact = planProfile(twoGpus(), resolveProfile('mask-apple5')).changes;
+    const apple = 'apple1, apple2, apple3, apple4, apple5';
+    expect(refusalFor(host(false, 'MacBookPro16,1'), exact, false)).toBe(
+      `refusing to raise Metal answers: this host is not a virtual machine (hw.model MacBookPro16,1), so the GPU really is what it reports. The profile would raise device 0 (MTLIGAccelDevice): ${apple}; device 1 (AMDRadeonX6000_AMDNavi14GraphicsDevice): ${apple}. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.`,
+    );
+    expect(refusalFor(host(false, 'MacBookPro16,1'), exact, true)).toBeNull();
   });
 });
 

@@ -251,7 +251,7 @@ describeSim('metal-cap-shim report on the simulated build', () => {
       provenProfile: {
         name: null,
         appleFamilyMax: 1007,
-        maxThreadgroupMemoryLength: 65536,
+        maxThreadgroupMemoryLength: null,
         recommendedMaxWorkingSetSize: null,
         deviceName: 'Apple M1 Ultra',
         families: {},
@@ -260,7 +260,7 @@ describeSim('metal-cap-shim report on the simulated build', () => {
       faults: [{ fault: 'residency-set: fail', reports: 1 }],
     });
     expect(runCli(['matrix', file]).stdout).toContain(
-      '✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, tg 65536, name "Apple M1 Ultra" (1) | residency-set: fail (1/1) |',
+      '✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, name "Apple M1 Ultra" (1) | residency-set: fail (1/1) |',
     );
   });
 

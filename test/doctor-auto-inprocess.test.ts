@@ -17,12 +17,13 @@ import { describeSim, requireSimBuild, thrown } from './helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
-// The guest records that residency sets fail (Cua PR 3070): everything else is proven, Metal3 is not. Its host is an
-// M1 Ultra (Apple7, so nothing is capped) and a heap was proven: the verified profile answers the chip's name.
+// The guest records that residency sets fail (Cua PR 3070): everything else is proven, Metal3 is not; the 64 KiB of
+// threadgroup memory proven under concurrency is not claimed without force (32768, what the guest reports). Its host
+// is an M1 Ultra (Apple7, so nothing is capped) and a heap was proven: the verified profile answers the chip's name.
 const VERIFIED = {
   name: null,
   appleFamilyMax: 1007,
-  maxThreadgroupMemoryLength: 65536,
+  maxThreadgroupMemoryLength: null,
   recommendedMaxWorkingSetSize: null,
   deviceName: 'Apple M1 Ultra',
   families: {},
@@ -101,7 +102,7 @@ describeSim('profile auto, in-process', () => {
     expect(readFileSync(file, 'utf8')).toBe(before);
   });
 
-  it('a cached result is what is applied, even when it says less than a fresh run would', () => {
+  it('a cached result is what is applied, even when it says other than a fresh run would', () => {
     applyProfile('auto');
     restore();
     const file = cacheFile();
@@ -110,7 +111,7 @@ describeSim('profile auto, in-process', () => {
     entry.result.recommendations = [];
     writeFileSync(file, JSON.stringify(entry));
     const r = applyProfile('auto');
-    expect(r.profile).toEqual({ ...VERIFIED, maxThreadgroupMemoryLength: 40960 });
+    expect(r.profile).toEqual({ ...VERIFIED, name: null, maxThreadgroupMemoryLength: 40960 });
     expect(r.auto).toEqual({ from: 'cache', files: [file], ignored: [], cacheError: null, recommendations: [] });
   });
 

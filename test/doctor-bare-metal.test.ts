@@ -1,6 +1,7 @@
 // doctor and profile auto on bare metal (the simulated M1 Ultra host, in this process): a candidate that raises
 // answers is not installed unless forced, so the probes run once, with stock answers; a masking candidate needs no
-// force; auto's verified profile raises threadgroup memory here, so it is refused like any raising profile.
+// force; no threadgroup size above the device's own limit is dispatched, so auto's verified profile raises nothing
+// the M1 Ultra does not already answer, and applies without force.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,7 +10,6 @@ import { restore, status } from '../lib/apply.js';
 import { doctor } from '../lib/doctor.js';
 import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/doctor/auto.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
-import { RefusedError } from '../lib/errors.js';
 import { packageVersion } from '../lib/native.js';
 import { probeSnapshot } from '../lib/probe.js';
 import { profiles } from '../lib/profiles.js';
@@ -17,9 +17,9 @@ import { describeSim, requireSimBuild } from './helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
 
-// The simulated GPU computes everything right and runs 64 KiB of threadgroup memory; the M1 Ultra reports 32768 and
-// already answers Apple7 and Metal3.
-const VERIFIED = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: null, deviceName: null, families: {}, mode: 'raise' };
+// The simulated GPU computes everything right and could run 64 KiB of threadgroup memory, but the M1 Ultra reports
+// 32768, and on a host that is not a VM no more than that is dispatched; it already answers Apple7 and Metal3.
+const VERIFIED = { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, deviceName: null, families: {}, mode: 'raise' };
 const HOOKS = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
 
 describeSim('on bare metal', () => {
@@ -56,6 +56,12 @@ describeSim('on bare metal', () => {
     const d = r.devices[0]!;
     expect(d.probes.map((p) => [p.id, p.status, 'stock' in p, 'patched' in p])).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'pass', false, false]));
     expect([d.verifiedProfile, d.reported.patched, d.differences]).toEqual([VERIFIED, null, []]);
+    const tg = d.probes.find((p) => p.id === 'threadgroup-memory')!;
+    expect([tg.provenThreadgroupMemory, tg.failedThreadgroupMemory, tg.detail]).toEqual([
+      32768,
+      null,
+      "32768 bytes proven by 1024 concurrent threadgroups of 256 threads; sizes above 32768 bytes (the device's stock limit) not tried: this host is not known to be a virtual machine, where a threadgroup above the device's own limit is undefined behaviour",
+    ]);
   });
 
   it('doctor with force: measured under the candidate too, then restored', () => {
@@ -91,13 +97,21 @@ describeSim('on bare metal', () => {
     expect([r.patchedRun, r.restore]).toEqual([{ ran: false, why: 'no capability probe was asked' }, null]);
   });
 
-  it('auto: the verified profile raises threadgroup memory, so it is refused (strict: RefusedError); force applies it', () => {
-    const refused = applyProfile('auto');
-    expect([refused.applied, refused.applied ? null : refused.reason, refused.profile, refused.auto?.from]).toEqual([false, 'refused-bare-metal', VERIFIED, 'doctor']);
-    expect(() => applyProfile('auto', { strict: true })).toThrow(RefusedError);
-    const forced = applyProfile('auto', { force: true });
-    expect([forced.applied, forced.profile, forced.auto?.from]).toEqual([true, VERIFIED, 'cache']);
+  it('auto: the verified profile raises nothing the device does not answer, so it applies without force', () => {
+    const applied = applyProfile('auto', { strict: true });
+    expect([applied.applied, applied.profile, applied.auto?.from]).toEqual([true, VERIFIED, 'doctor']);
     expect(status().profile).toEqual(VERIFIED);
+  });
+
+  it('doctor with force still dispatches no threadgroup size above the stock limit here (force only lets the profile claim more)', () => {
+    const r = doctor({ probes: ['threadgroup-memory'], force: true, cache: false });
+    const tg = r.devices[0]!.probes.find((p) => p.id === 'threadgroup-memory')!;
+    expect([r.patchedRun.ran, tg.stock?.provenThreadgroupMemory, tg.patched?.provenThreadgroupMemory, tg.failedThreadgroupMemory]).toEqual([
+      true,
+      32768,
+      32768,
+      null,
+    ]);
   });
 
   it('resolveAutoProfile and exec’s auto give the verified profile here too; applying it is decided later', () => {

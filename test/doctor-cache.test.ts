@@ -20,6 +20,7 @@ const assessed = assessDevice(
       status: id === 'residency-set' ? 'fail' : 'pass',
       detail: 'd',
       ms: 1,
+      compileMs: 0,
       provenThreadgroupMemory: id === 'threadgroup-memory' ? 32768 : null,
       failedThreadgroupMemory: null,
       bufferLength: null,

@@ -22,6 +22,7 @@ function run(status: RecordedStatus, extra: Partial<DoctorRun> = {}): DoctorRun 
     status,
     detail: `${status} detail`,
     ms: 1,
+    compileMs: 0,
     provenThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
@@ -83,6 +84,7 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
       status: 'pass',
       detail: 'pass detail',
       ms: 5,
+      compileMs: 0,
       provenThreadgroupMemory: 32768,
       failedThreadgroupMemory: 40960,
       bufferLength: null,
@@ -101,6 +103,7 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
       status: 'wrong-result',
       detail: 'stock: pass (pass detail); under cua-release: wrong-result (wrong-result detail)',
       ms: 2,
+      compileMs: 0,
       provenThreadgroupMemory: null,
       failedThreadgroupMemory: null,
       bufferLength: null,
@@ -203,7 +206,7 @@ describe('the verified profile: the least that turns on what was proven', () => 
   });
 
   it('each choice is explained in one line', () => {
-    expect(deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, 65536))).toEqual({
+    expect(deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, 65536), undefined, true)).toEqual({
       profile: profile({ appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536 }),
       reasons: [
         'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
@@ -230,7 +233,7 @@ describe('the verified profile: the least that turns on what was proven', () => 
     const reasonFor = (size: number | null, reported: number | null, candidate = 'cua-release') =>
       deriveVerifiedProfile(guest, probes({ 'threadgroup-memory': size === null ? 'timeout' : 'pass' }, size), { candidate, reported }).reasons[1];
     expect([reasonFor(65536, 65536), reasonFor(16384, 65536), reasonFor(32768, 32768, 'apple7'), reasonFor(null, null, 'my profile')]).toEqual([
-      'threadgroup memory raised to the proven 65536 bytes; the device reports 32768 stock, 65536 under cua-release',
+      'threadgroup memory left at the reported 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force; the device reports 32768 stock, 65536 under cua-release',
       'threadgroup memory left at the reported 32768 bytes, though only 16384 were proven: a kernel that asks for more may fail; the device reports 32768 stock, 65536 under cua-release',
       'threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 32768 under apple7',
       'threadgroup memory left as reported: no size proven (threadgroup-memory timeout); the device reports 32768 stock, nothing under my profile',
@@ -240,20 +243,42 @@ describe('the verified profile: the least that turns on what was proven', () => 
       deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({}, 16384), { candidate: 'cua-release', reported: 65536 }).reasons[1],
     ).toBe('threadgroup memory raised to the proven 16384 bytes; the device reports nothing stock, 65536 under cua-release');
     const patched = { ...guest, maxThreadgroupMemoryLength: 65536 };
+    // assessDevice passes force on: with it the proven size is claimed, without it 32768 at most.
     const assessed = (candidate?: string) =>
-      assessDevice(guest, patched, probes({}, 49152), vz.host, candidate).verifiedProfileReasons[1];
+      assessDevice(guest, patched, probes({}, 49152), vz.host, candidate, true).verifiedProfileReasons[1];
     expect([assessed('cua-release'), assessed()]).toEqual([
       'threadgroup memory raised to the proven 49152 bytes; the device reports 32768 stock, 65536 under cua-release',
       'threadgroup memory raised to the proven 49152 bytes; the device reports 32768 stock, 65536 under the candidate profile',
     ]);
-    expect(assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release').verifiedProfileReasons[1]).toBe(
+    expect(assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release', true).verifiedProfileReasons[1]).toBe(
       'threadgroup memory raised to the proven 49152 bytes (the device reports 32768)',
     );
+    expect(assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release').verifiedProfile.maxThreadgroupMemoryLength).toBe(null);
   });
 
-  it('threadgroup memory: raised only to the proven size, never above, never lowered', () => {
-    const tg = (size: number | null) => deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, size)).profile.maxThreadgroupMemoryLength;
-    expect([tg(null), tg(16384), tg(32768), tg(40960), tg(65536)]).toEqual([null, null, null, 40960, 65536]);
+  it('threadgroup memory: raised only to the proven size, never above, never lowered; above 32768 only with force', () => {
+    const tg = (size: number | null, force = false) =>
+      deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, size), undefined, force).profile.maxThreadgroupMemoryLength;
+    expect([tg(null), tg(16384), tg(32768), tg(40960), tg(65536)]).toEqual([null, null, null, null, null]);
+    expect([tg(null, true), tg(16384, true), tg(32768, true), tg(32784, true), tg(40960, true), tg(65536, true)]).toEqual([
+      null,
+      null,
+      null,
+      32784,
+      40960,
+      65536,
+    ]);
+    // A device that reports less: raised to what was proven, and to 32768 at most without force.
+    const small = { ...guest, maxThreadgroupMemoryLength: 16384 };
+    const raised = (size: number) => deriveVerifiedProfile(small, probes({}, size)).profile.maxThreadgroupMemoryLength;
+    expect([raised(24576), raised(32768), raised(32784), raised(65536)]).toEqual([24576, 32768, 32768, 32768]);
+    expect(deriveVerifiedProfile(small, probes({}, 65536)).reasons[1]).toBe(
+      'threadgroup memory raised to 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force (the device reports 16384)',
+    );
+    // Exactly 32768 proven is no cap: raised to what was proven.
+    expect(deriveVerifiedProfile(small, probes({}, 32768)).reasons[1]).toBe('threadgroup memory raised to the proven 32768 bytes (the device reports 16384)');
+    // A device that reports no size: raised, to 32768 at most.
+    expect(deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({}, 65536)).profile.maxThreadgroupMemoryLength).toBe(32768);
   });
 
   it('a device that already answers what was proven: the same ceiling, which changes nothing there', () => {
@@ -270,7 +295,7 @@ describe('the verified profile: the least that turns on what was proven', () => 
 
   it('never above the host chip’s true family: the proven family is capped there, with its own line', () => {
     const host = (cpuBrand: string) => ({ ...vz.host, cpuBrand, chip: chipFromBrand(cpuBrand) });
-    const capped = deriveVerifiedProfile(guest, probes({ heap: 'fail', 'residency-set': 'fail' }), undefined, host('Apple A13'));
+    const capped = deriveVerifiedProfile(guest, probes({ heap: 'fail', 'residency-set': 'fail' }), undefined, false, host('Apple A13'));
     expect(capped.profile).toEqual(profile({ appleFamilyMax: 1006 }));
     expect(capped.reasons.slice(0, 2)).toEqual([
       'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
@@ -278,19 +303,32 @@ describe('the verified profile: the least that turns on what was proven', () => 
     ]);
     // At the host's own family, or below it, nothing is capped and no line is added.
     for (const brand of ['Apple A14', 'Apple M1 (Virtual)', 'Apple M4 Max (Virtual)']) {
-      const r = deriveVerifiedProfile(guest, probes({ heap: 'fail' }), undefined, host(brand));
+      const r = deriveVerifiedProfile(guest, probes({ heap: 'fail' }), undefined, false, host(brand));
       expect([r.profile.appleFamilyMax, r.reasons.some((line) => line.startsWith('capped'))]).toEqual([1007, false]);
     }
     // bfloat alone proves Apple6: on an Apple5 chip that is capped too.
     expect(
-      deriveVerifiedProfile(guest, probes({ 'simdgroup-matrix': 'fail', heap: 'fail', 'residency-set': 'fail' }), undefined, host('Apple A12Z')).profile,
+      deriveVerifiedProfile(guest, probes({ 'simdgroup-matrix': 'fail', heap: 'fail', 'residency-set': 'fail' }), undefined, false, host('Apple A12Z')).profile,
     ).toEqual(profile({ appleFamilyMax: 1005 }));
+  });
+
+  it('force lifts the 32768 ceiling of threadgroup memory, never the host chip’s family cap', () => {
+    const a13 = { ...vz.host, cpuBrand: 'Apple A13', chip: 'Apple A13' };
+    const derived = (force: boolean) => deriveVerifiedProfile(guest, probes({ heap: 'fail', 'residency-set': 'fail' }, 65536), undefined, force, a13).profile;
+    expect([derived(true), derived(false)]).toEqual([
+      profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 65536 }),
+      profile({ appleFamilyMax: 1006 }),
+    ]);
+    // assessDevice hands both on: force and the host.
+    expect(assessDevice(guest, null, probes({ heap: 'fail', 'residency-set': 'fail' }, 65536), a13, 'cua-release', true).verifiedProfile).toEqual(
+      profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 65536 }),
+    );
   });
 
   it('the name: the host chip’s only when a heap was proven, and never a guess', () => {
     const host = (cpuBrand: string | null) => ({ ...vz.host, cpuBrand, chip: chipFromBrand(cpuBrand) });
     const nameOf = (statuses: Partial<Record<DoctorProbeId, RecordedStatus>>, h: HostInfo | null, device = guest) => {
-      const r = deriveVerifiedProfile(device, probes({ 'residency-set': 'fail', ...statuses }), undefined, h);
+      const r = deriveVerifiedProfile(device, probes({ 'residency-set': 'fail', ...statuses }), undefined, false, h);
       return [r.profile.deviceName, r.reasons.at(-1)];
     };
     expect(nameOf({}, host('Apple M1 Ultra (Virtual)'))).toEqual([
@@ -418,7 +456,7 @@ describe('recommendations name the engine setting and the evidence', () => {
       differences: [],
       // The guest's host is an M1 Ultra and a heap was proven: its name too.
       verifiedProfile: profile({ appleFamilyMax: 1007, deviceName: 'Apple M1 Ultra' }),
-      verifiedProfileReasons: deriveVerifiedProfile(guest, list, undefined, vz.host).reasons,
+      verifiedProfileReasons: deriveVerifiedProfile(guest, list, undefined, false, vz.host).reasons,
       recommendations: [
         '--no-mmap (llama-bench: -mmp 0)',
         'llama.loadModel({ useMmap: false })',
@@ -461,6 +499,8 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
     status,
     detail: `${status} raw`,
     ms: 2,
+    compileMs: 1,
+    buildFailed: false,
     provenThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
@@ -475,6 +515,7 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
     status: 'error',
     detail: 'the native runner returned no outcome for it',
     ms: null,
+    compileMs: null,
     provenThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
@@ -504,6 +545,7 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
         status: 'fail',
         detail: 'stock: pass (pass raw); under apple7: fail (fail raw)',
         ms: 4,
+        compileMs: 2,
         judgement: 'faulty',
         stock: stockBfloat,
         patched: runFrom(raw('bfloat', 'fail')),
@@ -515,12 +557,40 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
         ...missing,
         detail: 'stock: pass (pass raw); under apple7: error (the native runner returned no outcome for it)',
         ms: null,
+        compileMs: null,
         judgement: 'unknown',
         stock: runFrom(raw('residency-set', 'pass')),
         patched: missing,
       },
       { id: 'heap', ...notAsked },
     ]);
+  });
+
+  it('a kernel that cannot be built is unsupported where the stock answers claim no family that gates the feature', () => {
+    const o = checkDoctorOptions({ probes: ['simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'] });
+    const unbuilt = (id: DoctorProbeId) => raw(id, 'fail', { buildFailed: true });
+    const outcomes = result([unbuilt('simdgroup-matrix'), unbuilt('bfloat'), unbuilt('threadgroup-memory'), raw('residency-set', 'fail')]);
+    const verdicts = (device: typeof guest) =>
+      judgeDevice(o, outcomes, null, device)
+        .filter((p) => o.probes.includes(p.id))
+        .map((p) => [p.id, p.status, p.detail]);
+    // The stock guest claims Apple5 at most and no Metal3: matrix and bfloat are not its features. Threadgroup memory
+    // is every device's, and a residency set that failed at run time (not built) is a fault whatever is claimed.
+    expect(verdicts(guest)).toEqual([
+      ['simdgroup-matrix', 'unsupported', 'the device does not claim Apple7, which gates this feature: fail raw'],
+      ['bfloat', 'unsupported', 'the device does not claim Apple6 or Metal3, which gates this feature: fail raw'],
+      ['threadgroup-memory', 'fail', 'fail raw'],
+      ['residency-set', 'fail', 'fail raw'],
+    ]);
+    // Bare metal claims them: the same failures are faults there.
+    expect(verdicts(bare).map(([, status]) => status)).toEqual(['fail', 'fail', 'fail', 'fail']);
+    // One claimed family of several is enough; the stock report decides, not a run under a profile.
+    expect(verdicts({ ...guest, families: { ...guest.families, metal3: true } })[1]).toEqual(['bfloat', 'fail', 'fail raw']);
+    expect(judgeDevice(o, outcomes, result([unbuilt('simdgroup-matrix')]), guest)[1]!.status).toBe('unsupported');
+    // Without the stock report nothing is mapped; a rejected language version stays unsupported with its own detail.
+    expect(judgeDevice(o, outcomes, null)[1]!.status).toBe('fail');
+    const rejected = result([raw('simdgroup-matrix', 'unsupported', { buildFailed: true })]);
+    expect(judgeDevice(o, rejected, null, guest)[1]).toMatchObject({ status: 'unsupported', detail: 'unsupported raw' });
   });
 
   it('without a patched run, the stock run alone decides; a custom candidate is named as such', () => {

@@ -41,13 +41,19 @@ export function removeTempDirs(): void {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
-/** Every probe, 5 s each, the four threadgroup sizes lib/ passes, a 1 MiB generated file in a fresh directory. */
+/**
+ * Every probe, 5 s each, four threadgroup sizes run by 1024 threadgroups at once, sizes above a stock limit of 32768
+ * allowed (as in a VM), a 1 MiB generated file in a fresh directory.
+ */
 export function doctorOptions(device: number, extra: Partial<NativeDoctorOptions> = {}): NativeDoctorOptions {
   return {
     device,
     probes: [...DOCTOR_PROBE_IDS],
     timeoutMs: 5000,
     threadgroupSizes: SIZES,
+    threadgroupGroups: 1024,
+    stockThreadgroupMemory: 32768,
+    aboveStockThreadgroupMemory: true,
     mmapFile: null,
     mmapSize: MMAP_SIZE,
     tempDir: freshDir(),
@@ -55,7 +61,10 @@ export function doctorOptions(device: number, extra: Partial<NativeDoctorOptions
   };
 }
 
-/** An outcome as doctor() returns it, with only the measured values given (the rest null) and any wall time. */
+/**
+ * An outcome as doctor() returns it, with only the measured values given (the rest null), any wall time and compile
+ * time, and a kernel that was built (buildFailed false) unless `measured` says otherwise.
+ */
 export function outcome(
   id: NativeProbeOutcome['id'],
   status: NativeProbeOutcome['status'],
@@ -67,6 +76,8 @@ export function outcome(
     status,
     detail,
     ms: expect.any(Number) as unknown as number,
+    compileMs: expect.any(Number) as unknown as number,
+    buildFailed: false,
     provenThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
@@ -90,7 +101,7 @@ export const PASSES = {
     "bfloat conversion, addition and multiplication of 256 values round to nearest even, as the CPU's reference does",
     { maxAbsError: 0 },
   ),
-  threadgroup: outcome('threadgroup-memory', 'pass', '65536 bytes proven with 256 threads (the largest size asked for)', {
+  threadgroup: outcome('threadgroup-memory', 'pass', '65536 bytes proven by 1024 concurrent threadgroups of 256 threads (the largest size asked for)', {
     provenThreadgroupMemory: 65536,
   }),
   nocopy: outcome(

@@ -1,6 +1,8 @@
 // The native doctor() over test/fixtures/snapshots/doctor-sim-behaviours.json: device 0's Metal raises an
 // NSException at commit on every probe (the `error` status), device 1 accepts threadgroup memory up to what it
-// *answers* (threadgroup-memory fault `answered-limit`), so a profile that raises the answer proves more. Real addon
+// *answers* (threadgroup-memory fault `answered-limit`), so a profile that raises the answer proves more; device 2's
+// threadgroups overlap above 32 KiB when several run at once (`threadgroups-overlap`); device 3's compiler never
+// finishes the bfloat kernel (fault `compile`); device 4's pipelines run 64-wide SIMD-groups. Real addon
 // through lib/native.ts, the simulated Metal. Runtime exercised: GCC's libobjc with GNUstep Foundation, where the
 // exception reaches doctor's `@catch (NSException *)` through GCC's Objective-C personality (src-native/doctor.mm).
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = new URL('./fixtures/snapshots/doctor-sim-behaviours.json', import.meta.url).pathname;
@@ -11,10 +13,13 @@ import { applyProfile, restore, status } from '../lib/apply.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor-probes.js';
 import type { NativeBinding } from '../types/binding.js';
 import { doctorOptions as options, nativeBinding, outcome, PASSES, removeTempDirs } from './doctor-helpers.js';
-import { describeSim, requireSimBuild } from './helpers.js';
+import { describeSim, loadFixture, requireSimBuild } from './helpers.js';
 
 const RAISES = 0;
 const ANSWERED_LIMIT = 1;
+const OVERLAP = 2;
+const SLOW_COMPILER = 3;
+const WIDE_SIMD = 4;
 
 let binding: NativeBinding;
 const openDescriptors = () => readdirSync('/proc/self/fd').length;
@@ -49,7 +54,7 @@ describeSim('native doctor() over simulated behaviours: a Metal exception, a lim
       outcome(
         'threadgroup-memory',
         'pass',
-        "32768 bytes proven with 256 threads; 49152 bytes rejected: simulated: 49152 bytes of threadgroup memory exceed the device's answer (maxThreadgroupMemoryLength 32768, recorded in the snapshot: fixture: the limit is the answered maxThreadgroupMemoryLength)",
+        "32768 bytes proven by 1024 concurrent threadgroups of 256 threads; 49152 bytes rejected: simulated: 49152 bytes of threadgroup memory exceed the device's answer (maxThreadgroupMemoryLength 32768, recorded in the snapshot: fixture: the limit is the answered maxThreadgroupMemoryLength)",
         { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 49152 },
       ),
     ]);
@@ -59,6 +64,94 @@ describeSim('native doctor() over simulated behaviours: a Metal exception, a lim
     expect(patched.outcomes).toEqual([PASSES.threadgroup]);
     restore();
     // Taken out again, the device is back to its stock limit.
-    expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual(stock.outcomes.map((x) => ({ ...x, ms: expect.any(Number) })));
+    expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual(stock.outcomes.map((x) => ({ ...x, ms: expect.any(Number), compileMs: expect.any(Number) })));
+  });
+
+  it('threadgroups that corrupt each other above 32 KiB: a lone threadgroup reads back what it wrote, 1024 at once do not', () => {
+    const probe = { probes: ['threadgroup-memory' as const] };
+    expect(binding.doctor(options(OVERLAP, { ...probe, threadgroupGroups: 1 })).outcomes).toEqual([
+      outcome('threadgroup-memory', 'pass', '65536 bytes proven by 1 concurrent threadgroups of 256 threads (the largest size asked for)', {
+        provenThreadgroupMemory: 65536,
+      }),
+    ]);
+    expect(binding.doctor(options(OVERLAP, probe)).outcomes).toEqual([
+      outcome(
+        'threadgroup-memory',
+        'wrong-result',
+        '32768 bytes proven by 1024 concurrent threadgroups of 256 threads; 49152 bytes accepted but computed wrong under 1024 concurrent threadgroups: 896 of them read back words they did not write (7340032 wrong words; first threadgroup 0)',
+        { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 49152 },
+      ),
+    ]);
+  });
+
+  it('sizes above the stock limit are tried only where allowed (a VM), and the validation layer is judged by the stock limit, not the hooked answer', () => {
+    const probe = { probes: ['threadgroup-memory' as const] };
+    const notVm = binding.doctor(options(ANSWERED_LIMIT, { ...probe, aboveStockThreadgroupMemory: false }));
+    expect(notVm.outcomes).toEqual([
+      outcome(
+        'threadgroup-memory',
+        'pass',
+        "32768 bytes proven by 1024 concurrent threadgroups of 256 threads; sizes above 32768 bytes (the device's stock limit) not tried: this host is not known to be a virtual machine, where a threadgroup above the device's own limit is undefined behaviour",
+        { provenThreadgroupMemory: 32768 },
+      ),
+    ]);
+    // Under a profile answering 65536 the device takes 65536, but with Metal's validation layer on only the stock
+    // 32768 is tried: the layer aborts above the device's real limit.
+    expect(applyProfile({ maxThreadgroupMemoryLength: 65536 }).applied).toBe(true);
+    process.env.MTL_DEBUG_LAYER = '1';
+    try {
+      expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual([
+        outcome(
+          'threadgroup-memory',
+          'pass',
+          "32768 bytes proven by 1024 concurrent threadgroups of 256 threads; sizes above 32768 bytes (the device's stock limit) not tried: Metal's validation layer (MTL_DEBUG_LAYER) is on",
+          { provenThreadgroupMemory: 32768 },
+        ),
+      ]);
+    } finally {
+      delete process.env.MTL_DEBUG_LAYER;
+    }
+    expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual([PASSES.threadgroup]);
+  });
+
+  it('a compiler that never finishes: that probe times out on compiling, within its deadline, and says so; the GPU is not blamed', () => {
+    const timeoutMs = 300;
+    const t0 = Date.now();
+    const r = binding.doctor(options(SLOW_COMPILER, { probes: ['simdgroup-reduction', 'bfloat'], timeoutMs }));
+    const elapsed = Date.now() - t0;
+    expect(r.outcomes).toEqual([
+      PASSES.reduction,
+      outcome('bfloat', 'timeout', "compiling mcs_doctor_bfloat did not finish within 300 ms: Metal's compiler, not the GPU, ran out of time"),
+    ]);
+    const bfloat = r.outcomes[1]!;
+    expect(bfloat.compileMs).toBeGreaterThanOrEqual(timeoutMs);
+    expect(bfloat.ms).toBeGreaterThanOrEqual(bfloat.compileMs);
+    expect(r.outcomes[0]!.compileMs).toBeLessThan(timeoutMs);
+    expect(elapsed).toBeLessThan(timeoutMs + 3000);
+  });
+
+  it('compile time does not count against the GPU: each gets the whole deadline', () => {
+    // The hung compile of bfloat took the whole 300 ms; the reduction probe after it had its own budget for both.
+    const r = binding.doctor(options(SLOW_COMPILER, { probes: ['bfloat', 'simdgroup-reduction'], timeoutMs: 300 }));
+    expect(r.outcomes.map((o) => o.status)).toEqual(['timeout', 'pass']);
+  });
+
+  it('SIMD-groups 64 wide: the matrix probe says unsupported with the width; the reduction probe follows the width', () => {
+    const r = binding.doctor(options(WIDE_SIMD, { probes: ['simdgroup-reduction', 'simdgroup-matrix'] }));
+    expect(r.outcomes).toEqual([
+      outcome('simdgroup-reduction', 'pass', "simd_sum and simd_max over 256 threads in SIMD-groups of 64 equal the CPU's"),
+      outcome(
+        'simdgroup-matrix',
+        'unsupported',
+        "the pipeline's SIMD-group width (threadExecutionWidth) is 64 threads; the probe's kernels need 32",
+      ),
+    ]);
+  });
+
+  it('the NoCopy buffer and the command buffers that hold it are released before its file is unmapped', () => {
+    const fixture = loadFixture();
+    const before = fixture.noCopyAfterUnmap();
+    expect(binding.doctor(options(ANSWERED_LIMIT, { probes: ['nocopy-mmap'] })).outcomes).toEqual([PASSES.nocopy]);
+    expect(fixture.noCopyAfterUnmap() - before).toBe(0);
   });
 });

@@ -92,6 +92,7 @@ describeSim('native doctor() over the simulated Metal', () => {
         'simdgroup-matrix',
         'fail',
         'creating the pipeline for mcs_doctor_matmul_f32 failed: simulated pipeline failure, recorded in the snapshot: fixture: pipeline creation fails',
+        { buildFailed: true },
       ),
       outcome(
         'bfloat',
@@ -102,7 +103,7 @@ describeSim('native doctor() over the simulated Metal', () => {
       outcome(
         'threadgroup-memory',
         'pass',
-        '32768 bytes proven with 256 threads; 49152 bytes rejected: simulated: 49152 bytes of threadgroup memory exceed what this device accepts (32768 bytes, recorded in the snapshot: fixture: dispatches above 32768 bytes fail)',
+        '32768 bytes proven by 1024 concurrent threadgroups of 256 threads; 49152 bytes rejected: simulated: 49152 bytes of threadgroup memory exceed what this device accepts (32768 bytes, recorded in the snapshot: fixture: dispatches above 32768 bytes fail)',
         { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 49152 },
       ),
       outcome(
@@ -127,6 +128,7 @@ describeSim('native doctor() over the simulated Metal', () => {
         'simdgroup-reduction',
         'fail',
         'creating the pipeline for mcs_doctor_simd_reduce failed: simulated pipeline failure, recorded in the snapshot: fixture: pipeline creation fails',
+        { buildFailed: true },
       ),
       outcome(
         'simdgroup-matrix',
@@ -138,11 +140,12 @@ describeSim('native doctor() over the simulated Metal', () => {
         'bfloat',
         'unsupported',
         'compiling mcs_doctor_bfloat failed: simulated: MSL 3.1 rejected for mcs_doctor_bfloat (recorded in the snapshot: fixture: MSL 3.1 rejected)',
+        { buildFailed: true },
       ),
       outcome(
         'threadgroup-memory',
         'wrong-result',
-        '32768 bytes proven with 256 threads; 49152 bytes accepted but computed wrong (4096 of 12288 words)',
+        '32768 bytes proven by 1024 concurrent threadgroups of 256 threads; 49152 bytes accepted but computed wrong under 1024 concurrent threadgroups: 1024 of them read back words they did not write (8388608 wrong words; first threadgroup 0)',
         { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 49152 },
       ),
       outcome(
@@ -165,14 +168,16 @@ describeSim('native doctor() over the simulated Metal', () => {
         'simdgroup-reduction',
         'unsupported',
         'compiling mcs_doctor_simd_reduce failed: simulated: MSL 2.3 rejected for mcs_doctor_simd_reduce (recorded in the snapshot: fixture: MSL 2.3 rejected)',
+        { buildFailed: true },
       ),
       outcome(
         'simdgroup-matrix',
         'unsupported',
         'compiling mcs_doctor_matmul_f32 failed: simulated: MSL 2.3 rejected for mcs_doctor_matmul_f32 (recorded in the snapshot: fixture: MSL 2.3 rejected)',
+        { buildFailed: true },
       ),
-      outcome('bfloat', 'fail', pipelineFailure('mcs_doctor_bfloat')),
-      outcome('threadgroup-memory', 'fail', pipelineFailure('mcs_doctor_threadgroup')),
+      outcome('bfloat', 'fail', pipelineFailure('mcs_doctor_bfloat'), { buildFailed: true }),
+      outcome('threadgroup-memory', 'fail', pipelineFailure('mcs_doctor_threadgroup'), { buildFailed: true }),
       outcome('nocopy-mmap', 'fail', `newBufferWithBytesNoCopy returned nil for ${MMAP_SIZE} bytes of ${GENERATED}`),
       outcome('residency-set', 'wrong-result', 'a kernel reading the resident buffer got 1 of 1024 words wrong'),
       outcome('heap', 'unsupported', 'this device has no heaps (newHeapWithDescriptor:)'),
@@ -182,7 +187,7 @@ describeSim('native doctor() over the simulated Metal', () => {
   it('threadgroup memory that is accepted but not backed: wrong-result at the smallest size, nothing proven', () => {
     const r = binding.doctor(options(UNBACKED, { probes: ['threadgroup-memory'] }));
     expect(r.outcomes).toEqual([
-      outcome('threadgroup-memory', 'wrong-result', '16384 bytes accepted but computed wrong (4096 of 4096 words)', {
+      outcome('threadgroup-memory', 'wrong-result', '16384 bytes accepted but computed wrong under 1024 concurrent threadgroups: 1024 of them read back words they did not write (8388608 wrong words; first threadgroup 0)', {
         failedThreadgroupMemory: 16384,
       }),
     ]);
@@ -191,7 +196,7 @@ describeSim('native doctor() over the simulated Metal', () => {
   it('threadgroup sizes stop at the first failure and are measured up to it', () => {
     const r = binding.doctor(options(FAULTS_A, { probes: ['threadgroup-memory'], threadgroupSizes: [16384, 32768] }));
     expect(r.outcomes).toEqual([
-      outcome('threadgroup-memory', 'pass', '32768 bytes proven with 256 threads (the largest size asked for)', {
+      outcome('threadgroup-memory', 'pass', '32768 bytes proven by 1024 concurrent threadgroups of 256 threads (the largest size asked for)', {
         provenThreadgroupMemory: 32768,
       }),
     ]);

@@ -29,7 +29,7 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
       pass: { judgement: 'proven', meaning: 'ran and matched the CPU reference' },
       'wrong-result': { judgement: 'faulty', meaning: 'ran, but the result differs from the CPU reference (or the buffer was stale or short)' },
       fail: { judgement: 'faulty', meaning: 'Metal refused it with an API error' },
-      timeout: { judgement: 'faulty', meaning: 'the GPU did not finish before the deadline' },
+      timeout: { judgement: 'faulty', meaning: 'the GPU, or Metal’s compiler, did not finish before its deadline' },
       unsupported: { judgement: 'absent', meaning: 'this OS or Metal Shading Language version lacks the API' },
       skipped: { judgement: 'unknown', meaning: 'not run' },
       error: { judgement: 'unknown', meaning: 'the probe itself could not run, which says nothing about the GPU' },
@@ -75,7 +75,7 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
     expect([probes[3]!.provenThreadgroupMemory, probes[3]!.failedThreadgroupMemory, probes[3]!.detail]).toEqual([
       65536,
       null,
-      '65536 bytes proven with 256 threads (the largest size asked for)',
+      '65536 bytes proven by 1024 concurrent threadgroups of 256 threads (the largest size asked for)',
     ]);
   });
 

@@ -26,6 +26,7 @@ import {
   processGroupsWithoutAddon,
   prepareExec,
   resolveCommand,
+  setIdBlocker,
   shouldForwardSignal,
   signalExitStatus,
   unguardedInjection,
@@ -279,6 +280,7 @@ describe('the child’s environment', () => {
       LD_PRELOAD: INJ,
       [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }),
       [INJECT_ENV.statusFd]: '3',
+      [INJECT_ENV.statusPid]: String(process.pid),
     });
   });
 
@@ -295,6 +297,7 @@ describe('the child’s environment', () => {
       LD_PRELOAD: '/l.so',
       [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }),
       [INJECT_ENV.statusFd]: '3',
+      [INJECT_ENV.statusPid]: String(process.pid),
     });
     expect(childEnvironment({ profile }, dylib, {}, 'darwin').DYLD_INSERT_LIBRARIES).toBe(dylib);
     expect(preloadVariable('darwin')).toBe('DYLD_INSERT_LIBRARIES');
@@ -310,6 +313,7 @@ describe('the child’s environment', () => {
         LD_PRELOAD: INJ,
         [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: true }),
         [INJECT_ENV.statusFd]: '3',
+        [INJECT_ENV.statusPid]: String(process.pid),
         [INJECT_ENV.traceFile]: path.join(dir, 'out.json'),
       });
     } finally {
@@ -328,40 +332,53 @@ describe('the child’s environment', () => {
     expect(child[INJECT_ENV.statusFd]).toBe('3');
     expect(env).toEqual(before);
   });
+
+  it('status variables inherited from an injected parent are replaced: this process is the parent, and no identity is asked', () => {
+    const env = { [INJECT_ENV.statusFd]: '101', [INJECT_ENV.statusPid]: '0000000001', [INJECT_ENV.statusId]: '5:77' };
+    const child = childEnvironment({ profile }, INJ, env, 'linux');
+    expect([child[INJECT_ENV.statusFd], child[INJECT_ENV.statusPid], INJECT_ENV.statusId in child]).toEqual(['3', String(process.pid), false]);
+  });
 });
 
 describe('what the injector reports over the status fd', () => {
+  const NOTHING = { injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], processes: [] };
+
   it('nothing: the injector never loaded', () => {
-    expect(parseInjectorStatus('')).toEqual({ injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [] });
+    expect(parseInjectorStatus('')).toEqual(NOTHING);
   });
 
-  it('every line, in the order it came; the slice of the first "loaded" line', () => {
+  it('every line, in the order it came, and each process by its pid; the slice of the first "loaded" line', () => {
     const status = [
-      'loaded 101 arm64e',
-      'patched AGXG13XDevice',
-      'loaded 102 x86_64',
-      'patched AppleParavirtDevice',
-      'error ERR_HOOK_FAILED cannot hook MTLDevice',
-      'patched AGXG13XDevice',
-      'error ERR_INVALID_PROFILE missing or too long',
+      '101 loaded arm64e',
+      '101 patched AGXG13XDevice',
+      '102 loaded x86_64',
+      '102 patched AppleParavirtDevice',
+      '102 error ERR_HOOK_FAILED cannot hook MTLDevice',
+      '103 patched AGXG13XDevice',
+      '101 error ERR_INVALID_PROFILE missing or too long',
+      '101 loaded arm64',
     ].join('\n');
     expect(parseInjectorStatus(`${status}\n`)).toEqual({
       injectorLoaded: true,
       injectorSlice: 'arm64e',
       patchedClasses: ['AGXG13XDevice', 'AppleParavirtDevice', 'AGXG13XDevice'],
       injectorErrors: ['ERR_HOOK_FAILED cannot hook MTLDevice', 'ERR_INVALID_PROFILE missing or too long'],
+      processes: [
+        { pid: 101, slice: 'arm64e', patchedClasses: ['AGXG13XDevice'], errors: ['ERR_INVALID_PROFILE missing or too long'] },
+        { pid: 102, slice: 'x86_64', patchedClasses: ['AppleParavirtDevice'], errors: ['ERR_HOOK_FAILED cannot hook MTLDevice'] },
+        // A fork child that patched without loading the injector again.
+        { pid: 103, slice: null, patchedClasses: ['AGXG13XDevice'], errors: [] },
+      ],
     });
   });
 
-  it('a last line without its newline still counts; blank lines and other words are not lines of the injector', () => {
-    expect(parseInjectorStatus('\n\nunloaded 1 arm64\npatchedX\nerrors 1\nloaded\npatched Foo')).toEqual({
-      injectorLoaded: false,
-      injectorSlice: null,
+  it('a last line without its newline still counts; blank lines and other shapes are not lines of the injector', () => {
+    const others = ['', 'loaded 1 arm64', '1 unloaded arm64', '1 patchedX', '0 patched Zero', '-1 patched Minus', '12345678901 patched Long', '1  patched Two', 'x1 error E'];
+    expect(parseInjectorStatus(`${others.join('\n')}\n7 patched Foo`)).toEqual({
+      ...NOTHING,
       patchedClasses: ['Foo'],
-      injectorErrors: [],
+      processes: [{ pid: 7, slice: null, patchedClasses: ['Foo'], errors: [] }],
     });
-    // A loaded line without its slice: loaded, slice unknown.
-    expect(parseInjectorStatus('loaded 7\n')).toEqual({ injectorLoaded: true, injectorSlice: null, patchedClasses: [], injectorErrors: [] });
   });
 });
 
@@ -530,10 +547,63 @@ describe('hardened runtime: the reason names exactly the missing entitlements', 
   it('the runtime flag is read among others, in hex, in either case', () => {
     const blocked = hardenedRuntimeBlocker('/opt/x', 'flags=0x10000(runtime)', '');
     expect(hardenedRuntimeBlocker('/opt/x', 'CodeDirectory v=20500 flags=0X12002(adhoc,runtime)', '')).toEqual(blocked);
-    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x3ffff', '')).toEqual(blocked);
-    // Every bit but 0x10000.
-    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0xfffeffff', '')).toBeNull();
+    // Every low bit but restrict (0x800), which blocks for its own reason.
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x3f7ff', '')).toEqual(blocked);
     expect(hardenedRuntimeBlocker('/opt/x', 'no signature line', '')).toBeNull();
+  });
+});
+
+describe('code-signing flags that stop the injector: restrict, library validation, hardened runtime', () => {
+  const plist = (keys: string[]) => `<plist><dict>${keys.map((k) => `<key>${k}</key><true/>`).join('')}</dict></plist>`;
+  const RESTRICTED = {
+    reason: '/opt/x is signed with the restrict flag (0x800): dyld removes DYLD_INSERT_LIBRARIES from restricted programs whatever their entitlements, so it would run unpatched. Use a build signed without it, or embed metal-cap-shim as a library.',
+    launchFails: false,
+  };
+  const VALIDATED = {
+    reason: `/opt/x is signed with library validation (0x2000) without ${DISABLE_LV}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed without library validation, or with ${DISABLE_LV}.`,
+    launchFails: true,
+  };
+
+  it('0x800 (restrict) blocks, with or without the entitlements: it would run unpatched', () => {
+    expect(hardenedRuntimeBlocker('/opt/x', 'CodeDirectory v=20500 flags=0x800(restrict) hashes=9', '')).toEqual(RESTRICTED);
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x10800(restrict,runtime)', plist([ALLOW_DYLD, DISABLE_LV]))).toEqual(RESTRICTED);
+  });
+
+  it('0x2000 (library validation) without the hardened runtime blocks: the program would be killed at launch', () => {
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x2000(library-validation)', '')).toEqual(VALIDATED);
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x2002(adhoc,library-validation)', plist([ALLOW_DYLD]))).toEqual(VALIDATED);
+  });
+
+  it('0x2000 with disable-library-validation is not blocked', () => {
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x2000(library-validation)', plist([DISABLE_LV]))).toBeNull();
+  });
+
+  it('0x10000 (hardened runtime) blocks without the entitlements, and not with both', () => {
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x10000(runtime)', '')?.launchFails).toBe(false);
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x12000(library-validation,runtime)', plist([ALLOW_DYLD]))?.launchFails).toBe(true);
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x12000(library-validation,runtime)', plist([ALLOW_DYLD, DISABLE_LV]))).toBeNull();
+  });
+
+  it('every other flag lets the injector in', () => {
+    // Every bit but 0x10000, 0x2000 and 0x800.
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0xfffed7ff', '')).toBeNull();
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x7ff', '')).toBeNull();
+  });
+
+  it('a setuid or setgid file blocks (it would run unpatched); a plain one does not', () => {
+    const dir = folder();
+    const uid = file(dir, 'uid', 0o755);
+    chmodSync(uid, 0o4755);
+    const gid = file(dir, 'gid', 0o755);
+    chmodSync(gid, 0o2755);
+    const reason = (f: string, which: string) =>
+      `${f} is ${which}: dyld removes DYLD_INSERT_LIBRARIES from programs that change ids at launch, so it would run unpatched. Run a copy without the ${which} bit, or embed metal-cap-shim as a library.`;
+    expect([setIdBlocker(uid), setIdBlocker(gid), setIdBlocker(file(dir, 'plain', 0o755)), setIdBlocker(path.join(dir, 'none'))]).toEqual([
+      { reason: reason(uid, 'setuid'), launchFails: false },
+      { reason: reason(gid, 'setgid'), launchFails: false },
+      null,
+      null,
+    ]);
   });
 });
 
@@ -556,6 +626,20 @@ describe('codesign as installed: the current one and an older one without --xml'
     expect(injectionBlocker(hardened, 'darwin')?.launchFails).toBe(true);
     expect(injectionBlocker(signedProgram(dir, 'both', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]), 'darwin')).toBeNull();
     expect(injectionBlocker(signedProgram(dir, 'unsigned', null, []), 'darwin')).toBeNull();
+  });
+
+  it('restricted, library-validated and setuid programs are found as installed', () => {
+    const dir = withCodesign('current');
+    const restricted = signedProgram(dir, 'restricted', '0x800(restrict)', [ALLOW_DYLD, DISABLE_LV]);
+    const validated = signedProgram(dir, 'validated', '0x2000(library-validation)', []);
+    const setuid = signedProgram(dir, 'setuid', null, []);
+    chmodSync(setuid, 0o4755);
+    expect([injectionBlocker(restricted, 'darwin'), injectionBlocker(validated, 'darwin'), injectionBlocker(setuid, 'darwin')]).toEqual([
+      hardenedRuntimeBlocker(restricted, 'flags=0x800', ''),
+      hardenedRuntimeBlocker(validated, 'flags=0x2000', ''),
+      setIdBlocker(setuid),
+    ]);
+    expect(injectionBlocker(signedProgram(dir, 'validated-ok', '0x2000(library-validation)', [DISABLE_LV]), 'darwin')).toBeNull();
   });
 
   it('the old codesign really rejects --xml (so the retry without it is what finds the signature)', () => {
@@ -601,7 +685,7 @@ describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the block
   const profile = resolveProfile();
   const TRUE = resolveCommand('true')!;
   const REFUSAL =
-    'refusing to raise Metal answers: this host is not a virtual machine (hw.model Mac13,2), so the GPU really is what it reports. Pass { force: true } (CLI: --force) to do it anyway; masking profiles such as mask-apple5 need no force.';
+    'refusing to raise Metal answers: this host is not a virtual machine (hw.model Mac13,2), so the GPU really is what it reports. The profile would raise device 0 (AGXG13DDevice): apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.';
   beforeAll(() => requireSimBuild());
 
   it('raising answers on bare metal is refused (ERR_REFUSED_BARE_METAL), before anything runs', () => {

@@ -48,7 +48,10 @@ function folder(): string {
 
 const sh = (script: string, extra: { traceFile?: string } = {}) => ({ profile, command: 'sh', args: ['-c', script], ...extra });
 
-/** What an outcome holds when nothing was reported: the base the tests below change. */
+/**
+ * What an outcome holds when the program loaded the injector and reported nothing else: the base the tests below
+ * change. Its one process reports the classes in `fields` (its pid is the child's, unknown here).
+ */
 function outcome(fields: Partial<ExecOutcome>): ExecOutcome {
   return {
     exitCode: 0,
@@ -57,10 +60,14 @@ function outcome(fields: Partial<ExecOutcome>): ExecOutcome {
     injectorSlice: SLICE,
     patchedClasses: [],
     injectorErrors: [],
+    processes: [{ pid: expect.any(Number) as number, slice: SLICE, patchedClasses: fields.patchedClasses ?? [], errors: [] }],
     warnings: [WARNING],
     ...fields,
   };
 }
+
+/** The outcome of a run in which nothing loaded the injector. */
+const NOTHING_LOADED = { injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], processes: [] };
 
 describeSim('runWithInjector, in-process over the simulated injector', () => {
   beforeAll(() => {
@@ -126,7 +133,7 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     // A static program ignores LD_PRELOAD: the injector never loaded.
     const notLoaded = path.join(folder(), 'trace.json');
     const s = await runWithInjector({ profile, command: staticProgram, args: [], traceFile: notLoaded }, injector, []);
-    expect(s).toEqual({ exitCode: 3, signal: null, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], warnings: [] });
+    expect(s).toEqual({ exitCode: 3, signal: null, ...NOTHING_LOADED, warnings: [] });
     const written = JSON.parse(readFileSync(notLoaded, 'utf8'));
     expect(written).toEqual({ pid: expect.any(Number), profileApplied: false, patchedClasses: [], trace: [] });
     expect(written.pid).toBeGreaterThan(0);
@@ -136,11 +143,14 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
   it('a trace that cannot be written is an injector error, not a crash', async () => {
     const dir = folder();
     const trace = path.join(dir, 'trace.json');
-    const r = await runWithInjector(sh(`rm -r '${dir}'`, { traceFile: trace }), injector, []);
+    // rm is a second process that loads the injector (sh starts it), and reports too.
+    const r = await runWithInjector(sh(`rm -r '${dir}'; exit 0`, { traceFile: trace }), injector, []);
+    const loaded = { pid: expect.any(Number) as number, slice: SLICE, patchedClasses: [], errors: [] };
     expect(r).toEqual(
       outcome({
         warnings: [],
         injectorErrors: [`ERR_TRACE_FILE cannot write ${trace}: ENOENT: no such file or directory, open '${trace}'`],
+        processes: [loaded, loaded],
       }),
     );
   });
@@ -148,17 +158,9 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
   it('the unpatched run: no injector, no status, no warnings; the exit code or signal as it was', async () => {
     const out = path.join(folder(), 'env.txt');
     const r = await runWithInjector(sh(`printf '%s' "\${LD_PRELOAD-unset}" > '${out}'; exit 5`), null, [WARNING]);
-    expect(r).toEqual({ exitCode: 5, signal: null, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], warnings: [] });
+    expect(r).toEqual({ exitCode: 5, signal: null, ...NOTHING_LOADED, warnings: [] });
     expect(readFileSync(out, 'utf8')).toBe(process.env.LD_PRELOAD ?? 'unset');
-    expect(await runWithInjector(sh('kill -HUP $$'), null, [])).toEqual({
-      exitCode: null,
-      signal: 'SIGHUP',
-      injectorLoaded: false,
-      injectorSlice: null,
-      patchedClasses: [],
-      injectorErrors: [],
-      warnings: [],
-    });
+    expect(await runWithInjector(sh('kill -HUP $$'), null, [])).toEqual({ exitCode: null, signal: 'SIGHUP', ...NOTHING_LOADED, warnings: [] });
   });
 
   it('the unpatched run with --trace: the trace says nothing was applied, replacing an old one; a write failure is an injector error', async () => {
@@ -167,7 +169,7 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     const pidFile = path.join(dir0, 'pid');
     writeFileSync(file, '{"old":true}\n');
     const r = await runWithInjector(sh(`echo $$ > '${pidFile}'; exit 2`, { traceFile: file }), null, []);
-    expect(r).toEqual({ exitCode: 2, signal: null, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], warnings: [] });
+    expect(r).toEqual({ exitCode: 2, signal: null, ...NOTHING_LOADED, warnings: [] });
     const pid = Number(readFileSync(pidFile, 'utf8').trim());
     expect(readFileSync(file, 'utf8')).toBe(`${JSON.stringify({ pid, profileApplied: false, patchedClasses: [], trace: [] })}\n`);
     const dir = folder();
@@ -175,9 +177,7 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     expect(await runWithInjector(sh(`rm -r '${dir}'`, { traceFile: gone }), null, [])).toEqual({
       exitCode: 0,
       signal: null,
-      injectorLoaded: false,
-      injectorSlice: null,
-      patchedClasses: [],
+      ...NOTHING_LOADED,
       injectorErrors: [`ERR_TRACE_FILE cannot write ${gone}: ENOENT: no such file or directory, open '${gone}'`],
       warnings: [],
     });

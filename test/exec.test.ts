@@ -195,6 +195,7 @@ describe('exec --allow-unpatched --trace where there is no Metal (Linux, no simu
       injectorSlice: null,
       patchedClasses: [],
       injectorErrors: [],
+      processes: [],
       warnings: [],
     });
     expect(lines).toHaveLength(2);

@@ -36,6 +36,8 @@ export interface SimFixture {
   strayDevice(className: string, simIndex: number): FixtureAnswers | null;
   /** Calls this process has made to MTLCreateSystemDefaultDevice() / MTLCopyAllDevices() (simulated Metal's counters). */
   deviceCalls(): { MTLCreateSystemDefaultDevice: number; MTLCopyAllDevices: number };
+  /** NoCopy buffers this process released after the memory under them was unmapped (simulated Metal's counter). */
+  noCopyAfterUnmap(): number;
 }
 
 export interface FixtureAnswers {

@@ -23,7 +23,7 @@ describeSim('hw.model VirtualMac2,1 alone', () => {
       applied: false,
       reason: 'refused-bare-metal',
       detail:
-        'refusing to raise Metal answers: this host is not a virtual machine (hw.model VirtualMac2,1), so the GPU really is what it reports. Pass { force: true } (CLI: --force) to do it anyway; masking profiles such as mask-apple5 need no force.',
+        'refusing to raise Metal answers: this host is not a virtual machine (hw.model VirtualMac2,1), so the GPU really is what it reports. The profile would raise device 0 (AGXG13DDevice): apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.',
     });
   });
 });

@@ -297,11 +297,18 @@ describe('the doctor section', () => {
     expect(new Set(recorded.map((p) => p.fault).filter(Boolean))).toEqual(new Set(['stale', 'zero-length']));
   });
 
-  it('the behaviours fixture validates: Metal raising (error) on every probe, a threadgroup limit that follows the answer', () => {
+  it('the behaviours fixture validates: Metal raising (error), a limit that follows the answer, overlapping threadgroups, a hung compiler, 64-wide SIMD-groups', () => {
     const s = loadSnapshot(path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-sim-behaviours.json'));
-    expect(s.devices.map((d) => d.doctor!.probes['threadgroup-memory'])).toEqual([
-      { status: 'error', detail: 'fixture: Metal raises at commit' },
-      { status: 'pass', detail: 'fixture: the limit is the answered maxThreadgroupMemoryLength', fault: 'answered-limit' },
+    expect(s.devices.map((d) => [d.doctor!.probes['threadgroup-memory'], d.doctor!.probes.bfloat, d.simulation?.threadExecutionWidth ?? null])).toEqual([
+      [{ status: 'error', detail: 'fixture: Metal raises at commit' }, { status: 'error', detail: 'fixture: Metal raises at commit' }, null],
+      [{ status: 'pass', detail: 'fixture: the limit is the answered maxThreadgroupMemoryLength', fault: 'answered-limit' }, { status: 'not-recorded' }, null],
+      [
+        { status: 'wrong-result', detail: 'fixture: threadgroups running at once overlap above 32768 bytes', provenThreadgroupMemory: 32768, fault: 'threadgroups-overlap' },
+        { status: 'not-recorded' },
+        null,
+      ],
+      [{ status: 'not-recorded' }, { status: 'timeout', detail: 'fixture: the compiler never finishes the bfloat kernel', fault: 'compile' }, null],
+      [{ status: 'not-recorded' }, { status: 'not-recorded' }, 64],
     ]);
   });
 
@@ -675,12 +682,15 @@ describe('the doctor section and the default object, whole errors', () => {
     ['a negative error', section({ bfloat: { status: 'pass', maxAbsError: -1 } }), `${at}probes.bfloat.maxAbsError`, 'must be a number ≥ 0'],
     ['an infinite error', section({ bfloat: { status: 'pass', maxAbsError: Number.POSITIVE_INFINITY } }), `${at}probes.bfloat.maxAbsError`, 'must be a number ≥ 0'],
     ['an error given as text', section({ bfloat: { status: 'pass', maxAbsError: '0.5' } }), `${at}probes.bfloat.maxAbsError`, 'must be a number ≥ 0'],
-    ['an unknown fault', section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'torn' } }), `${at}probes.nocopy-mmap.fault`, 'must be one of stale, zero-length'],
+    ['an unknown fault', section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'torn' } }), `${at}probes.nocopy-mmap.fault`, 'must be one of stale, zero-length, compile'],
     ['a fault on a pass', section({ 'nocopy-mmap': { status: 'pass', fault: 'stale' } }), `${at}probes.nocopy-mmap.fault`, 'is only for a wrong-result'],
-    ['a NoCopy fault on threadgroup memory', section({ 'threadgroup-memory': { status: 'pass', fault: 'stale' } }), `${at}probes.threadgroup-memory.fault`, 'must be one of answered-limit'],
-    ['a threadgroup fault on a NoCopy probe', section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'answered-limit' } }), `${at}probes.nocopy-mmap.fault`, 'must be one of stale, zero-length'],
+    ['a NoCopy fault on threadgroup memory', section({ 'threadgroup-memory': { status: 'pass', fault: 'stale' } }), `${at}probes.threadgroup-memory.fault`, 'must be one of answered-limit, threadgroups-overlap, compile'],
+    ['a threadgroup fault on a NoCopy probe', section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'answered-limit' } }), `${at}probes.nocopy-mmap.fault`, 'must be one of stale, zero-length, compile'],
     ['the answered limit on a wrong-result', section({ 'threadgroup-memory': { status: 'wrong-result', fault: 'answered-limit' } }), `${at}probes.threadgroup-memory.fault`, 'is only for a pass'],
-    ['a fault on a probe that has none', section({ bfloat: { status: 'pass', fault: 'stale' } }), `${at}probes.bfloat.fault`, 'is not a known field'],
+    ['a NoCopy fault on a probe that has only the compile fault', section({ bfloat: { status: 'pass', fault: 'stale' } }), `${at}probes.bfloat.fault`, 'must be one of compile'],
+    ['the compile fault on anything but a timeout', section({ bfloat: { status: 'fail', fault: 'compile' } }), `${at}probes.bfloat.fault`, 'compile is only for a timeout'],
+    ['threadgroups overlapping on a pass', section({ 'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 32768, fault: 'threadgroups-overlap' } }), `${at}probes.threadgroup-memory.fault`, 'threadgroups-overlap is only for a wrong-result with provenThreadgroupMemory (where the overlap starts)'],
+    ['threadgroups overlapping without where', section({ 'threadgroup-memory': { status: 'wrong-result', fault: 'threadgroups-overlap' } }), `${at}probes.threadgroup-memory.fault`, 'threadgroups-overlap is only for a wrong-result with provenThreadgroupMemory (where the overlap starts)'],
     ['a NoCopy wrong-result without its fault', section({ 'nocopy-mmap': { status: 'wrong-result' } }), `${at}probes.nocopy-mmap.fault`, 'is missing: a wrong-result says which (stale or zero-length)'],
     [
       'a failed size equal to the proven one',
@@ -715,6 +725,13 @@ describe('the doctor section and the default object, whole errors', () => {
     ["a device's own class", (s) => (s.devices[0].simulation.defaultObjectClass = s.devices[0].className), 'devices[0].simulation.defaultObjectClass', 'must be an Objective-C class name no device has'],
   ])('defaultObjectClass: rejects %s', (_what, edit, field, says) => {
     expect(thrown(() => validateSnapshot(changed(edit), 'test'))).toEqual(rejection(field, says));
+  });
+
+  it('simulation.threadExecutionWidth: a whole number from 1, and nothing else', () => {
+    const width = (w: unknown) => thrown(() => validateSnapshot(changed((s) => (s.devices[0].simulation.threadExecutionWidth = w)), 'test'));
+    const rejected = rejection('devices[0].simulation.threadExecutionWidth', 'must be an integer ≥ 1');
+    expect([width(0), width(1.5), width('32')]).toEqual([rejected, rejected, rejected]);
+    expect(validateSnapshot(changed((s) => (s.devices[0].simulation.threadExecutionWidth = 1)), 'test').devices[0]!.simulation?.threadExecutionWidth).toBe(1);
   });
 
   it('defaultObjectClass belongs on the default device only', () => {

@@ -81,10 +81,16 @@ export interface NativeDoctorOptions {
   device: number;
   /** Which probes to run, in this order. */
   probes: DoctorProbeId[];
-  /** Deadline of each probe (compile, dispatch, completion). */
+  /** Deadline of each probe's GPU work (dispatch, completion), and separately of its compiling. */
   timeoutMs: number;
   /** threadgroup-memory: ascending candidate sizes in bytes. */
   threadgroupSizes: number[];
+  /** threadgroup-memory: how many threadgroups run each size at once (1–65535). */
+  threadgroupGroups: number;
+  /** threadgroup-memory: the device's stock maxThreadgroupMemoryLength, read before any profile was applied. */
+  stockThreadgroupMemory: number;
+  /** threadgroup-memory: whether sizes above the stock limit may be dispatched (only in a VM). */
+  aboveStockThreadgroupMemory: boolean;
   /** nocopy-mmap: the user's file, opened read-only and never modified; null: a generated file. */
   mmapFile: string | null;
   /** nocopy-mmap: bytes of the generated file. */
@@ -101,7 +107,11 @@ export interface NativeProbeOutcome {
   detail: string;
   /** Wall time of this probe. */
   ms: number;
-  /** threadgroup-memory: the largest size that compiled, ran and computed right. */
+  /** The part of `ms` Metal's compiler took (libraries and pipelines). */
+  compileMs: number;
+  /** True when the status comes from compiling the kernel or creating its pipeline (fail, unsupported). */
+  buildFailed: boolean;
+  /** threadgroup-memory: the largest size that compiled, ran and computed right under concurrency. */
   provenThreadgroupMemory: number | null;
   /** threadgroup-memory: the smallest size that failed (rejected, or computed wrong). */
   failedThreadgroupMemory: number | null;

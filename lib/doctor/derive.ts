@@ -5,7 +5,15 @@
 import { chipFamily } from '../chips.js';
 import { FAMILY_VALUES, familyLabel, familyNameOf } from '../families.js';
 import { predictGates } from '../gates.js';
-import { familyCeiling, predictPatchedDevice, profiles, resolveProfile, type Profile, type ProfileSpec } from '../profiles.js';
+import {
+  APPLE_GPU_THREADGROUP_MEMORY,
+  familyCeiling,
+  predictPatchedDevice,
+  profiles,
+  resolveProfile,
+  type Profile,
+  type ProfileSpec,
+} from '../profiles.js';
 import type { DeviceReport, HostInfo } from '../types.js';
 import { differencesOf, faultsOf } from './judge.js';
 import type { DoctorProbeId } from './probes.js';
@@ -86,15 +94,18 @@ function nameChoice(stock: DeviceReport, probes: DoctorProbe[], host: HostInfo |
 /**
  * The least profile that turns on what was proven on this device, and one line per choice. With llama.cpp's gates:
  * SIMD-group reduction and matrix proven → Apple7 (both gates need it); otherwise bfloat proven → Apple6 (its
- * bfloat rule); never above the host chip's true family when the chip is known; threadgroup memory raised only to
- * the proven size; Metal3 only when a residency set worked (and the reduction and bfloat paths Metal3 also turns on
- * in llama.cpp were proven); the host chip's name only when a heap was proven. `under`: the candidate profile's name
- * and the threadgroup memory the device reported under it, when the probes also ran there.
+ * bfloat rule); never above the host chip's true family when `host` names a known chip; threadgroup memory raised
+ * only to the proven size; Metal3 only when a residency set worked (and the reduction and bfloat paths Metal3 also
+ * turns on in llama.cpp were proven); the host chip's name only when a heap was proven. `under`: the candidate
+ * profile's name and the threadgroup memory the device reported under it, when the probes also ran there. Without
+ * `force`, threadgroup memory is never raised above 32768 bytes (APPLE_GPU_THREADGROUP_MEMORY: no Apple GPU has
+ * more), whatever was proven.
  */
 export function deriveVerifiedProfile(
   stock: DeviceReport,
   probes: DoctorProbe[],
   under?: { candidate: string; reported: number | null },
+  force = false,
   host: HostInfo | null = null,
 ): { profile: Profile; reasons: string[] } {
   const spec: ProfileSpec = { mode: 'raise' };
@@ -130,20 +141,28 @@ export function deriveVerifiedProfile(
 
   const tg = probeOf(probes, 'threadgroup-memory');
   const reported = stock.maxThreadgroupMemoryLength;
-  const size = tg?.provenThreadgroupMemory ?? null;
+  const measured = tg?.provenThreadgroupMemory ?? null;
   // With a patched run, the proven size is set beside both answers: the candidate's may claim more than was proven.
   const both = under === undefined ? null : `; the device reports ${reported ?? 'nothing'} stock, ${under.reported ?? 'nothing'} under ${under.candidate}`;
-  if (size === null) {
+  // Proven under concurrency or not, more than any Apple GPU has is claimed only when asked to (force).
+  const ceiling = force ? Infinity : APPLE_GPU_THREADGROUP_MEMORY;
+  const cap = `${measured} bytes were proven, but no Apple GPU has more than ${APPLE_GPU_THREADGROUP_MEMORY}, so more is claimed only with force`;
+  if (measured === null) {
     reasons.push(`threadgroup memory left as reported: no size proven (${statusText(probes, 'threadgroup-memory')})${both ?? ''}`);
-  } else if (reported === null || size > reported) {
-    spec.maxThreadgroupMemoryLength = size;
-    reasons.push(`threadgroup memory raised to the proven ${size} bytes${both ?? ` (the device reports ${reported ?? 'nothing'})`}`);
-  } else if (size < reported) {
+  } else if (reported !== null && measured < reported) {
     reasons.push(
-      `threadgroup memory left at the reported ${reported} bytes, though only ${size} were proven: a kernel that asks for more may fail${both ?? ''}`,
+      `threadgroup memory left at the reported ${reported} bytes, though only ${measured} were proven: a kernel that asks for more may fail${both ?? ''}`,
     );
-  } else {
+  } else if (reported !== null && measured === reported) {
     reasons.push(`threadgroup memory left at the reported ${reported} bytes, which were proven${both ?? ''}`);
+  } else if (measured <= ceiling) {
+    spec.maxThreadgroupMemoryLength = measured;
+    reasons.push(`threadgroup memory raised to the proven ${measured} bytes${both ?? ` (the device reports ${reported ?? 'nothing'})`}`);
+  } else if (reported !== null && reported >= APPLE_GPU_THREADGROUP_MEMORY) {
+    reasons.push(`threadgroup memory left at the reported ${reported} bytes: ${cap}${both ?? ''}`);
+  } else {
+    spec.maxThreadgroupMemoryLength = APPLE_GPU_THREADGROUP_MEMORY;
+    reasons.push(`threadgroup memory raised to ${APPLE_GPU_THREADGROUP_MEMORY} bytes: ${cap}${both ?? ` (the device reports ${reported ?? 'nothing'})`}`);
   }
 
   if (stock.families.metal3 === true) {
@@ -263,7 +282,7 @@ export function recommendationsFor(
 /**
  * doctor's findings on one device from its judged probes: the verified profile and why, the recommendations, the
  * faults and the runs that differed. `patched` is the device as it answered under the candidate profile (named
- * `candidate`), if it did.
+ * `candidate`), if it did. `force` lets the verified profile claim more threadgroup memory than any Apple GPU has.
  */
 export function assessDevice(
   stock: DeviceReport,
@@ -271,9 +290,10 @@ export function assessDevice(
   probes: DoctorProbe[],
   host: HostInfo | null,
   candidate = 'the candidate profile',
+  force = false,
 ): DoctorDevice {
   const under = patched === null ? undefined : { candidate, reported: patched.maxThreadgroupMemoryLength };
-  const { profile, reasons } = deriveVerifiedProfile(stock, probes, under, host);
+  const { profile, reasons } = deriveVerifiedProfile(stock, probes, under, force, host);
   return {
     index: stock.index,
     isDefault: stock.isDefault,

@@ -1,16 +1,29 @@
+import { familyLabel } from '../families.js';
+import type { DeviceReport } from '../types.js';
 import type { NativeProbeOutcome } from '../../types/binding.js';
-import { JUDGEMENTS, STATUS_SEVERITY, type DoctorProbeId, type RecordedStatus } from './probes.js';
+import { JUDGEMENTS, PROBE_GATING_FAMILIES, STATUS_SEVERITY, type DoctorProbeId, type RecordedStatus } from './probes.js';
 import type { DoctorProbe, DoctorRun, MeasuredField, ProbeDifference } from './types.js';
 
 /** One probe's raw outcome as the native runner returns it. */
 export type RawOutcome = NativeProbeOutcome;
 
-/** A raw outcome as a run (without its id). */
-export function runFrom(outcome: RawOutcome): DoctorRun {
+/**
+ * A raw outcome as a run (without its id). A kernel that could not be compiled or given a pipeline (`fail`) on a
+ * device whose stock answers claim none of the families that gate the probe's feature (PROBE_GATING_FAMILIES) is
+ * `unsupported`: the device never said it had the feature. `stock` is the device's stock report (never the answers
+ * under a profile, which claim what was not proven).
+ */
+export function runFrom(outcome: RawOutcome, stock?: DeviceReport): DoctorRun {
+  const gates = PROBE_GATING_FAMILIES[outcome.id];
+  const unclaimed = stock !== undefined && gates.length > 0 && gates.every((f) => stock.families[f] !== true);
+  const absent = outcome.status === 'fail' && outcome.buildFailed && unclaimed;
   return {
-    status: outcome.status,
-    detail: outcome.detail,
+    status: absent ? 'unsupported' : outcome.status,
+    detail: absent
+      ? `the device does not claim ${gates.map(familyLabel).join(' or ')}, which gates this feature: ${outcome.detail}`
+      : outcome.detail,
     ms: outcome.ms,
+    compileMs: outcome.compileMs,
     provenThreadgroupMemory: outcome.provenThreadgroupMemory,
     failedThreadgroupMemory: outcome.failedThreadgroupMemory,
     bufferLength: outcome.bufferLength,
@@ -50,6 +63,7 @@ export function judgeProbe(id: DoctorProbeId, stock: DoctorRun, patched?: Doctor
     status,
     detail,
     ms: both(stock.ms, patched.ms, (a, b) => a + b),
+    compileMs: both(stock.compileMs, patched.compileMs, (a, b) => a + b),
     provenThreadgroupMemory: both(stock.provenThreadgroupMemory, patched.provenThreadgroupMemory, Math.min),
     failedThreadgroupMemory: either(stock.failedThreadgroupMemory, patched.failedThreadgroupMemory, Math.min),
     bufferLength: stock.bufferLength,

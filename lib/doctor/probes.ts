@@ -4,6 +4,7 @@
  */
 
 import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from '../doctor-probes.js';
+import type { FamilyName } from '../families.js';
 
 export { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus };
 
@@ -33,7 +34,7 @@ export const JUDGEMENTS: Readonly<Record<RecordedStatus, { judgement: Judgement;
   pass: { judgement: 'proven', meaning: 'ran and matched the CPU reference' },
   'wrong-result': { judgement: 'faulty', meaning: 'ran, but the result differs from the CPU reference (or the buffer was stale or short)' },
   fail: { judgement: 'faulty', meaning: 'Metal refused it with an API error' },
-  timeout: { judgement: 'faulty', meaning: 'the GPU did not finish before the deadline' },
+  timeout: { judgement: 'faulty', meaning: 'the GPU, or Metal’s compiler, did not finish before its deadline' },
   unsupported: { judgement: 'absent', meaning: 'this OS or Metal Shading Language version lacks the API' },
   skipped: { judgement: 'unknown', meaning: 'not run' },
   error: { judgement: 'unknown', meaning: 'the probe itself could not run, which says nothing about the GPU' },
@@ -58,7 +59,29 @@ export const STATUS_SEVERITY: readonly RecordedStatus[] = Object.freeze([
 /** The threadgroup sizes the threadgroup-memory probe tries, ascending: 16 KiB to 64 KiB in 8 KiB steps. */
 export const THREADGROUP_CANDIDATES: readonly number[] = Object.freeze([16384, 24576, 32768, 40960, 49152, 57344, 65536]);
 
-/** Per-probe deadline (compile + dispatch + completion): default and bounds, in milliseconds. */
+/**
+ * How many threadgroups run each threadgroup size at once: many times what every GPU core of any Apple GPU holds,
+ * so a size is proven only where threadgroups share the GPU as engines' dispatches do.
+ */
+export const THREADGROUP_PROBE_GROUPS = 1024;
+
+/**
+ * The families that gate each probe's feature in llama.cpp's rules (REFERENCE §4): a device that claims none of them
+ * does not say it has the feature, so a kernel it cannot compile or build a pipeline for is `unsupported` there, not
+ * a fault (an Intel or AMD GPU has no SIMD-group matrix). An empty list: every device must run the probe.
+ */
+export const PROBE_GATING_FAMILIES: Readonly<Record<DoctorProbeId, readonly FamilyName[]>> = Object.freeze({
+  'simdgroup-reduction': ['apple7', 'metal3'],
+  'simdgroup-matrix': ['apple7'],
+  bfloat: ['apple6', 'metal3'],
+  'threadgroup-memory': [],
+  'nocopy-mmap': [],
+  'residency-set': ['metal3'],
+  // MTLHeap is not gated by a family in MLX: it makes its heap on every device but one named "Apple Paravirtual device".
+  heap: [],
+});
+
+/** Per-probe deadline of the GPU's work (dispatch + completion), and separately of compiling: default and bounds, in milliseconds. */
 export const TIMEOUT_MS = Object.freeze({ default: 5000, min: 100, max: 600_000 });
 
 /**

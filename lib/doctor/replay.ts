@@ -22,6 +22,7 @@ export function runFromRecord(record: SnapshotDoctorProbe | undefined, provenanc
     status,
     detail: status === 'not-recorded' ? 'not recorded in this snapshot' : `recorded: ${said}${fault}${where}`,
     ms: null,
+    compileMs: null,
     provenThreadgroupMemory: record?.provenThreadgroupMemory ?? null,
     failedThreadgroupMemory: record?.failedThreadgroupMemory ?? null,
     bufferLength: record?.bufferLength ?? null,

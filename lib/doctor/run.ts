@@ -9,13 +9,13 @@ import { loadNative, packageVersion } from '../native.js';
 import { stockReport } from '../probe.js';
 import { bindToHost, planProfile } from '../profiles.js';
 import { hostOf } from '../report.js';
-import type { CapabilityReport, DeviceReport, SupportedReport, UnsupportedReason } from '../types.js';
+import type { CapabilityReport, DeviceReport, HostInfo, SupportedReport, UnsupportedReason } from '../types.js';
 import type { NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
 import { cacheKeyFor, writeCache } from './cache.js';
 import { assessDevice } from './derive.js';
 import { judgeProbe, runFrom, type RawOutcome } from './judge.js';
 import type { CheckedDoctorOptions } from './options.js';
-import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS, THREADGROUP_CANDIDATES, type DoctorProbeId } from './probes.js';
+import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS, THREADGROUP_CANDIDATES, THREADGROUP_PROBE_GROUPS, type DoctorProbeId } from './probes.js';
 import { DOCTOR_SCHEMA, type DoctorDevice, type DoctorReport, type DoctorRun, type PatchedRun } from './types.js';
 
 function notRun(detail: string): DoctorRun {
@@ -23,6 +23,7 @@ function notRun(detail: string): DoctorRun {
     status: 'skipped',
     detail,
     ms: null,
+    compileMs: null,
     provenThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
@@ -79,12 +80,20 @@ function whyNoPatchedRun(o: CheckedDoctorOptions, stock: CapabilityReport): stri
   return null;
 }
 
-function nativeOptions(o: CheckedDoctorOptions, device: number, probes: DoctorProbeId[]): NativeDoctorOptions {
+/**
+ * The native runner's options for one device. Threadgroup sizes above the device's stock limit are dispatched only in
+ * a VM: on real hardware that is undefined behaviour, whatever `force` says. The stock limit comes from the stock
+ * report, read before any profile was applied (the patched run's answer is the candidate's).
+ */
+function nativeOptions(o: CheckedDoctorOptions, device: DeviceReport, probes: DoctorProbeId[], host: HostInfo): NativeDoctorOptions {
   return {
-    device,
+    device: device.index,
     probes,
     timeoutMs: o.timeoutMs,
     threadgroupSizes: [...THREADGROUP_CANDIDATES],
+    threadgroupGroups: THREADGROUP_PROBE_GROUPS,
+    stockThreadgroupMemory: device.maxThreadgroupMemoryLength ?? 0,
+    aboveStockThreadgroupMemory: host.isVirtualMachine === true,
     mmapFile: o.mmapFile,
     mmapSize: o.mmapSize,
     tempDir: tmpdir(),
@@ -98,23 +107,24 @@ function outcomeOf(result: NativeDoctorResult, id: DoctorProbeId): RawOutcome | 
 /**
  * Every probe's verdict on one device from the native runner's results: probes not asked are skipped, an asked
  * probe the runner returned nothing for is an error, and capability probes are judged from both runs when there was
- * a patched run (null: there was none).
+ * a patched run (null: there was none). `device` is the device's stock report (which families it claims).
  */
 export function judgeDevice(
   o: CheckedDoctorOptions,
   stockResult: NativeDoctorResult,
   patchedResult: NativeDoctorResult | null,
+  device?: DeviceReport,
 ): DoctorDevice['probes'] {
   const candidate = o.candidate.name ?? 'the candidate profile';
   return DOCTOR_PROBE_IDS.map((id) => {
     if (!o.probes.includes(id)) return judgeProbe(id, notRun('not asked'));
     const s = outcomeOf(stockResult, id);
-    const stock = s ? runFrom(s) : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
+    const stock = s ? runFrom(s, device) : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
     if (!CAPABILITY_PROBE_IDS.includes(id)) return judgeProbe(id, stock);
     // No second run (patchedRun.why says why): the stock run alone decides.
     if (patchedResult === null) return judgeProbe(id, stock);
     const p = outcomeOf(patchedResult, id);
-    const patched = p ? runFrom(p) : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
+    const patched = p ? runFrom(p, device) : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
     return judgeProbe(id, stock, patched, candidate);
   });
 }
@@ -145,7 +155,7 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
     );
   }
   const devices = stock.devices.filter((d) => o.device === null || d.index === o.device);
-  const stockResults = devices.map((d) => binding.doctor(nativeOptions(o, d.index, o.probes)));
+  const stockResults = devices.map((d) => binding.doctor(nativeOptions(o, d, o.probes, stock.host)));
 
   let patchedWhy = whyNoPatchedRun(o, stock);
   let patchedResults: NativeDoctorResult[] | null = null;
@@ -159,7 +169,7 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
         patchedWhy = `${candidateName} was not applied (${applied.reason}: ${applied.detail})`;
       } else {
         patchedDevices = applied.after.devices;
-        patchedResults = devices.map((d) => binding.doctor(nativeOptions(o, d.index, capability)));
+        patchedResults = devices.map((d) => binding.doctor(nativeOptions(o, d, capability, stock.host)));
       }
     } finally {
       if (binding.status().active) {
@@ -170,9 +180,9 @@ export function runDoctorLive(o: CheckedDoctorOptions): DoctorReport {
   }
 
   const assessed = devices.map((d, i) => {
-    const probes = judgeDevice(o, stockResults[i]!, patchedResults?.[i] ?? null);
+    const probes = judgeDevice(o, stockResults[i]!, patchedResults?.[i] ?? null, d);
     const patched = patchedDevices?.find((p) => p.index === d.index) ?? null;
-    return assessDevice(d, patched, probes, stock.host, candidateName);
+    return assessDevice(d, patched, probes, stock.host, candidateName, o.force);
   });
   // A run without every capability probe proves too little for `auto`: caching it would replace a full result.
   const cache = o.cache && asksEveryCapabilityProbe(o.probes) ? writeAll(stock, assessed, generatedAt) : null;

@@ -14,6 +14,8 @@ export interface DoctorRun {
   detail: string;
   /** Wall time of the run; `null` for a replayed recording. */
   ms: number | null;
+  /** The part of `ms` that Metal's compiler took (the probe's libraries and pipelines); `null` when not measured. */
+  compileMs: number | null;
   /** threadgroup-memory: the largest size that compiled, ran and computed right. */
   provenThreadgroupMemory: number | null;
   /** threadgroup-memory: the smallest size that failed. */

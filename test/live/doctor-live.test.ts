@@ -33,6 +33,10 @@ function options(device: number, extra: Partial<NativeDoctorOptions> = {}): Nati
     probes: [...DOCTOR_PROBE_IDS],
     timeoutMs: TIMEOUT_MS,
     threadgroupSizes: SIZES,
+    threadgroupGroups: 1024,
+    stockThreadgroupMemory: stock?.supported ? (stock.devices.find((d) => d.index === device)?.maxThreadgroupMemoryLength ?? 0) : 0,
+    // Above the stock limit only in a VM: on real hardware that is undefined behaviour.
+    aboveStockThreadgroupMemory: isVm,
     mmapFile: null,
     mmapSize: 64 << 20,
     tempDir,

@@ -252,7 +252,13 @@ Napi::Value DeviceCalls(const Napi::CallbackInfo &info) {
   return o;
 }
 
+// noCopyAfterUnmap(): NoCopy buffers released after their memory was unmapped, so far in this process.
+Napi::Value NoCopyAfterUnmap(const Napi::CallbackInfo &info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(MTLSimGetNoCopyAfterUnmap()));
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("noCopyAfterUnmap", Napi::Function::New(env, NoCopyAfterUnmap));
   exports.Set("query", Napi::Function::New(env, Query));
   exports.Set("startHammer", Napi::Function::New(env, StartHammer));
   exports.Set("stopHammer", Napi::Function::New(env, StopHammer));

@@ -20,12 +20,24 @@
  *                     the answer proves more; the only simulated behaviour that looks at the device's answers
  *   nocopy-mmap fault `stale`: the GPU reads the pages as they were when the buffer was created;
  *                     fault `zero-length`: the buffer reports a length of 0
+ *   threadgroup-memory fault `threadgroups-overlap` (with wrong-result and provenThreadgroupMemory N): threadgroups
+ *                     that run at the same time overlap above N bytes, each one's allocation running into the next
+ *                     one's, so concurrent threadgroups corrupt each other while a lone threadgroup works
+ *   fault `compile` (with timeout, any probe): Metal's compiler never finishes the probe's library; the GPU works
+ * A device's `simulation.threadExecutionWidth` (default 32) is its pipelines' SIMD-group width.
+ * A NoCopy buffer released after its memory was unmapped is counted (MTLSimGetNoCopyAfterUnmap): Metal may still
+ * read the memory then (AdaptiveCpp PR 2067's crash).
  * Anything else (not-recorded, absent, skipped) is a device that works.
  */
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
 #include <objc/runtime.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <Block.h>
+#include <atomic>
+#include <cerrno>
 
 #include <algorithm>
 #include <cmath>
@@ -56,14 +68,18 @@ struct ProbeFault {
   Behaviour behaviour = Behaviour::Works;
   std::string detail;
   uint64_t threadgroupLimit = 0;  // provenThreadgroupMemory; 0: none recorded
-  std::string fault;              // nocopy-mmap: stale | zero-length; threadgroup-memory: answered-limit
+  std::string fault;              // nocopy-mmap: stale | zero-length; threadgroup-memory: answered-limit, threadgroups-overlap
+  bool compileHangs = false;      // fault `compile`: the library never finishes compiling
 };
 
 struct ComputeDevice {
   id object = nil;
   int osMajor = 0;  // 0: the snapshot records no macOS version
+  uint64_t simdWidth = 32;
   ProbeFault probes[kProbeCount];
 };
+
+std::atomic<unsigned long> gNoCopyAfterUnmap{0};
 
 std::vector<ComputeDevice> gCompute;
 
@@ -154,6 +170,13 @@ const SimKernel *kernelNamed(const std::string &name);
 
 @implementation SimBuffer
 - (void)dealloc {
+  // A NoCopy buffer over memory that is no longer mapped: Metal could still read it now.
+  if (!_ownsContents && _contents != NULL) {
+    unsigned char resident = 0;
+    if (mincore(_contents, static_cast<size_t>(sysconf(_SC_PAGESIZE)), &resident) != 0 && errno == ENOMEM) {
+      gNoCopyAfterUnmap.fetch_add(1);
+    }
+  }
   if (_ownsContents) free(_contents);
   if (_ownsGpuCopy) free(_gpu);
   [_heap release];
@@ -180,6 +203,7 @@ constexpr uint64_t kSimdWidth = 32;
 struct KernelRun {
   const Dispatch &dispatch;
   const ProbeFault &fault;
+  uint64_t simdWidth;
   std::string error;
 
   uint64_t threadsPerGroup() const { return dispatch.threads.width * dispatch.threads.height * dispatch.threads.depth; }
@@ -215,8 +239,8 @@ void simdReduce(KernelRun &k) {
   uint32_t *width = k.at<uint32_t>(3, 1);
   if (!k.error.empty()) return;
   for (uint64_t g = 0; g < n; g += group) {
-    for (uint64_t s = g; s < g + group; s += kSimdWidth) {
-      uint64_t end = std::min(s + kSimdWidth, g + group);
+    for (uint64_t s = g; s < g + group; s += k.simdWidth) {
+      uint64_t end = std::min(s + k.simdWidth, g + group);
       float sum = 0, max = -INFINITY;
       for (uint64_t i = s; i < end; i++) {
         if (!(wrong(k) && i == end - 1)) sum += in[i];  // the fault: a lost lane
@@ -228,7 +252,7 @@ void simdReduce(KernelRun &k) {
       }
     }
   }
-  width[0] = static_cast<uint32_t>(kSimdWidth);
+  width[0] = static_cast<uint32_t>(k.simdWidth);
 }
 
 // Half precision as the simulated GPU rounds it: to 11 significant bits, ties to even (std::nearbyint).
@@ -342,22 +366,60 @@ void bfloatKernel(KernelRun &k) {
   }
 }
 
+// doctor's threadgroup kernel: every threadgroup fills its allocation with its own pattern and reads it back, twice,
+// and adds the words it checked and the wrong ones to report[2g] and report[2g + 1]. The simulated GPU runs
+// threadgroups in waves of kResident at once, each in its own slot of on-core memory. With `threadgroups-overlap`
+// the slots are N bytes apart, so above N a threadgroup's allocation runs into the next slot, which the next
+// threadgroup of its wave writes too; a wave of one is alone and reads back what it wrote.
+constexpr uint64_t kResident = 8;
+
+uint32_t groupSeed(uint64_t group, uint32_t round) {
+  return static_cast<uint32_t>(group) * 2246822519u + round * 3266489917u + 374761393u;
+}
+
 void threadgroupKernel(KernelRun &k) {
   const uint32_t *wordsp = k.at<uint32_t>(1, 1);
   if (!k.error.empty()) return;
   uint64_t words = *wordsp, length = k.dispatch.threadgroupMemory[0];
-  uint32_t *out = k.at<uint32_t>(0, words);
+  uint64_t groups = k.dispatch.groups.width * k.dispatch.groups.height * k.dispatch.groups.depth;
+  uint32_t *report = k.at<uint32_t>(0, 2 * groups);
   if (!k.error.empty()) return;
   if (words * 4 > length) {
     k.error = "page fault: the kernel used " + std::to_string(words * 4) + " bytes of threadgroup memory; " +
               std::to_string(length) + " were allocated";
     return;
   }
-  // Memory past the recorded size is not backed: it reads as zero.
-  uint64_t backed = wrong(k) ? std::min<uint64_t>(words, k.fault.threadgroupLimit / 4) : words;
-  std::vector<uint32_t> scratch(words);
-  for (uint64_t i = 0; i < words; i++) scratch[i] = i < backed ? static_cast<uint32_t>(i) * 2654435761u + 2654435769u : 0;
-  for (uint64_t i = 0; i < words; i++) out[i] = scratch[words - 1 - i];
+  bool overlap = wrong(k) && k.fault.fault == "threadgroups-overlap";
+  // Without the overlap fault, a wrong-result device backs only the recorded size: memory past it reads as zero.
+  uint64_t backed = wrong(k) && !overlap ? std::min<uint64_t>(words, k.fault.threadgroupLimit / 4) : words;
+  uint64_t slot = overlap ? std::max<uint64_t>(1, k.fault.threadgroupLimit / 4) : words;
+  std::vector<uint32_t> memory((kResident + 1) * std::max(slot, words));
+  for (uint64_t first = 0; first < groups; first += kResident) {
+    uint64_t wave = std::min(kResident, groups - first);
+    uint64_t checked[kResident] = {}, bad[kResident] = {};
+    for (uint32_t round = 0; round < 2; round++) {
+      for (uint64_t s = 0; s < wave; s++) {
+        uint32_t *scratch = memory.data() + s * slot;
+        const uint32_t seed = groupSeed(first + s, round);
+        const uint32_t n = static_cast<uint32_t>(backed), all = static_cast<uint32_t>(words);
+        for (uint32_t i = 0; i < n; i++) scratch[i] = (i * 2654435761u) ^ seed;
+        for (uint32_t i = n; i < all; i++) scratch[i] = 0;
+      }
+      for (uint64_t s = 0; s < wave; s++) {
+        const uint32_t *scratch = memory.data() + s * slot;
+        const uint32_t seed = groupSeed(first + s, round);
+        const uint32_t all = static_cast<uint32_t>(words);
+        uint32_t differ = 0;
+        for (uint32_t i = 0; i < all; i++) differ += scratch[i] != ((i * 2654435761u) ^ seed) ? 1u : 0u;
+        bad[s] += differ;
+        checked[s] += words;
+      }
+    }
+    for (uint64_t s = 0; s < wave; s++) {
+      report[2 * (first + s)] += static_cast<uint32_t>(checked[s]);
+      report[2 * (first + s) + 1] += static_cast<uint32_t>(bad[s]);
+    }
+  }
 }
 
 void blockChecksum(KernelRun &k) {
@@ -550,7 +612,7 @@ std::vector<std::string> kernelNamesIn(const std::string &source) {
   return _maxThreads;
 }
 - (NSUInteger)threadExecutionWidth {
-  return (NSUInteger)kSimdWidth;
+  return (NSUInteger)gCompute[_device].simdWidth;
 }
 - (NSUInteger)staticThreadgroupMemoryLength {
   return 0;
@@ -873,7 +935,7 @@ std::vector<std::string> kernelNamesIn(const std::string &source) {
                               std::to_string((unsigned long)answered) + ", " + recorded(fault) + ")"];
       }
     }
-    KernelRun run{d, fault, std::string()};
+    KernelRun run{d, fault, gCompute[_device].simdWidth, std::string()};
     pipeline->_kernel->run(run);
     if (!run.error.empty()) return [self failWith:MTLCommandBufferErrorPageFault message:run.error];
   }
@@ -955,6 +1017,36 @@ static id simNewPipeline(id self, SEL, id<MTLFunction> function, NSError **error
   pipeline->_device = f->_device;
   pipeline->_maxThreads = std::min<NSUInteger>(1024, [(id<MTLDevice>)self maxThreadsPerThreadgroup].width);
   return pipeline;
+}
+
+// The asynchronous compile calls: the handler runs before the call returns (Metal runs it later, on a queue of its
+// own; doctor waits for it either way). A recorded `compile` fault keeps the handler, uncalled, for ever.
+static bool compileHangsFor(size_t device, NSString *source) {
+  for (const std::string &name : kernelNamesIn(source != nil ? [source UTF8String] : "")) {
+    const SimKernel *kernel = kernelNamed(name);
+    if (kernel != nullptr && faultOf(device, kernel->probe).compileHangs) return true;
+  }
+  return false;
+}
+
+static void simNewLibraryAsync(id self, SEL, NSString *source, MTLCompileOptions *options,
+                               MTLNewLibraryCompletionHandler handler) {
+  if (compileHangsFor(indexOfDevice(self), source)) {
+    static std::vector<void *> *pending = new std::vector<void *>();
+    pending->push_back((void *)Block_copy(handler));
+    return;
+  }
+  NSError *error = nil;
+  id library = simNewLibrary(self, @selector(newLibraryWithSource:options:error:), source, options, &error);
+  handler(library, error);
+  [library release];
+}
+
+static void simNewPipelineAsync(id self, SEL, id<MTLFunction> function, MTLNewComputePipelineStateCompletionHandler handler) {
+  NSError *error = nil;
+  id pipeline = simNewPipeline(self, @selector(newComputePipelineStateWithFunction:error:), function, &error);
+  handler(pipeline, error);
+  [pipeline release];
 }
 
 static SimBuffer *simBuffer(id device, NSUInteger length) {
@@ -1061,8 +1153,17 @@ void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVers
     if (limit != nil) fault.threadgroupLimit = [limit unsignedLongLongValue];
     NSString *kind = valueAt<NSString>(record, @"fault", [NSString class]);
     if (kind != nil) fault.fault = [kind UTF8String];
+    if (fault.fault == "compile") {
+      fault.behaviour = Behaviour::Works;
+      fault.compileHangs = true;
+    }
   }
+  NSDictionary *simulation = valueAt<NSDictionary>(device, @"simulation", [NSDictionary class]);
+  NSNumber *width = valueAt<NSNumber>(simulation, @"threadExecutionWidth", [NSNumber class]);
+  if (width != nil && [width unsignedLongLongValue] > 0) compute.simdWidth = [width unsignedLongLongValue];
 }
+
+extern "C" unsigned long MTLSimGetNoCopyAfterUnmap(void) { return gNoCopyAfterUnmap.load(); }
 
 void simComputeAttachDevice(id device, size_t index) {
   if (gCompute.size() <= index) gCompute.resize(index + 1);
@@ -1073,6 +1174,11 @@ void simComputeAttachDevice(id device, size_t index) {
   class_addMethod(cls, @selector(newLibraryWithSource:options:error:), (IMP)simNewLibrary, types({o, o, s, o, o, e}).c_str());
   class_addMethod(cls, @selector(newComputePipelineStateWithFunction:error:), (IMP)simNewPipeline,
                   types({o, o, s, o, e}).c_str());
+  const char *v = @encode(void), *b = "@?";
+  class_addMethod(cls, @selector(newLibraryWithSource:options:completionHandler:), (IMP)simNewLibraryAsync,
+                  types({v, o, s, o, o, b}).c_str());
+  class_addMethod(cls, @selector(newComputePipelineStateWithFunction:completionHandler:), (IMP)simNewPipelineAsync,
+                  types({v, o, s, o, b}).c_str());
   class_addMethod(cls, @selector(newBufferWithLength:options:), (IMP)simNewBufferWithLength, types({o, o, s, u, u}).c_str());
   class_addMethod(cls, @selector(newBufferWithBytes:length:options:), (IMP)simNewBufferWithBytes,
                   types({o, o, s, @encode(const void *), u, u}).c_str());

@@ -194,6 +194,12 @@ typedef id MTLNewBufferDeallocator;
 - (id<MTLCommandBuffer>)commandBuffer;
 @end
 
+/* Completion handlers of the asynchronous compile calls (MTLDevice.h): blocks, as Apple's clang compiles them by
+   default; the Linux build passes -fblocks and links the BlocksRuntime. */
+typedef void (^MTLNewLibraryCompletionHandler)(id<MTLLibrary> library, NSError *error);
+typedef void (^MTLNewComputePipelineStateCompletionHandler)(id<MTLComputePipelineState> computePipelineState,
+                                                             NSError *error);
+
 @interface MTLArchitecture : NSObject
 @property(readonly) NSString *name;
 @end
@@ -216,6 +222,11 @@ typedef id MTLNewBufferDeallocator;
 - (id<MTLLibrary>)newLibraryWithSource:(NSString *)source options:(MTLCompileOptions *)options error:(NSError **)error;
 - (id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
                                                              error:(NSError **)error;
+- (void)newLibraryWithSource:(NSString *)source
+                     options:(MTLCompileOptions *)options
+           completionHandler:(MTLNewLibraryCompletionHandler)completionHandler;
+- (void)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
+                          completionHandler:(MTLNewComputePipelineStateCompletionHandler)completionHandler;
 - (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
 - (id<MTLBuffer>)newBufferWithBytes:(const void *)pointer length:(NSUInteger)length options:(MTLResourceOptions)options;
 - (id<MTLBuffer>)newBufferWithBytesNoCopy:(void *)pointer

@@ -37,6 +37,10 @@ typedef struct {
 
 void MTLSimGetDeviceCalls(MTLSimDeviceCalls *out);
 
+/* Test-only: how many NoCopy buffers were released after the memory under them had been unmapped (Metal may read a
+   buffer until it is released; unmapping first is the crash AdaptiveCpp PR 2067 describes). */
+unsigned long MTLSimGetNoCopyAfterUnmap(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,36 @@
+// On every bundled snapshot, simulated live and replayed, doctor's verified profile claims no more than 32768 bytes
+// of threadgroup memory (no Apple GPU has more) unless force is given, however much the simulated GPU runs.
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import { listSnapshots } from '../lib/snapshots.js';
+import { describeSim, dist, jsonFrom, requireSimBuild, runNode } from './helpers.js';
+
+const index = JSON.stringify(path.join(dist, 'index.js'));
+
+/** Each device's verified threadgroup memory and the proven size behind it, from doctor() in a process of its own. */
+function verified(snapshot: string, options: string): [number | null, number | null][] {
+  return jsonFrom<[number | null, number | null][]>(
+    runNode(
+      `const m = await import(${index});
+       const r = m.doctor(${options});
+       console.log(JSON.stringify(r.devices.map((d) => [d.verifiedProfile.maxThreadgroupMemoryLength, d.probes.find((p) => p.id === 'threadgroup-memory').provenThreadgroupMemory])));`,
+      { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot },
+    ),
+  );
+}
+
+describeSim('the verified threadgroup memory on every bundled snapshot', () => {
+  it.each(listSnapshots())('%s: at most 32768 without force, live and replayed', (snapshot) => {
+    requireSimBuild();
+    const live = verified(snapshot, "{ probes: ['threadgroup-memory'], cache: false }");
+    const replayed = verified(snapshot, `{ snapshot: ${JSON.stringify(snapshot)} }`);
+    for (const [claimed] of [...live, ...replayed]) expect(claimed === null || claimed <= 32768).toBe(true);
+    expect(live.length).toBeGreaterThan(0);
+  });
+
+  it('with force, a VM guest claims what 1024 concurrent threadgroups proved (the simulated GPU runs 64 KiB)', () => {
+    requireSimBuild();
+    expect(verified('vz-guest-m1-ultra-tahoe-stock', "{ probes: ['threadgroup-memory'], cache: false, force: true }")).toEqual([[65536, 65536]]);
+    expect(verified('vz-guest-m1-ultra-tahoe-stock', "{ probes: ['threadgroup-memory'], cache: false }")).toEqual([[null, 65536]]);
+  });
+});
