@@ -11,6 +11,7 @@
             "src-native/consumers.mm",
             "src-native/doctor.mm",
             "src-native/doctor_gpu.mm",
+            "src-native/doctor_heap.mm",
             "src-native/doctor_nocopy.mm",
             "src-native/doctor_probes.mm",
             "src-native/host_darwin.mm",

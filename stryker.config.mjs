@@ -11,6 +11,7 @@ export default {
     'lib/profiles.ts',
     'lib/engines/*.ts',
     'lib/loaded-llama.ts',
+    'lib/chips.ts',
     'lib/apply.ts',
     'lib/snapshots.ts',
     'lib/register.ts',

@@ -1,12 +1,14 @@
 import type { NativeBinding, NativeSelectorPatch } from '../types/binding.js';
 import { loadedLlamaCpp, type LoadedLlamaCpp } from './loaded-llama.js';
 import { NativeError, RefusedError, UnsupportedPlatformError, type NativeErrorCode } from './errors.js';
-import { familyNameOf, type FamilyName } from './families.js';
+import { chipFamily } from './chips.js';
+import { FAMILY_VALUES, familyLabel, familyNameOf, isAppleFamilyValue, type FamilyName } from './families.js';
 import { loadNative } from './native.js';
 import { checkOptions } from './options.js';
 import { stockReport } from './probe.js';
 import {
   APPLE_GPU_THREADGROUP_MEMORY,
+  bindToHost,
   DEFAULT_PROFILE,
   diffAnswers,
   encodeNativeProfile,
@@ -38,7 +40,9 @@ export type ApplyFailureReason =
   /** The hooks went in, but a fresh device did not answer as the profile says; they were taken out again. */
   | 'verification-failed'
   /** The profile raises answers on a host that is not known to be a virtual machine, and `force` was not given. */
-  | 'refused-bare-metal';
+  | 'refused-bare-metal'
+  /** The profile claims the host chip's name or family (`'host'`), and this host's chip is unknown: nothing is guessed. */
+  | 'host-unknown';
 
 /** A warning about a profile or the process it is applied in; `code` is stable. */
 export interface ApplyWarning {
@@ -48,6 +52,7 @@ export interface ApplyWarning {
     | 'not-paravirtual'
     | 'consumer-already-loaded'
     | 'tuned-for-other-chip'
+    | 'above-host-family'
     | 'no-change';
   message: string;
 }
@@ -63,8 +68,8 @@ export interface Mismatch {
   device: number;
   className: string;
   field: string;
-  expected: boolean | number | null;
-  actual: boolean | number | null;
+  expected: boolean | number | string | null;
+  actual: boolean | number | string | null;
 }
 
 /** Checking the live answers of freshly obtained devices against the expected ones. Narrow it on `ok`. */
@@ -164,11 +169,12 @@ export type RestoreResult = Restored | NotRestored;
 /** One row of the trace: a hooked selector (and family), how often it was asked and what it answered. */
 export interface TraceEntry {
   selector: string;
-  /** The family asked, by name where known, else its MTLGPUFamily value; null for the size queries. */
+  /** The family asked, by name where known, else its MTLGPUFamily value; null for `name` and the size queries. */
   family: FamilyName | number | null;
   calls: number;
-  stock: boolean | number;
-  given: boolean | number;
+  /** The last answer asked of the device and the last given: a name for `name`, a number for the sizes. */
+  stock: boolean | number | string;
+  given: boolean | number | string;
 }
 
 /** Fields every status has. */
@@ -201,7 +207,8 @@ export function verifyAnswers(expected: DeviceReport[], actual: DeviceReport[]):
     expected: c.from,
     actual: c.to,
   }));
-  const perDevice = Object.keys(expected[0]?.families ?? {}).length + 2;
+  // The families, the name and the two sizes.
+  const perDevice = Object.keys(expected[0]?.families ?? {}).length + 3;
   const checked = perDevice * actual.length;
   if (mismatches.length === 0 && expected.length === actual.length) return { ok: true, checked, mismatches: [] };
   return { ok: false, checked, mismatches };
@@ -230,17 +237,46 @@ function isParavirtual(device: DeviceReport): boolean {
   return /paravirt/i.test(device.className) || /paravirtual/i.test(device.name);
 }
 
+/** The highest Apple family a change turns on (an `apple<N>` answer NO→YES), or null. */
+function highestRaisedFamily(changes: AnswerChange[]): number | null {
+  let best: number | null = null;
+  for (const c of changes) {
+    const family = c.field.startsWith('families.') ? FAMILY_VALUES[c.field.slice('families.'.length) as FamilyName] : undefined;
+    if (family !== undefined && isAppleFamilyValue(family) && c.to === true && c.from === false && (best === null || family > best)) best = family;
+  }
+  return best;
+}
+
 /**
- * Warnings for applying `profile` to devices answering `stock`, given the changes it makes and the Metal consumers
- * already loaded in the process.
+ * The one line that says a profile claims more than the host's GPU is: the family it claims and the host's chip and
+ * true family. Engines that tune by family then tune for a newer GPU than the one doing the work.
+ */
+export function aboveHostFamilyMessage(claimed: number, chip: string, trueFamily: number): string {
+  return `the profile claims ${familyText(claimed)}, above ${familyText(trueFamily)}, the true family of this host's ${chip}: an engine that tunes by family tunes for a newer GPU than the one doing the work (profile host claims exactly the host's)`;
+}
+
+function familyText(value: number): string {
+  const name = familyNameOf(value);
+  return name === undefined ? `family ${value}` : familyLabel(name);
+}
+
+/**
+ * Warnings for applying `profile` to devices answering `stock`, given the changes it makes, the Metal consumers
+ * already loaded in the process and the host (its chip's true family).
  */
 export function profileWarnings(
   profile: Profile,
   stock: DeviceReport[],
   changes: AnswerChange[],
   loadedConsumers: string[],
+  host: HostInfo | null,
 ): ApplyWarning[] {
   const warnings: ApplyWarning[] = [];
+  const trueFamily = chipFamily(host?.chip ?? null);
+  const claimed = highestRaisedFamily(changes);
+  if (trueFamily !== null && claimed !== null && claimed > trueFamily) {
+    warnings.push({ code: 'above-host-family', message: aboveHostFamilyMessage(claimed, host!.chip!, trueFamily) });
+  }
   if (changes.some((c) => c.field === 'families.metal3' && c.to === true)) {
     warnings.push({
       code: 'advertises-metal3',
@@ -303,12 +339,13 @@ const STRICT_CODES = {
   'no-device': 'ERR_NO_DEVICE',
   'hook-failed': 'ERR_HOOK_FAILED',
   'verification-failed': 'ERR_VERIFICATION_FAILED',
-} as const satisfies Record<Exclude<ApplyFailureReason, 'unsupported-platform' | 'refused-bare-metal'>, NativeErrorCode>;
+} as const satisfies Record<Exclude<ApplyFailureReason, 'unsupported-platform' | 'refused-bare-metal' | 'host-unknown'>, NativeErrorCode>;
 
 /** The error `strict: true` throws for a reason applyProfile() did not apply; recordSnapshot and exec throw the same. */
 export function notAppliedError(reason: ApplyFailureReason, detail: string): UnsupportedPlatformError | RefusedError | NativeError {
   if (reason === 'unsupported-platform') return new UnsupportedPlatformError(detail);
   if (reason === 'refused-bare-metal') return new RefusedError(detail);
+  if (reason === 'host-unknown') return new RefusedError(detail, 'ERR_HOST_UNKNOWN');
   return new NativeError(STRICT_CODES[reason], detail);
 }
 
@@ -342,18 +379,22 @@ export function applyProfileOver(known: CapabilityReport | undefined, profile: P
     trace: 'boolean',
     strict: 'boolean',
   });
-  const normalized = resolveProfile(profile);
+  const requested = resolveProfile(profile);
   const native = loadNative();
-  if (native.binding === null) return notApplied(normalized, native.reason, native.detail, strict);
+  if (native.binding === null) return notApplied(requested, native.reason, native.detail, strict);
   const binding = native.binding;
   const stock = known ?? stockReport(binding);
-  if (!stock.supported) return notApplied(normalized, 'no-device', stock.detail, strict);
+  if (!stock.supported) return notApplied(requested, 'no-device', stock.detail, strict);
+  // 'host' values become this host's chip and family here, or the profile is not applied: never a guess.
+  const bound = bindToHost(requested, stock.host);
+  if (!bound.ok) return notApplied(requested, bound.reason, bound.detail, strict);
+  const normalized = bound.profile;
   const { expected, changes: changesFromStock } = planProfile(stock.devices, normalized);
   const stockDefault = separateDefault(binding, stock.devices, true);
   const expectedDefault = stockDefault === null ? null : planProfile([stockDefault], normalized).expected;
   const refusal = refusalFor(hostOf(stock), changesFromStock, force);
   if (refusal !== null) return notApplied(normalized, 'refused-bare-metal', refusal, strict);
-  const warnings = profileWarnings(normalized, stock.devices, changesFromStock, binding.loadedConsumers());
+  const warnings = profileWarnings(normalized, stock.devices, changesFromStock, binding.loadedConsumers(), stock.host);
   binding.baseline(JSON.stringify(stock));
   const previousStatus = binding.status();
   const previous = previousStatus.profileJson;

@@ -22,6 +22,7 @@ import { readInput } from './input.js';
 import { checkOptions, optionFailure } from './options.js';
 import { stockReport } from './probe.js';
 import {
+  bindToHost,
   DEFAULT_PROFILE,
   diffAnswers,
   planProfile,
@@ -92,10 +93,16 @@ export interface DeviceAudit {
   engines: EngineComparison[];
 }
 
+/** Why an audit's profile would not be applied: raising on bare metal, or a `'host'` value on a host whose chip is unknown. */
+export type AuditRefusal = 'refused-bare-metal' | 'host-unknown';
+
 /** Fields every audit has. */
 interface AuditBase {
   schema: 'metal-cap-shim/audit@1';
+  /** The profile audited: bound to the host (its `'host'` values replaced) unless the host's chip is unknown. */
   profile: Profile;
+  /** Why it would be refused (then `refused` is true), or null. */
+  refusedReason: AuditRefusal | null;
   devices: DeviceAudit[];
   warnings: ApplyWarning[];
   /** The llama.cpp rules the predictions used. */
@@ -109,7 +116,8 @@ export interface OfflineAudit extends AuditBase {
   mode: 'offline';
   snapshot: string;
   host: HostInfo;
-  /** True when applying would be refused on the recorded host (raising on a host that is not a VM, without force). */
+  /** True when applying would be refused on the recorded host (raising on a host that is not a VM without force, or
+   * claiming the host's chip where it is unknown): `refusedReason` says which. */
   refused: boolean;
   verification: null;
 }
@@ -176,6 +184,9 @@ function compareEngines(
 
 function summarize(result: Omit<AuditBase, 'verdict'> & { mode: AuditResult['mode']; refused: boolean; verification: LiveAudit['verification'] | null }): { ok: boolean; summary: string } {
   const name = result.profile.name ?? 'custom profile';
+  if (result.refusedReason === 'host-unknown') {
+    return { ok: false, summary: `refused: ${name} claims the host's chip, and this host's chip is unknown (nothing is guessed)` };
+  }
   if (result.refused) {
     return { ok: false, summary: `refused: ${name} raises answers on a host that is not a VM (use --force to audit it applied anyway)` };
   }
@@ -243,8 +254,11 @@ function tuningWarnings(devices: { stock: DeviceReport; isDefault: boolean; engi
   ];
 }
 
-function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], profile: Profile, opts: BuildOptions) {
-  const { expected, changes } = planProfile(stock.devices, profile);
+function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], requested: Profile, opts: BuildOptions) {
+  const bound = bindToHost(requested, stock.host);
+  // A 'host' value on a host whose chip is unknown: nothing would be applied, so the devices stay as they are.
+  const profile = bound.ok ? bound.profile : requested;
+  const { expected, changes } = bound.ok ? planProfile(stock.devices, profile) : { expected: stock.devices, changes: [] };
   const devices = stock.devices.map((d, i) => {
     const patched = patchedDevices[i] ?? expected[i]!;
     return {
@@ -264,10 +278,15 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], pr
     profile,
     host: stock.host,
     devices,
-    warnings: [...profileWarnings(profile, stock.devices, changes, opts.consumers), ...tuningWarnings(devices, stock.host)],
+    warnings: bound.ok ? [...profileWarnings(profile, stock.devices, changes, opts.consumers, stock.host), ...tuningWarnings(devices, stock.host)] : [],
     llamaCppRules: opts.rules,
-    refused: refusalFor(hostOf(stock), changes, opts.force) !== null,
+    ...refusalOf(bound.ok, refusalFor(hostOf(stock), changes, opts.force) !== null),
   };
+}
+
+function refusalOf(bound: boolean, bareMetal: boolean): { refused: boolean; refusedReason: AuditRefusal | null } {
+  if (!bound) return { refused: true, refusedReason: 'host-unknown' };
+  return { refused: bareMetal, refusedReason: bareMetal ? 'refused-bare-metal' : null };
 }
 
 function offline(stock: SupportedReport, snapshotId: string, profile: Profile, opts: BuildOptions): OfflineAudit {
@@ -368,10 +387,11 @@ export function audit(options?: AuditOptions): AuditResult {
   if (!stock.supported) throw new UnsupportedPlatformError(stock.detail);
   const consumers = native.binding.loadedConsumers();
   const rules = asked ?? loadedRules(native.binding) ?? defaultRules();
-  if (refusalFor(hostOf(stock), planProfile(stock.devices, profile).changes, settings.force) !== null) {
+  const bound = bindToHost(profile, stock.host);
+  if (!bound.ok || refusalFor(hostOf(stock), planProfile(stock.devices, bound.profile).changes, settings.force) !== null) {
     return live(stock, [], profile, { ...settings, rules, consumers }, null);
   }
-  const applied = applyProfile(profile, { force: settings.force });
+  const applied = applyProfile(bound.profile, { force: settings.force });
   // Nothing was installed, so there is no patched side to audit: the engine's reason, as an error.
   if (!applied.applied && applied.reason === 'hook-failed') throw notAppliedError(applied.reason, applied.detail);
   const applyCheck = applied.verification;
@@ -384,5 +404,5 @@ export function audit(options?: AuditOptions): AuditResult {
   const patched = applied.after?.devices ?? stock.devices;
   // restore() compares with the baseline taken by the apply just above, so it always has a verification here.
   const restoreCheck = restored.verification ?? { ok: false as const, checked: 0, mismatches: [] };
-  return live(stock, patched, profile, { ...settings, rules, consumers }, { apply: applyCheck, restore: restoreCheck });
+  return live(stock, patched, bound.profile, { ...settings, rules, consumers }, { apply: applyCheck, restore: restoreCheck });
 }

@@ -11,6 +11,7 @@ export const DOCTOR_PROBE_IDS = [
   'threadgroup-memory',
   'nocopy-mmap',
   'residency-set',
+  'heap',
 ] as const;
 
 /** One doctor probe. */

@@ -25,7 +25,7 @@ export type PackageError =
 export type NativeErrorCode = 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'ERR_NO_DEVICE' | 'ERR_NATIVE_UNAVAILABLE';
 
 /** The codes a RefusedError carries. */
-export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED';
+export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' | 'ERR_HOST_UNKNOWN';
 
 /** The codes a SpawnError carries. */
 export type SpawnErrorCode = 'ERR_COMMAND_NOT_FOUND' | 'ERR_SPAWN';
@@ -116,7 +116,8 @@ export class InvalidReportError extends MetalCapShimError {
 
 /**
  * Raising answers on a host that is not a virtual machine without `force` (thrown only with `strict: true`; otherwise
- * applyProfile() returns `reason: 'refused-bare-metal'`), or `exec` of a program macOS would strip of the injector.
+ * applyProfile() returns `reason: 'refused-bare-metal'`), a profile claiming the host's chip where it is unknown
+ * (`ERR_HOST_UNKNOWN`; otherwise `reason: 'host-unknown'`), or `exec` of a program macOS would strip of the injector.
  */
 export class RefusedError extends MetalCapShimError {
   declare readonly code: RefusedErrorCode;

@@ -6,7 +6,7 @@ import { notAppliedError, profileWarnings, refusalFor, type ApplyWarning } from 
 import { RefusedError, SpawnError, TraceFileError, UnsupportedPlatformError } from './errors.js';
 import { loadNative, packageRoot, simulationSelected } from './native.js';
 import { stockReport } from './probe.js';
-import { encodeNativeProfile, planProfile, type Profile } from './profiles.js';
+import { bindToHost, encodeNativeProfile, planProfile, type Profile } from './profiles.js';
 import { hostOf } from './report.js';
 import { readOwnFile, replaceableBecause, writeFileSafely } from './safefs.js';
 import type { UnsupportedReason } from './types.js';
@@ -369,15 +369,18 @@ export function checkTraceFile(file: string): string {
   return resolved;
 }
 
-/** What prepareExec() decided: the injector to load, or null with the one notice to print before running unpatched. */
+/**
+ * What prepareExec() decided: the injector to load with the profile bound to this host (its `'host'` values
+ * replaced), or null with the one notice to print before running unpatched.
+ */
 export type PreparedExec =
-  | { injector: string; resolved: string; warnings: ApplyWarning[]; unpatched: null }
+  | { injector: string; resolved: string; profile: Profile; warnings: ApplyWarning[]; unpatched: null }
   | { injector: null; resolved: string; warnings: []; unpatched: string };
 
 /**
  * Checks, before running anything, that the injector exists, the profile may be applied on this host, and
  * injection can reach the program. Throws typed errors: TraceFileError (ERR_TRACE_FILE), SpawnError (ERR_COMMAND_NOT_FOUND,
- * ERR_SPAWN), UnsupportedPlatformError, RefusedError (ERR_REFUSED_BARE_METAL, ERR_INJECTION_BLOCKED),
+ * ERR_SPAWN), UnsupportedPlatformError, RefusedError (ERR_REFUSED_BARE_METAL, ERR_HOST_UNKNOWN, ERR_INJECTION_BLOCKED),
  * NativeError (ERR_NATIVE_UNAVAILABLE: the injector is there, the native module is not).
  */
 export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = process.platform): PreparedExec {
@@ -400,14 +403,21 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
   // The guard uses this process's view of the devices: the same machine the child will run on.
   let warnings: ApplyWarning[] = [];
   const stock = stockReport(native.binding);
+  // 'host' values become the chip of the machine the child runs on, or nothing is injected: never a guess.
+  const bound = bindToHost(options.profile, hostOf(stock));
+  if (!bound.ok && options.allowUnpatched) {
+    return { injector: null, resolved, warnings: [], unpatched: `${bound.detail}. Running ${options.command} unpatched (--allow-unpatched).` };
+  }
+  if (!bound.ok) throw new RefusedError(`${bound.detail} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN');
+  const profile = bound.profile;
   if (stock.supported) {
-    const { changes } = planProfile(stock.devices, options.profile);
+    const { changes } = planProfile(stock.devices, profile);
     const refusal = refusalFor(hostOf(stock), changes, options.force ?? false);
     if (refusal !== null && options.allowUnpatched) {
       return { injector: null, resolved, warnings: [], unpatched: `${refusal} Running ${options.command} unpatched (--allow-unpatched).` };
     }
     if (refusal !== null) throw new RefusedError(refusal);
-    warnings = profileWarnings(options.profile, stock.devices, changes, []);
+    warnings = profileWarnings(profile, stock.devices, changes, [], stock.host);
   }
   const blocker = injectionBlocker(resolved, platform);
   if (blocker !== null && blocker.launchFails && options.allowUnpatched) {
@@ -418,7 +428,7 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
     const how = blocker.launchFails ? '--allow-unpatched runs it without the injector' : '--allow-unpatched runs it anyway';
     throw new RefusedError(`${blocker.reason} (${how})`, 'ERR_INJECTION_BLOCKED');
   }
-  return { injector, resolved, warnings, unpatched: null };
+  return { injector, resolved, profile, warnings, unpatched: null };
 }
 
 /**

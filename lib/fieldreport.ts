@@ -12,7 +12,7 @@ import { packageVersion } from './native.js';
 
 export { packageVersion };
 import { checkOptions } from './options.js';
-import { resolveProfile, type ProfileInput, type Profile } from './profiles.js';
+import { HOST_VALUE, resolveProfile, type ProfileInput, type Profile } from './profiles.js';
 import { FIELD_REPORT_SCHEMA } from './report.js';
 import type { HostInfo } from './types.js';
 
@@ -335,9 +335,10 @@ function matrixDoctor(list: DoctorReport[]): MatrixDoctor {
 export function provenProfileText(p: Profile): string {
   if (p.name) return p.name;
   const parts = [
-    p.appleFamilyMax === null ? null : `Apple${p.appleFamilyMax - 1000}`,
+    p.appleFamilyMax === null ? null : p.appleFamilyMax === HOST_VALUE ? 'host family' : `Apple${p.appleFamilyMax - 1000}`,
     p.maxThreadgroupMemoryLength === null ? null : `tg ${p.maxThreadgroupMemoryLength}`,
     p.families.metal3 === true ? 'Metal3' : null,
+    p.deviceName === null ? null : `name ${JSON.stringify(p.deviceName)}`,
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'no raise';
 }

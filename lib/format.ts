@@ -2,7 +2,7 @@ import { inspect } from 'node:util';
 import type { AuditResult } from './audit.js';
 import { FAMILY_NAMES, familyLabel, type FamilyName } from './families.js';
 import { inert } from './input.js';
-import type { BuiltinProfile, Profile } from './profiles.js';
+import { HOST_VALUE, type BuiltinProfile, type Profile } from './profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from './types.js';
 
 /** Text styling for one output stream: plain when it is not a TTY, when NO_COLOR is set, or TERM is dumb. */
@@ -101,7 +101,8 @@ export function familySummary(families: Record<FamilyName, boolean | null>): str
 export function hostLine(host: HostInfo | null): string {
   if (!host) return 'unknown host';
   const vm = host.isVirtualMachine === null ? 'VM: unknown' : host.isVirtualMachine ? 'virtual machine' : 'not a VM';
-  return [host.model ?? 'model unknown', host.osVersion ? `macOS ${host.osVersion}` : 'macOS version unknown', host.arch ?? 'arch unknown', vm].join(' · ');
+  const chip = host.chip ?? (host.cpuBrand === null ? 'chip unknown' : `chip unknown (${host.cpuBrand})`);
+  return [host.model ?? 'model unknown', host.osVersion ? `macOS ${host.osVersion}` : 'macOS version unknown', host.arch ?? 'arch unknown', vm, chip].join(' · ');
 }
 
 const yesNo = (v: boolean | null) => (v === null ? 'unknown' : v ? 'yes' : 'no');
@@ -161,9 +162,14 @@ export function formatReport(untrusted: CapabilityReport, s: Styler): string {
 export function profileLine(p: Profile): string {
   const parts = [
     `mode ${p.mode}`,
-    p.appleFamilyMax === null ? null : `Apple families up to ${p.appleFamilyMax} (Apple${p.appleFamilyMax - 1000})`,
+    p.appleFamilyMax === null
+      ? null
+      : p.appleFamilyMax === HOST_VALUE
+        ? 'Apple families up to the host chip’s true family'
+        : `Apple families up to ${p.appleFamilyMax} (Apple${p.appleFamilyMax - 1000})`,
     p.maxThreadgroupMemoryLength === null ? null : `threadgroup memory ${p.maxThreadgroupMemoryLength}`,
     p.recommendedMaxWorkingSetSize === null ? null : `working set ${p.recommendedMaxWorkingSetSize}`,
+    p.deviceName === null ? null : p.deviceName === HOST_VALUE ? 'name: the host chip’s' : `name ${JSON.stringify(p.deviceName)}`,
     Object.keys(p.families).length
       ? `families ${Object.entries(p.families)
           .map(([k, v]) => `${k}=${v ? 'YES' : 'NO'}`)
@@ -216,6 +222,7 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
       const mark = d.stock[field] !== d.patched[field] ? s.warn(' *') : '';
       rows.push([field, bytes(d.stock[field]), bytes(d.patched[field]) + mark]);
     }
+    if (d.stock.name !== d.patched.name) rows.push(['name', d.stock.name, d.patched.name + s.warn(' *')]);
     lines.push(table(rows));
     for (const e of d.engines) {
       const before = e.before;

@@ -30,13 +30,17 @@ export {
   type Verification,
 } from './apply.js';
 export {
+  bindToHost,
   DEFAULT_PROFILE,
   diffAnswers,
   encodeNativeProfile,
+  HOST_VALUE,
+  patchedName,
   predictPatchedDevice,
   profiles,
   resolveProfile,
   type AnswerChange,
+  type HostBinding,
   type BuiltinProfile,
   type Profile,
   type ProfileInput,
@@ -97,6 +101,7 @@ export {
 export { listSnapshots, loadSnapshot, reportFromSnapshot, SNAPSHOT_LIMITS, validateSnapshot, type Snapshot, type SnapshotLimits } from './snapshots.js';
 export { recordSnapshot, type RecordOptions } from './record.js';
 export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
+export { CHIP_FAMILIES, chipFamily, chipFromBrand, type ChipFamilyRow } from './chips.js';
 export { SIMD_RULES } from './report.js';
 export {
   ENGINES,

@@ -9,12 +9,13 @@ import {
   isFamilyName,
   type FamilyName,
 } from './families.js';
+import { chipFamily } from './chips.js';
 import { clip, quote, readInput } from './input.js';
 import { parseJsonText } from './jsonfile.js';
 import { checkOptions } from './options.js';
 import { rederive } from './report.js';
 import { didYouMean } from './suggest.js';
-import type { DeviceReport } from './types.js';
+import type { DeviceReport, HostInfo } from './types.js';
 
 /**
  * How a profile changes answers. `raise` only ever adds: a family the device supports stays supported, sizes grow.
@@ -23,16 +24,29 @@ import type { DeviceReport } from './types.js';
  */
 export type ProfileMode = 'raise' | 'exact';
 
+/**
+ * The value that stands for the host's own chip: `appleFamilyMax: 'host'` claims the chip's true Apple family,
+ * `deviceName: 'host'` its name as bare metal reports it. A profile with it is bound to a host (bindToHost) before
+ * anything is predicted or installed; where the chip is unknown, nothing is guessed (`host-unknown`).
+ */
+export const HOST_VALUE = 'host';
+
+/** The longest device name a profile may answer. */
+export const DEVICE_NAME_MAX = 128;
+
 /** A profile as a user writes it (object or JSON). Every field is optional. */
 export interface ProfileSpec {
   /** Accepted so that a printed Profile reads back; kept only when it names a built-in with these same settings. */
   name?: string | null;
-  /** Highest Apple family to answer YES for, as an MTLGPUFamily value 1001 (Apple1) … 1010 (Apple10). */
-  appleFamilyMax?: number | null;
+  /** Highest Apple family to answer YES for, as an MTLGPUFamily value 1001 (Apple1) … 1010 (Apple10), or `'host'`:
+   * the host chip's true family. */
+  appleFamilyMax?: number | typeof HOST_VALUE | null;
   /** Threadgroup memory in bytes: raised to at least this (`raise`) or set to it (`exact`). */
   maxThreadgroupMemoryLength?: number | null;
   /** recommendedMaxWorkingSetSize in bytes: raised to at least this (`raise`) or set to it (`exact`). */
   recommendedMaxWorkingSetSize?: number | null;
+  /** What `name` answers: 1–128 printable ASCII characters, or `'host'`: the host chip's name (`Apple M1`). */
+  deviceName?: string | null;
   /** Explicit answers for named families, applied last: `{ metal3: false }`. */
   families?: Partial<Record<FamilyName, boolean>>;
   mode?: ProfileMode;
@@ -42,9 +56,11 @@ export interface ProfileSpec {
 export interface Profile {
   /** The built-in name it came from, or null for a custom profile. */
   name: string | null;
-  appleFamilyMax: number | null;
+  appleFamilyMax: number | typeof HOST_VALUE | null;
   maxThreadgroupMemoryLength: number | null;
   recommendedMaxWorkingSetSize: number | null;
+  /** The name `name` answers; `'host'` until bound to a host; null leaves the name alone. */
+  deviceName: string | null;
   families: Partial<Record<FamilyName, boolean>>;
   mode: ProfileMode;
 }
@@ -73,7 +89,21 @@ export const WORKING_SET_RANGE = { min: 64 * 1024 * 1024, max: Number.MAX_SAFE_I
 export const APPLE_GPU_THREADGROUP_MEMORY = 32768;
 
 // Declared before the built-in table below, which is validated as the module loads.
-const SPEC_KEYS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'families', 'mode'];
+const SPEC_KEYS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'deviceName', 'families', 'mode'];
+// Printable ASCII: what Metal's device names use, and what engines compare byte for byte.
+const DEVICE_NAME = /^[\x20-\x7e]+$/;
+
+function checkDeviceName(v: unknown): string {
+  const ok =
+    typeof v === 'string' && v.length > 0 && v.length <= DEVICE_NAME_MAX && DEVICE_NAME.test(v) && v.trim() === v;
+  if (!ok) {
+    throw new InvalidProfileError(
+      'deviceName',
+      `deviceName must be 1 to ${DEVICE_NAME_MAX} printable ASCII characters without leading or trailing spaces (e.g. "Apple M1"), or "host" (the host chip's name), got ${JSON.stringify(v)}`,
+    );
+  }
+  return v;
+}
 
 function builtin(
   name: string,
@@ -137,6 +167,18 @@ export const profiles: Readonly<Record<string, BuiltinProfile>> = Object.freeze(
       risks: 'Slows engines down on purpose. Common families keep their real answers.',
     },
   ),
+  host: builtin(
+    'host',
+    { appleFamilyMax: HOST_VALUE, deviceName: HOST_VALUE, mode: 'raise' },
+    {
+      summary: 'The host chip’s true Apple family and its name; threadgroup memory left as the device answers',
+      rationale:
+        'A guest’s machdep.cpu.brand_string is its host’s with " (Virtual)" appended, so the guest knows the chip that runs its GPU work. Claiming exactly that chip’s family (Apple7 on an M1, per Apple’s Metal Feature Set Tables) and its name lets engines that tune by chip pick the host’s own tuning instead of a newer chip’s, and claims no feature the host GPU lacks.',
+      source: 'machdep.cpu.brand_string in a Virtualization.framework guest (GitHub’s macOS arm64 runners report "Apple M1 (Virtual)"); chip → family: Apple Metal Feature Set Tables',
+      risks:
+        'With the chip’s name, MLX no longer recognises the VM and creates its buffer heap there, which it skips on "Apple Paravirtual device" on purpose (doctor’s heap probe tests that path). On an M1 host it turns on llama.cpp’s gates like apple7; on an M3 or newer host it claims Apple9 or Apple10 features the paravirtual device may not implement. Where the host’s chip is unknown (an Intel host, an unrecognised brand string) it is not applied (host-unknown).',
+    },
+  ),
 });
 
 function isInteger(v: unknown): v is number {
@@ -158,15 +200,16 @@ function normalize(spec: unknown, name: string | null): Profile {
     appleFamilyMax: null,
     maxThreadgroupMemoryLength: null,
     recommendedMaxWorkingSetSize: null,
+    deviceName: null,
     families: {},
     mode: 'raise',
   };
   if (s.appleFamilyMax !== undefined) {
     const v = s.appleFamilyMax;
-    if (!isInteger(v) || v < APPLE_FAMILY_MIN || v > APPLE_FAMILY_MAX_KNOWN) {
+    if (v !== HOST_VALUE && (!isInteger(v) || v < APPLE_FAMILY_MIN || v > APPLE_FAMILY_MAX_KNOWN)) {
       throw new InvalidProfileError(
         'appleFamilyMax',
-        `appleFamilyMax must be an MTLGPUFamily value from ${APPLE_FAMILY_MIN} (Apple1) to ${APPLE_FAMILY_MAX_KNOWN} (Apple10), got ${quote(v)}`,
+        `appleFamilyMax must be an MTLGPUFamily value from ${APPLE_FAMILY_MIN} (Apple1) to ${APPLE_FAMILY_MAX_KNOWN} (Apple10), or "host" (the host chip's true family), got ${quote(v)}`,
       );
     }
     profile.appleFamilyMax = v;
@@ -192,6 +235,7 @@ function normalize(spec: unknown, name: string | null): Profile {
     }
     profile.recommendedMaxWorkingSetSize = v;
   }
+  if (s.deviceName !== undefined) profile.deviceName = checkDeviceName(s.deviceName);
   if (s.families !== undefined) {
     const f = s.families;
     if (typeof f !== 'object' || f === null || Array.isArray(f)) {
@@ -228,7 +272,7 @@ function sameSettings(a: Profile, b: Profile): boolean {
 }
 
 /** The size fields a resolved Profile writes as `null` ("leave this answer alone"). */
-const NULLABLE_KEYS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
+const NULLABLE_KEYS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'deviceName'];
 
 /**
  * A profile object as this package prints it (`profiles --json`, `audit --json`, status(), a field report), or as a
@@ -279,36 +323,112 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
   return normalize(input, null);
 }
 
+/** True when a profile has a `'host'` value, so it must be bound to a host before it says anything. */
+export function needsHost(profile: Profile): boolean {
+  return profile.appleFamilyMax === HOST_VALUE || profile.deviceName === HOST_VALUE;
+}
+
+/** What bindToHost() made of a profile: the profile with the host's values, or why there are none. */
+export type HostBinding =
+  | { ok: true; profile: Profile }
+  | { ok: false; reason: 'host-unknown'; detail: string };
+
+/**
+ * The profile with its `'host'` values replaced by this host's: `appleFamilyMax` by the chip's true Apple family,
+ * `deviceName` by the chip's name. A profile without them comes back as it is. Where the chip (or its family) is
+ * unknown, the result says so (`host-unknown`) and nothing is guessed. The bound profile keeps its name (`host`).
+ */
+export function bindToHost(profile: Profile, host: HostInfo | null): HostBinding {
+  if (!needsHost(profile)) return { ok: true, profile };
+  const chip = host?.chip ?? null;
+  const family = chipFamily(chip);
+  const label = profile.name ?? 'the profile';
+  const brand = host?.cpuBrand ?? null;
+  const why = brand === null ? 'it reports no machdep.cpu.brand_string' : `machdep.cpu.brand_string ${JSON.stringify(brand)} names no Apple chip`;
+  if (chip === null) {
+    return {
+      ok: false,
+      reason: 'host-unknown',
+      detail: `${label} claims the host chip’s own answers, but this host’s chip is unknown (${why}), so nothing is claimed rather than a guess`,
+    };
+  }
+  if (profile.appleFamilyMax === HOST_VALUE && family === null) {
+    return {
+      ok: false,
+      reason: 'host-unknown',
+      detail: `${label} claims the host chip’s true Apple family, but ${chip} is not in the chip table (lib/chips.ts), so nothing is claimed rather than a guess`,
+    };
+  }
+  return {
+    ok: true,
+    profile: {
+      ...profile,
+      appleFamilyMax: profile.appleFamilyMax === HOST_VALUE ? family : profile.appleFamilyMax,
+      deviceName: profile.deviceName === HOST_VALUE ? chip : profile.deviceName,
+      families: { ...profile.families },
+    },
+  };
+}
+
+function unbound(field: string): InvalidProfileError {
+  return new InvalidProfileError(field, `${field} is "host": bind the profile to a host (bindToHost) before it is predicted or installed`);
+}
+
+/** A bound profile's Apple family ceiling (null: none). Throws for an unbound `'host'`. */
+export function familyCeiling(profile: Profile): number | null {
+  if (profile.appleFamilyMax === HOST_VALUE) throw unbound('appleFamilyMax');
+  return profile.appleFamilyMax;
+}
+
+/**
+ * The name a bound profile makes every device answer, or null when it leaves names alone: the one place the
+ * patched identity comes from (predictPatchedDevice, and through it the engine predictions). Throws for an unbound
+ * `'host'`.
+ */
+export function patchedName(profile: Profile): string | null {
+  if (profile.deviceName === HOST_VALUE) throw unbound('deviceName');
+  return profile.deviceName;
+}
+
+/** The hex form of a device name in the native text: only hex digits reach the native parser. */
+function hexOf(text: string): string {
+  return Buffer.from(text, 'latin1').toString('hex');
+}
+
 /**
  * The compact text the native engine and the exec injector read (src-native/profile.h). Only produced from a
- * validated Profile, so the native parser never sees user input.
+ * validated, bound Profile, so the native parser never sees user input.
  */
 export function encodeNativeProfile(input: Profile, options?: { trace?: boolean }): string {
   const { trace = false } = checkOptions<{ trace?: boolean }>('encodeNativeProfile', options, { trace: 'boolean' });
   // Validated again: this text is what native code parses, so nothing unchecked may reach it.
   const profile = resolveProfile(input);
+  const ceiling = familyCeiling(profile);
+  const name = patchedName(profile);
   const orDash = (v: number | null) => (v === null ? '-' : String(v));
   const fam = FAMILY_NAMES.filter((n) => profile.families[n] !== undefined)
     .map((n) => `${FAMILY_VALUES[n]}:${profile.families[n] ? 1 : 0}`)
     .join(',');
   return [
     'mcs1',
-    `max=${orDash(profile.appleFamilyMax)}`,
+    `max=${orDash(ceiling)}`,
     `tg=${orDash(profile.maxThreadgroupMemoryLength)}`,
     `wss=${orDash(profile.recommendedMaxWorkingSetSize)}`,
     `mode=${profile.mode}`,
     `trace=${trace ? 1 : 0}`,
     `fam=${fam}`,
+    `name=${name === null ? '-' : hexOf(name)}`,
   ].join(';');
 }
 
-/** The answer a profile gives to `supportsFamily:` for a family value, given the stock answer. */
+/** The answer a bound profile gives to `supportsFamily:` for a family value, given the stock answer. */
 export function familyAnswer(profile: Profile, family: number, stock: boolean): boolean {
   const name = familyNameOf(family);
   const explicit = name === undefined ? undefined : profile.families[name];
   if (explicit !== undefined) return explicit;
-  if (!isAppleFamilyValue(family) || profile.appleFamilyMax === null) return stock;
-  const withinCeiling = family <= profile.appleFamilyMax;
+  const ceiling = familyCeiling(profile);
+  if (!isAppleFamilyValue(family) || ceiling === null) return stock;
+  const withinCeiling = family <= ceiling;
   return profile.mode === 'exact' ? withinCeiling : stock || withinCeiling;
 }
 
@@ -317,7 +437,7 @@ function sizeAnswer(profile: Profile, configured: number | null, stock: number |
   return profile.mode === 'exact' ? configured : Math.max(stock, configured);
 }
 
-/** The device as it will answer under a profile, computed from its stock answers without touching Metal. */
+/** The device as it will answer under a bound profile, computed from its stock answers without touching Metal. */
 export function predictPatchedDevice(stock: DeviceReport, profile: Profile): DeviceReport {
   const families = { ...stock.families };
   for (const name of FAMILY_NAMES) {
@@ -326,6 +446,7 @@ export function predictPatchedDevice(stock: DeviceReport, profile: Profile): Dev
   }
   return rederive({
     ...stock,
+    name: patchedName(profile) ?? stock.name,
     families,
     maxThreadgroupMemoryLength: sizeAnswer(profile, profile.maxThreadgroupMemoryLength, stock.maxThreadgroupMemoryLength),
     recommendedMaxWorkingSetSize: sizeAnswer(
@@ -340,21 +461,22 @@ export function predictPatchedDevice(stock: DeviceReport, profile: Profile): Dev
 export interface AnswerChange {
   device: number;
   className: string;
-  /** `families.apple7`, `maxThreadgroupMemoryLength`, … */
+  /** `name`, `families.apple7`, `maxThreadgroupMemoryLength`, … */
   field: string;
-  from: boolean | number | null;
-  to: boolean | number | null;
+  from: boolean | number | string | null;
+  to: boolean | number | string | null;
 }
 
-/** The hooked answers (families and the two sizes) that differ between two lists of the same devices. */
+/** The hooked answers (name, families and the two sizes) that differ between two lists of the same devices. */
 export function diffAnswers(before: DeviceReport[], after: DeviceReport[]): AnswerChange[] {
   const changes: AnswerChange[] = [];
   after.forEach((a, i) => {
     const b = before.find((d) => d.index === a.index && d.className === a.className) ?? before[i];
     if (!b) return;
-    const push = (field: string, from: boolean | number | null, to: boolean | number | null) => {
+    const push = (field: string, from: AnswerChange['from'], to: AnswerChange['to']) => {
       if (from !== to) changes.push({ device: a.index, className: a.className, field, from, to });
     };
+    push('name', b.name, a.name);
     for (const name of FAMILY_NAMES) push(`families.${name}`, b.families[name], a.families[name]);
     push('maxThreadgroupMemoryLength', b.maxThreadgroupMemoryLength, a.maxThreadgroupMemoryLength);
     push('recommendedMaxWorkingSetSize', b.recommendedMaxWorkingSetSize, a.recommendedMaxWorkingSetSize);
@@ -362,14 +484,18 @@ export function diffAnswers(before: DeviceReport[], after: DeviceReport[]): Answ
   return changes;
 }
 
-/** What a profile would change on devices answering `stock`: each device's predicted answers and every change. */
+/** What a bound profile would change on devices answering `stock`: each device's predicted answers and every change. */
 export function planProfile(stock: DeviceReport[], profile: Profile): { expected: DeviceReport[]; changes: AnswerChange[] } {
   const expected = stock.map((d) => predictPatchedDevice(d, profile));
   return { expected, changes: diffAnswers(stock, expected) };
 }
 
-/** True when a change makes an answer claim more than the device does (a family NO→YES or a size up). */
+/**
+ * True when a change makes the device claim more than it is: a family NO→YES, a size up, or another name (an
+ * identity the device does not have).
+ */
 export function isRaise(change: AnswerChange): boolean {
+  if (change.field === 'name') return true;
   if (typeof change.from === 'boolean') return change.from === false && change.to === true;
   return typeof change.from === 'number' && typeof change.to === 'number' && change.to > change.from;
 }

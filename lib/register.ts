@@ -25,6 +25,9 @@ try {
       code: 'METAL_CAP_SHIM_INVALID_PROFILE',
     });
   }
+  // Applied, but claiming a newer GPU than the host's: said once, in one line.
+  const above = outcome.action === 'applied' ? outcome.result.warnings.find((w) => w.code === 'above-host-family') : undefined;
+  if (above !== undefined) process.emitWarning(`metal-cap-shim/register: ${above.message}`, { code: 'METAL_CAP_SHIM_ABOVE_HOST_FAMILY' });
 } catch (err) {
   if (!(err instanceof MetalCapShimError)) throw err;
   // Written whole before exiting. Through a pipe, Node writes what the pipe takes (64 KiB less what it already

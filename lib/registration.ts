@@ -8,6 +8,7 @@ import { clip } from './input.js';
 import { loadNative } from './native.js';
 import { checkSimulatedSnapshot } from './probe.js';
 import { DEFAULT_PROFILE, resolveProfile } from './profiles.js';
+import { hostFromNative } from './report.js';
 import type { HostInfo } from './types.js';
 
 /** The value of METAL_CAP_SHIM_PROFILE that disables register (in any case, as `auto`). */
@@ -59,7 +60,7 @@ export function registerFromEnvironment(env: NodeJS.ProcessEnv = process.env): R
   // A malformed value is a configuration error wherever a profile could be applied.
   if (invalid !== null) throw invalid;
   checkSimulatedSnapshot(native.binding);
-  const { host } = native.binding.host();
+  const host = hostFromNative(native.binding.host().host);
   if (host.isVirtualMachine !== true) return { action: 'not-a-vm', host };
   const result = applyProfile(value);
   return result.applied ? { action: 'applied', result } : { action: 'not-applied', why: `${result.reason}: ${result.detail}` };

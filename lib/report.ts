@@ -1,4 +1,5 @@
-import type { NativeDevice, NativeProbe } from '../types/binding.js';
+import type { NativeDevice, NativeHostFacts, NativeProbe } from '../types/binding.js';
+import { hostChipFacts } from './chips.js';
 import { FAMILY_NAMES, FAMILY_VALUES, isAppleFamilyValue, type FamilyName } from './families.js';
 import type {
   CapabilityReport,
@@ -93,6 +94,11 @@ export function rederive(device: DeviceReport): DeviceReport {
   return deviceReportFrom({ ...device, families: { ...device.families } });
 }
 
+/** The addon's host facts with the chip parsed from the brand string. */
+export function hostFromNative(facts: NativeHostFacts): HostInfo {
+  return { ...facts, ...hostChipFacts(facts.cpuBrand) };
+}
+
 /** A report built from the addon's probe. */
 export function reportFromNative(probe: NativeProbe): CapabilityReport {
   const simulated = probe.platform === 'simulated';
@@ -102,7 +108,7 @@ export function reportFromNative(probe: NativeProbe): CapabilityReport {
     platform: simulated ? (probe.recordedPlatform ?? 'darwin') : 'darwin',
     source: (simulated ? 'simulated' : 'live') as ReportSource,
     snapshot: probe.snapshot,
-    host: probe.host,
+    host: hostFromNative(probe.host),
   };
   if (devices.length === 0) {
     return {
@@ -136,6 +142,16 @@ export function unsupportedReport(reason: UnsupportedReason, detail: string): Un
 /** A report's host, or an all-null one. */
 export function hostOf(report: CapabilityReport): HostInfo {
   return (
-    report.host ?? { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null, memoryBytes: null, translated: null }
+    report.host ?? {
+      osVersion: null,
+      osBuild: null,
+      model: null,
+      isVirtualMachine: null,
+      arch: null,
+      memoryBytes: null,
+      translated: null,
+      cpuBrand: null,
+      chip: null,
+    }
   );
 }

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from './doctor-probes.js';
 import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from './errors.js';
+import { chipFromBrand } from './chips.js';
 import { FAMILY_NAMES } from './families.js';
 import { packageRoot } from './native.js';
 import { clip, readInput } from './input.js';
@@ -25,6 +26,11 @@ export interface SnapshotHost {
   memoryBytes: number | null;
   /** `sysctl.proc_translated` = 1 (an x86_64 process under Rosetta) for the process that recorded it. */
   translated: boolean | null;
+  /** `machdep.cpu.brand_string`; in a guest the host's with " (Virtual)". */
+  cpuBrand: string | null;
+  /** The host's chip as bare metal names it (`Apple M1 Ultra`): parsed from `cpuBrand` when that is recorded, or
+   * recorded from its own source when the brand string is not. */
+  chip: string | null;
   /** For each field: a key of `sources`, `assumed`, or (for null values) `unrecorded`. */
   provenance: Record<string, string>;
 }
@@ -119,7 +125,18 @@ export interface Snapshot {
   devices: SnapshotDevice[];
 }
 
-const HOST_FIELDS = ['platform', 'osVersion', 'osBuild', 'model', 'isVirtualMachine', 'arch', 'memoryBytes', 'translated'] as const;
+const HOST_FIELDS = [
+  'platform',
+  'osVersion',
+  'osBuild',
+  'model',
+  'isVirtualMachine',
+  'arch',
+  'memoryBytes',
+  'translated',
+  'cpuBrand',
+  'chip',
+] as const;
 const DEVICE_FIELDS = [
   'name',
   'className',
@@ -142,6 +159,7 @@ const DOCTOR_PROBE_FIELDS: Record<DoctorProbeId, string[]> = {
   'threadgroup-memory': ['provenThreadgroupMemory', 'failedThreadgroupMemory', 'fault'],
   'nocopy-mmap': ['bufferLength', 'fault'],
   'residency-set': ['fault'],
+  heap: [],
 };
 const SNAPSHOT_DOCTOR_STATUSES: readonly string[] = [...DOCTOR_STATUSES, 'not-recorded'];
 const FAULTS: Partial<Record<DoctorProbeId, readonly string[]>> = {
@@ -584,6 +602,21 @@ function checkDoctor(where: string, prefix: string, doctor: unknown, sources: Re
 }
 
 /**
+ * The chip must be what the brand string names (null when it names none); without a brand string it may come from
+ * a source of its own, but must still be a chip name.
+ */
+function checkChip(where: string, host: Record<string, unknown>) {
+  const brand = host.cpuBrand as string | null;
+  const chip = host.chip as string | null;
+  if (brand !== null && chip !== chipFromBrand(brand)) {
+    fail(where, 'host.chip', `must be ${JSON.stringify(chipFromBrand(brand))}, the chip cpuBrand ${JSON.stringify(brand)} names`);
+  }
+  if (brand === null && chip !== null && chipFromBrand(chip) !== chip) {
+    fail(where, 'host.chip', 'must be an Apple chip name as bare metal reports it (e.g. "Apple M1 Ultra") or null');
+  }
+}
+
+/**
  * Validates parsed JSON as a snapshot; `where` names it in messages. Throws InvalidSnapshotError naming the field.
  * Linear in the snapshot's size; at most `limits.maxDevices` devices are accepted.
  */
@@ -632,9 +665,12 @@ export function validateSnapshot(
       arch: strOrNull,
       memoryBytes: countOrNull(1),
       translated: boolOrNull,
+      cpuBrand: strOrNull,
+      chip: strOrNull,
       provenance: () => null,
     },
   );
+  checkChip(where, snap.host as Record<string, unknown>);
   checkProvenance(where, 'host.', snap.host as Record<string, unknown>, HOST_FIELDS, snap.sources);
   snap.devices.forEach((device, i) => {
     const prefix = `devices[${i}].`;
@@ -729,7 +765,7 @@ export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: b
       architecture: d.architecture,
     });
   });
-  const { platform, osVersion, osBuild, model, isVirtualMachine, arch, memoryBytes, translated } = snapshot.host;
+  const { platform, osVersion, osBuild, model, isVirtualMachine, arch, memoryBytes, translated, cpuBrand, chip } = snapshot.host;
   return {
     schema: REPORT_SCHEMA,
     supported: true,
@@ -738,7 +774,7 @@ export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: b
     snapshot: snapshot.id,
     reason: null,
     detail: null,
-    host: { osVersion, osBuild, model, isVirtualMachine, arch, memoryBytes, translated },
+    host: { osVersion, osBuild, model, isVirtualMachine, arch, memoryBytes, translated, cpuBrand, chip },
     devices,
   };
 }

@@ -39,6 +39,10 @@ export interface HostInfo {
   memoryBytes: number | null;
   /** sysctl `sysctl.proc_translated` = 1: this process is an x86_64 build running under Rosetta on Apple silicon. */
   translated: boolean | null;
+  /** sysctl `machdep.cpu.brand_string`: `Apple M1 Ultra`; in a Virtualization.framework guest the host's, with ` (Virtual)`. */
+  cpuBrand: string | null;
+  /** The chip parsed from `cpuBrand` as bare metal names it (`Apple M1`); null for Intel and brands not shaped like an Apple chip. */
+  chip: string | null;
 }
 
 /** `MTLSize` of `maxThreadsPerThreadgroup`. */

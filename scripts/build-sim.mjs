@@ -125,7 +125,7 @@ async function sanitized() {
   // The doctor under ASan + UBSan only: it runs on one thread.
   await target('doctor-asan', path.join(buildRoot, 'sanitize', 'doctor_run-asan'), [
     path.join(repoRoot, 'test', 'native', 'doctor_run.mm'),
-    ...inNative('capabilities.mm', 'host_sim.mm', 'doctor.mm', 'doctor_gpu.mm', 'doctor_nocopy.mm', 'doctor_probes.mm'),
+    ...inNative('capabilities.mm', 'host_sim.mm', 'doctor.mm', 'doctor_gpu.mm', 'doctor_heap.mm', 'doctor_nocopy.mm', 'doctor_probes.mm'),
   ], {
     cflags: ['-O1', ...variants.asan],
     ldflags: [...variants.asan, ...linkSim, `-Wl,-rpath,${simLibDir}`],
@@ -159,7 +159,7 @@ async function main() {
   await Promise.all([
     target('addon', path.join(buildRoot, 'Release', 'metal_cap_shim.node'), [
       ...inNative('addon.mm', 'capabilities.mm', 'consumers.mm', 'host_sim.mm', 'terminal.mm'),
-      ...inNative('addon_doctor.mm', 'doctor.mm', 'doctor_gpu.mm', 'doctor_nocopy.mm', 'doctor_probes.mm'),
+      ...inNative('addon_doctor.mm', 'doctor.mm', 'doctor_gpu.mm', 'doctor_heap.mm', 'doctor_nocopy.mm', 'doctor_probes.mm'),
       ...hookEngine,
     ], {
       cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],

@@ -64,6 +64,7 @@ Napi::Object hostObject(Napi::Env env, const HostFacts &facts) {
   host.Set("memoryBytes", numberOrNull(env, facts.memoryKnown, facts.memoryBytes));
   host.Set("translated",
            facts.translated < 0 ? env.Null() : Napi::Value(Napi::Boolean::New(env, facts.translated == 1)));
+  host.Set("cpuBrand", nullable(env, facts.cpuBrand));
   return host;
 }
 
@@ -191,6 +192,9 @@ Napi::Value Apply(const Napi::CallbackInfo &info) {
   DeviceList list = copyDevices(true);
   std::vector<Class> classes;
   for (void *cls : distinctDeviceClasses(list)) classes.push_back((Class)cls);
+  std::vector<void *> devices = list.devices;
+  if (list.separateDefault != nullptr) devices.push_back(list.separateDefault);
+  std::vector<Class> nameClasses = classesNamingOtherwise(devices, profile);
   releaseDevices(list);
   if (classes.empty()) {
     result.Set("ok", Napi::Boolean::New(env, false));
@@ -198,7 +202,7 @@ Napi::Value Apply(const Napi::CallbackInfo &info) {
     result.Set("message", Napi::String::New(env, "Metal returned no device to patch"));
     return result;
   }
-  PatchResult patched = patchClasses(classes);
+  PatchResult patched = patchClasses(classes, nameClasses);
   result.Set("ok", Napi::Boolean::New(env, patched.ok));
   if (!patched.ok) {
     result.Set("code", Napi::String::New(env, patched.errorCode));
@@ -277,8 +281,13 @@ Napi::Value Trace(const Napi::CallbackInfo &info) {
                         ? Napi::Value(Napi::Number::New(env, static_cast<double>(row.family)))
                         : env.Null());
     o.Set("calls", Napi::Number::New(env, static_cast<double>(row.calls)));
-    o.Set("stock", Napi::Number::New(env, static_cast<double>(row.lastStock)));
-    o.Set("given", Napi::Number::New(env, static_cast<double>(row.lastGiven)));
+    if (row.selector == HookedSelector::Name) {
+      o.Set("stock", Napi::String::New(env, row.stockName));
+      o.Set("given", Napi::String::New(env, row.givenName));
+    } else {
+      o.Set("stock", Napi::Number::New(env, static_cast<double>(row.lastStock)));
+      o.Set("given", Napi::Number::New(env, static_cast<double>(row.lastGiven)));
+    }
     rows.Set(n++, o);
   }
   Napi::Object result = Napi::Object::New(env);

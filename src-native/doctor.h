@@ -11,7 +11,7 @@
 
 namespace mcs {
 
-enum class DoctorProbe { SimdgroupReduction, SimdgroupMatrix, Bfloat, ThreadgroupMemory, NocopyMmap, ResidencySet };
+enum class DoctorProbe { SimdgroupReduction, SimdgroupMatrix, Bfloat, ThreadgroupMemory, NocopyMmap, ResidencySet, Heap };
 enum class DoctorStatus { Pass, WrongResult, Fail, Unsupported, Timeout, Skipped, Error };
 
 const char *doctorProbeId(DoctorProbe probe);

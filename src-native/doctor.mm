@@ -25,6 +25,7 @@ const ProbeName kProbeNames[] = {
     {DoctorProbe::ThreadgroupMemory, "threadgroup-memory"},
     {DoctorProbe::NocopyMmap, "nocopy-mmap"},
     {DoctorProbe::ResidencySet, "residency-set"},
+    {DoctorProbe::Heap, "heap"},
 };
 
 // The host's macOS major version (from NSProcessInfo on a Mac, from the snapshot in the Linux test build); 0 when
@@ -48,6 +49,8 @@ ProbeOutcome runProbe(DoctorProbe probe, ProbeContext &ctx) {
       return runNocopyMmap(ctx);
     case DoctorProbe::ResidencySet:
       return runResidencySet(ctx);
+    case DoctorProbe::Heap:
+      return runHeap(ctx);
   }
   return makeOutcome(probe, DoctorStatus::Error, "unknown probe");
 }

@@ -172,4 +172,27 @@ kernel void mcs_doctor_resident_read(device const uint *input [[buffer(0)]],
 }
 )MSL"};
 
+// Writes a pattern into a buffer placed in an MTLHeap (the heap probe); a second dispatch reads it back.
+inline constexpr DoctorKernel kHeapWriteKernel = {"mcs_doctor_heap_write", kMsl2_3, R"MSL(
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void mcs_doctor_heap_write(device const uint *seed [[buffer(0)]],
+                                  device uint *placed [[buffer(1)]],
+                                  uint gid [[thread_position_in_grid]]) {
+  placed[gid] = seed[gid] * 2654435761u + 40503u;
+}
+)MSL"};
+
+inline constexpr DoctorKernel kHeapReadKernel = {"mcs_doctor_heap_read", kMsl2_3, R"MSL(
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void mcs_doctor_heap_read(device const uint *placed [[buffer(0)]],
+                                 device uint *output [[buffer(1)]],
+                                 uint gid [[thread_position_in_grid]]) {
+  output[gid] = placed[gid] ^ 2654435769u;
+}
+)MSL"};
+
 }  // namespace mcs

@@ -12,6 +12,7 @@ ProbeOutcome runBfloat(ProbeContext &ctx);
 ProbeOutcome runThreadgroupMemory(ProbeContext &ctx);
 ProbeOutcome runNocopyMmap(ProbeContext &ctx);  // doctor_nocopy.mm
 ProbeOutcome runResidencySet(ProbeContext &ctx);
+ProbeOutcome runHeap(ProbeContext &ctx);  // doctor_heap.mm
 
 // CPU references, exposed for the runners in other files.
 uint16_t floatToBfloatBits(float value);  // round to nearest, ties to even

@@ -86,6 +86,8 @@ HostFacts readHostFacts() {
     facts.memoryBytes = memory;
   }
   facts.translated = translatedProcess();
+  // The chip's name ("Apple M1 Ultra"); a Virtualization.framework guest reports its host's, with " (Virtual)".
+  facts.cpuBrand = sysctlString("machdep.cpu.brand_string");
   return facts;
 }
 

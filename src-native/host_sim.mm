@@ -43,6 +43,7 @@ HostFacts readHostFacts() {
   facts.memoryKnown = sim.hasMemoryBytes != 0;
   facts.memoryBytes = sim.memoryBytes;
   facts.translated = sim.translated;
+  facts.cpuBrand = optionalOf(sim.cpuBrand);
   return facts;
 }
 

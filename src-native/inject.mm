@@ -44,7 +44,8 @@ namespace {
 int gStatusFd = -1;
 bool gProfileOk = false;
 bool gProfileActive = false;
-char gProfileText[512];
+// Room for every field, every family and a 128-character name as hex.
+char gProfileText[1024];
 char gTraceDir[4096];
 // Immortal: the program may still obtain devices on other threads while exit() runs static destructors, and libc++'s
 // std::mutex (macOS) has a real destructor.
@@ -252,8 +253,13 @@ void writeTraceFile() {
     } else {
       fprintf(f, "null");
     }
-    fprintf(f, ",\"calls\":%llu,\"stock\":%llu,\"given\":%llu}", static_cast<unsigned long long>(row.calls),
-            static_cast<unsigned long long>(row.lastStock), static_cast<unsigned long long>(row.lastGiven));
+    if (row.selector == HookedSelector::Name) {
+      fprintf(f, ",\"calls\":%llu,\"stock\":%s,\"given\":%s}", static_cast<unsigned long long>(row.calls),
+              jsonString(row.stockName).c_str(), jsonString(row.givenName).c_str());
+    } else {
+      fprintf(f, ",\"calls\":%llu,\"stock\":%llu,\"given\":%llu}", static_cast<unsigned long long>(row.calls),
+              static_cast<unsigned long long>(row.lastStock), static_cast<unsigned long long>(row.lastGiven));
+    }
     first = false;
   }
   fprintf(f, "]}\n");
@@ -275,13 +281,15 @@ void patchDeviceClasses(const std::vector<id> &devices) {
     gProfileActive = true;
   }
   std::vector<Class> classes;
+  std::vector<void *> objects;
   for (id device : devices) {
+    objects.push_back((void *)device);
     Class cls = object_getClass(device);
     bool seen = false;
     for (Class c : classes) seen = seen || c == cls;
     if (!seen) classes.push_back(cls);
   }
-  PatchResult result = patchClasses(classes);
+  PatchResult result = patchClasses(classes, classesNamingOtherwise(objects, *activeProfile()));
   if (!result.ok) {
     statusLine("error " + result.errorCode + " " + result.message);
     return;

@@ -29,9 +29,17 @@ struct PatchResult {
   std::vector<ClassPatch> classes;
 };
 
-// Installs every hooked selector on each class. If any fails, the hooks this call installed are taken out again,
-// so the process is left exactly as before.
-PatchResult patchClasses(const std::vector<Class> &classes);
+struct Profile;
+
+// Installs the answer selectors (supportsFamily: and the two sizes) on each class, and `name` on each of
+// `nameClasses` too. If any fails, the hooks this call installed are taken out again, so the process is left exactly
+// as before.
+PatchResult patchClasses(const std::vector<Class> &classes, const std::vector<Class> &nameClasses = {});
+
+// The classes of `devices` (id<MTLDevice>) whose `name` needs a hook for `profile` to answer its name: those with a
+// device that answers another name stock. None when the profile sets no name, so on bare metal a profile naming the
+// host's own chip installs no `name` hook at all.
+std::vector<Class> classesNamingOtherwise(const std::vector<void *> &devices, const Profile &profile);
 
 struct HookRef {
   std::string className;

@@ -1,5 +1,8 @@
 #include "patch.h"
 
+#import <Foundation/Foundation.h>
+#import <Metal/Metal.h>
+
 #include "profile.h"
 
 #include <algorithm>
@@ -11,13 +14,14 @@ const char *modeName(HookMode mode) { return mode == HookMode::Added ? "added" :
 
 }  // namespace
 
-PatchResult patchClasses(const std::vector<Class> &classes) {
+PatchResult patchClasses(const std::vector<Class> &classes, const std::vector<Class> &nameClasses) {
   PatchResult result;
   std::vector<int> installedNow;
   for (Class cls : classes) {
     ClassPatch patch;
     patch.className = class_getName(cls);
-    for (int s = 0; s < kHookedSelectorCount; s++) {
+    bool hookName = std::find(nameClasses.begin(), nameClasses.end(), cls) != nameClasses.end();
+    for (int s = 0; s < (hookName ? kHookedSelectorCount : kAnswerSelectorCount); s++) {
       auto selector = static_cast<HookedSelector>(s);
       int slot = -1;
       InstallOutcome outcome = installHook(cls, selectorFor(selector), factoryFor(selector), &slot);
@@ -49,6 +53,19 @@ PatchResult patchClasses(const std::vector<Class> &classes) {
   }
   result.ok = true;
   return result;
+}
+
+std::vector<Class> classesNamingOtherwise(const std::vector<void *> &devices, const Profile &profile) {
+  std::vector<Class> out;
+  if (!profile.hasName) return out;
+  // The stock name, also under a `name` hook a previous profile left installed.
+  StockAnswersScope stock;
+  for (void *device : devices) {
+    Class cls = object_getClass((id)device);
+    if (std::find(out.begin(), out.end(), cls) != out.end()) continue;
+    if (utf8Text([(id<MTLDevice>)device name]) != profile.name) out.push_back(cls);
+  }
+  return out;
 }
 
 RestoreReport restoreAllHooks() {

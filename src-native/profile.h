@@ -17,12 +17,18 @@ namespace mcs {
 
 enum class ProfileMode { Raise, Exact };
 
+// The longest name a profile may answer (lib/profiles.ts DEVICE_NAME_MAX).
+inline constexpr size_t kMaxDeviceNameLength = 128;
+
 struct Profile {
   long appleFamilyMax = 0;  // 0: no Apple ceiling
   bool hasMaxThreadgroupMemory = false;
   uint64_t maxThreadgroupMemoryLength = 0;
   bool hasWorkingSet = false;
   uint64_t recommendedMaxWorkingSetSize = 0;
+  bool hasName = false;
+  std::string name;     // what `name` answers when hasName: 1–128 printable ASCII characters
+  id nameObject = nil;  // `name` as an NSString, made once for the active copy (setActiveProfile) and never freed
   ProfileMode mode = ProfileMode::Raise;
   bool trace = false;
   // Explicit answers per kFamilies index: -1 none, 0 NO, 1 YES.
@@ -44,8 +50,9 @@ inline constexpr uint64_t kThreadgroupMemoryMultiple = 16;
 inline constexpr uint64_t kWorkingSetMin = 64ull * 1024 * 1024;
 inline constexpr uint64_t kWorkingSetMax = (1ull << 53) - 1;
 
-// Parses the compact form `mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=5001:0`. Numbers are decimal digits
-// only (no sign, space or other base). Returns false and sets `error` on anything unexpected or out of range.
+// Parses the compact form `mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=5001:0;name=4170706c65204d31` (the
+// name as hex, or `-`). Numbers are decimal digits only (no sign, space or other base). Returns false and sets
+// `error` on anything unexpected or out of range.
 bool parseNativeProfile(const char *text, Profile *out, std::string *error);
 
 // 1 or 0 when the profile alone decides `supportsFamily:` for this family, -1 when the stock answer does. `index` is
@@ -68,9 +75,11 @@ bool familyAnswer(const Profile &p, long family, bool stock);
 void setActiveProfile(const Profile *p);
 const Profile *activeProfile();
 
-// The hooked selectors and the per-slot replacement for each.
-enum class HookedSelector { SupportsFamily = 0, MaxThreadgroupMemoryLength = 1, RecommendedMaxWorkingSetSize = 2 };
-inline constexpr int kHookedSelectorCount = 3;
+// The hooked selectors and the per-slot replacement for each. The first three are hooked on every patched class;
+// `name` only on classes with a device that answers another name than the profile's (patch.h).
+enum class HookedSelector { SupportsFamily = 0, MaxThreadgroupMemoryLength = 1, RecommendedMaxWorkingSetSize = 2, Name = 3 };
+inline constexpr int kHookedSelectorCount = 4;
+inline constexpr int kAnswerSelectorCount = 3;
 SEL selectorFor(HookedSelector s);
 const char *selectorName(HookedSelector s);
 IMP replacementFor(HookedSelector s, int slot);
@@ -103,11 +112,17 @@ class UntracedScope {
 // Trace: per hooked selector and family asked, calls and the last stock and given answers.
 struct TraceRow {
   HookedSelector selector;
-  long family;  // 0 for the size queries
+  long family;  // 0 for the size queries and `name`
   uint64_t calls;
   uint64_t lastStock;
   uint64_t lastGiven;
+  std::string stockName;  // `name` only: the last names answered stock and given
+  std::string givenName;
 };
+
+// An NSString's UTF-8 text, copied without autoreleasing anything (a hooked query may run on a thread without a
+// pool); empty for nil.
+std::string utf8Text(id string);
 std::vector<TraceRow> traceRows();
 void resetTrace();
 uint64_t traceDropped();

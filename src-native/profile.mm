@@ -70,6 +70,34 @@ bool parseFamilies(const std::string &list, Profile *out, std::string *error) {
   return true;
 }
 
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// The name arrives as lower-case hex (lib/profiles.ts), so the text holds no separator; each byte must be printable
+// ASCII, as TypeScript validated.
+bool parseName(const std::string &hex, Profile *out, std::string *error) {
+  if (hex.empty() || hex.size() % 2 != 0 || hex.size() > 2 * kMaxDeviceNameLength) {
+    *error = "name must be 1 to " + std::to_string(kMaxDeviceNameLength) + " bytes as hex";
+    return false;
+  }
+  std::string name;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int hi = hexDigit(hex[i]), lo = hexDigit(hex[i + 1]);
+    int byte = hi * 16 + lo;
+    if (hi < 0 || lo < 0 || byte < 0x20 || byte > 0x7e) {
+      *error = "name must be printable ASCII as lower-case hex";
+      return false;
+    }
+    name.push_back(static_cast<char>(byte));
+  }
+  out->hasName = true;
+  out->name = name;
+  return true;
+}
+
 bool applyField(const std::string &key, const std::string &value, Profile *out, std::string *error) {
   uint64_t n = 0;
   if (key == "max") {
@@ -111,6 +139,8 @@ bool applyField(const std::string &key, const std::string &value, Profile *out, 
     out->trace = value == "1";
   } else if (key == "fam") {
     return value.empty() || parseFamilies(value, out, error);
+  } else if (key == "name") {
+    return value == "-" || parseName(value, out, error);
   } else {
     *error = "unknown field '" + key + "'";
     return false;
@@ -119,6 +149,12 @@ bool applyField(const std::string &key, const std::string &value, Profile *out, 
 }
 
 // ---- trace ----
+
+// The last names `name` answered stock and given: strings, so they are kept under a lock. Only a traced `name`
+// query takes it, and engines ask the name once at initialisation.
+[[clang::no_destroy]] std::mutex gNameTraceMutex;
+[[clang::no_destroy]] std::string gNameStock;
+[[clang::no_destroy]] std::string gNameGiven;
 
 constexpr int kTraceSlots = 256;
 
@@ -235,6 +271,30 @@ uint64_t workingSetHook(id self, SEL cmd) {
   return sizeHook<uint64_t, HookedSelector::RecommendedMaxWorkingSetSize, Slot>(self, cmd);
 }
 
+template <int Slot>
+id nameHook(id self, SEL cmd) {
+  using Original = id (*)(id, SEL);
+  const Profile *p = gActive.load(std::memory_order_acquire);
+  if (p == nullptr || tlsStockDepth != 0) return reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
+  if (!p->trace && p->nameObject != nil) return p->nameObject;
+  id stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
+  id given = p->nameObject != nil ? p->nameObject : stock;
+  if (p->trace && tlsUntracedDepth == 0) {
+    std::string stockText = utf8Text(stock), givenText = utf8Text(given);
+    recordTrace(HookedSelector::Name, sizeTraceSlot(HookedSelector::Name), 0, 0, given == stock ? 0 : 1);
+    std::lock_guard<std::mutex> lock(gNameTraceMutex);
+    gNameStock = stockText;
+    gNameGiven = givenText;
+  }
+  return given;
+}
+
+template <size_t... I>
+IMP nameImp(int slot, std::index_sequence<I...>) {
+  static const IMP table[] = {reinterpret_cast<IMP>(&nameHook<I>)...};
+  return table[slot];
+}
+
 template <size_t... I>
 IMP supportsFamilyImp(int slot, std::index_sequence<I...>) {
   static const IMP table[] = {reinterpret_cast<IMP>(&supportsFamilyHook<I>)...};
@@ -256,6 +316,7 @@ IMP maxThreadgroupMemoryFactory(int slot) {
   return maxThreadgroupMemoryImp(slot, std::make_index_sequence<kMaxHooks>{});
 }
 IMP workingSetFactory(int slot) { return workingSetImp(slot, std::make_index_sequence<kMaxHooks>{}); }
+IMP nameFactory(int slot) { return nameImp(slot, std::make_index_sequence<kMaxHooks>{}); }
 
 }  // namespace
 
@@ -312,7 +373,13 @@ void setActiveProfile(const Profile *p) {
   }
   std::lock_guard<std::mutex> lock(gRetiredMutex);
   gRetired.push_back(std::make_unique<Profile>(*p));
-  gActive.store(gRetired.back().get(), std::memory_order_release);
+  Profile *stored = gRetired.back().get();
+  // Immortal like the profile itself: a query on another thread may still return it after the next swap.
+  stored->nameObject = stored->hasName ? [[NSString alloc] initWithBytes:stored->name.data()
+                                                                  length:stored->name.size()
+                                                                encoding:NSUTF8StringEncoding]
+                                       : nil;
+  gActive.store(stored, std::memory_order_release);
 }
 
 const Profile *activeProfile() { return gActive.load(std::memory_order_acquire); }
@@ -325,6 +392,8 @@ SEL selectorFor(HookedSelector s) {
       return sel_registerName("maxThreadgroupMemoryLength");
     case HookedSelector::RecommendedMaxWorkingSetSize:
       return sel_registerName("recommendedMaxWorkingSetSize");
+    case HookedSelector::Name:
+      return sel_registerName("name");
   }
   return nullptr;
 }
@@ -337,6 +406,8 @@ const char *selectorName(HookedSelector s) {
       return "maxThreadgroupMemoryLength";
     case HookedSelector::RecommendedMaxWorkingSetSize:
       return "recommendedMaxWorkingSetSize";
+    case HookedSelector::Name:
+      return "name";
   }
   return "";
 }
@@ -349,6 +420,8 @@ SlotImpFactory factoryFor(HookedSelector s) {
       return maxThreadgroupMemoryFactory;
     case HookedSelector::RecommendedMaxWorkingSetSize:
       return workingSetFactory;
+    case HookedSelector::Name:
+      return nameFactory;
   }
   return nullptr;
 }
@@ -366,9 +439,15 @@ std::vector<TraceRow> traceRows() {
     uint64_t key = slot.key.load(std::memory_order_acquire);
     if (key == 0) return;
     auto selector = static_cast<HookedSelector>((key >> 32) - 1);
-    rows.push_back({selector, static_cast<long>(static_cast<int32_t>(key & 0xffffffffu)),
-                    slot.calls.load(std::memory_order_relaxed), slot.lastStock.load(std::memory_order_relaxed),
-                    slot.lastGiven.load(std::memory_order_relaxed)});
+    TraceRow row{selector, static_cast<long>(static_cast<int32_t>(key & 0xffffffffu)),
+                 slot.calls.load(std::memory_order_relaxed), slot.lastStock.load(std::memory_order_relaxed),
+                 slot.lastGiven.load(std::memory_order_relaxed), std::string(), std::string()};
+    if (selector == HookedSelector::Name) {
+      std::lock_guard<std::mutex> lock(gNameTraceMutex);
+      row.stockName = gNameStock;
+      row.givenName = gNameGiven;
+    }
+    rows.push_back(row);
   };
   for (const TraceSlot &slot : gFixedTrace) add(slot);
   for (const TraceSlot &slot : gTrace) add(slot);
@@ -383,5 +462,14 @@ void resetTrace() {
 }
 
 uint64_t traceDropped() { return gTraceDropped.load(std::memory_order_relaxed); }
+
+std::string utf8Text(id string) {
+  if (string == nil) return std::string();
+  NSString *text = (NSString *)string;
+  NSUInteger length = [text lengthOfBytesUsingEncoding:NSUTF8StringEncoding];
+  std::vector<char> buffer(length + 1, '\0');
+  if (![text getCString:buffer.data() maxLength:buffer.size() encoding:NSUTF8StringEncoding]) return std::string();
+  return std::string(buffer.data(), length);
+}
 
 }  // namespace mcs

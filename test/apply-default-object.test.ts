@@ -12,7 +12,7 @@ import { probe } from '../lib/probe.js';
 import { resolveProfile } from '../lib/profiles.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
-const PER_DEVICE = FAMILY_NAMES.length + 2;
+const PER_DEVICE = FAMILY_NAMES.length + 3;
 const CLASSES = ['AppleParavirtDevice', 'SimSecondParavirtDevice', 'MTLDebugDevice'];
 
 describeSim('a wrapped default device that is not the first listed', () => {

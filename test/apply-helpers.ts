@@ -65,6 +65,15 @@ export const M1_HOST = {
   arch: 'arm64',
   memoryBytes: 68719476736,
   translated: false,
+  cpuBrand: 'Apple M1 Ultra',
+  chip: 'Apple M1 Ultra',
+} as const;
+
+/** The warning of a profile claiming Apple9 on the bundled snapshots' M1 Ultra host (Apple7). */
+export const APPLE9_ABOVE_M1_ULTRA = {
+  code: 'above-host-family',
+  message:
+    "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: an engine that tunes by family tunes for a newer GPU than the one doing the work (profile host claims exactly the host's)",
 } as const;
 
 /** What importing lib/register.ts did to the process. */

@@ -2,7 +2,7 @@
 // 'hook-failed' and nothing installed (strict: true throws NativeError ERR_HOOK_FAILED), register, inside a VM, lets
 // the program run unpatched with a warning, and a live audit, which has no patched side to show, fails with
 // ERR_HOOK_FAILED. Repeatable: the class never gains the query.
-import { editedSnapshot } from './apply-helpers.js';
+import { APPLE9_ABOVE_M1_ULTRA, editedSnapshot } from './apply-helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot('vz-guest-m1-ultra-tahoe-stock', 'lacks-working-set', (s) => {
   const broken = structuredClone(s.devices[0]!);
@@ -57,7 +57,7 @@ describeSim('a device class that cannot be hooked', () => {
         before: null,
         after: null,
         changed: [],
-        warnings: [ABOVE_HARDWARE],
+        warnings: [APPLE9_ABOVE_M1_ULTRA, ABOVE_HARDWARE],
         verification: null,
       });
       expect(status()).toEqual(INACTIVE);

@@ -59,7 +59,7 @@ describeSim('no Metal device', () => {
   it('register: a host with no recorded VM status is not taken for a VM', () => {
     expect(registerFromEnvironment({})).toEqual({
       action: 'not-a-vm',
-      host: { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null, memoryBytes: null, translated: null },
+      host: { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null, memoryBytes: null, translated: null, cpuBrand: null, chip: null },
     });
   });
 });

@@ -12,7 +12,7 @@ import { describeSim, requireSimBuild } from './helpers.js';
 const GiB = 1024 ** 3;
 const INTEL = 'MTLIGAccelDevice';
 const AMD = 'AMDRadeonX6000_AMDNavi14GraphicsDevice';
-const VERIFIED = { ok: true, checked: 2 * (FAMILY_NAMES.length + 2), mismatches: [] };
+const VERIFIED = { ok: true, checked: 2 * (FAMILY_NAMES.length + 3), mismatches: [] };
 const REFUSAL =
   'refusing to raise Metal answers: this host is not a virtual machine (hw.model MacBookPro16,1), so the GPU really is what it reports. The profile would raise device 0 (MTLIGAccelDevice): recommendedMaxWorkingSetSize 1610612736 → 4294967296. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.';
 

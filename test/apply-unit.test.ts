@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { applyProfile, profileWarnings, refusalFor, restore, status, verifyAnswers } from '../lib/apply.js';
 import { InvalidOptionsError, InvalidProfileError, UnsupportedPlatformError } from '../lib/errors.js';
 import { probeSnapshot } from '../lib/probe.js';
+import { chipFromBrand } from '../lib/chips.js';
 import { planProfile, resolveProfile, type ProfileInput } from '../lib/profiles.js';
 import { registerFromEnvironment } from '../lib/registration.js';
 import type { DeviceReport, HostInfo } from '../lib/types.js';
@@ -17,11 +18,18 @@ const guest = () => devicesOf('vz-guest-m1-ultra-tahoe-stock');
 const m1 = () => devicesOf('m1-ultra-bare-metal');
 const twoGpus = () => devicesOf('macbookpro16-intel-amd-two-gpus');
 
-/** profileWarnings for `input` applied to `devices`, with the changes planProfile predicts. */
-function warningsFor(input: ProfileInput, devices: DeviceReport[], consumers: string[] = []) {
+/** profileWarnings for `input` applied to `devices` on `host`, with the changes planProfile predicts. */
+function warningsFor(input: ProfileInput, devices: DeviceReport[], consumers: string[] = [], host: HostInfo | null = null) {
   const profile = resolveProfile(input);
-  return profileWarnings(profile, devices, planProfile(devices, profile).changes, consumers);
+  return profileWarnings(profile, devices, planProfile(devices, profile).changes, consumers, host);
 }
+
+/** A guest's host facts with the brand string `cpuBrand` (its chip parsed from it). */
+const hostWith = (cpuBrand: string | null): HostInfo => ({
+  ...probeSnapshot('vz-guest-m1-ultra-tahoe-stock').host,
+  cpuBrand,
+  chip: chipFromBrand(cpuBrand),
+});
 
 const GiB = 1024 ** 3;
 const ABOVE_HARDWARE = (bytes: number) => ({
@@ -102,12 +110,52 @@ describe('profileWarnings', () => {
   it('every warning at once comes in a fixed order', () => {
     const [device] = m1() as [DeviceReport];
     const noMetal3 = { ...device, families: { ...device.families, metal3: false } };
-    expect(warningsFor({ appleFamilyMax: 1009, maxThreadgroupMemoryLength: 65536, families: { metal3: true } }, [noMetal3], ['x'])).toEqual([
+    const profile = { appleFamilyMax: 1009, maxThreadgroupMemoryLength: 65536, families: { metal3: true } };
+    expect(warningsFor(profile, [noMetal3], ['x'], hostWith('Apple M1 Ultra'))).toEqual([
+      aboveHost('Apple9', 'Apple7', 'Apple M1 Ultra'),
       METAL3,
       ABOVE_HARDWARE(65536),
       notParavirtual(noMetal3),
       consumerLoaded('x'),
     ]);
+  });
+});
+
+const aboveHost = (claimed: string, family: string, chip: string) => ({
+  code: 'above-host-family',
+  message: `the profile claims ${claimed}, above ${family}, the true family of this host's ${chip}: an engine that tunes by family tunes for a newer GPU than the one doing the work (profile host claims exactly the host's)`,
+});
+
+describe('profileWarnings: a claim above the host chip’s true family', () => {
+  it('cua-release on a guest of an M1 Ultra: Apple9 above Apple7, one line, first', () => {
+    expect(warningsFor('cua-release', guest(), [], hostWith('Apple M1 Ultra (Virtual)'))).toEqual([
+      aboveHost('Apple9', 'Apple7', 'Apple M1 Ultra'),
+      ABOVE_HARDWARE(65536),
+    ]);
+  });
+
+  it('up to the host’s family is no warning, one family more is', () => {
+    expect(warningsFor('apple7', guest(), [], hostWith('Apple M1 (Virtual)'))).toEqual([]);
+    expect(warningsFor({ appleFamilyMax: 1008 }, guest(), [], hostWith('Apple M1 (Virtual)'))).toEqual([aboveHost('Apple8', 'Apple7', 'Apple M1')]);
+    expect(warningsFor({ appleFamilyMax: 1008 }, guest(), [], hostWith('Apple M2 Max (Virtual)'))).toEqual([]);
+    expect(warningsFor('apple9-hw-tg', guest(), [], hostWith('Apple M4 Pro (Virtual)'))).toEqual([]);
+    expect(warningsFor({ appleFamilyMax: 1010 }, guest(), [], hostWith('Apple M4 Pro (Virtual)'))).toEqual([aboveHost('Apple10', 'Apple9', 'Apple M4 Pro')]);
+  });
+
+  it('names the highest family the profile turns on, also through an explicit family answer', () => {
+    expect(warningsFor({ families: { apple9: true, apple8: true } }, guest(), [], hostWith('Apple M1'))).toEqual([aboveHost('Apple9', 'Apple7', 'Apple M1')]);
+  });
+
+  it('only families the profile turns on count: a device already answering them is no claim of the profile’s', () => {
+    const [device] = guest() as [DeviceReport];
+    const apple9 = { ...device, families: { ...device.families, apple6: true, apple7: true, apple8: true, apple9: true } };
+    expect(warningsFor('cua-release', [apple9], [], hostWith('Apple M1'))).toEqual([ABOVE_HARDWARE(65536)]);
+  });
+
+  it('an unknown chip, or a chip not in the family table, warns of nothing', () => {
+    expect(warningsFor('cua-release', guest(), [], hostWith(null))).toEqual([ABOVE_HARDWARE(65536)]);
+    expect(warningsFor('cua-release', guest(), [], hostWith('Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz'))).toEqual([ABOVE_HARDWARE(65536)]);
+    expect(warningsFor('cua-release', guest(), [], hostWith('Apple M9 (Virtual)'))).toEqual([ABOVE_HARDWARE(65536)]);
   });
 });
 
@@ -120,11 +168,13 @@ describe('refusalFor: VM status is kern.hv_vmm_present alone', () => {
     arch: 'arm64',
     memoryBytes: null,
     translated: false,
+    cpuBrand: null,
+    chip: null,
   });
   const raises = planProfile(m1(), resolveProfile('cua-release')).changes;
   const masks = planProfile(m1(), resolveProfile('mask-apple5')).changes;
-  const refused = (where: string, model: string, className = 'AGXG13DDevice') =>
-    `refusing to raise Metal answers: ${where} (hw.model ${model}), so the GPU really is what it reports. The profile would raise device 0 (${className}): apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.`;
+  const refused = (where: string, model: string, className = 'AGXG13DDevice', raised = 'apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536') =>
+    `refusing to raise Metal answers: ${where} (hw.model ${model}), so the GPU really is what it reports. The profile would raise device 0 (${className}): ${raised}. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.`;
 
   it('kern.hv_vmm_present = 1 alone lets a raise through, whatever hw.model says', () => {
     expect(refusalFor(host(true, 'Mac13,2'), raises, false)).toBeNull();
@@ -148,6 +198,16 @@ describe('refusalFor: VM status is kern.hv_vmm_present alone', () => {
     );
   });
 
+  it('another name is an identity the device does not have: refused on bare metal like a raise; its own name is no change', () => {
+    const renamed = planProfile(m1(), resolveProfile({ deviceName: 'Apple M4 Max' })).changes;
+    expect(renamed).toEqual([{ device: 0, className: 'AGXG13DDevice', field: 'name', from: 'Apple M1 Ultra', to: 'Apple M4 Max' }]);
+    expect(refusalFor(host(false, 'Mac13,2'), renamed, false)).toBe(
+      refused('this host is not a virtual machine', 'Mac13,2', 'AGXG13DDevice', 'name Apple M1 Ultra → Apple M4 Max'),
+    );
+    expect(refusalFor(host(true, 'VirtualMac2,1'), renamed, false)).toBeNull();
+    expect(planProfile(m1(), resolveProfile({ deviceName: 'Apple M1 Ultra' })).changes).toEqual([]);
+  });
+
   it('force, a mask or no change at all goes ahead anywhere', () => {
     expect(refusalFor(host(false, 'Mac13,2'), raises, true)).toBeNull();
     expect(refusalFor(host(false, 'Mac13,2'), masks, false)).toBeNull();
@@ -165,10 +225,19 @@ describe('refusalFor: VM status is kern.hv_vmm_present alone', () => {
 });
 
 describe('verifyAnswers', () => {
-  const perDevice = 19 + 2;
+  const perDevice = 19 + 3;
 
-  it('equal answers verify: every family and both sizes, per device', () => {
+  it('equal answers verify: every family, the name and both sizes, per device', () => {
     expect(verifyAnswers(twoGpus(), twoGpus())).toEqual({ ok: true, checked: 2 * perDevice, mismatches: [] });
+  });
+
+  it('a name the device does not answer as the profile says is a mismatch', () => {
+    const expected = planProfile(guest(), resolveProfile({ deviceName: 'Apple M1 Ultra' })).expected;
+    expect(verifyAnswers(expected, guest())).toEqual({
+      ok: false,
+      checked: perDevice,
+      mismatches: [{ device: 0, className: 'AppleParavirtDevice', field: 'name', expected: 'Apple M1 Ultra', actual: 'Apple Paravirtual device' }],
+    });
   });
 
   it('each differing answer is listed with its device, class, expected and actual value', () => {

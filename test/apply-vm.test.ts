@@ -12,7 +12,7 @@ import { FAMILY_NAMES } from '../lib/families.js';
 import { probe } from '../lib/probe.js';
 import { resolveProfile } from '../lib/profiles.js';
 import { registerFromEnvironment } from '../lib/registration.js';
-import { importRegister, invalidProfileError } from './apply-helpers.js';
+import { APPLE9_ABOVE_M1_ULTRA, importRegister, invalidProfileError } from './apply-helpers.js';
 import { describeSim, loadFixture, requireSimBuild, type SimFixture } from './helpers.js';
 
 // `auto` caches its probe results here, not in the user's cache.
@@ -21,12 +21,14 @@ process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-apply-vm-cache
 const CLASS = 'AppleParavirtDevice';
 const SELECTORS = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
 const HOOKS = SELECTORS.map((selector) => ({ className: CLASS, selector }));
-const VERIFIED = { ok: true, checked: FAMILY_NAMES.length + 2, mismatches: [] };
+const VERIFIED = { ok: true, checked: FAMILY_NAMES.length + 3, mismatches: [] };
 const ABOVE_HARDWARE = {
   code: 'threadgroup-memory-above-hardware',
   message:
     'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
 };
+// The vz guest snapshot's host is an M1 Ultra (Apple7): cua-release claims Apple9.
+const ABOVE_HOST = APPLE9_ABOVE_M1_ULTRA;
 const change = (field: string, from: boolean | number, to: boolean | number) => ({ device: 0, className: CLASS, field, from, to });
 const raised = (families: string[]) => families.map((f) => change(`families.${f}`, false, true));
 
@@ -60,7 +62,7 @@ describeSim('applyProfile, restore and status in a VM', () => {
       before: stock,
       after: probe({ allDevices: true }),
       changed: [...raised(['apple6', 'apple7', 'apple8', 'apple9']), change('maxThreadgroupMemoryLength', 32768, 65536)],
-      warnings: [ABOVE_HARDWARE],
+      warnings: [ABOVE_HOST, ABOVE_HARDWARE],
       verification: VERIFIED,
     });
     expect(result.after?.devices[0]?.families.apple9).toBe(true);
@@ -127,14 +129,14 @@ describeSim('applyProfile, restore and status in a VM', () => {
       reason: null,
       restoredHooks: [HOOKS[0], HOOKS[2]],
       conflicts,
-      verification: { ok: false, checked: FAMILY_NAMES.length + 2, mismatches: [mismatch] },
+      verification: { ok: false, checked: FAMILY_NAMES.length + 3, mismatches: [mismatch] },
     });
     expect(restore()).toEqual({
       restored: false,
       reason: 'conflicts',
       restoredHooks: [],
       conflicts,
-      verification: { ok: false, checked: FAMILY_NAMES.length + 2, mismatches: [mismatch] },
+      verification: { ok: false, checked: FAMILY_NAMES.length + 3, mismatches: [mismatch] },
     });
     expect(fixture.removeForeignHook(CLASS)).toBe(true);
     expect(restore()).toEqual({ restored: true, reason: null, restoredHooks: [HOOKS[1]], conflicts: [], verification: VERIFIED });
@@ -166,7 +168,7 @@ describeSim('register in a VM', () => {
           before: stock,
           after: probe({ allDevices: true }),
           changed: [...raised(['apple6', 'apple7', 'apple8', 'apple9']), change('maxThreadgroupMemoryLength', 32768, 65536)],
-          warnings: [ABOVE_HARDWARE],
+          warnings: [ABOVE_HOST, ABOVE_HARDWARE],
           verification: VERIFIED,
         },
       });
@@ -229,8 +231,12 @@ describeSim('register in a VM', () => {
     expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'apple99' })).toThrow(InvalidProfileError);
   });
 
-  it('importing register applies silently; a malformed value exits 1 with its code and message', async () => {
-    expect(await importRegister(undefined)).toEqual({ exits: [], warnings: [], stderr: '' });
+  it('importing register applies with one warning when the profile claims above the host’s family, none otherwise; a malformed value exits 1 with its code and message', async () => {
+    expect(await importRegister(undefined)).toEqual({
+      exits: [],
+      warnings: [[`metal-cap-shim/register: ${ABOVE_HOST.message}`, { code: 'METAL_CAP_SHIM_ABOVE_HOST_FAMILY' }]],
+      stderr: '',
+    });
     expect(status().profile).toEqual(resolveProfile('cua-release'));
     restore();
     expect(await importRegister('apple7')).toEqual({ exits: [], warnings: [], stderr: '' });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AuditResult } from '../lib/audit.js';
 import type { FieldReport, Matrix } from '../lib/fieldreport.js';
+import { resolveProfile } from '../lib/profiles.js';
 import { describeSim, requireSimBuild, root, runCli } from './helpers.js';
 
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
@@ -26,7 +27,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(d.changes.map((c) => c.field)).toEqual([
       'families.apple6', 'families.apple7', 'families.apple8', 'families.apple9', 'maxThreadgroupMemoryLength',
     ]);
-    expect(a.warnings.map((w) => w.code)).toEqual(['threadgroup-memory-above-hardware', 'tuned-for-other-chip']);
+    expect(a.warnings.map((w) => w.code)).toEqual(['above-host-family', 'threadgroup-memory-above-hardware', 'tuned-for-other-chip']);
     expect(a.llamaCppRules).toEqual({
       rules: 'current',
       releases: 'v0.5.0 and later',
@@ -49,19 +50,21 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(r.stdout).toMatch(/^llama\.cpp rules: current \(v0\.5\.0 and later\): no llama\.cpp loaded and no rules asked for: the newest rules$/m);
     expect(r.stdout).toMatch(/gpu_family\s+5\s+9 \*/);
     expect(r.stdout).toMatch(/^ {2}Flash-attention tuning: family \(gpu_family 9: llama\.cpp's Apple9 table, pooled from the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro sweeps\)\.$/m);
+    expect(r.stdout).toContain(
+      "  ! the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: an engine that tunes by family tunes for a newer GPU than the one doing the work (profile host claims exactly the host's) [above-host-family]\n",
+    );
   });
 
-  it('apple9-hw-tg keeps threadgroup memory at 32768: no threadgroup warning, the tuning one stays', () => {
+  it('apple9-hw-tg keeps threadgroup memory at 32768: no threadgroup warning; its claim above the M1 Ultra host’s Apple7 and the tuning one stay', () => {
     const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--profile', 'apple9-hw-tg', '--json']).stdout) as AuditResult;
     expect(a.devices[0]!.patched.maxThreadgroupMemoryLength).toBe(32768);
     expect(llamaFlips(a).map((f) => f.flag)).toEqual(['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat', 'gpu_family']);
-    expect(a.warnings).toEqual([
-      {
-        code: 'tuned-for-other-chip',
-        message:
-          "llama.cpp v0.5.0 and later: with Apple9 claimed, flash attention is tuned by the Apple9 table (stock: the baseline kernels); a guest cannot see the host's chip, so that tuning is for another chip unless the host is one",
-      },
-    ]);
+    expect(a.warnings.map((w) => w.code)).toEqual(['above-host-family', 'tuned-for-other-chip']);
+    expect(a.warnings.find((w) => w.code === 'tuned-for-other-chip')).toEqual({
+      code: 'tuned-for-other-chip',
+      message:
+        "llama.cpp v0.5.0 and later: with Apple9 claimed, flash attention is tuned by the Apple9 table (stock: the baseline kernels); a guest cannot see the host's chip, so that tuning is for another chip unless the host is one",
+    });
   });
 
   it('apple7 on the stock guest under v0.4.0 rules: no representative for Apple7, so the baseline and no tuning warning', () => {
@@ -93,6 +96,47 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       message:
         "llama.cpp v0.5.0 and later: with Apple9 claimed, flash attention is tuned by the Apple9 table, not by the host's M1 Ultra (stock: the Apple7 table)",
     });
+  });
+
+  it('profile host on the macos-14 runner: the M1’s Apple7 and name, threadgroup memory left, no warning', () => {
+    const r = runCli(['audit', '--snapshot', 'github-macos-14-arm64-runner', '--profile', 'host', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const a = JSON.parse(r.stdout) as AuditResult;
+    expect([a.profile, a.refused, a.refusedReason, a.warnings]).toEqual([
+      { ...resolveProfile('host'), appleFamilyMax: 1007, deviceName: 'Apple M1' },
+      false,
+      null,
+      [],
+    ]);
+    const d = a.devices[0]!;
+    expect([d.patched.name, d.patched.highestAppleFamily, d.patched.maxThreadgroupMemoryLength]).toEqual([
+      'Apple M1',
+      { value: 1007, name: 'apple7' },
+      32768,
+    ]);
+    expect(d.changes.map((c) => c.field)).toEqual([
+      'name', 'families.apple1', 'families.apple2', 'families.apple3', 'families.apple4', 'families.apple5', 'families.apple6', 'families.apple7',
+    ]);
+    expect(llamaFlips(a).map((f) => f.flag)).toEqual(['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat']);
+    // MLX skips its heap only on the paravirtual device's name: with the chip's name it creates one.
+    expect(d.engines.find((e) => e.engine === 'mlx')!.flipped).toEqual([{ flag: 'heapSkipped', from: true, to: false }]);
+    const human = runCli(['audit', '--snapshot', 'github-macos-14-arm64-runner', '--profile', 'host']).stdout;
+    expect(human).toMatch(/^ {2}name +Apple Paravirtual device +Apple M1 \*$/m);
+    expect(human).toContain('Host: VirtualMac2,1 · macOS 14.5 · arm64 · virtual machine · Apple M1\n');
+  });
+
+  it('profile host where the chip is unknown: refused, exit 3, nothing predicted and nothing guessed', () => {
+    const r = runCli(['audit', '--snapshot', 'macbookpro16-intel-amd-two-gpus', '--profile', 'host', '--json']);
+    expect(r.status).toBe(3);
+    const a = JSON.parse(r.stdout) as AuditResult;
+    expect([a.profile, a.refused, a.refusedReason, a.warnings, a.verdict]).toEqual([
+      resolveProfile('host'),
+      true,
+      'host-unknown',
+      [],
+      { ok: false, summary: "refused: host claims the host's chip, and this host's chip is unknown (nothing is guessed)" },
+    ]);
+    expect(a.devices.map((d) => [d.changes, d.patched])).toEqual(a.devices.map((d) => [[], d.stock]));
   });
 
   it('advertising metal3 warns, and MLX then creates residency sets', () => {
@@ -261,11 +305,19 @@ describeSim('metal-cap-shim report on the simulated build', () => {
     expect(m.rows[0]!.doctor).toEqual({
       reports: 1,
       measured: 1,
-      provenProfile: { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' },
+      provenProfile: {
+        name: null,
+        appleFamilyMax: 1007,
+        maxThreadgroupMemoryLength: null,
+        recommendedMaxWorkingSetSize: null,
+        deviceName: 'Apple M1 Ultra',
+        families: {},
+        mode: 'raise',
+      },
       faults: [{ fault: 'residency-set: fail', reports: 1 }],
     });
     expect(runCli(['matrix', file]).stdout).toContain(
-      '✓ verified 1/1; gates: reduction, mm, bfloat | apple7 (1) | residency-set: fail (1/1) |',
+      '✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, name "Apple M1 Ultra" (1) | residency-set: fail (1/1) |',
     );
   });
 
@@ -283,10 +335,10 @@ describeSim('metal-cap-shim report on the simulated build', () => {
 describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
   it('profiles --json lists the built-ins with values and rationale', () => {
     const r = runCli(['profiles', '--json']);
-    const out = JSON.parse(r.stdout) as { default: string; profiles: { name: string; rationale: string; profile: { appleFamilyMax: number } }[] };
+    const out = JSON.parse(r.stdout) as { default: string; profiles: { name: string; rationale: string; profile: { appleFamilyMax: number | 'host' } }[] };
     expect(out.default).toBe('cua-release');
-    expect(out.profiles.map((p) => p.name)).toEqual(['cua-release', 'apple9-hw-tg', 'apple7', 'mask-apple5']);
-    expect(out.profiles.map((p) => p.profile.appleFamilyMax)).toEqual([1009, 1009, 1007, 1005]);
+    expect(out.profiles.map((p) => p.name)).toEqual(['cua-release', 'apple9-hw-tg', 'apple7', 'mask-apple5', 'host']);
+    expect(out.profiles.map((p) => p.profile.appleFamilyMax)).toEqual([1009, 1009, 1007, 1005, 'host']);
     expect(out.profiles.every((p) => p.rationale.length > 20)).toBe(true);
   });
 

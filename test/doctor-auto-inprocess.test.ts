@@ -18,8 +18,17 @@ import { describeSim, requireSimBuild, thrown } from './helpers.js';
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 // The guest records that residency sets fail (Cua PR 3070): everything else is proven, Metal3 is not; the 64 KiB of
-// threadgroup memory proven under concurrency is not claimed without force (32768, what the guest reports).
-const VERIFIED = { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' };
+// threadgroup memory proven under concurrency is not claimed without force (32768, what the guest reports). Its host
+// is an M1 Ultra (Apple7, so nothing is capped) and a heap was proven: the verified profile answers the chip's name.
+const VERIFIED = {
+  name: null,
+  appleFamilyMax: 1007,
+  maxThreadgroupMemoryLength: null,
+  recommendedMaxWorkingSetSize: null,
+  deviceName: 'Apple M1 Ultra',
+  families: {},
+  mode: 'raise',
+};
 const RESIDENCY_DETAIL =
   'newResidencySetWithDescriptor:error: failed: simulated residency-set failure, recorded in the snapshot: MLX could not construct a residency set in this guest ("Unable to construct residency set")';
 const RECOMMENDATIONS = [
@@ -78,6 +87,7 @@ describeSim('profile auto, in-process', () => {
       ['threadgroup-memory', 'pass'],
       ['nocopy-mmap', 'skipped'],
       ['residency-set', 'fail'],
+      ['heap', 'pass'],
     ]);
   });
 
@@ -120,6 +130,19 @@ describeSim('profile auto, in-process', () => {
     expect(r.auto!.ignored[0]!.why).toMatch(/^the verified profile \{"appleFamilyMax":1010,"maxThreadgroupMemoryLength":1048576,.*\} does not follow from the probe results stored with it/);
   });
 
+  it('never above the host chip’s true family: a cached result claiming Apple9 on this M1 Ultra’s guest is not applied; measured again, Apple7', () => {
+    applyProfile('auto');
+    restore();
+    const file = cacheFile();
+    const entry = JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry;
+    // The stored probes prove Apple9's capabilities; derived on this host they give Apple7, so 1009 is not what they prove.
+    entry.result.verifiedProfile = { ...entry.result.verifiedProfile, appleFamilyMax: 1009 };
+    writeFileSync(file, JSON.stringify(entry));
+    const r = applyProfile('auto');
+    expect([r.applied, r.profile, r.auto!.from, r.auto!.ignored.map((i) => i.file)]).toEqual([true, VERIFIED, 'doctor', [file]]);
+    expect(resolveAutoProfile().profile).toEqual(VERIFIED);
+  });
+
   it('a partial doctor run leaves a full cached result alone, and auto applies the full one', () => {
     const full = doctor({ mmapSize: 1 << 20 });
     const file = cacheFile();
@@ -140,7 +163,7 @@ describeSim('profile auto, in-process', () => {
       expect(doctor({ probes: [...probes] }).cache).toBeNull();
       expect(readCache(cacheKeyFor(stockDevices(), stockDevices().devices[0]!), stockDevices().devices[0]!)).toEqual({ entry: null, file: cacheFile(), ignored: null });
     }
-    expect(doctor({ probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'] }).cache).toEqual({
+    expect(doctor({ probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'] }).cache).toEqual({
       written: [cacheFile()],
       error: null,
     });

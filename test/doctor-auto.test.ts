@@ -11,12 +11,13 @@ const VM = 'vz-guest-m1-ultra-tahoe-stock';
 const index = JSON.stringify(path.join(dist, 'index.js'));
 // The bundled guest records that residency sets fail there (Cua PR 3070): no Metal3, and two recommendations. The
 // simulated GPU runs 64 KiB of threadgroup memory under concurrency, but no more than 32768 is claimed without force,
-// which the guest already reports: the verified profile is Apple7.
+// which the guest already reports. Its host is an M1 Ultra and a heap was proven: Apple7 and the chip's name.
 const VERIFIED = {
-  name: 'apple7',
+  name: null,
   appleFamilyMax: 1007,
   maxThreadgroupMemoryLength: null,
   recommendedMaxWorkingSetSize: null,
+  deviceName: 'Apple M1 Ultra',
   families: {},
   mode: 'raise',
 };
@@ -66,6 +67,7 @@ describeSim("applyProfile('auto')", () => {
       { id: 'threadgroup-memory', status: 'pass', provenThreadgroupMemory: 65536 },
       { id: 'nocopy-mmap', status: 'skipped' },
       { id: 'residency-set', status: 'fail' },
+      { id: 'heap', status: 'pass' },
     ]);
   });
 
@@ -165,7 +167,7 @@ describeSim("applyProfile('auto')", () => {
       refused: [false, 'refused-bare-metal', 'doctor'],
       code: 'ERR_REFUSED_BARE_METAL',
       applied: true,
-      profile: { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' },
+      profile: { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, deviceName: null, families: {}, mode: 'raise' },
       from: 'cache',
     });
   });

@@ -19,7 +19,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
 
 // The simulated GPU computes everything right and could run 64 KiB of threadgroup memory, but the M1 Ultra reports
 // 32768, and on a host that is not a VM no more than that is dispatched; it already answers Apple7 and Metal3.
-const VERIFIED = { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' };
+const VERIFIED = { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, deviceName: null, families: {}, mode: 'raise' };
 const HOOKS = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
 
 describeSim('on bare metal', () => {
@@ -80,6 +80,7 @@ describeSim('on bare metal', () => {
       ['threadgroup-memory', null, null],
       ['nocopy-mmap', null, null],
       ['residency-set', 'pass', 'pass'],
+      ['heap', null, null],
     ]);
     expect(status().active).toBe(false);
   });

@@ -29,7 +29,8 @@ const assessed = assessDevice(
       maxAbsError: null,
     }),
   ),
-  report.host,
+  // Without the host's chip the name is left alone, so the verified profile is the built-in apple7.
+  { ...report.host, cpuBrand: null, chip: null },
 );
 const key = cacheKeyFor(report, device);
 const AT = '2026-08-09T10:00:00.000Z';
@@ -56,7 +57,7 @@ describe('the key: package version, host, OS build, device', () => {
       packageVersion: packageVersion(),
       source: 'snapshot',
       snapshot: 'vz-guest-m1-ultra-tahoe-stock',
-      host: { model: 'VirtualMac2,1', osVersion: '26.5.2', osBuild: null, arch: 'arm64' },
+      host: { model: 'VirtualMac2,1', osVersion: '26.5.2', osBuild: null, arch: 'arm64', chip: 'Apple M1 Ultra' },
       device: { index: 0, name: 'Apple Paravirtual device', className: 'AppleParavirtDevice' },
     });
   });
@@ -200,7 +201,7 @@ describe('unusable files are ignored, never trusted', () => {
       [(e) => (e.result.probes[3].status = 'skipped'), 'partial: threadgroup-memory did not run, so it is measured again'],
       [
         (e) => (e.result.probes = e.result.probes.map((p: { id: string }) => ({ ...p, status: 'skipped' }))),
-        'partial: simdgroup-reduction, simdgroup-matrix, bfloat, threadgroup-memory, residency-set did not run, so it is measured again',
+        'partial: simdgroup-reduction, simdgroup-matrix, bfloat, threadgroup-memory, residency-set, heap did not run, so it is measured again',
       ],
       [(e) => e.result.probes.splice(0, 1), 'partial: simdgroup-reduction did not run, so it is measured again'],
       [(e) => (e.result.probes[4].status = 'skipped'), null],
@@ -386,7 +387,7 @@ describe('the key, field by field', () => {
       packageVersion: packageVersion(),
       source: 'snapshot',
       snapshot: 'macbookpro16-intel-amd-two-gpus',
-      host: { model: 'MacBookPro16,1', osVersion: '13.6.9', osBuild: '22G830', arch: 'x86_64' },
+      host: { model: 'MacBookPro16,1', osVersion: '13.6.9', osBuild: '22G830', arch: 'x86_64', chip: null },
       device: { index: 1, name: 'AMD Radeon Pro 5500M', className: 'AMDRadeonX6000_AMDNavi14GraphicsDevice' },
     });
   });
@@ -400,6 +401,8 @@ describe('the key, field by field', () => {
     ['macOS version', (k) => ({ ...k, host: { ...k.host, osVersion: '26.6.1' } })],
     ['OS build', (k) => ({ ...k, host: { ...k.host, osBuild: '25G5' } })],
     ['architecture', (k) => ({ ...k, host: { ...k.host, arch: 'x86_64' } })],
+    // A guest image moved to another host keeps its model and OS build: the host's chip tells them apart.
+    ['host chip', (k) => ({ ...k, host: { ...k.host, chip: 'Apple M4 Max' } })],
     ['device index', (k) => ({ ...k, device: { ...k.device, index: 1 } })],
     ['device name', (k) => ({ ...k, device: { ...k.device, name: 'Apple M1 Ultra' } })],
     ['device class', (k) => ({ ...k, device: { ...k.device, className: 'AGXG13DDevice' } })],

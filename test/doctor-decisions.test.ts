@@ -10,6 +10,8 @@ import type { DoctorProbe, DoctorRun } from '../lib/doctor/types.js';
 import { predictPatchedDevice, profiles, resolveProfile, type Profile } from '../lib/profiles.js';
 import type { NativeDoctorResult, NativeProbeOutcome } from '../types/binding.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
+import { chipFromBrand } from '../lib/chips.js';
+import type { HostInfo } from '../lib/types.js';
 
 const vz = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'));
 const guest = vz.devices[0]!;
@@ -37,11 +39,15 @@ function probes(statuses: Partial<Record<DoctorProbeId, RecordedStatus>>, tg: nu
   });
 }
 
+/** The name line of a verified profile derived without host facts. */
+const NO_CHIP = "name left as the device reports it: the host's chip is unknown (no brand string)";
+
 const profile = (spec: Partial<Profile>): Profile => ({
   name: null,
   appleFamilyMax: null,
   maxThreadgroupMemoryLength: null,
   recommendedMaxWorkingSetSize: null,
+  deviceName: null,
   families: {},
   mode: 'raise',
   ...spec,
@@ -206,17 +212,20 @@ describe('the verified profile: the least that turns on what was proven', () => 
         'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
         'threadgroup memory raised to the proven 65536 bytes (the device reports 32768)',
         'Metal3 not advertised: no residency set was proven to work (residency-set fail)',
+        NO_CHIP,
       ],
     });
     expect(deriveVerifiedProfile(guest, probes({ bfloat: 'unsupported', 'residency-set': 'pass' }, 16384)).reasons).toEqual([
       'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; Apple7 includes Apple6, which also turns on llama.cpp’s bfloat, not proven here (bfloat unsupported): see the recommendations',
       'threadgroup memory left at the reported 32768 bytes, though only 16384 were proven: a kernel that asks for more may fail',
       'Metal3 not advertised: a residency set worked, but Metal3 also turns on llama.cpp’s SIMD-group reduction and bfloat (simdgroup-reduction pass, bfloat unsupported)',
+      NO_CHIP,
     ]);
     expect(deriveVerifiedProfile(guest, probes({ 'simdgroup-matrix': 'fail', 'threadgroup-memory': 'timeout' })).reasons).toEqual([
       'Apple6: bfloat computed right (llama.cpp’s bfloat rule); not Apple7, which would also claim SIMD-group reduction and matrix (simdgroup-reduction pass, simdgroup-matrix fail)',
       'threadgroup memory left as reported: no size proven (threadgroup-memory timeout)',
       'Metal3: a residency set was created and used, and the reduction and bfloat paths Metal3 turns on in llama.cpp were proven',
+      NO_CHIP,
     ]);
   });
 
@@ -279,8 +288,65 @@ describe('the verified profile: the least that turns on what was proven', () => 
         'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule) (the device already answers Apple7: no change here)',
         'threadgroup memory left at the reported 32768 bytes, which were proven',
         'Metal3 left as the device answers it (YES)',
+        NO_CHIP,
       ],
     });
+  });
+
+  it('never above the host chip’s true family: the proven family is capped there, with its own line', () => {
+    const host = (cpuBrand: string) => ({ ...vz.host, cpuBrand, chip: chipFromBrand(cpuBrand) });
+    const capped = deriveVerifiedProfile(guest, probes({ heap: 'fail', 'residency-set': 'fail' }), undefined, false, host('Apple A13'));
+    expect(capped.profile).toEqual(profile({ appleFamilyMax: 1006 }));
+    expect(capped.reasons.slice(0, 2)).toEqual([
+      'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
+      "capped at Apple6, the true family of this host's Apple A13: nothing above the GPU doing the work is claimed",
+    ]);
+    // At the host's own family, or below it, nothing is capped and no line is added.
+    for (const brand of ['Apple A14', 'Apple M1 (Virtual)', 'Apple M4 Max (Virtual)']) {
+      const r = deriveVerifiedProfile(guest, probes({ heap: 'fail' }), undefined, false, host(brand));
+      expect([r.profile.appleFamilyMax, r.reasons.some((line) => line.startsWith('capped'))]).toEqual([1007, false]);
+    }
+    // bfloat alone proves Apple6: on an Apple5 chip that is capped too.
+    expect(
+      deriveVerifiedProfile(guest, probes({ 'simdgroup-matrix': 'fail', heap: 'fail', 'residency-set': 'fail' }), undefined, false, host('Apple A12Z')).profile,
+    ).toEqual(profile({ appleFamilyMax: 1005 }));
+  });
+
+  it('force lifts the 32768 ceiling of threadgroup memory, never the host chip’s family cap', () => {
+    const a13 = { ...vz.host, cpuBrand: 'Apple A13', chip: 'Apple A13' };
+    const derived = (force: boolean) => deriveVerifiedProfile(guest, probes({ heap: 'fail', 'residency-set': 'fail' }, 65536), undefined, force, a13).profile;
+    expect([derived(true), derived(false)]).toEqual([
+      profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 65536 }),
+      profile({ appleFamilyMax: 1006 }),
+    ]);
+    // assessDevice hands both on: force and the host.
+    expect(assessDevice(guest, null, probes({ heap: 'fail', 'residency-set': 'fail' }, 65536), a13, 'cua-release', true).verifiedProfile).toEqual(
+      profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 65536 }),
+    );
+  });
+
+  it('the name: the host chip’s only when a heap was proven, and never a guess', () => {
+    const host = (cpuBrand: string | null) => ({ ...vz.host, cpuBrand, chip: chipFromBrand(cpuBrand) });
+    const nameOf = (statuses: Partial<Record<DoctorProbeId, RecordedStatus>>, h: HostInfo | null, device = guest) => {
+      const r = deriveVerifiedProfile(device, probes({ 'residency-set': 'fail', ...statuses }), undefined, false, h);
+      return [r.profile.deviceName, r.reasons.at(-1)];
+    };
+    expect(nameOf({}, host('Apple M1 Ultra (Virtual)'))).toEqual([
+      'Apple M1 Ultra',
+      'name "Apple M1 Ultra", the host\'s chip: a heap was created, a buffer placed in it and a compute pass wrote and read it back, so MLX\'s heap path (which the name turns on) was proven; engines that tune by chip tune for Apple M1 Ultra',
+    ]);
+    expect(nameOf({ heap: 'wrong-result' }, host('Apple M1 Ultra (Virtual)'))).toEqual([
+      null,
+      'name left as the device reports it: with the host chip\'s name MLX would create its buffer heap, which it skips on "Apple Paravirtual device", and no heap was proven here (heap wrong-result)',
+    ]);
+    expect(nameOf({ heap: 'not-recorded' }, host('Apple M1 (Virtual)'))[0]).toBeNull();
+    expect(nameOf({}, host('Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz'))).toEqual([
+      null,
+      'name left as the device reports it: the host\'s chip is unknown (brand string "Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz")',
+    ]);
+    expect(nameOf({}, null)).toEqual([null, NO_CHIP]);
+    // Bare metal: the device already is the chip, so no name is claimed.
+    expect(nameOf({}, host('Apple M1 Ultra'), bare)).toEqual([null, 'name left as the device reports it: it already is "Apple M1 Ultra"']);
   });
 
   it('the least of several profiles claims only what every one claims', () => {
@@ -291,6 +357,14 @@ describe('the verified profile: the least that turns on what was proven', () => 
     expect(leastProfile([a, c])).toEqual(profile({ name: 'apple7', appleFamilyMax: 1007 }));
     expect(leastProfile([a])).toEqual(a);
     expect(leastProfile([])).toEqual(profile({}));
+  });
+
+  it('the least of several profiles keeps a name only when every one answers that same name', () => {
+    const m1 = profile({ appleFamilyMax: 1007, deviceName: 'Apple M1' });
+    expect(leastProfile([m1, { ...m1 }])).toEqual(m1);
+    expect(leastProfile([m1, profile({ appleFamilyMax: 1007 })])).toEqual(profile({ name: 'apple7', appleFamilyMax: 1007 }));
+    expect(leastProfile([m1, { ...m1, deviceName: 'Apple M2' }])).toEqual(profile({ name: 'apple7', appleFamilyMax: 1007 }));
+    expect(leastProfile([profile({ appleFamilyMax: 1007 }), m1])).toEqual(profile({ name: 'apple7', appleFamilyMax: 1007 }));
   });
 });
 
@@ -333,6 +407,18 @@ describe('recommendations name the engine setting and the evidence', () => {
     expect(recs({ 'residency-set': 'unsupported' })).toEqual([]);
   });
 
+  it('heap faulty: for MLX, leave the device name alone (MLX then skips its heap)', () => {
+    const mlx = {
+      engine: 'mlx',
+      setting: 'leave the device name alone (no deviceName in the profile)',
+      why: 'heap wrong-result: wrong-result detail. MLX places small buffers in a 1 MiB heap, and skips it only when the device is named exactly "Apple Paravirtual device"; with that name left in place it allocates them one by one',
+    };
+    expect(recs({ heap: 'wrong-result', 'residency-set': 'fail' }).slice(-1)).toEqual([mlx]);
+    expect(recs({ heap: 'fail', 'residency-set': 'unsupported' }).map((r) => r.setting)).toEqual([mlx.setting]);
+    expect(recs({ heap: 'unsupported', 'residency-set': 'unsupported' })).toEqual([]);
+    expect(recs({ heap: 'not-recorded', 'residency-set': 'unsupported' })).toEqual([]);
+  });
+
   it('bfloat faulty: GGML_METAL_BF16_DISABLE=1', () => {
     expect(recs({ bfloat: 'wrong-result', 'residency-set': 'fail' })[0]).toEqual({
       engine: 'llama.cpp',
@@ -366,10 +452,11 @@ describe('recommendations name the engine setting and the evidence', () => {
       className: 'AppleParavirtDevice',
       registryId: guest.registryId,
       reported: { stock: { highestAppleFamily: 'apple5', maxThreadgroupMemoryLength: 32768, metal3: false }, patched: null },
-      probes: 6,
+      probes: 7,
       differences: [],
-      verifiedProfile: profile({ name: 'apple7', appleFamilyMax: 1007 }),
-      verifiedProfileReasons: deriveVerifiedProfile(guest, list).reasons,
+      // The guest's host is an M1 Ultra and a heap was proven: its name too.
+      verifiedProfile: profile({ appleFamilyMax: 1007, deviceName: 'Apple M1 Ultra' }),
+      verifiedProfileReasons: deriveVerifiedProfile(guest, list, undefined, false, vz.host).reasons,
       recommendations: [
         '--no-mmap (llama-bench: -mmp 0)',
         'llama.loadModel({ useMmap: false })',
@@ -475,6 +562,7 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
         stock: runFrom(raw('residency-set', 'pass')),
         patched: missing,
       },
+      { id: 'heap', ...notAsked },
     ]);
   });
 
@@ -523,6 +611,7 @@ describe('decisions over probe lists that leave probes out (deriveVerifiedProfil
         'Apple6: bfloat computed right (llama.cpp’s bfloat rule); not Apple7, which would also claim SIMD-group reduction and matrix (simdgroup-reduction not run, simdgroup-matrix not run)',
         'threadgroup memory left as reported: no size proven (threadgroup-memory not run)',
         'Metal3 not advertised: no residency set was proven to work (residency-set not run)',
+        NO_CHIP,
       ],
     });
     expect(recommendationsFor(guest, only, profile({ appleFamilyMax: 1006 }), vz.host)).toEqual([]);
@@ -557,6 +646,7 @@ describe('more of the verified profile', () => {
         'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
         'threadgroup memory raised to the proven 16384 bytes (the device reports nothing)',
         'Metal3 not advertised: no residency set was proven to work (residency-set fail)',
+        NO_CHIP,
       ],
     });
   });

@@ -22,6 +22,7 @@ const MMAP = 1 << 20;
 const NO_MMAP = ['--no-mmap (llama-bench: -mmp 0)', 'llama.loadModel({ useMmap: false })'];
 const NO_RESIDENCY = ['GGML_METAL_NO_RESIDENCY=1', 'never advertise Metal3 (profile {"families":{"metal3":false}})'];
 const BF16 = ['GGML_METAL_BF16_DISABLE=1'];
+const KEEP_NAME = ['leave the device name alone (no deviceName in the profile)'];
 const NOTHING = resolveProfile({});
 
 function run(device: number, timeoutMs = 5000): DoctorDevice {
@@ -35,7 +36,7 @@ const verdicts = (d: DoctorDevice) => d.probes.map((p) => [p.id, p.status, p.jud
 describeSim('every simulated fault leads to its status, judgement and recommendation', () => {
   beforeAll(requireSimBuild);
 
-  it('(a) a lost SIMD lane, a matrix pipeline error, truncating bfloat, a 32 KiB threadgroup limit, stale pages, no residency set', () => {
+  it('(a) a lost SIMD lane, a matrix pipeline error, truncating bfloat, a 32 KiB threadgroup limit, stale pages, no residency set, a lost write to a heap', () => {
     const d = run(1);
     // The guest claims no Apple7: a SIMD-group matrix pipeline it cannot build is not its feature (unsupported).
     expect(verdicts(d)).toEqual([
@@ -45,21 +46,26 @@ describeSim('every simulated fault leads to its status, judgement and recommenda
       ['threadgroup-memory', 'pass', 'proven'],
       ['nocopy-mmap', 'wrong-result', 'faulty'],
       ['residency-set', 'fail', 'faulty'],
+      ['heap', 'wrong-result', 'faulty'],
     ]);
+    expect(d.probes[6]!.detail).toBe(
+      '1 of 256 words of the placed buffer differ from what the GPU was to write, and 1 read back wrong',
+    );
     expect(d.probes[3]).toMatchObject({ provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960 });
     expect(d.probes[4]!.detail).toMatch(/^stale data: /);
     expect(d.verifiedProfile).toEqual(NOTHING);
     expect(d.verifiedProfileReasons[1]).toBe('threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 65536 under cua-release');
-    expect(d.recommendations.map((r) => r.setting)).toEqual([...BF16, ...NO_MMAP, ...NO_RESIDENCY]);
+    expect(d.recommendations.map((r) => r.setting)).toEqual([...BF16, ...NO_MMAP, ...NO_RESIDENCY, ...KEEP_NAME]);
     expect(d.faults).toEqual([
       'simdgroup-reduction: wrong-result',
       'bfloat: wrong-result',
       'nocopy-mmap: wrong-result',
       'residency-set: fail',
+      'heap: wrong-result',
     ]);
   });
 
-  it('(b) a reduction pipeline error, a matrix off by one, MSL 3.1 rejected, unbacked memory past 32 KiB, a zero-length NoCopy buffer, no residency API', () => {
+  it('(b) a reduction pipeline error, a matrix off by one, MSL 3.1 rejected, unbacked memory past 32 KiB, a zero-length NoCopy buffer, no residency API, no heap', () => {
     const d = run(2);
     // Neither Apple7 nor Metal3 claimed: a reduction pipeline that cannot be built is unsupported.
     expect(verdicts(d)).toEqual([
@@ -69,15 +75,17 @@ describeSim('every simulated fault leads to its status, judgement and recommenda
       ['threadgroup-memory', 'wrong-result', 'faulty'],
       ['nocopy-mmap', 'wrong-result', 'faulty'],
       ['residency-set', 'unsupported', 'absent'],
+      ['heap', 'fail', 'faulty'],
     ]);
     expect(d.probes[4]!.bufferLength).toBe(0);
     expect(d.probes[1]!.maxAbsError).toBe(1);
+    expect(d.probes[6]!.detail).toBe('newHeapWithDescriptor: gave no heap of 1048576 bytes');
     expect(d.verifiedProfile).toEqual(NOTHING);
     // bfloat and residency sets are absent, not faulty, and nothing turns them on: no advice for them.
-    expect(d.recommendations.map((r) => r.setting)).toEqual(NO_MMAP);
+    expect(d.recommendations.map((r) => r.setting)).toEqual([...NO_MMAP, ...KEEP_NAME]);
   });
 
-  it('(c) MSL 2.3 rejected, pipeline errors, a nil NoCopy buffer, a resident buffer read wrong', () => {
+  it('(c) MSL 2.3 rejected, pipeline errors, a nil NoCopy buffer, a resident buffer read wrong, no heap API', () => {
     const d = run(3);
     expect(verdicts(d)).toEqual([
       ['simdgroup-reduction', 'unsupported', 'absent'],
@@ -87,7 +95,9 @@ describeSim('every simulated fault leads to its status, judgement and recommenda
       ['threadgroup-memory', 'fail', 'faulty'],
       ['nocopy-mmap', 'fail', 'faulty'],
       ['residency-set', 'wrong-result', 'faulty'],
+      ['heap', 'unsupported', 'absent'],
     ]);
+    expect(d.probes[6]!.detail).toBe('this device has no heaps (newHeapWithDescriptor:)');
     expect(d.verifiedProfile).toEqual(NOTHING);
     // bfloat is absent here (its pipeline cannot be built, and the guest claims neither Apple6 nor Metal3): no advice.
     expect(d.recommendations.map((r) => r.setting)).toEqual([...NO_MMAP, ...NO_RESIDENCY]);
@@ -115,15 +125,16 @@ describeSim('every simulated fault leads to its status, judgement and recommenda
     const d = run(4, 200);
     const elapsed = Date.now() - t0;
     expect(verdicts(d)).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'timeout', 'faulty']));
-    // Eleven runs (six stock, five patched), each bounded by its own deadline.
+    // Thirteen runs (seven stock, six patched), each bounded by its own deadline.
     for (const p of d.probes) {
       for (const r of p.stock && p.patched ? [p.stock, p.patched] : [p]) expect(r.ms!).toBeGreaterThanOrEqual(200);
     }
-    expect(elapsed).toBeGreaterThanOrEqual(11 * 200);
-    expect(elapsed).toBeLessThan(11 * 200 + 3000);
+    expect(elapsed).toBeGreaterThanOrEqual(13 * 200);
+    expect(elapsed).toBeLessThan(13 * 200 + 3000);
     expect(d.probes[0]!.stock!.detail).toBe('the reduction dispatch did not complete within 200 ms');
+    expect(d.probes[6]!.stock!.detail).toBe('the dispatch writing the placed buffer did not complete within 200 ms');
     expect(d.verifiedProfile).toEqual(NOTHING);
-    expect(d.recommendations.map((r) => r.setting)).toEqual([...BF16, ...NO_MMAP, ...NO_RESIDENCY]);
+    expect(d.recommendations.map((r) => r.setting)).toEqual([...BF16, ...NO_MMAP, ...NO_RESIDENCY, ...KEEP_NAME]);
     expect(status()).toMatchObject({ active: false, hooks: [] });
   });
 
@@ -167,9 +178,9 @@ describeSim('auto over faulty devices', () => {
   it('the timeout path: a hanging device proves nothing, so auto applies a profile that changes nothing, within its deadlines', () => {
     const r = auto(alone(4), '{ timeoutMs: 150 }');
     expect(r).toMatchObject({ applied: true, profile: NOTHING, from: 'doctor', warnings: ['no-change'], active: true });
-    // Five capability probes, stock and patched.
-    expect(r.ms).toBeGreaterThanOrEqual(10 * 150);
-    expect(r.ms).toBeLessThan(10 * 150 + 3000);
+    // Six capability probes, stock and patched.
+    expect(r.ms).toBeGreaterThanOrEqual(12 * 150);
+    expect(r.ms).toBeLessThan(12 * 150 + 3000);
   });
 
   it('a faulty matrix keeps auto below Apple7: bfloat proven gives Apple6 only', () => {
@@ -232,6 +243,7 @@ describeSim('when the candidate profile cannot be installed, doctor still report
       ['threadgroup-memory', 'skipped', false],
       ['nocopy-mmap', 'skipped', false],
       ['residency-set', 'fail', false],
+      ['heap', 'skipped', false],
     ]);
     expect(r.status).toMatchObject({ active: false, hooks: [] });
   });

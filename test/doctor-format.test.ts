@@ -7,7 +7,7 @@ import { formatDoctor } from '../lib/doctor/format.js';
 import { judgeProbe } from '../lib/doctor/judge.js';
 import type { RecordedStatus } from '../lib/doctor/probes.js';
 import type { DoctorReport, DoctorRun, SupportedDoctorReport } from '../lib/doctor/types.js';
-import { plain, type Styler } from '../lib/format.js';
+import { hostLine, plain, type Styler } from '../lib/format.js';
 import { profiles, resolveProfile } from '../lib/profiles.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
 
@@ -52,6 +52,7 @@ function liveReport(): SupportedDoctorReport {
       judgeProbe('threadgroup-memory', run('pass', 10, { provenThreadgroupMemory: 49152 }), run('pass', 10, { provenThreadgroupMemory: 49152 }), 'cua-release'),
       judgeProbe('nocopy-mmap', run('skipped', null, { detail: 'not asked' })),
       judgeProbe('residency-set', run('unsupported', 0.04), run('unsupported', 0.04), 'cua-release'),
+      judgeProbe('heap', run('pass', 0.5), run('pass', 0.5), 'cua-release'),
     ],
     vz.host,
     'the candidate profile',
@@ -67,6 +68,7 @@ function liveReport(): SupportedDoctorReport {
       judgeProbe('threadgroup-memory', run('pass', 1, { provenThreadgroupMemory: 32768 }), run('pass', 1, { provenThreadgroupMemory: 32768 }), 'cua-release'),
       judgeProbe('nocopy-mmap', run('timeout', 5000)),
       judgeProbe('residency-set', run('fail', 1), run('fail', 1), 'cua-release'),
+      judgeProbe('heap', run('fail', 1), run('fail', 1), 'cua-release'),
     ],
     vz.host,
   );
@@ -104,6 +106,21 @@ const RESIDENCY_WHY = {
 const MMAP_WHY =
   'llama.cpp hands Metal its mmap-ed weights through newBufferWithBytesNoCopy by default; without mmap it reads them into buffers Metal owns';
 
+describe('hostLine', () => {
+  it('ends with the host’s chip, or says it is unknown, with the brand string when there is one', () => {
+    const h = vz.host;
+    expect([
+      hostLine(h),
+      hostLine({ ...h, cpuBrand: 'Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz', chip: null }),
+      hostLine({ ...h, cpuBrand: null, chip: null }),
+    ]).toEqual([
+      'VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine · Apple M1 Ultra',
+      'VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine · chip unknown (Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz)',
+      'VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine · chip unknown',
+    ]);
+  });
+});
+
 describe('formatDoctor', () => {
   it('a replayed recording, plain: the probe table, the verified profile and why, the advice, the faults', () => {
     const nocopy =
@@ -111,7 +128,7 @@ describe('formatDoctor', () => {
     expect(formatDoctor(doctor({ snapshot: 'github-macos-14-arm64-runner' }), plain)).toBe(
       [
         'metal-cap-shim doctor — snapshot github-macos-14-arm64-runner (recorded result, replayed: nothing ran)',
-        'Host: VirtualMac2,1 · macOS 14.5 · arm64 · virtual machine',
+        'Host: VirtualMac2,1 · macOS 14.5 · arm64 · virtual machine · Apple M1',
         'Patched runs: none (a recorded result is replayed: nothing runs)',
         '',
         'Device 0 (default): Apple Paravirtual device [AppleParavirtDevice]',
@@ -122,10 +139,12 @@ describe('formatDoctor', () => {
         '  threadgroup-memory   not-recorded  –      –        –   not recorded in this snapshot',
         `  nocopy-mmap          wrong-result  –      –        –   ${nocopy}`,
         '  residency-set        not-recorded  –      –        –   not recorded in this snapshot',
+        '  heap                 not-recorded  –      –        –   not recorded in this snapshot',
         '  Verified profile: mode raise',
         '    · no Apple family raised: nothing an Apple family gates was proven (simdgroup-reduction not-recorded, simdgroup-matrix not-recorded, bfloat not-recorded)',
         '    · threadgroup memory left as reported: no size proven (threadgroup-memory not-recorded)',
         '    · Metal3 not advertised: no residency set was proven to work (residency-set not-recorded)',
+        '    · name left as the device reports it: with the host chip\'s name MLX would create its buffer heap, which it skips on "Apple Paravirtual device", and no heap was proven here (heap not-recorded)',
         '  Recommendations:',
         `    ! llama.cpp: --no-mmap (llama-bench: -mmp 0) — nocopy-mmap wrong-result: ${nocopy}. ${MMAP_WHY}`,
         `    ! node-llama-cpp: llama.loadModel({ useMmap: false }) — nocopy-mmap wrong-result: ${nocopy}. ${MMAP_WHY}`,
@@ -139,16 +158,17 @@ describe('formatDoctor', () => {
     expect(readable(formatDoctor(doctor({ snapshot: 'm1-ultra-bare-metal' }), tagged))).toBe(
       [
         '<b>metal-cap-shim doctor</> — snapshot m1-ultra-bare-metal (recorded result, replayed: nothing ran)',
-        'Host: Mac13,2 · macOS 26.6.1 · arm64 · not a VM',
+        'Host: Mac13,2 · macOS 26.6.1 · arm64 · not a VM · Apple M1 Ultra',
         'Patched runs: none (a recorded result is replayed: nothing runs)',
         '',
         '<b>Device 0 (default)</>: Apple M1 Ultra [AGXG13DDevice]',
         '  <dim>probe</>                <dim>result</>        <dim>stock</>  <dim>patched</>  <dim>ms</>  <dim>detail</>',
-        ...['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'nocopy-mmap', 'residency-set'].map(notRecorded),
+        ...['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'nocopy-mmap', 'residency-set', 'heap'].map(notRecorded),
         '  <b>Verified profile:</> mode raise',
         '    · no Apple family raised: nothing an Apple family gates was proven (simdgroup-reduction not-recorded, simdgroup-matrix not-recorded, bfloat not-recorded)',
         '    · threadgroup memory left as reported: no size proven (threadgroup-memory not-recorded)',
         '    · Metal3 left as the device answers it (YES)',
+        '    · name left as the device reports it: it already is "Apple M1 Ultra"',
         '  <b>Recommendations:</> none',
         '  <b>Faults:</> none found',
       ].join('\n'),
@@ -159,7 +179,7 @@ describe('formatDoctor', () => {
     expect(readable(formatDoctor(liveReport(), tagged))).toBe(
       [
         '<b>metal-cap-shim doctor</> — simulated Metal, snapshot vz-guest-m1-ultra-tahoe-stock',
-        'Host: VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine',
+        'Host: VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine · Apple M1 Ultra',
         'Patched runs: under cua-release, then restored',
         '',
         '<b>Device 0 (default)</>: Apple Paravirtual device [AppleParavirtDevice]',
@@ -170,11 +190,13 @@ describe('formatDoctor', () => {
         '  threadgroup-memory   <good>pass</>          <good>pass</>         <good>pass</>          20.0  pass here',
         '  nocopy-mmap          <dim>skipped</>       –            –             –     not asked',
         '  residency-set        <dim>unsupported</>   <dim>unsupported</>  <dim>unsupported</>   0.1   unsupported here',
+        '  heap                 <good>pass</>          <good>pass</>         <good>pass</>          1.0   pass here',
         "  <warn>≠</> simdgroup-matrix: pass with stock answers, wrong-result under cua-release: Metal's behaviour depends on what the device answers",
-        '  <b>Verified profile:</> mode raise, Apple families up to 1006 (Apple6), threadgroup memory 49152',
+        '  <b>Verified profile:</> mode raise, Apple families up to 1006 (Apple6), threadgroup memory 49152, name "Apple M1 Ultra"',
         '    · Apple6: bfloat computed right (llama.cpp’s bfloat rule); not Apple7, which would also claim SIMD-group reduction and matrix (simdgroup-reduction pass, simdgroup-matrix wrong-result)',
         '    · threadgroup memory raised to the proven 49152 bytes (the device reports 32768)',
         '    · Metal3 not advertised: no residency set was proven to work (residency-set unsupported)',
+        '    · name "Apple M1 Ultra", the host\'s chip: a heap was created, a buffer placed in it and a compute pass wrote and read it back, so MLX\'s heap path (which the name turns on) was proven; engines that tune by chip tune for Apple M1 Ultra',
         '  <b>Recommendations:</> none',
         '  <b>Faults:</> <bad>simdgroup-matrix: wrong-result</>',
         '',
@@ -186,16 +208,19 @@ describe('formatDoctor', () => {
         '  threadgroup-memory   <good>pass</>     <good>pass</>   <good>pass</>     2.0     pass here',
         '  nocopy-mmap          <bad>timeout</>  –      –        5000.0  timeout here',
         '  residency-set        <bad>fail</>     <bad>fail</>   <bad>fail</>     2.0     fail here',
+        '  heap                 <bad>fail</>     <bad>fail</>   <bad>fail</>     2.0     fail here',
         '  <b>Verified profile:</> apple7 — mode raise, Apple families up to 1007 (Apple7)',
         '    · Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
         '    · threadgroup memory left at the reported 32768 bytes, which were proven',
         '    · Metal3 not advertised: no residency set was proven to work (residency-set fail)',
+        '    · name left as the device reports it: with the host chip\'s name MLX would create its buffer heap, which it skips on "Apple Paravirtual device", and no heap was proven here (heap fail)',
         '  <b>Recommendations:</>',
         `    <warn>!</> llama.cpp: --no-mmap (llama-bench: -mmp 0) — nocopy-mmap timeout: timeout here. ${MMAP_WHY}`,
         `    <warn>!</> node-llama-cpp: llama.loadModel({ useMmap: false }) — nocopy-mmap timeout: timeout here. ${MMAP_WHY}`,
         `    <warn>!</> llama.cpp: GGML_METAL_NO_RESIDENCY=1 — ${RESIDENCY_WHY.llama}`,
         `    <warn>!</> mlx: never advertise Metal3 (profile {"families":{"metal3":false}}) — ${RESIDENCY_WHY.mlx}`,
-        '  <b>Faults:</> <bad>nocopy-mmap: timeout, residency-set: fail</>',
+        `    <warn>!</> mlx: leave the device name alone (no deviceName in the profile) — heap fail: fail here. MLX places small buffers in a 1 MiB heap, and skips it only when the device is named exactly "Apple Paravirtual device"; with that name left in place it allocates them one by one`,
+        '  <b>Faults:</> <bad>nocopy-mmap: timeout, residency-set: fail, heap: fail</>',
         '',
         "<warn>Restore left 2 hooks under another library's: AppleParavirtDevice supportsFamily:, AppleParavirtDevice maxThreadgroupMemoryLength</>",
         '',
@@ -220,7 +245,7 @@ describe('formatDoctor', () => {
     const lines = formatDoctor(r, plain).split('\n');
     expect(lines.slice(0, 3)).toEqual([
       'metal-cap-shim doctor — live Metal',
-      'Host: VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine',
+      'Host: VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine · Apple M1 Ultra',
       'Patched runs: none (the candidate changes no answer on this machine)',
     ]);
     expect(lines.filter((l) => l.startsWith('  ≠'))).toEqual([

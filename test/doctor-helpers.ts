@@ -115,6 +115,11 @@ export const PASSES = {
     'pass',
     'a residency set was created, given a buffer, committed, and used by a dispatch that read it right',
   ),
+  heap: outcome(
+    'heap',
+    'pass',
+    'a 1048576 bytes heap (shared, untracked, as MLX makes it) held a 1024 bytes buffer that a dispatch wrote and another read back, as the CPU computes',
+  ),
 };
 
 export const NO_RESIDENCY_API = outcome(

@@ -40,6 +40,7 @@ describeSim('a candidate profile that cannot be installed', () => {
           ['threadgroup-memory', 'skipped', false],
           ['nocopy-mmap', 'skipped', false],
           ['residency-set', index === 0 ? 'fail' : 'pass', false],
+          ['heap', 'skipped', false],
         ],
       ]),
     );

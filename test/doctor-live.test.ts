@@ -23,12 +23,14 @@ process.env.XDG_CACHE_HOME = tempDir();
 const MMAP = 1 << 20;
 // The bundled guest records one documented fault (no residency set: Cua PR 3070), so the simulated device fails
 // to create one; everything else computes right. 64 KiB of threadgroup memory ran under concurrency, but without
-// force no more than 32768 is claimed, which the guest already reports.
+// force no more than 32768 is claimed, which the guest already reports. Its host is an M1 Ultra, and with the heap
+// proven its name is claimed.
 const VERIFIED = {
-  name: 'apple7',
+  name: null,
   appleFamilyMax: 1007,
   maxThreadgroupMemoryLength: null,
   recommendedMaxWorkingSetSize: null,
+  deviceName: 'Apple M1 Ultra',
   families: {},
   mode: 'raise',
 };
@@ -138,6 +140,7 @@ describeSim('doctor() over the simulated Metal', () => {
       ['threadgroup-memory', 'skipped', true, null],
       ['nocopy-mmap', 'pass', false, null],
       ['residency-set', 'skipped', true, null],
+      ['heap', 'skipped', true, null],
     ]);
     expect(r.cache).toBeNull();
     const mmapOnly = doctor({ probes: ['nocopy-mmap'], mmapSize: MMAP, cache: false });
@@ -186,7 +189,9 @@ describeSim('doctor --json (CLI) over the simulated Metal', () => {
     expect(r.stdout).toMatch(/^ {2}simdgroup-matrix +pass +pass +pass +\d+\.\d +8x8 and 32x32 products/m);
     expect(r.stdout).toMatch(/^ {2}nocopy-mmap +pass +– +– +\d+\.\d +the GPU read/m);
     expect(r.stdout).toMatch(/^ {2}residency-set +fail +fail +fail +\d+\.\d +newResidencySetWithDescriptor:error: failed/m);
-    expect(r.stdout).toContain('  Verified profile: apple7 — mode raise, Apple families up to 1007 (Apple7)\n');
+    expect(r.stdout).toContain('Host: VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine · Apple M1 Ultra\n');
+    expect(r.stdout).toMatch(/^ {2}heap +pass +pass +pass +\d+\.\d +a 1048576 bytes heap/m);
+    expect(r.stdout).toContain('  Verified profile: mode raise, Apple families up to 1007 (Apple7), name "Apple M1 Ultra"\n');
     expect(r.stdout).toContain(
       '    · threadgroup memory left at the reported 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force; the device reports 32768 stock, 65536 under cua-release\n',
     );
@@ -208,8 +213,9 @@ describeSim('doctor on bare metal', () => {
     });
     expect(plain.restore).toBeNull();
     expect(plain.devices[0]!.probes.map((p) => [p.id, p.status, 'patched' in p])).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'pass', false]));
-    // No threadgroup size above the M1 Ultra's own 32768 is dispatched here: Apple7, which it already answers.
-    expect(plain.devices[0]!.verifiedProfile).toEqual(VERIFIED);
+    // No threadgroup size above the M1 Ultra's own 32768 is dispatched here: Apple7, which it already answers. The
+    // device already is the chip: no name is claimed.
+    expect(plain.devices[0]!.verifiedProfile).toEqual({ ...VERIFIED, name: 'apple7', deviceName: null });
     const forced = jsonFrom<DoctorReport>(runCli(['doctor', '--json', '--mmap-size', '1M', '--force'], env));
     expect(forced.patchedRun).toEqual({ ran: true, why: null });
     expect(forced.restore!.conflicts).toEqual([]);

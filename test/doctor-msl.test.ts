@@ -104,6 +104,8 @@ describe('the doctor’s MSL kernels, syntax-checked as C++', () => {
       ['mcs_doctor_threadgroup', 230],
       ['mcs_doctor_block_checksum', 230],
       ['mcs_doctor_resident_read', 230],
+      ['mcs_doctor_heap_write', 230],
+      ['mcs_doctor_heap_read', 230],
     ]);
   });
 

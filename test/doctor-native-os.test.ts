@@ -30,6 +30,7 @@ describeSim('native doctor() on macOS 13', () => {
       PASSES.threadgroup,
       PASSES.nocopy,
       NO_RESIDENCY_API,
+      PASSES.heap,
     ]);
   });
 

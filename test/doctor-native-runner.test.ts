@@ -41,6 +41,7 @@ describeSim('native doctor() on the macos-14 arm64 runner (snapshot)', () => {
         { bufferLength: MMAP_SIZE },
       ),
       NO_RESIDENCY_API,
+      PASSES.heap,
     ]);
   });
 });

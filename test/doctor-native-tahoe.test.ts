@@ -31,6 +31,7 @@ describeSim('native doctor() in the stock Tahoe guest (snapshot)', () => {
         'fail',
         'newResidencySetWithDescriptor:error: failed: simulated residency-set failure, recorded in the snapshot: MLX could not construct a residency set in this guest ("Unable to construct residency set")',
       ),
+      PASSES.heap,
     ]);
   });
 

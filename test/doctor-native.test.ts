@@ -72,7 +72,7 @@ describeSim('native doctor() over the simulated Metal', () => {
     const o = options(HEALTHY);
     const r = binding.doctor(o);
     expect(r.device).toEqual({ index: 0, name: 'Simulated device that works', className: 'SimDoctorHealthy', registryId: 4294968434 });
-    expect(r.outcomes).toEqual([PASSES.reduction, PASSES.matrix, PASSES.bfloat, PASSES.threadgroup, PASSES.nocopy, PASSES.residency]);
+    expect(r.outcomes).toEqual([PASSES.reduction, PASSES.matrix, PASSES.bfloat, PASSES.threadgroup, PASSES.nocopy, PASSES.residency, PASSES.heap]);
     for (const x of r.outcomes) {
       expect(x.ms).toBeGreaterThanOrEqual(0);
       expect(x.ms).toBeLessThan(o.timeoutMs);
@@ -80,7 +80,7 @@ describeSim('native doctor() over the simulated Metal', () => {
     expect(readdirSync(o.tempDir)).toEqual([]);
   });
 
-  it('faults (a): lost lane, pipeline error, truncating bfloat, a threadgroup limit, stale pages, no residency set', () => {
+  it('faults (a): lost lane, pipeline error, truncating bfloat, a threadgroup limit, stale pages, no residency set, a lost heap write', () => {
     const r = binding.doctor(options(FAULTS_A));
     expect(r.outcomes).toEqual([
       outcome(
@@ -117,10 +117,11 @@ describeSim('native doctor() over the simulated Metal', () => {
         'fail',
         'newResidencySetWithDescriptor:error: failed: simulated residency-set failure, recorded in the snapshot: fixture: Unable to construct residency set',
       ),
+      outcome('heap', 'wrong-result', '1 of 256 words of the placed buffer differ from what the GPU was to write, and 1 read back wrong'),
     ]);
   });
 
-  it('faults (b): pipeline error, a matrix off by one, MSL 3.1 rejected, unbacked memory above a size, zero-length NoCopy, no residency API', () => {
+  it('faults (b): pipeline error, a matrix off by one, MSL 3.1 rejected, unbacked memory above a size, zero-length NoCopy, no residency API, no heap', () => {
     const r = binding.doctor(options(FAULTS_B));
     expect(r.outcomes).toEqual([
       outcome(
@@ -154,10 +155,11 @@ describeSim('native doctor() over the simulated Metal', () => {
         { bufferLength: 0 },
       ),
       NO_RESIDENCY_API,
+      outcome('heap', 'fail', 'newHeapWithDescriptor: gave no heap of 1048576 bytes'),
     ]);
   });
 
-  it('faults (c): MSL 2.3 rejected, pipeline errors, a nil NoCopy buffer, a resident buffer read wrong', () => {
+  it('faults (c): MSL 2.3 rejected, pipeline errors, a nil NoCopy buffer, a resident buffer read wrong, no heap API', () => {
     const r = binding.doctor(options(FAULTS_C));
     const pipelineFailure = (fn: string) =>
       `creating the pipeline for ${fn} failed: simulated pipeline failure, recorded in the snapshot: fixture: pipeline creation fails`;
@@ -178,6 +180,7 @@ describeSim('native doctor() over the simulated Metal', () => {
       outcome('threadgroup-memory', 'fail', pipelineFailure('mcs_doctor_threadgroup'), { buildFailed: true }),
       outcome('nocopy-mmap', 'fail', `newBufferWithBytesNoCopy returned nil for ${MMAP_SIZE} bytes of ${GENERATED}`),
       outcome('residency-set', 'wrong-result', 'a kernel reading the resident buffer got 1 of 1024 words wrong'),
+      outcome('heap', 'unsupported', 'this device has no heaps (newHeapWithDescriptor:)'),
     ]);
   });
 
@@ -216,6 +219,7 @@ describeSim('native doctor() over the simulated Metal', () => {
       'the dispatch with 16384 bytes did not complete within 150 ms',
       'the checksum dispatch over the NoCopy buffer did not complete within 150 ms',
       'the dispatch using the residency set did not complete within 150 ms',
+      'the dispatch writing the placed buffer did not complete within 150 ms',
     ]);
     // The simulated hang lasts for ever, so any upper bound shows the deadline; the slack is for a loaded machine,
     // where a waking thread can lag by hundreds of milliseconds.
@@ -223,8 +227,8 @@ describeSim('native doctor() over the simulated Metal', () => {
       expect(x.ms).toBeGreaterThanOrEqual(timeoutMs);
       expect(x.ms).toBeLessThan(timeoutMs + 1000);
     }
-    expect(elapsed).toBeGreaterThanOrEqual(6 * timeoutMs);
-    expect(elapsed).toBeLessThan(6 * timeoutMs + 3000);
+    expect(elapsed).toBeGreaterThanOrEqual(7 * timeoutMs);
+    expect(elapsed).toBeLessThan(7 * timeoutMs + 3000);
     expect(r.outcomes[4]!.bufferLength).toBe(MMAP_SIZE);
     expect(readdirSync(o.tempDir)).toEqual([]);
     expect(openDescriptors()).toBe(before);

@@ -32,7 +32,7 @@ describeSim('Metal without a device', () => {
       detail: DETAIL,
       source: 'simulated',
       snapshot: null,
-      host: { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null, memoryBytes: null, translated: null },
+      host: { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null, memoryBytes: null, translated: null, cpuBrand: null, chip: null },
       candidateProfile: profiles['cua-release']!.profile,
       replayed: false,
       patchedRun: { ran: false, why: DETAIL },

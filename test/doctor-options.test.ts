@@ -339,7 +339,7 @@ describe('doctor() options: every message whole, every bound from both sides', (
   });
 
   it('probes: the message lists the probes there are', () => {
-    const message = "doctor() option 'probes' must be a non-empty array of simdgroup-reduction, simdgroup-matrix, bfloat, threadgroup-memory, nocopy-mmap, residency-set";
+    const message = "doctor() option 'probes' must be a non-empty array of simdgroup-reduction, simdgroup-matrix, bfloat, threadgroup-memory, nocopy-mmap, residency-set, heap";
     for (const bad of [[], ['warp-speed'], 'bfloat']) expect(optionError({ probes: bad })).toEqual({ option: 'probes', message });
     expect(checkDoctorOptions({ probes: ['bfloat', 'bfloat'] }).probes).toEqual(['bfloat']);
   });

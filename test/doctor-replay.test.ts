@@ -91,7 +91,7 @@ describe('a recorded probe as a run', () => {
   });
 
   it('probes are put in doctor’s order, whatever order they come in', () => {
-    const shuffled = ['residency-set', 'bfloat', 'simdgroup-reduction', 'nocopy-mmap', 'threadgroup-memory', 'simdgroup-matrix'] as const;
+    const shuffled = ['residency-set', 'heap', 'bfloat', 'simdgroup-reduction', 'nocopy-mmap', 'threadgroup-memory', 'simdgroup-matrix'] as const;
     expect(order(shuffled.map((id) => ({ id }))).map((p) => p.id)).toEqual([...DOCTOR_PROBE_IDS]);
     const input = [{ id: 'bfloat' as const }, { id: 'simdgroup-reduction' as const }];
     expect(order(input)).toEqual([{ id: 'simdgroup-reduction' }, { id: 'bfloat' }]);
@@ -136,6 +136,7 @@ describe('doctor({ snapshot }) replays a recording', () => {
             'no Apple family raised: nothing an Apple family gates was proven (simdgroup-reduction not-recorded, simdgroup-matrix not-recorded, bfloat not-recorded)',
             'threadgroup memory left as reported: no size proven (threadgroup-memory not-recorded)',
             'Metal3 not advertised: no residency set was proven to work (residency-set not-recorded)',
+            'name left as the device reports it: with the host chip\'s name MLX would create its buffer heap, which it skips on "Apple Paravirtual device", and no heap was proven here (heap not-recorded)',
           ],
           recommendations: [
             { engine: 'llama.cpp', setting: '--no-mmap (llama-bench: -mmp 0)', why },
@@ -164,6 +165,7 @@ describe('doctor({ snapshot }) replays a recording', () => {
       'threadgroup-memory': { status: 'pass', detail: '49152 bytes ran', provenThreadgroupMemory: 49152, failedThreadgroupMemory: 57344 },
       'nocopy-mmap': { status: 'wrong-result', detail: 'the buffer reports length 0', bufferLength: 0, fault: 'zero-length' },
       'residency-set': { status: 'unsupported' },
+      heap: { status: 'pass', detail: 'a buffer placed in a 1 MiB heap read back right' },
     });
     const r = replay({ snapshot: file });
     expect(r.snapshot).toBe('guest-recorded-in-full');
@@ -186,13 +188,16 @@ describe('doctor({ snapshot }) replays a recording', () => {
       }),
       run('nocopy-mmap', 'wrong-result', 'faulty', 'recorded: the buffer reports length 0 (fault: zero-length) [assumed]', { bufferLength: 0 }),
       run('residency-set', 'unsupported', 'absent', 'recorded: this OS or Metal Shading Language version lacks the API [assumed]'),
+      run('heap', 'pass', 'proven', 'recorded: a buffer placed in a 1 MiB heap read back right [assumed]'),
     ]);
     // A replay is never forced: of the 49152 bytes recorded, no more than 32768 (what the guest reports) is claimed.
-    expect(d.verifiedProfile).toEqual({ ...NOTHING, name: 'apple7', appleFamilyMax: 1007 });
+    // The guest's host is an M1 Ultra, and the recording proves a heap: the chip's name is claimed.
+    expect(d.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1007, deviceName: 'Apple M1 Ultra' });
     expect(d.verifiedProfileReasons).toEqual([
       'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; Apple7 includes Apple6, which also turns on llama.cpp’s bfloat, not proven here (bfloat wrong-result): see the recommendations',
       'threadgroup memory left at the reported 32768 bytes: 49152 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force',
       'Metal3 not advertised: no residency set was proven to work (residency-set unsupported)',
+      'name "Apple M1 Ultra", the host\'s chip: a heap was created, a buffer placed in it and a compute pass wrote and read it back, so MLX\'s heap path (which the name turns on) was proven; engines that tune by chip tune for Apple M1 Ultra',
     ]);
     const mmapWhy = `nocopy-mmap wrong-result: recorded: the buffer reports length 0 (fault: zero-length) [assumed]. ${MMAP_WHY}`;
     expect(d.recommendations).toEqual([
@@ -215,10 +220,11 @@ describe('doctor({ snapshot }) replays a recording', () => {
       'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 65536 },
       'nocopy-mmap': { status: 'pass', bufferLength: 1048576 },
       'residency-set': { status: 'pass' },
+      heap: { status: 'pass' },
     });
     const all = replay({ snapshot: file }).devices[0]!;
     // A replay cannot be forced: 65536 recorded, 32768 claimed at most, which the guest reports already.
-    expect(all.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1007, families: { metal3: true } });
+    expect(all.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1007, families: { metal3: true }, deviceName: 'Apple M1 Ultra' });
     const r = replay({ snapshot: file, probes: ['residency-set', 'bfloat'] });
     expect(r.settings).toEqual({ probes: ['bfloat', 'residency-set'], timeoutMs: null, mmapFile: null, mmapSize: null, device: null });
     const p = byId(r.devices[0]!.probes);
@@ -229,6 +235,7 @@ describe('doctor({ snapshot }) replays a recording', () => {
       ['threadgroup-memory', 'skipped', 'unknown', 'not asked'],
       ['nocopy-mmap', 'skipped', 'unknown', 'not asked'],
       ['residency-set', 'pass', 'proven', 'recorded: ran and matched the CPU reference [assumed]'],
+      ['heap', 'skipped', 'unknown', 'not asked'],
     ]);
     // A skipped probe carries no measurement from the recording.
     expect([p['threadgroup-memory']!.provenThreadgroupMemory, p['nocopy-mmap']!.bufferLength]).toEqual([null, null]);

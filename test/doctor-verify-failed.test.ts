@@ -39,6 +39,7 @@ describeSim('a candidate profile that does not verify', () => {
         ['threadgroup-memory', 'skipped', false],
         ['nocopy-mmap', 'skipped', false],
         ['residency-set', 'fail', false],
+        ['heap', 'skipped', false],
       ],
     ]);
     expect(status()).toMatchObject({ active: false, hooks: [] });

@@ -21,8 +21,8 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
   it('the public tables: probes, capability probes, statuses, and what each status says', async () => {
     const m = await import('../lib/index.js');
     expect([m.DOCTOR_PROBE_IDS, m.CAPABILITY_PROBE_IDS, m.DOCTOR_STATUSES]).toEqual([
-      ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'nocopy-mmap', 'residency-set'],
-      ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'],
+      ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'nocopy-mmap', 'residency-set', 'heap'],
+      ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'],
       ['pass', 'wrong-result', 'fail', 'unsupported', 'timeout', 'skipped', 'error'],
     ]);
     expect(m.JUDGEMENTS).toEqual({
@@ -70,6 +70,7 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
       ['threadgroup-memory', 'pass', true],
       ['nocopy-mmap', 'pass', false],
       ['residency-set', 'skipped', false],
+      ['heap', 'skipped', false],
     ]);
     expect([probes[3]!.provenThreadgroupMemory, probes[3]!.failedThreadgroupMemory, probes[3]!.detail]).toEqual([
       65536,
@@ -84,7 +85,7 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
     const { stockDevices } = await import('./doctor-helpers.js');
     const stock = stockDevices();
     // Every capability probe: a cached result that skipped one is not read back.
-    const d = doctor({ probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'], cache: false }).devices[0]!;
+    const d = doctor({ probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'], cache: false }).devices[0]!;
     const key = cacheKeyFor(stock, stock.devices[0]!);
     writeCache(key, d, '2026-08-09T10:00:00.000Z');
     expect(readCache(key, stock.devices[0]!).entry?.result.verifiedProfile).toEqual(d.verifiedProfile);

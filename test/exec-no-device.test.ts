@@ -4,8 +4,9 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = '';
 
 import { beforeAll, expect, it } from 'vitest';
 import { injectorPath, prepareExec, resolveCommand } from '../lib/exec.js';
+import { RefusedError } from '../lib/errors.js';
 import { resolveProfile } from '../lib/profiles.js';
-import { describeSim, requireSimBuild } from './helpers.js';
+import { describeSim, requireSimBuild, thrown } from './helpers.js';
 
 describeSim('prepareExec with no Metal device here', () => {
   beforeAll(() => requireSimBuild());
@@ -14,9 +15,24 @@ describeSim('prepareExec with no Metal device here', () => {
     expect(prepareExec({ profile: resolveProfile(), command: 'true', args: [] }, 'linux')).toEqual({
       injector: injectorPath(),
       resolved: resolveCommand('true'),
+      profile: resolveProfile(),
       warnings: [],
       unpatched: null,
     });
     expect(injectorPath()).not.toBeNull();
+  });
+
+  it('profile host with no chip to read: refused (ERR_HOST_UNKNOWN), or run unpatched with --allow-unpatched, never a guess', () => {
+    const why =
+      'host claims the host chip’s own answers, but this host’s chip is unknown (it reports no machdep.cpu.brand_string), so nothing is claimed rather than a guess';
+    expect(thrown(() => prepareExec({ profile: resolveProfile('host'), command: 'true', args: [] }, 'linux'))).toEqual(
+      new RefusedError(`${why} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN'),
+    );
+    expect(prepareExec({ profile: resolveProfile('host'), command: 'true', args: [], allowUnpatched: true }, 'linux')).toEqual({
+      injector: null,
+      resolved: resolveCommand('true'),
+      warnings: [],
+      unpatched: `${why}. Running true unpatched (--allow-unpatched).`,
+    });
   });
 });

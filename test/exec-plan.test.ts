@@ -32,6 +32,7 @@ import {
   unguardedInjection,
 } from '../lib/exec.js';
 import { encodeNativeProfile, resolveProfile } from '../lib/profiles.js';
+import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { installFakeCodesign, signedProgram } from './codesign-fake.js';
 import { describeSim, requireSimBuild, root, thrown } from './helpers.js';
 
@@ -41,6 +42,7 @@ const SO = path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so');
 
 /** What applying the default profile to the bare-metal M1 Ultra warns about. */
 const WARNINGS_FORCED = [
+  APPLE9_ABOVE_M1_ULTRA,
   {
     code: 'threadgroup-memory-above-hardware',
     message:
@@ -699,6 +701,7 @@ describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the block
     expect(prepareExec({ profile, command: 'true', args: [], force: true }, 'linux')).toEqual({
       injector: SO,
       resolved: TRUE,
+      profile,
       warnings: WARNINGS_FORCED,
       unpatched: null,
     });
@@ -708,6 +711,7 @@ describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the block
     expect(prepareExec({ profile: resolveProfile('mask-apple5'), command: 'true', args: [] }, 'linux')).toEqual({
       injector: SO,
       resolved: TRUE,
+      profile: resolveProfile('mask-apple5'),
       warnings: [],
       unpatched: null,
     });
@@ -721,6 +725,7 @@ describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the block
     expect(prepareExec({ profile, command: '/bin/sh', args: [], force: true, allowUnpatched: true }, 'darwin')).toEqual({
       injector: SO,
       resolved: '/bin/sh',
+      profile,
       warnings: WARNINGS_FORCED,
       unpatched: null,
     });

@@ -18,10 +18,12 @@ import { predictGates } from '../lib/gates.js';
 import { resolveProfile } from '../lib/profiles.js';
 import { deviceReportFrom } from '../lib/report.js';
 import type { DeviceReport } from '../lib/types.js';
+import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { installFakeCodesign, signedProgram } from './codesign-fake.js';
 import { buildConsumer, cli, describeSim, isSimulatedPlatform, requireSimBuild, root, runCli } from './helpers.js';
 
 const VM = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
+const RUNNER = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'github-macos-14-arm64-runner' };
 let consumer: string;
 
 interface ConsumerDevice {
@@ -68,8 +70,9 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
     expect(plain.maxThreadgroupMemoryLength).toBe(32768);
     const r = runCli(['exec', '--', consumer], VM);
     expect(r.status, r.stderr).toBe(0);
-    // Nothing but the program's own output: it must still parse, and stderr stays empty.
-    expect(r.stderr).toBe('');
+    // Nothing but the program's own output: it must still parse. On stderr one line before the program runs:
+    // cua-release claims Apple9, and the guest's host is an M1 Ultra (Apple7).
+    expect(r.stderr).toBe(`metal-cap-shim: warning: ${APPLE9_ABOVE_M1_ULTRA.message}\n`);
     const patched = JSON.parse(r.stdout)[0] as ConsumerDevice;
     expect(gates(patched)).toEqual([true, true, true]);
     expect(patched.maxThreadgroupMemoryLength).toBe(65536);
@@ -97,6 +100,26 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
     expect(apple7).toEqual({ selector: 'supportsFamily:', family: 1007, calls: 1, stock: 0, given: 1 });
     const tg = trace.trace.find((t: { selector: string }) => t.selector === 'maxThreadgroupMemoryLength');
     expect(tg).toMatchObject({ stock: 32768, given: 65536 });
+  });
+
+  it('--profile host on the simulated macos-14 runner: the M1’s family and name, nothing on stderr, the name in the trace', () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-trace-')), 'trace.json');
+    const r = runCli(['exec', '--profile', 'host', '--trace', file, '--', consumer], RUNNER);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toBe('');
+    const patched = JSON.parse(r.stdout)[0] as ConsumerDevice & { name: string };
+    expect(patched.name).toBe('Apple M1');
+    expect(gates(patched)).toEqual([true, true, true]);
+    expect([1007, 1008].map((f) => patched.families[String(f)])).toEqual([true, false]);
+    expect(patched.maxThreadgroupMemoryLength).toBe(32768);
+    const trace = JSON.parse(readFileSync(file, 'utf8'));
+    expect(trace.trace.find((t: { selector: string }) => t.selector === 'name')).toEqual({
+      selector: 'name',
+      family: null,
+      calls: 1,
+      stock: 'Apple Paravirtual device',
+      given: 'Apple M1',
+    });
   });
 
   it('passes the exit code through', () => {
@@ -487,7 +510,10 @@ describeSim('exec --json', () => {
     const r = runCli(['exec', '--json', '--', consumer], VM);
     expect(r.status).toBe(0);
     expect(JSON.parse(r.stdout)[0].families['1007']).toBe(true);
-    const summary = JSON.parse(r.stderr.trim());
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toBe(`metal-cap-shim: warning: ${APPLE9_ABOVE_M1_ULTRA.message}`);
+    const summary = JSON.parse(lines[1]!);
     expect(summary).toMatchObject({
       schema: 'metal-cap-shim/exec@1',
       exitCode: 0,
@@ -497,6 +523,6 @@ describeSim('exec --json', () => {
       patchedClasses: ['AppleParavirtDevice'],
       injectorErrors: [],
     });
-    expect(summary.warnings.map((w: { code: string }) => w.code)).toEqual(['threadgroup-memory-above-hardware']);
+    expect(summary.warnings.map((w: { code: string }) => w.code)).toEqual(['above-host-family', 'threadgroup-memory-above-hardware']);
   });
 });

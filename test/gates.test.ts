@@ -54,7 +54,7 @@ function device(opts: DeviceOpts = {}): DeviceReport {
 }
 
 function host(osVersion: string | null, extra: Partial<HostInfo> = {}): HostInfo {
-  return { osVersion, osBuild: null, model: 'Mac13,2', isVirtualMachine: false, arch: 'arm64', memoryBytes: null, translated: false, ...extra };
+  return { osVersion, osBuild: null, model: 'Mac13,2', isVirtualMachine: false, arch: 'arm64', memoryBytes: null, translated: false, cpuBrand: null, chip: null, ...extra };
 }
 
 const APPLE_1_5: FamilyName[] = ['apple1', 'apple2', 'apple3', 'apple4', 'apple5'];

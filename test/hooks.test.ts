@@ -74,13 +74,13 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     applyProfile('apple7', { force: true });
     const first = restore();
     expect(first.restored).toBe(true);
-    if (first.restored) expect(first.verification).toEqual({ ok: true, checked: 21 * 2, mismatches: [] });
+    if (first.restored) expect(first.verification).toEqual({ ok: true, checked: 22 * 2, mismatches: [] });
     expect(restore()).toEqual({
       restored: false,
       reason: 'nothing-applied',
       restoredHooks: [],
       conflicts: [],
-      verification: { ok: true, checked: 21 * 2, mismatches: [] },
+      verification: { ok: true, checked: 22 * 2, mismatches: [] },
     });
   });
 

@@ -60,7 +60,7 @@ describeSim('exec injector: profile text from the environment', () => {
 
   it.each([
     ['no text at all', undefined, 'missing or too long'],
-    ['a text longer than the injector keeps', `mcs1;fam=${'5001:0,'.repeat(80)}5001:0`, 'missing or too long'],
+    ['a text longer than the injector keeps', `mcs1;fam=${'5001:0,'.repeat(150)}5001:0`, 'missing or too long'],
     ['another format', 'mcs2;max=1009', "profile text must start with 'mcs1;'"],
     ['a field without a value', 'mcs1;max', "field 'max' has no '='"],
     ['an empty field', 'mcs1;;mode=raise', "field '' has no '='"],
@@ -86,6 +86,13 @@ describeSim('exec injector: profile text from the environment', () => {
     ['a family answer with a sign', 'mcs1;fam=+5001:0', "bad family answer '+5001:0'"],
     ['a family the table does not name', 'mcs1;fam=6000:1', 'unknown family value 6000'],
     ['an unknown field', 'mcs1;max=1009;turbo=1', "unknown field 'turbo'"],
+    ['a name that is not hex', 'mcs1;name=Apple M1', 'name must be printable ASCII as lower-case hex'],
+    ['a name in upper-case hex', 'mcs1;name=4170706C65', 'name must be printable ASCII as lower-case hex'],
+    ['a name of an odd number of hex digits', 'mcs1;name=417', 'name must be 1 to 128 bytes as hex'],
+    ['an empty name', 'mcs1;name=', 'name must be 1 to 128 bytes as hex'],
+    ['a name of 129 bytes', `mcs1;name=${'41'.repeat(129)}`, 'name must be 1 to 128 bytes as hex'],
+    ['a name with a control character', 'mcs1;name=41094d31', 'name must be printable ASCII as lower-case hex'],
+    ['a name with a byte above ASCII', 'mcs1;name=41ff', 'name must be printable ASCII as lower-case hex'],
   ])('%s: nothing installed, the program runs stock, the reason on the status pipe', (_what, text, reason) => {
     const r = injected(text);
     expect(r).toEqual({ status: 0, stdout: stockOutput, stderr: '', statusLines: `error ERR_INVALID_PROFILE ${reason}\n`, pids: 1 });
@@ -102,6 +109,16 @@ describeSim('exec injector: profile text from the environment', () => {
   ])('%s=%i is taken, %i is refused', (field, inside, outside, reason) => {
     expect(injected(`mcs1;${field}=${inside}`).statusLines).toBe(`loaded ${SLICE}\npatched AppleParavirtDevice\n`);
     expect(injected(`mcs1;${field}=${outside}`).statusLines).toBe(`error ERR_INVALID_PROFILE ${reason}\n`);
+  });
+
+  it('a name answers in place of the device’s own: 128 printable bytes are kept whole', () => {
+    const longest = `${'~'.repeat(127)}x`;
+    const hex = (text: string) => Buffer.from(text, 'latin1').toString('hex');
+    for (const name of ['Apple M1', longest]) {
+      const r = injected(`mcs1;name=${hex(name)}`);
+      expect([r.statusLines, r.pids]).toEqual([`loaded ${SLICE}\npatched AppleParavirtDevice\n`, 1]);
+      expect(r.stdout).toBe(stockOutput.replace('"Apple Paravirtual device"', JSON.stringify(name)));
+    }
   });
 
   it('the bare tag with nothing after it is a profile that changes nothing', () => {

@@ -13,7 +13,16 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 const LABEL = 'M1 Ultra, macOS 26.6.1';
 // The simulated guest proves Apple7's features; threadgroup memory stays at the 32768 it reports (no more without force).
-const PROVEN: Profile = { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' };
+// The guest's host is an M1 Ultra, and the live run proves a heap there: its name is part of what was proven.
+const PROVEN: Profile = {
+  name: null,
+  appleFamilyMax: 1007,
+  maxThreadgroupMemoryLength: null,
+  recommendedMaxWorkingSetSize: null,
+  deviceName: 'Apple M1 Ultra',
+  families: {},
+  mode: 'raise',
+};
 
 /** A live report whose doctor run learnt nothing: every probe an error, so no fault and nothing proven. */
 function learntNothing(live: FieldReport): FieldReport {
@@ -21,7 +30,7 @@ function learntNothing(live: FieldReport): FieldReport {
   for (const d of r.doctor!.devices) {
     d.probes = d.probes.map((p) => ({ ...p, status: 'error', judgement: 'unknown' }));
     d.faults = [];
-    d.verifiedProfile = { ...d.verifiedProfile, appleFamilyMax: null, maxThreadgroupMemoryLength: null };
+    d.verifiedProfile = { ...d.verifiedProfile, appleFamilyMax: null, maxThreadgroupMemoryLength: null, deviceName: null };
   }
   return { ...r, generatedAt: '2026-01-01T00:00:00.000Z' };
 }
@@ -48,9 +57,9 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
       provenProfile: PROVEN,
       faults: [{ fault: 'residency-set: fail', reports: 2 }],
     });
-    expect(doctorText(m.rows[0]!.doctor)).toEqual({ proven: 'apple7 (1 of 2 measured)', faults: 'residency-set: fail (2/2)' });
+    expect(doctorText(m.rows[0]!.doctor)).toEqual({ proven: 'Apple7, name "Apple M1 Ultra" (1 of 2 measured)', faults: 'residency-set: fail (2/2)' });
     expect(matrixMarkdown(m).split('\n')[2]).toBe(
-      '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | ✓ verified 1/1; gates: reduction, mm, bfloat | apple7 (1 of 2 measured) | residency-set: fail (2/2) |',
+      '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | ✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, name "Apple M1 Ultra" (1 of 2 measured) | residency-set: fail (2/2) |',
     );
   });
 
@@ -78,9 +87,9 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
     higher.doctor!.devices[0]!.verifiedProfile = { ...PROVEN, name: null, maxThreadgroupMemoryLength: 65536 };
     const lower = structuredClone(live);
     lower.generatedAt = '2026-01-02T00:00:00.000Z';
-    lower.doctor!.devices[0]!.verifiedProfile = { ...PROVEN, name: null, maxThreadgroupMemoryLength: 49152 };
+    lower.doctor!.devices[0]!.verifiedProfile = { ...PROVEN, maxThreadgroupMemoryLength: 49152 };
     const d = buildMatrix([higher, lower]).rows[0]!.doctor;
-    expect(d).toEqual({ reports: 2, measured: 2, provenProfile: { ...PROVEN, name: null, maxThreadgroupMemoryLength: 49152 }, faults: [{ fault: 'residency-set: fail', reports: 2 }] });
-    expect(doctorText(d).proven).toBe('Apple7, tg 49152 (2)');
+    expect(d).toEqual({ reports: 2, measured: 2, provenProfile: { ...PROVEN, maxThreadgroupMemoryLength: 49152 }, faults: [{ fault: 'residency-set: fail', reports: 2 }] });
+    expect(doctorText(d).proven).toBe('Apple7, tg 49152, name "Apple M1 Ultra" (2)');
   });
 });

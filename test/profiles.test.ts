@@ -1,15 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidProfileError } from '../lib/errors.js';
+import { chipFromBrand } from '../lib/chips.js';
 import {
+  bindToHost,
   diffAnswers,
   encodeNativeProfile,
   familyAnswer,
+  familyCeiling,
   isRaise,
+  needsHost,
+  patchedName,
   planProfile,
   predictPatchedDevice,
   profiles,
   resolveProfile,
+  type Profile,
 } from '../lib/profiles.js';
+import type { HostInfo } from '../lib/types.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
 
 describe('profile answers (the TypeScript prediction the native engine is checked against)', () => {
@@ -61,7 +68,7 @@ describe('built-in profiles', () => {
   });
 
   it('the native text is only ever made from a valid profile', () => {
-    expect(encodeNativeProfile(resolveProfile('cua-release'))).toBe('mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=');
+    expect(encodeNativeProfile(resolveProfile('cua-release'))).toBe('mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=;name=-');
     expect(() => encodeNativeProfile({ ...resolveProfile('apple7'), appleFamilyMax: 5000 })).toThrow(InvalidProfileError);
   });
 });
@@ -79,7 +86,7 @@ function thrown(fn: () => unknown): { name: string; code: string; field: string 
 
 const invalid = (field: string | null, message: string) => ({ name: 'InvalidProfileError', code: 'ERR_INVALID_PROFILE', field, message });
 const NOT_A_PROFILE = 'a profile must be a built-in name, a JSON object string, or an object';
-const APPLE_RANGE = (got: string) => `appleFamilyMax must be an MTLGPUFamily value from 1001 (Apple1) to 1010 (Apple10), got ${got}`;
+const APPLE_RANGE = (got: string) => `appleFamilyMax must be an MTLGPUFamily value from 1001 (Apple1) to 1010 (Apple10), or "host" (the host chip's true family), got ${got}`;
 const TG_RANGE = (got: string) =>
   `maxThreadgroupMemoryLength must be a byte count from 1024 to 1048576, a multiple of 16 (e.g. 32768 or 65536), got ${got}`;
 const WSS_RANGE = (got: string) => `recommendedMaxWorkingSetSize must be a whole number of bytes from 67108864 (64 MiB) up, got ${got}`;
@@ -99,6 +106,7 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
       appleFamilyMax: 1007,
       maxThreadgroupMemoryLength: 32768,
       recommendedMaxWorkingSetSize: 17179869184,
+      deviceName: null,
       families: { apple7: true, common1: false, metal3: false },
       mode: 'exact',
     });
@@ -111,6 +119,7 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
       appleFamilyMax: null,
       maxThreadgroupMemoryLength: null,
       recommendedMaxWorkingSetSize: null,
+      deviceName: null,
       families: {},
       mode: 'raise',
     });
@@ -123,6 +132,7 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
       appleFamilyMax: 1005,
       maxThreadgroupMemoryLength: 32768,
       recommendedMaxWorkingSetSize: null,
+      deviceName: null,
       families: { mac1: false, mac2: false, macCatalyst1: false, macCatalyst2: false, metal3: false, metal4: false },
       mode: 'exact',
     });
@@ -137,6 +147,7 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
       appleFamilyMax: 1007,
       maxThreadgroupMemoryLength: null,
       recommendedMaxWorkingSetSize: null,
+      deviceName: null,
       families: { metal3: false },
       mode: 'raise',
     });
@@ -153,7 +164,7 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
 
   it('an unknown name lists the built-ins; a JSON array or an Object.prototype key is no name either', () => {
     const unknown = (name: string) =>
-      invalid(null, `unknown profile '${name}'; built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, or pass a JSON object`);
+      invalid(null, `unknown profile '${name}'; built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object`);
     expect(thrown(() => resolveProfile('apple99'))).toEqual(unknown('apple99'));
     expect(thrown(() => resolveProfile(' toString '))).toEqual(unknown(' toString '));
     expect(thrown(() => resolveProfile('[1009]'))).toEqual(unknown('[1009]'));
@@ -170,13 +181,13 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
 
   it('a JSON string is validated like an object: an unknown field is named', () => {
     expect(thrown(() => resolveProfile('{"a": 1}'))).toEqual(
-      invalid('a', "unknown profile field 'a'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, families, mode"),
+      invalid('a', "unknown profile field 'a'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, deviceName, families, mode"),
     );
   });
 
   it('an unknown field is named, with the list of fields', () => {
     expect(thrown(() => resolveProfile({ appleFamilyMax: 1009, turbo: true }))).toEqual(
-      invalid('turbo', "unknown profile field 'turbo'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, families, mode"),
+      invalid('turbo', "unknown profile field 'turbo'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, deviceName, families, mode"),
     );
   });
 
@@ -296,7 +307,7 @@ describe('resolveProfile: families and mode', () => {
 
 describe('resolveProfile: a resolved profile coming back (status(), a field report)', () => {
   it('is re-validated, and its nulls mean "leave alone"', () => {
-    const back = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, families: {}, mode: 'raise' };
+    const back = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, deviceName: null, families: {}, mode: 'raise' };
     expect(resolveProfile(back)).toEqual(back);
     expect(thrown(() => resolveProfile({ ...back, appleFamilyMax: 1011 })).field).toBe('appleFamilyMax');
   });
@@ -404,6 +415,7 @@ describe('diffAnswers, planProfile and isRaise', () => {
     const [intel, amd] = before;
     // The Intel GPU reported under index 1: no device has both, so position 1 (the AMD GPU) is its match.
     expect(diffAnswers(before, [intel!, { ...intel!, index: 1 }])).toEqual([
+      { device: 1, className: intel!.className, field: 'name', from: amd!.name, to: intel!.name },
       { device: 1, className: intel!.className, field: 'recommendedMaxWorkingSetSize', from: amd!.recommendedMaxWorkingSetSize, to: intel!.recommendedMaxWorkingSetSize },
     ]);
     // The AMD GPU reported under index 0, at position 1: again position 1, which is itself.
@@ -438,15 +450,180 @@ describe('diffAnswers, planProfile and isRaise', () => {
       ].map(isRaise),
     ).toEqual([true, false, false, false, true, false, false, false, false, false, false]);
   });
+
+  it('isRaise: another name is a claim, whatever the names are', () => {
+    const named = (from: string, to: string) => ({ device: 0, className: 'X', field: 'name', from, to });
+    expect([named('Apple Paravirtual device', 'Apple M1'), named('Apple M4 Max', 'Apple M1')].map(isRaise)).toEqual([true, true]);
+  });
+
+  it('diffAnswers: the name first, then the families and sizes', () => {
+    const stock = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock')).devices[0]!;
+    expect(diffAnswers([stock], [{ ...stock, name: 'Apple M1 Ultra', maxThreadgroupMemoryLength: 65536 }])).toEqual([
+      { device: 0, className: 'AppleParavirtDevice', field: 'name', from: 'Apple Paravirtual device', to: 'Apple M1 Ultra' },
+      { device: 0, className: 'AppleParavirtDevice', field: 'maxThreadgroupMemoryLength', from: 32768, to: 65536 },
+    ]);
+  });
+});
+
+describe('deviceName', () => {
+  const NAME_RULE =
+    'deviceName must be 1 to 128 printable ASCII characters without leading or trailing spaces (e.g. "Apple M1"), or "host" (the host chip\'s name), got ';
+
+  it('accepts 1 to 128 printable ASCII characters, and "host"', () => {
+    for (const name of ['X', 'Apple M1 Ultra', '~'.repeat(128), ' !"#$%&\'()*+,-./09:;<=>?@AZ[\\]^_`az{|}~'.trim(), 'host']) {
+      expect(resolveProfile({ deviceName: name }).deviceName).toBe(name);
+    }
+    expect(resolveProfile({}).deviceName).toBeNull();
+    expect(resolveProfile({ deviceName: null }).deviceName).toBeNull();
+  });
+
+  it.each([
+    ['empty', ''],
+    ['129 characters', 'x'.repeat(129)],
+    ['a leading space', ' Apple M1'],
+    ['a trailing space', 'Apple M1 '],
+    ['spaces only', '   '],
+    ['a newline', 'Apple\nM1'],
+    ['a tab', 'Apple\tM1'],
+    ['DEL', 'Apple\u007f'],
+    ['non-ASCII', 'Äpple M1'],
+    ['a number', 1007],
+    ['an object', { name: 'Apple M1' }],
+  ])('rejects %s, naming the field', (_what, value) => {
+    expect(thrown(() => resolveProfile({ deviceName: value as string }))).toEqual(invalid('deviceName', `${NAME_RULE}${JSON.stringify(value)}`));
+  });
+
+  it('a JSON profile with a name reads back as the same profile', () => {
+    const p = resolveProfile('{"appleFamilyMax":1007,"deviceName":"Apple M1"}');
+    expect(p).toEqual({ ...resolveProfile('apple7'), name: null, deviceName: 'Apple M1' });
+    expect(resolveProfile(JSON.stringify(p))).toEqual(p);
+  });
+
+  it('the name is part of the settings: a built-in name on a profile with a name is dropped', () => {
+    expect(resolveProfile({ ...resolveProfile('apple7'), deviceName: 'Apple M1' }).name).toBeNull();
+  });
+
+  it('predictPatchedDevice answers the name on every device; null leaves each device’s own', () => {
+    const two = reportFromSnapshot(loadSnapshot('macbookpro16-intel-amd-two-gpus'), { allDevices: true }).devices;
+    expect(two.map((d) => predictPatchedDevice(d, resolveProfile({ deviceName: 'Apple M1' })).name)).toEqual(['Apple M1', 'Apple M1']);
+    expect(two.map((d) => predictPatchedDevice(d, resolveProfile({})).name)).toEqual(['Intel(R) UHD Graphics 630', 'AMD Radeon Pro 5500M']);
+  });
+});
+
+describe('the host profile and "host" values, bound to a host', () => {
+  const host = (cpuBrand: string | null): HostInfo => ({
+    osVersion: '14.5',
+    osBuild: null,
+    model: 'VirtualMac2,1',
+    isVirtualMachine: true,
+    arch: 'arm64',
+    memoryBytes: null,
+    translated: false,
+    cpuBrand,
+    chip: chipFromBrand(cpuBrand),
+  });
+  const HOST = resolveProfile('host');
+
+  it('is built in: the host chip’s family and name, threadgroup memory left alone', () => {
+    expect(HOST).toEqual({
+      name: 'host',
+      appleFamilyMax: 'host',
+      maxThreadgroupMemoryLength: null,
+      recommendedMaxWorkingSetSize: null,
+      deviceName: 'host',
+      families: {},
+      mode: 'raise',
+    });
+    expect(resolveProfile({ appleFamilyMax: 'host' }).appleFamilyMax).toBe('host');
+    expect(resolveProfile(JSON.stringify(HOST))).toEqual(HOST);
+  });
+
+  it('on an M1 host: Apple7 and "Apple M1"; an M2 Max: Apple8 and its name; an M5: Apple10', () => {
+    expect(bindToHost(HOST, host('Apple M1 (Virtual)'))).toEqual({ ok: true, profile: { ...HOST, appleFamilyMax: 1007, deviceName: 'Apple M1' } });
+    expect(bindToHost(HOST, host('Apple M2 Max (Virtual)'))).toEqual({ ok: true, profile: { ...HOST, appleFamilyMax: 1008, deviceName: 'Apple M2 Max' } });
+    expect(bindToHost(HOST, host('Apple M5'))).toEqual({ ok: true, profile: { ...HOST, appleFamilyMax: 1010, deviceName: 'Apple M5' } });
+  });
+
+  it('each "host" value is bound on its own; a profile without one comes back as it is', () => {
+    const m3 = host('Apple M3 Pro (Virtual)');
+    expect(bindToHost(resolveProfile({ appleFamilyMax: 'host', maxThreadgroupMemoryLength: 65536 }), m3)).toEqual({
+      ok: true,
+      profile: resolveProfile({ appleFamilyMax: 1009, maxThreadgroupMemoryLength: 65536 }),
+    });
+    expect(bindToHost(resolveProfile({ appleFamilyMax: 1007, deviceName: 'host' }), m3)).toEqual({
+      ok: true,
+      profile: resolveProfile({ appleFamilyMax: 1007, deviceName: 'Apple M3 Pro' }),
+    });
+    const plain = resolveProfile('cua-release');
+    expect(bindToHost(plain, null)).toEqual({ ok: true, profile: plain });
+    expect([needsHost(HOST), needsHost(plain), needsHost(resolveProfile({ deviceName: 'host' }))]).toEqual([true, false, true]);
+  });
+
+  it('an unknown chip is host-unknown, never a guess: no brand, an Intel brand, a chip not in the table', () => {
+    const unknown = (why: string, label = 'host') => ({
+      ok: false,
+      reason: 'host-unknown',
+      detail: `${label} claims the host chip’s own answers, but this host’s chip is unknown (${why}), so nothing is claimed rather than a guess`,
+    });
+    expect(bindToHost(HOST, host(null))).toEqual(unknown('it reports no machdep.cpu.brand_string'));
+    expect(bindToHost(HOST, null)).toEqual(unknown('it reports no machdep.cpu.brand_string'));
+    expect(bindToHost(resolveProfile({ deviceName: 'host' }), host('Intel(R) Core(TM) i7-9750H CPU @ 2.60GHz'))).toEqual(
+      unknown('machdep.cpu.brand_string "Intel(R) Core(TM) i7-9750H CPU @ 2.60GHz" names no Apple chip', 'the profile'),
+    );
+    expect(bindToHost(HOST, host('Apple M9 (Virtual)'))).toEqual({
+      ok: false,
+      reason: 'host-unknown',
+      detail: 'host claims the host chip’s true Apple family, but Apple M9 is not in the chip table (lib/chips.ts), so nothing is claimed rather than a guess',
+    });
+    // The name alone needs only the chip's name.
+    expect(bindToHost(resolveProfile({ deviceName: 'host' }), host('Apple M9 (Virtual)'))).toEqual({
+      ok: true,
+      profile: resolveProfile({ deviceName: 'Apple M9' }),
+    });
+  });
+
+  it('an unbound "host" value is never predicted or encoded: a typed error says to bind it first', () => {
+    const device = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock')).devices[0]!;
+    const unboundError = (field: string) =>
+      invalid(field, `${field} is "host": bind the profile to a host (bindToHost) before it is predicted or installed`);
+    expect(thrown(() => predictPatchedDevice(device, HOST))).toEqual(unboundError('appleFamilyMax'));
+    expect(thrown(() => encodeNativeProfile(HOST))).toEqual(unboundError('appleFamilyMax'));
+    expect(thrown(() => patchedName(resolveProfile({ deviceName: 'host' })))).toEqual(unboundError('deviceName'));
+    expect(thrown(() => encodeNativeProfile(resolveProfile({ deviceName: 'host' })))).toEqual(unboundError('deviceName'));
+    expect(familyCeiling(resolveProfile('apple7'))).toBe(1007);
+    expect(patchedName(resolveProfile({ deviceName: 'Apple M1' }))).toBe('Apple M1');
+  });
+
+  it('bound, it predicts the chip’s family and name over the paravirtual device’s answers', () => {
+    const device = reportFromSnapshot(loadSnapshot('github-macos-14-arm64-runner')).devices[0]!;
+    const bound = bindToHost(HOST, host('Apple M1 (Virtual)')) as { ok: true; profile: Profile };
+    const patched = predictPatchedDevice(device, bound.profile);
+    expect([patched.name, patched.highestAppleFamily, patched.maxThreadgroupMemoryLength]).toEqual([
+      'Apple M1',
+      { value: 1007, name: 'apple7' },
+      32768,
+    ]);
+  });
+});
+
+describe('encodeNativeProfile: the name', () => {
+  it('as lower-case hex of its bytes, every byte of a 128-character name', () => {
+    expect(encodeNativeProfile(resolveProfile({ deviceName: 'Apple M1' }))).toBe(
+      'mcs1;max=-;tg=-;wss=-;mode=raise;trace=0;fam=;name=4170706c65204d31',
+    );
+    expect(encodeNativeProfile(resolveProfile({ deviceName: ' ~'.trim().padEnd(128, '~') }))).toBe(
+      `mcs1;max=-;tg=-;wss=-;mode=raise;trace=0;fam=;name=${'7e'.repeat(128)}`,
+    );
+  });
 });
 
 describe('encodeNativeProfile', () => {
   it('writes every field, families in MTLGPUFamily order, the trace flag as asked', () => {
     expect(encodeNativeProfile(resolveProfile('mask-apple5'))).toBe(
-      'mcs1;max=1005;tg=32768;wss=-;mode=exact;trace=0;fam=2001:0,2002:0,4001:0,4002:0,5001:0,5002:0',
+      'mcs1;max=1005;tg=32768;wss=-;mode=exact;trace=0;fam=2001:0,2002:0,4001:0,4002:0,5001:0,5002:0;name=-',
     );
     expect(encodeNativeProfile(resolveProfile({ recommendedMaxWorkingSetSize: 2 ** 34, families: { metal3: false, apple7: true } }), { trace: true })).toBe(
-      'mcs1;max=-;tg=-;wss=17179869184;mode=raise;trace=1;fam=1007:1,5001:0',
+      'mcs1;max=-;tg=-;wss=17179869184;mode=raise;trace=1;fam=1007:1,5001:0;name=-',
     );
   });
 });

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
+import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { describeSim, dist, requireSimBuild, runNode } from './helpers.js';
 
 const register = path.join(dist, 'register.js');
@@ -18,11 +19,23 @@ function run(env: NodeJS.ProcessEnv, preload = ['--import', register]) {
 describeSim('metal-cap-shim/register', () => {
   beforeAll(requireSimBuild);
 
-  it('applies cua-release by default inside a VM', () => {
+  it('applies cua-release by default inside a VM, with one line on stderr: it claims Apple9 on an M1 Ultra (Apple7)', () => {
     const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: '' });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ active: true, profile: { name: 'cua-release' }, apple9: true, tg: 65536 });
-    expect(r.stderr).toBe('');
+    expect(r.stderr.split('\n')[0]).toBe(
+      `(node:${r.pid}) [METAL_CAP_SHIM_ABOVE_HOST_FAMILY] Warning: metal-cap-shim/register: ${APPLE9_ABOVE_M1_ULTRA.message}`,
+    );
+    expect(r.stderr.split('\n').filter((line) => line.includes('metal-cap-shim'))).toHaveLength(1);
+  });
+
+  it('a profile within the host’s family applies without a word', () => {
+    for (const profile of ['apple7', 'host']) {
+      const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: profile });
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ active: true, profile: { name: profile }, apple9: false, tg: 32768 });
+      expect(r.stderr).toBe('');
+    }
   });
 
   it('applies a profile named in METAL_CAP_SHIM_PROFILE', () => {
@@ -57,7 +70,7 @@ describeSim('metal-cap-shim/register', () => {
     // The simulated Metal writes its call counters to this file when the process exits.
     const calls = (snapshot: string) => {
       const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-calls-')), 'calls.json');
-      const r = runNode('', { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot, METAL_CAP_SHIM_PROFILE: '', METAL_CAP_SHIM_SIM_COUNTS_FILE: file }, [
+      const r = runNode('', { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot, METAL_CAP_SHIM_PROFILE: 'apple7', METAL_CAP_SHIM_SIM_COUNTS_FILE: file }, [
         '--import',
         register,
       ]);

@@ -8,6 +8,7 @@ import { afterEach, beforeAll, expect, it } from 'vitest';
 import { applyProfile, restore, status } from '../lib/apply.js';
 import { resolveProfile } from '../lib/profiles.js';
 import { registerFromEnvironment } from '../lib/registration.js';
+import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 describeSim('kern.hv_vmm_present = 1 alone', () => {
@@ -23,6 +24,7 @@ describeSim('kern.hv_vmm_present = 1 alone', () => {
         applied: true,
         profile: resolveProfile('cua-release'),
         warnings: [
+          APPLE9_ABOVE_M1_ULTRA,
           {
             code: 'threadgroup-memory-above-hardware',
             message:

@@ -26,6 +26,8 @@ describeSim('registerFromEnvironment on bare metal', () => {
         arch: 'arm64',
         memoryBytes: 68719476736,
         translated: false,
+        cpuBrand: 'Apple M1 Ultra',
+        chip: 'Apple M1 Ultra',
       },
     });
     expect(fixture.deviceCalls()).toEqual({ MTLCreateSystemDefaultDevice: 0, MTLCopyAllDevices: 0 });

@@ -164,6 +164,68 @@ describe('snapshot validation', () => {
     expectInvalid(noProvenance, 'host.provenance.memoryBytes');
   });
 
+  it('host.cpuBrand and host.chip: both required, each with its provenance; the chip is what the brand names', () => {
+    const valid = stock();
+    expect([validateSnapshot(valid, 'test').host.cpuBrand, valid.host.chip]).toEqual(['Apple M1 Ultra (Virtual)', 'Apple M1 Ultra']);
+    for (const field of ['cpuBrand', 'chip']) {
+      const missing = stock();
+      delete missing.host[field];
+      expectInvalid(missing, `host.${field}`);
+      const noProvenance = stock();
+      delete noProvenance.host.provenance[field];
+      expectInvalid(noProvenance, `host.provenance.${field}`);
+      const wrongType = stock();
+      wrongType.host[field] = 7;
+      expectInvalid(wrongType, `host.${field}`);
+    }
+    // Another chip than the brand names, or a chip where the brand names none.
+    const other = stock();
+    other.host.chip = 'Apple M1';
+    expect(thrown(() => validateSnapshot(other, 'test'))).toMatchObject({
+      field: 'host.chip',
+      message: 'test: host.chip must be "Apple M1 Ultra", the chip cpuBrand "Apple M1 Ultra (Virtual)" names; see snapshots/README.md for the format',
+    });
+    const intel = stock();
+    intel.host.cpuBrand = 'Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz';
+    expectInvalid(intel, 'host.chip');
+    intel.host.chip = null;
+    intel.host.provenance.chip = 'unrecorded';
+    expect(validateSnapshot(intel, 'test').host.chip).toBeNull();
+    // Without a brand string, a chip from a source of its own, if it is a chip name.
+    const chipOnly = stock();
+    chipOnly.host.cpuBrand = null;
+    chipOnly.host.provenance.cpuBrand = 'unrecorded';
+    expect(validateSnapshot(chipOnly, 'test').host.chip).toBe('Apple M1 Ultra');
+    chipOnly.host.chip = 'M1 Ultra';
+    expectInvalid(chipOnly, 'host.chip');
+    chipOnly.host.chip = 'Apple M1 Ultra (Virtual)';
+    expectInvalid(chipOnly, 'host.chip');
+  });
+
+  it('a report’s brand string and chip are recorded with the rest of the host', () => {
+    const report = reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal'));
+    const snap = snapshotFromReport(report, { id: 'm1', title: 'M1', recorded: '2026-02-03', describe: 'by hand', where: 'test' });
+    expect([snap.host.cpuBrand, snap.host.chip, snap.host.provenance.cpuBrand, snap.host.provenance.chip]).toEqual([
+      'Apple M1 Ultra',
+      'Apple M1 Ultra',
+      'recording',
+      'recording',
+    ]);
+  });
+
+  it('a bundled snapshot records the chip only where a source gives it', () => {
+    const chips = listSnapshots().map((id) => {
+      const h = loadSnapshot(id).host;
+      return [id, h.cpuBrand, h.chip, h.provenance.cpuBrand, h.provenance.chip];
+    });
+    expect(chips).toEqual([
+      ['github-macos-14-arm64-runner', 'Apple M1 (Virtual)', 'Apple M1', 'runner-brand', 'runner-brand'],
+      ['m1-ultra-bare-metal', 'Apple M1 Ultra', 'Apple M1 Ultra', 'm1-ultra-brand', 'm1-ultra-brand'],
+      ['macbookpro16-intel-amd-two-gpus', null, null, 'unrecorded', 'unrecorded'],
+      ['vz-guest-m1-ultra-tahoe-stock', 'Apple M1 Ultra (Virtual)', 'Apple M1 Ultra', 'm1-ultra-guest-brand', 'cua-setup'],
+    ]);
+  });
+
   it('simulation.defaultObjectClass: a class name no device has, on the default device only', () => {
     const ok = stock();
     ok.devices[0].simulation = { methodsOnConcreteClass: false, defaultObjectClass: 'MTLDebugDevice' };
@@ -736,6 +798,8 @@ describe('a snapshot from a probe report', () => {
         arch: 'x86_64',
         memoryBytes: null,
         translated: false,
+        cpuBrand: null,
+        chip: null,
         provenance: {
           platform: 'recording',
           osVersion: 'recording',
@@ -745,6 +809,8 @@ describe('a snapshot from a probe report', () => {
           arch: 'recording',
           memoryBytes: 'unrecorded',
           translated: 'recording',
+          cpuBrand: 'unrecorded',
+          chip: 'unrecorded',
         },
       },
       defaultDevice: 1,

@@ -104,6 +104,9 @@ describeSim('static destructors in the native engine', () => {
       'inject.mm: [[clang::no_destroy]] std::mutex gPatchMutex',
       'profile.mm: [[clang::no_destroy]] std::mutex gRetiredMutex',
       'profile.mm: [[clang::no_destroy]] std::vector<std::unique_ptr<Profile>> gRetired',
+      'profile.mm: [[clang::no_destroy]] std::mutex gNameTraceMutex',
+      'profile.mm: [[clang::no_destroy]] std::string gNameStock',
+      'profile.mm: [[clang::no_destroy]] std::string gNameGiven',
       'swizzle.mm: [[clang::no_destroy]] std::mutex gInstallMutex',
     ]);
     for (const site of sites) {

@@ -20,6 +20,9 @@ export interface NativeDevice {
   architecture: string | null;
 }
 
+/** The host facts the addon reads; `chip` is parsed from `cpuBrand` in TypeScript (lib/chips.ts). */
+export type NativeHostFacts = Omit<HostInfo, 'chip'>;
+
 /** What host() reads: no Metal device is created for it. */
 export interface NativeHost {
   /** `darwin` for real Metal, `simulated` for the Linux test build. */
@@ -27,7 +30,7 @@ export interface NativeHost {
   snapshot: string | null;
   /** Simulated build: the platform recorded in the snapshot. */
   recordedPlatform: string | null;
-  host: HostInfo;
+  host: NativeHostFacts;
 }
 
 export interface NativeProbe extends NativeHost {
@@ -67,8 +70,9 @@ export interface NativeTraceRow {
   selector: string;
   family: number | null;
   calls: number;
-  stock: number;
-  given: number;
+  /** `name`: the last names answered stock and given; the other selectors: numbers. */
+  stock: number | string;
+  given: number | string;
 }
 
 /** Options of `doctor()`; lib/ validates them. */

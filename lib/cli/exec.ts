@@ -55,8 +55,11 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     const notice = values.quiet === true ? () => {} : err;
     const prepared = prepareExec(options);
     if (prepared.unpatched !== null) notice(`metal-cap-shim: ${prepared.unpatched}`);
+    // Said once, before the program runs: the other warnings are in the --json summary.
+    for (const w of prepared.warnings) if (w.code === 'above-host-family') err(`metal-cap-shim: warning: ${w.message}`);
+    const run = prepared.injector === null ? options : { ...options, profile: prepared.profile };
     // The file prepareExec checked is the file that runs: PATH is not searched again.
-    const outcome = await runWithInjector({ ...options, program: prepared.resolved }, prepared.injector, prepared.warnings);
+    const outcome = await runWithInjector({ ...run, program: prepared.resolved }, prepared.injector, prepared.warnings);
     // The program owns stdout; the summary for scripts goes to stderr, after it has finished.
     if (values.json) err(JSON.stringify({ schema: 'metal-cap-shim/exec@1', command: options.command, ...outcome }));
     if (!outcome.injectorLoaded && prepared.injector !== null) {

@@ -11,7 +11,7 @@ import { stockReport } from '../probe.js';
 import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../profiles.js';
 import type { SupportedReport } from '../types.js';
 import { cacheKeyFor, doctorCacheDir, readCache } from './cache.js';
-import { leastProfile } from './derive.js';
+import { capToHostFamily, leastProfile } from './derive.js';
 import { AUTO_PROBES, checkDoctorOptions } from './options.js';
 import { runDoctorLive } from './run.js';
 import type { Recommendation } from './types.js';
@@ -59,7 +59,7 @@ function autoProfileFor(
   if (lookups.every((l) => l.entry !== null)) {
     const devices = lookups.map((l) => l.entry!.result);
     return {
-      profile: leastProfile(devices.map((d) => d.verifiedProfile)),
+      profile: capToHostFamily(leastProfile(devices.map((d) => d.verifiedProfile)), stock.host),
       auto: { from: 'cache', files: lookups.map((l) => l.file), ignored, cacheError: null, recommendations: devices.flatMap((d) => d.recommendations) },
     };
   }
@@ -71,7 +71,7 @@ function autoProfileFor(
     }),
   );
   return {
-    profile: leastProfile(report.devices.map((d) => d.verifiedProfile)),
+    profile: capToHostFamily(leastProfile(report.devices.map((d) => d.verifiedProfile)), stock.host),
     auto: {
       from: 'doctor',
       files: report.cache?.written ?? [],

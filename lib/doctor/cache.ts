@@ -29,7 +29,8 @@ export interface DoctorCacheKey {
   source: string;
   /** The simulated build's snapshot; null on a Mac. */
   snapshot: string | null;
-  host: { model: string | null; osVersion: string | null; osBuild: string | null; arch: string | null };
+  /** `chip` too: a guest image moved to another host keeps its model and OS build, but not its host's chip. */
+  host: { model: string | null; osVersion: string | null; osBuild: string | null; arch: string | null; chip: string | null };
   /** Position, name and class: registry IDs are left out because they need not survive a reboot. */
   device: { index: number; name: string; className: string };
 }
@@ -102,7 +103,7 @@ export function cacheKeyFor(report: SupportedReport, device: DeviceReport): Doct
     packageVersion: packageVersion(),
     source: report.source,
     snapshot: report.snapshot,
-    host: { model: h.model, osVersion: h.osVersion, osBuild: h.osBuild, arch: h.arch },
+    host: { model: h.model, osVersion: h.osVersion, osBuild: h.osBuild, arch: h.arch, chip: h.chip },
     device: { index: device.index, name: device.name, className: device.className },
   };
 }

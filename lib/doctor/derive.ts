@@ -2,9 +2,18 @@
  * From judged probes to decisions: the verified profile (the least profile that turns on what was proven) and the
  * engine settings that avoid the faults found. Pure functions of a device's stock answers and its probes.
  */
-import { FAMILY_VALUES, familyLabel } from '../families.js';
+import { chipFamily } from '../chips.js';
+import { FAMILY_VALUES, familyLabel, familyNameOf } from '../families.js';
 import { predictGates } from '../gates.js';
-import { APPLE_GPU_THREADGROUP_MEMORY, predictPatchedDevice, profiles, resolveProfile, type Profile, type ProfileSpec } from '../profiles.js';
+import {
+  APPLE_GPU_THREADGROUP_MEMORY,
+  familyCeiling,
+  predictPatchedDevice,
+  profiles,
+  resolveProfile,
+  type Profile,
+  type ProfileSpec,
+} from '../profiles.js';
 import type { DeviceReport, HostInfo } from '../types.js';
 import { differencesOf, faultsOf } from './judge.js';
 import type { DoctorProbeId } from './probes.js';
@@ -41,6 +50,7 @@ function builtinNameOf(profile: Profile): string | null {
       p.appleFamilyMax === profile.appleFamilyMax &&
       p.maxThreadgroupMemoryLength === profile.maxThreadgroupMemoryLength &&
       p.recommendedMaxWorkingSetSize === profile.recommendedMaxWorkingSetSize &&
+      p.deviceName === profile.deviceName &&
       p.mode === profile.mode &&
       JSON.stringify(p.families) === families
     ) {
@@ -60,18 +70,43 @@ function alreadyAnswered(stock: DeviceReport, family: keyof typeof FAMILY_VALUES
 }
 
 /**
+ * The name choice of a verified profile: the host chip's name when a heap was proven (MLX skips its heap only on the
+ * paravirtual device's name, so the name turns that path on), otherwise the name left alone, with why.
+ */
+function nameChoice(stock: DeviceReport, probes: DoctorProbe[], host: HostInfo | null): { deviceName?: string; reason: string } {
+  const chip = host?.chip ?? null;
+  if (chip === null) {
+    const brand = host?.cpuBrand ?? null;
+    return { reason: `name left as the device reports it: the host's chip is unknown (${brand === null ? 'no brand string' : `brand string ${JSON.stringify(brand)}`})` };
+  }
+  if (stock.name === chip) return { reason: `name left as the device reports it: it already is ${JSON.stringify(chip)}` };
+  if (!proven(probes, 'heap')) {
+    return {
+      reason: `name left as the device reports it: with the host chip's name MLX would create its buffer heap, which it skips on "Apple Paravirtual device", and no heap was proven here (${statusText(probes, 'heap')})`,
+    };
+  }
+  return {
+    deviceName: chip,
+    reason: `name ${JSON.stringify(chip)}, the host's chip: a heap was created, a buffer placed in it and a compute pass wrote and read it back, so MLX's heap path (which the name turns on) was proven; engines that tune by chip tune for ${chip}`,
+  };
+}
+
+/**
  * The least profile that turns on what was proven on this device, and one line per choice. With llama.cpp's gates:
  * SIMD-group reduction and matrix proven → Apple7 (both gates need it); otherwise bfloat proven → Apple6 (its
- * bfloat rule); threadgroup memory raised only to the proven size; Metal3 only when a residency set worked (and
- * the reduction and bfloat paths Metal3 also turns on in llama.cpp were proven). `under`: the candidate profile's name
- * and the threadgroup memory the device reported under it, when the probes also ran there. Without `force`, threadgroup
- * memory is never raised above 32768 bytes (APPLE_GPU_THREADGROUP_MEMORY: no Apple GPU has more), whatever was proven.
+ * bfloat rule); never above the host chip's true family when `host` names a known chip; threadgroup memory raised
+ * only to the proven size; Metal3 only when a residency set worked (and the reduction and bfloat paths Metal3 also
+ * turns on in llama.cpp were proven); the host chip's name only when a heap was proven. `under`: the candidate
+ * profile's name and the threadgroup memory the device reported under it, when the probes also ran there. Without
+ * `force`, threadgroup memory is never raised above 32768 bytes (APPLE_GPU_THREADGROUP_MEMORY: no Apple GPU has
+ * more), whatever was proven.
  */
 export function deriveVerifiedProfile(
   stock: DeviceReport,
   probes: DoctorProbe[],
   under?: { candidate: string; reported: number | null },
   force = false,
+  host: HostInfo | null = null,
 ): { profile: Profile; reasons: string[] } {
   const spec: ProfileSpec = { mode: 'raise' };
   const reasons: string[] = [];
@@ -93,6 +128,14 @@ export function deriveVerifiedProfile(
   } else {
     reasons.push(
       `no Apple family raised: nothing an Apple family gates was proven (${statusText(probes, 'simdgroup-reduction')}, ${statusText(probes, 'simdgroup-matrix')}, ${statusText(probes, 'bfloat')})`,
+    );
+  }
+  const trueFamily = chipFamily(host?.chip ?? null);
+  const proposed = spec.appleFamilyMax;
+  if (typeof proposed === 'number' && trueFamily !== null && proposed > trueFamily) {
+    spec.appleFamilyMax = trueFamily;
+    reasons.push(
+      `capped at ${familyLabel(familyNameOf(trueFamily)!)}, the true family of this host's ${host!.chip}: nothing above the GPU doing the work is claimed`,
     );
   }
 
@@ -134,24 +177,41 @@ export function deriveVerifiedProfile(
     spec.families = { metal3: true };
     reasons.push('Metal3: a residency set was created and used, and the reduction and bfloat paths Metal3 turns on in llama.cpp were proven');
   }
+  const name = nameChoice(stock, probes, host);
+  if (name.deviceName !== undefined) spec.deviceName = name.deviceName;
+  reasons.push(name.reason);
   return { profile: finish(spec), reasons };
 }
 
 /**
+ * `profile` with its Apple family ceiling no higher than the host chip's true family; as it is where the chip is
+ * unknown. `auto` applies it to whatever it found (a cache file included), so it never claims a newer GPU than the
+ * host's.
+ */
+export function capToHostFamily(profile: Profile, host: HostInfo | null): Profile {
+  const trueFamily = chipFamily(host?.chip ?? null);
+  const ceiling = familyCeiling(profile);
+  if (trueFamily === null || ceiling === null || ceiling <= trueFamily) return profile;
+  return finish({ ...profile, appleFamilyMax: trueFamily });
+}
+
+/**
  * The least of several verified profiles (one per device, or per report): the lowest Apple family ceiling, the
- * smallest threadgroup memory, Metal3 only when every one advertises it. A field one of them leaves alone (null) is
- * left alone.
+ * smallest threadgroup memory, Metal3 only when every one advertises it, a name only when every one answers the same.
+ * A field one of them leaves alone (null) is left alone.
  */
 export function leastProfile(list: Profile[]): Profile {
   if (list.length === 0) return finish({ mode: 'raise' });
   if (list.length === 1) return finish(list[0]!);
   const min = (values: (number | null)[]) => (values.some((v) => v === null) ? undefined : Math.min(...(values as number[])));
   const spec: ProfileSpec = { mode: 'raise' };
-  const family = min(list.map((p) => p.appleFamilyMax));
+  const family = min(list.map(familyCeiling));
   const tg = min(list.map((p) => p.maxThreadgroupMemoryLength));
   if (family !== undefined) spec.appleFamilyMax = family;
   if (tg !== undefined) spec.maxThreadgroupMemoryLength = tg;
   if (list.every((p) => p.families.metal3 === true)) spec.families = { metal3: true };
+  const name = list[0]!.deviceName;
+  if (name !== null && list.every((p) => p.deviceName === name)) spec.deviceName = name;
   return finish(spec);
 }
 
@@ -208,6 +268,14 @@ export function recommendationsFor(
       why: `${evidence(residency)}. MLX creates residency sets when the device answers Metal3 on macOS 15+, and throws when that fails; it has no switch of its own for this`,
     });
   }
+  const heap = probeOf(probes, 'heap');
+  if (heap?.judgement === 'faulty') {
+    out.push({
+      engine: 'mlx',
+      setting: 'leave the device name alone (no deviceName in the profile)',
+      why: `${evidence(heap)}. MLX places small buffers in a 1 MiB heap, and skips it only when the device is named exactly "Apple Paravirtual device"; with that name left in place it allocates them one by one`,
+    });
+  }
   return out;
 }
 
@@ -225,7 +293,7 @@ export function assessDevice(
   force = false,
 ): DoctorDevice {
   const under = patched === null ? undefined : { candidate, reported: patched.maxThreadgroupMemoryLength };
-  const { profile, reasons } = deriveVerifiedProfile(stock, probes, under, force);
+  const { profile, reasons } = deriveVerifiedProfile(stock, probes, under, force, host);
   return {
     index: stock.index,
     isDefault: stock.isDefault,

@@ -77,6 +77,8 @@ export const PROBE_GATING_FAMILIES: Readonly<Record<DoctorProbeId, readonly Fami
   'threadgroup-memory': [],
   'nocopy-mmap': [],
   'residency-set': ['metal3'],
+  // MTLHeap is not gated by a family in MLX: it makes its heap on every device but one named "Apple Paravirtual device".
+  heap: [],
 });
 
 /** Per-probe deadline of the GPU's work (dispatch + completion), and separately of compiling: default and bounds, in milliseconds. */

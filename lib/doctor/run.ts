@@ -7,7 +7,7 @@ import { applyProfile, refusalFor, restore } from '../apply.js';
 import { InvalidOptionsError, ProfileActiveError } from '../errors.js';
 import { loadNative, packageVersion } from '../native.js';
 import { stockReport } from '../probe.js';
-import { planProfile } from '../profiles.js';
+import { bindToHost, planProfile } from '../profiles.js';
 import { hostOf } from '../report.js';
 import type { CapabilityReport, DeviceReport, HostInfo, SupportedReport, UnsupportedReason } from '../types.js';
 import type { NativeBinding, NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
@@ -71,7 +71,9 @@ function unsupported(o: CheckedDoctorOptions, generatedAt: string, reason: Unsup
 function whyNoPatchedRun(o: CheckedDoctorOptions, stock: CapabilityReport): string | null {
   if (!o.probes.some((id) => CAPABILITY_PROBE_IDS.includes(id))) return 'no capability probe was asked';
   const name = o.candidate.name ?? 'the candidate profile';
-  const { changes } = planProfile(stock.devices, o.candidate);
+  const bound = bindToHost(o.candidate, stock.host);
+  if (!bound.ok) return bound.detail;
+  const { changes } = planProfile(stock.devices, bound.profile);
   if (changes.length === 0) return `${name} changes no answer on this machine`;
   if (refusalFor(hostOf(stock), changes, o.force) !== null) {
     return `${name} raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too`;

@@ -29,6 +29,12 @@ void checkAccepted(const mcs::Profile &p) {
   if (p.hasWorkingSet && (p.recommendedMaxWorkingSetSize < mcs::kWorkingSetMin || p.recommendedMaxWorkingSetSize > mcs::kWorkingSetMax)) {
     broken("working set outside its range");
   }
+  // The name the `name` hook answers: 1 to 128 printable ASCII bytes, or none at all.
+  if (p.hasName && (p.name.empty() || p.name.size() > mcs::kMaxDeviceNameLength)) broken("a name of the wrong length");
+  for (char c : p.name) {
+    if (c < 0x20 || c > 0x7e) broken("a name byte that is not printable ASCII");
+  }
+  if (!p.hasName && !p.name.empty()) broken("a name without hasName");
   for (size_t i = 0; i < mcs::kFamilyCount; i++) {
     if (p.familyOverride[i] < -1 || p.familyOverride[i] > 1) broken("family override not -1, 0 or 1");
   }
@@ -78,7 +84,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       again.hasMaxThreadgroupMemory != profile.hasMaxThreadgroupMemory ||
       again.maxThreadgroupMemoryLength != profile.maxThreadgroupMemoryLength ||
       again.hasWorkingSet != profile.hasWorkingSet ||
-      again.recommendedMaxWorkingSetSize != profile.recommendedMaxWorkingSetSize) {
+      again.recommendedMaxWorkingSetSize != profile.recommendedMaxWorkingSetSize || again.hasName != profile.hasName ||
+      again.name != profile.name) {
     broken("two parses of one text differ");
   }
   return 0;

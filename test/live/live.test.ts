@@ -36,6 +36,7 @@ import {
   type CapabilityReport,
   type DeviceReport,
 } from '../../lib/index.js';
+import { chipFamily } from '../../lib/chips.js';
 import { diffAnswers, familyAnswer, isRaise, predictPatchedDevice, resolveProfile } from '../../lib/profiles.js';
 import { dist, root, runCli } from '../helpers.js';
 
@@ -196,6 +197,35 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
     expect(result.applied).toBe(false);
     expect(result.reason).toBe('no-device');
     expect(status().hooks).toEqual([]);
+  });
+
+  it('machdep.cpu.brand_string names the host’s chip: an Apple chip on Apple silicon, with " (Virtual)" in a guest', () => {
+    const host = stockDefault!.host!;
+    console.log(`[live] machdep.cpu.brand_string ${JSON.stringify(host.cpuBrand)} → chip ${JSON.stringify(host.chip)}, family ${chipFamily(host.chip)}`);
+    expect(host.cpuBrand).toEqual(expect.stringMatching(/\S/));
+    if (host.arch === 'arm64') {
+      expect(host.chip, `brand ${host.cpuBrand}`).toEqual(expect.stringMatching(/^Apple [MA]\d/));
+      expect(chipFamily(host.chip), `${host.chip} is in lib/chips.ts`).not.toBeNull();
+    } else {
+      expect(host.chip).toBeNull();
+    }
+    expect(host.cpuBrand!.endsWith(' (Virtual)')).toBe(host.model!.startsWith('VirtualMac'));
+  });
+
+  it(`the host profile: the chip’s family and name in a guest, nothing on bare metal, not applied without a chip${NEEDS_DEVICE}`, () => {
+    if (!hasDevice) return;
+    const host = stockDefault!.host!;
+    const r = applyProfile('host');
+    if (host.chip === null) {
+      expect([r.applied, r.reason]).toEqual([false, 'host-unknown']);
+      return;
+    }
+    expect(r.applied, `${r.reason}: ${r.detail}`).toBe(true);
+    const d = probe().devices[0]!;
+    expect(d.name).toBe(host.chip);
+    expect(d.highestAppleFamily?.value).toBe(chipFamily(host.chip));
+    expect(restore().verification).toMatchObject({ ok: true });
+    expect(probe().devices[0]!.name).toBe(stockDefault!.devices[0]!.name);
   });
 
   it('the CLI (dist build) reports the same devices as the in-process probe', () => {

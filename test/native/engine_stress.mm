@@ -25,15 +25,22 @@ std::atomic<int> gBadAnswers{0};
 struct Expected {
   bool stockApple9;
   unsigned long stockThreadgroup;
+  std::string stockName;
 };
 
+// Profile B answers this name (and traces it): readers see it or the stock name, never anything else.
+const char *const kProfileName = "Apple M1";
+
 void reader(std::vector<id> devices, std::vector<Expected> expected) {
-  NSAutoreleasePool *pool = [NSAutoreleasePool new];
   while (gRun.load(std::memory_order_relaxed)) {
+    // The stock name is autoreleased: one pool per pass keeps the threads' memory flat.
+    NSAutoreleasePool *pool = [NSAutoreleasePool new];
     for (size_t i = 0; i < devices.size(); i++) {
       id<MTLDevice> d = (id<MTLDevice>)devices[i];
       bool apple9 = [d supportsFamily:(MTLGPUFamily)1009] ? true : false;
       unsigned long tg = d.maxThreadgroupMemoryLength;
+      std::string name = mcs::utf8Text([d name]);
+      if (name != expected[i].stockName && name != kProfileName) gBadAnswers++;
       // Profiles in play: stock, A (Apple9, 65536, raise) and B (Apple7, 131072, raise).
       bool apple9Ok = apple9 == expected[i].stockApple9 || apple9;
       bool tgOk = tg == expected[i].stockThreadgroup || tg == 65536 || tg == 131072 ||
@@ -42,8 +49,8 @@ void reader(std::vector<id> devices, std::vector<Expected> expected) {
       if (!apple9Ok || !tgOk) gBadAnswers++;
       gQueries++;
     }
+    [pool release];
   }
-  [pool release];
 }
 
 bool parse(const char *text, mcs::Profile *out) {
@@ -69,21 +76,23 @@ int main(int argc, char **argv) {
   for (void *d : list.devices) {
     devices.push_back((id)d);
     before.push_back(mcs::readCapabilities(d));
-    expected.push_back({before.back().families[mcs::familyIndex(1009)], (unsigned long)before.back().maxThreadgroupMemoryLength});
+    expected.push_back({before.back().families[mcs::familyIndex(1009)], (unsigned long)before.back().maxThreadgroupMemoryLength,
+                        before.back().name});
   }
   std::vector<Class> classes;
   for (void *c : mcs::distinctDeviceClasses(list)) classes.push_back((Class)c);
 
   mcs::Profile a, b;
   if (!parse("mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=", &a) ||
-      !parse("mcs1;max=1007;tg=131072;wss=-;mode=raise;trace=1;fam=5001:0", &b)) {
+      !parse("mcs1;max=1007;tg=131072;wss=-;mode=raise;trace=1;fam=5001:0;name=4170706c65204d31", &b)) {
     return 2;
   }
   // The first install adds methods to classes that inherit them. GCC's libobjc rebuilds a class's whole dispatch
   // table in class_addMethod, which is not safe against messages sent to that class on other threads (Apple's
   // runtime flushes method caches for concurrent readers), so readers start after it; from then on installs and
   // restores only set implementations, concurrently with the readers.
-  mcs::PatchResult first = mcs::patchClasses(classes);
+  // Every class gets a `name` hook too, so swaps race the name's trace (a string under a lock) as well.
+  mcs::PatchResult first = mcs::patchClasses(classes, classes);
   if (!first.ok) {
     fprintf(stderr, "patch failed: %s\n", first.message.c_str());
     return 1;
@@ -93,7 +102,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 4; i++) threads.emplace_back(reader, devices, expected);
   int conflicts = 0;
   for (int r = 0; r < rounds; r++) {
-    mcs::PatchResult patched = mcs::patchClasses(classes);
+    mcs::PatchResult patched = mcs::patchClasses(classes, classes);
     if (!patched.ok) {
       fprintf(stderr, "patch failed: %s\n", patched.message.c_str());
       return 1;
@@ -112,6 +121,7 @@ int main(int argc, char **argv) {
     for (size_t f = 0; f < mcs::kFamilyCount; f++) changed += after.families[f] != before[i].families[f];
     changed += after.maxThreadgroupMemoryLength != before[i].maxThreadgroupMemoryLength;
     changed += after.recommendedMaxWorkingSetSize != before[i].recommendedMaxWorkingSetSize;
+    changed += after.name != before[i].name;
   }
   printf("rounds %d, queries %lu, bad answers %d, conflicts %d, answers changed after restore %d\n", rounds,
          gQueries.load(), gBadAnswers.load(), conflicts, changed);

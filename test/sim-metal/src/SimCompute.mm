@@ -6,10 +6,12 @@
  * MSL is right, and what a real GPU computes, only a Mac can tell (test/live/).
  *
  * Faults come from the device's `doctor` section in the snapshot (snapshots/README.md), the one source of truth:
- *   wrong-result  the kernel computes a wrong answer (bfloat: truncates instead of rounding to nearest even;
+ *   wrong-result  the kernel computes a wrong answer (bfloat: truncates instead of rounding to nearest even; heap:
+ *                 the write to the placed buffer's first word is lost;
  *                 threadgroup-memory with provenThreadgroupMemory N: memory past N reads as zero)
- *   fail          pipeline creation fails (nocopy-mmap: the NoCopy buffer is nil; residency-set: set creation fails)
- *   unsupported   the library is rejected for its language version (residency-set: the API is absent)
+ *   fail          pipeline creation fails (nocopy-mmap: the NoCopy buffer is nil; residency-set: set creation fails;
+ *                 heap: newHeapWithDescriptor: gives nil)
+ *   unsupported   the library is rejected for its language version (residency-set, heap: the API is absent)
  *   timeout       the command buffer never completes
  *   error         committing the command buffer raises an NSException, as Metal raises for misuse it detects
  *   pass + provenThreadgroupMemory N: dispatches asking for more than N bytes of threadgroup memory fail
@@ -55,9 +57,9 @@ namespace {
 // Faults injected by the simulation itself (not Apple's domains) say so in their domain.
 NSString *const kSimErrorDomain = @"MetalSim";
 
-enum class Probe { Reduction, Matrix, Bfloat, Threadgroup, Nocopy, Residency };
-const char *const kProbeIds[] = {"simdgroup-reduction", "simdgroup-matrix", "bfloat",
-                                 "threadgroup-memory",  "nocopy-mmap",      "residency-set"};
+enum class Probe { Reduction, Matrix, Bfloat, Threadgroup, Nocopy, Residency, Heap };
+const char *const kProbeIds[] = {"simdgroup-reduction", "simdgroup-matrix", "bfloat", "threadgroup-memory",
+                                 "nocopy-mmap",         "residency-set",    "heap"};
 constexpr size_t kProbeCount = sizeof(kProbeIds) / sizeof(kProbeIds[0]);
 
 enum class Behaviour { Works, WrongResult, Fail, Unsupported, Hangs, Raises };
@@ -162,6 +164,7 @@ const SimKernel *kernelNamed(const std::string &name);
   BOOL _ownsContents;
   BOOL _ownsGpuCopy;
   id _device;
+  id _heap;             // retained: the heap the buffer was placed in, or nil
 }
 @end
 
@@ -176,7 +179,11 @@ const SimKernel *kernelNamed(const std::string &name);
   }
   if (_ownsContents) free(_contents);
   if (_ownsGpuCopy) free(_gpu);
+  [_heap release];
   [super dealloc];
+}
+- (id<MTLHeap>)heap {
+  return _heap;
 }
 - (NSUInteger)length {
   return _reported;
@@ -442,6 +449,23 @@ void residentRead(KernelRun &k) {
   if (wrong(k)) out[0] ^= 1;
 }
 
+void heapWrite(KernelRun &k) {
+  uint64_t n = k.totalThreads();
+  const uint32_t *seed = k.at<uint32_t>(0, n);
+  uint32_t *placed = k.at<uint32_t>(1, n);
+  if (!k.error.empty()) return;
+  // The fault: the write to the first word never reaches the heap's memory.
+  for (uint64_t i = wrong(k) ? 1 : 0; i < n; i++) placed[i] = seed[i] * 2654435761u + 40503u;
+}
+
+void heapRead(KernelRun &k) {
+  uint64_t n = k.totalThreads();
+  const uint32_t *placed = k.at<uint32_t>(0, n);
+  uint32_t *out = k.at<uint32_t>(1, n);
+  if (!k.error.empty()) return;
+  for (uint64_t i = 0; i < n; i++) out[i] = placed[i] ^ 2654435769u;
+}
+
 const SimKernel kKernels[] = {
     {"mcs_doctor_simd_reduce", Probe::Reduction, 0x20000, simdReduce},
     {"mcs_doctor_matmul_f32", Probe::Matrix, 0x20003, matmul<false>},
@@ -450,6 +474,8 @@ const SimKernel kKernels[] = {
     {"mcs_doctor_threadgroup", Probe::Threadgroup, 0x10000, threadgroupKernel},
     {"mcs_doctor_block_checksum", Probe::Nocopy, 0x10000, blockChecksum},
     {"mcs_doctor_resident_read", Probe::Residency, 0x10000, residentRead},
+    {"mcs_doctor_heap_write", Probe::Heap, 0x10000, heapWrite},
+    {"mcs_doctor_heap_read", Probe::Heap, 0x10000, heapRead},
 };
 
 const SimKernel *kernelNamed(const std::string &name) {
@@ -669,6 +695,104 @@ std::vector<std::string> kernelNamesIn(const std::string &source) {
 }
 - (void)endResidency {
   _resident = NO;
+}
+@end
+
+// ---- heaps (MTLHeap.h) ----
+
+@interface SimHeapDescriptor : MTLHeapDescriptor {
+  NSUInteger _size;
+  MTLResourceOptions _options;
+}
+@end
+
+@implementation MTLHeapDescriptor
++ (id)allocWithZone:(NSZone *)zone {
+  if (self == [MTLHeapDescriptor class]) return [SimHeapDescriptor allocWithZone:zone];
+  return [super allocWithZone:zone];
+}
+- (NSUInteger)size {
+  return 0;
+}
+- (void)setSize:(NSUInteger)size {
+}
+- (MTLStorageMode)storageMode {
+  return MTLStorageModePrivate;
+}
+- (void)setStorageMode:(MTLStorageMode)mode {
+}
+- (MTLResourceOptions)resourceOptions {
+  return MTLResourceStorageModePrivate;
+}
+- (void)setResourceOptions:(MTLResourceOptions)options {
+}
+- (id)copyWithZone:(NSZone *)zone {
+  return [self retain];
+}
+@end
+
+@implementation SimHeapDescriptor
+- (id)init {
+  // Apple's default storage mode for a heap is private.
+  if ((self = [super init])) _options = MTLResourceStorageModePrivate;
+  return self;
+}
+- (NSUInteger)size {
+  return _size;
+}
+- (void)setSize:(NSUInteger)size {
+  _size = size;
+}
+- (MTLStorageMode)storageMode {
+  return (MTLStorageMode)((_options >> 4) & 0xf);
+}
+- (void)setStorageMode:(MTLStorageMode)mode {
+  _options = (_options & ~(MTLResourceOptions)0xf0) | ((MTLResourceOptions)mode << 4);
+}
+- (MTLResourceOptions)resourceOptions {
+  return _options;
+}
+- (void)setResourceOptions:(MTLResourceOptions)options {
+  _options = options;
+}
+- (id)copyWithZone:(NSZone *)zone {
+  SimHeapDescriptor *copy = [[SimHeapDescriptor allocWithZone:zone] init];
+  copy->_size = _size;
+  copy->_options = _options;
+  return copy;
+}
+@end
+
+@interface SimHeap : NSObject <MTLHeap> {
+ @public
+  id _device;
+  NSUInteger _size;
+  NSUInteger _used;
+}
+@end
+
+@implementation SimHeap
+- (id<MTLDevice>)device {
+  return _device;
+}
+- (NSUInteger)size {
+  return _size;
+}
+- (NSUInteger)usedSize {
+  return _used;
+}
+// Placed buffers take 256-byte aligned slices; a request that does not fit gives nil, as Metal's does.
+- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options {
+  NSUInteger aligned = (length + 255) & ~(NSUInteger)255;
+  if (length == 0 || aligned > _size - _used) return nil;
+  _used += aligned;
+  SimBuffer *buffer = [[SimBuffer alloc] init];
+  buffer->_length = buffer->_reported = length;
+  buffer->_device = _device;
+  buffer->_contents = buffer->_gpu = calloc(1, length);
+  buffer->_ownsContents = YES;
+  buffer->_heap = [self retain];
+  return buffer;
 }
 @end
 
@@ -907,7 +1031,8 @@ static id simNewLibrary(id self, SEL, NSString *source, MTLCompileOptions *optio
   for (const std::string &name : names) {
     if (const SimKernel *kernel = kernelNamed(name)) {
       const ProbeFault &fault = faultOf(device, kernel->probe);
-      if (fault.behaviour == Behaviour::Unsupported && kernel->probe != Probe::Residency) {
+      // Residency sets and heaps are unsupported where their own API is absent, not their kernels.
+      if (fault.behaviour == Behaviour::Unsupported && kernel->probe != Probe::Residency && kernel->probe != Probe::Heap) {
         return failWith(MTLLibraryErrorUnsupported,
                         "simulated: MSL " + languageName(language) + " rejected for " + name + " (" + recorded(fault) + ")");
       }
@@ -928,8 +1053,8 @@ static id simNewLibrary(id self, SEL, NSString *source, MTLCompileOptions *optio
 static id simNewPipeline(id self, SEL, id<MTLFunction> function, NSError **error) {
   SimFunction *f = (SimFunction *)function;
   const ProbeFault &fault = faultOf(f->_device, f->_kernel->probe);
-  // nocopy-mmap and residency-set fail where their own API is (the buffer, the set), not in the pipeline.
-  bool failsHere = f->_kernel->probe != Probe::Nocopy && f->_kernel->probe != Probe::Residency;
+  // nocopy-mmap, residency-set and heap fail where their own API is (the buffer, the set, the heap), not in the pipeline.
+  bool failsHere = f->_kernel->probe != Probe::Nocopy && f->_kernel->probe != Probe::Residency && f->_kernel->probe != Probe::Heap;
   if (fault.behaviour == Behaviour::Fail && failsHere) {
     if (error != NULL) {
       *error = simError(kSimErrorDomain, 2, "simulated pipeline failure, " + recorded(fault));
@@ -1013,6 +1138,15 @@ static id simNewBufferNoCopy(id self, SEL, void *pointer, NSUInteger length, MTL
   }
   if (faulty && fault.fault == "zero-length") buffer->_reported = 0;
   return buffer;
+}
+
+static id simNewHeap(id self, SEL, MTLHeapDescriptor *descriptor) {
+  const ProbeFault &fault = faultOf(indexOfDevice(self), Probe::Heap);
+  if (fault.behaviour == Behaviour::Fail || descriptor == nil || [descriptor size] == 0) return nil;
+  SimHeap *heap = [[SimHeap alloc] init];
+  heap->_device = self;
+  heap->_size = [descriptor size];
+  return heap;
 }
 
 static id simNewResidencySet(id self, SEL, id descriptor, NSError **error) {
@@ -1099,6 +1233,9 @@ void simComputeAttachDevice(id device, size_t index) {
                   types({o, o, s, @encode(const void *), u, u}).c_str());
   class_addMethod(cls, @selector(newBufferWithBytesNoCopy:length:options:deallocator:), (IMP)simNewBufferNoCopy,
                   types({o, o, s, @encode(void *), u, u, o}).c_str());
+  if (faultOf(index, Probe::Heap).behaviour != Behaviour::Unsupported) {
+    class_addMethod(cls, @selector(newHeapWithDescriptor:), (IMP)simNewHeap, types({o, o, s, o}).c_str());
+  }
   // Residency sets exist from macOS 15, unless the snapshot records the API as missing.
   int os = gCompute[index].osMajor;
   bool residency = (os == 0 || os >= 15) && faultOf(index, Probe::Residency).behaviour != Behaviour::Unsupported;

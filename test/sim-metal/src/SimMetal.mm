@@ -2,8 +2,8 @@
  * The simulated Metal library. Devices are built from one snapshot (snapshots/README.md) per process, with a class
  * layout like Apple's: a private base class `_MTLDevice` implements the queries, and each device's concrete class
  * (named as in the snapshot, e.g. `AppleParavirtDevice`) is created at run time as its subclass. A device whose
- * snapshot says `simulation.methodsOnConcreteClass` gets its own copies of the query methods, so hook tests meet both
- * an inherited and an own method. `architecture` is added only where the snapshot records one, the way a pre-macOS-14
+ * snapshot says `simulation.methodsOnConcreteClass` gets its own copies of the hooked queries (`name` included), so
+ * hook tests meet both an inherited and an own method. `architecture` is added only where the snapshot records one, the way a pre-macOS-14
  * device does not respond to it. A device whose snapshot names `simulation.defaultObjectClass` is handed out by
  * MTLCreateSystemDefaultDevice() as a second object of that class (as a validation or capture layer wraps the default
  * device), while MTLCopyAllDevices() lists the plain one.
@@ -54,8 +54,8 @@ struct SimDevice {
 };
 
 struct SimHost {
-  std::string snapshotId, platform, osVersion, osBuild, model, arch;
-  bool hasOsVersion = false, hasOsBuild = false, hasModel = false, hasArch = false;
+  std::string snapshotId, platform, osVersion, osBuild, model, arch, cpuBrand;
+  bool hasOsVersion = false, hasOsBuild = false, hasModel = false, hasArch = false, hasCpuBrand = false;
   int isVirtualMachine = -1;
   bool hasMemoryBytes = false;
   unsigned long long memoryBytes = 0;
@@ -165,6 +165,7 @@ void hostFrom(NSDictionary *snapshot, NSDictionary *h) {
   gHost.hasOsBuild = stringAt(h, @"osBuild", &gHost.osBuild);
   gHost.hasModel = stringAt(h, @"model", &gHost.model);
   gHost.hasArch = stringAt(h, @"arch", &gHost.arch);
+  gHost.hasCpuBrand = stringAt(h, @"cpuBrand", &gHost.cpuBrand);
   id vm = [h objectForKey:@"isVirtualMachine"];
   if ([vm isKindOfClass:[NSNumber class]]) gHost.isVirtualMachine = [(NSNumber *)vm boolValue] ? 1 : 0;
   id memory = [h objectForKey:@"memoryBytes"];
@@ -328,6 +329,7 @@ static BOOL simSupportsFamily(id self, NSInteger family) {
 
 /* Distinct functions (not the base class's IMPs) so a test can tell an own method from an inherited one. */
 static BOOL ownSupportsFamily(id self, SEL, NSInteger family) { return simSupportsFamily(self, family); }
+static id ownName(id self, SEL) { return [NSString stringWithUTF8String:simDeviceOf(self).name.c_str()]; }
 static NSUInteger ownMaxThreadgroupMemoryLength(id self, SEL) { return simThreadgroupMemory(self); }
 static uint64_t ownRecommendedMaxWorkingSetSize(id self, SEL) {
   return simDeviceOf(self).recommendedMaxWorkingSetSize;
@@ -396,6 +398,7 @@ Class concreteClassFor(const SimDevice &dev, size_t depth = 0) {
   Class cls = allocateClass(base, dev.className);
   if (cls == Nil) return Nil;
   if (dev.methodsOnConcreteClass) {
+    class_addMethod(cls, @selector(name), (IMP)ownName, typesOf(base, @selector(name)));
     class_addMethod(cls, @selector(supportsFamily:), (IMP)ownSupportsFamily, typesOf(base, @selector(supportsFamily:)));
     class_addMethod(cls, @selector(maxThreadgroupMemoryLength), (IMP)ownMaxThreadgroupMemoryLength,
                     typesOf(base, @selector(maxThreadgroupMemoryLength)));
@@ -486,6 +489,7 @@ extern "C" int MTLSimGetHostFacts(MTLSimHostFacts *out) {
   out->hasMemoryBytes = gHost.hasMemoryBytes ? 1 : 0;
   out->memoryBytes = gHost.memoryBytes;
   out->translated = gHost.translated;
+  out->cpuBrand = gHost.hasCpuBrand ? gHost.cpuBrand.c_str() : NULL;
   return 1;
 }
 

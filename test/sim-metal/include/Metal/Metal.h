@@ -62,6 +62,14 @@ typedef NS_OPTIONS(NSUInteger, MTLResourceOptions) {
   MTLResourceStorageModeManaged = 1 << 4,
   MTLResourceStorageModePrivate = 2 << 4,
   MTLResourceHazardTrackingModeDefault = 0 << 8,
+  MTLResourceHazardTrackingModeUntracked = 1 << 8,
+  MTLResourceHazardTrackingModeTracked = 2 << 8,
+};
+
+typedef NS_ENUM(NSUInteger, MTLStorageMode) {
+  MTLStorageModeShared = 0,
+  MTLStorageModeManaged = 1,
+  MTLStorageModePrivate = 2,
 };
 
 /* As in the macOS 12 SDK the project builds against: 3.x versions are set by number (see src-native/doctor_kernels.h). */
@@ -114,14 +122,33 @@ typedef id MTLNewBufferDeallocator;
 #endif
 
 @protocol MTLDevice;
+@protocol MTLHeap;
 
 @protocol MTLResource <NSObject>
 @property(readonly) id<MTLDevice> device;
+/* The heap the resource was placed in; nil for a resource made by the device. */
+@property(readonly) id<MTLHeap> heap;
 @end
 
 @protocol MTLBuffer <MTLResource>
 @property(readonly) NSUInteger length;
 - (void *)contents;
+@end
+
+@protocol MTLBuffer;
+
+/* MTLHeap.h: a descriptor (a class cluster here, so Apple's header stays free of ivars) and the heap. */
+@interface MTLHeapDescriptor : NSObject <NSCopying>
+@property(readwrite, nonatomic) NSUInteger size;
+@property(readwrite, nonatomic) MTLStorageMode storageMode;
+@property(readwrite, nonatomic) MTLResourceOptions resourceOptions;
+@end
+
+@protocol MTLHeap <NSObject>
+@property(readonly) id<MTLDevice> device;
+@property(readonly) NSUInteger size;
+@property(readonly) NSUInteger usedSize;
+- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
 @end
 
 @protocol MTLFunction <NSObject>
@@ -206,6 +233,7 @@ typedef void (^MTLNewComputePipelineStateCompletionHandler)(id<MTLComputePipelin
                                    length:(NSUInteger)length
                                   options:(MTLResourceOptions)options
                               deallocator:(MTLNewBufferDeallocator)deallocator;
+- (id<MTLHeap>)newHeapWithDescriptor:(MTLHeapDescriptor *)descriptor;
 /* Residency sets (macOS 15: newResidencySetWithDescriptor:error:, MTLResidencySetDescriptor, MTLResidencySet) are
    deliberately not declared: the project reaches them through run-time lookups only, as it must against the
    macOS 12 SDK, and a direct call then fails to compile here as it would there. */

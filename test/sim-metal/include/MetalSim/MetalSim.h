@@ -21,6 +21,7 @@ typedef struct {
   int hasMemoryBytes;      /* 0 when the snapshot records no hw.memsize */
   unsigned long long memoryBytes;
   int translated;          /* sysctl.proc_translated: 1, 0, or -1 when unrecorded */
+  const char *cpuBrand;    /* machdep.cpu.brand_string; NULL: the snapshot records none */
 } MTLSimHostFacts;
 
 /* Fills `out` and returns 1 when a snapshot is loaded, 0 when none is selected. */

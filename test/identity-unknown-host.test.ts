@@ -1,0 +1,63 @@
+// The host profile where the host's chip is unknown: the stock Tahoe guest with no brand string recorded. Resolving
+// it is a result (`host-unknown`), never a guess: applyProfile, strict, register and a custom 'host' value alike.
+import { afterEach, beforeAll, expect, it } from 'vitest';
+import { editedSnapshot } from './apply-helpers.js';
+
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot('vz-guest-m1-ultra-tahoe-stock', 'guest-of-an-unknown-host', (s) => {
+  s.host.cpuBrand = null;
+  s.host.chip = null;
+  s.host.provenance.cpuBrand = 'unrecorded';
+  s.host.provenance.chip = 'unrecorded';
+});
+
+const { applyProfile, restore, status } = await import('../lib/apply.js');
+const { RefusedError } = await import('../lib/errors.js');
+const { resolveProfile } = await import('../lib/profiles.js');
+const { registerFromEnvironment } = await import('../lib/registration.js');
+const { describeSim, requireSimBuild, thrown } = await import('./helpers.js');
+
+const DETAIL =
+  'host claims the host chip’s own answers, but this host’s chip is unknown (it reports no machdep.cpu.brand_string), so nothing is claimed rather than a guess';
+
+describeSim('the host profile where the chip is unknown', () => {
+  beforeAll(requireSimBuild);
+  afterEach(() => {
+    restore();
+  });
+
+  it('applyProfile: not applied, reason host-unknown, nothing installed', () => {
+    expect(applyProfile('host')).toEqual({
+      applied: false,
+      reason: 'host-unknown',
+      detail: DETAIL,
+      profile: resolveProfile('host'),
+      patchedClasses: [],
+      before: null,
+      after: null,
+      changed: [],
+      warnings: [],
+      verification: null,
+    });
+    expect(status()).toMatchObject({ active: false, hooks: [] });
+  });
+
+  it('strict: RefusedError ERR_HOST_UNKNOWN', () => {
+    expect(thrown(() => applyProfile('host', { strict: true }))).toEqual(new RefusedError(DETAIL, 'ERR_HOST_UNKNOWN'));
+    expect(status().active).toBe(false);
+  });
+
+  it('a custom profile with one "host" value is refused the same way; one without applies', () => {
+    const custom = applyProfile({ appleFamilyMax: 1007, deviceName: 'host' });
+    expect([custom.applied, custom.reason, custom.detail]).toEqual([
+      false,
+      'host-unknown',
+      DETAIL.replace('host claims', 'the profile claims'),
+    ]);
+    expect(applyProfile({ appleFamilyMax: 1007, deviceName: 'Apple M1' }).applied).toBe(true);
+  });
+
+  it('register: not applied, and why', () => {
+    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'host' })).toEqual({ action: 'not-applied', why: `host-unknown: ${DETAIL}` });
+    expect(status().active).toBe(false);
+  });
+});
