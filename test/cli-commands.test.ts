@@ -371,7 +371,7 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
     [['frobnicate'], "unknown command 'frobnicate'; commands: probe, audit, exec, report, matrix, profiles, snapshot, doctor", 'metal-cap-shim --help'],
     [['probe', '--all-devices=yes'], "--all-devices takes no value, got 'yes'", 'metal-cap-shim probe --help'],
     [['audit', '--engine', 'tensorflow'], "--engine must be llama.cpp, mlx or all, got 'tensorflow'", 'metal-cap-shim audit --help'],
-    [['audit', '--rules', 'ancient'], "--rules must be current or legacy, got 'ancient'", 'metal-cap-shim audit --help'],
+    [['audit', '--rules', 'ancient'], "--rules must be legacy, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'", 'metal-cap-shim audit --help'],
     [['exec', 'llama-bench'], "put `--` before the program, so that its options are not read as exec's: metal-cap-shim exec -- llama-bench", 'metal-cap-shim exec --help'],
     [['report', '--bogus'], "unknown option '--bogus'", 'metal-cap-shim report --help'],
     [['matrix'], 'matrix needs at least one report file', 'metal-cap-shim matrix --help'],
