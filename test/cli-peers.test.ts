@@ -65,7 +65,7 @@ describe('probe --short: one line per device', () => {
 describe('did you mean', () => {
   it.each([
     [['audti'], 'ERR_USAGE', "unknown command 'audti' (did you mean 'audit'?); commands: probe, audit, exec, report, matrix, profiles, snapshot, doctor"],
-    [['audit', '--snapshot', STOCK, '--profile', 'cua-relase'], 'ERR_INVALID_PROFILE', "unknown profile 'cua-relase' (did you mean 'cua-release'?); built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, or pass a JSON object"],
+    [['audit', '--snapshot', STOCK, '--profile', 'cua-relase'], 'ERR_INVALID_PROFILE', "unknown profile 'cua-relase' (did you mean 'cua-release'?); built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object"],
     [['probe', '--snapshto', STOCK], 'ERR_USAGE', "unknown option '--snapshto' (did you mean '--snapshot'?)"],
     [['probe', '--snapshot', 'vz-guest-m1-ultra-tahoe-stok'], 'ERR_SNAPSHOT_NOT_FOUND', "no bundled snapshot named 'vz-guest-m1-ultra-tahoe-stok' (did you mean the bundled snapshot 'vz-guest-m1-ultra-tahoe-stock'?); bundled snapshots: github-macos-14-arm64-runner, m1-ultra-bare-metal, macbookpro16-intel-amd-two-gpus, vz-guest-m1-ultra-tahoe-stock (or pass a path to a .json file)"],
   ])('%j', (args, code, message) => {
@@ -240,8 +240,8 @@ describe('matrix keeps custom profiles apart', () => {
   it('a column per normalised custom profile, named by its hash; the same profile written twice shares one', () => {
     const files = [report('{"appleFamilyMax":1008}'), report('{"mode":"raise","appleFamilyMax":1008}'), report('{"appleFamilyMax":1006}'), report('apple7')];
     const m = JSON.parse(runCli(['matrix', '--json', ...files]).stdout) as Matrix;
-    const c1008 = column('{"name":null,"appleFamilyMax":1008,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"families":{},"mode":"raise"}');
-    const c1006 = column('{"name":null,"appleFamilyMax":1006,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"families":{},"mode":"raise"}');
+    const c1008 = column('{"name":null,"appleFamilyMax":1008,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"deviceName":null,"families":{},"mode":"raise"}');
+    const c1006 = column('{"name":null,"appleFamilyMax":1006,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"deviceName":null,"families":{},"mode":"raise"}');
     expect(m.profiles).toEqual(['apple7', c1006, c1008].sort());
     expect(m.rows[0]!.cells[c1008]!.reports).toBe(2);
     expect(runCli(['matrix', ...files]).stdout.split('\n')[0]).toBe(`| Host | Guest OS | ${m.profiles.join(' | ')} | Proven profile (doctor) | Faults (doctor) |`);
@@ -263,7 +263,7 @@ describe('matrix keeps custom profiles apart', () => {
     const file = path.join(dir, 'forged-name.json');
     writeFileSync(file, JSON.stringify(data));
     const m = JSON.parse(runCli(['matrix', '--json', file]).stdout) as Matrix;
-    expect(m.profiles).toEqual([column('{"name":null,"appleFamilyMax":1009,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"families":{},"mode":"raise"}')]);
+    expect(m.profiles).toEqual([column('{"name":null,"appleFamilyMax":1009,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"deviceName":null,"families":{},"mode":"raise"}')]);
   });
 });
 
@@ -281,11 +281,13 @@ describeSim('doctor on a terminal: one updating progress line per probe on stder
       'doctor: threadgroup-memory (stock run)',
       'doctor: nocopy-mmap (stock run)',
       'doctor: residency-set (stock run)',
+      'doctor: heap (stock run)',
       'doctor: simdgroup-reduction (patched run)',
       'doctor: simdgroup-matrix (patched run)',
       'doctor: bfloat (patched run)',
       'doctor: threadgroup-memory (patched run)',
       'doctor: residency-set (patched run)',
+      'doctor: heap (patched run)',
     ]);
     expect(shown.endsWith('\r\u001b[K')).toBe(true);
     expect(readFileSync(path.join(dir, 'doctor.txt'), 'utf8')).toMatch(/^metal-cap-shim doctor — simulated Metal/);

@@ -14,6 +14,7 @@ import type { Profile } from '../lib/profiles.js';
 
 const report = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'), { allDevices: true });
 const device = report.devices[0]!;
+const unknownChip = { ...report, host: { ...report.host, cpuBrand: null, chip: null } };
 const assessed = assessDevice(
   device,
   null,
@@ -30,9 +31,11 @@ const assessed = assessDevice(
     }),
   ),
   // Without the host's chip the name is left alone, so the verified profile is the built-in apple7.
-  { ...report.host, cpuBrand: null, chip: null },
+  unknownChip.host,
 );
-const key = cacheKeyFor(report, device);
+// The key of the same host: a doctor run keys its result by the host it derived it on (the cache derives again with
+// the key's chip).
+const key = cacheKeyFor(unknownChip, device);
 const AT = '2026-08-09T10:00:00.000Z';
 
 let dir: string;
@@ -53,7 +56,7 @@ describe('where the cache lives', () => {
 
 describe('the key: package version, host, OS build, device', () => {
   it('is built from the probe report', () => {
-    expect(key).toEqual({
+    expect(cacheKeyFor(report, device)).toEqual({
       packageVersion: packageVersion(),
       source: 'snapshot',
       snapshot: 'vz-guest-m1-ultra-tahoe-stock',
@@ -101,7 +104,7 @@ describe('reading and writing', () => {
       DOCTOR_PROBE_IDS.map((id) =>
         judgeProbe(id, { status: id === 'threadgroup-memory' ? 'fail' : 'pass', detail: 'd', ms: 1, compileMs: null, provenThreadgroupMemory: null, failedThreadgroupMemory: null, bufferLength: null, maxAbsError: null }),
       ),
-      report.host,
+      unknownChip.host,
     );
     expect(cachedResultOf(failed).probes).toEqual(DOCTOR_PROBE_IDS.map((id) => ({ id, status: id === 'threadgroup-memory' ? 'fail' : 'pass' })));
     writeCache(key, failed, AT, dir);
@@ -410,7 +413,8 @@ describe('the key, field by field', () => {
   it.each(variants)('%s', (_, change) => {
     const other = change(key);
     expect(cacheFileFor(other, dir)).not.toBe(cacheFileFor(key, dir));
-    writeCache(other, assessed, AT, dir);
+    // A result derived on the other key's host (its chip caps the family and names the device).
+    writeCache(other, other.host.chip === null ? assessed : assessDevice(device, null, assessed.probes, { ...unknownChip.host, chip: other.host.chip }), AT, dir);
     // The other key's entry, copied to where this key's result lives.
     writeFileSync(cacheFileFor(key, dir), readFileSync(cacheFileFor(other, dir)));
     expect(readCache(key, device, dir)).toEqual({

@@ -29,7 +29,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childDescriptors, inheritedDescriptors, preloadListProblem } from '../lib/exec.js';
 import { buildConsumer, cli, describeSim, requireSimBuild, root, runCli } from './helpers.js';
 
-const VM = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
+// apple7: the M1 Ultra host's own family, so exec prints no above-host-family warning and stderr is the trace's alone.
+const VM = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock', METAL_CAP_SHIM_PROFILE: 'apple7' };
 const NO_SIM = { METAL_CAP_SHIM_SIM_SNAPSHOT: undefined };
 const asRoot = process.getuid?.() === 0;
 const NOBODY = 65534;

@@ -217,8 +217,10 @@ describe('malformed field reports for matrix', () => {
     const nested: Record<string, unknown> = {};
     let at = nested;
     for (let i = 0; i < 200_000; i++) at = at.a = {};
+    // Read once into plain data first (lib/input.ts): the depth bound names the field where it is crossed.
+    const where = `[0].report.extra${'.a'.repeat(61)}`;
     expect(thrown(() => buildMatrix([{ where: 'deep', report: { ...report, extra: nested } }]))).toEqual(
-      new InvalidReportError(null, 'deep is not a usable metal-cap-shim field report (it nests too deeply to read); make one with `metal-cap-shim report --json`'),
+      new InvalidReportError(where, `buildMatrix(): reports${where} is nested more than 64 levels deep`),
     );
   });
 

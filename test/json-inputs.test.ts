@@ -35,6 +35,7 @@ describe('a UTF-8 byte order mark at the start of a JSON file is accepted', () =
     expect((JSON.parse(r.stdout) as { profile: unknown }).profile).toEqual({
       name: null,
       appleFamilyMax: 1007,
+      deviceName: null,
       maxThreadgroupMemoryLength: null,
       recommendedMaxWorkingSetSize: null,
       families: {},

@@ -59,6 +59,7 @@ describe('recordingOf: doctor’s results as a snapshot records them', () => {
         'threadgroup-memory': { status: 'pass', detail: 'threadgroup-memory pass', provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960 },
         'nocopy-mmap': { status: 'wrong-result', detail: 'nocopy-mmap wrong-result', bufferLength: 0, fault: 'zero-length' },
         'residency-set': { status: 'not-recorded' },
+        heap: { status: 'not-recorded' },
       },
     });
   });

@@ -149,7 +149,7 @@ describe('every public entry point throws only typed errors, naming the field', 
   ])('%s with a BigInt: InvalidProfileError on appleFamilyMax, quoting 1009n', (_name, call) => {
     expect(typed(call)).toEqual({ name: 'InvalidProfileError', code: 'ERR_INVALID_PROFILE', field: 'appleFamilyMax' });
     expect((thrown(call) as Error).message).toBe(
-      'appleFamilyMax must be an MTLGPUFamily value from 1001 (Apple1) to 1010 (Apple10), got 1009n',
+      'appleFamilyMax must be an MTLGPUFamily value from 1001 (Apple1) to 1010 (Apple10), or "host" (the host chip\'s true family), got 1009n',
     );
   });
 
@@ -223,7 +223,7 @@ describe('an error quotes at most 200 characters of its input', () => {
   it('an unknown profile name of 100 000 characters', () => {
     const e = thrown(() => resolveProfile(long)) as InvalidProfileError;
     expect(e.message).toBe(
-      `unknown profile '${'x'.repeat(200)}… (100000 characters)'; built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, or pass a JSON object`,
+      `unknown profile '${'x'.repeat(200)}… (100000 characters)'; built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object`,
     );
   });
 

@@ -18,6 +18,7 @@ import { deriveVerifiedProfile } from './derive.js';
 import { judgeProbe } from './judge.js';
 import { CAPABILITY_PROBE_IDS, isProbeId, isRecordedStatus, type DoctorProbeId, type RecordedStatus } from './probes.js';
 import type { DoctorDevice, Recommendation } from './types.js';
+import type { HostChip } from './derive.js';
 
 /** The cache file format tag. */
 export const DOCTOR_CACHE_SCHEMA = 'metal-cap-shim/doctor-cache@1' as const;
@@ -167,7 +168,7 @@ const isCachedProbe = (p: unknown): boolean => {
 /** The largest cache file read: one device's result is about 2 KB. */
 const MAX_CACHE_BYTES = 1 << 20;
 
-const PROFILE_FIELDS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'mode'] as const;
+const PROFILE_FIELDS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'mode', 'deviceName'] as const;
 
 /** True when two profiles give the same answers (the name aside). */
 function sameAnswers(a: Profile, b: Profile): boolean {
@@ -177,10 +178,11 @@ function sameAnswers(a: Profile, b: Profile): boolean {
 
 /**
  * The verified profile the stored probe results prove on `stock` (the device as it answers now, stock), derived as
- * doctor derives it, with or without `force` (which lets threadgroup memory above 32768 bytes be claimed). Only status
- * and proven size are stored, and the derivation reads nothing else.
+ * doctor derives it, with or without `force` (which lets threadgroup memory above 32768 bytes be claimed), on `host`
+ * (its chip caps the family and is the name a proven heap allows). Only status and proven size are stored, and the
+ * derivation reads nothing else.
  */
-function derivedFrom(stock: DeviceReport, probes: CachedProbe[], force: boolean): Profile {
+function derivedFrom(stock: DeviceReport, probes: CachedProbe[], force: boolean, host: HostChip): Profile {
   const judged = probes.map((p) =>
     judgeProbe(p.id, {
       status: p.status,
@@ -193,7 +195,7 @@ function derivedFrom(stock: DeviceReport, probes: CachedProbe[], force: boolean)
       maxAbsError: null,
     }),
   );
-  return deriveVerifiedProfile(stock, judged, undefined, force).profile;
+  return deriveVerifiedProfile(stock, judged, undefined, force, host).profile;
 }
 
 /** Why a parsed cache file cannot be used for `key` on `stock`, or the verified profile it stands for. */
@@ -226,9 +228,11 @@ function problemWith(data: unknown, key: DoctorCacheKey, stock: DeviceReport, fo
   }
   // A hand-edited profile (1 MiB of threadgroup memory, say) is not what the stored results prove: only what they
   // prove is ever applied.
-  const derived = derivedFrom(stock, recorded, force);
+  // The key (checked equal above) holds the host's chip, which is all the derivation reads of the host.
+  const host = { chip: key.host.chip, cpuBrand: null };
+  const derived = derivedFrom(stock, recorded, force, host);
   if (!sameAnswers(stored, derived)) {
-    if (sameAnswers(stored, derivedFrom(stock, recorded, !force))) {
+    if (sameAnswers(stored, derivedFrom(stock, recorded, !force, host))) {
       return `derived by a doctor run ${force ? 'without' : 'with'} force, so it is measured again ${force ? 'with' : 'without'} it`;
     }
     return `the verified profile ${JSON.stringify(profileAnswers(stored))} does not follow from the probe results stored with it (they prove ${JSON.stringify(profileAnswers(derived))}): edited or damaged`;

@@ -19,6 +19,9 @@ import { differencesOf, faultsOf } from './judge.js';
 import type { DoctorProbeId } from './probes.js';
 import type { DoctorDevice, DoctorProbe, Recommendation, ReportedAnswers } from './types.js';
 
+
+/** What the derivation reads of the host: its chip, and the brand string it came from (for the reason only). */
+export type HostChip = Pick<HostInfo, 'chip' | 'cpuBrand'>;
 /** The probe with `id`, if it is in the list. */
 export function probeOf(probes: DoctorProbe[], id: DoctorProbeId): DoctorProbe | undefined {
   return probes.find((p) => p.id === id);
@@ -73,7 +76,7 @@ function alreadyAnswered(stock: DeviceReport, family: keyof typeof FAMILY_VALUES
  * The name choice of a verified profile: the host chip's name when a heap was proven (MLX skips its heap only on the
  * paravirtual device's name, so the name turns that path on), otherwise the name left alone, with why.
  */
-function nameChoice(stock: DeviceReport, probes: DoctorProbe[], host: HostInfo | null): { deviceName?: string; reason: string } {
+function nameChoice(stock: DeviceReport, probes: DoctorProbe[], host: HostChip | null): { deviceName?: string; reason: string } {
   const chip = host?.chip ?? null;
   if (chip === null) {
     const brand = host?.cpuBrand ?? null;
@@ -106,7 +109,7 @@ export function deriveVerifiedProfile(
   probes: DoctorProbe[],
   under?: { candidate: string; reported: number | null },
   force = false,
-  host: HostInfo | null = null,
+  host: HostChip | null = null,
 ): { profile: Profile; reasons: string[] } {
   const spec: ProfileSpec = { mode: 'raise' };
   const reasons: string[] = [];
