@@ -78,6 +78,9 @@ for (const required of [
   'dist/tables.cjs',
   'dist/tables.d.mts',
   'dist/tables.d.cts',
+  // node10 resolution (no "exports") finds the subpaths through these folders.
+  'tables/package.json',
+  'register/package.json',
   'dist/register.js',
   'dist/register.cjs',
   'dist/cli.js',
