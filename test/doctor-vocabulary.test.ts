@@ -19,7 +19,7 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
   });
 
   it('the public tables: probes, capability probes, statuses, and what each status says', async () => {
-    const m = await import('../lib/index.js');
+    const m = await import('../lib/tables.js');
     expect([m.DOCTOR_PROBE_IDS, m.CAPABILITY_PROBE_IDS, m.DOCTOR_STATUSES]).toEqual([
       ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'nocopy-mmap', 'residency-set', 'heap'],
       ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'],

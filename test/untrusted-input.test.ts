@@ -10,8 +10,6 @@ import {
   audit,
   buildMatrix,
   doctor,
-  doctorCacheDir,
-  encodeNativeProfile,
   fieldReport,
   InvalidOptionsError,
   InvalidProfileError,
@@ -20,13 +18,12 @@ import {
   MetalCapShimError,
   predictGates,
   probe,
-  probeSnapshot,
   recordSnapshot,
-  resolveAutoProfile,
   resolveProfile,
   status,
-  validateSnapshot,
 } from '../lib/index.js';
+import { encodeNativeProfile } from '../lib/profiles.js';
+import { doctorCacheDir, probeSnapshot, resolveAutoProfile, validateSnapshot } from '../lib/tables.js';
 import { root, runCli } from './helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-untrusted-'));

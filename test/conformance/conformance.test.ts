@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { audit, listSnapshots, loadSnapshot, predictGates, profiles, reportFromSnapshot, type DeviceReport, type HostInfo } from '../../lib/index.js';
+import { audit, predictGates, profiles, type DeviceReport, type HostInfo } from '../../lib/index.js';
+import { listSnapshots, loadSnapshot, reportFromSnapshot } from '../../lib/tables.js';
 import {
   deviceIdToken,
   LLAMA_CPP_CHIPS,

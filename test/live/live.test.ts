@@ -26,8 +26,6 @@ import { injectionBlocker, injectorPath, INJECTION_ENTITLEMENTS } from '../../li
 import { loadNative } from '../../lib/native.js';
 import {
   applyProfile,
-  FAMILY_NAMES,
-  FAMILY_VALUES,
   probe,
   RefusedError,
   restore,
@@ -36,6 +34,7 @@ import {
   type CapabilityReport,
   type DeviceReport,
 } from '../../lib/index.js';
+import { FAMILY_NAMES, FAMILY_VALUES } from '../../lib/tables.js';
 import { chipFamily } from '../../lib/chips.js';
 import { diffAnswers, familyAnswer, isRaise, predictPatchedDevice, resolveProfile } from '../../lib/profiles.js';
 import { dist, root, runCli } from '../helpers.js';

@@ -11,14 +11,15 @@ import {
   MetalCapShimError,
   NativeError,
   probe,
-  probeSnapshot,
   RefusedError,
   restore,
+  SnapshotNotFoundError,
   status,
   type ApplyFailureReason,
   type ErrorCode,
   type UnsupportedReason,
 } from 'metal-cap-shim';
+import { loadSnapshot, probeSnapshot } from 'metal-cap-shim/tables';
 
 const seen: Record<string, unknown> = {};
 
@@ -63,6 +64,12 @@ if (!replayed.patchedRun.ran) seen.doctorReplayWhy = replayed.patchedRun.why sat
 
 const offline = probeSnapshot('vz-guest-m1-ultra-tahoe-stock');
 seen.snapshotHost = offline.host.model;
+// The tables entry shares the root's instance: what it throws is the root's class.
+try {
+  loadSnapshot('no-such-snapshot');
+} catch (err) {
+  seen.tablesError = err instanceof SnapshotNotFoundError ? err.code : 'another class';
+}
 
 const restored = restore();
 seen.restore = restored.restored ? restored.verification.ok : restored.reason;

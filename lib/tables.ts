@@ -1,0 +1,24 @@
+/**
+ * `metal-cap-shim/tables`: the tables and small helpers behind the root's verbs, for programs that want the data
+ * itself (the family names, the engines' rule tables, the chip table, doctor's vocabulary, snapshot files, the
+ * offline prediction of a profile's answers). The root (`metal-cap-shim`) holds the verbs, the profiles, the errors
+ * and every type, these included. Both entries share one module instance: an error thrown here is the root's class.
+ */
+export { FAMILY_NAMES, FAMILY_VALUES } from './families.js';
+export { CHIP_FAMILIES, chipFamily, chipFromBrand } from './chips.js';
+export { SIMD_RULES } from './report.js';
+export { ENGINES, LLAMA_CPP_RULE_SET_INFO, LLAMA_CPP_RULE_SETS, RULE_TABLES } from './engines/index.js';
+export { gateValues } from './audit.js';
+export { bindToHost, diffAnswers, HOST_VALUE, patchedName, predictPatchedDevice } from './profiles.js';
+export {
+  AUTO_PROFILE,
+  CAPABILITY_PROBE_IDS,
+  doctorCacheDir,
+  DOCTOR_PROBE_IDS,
+  DOCTOR_SCHEMA,
+  DOCTOR_STATUSES,
+  JUDGEMENTS,
+  resolveAutoProfile,
+} from './doctor.js';
+export { probeSnapshot } from './probe.js';
+export { listSnapshots, loadSnapshot, reportFromSnapshot, SNAPSHOT_LIMITS, validateSnapshot } from './snapshots.js';
