@@ -99,7 +99,7 @@ function nativeCode(err: NativeError): 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAI
   if (err.code === 'ERR_USAGE') throw err;
   return err.code;
 }
-function refusedCode(err: RefusedError): 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' {
+function refusedCode(err: RefusedError): 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' | 'ERR_HOST_UNKNOWN' {
   return err.code;
 }
 seen.subclassCodes = [nativeCode(new NativeError('ERR_NO_DEVICE', 'x')), refusedCode(new RefusedError('x'))];
