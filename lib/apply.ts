@@ -2,6 +2,7 @@ import type { NativeBinding, NativeSelectorPatch } from '../types/binding.js';
 import { loadedLlamaCpp, type LoadedLlamaCpp } from './loaded-llama.js';
 import { NativeError, RefusedError, UnsupportedPlatformError, type NativeErrorCode } from './errors.js';
 import { chipFamily } from './chips.js';
+import { LLAMA_CPP_RULE_SET_INFO, tuningFor, tuningPhrase, type LlamaCppRuleSet } from './engines/index.js';
 import { FAMILY_VALUES, familyLabel, familyNameOf, isAppleFamilyValue, type FamilyName } from './families.js';
 import { loadNative } from './native.js';
 import { checkOptions } from './options.js';
@@ -248,11 +249,19 @@ function highestRaisedFamily(changes: AnswerChange[]): number | null {
 }
 
 /**
- * The one line that says a profile claims more than the host's GPU is: the family it claims and the host's chip and
- * true family. Engines that tune by family then tune for a newer GPU than the one doing the work.
+ * The one line that says a profile claims more than the host's GPU is: the family it claims, the host's chip and
+ * true family, and what llama.cpp (under `llamaRules`) then tunes flash attention for, where that rule set tunes by
+ * chip. `name` is the name the default device answers with the profile.
  */
-export function aboveHostFamilyMessage(claimed: number, chip: string, trueFamily: number): string {
-  return `the profile claims ${familyText(claimed)}, above ${familyText(trueFamily)}, the true family of this host's ${chip}: an engine that tunes by family tunes for a newer GPU than the one doing the work (profile host claims exactly the host's)`;
+export function aboveHostFamilyMessage(claimed: number, chip: string, trueFamily: number, llamaRules: LlamaCppRuleSet, name: string): string {
+  const tuning = tuningFor(llamaRules, name, claimed - FAMILY_VALUES.apple1 + 1);
+  const own = tuningFor(llamaRules, chip, trueFamily - FAMILY_VALUES.apple1 + 1);
+  // Where llama.cpp tunes by chip and the name still picks the host's own rows (bare metal), it is not misled.
+  const consequence =
+    tuning === null || JSON.stringify(tuning.value) === JSON.stringify(own?.value)
+      ? 'an engine that tunes by family tunes for a newer GPU than the one doing the work'
+      : `llama.cpp ${LLAMA_CPP_RULE_SET_INFO[llamaRules].releases} will tune ${tuningPhrase(tuning.value)}, not this host's ${chip}`;
+  return `the profile claims ${familyText(claimed)}, above ${familyText(trueFamily)}, the true family of this host's ${chip}: ${consequence} (profile host claims exactly the host's)`;
 }
 
 function familyText(value: number): string {
@@ -260,9 +269,17 @@ function familyText(value: number): string {
   return name === undefined ? `family ${value}` : familyLabel(name);
 }
 
+/** Whether `changes` claim a family above the true family of the host's chip (false when the chip is unknown). */
+export function claimsAboveHostFamily(changes: AnswerChange[], host: HostInfo | null): boolean {
+  const trueFamily = chipFamily(host?.chip ?? null);
+  const claimed = highestRaisedFamily(changes);
+  return trueFamily !== null && claimed !== null && claimed > trueFamily;
+}
+
 /**
- * Warnings for applying `profile` to devices answering `stock`, given the changes it makes, the Metal consumers
- * already loaded in the process and the host (its chip's true family).
+ * Warnings for applying `profile` (bound to the host) to devices answering `stock`, given the changes it makes, the
+ * Metal consumers already loaded in the process, the host (its chip's true family) and the llama.cpp rules whose
+ * tuning the family warning names.
  */
 export function profileWarnings(
   profile: Profile,
@@ -270,12 +287,14 @@ export function profileWarnings(
   changes: AnswerChange[],
   loadedConsumers: string[],
   host: HostInfo | null,
+  llamaRules: LlamaCppRuleSet,
 ): ApplyWarning[] {
   const warnings: ApplyWarning[] = [];
-  const trueFamily = chipFamily(host?.chip ?? null);
-  const claimed = highestRaisedFamily(changes);
-  if (trueFamily !== null && claimed !== null && claimed > trueFamily) {
-    warnings.push({ code: 'above-host-family', message: aboveHostFamilyMessage(claimed, host!.chip!, trueFamily) });
+  if (claimsAboveHostFamily(changes, host)) {
+    const main = stock.find((d) => d.isDefault) ?? stock[0]!;
+    const name = typeof profile.deviceName === 'string' ? profile.deviceName : main.name;
+    const message = aboveHostFamilyMessage(highestRaisedFamily(changes)!, host!.chip!, chipFamily(host!.chip!)!, llamaRules, name);
+    warnings.push({ code: 'above-host-family', message });
   }
   if (changes.some((c) => c.field === 'families.metal3' && c.to === true)) {
     warnings.push({
@@ -394,7 +413,9 @@ export function applyProfileOver(known: CapabilityReport | undefined, profile: P
   const expectedDefault = stockDefault === null ? null : planProfile([stockDefault], normalized).expected;
   const refusal = refusalFor(hostOf(stock), changesFromStock, force);
   if (refusal !== null) return notApplied(normalized, 'refused-bare-metal', refusal, strict);
-  const warnings = profileWarnings(normalized, stock.devices, changesFromStock, binding.loadedConsumers(), stock.host);
+  // The family warning names llama.cpp's tuning under the loaded llama.cpp's rules, else the newest.
+  const llamaRules = loadedLlamaCpp(binding)[0]?.rules ?? 'current';
+  const warnings = profileWarnings(normalized, stock.devices, changesFromStock, binding.loadedConsumers(), stock.host, llamaRules);
   binding.baseline(JSON.stringify(stock));
   const previousStatus = binding.status();
   const previous = previousStatus.profileJson;

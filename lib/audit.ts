@@ -1,4 +1,4 @@
-import { applyProfile, notAppliedError, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from './apply.js';
+import { applyProfile, claimsAboveHostFamily, notAppliedError, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from './apply.js';
 import { InvalidOptionsError, ProfileActiveError, UnsupportedPlatformError } from './errors.js';
 import {
   chipOfName,
@@ -9,6 +9,8 @@ import {
   parseRelease,
   predictGates,
   ruleSetForRelease,
+  tuningFor,
+  tuningPhrase,
   type EnvMap,
   type Engine,
   type GatePrediction,
@@ -16,6 +18,8 @@ import {
   type LlamaCppRuleSet,
 } from './engines/index.js';
 import { loadedLlamaCpp } from './loaded-llama.js';
+import { chipFamily } from './chips.js';
+import { FAMILY_VALUES } from './families.js';
 import { plural } from './format.js';
 import { loadNative } from './native.js';
 import { readInput } from './input.js';
@@ -212,46 +216,40 @@ function summarize(result: Omit<AuditBase, 'verdict'> & { mode: AuditResult['mod
 
 type BuildOptions = { engines: Engine[]; rules: LlamaCppRulesUsed; env: EnvMap; force: boolean; consumers: string[] };
 
-function tuningText(p: LlamaCppPrediction): string {
-  const t = p.tuning?.value;
-  if (t === undefined) return 'no tuning';
-  if (t.tier === 'exact') return `the ${t.chip} rows`;
-  if (t.tier === 'family') return t.chip !== null ? `the ${t.chip} rows (Apple${t.family}'s representative)` : `the Apple${t.family} table`;
-  return 'the baseline kernels';
-}
-
 /**
- * llama.cpp v0.4+ picks its flash-attention kernels by chip and GPU family, so a claimed family can make it tune for
- * a chip other than the host's. On bare metal the host's chip is the stock device's; in a VM the guest sees only the
- * paravirtual device, so any tuning the claim brings is for a chip the host may not be.
+ * llama.cpp v0.4+ picks its flash-attention kernels by chip and GPU family, so a profile can make it tune for a chip
+ * other than the host's. The host's chip is `host.chip` (a guest's brand string names its host's), else the stock
+ * device's name where llama.cpp knows it (bare metal). One warning per fact: where the claimed family is above the
+ * chip's, `above-host-family` already names the tuning, and this one is left out.
  */
-function tuningWarnings(devices: { stock: DeviceReport; isDefault: boolean; engines: EngineComparison[] }[], host: HostInfo | null): ApplyWarning[] {
+function tuningWarnings(
+  devices: { stock: DeviceReport; isDefault: boolean; engines: EngineComparison[] }[],
+  host: HostInfo | null,
+  changes: AnswerChange[],
+  rules: LlamaCppRuleSet,
+): ApplyWarning[] {
   const main = devices.find((d) => d.isDefault) ?? devices[0];
   const llama = main?.engines.find((e) => e.engine === 'llama.cpp');
   if (main === undefined || llama === undefined || llama.before.engine !== 'llama.cpp' || llama.after.engine !== 'llama.cpp') return [];
-  const before = llama.before;
-  const after = llama.after;
-  if (before.tuning === null || after.tuning === null) return [];
-  const same = JSON.stringify(before.tuning.value) === JSON.stringify(after.tuning.value);
-  if (same || after.tuning.value.tier === 'baseline') return [];
-  const hostChip = chipOfName(main.stock.name);
-  const family = after.flags.gpu_family.value;
-  const rules = `llama.cpp ${before.releases}`;
+  const before = llama.before.tuning;
+  const after = llama.after.tuning;
+  if (before === null || after === null || claimsAboveHostFamily(changes, host)) return [];
+  if (JSON.stringify(before.value) === JSON.stringify(after.value) || after.value.tier === 'baseline') return [];
+  const family = llama.after.flags.gpu_family.value;
+  const lead = `llama.cpp ${llama.before.releases}: with Apple${family} claimed, flash attention is tuned ${tuningPhrase(after.value)}`;
+  const stockText = `stock tuning: ${tuningPhrase(before.value)}`;
+  const hostChip = host?.chip ?? (chipOfName(main.stock.name) === null ? null : main.stock.name);
+  const trueFamily = chipFamily(hostChip);
   if (hostChip !== null) {
-    return [
-      {
-        code: 'tuned-for-other-chip',
-        message: `${rules}: with Apple${family} claimed, flash attention is tuned by ${tuningText(after)}, not by the host's ${hostChip} (stock: ${tuningText(before)})`,
-      },
-    ];
+    const own = trueFamily === null ? null : tuningFor(rules, hostChip, trueFamily - FAMILY_VALUES.apple1 + 1)!;
+    // The host's own tuning: exactly what the host's name and true family give.
+    if (own !== null && JSON.stringify(own.value) === JSON.stringify(after.value)) return [];
+    return [{ code: 'tuned-for-other-chip', message: `${lead}, not for this host's ${hostChip}; ${stockText}` }];
   }
-  const where = isVmHost(host, main.stock) ? 'a guest cannot see the host\'s chip' : `the host's GPU (${main.stock.name}) is no chip llama.cpp tunes for`;
-  return [
-    {
-      code: 'tuned-for-other-chip',
-      message: `${rules}: with Apple${family} claimed, flash attention is tuned by ${tuningText(after)} (stock: ${tuningText(before)}); ${where}, so that tuning is for another chip unless the host is one`,
-    },
-  ];
+  const where = isVmHost(host, main.stock)
+    ? "this host's chip is unknown (its brand string names no Apple chip, or was not recorded)"
+    : `the host's GPU (${main.stock.name}) is no chip llama.cpp tunes for`;
+  return [{ code: 'tuned-for-other-chip', message: `${lead}; ${stockText}; ${where}, so that tuning may be for another chip` }];
 }
 
 function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], requested: Profile, opts: BuildOptions) {
@@ -278,7 +276,7 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], re
     profile,
     host: stock.host,
     devices,
-    warnings: bound.ok ? [...profileWarnings(profile, stock.devices, changes, opts.consumers, stock.host), ...tuningWarnings(devices, stock.host)] : [],
+    warnings: bound.ok ? [...profileWarnings(profile, stock.devices, changes, opts.consumers, stock.host, opts.rules.rules), ...tuningWarnings(devices, stock.host, changes, opts.rules.rules)] : [],
     llamaCppRules: opts.rules,
     ...refusalOf(bound.ok, refusalFor(hostOf(stock), changes, opts.force) !== null),
   };

@@ -417,7 +417,8 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
       return { injector: null, resolved, warnings: [], unpatched: `${refusal} Running ${options.command} unpatched (--allow-unpatched).` };
     }
     if (refusal !== null) throw new RefusedError(refusal);
-    warnings = profileWarnings(profile, stock.devices, changes, [], stock.host);
+    // The child's llama.cpp is not loaded yet: the family warning names the newest rules' tuning, as audit does.
+    warnings = profileWarnings(profile, stock.devices, changes, [], stock.host, 'current');
   }
   const blocker = injectionBlocker(resolved, platform);
   if (blocker !== null && blocker.launchFails && options.allowUnpatched) {

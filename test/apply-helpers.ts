@@ -73,7 +73,7 @@ export const M1_HOST = {
 export const APPLE9_ABOVE_M1_ULTRA = {
   code: 'above-host-family',
   message:
-    "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: an engine that tunes by family tunes for a newer GPU than the one doing the work (profile host claims exactly the host's)",
+    "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro), not this host's Apple M1 Ultra (profile host claims exactly the host's)",
 } as const;
 
 /** What importing lib/register.ts did to the process. */

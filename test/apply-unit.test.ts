@@ -10,6 +10,7 @@ import { probeSnapshot } from '../lib/probe.js';
 import { chipFromBrand } from '../lib/chips.js';
 import { planProfile, resolveProfile, type ProfileInput } from '../lib/profiles.js';
 import { registerFromEnvironment } from '../lib/registration.js';
+import type { LlamaCppRuleSet } from '../lib/engines/index.js';
 import type { DeviceReport, HostInfo } from '../lib/types.js';
 import { importRegister, invalidProfileError } from './apply-helpers.js';
 
@@ -19,9 +20,15 @@ const m1 = () => devicesOf('m1-ultra-bare-metal');
 const twoGpus = () => devicesOf('macbookpro16-intel-amd-two-gpus');
 
 /** profileWarnings for `input` applied to `devices` on `host`, with the changes planProfile predicts. */
-function warningsFor(input: ProfileInput, devices: DeviceReport[], consumers: string[] = [], host: HostInfo | null = null) {
+function warningsFor(
+  input: ProfileInput,
+  devices: DeviceReport[],
+  consumers: string[] = [],
+  host: HostInfo | null = null,
+  rules: LlamaCppRuleSet = 'current',
+) {
   const profile = resolveProfile(input);
-  return profileWarnings(profile, devices, planProfile(devices, profile).changes, consumers, host);
+  return profileWarnings(profile, devices, planProfile(devices, profile).changes, consumers, host, rules);
 }
 
 /** A guest's host facts with the brand string `cpuBrand` (its chip parsed from it). */
@@ -112,7 +119,7 @@ describe('profileWarnings', () => {
     const noMetal3 = { ...device, families: { ...device.families, metal3: false } };
     const profile = { appleFamilyMax: 1009, maxThreadgroupMemoryLength: 65536, families: { metal3: true } };
     expect(warningsFor(profile, [noMetal3], ['x'], hostWith('Apple M1 Ultra'))).toEqual([
-      aboveHost('Apple9', 'Apple7', 'Apple M1 Ultra'),
+      aboveHost('Apple9', 'Apple7', 'Apple M1 Ultra', `${APPLE9_TABLE}, not this host's Apple M1 Ultra`),
       METAL3,
       ABOVE_HARDWARE(65536),
       notParavirtual(noMetal3),
@@ -121,29 +128,62 @@ describe('profileWarnings', () => {
   });
 });
 
-const aboveHost = (claimed: string, family: string, chip: string) => ({
+/** The above-host-family warning, with what it says follows (`consequence`). */
+const aboveHost = (claimed: string, family: string, chip: string, consequence: string) => ({
   code: 'above-host-family',
-  message: `the profile claims ${claimed}, above ${family}, the true family of this host's ${chip}: an engine that tunes by family tunes for a newer GPU than the one doing the work (profile host claims exactly the host's)`,
+  message: `the profile claims ${claimed}, above ${family}, the true family of this host's ${chip}: ${consequence} (profile host claims exactly the host's)`,
 });
+const GENERIC = 'an engine that tunes by family tunes for a newer GPU than the one doing the work';
+const APPLE9_TABLE = 'llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro)';
 
 describe('profileWarnings: a claim above the host chip’s true family', () => {
-  it('cua-release on a guest of an M1 Ultra: Apple9 above Apple7, one line, first', () => {
+  it('cua-release on a guest of an M1 Ultra: Apple9 above Apple7, one line, first, naming the table llama.cpp tunes with', () => {
     expect(warningsFor('cua-release', guest(), [], hostWith('Apple M1 Ultra (Virtual)'))).toEqual([
-      aboveHost('Apple9', 'Apple7', 'Apple M1 Ultra'),
+      aboveHost('Apple9', 'Apple7', 'Apple M1 Ultra', `${APPLE9_TABLE}, not this host's Apple M1 Ultra`),
       ABOVE_HARDWARE(65536),
+    ]);
+  });
+
+  it('under the v0.4 rules it names the chip llama.cpp tunes for: the M4 Max, Apple9’s representative', () => {
+    expect(warningsFor('cua-release', guest(), [], hostWith('Apple M1 (Virtual)'), 'chip-tuning')).toEqual([
+      aboveHost('Apple9', 'Apple7', 'Apple M1', "llama.cpp v0.4.x will tune for an M4 Max (Apple9's representative), not this host's Apple M1"),
+      ABOVE_HARDWARE(65536),
+    ]);
+  });
+
+  it('the tuning follows the name the profile answers: a chip name of its own is the chip llama.cpp tunes for', () => {
+    const profile = { appleFamilyMax: 1008, deviceName: 'Apple M4 Max' };
+    expect(warningsFor(profile, guest(), [], hostWith('Apple M1 (Virtual)'), 'chip-tuning')).toEqual([
+      aboveHost('Apple8', 'Apple7', 'Apple M1', "llama.cpp v0.4.x will tune for an M4 Max (its own rows), not this host's Apple M1"),
+    ]);
+  });
+
+  it('rules without per-chip tuning, or a name that still picks the host’s own rows (bare metal), say it of engines in general', () => {
+    expect(warningsFor({ appleFamilyMax: 1009 }, guest(), [], hostWith('Apple M1 (Virtual)'), 'device')).toEqual([aboveHost('Apple9', 'Apple7', 'Apple M1', GENERIC)]);
+    expect(warningsFor({ appleFamilyMax: 1009 }, guest(), [], hostWith('Apple M1 (Virtual)'), 'legacy')).toEqual([aboveHost('Apple9', 'Apple7', 'Apple M1', GENERIC)]);
+    const bare = m1() as [DeviceReport];
+    expect(warningsFor({ appleFamilyMax: 1009 }, bare, [], hostWith('Apple M1 Ultra'), 'chip-tuning')).toEqual([
+      aboveHost('Apple9', 'Apple7', 'Apple M1 Ultra', GENERIC),
+      notParavirtual(bare[0]),
     ]);
   });
 
   it('up to the host’s family is no warning, one family more is', () => {
     expect(warningsFor('apple7', guest(), [], hostWith('Apple M1 (Virtual)'))).toEqual([]);
-    expect(warningsFor({ appleFamilyMax: 1008 }, guest(), [], hostWith('Apple M1 (Virtual)'))).toEqual([aboveHost('Apple8', 'Apple7', 'Apple M1')]);
+    expect(warningsFor({ appleFamilyMax: 1008 }, guest(), [], hostWith('Apple M1 (Virtual)'))).toEqual([
+      aboveHost('Apple8', 'Apple7', 'Apple M1', "llama.cpp v0.5.0 and later will tune with its Apple8 table (swept on the M2, M2 Max, M2 Pro), not this host's Apple M1"),
+    ]);
     expect(warningsFor({ appleFamilyMax: 1008 }, guest(), [], hostWith('Apple M2 Max (Virtual)'))).toEqual([]);
     expect(warningsFor('apple9-hw-tg', guest(), [], hostWith('Apple M4 Pro (Virtual)'))).toEqual([]);
-    expect(warningsFor({ appleFamilyMax: 1010 }, guest(), [], hostWith('Apple M4 Pro (Virtual)'))).toEqual([aboveHost('Apple10', 'Apple9', 'Apple M4 Pro')]);
+    expect(warningsFor({ appleFamilyMax: 1010 }, guest(), [], hostWith('Apple M4 Pro (Virtual)'))).toEqual([
+      aboveHost('Apple10', 'Apple9', 'Apple M4 Pro', "llama.cpp v0.5.0 and later will tune with its Apple10 table (swept on the M5 Max), not this host's Apple M4 Pro"),
+    ]);
   });
 
   it('names the highest family the profile turns on, also through an explicit family answer', () => {
-    expect(warningsFor({ families: { apple9: true, apple8: true } }, guest(), [], hostWith('Apple M1'))).toEqual([aboveHost('Apple9', 'Apple7', 'Apple M1')]);
+    expect(warningsFor({ families: { apple9: true, apple8: true } }, guest(), [], hostWith('Apple M1'))).toEqual([
+      aboveHost('Apple9', 'Apple7', 'Apple M1', `${APPLE9_TABLE}, not this host's Apple M1`),
+    ]);
   });
 
   it('only families the profile turns on count: a device already answering them is no claim of the profile’s', () => {

@@ -27,7 +27,8 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(d.changes.map((c) => c.field)).toEqual([
       'families.apple6', 'families.apple7', 'families.apple8', 'families.apple9', 'maxThreadgroupMemoryLength',
     ]);
-    expect(a.warnings.map((w) => w.code)).toEqual(['above-host-family', 'threadgroup-memory-above-hardware', 'tuned-for-other-chip']);
+    // One warning per fact: the claim above the host's family names the tuning, so no tuned-for-other-chip besides.
+    expect(a.warnings.map((w) => w.code)).toEqual(['above-host-family', 'threadgroup-memory-above-hardware']);
     expect(a.llamaCppRules).toEqual({
       rules: 'current',
       releases: 'v0.5.0 and later',
@@ -51,20 +52,15 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(r.stdout).toMatch(/gpu_family\s+5\s+9 \*/);
     expect(r.stdout).toMatch(/^ {2}Flash-attention tuning: family \(gpu_family 9: llama\.cpp's Apple9 table, pooled from the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro sweeps\)\.$/m);
     expect(r.stdout).toContain(
-      "  ! the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: an engine that tunes by family tunes for a newer GPU than the one doing the work (profile host claims exactly the host's) [above-host-family]\n",
+      "  ! the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro), not this host's Apple M1 Ultra (profile host claims exactly the host's) [above-host-family]\n",
     );
   });
 
-  it('apple9-hw-tg keeps threadgroup memory at 32768: no threadgroup warning; its claim above the M1 Ultra host’s Apple7 and the tuning one stay', () => {
+  it('apple9-hw-tg keeps threadgroup memory at 32768: no threadgroup warning; one warning for its claim above the M1 Ultra host’s Apple7, naming the tuning', () => {
     const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--profile', 'apple9-hw-tg', '--json']).stdout) as AuditResult;
     expect(a.devices[0]!.patched.maxThreadgroupMemoryLength).toBe(32768);
     expect(llamaFlips(a).map((f) => f.flag)).toEqual(['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat', 'gpu_family']);
-    expect(a.warnings.map((w) => w.code)).toEqual(['above-host-family', 'tuned-for-other-chip']);
-    expect(a.warnings.find((w) => w.code === 'tuned-for-other-chip')).toEqual({
-      code: 'tuned-for-other-chip',
-      message:
-        "llama.cpp v0.5.0 and later: with Apple9 claimed, flash attention is tuned by the Apple9 table (stock: the baseline kernels); a guest cannot see the host's chip, so that tuning is for another chip unless the host is one",
-    });
+    expect(a.warnings).toEqual([{ code: 'above-host-family', message: "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro), not this host's Apple M1 Ultra (profile host claims exactly the host's)" }]);
   });
 
   it('apple7 on the stock guest under v0.4.0 rules: no representative for Apple7, so the baseline and no tuning warning', () => {
@@ -78,24 +74,67 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(a.llamaCppRules).toEqual({ rules: 'chip-tuning', releases: 'v0.4.x', release: 'v0.4.0', source: 'option', detail: 'llama.cpp v0.4.0 asked for' });
   });
 
-  it('cua-release under v0.4.0 rules tunes the guest as an M4 Max, and says so', () => {
+  it('cua-release under v0.4.0 rules tunes the guest as an M4 Max, and the one warning says so', () => {
     const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--rules', 'v0.4.0', '--json']).stdout) as AuditResult;
-    expect(a.warnings.find((w) => w.code === 'tuned-for-other-chip')).toEqual({
-      code: 'tuned-for-other-chip',
-      message:
-        "llama.cpp v0.4.x: with Apple9 claimed, flash attention is tuned by the GGML_METAL_DEVICE_M4_MAX rows (Apple9's representative) (stock: the baseline kernels); a guest cannot see the host's chip, so that tuning is for another chip unless the host is one",
-    });
+    expect(a.warnings.filter((w) => w.code !== 'threadgroup-memory-above-hardware')).toEqual([
+      {
+        code: 'above-host-family',
+        message:
+          "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.4.x will tune for an M4 Max (Apple9's representative), not this host's Apple M1 Ultra (profile host claims exactly the host's)",
+      },
+    ]);
   });
 
-  it('raising the bare-metal M1 Ultra to Apple9: v0.4 keeps its own rows, v0.5 tunes it with the Apple9 table', () => {
+  it('raising the bare-metal M1 Ultra to Apple9: v0.4 keeps its own rows, v0.5 tunes it with the Apple9 table; one warning each', () => {
     const run = (rules: string) =>
       JSON.parse(runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--force', '--rules', rules, '--json']).stdout) as AuditResult;
-    expect(run('v0.4.0').warnings.map((w) => w.code)).not.toContain('tuned-for-other-chip');
-    expect(run('current').warnings.find((w) => w.code === 'tuned-for-other-chip')).toEqual({
-      code: 'tuned-for-other-chip',
-      message:
-        "llama.cpp v0.5.0 and later: with Apple9 claimed, flash attention is tuned by the Apple9 table, not by the host's M1 Ultra (stock: the Apple7 table)",
-    });
+    const family = (a: AuditResult) => a.warnings.filter((w) => w.code === 'above-host-family' || w.code === 'tuned-for-other-chip');
+    expect(family(run('v0.4.0'))).toEqual([
+      {
+        code: 'above-host-family',
+        message:
+          "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: an engine that tunes by family tunes for a newer GPU than the one doing the work (profile host claims exactly the host's)",
+      },
+    ]);
+    expect(family(run('current'))).toEqual([{ code: 'above-host-family', message: "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro), not this host's Apple M1 Ultra (profile host claims exactly the host's)" }]);
+  });
+
+  it('a name of another chip at the host’s own family: tuned-for-other-chip names that chip and the host’s', () => {
+    const profile = JSON.stringify({ appleFamilyMax: 1007, deviceName: 'Apple M4 Max' });
+    const a = JSON.parse(runCli(['audit', '--snapshot', 'github-macos-14-arm64-runner', '--profile', profile, '--rules', 'v0.4.0', '--json']).stdout) as AuditResult;
+    expect(a.warnings).toEqual([
+      {
+        code: 'tuned-for-other-chip',
+        message: "llama.cpp v0.4.x: with Apple7 claimed, flash attention is tuned for an M4 Max (its own rows), not for this host's Apple M1; stock tuning: with its baseline kernels",
+      },
+    ]);
+  });
+
+  it('a guest whose chip is unknown: tuned-for-other-chip says the chip is unknown, not that a guest cannot see it', () => {
+    const snapshot = JSON.parse(readFileSync(path.join(root, 'snapshots', `${STOCK}.json`), 'utf8'));
+    snapshot.host.cpuBrand = null;
+    snapshot.host.chip = null;
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-unknown-chip-')), 'guest.json');
+    writeFileSync(file, JSON.stringify(snapshot));
+    const a = JSON.parse(runCli(['audit', '--snapshot', file, '--profile', 'apple9-hw-tg', '--json']).stdout) as AuditResult;
+    expect(a.warnings).toEqual([
+      {
+        code: 'tuned-for-other-chip',
+        message:
+          "llama.cpp v0.5.0 and later: with Apple9 claimed, flash attention is tuned with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro); stock tuning: with its baseline kernels; this host's chip is unknown (its brand string names no Apple chip, or was not recorded), so that tuning may be for another chip",
+      },
+    ]);
+  });
+
+  it('an Intel Mac’s AMD GPU raised to Apple7: tuned-for-other-chip says it is no chip llama.cpp tunes for', () => {
+    const a = JSON.parse(runCli(['audit', '--snapshot', 'macbookpro16-intel-amd-two-gpus', '--profile', 'apple7', '--force', '--json']).stdout) as AuditResult;
+    expect(a.warnings.filter((w) => w.code === 'tuned-for-other-chip')).toEqual([
+      {
+        code: 'tuned-for-other-chip',
+        message:
+          "llama.cpp v0.5.0 and later: with Apple7 claimed, flash attention is tuned with its Apple7 table (swept on the M1, M1 Ultra); stock tuning: with its baseline kernels; the host's GPU (AMD Radeon Pro 5500M) is no chip llama.cpp tunes for, so that tuning may be for another chip",
+      },
+    ]);
   });
 
   it('profile host on the macos-14 runner: the M1’s Apple7 and name, threadgroup memory left, no warning', () => {
@@ -117,7 +156,14 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(d.changes.map((c) => c.field)).toEqual([
       'name', 'families.apple1', 'families.apple2', 'families.apple3', 'families.apple4', 'families.apple5', 'families.apple6', 'families.apple7',
     ]);
-    expect(llamaFlips(a).map((f) => f.flag)).toEqual(['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat']);
+    // llama.cpp's family and chip follow the claimed family and the patched name: the M1's.
+    expect(llamaFlips(a)).toEqual([
+      { flag: 'has_simdgroup_reduction', from: false, to: true },
+      { flag: 'has_simdgroup_mm', from: false, to: true },
+      { flag: 'has_bfloat', from: false, to: true },
+      { flag: 'gpu_family', from: 0, to: 7 },
+      { flag: 'device_id', from: 'GGML_METAL_DEVICE_GENERIC', to: 'GGML_METAL_DEVICE_M1' },
+    ]);
     // MLX skips its heap only on the paravirtual device's name: with the chip's name it creates one.
     expect(d.engines.find((e) => e.engine === 'mlx')!.flipped).toEqual([{ flag: 'heapSkipped', from: true, to: false }]);
     const human = runCli(['audit', '--snapshot', 'github-macos-14-arm64-runner', '--profile', 'host']).stdout;

@@ -570,7 +570,8 @@ describe('MLX, whole predictions', () => {
       },
       heapSkipped: {
         value: true,
-        reason: 'name "Apple Paravirtual device" is "Apple Paravirtual device", MLX knows it is in a VM from the name, which metal-cap-shim never changes',
+        reason:
+          'name "Apple Paravirtual device" is "Apple Paravirtual device", MLX knows it is in a VM from the name and skips its heap there on purpose (a profile with deviceName changes the name)',
       },
       warnings: [],
     });

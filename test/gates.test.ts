@@ -472,9 +472,15 @@ describe('predictGates: MLX', () => {
     expect(heap('Apple Paravirtual device')).toEqual({
       value: true,
       reason:
-        'name "Apple Paravirtual device" is "Apple Paravirtual device", MLX knows it is in a VM from the name, which metal-cap-shim never changes',
+        'name "Apple Paravirtual device" is "Apple Paravirtual device", MLX knows it is in a VM from the name and skips its heap there on purpose (a profile with deviceName changes the name)',
     });
+    // In a VM, the name a profile answers decides: a chip's name makes MLX create its heap there.
     expect(heap('Apple M1 Ultra')).toEqual({
+      value: false,
+      reason:
+        "name \"Apple M1 Ultra\" is not \"Apple Paravirtual device\", in this VM MLX creates its heap and adds it to its residency set: the name no longer tells it it is in a VM, and it skips the heap there on purpose (doctor's heap probe tests that path)",
+    });
+    expect(predictGates(device({ name: 'Apple M1 Ultra' }), 'mlx', { env: {}, host: null }).heapSkipped).toEqual({
       value: false,
       reason: 'name "Apple M1 Ultra" is not "Apple Paravirtual device", MLX creates its heap and adds it to its residency set',
     });

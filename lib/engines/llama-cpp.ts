@@ -403,6 +403,23 @@ function tuningTier(ruleSet: 'chip-tuning' | 'current', chip: string | null, fam
   return result({ tier: 'baseline', chip: null, family: null }, [`${why}; gpu_family ${family} has no representative: the baseline kernels`]);
 }
 
+/**
+ * The tuning tier `ruleSet` gives a device named `name` whose highest Apple family is `gpuFamily` (4 for Apple4), as
+ * the prediction computes it; null for the rule sets without per-chip tuning (legacy, device).
+ */
+export function tuningFor(ruleSet: LlamaCppRuleSet, name: string, gpuFamily: number): Derived<TuningTier> | null {
+  if (ruleSet !== 'chip-tuning' && ruleSet !== 'current') return null;
+  return tuningTier(ruleSet, chipOfName(name), gpuFamily);
+}
+
+/** What llama.cpp tunes flash attention for, in words: `for an M4 Max (Apple9's representative)`, `with its Apple7 table (…)`. */
+export function tuningPhrase(t: TuningTier): string {
+  const chip = LLAMA_CPP_CHIPS.find((c) => deviceIdToken(c) === t.chip);
+  if (t.tier === 'baseline') return 'with its baseline kernels';
+  if (chip === undefined) return `with its Apple${t.family} table (swept on the ${(FAMILY_TABLES[t.family!] ?? []).join(', ')})`;
+  return t.tier === 'exact' ? `for an ${chip} (its own rows)` : `for an ${chip} (Apple${t.family}'s representative)`;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // The rule tables.
 
@@ -625,7 +642,7 @@ export function predictLlamaCpp(ctx: RuleContext, ruleSet: LlamaCppRuleSet, rele
     return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
   }
   const flags = evaluate(rules, ctx) as unknown as LlamaCppCurrentFlags;
-  const tuning = tuningTier(ruleSet, chipOfName(device.name), flags.gpu_family.value);
+  const tuning = tuningFor(ruleSet, device.name, flags.gpu_family.value)!;
   const consequences = llamaConsequences(ruleSet, flags.has_simdgroup_reduction.value, flags.has_simdgroup_mm.value, flags.has_bfloat.value, created);
   return { ...base, rules: ruleSet, flags, tuning, consequences, warnings };
 }

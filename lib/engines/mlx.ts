@@ -131,18 +131,18 @@ export const MLX_RULES: readonly MlxRule[] = Object.freeze([
   {
     flag: 'heapSkipped',
     source: 'mlx/backend/metal/allocator.cpp MetalAllocator::MetalAllocator (is_vm)',
-    rule: 'name == "Apple Paravirtual device" (exactly): MLX creates no buffer heap, and so no residency for one',
+    rule: 'name == "Apple Paravirtual device" (exactly; the name as patched, so a profile\'s deviceName changes it): MLX creates no buffer heap, and so no residency for one',
     families: [],
-    properties: ['name'],
+    properties: ['name', 'host.model', 'host.isVirtualMachine'],
     env: [],
-    compute: ({ device }: RuleContext): Derived<boolean> => {
+    compute: ({ device, host }: RuleContext): Derived<boolean> => {
       const value = device.name === PARAVIRTUAL_DEVICE_NAME;
-      return result(value, [
-        `name ${JSON.stringify(device.name)} ${value ? 'is' : 'is not'} ${JSON.stringify(PARAVIRTUAL_DEVICE_NAME)}`,
-        value
-          ? 'MLX knows it is in a VM from the name, which metal-cap-shim never changes'
-          : 'MLX creates its heap and adds it to its residency set',
-      ]);
+      const why = value
+        ? 'MLX knows it is in a VM from the name and skips its heap there on purpose (a profile with deviceName changes the name)'
+        : isVmHost(host, device)
+          ? 'in this VM MLX creates its heap and adds it to its residency set: the name no longer tells it it is in a VM, and it skips the heap there on purpose (doctor\'s heap probe tests that path)'
+          : 'MLX creates its heap and adds it to its residency set';
+      return result(value, [`name ${JSON.stringify(device.name)} ${value ? 'is' : 'is not'} ${JSON.stringify(PARAVIRTUAL_DEVICE_NAME)}`, why]);
     },
   },
 ]);

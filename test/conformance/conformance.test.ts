@@ -2,7 +2,7 @@
 // node-llama-cpp tarballs of eras.mjs against the simulated Metal, run over every bundled snapshot × every built-in
 // profile (and none) × the GGML_METAL_* switches, in-process (applyProfile, then ggml's init) and through `exec`.
 // Every value llama.cpp computes is compared with predictGates / audit(), field by field.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -70,6 +70,15 @@ const SNAPSHOTS = [...listSnapshots(), ...derivedSnapshots(derivedDir)];
 const snapshotName = (s: string) => path.basename(s, '.json');
 /** Every built-in profile from the table, so a new one adds its cases; null is the stock device. */
 const PROFILES: (string | null)[] = [null, ...Object.keys(profiles)];
+/**
+ * The profiles a snapshot runs: `host` claims the host chip's family and name, so it runs only where the chip is
+ * known. Elsewhere it is not applied (host-unknown), which the in-process run checks without running llama.cpp.
+ */
+function profilesOf(snapshot: string): (string | null)[] {
+  return hostOf(snapshot).chip === null ? PROFILES.filter((p) => p !== 'host') : PROFILES;
+}
+/** Cases each era compares per way: every snapshot's profiles × the switches. */
+const caseCount = () => SNAPSHOTS.reduce((n, s) => n + profilesOf(s).length * CASES.length, 0);
 /** What `exec` runs for the stock cases: a profile that leaves every answer alone (hooks in, answers unchanged). */
 const STOCK_PROFILE = JSON.stringify({ appleFamilyMax: null, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null });
 
@@ -208,7 +217,7 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
   function runExec(): Promise<ExecRun[]> {
     execRuns ??= pooled(
       SNAPSHOTS.flatMap((snapshot) =>
-        PROFILES.map((profile) => async () => {
+        profilesOf(snapshot).map((profile) => async () => {
           const arch = buildArchOf(hostOf(snapshot));
           const args = [cli, 'exec', '--profile', profile ?? STOCK_PROFILE, '--force', '--', launcher, ...built.map((b) => b.outputs[arch].cli)];
           const text = await runProgram(process.execPath, args, childEnv(snapshot), CASE_TEXT);
@@ -251,6 +260,11 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
           source: 'loaded',
         });
         for (const run of result.runs) {
+          if (run.profile === 'host' && host.chip === null) {
+            // Where the chip is unknown nothing is claimed: a result, never a guess.
+            if (run.applied !== false || run.reason !== 'host-unknown') tally.mismatches.push(`${snapshotName(snapshot)} host: applied on a host whose chip is unknown`);
+            continue;
+          }
           if (run.device === undefined) {
             tally.mismatches.push(`${snapshotName(snapshot)} ${run.profile}: not applied (${run.reason}: ${run.detail})`);
             continue;
@@ -263,7 +277,7 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
         }
       }
       expect(tally.mismatches).toEqual([]);
-      expect(tally.compared).toBe(SNAPSHOTS.length * PROFILES.length * CASES.length);
+      expect(tally.compared).toBe(caseCount());
       counts[`${eraDef.id} in-process`] = tally.compared;
     }, 300_000);
 
@@ -280,11 +294,22 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
         });
       }
       expect(tally.mismatches).toEqual([]);
-      expect(tally.compared).toBe(SNAPSHOTS.length * PROFILES.length * CASES.length);
+      expect(tally.compared).toBe(caseCount());
       counts[`${eraDef.id} exec`] = tally.compared;
     }, 300_000);
 
     if (eraDef.kind !== 'device') continue;
+    it(`${eraDef.id}: on the macOS 14 runner with profile host, llama.cpp reports Apple7 and the M1, as audit --json predicts`, async () => {
+      const run = (await runExec()).find((r) => r.profile === 'host' && snapshotName(r.snapshot) === 'github-macos-14-arm64-runner')!;
+      const real = parseOutput(run.outputs[eraDef.id]!).props[0]!;
+      const a = JSON.parse(execFileSync(process.execPath, [cli, 'audit', '--snapshot', 'github-macos-14-arm64-runner', '--profile', 'host', '--rules', eraDef.id, '--json'], { encoding: 'utf8', env: childEnv(run.snapshot) }));
+      const after = a.devices[0].engines.find((e: { engine: string }) => e.engine === 'llama.cpp').after;
+      const wanted = { gpu_family: 7, device_id: 'GGML_METAL_DEVICE_M1', desc: 'Apple M1' };
+      expect(pick(real, 'gpu_family', 'device_id', 'desc')).toEqual(wanted);
+      expect({ gpu_family: after.flags.gpu_family.value, device_id: after.flags.device_id.value, desc: after.deviceName }).toEqual(wanted);
+      expect(real.tuning).toEqual(after.tuning.value);
+    });
+
     it(`${eraDef.id}: device_id for every name and the tuning tier for every chip and family equal llama.cpp's own tables`, async () => {
       const b = built.find((x) => x.era.id === eraDef.id)!;
       const names = [...LLAMA_CPP_CHIPS.map((c) => `Apple ${c}`), ...DECOY_NAMES];
