@@ -220,8 +220,13 @@ export function deviceFactsFrom(raw: Record<string, unknown>): DeviceFacts {
   ) as unknown as DeviceFacts;
 }
 
-/** The named fields of a record, in table order (`null` for a field it lacks). */
+/** The named fields of a record, in table order. */
 export function pickFields<K extends string>(record: object, names: readonly K[]): Record<K, unknown> {
   const r = record as Record<string, unknown>;
-  return Object.fromEntries(names.map((f) => [f, r[f] ?? null])) as Record<K, unknown>;
+  return Object.fromEntries(names.map((f) => [f, r[f]])) as Record<K, unknown>;
+}
+
+/** The fields a snapshot may leave unrecorded (null). */
+export function unrecordedFields(table: Record<string, AnyField>): string[] {
+  return Object.keys(table).filter((f) => table[f]!.nullable === 'unrecorded');
 }

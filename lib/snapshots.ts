@@ -16,6 +16,7 @@ import {
   recordedChecks,
   str,
   unansweredFields,
+  unrecordedFields,
   type Check,
   type HostFacts,
   type RecordedDeviceFacts,
@@ -246,7 +247,8 @@ export function snapshotFromReport(
   }
   const provenanceOf = (values: Record<string, unknown>) =>
     Object.fromEntries(Object.entries(values).map(([f, v]) => [f, v === null ? 'unrecorded' : RECORDING_SOURCE]));
-  const hostValues = { platform: report.platform, ...pickFields(report.host, HOST_FIELD_NAMES) };
+  const host = report.host as unknown as Record<string, unknown>;
+  const hostValues = { platform: report.platform, ...Object.fromEntries(HOST_FIELD_NAMES.map((f) => [f, host[f] ?? null])) };
   const snapshotHost = { ...hostValues, provenance: provenanceOf(hostValues) } as SnapshotHost;
   const devices = report.devices.map((d, i): SnapshotDevice => {
     const missing = unansweredFields(d as unknown as Record<string, unknown>, DEVICE_FIELDS);
@@ -254,7 +256,7 @@ export function snapshotFromReport(
     if (missing.length + noFamily.length > 0) {
       throw new InvalidSnapshotError(
         `devices[${i}].${[...missing, ...noFamily][0]}`,
-        `${meta.where}: device ${i} has no answer for ${[...missing, ...noFamily].join(', ')} (the OS could not answer), and a snapshot needs every value but architecture`,
+        `${meta.where}: device ${i} has no answer for ${[...missing, ...noFamily].join(', ')} (the OS could not answer), and a snapshot needs every value but ${unrecordedFields(DEVICE_FIELDS).join(', ')}`,
       );
     }
     const values = pickFields(d, DEVICE_FIELD_NAMES) as unknown as RecordedDeviceFacts;
