@@ -1,10 +1,10 @@
 import type { NativeDevice, NativeHostFacts, NativeProbe } from '../types/binding.js';
 import { hostChipFacts } from './chips.js';
+import { deviceFactsFrom, DEVICE_FIELD_NAMES, HOST_FIELD_NAMES } from './fields.js';
 import { FAMILY_NAMES, FAMILY_VALUES, isAppleFamilyValue, type FamilyName } from './families.js';
 import type {
   CapabilityReport,
   DerivedFlag,
-  DeviceLocation,
   DeviceReport,
   FamilyAnswers,
   HostInfo,
@@ -38,8 +38,6 @@ export const SIMD_RULES = {
   },
 } as const satisfies Record<string, { families: readonly FamilyName[]; rule: string }>;
 
-const LOCATIONS: readonly DeviceLocation[] = ['builtIn', 'slot', 'external', 'unspecified'];
-
 /** The device facts a report is derived from: what the addon or a snapshot gives, before derived fields. */
 export type RawDevice = NativeDevice;
 
@@ -62,31 +60,19 @@ export function highestAppleFamily(families: FamilyAnswers): DeviceReport['highe
 
 /** Fills a report's derived fields (highest family, SIMD-group flags) from a device's raw answers. */
 export function deviceReportFrom(raw: RawDevice): DeviceReport {
-  const families = Object.fromEntries(
-    FAMILY_NAMES.map((n) => [n, typeof raw.families[n] === 'boolean' ? raw.families[n] : null]),
-  ) as FamilyAnswers;
-  const location = LOCATIONS.includes(raw.location as DeviceLocation) ? (raw.location as DeviceLocation) : null;
-  return {
-    index: raw.index,
-    isDefault: raw.isDefault,
-    name: raw.name,
-    className: raw.className,
-    registryId: raw.registryId,
-    families,
-    highestAppleFamily: highestAppleFamily(families),
-    maxThreadgroupMemoryLength: raw.maxThreadgroupMemoryLength,
-    maxThreadsPerThreadgroup: raw.maxThreadsPerThreadgroup,
-    recommendedMaxWorkingSetSize: raw.recommendedMaxWorkingSetSize,
-    maxBufferLength: raw.maxBufferLength,
-    hasUnifiedMemory: raw.hasUnifiedMemory,
-    location,
-    architecture: raw.architecture,
-    simd: {
-      reduction: anyOf(families, SIMD_RULES.reduction.families, SIMD_RULES.reduction.rule),
-      matrix: anyOf(families, SIMD_RULES.matrix.families, SIMD_RULES.matrix.rule),
-      bfloat16: anyOf(families, SIMD_RULES.bfloat16.families, SIMD_RULES.bfloat16.rule),
-    },
+  const facts = deviceFactsFrom(raw as unknown as Record<string, unknown>);
+  const report: Record<string, unknown> = { index: raw.index, isDefault: raw.isDefault };
+  for (const f of DEVICE_FIELD_NAMES) {
+    report[f] = facts[f];
+    // JSON lists highestAppleFamily right after the families it is derived from.
+    if (f === 'families') report.highestAppleFamily = highestAppleFamily(facts.families);
+  }
+  report.simd = {
+    reduction: anyOf(facts.families, SIMD_RULES.reduction.families, SIMD_RULES.reduction.rule),
+    matrix: anyOf(facts.families, SIMD_RULES.matrix.families, SIMD_RULES.matrix.rule),
+    bfloat16: anyOf(facts.families, SIMD_RULES.bfloat16.families, SIMD_RULES.bfloat16.rule),
   };
+  return report as unknown as DeviceReport;
 }
 
 /** The same device with its derived fields recomputed (after answers were changed by a prediction). */
@@ -141,17 +127,5 @@ export function unsupportedReport(reason: UnsupportedReason, detail: string): Un
 
 /** A report's host, or an all-null one. */
 export function hostOf(report: CapabilityReport): HostInfo {
-  return (
-    report.host ?? {
-      osVersion: null,
-      osBuild: null,
-      model: null,
-      isVirtualMachine: null,
-      arch: null,
-      memoryBytes: null,
-      translated: null,
-      cpuBrand: null,
-      chip: null,
-    }
-  );
+  return report.host ?? (Object.fromEntries(HOST_FIELD_NAMES.map((f) => [f, null])) as unknown as HostInfo);
 }

@@ -3,34 +3,37 @@ import path from 'node:path';
 import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from './doctor-probes.js';
 import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from './errors.js';
 import { chipFromBrand } from './chips.js';
-import { FAMILY_NAMES } from './families.js';
+import {
+  bool,
+  count,
+  CLASS_NAME,
+  DEVICE_FIELD_NAMES,
+  DEVICE_FIELDS,
+  HOST_FIELD_NAMES,
+  HOST_FIELDS,
+  isObject,
+  pickFields,
+  recordedChecks,
+  str,
+  unansweredFields,
+  unrecordedFields,
+  type Check,
+  type HostFacts,
+  type RecordedDeviceFacts,
+} from './fields.js';
 import { packageRoot } from './native.js';
 import { clip, readInput } from './input.js';
 import { fileLabel, JSON_LIMITS, readJsonFile, schemaProblem, STDIN, type JsonLimits } from './jsonfile.js';
 import { deviceReportFrom, FIELD_REPORT_SCHEMA, REPORT_SCHEMA } from './report.js';
 import { didYouMean } from './suggest.js';
-import type { CapabilityReport, DeviceLocation, SupportedReport } from './types.js';
+import type { CapabilityReport, HostInfo, SupportedReport } from './types.js';
 
 /** The snapshot format tag (snapshots/README.md documents the format). */
 export const SNAPSHOT_SCHEMA = 'metal-cap-shim/snapshot@1' as const;
 
-/** Host facts as recorded. `null`: not recorded or not answerable there. */
-export interface SnapshotHost {
+/** Host facts as recorded (lib/fields.ts lists them). `null`: not recorded or not answerable there. */
+export interface SnapshotHost extends HostFacts {
   platform: string;
-  osVersion: string | null;
-  osBuild: string | null;
-  model: string | null;
-  isVirtualMachine: boolean | null;
-  arch: string | null;
-  /** `hw.memsize` in bytes. */
-  memoryBytes: number | null;
-  /** `sysctl.proc_translated` = 1 (an x86_64 process under Rosetta) for the process that recorded it. */
-  translated: boolean | null;
-  /** `machdep.cpu.brand_string`; in a guest the host's with " (Virtual)". */
-  cpuBrand: string | null;
-  /** The host's chip as bare metal names it (`Apple M1 Ultra`): parsed from `cpuBrand` when that is recorded, or
-   * recorded from its own source when the brand string is not. */
-  chip: string | null;
   /** For each field: a key of `sources`, `assumed`, or (for null values) `unrecorded`. */
   provenance: Record<string, string>;
 }
@@ -79,20 +82,8 @@ export interface SnapshotDoctor {
   probes: Record<DoctorProbeId, SnapshotDoctorProbe>;
 }
 
-/** One device as recorded. */
-export interface SnapshotDevice {
-  name: string;
-  className: string;
-  registryId: number;
-  families: Record<string, boolean>;
-  maxThreadgroupMemoryLength: number;
-  maxThreadsPerThreadgroup: { width: number; height: number; depth: number };
-  recommendedMaxWorkingSetSize: number;
-  maxBufferLength: number;
-  hasUnifiedMemory: boolean;
-  location: DeviceLocation;
-  /** `null` where the OS could not answer (before macOS 14) or it was not recorded. */
-  architecture: string | null;
+/** One device as recorded: the facts lib/fields.ts lists, with their provenance. */
+export interface SnapshotDevice extends RecordedDeviceFacts {
   /** How the Linux simulation lays out the device class; no meaning on a Mac. The other keys are test aids: a class
    * missing one query, a threadgroup-memory answer that changes after N calls, a class that subclasses another
    * device's class, and (default device only) the class of a second object MTLCreateSystemDefaultDevice() returns
@@ -125,32 +116,8 @@ export interface Snapshot {
   devices: SnapshotDevice[];
 }
 
-const HOST_FIELDS = [
-  'platform',
-  'osVersion',
-  'osBuild',
-  'model',
-  'isVirtualMachine',
-  'arch',
-  'memoryBytes',
-  'translated',
-  'cpuBrand',
-  'chip',
-] as const;
-const DEVICE_FIELDS = [
-  'name',
-  'className',
-  'registryId',
-  'families',
-  'maxThreadgroupMemoryLength',
-  'maxThreadsPerThreadgroup',
-  'recommendedMaxWorkingSetSize',
-  'maxBufferLength',
-  'hasUnifiedMemory',
-  'location',
-  'architecture',
-] as const;
-const LOCATIONS = ['builtIn', 'slot', 'external', 'unspecified'];
+/** The fields of a snapshot's host, each with its provenance: the report's platform, then the host's facts. */
+const SNAPSHOT_HOST_FIELDS = ['platform', ...HOST_FIELD_NAMES] as const;
 /** The optional fields of a recorded doctor probe, per probe (`status` and `detail` belong to every probe). */
 const DOCTOR_PROBE_FIELDS: Record<DoctorProbeId, string[]> = {
   'simdgroup-reduction': ['fault'],
@@ -278,36 +245,22 @@ export function snapshotFromReport(
   if (!report.supported) {
     throw new InvalidSnapshotError('supported', `${meta.where}: the report has no devices (supported: false, ${report.reason}), so it cannot stand for a machine`);
   }
-  const provenanceOf = (value: unknown) => (value === null ? 'unrecorded' : RECORDING_SOURCE);
-  const host = report.host;
-  const snapshotHost: SnapshotHost = {
-    platform: report.platform,
-    ...Object.fromEntries(HOST_FIELDS.filter((f) => f !== 'platform').map((f) => [f, host[f as keyof typeof host] ?? null])),
-    provenance: Object.fromEntries(HOST_FIELDS.map((f) => [f, f === 'platform' ? RECORDING_SOURCE : provenanceOf(host[f as keyof typeof host] ?? null)])),
-  } as SnapshotHost;
+  const provenanceOf = (values: Record<string, unknown>) =>
+    Object.fromEntries(Object.entries(values).map(([f, v]) => [f, v === null ? 'unrecorded' : RECORDING_SOURCE]));
+  const host = report.host as unknown as Record<string, unknown>;
+  const hostValues = { platform: report.platform, ...Object.fromEntries(HOST_FIELD_NAMES.map((f) => [f, host[f] ?? null])) };
+  const snapshotHost = { ...hostValues, provenance: provenanceOf(hostValues) } as SnapshotHost;
   const devices = report.devices.map((d, i): SnapshotDevice => {
-    const missing = DEVICE_FIELDS.filter((f) => f !== 'architecture' && d[f] === null);
+    const missing = unansweredFields(d as unknown as Record<string, unknown>, DEVICE_FIELDS);
     const noFamily = Object.entries(d.families).filter(([, v]) => v === null).map(([k]) => `families.${k}`);
     if (missing.length + noFamily.length > 0) {
       throw new InvalidSnapshotError(
         `devices[${i}].${[...missing, ...noFamily][0]}`,
-        `${meta.where}: device ${i} has no answer for ${[...missing, ...noFamily].join(', ')} (the OS could not answer), and a snapshot needs every value but architecture`,
+        `${meta.where}: device ${i} has no answer for ${[...missing, ...noFamily].join(', ')} (the OS could not answer), and a snapshot needs every value but ${unrecordedFields(DEVICE_FIELDS).join(', ')}`,
       );
     }
-    return {
-      name: d.name,
-      className: d.className,
-      registryId: d.registryId!,
-      families: d.families as Record<string, boolean>,
-      maxThreadgroupMemoryLength: d.maxThreadgroupMemoryLength!,
-      maxThreadsPerThreadgroup: d.maxThreadsPerThreadgroup!,
-      recommendedMaxWorkingSetSize: d.recommendedMaxWorkingSetSize!,
-      maxBufferLength: d.maxBufferLength!,
-      hasUnifiedMemory: d.hasUnifiedMemory!,
-      location: d.location!,
-      architecture: d.architecture,
-      provenance: Object.fromEntries(DEVICE_FIELDS.map((f) => [f, provenanceOf(d[f])])),
-    };
+    const values = pickFields(d, DEVICE_FIELD_NAMES) as unknown as RecordedDeviceFacts;
+    return { ...values, provenance: provenanceOf(values) };
   });
   const defaultDevice = Math.max(0, report.devices.findIndex((d) => d.isDefault));
   return validateSnapshot(
@@ -452,23 +405,6 @@ function checkReportShape(data: Record<string, unknown>, file: string): void {
     if (!isObject(d.families)) fail(file, `devices[${i}].families`, 'must be an object');
   });
 }
-
-type Check = (value: unknown) => string | null;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const str: Check = (v) => (typeof v === 'string' && v.length > 0 ? null : 'a non-empty string');
-const strOrNull: Check = (v) => (v === null ? null : str(v));
-const bool: Check = (v) => (typeof v === 'boolean' ? null : 'true or false');
-const boolOrNull: Check = (v) => (v === null ? null : bool(v));
-const count =
-  (min: number): Check =>
-  (v) =>
-    Number.isSafeInteger(v) && (v as number) >= min ? null : `an integer ≥ ${min}`;
-const countOrNull =
-  (min: number): Check =>
-  (v) =>
-    v === null ? null : count(min)(v) === null ? null : `an integer ≥ ${min} or null`;
-const CLASS_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function fail(where: string, field: string, message: string): never {
   throw new InvalidSnapshotError(field, `${where}: ${field} ${message}; see snapshots/README.md for the format`);
@@ -656,51 +592,23 @@ export function validateSnapshot(
     where,
     'host.',
     snap.host,
-    {
-      platform: str,
-      osVersion: strOrNull,
-      osBuild: strOrNull,
-      model: strOrNull,
-      isVirtualMachine: boolOrNull,
-      arch: strOrNull,
-      memoryBytes: countOrNull(1),
-      translated: boolOrNull,
-      cpuBrand: strOrNull,
-      chip: strOrNull,
-      provenance: () => null,
-    },
+    { platform: str, ...recordedChecks(HOST_FIELDS), provenance: () => null },
   );
   checkChip(where, snap.host as Record<string, unknown>);
-  checkProvenance(where, 'host.', snap.host as Record<string, unknown>, HOST_FIELDS, snap.sources);
+  checkProvenance(where, 'host.', snap.host as Record<string, unknown>, SNAPSHOT_HOST_FIELDS, snap.sources);
   snap.devices.forEach((device, i) => {
     const prefix = `devices[${i}].`;
     checkFields(
       where,
       prefix,
       device,
-      {
-        name: str,
-        className: (v) => (typeof v === 'string' && CLASS_NAME.test(v) ? null : 'an Objective-C class name'),
-        registryId: count(0),
-        families: (v) => (isObject(v) ? null : 'an object'),
-        maxThreadgroupMemoryLength: count(1),
-        maxThreadsPerThreadgroup: (v) => (isObject(v) ? null : 'an object'),
-        recommendedMaxWorkingSetSize: count(0),
-        maxBufferLength: count(1),
-        hasUnifiedMemory: bool,
-        location: (v) => (LOCATIONS.includes(v as string) ? null : `one of ${LOCATIONS.join(', ')}`),
-        architecture: strOrNull,
-        provenance: () => null,
-      },
+      { ...recordedChecks(DEVICE_FIELDS), provenance: () => null },
       ['simulation', 'doctor'],
     );
     const d = device as Record<string, unknown>;
-    checkFields(where, `${prefix}families.`, d.families, Object.fromEntries(FAMILY_NAMES.map((n) => [n, bool])));
-    checkFields(where, `${prefix}maxThreadsPerThreadgroup.`, d.maxThreadsPerThreadgroup, {
-      width: count(1),
-      height: count(1),
-      depth: count(1),
-    });
+    for (const [f, spec] of Object.entries(DEVICE_FIELDS)) {
+      if (spec.members) checkFields(where, `${prefix}${f}.`, d[f], spec.members);
+    }
     if ('simulation' in d) {
       checkFields(where, `${prefix}simulation.`, d.simulation, { methodsOnConcreteClass: bool }, [
         'lacks',
@@ -736,7 +644,7 @@ export function validateSnapshot(
       }
     }
     if ('doctor' in d) checkDoctor(where, `${prefix}doctor.`, d.doctor, snap.sources);
-    checkProvenance(where, prefix, d, DEVICE_FIELDS, snap.sources);
+    checkProvenance(where, prefix, d, DEVICE_FIELD_NAMES, snap.sources);
   });
   if ((snap.defaultDevice as number) >= snap.devices.length) {
     fail(where, 'defaultDevice', `must index into devices (0–${snap.devices.length - 1})`);
@@ -747,25 +655,14 @@ export function validateSnapshot(
 /** The capability report a snapshot records, as probe() would return it on that machine. */
 export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: boolean } = {}): SupportedReport {
   const indexes = options.allDevices ? snapshot.devices.map((_, i) => i) : [snapshot.defaultDevice];
-  const devices = indexes.map((i, position) => {
-    const d = snapshot.devices[i]!;
-    return deviceReportFrom({
+  const devices = indexes.map((i, position) =>
+    deviceReportFrom({
       index: options.allDevices ? i : position,
       isDefault: i === snapshot.defaultDevice,
-      name: d.name,
-      className: d.className,
-      registryId: d.registryId,
-      families: d.families,
-      maxThreadgroupMemoryLength: d.maxThreadgroupMemoryLength,
-      maxThreadsPerThreadgroup: d.maxThreadsPerThreadgroup,
-      recommendedMaxWorkingSetSize: d.recommendedMaxWorkingSetSize,
-      maxBufferLength: d.maxBufferLength,
-      hasUnifiedMemory: d.hasUnifiedMemory,
-      location: d.location,
-      architecture: d.architecture,
-    });
-  });
-  const { platform, osVersion, osBuild, model, isVirtualMachine, arch, memoryBytes, translated, cpuBrand, chip } = snapshot.host;
+      ...(pickFields(snapshot.devices[i]!, DEVICE_FIELD_NAMES) as unknown as RecordedDeviceFacts),
+    }),
+  );
+  const { platform } = snapshot.host;
   return {
     schema: REPORT_SCHEMA,
     supported: true,
@@ -774,7 +671,7 @@ export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: b
     snapshot: snapshot.id,
     reason: null,
     detail: null,
-    host: { osVersion, osBuild, model, isVirtualMachine, arch, memoryBytes, translated, cpuBrand, chip },
+    host: pickFields(snapshot.host, HOST_FIELD_NAMES) as HostInfo,
     devices,
   };
 }

@@ -1,4 +1,5 @@
 import type { FamilyName } from './families.js';
+import type { DeviceFacts, HostFacts } from './fields.js';
 
 /** Where a report's answers came from. */
 export type ReportSource =
@@ -20,37 +21,10 @@ export type UnsupportedReason =
   /** Metal answered, but there is no device (a headless session, or a VM without a paravirtual GPU). */
   | 'no-device';
 
-/** `MTLDeviceLocation` as a string (macOS 10.15+). */
-export type DeviceLocation = 'builtIn' | 'slot' | 'external' | 'unspecified';
+export type { DeviceLocation, FamilyAnswers, ThreadgroupSize } from './fields.js';
 
-/** Facts about the machine the process runs on. `null` means the OS could not answer. */
-export interface HostInfo {
-  /** `ProductVersion`, e.g. `26.5.2`. */
-  osVersion: string | null;
-  /** `kern.osversion`, e.g. `25F71`. */
-  osBuild: string | null;
-  /** sysctl `hw.model`: `VirtualMac2,1` in an Apple-silicon Virtualization.framework guest. */
-  model: string | null;
-  /** sysctl `kern.hv_vmm_present` = 1. */
-  isVirtualMachine: boolean | null;
-  /** Machine architecture of the kernel (`arm64`, `x86_64`). */
-  arch: string | null;
-  /** sysctl `hw.memsize`: physical memory in bytes (MLX bounds its allocator by 0.95 × this). */
-  memoryBytes: number | null;
-  /** sysctl `sysctl.proc_translated` = 1: this process is an x86_64 build running under Rosetta on Apple silicon. */
-  translated: boolean | null;
-  /** sysctl `machdep.cpu.brand_string`: `Apple M1 Ultra`; in a Virtualization.framework guest the host's, with ` (Virtual)`. */
-  cpuBrand: string | null;
-  /** The chip parsed from `cpuBrand` as bare metal names it (`Apple M1`); null for Intel and brands not shaped like an Apple chip. */
-  chip: string | null;
-}
-
-/** `MTLSize` of `maxThreadsPerThreadgroup`. */
-export interface ThreadgroupSize {
-  width: number;
-  height: number;
-  depth: number;
-}
+/** Facts about the machine the process runs on (lib/fields.ts lists them). `null` means the OS could not answer. */
+export type HostInfo = HostFacts;
 
 /** One derived SIMD-group capability, with the rule that decided it. */
 export interface DerivedFlag {
@@ -59,30 +33,17 @@ export interface DerivedFlag {
   rule: string;
 }
 
-/** One family's answer, by name. `null` when `supportsFamily:` is unavailable on this OS. */
-export type FamilyAnswers = Record<FamilyName, boolean | null>;
-
-/** What one MTLDevice reports. `null` means the running OS cannot answer that property. */
-export interface DeviceReport {
+/**
+ * What one MTLDevice reports: its facts (lib/fields.ts lists them; `null` means the running OS cannot answer that
+ * property), where it is in the device list, and what is derived from its families.
+ */
+export interface DeviceReport extends DeviceFacts {
   /** Position in `MTLCopyAllDevices()` order (0 for the default device when only it was asked). */
   index: number;
   /** True for the device `MTLCreateSystemDefaultDevice()` returns. */
   isDefault: boolean;
-  name: string;
-  /** The concrete Objective-C class of the device object, e.g. `AppleParavirtDevice`. */
-  className: string;
-  registryId: number | null;
-  families: FamilyAnswers;
   /** The highest Apple family answered YES, e.g. `{ value: 1005, name: 'apple5' }`; null when none. */
   highestAppleFamily: { value: number; name: FamilyName } | null;
-  maxThreadgroupMemoryLength: number | null;
-  maxThreadsPerThreadgroup: ThreadgroupSize | null;
-  recommendedMaxWorkingSetSize: number | null;
-  maxBufferLength: number | null;
-  hasUnifiedMemory: boolean | null;
-  location: DeviceLocation | null;
-  /** `architecture.name` (macOS 14+), e.g. `applegpu_g13d`. */
-  architecture: string | null;
   /** SIMD-group capabilities as Apple's Metal Feature Set Tables assign them to families. */
   simd: {
     reduction: DerivedFlag;

@@ -9,7 +9,6 @@ import { beforeEach, expect, it, vi } from 'vitest';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
-const ORDER = ['wrong-result', 'timeout', 'fail', 'error', 'unsupported', 'skipped', 'not-recorded', 'pass'] as const;
 
 describeSim('the doctor’s vocabulary, read afresh', () => {
   beforeEach(() => {
@@ -37,11 +36,25 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
     });
   });
 
-  it('two runs that disagree take the worse status: every pair, in both orders', async () => {
+  it('two runs that disagree take the worse status: one ranking, worst first, that every pair follows in both orders', async () => {
     const { worseStatus } = await import('../lib/doctor/judge.js');
-    for (let i = 0; i < ORDER.length; i++) {
-      for (let j = i + 1; j < ORDER.length; j++) {
-        expect([worseStatus(ORDER[i]!, ORDER[j]!), worseStatus(ORDER[j]!, ORDER[i]!)]).toEqual([ORDER[i], ORDER[i]]);
+    const { DOCTOR_STATUSES } = await import('../lib/doctor-probes.js');
+    const ranking = [...DOCTOR_STATUSES, 'not-recorded' as const].sort((a, b) => (a === b ? 0 : worseStatus(a, b) === a ? -1 : 1));
+    expect(ranking).toMatchInlineSnapshot(`
+      [
+        "wrong-result",
+        "timeout",
+        "fail",
+        "error",
+        "unsupported",
+        "skipped",
+        "not-recorded",
+        "pass",
+      ]
+    `);
+    for (let i = 0; i < ranking.length; i++) {
+      for (let j = i + 1; j < ranking.length; j++) {
+        expect([worseStatus(ranking[i]!, ranking[j]!), worseStatus(ranking[j]!, ranking[i]!)]).toEqual([ranking[i], ranking[i]]);
       }
     }
   });

@@ -5,6 +5,7 @@
 // top, they would be built before any test, and Stryker could only leave their mutants out as static.
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { predictGates as PredictGates, LLAMA_CPP_CHIPS as Chips, LLAMA_CPP_SWITCHES as Switches, RULE_TABLES as RuleTables } from '../lib/engines/index.js';
+import type { LLAMA_CPP_OP_GATES as OpGates } from '../lib/engines/llama-cpp.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
 import type { DeviceReport, HostInfo } from '../lib/types.js';
 
@@ -12,10 +13,14 @@ let predictGates: typeof PredictGates;
 let LLAMA_CPP_CHIPS: typeof Chips;
 let RULE_TABLES: typeof RuleTables;
 let LLAMA_CPP_SWITCHES: typeof Switches;
+let LLAMA_CPP_OP_GATES: typeof OpGates;
 beforeEach(async () => {
   vi.resetModules();
   ({ predictGates, LLAMA_CPP_CHIPS, RULE_TABLES, LLAMA_CPP_SWITCHES } = await import('../lib/engines/index.js'));
+  ({ LLAMA_CPP_OP_GATES } = await import('../lib/engines/llama-cpp.js'));
 });
+/** The op types a rule set's supports_op gates on a SIMD-group flag, in its order. */
+const gatedOps = (set: keyof typeof OpGates) => LLAMA_CPP_OP_GATES[set].map((g) => g.op);
 
 function recorded(name: string): { devices: DeviceReport[]; host: HostInfo } {
   const report = reportFromSnapshot(loadSnapshot(name), { allDevices: true });
@@ -27,26 +32,6 @@ const m1 = recorded('m1-ultra-bare-metal');
 const intelMac = recorded('macbookpro16-intel-amd-two-gpus');
 const paravirt = () => structuredClone(guest.devices[0]!);
 
-const ALL_REDUCTION_OPS = [
-  'MUL_MAT',
-  'MUL_MAT_ID',
-  'SOFT_MAX',
-  'RMS_NORM',
-  'NORM',
-  'GROUP_NORM',
-  'L2_NORM',
-  'SUM',
-  'SUM_ROWS',
-  'MEAN',
-  'CUMSUM',
-  'ARGMAX',
-  'COUNT_EQUAL',
-  'SSM_CONV',
-  'SSM_SCAN',
-  'SOLVE_TRI',
-  'OPT_STEP_ADAMW',
-  'OPT_STEP_SGD',
-];
 const SHARED_UNSET = 'GGML_METAL_SHARED_BUFFERS_DISABLE unset, GGML_METAL_SHARED_BUFFERS_ENABLE unset';
 const TENSOR_UNSET = 'GGML_METAL_TENSOR_DISABLE unset, GGML_METAL_TENSOR_ENABLE unset';
 const ARM64_BUILD = 'arm64 host, not translated: an arm64 build';
@@ -93,7 +78,8 @@ describe('llama.cpp, current rules, whole predictions', () => {
       },
       tuning: { value: { tier: 'baseline', chip: null, family: null }, reason: 'gpu_family 5: no table rows, the baseline kernels' },
       consequences: {
-        cpuFallbackOps: [...ALL_REDUCTION_OPS, 'FLASH_ATTN_EXT'],
+        // Every SIMD-group flag is off: every gated op falls back (the op list is pinned below).
+        cpuFallbackOps: gatedOps('current'),
         matMulKernels: 'mat-vec-only',
         flashAttentionOnGpu: false,
         bf16Ops: 'rejected',
@@ -424,6 +410,37 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
     ],
     });
   });
+
+  it('the ops each rule set gates on a SIMD-group flag (ggml-metal-device.m supports_op; legacy: ggml-metal.m)', () => {
+    const gates = Object.fromEntries(
+      Object.entries(LLAMA_CPP_OP_GATES).map(([set, list]) => [set, list.map((g) => `${g.op} (${g.needs})`).join(', ')]),
+    );
+    expect(gates).toMatchInlineSnapshot(`
+      {
+        "chip-tuning": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
+        "current": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
+        "device": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
+        "legacy": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
+      }
+    `);
+  });
+
+  it.each(['legacy', 'current'] as const)(
+    '%s rules: an op falls back to the CPU exactly when the flag it needs is off, in the table order',
+    (rules) => {
+      const devices = [guest.devices[0]!, m1.devices[0]!, ...intelMac.devices];
+      const seen = new Set<string>();
+      for (const device of devices) {
+        const p = predictGates(device, 'llama.cpp', { env: {}, host: device === m1.devices[0] ? m1.host : guest.host, rules });
+        const flags = p.flags as Record<string, { value: unknown }>;
+        const off = LLAMA_CPP_OP_GATES[rules].filter((g) => flags[g.needs]!.value === false).map((g) => g.op);
+        expect(p.consequences.cpuFallbackOps).toEqual(off);
+        seen.add(JSON.stringify(['has_simdgroup_reduction', 'has_simdgroup_mm'].map((f) => flags[f]!.value)));
+      }
+      // The devices cover both flags off, reduction alone (Metal3 without Apple7) and both on.
+      expect([...seen].sort()).toEqual(['[false,false]', '[true,false]', '[true,true]']);
+    },
+  );
 
   it('the switches any rule set reads, sorted: the conformance suite runs their combinations', () => {
     expect(LLAMA_CPP_SWITCHES).toEqual([

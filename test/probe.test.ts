@@ -5,6 +5,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../lib/errors.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/families.js';
+import { DEVICE_FIELD_NAMES, HOST_FIELD_NAMES } from '../lib/fields.js';
 import { loadNative } from '../lib/native.js';
 import { probe } from '../lib/probe.js';
 import { listSnapshots, loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
@@ -38,6 +39,21 @@ describeSim('probe() over the simulated Metal', () => {
     process.env.METAL_CAP_SHIM_SIM_SNAPSHOT ??= '';
     const native = loadNative();
     expect(native.binding?.families()).toEqual(Object.entries(FAMILY_VALUES));
+  });
+
+  it('the addon reads exactly the device and host fields lib/fields.ts lists, in its order (chip is parsed in TypeScript)', () => {
+    const addon = path.join(root, 'build', 'Release', 'metal_cap_shim.node');
+    const raw = jsonFrom<{ host: object; devices: object[] }>(
+      runNode(
+        `const { createRequire } = await import('node:module'); const b = createRequire(import.meta.url)(${JSON.stringify(addon)}); console.log(JSON.stringify(b.probe(true)));`,
+        { METAL_CAP_SHIM_SIM_SNAPSHOT: 'macbookpro16-intel-amd-two-gpus' },
+      ),
+    );
+    expect(raw.devices.map((d) => Object.keys(d))).toEqual([
+      ['index', 'isDefault', ...DEVICE_FIELD_NAMES],
+      ['index', 'isDefault', ...DEVICE_FIELD_NAMES],
+    ]);
+    expect(Object.keys(raw.host)).toEqual(HOST_FIELD_NAMES.filter((f) => f !== 'chip'));
   });
 
   it('a consumer compiled separately with test/sim-metal/flags reads the same answers as probe()', () => {

@@ -1,23 +1,19 @@
 // The shape of the native module (src-native/addon.mm). lib/native.ts is the only importer.
 import type { DoctorProbeId, DoctorStatus } from '../lib/doctor-probes.js';
+import type { DeviceFacts } from '../lib/fields.js';
 import type { HostInfo } from '../lib/types.js';
 
 export type { DoctorProbeId, DoctorStatus };
 
-export interface NativeDevice {
+/**
+ * One device as the addon reads it: where it is in the list, and the facts lib/fields.ts lists. Families and location
+ * come as the addon names them; the fields' `fromRaw` makes them a report's.
+ */
+export interface NativeDevice extends Omit<DeviceFacts, 'families' | 'location'> {
   index: number;
   isDefault: boolean;
-  name: string;
-  className: string;
-  registryId: number | null;
   families: Record<string, boolean | null>;
-  maxThreadgroupMemoryLength: number | null;
-  maxThreadsPerThreadgroup: { width: number; height: number; depth: number } | null;
-  recommendedMaxWorkingSetSize: number | null;
-  maxBufferLength: number | null;
-  hasUnifiedMemory: boolean | null;
   location: string | null;
-  architecture: string | null;
 }
 
 /** The host facts the addon reads; `chip` is parsed from `cpuBrand` in TypeScript (lib/chips.ts). */
