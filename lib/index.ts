@@ -4,11 +4,11 @@
  * Nothing here touches Metal or loads native code at import time; the addon loads on the first call that needs it.
  */
 import { predictGates as predictFromPlainInput, type Engine, type PredictOptions } from './engines/index.js';
-import { readInput } from './input.js';
-import { optionFailure } from './options.js';
-import type { DeviceReport } from './types.js';
+import { readInput } from './core/input.js';
+import { optionFailure } from './core/options.js';
+import type { DeviceReport } from './device/types.js';
 
-export { probe, probeSnapshot, SIM_SNAPSHOT_ENV, type ProbeOptions } from './probe.js';
+export { probe, probeSnapshot, SIM_SNAPSHOT_ENV, type ProbeOptions } from './device/probe.js';
 export {
   restore,
   status,
@@ -28,7 +28,7 @@ export {
   type Status,
   type TraceEntry,
   type Verification,
-} from './apply.js';
+} from './patch/apply.js';
 export {
   bindToHost,
   DEFAULT_PROFILE,
@@ -46,7 +46,7 @@ export {
   type ProfileInput,
   type ProfileMode,
   type ProfileSpec,
-} from './profiles.js';
+} from './patch/profiles.js';
 export {
   audit,
   gateValues,
@@ -59,7 +59,7 @@ export {
   type EngineComparison,
   type GateFlip,
   type LlamaCppRulesUsed,
-} from './audit.js';
+} from './audit/audit.js';
 export {
   buildMatrix,
   fieldReport,
@@ -71,7 +71,7 @@ export {
   type MatrixCell,
   type MatrixInput,
   type MatrixRow,
-} from './fieldreport.js';
+} from './audit/field-report.js';
 export {
   AUTO_PROFILE,
   applyProfile,
@@ -97,12 +97,12 @@ export {
   type DoctorStatus,
   type Judgement,
   type Recommendation,
-} from './doctor.js';
-export { listSnapshots, loadSnapshot, reportFromSnapshot, SNAPSHOT_LIMITS, validateSnapshot, type Snapshot, type SnapshotLimits } from './snapshots.js';
-export { recordSnapshot, type RecordOptions } from './record.js';
-export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './families.js';
-export { CHIP_FAMILIES, chipFamily, chipFromBrand, type ChipFamilyRow } from './chips.js';
-export { SIMD_RULES } from './report.js';
+} from './doctor/index.js';
+export { listSnapshots, loadSnapshot, reportFromSnapshot, SNAPSHOT_LIMITS, validateSnapshot, type Snapshot, type SnapshotLimits } from './device/snapshots.js';
+export { recordSnapshot, type RecordOptions } from './audit/record-snapshot.js';
+export { FAMILY_NAMES, FAMILY_VALUES, type FamilyName } from './core/families.js';
+export { CHIP_FAMILIES, chipFamily, chipFromBrand, type ChipFamilyRow } from './device/chips.js';
+export { SIMD_RULES } from './device/report.js';
 export {
   ENGINES,
   LLAMA_CPP_RULE_SET_INFO,
@@ -117,7 +117,7 @@ export {
   type PredictOptions,
   type TuningTier,
 } from './engines/index.js';
-export type { LoadedLlamaCpp } from './loaded-llama.js';
+export type { LoadedLlamaCpp } from './engines/loaded-llama.js';
 export {
   FileError,
   InvalidOptionsError,
@@ -138,8 +138,8 @@ export {
   type PackageError,
   type RefusedErrorCode,
   type SpawnErrorCode,
-} from './errors.js';
-export type * from './types.js';
+} from './core/errors.js';
+export type * from './device/types.js';
 
 /**
  * Predicts the flags an engine computes at init from a device's answers (see lib/engines/). Its arguments are read

@@ -6,12 +6,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/apply.js';
-import { InvalidProfileError, ProfileActiveError } from '../lib/errors.js';
-import { FAMILY_NAMES } from '../lib/families.js';
-import { probe } from '../lib/probe.js';
-import { resolveProfile } from '../lib/profiles.js';
-import { registerFromEnvironment } from '../lib/registration.js';
+import { applyProfile, restore, status } from '../lib/patch/apply.js';
+import { InvalidProfileError, ProfileActiveError } from '../lib/core/errors.js';
+import { FAMILY_NAMES } from '../lib/core/families.js';
+import { probe } from '../lib/device/probe.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
+import { registerFromEnvironment } from '../lib/apply/registration.js';
 import { APPLE9_ABOVE_M1_ULTRA, importRegister, invalidProfileError } from './apply-helpers.js';
 import { describeSim, loadFixture, requireSimBuild, type SimFixture } from './helpers.js';
 

@@ -61,7 +61,7 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
   });
 
   it('a live run tries the threadgroup sizes 16 KiB to 64 KiB and runs nocopy-mmap once', async () => {
-    const { doctor } = await import('../lib/doctor.js');
+    const { doctor } = await import('../lib/doctor/index.js');
     const probes = doctor({ probes: ['threadgroup-memory', 'nocopy-mmap'], mmapSize: 1 << 20, cache: false }).devices[0]!.probes;
     expect(probes.map((p) => [p.id, p.status, 'patched' in p])).toEqual([
       ['simdgroup-reduction', 'skipped', false],
@@ -81,7 +81,7 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
 
   it('a cache file is read back', async () => {
     const { readCache, writeCache, cacheKeyFor } = await import('../lib/doctor/cache.js');
-    const { doctor } = await import('../lib/doctor.js');
+    const { doctor } = await import('../lib/doctor/index.js');
     const { stockDevices } = await import('./doctor-helpers.js');
     const stock = stockDevices();
     // Every capability probe: a cached result that skipped one is not read back.

@@ -1,6 +1,6 @@
-// The shape of the native module (src-native/addon.mm). lib/native.ts is the only importer.
-import type { DoctorProbeId, DoctorStatus } from '../lib/doctor-probes.js';
-import type { HostInfo } from '../lib/types.js';
+// The shape of the native module (src-native/addon/addon.mm). lib/device/native.ts is the only importer.
+import type { DoctorProbeId, DoctorStatus } from '../lib/device/doctor-vocabulary.js';
+import type { HostInfo } from '../lib/device/types.js';
 
 export type { DoctorProbeId, DoctorStatus };
 
@@ -20,7 +20,7 @@ export interface NativeDevice {
   architecture: string | null;
 }
 
-/** The host facts the addon reads; `chip` is parsed from `cpuBrand` in TypeScript (lib/chips.ts). */
+/** The host facts the addon reads; `chip` is parsed from `cpuBrand` in TypeScript (lib/device/chips.ts). */
 export type NativeHostFacts = Omit<HostInfo, 'chip'>;
 
 /** What host() reads: no Metal device is created for it. */

@@ -3,13 +3,13 @@
  * file orchestrates (stock run, candidate profile applied, patched run, restore), judges and caches.
  */
 import { tmpdir } from 'node:os';
-import { applyProfile, refusalFor, restore } from '../apply.js';
-import { InvalidOptionsError, ProfileActiveError } from '../errors.js';
-import { loadNative, packageVersion } from '../native.js';
-import { stockReport } from '../probe.js';
-import { bindToHost, planProfile } from '../profiles.js';
-import { hostOf } from '../report.js';
-import type { CapabilityReport, DeviceReport, HostInfo, SupportedReport, UnsupportedReason } from '../types.js';
+import { applyProfile, refusalFor, restore } from '../patch/apply.js';
+import { InvalidOptionsError, ProfileActiveError } from '../core/errors.js';
+import { loadNative, packageVersion } from '../device/native.js';
+import { stockReport } from '../device/probe.js';
+import { bindToHost, planProfile } from '../patch/profiles.js';
+import { hostOf } from '../device/report.js';
+import type { CapabilityReport, DeviceReport, HostInfo, SupportedReport, UnsupportedReason } from '../device/types.js';
 import type { NativeBinding, NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
 import { cacheKeyFor, writeCache } from './cache.js';
 import { assessDevice } from './derive.js';
