@@ -72,9 +72,8 @@ export {
   type MatrixInput,
   type MatrixRow,
 } from './audit/field-report.js';
+export { AUTO_PROFILE, applyProfile, resolveAutoProfile, type AutoApplyOptions, type AutoApplyResult, type AutoSource } from './apply/auto.js';
 export {
-  AUTO_PROFILE,
-  applyProfile,
   CAPABILITY_PROBE_IDS,
   doctor,
   doctorCacheDir,
@@ -82,10 +81,6 @@ export {
   DOCTOR_SCHEMA,
   DOCTOR_STATUSES,
   JUDGEMENTS,
-  resolveAutoProfile,
-  type AutoApplyOptions,
-  type AutoApplyResult,
-  type AutoSource,
   type DoctorDevice,
   type DoctorOptions,
   type DoctorProbe,

@@ -13,7 +13,8 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot('vz-guest-m1-ultra-taho
 });
 
 import { beforeAll, expect, it } from 'vitest';
-import { applyProfile, status } from '../lib/patch/apply.js';
+import { status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
 import { audit } from '../lib/audit/audit.js';
 import { NativeError } from '../lib/core/errors.js';
 import { probe } from '../lib/device/probe.js';

@@ -3,7 +3,8 @@
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = '';
 
 import { beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/patch/apply.js';
+import { restore, status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
 import { NativeError } from '../lib/core/errors.js';
 import { probe } from '../lib/device/probe.js';
 import { resolveProfile } from '../lib/patch/profiles.js';

@@ -3,7 +3,8 @@
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'macbookpro16-intel-amd-two-gpus';
 
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore } from '../lib/patch/apply.js';
+import { restore } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
 import { RefusedError } from '../lib/core/errors.js';
 import { FAMILY_NAMES } from '../lib/core/families.js';
 import { resolveProfile } from '../lib/patch/profiles.js';

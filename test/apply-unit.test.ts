@@ -4,7 +4,8 @@
 delete process.env.METAL_CAP_SHIM_SIM_SNAPSHOT;
 
 import { describe, expect, it } from 'vitest';
-import { applyProfile, profileWarnings, refusalFor, restore, status, verifyAnswers } from '../lib/patch/apply.js';
+import { profileWarnings, refusalFor, restore, status, verifyAnswers } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
 import { InvalidOptionsError, InvalidProfileError, UnsupportedPlatformError } from '../lib/core/errors.js';
 import { probeSnapshot } from '../lib/device/probe.js';
 import { chipFromBrand } from '../lib/device/chips.js';

@@ -9,7 +9,8 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = new URL('./fixtures/snapshots/doctor-s
 
 import { readdirSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/patch/apply.js';
+import { restore, status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
 import { DOCTOR_PROBE_IDS } from '../lib/device/doctor-vocabulary.js';
 import type { NativeBinding } from '../types/binding.js';
 import { doctorOptions as options, nativeBinding, outcome, PASSES, removeTempDirs } from './doctor-helpers.js';

@@ -14,7 +14,7 @@ import {
   shouldForwardSignal,
 } from '../lib/exec/exec.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/core/families.js';
-import { predictGates } from '../lib/gates.js';
+import { predictGates } from '../lib/engines/index.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
 import { deviceReportFrom } from '../lib/device/report.js';
 import type { DeviceReport } from '../lib/device/types.js';

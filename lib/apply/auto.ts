@@ -3,7 +3,7 @@
  * package version, or, when there is none, of a fresh run of the capability probes (cached for next time). It then
  * goes through applyProfile like any profile: refused on bare metal when it raises, verified on fresh devices.
  */
-import { applyProfile as applyResolved, applyProfileOver, type ApplyOptions, type ApplyResult } from '../patch/apply.js';
+import { applyPatch, applyPatchOver, type ApplyOptions, type ApplyResult } from '../patch/apply.js';
 import { UnsupportedPlatformError, UsageError } from '../core/errors.js';
 import { loadNative } from '../device/native.js';
 import { checkOptions } from '../core/options.js';
@@ -108,8 +108,8 @@ export function resolveAutoProfile(options?: { force?: boolean; timeoutMs?: numb
  * applied.
  */
 export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: AutoApplyOptions): AutoApplyResult {
-  // A named profile goes straight through; applyProfile there rejects timeoutMs, which only `auto` uses.
-  if (!isAuto(profile)) return applyResolved(profile, options);
+  // A named profile goes straight through; applyPatch rejects timeoutMs, which only `auto` uses.
+  if (!isAuto(profile)) return applyPatch(profile, options);
   const o = checkOptions<AutoApplyOptions>('applyProfile', options, {
     force: 'boolean',
     trace: 'boolean',
@@ -120,14 +120,14 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
   if (timeoutMs !== undefined) checkDoctorOptions({ timeoutMs });
   const native = loadNative();
   // Where nothing can be measured, applying is impossible for any profile: the same not-applied result (or throw).
-  if (native.binding === null) return applyResolved(NOTHING, applyOptions);
+  if (native.binding === null) return applyPatch(NOTHING, applyOptions);
   const stock = stockReport(native.binding);
-  if (!stock.supported) return applyResolved(NOTHING, applyOptions);
+  if (!stock.supported) return applyPatch(NOTHING, applyOptions);
   const { profile: verified, auto } = autoProfileFor(stock, {
     force: applyOptions.force ?? false,
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   });
-  return { ...applyProfileOver(stock, verified, applyOptions), auto };
+  return { ...applyPatchOver(stock, verified, applyOptions), auto };
 }
 
 /**

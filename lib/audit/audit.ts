@@ -1,4 +1,4 @@
-import { applyProfile, notAppliedError, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from '../patch/apply.js';
+import { applyPatch, notAppliedError, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from '../patch/apply.js';
 import { InvalidOptionsError, ProfileActiveError, UnsupportedPlatformError } from '../core/errors.js';
 import {
   chipOfName,
@@ -16,7 +16,7 @@ import {
   type LlamaCppRuleSet,
 } from '../engines/index.js';
 import { loadedLlamaCpp } from '../engines/loaded-llama.js';
-import { plural } from '../format/text.js';
+import { plural } from '../core/words.js';
 import { loadNative } from '../device/native.js';
 import { readInput } from '../core/input.js';
 import { checkOptions, optionFailure } from '../core/options.js';
@@ -391,7 +391,7 @@ export function audit(options?: AuditOptions): AuditResult {
   if (!bound.ok || refusalFor(hostOf(stock), planProfile(stock.devices, bound.profile).changes, settings.force) !== null) {
     return live(stock, [], profile, { ...settings, rules, consumers }, null);
   }
-  const applied = applyProfile(bound.profile, { force: settings.force });
+  const applied = applyPatch(bound.profile, { force: settings.force });
   // Nothing was installed, so there is no patched side to audit: the engine's reason, as an error.
   if (!applied.applied && applied.reason === 'hook-failed') throw notAppliedError(applied.reason, applied.detail);
   const applyCheck = applied.verification;

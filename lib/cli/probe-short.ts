@@ -4,7 +4,7 @@
  */
 import { refusalFor } from '../patch/apply.js';
 import { familyLabel } from '../core/families.js';
-import { predictGates } from '../gates.js';
+import { predictGates } from '../engines/index.js';
 import { inert } from '../core/input.js';
 import { planProfile, type Profile } from '../patch/profiles.js';
 import { hostOf } from '../device/report.js';

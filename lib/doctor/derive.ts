@@ -4,7 +4,7 @@
  */
 import { chipFamily } from '../device/chips.js';
 import { FAMILY_VALUES, familyLabel, familyNameOf } from '../core/families.js';
-import { predictGates } from '../gates.js';
+import { predictGates } from '../engines/index.js';
 import {
   APPLE_GPU_THREADGROUP_MEMORY,
   familyCeiling,

@@ -24,7 +24,6 @@ export function doctorWithProgress(options?: DoctorOptions, listener?: ProbeList
   return o.snapshot !== null ? doctorFromSnapshot({ ...o, snapshot: o.snapshot }) : runDoctorLive(o, listener);
 }
 
-export { AUTO_PROFILE, applyProfile, isAuto, profileForExec, resolveAutoProfile, type AutoApplyOptions, type AutoApplyResult, type AutoSource } from '../apply/auto.js';
 export { doctorCacheDir, DOCTOR_CACHE_SCHEMA, type DoctorCacheEntry, type DoctorCacheKey } from './cache.js';
 export { deriveVerifiedProfile, leastProfile, recommendationsFor } from './derive.js';
 export type { DoctorOptions } from './options.js';

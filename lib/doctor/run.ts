@@ -3,7 +3,7 @@
  * file orchestrates (stock run, candidate profile applied, patched run, restore), judges and caches.
  */
 import { tmpdir } from 'node:os';
-import { applyProfile, refusalFor, restore } from '../patch/apply.js';
+import { applyPatch, refusalFor, restore } from '../patch/apply.js';
 import { InvalidOptionsError, ProfileActiveError } from '../core/errors.js';
 import { loadNative, packageVersion } from '../device/native.js';
 import { stockReport } from '../device/probe.js';
@@ -188,7 +188,7 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
   if (patchedWhy === null) {
     const capability = o.probes.filter((id) => CAPABILITY_PROBE_IDS.includes(id));
     try {
-      const applied = applyProfile(o.candidate, { force: o.force });
+      const applied = applyPatch(o.candidate, { force: o.force });
       if (!applied.applied) {
         patchedWhy = `${candidateName} was not applied (${applied.reason}: ${applied.detail})`;
       } else {

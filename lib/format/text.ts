@@ -2,6 +2,7 @@ import { inspect } from 'node:util';
 import type { AuditResult } from '../audit/audit.js';
 import { FAMILY_NAMES, familyLabel, type FamilyName } from '../core/families.js';
 import { inert } from '../core/input.js';
+import { plural } from '../core/words.js';
 import { HOST_VALUE, type BuiltinProfile, type Profile } from '../patch/profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from '../device/types.js';
 
@@ -43,10 +44,7 @@ export function stylerFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = 
   return { bold: wrap('bold'), dim: wrap('dim'), good: wrap('green'), bad: wrap('red'), warn: wrap('yellow') };
 }
 
-/** `1 answer changes`, `2 answers change`: the count with the form that agrees with it. */
-export function plural(n: number, one: string, many: string): string {
-  return `${n} ${n === 1 ? one : many}`;
-}
+export { plural };
 
 /** A styler that never styles (for tests and files). */
 export const plain: Styler = stylerFor({ isTTY: false }, {});

@@ -361,6 +361,8 @@ function notApplied(
 }
 
 /**
+ * applyProfile() for a profile that needs no measuring (every profile but `auto`; lib/apply/auto.ts is the public
+ * applyProfile and resolves `auto` first), and what the doctor and audit apply.
  * Patches every Metal device class in this process to answer as the profile says, then verifies the answers on
  * freshly obtained devices. Call it before any engine initialises Metal (for node-llama-cpp: before the first
  * getLlama()). Applying another profile swaps it in place. Throws InvalidProfileError or InvalidOptionsError before
@@ -368,12 +370,12 @@ function notApplied(
  * that cannot be hooked included; with `strict: true` each reason throws its error instead (RefusedError,
  * UnsupportedPlatformError, NativeError).
  */
-export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: ApplyOptions): ApplyResult {
-  return applyProfileOver(undefined, profile, options);
+export function applyPatch(profile: ProfileInput = DEFAULT_PROFILE, options?: ApplyOptions): ApplyResult {
+  return applyPatchOver(undefined, profile, options);
 }
 
-/** applyProfile() over a stock report the caller has just read (profile auto reads one to find its cache). */
-export function applyProfileOver(known: CapabilityReport | undefined, profile: ProfileInput, options?: ApplyOptions): ApplyResult {
+/** applyPatch() over a stock report the caller has just read (profile auto reads one to find its cache). */
+export function applyPatchOver(known: CapabilityReport | undefined, profile: ProfileInput, options?: ApplyOptions): ApplyResult {
   const { force = false, trace = false, strict = false } = checkOptions<ApplyOptions>('applyProfile', options, {
     force: 'boolean',
     trace: 'boolean',
