@@ -1,6 +1,6 @@
 // lib/'s folders are layers, and an import goes down only: every relative import and export-from specifier of every
 // lib/**/*.ts (type-only ones included) is read from the source, and no file may reach a layer above its own or a
-// folder beside it at the same height. CONTRIBUTING.md ("Where a change goes") names the layers.
+// folder beside it at the same height. CONTRIBUTING.md ("Layout") names the layers.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
