@@ -5,20 +5,20 @@
       "conditions": [
         ["OS=='mac'", {
           "sources": [
-            "src-native/addon.mm",
-            "src-native/addon_doctor.mm",
-            "src-native/capabilities.mm",
-            "src-native/consumers.mm",
-            "src-native/doctor.mm",
-            "src-native/doctor_gpu.mm",
-            "src-native/doctor_heap.mm",
-            "src-native/doctor_nocopy.mm",
-            "src-native/doctor_probes.mm",
-            "src-native/host_darwin.mm",
-            "src-native/terminal.mm",
-            "src-native/swizzle.mm",
-            "src-native/profile.mm",
-            "src-native/patch.mm"
+            "src-native/addon/addon.mm",
+            "src-native/addon/addon_doctor.mm",
+            "src-native/engine/capabilities.mm",
+            "src-native/addon/consumers.mm",
+            "src-native/doctor/doctor.mm",
+            "src-native/doctor/doctor_gpu.mm",
+            "src-native/doctor/doctor_heap.mm",
+            "src-native/doctor/doctor_nocopy.mm",
+            "src-native/doctor/doctor_probes.mm",
+            "src-native/platform/host_darwin.mm",
+            "src-native/platform/terminal.mm",
+            "src-native/engine/swizzle.mm",
+            "src-native/engine/profile.mm",
+            "src-native/engine/patch.mm"
           ],
           "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
           "defines": ["NAPI_VERSION=8"],
@@ -47,10 +47,10 @@
           "type": "shared_library",
           "product_prefix": "lib",
           "sources": [
-            "src-native/inject.mm",
-            "src-native/swizzle.mm",
-            "src-native/profile.mm",
-            "src-native/patch.mm"
+            "src-native/inject/inject.mm",
+            "src-native/engine/swizzle.mm",
+            "src-native/engine/profile.mm",
+            "src-native/engine/patch.mm"
           ],
           "xcode_settings": {
             "CLANG_CXX_LANGUAGE_STANDARD": "c++17",

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import type { Command, Values } from './cli/shared.js';
-import { MetalCapShimError, UsageError } from './errors.js';
-import { clip, escapeControl } from './input.js';
-import { didYouMean } from './suggest.js';
+import { MetalCapShimError, UsageError } from './core/errors.js';
+import { clip, escapeControl } from './core/input.js';
+import { didYouMean } from './core/suggest.js';
 
 /** Exit codes, as documented in the README. */
 const EXIT = { ok: 0, failure: 1, usage: 2, refused: 3 } as const;
@@ -85,7 +85,7 @@ ${await listSnapshotNames()}`;
 
 /** The package version; with --json, as `{ schema, name, version }`. */
 async function printVersion(json: boolean): Promise<void> {
-  const { packageVersion } = await import('./native.js');
+  const { packageVersion } = await import('./device/native.js');
   const version = packageVersion();
   process.stdout.write(json ? `${JSON.stringify({ schema: 'metal-cap-shim/version@1', name: 'metal-cap-shim', version })}\n` : `${version}\n`);
 }
@@ -184,7 +184,7 @@ function suggestDashDash(name: string, command: Command, argv: string[]): void {
 /** Reads `--color` (from before or after the command) and sets it for the command's output. */
 async function applyColor(value: string | boolean | string[] | undefined): Promise<void> {
   if (typeof value !== 'string') return;
-  const { COLOR_MODES } = await import('./format.js');
+  const { COLOR_MODES } = await import('./format/text.js');
   if (!(COLOR_MODES as readonly string[]).includes(value)) {
     throw new UsageError(`--color takes ${COLOR_MODES.join(', ')}, got '${clip(value, 40)}'`);
   }

@@ -6,11 +6,11 @@
  * `metal-cap-shim/tables` (lib/tables.ts). Adding an export: see CONTRIBUTING.md, "Adding an export".
  */
 import { predictGates as predictFromPlainInput, type Engine, type PredictOptions } from './engines/index.js';
-import { readInput } from './input.js';
-import { optionFailure } from './options.js';
-import type { DeviceReport } from './types.js';
+import { readInput } from './core/input.js';
+import { optionFailure } from './core/options.js';
+import type { DeviceReport } from './device/types.js';
 
-export { probe, type ProbeOptions } from './probe.js';
+export { probe, type ProbeOptions } from './device/probe.js';
 export {
   restore,
   status,
@@ -30,7 +30,7 @@ export {
   type Status,
   type TraceEntry,
   type Verification,
-} from './apply.js';
+} from './patch/apply.js';
 export {
   DEFAULT_PROFILE,
   profiles,
@@ -42,7 +42,7 @@ export {
   type ProfileInput,
   type ProfileMode,
   type ProfileSpec,
-} from './profiles.js';
+} from './patch/profiles.js';
 export {
   audit,
   type AuditOptions,
@@ -54,7 +54,7 @@ export {
   type EngineComparison,
   type GateFlip,
   type LlamaCppRulesUsed,
-} from './audit.js';
+} from './audit/audit.js';
 export {
   buildMatrix,
   fieldReport,
@@ -65,13 +65,10 @@ export {
   type MatrixCell,
   type MatrixInput,
   type MatrixRow,
-} from './fieldreport.js';
+} from './audit/field-report.js';
+export { applyProfile, type AutoApplyOptions, type AutoApplyResult, type AutoSource } from './apply/auto.js';
 export {
-  applyProfile,
   doctor,
-  type AutoApplyOptions,
-  type AutoApplyResult,
-  type AutoSource,
   type DoctorDevice,
   type DoctorOptions,
   type DoctorProbe,
@@ -83,11 +80,11 @@ export {
   type DoctorStatus,
   type Judgement,
   type Recommendation,
-} from './doctor.js';
-export type { Snapshot, SnapshotLimits } from './snapshots.js';
-export { recordSnapshot, type RecordOptions } from './record.js';
-export type { FamilyName } from './families.js';
-export type { ChipFamilyRow } from './chips.js';
+} from './doctor/index.js';
+export type { Snapshot, SnapshotLimits } from './device/snapshots.js';
+export { recordSnapshot, type RecordOptions } from './audit/record-snapshot.js';
+export type { FamilyName } from './core/families.js';
+export type { ChipFamilyRow } from './device/chips.js';
 export type {
   Engine,
   GatePrediction,
@@ -98,7 +95,7 @@ export type {
   PredictOptions,
   TuningTier,
 } from './engines/index.js';
-export type { LoadedLlamaCpp } from './loaded-llama.js';
+export type { LoadedLlamaCpp } from './engines/loaded-llama.js';
 export {
   FileError,
   InvalidOptionsError,
@@ -119,8 +116,8 @@ export {
   type PackageError,
   type RefusedErrorCode,
   type SpawnErrorCode,
-} from './errors.js';
-export type * from './types.js';
+} from './core/errors.js';
+export type * from './device/types.js';
 
 /**
  * Predicts the flags an engine computes at init from a device's answers (see lib/engines/). Its arguments are read

@@ -4,10 +4,10 @@
  * disables) when the process runs inside a macOS virtual machine, and does nothing elsewhere. It must run before any
  * engine initialises Metal.
  */
-import { PROFILE_ENV as PROFILE_VARIABLE } from './doctor/auto.js';
-import { MetalCapShimError } from './errors.js';
-import { escapeControl } from './input.js';
-import { registerFromEnvironment } from './registration.js';
+import { PROFILE_ENV as PROFILE_VARIABLE } from './apply/auto.js';
+import { MetalCapShimError } from './core/errors.js';
+import { escapeControl } from './core/input.js';
+import { registerFromEnvironment } from './apply/registration.js';
 
 /** The environment variable register reads. Typed as its literal so this entry's declarations stand alone. */
 export const PROFILE_ENV: 'METAL_CAP_SHIM_PROFILE' = PROFILE_VARIABLE;

@@ -22,6 +22,7 @@ import {
   linkSim,
   napiIncludes as napiIncludesOf,
   nativeDir,
+  nativeFiles,
   repoRoot,
   simCompileFlags,
   simLibDir,
@@ -50,7 +51,7 @@ function newestHeader(dir) {
     .reduce((t, f) => Math.max(t, statSync(path.join(dir, f)).mtimeMs), 0);
 }
 const headerTime = Math.max(
-  newestHeader(nativeDir),
+  ...nativeFiles('.h').map((f) => statSync(path.join(nativeDir, f)).mtimeMs),
   newestHeader(path.join(simRoot, 'include', 'Metal')),
   newestHeader(path.join(simRoot, 'include', 'MetalSim')),
   newestHeader(path.join(simRoot, 'src')),
@@ -73,7 +74,7 @@ function sameFlags(file, argv) {
 // An object is rebuilt when its source, a header or its compile line changed (the line is kept beside it).
 async function compile(source, objDir, extra, dialect, targetName) {
   const object = path.join(objDir, `${path.basename(source, path.extname(source))}.o`);
-  const own = path.dirname(source) === nativeDir ? dialect?.flags ?? [] : [];
+  const own = !path.relative(nativeDir, source).startsWith('..') ? dialect?.flags ?? [] : [];
   const argv = [...common, ...extra, ...own, '-c', source, '-o', object];
   (recorded[targetName] ??= {})[path.relative(repoRoot, source)] = argv;
   if (upToDate(object, [source]) && sameFlags(`${object}.flags`, argv)) return object;
@@ -117,7 +118,7 @@ async function target(name, output, sources, { cflags = [], ldflags = [], shared
 
 // The engine without Node, under sanitizers: test/native/engine_stress.mm (see there).
 async function sanitized() {
-  const sources = [path.join(repoRoot, 'test', 'native', 'engine_stress.mm'), ...inNative('capabilities.mm'), ...hookEngine];
+  const sources = [path.join(repoRoot, 'test', 'native', 'engine_stress.mm'), ...inNative('engine/capabilities.mm'), ...hookEngine];
   const variants = {
     asan: ['-fsanitize=address,undefined', '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer'],
     tsan: ['-fsanitize=thread'],
@@ -125,7 +126,7 @@ async function sanitized() {
   // The doctor under ASan + UBSan only: it runs on one thread.
   await target('doctor-asan', path.join(buildRoot, 'sanitize', 'doctor_run-asan'), [
     path.join(repoRoot, 'test', 'native', 'doctor_run.mm'),
-    ...inNative('capabilities.mm', 'host_sim.mm', 'doctor.mm', 'doctor_gpu.mm', 'doctor_heap.mm', 'doctor_nocopy.mm', 'doctor_probes.mm'),
+    ...inNative('engine/capabilities.mm', 'platform/host_sim.mm', 'doctor/doctor.mm', 'doctor/doctor_gpu.mm', 'doctor/doctor_heap.mm', 'doctor/doctor_nocopy.mm', 'doctor/doctor_probes.mm'),
   ], {
     cflags: ['-O1', ...variants.asan],
     ldflags: [...variants.asan, ...linkSim, `-Wl,-rpath,${simLibDir}`],
@@ -158,8 +159,8 @@ async function main() {
   const originRpath = (to) => `-Wl,-rpath,$ORIGIN/${to}`;
   await Promise.all([
     target('addon', path.join(buildRoot, 'Release', 'metal_cap_shim.node'), [
-      ...inNative('addon.mm', 'capabilities.mm', 'consumers.mm', 'host_sim.mm', 'terminal.mm'),
-      ...inNative('addon_doctor.mm', 'doctor.mm', 'doctor_gpu.mm', 'doctor_heap.mm', 'doctor_nocopy.mm', 'doctor_probes.mm'),
+      ...inNative('addon/addon.mm', 'engine/capabilities.mm', 'addon/consumers.mm', 'platform/host_sim.mm', 'platform/terminal.mm'),
+      ...inNative('addon/addon_doctor.mm', 'doctor/doctor.mm', 'doctor/doctor_gpu.mm', 'doctor/doctor_heap.mm', 'doctor/doctor_nocopy.mm', 'doctor/doctor_probes.mm'),
       ...hookEngine,
     ], {
       cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
@@ -167,7 +168,7 @@ async function main() {
       dialect: dialects.addon,
     }),
     target('inject', path.join(buildRoot, 'Release', 'libmetal_cap_shim_inject.so'), [
-      ...inNative('inject.mm'),
+      ...inNative('inject/inject.mm'),
       ...hookEngine,
     ], {
       cflags: ['-fvisibility=hidden'],

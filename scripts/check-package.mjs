@@ -85,9 +85,9 @@ for (const required of [
   'dist/register.cjs',
   'dist/cli.js',
   'snapshots/vz-guest-m1-ultra-tahoe-stock.json',
-  'src-native/addon.mm',
-  'src-native/host_darwin.mm',
-  'src-native/inject.mm',
+  'src-native/addon/addon.mm',
+  'src-native/platform/host_darwin.mm',
+  'src-native/inject/inject.mm',
 ]) {
   check(files.includes(required), `contains ${required}`);
 }

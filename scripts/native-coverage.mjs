@@ -24,6 +24,7 @@ import {
   linkSim,
   napiIncludes as napiIncludesOf,
   nativeDir,
+  nativeFiles,
   repoRoot,
   simCompileFlags,
   simLibDir,
@@ -80,9 +81,8 @@ function build(output, sources, flags, ldflags, shared) {
 // The addon is every source of src-native/ but the injector's and the Mac-only host file, as build-sim.mjs builds it;
 // listed from the folder so a new source file is never left out of the measurement.
 function addonSources() {
-  return readdirSync(nativeDir)
-    .filter((f) => f.endsWith('.mm') && f !== 'inject.mm' && f !== 'host_darwin.mm')
-    .sort()
+  return nativeFiles('.mm')
+    .filter((f) => !f.startsWith('inject/') && f !== 'platform/host_darwin.mm')
     .map((f) => path.join(nativeDir, f));
 }
 
@@ -97,14 +97,14 @@ function buildInstrumented() {
   );
   build(
     path.join(release, 'libmetal_cap_shim_inject.so'),
-    [...inNative('inject.mm'), ...hookEngine],
+    [...inNative('inject/inject.mm'), ...hookEngine],
     [...coverageFlags, '-fvisibility=hidden', ...dialect.inject],
     ['-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
     true,
   );
   build(
     path.join(binDir, 'engine_stress'),
-    [path.join(repoRoot, 'test', 'native', 'engine_stress.mm'), ...inNative('capabilities.mm'), ...hookEngine],
+    [path.join(repoRoot, 'test', 'native', 'engine_stress.mm'), ...inNative('engine/capabilities.mm'), ...hookEngine],
     coverageFlags,
     [...linkSim, `-Wl,-rpath,${simLibDir}`],
     false,
@@ -164,7 +164,7 @@ function report(objects) {
   const raws = readdirSync(rawDir).filter((f) => f.endsWith('.profraw')).map((f) => path.join(rawDir, f));
   execFileSync(llvmTool('llvm-profdata'), ['merge', '-sparse', '-o', profdata, ...raws]);
   const objectArgs = [objects[0], ...objects.slice(1).flatMap((o) => ['-object', o])];
-  const sources = readdirSync(nativeDir).filter((f) => f.endsWith('.mm')).sort().map((f) => path.join(nativeDir, f));
+  const sources = nativeFiles('.mm').map((f) => path.join(nativeDir, f));
   const exported = JSON.parse(
     execFileSync(llvmTool('llvm-cov'), ['export', '-summary-only', ...objectArgs, `-instr-profile=${profdata}`, ...sources], {
       maxBuffer: 64 << 20,
@@ -205,7 +205,7 @@ function buildFuzzers() {
   const sanitize = ['-fsanitize=fuzzer,address,undefined', '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer', '-O1'];
   const targets = {
     profile_parser_fuzz: {
-      sources: [path.join(fuzzDir, 'profile_parser_fuzz.mm'), ...inNative('profile.mm', 'swizzle.mm')],
+      sources: [path.join(fuzzDir, 'profile_parser_fuzz.mm'), ...inNative('engine/profile.mm', 'engine/swizzle.mm')],
       dict: path.join(fuzzDir, 'profile_parser.dict'),
       seeds: [path.join(fuzzDir, 'corpus', 'profile_parser_fuzz')],
     },

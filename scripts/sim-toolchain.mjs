@@ -1,7 +1,7 @@
 // The Linux test build's toolchain: clang-14 compiling Objective-C++ for GCC's runtime with GNUstep Foundation.
 // test/sim-metal/flags, scripts/build-sim.mjs and scripts/native-coverage.mjs take their flags from here.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -63,10 +63,17 @@ export function objcRuntimeFlags() {
 }
 
 export const nativeDir = path.join(repoRoot, 'src-native');
-/** Files of src-native/, by name. */
+/** Files of src-native/, by path inside it (`engine/patch.mm`). */
 export const inNative = (...files) => files.map((f) => path.join(nativeDir, f));
+/** Every file of src-native/ whose name ends with `ext`, by path inside it, sorted (its folders included). */
+export function nativeFiles(ext) {
+  return readdirSync(nativeDir, { recursive: true })
+    .map((f) => f.split(path.sep).join('/'))
+    .filter((f) => f.endsWith(ext))
+    .sort();
+}
 /** The portable hook engine: built into the addon, the injector and the stress harness. */
-export const hookEngine = inNative('swizzle.mm', 'profile.mm', 'patch.mm');
+export const hookEngine = inNative('engine/swizzle.mm', 'engine/profile.mm', 'engine/patch.mm');
 /** Links a program or library against the simulated Metal and GNUstep. */
 export const linkSim = [`-L${simLibDir}`, '-lMetal', '-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread'];
 

@@ -9,10 +9,11 @@ const DRIFT_AFTER = 10;
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = defaultObjectGuest('default-object-drift', DRIFT_AFTER);
 
 import { beforeAll, expect, it } from 'vitest';
-import { applyProfile, status } from '../lib/apply.js';
-import { FAMILY_NAMES } from '../lib/families.js';
-import { probe } from '../lib/probe.js';
-import { predictPatchedDevice, resolveProfile } from '../lib/profiles.js';
+import { status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { FAMILY_NAMES } from '../lib/core/families.js';
+import { probe } from '../lib/device/probe.js';
+import { predictPatchedDevice, resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 const CLASSES = ['AppleParavirtDevice', 'SimSecondParavirtDevice', 'MTLDebugDevice'];

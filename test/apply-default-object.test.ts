@@ -6,10 +6,11 @@ import { defaultObjectGuest } from './apply-helpers.js';
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = defaultObjectGuest('default-object-guest', null);
 
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/apply.js';
-import { FAMILY_NAMES } from '../lib/families.js';
-import { probe } from '../lib/probe.js';
-import { resolveProfile } from '../lib/profiles.js';
+import { restore, status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { FAMILY_NAMES } from '../lib/core/families.js';
+import { probe } from '../lib/device/probe.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 const PER_DEVICE = FAMILY_NAMES.length + 3;

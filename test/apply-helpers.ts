@@ -5,9 +5,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { vi } from 'vitest';
-import { InvalidProfileError } from '../lib/errors.js';
-import { resolveProfile } from '../lib/profiles.js';
-import type { Snapshot } from '../lib/snapshots.js';
+import { InvalidProfileError } from '../lib/core/errors.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
+import type { Snapshot } from '../lib/device/snapshots.js';
 import { root } from './helpers.js';
 
 /** A bundled snapshot, edited, written to a fresh temporary file: returns the file's path (a valid selector). */

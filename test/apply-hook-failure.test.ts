@@ -13,16 +13,17 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot('vz-guest-m1-ultra-taho
 });
 
 import { beforeAll, expect, it } from 'vitest';
-import { applyProfile, status } from '../lib/apply.js';
-import { audit } from '../lib/audit.js';
-import { NativeError } from '../lib/errors.js';
-import { probe } from '../lib/probe.js';
-import { resolveProfile } from '../lib/profiles.js';
-import { registerFromEnvironment } from '../lib/registration.js';
+import { status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { audit } from '../lib/audit/audit.js';
+import { NativeError } from '../lib/core/errors.js';
+import { probe } from '../lib/device/probe.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
+import { registerFromEnvironment } from '../lib/apply/registration.js';
 import { importRegister } from './apply-helpers.js';
 import { describeSim, requireSimBuild, runCli } from './helpers.js';
 
-// The engine's own message (src-native/patch.mm), then applyProfile's promise that nothing changed.
+// The engine's own message (src-native/engine/patch.mm), then applyProfile's promise that nothing changed.
 const HOOK_MESSAGE =
   'cannot hook -[SimBrokenDevice recommendedMaxWorkingSetSize]: the class does not implement it (a Metal validation or capture wrapper such as MTLDebugDevice can lack it: unset MTL_DEBUG_LAYER and retry)';
 const DETAIL = `${HOOK_MESSAGE}; nothing was changed`;

@@ -3,11 +3,12 @@
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = '';
 
 import { beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/apply.js';
-import { NativeError } from '../lib/errors.js';
-import { probe } from '../lib/probe.js';
-import { resolveProfile } from '../lib/profiles.js';
-import { registerFromEnvironment } from '../lib/registration.js';
+import { restore, status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { NativeError } from '../lib/core/errors.js';
+import { probe } from '../lib/device/probe.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
+import { registerFromEnvironment } from '../lib/apply/registration.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 describeSim('no Metal device', () => {

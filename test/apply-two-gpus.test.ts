@@ -3,10 +3,11 @@
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'macbookpro16-intel-amd-two-gpus';
 
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore } from '../lib/apply.js';
-import { RefusedError } from '../lib/errors.js';
-import { FAMILY_NAMES } from '../lib/families.js';
-import { resolveProfile } from '../lib/profiles.js';
+import { restore } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { RefusedError } from '../lib/core/errors.js';
+import { FAMILY_NAMES } from '../lib/core/families.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 const GiB = 1024 ** 3;

@@ -1,19 +1,19 @@
 // The host's chip from sysctl machdep.cpu.brand_string, and the Apple family each chip's GPU really is: pure
 // functions over the strings macOS gives (a guest's is its host's with " (Virtual)").
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { FAMILY_VALUES } from '../lib/families.js';
+import { FAMILY_VALUES } from '../lib/core/families.js';
 
 // Imported afresh before each test: the table and the chip-name pattern are module-level, and a test that reads them
 // after a fresh import is what pins them (the mutation run counts them as covered by such tests).
-let CHIP_FAMILIES: typeof import('../lib/chips.js').CHIP_FAMILIES;
-let chipFamily: typeof import('../lib/chips.js').chipFamily;
-let chipFamilyRow: typeof import('../lib/chips.js').chipFamilyRow;
-let chipFromBrand: typeof import('../lib/chips.js').chipFromBrand;
-let chipGeneration: typeof import('../lib/chips.js').chipGeneration;
-let hostChipFacts: typeof import('../lib/chips.js').hostChipFacts;
+let CHIP_FAMILIES: typeof import('../lib/device/chips.js').CHIP_FAMILIES;
+let chipFamily: typeof import('../lib/device/chips.js').chipFamily;
+let chipFamilyRow: typeof import('../lib/device/chips.js').chipFamilyRow;
+let chipFromBrand: typeof import('../lib/device/chips.js').chipFromBrand;
+let chipGeneration: typeof import('../lib/device/chips.js').chipGeneration;
+let hostChipFacts: typeof import('../lib/device/chips.js').hostChipFacts;
 beforeEach(async () => {
   vi.resetModules();
-  ({ CHIP_FAMILIES, chipFamily, chipFamilyRow, chipFromBrand, chipGeneration, hostChipFacts } = await import('../lib/chips.js'));
+  ({ CHIP_FAMILIES, chipFamily, chipFamilyRow, chipFromBrand, chipGeneration, hostChipFacts } = await import('../lib/device/chips.js'));
 });
 
 describe('chipFromBrand', () => {

@@ -2,9 +2,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { AuditResult } from '../lib/audit.js';
-import type { FieldReport, Matrix } from '../lib/fieldreport.js';
-import { resolveProfile } from '../lib/profiles.js';
+import type { AuditResult } from '../lib/audit/audit.js';
+import type { FieldReport, Matrix } from '../lib/audit/field-report.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, requireSimBuild, root, runCli } from './helpers.js';
 
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';

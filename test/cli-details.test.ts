@@ -7,8 +7,8 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { FieldReport, Matrix } from '../lib/fieldreport.js';
-import { listSnapshots } from '../lib/snapshots.js';
+import type { FieldReport, Matrix } from '../lib/audit/field-report.js';
+import { listSnapshots } from '../lib/device/snapshots.js';
 import { cli, describeSim, requireSimBuild, root, runCli } from './helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-details-'));

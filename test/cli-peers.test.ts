@@ -7,10 +7,10 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { DoctorReport } from '../lib/doctor.js';
-import type { Matrix } from '../lib/fieldreport.js';
-import { colorWanted, stylerFor } from '../lib/format.js';
-import { closest, editDistance } from '../lib/suggest.js';
+import type { DoctorReport } from '../lib/doctor/index.js';
+import type { Matrix } from '../lib/audit/field-report.js';
+import { colorWanted, stylerFor } from '../lib/format/text.js';
+import { closest, editDistance } from '../lib/core/suggest.js';
 import { cli, describeSim, dist, requireSimBuild, root, runCli } from './helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-peers-'));

@@ -2,13 +2,13 @@ import path from 'node:path';
 import { Ajv } from 'ajv';
 import { createGenerator } from 'ts-json-schema-generator';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { listSnapshots } from '../lib/snapshots.js';
+import { listSnapshots } from '../lib/device/snapshots.js';
 import { describeSim, requireSimBuild, root, runCli } from './helpers.js';
 
 /** JSON Schema generated from the exported TypeScript type, so the check follows the types, not a second copy. */
 function schemaFor(type: string) {
   return createGenerator({
-    path: path.join(root, 'lib', 'types.ts'),
+    path: path.join(root, 'lib', 'device', 'types.ts'),
     tsconfig: path.join(root, 'tsconfig.json'),
     type,
     skipTypeCheck: true,

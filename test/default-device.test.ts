@@ -15,9 +15,10 @@ const snapshotFile = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-default-')),
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = snapshotFile;
 
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/apply.js';
-import { FAMILY_NAMES } from '../lib/families.js';
-import { probe } from '../lib/probe.js';
+import { restore, status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { FAMILY_NAMES } from '../lib/core/families.js';
+import { probe } from '../lib/device/probe.js';
 import { describeSim, loadFixture, requireSimBuild, type SimFixture } from './helpers.js';
 
 let fixture: SimFixture;

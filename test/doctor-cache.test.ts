@@ -8,9 +8,9 @@ import { cachedResultOf, cacheFileFor, cacheKeyFor, doctorCacheDir, readCache, w
 import { assessDevice } from '../lib/doctor/derive.js';
 import { judgeProbe } from '../lib/doctor/judge.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
-import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
-import { packageVersion } from '../lib/native.js';
-import type { Profile } from '../lib/profiles.js';
+import { loadSnapshot, reportFromSnapshot } from '../lib/device/snapshots.js';
+import { packageVersion } from '../lib/device/native.js';
+import type { Profile } from '../lib/patch/profiles.js';
 
 const report = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'), { allDevices: true });
 const device = report.devices[0]!;

@@ -7,11 +7,11 @@ import { checkDoctorOptions } from '../lib/doctor/options.js';
 import { DOCTOR_PROBE_IDS, JUDGEMENTS, type DoctorProbeId, type DoctorStatus, type RecordedStatus } from '../lib/doctor/probes.js';
 import { judgeDevice } from '../lib/doctor/run.js';
 import type { DoctorProbe, DoctorRun } from '../lib/doctor/types.js';
-import { predictPatchedDevice, profiles, resolveProfile, type Profile } from '../lib/profiles.js';
+import { predictPatchedDevice, profiles, resolveProfile, type Profile } from '../lib/patch/profiles.js';
 import type { NativeDoctorResult, NativeProbeOutcome } from '../types/binding.js';
-import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
-import { chipFromBrand } from '../lib/chips.js';
-import type { HostInfo } from '../lib/types.js';
+import { loadSnapshot, reportFromSnapshot } from '../lib/device/snapshots.js';
+import { chipFromBrand } from '../lib/device/chips.js';
+import type { HostInfo } from '../lib/device/types.js';
 
 const vz = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'));
 const guest = vz.devices[0]!;

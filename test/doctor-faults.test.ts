@@ -6,11 +6,11 @@ import { mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync, writeFi
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { status } from '../lib/apply.js';
-import { doctor } from '../lib/doctor.js';
+import { status } from '../lib/patch/apply.js';
+import { doctor } from '../lib/doctor/index.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import type { DoctorDevice } from '../lib/doctor/types.js';
-import { resolveProfile } from '../lib/profiles.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, dist, jsonFrom, requireSimBuild, root, runCli, runNode } from './helpers.js';
 
 const FIXTURE = path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-faults.json');

@@ -1,15 +1,15 @@
 // doctor's human output, as whole strings: a replayed recording, a run with stock and patched runs on two devices,
 // and the report where nothing could run. The styles are shown as tags, so the colour of each part is pinned too.
 import { describe, expect, it } from 'vitest';
-import { doctor } from '../lib/doctor.js';
+import { doctor } from '../lib/doctor/index.js';
 import { assessDevice } from '../lib/doctor/derive.js';
-import { formatDoctor } from '../lib/doctor/format.js';
+import { formatDoctor } from '../lib/format/doctor.js';
 import { judgeProbe } from '../lib/doctor/judge.js';
 import type { RecordedStatus } from '../lib/doctor/probes.js';
 import type { DoctorReport, DoctorRun, SupportedDoctorReport } from '../lib/doctor/types.js';
-import { hostLine, plain, type Styler } from '../lib/format.js';
-import { profiles, resolveProfile } from '../lib/profiles.js';
-import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
+import { hostLine, plain, type Styler } from '../lib/format/text.js';
+import { profiles, resolveProfile } from '../lib/patch/profiles.js';
+import { loadSnapshot, reportFromSnapshot } from '../lib/device/snapshots.js';
 
 // Escape codes the table measures as zero width; turned into tags for reading.
 const tagged: Styler = {

@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'vitest';
-import { DOCTOR_PROBE_IDS } from '../lib/doctor-probes.js';
-import { loadNative } from '../lib/native.js';
-import { stockReport } from '../lib/probe.js';
-import type { SupportedReport } from '../lib/types.js';
+import { DOCTOR_PROBE_IDS } from '../lib/device/doctor-vocabulary.js';
+import { loadNative } from '../lib/device/native.js';
+import { stockReport } from '../lib/device/probe.js';
+import type { SupportedReport } from '../lib/device/types.js';
 import type { NativeBinding, NativeDoctorOptions, NativeProbeOutcome } from '../types/binding.js';
 
 export const SIZES = [16384, 32768, 49152, 65536];
@@ -14,7 +14,7 @@ export const MMAP_SIZE = 1 << 20;
 export const GENERATED = `a generated ${MMAP_SIZE} bytes file`;
 export const SAMPLED = `64 sampled blocks (4096 bytes each) of ${GENERATED}`;
 
-/** The real addon, through lib/native.ts. */
+/** The real addon, through lib/device/native.ts. */
 export function nativeBinding(): NativeBinding {
   const native = loadNative();
   if (!native.binding) throw new Error(native.detail);

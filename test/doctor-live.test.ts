@@ -5,13 +5,14 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/apply.js';
-import { doctor } from '../lib/doctor.js';
+import { restore, status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { doctor } from '../lib/doctor/index.js';
 import { cacheKeyFor, doctorCacheDir, readCache } from '../lib/doctor/cache.js';
 import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS, THREADGROUP_CANDIDATES } from '../lib/doctor/probes.js';
 import type { DoctorReport } from '../lib/doctor/types.js';
-import { InvalidOptionsError, MetalCapShimError } from '../lib/errors.js';
-import { profiles, resolveProfile } from '../lib/profiles.js';
+import { InvalidOptionsError, MetalCapShimError } from '../lib/core/errors.js';
+import { profiles, resolveProfile } from '../lib/patch/profiles.js';
 import { stockDevices } from './doctor-helpers.js';
 import { describeSim, jsonFrom, requireSimBuild, runCli } from './helpers.js';
 

@@ -1,4 +1,4 @@
-// The doctor's MSL kernels (src-native/doctor_kernels.h), checked on Linux: each R"MSL(...)MSL" block is compiled
+// The doctor's MSL kernels (src-native/doctor/doctor_kernels.h), checked on Linux: each R"MSL(...)MSL" block is compiled
 // as C++ with clang++-14 -fsyntax-only against test/msl/ (declarations of the MSL subset they use), at the language
 // version its entry names; attribute names are checked against MSL's list first. This catches a misspelt function,
 // a wrong argument, an unknown attribute or bfloat used below MSL 3.1. It cannot tell whether Metal's compiler
@@ -16,7 +16,7 @@ interface Kernel {
   source: string;
 }
 
-const kernelsHeader = readFileSync(path.join(root, 'src-native', 'doctor_kernels.h'), 'utf8');
+const kernelsHeader = readFileSync(path.join(root, 'src-native', 'doctor', 'doctor_kernels.h'), 'utf8');
 
 /** kMsl2_3 = 0x20003 → 230, as Metal's compiler sets __METAL_VERSION__. */
 const versions = new Map(

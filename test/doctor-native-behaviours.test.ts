@@ -3,14 +3,15 @@
 // *answers* (threadgroup-memory fault `answered-limit`), so a profile that raises the answer proves more; device 2's
 // threadgroups overlap above 32 KiB when several run at once (`threadgroups-overlap`); device 3's compiler never
 // finishes the bfloat kernel (fault `compile`); device 4's pipelines run 64-wide SIMD-groups. Real addon
-// through lib/native.ts, the simulated Metal. Runtime exercised: GCC's libobjc with GNUstep Foundation, where the
-// exception reaches doctor's `@catch (NSException *)` through GCC's Objective-C personality (src-native/doctor.mm).
+// through lib/device/native.ts, the simulated Metal. Runtime exercised: GCC's libobjc with GNUstep Foundation, where the
+// exception reaches doctor's `@catch (NSException *)` through GCC's Objective-C personality (src-native/doctor/doctor.mm).
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = new URL('./fixtures/snapshots/doctor-sim-behaviours.json', import.meta.url).pathname;
 
 import { readdirSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/apply.js';
-import { DOCTOR_PROBE_IDS } from '../lib/doctor-probes.js';
+import { restore, status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { DOCTOR_PROBE_IDS } from '../lib/device/doctor-vocabulary.js';
 import type { NativeBinding } from '../types/binding.js';
 import { doctorOptions as options, nativeBinding, outcome, PASSES, removeTempDirs } from './doctor-helpers.js';
 import { describeSim, loadFixture, requireSimBuild } from './helpers.js';

@@ -1,6 +1,6 @@
 // The native doctor() over a bundled snapshot of macOS 13 (two devices, Intel and AMD): what the OS lacks is
 // `unsupported`, decided before any compile (bfloat: MSL 3.1 is macOS 14+) or by the missing API (residency sets:
-// macOS 15+). Real addon through lib/native.ts; GCC's runtime; the simulated Metal.
+// macOS 15+). Real addon through lib/device/native.ts; GCC's runtime; the simulated Metal.
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'macbookpro16-intel-amd-two-gpus';
 
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -1,10 +1,11 @@
 // The native doctor() over the bundled stock Tahoe guest, whose doctor section records that a residency set could not
 // be constructed there (trycua/cua PR 3070, MLX ablation): the API exists (macOS 26), creating a set fails with
-// Metal's error text, everything else runs. Real addon through lib/native.ts, GCC's runtime.
+// Metal's error text, everything else runs. Real addon through lib/device/native.ts, GCC's runtime.
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore } from '../lib/apply.js';
+import { restore } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
 import type { NativeBinding } from '../types/binding.js';
 import { doctorOptions, nativeBinding, outcome, PASSES, removeTempDirs } from './doctor-helpers.js';
 import { describeSim, requireSimBuild } from './helpers.js';

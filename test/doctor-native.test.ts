@@ -1,4 +1,4 @@
-// The native doctor() through the real addon (lib/native.ts loadNative(), no mock), over the simulated Metal built
+// The native doctor() through the real addon (lib/device/native.ts loadNative(), no mock), over the simulated Metal built
 // from test/fixtures/snapshots/doctor-faults.json: device 0 works, devices 1–3 carry every fault the snapshot format
 // can record, device 4 hangs on every probe, device 5 has threadgroup memory that reads as zero. What this proves is
 // the plumbing and the decisions (status, measured values, deadlines, clean-up); the MSL itself runs only on a Mac
@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DOCTOR_PROBE_IDS } from '../lib/doctor-probes.js';
+import { DOCTOR_PROBE_IDS } from '../lib/device/doctor-vocabulary.js';
 import type { NativeBinding, NativeDoctorOptions } from '../types/binding.js';
 import {
   doctorOptions as options,

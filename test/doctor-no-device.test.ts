@@ -4,12 +4,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { doctor } from '../lib/doctor.js';
-import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/doctor/auto.js';
-import { UnsupportedPlatformError } from '../lib/errors.js';
+import { doctor } from '../lib/doctor/index.js';
+import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/apply/auto.js';
+import { UnsupportedPlatformError } from '../lib/core/errors.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
-import { packageVersion } from '../lib/native.js';
-import { profiles, resolveProfile } from '../lib/profiles.js';
+import { packageVersion } from '../lib/device/native.js';
+import { profiles, resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = '';

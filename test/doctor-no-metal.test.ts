@@ -6,12 +6,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { doctor } from '../lib/doctor.js';
-import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/doctor/auto.js';
+import { doctor } from '../lib/doctor/index.js';
+import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/apply/auto.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
-import { InvalidOptionsError, UnsupportedPlatformError } from '../lib/errors.js';
-import { packageVersion } from '../lib/native.js';
-import { profiles, resolveProfile } from '../lib/profiles.js';
+import { InvalidOptionsError, UnsupportedPlatformError } from '../lib/core/errors.js';
+import { packageVersion } from '../lib/device/native.js';
+import { profiles, resolveProfile } from '../lib/patch/profiles.js';
 import { isSimulatedPlatform, thrown } from './helpers.js';
 
 delete process.env.METAL_CAP_SHIM_SIM_SNAPSHOT;

@@ -6,13 +6,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { numberFlag } from '../lib/cli/doctor-options.js';
-import { doctor } from '../lib/doctor.js';
+import { doctor } from '../lib/doctor/index.js';
 import { checkDoctorOptions } from '../lib/doctor/options.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import type { DoctorReport } from '../lib/doctor/types.js';
-import { InvalidOptionsError, InvalidProfileError, UsageError } from '../lib/errors.js';
-import { probeSnapshot } from '../lib/probe.js';
-import { profiles, resolveProfile } from '../lib/profiles.js';
+import { InvalidOptionsError, InvalidProfileError, UsageError } from '../lib/core/errors.js';
+import { probeSnapshot } from '../lib/device/probe.js';
+import { profiles, resolveProfile } from '../lib/patch/profiles.js';
 import { jsonFrom, root, runCli, runNode } from './helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-options-'));

@@ -2,7 +2,7 @@
 // of threadgroup memory (no Apple GPU has more) unless force is given, however much the simulated GPU runs.
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { listSnapshots } from '../lib/snapshots.js';
+import { listSnapshots } from '../lib/device/snapshots.js';
 import { describeSim, dist, jsonFrom, requireSimBuild, runNode } from './helpers.js';
 
 const index = JSON.stringify(path.join(dist, 'index.js'));

@@ -5,8 +5,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { status } from '../lib/apply.js';
-import { doctor } from '../lib/doctor.js';
+import { status } from '../lib/patch/apply.js';
+import { doctor } from '../lib/doctor/index.js';
 import { describeSim, requireSimBuild, root } from './helpers.js';
 
 const temp = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-verify-failed-'));

@@ -38,7 +38,7 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
 
   it('two runs that disagree take the worse status: one ranking, worst first, that every pair follows in both orders', async () => {
     const { worseStatus } = await import('../lib/doctor/judge.js');
-    const { DOCTOR_STATUSES } = await import('../lib/doctor-probes.js');
+    const { DOCTOR_STATUSES } = await import('../lib/device/doctor-vocabulary.js');
     const ranking = [...DOCTOR_STATUSES, 'not-recorded' as const].sort((a, b) => (a === b ? 0 : worseStatus(a, b) === a ? -1 : 1));
     expect(ranking).toMatchInlineSnapshot(`
       [
@@ -74,7 +74,7 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
   });
 
   it('a live run tries the threadgroup sizes 16 KiB to 64 KiB and runs nocopy-mmap once', async () => {
-    const { doctor } = await import('../lib/doctor.js');
+    const { doctor } = await import('../lib/doctor/index.js');
     const probes = doctor({ probes: ['threadgroup-memory', 'nocopy-mmap'], mmapSize: 1 << 20, cache: false }).devices[0]!.probes;
     expect(probes.map((p) => [p.id, p.status, 'patched' in p])).toEqual([
       ['simdgroup-reduction', 'skipped', false],
@@ -94,7 +94,7 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
 
   it('a cache file is read back', async () => {
     const { readCache, writeCache, cacheKeyFor } = await import('../lib/doctor/cache.js');
-    const { doctor } = await import('../lib/doctor.js');
+    const { doctor } = await import('../lib/doctor/index.js');
     const { stockDevices } = await import('./doctor-helpers.js');
     const stock = stockDevices();
     // Every capability probe: a cached result that skipped one is not read back.

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import * as errors from '../lib/errors.js';
+import * as errors from '../lib/core/errors.js';
 import * as api from '../lib/index.js';
 import { root } from './helpers.js';
 

@@ -3,9 +3,9 @@
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = '';
 
 import { beforeAll, expect, it } from 'vitest';
-import { injectorPath, prepareExec, resolveCommand } from '../lib/exec.js';
-import { RefusedError } from '../lib/errors.js';
-import { resolveProfile } from '../lib/profiles.js';
+import { injectorPath, prepareExec, resolveCommand } from '../lib/exec/exec.js';
+import { RefusedError } from '../lib/core/errors.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, requireSimBuild, thrown } from './helpers.js';
 
 describeSim('prepareExec with no Metal device here', () => {

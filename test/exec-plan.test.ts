@@ -8,7 +8,7 @@ import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, w
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MetalCapShimError, NativeError, RefusedError, SpawnError, TraceFileError, UnsupportedPlatformError } from '../lib/errors.js';
+import { MetalCapShimError, NativeError, RefusedError, SpawnError, TraceFileError, UnsupportedPlatformError } from '../lib/core/errors.js';
 import {
   checkTraceFile,
   childEnvironment,
@@ -30,8 +30,8 @@ import {
   shouldForwardSignal,
   signalExitStatus,
   unguardedInjection,
-} from '../lib/exec.js';
-import { encodeNativeProfile, resolveProfile } from '../lib/profiles.js';
+} from '../lib/exec/exec.js';
+import { encodeNativeProfile, resolveProfile } from '../lib/patch/profiles.js';
 import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { installFakeCodesign, signedProgram } from './codesign-fake.js';
 import { describeSim, requireSimBuild, root, thrown } from './helpers.js';

@@ -8,10 +8,10 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, readlinkSync, realpat
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ApplyWarning } from '../lib/apply.js';
-import { MetalCapShimError, SpawnError } from '../lib/errors.js';
-import { INJECT_ENV, injectorPath, runWithInjector, type ExecOutcome } from '../lib/exec.js';
-import { resolveProfile } from '../lib/profiles.js';
+import type { ApplyWarning } from '../lib/patch/apply.js';
+import { MetalCapShimError, SpawnError } from '../lib/core/errors.js';
+import { INJECT_ENV, injectorPath, runWithInjector, type ExecOutcome } from '../lib/exec/exec.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild } from './helpers.js';
 
 const profile = resolveProfile();

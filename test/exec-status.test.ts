@@ -10,8 +10,8 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { INJECT_ENV, injectorPath, runWithInjector, statusCollector, STATUS_LIMIT_BYTES, type InjectorProcess } from '../lib/exec.js';
-import { encodeNativeProfile, resolveProfile } from '../lib/profiles.js';
+import { INJECT_ENV, injectorPath, runWithInjector, statusCollector, STATUS_LIMIT_BYTES, type InjectorProcess } from '../lib/exec/exec.js';
+import { encodeNativeProfile, resolveProfile } from '../lib/patch/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild } from './helpers.js';
 
 const profile = resolveProfile();

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RefusedError } from '../lib/errors.js';
+import { RefusedError } from '../lib/core/errors.js';
 import {
   hardenedRuntimeBlocker,
   hasEntitlement,
@@ -12,12 +12,12 @@ import {
   injectorPath,
   prepareExec,
   shouldForwardSignal,
-} from '../lib/exec.js';
-import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/families.js';
-import { predictGates } from '../lib/gates.js';
-import { resolveProfile } from '../lib/profiles.js';
-import { deviceReportFrom } from '../lib/report.js';
-import type { DeviceReport } from '../lib/types.js';
+} from '../lib/exec/exec.js';
+import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/core/families.js';
+import { predictGates } from '../lib/engines/index.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
+import { deviceReportFrom } from '../lib/device/report.js';
+import type { DeviceReport } from '../lib/device/types.js';
 import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { installFakeCodesign, signedProgram } from './codesign-fake.js';
 import { buildConsumer, cli, describeSim, isSimulatedPlatform, requireSimBuild, root, runCli } from './helpers.js';

@@ -6,8 +6,8 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { predictGates as PredictGates, LLAMA_CPP_CHIPS as Chips, LLAMA_CPP_SWITCHES as Switches, RULE_TABLES as RuleTables } from '../lib/engines/index.js';
 import type { LLAMA_CPP_OP_GATES as OpGates } from '../lib/engines/llama-cpp.js';
-import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
-import type { DeviceReport, HostInfo } from '../lib/types.js';
+import { loadSnapshot, reportFromSnapshot } from '../lib/device/snapshots.js';
+import type { DeviceReport, HostInfo } from '../lib/device/types.js';
 
 let predictGates: typeof PredictGates;
 let LLAMA_CPP_CHIPS: typeof Chips;

@@ -12,9 +12,9 @@ import {
   type LlamaCppCurrentPrediction,
   type LlamaCppLegacyPrediction,
 } from '../lib/engines/index.js';
-import { FAMILY_NAMES, type FamilyName } from '../lib/families.js';
-import type { DeviceReport, FamilyAnswers, HostInfo } from '../lib/types.js';
-import { InvalidOptionsError } from '../lib/errors.js';
+import { FAMILY_NAMES, type FamilyName } from '../lib/core/families.js';
+import type { DeviceReport, FamilyAnswers, HostInfo } from '../lib/device/types.js';
+import { InvalidOptionsError } from '../lib/core/errors.js';
 
 interface DeviceOpts {
   yes?: FamilyName[];

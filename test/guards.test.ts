@@ -5,9 +5,10 @@ import { mkdtempSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/apply.js';
-import { RefusedError } from '../lib/errors.js';
-import { resolveProfile } from '../lib/profiles.js';
+import { restore, status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { RefusedError } from '../lib/core/errors.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, loadLibrary, requireSimBuild } from './helpers.js';
 
 describeSim('guards on a host that is not a VM', () => {

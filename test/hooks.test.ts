@@ -5,12 +5,13 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'macbookpro16-intel-amd-two-gpus';
 
 import fc from 'fast-check';
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/apply.js';
-import { audit } from '../lib/audit.js';
-import { InvalidOptionsError, InvalidProfileError } from '../lib/errors.js';
-import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/families.js';
-import { probe } from '../lib/probe.js';
-import { predictPatchedDevice, resolveProfile, type ProfileSpec } from '../lib/profiles.js';
+import { restore, status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { audit } from '../lib/audit/audit.js';
+import { InvalidOptionsError, InvalidProfileError } from '../lib/core/errors.js';
+import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/core/families.js';
+import { probe } from '../lib/device/probe.js';
+import { predictPatchedDevice, resolveProfile, type ProfileSpec } from '../lib/patch/profiles.js';
 import { describeSim, loadFixture, requireSimBuild, type FixtureAnswers, type SimFixture } from './helpers.js';
 
 const INTEL = 'MTLIGAccelDevice';

@@ -6,10 +6,10 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { InvalidReportError, InvalidSnapshotError } from '../lib/errors.js';
-import { buildMatrix } from '../lib/fieldreport.js';
-import { JSON_LIMITS, jsonDepth, readJsonFile } from '../lib/jsonfile.js';
-import { SNAPSHOT_LIMITS, snapshotsDir, validateSnapshot } from '../lib/snapshots.js';
+import { InvalidReportError, InvalidSnapshotError } from '../lib/core/errors.js';
+import { buildMatrix } from '../lib/audit/field-report.js';
+import { JSON_LIMITS, jsonDepth, readJsonFile } from '../lib/core/jsonfile.js';
+import { SNAPSHOT_LIMITS, snapshotsDir, validateSnapshot } from '../lib/device/snapshots.js';
 import { runCli, thrown } from './helpers.js';
 
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';

@@ -4,10 +4,11 @@
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
 
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/apply.js';
-import { FAMILY_NAMES } from '../lib/families.js';
-import { probe } from '../lib/probe.js';
-import { resolveProfile } from '../lib/profiles.js';
+import { restore, status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { FAMILY_NAMES } from '../lib/core/families.js';
+import { probe } from '../lib/device/probe.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, loadFixture, requireSimBuild, type SimFixture } from './helpers.js';
 
 const CLASS = 'AGXG13DDevice';

@@ -10,10 +10,11 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot('vz-guest-m1-ultra-taho
   s.host.provenance.chip = 'unrecorded';
 });
 
-const { applyProfile, restore, status } = await import('../lib/apply.js');
-const { RefusedError } = await import('../lib/errors.js');
-const { resolveProfile } = await import('../lib/profiles.js');
-const { registerFromEnvironment } = await import('../lib/registration.js');
+const { restore, status } = await import('../lib/patch/apply.js');
+const { applyProfile } = await import('../lib/apply/auto.js');
+const { RefusedError } = await import('../lib/core/errors.js');
+const { resolveProfile } = await import('../lib/patch/profiles.js');
+const { registerFromEnvironment } = await import('../lib/apply/registration.js');
 const { describeSim, requireSimBuild, thrown } = await import('./helpers.js');
 
 const DETAIL =

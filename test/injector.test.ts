@@ -1,11 +1,11 @@
 // The exec injector on its own, loaded with LD_PRELOAD into a consumer compiled separately, without the CLI in front:
 // the profile text reaches it through the environment, where anyone can put anything. The native parser
-// (src-native/profile.mm) must then refuse, say why on the status pipe, and install nothing.
+// (src-native/engine/profile.mm) must then refuse, say why on the status pipe, and install nothing.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { APPLE_FAMILY_MAX_KNOWN, APPLE_FAMILY_MIN } from '../lib/families.js';
-import { THREADGROUP_MEMORY_RANGE, WORKING_SET_RANGE } from '../lib/profiles.js';
+import { APPLE_FAMILY_MAX_KNOWN, APPLE_FAMILY_MIN } from '../lib/core/families.js';
+import { THREADGROUP_MEMORY_RANGE, WORKING_SET_RANGE } from '../lib/patch/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild, root } from './helpers.js';
 
 const injector = path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so');

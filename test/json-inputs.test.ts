@@ -5,11 +5,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { jsonSyntaxError, parseJsonText, schemaProblem } from '../lib/jsonfile.js';
-import type { FieldReport, Matrix } from '../lib/fieldreport.js';
-import type { DoctorReport } from '../lib/doctor.js';
-import { loadSnapshot, validateSnapshot } from '../lib/snapshots.js';
-import { InvalidSnapshotError } from '../lib/errors.js';
+import { jsonSyntaxError, parseJsonText, schemaProblem } from '../lib/core/jsonfile.js';
+import type { FieldReport, Matrix } from '../lib/audit/field-report.js';
+import type { DoctorReport } from '../lib/doctor/index.js';
+import { loadSnapshot, validateSnapshot } from '../lib/device/snapshots.js';
+import { InvalidSnapshotError } from '../lib/core/errors.js';
 import { describeSim, requireSimBuild, root, runCli } from './helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-json-inputs-'));

@@ -9,9 +9,9 @@ import { mkdirSync, mkdtempSync, readdirSync, realpathSync, writeFileSync } from
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { status } from '../lib/apply.js';
-import { audit } from '../lib/audit.js';
-import { nodeLlamaCppRelease } from '../lib/loaded-llama.js';
+import { status } from '../lib/patch/apply.js';
+import { audit } from '../lib/audit/audit.js';
+import { nodeLlamaCppRelease } from '../lib/engines/loaded-llama.js';
 import { describeSim, loadLibrarySource, requireSimBuild } from './helpers.js';
 
 let dir: string;

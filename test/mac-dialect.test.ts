@@ -110,7 +110,7 @@ describeSim('the simulated build compiles src-native/ in the Mac dialect', () =>
   });
 
   it('a C++ try and a typeid in a src-native file fail to compile with the recorded flags, as on a Mac', () => {
-    const argv = record.targets.addon?.['src-native/doctor.mm'] ?? [];
+    const argv = record.targets.addon?.['src-native/doctor/doctor.mm'] ?? [];
     const flags = argv.slice(0, argv.indexOf('-c'));
     const dir = mkdtempSync(path.join(tmpdir(), 'mcs-dialect-'));
     const source = path.join(dir, 'probe.mm');

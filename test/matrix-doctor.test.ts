@@ -5,8 +5,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, beforeEach, expect, it } from 'vitest';
-import { buildMatrix, doctorText, fieldReport, matrixMarkdown, type FieldReport } from '../lib/fieldreport.js';
-import type { Profile } from '../lib/profiles.js';
+import { buildMatrix, doctorText, fieldReport, matrixMarkdown, type FieldReport } from '../lib/audit/field-report.js';
+import type { Profile } from '../lib/patch/profiles.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';

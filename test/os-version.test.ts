@@ -1,4 +1,4 @@
-// src-native/os_version.h: which macOS version host_darwin.mm reports. kern.osproductversion wins; NSProcessInfo's
+// src-native/platform/os_version.h: which macOS version host_darwin.mm reports. kern.osproductversion wins; NSProcessInfo's
 // answer is the fallback, with macOS 26's compatibility number 16 read as 26. The header is compiled on its own
 // here with a small driver (the sysctl and NSProcessInfo calls themselves run only on a Mac).
 import { execFileSync } from 'node:child_process';
@@ -24,7 +24,7 @@ describeSim('the macOS version host_darwin.mm reports', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'mcs-os-version-'));
     writeFileSync(path.join(dir, 'driver.cc'), DRIVER);
     const bin = path.join(dir, 'driver');
-    execFileSync('clang++-14', ['-std=c++17', '-fno-exceptions', `-I${path.join(root, 'src-native')}`, path.join(dir, 'driver.cc'), '-o', bin]);
+    execFileSync('clang++-14', ['-std=c++17', '-fno-exceptions', `-I${path.join(root, 'src-native', 'platform')}`, path.join(dir, 'driver.cc'), '-o', bin]);
     const cases = [
       ['26.5.2', '16', '5', '2'], // sysctl answers: NSProcessInfo's compatibility number is ignored
       ['15.6', '15', '6', '0'],

@@ -3,13 +3,13 @@ import { cpSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { InvalidOptionsError } from '../lib/errors.js';
-import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/families.js';
-import { DEVICE_FIELD_NAMES, HOST_FIELD_NAMES } from '../lib/fields.js';
-import { loadNative } from '../lib/native.js';
-import { probe } from '../lib/probe.js';
-import { listSnapshots, loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
-import type { CapabilityReport } from '../lib/types.js';
+import { InvalidOptionsError } from '../lib/core/errors.js';
+import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/core/families.js';
+import { DEVICE_FIELD_NAMES, HOST_FIELD_NAMES } from '../lib/device/fields.js';
+import { loadNative } from '../lib/device/native.js';
+import { probe } from '../lib/device/probe.js';
+import { listSnapshots, loadSnapshot, reportFromSnapshot } from '../lib/device/snapshots.js';
+import type { CapabilityReport } from '../lib/device/types.js';
 import { buildConsumer, describeSim, dist, jsonFrom, requireSimBuild, root, runNode } from './helpers.js';
 
 const probeIn = (snapshot: string, allDevices: boolean) =>

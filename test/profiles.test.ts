@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidProfileError } from '../lib/errors.js';
-import { chipFromBrand } from '../lib/chips.js';
+import { InvalidProfileError } from '../lib/core/errors.js';
+import { chipFromBrand } from '../lib/device/chips.js';
 import {
   bindToHost,
   diffAnswers,
@@ -15,9 +15,9 @@ import {
   profiles,
   resolveProfile,
   type Profile,
-} from '../lib/profiles.js';
-import type { HostInfo } from '../lib/types.js';
-import { loadSnapshot, reportFromSnapshot } from '../lib/snapshots.js';
+} from '../lib/patch/profiles.js';
+import type { HostInfo } from '../lib/device/types.js';
+import { loadSnapshot, reportFromSnapshot } from '../lib/device/snapshots.js';
 
 describe('profile answers (the TypeScript prediction the native engine is checked against)', () => {
   const raise = resolveProfile({ appleFamilyMax: 1005 });
@@ -573,7 +573,7 @@ describe('the host profile and "host" values, bound to a host', () => {
     expect(bindToHost(HOST, host('Apple M9 (Virtual)'))).toEqual({
       ok: false,
       reason: 'host-unknown',
-      detail: 'host claims the host chip’s true Apple family, but Apple M9 is not in the chip table (lib/chips.ts), so nothing is claimed rather than a guess',
+      detail: 'host claims the host chip’s true Apple family, but Apple M9 is not in the chip table (lib/device/chips.ts), so nothing is claimed rather than a guess',
     });
     // The name alone needs only the chip's name.
     expect(bindToHost(resolveProfile({ deviceName: 'host' }), host('Apple M9 (Virtual)'))).toEqual({

@@ -8,8 +8,8 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot('vz-guest-m1-ultra-taho
 });
 
 import { beforeAll, expect, it } from 'vitest';
-import { status } from '../lib/apply.js';
-import { registerFromEnvironment } from '../lib/registration.js';
+import { status } from '../lib/patch/apply.js';
+import { registerFromEnvironment } from '../lib/apply/registration.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 describeSim('registerFromEnvironment when verification fails', () => {

@@ -5,9 +5,10 @@ import { oneSignalHost } from './apply-helpers.js';
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = oneSignalHost('hv_vmm_present');
 
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../lib/apply.js';
-import { resolveProfile } from '../lib/profiles.js';
-import { registerFromEnvironment } from '../lib/registration.js';
+import { restore, status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { resolveProfile } from '../lib/patch/profiles.js';
+import { registerFromEnvironment } from '../lib/apply/registration.js';
 import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 

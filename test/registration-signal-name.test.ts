@@ -5,8 +5,9 @@ import { M1_HOST, oneSignalHost } from './apply-helpers.js';
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = oneSignalHost('device-name');
 
 import { beforeAll, expect, it } from 'vitest';
-import { applyProfile, status } from '../lib/apply.js';
-import { registerFromEnvironment } from '../lib/registration.js';
+import { status } from '../lib/patch/apply.js';
+import { applyProfile } from '../lib/apply/auto.js';
+import { registerFromEnvironment } from '../lib/apply/registration.js';
 import { describeSim, loadFixture, requireSimBuild } from './helpers.js';
 
 describeSim('a paravirtual device name alone', () => {

@@ -2,9 +2,9 @@
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
 
 import { beforeAll, expect, it } from 'vitest';
-import { status } from '../lib/apply.js';
-import { InvalidProfileError } from '../lib/errors.js';
-import { registerFromEnvironment } from '../lib/registration.js';
+import { status } from '../lib/patch/apply.js';
+import { InvalidProfileError } from '../lib/core/errors.js';
+import { registerFromEnvironment } from '../lib/apply/registration.js';
 import { describeSim, loadFixture, requireSimBuild, type SimFixture } from './helpers.js';
 
 let fixture: SimFixture;

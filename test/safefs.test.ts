@@ -1,4 +1,4 @@
-// The file operations for shared folders (lib/safefs.ts), in-process: what `--trace` and the doctor cache rely on so
+// The file operations for shared folders (lib/core/safefs.ts), in-process: what `--trace` and the doctor cache rely on so
 // that nothing is written through a planted path and nothing another user could change is trusted.
 import { execFileSync } from 'node:child_process';
 import {
@@ -18,7 +18,7 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { effectiveUid, makeFolders, readOwnFile, replaceableBecause, untrustedBecause, writeFileSafely, writeNewFile } from '../lib/safefs.js';
+import { effectiveUid, makeFolders, readOwnFile, replaceableBecause, untrustedBecause, writeFileSafely, writeNewFile } from '../lib/core/safefs.js';
 
 const NOBODY = 65534;
 const asRoot = process.getuid?.() === 0;

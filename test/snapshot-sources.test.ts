@@ -5,8 +5,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fileLabel } from '../lib/jsonfile.js';
-import type { FieldReport } from '../lib/fieldreport.js';
+import { fileLabel } from '../lib/core/jsonfile.js';
+import type { FieldReport } from '../lib/audit/field-report.js';
 import {
   loadSnapshot,
   recordingOf,
@@ -14,7 +14,7 @@ import {
   resolveSnapshotPath,
   validateSnapshot,
   type DoctorProbeResult,
-} from '../lib/snapshots.js';
+} from '../lib/device/snapshots.js';
 import { root, runCli } from './helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-snapshot-sources-'));

@@ -2,10 +2,10 @@ import { mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { InvalidSnapshotError, SnapshotNotFoundError } from '../lib/errors.js';
-import { DOCTOR_PROBE_IDS } from '../lib/doctor-probes.js';
-import { FAMILY_NAMES } from '../lib/families.js';
-import { unsupportedReport } from '../lib/report.js';
+import { InvalidSnapshotError, SnapshotNotFoundError } from '../lib/core/errors.js';
+import { DOCTOR_PROBE_IDS } from '../lib/device/doctor-vocabulary.js';
+import { FAMILY_NAMES } from '../lib/core/families.js';
+import { unsupportedReport } from '../lib/device/report.js';
 import {
   listSnapshots,
   loadSnapshot,
@@ -16,7 +16,7 @@ import {
   snapshotsDir,
   validateSnapshot,
   type SnapshotDevice,
-} from '../lib/snapshots.js';
+} from '../lib/device/snapshots.js';
 import { root } from './helpers.js';
 
 const stock = () => JSON.parse(readFileSync(path.join(snapshotsDir(), 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));

@@ -61,7 +61,7 @@ describe('scripts/source-stamp.mjs', () => {
 
   it('a file moved to another folder makes dist/ stale (paths count, not only contents)', () => {
     rmSync(path.join(tree, 'lib', 'cli', 'probe.ts'));
-    write('lib/probe.ts', 'export const b = 2;\n');
+    write('lib/device/probe.ts', 'export const b = 2;\n');
     expect(check()).toEqual({ status: 1, stderr: 'lib/ (or the build configuration) changed since dist/ was built\n' });
   });
 

@@ -16,7 +16,10 @@ import { describeSim, requireSimBuild, root, simFlags } from './helpers.js';
 
 const nativeDir = path.join(root, 'src-native');
 // host_darwin.mm needs macOS headers: the macOS cross build compiles it with the same flag.
-const shipped = readdirSync(nativeDir).filter((f) => f.endsWith('.mm') && f !== 'host_darwin.mm');
+const shipped = readdirSync(nativeDir, { recursive: true, encoding: 'utf8' })
+  .map((f) => f.split(path.sep).join('/'))
+  .filter((f) => f.endsWith('.mm') && f !== 'platform/host_darwin.mm')
+  .sort();
 
 // The shipped native sources as the Linux test build compiles them (build-sim.mjs: one folder per target).
 const objects = ['addon', 'inject'].flatMap((target) => {
@@ -30,10 +33,10 @@ let appleMutexHeader: string;
 let libcxxFlags: string[];
 
 /** Compiles `file` (syntax only) against libc++ as Apple configures it; the errors it reports, or [] when it compiles. */
-function compileAsApple(file: string): string[] {
+function compileAsApple(file: string, folder: string): string[] {
   const r = spawnSync(
     'clang++-14',
-    [...libcxxFlags, '-include', appleMutexHeader, `-I${nativeDir}`, '-fsyntax-only', file],
+    [...libcxxFlags, '-include', appleMutexHeader, `-I${folder}`, '-fsyntax-only', file],
     { encoding: 'utf8', cwd: root },
   );
   const errors = r.stderr.split('\n').filter((line) => line.includes('error:'));
@@ -73,7 +76,7 @@ describeSim('static destructors in the native engine', () => {
 
   it('covers every shipped source file', () => {
     const compiled = new Set(objects.map((o) => `${path.basename(o, '.o')}.mm`));
-    expect(shipped.filter((s) => !compiled.has(s))).toEqual([]);
+    expect(shipped.filter((s) => !compiled.has(path.basename(s)))).toEqual([]);
   });
 
   it('no object file registers a destructor for a global (__cxa_atexit)', () => {
@@ -86,7 +89,7 @@ describeSim('static destructors in the native engine', () => {
   });
 
   it('every shipped source compiles with -Werror=exit-time-destructors against libc++ as Apple configures it', () => {
-    const failing = shipped.map((s) => ({ source: s, errors: compileAsApple(path.join(nativeDir, s)) }));
+    const failing = shipped.map((s) => ({ source: s, errors: compileAsApple(path.join(nativeDir, s), path.join(nativeDir, path.dirname(s))) }));
     expect(failing.filter((f) => f.errors.length > 0)).toEqual([]);
   }, 120_000);
 
@@ -99,23 +102,23 @@ describeSim('static destructors in the native engine', () => {
     );
     // The globals issue 8 names, so a new attribute is checked too but none can quietly disappear.
     expect(sites.map((s) => `${s.source}: ${s.text.replace(/[;(].*$/, '')}`)).toEqual([
-      'addon.mm: [[clang::no_destroy]] std::mutex gBaselineMutex',
-      'addon.mm: [[clang::no_destroy]] std::string gBaseline',
-      'inject.mm: [[clang::no_destroy]] std::mutex gPatchMutex',
-      'profile.mm: [[clang::no_destroy]] std::mutex gRetiredMutex',
-      'profile.mm: [[clang::no_destroy]] std::vector<std::unique_ptr<Profile>> gRetired',
-      'profile.mm: [[clang::no_destroy]] std::mutex gNameTraceMutex',
-      'profile.mm: [[clang::no_destroy]] std::string gNameStock',
-      'profile.mm: [[clang::no_destroy]] std::string gNameGiven',
-      'swizzle.mm: [[clang::no_destroy]] std::mutex gInstallMutex',
+      'addon/addon.mm: [[clang::no_destroy]] std::mutex gBaselineMutex',
+      'addon/addon.mm: [[clang::no_destroy]] std::string gBaseline',
+      'engine/profile.mm: [[clang::no_destroy]] std::mutex gRetiredMutex',
+      'engine/profile.mm: [[clang::no_destroy]] std::vector<std::unique_ptr<Profile>> gRetired',
+      'engine/profile.mm: [[clang::no_destroy]] std::mutex gNameTraceMutex',
+      'engine/profile.mm: [[clang::no_destroy]] std::string gNameStock',
+      'engine/profile.mm: [[clang::no_destroy]] std::string gNameGiven',
+      'engine/swizzle.mm: [[clang::no_destroy]] std::mutex gInstallMutex',
+      'inject/inject.mm: [[clang::no_destroy]] std::mutex gPatchMutex',
     ]);
     for (const site of sites) {
       const lines = readFileSync(path.join(nativeDir, site.source), 'utf8').split('\n');
       lines[site.line - 1] = site.text.slice('[[clang::no_destroy]] '.length);
-      const copy = path.join(dir, `${site.line}-${site.source}`);
+      const copy = path.join(dir, `${site.line}-${path.basename(site.source)}`);
       writeFileSync(copy, lines.join('\n'));
       const column = site.text.replace(/[;(].*$/, '').lastIndexOf(' ') + 1 - '[[clang::no_destroy]] '.length + 1;
-      expect(compileAsApple(copy)).toEqual([
+      expect(compileAsApple(copy, path.join(nativeDir, path.dirname(site.source)))).toEqual([
         `${copy}:${site.line}:${column}: error: declaration requires an exit-time destructor [-Werror,-Wexit-time-destructors]`,
       ]);
     }

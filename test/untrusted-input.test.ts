@@ -22,7 +22,7 @@ import {
   resolveProfile,
   status,
 } from '../lib/index.js';
-import { encodeNativeProfile } from '../lib/profiles.js';
+import { encodeNativeProfile } from '../lib/patch/profiles.js';
 import { doctorCacheDir, probeSnapshot, resolveAutoProfile, validateSnapshot } from '../lib/tables.js';
 import { root, runCli } from './helpers.js';
 

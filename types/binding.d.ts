@@ -1,7 +1,7 @@
-// The shape of the native module (src-native/addon.mm). lib/native.ts is the only importer.
-import type { DoctorProbeId, DoctorStatus } from '../lib/doctor-probes.js';
-import type { DeviceFacts } from '../lib/fields.js';
-import type { HostInfo } from '../lib/types.js';
+// The shape of the native module (src-native/addon/addon.mm). lib/device/native.ts is the only importer.
+import type { DoctorProbeId, DoctorStatus } from '../lib/device/doctor-vocabulary.js';
+import type { DeviceFacts } from '../lib/device/fields.js';
+import type { HostInfo } from '../lib/device/types.js';
 
 export type { DoctorProbeId, DoctorStatus };
 
@@ -16,7 +16,7 @@ export interface NativeDevice extends Omit<DeviceFacts, 'families' | 'location'>
   location: string | null;
 }
 
-/** The host facts the addon reads; `chip` is parsed from `cpuBrand` in TypeScript (lib/chips.ts). */
+/** The host facts the addon reads; `chip` is parsed from `cpuBrand` in TypeScript (lib/device/chips.ts). */
 export type NativeHostFacts = Omit<HostInfo, 'chip'>;
 
 /** What host() reads: no Metal device is created for it. */

@@ -1,8 +1,8 @@
-import { audit } from '../audit.js';
-import { UsageError } from '../errors.js';
-import { formatAudit } from '../format.js';
+import { audit } from '../audit/audit.js';
+import { UsageError } from '../core/errors.js';
+import { formatAudit } from '../format/text.js';
 import { ENGINES, LLAMA_CPP_RULE_SETS, parseRelease, type Engine, type LlamaCppRuleSet } from '../engines/index.js';
-import { DEFAULT_PROFILE, resolveProfile } from '../profiles.js';
+import { DEFAULT_PROFILE, resolveProfile } from '../patch/profiles.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';

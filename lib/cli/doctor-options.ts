@@ -1,7 +1,7 @@
 import { DEVICE_INDEX, MMAP_SIZE, TIMEOUT_MS } from '../doctor/probes.js';
-import { UsageError } from '../errors.js';
-import { clip } from '../input.js';
-import { STDIN } from '../jsonfile.js';
+import { UsageError } from '../core/errors.js';
+import { clip } from '../core/input.js';
+import { STDIN } from '../core/jsonfile.js';
 import { text, type Values } from './shared.js';
 
 /** What a numeric flag takes: its bounds, a granularity, and whether it is a byte count (K, M, G suffixes). */

@@ -1,5 +1,5 @@
-import { doctorWithProgress, type DoctorOptions } from '../doctor.js';
-import { formatDoctor } from '../doctor/format.js';
+import { doctorWithProgress, type DoctorOptions } from '../doctor/index.js';
+import { formatDoctor } from '../format/doctor.js';
 import { MMAP_SIZE, TIMEOUT_MS } from '../doctor/probes.js';
 import { mmapOptions, numberFlag } from './doctor-options.js';
 import { progressLine } from './progress.js';

@@ -1,5 +1,5 @@
-import { inheritedDescriptors, preloadVariable, prepareExec, runWithInjector, signalExitStatus } from '../exec.js';
-import { profileForExec } from '../doctor/auto.js';
+import { inheritedDescriptors, preloadVariable, prepareExec, runWithInjector, signalExitStatus } from '../exec/exec.js';
+import { profileForExec } from '../apply/auto.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { err, EXIT, text, type Command } from './shared.js';
 

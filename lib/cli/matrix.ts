@@ -1,6 +1,6 @@
-import { FileError, UsageError } from '../errors.js';
-import { buildMatrix, matrixMarkdown, type MatrixInput } from '../fieldreport.js';
-import { readJsonFile } from '../jsonfile.js';
+import { FileError, UsageError } from '../core/errors.js';
+import { buildMatrix, matrixMarkdown, type MatrixInput } from '../audit/field-report.js';
+import { readJsonFile } from '../core/jsonfile.js';
 import { err, EXIT, out, printJson, type Command } from './shared.js';
 
 const command: Command = {

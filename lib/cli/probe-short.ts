@@ -2,13 +2,13 @@
  * `probe --short`: one line per device, as `nvidia-smi -L` gives one per GPU. Loaded only with --short, so plain
  * `probe` never loads the gate tables.
  */
-import { refusalFor } from '../apply.js';
-import { familyLabel } from '../families.js';
-import { predictGates } from '../gates.js';
-import { inert } from '../input.js';
-import { planProfile, type Profile } from '../profiles.js';
-import { hostOf } from '../report.js';
-import type { DeviceReport, SupportedReport } from '../types.js';
+import { refusalFor } from '../patch/apply.js';
+import { familyLabel } from '../core/families.js';
+import { predictGates } from '../engines/index.js';
+import { inert } from '../core/input.js';
+import { planProfile, type Profile } from '../patch/profiles.js';
+import { hostOf } from '../device/report.js';
+import type { DeviceReport, SupportedReport } from '../device/types.js';
 
 /** llama.cpp's three gates, as the short line names them. */
 const GATES = [

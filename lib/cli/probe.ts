@@ -1,13 +1,13 @@
-import { formatReport } from '../format.js';
-import { probe, probeSnapshot } from '../probe.js';
-import { UsageError } from '../errors.js';
-import type { Profile } from '../profiles.js';
+import { formatReport } from '../format/text.js';
+import { probe, probeSnapshot } from '../device/probe.js';
+import { UsageError } from '../core/errors.js';
+import type { Profile } from '../patch/profiles.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 /** The profile `probe --short` shows the arrows for. */
 async function shortProfile(flag: string | undefined): Promise<Profile> {
-  const [{ DEFAULT_PROFILE, resolveProfile }, { profileArgument }] = await Promise.all([import('../profiles.js'), import('./profile-option.js')]);
+  const [{ DEFAULT_PROFILE, resolveProfile }, { profileArgument }] = await Promise.all([import('../patch/profiles.js'), import('./profile-option.js')]);
   return resolveProfile(flag !== undefined ? profileArgument(flag) : DEFAULT_PROFILE);
 }
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
-import { InvalidProfileError } from '../errors.js';
-import { fileLabel, readJsonFile, STDIN } from '../jsonfile.js';
-import { DEFAULT_PROFILE, resolveProfile, type ProfileInput } from '../profiles.js';
+import { InvalidProfileError } from '../core/errors.js';
+import { fileLabel, readJsonFile, STDIN } from '../core/jsonfile.js';
+import { DEFAULT_PROFILE, resolveProfile, type ProfileInput } from '../patch/profiles.js';
 
 /** The help lines for --profile, shared by every command that takes one; `width` is the option column's width. */
 export function profileHelp(width: number): string {

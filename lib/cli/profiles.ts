@@ -1,5 +1,5 @@
-import { formatProfiles } from '../format.js';
-import { DEFAULT_PROFILE, profiles } from '../profiles.js';
+import { formatProfiles } from '../format/text.js';
+import { DEFAULT_PROFILE, profiles } from '../patch/profiles.js';
 import { EXIT, out, printJson, styler, type Command } from './shared.js';
 
 /** The format tag of `profiles --json`. */

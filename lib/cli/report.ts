@@ -1,8 +1,8 @@
-import { formatDoctor } from '../doctor/format.js';
-import { fieldReport } from '../fieldreport.js';
-import { formatAudit } from '../format.js';
-import { inert } from '../input.js';
-import { DEFAULT_PROFILE } from '../profiles.js';
+import { formatDoctor } from '../format/doctor.js';
+import { fieldReport } from '../audit/field-report.js';
+import { formatAudit } from '../format/text.js';
+import { inert } from '../core/input.js';
+import { DEFAULT_PROFILE } from '../patch/profiles.js';
 import { mmapOptions } from './doctor-options.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';

@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
-import { stylerFor, type ColorMode, type Styler } from '../format.js';
-import { escapeControl } from '../input.js';
+import { stylerFor, type ColorMode, type Styler } from '../format/text.js';
+import { escapeControl } from '../core/input.js';
 
 /** Exit codes, as documented in the README. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, refused: 3 } as const;

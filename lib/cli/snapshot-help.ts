@@ -1,4 +1,4 @@
-import { listSnapshots } from '../snapshots.js';
+import { listSnapshots } from '../device/snapshots.js';
 
 /** The help line that names the bundled snapshots, so `--help` shows what `--snapshot` accepts by name. */
 export function bundledSnapshotsHelp(): string {

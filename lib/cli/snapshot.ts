@@ -1,5 +1,5 @@
-import { UsageError } from '../errors.js';
-import { recordSnapshot, type RecordOptions } from '../record.js';
+import { UsageError } from '../core/errors.js';
+import { recordSnapshot, type RecordOptions } from '../audit/record-snapshot.js';
 import { mmapOptions, numberFlag } from './doctor-options.js';
 import { EXIT, printJson, text, type Command } from './shared.js';
 

@@ -8,12 +8,12 @@
 import { lstatSync, renameSync, rmSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { readInput } from '../input.js';
-import { optionFailure } from '../options.js';
-import { resolveProfile, type Profile } from '../profiles.js';
-import { makeFolders, readOwnFile, untrustedBecause, writeNewFile } from '../safefs.js';
-import type { DeviceReport, SupportedReport } from '../types.js';
-import { packageVersion } from '../native.js';
+import { readInput } from '../core/input.js';
+import { optionFailure } from '../core/options.js';
+import { resolveProfile, type Profile } from '../patch/profiles.js';
+import { makeFolders, readOwnFile, untrustedBecause, writeNewFile } from '../core/safefs.js';
+import type { DeviceReport, SupportedReport } from '../device/types.js';
+import { packageVersion } from '../device/native.js';
 import { deriveVerifiedProfile } from './derive.js';
 import { judgeProbe } from './judge.js';
 import { CAPABILITY_PROBE_IDS, isProbeId, isRecordedStatus, type DoctorProbeId, type RecordedStatus } from './probes.js';

@@ -2,9 +2,9 @@
  * From judged probes to decisions: the verified profile (the least profile that turns on what was proven) and the
  * engine settings that avoid the faults found. Pure functions of a device's stock answers and its probes.
  */
-import { chipFamily } from '../chips.js';
-import { FAMILY_VALUES, familyLabel, familyNameOf } from '../families.js';
-import { predictGates } from '../gates.js';
+import { chipFamily } from '../device/chips.js';
+import { FAMILY_VALUES, familyLabel, familyNameOf } from '../core/families.js';
+import { predictGates } from '../engines/index.js';
 import {
   APPLE_GPU_THREADGROUP_MEMORY,
   familyCeiling,
@@ -13,8 +13,8 @@ import {
   resolveProfile,
   type Profile,
   type ProfileSpec,
-} from '../profiles.js';
-import type { DeviceReport, HostInfo } from '../types.js';
+} from '../patch/profiles.js';
+import type { DeviceReport, HostInfo } from '../device/types.js';
 import { differencesOf, faultsOf } from './judge.js';
 import type { DoctorProbeId } from './probes.js';
 import type { DoctorDevice, DoctorProbe, Recommendation, ReportedAnswers } from './types.js';

@@ -1,5 +1,5 @@
-import { familyLabel } from '../families.js';
-import type { DeviceReport } from '../types.js';
+import { familyLabel } from '../core/families.js';
+import type { DeviceReport } from '../device/types.js';
 import type { NativeProbeOutcome } from '../../types/binding.js';
 import { JUDGEMENTS, PROBE_GATING_FAMILIES, STATUS_SEVERITY, type DoctorProbeId, type RecordedStatus } from './probes.js';
 import type { DoctorProbe, DoctorRun, MeasuredField, ProbeDifference } from './types.js';

@@ -1,9 +1,9 @@
 import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { InvalidOptionsError } from '../errors.js';
-import { readInput } from '../input.js';
-import { checkOptions, optionFailure } from '../options.js';
-import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../profiles.js';
+import { InvalidOptionsError } from '../core/errors.js';
+import { readInput } from '../core/input.js';
+import { checkOptions, optionFailure } from '../core/options.js';
+import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../patch/profiles.js';
 import { CAPABILITY_PROBE_IDS, DEVICE_INDEX, DOCTOR_PROBE_IDS, isProbeId, MMAP_SIZE, TIMEOUT_MS, type DoctorProbeId } from './probes.js';
 
 /** Options for doctor(). */

@@ -3,8 +3,8 @@
  * other doctor file imports these; nothing here touches Metal.
  */
 
-import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from '../doctor-probes.js';
-import type { FamilyName } from '../families.js';
+import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from '../device/doctor-vocabulary.js';
+import type { FamilyName } from '../core/families.js';
 
 export { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus };
 

@@ -2,9 +2,9 @@
  * `doctor --snapshot`: the doctor result a snapshot records, judged as a live run would be. Nothing runs and
  * nothing is guessed: a probe the snapshot does not document stays `not-recorded`, proves nothing and finds no fault.
  */
-import { InvalidOptionsError } from '../errors.js';
-import { loadSnapshot, reportFromSnapshot, type SnapshotDoctorProbe } from '../snapshots.js';
-import { packageVersion } from '../native.js';
+import { InvalidOptionsError } from '../core/errors.js';
+import { loadSnapshot, reportFromSnapshot, type SnapshotDoctorProbe } from '../device/snapshots.js';
+import { packageVersion } from '../device/native.js';
 import { assessDevice } from './derive.js';
 import { judgeProbe } from './judge.js';
 import type { CheckedDoctorOptions } from './options.js';

@@ -3,13 +3,13 @@
  * file orchestrates (stock run, candidate profile applied, patched run, restore), judges and caches.
  */
 import { tmpdir } from 'node:os';
-import { applyProfile, refusalFor, restore } from '../apply.js';
-import { InvalidOptionsError, ProfileActiveError } from '../errors.js';
-import { loadNative, packageVersion } from '../native.js';
-import { stockReport } from '../probe.js';
-import { bindToHost, planProfile } from '../profiles.js';
-import { hostOf } from '../report.js';
-import type { CapabilityReport, DeviceReport, HostInfo, SupportedReport, UnsupportedReason } from '../types.js';
+import { applyPatch, refusalFor, restore } from '../patch/apply.js';
+import { InvalidOptionsError, ProfileActiveError } from '../core/errors.js';
+import { loadNative, packageVersion } from '../device/native.js';
+import { stockReport } from '../device/probe.js';
+import { bindToHost, planProfile } from '../patch/profiles.js';
+import { hostOf } from '../device/report.js';
+import type { CapabilityReport, DeviceReport, HostInfo, SupportedReport, UnsupportedReason } from '../device/types.js';
 import type { NativeBinding, NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
 import { cacheKeyFor, writeCache } from './cache.js';
 import { assessDevice } from './derive.js';
@@ -188,7 +188,7 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
   if (patchedWhy === null) {
     const capability = o.probes.filter((id) => CAPABILITY_PROBE_IDS.includes(id));
     try {
-      const applied = applyProfile(o.candidate, { force: o.force });
+      const applied = applyPatch(o.candidate, { force: o.force });
       if (!applied.applied) {
         patchedWhy = `${candidateName} was not applied (${applied.reason}: ${applied.detail})`;
       } else {

@@ -1,7 +1,7 @@
-import type { HookRef } from '../apply.js';
-import type { FamilyName } from '../families.js';
-import type { Profile } from '../profiles.js';
-import type { HostInfo, ReportSource, UnsupportedReason } from '../types.js';
+import type { HookRef } from '../patch/apply.js';
+import type { FamilyName } from '../core/families.js';
+import type { Profile } from '../patch/profiles.js';
+import type { HostInfo, ReportSource, UnsupportedReason } from '../device/types.js';
 import type { DoctorProbeId, Judgement, RecordedStatus } from './probes.js';
 
 /** The doctor report's format tag; bumps when a field changes meaning. */

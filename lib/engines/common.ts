@@ -7,8 +7,8 @@
  * reason. This package mostly runs on the machine it predicts for, where macOS 15+ is the common case, and a false
  * "residency sets off" would hide the Metal3 residency-set warning that matters most in VMs.
  */
-import type { DeviceReport, HostInfo } from '../types.js';
-import { familyLabel, type FamilyName } from '../families.js';
+import type { DeviceReport, HostInfo } from '../device/types.js';
+import { familyLabel, type FamilyName } from '../core/families.js';
 
 /** An environment shaped like `process.env`. */
 export type EnvMap = Record<string, string | undefined>;

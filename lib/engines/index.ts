@@ -3,9 +3,9 @@
  * Metal. Each engine's rules live in its own file (llama-cpp.ts with its releases in llama-cpp-releases.ts,
  * mlx.ts), in tables the CLI can print; this file validates the input and dispatches.
  */
-import type { DeviceReport, HostInfo } from '../types.js';
-import { isFamilyName } from '../families.js';
-import { InvalidOptionsError } from '../errors.js';
+import type { DeviceReport, HostInfo } from '../device/types.js';
+import { isFamilyName } from '../core/families.js';
+import { InvalidOptionsError } from '../core/errors.js';
 import { parseMacos, type EnvMap, type RuleContext } from './common.js';
 import {
   LLAMA_CPP_RULES,

@@ -3,7 +3,7 @@
  * says which releases each covers). The tables restate what llama.cpp's sources do; they contain no llama.cpp code.
  * The conformance suite (test/conformance/) builds those sources against the simulated Metal and compares.
  */
-import type { DeviceReport } from '../types.js';
+import type { DeviceReport } from '../device/types.js';
 import {
   ask,
   engineArch,

@@ -9,9 +9,10 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { applyProfile, restore, status } from '../../lib/apply.js';
+import { restore, status } from '../../lib/patch/apply.js';
+import { applyProfile } from '../../lib/apply/auto.js';
 import { LLAMA_CPP_GENERATION_MARKERS, parseRelease, ruleSetForRelease, rulesOfLoaded } from '../../lib/engines/index.js';
-import { nodeLlamaCppRelease } from '../../lib/loaded-llama.js';
+import { nodeLlamaCppRelease } from '../../lib/engines/loaded-llama.js';
 import { requireSimBuild, root } from '../helpers.js';
 import { fetchBinaries } from './build.mjs';
 import { ERAS } from './eras.mjs';
@@ -45,9 +46,9 @@ const methodNames = (file: string) =>
 const sdkOf = (file: string) => /LC_BUILD_VERSION[\s\S]*?\bsdk (\S+)/.exec(tool('llvm-objdump-19', ['--macho', '--private-headers', file]))?.[1] ?? null;
 const isMachO = (file: string) => readFileSync(file).readUInt32LE(0) === 0xfeedfacf;
 
-/** What the consumer scan (src-native/consumers.mm) looks for: image name prefixes and ggml-metal symbols. */
+/** What the consumer scan (src-native/addon/consumers.mm) looks for: image name prefixes and ggml-metal symbols. */
 function scanTargets(): { imagePrefixes: string[]; ggmlMetalSymbols: string[] } {
-  const source = readFileSync(path.join(root, 'src-native', 'consumers.mm'), 'utf8');
+  const source = readFileSync(path.join(root, 'src-native', 'addon', 'consumers.mm'), 'utf8');
   const list = (name: string) => /\{([^}]*)\}/.exec(source.slice(source.indexOf(name)))![1]!.match(/"[^"]+"/g)!.map((s) => JSON.parse(s) as string);
   return { imagePrefixes: list('kConsumerImagePrefixes'), ggmlMetalSymbols: list('kGgmlMetalSymbols') };
 }

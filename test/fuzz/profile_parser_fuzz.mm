@@ -1,4 +1,4 @@
-// libFuzzer target: the native profile parser (parseNativeProfile in src-native/profile.mm), which the addon and the
+// libFuzzer target: the native profile parser (parseNativeProfile in src-native/engine/profile.mm), which the addon and the
 // exec injector run on the compact profile text. TypeScript only ever sends text it made from a validated profile,
 // but the injector reads it from the environment of a program anyone can start, so any bytes must give either a
 // profile or an error, never a crash, and an accepted profile must keep the invariants the replacements rely on.
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "../../src-native/profile.h"
+#include "../../src-native/engine/profile.h"
 
 namespace {
 
@@ -19,7 +19,7 @@ namespace {
 
 void checkAccepted(const mcs::Profile &p) {
   if (p.appleFamilyMax != 0 && !mcs::isAppleFamily(p.appleFamilyMax)) broken("appleFamilyMax outside the Apple range");
-  // The ranges TypeScript validates (lib/profiles.ts), checked again by the parser.
+  // The ranges TypeScript validates (lib/patch/profiles.ts), checked again by the parser.
   if (p.appleFamilyMax != 0 && p.appleFamilyMax > mcs::kProfileFamilyMaxLast) broken("appleFamilyMax above the known families");
   if (p.hasMaxThreadgroupMemory &&
       (p.maxThreadgroupMemoryLength < mcs::kThreadgroupMemoryMin || p.maxThreadgroupMemoryLength > mcs::kThreadgroupMemoryMax ||

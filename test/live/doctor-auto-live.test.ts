@@ -7,9 +7,9 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES } from '../../lib/doctor-probes.js';
+import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES } from '../../lib/device/doctor-vocabulary.js';
 import type { DoctorReport } from '../../lib/doctor/types.js';
-import { resolveProfile } from '../../lib/profiles.js';
+import { resolveProfile } from '../../lib/patch/profiles.js';
 import { dist, jsonFrom, runNode } from '../helpers.js';
 
 const isMac = process.platform === 'darwin';

@@ -1,5 +1,5 @@
 // The native doctor on real Metal (macOS only; skipped, visibly, elsewhere): the one place where the MSL of
-// src-native/doctor_kernels.h is compiled by Apple's compiler and run by a GPU. CI runs it on GitHub's arm64 runners
+// src-native/doctor/doctor_kernels.h is compiled by Apple's compiler and run by a GPU. CI runs it on GitHub's arm64 runners
 // (Virtualization.framework guests with the paravirtual device) and on macos-15-intel.
 //
 // Nothing here hard-codes a device's results. Expectations come from the running machine: what its macOS has
@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { applyProfile, probe, restore, status, type DeviceReport } from '../../lib/index.js';
-import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES } from '../../lib/doctor-probes.js';
-import { loadNative } from '../../lib/native.js';
+import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES } from '../../lib/device/doctor-vocabulary.js';
+import { loadNative } from '../../lib/device/native.js';
 import type { NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
 
 const isMac = process.platform === 'darwin';

@@ -22,8 +22,8 @@ import { createRequire } from 'node:module';
 import { constants as osConstants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { injectionBlocker, injectorPath, INJECTION_ENTITLEMENTS } from '../../lib/exec.js';
-import { loadNative } from '../../lib/native.js';
+import { injectionBlocker, injectorPath, INJECTION_ENTITLEMENTS } from '../../lib/exec/exec.js';
+import { loadNative } from '../../lib/device/native.js';
 import {
   applyProfile,
   probe,
@@ -35,8 +35,8 @@ import {
   type DeviceReport,
 } from '../../lib/index.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../../lib/tables.js';
-import { chipFamily } from '../../lib/chips.js';
-import { diffAnswers, familyAnswer, isRaise, predictPatchedDevice, resolveProfile } from '../../lib/profiles.js';
+import { chipFamily } from '../../lib/device/chips.js';
+import { diffAnswers, familyAnswer, isRaise, predictPatchedDevice, resolveProfile } from '../../lib/patch/profiles.js';
 import { dist, root, runCli } from '../helpers.js';
 
 const isMac = process.platform === 'darwin';
@@ -204,7 +204,7 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
     expect(host.cpuBrand).toEqual(expect.stringMatching(/\S/));
     if (host.arch === 'arm64') {
       expect(host.chip, `brand ${host.cpuBrand}`).toEqual(expect.stringMatching(/^Apple [MA]\d/));
-      expect(chipFamily(host.chip), `${host.chip} is in lib/chips.ts`).not.toBeNull();
+      expect(chipFamily(host.chip), `${host.chip} is in lib/device/chips.ts`).not.toBeNull();
     } else {
       expect(host.chip).toBeNull();
     }

@@ -11,7 +11,7 @@
 //
 // Families are asked by number, cast to MTLGPUFamily: Apple10 (1010) and Metal4 (5002) are missing from the Xcode 15
 // and 16 SDKs, and Mac1 / MacCatalyst1–2 are deprecated names; asking a value the running OS does not know is answered
-// NO, exactly as the addon asks it (src-native/capabilities.mm).
+// NO, exactly as the addon asks it (src-native/engine/capabilities.mm).
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
 

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "../../src-native/capabilities.h"
-#include "../../src-native/doctor.h"
+#include "../../src-native/engine/capabilities.h"
+#include "../../src-native/doctor/doctor.h"
 
 int main(int argc, char **argv) {
   // doctor_run ROUNDS TEMPDIR [HANGING_DEVICE]: the hanging device gets 20 ms per probe, the others 5 s.

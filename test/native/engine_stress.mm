@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "../../src-native/capabilities.h"
-#include "../../src-native/patch.h"
-#include "../../src-native/profile.h"
+#include "../../src-native/engine/capabilities.h"
+#include "../../src-native/engine/patch.h"
+#include "../../src-native/engine/profile.h"
 
 namespace {
 

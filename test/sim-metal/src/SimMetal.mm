@@ -14,7 +14,7 @@
 #include <objc/runtime.h>
 
 // Snapshot family keys and their MTLGPUFamily values: the project's one native table.
-#include "../../../src-native/families.h"
+#include "../../../src-native/engine/families.h"
 #include "SimCompute.h"
 
 #include <cstdio>

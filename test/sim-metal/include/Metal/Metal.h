@@ -72,7 +72,7 @@ typedef NS_ENUM(NSUInteger, MTLStorageMode) {
   MTLStorageModePrivate = 2,
 };
 
-/* As in the macOS 12 SDK the project builds against: 3.x versions are set by number (see src-native/doctor_kernels.h). */
+/* As in the macOS 12 SDK the project builds against: 3.x versions are set by number (see src-native/doctor/doctor_kernels.h). */
 typedef NS_ENUM(NSUInteger, MTLLanguageVersion) {
   MTLLanguageVersion1_1 = (1 << 16) + 1,
   MTLLanguageVersion1_2 = (1 << 16) + 2,

@@ -1,0 +1,149 @@
+/**
+ * Profile `auto`: the verified profile of the newest cached doctor result for this host, OS build, device and
+ * package version, or, when there is none, of a fresh run of the capability probes (cached for next time). It then
+ * goes through applyProfile like any profile: refused on bare metal when it raises, verified on fresh devices.
+ */
+import { applyPatch, applyPatchOver, type ApplyOptions, type ApplyResult } from '../patch/apply.js';
+import { UnsupportedPlatformError, UsageError } from '../core/errors.js';
+import { loadNative } from '../device/native.js';
+import { checkOptions } from '../core/options.js';
+import { stockReport } from '../device/probe.js';
+import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../patch/profiles.js';
+import type { SupportedReport } from '../device/types.js';
+import { cacheKeyFor, doctorCacheDir, readCache } from '../doctor/cache.js';
+import { capToHostFamily, leastProfile } from '../doctor/derive.js';
+import { AUTO_PROBES, checkDoctorOptions } from '../doctor/options.js';
+import { runDoctorLive } from '../doctor/run.js';
+import type { Recommendation } from '../doctor/types.js';
+
+/** The profile name that asks for the verified profile. */
+export const AUTO_PROFILE = 'auto';
+
+/** The environment variable `metal-cap-shim/register` (and `exec` without `--profile`) reads. */
+export const PROFILE_ENV = 'METAL_CAP_SHIM_PROFILE';
+
+/** True when a profile input asks for `auto`. */
+export function isAuto(profile: unknown): boolean {
+  return typeof profile === 'string' && profile.trim().toLowerCase() === AUTO_PROFILE;
+}
+
+/** Where `auto`'s profile came from. */
+export interface AutoSource {
+  /** `cache`: every device's result was cached; `doctor`: the capability probes ran now (and were cached). */
+  from: 'cache' | 'doctor';
+  /** The cache files read, or written by the fresh run. */
+  files: string[];
+  /** Cache files that exist but could not be used (damaged, another format, another machine or version). */
+  ignored: { file: string; why: string }[];
+  /** Set when the fresh result could not be cached. */
+  cacheError: string | null;
+  /** Every device's recommendations (nocopy-mmap only when a cached full doctor run tested it). */
+  recommendations: Recommendation[];
+}
+
+/** Options for applyProfile('auto'): applyProfile's, and the probes' deadline for a fresh run. */
+export interface AutoApplyOptions extends ApplyOptions {
+  /** Per-probe deadline in milliseconds when the probes must run; default 5000. */
+  timeoutMs?: number;
+}
+
+/** applyProfile()'s result; with `auto`, also where the profile came from. */
+export type AutoApplyResult = ApplyResult & { auto?: AutoSource };
+
+function autoProfileFor(
+  stock: SupportedReport,
+  options: { force: boolean; timeoutMs?: number },
+): { profile: Profile; auto: AutoSource } {
+  const lookups = stock.devices.map((d) => readCache(cacheKeyFor(stock, d), d, doctorCacheDir(), options.force));
+  const ignored = lookups.flatMap((l) => (l.ignored === null ? [] : [{ file: l.file, why: l.ignored }]));
+  if (lookups.every((l) => l.entry !== null)) {
+    const devices = lookups.map((l) => l.entry!.result);
+    return {
+      profile: capToHostFamily(leastProfile(devices.map((d) => d.verifiedProfile)), stock.host),
+      auto: { from: 'cache', files: lookups.map((l) => l.file), ignored, cacheError: null, recommendations: devices.flatMap((d) => d.recommendations) },
+    };
+  }
+  const report = runDoctorLive(
+    checkDoctorOptions({
+      probes: [...AUTO_PROBES],
+      force: options.force,
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    }),
+  );
+  return {
+    profile: capToHostFamily(leastProfile(report.devices.map((d) => d.verifiedProfile)), stock.host),
+    auto: {
+      from: 'doctor',
+      files: report.cache?.written ?? [],
+      ignored,
+      cacheError: report.cache?.error ?? null,
+      recommendations: report.devices.flatMap((d) => d.recommendations),
+    },
+  };
+}
+
+/** A profile that changes nothing: what `auto` stands for where there is no Metal to measure. */
+const NOTHING = resolveProfile({});
+
+/**
+ * The profile `auto` stands for in this process (the least verified profile over every device), and where it came
+ * from. Throws UnsupportedPlatformError where there is no Metal device to measure.
+ */
+export function resolveAutoProfile(options?: { force?: boolean; timeoutMs?: number }): { profile: Profile; auto: AutoSource } {
+  const o = checkOptions<{ force?: boolean; timeoutMs?: number }>('resolveAutoProfile', options, { force: 'boolean', timeoutMs: 'number' });
+  const native = loadNative();
+  if (native.binding === null) throw new UnsupportedPlatformError(`profile auto needs Metal to measure: ${native.detail}`);
+  const stock = stockReport(native.binding);
+  if (!stock.supported) throw new UnsupportedPlatformError(`profile auto needs a Metal device to measure: ${stock.detail}`);
+  return autoProfileFor(stock, {
+    force: o.force ?? false,
+    ...(o.timeoutMs === undefined ? {} : { timeoutMs: o.timeoutMs }),
+  });
+}
+
+/**
+ * Patches every Metal device class to answer as the profile says, then verifies the answers on fresh devices (see
+ * apply.ts): not applying is a result, and `strict: true` throws instead. `'auto'` stands for the verified profile,
+ * cached from an earlier doctor run or measured now; a fresh measurement throws ERR_PROFILE_ACTIVE while a profile is
+ * applied.
+ */
+export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: AutoApplyOptions): AutoApplyResult {
+  // A named profile goes straight through; applyPatch rejects timeoutMs, which only `auto` uses.
+  if (!isAuto(profile)) return applyPatch(profile, options);
+  const o = checkOptions<AutoApplyOptions>('applyProfile', options, {
+    force: 'boolean',
+    trace: 'boolean',
+    strict: 'boolean',
+    timeoutMs: 'number',
+  });
+  const { timeoutMs, ...applyOptions } = o;
+  if (timeoutMs !== undefined) checkDoctorOptions({ timeoutMs });
+  const native = loadNative();
+  // Where nothing can be measured, applying is impossible for any profile: the same not-applied result (or throw).
+  if (native.binding === null) return applyPatch(NOTHING, applyOptions);
+  const stock = stockReport(native.binding);
+  if (!stock.supported) return applyPatch(NOTHING, applyOptions);
+  const { profile: verified, auto } = autoProfileFor(stock, {
+    force: applyOptions.force ?? false,
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  });
+  return { ...applyPatchOver(stock, verified, applyOptions), auto };
+}
+
+/**
+ * The profile `exec` injects: `--profile` when given, else METAL_CAP_SHIM_PROFILE, else the default. `auto` is
+ * resolved here, in the CLI's process, before the program starts.
+ */
+export function profileForExec(flag: ProfileInput | undefined, env: NodeJS.ProcessEnv = process.env, force = false): Profile {
+  const fromEnv = env[PROFILE_ENV]?.trim();
+  const value = flag ?? (fromEnv || DEFAULT_PROFILE);
+  if (flag === undefined && typeof value === 'string' && value.toLowerCase() === 'off') {
+    throw new UsageError(`${PROFILE_ENV}=off: exec always injects a profile; unset ${PROFILE_ENV} or pass --profile`);
+  }
+  if (!isAuto(value)) return resolveProfile(value);
+  // Nothing to measure here: auto claims nothing, and exec decides as for any profile (--allow-unpatched runs the
+  // program unpatched, otherwise it says there is no Metal).
+  const native = loadNative();
+  if (native.binding === null || !stockReport(native.binding).supported) return NOTHING;
+  return resolveAutoProfile({ force }).profile;
+}

@@ -1,0 +1,406 @@
+import { applyPatch, claimsAboveHostFamily, notAppliedError, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from '../patch/apply.js';
+import { InvalidOptionsError, ProfileActiveError, UnsupportedPlatformError } from '../core/errors.js';
+import {
+  chipOfName,
+  ENGINES,
+  isVmHost,
+  LLAMA_CPP_RULE_SET_INFO,
+  LLAMA_CPP_RULE_SETS,
+  parseRelease,
+  predictGates,
+  ruleSetForRelease,
+  tuningFor,
+  tuningPhrase,
+  type EnvMap,
+  type Engine,
+  type GatePrediction,
+  type LlamaCppPrediction,
+  type LlamaCppRuleSet,
+} from '../engines/index.js';
+import { loadedLlamaCpp } from '../engines/loaded-llama.js';
+import { chipFamily } from '../device/chips.js';
+import { FAMILY_VALUES } from '../core/families.js';
+import { plural } from '../core/words.js';
+import { loadNative } from '../device/native.js';
+import { readInput } from '../core/input.js';
+import { checkOptions, optionFailure } from '../core/options.js';
+import { stockReport } from '../device/probe.js';
+import {
+  bindToHost,
+  DEFAULT_PROFILE,
+  diffAnswers,
+  planProfile,
+  resolveProfile,
+  type AnswerChange,
+  type Profile,
+  type ProfileInput,
+} from '../patch/profiles.js';
+import { hostOf } from '../device/report.js';
+import { loadSnapshot, reportFromSnapshot } from '../device/snapshots.js';
+import type { DeviceReport, HostInfo, SupportedReport } from '../device/types.js';
+
+/** Options for audit(). */
+export interface AuditOptions {
+  /** Profile to audit; default cua-release. */
+  profile?: ProfileInput;
+  /** Audit a recorded snapshot offline (any OS) instead of this process's devices. */
+  snapshot?: string;
+  /** Engines to predict for; default both. */
+  engines?: Engine[];
+  /** llama.cpp rule set; default: the loaded llama.cpp's (live audits), else current. */
+  rules?: LlamaCppRuleSet;
+  /** A llama.cpp release (`b4753`, `v0.4.0`) whose rules to use; not together with `rules`. */
+  release?: string;
+  /** Allow raising on a host that is not a VM (live mode applies the profile). */
+  force?: boolean;
+  /** Environment the engines would see; default process.env. */
+  env?: EnvMap;
+}
+
+/** One engine value that differs between stock and patched. */
+export interface GateFlip {
+  flag: string;
+  from: boolean | number | string | null;
+  to: boolean | number | string | null;
+}
+
+/** Which llama.cpp rules an audit applied, and why. */
+export interface LlamaCppRulesUsed {
+  rules: LlamaCppRuleSet;
+  /** The releases that rule set describes. */
+  releases: string;
+  /** The llama.cpp release they were chosen for: asked with `release`, or the loaded one's; null otherwise. */
+  release: string | null;
+  /** `option`: `rules` or `release` given; `loaded`: the llama.cpp loaded in this process; `default`: neither. */
+  source: 'option' | 'loaded' | 'default';
+  /** One line saying why. */
+  detail: string;
+}
+
+/** An engine's predicted init flags before and after the profile. */
+export interface EngineComparison {
+  engine: Engine;
+  before: GatePrediction;
+  after: GatePrediction;
+  flipped: GateFlip[];
+}
+
+/** One device, stock vs patched. */
+export interface DeviceAudit {
+  index: number;
+  isDefault: boolean;
+  name: string;
+  className: string;
+  stock: DeviceReport;
+  patched: DeviceReport;
+  changes: AnswerChange[];
+  engines: EngineComparison[];
+}
+
+/** Why an audit's profile would not be applied: raising on bare metal, or a `'host'` value on a host whose chip is unknown. */
+export type AuditRefusal = 'refused-bare-metal' | 'host-unknown';
+
+/** Fields every audit has. */
+interface AuditBase {
+  schema: 'metal-cap-shim/audit@1';
+  /** The profile audited: bound to the host (its `'host'` values replaced) unless the host's chip is unknown. */
+  profile: Profile;
+  /** Why it would be refused (then `refused` is true), or null. */
+  refusedReason: AuditRefusal | null;
+  devices: DeviceAudit[];
+  warnings: ApplyWarning[];
+  /** The llama.cpp rules the predictions used. */
+  llamaCppRules: LlamaCppRulesUsed;
+  /** One line: what changes and whether it is safe; `ok` is false when refused or when verification failed. */
+  verdict: { ok: boolean; summary: string };
+}
+
+/** Computed from a recorded snapshot; nothing was applied. */
+export interface OfflineAudit extends AuditBase {
+  mode: 'offline';
+  snapshot: string;
+  host: HostInfo;
+  /** True when applying would be refused on the recorded host (raising on a host that is not a VM without force, or
+   * claiming the host's chip where it is unknown): `refusedReason` says which. */
+  refused: boolean;
+  verification: null;
+}
+
+/** Applied in this process, verified on fresh devices, and restored. */
+export interface LiveAudit extends AuditBase {
+  mode: 'live';
+  /** Set when the answers come from the simulated Metal (Linux test build). */
+  snapshot: string | null;
+  host: HostInfo;
+  refused: false;
+  /** The patched answers checked on fresh devices, and the restored answers checked against stock. */
+  verification: { apply: Verification; restore: Verification };
+}
+
+/** Live mode on a host where applying would be refused: nothing was applied. */
+export interface RefusedLiveAudit extends AuditBase {
+  mode: 'live';
+  snapshot: string | null;
+  host: HostInfo;
+  refused: true;
+  verification: null;
+  verdict: { ok: false; summary: string };
+}
+
+/** The outcome of audit(): what a profile changes, what engines will do, and whether it is safe to apply. Narrow it
+ * on `mode` and `refused`. */
+export type AuditResult = OfflineAudit | LiveAudit | RefusedLiveAudit;
+
+/** Flattens a prediction into flag → value, for comparing two predictions. */
+export function gateValues(p: GatePrediction): Record<string, boolean | number | string | null> {
+  if (p.engine === 'mlx') {
+    return {
+      residencySets: p.residencySets.value,
+      architectureGeneration: p.architectureGeneration.value,
+      allocatorLimitBytes: p.allocatorLimitBytes.value,
+      heapSkipped: p.heapSkipped.value,
+    };
+  }
+  return Object.fromEntries(Object.entries(p.flags).map(([k, v]) => [k, (v as { value: boolean | number | string }).value]));
+}
+
+function compareEngines(
+  stock: DeviceReport,
+  patched: DeviceReport,
+  host: HostInfo | null,
+  engines: Engine[],
+  rules: LlamaCppRulesUsed,
+  env: EnvMap,
+): EngineComparison[] {
+  const llamaOptions = rules.source === 'option' && rules.release !== null ? { release: rules.release } : { rules: rules.rules };
+  return engines.map((engine) => {
+    const opts = { host, env, ...(engine === 'llama.cpp' ? llamaOptions : {}) };
+    const before = predictGates(stock, engine, opts);
+    const after = predictGates(patched, engine, opts);
+    const a = gateValues(before);
+    const b = gateValues(after);
+    const flipped = Object.keys(b)
+      .filter((k) => a[k] !== b[k])
+      .map((flag) => ({ flag, from: a[flag] ?? null, to: b[flag] ?? null }));
+    return { engine, before, after, flipped };
+  });
+}
+
+function summarize(result: Omit<AuditBase, 'verdict'> & { mode: AuditResult['mode']; refused: boolean; verification: LiveAudit['verification'] | null }): { ok: boolean; summary: string } {
+  const name = result.profile.name ?? 'custom profile';
+  if (result.refusedReason === 'host-unknown') {
+    return { ok: false, summary: `refused: ${name} claims the host's chip, and this host's chip is unknown (nothing is guessed)` };
+  }
+  if (result.refused) {
+    return { ok: false, summary: `refused: ${name} raises answers on a host that is not a VM (use --force to audit it applied anyway)` };
+  }
+  const v = result.verification;
+  if (v && (!v.apply.ok || !v.restore.ok)) {
+    return { ok: false, summary: `${name} did not verify: the device does not answer as the profile says` };
+  }
+  const main = result.devices.find((d) => d.isDefault) ?? result.devices[0];
+  const llama = main?.engines.find((e) => e.engine === 'llama.cpp');
+  const turnedOn = llama?.flipped.filter((f) => f.to === true).map((f) => f.flag) ?? [];
+  const turnedOff = llama?.flipped.filter((f) => f.to === false).map((f) => f.flag) ?? [];
+  const changeCount = main?.changes.length ?? 0;
+  const parts = [`${name} on ${main?.name ?? 'no device'}: ${plural(changeCount, 'answer changes', 'answers change')}`];
+  if (llama) {
+    if (turnedOn.length) parts.push(`llama.cpp turns on ${turnedOn.join(', ')}`);
+    if (turnedOff.length) parts.push(`llama.cpp turns off ${turnedOff.join(', ')}`);
+    if (!turnedOn.length && !turnedOff.length) parts.push('llama.cpp gates unchanged');
+  }
+  if (result.mode === 'live') parts.push('verified and restored');
+  if (result.warnings.length) parts.push(plural(result.warnings.length, 'warning', 'warnings'));
+  return { ok: true, summary: parts.join('; ') };
+}
+
+type BuildOptions = { engines: Engine[]; rules: LlamaCppRulesUsed; env: EnvMap; force: boolean; consumers: string[] };
+
+/**
+ * llama.cpp v0.4+ picks its flash-attention kernels by chip and GPU family, so a profile can make it tune for a chip
+ * other than the host's. The host's chip is `host.chip` (a guest's brand string names its host's), else the stock
+ * device's name where llama.cpp knows it (bare metal). One warning per fact: where the claimed family is above the
+ * chip's, `above-host-family` already names the tuning, and this one is left out.
+ */
+function tuningWarnings(
+  devices: { stock: DeviceReport; isDefault: boolean; engines: EngineComparison[] }[],
+  host: HostInfo | null,
+  changes: AnswerChange[],
+  rules: LlamaCppRuleSet,
+): ApplyWarning[] {
+  const main = devices.find((d) => d.isDefault) ?? devices[0];
+  const llama = main?.engines.find((e) => e.engine === 'llama.cpp');
+  if (main === undefined || llama === undefined || llama.before.engine !== 'llama.cpp' || llama.after.engine !== 'llama.cpp') return [];
+  const before = llama.before.tuning;
+  const after = llama.after.tuning;
+  if (before === null || after === null || claimsAboveHostFamily(changes, host)) return [];
+  if (JSON.stringify(before.value) === JSON.stringify(after.value) || after.value.tier === 'baseline') return [];
+  const family = llama.after.flags.gpu_family.value;
+  const lead = `llama.cpp ${llama.before.releases}: with Apple${family} claimed, flash attention is tuned ${tuningPhrase(after.value)}`;
+  const stockText = `stock tuning: ${tuningPhrase(before.value)}`;
+  const hostChip = host?.chip ?? (chipOfName(main.stock.name) === null ? null : main.stock.name);
+  const trueFamily = chipFamily(hostChip);
+  if (hostChip !== null) {
+    const own = trueFamily === null ? null : tuningFor(rules, hostChip, trueFamily - FAMILY_VALUES.apple1 + 1)!;
+    // The host's own tuning: exactly what the host's name and true family give.
+    if (own !== null && JSON.stringify(own.value) === JSON.stringify(after.value)) return [];
+    return [{ code: 'tuned-for-other-chip', message: `${lead}, not for this host's ${hostChip}; ${stockText}` }];
+  }
+  const where = isVmHost(host, main.stock)
+    ? "this host's chip is unknown (its brand string names no Apple chip, or was not recorded)"
+    : `the host's GPU (${main.stock.name}) is no chip llama.cpp tunes for`;
+  return [{ code: 'tuned-for-other-chip', message: `${lead}; ${stockText}; ${where}, so that tuning may be for another chip` }];
+}
+
+function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], requested: Profile, opts: BuildOptions) {
+  const bound = bindToHost(requested, stock.host);
+  // A 'host' value on a host whose chip is unknown: nothing would be applied, so the devices stay as they are.
+  const profile = bound.ok ? bound.profile : requested;
+  const { expected, changes } = bound.ok ? planProfile(stock.devices, profile) : { expected: stock.devices, changes: [] };
+  const devices = stock.devices.map((d, i) => {
+    const patched = patchedDevices[i] ?? expected[i]!;
+    return {
+      index: d.index,
+      isDefault: d.isDefault,
+      name: d.name,
+      className: d.className,
+      stock: d,
+      patched,
+      changes: diffAnswers([d], [patched]),
+      engines: compareEngines(d, patched, stock.host, opts.engines, opts.rules, opts.env),
+    };
+  });
+  return {
+    schema: 'metal-cap-shim/audit@1' as const,
+    snapshot: stock.snapshot,
+    profile,
+    host: stock.host,
+    devices,
+    warnings: bound.ok ? [...profileWarnings(profile, stock.devices, changes, opts.consumers, stock.host, opts.rules.rules), ...tuningWarnings(devices, stock.host, changes, opts.rules.rules)] : [],
+    llamaCppRules: opts.rules,
+    ...refusalOf(bound.ok, refusalFor(hostOf(stock), changes, opts.force) !== null),
+  };
+}
+
+function refusalOf(bound: boolean, bareMetal: boolean): { refused: boolean; refusedReason: AuditRefusal | null } {
+  if (!bound) return { refused: true, refusedReason: 'host-unknown' };
+  return { refused: bareMetal, refusedReason: bareMetal ? 'refused-bare-metal' : null };
+}
+
+function offline(stock: SupportedReport, snapshotId: string, profile: Profile, opts: BuildOptions): OfflineAudit {
+  const partial = { ...auditDevices(stock, [], profile, opts), mode: 'offline' as const, snapshot: snapshotId, verification: null };
+  return { ...partial, verdict: summarize(partial) };
+}
+
+function live(
+  stock: SupportedReport,
+  patched: DeviceReport[],
+  profile: Profile,
+  opts: BuildOptions,
+  verification: LiveAudit['verification'] | null,
+): LiveAudit | RefusedLiveAudit {
+  const base = auditDevices(stock, patched, profile, opts);
+  if (base.refused || verification === null) {
+    const partial = { ...base, mode: 'live' as const, refused: true as const, verification: null };
+    return { ...partial, verdict: { ok: false, summary: summarize(partial).summary } };
+  }
+  const partial = { ...base, mode: 'live' as const, refused: false as const, verification };
+  return { ...partial, verdict: summarize(partial) };
+}
+
+function defaultRules(): LlamaCppRulesUsed {
+  return {
+    rules: 'current',
+    releases: LLAMA_CPP_RULE_SET_INFO.current.releases,
+    release: null,
+    source: 'default',
+    detail: 'no llama.cpp loaded and no rules asked for: the newest rules',
+  };
+}
+
+function askedRules(o: AuditOptions): LlamaCppRulesUsed | null {
+  if (o.rules !== undefined && o.release !== undefined) {
+    throw new InvalidOptionsError('rules', `audit() takes 'rules' or 'release', not both: a release decides its rule set`);
+  }
+  if (o.release !== undefined) {
+    const release = parseRelease(o.release);
+    if (release === null) {
+      throw new InvalidOptionsError('release', `audit() option 'release' must be a llama.cpp release tag like "b4753" or "v0.4.0"`);
+    }
+    const { ruleSet, warning } = ruleSetForRelease(release);
+    const detail = `llama.cpp ${release.text} asked for${warning === null ? '' : `; ${warning}`}`;
+    return { rules: ruleSet, releases: LLAMA_CPP_RULE_SET_INFO[ruleSet].releases, release: release.text, source: 'option', detail };
+  }
+  if (o.rules === undefined) return null;
+  if (!(LLAMA_CPP_RULE_SETS as readonly string[]).includes(o.rules)) {
+    throw new InvalidOptionsError('rules', `audit() option 'rules' must be one of ${LLAMA_CPP_RULE_SETS.join(', ')}`);
+  }
+  const info = LLAMA_CPP_RULE_SET_INFO[o.rules];
+  return { rules: o.rules, releases: info.releases, release: null, source: 'option', detail: `${o.rules} rules asked for` };
+}
+
+/** The rules of the llama.cpp loaded in this process (the first found), if any. */
+function loadedRules(binding: Parameters<typeof loadedLlamaCpp>[0]): LlamaCppRulesUsed | null {
+  const first = loadedLlamaCpp(binding)[0];
+  if (first === undefined) return null;
+  return { rules: first.rules, releases: LLAMA_CPP_RULE_SET_INFO[first.rules].releases, release: first.release, source: 'loaded', detail: first.detail };
+}
+
+/**
+ * Compares stock answers with a profile's, device by device, with the engine flags each produces. With `snapshot`
+ * it is computed offline on any OS. Without, it applies the profile in this process, verifies, and restores.
+ */
+export function audit(options?: AuditOptions): AuditResult {
+  const o = checkOptions<AuditOptions>('audit', options, {
+    profile: 'any',
+    snapshot: 'string',
+    engines: 'any',
+    rules: 'string',
+    release: 'string',
+    force: 'boolean',
+    env: 'object',
+  });
+  const profile = resolveProfile(o.profile ?? DEFAULT_PROFILE);
+  const engines = o.engines === undefined ? [...ENGINES] : readInput(o.engines, optionFailure('audit'), {}, 'engines');
+  if (!Array.isArray(engines) || engines.some((e) => !(ENGINES as readonly unknown[]).includes(e))) {
+    throw new InvalidOptionsError('engines', `audit() option 'engines' must be an array of ${ENGINES.join(', ')}`);
+  }
+  const asked = askedRules(o);
+  const settings = { engines, env: o.env ?? process.env, force: o.force ?? false };
+  if (o.snapshot !== undefined) {
+    const snapshot = loadSnapshot(o.snapshot);
+    const stock = reportFromSnapshot(snapshot, { allDevices: true });
+    return offline(stock, snapshot.id, profile, { ...settings, rules: asked ?? defaultRules(), consumers: [] });
+  }
+  const native = loadNative();
+  if (native.binding === null) {
+    throw new UnsupportedPlatformError(
+      `${native.detail}. Audit a recorded snapshot instead: metal-cap-shim audit --snapshot vz-guest-m1-ultra-tahoe-stock`,
+    );
+  }
+  if (status().active) {
+    throw new ProfileActiveError('a profile is already applied in this process: call restore() first, or audit a snapshot');
+  }
+  const stock = stockReport(native.binding);
+  if (!stock.supported) throw new UnsupportedPlatformError(stock.detail);
+  const consumers = native.binding.loadedConsumers();
+  const rules = asked ?? loadedRules(native.binding) ?? defaultRules();
+  const bound = bindToHost(profile, stock.host);
+  if (!bound.ok || refusalFor(hostOf(stock), planProfile(stock.devices, bound.profile).changes, settings.force) !== null) {
+    return live(stock, [], profile, { ...settings, rules, consumers }, null);
+  }
+  const applied = applyPatch(bound.profile, { force: settings.force });
+  // Nothing was installed, so there is no patched side to audit: the engine's reason, as an error.
+  if (!applied.applied && applied.reason === 'hook-failed') throw notAppliedError(applied.reason, applied.detail);
+  const applyCheck = applied.verification;
+  if (applyCheck === null) {
+    // Not a verification failure (the device went away between the probe and the apply): nothing was checked.
+    throw new UnsupportedPlatformError(applied.applied ? 'no Metal device' : applied.detail);
+  }
+  const restored = restore();
+  // The live answers, even when they failed verification: never the prediction in their place.
+  const patched = applied.after?.devices ?? stock.devices;
+  // restore() compares with the baseline taken by the apply just above, so it always has a verification here.
+  const restoreCheck = restored.verification ?? { ok: false as const, checked: 0, mismatches: [] };
+  return live(stock, patched, bound.profile, { ...settings, rules, consumers }, { apply: applyCheck, restore: restoreCheck });
+}

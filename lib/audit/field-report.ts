@@ -1,0 +1,393 @@
+import { createRequire } from 'node:module';
+import { audit, type AuditResult } from './audit.js';
+import { doctor, type DoctorReport } from '../doctor/index.js';
+import { leastProfile } from '../doctor/derive.js';
+import { DOCTOR_SCHEMA } from '../doctor/types.js';
+import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
+import { clip, escapeControl, quote, readInput } from '../core/input.js';
+import { schemaProblem } from '../core/jsonfile.js';
+
+export { InvalidReportError };
+import { packageVersion } from '../device/native.js';
+
+export { packageVersion };
+import { checkOptions } from '../core/options.js';
+import { HOST_VALUE, resolveProfile, type ProfileInput, type Profile } from '../patch/profiles.js';
+import { FIELD_REPORT_SCHEMA } from '../device/report.js';
+import type { HostInfo } from '../device/types.js';
+
+export { FIELD_REPORT_SCHEMA };
+
+/** A report to attach to an issue: this machine, its devices, and what a profile did (or would do) here. */
+export interface FieldReport {
+  schema: typeof FIELD_REPORT_SCHEMA;
+  packageVersion: string;
+  generatedAt: string;
+  node: string;
+  /** The physical host as the reporter describes it (a guest cannot see its host's chip or OS). */
+  hostLabel: string | null;
+  host: HostInfo | null;
+  /** The audit of the profile: stock devices, patched devices, engine flags, verification, verdict. */
+  audit: AuditResult;
+  /** doctor's results on this machine (replayed from the snapshot offline); null when skipped. Reports made before
+   * doctor existed have no such field. */
+  doctor: DoctorReport | null;
+}
+
+/** Options for fieldReport(). */
+export interface FieldReportOptions {
+  profile?: ProfileInput;
+  /** Report on a recorded snapshot instead of this machine. */
+  snapshot?: string;
+  /** Describe the physical host, e.g. `M1 Ultra, macOS 26.6.1`. */
+  hostLabel?: string;
+  force?: boolean;
+  /** Run doctor too (live: every probe, the profile as its candidate; offline: the snapshot's recording). Default true. */
+  doctor?: boolean;
+  /** doctor's nocopy-mmap probe maps this file (your model, read only) instead of a generated one. */
+  mmapFile?: string;
+  /** Bytes of the file doctor's nocopy-mmap probe generates (default 1 GiB). */
+  mmapSize?: number;
+}
+
+/** Builds a field report: on a Mac it applies the profile, verifies and restores; with `snapshot`, offline. */
+export function fieldReport(options?: FieldReportOptions): FieldReport {
+  const o = checkOptions<FieldReportOptions>('fieldReport', options, {
+    profile: 'any',
+    snapshot: 'string',
+    hostLabel: 'string',
+    force: 'boolean',
+    doctor: 'boolean',
+    mmapFile: 'string',
+    mmapSize: 'number',
+  });
+  const result = audit({
+    ...(o.profile !== undefined ? { profile: o.profile } : {}),
+    ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : {}),
+    force: o.force ?? false,
+  });
+  // After the audit, which has restored the process: doctor measures stock answers first.
+  const doctorReport =
+    o.doctor === false
+      ? null
+      : doctor({
+          profile: result.profile,
+          ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : { force: o.force ?? false }),
+          ...(o.mmapFile !== undefined ? { mmapFile: o.mmapFile } : {}),
+          ...(o.mmapSize !== undefined ? { mmapSize: o.mmapSize } : {}),
+        });
+  return {
+    schema: FIELD_REPORT_SCHEMA,
+    packageVersion: packageVersion(),
+    generatedAt: new Date().toISOString(),
+    node: process.version,
+    hostLabel: o.hostLabel ?? null,
+    host: result.host,
+    audit: result,
+    doctor: doctorReport,
+  };
+}
+
+/** One cell of the matrix: every report for one host, guest OS and profile. */
+export interface MatrixCell {
+  reports: number;
+  verified: number;
+  refused: number;
+  offline: number;
+  /** llama.cpp flags true after the profile on the default device, in every report of the cell. */
+  gatesOn: string[];
+}
+
+/** What doctor proved and found on one host and guest OS pair, over every report that carries a doctor result. */
+export interface MatrixDoctor {
+  reports: number;
+  /**
+   * The reports whose doctor result measured something: it ran on Metal (not a `--snapshot` replay) and some probe
+   * was proven or faulty. Only these set `provenProfile`: a replay or a run that learnt nothing proves nothing.
+   */
+  measured: number;
+  /** The least of the measured reports' verified profiles (over every device); null when none measured anything. */
+  provenProfile: Profile | null;
+  /** Each fault (`probe: status`) with the number of reports that found it. */
+  faults: { fault: string; reports: number }[];
+}
+
+/** One row: a host and guest OS pair. */
+export interface MatrixRow {
+  host: string;
+  guestOs: string;
+  cells: Record<string, MatrixCell>;
+  /** Null when no report of the row carries a doctor result. */
+  doctor: MatrixDoctor | null;
+}
+
+/** The tested matrix built from field reports. */
+export interface Matrix {
+  schema: 'metal-cap-shim/matrix@1';
+  profiles: string[];
+  rows: MatrixRow[];
+  /** Reports given more than once (the same file twice, or a copy): each is counted once, here is what was skipped. */
+  duplicates: { where: string; sameAs: string }[];
+}
+
+/** A report read from somewhere (a file) that `where` names in errors; `report` is checked, not trusted. */
+export interface MatrixInput {
+  where?: string;
+  report: unknown;
+}
+
+/**
+ * The column a report's profile goes in: its built-in name, or `custom-` and the first 8 hex digits of the SHA-256 of
+ * the normalised profile's JSON (`resolveProfile`, name null), so reports made with different custom profiles stay
+ * apart and the same custom profile, however it was written, shares a column.
+ */
+export function profileColumn(p: Profile): string {
+  if (p.name !== null) return p.name;
+  // Loaded here rather than imported: node:crypto costs every importer of the package start-up time.
+  const { createHash } = createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
+  return `custom-${createHash('sha256').update(JSON.stringify({ ...p, name: null })).digest('hex').slice(0, 8)}`;
+}
+
+function checkReport(input: unknown, where: string): FieldReport {
+  const fail = (field: string | null, what: string): never => {
+    throw new InvalidReportError(
+      field,
+      `${clip(where)} is not a usable metal-cap-shim field report (${what}); make one with \`metal-cap-shim report --json\``,
+    );
+  };
+  const value = input;
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(value)) fail(null, 'not a JSON object');
+  const r = value as Record<string, unknown>;
+  const wrongKind = schemaProblem(r, { [FIELD_REPORT_SCHEMA]: 'metal-cap-shim report --json' });
+  if (wrongKind !== null) fail('schema', `it ${wrongKind}`);
+  if (r.host !== null && !isObject(r.host)) fail('host', 'host must be an object or null');
+  if (isObject(r.host)) {
+    for (const f of ['model', 'osVersion', 'osBuild', 'arch'] as const) {
+      if (r.host[f] !== undefined && r.host[f] !== null && typeof r.host[f] !== 'string') fail(`host.${f}`, `host.${f} must be a string or null`);
+    }
+    const vm = r.host.isVirtualMachine;
+    if (vm !== undefined && vm !== null && typeof vm !== 'boolean') fail('host.isVirtualMachine', 'host.isVirtualMachine must be true, false or null');
+  }
+  if (r.hostLabel !== null && typeof r.hostLabel !== 'string') fail('hostLabel', 'hostLabel must be a string or null');
+  const a = r.audit;
+  if (!isObject(a)) fail('audit', 'audit is missing');
+  const audit = a as Record<string, unknown>;
+  if (audit.mode !== 'offline' && audit.mode !== 'live') fail('audit.mode', "audit.mode must be 'offline' or 'live'");
+  if (typeof audit.refused !== 'boolean') fail('audit.refused', 'audit.refused must be true or false');
+  if (!isObject(audit.profile) || !('name' in audit.profile)) fail('audit.profile', 'audit.profile is missing');
+  const name = (audit.profile as Record<string, unknown>).name;
+  if (name !== null && typeof name !== 'string') fail('audit.profile.name', `audit.profile.name must be a string or null, got ${quote(name)}`);
+  try {
+    resolveProfile(audit.profile);
+  } catch (e) {
+    fail('audit.profile', `audit.profile is not a profile: ${(e as Error).message}`);
+  }
+  if (!isObject(audit.verdict) || typeof audit.verdict.ok !== 'boolean') fail('audit.verdict', 'audit.verdict is missing');
+  if (!Array.isArray(audit.devices)) fail('audit.devices', 'audit.devices must be an array');
+  (audit.devices as unknown[]).forEach((d, i) => {
+    if (!isObject(d) || typeof d.isDefault !== 'boolean' || !Array.isArray(d.engines)) {
+      fail(`audit.devices[${i}]`, `audit.devices[${i}] must have isDefault and engines`);
+    }
+    ((d as Record<string, unknown>).engines as unknown[]).forEach((e, j) => {
+      const field = `audit.devices[${i}].engines[${j}]`;
+      if (!isObject(e) || typeof e.engine !== 'string') fail(field, `${field} must be an object naming its engine`);
+      const after = (e as Record<string, unknown>).after;
+      if (!isObject(after) || typeof after.engine !== 'string') fail(`${field}.after`, `${field}.after must be the engine's prediction`);
+      // llama.cpp's gates are read from its flags.
+      const flags = (after as Record<string, unknown>).flags;
+      if ((after as Record<string, unknown>).engine === 'llama.cpp' && (!isObject(flags) || !Object.values(flags).every(isObject))) {
+        fail(`${field}.after.flags`, `${field}.after.flags must hold llama.cpp's flags`);
+      }
+    });
+  });
+  if (r.doctor !== undefined && r.doctor !== null) {
+    const doc = r.doctor;
+    if (!isObject(doc) || doc.schema !== DOCTOR_SCHEMA) fail('doctor', `doctor must be null or a ${DOCTOR_SCHEMA} result`);
+    if (typeof (doc as Record<string, unknown>).source !== 'string') fail('doctor.source', 'doctor.source must be a string');
+    const devices = (doc as Record<string, unknown>).devices;
+    if (!Array.isArray(devices)) fail('doctor.devices', 'doctor.devices must be an array');
+    (devices as unknown[]).forEach((d, i) => {
+      const field = `doctor.devices[${i}]`;
+      if (!isObject(d) || !Array.isArray(d.faults) || !d.faults.every((f) => typeof f === 'string')) {
+        fail(`${field}.faults`, `${field}.faults must be an array of strings`);
+      }
+      const probes = (d as Record<string, unknown>).probes;
+      if (!Array.isArray(probes) || !probes.every((p) => isObject(p) && typeof p.judgement === 'string')) {
+        fail(`${field}.probes`, `${field}.probes must be an array of judged probes`);
+      }
+      try {
+        resolveProfile((d as Record<string, unknown>).verifiedProfile);
+      } catch (e) {
+        fail(`${field}.verifiedProfile`, `${field}.verifiedProfile is not a profile: ${(e as Error).message}`);
+      }
+    });
+  }
+  return value as unknown as FieldReport;
+}
+
+/**
+ * The report's whole content as text, to find the same report given twice. A value nested too deeply for the stack (a
+ * report from a file is bounded by JSON_LIMITS; one handed to buildMatrix() is not) is a damaged report, not a crash.
+ */
+function identityOf(r: FieldReport, where: string): string {
+  try {
+    return JSON.stringify(r);
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    throw new InvalidReportError(null, `${where} is not a usable metal-cap-shim field report (it nests too deeply to read); make one with \`metal-cap-shim report --json\``);
+  }
+}
+
+function rowKey(r: FieldReport): { host: string; guestOs: string } {
+  const h = r.host;
+  const model = h?.model ?? 'unknown model';
+  const host = r.hostLabel ?? (h?.isVirtualMachine ? 'unlabelled host' : model);
+  const os = h?.osVersion ? `macOS ${h.osVersion}` : 'unknown OS';
+  const guestOs = h?.isVirtualMachine ? `${os} (${model})` : `${os} (bare metal)`;
+  return { host, guestOs };
+}
+
+function isFieldReportLike(entry: unknown): boolean {
+  return typeof entry === 'object' && entry !== null && (entry as { schema?: unknown }).schema === FIELD_REPORT_SCHEMA;
+}
+
+/**
+ * Merges field reports into a host × guest OS × profile table. Takes what fieldReport() returns, and `{ where, report }`
+ * pairs for reports read from files (`where` names the file in errors). The same report given twice counts once.
+ */
+export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Matrix {
+  const usage = 'buildMatrix() takes an array of field reports (fieldReport() results, or { where, report } for parsed JSON)';
+  // Read once into plain JSON data: a getter that throws, a BigInt, a cycle or deep nesting anywhere is a typed error
+  // naming where it is, and nothing can change between the checks and the table.
+  const list = readInput(reports, (field, problem) => {
+    throw new InvalidReportError(field || null, `buildMatrix(): reports${field} ${problem}`);
+  }, { json: true });
+  if (!Array.isArray(list)) throw new InvalidOptionsError('reports', usage);
+  const rows = new Map<string, MatrixRow>();
+  const doctors = new Map<string, DoctorReport[]>();
+  const profileNames = new Set<string>();
+  const seen = new Map<string, string>();
+  const duplicates: Matrix['duplicates'] = [];
+  list.forEach((entry: unknown, i) => {
+    const pair = isFieldReportLike(entry) ? { where: `reports[${i}]`, report: entry } : (entry as MatrixInput | null);
+    const where = typeof pair?.where === 'string' ? pair.where : `reports[${i}]`;
+    const r = checkReport(pair?.report, where);
+    // One report, however often it is given: two runs never produce the same timestamp and content.
+    const identity = identityOf(r, where);
+    const first = seen.get(identity);
+    if (first !== undefined) {
+      duplicates.push({ where, sameAs: first });
+      return;
+    }
+    seen.set(identity, where);
+    const key = rowKey(r);
+    const id = `${key.host}\u0000${key.guestOs}`;
+    const row = rows.get(id) ?? { ...key, cells: {}, doctor: null };
+    rows.set(id, row);
+    if (r.doctor) doctors.set(id, [...(doctors.get(id) ?? []), r.doctor]);
+    const name = profileColumn(resolveProfile(r.audit.profile));
+    profileNames.add(name);
+    const cell = row.cells[name] ?? { reports: 0, verified: 0, refused: 0, offline: 0, gatesOn: [] };
+    const device = r.audit.devices.find((d) => d.isDefault) ?? r.audit.devices[0];
+    const llama = device?.engines.find((e) => e.engine === 'llama.cpp');
+    const on = llama && llama.after.engine === 'llama.cpp'
+      ? Object.entries(llama.after.flags).filter(([, f]) => f.value === true).map(([k]) => k)
+      : [];
+    cell.gatesOn = cell.reports === 0 ? on : cell.gatesOn.filter((g) => on.includes(g));
+    cell.reports++;
+    if (r.audit.refused) cell.refused++;
+    else if (r.audit.mode === 'offline') cell.offline++;
+    else if (r.audit.verdict.ok) cell.verified++;
+    row.cells[name] = cell;
+  });
+  for (const [id, list] of doctors) rows.get(id)!.doctor = matrixDoctor(list);
+  const sorted = [...rows.values()].sort((a, b) => a.host.localeCompare(b.host) || a.guestOs.localeCompare(b.guestOs));
+  return { schema: 'metal-cap-shim/matrix@1', profiles: [...profileNames].sort(), rows: sorted, duplicates };
+}
+
+/**
+ * True when a doctor result ran on Metal and learnt something. A replay's verified profile claims nothing for the
+ * probes its recording leaves out, and a run where every probe errored claims nothing at all: either would pull the
+ * row's proven profile down to no raise.
+ */
+function measuredSomething(r: DoctorReport): boolean {
+  if (r.source !== 'live' && r.source !== 'simulated') return false;
+  return r.devices.some((d) => d.faults.length > 0 || d.probes.some((p) => p.judgement === 'proven'));
+}
+
+function matrixDoctor(list: DoctorReport[]): MatrixDoctor {
+  const counts = new Map<string, number>();
+  for (const report of list) {
+    for (const fault of new Set(report.devices.flatMap((d) => d.faults))) counts.set(fault, (counts.get(fault) ?? 0) + 1);
+  }
+  const measured = list.filter(measuredSomething);
+  return {
+    reports: list.length,
+    measured: measured.length,
+    provenProfile:
+      measured.length === 0 ? null : leastProfile(measured.flatMap((r) => r.devices.map((d) => resolveProfile(d.verifiedProfile)))),
+    faults: [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([fault, reports]) => ({ fault, reports })),
+  };
+}
+
+/** A verified profile in a few words: its built-in name, or what it raises. */
+export function provenProfileText(p: Profile): string {
+  if (p.name) return p.name;
+  const parts = [
+    p.appleFamilyMax === null ? null : p.appleFamilyMax === HOST_VALUE ? 'host family' : `Apple${p.appleFamilyMax - 1000}`,
+    p.maxThreadgroupMemoryLength === null ? null : `tg ${p.maxThreadgroupMemoryLength}`,
+    p.families.metal3 === true ? 'Metal3' : null,
+    p.deviceName === null ? null : `name ${JSON.stringify(p.deviceName)}`,
+  ].filter(Boolean);
+  return parts.length ? parts.join(', ') : 'no raise';
+}
+
+/** The doctor columns of a row as Markdown text. */
+export function doctorText(d: MatrixDoctor | null): { proven: string; faults: string } {
+  if (d === null) return { proven: '–', faults: '–' };
+  const faults = d.faults.map((f) => `${f.fault} (${f.reports}/${d.reports})`).join('; ');
+  const count = d.measured === d.reports ? `${d.reports}` : `${d.measured} of ${d.reports} measured`;
+  const proven = d.provenProfile === null ? `not measured (${d.reports})` : `${provenProfileText(d.provenProfile)} (${count})`;
+  return { proven, faults: faults || 'none found' };
+}
+
+const SHORT_GATES: Record<string, string> = {
+  has_simdgroup_reduction: 'reduction',
+  has_simdgroup_mm: 'mm',
+  has_bfloat: 'bfloat',
+  has_tensor: 'tensor',
+};
+
+/** One cell as Markdown text. */
+export function cellText(cell: MatrixCell | undefined): string {
+  if (!cell) return '–';
+  const gates = cell.gatesOn.filter((g) => g in SHORT_GATES).map((g) => SHORT_GATES[g]);
+  const gateText = gates.length ? `; gates: ${gates.join(', ')}` : '; gates: none';
+  if (cell.refused === cell.reports) return `refused (${cell.reports})`;
+  if (cell.offline === cell.reports) return `predicted offline (${cell.reports})${gateText}`;
+  const live = cell.reports - cell.offline - cell.refused;
+  const mark = cell.verified === live ? '✓' : '✗';
+  return `${mark} verified ${cell.verified}/${live}${gateText}`;
+}
+
+/**
+ * Text as one Markdown table cell that shows exactly that text: control characters escaped (a newline cannot end the
+ * row), and the characters Markdown acts on (`|` ends a cell; `*`, `_`, `[`, `<`, a backtick… format or link)
+ * escaped with a backslash. Host labels and report fields come from other people.
+ */
+export function markdownCell(text: string): string {
+  return escapeControl(text).replace(/[\\`*_{}[\]<>|~&#!]/g, (c) => `\\${c}`);
+}
+
+/** The matrix as a Markdown table. */
+export function matrixMarkdown(m: Matrix): string {
+  const header = ['Host', 'Guest OS', ...m.profiles, 'Proven profile (doctor)', 'Faults (doctor)'];
+  const row = (cells: string[]) => `| ${cells.map(markdownCell).join(' | ')} |`;
+  const lines = [row(header), `| ${header.map(() => '---').join(' | ')} |`];
+  for (const r of m.rows) {
+    const d = doctorText(r.doctor);
+    lines.push(row([r.host, r.guestOs, ...m.profiles.map((p) => cellText(r.cells[p])), d.proven, d.faults]));
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,75 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { NativeBinding } from '../../types/binding.js';
+import type { UnsupportedReason } from './types.js';
+
+/** The outcome of loading the native module: the binding, or why there is none. */
+export type NativeLoad =
+  | { binding: NativeBinding; reason: null; detail: null }
+  /** Never `no-device`: whether Metal has a device is known only once the module is asked. */
+  | { binding: null; reason: Exclude<UnsupportedReason, 'no-device'>; detail: string };
+
+let cached: NativeLoad | undefined;
+
+/** The package's root folder (where package.json, snapshots/ and build/ live), from dist/ or lib/device/. */
+export function packageRoot(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  // Built, this module is part of a bundle in dist/; run from source (the tests), it is lib/device/native.ts.
+  return path.resolve(here, path.basename(here) === 'dist' ? '..' : '../..');
+}
+
+/** The environment variable that selects the simulated Metal (the Linux test build) and the snapshot it answers from. */
+export const SIM_SNAPSHOT_ENV = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
+
+/**
+ * True when this process should use the simulated Metal: only outside macOS, and only when METAL_CAP_SHIM_SIM_SNAPSHOT
+ * is set (the empty string selects a simulated Metal with no device). Without it a checkout whose tests have run
+ * behaves like any other Linux install, whatever sits in build/Release.
+ */
+export function simulationSelected(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): boolean {
+  return platform !== 'darwin' && env[SIM_SNAPSHOT_ENV] !== undefined;
+}
+
+let version: string | undefined;
+
+/** This package's version, from its package.json (read once: profile auto keys its cache on it at start-up). */
+export function packageVersion(): string {
+  version ??= (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+  return version;
+}
+
+/**
+ * Loads the addon on first use, never at import. node-gyp-build (not `bindings`, which never looks in prebuilds/)
+ * finds build/Release first, then prebuilds/<platform>-<arch>. Outside macOS there is no Metal: the only build that can
+ * exist there is the simulated one, and it is loaded only when simulationSelected().
+ */
+export function loadNative(): NativeLoad {
+  if (cached) return cached;
+  const unsupported = `Metal exists only on macOS; this is ${process.platform}`;
+  if (process.platform !== 'darwin' && !simulationSelected()) {
+    cached = { binding: null, reason: 'unsupported-platform', detail: unsupported };
+    return cached;
+  }
+  const require = createRequire(import.meta.url);
+  try {
+    const nodeGypBuild = require('node-gyp-build') as (dir: string) => NativeBinding;
+    cached = { binding: nodeGypBuild(packageRoot()), reason: null, detail: null };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    cached =
+      process.platform === 'darwin'
+        ? {
+            binding: null,
+            reason: 'native-module-unavailable',
+            detail: `the native module could not be loaded (${message}); reinstall metal-cap-shim or run \`npx node-gyp rebuild\` in its folder`,
+          }
+        : {
+            binding: null,
+            reason: 'unsupported-platform',
+            detail: `${unsupported} (${SIM_SNAPSHOT_ENV} is set, but this install has no simulated Metal)`,
+          };
+  }
+  return cached;
+}

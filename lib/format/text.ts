@@ -1,0 +1,264 @@
+import { inspect } from 'node:util';
+import type { AuditResult } from '../audit/audit.js';
+import { FAMILY_NAMES, familyLabel, type FamilyName } from '../core/families.js';
+import { inert } from '../core/input.js';
+import { plural } from '../core/words.js';
+import { HOST_VALUE, type BuiltinProfile, type Profile } from '../patch/profiles.js';
+import type { CapabilityReport, DeviceReport, HostInfo } from '../device/types.js';
+
+/** Text styling for one output stream: plain when it is not a TTY, when NO_COLOR is set, or TERM is dumb. */
+export interface Styler {
+  bold(s: string): string;
+  dim(s: string): string;
+  good(s: string): string;
+  bad(s: string): string;
+  warn(s: string): string;
+}
+
+/** `--color`: `auto` decides from the stream and the environment; `always` and `never` decide alone. */
+export type ColorMode = 'auto' | 'always' | 'never';
+
+/** The values `--color` takes. */
+export const COLOR_MODES: readonly ColorMode[] = ['auto', 'always', 'never'];
+
+/**
+ * Whether `auto` colours a stream: never with a non-empty NO_COLOR (https://no-color.org: an empty one is unset) or
+ * TERM=dumb; otherwise with FORCE_COLOR set to anything but `0`, or on a TTY.
+ */
+export function colorWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {
+  if ((env.NO_COLOR ?? '') !== '' || env.TERM === 'dumb') return false;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
+  return stream.isTTY === true;
+}
+
+/**
+ * A styler for `stream`. The escape codes are written here, not by util.styleText, which (from Node 20.18 and 22.13)
+ * checks process.stdout and Node's own reading of NO_COLOR itself, and so would overrule this decision.
+ */
+export function stylerFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env, mode: ColorMode = 'auto'): Styler {
+  const enabled = mode === 'always' || (mode === 'auto' && colorWanted(stream, env));
+  const wrap = (format: 'bold' | 'dim' | 'green' | 'red' | 'yellow') => {
+    const [open, close] = inspect.colors[format]!;
+    return (s: string): string => (enabled ? `\x1b[${open}m${s}\x1b[${close}m` : s);
+  };
+  return { bold: wrap('bold'), dim: wrap('dim'), good: wrap('green'), bad: wrap('red'), warn: wrap('yellow') };
+}
+
+export { plural };
+
+/** A styler that never styles (for tests and files). */
+export const plain: Styler = stylerFor({ isTTY: false }, {});
+
+/** `12.0 GiB` style sizes, with the exact byte count alongside where it matters. */
+export function bytes(n: number | null): string {
+  if (n === null) return 'unknown';
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} bytes` : `${n} (${v.toFixed(v >= 100 ? 0 : 1)} ${units[u]})`;
+}
+
+/** Table rows padded into columns. */
+export function table(rows: string[][], indent = '  '): string {
+  // eslint-disable-next-line no-control-regex
+  const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '').length;
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, visible(cell))));
+  return rows
+    .map((row) =>
+      (indent + row.map((cell, i) => (i === row.length - 1 ? cell : cell + ' '.repeat((widths[i] ?? 0) - visible(cell)))).join('  ')).trimEnd(),
+    )
+    .join('\n');
+}
+
+/** `Apple1–5, Common1–3, Metal3`: the families answered YES, with runs collapsed. */
+export function familySummary(families: Record<FamilyName, boolean | null>): string {
+  const groups = new Map<string, number[]>();
+  for (const name of FAMILY_NAMES) {
+    if (families[name] !== true) continue;
+    const match = /^([a-zA-Z]+?)(\d+)$/.exec(name);
+    const base = match ? match[1]! : name;
+    const n = match ? Number(match[2]) : 0;
+    groups.set(base, [...(groups.get(base) ?? []), n]);
+  }
+  const parts: string[] = [];
+  for (const [base, ns] of groups) {
+    const label = familyLabel(base as FamilyName);
+    const contiguous = ns.every((n, i) => i === 0 || n === ns[i - 1]! + 1);
+    if (ns.length > 2 && contiguous) parts.push(`${label}${ns[0]}–${ns[ns.length - 1]}`);
+    else parts.push(ns.map((n) => `${label}${n}`).join(', '));
+  }
+  return parts.length ? parts.join(', ') : 'none';
+}
+
+/** One line about the host. */
+export function hostLine(host: HostInfo | null): string {
+  if (!host) return 'unknown host';
+  const vm = host.isVirtualMachine === null ? 'VM: unknown' : host.isVirtualMachine ? 'virtual machine' : 'not a VM';
+  const chip = host.chip ?? (host.cpuBrand === null ? 'chip unknown' : `chip unknown (${host.cpuBrand})`);
+  return [host.model ?? 'model unknown', host.osVersion ? `macOS ${host.osVersion}` : 'macOS version unknown', host.arch ?? 'arch unknown', vm, chip].join(' · ');
+}
+
+const yesNo = (v: boolean | null) => (v === null ? 'unknown' : v ? 'yes' : 'no');
+
+function deviceTitle(d: DeviceReport, s: Styler): string {
+  return `${s.bold(`Device ${d.index}${d.isDefault ? ' (default)' : ''}`)}: ${d.name} [${d.className}]`;
+}
+
+/** The human-readable probe output. */
+export function formatReport(untrusted: CapabilityReport, s: Styler): string {
+  // A report read from a snapshot holds other people's strings: printed, a control character only shows.
+  const report = inert(untrusted);
+  const source =
+    report.source === 'snapshot'
+      ? `snapshot ${report.snapshot} (recorded, offline)`
+      : report.source === 'simulated'
+        ? `simulated Metal, snapshot ${report.snapshot ?? 'none'}`
+        : report.source === 'live'
+          ? 'live Metal'
+          : 'no Metal';
+  const lines = [`${s.bold('metal-cap-shim probe')} — ${source}`];
+  if (!report.supported) {
+    lines.push(`${s.warn('not supported')}: ${report.reason}: ${report.detail}`);
+    if (report.reason === 'unsupported-platform') lines.push('Offline: metal-cap-shim probe --snapshot vz-guest-m1-ultra-tahoe-stock');
+    return lines.join('\n');
+  }
+  lines.push(`Host: ${hostLine(report.host)}`);
+  for (const d of report.devices) {
+    lines.push('', deviceTitle(d, s));
+    const simd = (f: DeviceReport['simd']['reduction']) => `${yesNo(f.value)}  ${s.dim(f.rule)}`;
+    lines.push(
+      table([
+        ['Highest Apple family', d.highestAppleFamily ? familyLabel(d.highestAppleFamily.name) : 'none'],
+        ['Families', familySummary(d.families)],
+        ['Threadgroup memory', bytes(d.maxThreadgroupMemoryLength)],
+        [
+          'Threads per threadgroup',
+          d.maxThreadsPerThreadgroup
+            ? `${d.maxThreadsPerThreadgroup.width} × ${d.maxThreadsPerThreadgroup.height} × ${d.maxThreadsPerThreadgroup.depth}`
+            : 'unknown',
+        ],
+        ['Working set', bytes(d.recommendedMaxWorkingSetSize)],
+        ['Max buffer', bytes(d.maxBufferLength)],
+        ['Unified memory', yesNo(d.hasUnifiedMemory)],
+        ['Location', d.location ?? 'unknown'],
+        ['Architecture', d.architecture ?? 'unknown'],
+        ['SIMD-group reduction', simd(d.simd.reduction)],
+        ['SIMD-group matrix', simd(d.simd.matrix)],
+        ['bfloat16', simd(d.simd.bfloat16)],
+      ]),
+    );
+  }
+  return lines.join('\n');
+}
+
+/** A profile's settings on one line. */
+export function profileLine(p: Profile): string {
+  const parts = [
+    `mode ${p.mode}`,
+    p.appleFamilyMax === null
+      ? null
+      : p.appleFamilyMax === HOST_VALUE
+        ? 'Apple families up to the host chip’s true family'
+        : `Apple families up to ${p.appleFamilyMax} (Apple${p.appleFamilyMax - 1000})`,
+    p.maxThreadgroupMemoryLength === null ? null : `threadgroup memory ${p.maxThreadgroupMemoryLength}`,
+    p.recommendedMaxWorkingSetSize === null ? null : `working set ${p.recommendedMaxWorkingSetSize}`,
+    p.deviceName === null ? null : p.deviceName === HOST_VALUE ? 'name: the host chip’s' : `name ${JSON.stringify(p.deviceName)}`,
+    Object.keys(p.families).length
+      ? `families ${Object.entries(p.families)
+          .map(([k, v]) => `${k}=${v ? 'YES' : 'NO'}`)
+          .join(' ')}`
+      : null,
+  ];
+  return parts.filter(Boolean).join(', ');
+}
+
+/** The human-readable list of built-in profiles. */
+export function formatProfiles(list: BuiltinProfile[], defaultName: string, s: Styler): string {
+  return list
+    .map((p) =>
+      [
+        `${s.bold(p.name)}${p.name === defaultName ? s.dim(' (default)') : ''} — ${p.summary}`,
+        `  ${profileLine(p.profile)}`,
+        `  why: ${p.rationale}`,
+        `  source: ${p.source}`,
+        `  risks: ${p.risks}`,
+      ].join('\n'),
+    )
+    .join('\n\n');
+}
+
+const show = (v: boolean | number | null | undefined, field = '') => {
+  if (v === null || v === undefined) return 'unknown';
+  if (typeof v === 'boolean') return field.startsWith('families.') ? (v ? 'YES' : 'NO') : String(v);
+  return String(v);
+};
+
+/** The human-readable audit: every changed answer, engine flags before and after, verification, warnings, verdict. */
+export function formatAudit(untrusted: AuditResult, s: Styler): string {
+  const a = inert(untrusted);
+  const where = a.mode === 'offline' ? `snapshot ${a.snapshot} (offline)` : `this machine (${a.snapshot ? `simulated, ${a.snapshot}` : 'live'})`;
+  const lines = [
+    `${s.bold('metal-cap-shim audit')} — profile ${a.profile.name ?? 'custom'} on ${where}`,
+    `Host: ${hostLine(a.host)}`,
+  ];
+  for (const d of a.devices) {
+    lines.push('', `${s.bold(`Device ${d.index}${d.isDefault ? ' (default)' : ''}`)}: ${d.name} [${d.className}]`);
+    const rows: string[][] = [[s.dim('answer'), s.dim('stock'), s.dim('patched')]];
+    for (const name of FAMILY_NAMES) {
+      const from = d.stock.families[name];
+      const to = d.patched.families[name];
+      if (from === to && !(name.startsWith('apple') && (from || to))) continue;
+      const mark = from !== to ? s.warn(' *') : '';
+      rows.push([`supportsFamily(${familyLabel(name)})`, show(from, 'families.'), show(to, 'families.') + mark]);
+    }
+    for (const field of ['maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'] as const) {
+      const mark = d.stock[field] !== d.patched[field] ? s.warn(' *') : '';
+      rows.push([field, bytes(d.stock[field]), bytes(d.patched[field]) + mark]);
+    }
+    if (d.stock.name !== d.patched.name) rows.push(['name', d.stock.name, d.patched.name + s.warn(' *')]);
+    lines.push(table(rows));
+    for (const e of d.engines) {
+      const before = e.before;
+      const after = e.after;
+      const label = before.engine === 'llama.cpp' ? `llama.cpp (${before.rules} rules: ${before.releases})` : 'MLX';
+      const rowsE: string[][] = [[s.dim(label), s.dim('stock'), s.dim('patched')]];
+      const entries: [string, { value: unknown; reason: string }, { value: unknown }][] =
+        before.engine === 'llama.cpp' && after.engine === 'llama.cpp'
+          ? Object.entries(before.flags).map(([k, v]) => [k, v, (after.flags as Record<string, { value: unknown }>)[k]!])
+          : before.engine === 'mlx' && after.engine === 'mlx'
+            ? [
+                ['residencySets', before.residencySets, after.residencySets],
+                ['architectureGeneration', before.architectureGeneration, after.architectureGeneration],
+                ['allocatorLimitBytes', before.allocatorLimitBytes, after.allocatorLimitBytes],
+                ['heapSkipped', before.heapSkipped, after.heapSkipped],
+              ]
+            : [];
+      for (const [flag, b, aft] of entries) {
+        const changed = b.value !== aft.value;
+        const to = String(aft.value ?? 'unknown');
+        rowsE.push([flag, String(b.value ?? 'unknown'), changed ? (aft.value === true ? s.good(to) : s.warn(to)) + s.warn(' *') : to]);
+      }
+      lines.push(table(rowsE));
+      if (after.engine === 'llama.cpp') {
+        lines.push(`  ${s.dim(after.consequences.summary)}`);
+        if (after.tuning !== null) lines.push(`  ${s.dim(`Flash-attention tuning: ${after.tuning.value.tier} (${after.tuning.reason}).`)}`);
+      }
+    }
+  }
+  lines.push('', `llama.cpp rules: ${a.llamaCppRules.rules} (${a.llamaCppRules.releases}): ${a.llamaCppRules.detail}`);
+  if (a.verification) {
+    const v = (x: { ok: boolean; mismatches: unknown[] }) => (x.ok ? 'ok' : x.mismatches.length ? plural(x.mismatches.length, 'mismatch', 'mismatches') : 'the device list changed');
+    lines.push('', `Verification: patched ${v(a.verification.apply)}, restored ${v(a.verification.restore)}`);
+  }
+  if (a.warnings.length) {
+    lines.push('', s.bold('Warnings:'));
+    for (const w of a.warnings) lines.push(`  ${s.warn('!')} ${w.message} ${s.dim(`[${w.code}]`)}`);
+  }
+  lines.push('', `${s.bold('Verdict:')} ${a.verdict.ok ? s.good(a.verdict.summary) : s.bad(a.verdict.summary)}`);
+  return lines.join('\n');
+}
