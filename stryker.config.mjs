@@ -30,7 +30,17 @@ export default {
   // (the libMetal.so it links through $ORIGIN), build/test (the fixture addon) and dist/ (what spawn tests run),
   // and nothing Stryker itself writes.
   tempDirName: 'build/stryker-tmp',
-  ignorePatterns: ['build/obj', 'build/conformance', 'build/conformance-build.log', 'build/sanitize', 'build/mutation', 'build/coverage', 'build/native-coverage', 'build/fuzz', 'coverage'],
+  ignorePatterns: [
+    'build/obj',
+    'build/conformance',
+    'build/conformance-build.log',
+    'build/sanitize',
+    'build/mutation',
+    'build/coverage',
+    'build/native-coverage',
+    'build/fuzz',
+    'coverage',
+  ],
   reporters: ['html', 'json', 'clear-text', 'progress'],
   htmlReporter: { fileName: 'build/mutation/index.html' },
   jsonReporter: { fileName: 'build/mutation/mutation.json' },

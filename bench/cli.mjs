@@ -25,7 +25,8 @@ function timeOnce(args) {
   const r = spawnSync(process.execPath, args, { env, stdio: 'ignore' });
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   // probe exits 1 where there is no Metal: that is its documented answer, not a failed run.
-  if (r.status !== 0 && !(args[1] === 'probe' && r.status === 1)) throw new Error(`benchmark case failed (exit ${r.status}): ${args.join(' ')}`);
+  if (r.status !== 0 && !(args[1] === 'probe' && r.status === 1))
+    throw new Error(`benchmark case failed (exit ${r.status}): ${args.join(' ')}`);
   return ms;
 }
 
@@ -35,11 +36,18 @@ for (let i = 0; i < RUNS; i++) for (const [name, args] of Object.entries(cases))
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const base = median(samples['node -e 0']);
 
-console.log(`${RUNS} interleaved runs each on Node ${process.version} (${process.platform}); wall time of a whole process`);
+console.log(
+  `${RUNS} interleaved runs each on Node ${process.version} (${process.platform}); wall time of a whole process`,
+);
 for (const name of Object.keys(cases)) {
   const m = median(samples[name]);
   console.log(`${name.padEnd(28)} ${m.toFixed(1).padStart(7)} ms   ${(m / base).toFixed(3)}× node -e 0`);
 }
 const ratio = median(samples['probe --json']) / base;
 console.log(`probe --json / node -e 0 = ${ratio.toFixed(3)}× (target ≤ 1.5×)`);
-console.log(JSON.stringify({ probeJsonOverNode: Number(ratio.toFixed(3)), offlineProbeOverNode: Number((median(samples['probe --snapshot (offline)']) / base).toFixed(3)) }));
+console.log(
+  JSON.stringify({
+    probeJsonOverNode: Number(ratio.toFixed(3)),
+    offlineProbeOverNode: Number((median(samples['probe --snapshot (offline)']) / base).toFixed(3)),
+  }),
+);

@@ -71,11 +71,17 @@ if (r.status !== 0) {
 }
 const x = JSON.parse(r.stdout);
 const share = (d) => (d.total - d.native) / d.total;
-console.log(`doctor(), every probe (1 MiB mmap file)   ${x.full.total.toFixed(2)} ms; probes ${x.full.native.toFixed(2)} ms; orchestration ${(x.full.total - x.full.native).toFixed(2)} ms (${(100 * share(x.full)).toFixed(1)} %)`);
-console.log(`doctor(), capability probes (what auto runs) ${x.capability.total.toFixed(2)} ms; probes ${x.capability.native.toFixed(2)} ms; orchestration ${(x.capability.total - x.capability.native).toFixed(2)} ms (${(100 * share(x.capability)).toFixed(1)} %)`);
+console.log(
+  `doctor(), every probe (1 MiB mmap file)   ${x.full.total.toFixed(2)} ms; probes ${x.full.native.toFixed(2)} ms; orchestration ${(x.full.total - x.full.native).toFixed(2)} ms (${(100 * share(x.full)).toFixed(1)} %)`,
+);
+console.log(
+  `doctor(), capability probes (what auto runs) ${x.capability.total.toFixed(2)} ms; probes ${x.capability.native.toFixed(2)} ms; orchestration ${(x.capability.total - x.capability.native).toFixed(2)} ms (${(100 * share(x.capability)).toFixed(1)} %)`,
+);
 console.log(`applyProfile('auto'), cold (runs the probes) ${x.cold.toFixed(2)} ms`);
 console.log(`applyProfile('apple7')                        median ${x.named.toFixed(3)} ms over ${APPLY_RUNS}`);
-console.log(`applyProfile('auto'), warm cache (${x.warmFrom})      median ${x.warm.toFixed(3)} ms over ${APPLY_RUNS}   ${(x.warm / x.named).toFixed(2)}× named   (target ≤ 2×)`);
+console.log(
+  `applyProfile('auto'), warm cache (${x.warmFrom})      median ${x.warm.toFixed(3)} ms over ${APPLY_RUNS}   ${(x.warm / x.named).toFixed(2)}× named   (target ≤ 2×)`,
+);
 console.log(`auto resolved to ${x.profile.name ?? JSON.stringify(x.profile)}`);
 console.log(
   JSON.stringify({

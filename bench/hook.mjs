@@ -68,7 +68,9 @@ const s = nsMedian('stock', perCall);
 const p = ratios('patched', perCall);
 const t = ratios('traced', perCall);
 const range = (r) => `rounds ${r.min.toFixed(3)}–${r.max.toFixed(3)}×`;
-console.log(`queries per run: ${ITERATIONS} × 2 selectors, ${ROUNDS} interleaved rounds (simulated Metal, GCC runtime)`);
+console.log(
+  `queries per run: ${ITERATIONS} × 2 selectors, ${ROUNDS} interleaved rounds (simulated Metal, GCC runtime)`,
+);
 console.log(`stock    ${s.toFixed(2)} ns/query`);
 console.log(
   `patched  ${nsMedian('patched', perCall).toFixed(2)} ns/query   ${p.median.toFixed(3)}× stock   (target ≤ ${TARGETS.patched}×: median ${within(p.median, TARGETS.patched)}; ${range(p)})`,
@@ -76,7 +78,10 @@ console.log(
 console.log(
   `trace    ${nsMedian('traced', perCall).toFixed(2)} ns/query   ${t.median.toFixed(3)}× stock   (target ≤ ${TARGETS.traced}×: median ${within(t.median, TARGETS.traced)}; ${range(t)})`,
 );
-for (const [key, label] of [['supportsFamilyNs', 'supportsFamily:(Apple7)'], ['maxThreadgroupMemoryNs', 'maxThreadgroupMemoryLength']]) {
+for (const [key, label] of [
+  ['supportsFamilyNs', 'supportsFamily:(Apple7)'],
+  ['maxThreadgroupMemoryNs', 'maxThreadgroupMemoryLength'],
+]) {
   const pick = (r) => r[key];
   const [sp, st] = [ratios('patched', pick), ratios('traced', pick)];
   console.log(

@@ -11,7 +11,10 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const entry = JSON.stringify(path.join(root, 'dist', 'index.js'));
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
-const env = { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: process.env.METAL_CAP_SHIM_SIM_SNAPSHOT ?? 'vz-guest-m1-ultra-tahoe-stock' };
+const env = {
+  ...process.env,
+  METAL_CAP_SHIM_SIM_SNAPSHOT: process.env.METAL_CAP_SHIM_SIM_SNAPSHOT ?? 'vz-guest-m1-ultra-tahoe-stock',
+};
 
 const cases = {
   'node -e 0': '0',

@@ -22,7 +22,10 @@ const template = base.devices[0];
 function synthetic(n, shape) {
   const devices = new Array(n);
   for (let i = 0; i < n; i++) {
-    const simulation = { methodsOnConcreteClass: false, ...(shape === 'chain' && i > 0 ? { subclassOf: `Device${i - 1}` } : {}) };
+    const simulation = {
+      methodsOnConcreteClass: false,
+      ...(shape === 'chain' && i > 0 ? { subclassOf: `Device${i - 1}` } : {}),
+    };
     devices[i] = { ...template, className: `Device${i}`, registryId: i, simulation };
   }
   return { ...base, devices, defaultDevice: 0 };
@@ -40,7 +43,8 @@ for (const shape of ['simulation', 'chain']) {
   const one = synthetic(N, shape);
   const two = synthetic(2 * N, shape);
   timeOf(one); // warm-up: the first run pays for compilation
-  const t1 = [], t2 = [];
+  const t1 = [],
+    t2 = [];
   for (let r = 0; r < ROUNDS; r++) {
     // Alternate which size goes first, so drift on a shared machine falls on both.
     if (r % 2 === 0) {

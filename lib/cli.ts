@@ -26,10 +26,16 @@ function execFailureCode(code: string | undefined): number {
  */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default: Command }> }> = {
   probe: { summary: 'what Metal reports here (or in a recorded snapshot)', load: () => import('./cli/probe.js') },
-  audit: { summary: 'stock vs a profile: changed answers, engine flags before/after, warnings, verdict', load: () => import('./cli/audit.js') },
+  audit: {
+    summary: 'stock vs a profile: changed answers, engine flags before/after, warnings, verdict',
+    load: () => import('./cli/audit.js'),
+  },
   exec: { summary: 'run a program with a profile injected into it', load: () => import('./cli/exec.js') },
   report: { summary: 'a field report to attach to an issue', load: () => import('./cli/report.js') },
-  matrix: { summary: 'merge field reports into a host × guest OS × profile table', load: () => import('./cli/matrix.js') },
+  matrix: {
+    summary: 'merge field reports into a host × guest OS × profile table',
+    load: () => import('./cli/matrix.js'),
+  },
   profiles: { summary: 'the built-in profiles and why they exist', load: () => import('./cli/profiles.js') },
   snapshot: { summary: 'record this machine as a snapshot (JSON on stdout)', load: () => import('./cli/snapshot.js') },
   doctor: {
@@ -87,7 +93,11 @@ ${await listSnapshotNames()}`;
 async function printVersion(json: boolean): Promise<void> {
   const { packageVersion } = await import('./device/native.js');
   const version = packageVersion();
-  process.stdout.write(json ? `${JSON.stringify({ schema: 'metal-cap-shim/version@1', name: 'metal-cap-shim', version })}\n` : `${version}\n`);
+  process.stdout.write(
+    json
+      ? `${JSON.stringify({ schema: 'metal-cap-shim/version@1', name: 'metal-cap-shim', version })}\n`
+      : `${version}\n`,
+  );
 }
 
 /** `--json` given to the command itself (not to the program after exec's `--`). */
@@ -121,7 +131,11 @@ function splitGlobals(argv: string[]): { globals: string[]; name: string | undef
  * known and given its value, a string option given twice is an error (the second would silently win otherwise), and
  * `exec`'s program after `--`. Each mistake is one line in the CLI's words (Node's parser text is never shown).
  */
-function parseCommand(name: string, command: Command, argv: string[]): { values: Values; positionals: string[]; rest: string[] } {
+function parseCommand(
+  name: string,
+  command: Command,
+  argv: string[],
+): { values: Values; positionals: string[]; rest: string[] } {
   const dash = command.positionals === 'after-dashdash' ? argv.indexOf('--') : -1;
   if (command.positionals === 'after-dashdash' && dash === -1) suggestDashDash(name, command, argv);
   const own = dash === -1 ? argv : argv.slice(0, dash);
@@ -134,18 +148,24 @@ function parseCommand(name: string, command: Command, argv: string[]): { values:
   for (const t of parsed.tokens ?? []) {
     if (t.kind === 'positional') {
       if (command.positionals !== 'files') {
-        throw new UsageError(`unexpected argument '${clip(t.value, 80)}': ${name} takes options only${dash === -1 ? '' : ' before `--`'}`);
+        throw new UsageError(
+          `unexpected argument '${clip(t.value, 80)}': ${name} takes options only${dash === -1 ? '' : ' before `--`'}`,
+        );
       }
       continue;
     }
     if (t.kind !== 'option') continue;
     const spec = Object.prototype.hasOwnProperty.call(options, t.name) ? options[t.name] : undefined;
-    if (spec === undefined) throw new UsageError(`unknown option '${clip(t.rawName, 80)}'${didYouMean(t.rawName, known)}`);
-    if (spec.type === 'boolean' && t.value !== undefined) throw new UsageError(`${t.rawName} takes no value, got '${clip(t.value, 80)}'`);
+    if (spec === undefined)
+      throw new UsageError(`unknown option '${clip(t.rawName, 80)}'${didYouMean(t.rawName, known)}`);
+    if (spec.type === 'boolean' && t.value !== undefined)
+      throw new UsageError(`${t.rawName} takes no value, got '${clip(t.value, 80)}'`);
     if (spec.type === 'string') {
       if (t.value === undefined) throw new UsageError(`${t.rawName} needs a value`);
       if (!t.inlineValue && t.value.startsWith('--')) {
-        throw new UsageError(`${t.rawName} needs a value, but is followed by the option ${clip(t.value, 80)} (write ${t.rawName}=VALUE for a value that starts with --)`);
+        throw new UsageError(
+          `${t.rawName} needs a value, but is followed by the option ${clip(t.value, 80)} (write ${t.rawName}=VALUE for a value that starts with --)`,
+        );
       }
     }
     counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
@@ -154,10 +174,12 @@ function parseCommand(name: string, command: Command, argv: string[]): { values:
   if (values.help || values.version) return { values, positionals: [], rest };
   for (const [option, n] of counts) {
     const spec = options[option] as { type: string; multiple?: boolean } | undefined;
-    if (n > 1 && spec?.type === 'string' && !spec.multiple) throw new UsageError(`--${option} is given ${n} times; give it once`);
+    if (n > 1 && spec?.type === 'string' && !spec.multiple)
+      throw new UsageError(`--${option} is given ${n} times; give it once`);
   }
   if (command.positionals === 'after-dashdash') {
-    if (rest.length === 0) throw new UsageError(`${name} needs a program after \`--\`: metal-cap-shim ${name} [options] -- program [args…]`);
+    if (rest.length === 0)
+      throw new UsageError(`${name} needs a program after \`--\`: metal-cap-shim ${name} [options] -- program [args…]`);
   }
   return { values, positionals: parsed.positionals, rest };
 }
@@ -170,7 +192,8 @@ function suggestDashDash(name: string, command: Command, argv: string[]): void {
   for (let i = 0; i < argv.length; i++) {
     const word = argv[i]!;
     if (word.startsWith('-')) {
-      const option = command.options[word.replace(/^--?/, '')] ?? (word === '--color' ? COMMON_OPTIONS.color : undefined);
+      const option =
+        command.options[word.replace(/^--?/, '')] ?? (word === '--color' ? COMMON_OPTIONS.color : undefined);
       if (option?.type === 'string' && !word.includes('=')) i++;
       continue;
     }
@@ -200,7 +223,10 @@ export async function main(argv: string[]): Promise<number> {
   let hint = 'metal-cap-shim --help';
   try {
     if (name === undefined || name === 'help') {
-      const topic = name === 'help' && rest[0] !== undefined && Object.prototype.hasOwnProperty.call(COMMANDS, rest[0]) ? COMMANDS[rest[0]] : undefined;
+      const topic =
+        name === 'help' && rest[0] !== undefined && Object.prototype.hasOwnProperty.call(COMMANDS, rest[0])
+          ? COMMANDS[rest[0]]
+          : undefined;
       if (name === undefined && has('--version', '-v')) {
         await printVersion(has('--json'));
         return EXIT.ok;
@@ -214,7 +240,9 @@ export async function main(argv: string[]): Promise<number> {
     }
     const entry = Object.prototype.hasOwnProperty.call(COMMANDS, name) ? COMMANDS[name] : undefined;
     if (!entry) {
-      const what = name.startsWith('-') ? `unknown option '${clip(name, 80)}' before the command` : `unknown command '${clip(name, 80)}'${didYouMean(name, Object.keys(COMMANDS))}`;
+      const what = name.startsWith('-')
+        ? `unknown option '${clip(name, 80)}' before the command`
+        : `unknown command '${clip(name, 80)}'${didYouMean(name, Object.keys(COMMANDS))}`;
       throw new UsageError(`${what}; commands: ${Object.keys(COMMANDS).join(', ')}`);
     }
     hint = `metal-cap-shim ${name} --help`;
@@ -255,7 +283,9 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   // The reader has gone (`| head`): it has what it wanted. The command ends as it would have, quietly, like cat.
   if (e.code === 'EPIPE') return;
   // A full disk (or another write error) loses output: one line and exit 1, not an unhandled 'error' and a stack trace.
-  err(`metal-cap-shim: cannot write to stdout: ${e.code === 'ENOSPC' ? 'no space left on the device' : e.message} (${e.code ?? 'error'})`);
+  err(
+    `metal-cap-shim: cannot write to stdout: ${e.code === 'ENOSPC' ? 'no space left on the device' : e.message} (${e.code ?? 'error'})`,
+  );
   process.exit(EXIT.failure);
 });
 

@@ -17,17 +17,26 @@ try {
   // The value was valid; if patching itself fails (nothing was left installed), the program still runs, unpatched,
   // and says so.
   if (outcome.action === 'not-applied') {
-    process.emitWarning(escapeControl(`metal-cap-shim/register: profile not applied (${outcome.why})`), { code: 'METAL_CAP_SHIM_NOT_APPLIED' });
+    process.emitWarning(escapeControl(`metal-cap-shim/register: profile not applied (${outcome.why})`), {
+      code: 'METAL_CAP_SHIM_NOT_APPLIED',
+    });
   }
   // Nothing would be applied here (no Metal), so a value that is no profile only costs a warning.
   if (outcome.action === 'no-native' && outcome.ignored !== null) {
-    process.emitWarning(escapeControl(`metal-cap-shim/register: ${outcome.ignored.code}: ${outcome.ignored.message} (ignored: no Metal here)`), {
-      code: 'METAL_CAP_SHIM_INVALID_PROFILE',
-    });
+    process.emitWarning(
+      escapeControl(
+        `metal-cap-shim/register: ${outcome.ignored.code}: ${outcome.ignored.message} (ignored: no Metal here)`,
+      ),
+      {
+        code: 'METAL_CAP_SHIM_INVALID_PROFILE',
+      },
+    );
   }
   // Applied, but claiming a newer GPU than the host's: said once, in one line.
-  const above = outcome.action === 'applied' ? outcome.result.warnings.find((w) => w.code === 'above-host-family') : undefined;
-  if (above !== undefined) process.emitWarning(`metal-cap-shim/register: ${above.message}`, { code: 'METAL_CAP_SHIM_ABOVE_HOST_FAMILY' });
+  const above =
+    outcome.action === 'applied' ? outcome.result.warnings.find((w) => w.code === 'above-host-family') : undefined;
+  if (above !== undefined)
+    process.emitWarning(`metal-cap-shim/register: ${above.message}`, { code: 'METAL_CAP_SHIM_ABOVE_HOST_FAMILY' });
 } catch (err) {
   if (!(err instanceof MetalCapShimError)) throw err;
   // Written whole before exiting. Through a pipe, Node writes what the pipe takes (64 KiB less what it already

@@ -20,4 +20,10 @@ export {
   JUDGEMENTS,
 } from './doctor/index.js';
 export { probeSnapshot } from './device/probe.js';
-export { listSnapshots, loadSnapshot, reportFromSnapshot, SNAPSHOT_LIMITS, validateSnapshot } from './device/snapshots.js';
+export {
+  listSnapshots,
+  loadSnapshot,
+  reportFromSnapshot,
+  SNAPSHOT_LIMITS,
+  validateSnapshot,
+} from './device/snapshots.js';

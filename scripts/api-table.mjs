@@ -22,7 +22,9 @@ export const ENTRIES = { 'metal-cap-shim': 'dist/index.cjs', 'metal-cap-shim/tab
 
 /** The export names a row's first cell documents. */
 export function rowNames(cell) {
-  return [...cell.matchAll(/`([^`]+)`/g)].map((m) => /^[A-Za-z_$][\w$]*/.exec(m[1])?.[0]).filter((n) => n !== undefined);
+  return [...cell.matchAll(/`([^`]+)`/g)]
+    .map((m) => /^[A-Za-z_$][\w$]*/.exec(m[1])?.[0])
+    .filter((n) => n !== undefined);
 }
 
 /** Exports with no row, and names in rows that are not exports, per entry. */
@@ -42,7 +44,8 @@ export function apiProblems(rows, exportsByEntry) {
 /** One entry's table, in the order of docs/api.json. */
 export function renderTable(entryRows) {
   const lines = ['| export | returns | what it does |', '|---|---|---|'];
-  for (const [cell, { returns, does }] of Object.entries(entryRows)) lines.push(`| ${cell} |${returns ? ` ${returns} ` : ' '}| ${does} |`);
+  for (const [cell, { returns, does }] of Object.entries(entryRows))
+    lines.push(`| ${cell} |${returns ? ` ${returns} ` : ' '}| ${does} |`);
   return lines.join('\n');
 }
 
@@ -63,18 +66,22 @@ export function rewriteReadme(readme, rows) {
 function main() {
   const require = createRequire(import.meta.url);
   const rows = JSON.parse(readFileSync(path.join(root, 'docs', 'api.json'), 'utf8'));
-  const exportsByEntry = Object.fromEntries(Object.entries(ENTRIES).map(([entry, file]) => [entry, Object.keys(require(path.join(root, file)))]));
+  const exportsByEntry = Object.fromEntries(
+    Object.entries(ENTRIES).map(([entry, file]) => [entry, Object.keys(require(path.join(root, file)))]),
+  );
   const readmeFile = path.join(root, 'README.md');
   const readme = readFileSync(readmeFile, 'utf8');
   const generated = rewriteReadme(readme, rows);
   let failed = false;
   for (const [entry, { noRow, noExport }] of Object.entries(apiProblems(rows, exportsByEntry))) {
     if (noRow.length) console.error(`api-table: ${entry} exports ${noRow.join(', ')} with no row in docs/api.json`);
-    if (noExport.length) console.error(`api-table: docs/api.json documents ${noExport.join(', ')}, which ${entry} does not export`);
+    if (noExport.length)
+      console.error(`api-table: docs/api.json documents ${noExport.join(', ')}, which ${entry} does not export`);
     failed ||= noRow.length > 0 || noExport.length > 0;
   }
   if (process.argv.includes('--check')) {
-    if (generated !== readme) console.error('api-table: README.md’s API tables differ from docs/api.json; run `node scripts/api-table.mjs`');
+    if (generated !== readme)
+      console.error('api-table: README.md’s API tables differ from docs/api.json; run `node scripts/api-table.mjs`');
     process.exit(failed || generated !== readme ? 1 : 0);
   }
   if (generated !== readme) writeFileSync(readmeFile, generated);

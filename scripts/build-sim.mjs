@@ -74,7 +74,7 @@ function sameFlags(file, argv) {
 // An object is rebuilt when its source, a header or its compile line changed (the line is kept beside it).
 async function compile(source, objDir, extra, dialect, targetName) {
   const object = path.join(objDir, `${path.basename(source, path.extname(source))}.o`);
-  const own = !path.relative(nativeDir, source).startsWith('..') ? dialect?.flags ?? [] : [];
+  const own = !path.relative(nativeDir, source).startsWith('..') ? (dialect?.flags ?? []) : [];
   const argv = [...common, ...extra, ...own, '-c', source, '-o', object];
   (recorded[targetName] ??= {})[path.relative(repoRoot, source)] = argv;
   if (upToDate(object, [source]) && sameFlags(`${object}.flags`, argv)) return object;
@@ -118,21 +118,38 @@ async function target(name, output, sources, { cflags = [], ldflags = [], shared
 
 // The engine without Node, under sanitizers: test/native/engine_stress.mm (see there).
 async function sanitized() {
-  const sources = [path.join(repoRoot, 'test', 'native', 'engine_stress.mm'), ...inNative('engine/capabilities.mm'), ...hookEngine];
+  const sources = [
+    path.join(repoRoot, 'test', 'native', 'engine_stress.mm'),
+    ...inNative('engine/capabilities.mm'),
+    ...hookEngine,
+  ];
   const variants = {
     asan: ['-fsanitize=address,undefined', '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer'],
     tsan: ['-fsanitize=thread'],
   };
   // The doctor under ASan + UBSan only: it runs on one thread.
-  await target('doctor-asan', path.join(buildRoot, 'sanitize', 'doctor_run-asan'), [
-    path.join(repoRoot, 'test', 'native', 'doctor_run.mm'),
-    ...inNative('engine/capabilities.mm', 'platform/host_sim.mm', 'doctor/doctor.mm', 'doctor/doctor_gpu.mm', 'doctor/doctor_heap.mm', 'doctor/doctor_nocopy.mm', 'doctor/doctor_probes.mm'),
-  ], {
-    cflags: ['-O1', ...variants.asan],
-    ldflags: [...variants.asan, ...linkSim, `-Wl,-rpath,${simLibDir}`],
-    shared: false,
-    dialect: dialects.addon,
-  });
+  await target(
+    'doctor-asan',
+    path.join(buildRoot, 'sanitize', 'doctor_run-asan'),
+    [
+      path.join(repoRoot, 'test', 'native', 'doctor_run.mm'),
+      ...inNative(
+        'engine/capabilities.mm',
+        'platform/host_sim.mm',
+        'doctor/doctor.mm',
+        'doctor/doctor_gpu.mm',
+        'doctor/doctor_heap.mm',
+        'doctor/doctor_nocopy.mm',
+        'doctor/doctor_probes.mm',
+      ),
+    ],
+    {
+      cflags: ['-O1', ...variants.asan],
+      ldflags: [...variants.asan, ...linkSim, `-Wl,-rpath,${simLibDir}`],
+      shared: false,
+      dialect: dialects.addon,
+    },
+  );
   for (const [name, flags] of Object.entries(variants)) {
     await target(`stress-${name}`, path.join(buildRoot, 'sanitize', `engine_stress-${name}`), sources, {
       cflags: ['-O1', ...flags],
@@ -152,37 +169,65 @@ async function main() {
     await sanitized();
     return writeFlagsRecord();
   }
-  await target('sim-metal', simLibPath, ['SimMetal.mm', 'SimCompute.mm'].map((f) => path.join(simRoot, 'src', f)), {
-    cflags: [`-DMCS_SIM_SNAPSHOT_DIR="${path.join(repoRoot, 'snapshots')}"`],
-    ldflags: ['-Wl,-soname,libMetal.so', '-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread'],
-  });
+  await target(
+    'sim-metal',
+    simLibPath,
+    ['SimMetal.mm', 'SimCompute.mm'].map((f) => path.join(simRoot, 'src', f)),
+    {
+      cflags: [`-DMCS_SIM_SNAPSHOT_DIR="${path.join(repoRoot, 'snapshots')}"`],
+      ldflags: ['-Wl,-soname,libMetal.so', '-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread'],
+    },
+  );
   const originRpath = (to) => `-Wl,-rpath,$ORIGIN/${to}`;
   await Promise.all([
-    target('addon', path.join(buildRoot, 'Release', 'metal_cap_shim.node'), [
-      ...inNative('addon/addon.mm', 'engine/capabilities.mm', 'addon/consumers.mm', 'platform/host_sim.mm', 'platform/terminal.mm'),
-      ...inNative('addon/addon_doctor.mm', 'doctor/doctor.mm', 'doctor/doctor_gpu.mm', 'doctor/doctor_heap.mm', 'doctor/doctor_nocopy.mm', 'doctor/doctor_probes.mm'),
-      ...hookEngine,
-    ], {
+    target(
+      'addon',
+      path.join(buildRoot, 'Release', 'metal_cap_shim.node'),
+      [
+        ...inNative(
+          'addon/addon.mm',
+          'engine/capabilities.mm',
+          'addon/consumers.mm',
+          'platform/host_sim.mm',
+          'platform/terminal.mm',
+        ),
+        ...inNative(
+          'addon/addon_doctor.mm',
+          'doctor/doctor.mm',
+          'doctor/doctor_gpu.mm',
+          'doctor/doctor_heap.mm',
+          'doctor/doctor_nocopy.mm',
+          'doctor/doctor_probes.mm',
+        ),
+        ...hookEngine,
+      ],
+      {
+        cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
+        ldflags: [...linkSim, originRpath('../sim-metal/lib')],
+        dialect: dialects.addon,
+      },
+    ),
+    target(
+      'inject',
+      path.join(buildRoot, 'Release', 'libmetal_cap_shim_inject.so'),
+      [...inNative('inject/inject.mm'), ...hookEngine],
+      {
+        cflags: ['-fvisibility=hidden'],
+        dialect: dialects.inject,
+        // Not linked to the simulated Metal: the program brings it, and RTLD_NEXT finds its definitions.
+        ldflags: ['-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
+      },
+    ),
+  ]);
+  await target(
+    'fixture',
+    path.join(buildRoot, 'test', 'sim_fixture.node'),
+    [path.join(repoRoot, 'test', 'native', 'sim_fixture.mm')],
+    {
       cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
       ldflags: [...linkSim, originRpath('../sim-metal/lib')],
-      dialect: dialects.addon,
-    }),
-    target('inject', path.join(buildRoot, 'Release', 'libmetal_cap_shim_inject.so'), [
-      ...inNative('inject/inject.mm'),
-      ...hookEngine,
-    ], {
-      cflags: ['-fvisibility=hidden'],
-      dialect: dialects.inject,
-      // Not linked to the simulated Metal: the program brings it, and RTLD_NEXT finds its definitions.
-      ldflags: ['-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
-    }),
-  ]);
-  await target('fixture', path.join(buildRoot, 'test', 'sim_fixture.node'), [
-    path.join(repoRoot, 'test', 'native', 'sim_fixture.mm'),
-  ], {
-    cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
-    ldflags: [...linkSim, originRpath('../sim-metal/lib')],
-  });
+    },
+  );
   writeFlagsRecord();
 }
 

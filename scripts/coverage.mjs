@@ -100,13 +100,17 @@ function table(rows) {
   const fmt = (m) => `${m.pct.toFixed(2).padStart(6)} % (${m.covered}/${m.total})`;
   const width = Math.max(...rows.map((r) => r.file.length));
   const head = `${'file'.padEnd(width)}  ${'lines'.padEnd(22)}  branches`;
-  return [head, ...rows.map((r) => `${r.file.padEnd(width)}  ${fmt(r.lines).padEnd(22)}  ${fmt(r.branches)}`)].join('\n');
+  return [head, ...rows.map((r) => `${r.file.padEnd(width)}  ${fmt(r.lines).padEnd(22)}  ${fmt(r.branches)}`)].join(
+    '\n',
+  );
 }
 
 async function main() {
   const opts = args(process.argv.slice(2));
   if (!existsSync(inProcessFile)) {
-    throw new Error(`${path.relative(root, inProcessFile)} is missing: run vitest with --coverage.enabled first (scripts/test.sh does)`);
+    throw new Error(
+      `${path.relative(root, inProcessFile)} is missing: run vitest with --coverage.enabled first (scripts/test.sh does)`,
+    );
   }
   const inProcess = libCoverage.createCoverageMap(JSON.parse(readFileSync(inProcessFile, 'utf8')));
   const { map: spawned, processes } = await spawnedCoverageMap();
@@ -133,14 +137,19 @@ async function main() {
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ processes, files: rows, totals })}\n`);
   } else {
-    process.stdout.write(`\ncoverage of lib/: in-process tests + ${processes} spawned Node processes (build/coverage/index.html)\n`);
+    process.stdout.write(
+      `\ncoverage of lib/: in-process tests + ${processes} spawned Node processes (build/coverage/index.html)\n`,
+    );
     process.stdout.write(`${table([...rows, totals.all])}\n`);
     process.stdout.write(`${table([totals.inProcess, totals.spawned]).split('\n').slice(1).join('\n')}\n`);
   }
   writeFileSync(path.join(out, 'totals.json'), `${JSON.stringify({ processes, ...totals }, null, 2)}\n`);
 
   let status = 0;
-  for (const [kind, min] of [['lines', opts.lines], ['branches', opts.branches]]) {
+  for (const [kind, min] of [
+    ['lines', opts.lines],
+    ['branches', opts.branches],
+  ]) {
     if (min === null) continue;
     const got = totals.all[kind].pct;
     if (got < min) {

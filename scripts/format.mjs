@@ -14,7 +14,9 @@ const NATIVE = /\.(mm|m|h|c|cc|cpp)$/;
 function run(cmd, args) {
   const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
   if (r.error) {
-    console.error(`${cmd}: ${r.error.message}${r.error.code === 'ENOENT' ? ' (apt-get install clang-format-19, or set CLANG_FORMAT)' : ''}`);
+    console.error(
+      `${cmd}: ${r.error.message}${r.error.code === 'ENOENT' ? ' (apt-get install clang-format-19, or set CLANG_FORMAT)' : ''}`,
+    );
     return 1;
   }
   return r.status ?? 1;
@@ -30,5 +32,10 @@ if (natives.length > 0) {
   const args = check ? ['--style=file', '--dry-run', '--Werror', ...natives] : ['--style=file', '-i', ...natives];
   failed = run(CLANG_FORMAT, args) !== 0 || failed;
 }
-if (failed) console.error(check ? 'lint: not clean (`npm run format` fixes the formatting; the lint findings need an edit)' : 'format: see above');
+if (failed)
+  console.error(
+    check
+      ? 'lint: not clean (`npm run format` fixes the formatting; the lint findings need an edit)'
+      : 'format: see above',
+  );
 process.exitCode = failed ? 1 : 0;

@@ -197,7 +197,9 @@ function nodeGypCacheDir() {
 export function commonGypiCandidates() {
   const version = process.version.replace(/^v/, '');
   return [
-    ...(process.env.npm_config_nodedir ? [path.join(process.env.npm_config_nodedir, 'include', 'node', 'common.gypi')] : []),
+    ...(process.env.npm_config_nodedir
+      ? [path.join(process.env.npm_config_nodedir, 'include', 'node', 'common.gypi')]
+      : []),
     path.join(nodeGypCacheDir(), version, 'include', 'node', 'common.gypi'),
     path.resolve(path.dirname(process.execPath), '..', 'include', 'node', 'common.gypi'),
   ];
@@ -235,7 +237,8 @@ export function xcodeFlags(settings) {
   if (is('GCC_SYMBOLS_PRIVATE_EXTERN', 'YES', 'NO')) flags.push('-fvisibility=hidden');
   if (is('GCC_TREAT_WARNINGS_AS_ERRORS', 'YES', 'NO')) flags.push('-Werror');
   if (is('GCC_WARN_ABOUT_MISSING_NEWLINE', 'YES', 'NO')) flags.push('-Wnewline-eof');
-  if (settings.MACOSX_DEPLOYMENT_TARGET !== undefined) skipped.push(`-mmacosx-version-min=${settings.MACOSX_DEPLOYMENT_TARGET}`);
+  if (settings.MACOSX_DEPLOYMENT_TARGET !== undefined)
+    skipped.push(`-mmacosx-version-min=${settings.MACOSX_DEPLOYMENT_TARGET}`);
   flags.push(...(settings.WARNING_CFLAGS ?? []));
   // GetCflagsCC, which gyp's make generator also applies to .mm files.
   if (settings.CLANG_CXX_LANGUAGE_STANDARD) flags.push(`-std=${settings.CLANG_CXX_LANGUAGE_STANDARD}`);
@@ -247,7 +250,11 @@ export function xcodeFlags(settings) {
   if (is('GCC_WARN_ABOUT_INVALID_OFFSETOF_MACRO', 'NO', 'YES')) flags.push('-Wno-invalid-offsetof');
   const other = [];
   for (const flag of settings.OTHER_CPLUSPLUSFLAGS ?? ['$(inherited)']) {
-    if (['$inherited', '$(inherited)', '${inherited}', '$OTHER_CFLAGS', '$(OTHER_CFLAGS)', '${OTHER_CFLAGS}'].includes(flag)) {
+    if (
+      ['$inherited', '$(inherited)', '${inherited}', '$OTHER_CFLAGS', '$(OTHER_CFLAGS)', '${OTHER_CFLAGS}'].includes(
+        flag,
+      )
+    ) {
       other.push(...(settings.OTHER_CFLAGS ?? []));
     } else {
       other.push(flag);
@@ -275,11 +282,16 @@ export function xcodeFlags(settings) {
  * because Apple's runtime is "non-fragile"; for GCC's runtime the driver does not, and an @catch would then never
  * catch. `-Xclang -fexceptions` gives the compiler proper the same switch Apple's driver gives it.
  */
-export function macDialect(targetName, { commonGypi = findCommonGypi(), bindingGyp = path.join(repoRoot, 'binding.gyp') } = {}) {
+export function macDialect(
+  targetName,
+  { commonGypi = findCommonGypi(), bindingGyp = path.join(repoRoot, 'binding.gyp') } = {},
+) {
   const common = parseGyp(readFileSync(commonGypi, 'utf8'));
   const defaults = resolveConditions(common.target_defaults ?? {}, MAC_VARIABLES);
   if (defaults.xcode_settings?.GCC_ENABLE_CPP_EXCEPTIONS === undefined) {
-    throw new Error(`${commonGypi} has no OS=="mac" xcode_settings with GCC_ENABLE_CPP_EXCEPTIONS: not Node's common.gypi?`);
+    throw new Error(
+      `${commonGypi} has no OS=="mac" xcode_settings with GCC_ENABLE_CPP_EXCEPTIONS: not Node's common.gypi?`,
+    );
   }
   const binding = parseGyp(readFileSync(bindingGyp, 'utf8'));
   const target = (binding.targets ?? []).find((t) => t.target_name === targetName);
@@ -287,6 +299,7 @@ export function macDialect(targetName, { commonGypi = findCommonGypi(), bindingG
   const own = resolveConditions(target, MAC_VARIABLES);
   const settings = merge(merge({}, defaults.xcode_settings), own.xcode_settings ?? {});
   const { flags, skipped } = xcodeFlags(settings);
-  const gnuRuntime = flags.includes('-fno-exceptions') && flags.includes('-fobjc-exceptions') ? ['-Xclang', '-fexceptions'] : [];
+  const gnuRuntime =
+    flags.includes('-fno-exceptions') && flags.includes('-fobjc-exceptions') ? ['-Xclang', '-fexceptions'] : [];
   return { target: targetName, flags: [...flags, ...gnuRuntime], gnuRuntime, skipped, commonGypi, bindingGyp };
 }

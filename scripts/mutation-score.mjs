@@ -85,17 +85,19 @@ export function scoreReport(report) {
 
 function table(rows) {
   const head = ['file', 'score', 'killed', 'timeout', 'survived', 'no cov', 'static', 'ignored', 'errors'];
-  const body = rows.map((r) => [
-    r.file,
-    r.score === null ? '–' : `${r.score.toFixed(2)} %`,
-    r.killed,
-    r.timeout,
-    r.survived,
-    r.noCoverage,
-    r.static,
-    r.ignored,
-    r.errors,
-  ].map(String));
+  const body = rows.map((r) =>
+    [
+      r.file,
+      r.score === null ? '–' : `${r.score.toFixed(2)} %`,
+      r.killed,
+      r.timeout,
+      r.survived,
+      r.noCoverage,
+      r.static,
+      r.ignored,
+      r.errors,
+    ].map(String),
+  );
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
   const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(head), ...body.map(line)].join('\n');
@@ -145,13 +147,19 @@ function main(argv) {
   const { files, total } = scoreReport(JSON.parse(readFileSync(file, 'utf8')));
   const low = minimums === null ? [] : belowMinimum(files, minimums);
   if (json) {
-    process.stdout.write(`${JSON.stringify({ report: path.relative(root, file), files, total, minimums, below: low })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ report: path.relative(root, file), files, total, minimums, below: low })}\n`,
+    );
   } else {
-    process.stdout.write(`mutation score per file (killed + timeout) ÷ (killed + timeout + survived + no coverage); static mutants left out\n`);
+    process.stdout.write(
+      `mutation score per file (killed + timeout) ÷ (killed + timeout + survived + no coverage); static mutants left out\n`,
+    );
     process.stdout.write(`${table([...files, total])}\n`);
   }
   if (low.length > 0) {
-    process.stderr.write(`mutation-score: ${low.length} of ${files.length} files below their minimum\n${belowTable(low)}\n`);
+    process.stderr.write(
+      `mutation-score: ${low.length} of ${files.length} files below their minimum\n${belowTable(low)}\n`,
+    );
     return 1;
   }
   return 0;

@@ -38,7 +38,11 @@ function main(args) {
   }
   const strykerArgs = args.filter((a) => a !== '--skip-build');
   const started = Date.now();
-  const status = run(process.execPath, [path.join(root, 'node_modules', '@stryker-mutator', 'core', 'bin', 'stryker.js'), 'run', ...strykerArgs]);
+  const status = run(process.execPath, [
+    path.join(root, 'node_modules', '@stryker-mutator', 'core', 'bin', 'stryker.js'),
+    'run',
+    ...strykerArgs,
+  ]);
   const minutes = ((Date.now() - started) / 60000).toFixed(1);
   process.stdout.write(`\nstryker finished in ${minutes} min (exit ${status})\n`);
   const report = path.join(root, 'build', 'mutation', 'mutation.json');

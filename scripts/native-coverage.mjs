@@ -15,7 +15,17 @@
 //
 // Options: --skip-suite (engine_stress only), --skip-fuzz, --fuzz-only, --min-engine N. Environment: FUZZ_SECONDS.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import {
   compiler,
@@ -61,7 +71,13 @@ const base = simCompileFlags();
 // The addon and the injector are src-native/ alone: they compile in the Mac dialect, as build-sim.mjs builds them.
 const dialect = { addon: macDialect('metal_cap_shim').flags, inject: macDialect('metal_cap_shim_inject').flags };
 // -O0 keeps one counter region per source line; runtime counter relocation is what continuous mode needs on Linux.
-const coverageFlags = ['-O0', '-fprofile-instr-generate', '-fcoverage-mapping', '-mllvm', '-runtime-counter-relocation'];
+const coverageFlags = [
+  '-O0',
+  '-fprofile-instr-generate',
+  '-fcoverage-mapping',
+  '-mllvm',
+  '-runtime-counter-relocation',
+];
 
 function run(cmd, argv, options = {}) {
   const r = spawnSync(cmd, argv, { stdio: 'inherit', ...options });
@@ -109,13 +125,19 @@ function buildInstrumented() {
     [...linkSim, `-Wl,-rpath,${simLibDir}`],
     false,
   );
-  return [path.join(release, 'metal_cap_shim.node'), path.join(release, 'libmetal_cap_shim_inject.so'), path.join(binDir, 'engine_stress')];
+  return [
+    path.join(release, 'metal_cap_shim.node'),
+    path.join(release, 'libmetal_cap_shim_inject.so'),
+    path.join(binDir, 'engine_stress'),
+  ];
 }
 
 // ---- 2. the suite in a copy of the worktree ----
 
 function trackedFiles() {
-  const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: repoRoot });
+  const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: repoRoot,
+  });
   return listed
     .toString('utf8')
     .split('\0')
@@ -148,7 +170,11 @@ function runSuite() {
 function runStress(stress) {
   for (const snapshot of ['macbookpro16-intel-amd-two-gpus', 'vz-guest-m1-ultra-tahoe-stock']) {
     const r = run(stress, ['200'], {
-      env: { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot, LLVM_PROFILE_FILE: path.join(rawDir, 'stress-%c%m-%p.profraw') },
+      env: {
+        ...process.env,
+        METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot,
+        LLVM_PROFILE_FILE: path.join(rawDir, 'stress-%c%m-%p.profraw'),
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
       encoding: 'utf8',
     });
@@ -161,14 +187,20 @@ function runStress(stress) {
 
 function report(objects) {
   const profdata = path.join(out, 'merged.profdata');
-  const raws = readdirSync(rawDir).filter((f) => f.endsWith('.profraw')).map((f) => path.join(rawDir, f));
+  const raws = readdirSync(rawDir)
+    .filter((f) => f.endsWith('.profraw'))
+    .map((f) => path.join(rawDir, f));
   execFileSync(llvmTool('llvm-profdata'), ['merge', '-sparse', '-o', profdata, ...raws]);
   const objectArgs = [objects[0], ...objects.slice(1).flatMap((o) => ['-object', o])];
   const sources = nativeFiles('.mm').map((f) => path.join(nativeDir, f));
   const exported = JSON.parse(
-    execFileSync(llvmTool('llvm-cov'), ['export', '-summary-only', ...objectArgs, `-instr-profile=${profdata}`, ...sources], {
-      maxBuffer: 64 << 20,
-    }).toString('utf8'),
+    execFileSync(
+      llvmTool('llvm-cov'),
+      ['export', '-summary-only', ...objectArgs, `-instr-profile=${profdata}`, ...sources],
+      {
+        maxBuffer: 64 << 20,
+      },
+    ).toString('utf8'),
   );
   execFileSync(llvmTool('llvm-cov'), [
     'show',
@@ -187,22 +219,33 @@ function report(objects) {
   }));
   const engineFiles = hookEngine.map((f) => path.relative(repoRoot, f));
   const engineRows = rows.filter((r) => engineFiles.includes(r.file));
-  const sum = (list) => list.reduce((a, r) => ({ covered: a.covered + r.covered, count: a.count + r.count }), { covered: 0, count: 0 });
+  const sum = (list) =>
+    list.reduce((a, r) => ({ covered: a.covered + r.covered, count: a.count + r.count }), { covered: 0, count: 0 });
   const pct = ({ covered, count }) => (count === 0 ? 100 : (100 * covered) / count);
   const line = (name, r) => `${name.padEnd(28)} ${pct(r).toFixed(2).padStart(6)} % of lines (${r.covered}/${r.count})`;
-  say(`line coverage under the simulated build, ${raws.length} profiles (HTML: ${path.relative(repoRoot, path.join(out, 'html', 'index.html'))})`);
+  say(
+    `line coverage under the simulated build, ${raws.length} profiles (HTML: ${path.relative(repoRoot, path.join(out, 'html', 'index.html'))})`,
+  );
   for (const r of rows) process.stdout.write(`  ${line(r.file, r)}\n`);
   const engineTotal = sum(engineRows);
   process.stdout.write(`  ${line('engine (swizzle+profile+patch)', engineTotal)}\n`);
   process.stdout.write(`  ${line('all of src-native/ built here', sum(rows))}\n`);
-  writeFileSync(path.join(out, 'summary.json'), `${JSON.stringify({ files: rows, engine: { ...engineTotal, pct: pct(engineTotal) } }, null, 2)}\n`);
+  writeFileSync(
+    path.join(out, 'summary.json'),
+    `${JSON.stringify({ files: rows, engine: { ...engineTotal, pct: pct(engineTotal) } }, null, 2)}\n`,
+  );
   return pct(engineTotal);
 }
 
 // ---- 4. fuzzing ----
 
 function buildFuzzers() {
-  const sanitize = ['-fsanitize=fuzzer,address,undefined', '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer', '-O1'];
+  const sanitize = [
+    '-fsanitize=fuzzer,address,undefined',
+    '-fno-sanitize-recover=undefined',
+    '-fno-omit-frame-pointer',
+    '-O1',
+  ];
   const targets = {
     profile_parser_fuzz: {
       sources: [path.join(fuzzDir, 'profile_parser_fuzz.mm'), ...inNative('engine/profile.mm', 'engine/swizzle.mm')],
@@ -219,7 +262,13 @@ function buildFuzzers() {
   const built = {};
   for (const [name, t] of Object.entries(targets)) {
     const binary = path.join(out, 'fuzz', name, name);
-    build(binary, t.sources, sanitize, [...sanitize, '-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread'], false);
+    build(
+      binary,
+      t.sources,
+      sanitize,
+      [...sanitize, '-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread'],
+      false,
+    );
     built[name] = { binary, dict: t.dict, seeds: t.seeds };
   }
   return built;
@@ -250,7 +299,14 @@ function fuzz(targets) {
     const started = Date.now();
     const r = spawnSync(
       binary,
-      [`-max_total_time=${fuzzSeconds}`, '-print_final_stats=1', `-dict=${dict}`, `-artifact_prefix=${work}/`, corpus, ...seeds],
+      [
+        `-max_total_time=${fuzzSeconds}`,
+        '-print_final_stats=1',
+        `-dict=${dict}`,
+        `-artifact_prefix=${work}/`,
+        corpus,
+        ...seeds,
+      ],
       { env, encoding: 'utf8', cwd: work, maxBuffer: 256 << 20 },
     );
     const log = `${r.stdout}${r.stderr}`;
@@ -270,7 +326,8 @@ function fuzz(targets) {
 function main() {
   if (process.platform !== 'linux') throw new Error('test:native-coverage runs on Linux, against the simulated Metal');
   for (const step of ['build', 'build:sim']) {
-    if (run('npm', ['run', '--silent', step], { cwd: repoRoot }).status !== 0) throw new Error(`npm run ${step} failed`);
+    if (run('npm', ['run', '--silent', step], { cwd: repoRoot }).status !== 0)
+      throw new Error(`npm run ${step} failed`);
   }
   if (!existsSync(simLibPath)) throw new Error(`${simLibPath} is missing after build:sim`);
   let status = 0;
@@ -285,7 +342,9 @@ function main() {
     const enginePct = report(objects);
     say(`coverage run took ${((Date.now() - started) / 1000).toFixed(0)} s`);
     if (enginePct < minEngine) {
-      process.stderr.write(`native-coverage: the engine's line coverage ${enginePct.toFixed(2)} % is below ${minEngine} %\n`);
+      process.stderr.write(
+        `native-coverage: the engine's line coverage ${enginePct.toFixed(2)} % is below ${minEngine} %\n`,
+      );
       status = 1;
     }
   }

@@ -34,10 +34,13 @@ wrap('register', false);
 const ENTRIES = ['index', 'tables'];
 for (const name of ENTRIES) wrap(name, true);
 // The ESM types under the explicit .d.mts name the exports map uses (tsup writes them as .d.ts under "type": "module").
-for (const name of [...ENTRIES, 'register']) copyFileSync(path.join(dist, `${name}.d.ts`), path.join(dist, `${name}.d.mts`));
+for (const name of [...ENTRIES, 'register'])
+  copyFileSync(path.join(dist, `${name}.d.ts`), path.join(dist, `${name}.d.mts`));
 for (const name of ENTRIES) {
   const out = readFileSync(path.join(dist, `${name}.js`), 'utf8');
-  console.log(`post-build: dist/${name}.js re-exports ${out.split('\n').filter((l) => l.startsWith('  ')).length} names from dist/${name}.cjs`);
+  console.log(
+    `post-build: dist/${name}.js re-exports ${out.split('\n').filter((l) => l.startsWith('  ')).length} names from dist/${name}.cjs`,
+  );
 }
 // What this dist/ was built from: the test suite's global setup rebuilds when lib/ no longer matches it.
 mkdirSync(path.dirname(stampFile), { recursive: true });

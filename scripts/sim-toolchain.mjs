@@ -14,7 +14,9 @@ export const simLibPath = path.join(simLibDir, 'libMetal.so');
 
 function firstLine(cmd, args) {
   try {
-    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n')[0];
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+      .trim()
+      .split('\n')[0];
   } catch {
     return '';
   }

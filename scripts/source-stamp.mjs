@@ -30,7 +30,8 @@ export function sourceStamp() {
 
 /** Why dist/ does not match the sources now, or null when it does. */
 export function staleReason() {
-  if (!existsSync(path.join(root, 'dist', 'index.cjs')) || !existsSync(path.join(root, 'dist', 'cli.js'))) return 'dist/ is missing';
+  if (!existsSync(path.join(root, 'dist', 'index.cjs')) || !existsSync(path.join(root, 'dist', 'cli.js')))
+    return 'dist/ is missing';
   if (!existsSync(stampFile)) return 'dist/ was built without a stamp (build/dist-stamp.json)';
   let recorded;
   try {

@@ -29,17 +29,29 @@ describeSim('verification failing on the wrapped default object only', () => {
     expect(result).toEqual({
       applied: false,
       reason: 'verification-failed',
-      detail: 'device 1 (MTLDebugDevice) answered maxThreadgroupMemoryLength=32784, expected 32768; the patch was taken out',
+      detail:
+        'device 1 (MTLDebugDevice) answered maxThreadgroupMemoryLength=32784, expected 32768; the patch was taken out',
       profile: resolveProfile('apple9-hw-tg'),
       patchedClasses: [],
       before: answeringA,
-      after: { ...answeringA, devices: answeringA.devices.map((d) => predictPatchedDevice(d, resolveProfile('apple9-hw-tg'))) },
+      after: {
+        ...answeringA,
+        devices: answeringA.devices.map((d) => predictPatchedDevice(d, resolveProfile('apple9-hw-tg'))),
+      },
       changed: [],
       warnings: [APPLE9_ABOVE_M1_ULTRA],
       verification: {
         ok: false,
         checked: 3 * (FAMILY_NAMES.length + 3),
-        mismatches: [{ device: 1, className: 'MTLDebugDevice', field: 'maxThreadgroupMemoryLength', expected: 32768, actual: 32784 }],
+        mismatches: [
+          {
+            device: 1,
+            className: 'MTLDebugDevice',
+            field: 'maxThreadgroupMemoryLength',
+            expected: 32768,
+            actual: 32784,
+          },
+        ],
       },
     });
     expect(status()).toEqual({
@@ -48,12 +60,19 @@ describeSim('verification failing on the wrapped default object only', () => {
       profile: resolveProfile('apple7'),
       patchedClasses: CLASSES,
       hooks: CLASSES.flatMap((className) =>
-        SELECTORS.map((selector) => ({ className, selector, mode: className === 'SimSecondParavirtDevice' ? 'replaced' : 'added', ours: true })),
+        SELECTORS.map((selector) => ({
+          className,
+          selector,
+          mode: className === 'SimSecondParavirtDevice' ? 'replaced' : 'added',
+          ours: true,
+        })),
       ),
       tracing: true,
       trace: null,
       llamaCpp: [],
     });
-    expect(probe({ allDevices: true }).devices.map((d) => d.families)).toEqual(answeringA.devices.map((d) => d.families));
+    expect(probe({ allDevices: true }).devices.map((d) => d.families)).toEqual(
+      answeringA.devices.map((d) => d.families),
+    );
   });
 });

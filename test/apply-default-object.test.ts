@@ -40,7 +40,13 @@ describeSim('a wrapped default device that is not the first listed', () => {
   it('B over A: the wrapper is expected to answer as B says, from its stock answers (not A’s)', () => {
     applyProfile('cua-release');
     const result = applyProfile('apple7');
-    expect(result).toMatchObject({ applied: true, verification: { ok: true, checked: 3 * PER_DEVICE, mismatches: [] } });
-    expect(probe().devices[0]).toMatchObject({ className: 'MTLDebugDevice', families: { apple7: true, apple8: false } });
+    expect(result).toMatchObject({
+      applied: true,
+      verification: { ok: true, checked: 3 * PER_DEVICE, mismatches: [] },
+    });
+    expect(probe().devices[0]).toMatchObject({
+      className: 'MTLDebugDevice',
+      families: { apple7: true, apple8: false },
+    });
   });
 });

@@ -32,7 +32,16 @@ const ABOVE_HARDWARE = {
   message:
     'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
 };
-const INACTIVE = { supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] };
+const INACTIVE = {
+  supported: true,
+  active: false,
+  profile: null,
+  patchedClasses: [],
+  hooks: [],
+  tracing: false,
+  trace: null,
+  llamaCpp: [],
+};
 
 function thrownBy(fn: () => unknown): unknown {
   try {
@@ -83,7 +92,9 @@ describeSim('a device class that cannot be hooked', () => {
   });
 
   it('CLI audit --json: exit 1, the error as JSON on stdout and the line on stderr', () => {
-    const r = runCli(['audit', '--json', '--profile', 'apple7'], { METAL_CAP_SHIM_SIM_SNAPSHOT: process.env.METAL_CAP_SHIM_SIM_SNAPSHOT });
+    const r = runCli(['audit', '--json', '--profile', 'apple7'], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: process.env.METAL_CAP_SHIM_SIM_SNAPSHOT,
+    });
     expect(r.status).toBe(1);
     expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'ERR_HOOK_FAILED', message: DETAIL } });
     expect(r.stderr).toBe(`metal-cap-shim: ERR_HOOK_FAILED: ${DETAIL}\n`);

@@ -44,7 +44,13 @@ describeSim('no Metal device', () => {
 
   it('an apply that found no device leaves nothing behind: restore has nothing to take out or compare with; status is inactive', () => {
     expect(applyProfile('apple7')).toMatchObject({ applied: false, reason: 'no-device' });
-    expect(restore()).toEqual({ restored: false, reason: 'nothing-applied', restoredHooks: [], conflicts: [], verification: null });
+    expect(restore()).toEqual({
+      restored: false,
+      reason: 'nothing-applied',
+      restoredHooks: [],
+      conflicts: [],
+      verification: null,
+    });
     expect(status({ trace: true })).toEqual({
       supported: true,
       active: false,
@@ -60,7 +66,17 @@ describeSim('no Metal device', () => {
   it('register: a host with no recorded VM status is not taken for a VM', () => {
     expect(registerFromEnvironment({})).toEqual({
       action: 'not-a-vm',
-      host: { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null, memoryBytes: null, translated: null, cpuBrand: null, chip: null },
+      host: {
+        osVersion: null,
+        osBuild: null,
+        model: null,
+        isVirtualMachine: null,
+        arch: null,
+        memoryBytes: null,
+        translated: null,
+        cpuBrand: null,
+        chip: null,
+      },
     });
   });
 });

@@ -40,7 +40,10 @@ describeSim('two GPUs on bare metal', () => {
 
   it('a raise of both warns about both, in device order', () => {
     const result = applyProfile({ recommendedMaxWorkingSetSize: 12 * GiB }, { force: true });
-    expect(result.warnings).toEqual([notParavirtual(0, 'Intel(R) UHD Graphics 630', INTEL), notParavirtual(1, 'AMD Radeon Pro 5500M', AMD)]);
+    expect(result.warnings).toEqual([
+      notParavirtual(0, 'Intel(R) UHD Graphics 630', INTEL),
+      notParavirtual(1, 'AMD Radeon Pro 5500M', AMD),
+    ]);
     expect(result.verification).toEqual(VERIFIED);
   });
 

@@ -66,7 +66,9 @@ describe('profileWarnings', () => {
 
   it('threadgroup memory: 32768 is no warning, 32784 (the next legal size) is', () => {
     expect(warningsFor({ appleFamilyMax: 1009, maxThreadgroupMemoryLength: 32768 }, guest())).toEqual([]);
-    expect(warningsFor({ appleFamilyMax: 1009, maxThreadgroupMemoryLength: 32784 }, guest())).toEqual([ABOVE_HARDWARE(32784)]);
+    expect(warningsFor({ appleFamilyMax: 1009, maxThreadgroupMemoryLength: 32784 }, guest())).toEqual([
+      ABOVE_HARDWARE(32784),
+    ]);
     // A profile that leaves the size alone says nothing about it.
     expect(warningsFor({ appleFamilyMax: 1009 }, guest())).toEqual([]);
   });
@@ -86,7 +88,10 @@ describe('profileWarnings', () => {
     // 4 GiB raises the Intel GPU (1.5 GiB) and leaves the AMD one (8 GiB) as it is.
     expect(warningsFor({ recommendedMaxWorkingSetSize: 4 * GiB }, [intel, amd])).toEqual([notParavirtual(intel)]);
     // 12 GiB raises both.
-    expect(warningsFor({ recommendedMaxWorkingSetSize: 12 * GiB }, [intel, amd])).toEqual([notParavirtual(intel), notParavirtual(amd)]);
+    expect(warningsFor({ recommendedMaxWorkingSetSize: 12 * GiB }, [intel, amd])).toEqual([
+      notParavirtual(intel),
+      notParavirtual(amd),
+    ]);
     // Listed the other way round, the warning still follows the raised device.
     expect(warningsFor({ recommendedMaxWorkingSetSize: 4 * GiB }, [amd, intel])).toEqual([notParavirtual(intel)]);
   });
@@ -135,7 +140,8 @@ const aboveHost = (claimed: string, family: string, chip: string, consequence: s
   message: `the profile claims ${claimed}, above ${family}, the true family of this host's ${chip}: ${consequence} (profile host claims exactly the host's)`,
 });
 const GENERIC = 'an engine that tunes by family tunes for a newer GPU than the one doing the work';
-const APPLE9_TABLE = 'llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro)';
+const APPLE9_TABLE =
+  'llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro)';
 
 describe('profileWarnings: a claim above the host chip’s true family', () => {
   it('cua-release on a guest of an M1 Ultra: Apple9 above Apple7, one line, first, naming the table llama.cpp tunes with', () => {
@@ -147,7 +153,12 @@ describe('profileWarnings: a claim above the host chip’s true family', () => {
 
   it('under the v0.4 rules it names the chip llama.cpp tunes for: the M4 Max, Apple9’s representative', () => {
     expect(warningsFor('cua-release', guest(), [], hostWith('Apple M1 (Virtual)'), 'chip-tuning')).toEqual([
-      aboveHost('Apple9', 'Apple7', 'Apple M1', "llama.cpp v0.4.x will tune for an M4 Max (Apple9's representative), not this host's Apple M1"),
+      aboveHost(
+        'Apple9',
+        'Apple7',
+        'Apple M1',
+        "llama.cpp v0.4.x will tune for an M4 Max (Apple9's representative), not this host's Apple M1",
+      ),
       ABOVE_HARDWARE(65536),
     ]);
   });
@@ -155,13 +166,22 @@ describe('profileWarnings: a claim above the host chip’s true family', () => {
   it('the tuning follows the name the profile answers: a chip name of its own is the chip llama.cpp tunes for', () => {
     const profile = { appleFamilyMax: 1008, deviceName: 'Apple M4 Max' };
     expect(warningsFor(profile, guest(), [], hostWith('Apple M1 (Virtual)'), 'chip-tuning')).toEqual([
-      aboveHost('Apple8', 'Apple7', 'Apple M1', "llama.cpp v0.4.x will tune for an M4 Max (its own rows), not this host's Apple M1"),
+      aboveHost(
+        'Apple8',
+        'Apple7',
+        'Apple M1',
+        "llama.cpp v0.4.x will tune for an M4 Max (its own rows), not this host's Apple M1",
+      ),
     ]);
   });
 
   it('rules without per-chip tuning, or a name that still picks the host’s own rows (bare metal), say it of engines in general', () => {
-    expect(warningsFor({ appleFamilyMax: 1009 }, guest(), [], hostWith('Apple M1 (Virtual)'), 'device')).toEqual([aboveHost('Apple9', 'Apple7', 'Apple M1', GENERIC)]);
-    expect(warningsFor({ appleFamilyMax: 1009 }, guest(), [], hostWith('Apple M1 (Virtual)'), 'legacy')).toEqual([aboveHost('Apple9', 'Apple7', 'Apple M1', GENERIC)]);
+    expect(warningsFor({ appleFamilyMax: 1009 }, guest(), [], hostWith('Apple M1 (Virtual)'), 'device')).toEqual([
+      aboveHost('Apple9', 'Apple7', 'Apple M1', GENERIC),
+    ]);
+    expect(warningsFor({ appleFamilyMax: 1009 }, guest(), [], hostWith('Apple M1 (Virtual)'), 'legacy')).toEqual([
+      aboveHost('Apple9', 'Apple7', 'Apple M1', GENERIC),
+    ]);
     const bare = m1() as [DeviceReport];
     expect(warningsFor({ appleFamilyMax: 1009 }, bare, [], hostWith('Apple M1 Ultra'), 'chip-tuning')).toEqual([
       aboveHost('Apple9', 'Apple7', 'Apple M1 Ultra', GENERIC),
@@ -172,12 +192,22 @@ describe('profileWarnings: a claim above the host chip’s true family', () => {
   it('up to the host’s family is no warning, one family more is', () => {
     expect(warningsFor('apple7', guest(), [], hostWith('Apple M1 (Virtual)'))).toEqual([]);
     expect(warningsFor({ appleFamilyMax: 1008 }, guest(), [], hostWith('Apple M1 (Virtual)'))).toEqual([
-      aboveHost('Apple8', 'Apple7', 'Apple M1', "llama.cpp v0.5.0 and later will tune with its Apple8 table (swept on the M2, M2 Max, M2 Pro), not this host's Apple M1"),
+      aboveHost(
+        'Apple8',
+        'Apple7',
+        'Apple M1',
+        "llama.cpp v0.5.0 and later will tune with its Apple8 table (swept on the M2, M2 Max, M2 Pro), not this host's Apple M1",
+      ),
     ]);
     expect(warningsFor({ appleFamilyMax: 1008 }, guest(), [], hostWith('Apple M2 Max (Virtual)'))).toEqual([]);
     expect(warningsFor('apple9-hw-tg', guest(), [], hostWith('Apple M4 Pro (Virtual)'))).toEqual([]);
     expect(warningsFor({ appleFamilyMax: 1010 }, guest(), [], hostWith('Apple M4 Pro (Virtual)'))).toEqual([
-      aboveHost('Apple10', 'Apple9', 'Apple M4 Pro', "llama.cpp v0.5.0 and later will tune with its Apple10 table (swept on the M5 Max), not this host's Apple M4 Pro"),
+      aboveHost(
+        'Apple10',
+        'Apple9',
+        'Apple M4 Pro',
+        "llama.cpp v0.5.0 and later will tune with its Apple10 table (swept on the M5 Max), not this host's Apple M4 Pro",
+      ),
     ]);
   });
 
@@ -189,13 +219,18 @@ describe('profileWarnings: a claim above the host chip’s true family', () => {
 
   it('only families the profile turns on count: a device already answering them is no claim of the profile’s', () => {
     const [device] = guest() as [DeviceReport];
-    const apple9 = { ...device, families: { ...device.families, apple6: true, apple7: true, apple8: true, apple9: true } };
+    const apple9 = {
+      ...device,
+      families: { ...device.families, apple6: true, apple7: true, apple8: true, apple9: true },
+    };
     expect(warningsFor('cua-release', [apple9], [], hostWith('Apple M1'))).toEqual([ABOVE_HARDWARE(65536)]);
   });
 
   it('an unknown chip, or a chip not in the family table, warns of nothing', () => {
     expect(warningsFor('cua-release', guest(), [], hostWith(null))).toEqual([ABOVE_HARDWARE(65536)]);
-    expect(warningsFor('cua-release', guest(), [], hostWith('Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz'))).toEqual([ABOVE_HARDWARE(65536)]);
+    expect(warningsFor('cua-release', guest(), [], hostWith('Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz'))).toEqual([
+      ABOVE_HARDWARE(65536),
+    ]);
     expect(warningsFor('cua-release', guest(), [], hostWith('Apple M9 (Virtual)'))).toEqual([ABOVE_HARDWARE(65536)]);
   });
 });
@@ -214,7 +249,12 @@ describe('refusalFor: VM status is kern.hv_vmm_present alone', () => {
   });
   const raises = planProfile(m1(), resolveProfile('cua-release')).changes;
   const masks = planProfile(m1(), resolveProfile('mask-apple5')).changes;
-  const refused = (where: string, model: string, className = 'AGXG13DDevice', raised = 'apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536') =>
+  const refused = (
+    where: string,
+    model: string,
+    className = 'AGXG13DDevice',
+    raised = 'apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536',
+  ) =>
     `refusing to raise Metal answers: ${where} (hw.model ${model}), so the GPU really is what it reports. The profile would raise device 0 (${className}): ${raised}. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.`;
 
   it('kern.hv_vmm_present = 1 alone lets a raise through, whatever hw.model says', () => {
@@ -223,17 +263,23 @@ describe('refusalFor: VM status is kern.hv_vmm_present alone', () => {
   });
 
   it('hw.model VirtualMac2,1 alone is not enough: refused as not a VM', () => {
-    expect(refusalFor(host(false, 'VirtualMac2,1'), raises, false)).toBe(refused('this host is not a virtual machine', 'VirtualMac2,1'));
+    expect(refusalFor(host(false, 'VirtualMac2,1'), raises, false)).toBe(
+      refused('this host is not a virtual machine', 'VirtualMac2,1'),
+    );
   });
 
   it('a paravirtual device name alone is not enough either', () => {
     const paravirtual = m1().map((d) => ({ ...d, name: 'Apple Paravirtual device', className: 'AppleParavirtDevice' }));
     const changes = planProfile(paravirtual, resolveProfile('cua-release')).changes;
-    expect(refusalFor(host(false, 'Mac13,2'), changes, false)).toBe(refused('this host is not a virtual machine', 'Mac13,2', 'AppleParavirtDevice'));
+    expect(refusalFor(host(false, 'Mac13,2'), changes, false)).toBe(
+      refused('this host is not a virtual machine', 'Mac13,2', 'AppleParavirtDevice'),
+    );
   });
 
   it('an unknown VM status is refused with its own reason; an unknown model reads "unknown"', () => {
-    expect(refusalFor(host(null, null), raises, false)).toBe(refused('this host could not be identified as a virtual machine', 'unknown'));
+    expect(refusalFor(host(null, null), raises, false)).toBe(
+      refused('this host could not be identified as a virtual machine', 'unknown'),
+    );
     expect(refusalFor(host(null, 'VirtualMac2,1'), raises, false)).toBe(
       refused('this host could not be identified as a virtual machine', 'VirtualMac2,1'),
     );
@@ -241,7 +287,9 @@ describe('refusalFor: VM status is kern.hv_vmm_present alone', () => {
 
   it('another name is an identity the device does not have: refused on bare metal like a raise; its own name is no change', () => {
     const renamed = planProfile(m1(), resolveProfile({ deviceName: 'Apple M4 Max' })).changes;
-    expect(renamed).toEqual([{ device: 0, className: 'AGXG13DDevice', field: 'name', from: 'Apple M1 Ultra', to: 'Apple M4 Max' }]);
+    expect(renamed).toEqual([
+      { device: 0, className: 'AGXG13DDevice', field: 'name', from: 'Apple M1 Ultra', to: 'Apple M4 Max' },
+    ]);
     expect(refusalFor(host(false, 'Mac13,2'), renamed, false)).toBe(
       refused('this host is not a virtual machine', 'Mac13,2', 'AGXG13DDevice', 'name Apple M1 Ultra → Apple M4 Max'),
     );
@@ -277,7 +325,15 @@ describe('verifyAnswers', () => {
     expect(verifyAnswers(expected, guest())).toEqual({
       ok: false,
       checked: perDevice,
-      mismatches: [{ device: 0, className: 'AppleParavirtDevice', field: 'name', expected: 'Apple M1 Ultra', actual: 'Apple Paravirtual device' }],
+      mismatches: [
+        {
+          device: 0,
+          className: 'AppleParavirtDevice',
+          field: 'name',
+          expected: 'Apple M1 Ultra',
+          actual: 'Apple Paravirtual device',
+        },
+      ],
     });
   });
 
@@ -353,11 +409,26 @@ describe('without the addon (not macOS, no simulated Metal)', () => {
   });
 
   it('restore() restores nothing and says why', () => {
-    expect(restore()).toEqual({ restored: false, reason: 'unsupported-platform', restoredHooks: [], conflicts: [], verification: null });
+    expect(restore()).toEqual({
+      restored: false,
+      reason: 'unsupported-platform',
+      restoredHooks: [],
+      conflicts: [],
+      verification: null,
+    });
   });
 
   it('status() is unsupported, with or without the trace', () => {
-    const none = { supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] };
+    const none = {
+      supported: false,
+      active: false,
+      profile: null,
+      patchedClasses: [],
+      hooks: [],
+      tracing: false,
+      trace: null,
+      llamaCpp: [],
+    };
     expect(status()).toEqual(none);
     expect(status({ trace: true })).toEqual(none);
     expect(() => status({ trace: 1 } as never)).toThrow("status() option 'trace' must be a boolean, got number 1");
@@ -365,12 +436,19 @@ describe('without the addon (not macOS, no simulated Metal)', () => {
 
   it('registerFromEnvironment: off (any case) is off; any valid value finds no native module; a malformed one is returned, not thrown', () => {
     expect(registerFromEnvironment({})).toEqual({ action: 'no-native', ignored: null });
-    for (const value of ['off', '  off\n', 'OFF', 'Off']) expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toEqual({ action: 'off' });
+    for (const value of ['off', '  off\n', 'OFF', 'Off'])
+      expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toEqual({ action: 'off' });
     for (const value of ['', ' ', 'apple7', ' apple7 ', 'auto', 'AUTO', '{"appleFamilyMax":1008}']) {
-      expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toEqual({ action: 'no-native', ignored: null });
+      expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toEqual({
+        action: 'no-native',
+        ignored: null,
+      });
     }
     for (const value of ['apple99', '{"appleFamilyMax":', '{"appleFamilyMax":2000}', 'OFFF']) {
-      expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toEqual({ action: 'no-native', ignored: invalidProfileError(value) });
+      expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: value })).toEqual({
+        action: 'no-native',
+        ignored: invalidProfileError(value),
+      });
     }
   });
 

@@ -30,7 +30,13 @@ const ABOVE_HARDWARE = {
 };
 // The vz guest snapshot's host is an M1 Ultra (Apple7): cua-release claims Apple9.
 const ABOVE_HOST = APPLE9_ABOVE_M1_ULTRA;
-const change = (field: string, from: boolean | number, to: boolean | number) => ({ device: 0, className: CLASS, field, from, to });
+const change = (field: string, from: boolean | number, to: boolean | number) => ({
+  device: 0,
+  className: CLASS,
+  field,
+  from,
+  to,
+});
 const raised = (families: string[]) => families.map((f) => change(`families.${f}`, false, true));
 
 let fixture: SimFixture;
@@ -46,9 +52,24 @@ describeSim('applyProfile, restore and status in a VM', () => {
 
   // First: nothing has been applied in this process yet (a filtered run starts a fresh process too).
   it('before any apply: status is inactive, and restore has nothing to take out and nothing to compare with', () => {
-    expect(status()).toEqual({ supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] });
+    expect(status()).toEqual({
+      supported: true,
+      active: false,
+      profile: null,
+      patchedClasses: [],
+      hooks: [],
+      tracing: false,
+      trace: null,
+      llamaCpp: [],
+    });
     expect(status({ trace: true }).trace).toEqual([]);
-    expect(restore()).toEqual({ restored: false, reason: 'nothing-applied', restoredHooks: [], conflicts: [], verification: null });
+    expect(restore()).toEqual({
+      restored: false,
+      reason: 'nothing-applied',
+      restoredHooks: [],
+      conflicts: [],
+      verification: null,
+    });
   });
 
   it('applyProfile returns the whole story: profile, classes, before, after, each change, warnings, verification', () => {
@@ -59,10 +80,18 @@ describeSim('applyProfile, restore and status in a VM', () => {
       reason: null,
       detail: null,
       profile: resolveProfile('cua-release'),
-      patchedClasses: [{ className: CLASS, selectors: SELECTORS.map((selector) => ({ selector, outcome: 'installed', mode: 'added' })) }],
+      patchedClasses: [
+        {
+          className: CLASS,
+          selectors: SELECTORS.map((selector) => ({ selector, outcome: 'installed', mode: 'added' })),
+        },
+      ],
       before: stock,
       after: probe({ allDevices: true }),
-      changed: [...raised(['apple6', 'apple7', 'apple8', 'apple9']), change('maxThreadgroupMemoryLength', 32768, 65536)],
+      changed: [
+        ...raised(['apple6', 'apple7', 'apple8', 'apple9']),
+        change('maxThreadgroupMemoryLength', 32768, 65536),
+      ],
       warnings: [ABOVE_HOST, ABOVE_HARDWARE],
       verification: VERIFIED,
     });
@@ -80,7 +109,10 @@ describeSim('applyProfile, restore and status in a VM', () => {
       change('maxThreadgroupMemoryLength', 65536, 32768),
     ]);
     expect(result.patchedClasses).toEqual([
-      { className: CLASS, selectors: SELECTORS.map((selector) => ({ selector, outcome: 'already-installed', mode: 'added' })) },
+      {
+        className: CLASS,
+        selectors: SELECTORS.map((selector) => ({ selector, outcome: 'already-installed', mode: 'added' })),
+      },
     ]);
     expect(status().profile).toEqual(resolveProfile('apple7'));
   });
@@ -99,8 +131,20 @@ describeSim('applyProfile, restore and status in a VM', () => {
     expect(status()).toEqual({ ...active, trace: null });
     fixture.query(false);
     const trace = status({ trace: true }).trace;
-    expect(trace?.find((t) => t.family === 'apple9')).toEqual({ selector: 'supportsFamily:', family: 'apple9', calls: 1, stock: false, given: true });
-    expect(trace?.find((t) => t.family === 'apple1')).toEqual({ selector: 'supportsFamily:', family: 'apple1', calls: 1, stock: true, given: true });
+    expect(trace?.find((t) => t.family === 'apple9')).toEqual({
+      selector: 'supportsFamily:',
+      family: 'apple9',
+      calls: 1,
+      stock: false,
+      given: true,
+    });
+    expect(trace?.find((t) => t.family === 'apple1')).toEqual({
+      selector: 'supportsFamily:',
+      family: 'apple1',
+      calls: 1,
+      stock: true,
+      given: true,
+    });
     expect(trace?.find((t) => t.selector === 'maxThreadgroupMemoryLength')).toEqual({
       selector: 'maxThreadgroupMemoryLength',
       family: null,
@@ -114,16 +158,43 @@ describeSim('applyProfile, restore and status in a VM', () => {
   it('restore takes every hook out and verifies against the stock answers; again, it has nothing left to do', () => {
     const stock = probe({ allDevices: true });
     applyProfile('cua-release');
-    expect(restore()).toEqual({ restored: true, reason: null, restoredHooks: HOOKS, conflicts: [], verification: VERIFIED });
+    expect(restore()).toEqual({
+      restored: true,
+      reason: null,
+      restoredHooks: HOOKS,
+      conflicts: [],
+      verification: VERIFIED,
+    });
     expect(probe({ allDevices: true })).toEqual(stock);
-    expect(restore()).toEqual({ restored: false, reason: 'nothing-applied', restoredHooks: [], conflicts: [], verification: VERIFIED });
-    expect(status()).toEqual({ supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] });
+    expect(restore()).toEqual({
+      restored: false,
+      reason: 'nothing-applied',
+      restoredHooks: [],
+      conflicts: [],
+      verification: VERIFIED,
+    });
+    expect(status()).toEqual({
+      supported: true,
+      active: false,
+      profile: null,
+      patchedClasses: [],
+      hooks: [],
+      tracing: false,
+      trace: null,
+      llamaCpp: [],
+    });
   });
 
   it('a hook on top of ours: restore leaves it working, reports the conflict, and verification fails on its answer', () => {
     applyProfile('cua-release');
     expect(fixture.installForeignHook(CLASS, 12345)).toBe(true);
-    const mismatch = { device: 0, className: CLASS, field: 'maxThreadgroupMemoryLength', expected: 32768, actual: 12345 };
+    const mismatch = {
+      device: 0,
+      className: CLASS,
+      field: 'maxThreadgroupMemoryLength',
+      expected: 32768,
+      actual: 12345,
+    };
     const conflicts = [{ className: CLASS, selector: 'maxThreadgroupMemoryLength' }];
     expect(restore()).toEqual({
       restored: true,
@@ -140,7 +211,13 @@ describeSim('applyProfile, restore and status in a VM', () => {
       verification: { ok: false, checked: FAMILY_NAMES.length + 3, mismatches: [mismatch] },
     });
     expect(fixture.removeForeignHook(CLASS)).toBe(true);
-    expect(restore()).toEqual({ restored: true, reason: null, restoredHooks: [HOOKS[1]], conflicts: [], verification: VERIFIED });
+    expect(restore()).toEqual({
+      restored: true,
+      reason: null,
+      restoredHooks: [HOOKS[1]],
+      conflicts: [],
+      verification: VERIFIED,
+    });
   });
 
   it('strict changes nothing when the profile applies', () => {
@@ -165,10 +242,18 @@ describeSim('register in a VM', () => {
           reason: null,
           detail: null,
           profile: resolveProfile('cua-release'),
-          patchedClasses: [{ className: CLASS, selectors: SELECTORS.map((selector) => ({ selector, outcome: 'installed', mode: 'added' })) }],
+          patchedClasses: [
+            {
+              className: CLASS,
+              selectors: SELECTORS.map((selector) => ({ selector, outcome: 'installed', mode: 'added' })),
+            },
+          ],
           before: stock,
           after: probe({ allDevices: true }),
-          changed: [...raised(['apple6', 'apple7', 'apple8', 'apple9']), change('maxThreadgroupMemoryLength', 32768, 65536)],
+          changed: [
+            ...raised(['apple6', 'apple7', 'apple8', 'apple9']),
+            change('maxThreadgroupMemoryLength', 32768, 65536),
+          ],
           warnings: [ABOVE_HOST, ABOVE_HARDWARE],
           verification: VERIFIED,
         },
@@ -191,7 +276,10 @@ describeSim('register in a VM', () => {
       action: 'applied',
       result: { applied: true, profile: resolveProfile(json) },
     });
-    expect(probe().devices[0]).toMatchObject({ maxThreadgroupMemoryLength: 49152, families: { apple8: true, apple9: false } });
+    expect(probe().devices[0]).toMatchObject({
+      maxThreadgroupMemoryLength: 49152,
+      families: { apple8: true, apple9: false },
+    });
   });
 
   it('auto applies the verified profile and says where it came from', () => {
@@ -208,10 +296,16 @@ describeSim('register in a VM', () => {
       const active = status();
       const message =
         'a profile is already applied in this process, and doctor must measure the stock answers first: call restore() before doctor(), or replay a snapshot';
-      expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'auto' })).toThrow(new ProfileActiveError(message));
+      expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'auto' })).toThrow(
+        new ProfileActiveError(message),
+      );
       expect(status()).toEqual(active);
       // register itself: the program stops with the code and the message, as for a malformed value.
-      expect(await importRegister('auto')).toEqual({ exits: [1], warnings: [], stderr: `metal-cap-shim/register: ERR_PROFILE_ACTIVE: ${message}\n` });
+      expect(await importRegister('auto')).toEqual({
+        exits: [1],
+        warnings: [],
+        stderr: `metal-cap-shim/register: ERR_PROFILE_ACTIVE: ${message}\n`,
+      });
       expect(status()).toEqual(active);
     } finally {
       process.env.XDG_CACHE_HOME = saved;

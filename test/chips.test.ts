@@ -13,7 +13,9 @@ let chipGeneration: typeof import('../lib/device/chips.js').chipGeneration;
 let hostChipFacts: typeof import('../lib/device/chips.js').hostChipFacts;
 beforeEach(async () => {
   vi.resetModules();
-  ({ CHIP_FAMILIES, chipFamily, chipFamilyRow, chipFromBrand, chipGeneration, hostChipFacts } = await import('../lib/device/chips.js'));
+  ({ CHIP_FAMILIES, chipFamily, chipFamilyRow, chipFromBrand, chipGeneration, hostChipFacts } = await import(
+    '../lib/device/chips.js'
+  ));
 });
 
 describe('chipFromBrand', () => {
@@ -70,7 +72,8 @@ describe('the chip → family table', () => {
     const generations = CHIP_FAMILIES.flatMap((r) => r.generations);
     expect(new Set(generations).size).toBe(generations.length);
     // Each part of a source is Apple's feature set tables (one of two editions, by date) or MTLGPUFamily's page.
-    const part = /^(Apple Metal Feature Set Tables \((developer\.apple\.com\/metal\/feature-sets, May 21, 2026|June 5, 2024)\)[^;]+|MTLGPUFamily\.apple\d+: "[^"]+")$/;
+    const part =
+      /^(Apple Metal Feature Set Tables \((developer\.apple\.com\/metal\/feature-sets, May 21, 2026|June 5, 2024)\)[^;]+|MTLGPUFamily\.apple\d+: "[^"]+")$/;
     for (const row of CHIP_FAMILIES) {
       expect(row.source).toMatch(/^Apple Metal Feature Set Tables \(developer/);
       for (const p of row.source.split('; ')) expect(p).toMatch(part);
@@ -101,7 +104,12 @@ describe('the chip → family table', () => {
   });
 
   it('a chip the table does not have, or no chip: no family, never a guess', () => {
-    expect([chipFamily('Apple M6'), chipFamily('Apple A7'), chipFamily(null), chipFamilyRow('Apple M6')]).toEqual([null, null, null, undefined]);
+    expect([chipFamily('Apple M6'), chipFamily('Apple A7'), chipFamily(null), chipFamilyRow('Apple M6')]).toEqual([
+      null,
+      null,
+      null,
+      undefined,
+    ]);
     expect(chipGeneration('Intel')).toBeNull();
   });
 });

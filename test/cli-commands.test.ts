@@ -25,7 +25,11 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     ]);
     const d = a.devices[0]!;
     expect(d.changes.map((c) => c.field)).toEqual([
-      'families.apple6', 'families.apple7', 'families.apple8', 'families.apple9', 'maxThreadgroupMemoryLength',
+      'families.apple6',
+      'families.apple7',
+      'families.apple8',
+      'families.apple9',
+      'maxThreadgroupMemoryLength',
     ]);
     // One warning per fact: the claim above the host's family names the tuning, so no tuned-for-other-chip besides.
     expect(a.warnings.map((w) => w.code)).toEqual(['above-host-family', 'threadgroup-memory-above-hardware']);
@@ -47,31 +51,58 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(r.stdout).toMatch(/has_bfloat\s+false\s+true \*/);
     expect(r.stdout).toMatch(/supportsFamily\(Apple7\)\s+NO\s+YES \*/);
     expect(r.stdout).toMatch(/maxThreadgroupMemoryLength\s+32768 \(32\.0 KiB\)\s+65536 \(64\.0 KiB\) \*/);
-    expect(r.stdout).toMatch(/^Verdict: cua-release on Apple Paravirtual device: 5 answers change; llama.cpp turns on has_simdgroup_reduction, has_simdgroup_mm, has_bfloat; 2 warnings$/m);
-    expect(r.stdout).toMatch(/^llama\.cpp rules: current \(v0\.5\.0 and later\): no llama\.cpp loaded and no rules asked for: the newest rules$/m);
+    expect(r.stdout).toMatch(
+      /^Verdict: cua-release on Apple Paravirtual device: 5 answers change; llama.cpp turns on has_simdgroup_reduction, has_simdgroup_mm, has_bfloat; 2 warnings$/m,
+    );
+    expect(r.stdout).toMatch(
+      /^llama\.cpp rules: current \(v0\.5\.0 and later\): no llama\.cpp loaded and no rules asked for: the newest rules$/m,
+    );
     expect(r.stdout).toMatch(/gpu_family\s+5\s+9 \*/);
-    expect(r.stdout).toMatch(/^ {2}Flash-attention tuning: family \(gpu_family 9: llama\.cpp's Apple9 table, pooled from the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro sweeps\)\.$/m);
+    expect(r.stdout).toMatch(
+      /^ {2}Flash-attention tuning: family \(gpu_family 9: llama\.cpp's Apple9 table, pooled from the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro sweeps\)\.$/m,
+    );
     expect(r.stdout).toContain(
       "  ! the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro), not this host's Apple M1 Ultra (profile host claims exactly the host's) [above-host-family]\n",
     );
   });
 
   it('apple9-hw-tg keeps threadgroup memory at 32768: no threadgroup warning; one warning for its claim above the M1 Ultra host’s Apple7, naming the tuning', () => {
-    const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--profile', 'apple9-hw-tg', '--json']).stdout) as AuditResult;
+    const a = JSON.parse(
+      runCli(['audit', '--snapshot', STOCK, '--profile', 'apple9-hw-tg', '--json']).stdout,
+    ) as AuditResult;
     expect(a.devices[0]!.patched.maxThreadgroupMemoryLength).toBe(32768);
-    expect(llamaFlips(a).map((f) => f.flag)).toEqual(['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat', 'gpu_family']);
-    expect(a.warnings).toEqual([{ code: 'above-host-family', message: "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro), not this host's Apple M1 Ultra (profile host claims exactly the host's)" }]);
+    expect(llamaFlips(a).map((f) => f.flag)).toEqual([
+      'has_simdgroup_reduction',
+      'has_simdgroup_mm',
+      'has_bfloat',
+      'gpu_family',
+    ]);
+    expect(a.warnings).toEqual([
+      {
+        code: 'above-host-family',
+        message:
+          "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro), not this host's Apple M1 Ultra (profile host claims exactly the host's)",
+      },
+    ]);
   });
 
   it('apple7 on the stock guest under v0.4.0 rules: no representative for Apple7, so the baseline and no tuning warning', () => {
-    const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--profile', 'apple7', '--rules', 'v0.4.0', '--json']).stdout) as AuditResult;
+    const a = JSON.parse(
+      runCli(['audit', '--snapshot', STOCK, '--profile', 'apple7', '--rules', 'v0.4.0', '--json']).stdout,
+    ) as AuditResult;
     const llama = a.devices[0]!.engines.find((e) => e.engine === 'llama.cpp')!;
     expect(llama.after.engine === 'llama.cpp' && llama.after.tuning).toEqual({
       value: { tier: 'baseline', chip: null, family: null },
       reason: 'device_id GENERIC; gpu_family 7 has no representative: the baseline kernels',
     });
     expect(a.warnings).toEqual([]);
-    expect(a.llamaCppRules).toEqual({ rules: 'chip-tuning', releases: 'v0.4.x', release: 'v0.4.0', source: 'option', detail: 'llama.cpp v0.4.0 asked for' });
+    expect(a.llamaCppRules).toEqual({
+      rules: 'chip-tuning',
+      releases: 'v0.4.x',
+      release: 'v0.4.0',
+      source: 'option',
+      detail: 'llama.cpp v0.4.0 asked for',
+    });
   });
 
   it('cua-release under v0.4.0 rules tunes the guest as an M4 Max, and the one warning says so', () => {
@@ -87,8 +118,11 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
 
   it('raising the bare-metal M1 Ultra to Apple9: v0.4 keeps its own rows, v0.5 tunes it with the Apple9 table; one warning each', () => {
     const run = (rules: string) =>
-      JSON.parse(runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--force', '--rules', rules, '--json']).stdout) as AuditResult;
-    const family = (a: AuditResult) => a.warnings.filter((w) => w.code === 'above-host-family' || w.code === 'tuned-for-other-chip');
+      JSON.parse(
+        runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--force', '--rules', rules, '--json']).stdout,
+      ) as AuditResult;
+    const family = (a: AuditResult) =>
+      a.warnings.filter((w) => w.code === 'above-host-family' || w.code === 'tuned-for-other-chip');
     expect(family(run('v0.4.0'))).toEqual([
       {
         code: 'above-host-family',
@@ -96,16 +130,34 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
           "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: an engine that tunes by family tunes for a newer GPU than the one doing the work (profile host claims exactly the host's)",
       },
     ]);
-    expect(family(run('current'))).toEqual([{ code: 'above-host-family', message: "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro), not this host's Apple M1 Ultra (profile host claims exactly the host's)" }]);
+    expect(family(run('current'))).toEqual([
+      {
+        code: 'above-host-family',
+        message:
+          "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro), not this host's Apple M1 Ultra (profile host claims exactly the host's)",
+      },
+    ]);
   });
 
   it('a name of another chip at the host’s own family: tuned-for-other-chip names that chip and the host’s', () => {
     const profile = JSON.stringify({ appleFamilyMax: 1007, deviceName: 'Apple M4 Max' });
-    const a = JSON.parse(runCli(['audit', '--snapshot', 'github-macos-14-arm64-runner', '--profile', profile, '--rules', 'v0.4.0', '--json']).stdout) as AuditResult;
+    const a = JSON.parse(
+      runCli([
+        'audit',
+        '--snapshot',
+        'github-macos-14-arm64-runner',
+        '--profile',
+        profile,
+        '--rules',
+        'v0.4.0',
+        '--json',
+      ]).stdout,
+    ) as AuditResult;
     expect(a.warnings).toEqual([
       {
         code: 'tuned-for-other-chip',
-        message: "llama.cpp v0.4.x: with Apple7 claimed, flash attention is tuned for an M4 Max (its own rows), not for this host's Apple M1; stock tuning: with its baseline kernels",
+        message:
+          "llama.cpp v0.4.x: with Apple7 claimed, flash attention is tuned for an M4 Max (its own rows), not for this host's Apple M1; stock tuning: with its baseline kernels",
       },
     ]);
   });
@@ -116,7 +168,9 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     snapshot.host.chip = null;
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-unknown-chip-')), 'guest.json');
     writeFileSync(file, JSON.stringify(snapshot));
-    const a = JSON.parse(runCli(['audit', '--snapshot', file, '--profile', 'apple9-hw-tg', '--json']).stdout) as AuditResult;
+    const a = JSON.parse(
+      runCli(['audit', '--snapshot', file, '--profile', 'apple9-hw-tg', '--json']).stdout,
+    ) as AuditResult;
     expect(a.warnings).toEqual([
       {
         code: 'tuned-for-other-chip',
@@ -127,7 +181,10 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
   });
 
   it('an Intel Mac’s AMD GPU raised to Apple7: tuned-for-other-chip says it is no chip llama.cpp tunes for', () => {
-    const a = JSON.parse(runCli(['audit', '--snapshot', 'macbookpro16-intel-amd-two-gpus', '--profile', 'apple7', '--force', '--json']).stdout) as AuditResult;
+    const a = JSON.parse(
+      runCli(['audit', '--snapshot', 'macbookpro16-intel-amd-two-gpus', '--profile', 'apple7', '--force', '--json'])
+        .stdout,
+    ) as AuditResult;
     expect(a.warnings.filter((w) => w.code === 'tuned-for-other-chip')).toEqual([
       {
         code: 'tuned-for-other-chip',
@@ -154,7 +211,14 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       32768,
     ]);
     expect(d.changes.map((c) => c.field)).toEqual([
-      'name', 'families.apple1', 'families.apple2', 'families.apple3', 'families.apple4', 'families.apple5', 'families.apple6', 'families.apple7',
+      'name',
+      'families.apple1',
+      'families.apple2',
+      'families.apple3',
+      'families.apple4',
+      'families.apple5',
+      'families.apple6',
+      'families.apple7',
     ]);
     // llama.cpp's family and chip follow the claimed family and the patched name: the M1's.
     expect(llamaFlips(a)).toEqual([
@@ -165,7 +229,9 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       { flag: 'device_id', from: 'GGML_METAL_DEVICE_GENERIC', to: 'GGML_METAL_DEVICE_M1' },
     ]);
     // MLX skips its heap only on the paravirtual device's name: with the chip's name it creates one.
-    expect(d.engines.find((e) => e.engine === 'mlx')!.flipped).toEqual([{ flag: 'heapSkipped', from: true, to: false }]);
+    expect(d.engines.find((e) => e.engine === 'mlx')!.flipped).toEqual([
+      { flag: 'heapSkipped', from: true, to: false },
+    ]);
     const human = runCli(['audit', '--snapshot', 'github-macos-14-arm64-runner', '--profile', 'host']).stdout;
     expect(human).toMatch(/^ {2}name +Apple Paravirtual device +Apple M1 \*$/m);
     expect(human).toContain('Host: VirtualMac2,1 · macOS 14.5 · arm64 · virtual machine · Apple M1\n');
@@ -180,13 +246,23 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       true,
       'host-unknown',
       [],
-      { ok: false, summary: "refused: host claims the host's chip, and this host's chip is unknown (nothing is guessed)" },
+      {
+        ok: false,
+        summary: "refused: host claims the host's chip, and this host's chip is unknown (nothing is guessed)",
+      },
     ]);
     expect(a.devices.map((d) => [d.changes, d.patched])).toEqual(a.devices.map((d) => [[], d.stock]));
   });
 
   it('advertising metal3 warns, and MLX then creates residency sets', () => {
-    const r = runCli(['audit', '--snapshot', STOCK, '--profile', '{"appleFamilyMax":1009,"families":{"metal3":true}}', '--json']);
+    const r = runCli([
+      'audit',
+      '--snapshot',
+      STOCK,
+      '--profile',
+      '{"appleFamilyMax":1009,"families":{"metal3":true}}',
+      '--json',
+    ]);
     const a = JSON.parse(r.stdout) as AuditResult;
     expect(a.warnings.map((w) => w.code)).toContain('advertises-metal3');
     const mlx = a.devices[0]!.engines.find((e) => e.engine === 'mlx')!;
@@ -203,18 +279,27 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
 
   it('--rules takes a release too, and rejects what is neither a rule set nor a release', () => {
     const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--rules', 'b4753', '--json']).stdout) as AuditResult;
-    expect(a.llamaCppRules).toEqual({ rules: 'legacy', releases: 'up to b6431 (ggml-metal.m)', release: 'b4753', source: 'option', detail: 'llama.cpp b4753 asked for' });
+    expect(a.llamaCppRules).toEqual({
+      rules: 'legacy',
+      releases: 'up to b6431 (ggml-metal.m)',
+      release: 'b4753',
+      source: 'option',
+      detail: 'llama.cpp b4753 asked for',
+    });
     const bad = runCli(['audit', '--snapshot', STOCK, '--rules', 'newest']);
     expect({ status: bad.status, error: bad.stderr.split('\n')[0] }).toEqual({
       status: 2,
-      error: "metal-cap-shim: ERR_USAGE: --rules must be legacy, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
+      error:
+        "metal-cap-shim: ERR_USAGE: --rules must be legacy, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
     });
   });
 
   it('--engine and --rules narrow the prediction', () => {
     const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--engine', 'mlx', '--json']).stdout) as AuditResult;
     expect(a.devices[0]!.engines.map((e) => e.engine)).toEqual(['mlx']);
-    const legacy = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--engine', 'llama.cpp', '--rules', 'legacy', '--json']).stdout) as AuditResult;
+    const legacy = JSON.parse(
+      runCli(['audit', '--snapshot', STOCK, '--engine', 'llama.cpp', '--rules', 'legacy', '--json']).stdout,
+    ) as AuditResult;
     const before = legacy.devices[0]!.engines[0]!.before;
     expect(before.engine === 'llama.cpp' && before.rules).toBe('legacy');
   });
@@ -292,13 +377,22 @@ describe('metal-cap-shim report and matrix', () => {
   it('matrix rejects a report whose doctor section is damaged, naming the field', () => {
     const good = JSON.parse(readFileSync(make('doctor-ok', ['--snapshot', STOCK]), 'utf8')) as FieldReport;
     for (const [edit, field] of [
-      [(r: any) => (r.doctor = { schema: 'metal-cap-shim/doctor@0' }), 'doctor must be null or a metal-cap-shim/doctor@1 result'],
+      [
+        (r: any) => (r.doctor = { schema: 'metal-cap-shim/doctor@0' }),
+        'doctor must be null or a metal-cap-shim/doctor@1 result',
+      ],
       [(r: any) => (r.doctor.devices = {}), 'doctor.devices must be an array'],
       [(r: any) => (r.doctor.devices[0].faults = 'none'), 'doctor.devices[0].faults must be an array of strings'],
       [(r: any) => delete r.doctor.devices[0].probes, 'doctor.devices[0].probes must be an array of judged probes'],
-      [(r: any) => (r.doctor.devices[0].probes[2] = null), 'doctor.devices[0].probes must be an array of judged probes'],
+      [
+        (r: any) => (r.doctor.devices[0].probes[2] = null),
+        'doctor.devices[0].probes must be an array of judged probes',
+      ],
       [(r: any) => (r.doctor.source = 7), 'doctor.source must be a string'],
-      [(r: any) => (r.doctor.devices[0].verifiedProfile.appleFamilyMax = 5), 'doctor.devices[0].verifiedProfile is not a profile'],
+      [
+        (r: any) => (r.doctor.devices[0].verifiedProfile.appleFamilyMax = 5),
+        'doctor.devices[0].verifiedProfile is not a profile',
+      ],
     ] as const) {
       const bad = structuredClone(good);
       edit(bad);
@@ -313,7 +407,11 @@ describe('metal-cap-shim report and matrix', () => {
   it.each([
     ['another schema', { schema: 'other' }, 'schema'],
     ['no audit', { schema: 'metal-cap-shim/field-report@1', host: null, hostLabel: null }, 'audit'],
-    ['an empty audit', { schema: 'metal-cap-shim/field-report@1', host: null, hostLabel: null, audit: {} }, 'audit.mode'],
+    [
+      'an empty audit',
+      { schema: 'metal-cap-shim/field-report@1', host: null, hostLabel: null, audit: {} },
+      'audit.mode',
+    ],
   ])('matrix rejects a file that is not a usable field report (%s) with ERR_INVALID_REPORT', (_, content, field) => {
     const bad = path.join(dir, `bad-${field}.json`);
     writeFileSync(bad, JSON.stringify(content));
@@ -337,7 +435,11 @@ describeSim('metal-cap-shim report on the simulated build', () => {
     expect(r.status, r.stderr).toBe(0);
     writeFileSync(file, r.stdout);
     const report = JSON.parse(r.stdout) as FieldReport;
-    expect(report.doctor).toMatchObject({ schema: 'metal-cap-shim/doctor@1', source: 'simulated', patchedRun: { ran: true } });
+    expect(report.doctor).toMatchObject({
+      schema: 'metal-cap-shim/doctor@1',
+      source: 'simulated',
+      patchedRun: { ran: true },
+    });
     expect(report.doctor!.settings.mmapSize).toBe(1 << 20);
     expect(report.doctor!.devices[0]!.faults).toEqual(['residency-set: fail']);
     const m = JSON.parse(runCli(['matrix', '--json', file]).stdout) as Matrix;
@@ -346,7 +448,13 @@ describeSim('metal-cap-shim report on the simulated build', () => {
       verified: 1,
       refused: 0,
       offline: 0,
-      gatesOn: ['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat', 'use_residency_sets', 'use_shared_buffers'],
+      gatesOn: [
+        'has_simdgroup_reduction',
+        'has_simdgroup_mm',
+        'has_bfloat',
+        'use_residency_sets',
+        'use_shared_buffers',
+      ],
     });
     expect(m.rows[0]!.doctor).toEqual({
       reports: 1,
@@ -381,7 +489,10 @@ describeSim('metal-cap-shim report on the simulated build', () => {
 describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
   it('profiles --json lists the built-ins with values and rationale', () => {
     const r = runCli(['profiles', '--json']);
-    const out = JSON.parse(r.stdout) as { default: string; profiles: { name: string; rationale: string; profile: { appleFamilyMax: number | 'host' } }[] };
+    const out = JSON.parse(r.stdout) as {
+      default: string;
+      profiles: { name: string; rationale: string; profile: { appleFamilyMax: number | 'host' } }[];
+    };
     expect(out.default).toBe('cua-release');
     expect(out.profiles.map((p) => p.name)).toEqual(['cua-release', 'apple9-hw-tg', 'apple7', 'mask-apple5', 'host']);
     expect(out.profiles.map((p) => p.profile.appleFamilyMax)).toEqual([1009, 1009, 1007, 1005, 'host']);
@@ -414,20 +525,43 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
   });
 
   it.each([
-    [['frobnicate'], "unknown command 'frobnicate'; commands: probe, audit, exec, report, matrix, profiles, snapshot, doctor", 'metal-cap-shim --help'],
+    [
+      ['frobnicate'],
+      "unknown command 'frobnicate'; commands: probe, audit, exec, report, matrix, profiles, snapshot, doctor",
+      'metal-cap-shim --help',
+    ],
     [['probe', '--all-devices=yes'], "--all-devices takes no value, got 'yes'", 'metal-cap-shim probe --help'],
-    [['audit', '--engine', 'tensorflow'], "--engine must be llama.cpp, mlx or all, got 'tensorflow'", 'metal-cap-shim audit --help'],
-    [['audit', '--rules', 'ancient'], "--rules must be legacy, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'", 'metal-cap-shim audit --help'],
-    [['exec', 'llama-bench'], "put `--` before the program, so that its options are not read as exec's: metal-cap-shim exec -- llama-bench", 'metal-cap-shim exec --help'],
+    [
+      ['audit', '--engine', 'tensorflow'],
+      "--engine must be llama.cpp, mlx or all, got 'tensorflow'",
+      'metal-cap-shim audit --help',
+    ],
+    [
+      ['audit', '--rules', 'ancient'],
+      "--rules must be legacy, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
+      'metal-cap-shim audit --help',
+    ],
+    [
+      ['exec', 'llama-bench'],
+      "put `--` before the program, so that its options are not read as exec's: metal-cap-shim exec -- llama-bench",
+      'metal-cap-shim exec --help',
+    ],
     [['report', '--bogus'], "unknown option '--bogus'", 'metal-cap-shim report --help'],
     [['matrix'], 'matrix needs at least one report file', 'metal-cap-shim matrix --help'],
-    [['profiles', 'extra'], "unexpected argument 'extra': profiles takes options only", 'metal-cap-shim profiles --help'],
-  ])('%j is a usage error: one line, then where the usage is; exit 2 (exec: 125, its own failure), nothing on stdout', (args, message, help) => {
-    const r = runCli(args as string[]);
-    expect(r.status).toBe((args as string[])[0] === 'exec' ? 125 : 2);
-    expect(r.stderr).toBe(`metal-cap-shim: ERR_USAGE: ${message}\nRun \`${help}\` for usage.\n`);
-    expect(r.stdout).toBe('');
-  });
+    [
+      ['profiles', 'extra'],
+      "unexpected argument 'extra': profiles takes options only",
+      'metal-cap-shim profiles --help',
+    ],
+  ])(
+    '%j is a usage error: one line, then where the usage is; exit 2 (exec: 125, its own failure), nothing on stdout',
+    (args, message, help) => {
+      const r = runCli(args as string[]);
+      expect(r.status).toBe((args as string[])[0] === 'exec' ? 125 : 2);
+      expect(r.stderr).toBe(`metal-cap-shim: ERR_USAGE: ${message}\nRun \`${help}\` for usage.\n`);
+      expect(r.stdout).toBe('');
+    },
+  );
 
   it.each([
     [['audit', '--profile', 'apple99'], 'ERR_INVALID_PROFILE'],

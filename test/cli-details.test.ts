@@ -77,7 +77,12 @@ describe('a tested checkout still behaves like Linux', () => {
 });
 
 describe('--version works at top level and on every command', () => {
-  it.each([[['--version']], [['-v']], ...COMMANDS.map((c) => [[c, '--version']]), [['exec', '--version', '--', 'false']]])('%j', (args) => {
+  it.each([
+    [['--version']],
+    [['-v']],
+    ...COMMANDS.map((c) => [[c, '--version']]),
+    [['exec', '--version', '--', 'false']],
+  ])('%j', (args) => {
     const r = runCli(args);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe(`${version}\n`);
@@ -86,7 +91,14 @@ describe('--version works at top level and on every command', () => {
 });
 
 describe('--help lists the bundled snapshot names', () => {
-  it.each([[['--help']], [['probe', '--help']], [['audit', '--help']], [['report', '--help']], [['doctor', '--help']], [['help', 'probe']]])('%j', (args) => {
+  it.each([
+    [['--help']],
+    [['probe', '--help']],
+    [['audit', '--help']],
+    [['report', '--help']],
+    [['doctor', '--help']],
+    [['help', 'probe']],
+  ])('%j', (args) => {
     const r = runCli(args);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain(`Bundled snapshots: ${listSnapshots().join(', ')}`);
@@ -116,11 +128,23 @@ describe('usage details', () => {
   });
 
   it.each([
-    [['audit', '--snapshot', STOCK, '--profile', 'apple7', '--profile', 'cua-release'], '--profile is given 2 times; give it once'],
+    [
+      ['audit', '--snapshot', STOCK, '--profile', 'apple7', '--profile', 'cua-release'],
+      '--profile is given 2 times; give it once',
+    ],
     [['probe', '--snapshot', STOCK, '--snapshot=m1-ultra-bare-metal'], '--snapshot is given 2 times; give it once'],
-    [['report', '--host-label', 'a', '--host-label', 'b', '--host-label', 'c'], '--host-label is given 3 times; give it once'],
-    [['audit', '--snapshot', STOCK, '--engine', 'mlx', '--rules', 'legacy'], '--rules legacy applies to llama.cpp only, but --engine is mlx'],
-    [['audit', '--snapshot', STOCK, '--rules', 'current', '--engine', 'mlx'], '--rules current applies to llama.cpp only, but --engine is mlx'],
+    [
+      ['report', '--host-label', 'a', '--host-label', 'b', '--host-label', 'c'],
+      '--host-label is given 3 times; give it once',
+    ],
+    [
+      ['audit', '--snapshot', STOCK, '--engine', 'mlx', '--rules', 'legacy'],
+      '--rules legacy applies to llama.cpp only, but --engine is mlx',
+    ],
+    [
+      ['audit', '--snapshot', STOCK, '--rules', 'current', '--engine', 'mlx'],
+      '--rules current applies to llama.cpp only, but --engine is mlx',
+    ],
   ])('%j is a usage error: %s', (args, message) => {
     const r = runCli(args as string[]);
     expect(r.status).toBe(2);
@@ -139,7 +163,9 @@ describe('usage details', () => {
 
   it('plurals agree with their count', () => {
     const one = runCli(['audit', '--snapshot', STOCK, '--profile', '{"maxThreadgroupMemoryLength":49152}']);
-    expect(one.stdout).toMatch(/^Verdict: custom profile on Apple Paravirtual device: 1 answer changes; llama.cpp gates unchanged; 1 warning$/m);
+    expect(one.stdout).toMatch(
+      /^Verdict: custom profile on Apple Paravirtual device: 1 answer changes; llama.cpp gates unchanged; 1 warning$/m,
+    );
     const many = runCli(['audit', '--snapshot', STOCK, '--profile', 'apple7']);
     expect(many.stdout).toMatch(/^Verdict: apple7 on Apple Paravirtual device: 2 answers change; .*gates|has_/m);
     expect(many.stdout).not.toMatch(/\b1 answers\b|\b1 warnings\b/);
@@ -163,7 +189,10 @@ describe('files given to --snapshot and matrix: one line saying what is wrong', 
   beforeAll(() => {
     mkdirSync(files.folder);
     writeFileSync(files.empty, '');
-    writeFileSync(files.binary, Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x00, 0xff, 0xfe, 0x1b, 0x5b, 0x32, 0x4a]));
+    writeFileSync(
+      files.binary,
+      Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x00, 0xff, 0xfe, 0x1b, 0x5b, 0x32, 0x4a]),
+    );
     writeFileSync(files.syntax, '{\n  "schema": "x",\n  oops\n}\n');
     writeFileSync(files.truncated, '{"schema": "metal-cap-shim/snapshot@1", "id": ');
   });
@@ -220,7 +249,9 @@ describe('matrix counts the same report once', () => {
 
 describe('a write error on stdout is one line and exit 1; a reader that went away is not an error', () => {
   it.each([[['profiles', '--json']], [['probe', '--snapshot', STOCK]], [['--help']]])('%j > /dev/full', (args) => {
-    const r = spawnSync('sh', ['-c', `"${process.execPath}" "${cli}" ${args.join(' ')} > /dev/full`], { encoding: 'utf8' });
+    const r = spawnSync('sh', ['-c', `"${process.execPath}" "${cli}" ${args.join(' ')} > /dev/full`], {
+      encoding: 'utf8',
+    });
     expect(r.status).toBe(1);
     expect(r.stderr).toBe('metal-cap-shim: cannot write to stdout: no space left on the device (ENOSPC)\n');
   });
@@ -236,7 +267,10 @@ describe('a write error on stdout is one line and exit 1; a reader that went awa
   });
 
   it('a closed pipe keeps a command’s own exit code: probe where nothing can be asked still exits 1', async () => {
-    const child = spawn(process.execPath, [cli, 'probe'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: undefined } });
+    const child = spawn(process.execPath, [cli, 'probe'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: undefined },
+    });
     child.stdout.destroy();
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
@@ -275,7 +309,9 @@ describeSim('exec --allow-unpatched where the profile would be refused (simulate
     expect(r.stdout).toBe('');
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^metal-cap-shim: refusing to raise Metal answers: this host is not a virtual machine .* Running sh unpatched \(--allow-unpatched\)\.$/);
+    expect(lines[0]).toMatch(
+      /^metal-cap-shim: refusing to raise Metal answers: this host is not a virtual machine .* Running sh unpatched \(--allow-unpatched\)\.$/,
+    );
   });
 });
 
@@ -290,7 +326,8 @@ describe('each command loads only its own code', () => {
     }
     return seen;
   };
-  const text = (files: Set<string>) => [...files].map((f) => readFileSync(path.join(root, 'dist', f), 'utf8')).join('\n');
+  const text = (files: Set<string>) =>
+    [...files].map((f) => readFileSync(path.join(root, 'dist', f), 'utf8')).join('\n');
   const commandChunk = (name: string) => {
     const match = new RegExp(`${name}: \\{[^}]*import\\("\\./([^"]+)"\\)`).exec(readFileSync(cli, 'utf8'));
     expect(match, `dist/cli.js has no lazily loaded module for ${name}`).not.toBeNull();
@@ -299,7 +336,12 @@ describe('each command loads only its own code', () => {
 
   it('dist/cli.js loads no command and no part of the library up front', () => {
     const loaded = text(staticClosure('cli.js'));
-    for (const marker of ['has_simdgroup_reduction', 'DYLD_INSERT_LIBRARIES', 'metal-cap-shim/snapshot@1', 'node-gyp-build']) {
+    for (const marker of [
+      'has_simdgroup_reduction',
+      'DYLD_INSERT_LIBRARIES',
+      'metal-cap-shim/snapshot@1',
+      'node-gyp-build',
+    ]) {
       expect(loaded).not.toContain(marker);
     }
   });

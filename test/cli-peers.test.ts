@@ -20,7 +20,11 @@ const version = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'
 
 /** Runs `command` (a shell line) on a pseudo-terminal with script(1): what the terminal showed. */
 function onTerminal(command: string, env: NodeJS.ProcessEnv): string {
-  const r = spawnSync('script', ['-qec', command, '/dev/null'], { encoding: 'utf8', env: { ...process.env, SHELL: '/bin/sh', ...env }, timeout: 60_000 });
+  const r = spawnSync('script', ['-qec', command, '/dev/null'], {
+    encoding: 'utf8',
+    env: { ...process.env, SHELL: '/bin/sh', ...env },
+    timeout: 60_000,
+  });
   if (r.status !== 0 && r.status !== 1) throw new Error(`script exited ${r.status}: ${r.stderr}`);
   return r.stdout;
 }
@@ -56,18 +60,35 @@ describe('probe --short: one line per device', () => {
 
   it.each([
     [['probe', '--short', '--json', '--snapshot', STOCK], '--short and --json are two forms of the output: give one'],
-    [['probe', '--profile', 'apple7', '--snapshot', STOCK], '--profile goes with --short (probe itself reports stock answers)'],
+    [
+      ['probe', '--profile', 'apple7', '--snapshot', STOCK],
+      '--profile goes with --short (probe itself reports stock answers)',
+    ],
   ])('%j is a usage error', (args, message) => {
-    expect(runCli(args).stderr).toBe(`metal-cap-shim: ERR_USAGE: ${message}\nRun \`metal-cap-shim probe --help\` for usage.\n`);
+    expect(runCli(args).stderr).toBe(
+      `metal-cap-shim: ERR_USAGE: ${message}\nRun \`metal-cap-shim probe --help\` for usage.\n`,
+    );
   });
 });
 
 describe('did you mean', () => {
   it.each([
-    [['audti'], 'ERR_USAGE', "unknown command 'audti' (did you mean 'audit'?); commands: probe, audit, exec, report, matrix, profiles, snapshot, doctor"],
-    [['audit', '--snapshot', STOCK, '--profile', 'cua-relase'], 'ERR_INVALID_PROFILE', "unknown profile 'cua-relase' (did you mean 'cua-release'?); built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object"],
+    [
+      ['audti'],
+      'ERR_USAGE',
+      "unknown command 'audti' (did you mean 'audit'?); commands: probe, audit, exec, report, matrix, profiles, snapshot, doctor",
+    ],
+    [
+      ['audit', '--snapshot', STOCK, '--profile', 'cua-relase'],
+      'ERR_INVALID_PROFILE',
+      "unknown profile 'cua-relase' (did you mean 'cua-release'?); built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object",
+    ],
     [['probe', '--snapshto', STOCK], 'ERR_USAGE', "unknown option '--snapshto' (did you mean '--snapshot'?)"],
-    [['probe', '--snapshot', 'vz-guest-m1-ultra-tahoe-stok'], 'ERR_SNAPSHOT_NOT_FOUND', "no bundled snapshot named 'vz-guest-m1-ultra-tahoe-stok' (did you mean the bundled snapshot 'vz-guest-m1-ultra-tahoe-stock'?); bundled snapshots: github-macos-14-arm64-runner, m1-ultra-bare-metal, macbookpro16-intel-amd-two-gpus, vz-guest-m1-ultra-tahoe-stock (or pass a path to a .json file)"],
+    [
+      ['probe', '--snapshot', 'vz-guest-m1-ultra-tahoe-stok'],
+      'ERR_SNAPSHOT_NOT_FOUND',
+      "no bundled snapshot named 'vz-guest-m1-ultra-tahoe-stok' (did you mean the bundled snapshot 'vz-guest-m1-ultra-tahoe-stock'?); bundled snapshots: github-macos-14-arm64-runner, m1-ultra-bare-metal, macbookpro16-intel-amd-two-gpus, vz-guest-m1-ultra-tahoe-stock (or pass a path to a .json file)",
+    ],
   ])('%j', (args, code, message) => {
     expect(runCli(args).stderr.split('\n')[0]).toBe(`metal-cap-shim: ${code}: ${message}`);
   });
@@ -79,7 +100,11 @@ describe('did you mean', () => {
   });
 
   it('a bundled name given as a file name (vz-guest-m1-ultra-tahoe-stock.json, from another folder)', () => {
-    const r = spawnSync(process.execPath, [cli, 'probe', '--snapshot', `${STOCK}.json`], { cwd: dir, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+    const r = spawnSync(process.execPath, [cli, 'probe', '--snapshot', `${STOCK}.json`], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     expect(r.stderr).toBe(
       `metal-cap-shim: ERR_SNAPSHOT_NOT_FOUND: snapshot file ${path.join(dir, `${STOCK}.json`)} does not exist (did you mean the bundled snapshot '${STOCK}'?)\n`,
     );
@@ -91,7 +116,12 @@ describe('did you mean', () => {
   });
 
   it('the edit distance counts a swap as one edit and stops at its limit', () => {
-    expect([editDistance('audti', 'audit', 3), editDistance('cua-relase', 'cua-release', 3), editDistance('abc', 'xyz', 1), editDistance('a', 'abcdef', 2)]).toEqual([1, 1, 2, 3]);
+    expect([
+      editDistance('audti', 'audit', 3),
+      editDistance('cua-relase', 'cua-release', 3),
+      editDistance('abc', 'xyz', 1),
+      editDistance('a', 'abcdef', 2),
+    ]).toEqual([1, 1, 2, 3]);
   });
 });
 
@@ -104,7 +134,11 @@ describe('doctor exit codes mean one thing each: 0 no fault, 1 a fault, 2 usage,
     const r = runCli(['doctor', '--json', '--snapshot', 'github-macos-14-arm64-runner']);
     expect(r.status).toBe(1);
     const report = JSON.parse(r.stdout) as DoctorReport;
-    expect([report.replayed, report.source, report.devices[0]!.faults]).toEqual([true, 'snapshot', ['nocopy-mmap: wrong-result']]);
+    expect([report.replayed, report.source, report.devices[0]!.faults]).toEqual([
+      true,
+      'snapshot',
+      ['nocopy-mmap: wrong-result'],
+    ]);
     expect(runCli(['doctor', '--snapshot', 'github-macos-14-arm64-runner']).stdout).toContain(
       '  Faults: nocopy-mmap: wrong-result (recorded in snapshot github-macos-14-arm64-runner and replayed: not measured now)\n',
     );
@@ -120,7 +154,9 @@ describe('doctor exit codes mean one thing each: 0 no fault, 1 a fault, 2 usage,
   });
 
   it('--help documents them', () => {
-    expect(runCli(['doctor', '--help']).stdout).toContain(`Exit codes: 0 no probe found a fault (each is proven, absent from this OS, or says why it taught nothing);
+    expect(
+      runCli(['doctor', '--help']).stdout,
+    ).toContain(`Exit codes: 0 no probe found a fault (each is proven, absent from this OS, or says why it taught nothing);
 1 a probe found a fault (with --snapshot: the recording holds one, and the output says it was replayed);
 2 usage (an unknown option, a bad number, a profile or snapshot that cannot be used); 3 doctor cannot run here
 (no Metal, no device, the native module will not load).`);
@@ -130,7 +166,12 @@ describe('doctor exit codes mean one thing each: 0 no fault, 1 a fault, 2 usage,
 describe('--json --version, --quiet, --profile FILE', () => {
   const asJson = JSON.stringify({ schema: 'metal-cap-shim/version@1', name: 'metal-cap-shim', version });
 
-  it.each([[['--json', '--version']], [['--version', '--json']], [['probe', '--json', '--version']], [['--json', 'probe', '--version']]])('%j: the version as JSON', (args) => {
+  it.each([
+    [['--json', '--version']],
+    [['--version', '--json']],
+    [['probe', '--json', '--version']],
+    [['--json', 'probe', '--version']],
+  ])('%j: the version as JSON', (args) => {
     const r = runCli(args);
     expect([r.status, r.stdout, r.stderr]).toEqual([0, `${asJson}\n`, '']);
   });
@@ -148,7 +189,9 @@ describe('--json --version, --quiet, --profile FILE', () => {
   });
 
   it('--profile takes a file, as --snapshot does; a profile printed by audit --json reads back', () => {
-    const printed = (JSON.parse(runCli(['audit', '--json', '--snapshot', STOCK, '--profile', 'apple7']).stdout) as { profile: unknown }).profile;
+    const printed = (
+      JSON.parse(runCli(['audit', '--json', '--snapshot', STOCK, '--profile', 'apple7']).stdout) as { profile: unknown }
+    ).profile;
     const file = path.join(dir, 'apple7.json');
     writeFileSync(file, JSON.stringify(printed));
     const r = runCli(['audit', '--json', '--snapshot', STOCK, '--profile', file]);
@@ -161,17 +204,32 @@ describe('--json --version, --quiet, --profile FILE', () => {
 
 describe('numbers: one parser, one error code, in the flag’s own words', () => {
   it.each([
-    [['--mmap-size', '-1'], "--mmap-size takes a size in bytes from 1M to 64G, a multiple of 16K (K, M and G are binary: 512M, 3G, 1.5G), got '-1'"],
-    [['--mmap-size', '0'], "--mmap-size takes a size in bytes from 1M to 64G, a multiple of 16K (K, M and G are binary: 512M, 3G, 1.5G), got '0'"],
-    [['--mmap-size', '1.5'], "--mmap-size takes a size in bytes from 1M to 64G, a multiple of 16K (K, M and G are binary: 512M, 3G, 1.5G), got '1.5'"],
-    [['--mmap-size', '1000001'], "--mmap-size takes a size in bytes from 1M to 64G, a multiple of 16K (K, M and G are binary: 512M, 3G, 1.5G), got '1000001'"],
+    [
+      ['--mmap-size', '-1'],
+      "--mmap-size takes a size in bytes from 1M to 64G, a multiple of 16K (K, M and G are binary: 512M, 3G, 1.5G), got '-1'",
+    ],
+    [
+      ['--mmap-size', '0'],
+      "--mmap-size takes a size in bytes from 1M to 64G, a multiple of 16K (K, M and G are binary: 512M, 3G, 1.5G), got '0'",
+    ],
+    [
+      ['--mmap-size', '1.5'],
+      "--mmap-size takes a size in bytes from 1M to 64G, a multiple of 16K (K, M and G are binary: 512M, 3G, 1.5G), got '1.5'",
+    ],
+    [
+      ['--mmap-size', '1000001'],
+      "--mmap-size takes a size in bytes from 1M to 64G, a multiple of 16K (K, M and G are binary: 512M, 3G, 1.5G), got '1000001'",
+    ],
     [['--timeout-ms', '1e3'], "--timeout-ms takes a whole number of milliseconds from 100 to 600000, got '1e3'"],
     [['--timeout-ms', '99'], "--timeout-ms takes a whole number of milliseconds from 100 to 600000, got '99'"],
     [['--device', '-1'], "--device takes a device index from 0 to 1023, got '-1'"],
     [['--device', '1024'], "--device takes a device index from 0 to 1023, got '1024'"],
   ])('doctor %j: ERR_USAGE, one line and the hint', (flags, message) => {
     const r = runCli(['doctor', ...flags], NO_SIM);
-    expect([r.status, r.stderr]).toEqual([2, `metal-cap-shim: ERR_USAGE: ${message}\nRun \`metal-cap-shim doctor --help\` for usage.\n`]);
+    expect([r.status, r.stderr]).toEqual([
+      2,
+      `metal-cap-shim: ERR_USAGE: ${message}\nRun \`metal-cap-shim doctor --help\` for usage.\n`,
+    ]);
   });
 
   it('the same parser for report and snapshot', () => {
@@ -214,18 +272,30 @@ describe('colour', () => {
   });
 
   it('on a terminal with NO_COLOR empty, probe is coloured', () => {
-    const shown = onTerminal(quoted(['probe', '--snapshot', 'm1-ultra-bare-metal']), { NO_COLOR: '', FORCE_COLOR: undefined });
+    const shown = onTerminal(quoted(['probe', '--snapshot', 'm1-ultra-bare-metal']), {
+      NO_COLOR: '',
+      FORCE_COLOR: undefined,
+    });
     expect(shown).toContain('\u001b[1mmetal-cap-shim probe\u001b[22m');
   });
 
   it('--color=always colours a pipe even with NO_COLOR; --color=never never colours', () => {
-    expect(runCli(['probe', '--snapshot', 'm1-ultra-bare-metal', '--color=always'], { NO_COLOR: '1' }).stdout).toContain('\u001b[1mmetal-cap-shim probe\u001b[22m');
-    expect(runCli(['--color', 'always', 'probe', '--snapshot', 'm1-ultra-bare-metal'], { NO_COLOR: '1' }).stdout).toContain('\u001b[1m');
-    expect(runCli(['probe', '--snapshot', 'm1-ultra-bare-metal', '--color=never'], { NO_COLOR: '', FORCE_COLOR: '1' }).stdout).not.toContain('\u001b[');
+    expect(
+      runCli(['probe', '--snapshot', 'm1-ultra-bare-metal', '--color=always'], { NO_COLOR: '1' }).stdout,
+    ).toContain('\u001b[1mmetal-cap-shim probe\u001b[22m');
+    expect(
+      runCli(['--color', 'always', 'probe', '--snapshot', 'm1-ultra-bare-metal'], { NO_COLOR: '1' }).stdout,
+    ).toContain('\u001b[1m');
+    expect(
+      runCli(['probe', '--snapshot', 'm1-ultra-bare-metal', '--color=never'], { NO_COLOR: '', FORCE_COLOR: '1' })
+        .stdout,
+    ).not.toContain('\u001b[');
   });
 
   it('--color takes auto, always or never', () => {
-    expect(runCli(['probe', '--color=rainbow']).stderr.split('\n')[0]).toBe("metal-cap-shim: ERR_USAGE: --color takes auto, always, never, got 'rainbow'");
+    expect(runCli(['probe', '--color=rainbow']).stderr.split('\n')[0]).toBe(
+      "metal-cap-shim: ERR_USAGE: --color takes auto, always, never, got 'rainbow'",
+    );
   });
 });
 
@@ -238,13 +308,24 @@ describe('matrix keeps custom profiles apart', () => {
   const column = (json: string) => `custom-${createHash('sha256').update(json).digest('hex').slice(0, 8)}`;
 
   it('a column per normalised custom profile, named by its hash; the same profile written twice shares one', () => {
-    const files = [report('{"appleFamilyMax":1008}'), report('{"mode":"raise","appleFamilyMax":1008}'), report('{"appleFamilyMax":1006}'), report('apple7')];
+    const files = [
+      report('{"appleFamilyMax":1008}'),
+      report('{"mode":"raise","appleFamilyMax":1008}'),
+      report('{"appleFamilyMax":1006}'),
+      report('apple7'),
+    ];
     const m = JSON.parse(runCli(['matrix', '--json', ...files]).stdout) as Matrix;
-    const c1008 = column('{"name":null,"appleFamilyMax":1008,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"deviceName":null,"families":{},"mode":"raise"}');
-    const c1006 = column('{"name":null,"appleFamilyMax":1006,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"deviceName":null,"families":{},"mode":"raise"}');
+    const c1008 = column(
+      '{"name":null,"appleFamilyMax":1008,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"deviceName":null,"families":{},"mode":"raise"}',
+    );
+    const c1006 = column(
+      '{"name":null,"appleFamilyMax":1006,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"deviceName":null,"families":{},"mode":"raise"}',
+    );
     expect(m.profiles).toEqual(['apple7', c1006, c1008].sort());
     expect(m.rows[0]!.cells[c1008]!.reports).toBe(2);
-    expect(runCli(['matrix', ...files]).stdout.split('\n')[0]).toBe(`| Host | Guest OS | ${m.profiles.join(' | ')} | Proven profile (doctor) | Faults (doctor) |`);
+    expect(runCli(['matrix', ...files]).stdout.split('\n')[0]).toBe(
+      `| Host | Guest OS | ${m.profiles.join(' | ')} | Proven profile (doctor) | Faults (doctor) |`,
+    );
   });
 
   it('a report whose profile name is not a string is refused', () => {
@@ -258,12 +339,18 @@ describe('matrix keeps custom profiles apart', () => {
   });
 
   it('a report claiming a built-in name for other settings goes in a custom column', () => {
-    const data = JSON.parse(readFileSync(report('apple7'), 'utf8')) as { audit: { profile: { appleFamilyMax: number } } };
+    const data = JSON.parse(readFileSync(report('apple7'), 'utf8')) as {
+      audit: { profile: { appleFamilyMax: number } };
+    };
     data.audit.profile.appleFamilyMax = 1009;
     const file = path.join(dir, 'forged-name.json');
     writeFileSync(file, JSON.stringify(data));
     const m = JSON.parse(runCli(['matrix', '--json', file]).stdout) as Matrix;
-    expect(m.profiles).toEqual([column('{"name":null,"appleFamilyMax":1009,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"deviceName":null,"families":{},"mode":"raise"}')]);
+    expect(m.profiles).toEqual([
+      column(
+        '{"name":null,"appleFamilyMax":1009,"maxThreadgroupMemoryLength":null,"recommendedMaxWorkingSetSize":null,"deviceName":null,"families":{},"mode":"raise"}',
+      ),
+    ]);
   });
 });
 
@@ -340,10 +427,17 @@ describeSim('register flushes its error before exiting, through a pipe that is n
     const env = { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK, METAL_CAP_SHIM_PROFILE: 'apple99' };
     const direct = spawnSync(process.execPath, ['--import', register, '-e', '0'], { encoding: 'utf8', env });
     expect(direct.status).toBe(1);
-    const piped = spawnSync('sh', ['-c', `'${process.execPath}' --require '${prefill}' --import '${register}' -e 0 2>&1 >/dev/null | { sleep 1; wc -c; }`], {
-      encoding: 'utf8',
-      env,
-    });
+    const piped = spawnSync(
+      'sh',
+      [
+        '-c',
+        `'${process.execPath}' --require '${prefill}' --import '${register}' -e 0 2>&1 >/dev/null | { sleep 1; wc -c; }`,
+      ],
+      {
+        encoding: 'utf8',
+        env,
+      },
+    );
     expect(Number(piped.stdout.trim())).toBe(65500 + Buffer.byteLength(direct.stderr));
   });
 });

@@ -79,7 +79,9 @@ describeSim('metal-cap-shim probe on the simulated build', () => {
   beforeAll(requireSimBuild);
 
   it('reports the simulated device from METAL_CAP_SHIM_SIM_SNAPSHOT', () => {
-    const r = runCli(['probe', '--json', '--all-devices'], { METAL_CAP_SHIM_SIM_SNAPSHOT: 'macbookpro16-intel-amd-two-gpus' });
+    const r = runCli(['probe', '--json', '--all-devices'], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: 'macbookpro16-intel-amd-two-gpus',
+    });
     expect(r.status).toBe(0);
     const report = JSON.parse(r.stdout);
     expect(report.source).toBe('simulated');

@@ -56,7 +56,9 @@ describeSim('snapshot: record this machine, read it back (simulated Metal)', () 
   });
 
   it('the snapshot is in the bundled format, names every device, and says who recorded it and when', () => {
-    const r = runCli(['snapshot', '--label', 'Two-GPU MacBook Pro (test)'], { METAL_CAP_SHIM_SIM_SNAPSHOT: 'macbookpro16-intel-amd-two-gpus' });
+    const r = runCli(['snapshot', '--label', 'Two-GPU MacBook Pro (test)'], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: 'macbookpro16-intel-amd-two-gpus',
+    });
     expect(r.status, r.stderr).toBe(0);
     const snap = validateSnapshot(JSON.parse(r.stdout)) as Snapshot;
     const today = new Date().toISOString().slice(0, 10);
@@ -64,7 +66,10 @@ describeSim('snapshot: record this machine, read it back (simulated Metal)', () 
     expect(snap.title).toBe('Two-GPU MacBook Pro (test)');
     expect(snap.recorded).toBe(today);
     expect(snap.sources).toEqual({ recording: `recorded by metal-cap-shim ${pkg.version} on ${today}` });
-    expect(snap.devices.map((d) => d.className)).toEqual(['MTLIGAccelDevice', 'AMDRadeonX6000_AMDNavi14GraphicsDevice']);
+    expect(snap.devices.map((d) => d.className)).toEqual([
+      'MTLIGAccelDevice',
+      'AMDRadeonX6000_AMDNavi14GraphicsDevice',
+    ]);
     expect(snap.defaultDevice).toBe(1);
     expect(snap.host.provenance).toEqual({
       platform: 'recording',
@@ -84,8 +89,11 @@ describeSim('snapshot: record this machine, read it back (simulated Metal)', () 
   it('recordSnapshot() records stock answers even while a profile is applied, and the file drives the simulated Metal', () => {
     const index = JSON.stringify(path.join(dist, 'index.js'));
     const snap = jsonFrom<Snapshot>(
-      runNode(`const m = await import(${index}); m.applyProfile('cua-release');
-        console.log(JSON.stringify(m.recordSnapshot()));`, { METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK }),
+      runNode(
+        `const m = await import(${index}); m.applyProfile('cua-release');
+        console.log(JSON.stringify(m.recordSnapshot()));`,
+        { METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK },
+      ),
     );
     expect(snap.id).toBe('virtualmac2-1-macos-26.5.2');
     expect(snap.devices[0]!.families.apple9).toBe(false);
@@ -107,7 +115,9 @@ describe('snapshot where there is no Metal', () => {
     expect(r.stderr).toMatch(/^metal-cap-shim: ERR_UNSUPPORTED_PLATFORM: /);
     const j = runCli(['snapshot', '--json'], env);
     expect(j.status).toBe(1);
-    expect(JSON.parse(j.stdout)).toEqual({ error: { code: 'ERR_UNSUPPORTED_PLATFORM', message: expect.stringContaining('no Metal device here to record') } });
+    expect(JSON.parse(j.stdout)).toEqual({
+      error: { code: 'ERR_UNSUPPORTED_PLATFORM', message: expect.stringContaining('no Metal device here to record') },
+    });
   });
 
   it('a report of a machine without devices is not a snapshot: one line, exit 2', () => {
@@ -130,16 +140,28 @@ const onStockHost = (profile: Profile): Profile => {
 
 /** stderr without the one warning a profile above the M1 Ultra host's family gives (Node prints it with a hint). */
 const besidesAboveHost = (stderr: string) =>
-  stderr.split('\n').filter((line) => line !== '' && !line.includes('[METAL_CAP_SHIM_ABOVE_HOST_FAMILY]') && !line.startsWith('(Use `node --trace-warnings'));
+  stderr
+    .split('\n')
+    .filter(
+      (line) =>
+        line !== '' &&
+        !line.includes('[METAL_CAP_SHIM_ABOVE_HOST_FAMILY]') &&
+        !line.startsWith('(Use `node --trace-warnings'),
+    );
 
 describe('profiles printed by the CLI are accepted back as the same profile', () => {
   const printed = (JSON.parse(runCli(['profiles', '--json']).stdout) as { profiles: BuiltinProfile[] }).profiles;
 
-  it.each(printed.map((p) => [p.name, p.profile] as const))('%s from profiles --json, through --profile', (_name, profile) => {
-    const a = jsonFrom<AuditResult>(runCli(['audit', '--json', '--force', '--snapshot', STOCK, '--profile', JSON.stringify(profile)]));
-    expect(a.profile).toEqual(onStockHost(profile));
-    expect(resolveProfile(JSON.stringify(profile))).toEqual(profile);
-  });
+  it.each(printed.map((p) => [p.name, p.profile] as const))(
+    '%s from profiles --json, through --profile',
+    (_name, profile) => {
+      const a = jsonFrom<AuditResult>(
+        runCli(['audit', '--json', '--force', '--snapshot', STOCK, '--profile', JSON.stringify(profile)]),
+      );
+      expect(a.profile).toEqual(onStockHost(profile));
+      expect(resolveProfile(JSON.stringify(profile))).toEqual(profile);
+    },
+  );
 
   it('the host profile is printed with its "host" values, and audited as this host’s chip and family', () => {
     expect(printed.find((p) => p.name === 'host')!.profile).toEqual({
@@ -151,12 +173,23 @@ describe('profiles printed by the CLI are accepted back as the same profile', ()
       families: {},
       mode: 'raise',
     });
-    expect(onStockHost(resolveProfile('host'))).toMatchObject({ name: 'host', appleFamilyMax: 1007, deviceName: 'Apple M1 Ultra' });
+    expect(onStockHost(resolveProfile('host'))).toMatchObject({
+      name: 'host',
+      appleFamilyMax: 1007,
+      deviceName: 'Apple M1 Ultra',
+    });
   });
 
   it('a custom profile from audit --json, through --profile, gives the same profile and the same audit', () => {
     const first = jsonFrom<AuditResult>(
-      runCli(['audit', '--json', '--snapshot', STOCK, '--profile', '{"appleFamilyMax":1008,"families":{"metal3":false}}']),
+      runCli([
+        'audit',
+        '--json',
+        '--snapshot',
+        STOCK,
+        '--profile',
+        '{"appleFamilyMax":1008,"families":{"metal3":false}}',
+      ]),
     );
     expect(first.profile).toEqual({
       name: null,
@@ -167,7 +200,9 @@ describe('profiles printed by the CLI are accepted back as the same profile', ()
       families: { metal3: false },
       mode: 'raise',
     });
-    const again = jsonFrom<AuditResult>(runCli(['audit', '--json', '--snapshot', STOCK, '--profile', JSON.stringify(first.profile)]));
+    const again = jsonFrom<AuditResult>(
+      runCli(['audit', '--json', '--snapshot', STOCK, '--profile', JSON.stringify(first.profile)]),
+    );
     expect(again.profile).toEqual(first.profile);
     expect(again.devices).toEqual(first.devices);
   });
@@ -214,7 +249,11 @@ describeSim('METAL_CAP_SHIM_PROFILE accepts the custom profile audit --json prin
   it('register applies the same profile, and probe then answers as the audit predicted', () => {
     expect(printed.name).toBeNull();
     const register = ['--import', path.join(dist, 'register.js')];
-    const status = runNode(`const m = await import(${JSON.stringify(path.join(dist, 'index.js'))}); console.log(JSON.stringify(m.status().profile));`, viaEnv(), register);
+    const status = runNode(
+      `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))}); console.log(JSON.stringify(m.status().profile));`,
+      viaEnv(),
+      register,
+    );
     expect(besidesAboveHost(status.stderr)).toEqual([]);
     expect(JSON.parse(status.stdout) as Profile).toEqual(printed);
     const probed = runNode(
@@ -230,13 +269,21 @@ describeSim('METAL_CAP_SHIM_PROFILE accepts the custom profile audit --json prin
     expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: JSON.stringify(printed) })).toEqual(printed);
     const consumer = buildConsumer();
     const fromEnv = runCli(['exec', '--', consumer], viaEnv());
-    const fromFlag = runCli(['exec', '--profile', JSON.stringify(printed), '--', consumer], { METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK, METAL_CAP_SHIM_PROFILE: undefined });
+    const fromFlag = runCli(['exec', '--profile', JSON.stringify(printed), '--', consumer], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK,
+      METAL_CAP_SHIM_PROFILE: undefined,
+    });
     expect(fromEnv.status, fromEnv.stderr).toBe(0);
     expect(fromFlag.status, fromFlag.stderr).toBe(0);
-    const seen = JSON.parse(fromEnv.stdout) as { families: Record<string, boolean>; maxThreadgroupMemoryLength: number }[];
+    const seen = JSON.parse(fromEnv.stdout) as {
+      families: Record<string, boolean>;
+      maxThreadgroupMemoryLength: number;
+    }[];
     expect(seen).toEqual(JSON.parse(fromFlag.stdout));
     const patched = audited.devices[0]!.patched;
-    expect(seen[0]!.families).toEqual(Object.fromEntries(FAMILY_NAMES.map((n) => [String(FAMILY_VALUES[n]), patched.families[n]])));
+    expect(seen[0]!.families).toEqual(
+      Object.fromEntries(FAMILY_NAMES.map((n) => [String(FAMILY_VALUES[n]), patched.families[n]])),
+    );
     expect(seen[0]!.maxThreadgroupMemoryLength).toBe(patched.maxThreadgroupMemoryLength);
   });
 });

@@ -68,7 +68,13 @@ export function installFakeCodesign(dir: string, kind: 'current' | 'old' = 'curr
  * A program in `dir` signed as given for the fake codesign (flags null: unsigned); `shebang` makes it a script run by
  * that interpreter.
  */
-export function signedProgram(dir: string, name: string, flags: string | null, entitlements: string[], shebang?: string): string {
+export function signedProgram(
+  dir: string,
+  name: string,
+  flags: string | null,
+  entitlements: string[],
+  shebang?: string,
+): string {
   const file = path.join(dir, name);
   writeFileSync(file, shebang === undefined ? 'binary\n' : `#!${shebang}\nexit 0\n`);
   chmodSync(file, 0o755);

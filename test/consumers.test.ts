@@ -52,7 +52,11 @@ describeSim('consumer-already-loaded sees libraries loaded RTLD_LOCAL', () => {
       message:
         "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: an engine that tunes by family tunes for a newer GPU than the one doing the work (profile host claims exactly the host's)",
     };
-    expect(applyProfile('cua-release').warnings).toEqual([above, thresholdWarning, consumerWarning(`libggml-metal.so (${file})`)]);
+    expect(applyProfile('cua-release').warnings).toEqual([
+      above,
+      thresholdWarning,
+      consumerWarning(`libggml-metal.so (${file})`),
+    ]);
   });
 
   it('so is an MLX library', () => {

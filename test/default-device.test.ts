@@ -7,7 +7,9 @@ import path from 'node:path';
 
 const snapshotFile = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-default-')), 'wrapped-default.json');
 {
-  const base = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));
+  const base = JSON.parse(
+    readFileSync(path.join(import.meta.dirname, '..', 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'),
+  );
   base.id = 'wrapped-default';
   base.devices[0].simulation = { methodsOnConcreteClass: false, defaultObjectClass: 'MTLDebugDevice' };
   writeFileSync(snapshotFile, JSON.stringify(base));
@@ -34,7 +36,9 @@ describeSim('the default device of another class than the listed one', () => {
 
   it('the simulation hands out the wrapper as the default device and lists the plain one', () => {
     expect(probe().devices.map((d) => [d.className, d.isDefault])).toEqual([['MTLDebugDevice', true]]);
-    expect(probe({ allDevices: true }).devices.map((d) => [d.className, d.isDefault])).toEqual([['AppleParavirtDevice', true]]);
+    expect(probe({ allDevices: true }).devices.map((d) => [d.className, d.isDefault])).toEqual([
+      ['AppleParavirtDevice', true],
+    ]);
   });
 
   it('applyProfile patches both classes and verifies both', () => {
@@ -47,26 +51,44 @@ describeSim('the default device of another class than the listed one', () => {
   });
 
   it('an engine asking MTLCreateSystemDefaultDevice() gets the patched answers', () => {
-    const stock = fixture.query() as { className: string; families: Record<string, boolean>; maxThreadgroupMemoryLength: number };
-    expect([stock.className, stock.families['1009'], stock.maxThreadgroupMemoryLength]).toEqual(['MTLDebugDevice', false, 32768]);
+    const stock = fixture.query() as {
+      className: string;
+      families: Record<string, boolean>;
+      maxThreadgroupMemoryLength: number;
+    };
+    expect([stock.className, stock.families['1009'], stock.maxThreadgroupMemoryLength]).toEqual([
+      'MTLDebugDevice',
+      false,
+      32768,
+    ]);
     applyProfile('cua-release');
     const patched = fixture.query() as typeof stock;
-    expect([patched.className, patched.families['1007'], patched.families['1009'], patched.maxThreadgroupMemoryLength]).toEqual([
+    expect([
+      patched.className,
+      patched.families['1007'],
+      patched.families['1009'],
+      patched.maxThreadgroupMemoryLength,
+    ]).toEqual(['MTLDebugDevice', true, true, 65536]);
+    const d = probe().devices[0]!;
+    expect([d.className, d.highestAppleFamily?.name, d.maxThreadgroupMemoryLength]).toEqual([
       'MTLDebugDevice',
-      true,
-      true,
+      'apple9',
       65536,
     ]);
-    const d = probe().devices[0]!;
-    expect([d.className, d.highestAppleFamily?.name, d.maxThreadgroupMemoryLength]).toEqual(['MTLDebugDevice', 'apple9', 65536]);
   });
 
   it('restore takes the default object’s class back to stock too', () => {
     applyProfile('cua-release');
     const restored = restore();
     expect(restored.conflicts).toEqual([]);
-    expect(new Set(restored.restoredHooks.map((h) => h.className))).toEqual(new Set(['AppleParavirtDevice', 'MTLDebugDevice']));
+    expect(new Set(restored.restoredHooks.map((h) => h.className))).toEqual(
+      new Set(['AppleParavirtDevice', 'MTLDebugDevice']),
+    );
     const d = probe().devices[0]!;
-    expect([d.className, d.highestAppleFamily?.name, d.maxThreadgroupMemoryLength]).toEqual(['MTLDebugDevice', 'apple5', 32768]);
+    expect([d.className, d.highestAppleFamily?.name, d.maxThreadgroupMemoryLength]).toEqual([
+      'MTLDebugDevice',
+      'apple5',
+      32768,
+    ]);
   });
 });

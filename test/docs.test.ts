@@ -42,11 +42,18 @@ function sandbox(): { cwd: string; env: NodeJS.ProcessEnv } {
   chmodSync(path.join(bin, 'metal-cap-shim'), 0o755);
   symlinkSync(dist, path.join(cwd, 'dist'));
   const { METAL_CAP_SHIM_SIM_SNAPSHOT: _sim, ...env } = process.env;
-  return { cwd, env: { ...env, NO_COLOR: '1', PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` } };
+  return {
+    cwd,
+    env: { ...env, NO_COLOR: '1', PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` },
+  };
 }
 
 function run(line: string, where: { cwd: string; env: NodeJS.ProcessEnv }) {
-  return spawnSync('sh', ['-c', line.replace(/^npx metal-cap-shim /, 'metal-cap-shim ')], { ...where, encoding: 'utf8', timeout: 60_000 });
+  return spawnSync('sh', ['-c', line.replace(/^npx metal-cap-shim /, 'metal-cap-shim ')], {
+    ...where,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
 }
 
 describe('README: trying it without a Mac', () => {
@@ -98,10 +105,14 @@ describe('README: npm 11’s allowScripts warning, on every OS', () => {
 describe('examples/README.md: installing on Linux', () => {
   it('gives the install scripts/check-examples.sh runs: --ignore-scripts and --omit=optional', () => {
     const examples = readFileSync(path.join(root, 'examples', 'README.md'), 'utf8');
-    const linux = section(examples.replace(/\n### /g, '\n## '), 'On Linux (or Windows, or a Mac without the Metal binaries)');
+    const linux = section(
+      examples.replace(/\n### /g, '\n## '),
+      'On Linux (or Windows, or a Mac without the Metal binaries)',
+    );
     const documented = shellLines(linux).find((l) => l.startsWith('npm ci'));
     const checked = readFileSync(path.join(root, 'scripts', 'check-examples.sh'), 'utf8').match(/^npm ci .*$/m)?.[0];
-    const flags = (line: string | undefined) => (line ?? '').split(/\s+/).filter((w) => w === '--ignore-scripts' || w.startsWith('--omit='));
+    const flags = (line: string | undefined) =>
+      (line ?? '').split(/\s+/).filter((w) => w === '--ignore-scripts' || w.startsWith('--omit='));
     expect(flags(documented)).toEqual(['--ignore-scripts', '--omit=optional']);
     expect(flags(documented)).toEqual(flags(checked));
     expect(linux).toContain('compiles llama.cpp from source');

@@ -16,7 +16,12 @@ snapshot.id = 'bfloat-hangs';
 snapshot.devices[0].doctor = {
   provenance: 'assumed',
   probes: Object.fromEntries(
-    DOCTOR_PROBE_IDS.map((id) => [id, id === 'bfloat' ? { status: 'timeout', detail: 'the bfloat dispatch never completes' } : { status: 'not-recorded' }]),
+    DOCTOR_PROBE_IDS.map((id) => [
+      id,
+      id === 'bfloat'
+        ? { status: 'timeout', detail: 'the bfloat dispatch never completes' }
+        : { status: 'not-recorded' },
+    ]),
   ),
 };
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = path.join(temp, 'bfloat-hangs.json');

@@ -50,7 +50,6 @@ function cacheFile(): string {
   return readCache(cacheKeyFor(stock, stock.devices[0]!), stock.devices[0]!).file;
 }
 
-
 describeSim('profile auto, in-process', () => {
   beforeAll(requireSimBuild);
   beforeEach(() => {
@@ -62,22 +61,28 @@ describeSim('profile auto, in-process', () => {
   });
 
   it('which inputs ask for auto: the name in any case, with blanks around', () => {
-    expect([isAuto('auto'), isAuto(' auto\n'), isAuto('Auto'), isAuto('auto7'), isAuto(''), isAuto(undefined), isAuto({ name: 'auto' })]).toEqual([
-      true,
-      true,
-      true,
-      false,
-      false,
-      false,
-      false,
-    ]);
+    expect([
+      isAuto('auto'),
+      isAuto(' auto\n'),
+      isAuto('Auto'),
+      isAuto('auto7'),
+      isAuto(''),
+      isAuto(undefined),
+      isAuto({ name: 'auto' }),
+    ]).toEqual([true, true, true, false, false, false, false]);
   });
 
   it('nothing cached: the capability probes run, their result is cached, and the verified profile is applied', () => {
     const r = applyProfile('auto');
     const file = cacheFile();
     expect([r.applied, r.profile, r.verification?.ok]).toEqual([true, VERIFIED, true]);
-    expect(r.auto).toEqual({ from: 'doctor', files: [file], ignored: [], cacheError: null, recommendations: RECOMMENDATIONS });
+    expect(r.auto).toEqual({
+      from: 'doctor',
+      files: [file],
+      ignored: [],
+      cacheError: null,
+      recommendations: RECOMMENDATIONS,
+    });
     expect(status()).toMatchObject({ active: true, profile: VERIFIED });
     const entry = JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry;
     expect(entry.result.probes.map((p) => [p.id, p.status])).toEqual([
@@ -98,7 +103,13 @@ describeSim('profile auto, in-process', () => {
     const before = readFileSync(file, 'utf8');
     const r = applyProfile('auto');
     expect([r.applied, r.profile]).toEqual([true, VERIFIED]);
-    expect(r.auto).toEqual({ from: 'cache', files: [file], ignored: [], cacheError: null, recommendations: RECOMMENDATIONS });
+    expect(r.auto).toEqual({
+      from: 'cache',
+      files: [file],
+      ignored: [],
+      cacheError: null,
+      recommendations: RECOMMENDATIONS,
+    });
     expect(readFileSync(file, 'utf8')).toBe(before);
   });
 
@@ -123,11 +134,22 @@ describeSim('profile auto, in-process', () => {
     restore();
     const file = cacheFile();
     const entry = JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry;
-    entry.result.verifiedProfile = { ...entry.result.verifiedProfile, appleFamilyMax: 1010, maxThreadgroupMemoryLength: 1 << 20 };
+    entry.result.verifiedProfile = {
+      ...entry.result.verifiedProfile,
+      appleFamilyMax: 1010,
+      maxThreadgroupMemoryLength: 1 << 20,
+    };
     writeFileSync(file, JSON.stringify(entry));
     const r = applyProfile('auto');
-    expect([r.applied, r.profile, r.auto!.from, r.auto!.ignored.map((i) => i.file)]).toEqual([true, VERIFIED, 'doctor', [file]]);
-    expect(r.auto!.ignored[0]!.why).toMatch(/^the verified profile \{"appleFamilyMax":1010,"maxThreadgroupMemoryLength":1048576,.*\} does not follow from the probe results stored with it/);
+    expect([r.applied, r.profile, r.auto!.from, r.auto!.ignored.map((i) => i.file)]).toEqual([
+      true,
+      VERIFIED,
+      'doctor',
+      [file],
+    ]);
+    expect(r.auto!.ignored[0]!.why).toMatch(
+      /^the verified profile \{"appleFamilyMax":1010,"maxThreadgroupMemoryLength":1048576,.*\} does not follow from the probe results stored with it/,
+    );
   });
 
   it('never above the host chip’s true family: a cached result claiming Apple9 on this M1 Ultra’s guest is not applied; measured again, Apple7', () => {
@@ -139,7 +161,12 @@ describeSim('profile auto, in-process', () => {
     entry.result.verifiedProfile = { ...entry.result.verifiedProfile, appleFamilyMax: 1009 };
     writeFileSync(file, JSON.stringify(entry));
     const r = applyProfile('auto');
-    expect([r.applied, r.profile, r.auto!.from, r.auto!.ignored.map((i) => i.file)]).toEqual([true, VERIFIED, 'doctor', [file]]);
+    expect([r.applied, r.profile, r.auto!.from, r.auto!.ignored.map((i) => i.file)]).toEqual([
+      true,
+      VERIFIED,
+      'doctor',
+      [file],
+    ]);
     expect(resolveAutoProfile().profile).toEqual(VERIFIED);
   });
 
@@ -159,11 +186,22 @@ describeSim('profile auto, in-process', () => {
   });
 
   it('a run without every capability probe is not cached, one probe short or one probe only', () => {
-    for (const probes of [['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory'], ['bfloat']] as const) {
+    for (const probes of [
+      ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory'],
+      ['bfloat'],
+    ] as const) {
       expect(doctor({ probes: [...probes] }).cache).toBeNull();
-      expect(readCache(cacheKeyFor(stockDevices(), stockDevices().devices[0]!), stockDevices().devices[0]!)).toEqual({ entry: null, file: cacheFile(), ignored: null });
+      expect(readCache(cacheKeyFor(stockDevices(), stockDevices().devices[0]!), stockDevices().devices[0]!)).toEqual({
+        entry: null,
+        file: cacheFile(),
+        ignored: null,
+      });
     }
-    expect(doctor({ probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'] }).cache).toEqual({
+    expect(
+      doctor({
+        probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'],
+      }).cache,
+    ).toEqual({
       written: [cacheFile()],
       error: null,
     });
@@ -174,7 +212,9 @@ describeSim('profile auto, in-process', () => {
     restore();
     const file = cacheFile();
     const entry = JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry;
-    entry.result.probes = entry.result.probes.map((p) => (p.id === 'threadgroup-memory' ? { ...p, status: 'skipped' } : p));
+    entry.result.probes = entry.result.probes.map((p) =>
+      p.id === 'threadgroup-memory' ? { ...p, status: 'skipped' } : p,
+    );
     entry.result.verifiedProfile = { ...entry.result.verifiedProfile, maxThreadgroupMemoryLength: null };
     writeFileSync(file, JSON.stringify(entry));
     const r = applyProfile('auto');
@@ -188,7 +228,11 @@ describeSim('profile auto, in-process', () => {
         recommendations: RECOMMENDATIONS,
       },
     ]);
-    expect((JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry).result.probes.find((p) => p.id === 'threadgroup-memory')?.status).toBe('pass');
+    expect(
+      (JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry).result.probes.find(
+        (p) => p.id === 'threadgroup-memory',
+      )?.status,
+    ).toBe('pass');
   });
 
   it('an unusable cache file is named with why, measured again and replaced', () => {
@@ -196,7 +240,13 @@ describeSim('profile auto, in-process', () => {
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, '{"schema":');
     const r = applyProfile('auto');
-    expect(r.auto).toEqual({ from: 'doctor', files: [file], ignored: [{ file, why: 'not JSON' }], cacheError: null, recommendations: RECOMMENDATIONS });
+    expect(r.auto).toEqual({
+      from: 'doctor',
+      files: [file],
+      ignored: [{ file, why: 'not JSON' }],
+      cacheError: null,
+      recommendations: RECOMMENDATIONS,
+    });
     expect((JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry).result.verifiedProfile).toEqual(VERIFIED);
   });
 
@@ -211,7 +261,9 @@ describeSim('profile auto, in-process', () => {
       cacheError: 'the doctor cache could not be written',
       recommendations: RECOMMENDATIONS,
     });
-    expect(r.auto!.cacheError).toBe(`the doctor cache could not be written: the cache folder ${doctorCacheDir()} is not a folder, so nothing is written there`);
+    expect(r.auto!.cacheError).toBe(
+      `the doctor cache could not be written: the cache folder ${doctorCacheDir()} is not a folder, so nothing is written there`,
+    );
   });
 
   it('resolveAutoProfile: the profile and its source, nothing applied', () => {
@@ -235,12 +287,14 @@ describeSim('profile auto, in-process', () => {
     expect((thrown(() => applyProfile('auto', { timeoutMs: 99 })) as Error).message).toBe(
       "doctor() option 'timeoutMs' (--timeout-ms) must be a whole number from 100 to 600000, got 99",
     );
-    expect((thrown(() => applyProfile('apple7', { timeoutMs: 1000 } as object)) as InvalidOptionsError).option).toBe('timeoutMs');
+    expect((thrown(() => applyProfile('apple7', { timeoutMs: 1000 } as object)) as InvalidOptionsError).option).toBe(
+      'timeoutMs',
+    );
     expect((thrown(() => applyProfile('auto', { speed: 'max' } as object)) as Error).message).toBe(
       "applyProfile() has no option 'speed'; its options are force, trace, strict, timeoutMs",
     );
     expect((thrown(() => applyProfile('auto', { trace: 'on' } as object)) as Error).message).toBe(
-      "applyProfile() option 'trace' must be a boolean, got the string \"on\"",
+      'applyProfile() option \'trace\' must be a boolean, got the string "on"',
     );
     expect(status().active).toBe(false);
   });
@@ -283,7 +337,9 @@ describeSim('profileForExec: --profile, else METAL_CAP_SHIM_PROFILE, else the de
   });
 
   it('without the flag: the environment (trimmed); empty or unset: the default', () => {
-    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: ' mask-apple5 ' })).toEqual(profiles['mask-apple5']!.profile);
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: ' mask-apple5 ' })).toEqual(
+      profiles['mask-apple5']!.profile,
+    );
     expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: '  ' })).toEqual(profiles[DEFAULT_PROFILE]!.profile);
     expect(profileForExec(undefined, {})).toEqual(profiles[DEFAULT_PROFILE]!.profile);
   });

@@ -28,10 +28,16 @@ const settings = (auto: Record<string, unknown>) => ({
 });
 
 const newCache = () => mkdtempSync(path.join(tmpdir(), 'mcs-auto-'));
-const cacheFiles = (cache: string) => readdirSync(path.join(cache, 'metal-cap-shim')).map((f) => path.join(cache, 'metal-cap-shim', f));
+const cacheFiles = (cache: string) =>
+  readdirSync(path.join(cache, 'metal-cap-shim')).map((f) => path.join(cache, 'metal-cap-shim', f));
 
 interface AutoRun {
-  result: { applied: boolean; profile: unknown; verification: { ok: boolean; mismatches: unknown[] } | null; auto: Record<string, unknown> };
+  result: {
+    applied: boolean;
+    profile: unknown;
+    verification: { ok: boolean; mismatches: unknown[] } | null;
+    auto: Record<string, unknown>;
+  };
   status: { active: boolean; profile: unknown };
 }
 
@@ -56,7 +62,13 @@ describeSim("applyProfile('auto')", () => {
     expect(r.result.applied).toBe(true);
     expect(r.result.profile).toEqual(VERIFIED);
     expect(r.result.verification).toMatchObject({ ok: true, mismatches: [] });
-    expect(settings(r.result.auto)).toEqual({ from: 'doctor', files: cacheFiles(cache), ignored: [], cacheError: null, recommendations: RESIDENCY });
+    expect(settings(r.result.auto)).toEqual({
+      from: 'doctor',
+      files: cacheFiles(cache),
+      ignored: [],
+      cacheError: null,
+      recommendations: RESIDENCY,
+    });
     expect(r.status).toEqual(expect.objectContaining({ active: true, profile: VERIFIED }));
     const entry = JSON.parse(readFileSync(cacheFiles(cache)[0]!, 'utf8')) as DoctorCacheEntry;
     // auto leaves nocopy-mmap out: it maps a large file.
@@ -76,28 +88,47 @@ describeSim("applyProfile('auto')", () => {
     auto(cache);
     const before = readFileSync(cacheFiles(cache)[0]!, 'utf8');
     const r = auto(cache);
-    expect(settings(r.result.auto)).toEqual({ from: 'cache', files: cacheFiles(cache), ignored: [], cacheError: null, recommendations: RESIDENCY });
+    expect(settings(r.result.auto)).toEqual({
+      from: 'cache',
+      files: cacheFiles(cache),
+      ignored: [],
+      cacheError: null,
+      recommendations: RESIDENCY,
+    });
     expect([r.result.applied, r.result.profile, r.result.verification!.ok]).toEqual([true, VERIFIED, true]);
     expect(readFileSync(cacheFiles(cache)[0]!, 'utf8')).toBe(before);
   });
 
   it('uses the result a `doctor` run cached', () => {
     const cache = newCache();
-    const d = runCli(['doctor', '--json', '--mmap-size', '1M'], { METAL_CAP_SHIM_SIM_SNAPSHOT: VM, XDG_CACHE_HOME: cache });
+    const d = runCli(['doctor', '--json', '--mmap-size', '1M'], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: VM,
+      XDG_CACHE_HOME: cache,
+    });
     expect(d.status, d.stderr).toBe(1);
     expect(auto(cache).result.auto).toMatchObject({ from: 'cache', files: cacheFiles(cache) });
   });
 
   it.each([
     ['a corrupt file', () => '{"schema":"metal-cap-shim/doctor-cache@1","key":{', 'not JSON'],
-    ['a file of another tool', () => JSON.stringify({ schema: 'someone-else/cache@3', data: [] }), 'not a metal-cap-shim/doctor-cache@1 file'],
+    [
+      'a file of another tool',
+      () => JSON.stringify({ schema: 'someone-else/cache@3', data: [] }),
+      'not a metal-cap-shim/doctor-cache@1 file',
+    ],
   ])('%s in its place is ignored, measured again and replaced', (_, content, why) => {
     const cache = newCache();
     auto(cache);
     const file = cacheFiles(cache)[0]!;
     writeFileSync(file, content());
     const r = auto(cache);
-    expect(settings(r.result.auto)).toEqual({ from: 'doctor', files: [file], ignored: [{ file, why }], cacheError: null, recommendations: RESIDENCY });
+    expect(settings(r.result.auto)).toEqual({
+      from: 'doctor',
+      files: [file],
+      ignored: [{ file, why }],
+      cacheError: null,
+      recommendations: RESIDENCY,
+    });
     expect(r.result.profile).toEqual(VERIFIED);
     expect((JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry).result.verifiedProfile).toEqual(VERIFIED);
   });
@@ -111,7 +142,10 @@ describeSim("applyProfile('auto')", () => {
     foreign.result.verifiedProfile = { ...foreign.result.verifiedProfile, appleFamilyMax: 1009, name: null };
     writeFileSync(file, JSON.stringify(foreign));
     const r = auto(cache);
-    expect(r.result.auto).toMatchObject({ from: 'doctor', ignored: [{ file, why: 'written for another package version, host, OS build or device' }] });
+    expect(r.result.auto).toMatchObject({
+      from: 'doctor',
+      ignored: [{ file, why: 'written for another package version, host, OS build or device' }],
+    });
     expect(r.result.profile).toEqual(VERIFIED);
   });
 
@@ -131,7 +165,9 @@ describeSim("applyProfile('auto')", () => {
     const r = auto('/proc/nope');
     expect(r.result.applied).toBe(true);
     expect(r.result.auto).toMatchObject({ from: 'doctor', files: [], ignored: [] });
-    expect(r.result.auto.cacheError).toBe("the doctor cache could not be written: ENOENT: no such file or directory, mkdir '/proc/nope'");
+    expect(r.result.auto.cacheError).toBe(
+      "the doctor cache could not be written: ENOENT: no such file or directory, mkdir '/proc/nope'",
+    );
     // A whole Node process with the probes: well under the minute the spinning mkdir would run until killed.
     expect(Date.now() - started).toBeLessThan(10_000);
   });
@@ -167,7 +203,15 @@ describeSim("applyProfile('auto')", () => {
       refused: [false, 'refused-bare-metal', 'doctor'],
       code: 'ERR_REFUSED_BARE_METAL',
       applied: true,
-      profile: { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, deviceName: null, families: {}, mode: 'raise' },
+      profile: {
+        name: 'apple7',
+        appleFamilyMax: 1007,
+        maxThreadgroupMemoryLength: null,
+        recommendedMaxWorkingSetSize: null,
+        deviceName: null,
+        families: {},
+        mode: 'raise',
+      },
       from: 'cache',
     });
   });
@@ -199,7 +243,10 @@ describeSim("applyProfile('auto')", () => {
       m.applyProfile('apple7');
       let out; try { out = m.applyProfile('auto').auto.from; } catch (e) { out = e.code; }
       console.log(JSON.stringify({ out, profile: m.status().profile }));`;
-    expect(jsonFrom(runNode(code, { METAL_CAP_SHIM_SIM_SNAPSHOT: VM, XDG_CACHE_HOME: cached }))).toEqual({ out: 'cache', profile: VERIFIED });
+    expect(jsonFrom(runNode(code, { METAL_CAP_SHIM_SIM_SNAPSHOT: VM, XDG_CACHE_HOME: cached }))).toEqual({
+      out: 'cache',
+      profile: VERIFIED,
+    });
     expect(jsonFrom(runNode(code, { METAL_CAP_SHIM_SIM_SNAPSHOT: VM, XDG_CACHE_HOME: newCache() }))).toMatchObject({
       out: 'ERR_PROFILE_ACTIVE',
       profile: { name: 'apple7' },
@@ -233,7 +280,12 @@ describeSim('METAL_CAP_SHIM_PROFILE=auto for register and exec', () => {
       const r = runCli([...args], { ...env, ...extra });
       expect(r.status, r.stderr).toBe(0);
       const d = JSON.parse(r.stdout)[0] as { families: Record<string, boolean>; maxThreadgroupMemoryLength: number };
-      expect([d.families['1007'], d.families['1008'], d.families['5001'], d.maxThreadgroupMemoryLength]).toEqual([true, false, false, 32768]);
+      expect([d.families['1007'], d.families['1008'], d.families['5001'], d.maxThreadgroupMemoryLength]).toEqual([
+        true,
+        false,
+        false,
+        32768,
+      ]);
     }
     const fromEnv = runCli(['exec', '--', consumer], { ...env, METAL_CAP_SHIM_PROFILE: 'apple9-hw-tg' });
     expect((JSON.parse(fromEnv.stdout)[0] as { families: Record<string, boolean> }).families['1009']).toBe(true);
@@ -248,9 +300,14 @@ describeSim('METAL_CAP_SHIM_PROFILE=auto for register and exec', () => {
 describeSim('exec --profile auto where there is no Metal (Linux without the simulated build selected)', () => {
   it('claims nothing, and --allow-unpatched runs the program unpatched as with any profile', () => {
     const env = { METAL_CAP_SHIM_SIM_SNAPSHOT: undefined, XDG_CACHE_HOME: newCache() };
-    const r = runCli(['exec', '--allow-unpatched', '--profile', 'auto', '--', process.execPath, '-e', 'console.log("ran")'], env);
+    const r = runCli(
+      ['exec', '--allow-unpatched', '--profile', 'auto', '--', process.execPath, '-e', 'console.log("ran")'],
+      env,
+    );
     expect([r.status, r.stdout]).toEqual([0, 'ran\n']);
-    expect(r.stderr).toMatch(/^metal-cap-shim: exec injects into programs that use Metal, which exists only on macOS; this is linux: running .* unpatched \(--allow-unpatched\)\n$/);
+    expect(r.stderr).toMatch(
+      /^metal-cap-shim: exec injects into programs that use Metal, which exists only on macOS; this is linux: running .* unpatched \(--allow-unpatched\)\n$/,
+    );
     const plain = runCli(['exec', '--profile', 'auto', '--', process.execPath, '-e', '0'], env);
     expect(plain.status).toBe(125);
     expect(plain.stderr).toMatch(/^metal-cap-shim: ERR_UNSUPPORTED_PLATFORM: /);

@@ -19,7 +19,15 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
 
 // The simulated GPU computes everything right and could run 64 KiB of threadgroup memory, but the M1 Ultra reports
 // 32768, and on a host that is not a VM no more than that is dispatched; it already answers Apple7 and Metal3.
-const VERIFIED = { name: 'apple7', appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, deviceName: null, families: {}, mode: 'raise' };
+const VERIFIED = {
+  name: 'apple7',
+  appleFamilyMax: 1007,
+  maxThreadgroupMemoryLength: null,
+  recommendedMaxWorkingSetSize: null,
+  deviceName: null,
+  families: {},
+  mode: 'raise',
+};
 const HOOKS = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
 
 describeSim('on bare metal', () => {
@@ -55,7 +63,9 @@ describeSim('on bare metal', () => {
       cache: null,
     });
     const d = r.devices[0]!;
-    expect(d.probes.map((p) => [p.id, p.status, 'stock' in p, 'patched' in p])).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'pass', false, false]));
+    expect(d.probes.map((p) => [p.id, p.status, 'stock' in p, 'patched' in p])).toEqual(
+      DOCTOR_PROBE_IDS.map((id) => [id, 'pass', false, false]),
+    );
     expect([d.verifiedProfile, d.reported.patched, d.differences]).toEqual([VERIFIED, null, []]);
     const tg = d.probes.find((p) => p.id === 'threadgroup-memory')!;
     expect([tg.provenThreadgroupMemory, tg.failedThreadgroupMemory, tg.detail]).toEqual([
@@ -68,7 +78,10 @@ describeSim('on bare metal', () => {
   it('doctor with force: measured under the candidate too, then restored', () => {
     const r = doctor({ probes: ['bfloat', 'residency-set'], force: true, cache: false });
     expect(r.patchedRun).toEqual({ ran: true, why: null });
-    expect(r.restore).toEqual({ restoredHooks: HOOKS.map((selector) => ({ className: 'AGXG13DDevice', selector })), conflicts: [] });
+    expect(r.restore).toEqual({
+      restoredHooks: HOOKS.map((selector) => ({ className: 'AGXG13DDevice', selector })),
+      conflicts: [],
+    });
     expect(r.devices[0]!.reported).toEqual({
       stock: { highestAppleFamily: 'apple7', maxThreadgroupMemoryLength: 32768, metal3: true },
       patched: { highestAppleFamily: 'apple9', maxThreadgroupMemoryLength: 65536, metal3: true },
@@ -90,7 +103,10 @@ describeSim('on bare metal', () => {
       ran: false,
       why: 'the candidate profile raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too',
     });
-    expect(doctor({ probes: ['bfloat'], profile: 'mask-apple5', cache: false }).patchedRun).toEqual({ ran: true, why: null });
+    expect(doctor({ probes: ['bfloat'], profile: 'mask-apple5', cache: false }).patchedRun).toEqual({
+      ran: true,
+      why: null,
+    });
   });
 
   it('doctor: only nocopy-mmap asked, so nothing runs twice', () => {
@@ -107,12 +123,12 @@ describeSim('on bare metal', () => {
   it('doctor with force still dispatches no threadgroup size above the stock limit here (force only lets the profile claim more)', () => {
     const r = doctor({ probes: ['threadgroup-memory'], force: true, cache: false });
     const tg = r.devices[0]!.probes.find((p) => p.id === 'threadgroup-memory')!;
-    expect([r.patchedRun.ran, tg.stock?.provenThreadgroupMemory, tg.patched?.provenThreadgroupMemory, tg.failedThreadgroupMemory]).toEqual([
-      true,
-      32768,
-      32768,
-      null,
-    ]);
+    expect([
+      r.patchedRun.ran,
+      tg.stock?.provenThreadgroupMemory,
+      tg.patched?.provenThreadgroupMemory,
+      tg.failedThreadgroupMemory,
+    ]).toEqual([true, 32768, 32768, null]);
   });
 
   it('resolveAutoProfile and exec’s auto give the verified profile here too; applying it is decided later', () => {

@@ -1,10 +1,29 @@
 // The doctor cache that profile auto reads: where it lives, what makes a file usable, and writes that are atomic.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { cachedResultOf, cacheFileFor, cacheKeyFor, doctorCacheDir, readCache, writeCache, type DoctorCacheKey } from '../lib/doctor/cache.js';
+import {
+  cachedResultOf,
+  cacheFileFor,
+  cacheKeyFor,
+  doctorCacheDir,
+  readCache,
+  writeCache,
+  type DoctorCacheKey,
+} from '../lib/doctor/cache.js';
 import { assessDevice } from '../lib/doctor/derive.js';
 import { judgeProbe } from '../lib/doctor/judge.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
@@ -45,11 +64,15 @@ beforeEach(() => {
 
 describe('where the cache lives', () => {
   it('macOS: ~/Library/Caches/metal-cap-shim, whatever XDG says', () => {
-    expect(doctorCacheDir({ XDG_CACHE_HOME: '/x' }, 'darwin')).toBe(path.join(homedir(), 'Library', 'Caches', 'metal-cap-shim'));
+    expect(doctorCacheDir({ XDG_CACHE_HOME: '/x' }, 'darwin')).toBe(
+      path.join(homedir(), 'Library', 'Caches', 'metal-cap-shim'),
+    );
   });
   it('elsewhere: $XDG_CACHE_HOME when absolute, else ~/.cache', () => {
     expect(doctorCacheDir({ XDG_CACHE_HOME: '/var/cache/me' }, 'linux')).toBe('/var/cache/me/metal-cap-shim');
-    expect(doctorCacheDir({ XDG_CACHE_HOME: 'relative/dir' }, 'linux')).toBe(path.join(homedir(), '.cache', 'metal-cap-shim'));
+    expect(doctorCacheDir({ XDG_CACHE_HOME: 'relative/dir' }, 'linux')).toBe(
+      path.join(homedir(), '.cache', 'metal-cap-shim'),
+    );
     expect(doctorCacheDir({}, 'linux')).toBe(path.join(homedir(), '.cache', 'metal-cap-shim'));
   });
 });
@@ -65,7 +88,15 @@ describe('the key: package version, host, OS build, device', () => {
     });
   });
   it('names one file per key, however the key’s fields are ordered', () => {
-    const reordered = JSON.parse(JSON.stringify({ device: key.device, host: key.host, snapshot: key.snapshot, source: key.source, packageVersion: key.packageVersion })) as DoctorCacheKey;
+    const reordered = JSON.parse(
+      JSON.stringify({
+        device: key.device,
+        host: key.host,
+        snapshot: key.snapshot,
+        source: key.source,
+        packageVersion: key.packageVersion,
+      }),
+    ) as DoctorCacheKey;
     expect(cacheFileFor(reordered, dir)).toBe(cacheFileFor(key, dir));
     expect(path.basename(cacheFileFor(key, dir))).toMatch(/^doctor-[0-9a-f]{16}\.json$/);
     for (const other of [
@@ -87,7 +118,9 @@ describe('reading and writing', () => {
   it('keeps the decisions, each probe’s status and the proven threadgroup size (what the decisions are derived from)', () => {
     expect(cachedResultOf(assessed)).toEqual({
       probes: DOCTOR_PROBE_IDS.map((id) =>
-        id === 'threadgroup-memory' ? { id, status: 'pass', provenThreadgroupMemory: 32768 } : { id, status: id === 'residency-set' ? 'fail' : 'pass' },
+        id === 'threadgroup-memory'
+          ? { id, status: 'pass', provenThreadgroupMemory: 32768 }
+          : { id, status: id === 'residency-set' ? 'fail' : 'pass' },
       ),
       verifiedProfile: assessed.verifiedProfile,
       verifiedProfileReasons: assessed.verifiedProfileReasons,
@@ -102,11 +135,22 @@ describe('reading and writing', () => {
       device,
       null,
       DOCTOR_PROBE_IDS.map((id) =>
-        judgeProbe(id, { status: id === 'threadgroup-memory' ? 'fail' : 'pass', detail: 'd', ms: 1, compileMs: null, provenThreadgroupMemory: null, failedThreadgroupMemory: null, bufferLength: null, maxAbsError: null }),
+        judgeProbe(id, {
+          status: id === 'threadgroup-memory' ? 'fail' : 'pass',
+          detail: 'd',
+          ms: 1,
+          compileMs: null,
+          provenThreadgroupMemory: null,
+          failedThreadgroupMemory: null,
+          bufferLength: null,
+          maxAbsError: null,
+        }),
       ),
       unknownChip.host,
     );
-    expect(cachedResultOf(failed).probes).toEqual(DOCTOR_PROBE_IDS.map((id) => ({ id, status: id === 'threadgroup-memory' ? 'fail' : 'pass' })));
+    expect(cachedResultOf(failed).probes).toEqual(
+      DOCTOR_PROBE_IDS.map((id) => ({ id, status: id === 'threadgroup-memory' ? 'fail' : 'pass' })),
+    );
     writeCache(key, failed, AT, dir);
     expect(readCache(key, device, dir).entry!.result.probes).toEqual(cachedResultOf(failed).probes);
   });
@@ -148,7 +192,14 @@ describe('reading and writing', () => {
 
 describe('unusable files are ignored, never trusted', () => {
   const entry = () =>
-    JSON.parse(JSON.stringify({ schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, result: cachedResultOf(assessed) })) as Record<string, any>;
+    JSON.parse(
+      JSON.stringify({
+        schema: 'metal-cap-shim/doctor-cache@1',
+        key,
+        generatedAt: AT,
+        result: cachedResultOf(assessed),
+      }),
+    ) as Record<string, any>;
   const ignoredFor = (content: string) => {
     writeFileSync(cacheFileFor(key, dir), content);
     const r = readCache(key, device, dir);
@@ -196,12 +247,17 @@ describe('unusable files are ignored, never trusted', () => {
     }
     const e = entry();
     e.result.verifiedProfile.appleFamilyMax = 2000;
-    expect(ignoredFor(JSON.stringify(e))).toMatch(/^damaged: verifiedProfile \(appleFamilyMax must be an MTLGPUFamily value/);
+    expect(ignoredFor(JSON.stringify(e))).toMatch(
+      /^damaged: verifiedProfile \(appleFamilyMax must be an MTLGPUFamily value/,
+    );
   });
 
   it('partial: a capability probe skipped or missing (nocopy-mmap may be skipped: auto never runs it)', () => {
     const cases: [(e: Record<string, any>) => void, string | null][] = [
-      [(e) => (e.result.probes[3].status = 'skipped'), 'partial: threadgroup-memory did not run, so it is measured again'],
+      [
+        (e) => (e.result.probes[3].status = 'skipped'),
+        'partial: threadgroup-memory did not run, so it is measured again',
+      ],
       [
         (e) => (e.result.probes = e.result.probes.map((p: { id: string }) => ({ ...p, status: 'skipped' }))),
         'partial: simdgroup-reduction, simdgroup-matrix, bfloat, threadgroup-memory, residency-set, heap did not run, so it is measured again',
@@ -258,7 +314,11 @@ describe('unusable files are ignored, never trusted', () => {
 
   it('a proven size stored with a profile that raises to it is what it proves: used with force, as doctor derives', () => {
     provenAbove(65536);
-    expect(readCache(key, device, dir, true).entry!.result.verifiedProfile).toEqual({ ...assessed.verifiedProfile, name: null, maxThreadgroupMemoryLength: 65536 });
+    expect(readCache(key, device, dir, true).entry!.result.verifiedProfile).toEqual({
+      ...assessed.verifiedProfile,
+      name: null,
+      maxThreadgroupMemoryLength: 65536,
+    });
   });
 
   it('a profile derived with force (above 32768), read without it: ignored, saying so, and measured again', () => {
@@ -293,11 +353,20 @@ describe('unusable files are ignored, never trusted', () => {
   });
 
   it.each([
-    ['a proven size on another probe', (e: Record<string, any>) => (e.result.probes[0].provenThreadgroupMemory = 32768)],
-    ['a proven size that is not a positive integer', (e: Record<string, any>) => (e.result.probes[3].provenThreadgroupMemory = -1)],
+    [
+      'a proven size on another probe',
+      (e: Record<string, any>) => (e.result.probes[0].provenThreadgroupMemory = 32768),
+    ],
+    [
+      'a proven size that is not a positive integer',
+      (e: Record<string, any>) => (e.result.probes[3].provenThreadgroupMemory = -1),
+    ],
     ['a proven size given as text', (e: Record<string, any>) => (e.result.probes[3].provenThreadgroupMemory = '32768')],
     ['a field a probe does not have', (e: Record<string, any>) => (e.result.probes[1].detail = 'x')],
-    ['a field threadgroup-memory does not have, beside its proven size', (e: Record<string, any>) => (e.result.probes[3].detail = 'x')],
+    [
+      'a field threadgroup-memory does not have, beside its proven size',
+      (e: Record<string, any>) => (e.result.probes[3].detail = 'x'),
+    ],
     ['a proven size of 0', (e: Record<string, any>) => (e.result.probes[3].provenThreadgroupMemory = 0)],
   ])('%s: damaged', (_, change) => {
     const e = entry();
@@ -329,8 +398,14 @@ describe('a cache someone else could have planted or changed is ignored, with th
   it('a folder others may write (created first by an attacker): ignored, and nothing is written into it', () => {
     const { file } = planted();
     chmodSync(dir, 0o777);
-    expect(readCache(key, device, dir)).toEqual({ entry: null, file, ignored: `the cache folder ${dir} can be written by other users (mode 0777)` });
-    expect(() => writeCache(key, assessed, AT, dir)).toThrow(`the cache folder ${dir} can be written by other users (mode 0777), so nothing is written there`);
+    expect(readCache(key, device, dir)).toEqual({
+      entry: null,
+      file,
+      ignored: `the cache folder ${dir} can be written by other users (mode 0777)`,
+    });
+    expect(() => writeCache(key, assessed, AT, dir)).toThrow(
+      `the cache folder ${dir} can be written by other users (mode 0777), so nothing is written there`,
+    );
     chmodSync(dir, 0o770);
     expect(readCache(key, device, dir).ignored).toBe(`the cache folder ${dir} can be written by its group (mode 0770)`);
   });
@@ -341,7 +416,9 @@ describe('a cache someone else could have planted or changed is ignored, with th
     expect(readCache(key, device, dir).ignored).toBe(`the cache file belongs to another user (uid ${NOBODY}, not 0)`);
     chownSync(file, 0, 0);
     chownSync(dir, NOBODY, NOBODY);
-    expect(readCache(key, device, dir).ignored).toBe(`the cache folder ${dir} belongs to another user (uid ${NOBODY}, not 0)`);
+    expect(readCache(key, device, dir).ignored).toBe(
+      `the cache folder ${dir} belongs to another user (uid ${NOBODY}, not 0)`,
+    );
     chownSync(dir, 0, 0);
     expect(readCache(key, device, dir).entry).not.toBeNull();
   });
@@ -378,7 +455,11 @@ describe('a cache someone else could have planted or changed is ignored, with th
   it('the folder and the file are created private: 0700 and 0600', () => {
     const nested = path.join(dir, 'x', 'metal-cap-shim');
     const file = writeCache(key, assessed, AT, nested);
-    expect([statSync(path.dirname(nested)).mode & 0o777, statSync(nested).mode & 0o777, statSync(file).mode & 0o777]).toEqual([0o700, 0o700, 0o600]);
+    expect([
+      statSync(path.dirname(nested)).mode & 0o777,
+      statSync(nested).mode & 0o777,
+      statSync(file).mode & 0o777,
+    ]).toEqual([0o700, 0o700, 0o600]);
   });
 });
 
@@ -414,7 +495,14 @@ describe('the key, field by field', () => {
     const other = change(key);
     expect(cacheFileFor(other, dir)).not.toBe(cacheFileFor(key, dir));
     // A result derived on the other key's host (its chip caps the family and names the device).
-    writeCache(other, other.host.chip === null ? assessed : assessDevice(device, null, assessed.probes, { ...unknownChip.host, chip: other.host.chip }), AT, dir);
+    writeCache(
+      other,
+      other.host.chip === null
+        ? assessed
+        : assessDevice(device, null, assessed.probes, { ...unknownChip.host, chip: other.host.chip }),
+      AT,
+      dir,
+    );
     // The other key's entry, copied to where this key's result lives.
     writeFileSync(cacheFileFor(key, dir), readFileSync(cacheFileFor(other, dir)));
     expect(readCache(key, device, dir)).toEqual({
@@ -426,7 +514,15 @@ describe('the key, field by field', () => {
   });
 
   it('a key that is missing, null, or has a field too many or too few is another key', () => {
-    const stored = () => JSON.parse(JSON.stringify({ schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, result: cachedResultOf(assessed) }));
+    const stored = () =>
+      JSON.parse(
+        JSON.stringify({
+          schema: 'metal-cap-shim/doctor-cache@1',
+          key,
+          generatedAt: AT,
+          result: cachedResultOf(assessed),
+        }),
+      );
     const changes: ((e: Record<string, any>) => void)[] = [
       (e) => delete e.key,
       (e) => (e.key = null),
@@ -456,7 +552,15 @@ describe('the key, field by field', () => {
 });
 
 describe('more damaged files', () => {
-  const stored = () => JSON.parse(JSON.stringify({ schema: 'metal-cap-shim/doctor-cache@1', key, generatedAt: AT, result: cachedResultOf(assessed) })) as Record<string, any>;
+  const stored = () =>
+    JSON.parse(
+      JSON.stringify({
+        schema: 'metal-cap-shim/doctor-cache@1',
+        key,
+        generatedAt: AT,
+        result: cachedResultOf(assessed),
+      }),
+    ) as Record<string, any>;
   const ignoredFor = (change: (e: Record<string, any>) => void) => {
     const e = stored();
     change(e);
@@ -467,16 +571,48 @@ describe('more damaged files', () => {
 
   it.each([
     ['generatedAt a number', (e: Record<string, any>) => (e.generatedAt = 2026), 'damaged: generatedAt'],
-    ['a status that is an array', (e: Record<string, any>) => (e.result.probes[0].status = ['pass']), 'damaged: probes'],
+    [
+      'a status that is an array',
+      (e: Record<string, any>) => (e.result.probes[0].status = ['pass']),
+      'damaged: probes',
+    ],
     ['a probe that is not an object', (e: Record<string, any>) => (e.result.probes[1] = 'bfloat'), 'damaged: probes'],
     ['probes not a list', (e: Record<string, any>) => (e.result.probes = {}), 'damaged: probes'],
-    ['one reason not text', (e: Record<string, any>) => (e.result.verifiedProfileReasons = ['a', 2]), 'damaged: verifiedProfileReasons'],
-    ['one recommendation of two damaged', (e: Record<string, any>) => (e.result.recommendations = [rec, { ...rec, why: 1 }]), 'damaged: recommendations'],
-    ['a recommendation without an engine', (e: Record<string, any>) => (e.result.recommendations = [{ ...rec, engine: null }]), 'damaged: recommendations'],
-    ['a recommendation without a setting', (e: Record<string, any>) => (e.result.recommendations = [{ ...rec, setting: 3 }]), 'damaged: recommendations'],
-    ['a recommendation that is text', (e: Record<string, any>) => (e.result.recommendations = ['GGML_METAL_NO_RESIDENCY=1']), 'damaged: recommendations'],
-    ['one fault not text', (e: Record<string, any>) => (e.result.faults = ['residency-set: fail', false]), 'damaged: faults'],
-    ['a profile without its name field', (e: Record<string, any>) => delete e.result.verifiedProfile.name, 'damaged: verifiedProfile'],
+    [
+      'one reason not text',
+      (e: Record<string, any>) => (e.result.verifiedProfileReasons = ['a', 2]),
+      'damaged: verifiedProfileReasons',
+    ],
+    [
+      'one recommendation of two damaged',
+      (e: Record<string, any>) => (e.result.recommendations = [rec, { ...rec, why: 1 }]),
+      'damaged: recommendations',
+    ],
+    [
+      'a recommendation without an engine',
+      (e: Record<string, any>) => (e.result.recommendations = [{ ...rec, engine: null }]),
+      'damaged: recommendations',
+    ],
+    [
+      'a recommendation without a setting',
+      (e: Record<string, any>) => (e.result.recommendations = [{ ...rec, setting: 3 }]),
+      'damaged: recommendations',
+    ],
+    [
+      'a recommendation that is text',
+      (e: Record<string, any>) => (e.result.recommendations = ['GGML_METAL_NO_RESIDENCY=1']),
+      'damaged: recommendations',
+    ],
+    [
+      'one fault not text',
+      (e: Record<string, any>) => (e.result.faults = ['residency-set: fail', false]),
+      'damaged: faults',
+    ],
+    [
+      'a profile without its name field',
+      (e: Record<string, any>) => delete e.result.verifiedProfile.name,
+      'damaged: verifiedProfile',
+    ],
   ])('%s', (_, change, why) => {
     expect(ignoredFor(change)).toBe(why);
   });
@@ -490,30 +626,40 @@ describe('more damaged files', () => {
 
 describe('a folder that cannot be created', () => {
   // Node's recursive mkdirSync loops for ever on this path (ENOENT from mkdir under /proc).
-  it.skipIf(process.platform !== 'linux')('under /proc: the write throws within a second, as an unwritable folder does', () => {
-    const started = Date.now();
-    let err: NodeJS.ErrnoException | undefined;
-    try {
-      writeCache(key, assessed, AT, '/proc/nope/metal-cap-shim');
-    } catch (e) {
-      err = e as NodeJS.ErrnoException;
-    }
-    expect([err?.code, err?.syscall, err?.path]).toEqual(['ENOENT', 'mkdir', '/proc/nope']);
-    expect(Date.now() - started).toBeLessThan(1000);
-    expect(readCache(key, device, '/proc/nope/metal-cap-shim')).toEqual({ entry: null, file: cacheFileFor(key, '/proc/nope/metal-cap-shim'), ignored: null });
-  });
+  it.skipIf(process.platform !== 'linux')(
+    'under /proc: the write throws within a second, as an unwritable folder does',
+    () => {
+      const started = Date.now();
+      let err: NodeJS.ErrnoException | undefined;
+      try {
+        writeCache(key, assessed, AT, '/proc/nope/metal-cap-shim');
+      } catch (e) {
+        err = e as NodeJS.ErrnoException;
+      }
+      expect([err?.code, err?.syscall, err?.path]).toEqual(['ENOENT', 'mkdir', '/proc/nope']);
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(readCache(key, device, '/proc/nope/metal-cap-shim')).toEqual({
+        entry: null,
+        file: cacheFileFor(key, '/proc/nope/metal-cap-shim'),
+        ignored: null,
+      });
+    },
+  );
 });
 
 describe('a write that fails', () => {
   // Linux: /proc exists and takes no new files, for root too.
-  it.skipIf(process.platform !== 'linux')('reports the write’s own error (here: no file can be created in /proc), not the clean-up’s', () => {
-    let err: NodeJS.ErrnoException | undefined;
-    try {
-      // This process's own /proc folder: ours, writable by nobody else, and it takes no new file.
-      writeCache(key, assessed, AT, `/proc/${process.pid}`);
-    } catch (e) {
-      err = e as NodeJS.ErrnoException;
-    }
-    expect([err?.code, err?.syscall]).toEqual(['ENOENT', 'open']);
-  });
+  it.skipIf(process.platform !== 'linux')(
+    'reports the write’s own error (here: no file can be created in /proc), not the clean-up’s',
+    () => {
+      let err: NodeJS.ErrnoException | undefined;
+      try {
+        // This process's own /proc folder: ours, writable by nobody else, and it takes no new file.
+        writeCache(key, assessed, AT, `/proc/${process.pid}`);
+      } catch (e) {
+        err = e as NodeJS.ErrnoException;
+      }
+      expect([err?.code, err?.syscall]).toEqual(['ENOENT', 'open']);
+    },
+  );
 });

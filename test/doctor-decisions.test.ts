@@ -4,7 +4,13 @@ import { describe, expect, it } from 'vitest';
 import { assessDevice, deriveVerifiedProfile, leastProfile, recommendationsFor } from '../lib/doctor/derive.js';
 import { differencesOf, faultsOf, judgeProbe, runFrom, worseStatus } from '../lib/doctor/judge.js';
 import { checkDoctorOptions } from '../lib/doctor/options.js';
-import { DOCTOR_PROBE_IDS, JUDGEMENTS, type DoctorProbeId, type DoctorStatus, type RecordedStatus } from '../lib/doctor/probes.js';
+import {
+  DOCTOR_PROBE_IDS,
+  JUDGEMENTS,
+  type DoctorProbeId,
+  type DoctorStatus,
+  type RecordedStatus,
+} from '../lib/doctor/probes.js';
 import { judgeDevice } from '../lib/doctor/run.js';
 import type { DoctorProbe, DoctorRun } from '../lib/doctor/types.js';
 import { predictPatchedDevice, profiles, resolveProfile, type Profile } from '../lib/patch/profiles.js';
@@ -35,7 +41,10 @@ function run(status: RecordedStatus, extra: Partial<DoctorRun> = {}): DoctorRun 
 function probes(statuses: Partial<Record<DoctorProbeId, RecordedStatus>>, tg: number | null = 32768): DoctorProbe[] {
   return DOCTOR_PROBE_IDS.map((id) => {
     const status = statuses[id] ?? 'pass';
-    return judgeProbe(id, run(status, id === 'threadgroup-memory' ? { provenThreadgroupMemory: status === 'pass' ? tg : null } : {}));
+    return judgeProbe(
+      id,
+      run(status, id === 'threadgroup-memory' ? { provenThreadgroupMemory: status === 'pass' ? tg : null } : {}),
+    );
   });
 }
 
@@ -115,7 +124,11 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
   });
 
   it('a size is proven only as far as both runs proved it; an unmeasured time stays unknown', () => {
-    const p = judgeProbe('threadgroup-memory', run('pass', { provenThreadgroupMemory: 65536 }), run('skipped', { ms: null }));
+    const p = judgeProbe(
+      'threadgroup-memory',
+      run('pass', { provenThreadgroupMemory: 65536 }),
+      run('skipped', { ms: null }),
+    );
     expect([p.status, p.provenThreadgroupMemory, p.ms, p.judgement]).toEqual(['skipped', null, null, 'unknown']);
   });
 
@@ -134,7 +147,9 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
       judgeProbe('nocopy-mmap', run('timeout')),
       judgeProbe('residency-set', run('unsupported'), run('unsupported')),
     ];
-    expect(differencesOf(list)).toEqual([{ id: 'simdgroup-matrix', stock: 'pass', patched: 'wrong-result', measured: [] }]);
+    expect(differencesOf(list)).toEqual([
+      { id: 'simdgroup-matrix', stock: 'pass', patched: 'wrong-result', measured: [] },
+    ]);
     expect(faultsOf(list)).toEqual(['simdgroup-matrix: wrong-result', 'nocopy-mmap: timeout']);
   });
 
@@ -153,7 +168,12 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
       },
     ]);
     expect(differencesOf([judgeProbe('threadgroup-memory', tg(32768, 40960), tg(32768, 49152))])).toEqual([
-      { id: 'threadgroup-memory', stock: 'pass', patched: 'pass', measured: [{ field: 'failedThreadgroupMemory', stock: 40960, patched: 49152 }] },
+      {
+        id: 'threadgroup-memory',
+        stock: 'pass',
+        patched: 'pass',
+        measured: [{ field: 'failedThreadgroupMemory', stock: 40960, patched: 49152 }],
+      },
     ]);
     expect(differencesOf([judgeProbe('threadgroup-memory', tg(65536, null), tg(null, 16384, 'fail'))])).toEqual([
       {
@@ -171,7 +191,11 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
   it('differences: none when status and sizes agree, whatever the times and error bounds say; none for one run', () => {
     expect(
       differencesOf([
-        judgeProbe('threadgroup-memory', run('pass', { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960, ms: 1 }), run('pass', { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960, ms: 9 })),
+        judgeProbe(
+          'threadgroup-memory',
+          run('pass', { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960, ms: 1 }),
+          run('pass', { provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960, ms: 9 }),
+        ),
         judgeProbe('simdgroup-matrix', run('pass', { maxAbsError: 0.001 }), run('pass', { maxAbsError: 0.002 })),
         judgeProbe('nocopy-mmap', run('pass', { bufferLength: 4096 })),
         judgeProbe('threadgroup-memory', run('pass', { provenThreadgroupMemory: 65536 })),
@@ -215,13 +239,17 @@ describe('the verified profile: the least that turns on what was proven', () => 
         NO_CHIP,
       ],
     });
-    expect(deriveVerifiedProfile(guest, probes({ bfloat: 'unsupported', 'residency-set': 'pass' }, 16384)).reasons).toEqual([
+    expect(
+      deriveVerifiedProfile(guest, probes({ bfloat: 'unsupported', 'residency-set': 'pass' }, 16384)).reasons,
+    ).toEqual([
       'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; Apple7 includes Apple6, which also turns on llama.cpp’s bfloat, not proven here (bfloat unsupported): see the recommendations',
       'threadgroup memory left at the reported 32768 bytes, though only 16384 were proven: a kernel that asks for more may fail',
       'Metal3 not advertised: a residency set worked, but Metal3 also turns on llama.cpp’s SIMD-group reduction and bfloat (simdgroup-reduction pass, bfloat unsupported)',
       NO_CHIP,
     ]);
-    expect(deriveVerifiedProfile(guest, probes({ 'simdgroup-matrix': 'fail', 'threadgroup-memory': 'timeout' })).reasons).toEqual([
+    expect(
+      deriveVerifiedProfile(guest, probes({ 'simdgroup-matrix': 'fail', 'threadgroup-memory': 'timeout' })).reasons,
+    ).toEqual([
       'Apple6: bfloat computed right (llama.cpp’s bfloat rule); not Apple7, which would also claim SIMD-group reduction and matrix (simdgroup-reduction pass, simdgroup-matrix fail)',
       'threadgroup memory left as reported: no size proven (threadgroup-memory timeout)',
       'Metal3: a residency set was created and used, and the reduction and bfloat paths Metal3 turns on in llama.cpp were proven',
@@ -231,8 +259,16 @@ describe('the verified profile: the least that turns on what was proven', () => 
 
   it('threadgroup memory after a patched run: the proven size beside what the device reports stock and under the candidate', () => {
     const reasonFor = (size: number | null, reported: number | null, candidate = 'cua-release') =>
-      deriveVerifiedProfile(guest, probes({ 'threadgroup-memory': size === null ? 'timeout' : 'pass' }, size), { candidate, reported }).reasons[1];
-    expect([reasonFor(65536, 65536), reasonFor(16384, 65536), reasonFor(32768, 32768, 'apple7'), reasonFor(null, null, 'my profile')]).toEqual([
+      deriveVerifiedProfile(guest, probes({ 'threadgroup-memory': size === null ? 'timeout' : 'pass' }, size), {
+        candidate,
+        reported,
+      }).reasons[1];
+    expect([
+      reasonFor(65536, 65536),
+      reasonFor(16384, 65536),
+      reasonFor(32768, 32768, 'apple7'),
+      reasonFor(null, null, 'my profile'),
+    ]).toEqual([
       'threadgroup memory left at the reported 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force; the device reports 32768 stock, 65536 under cua-release',
       'threadgroup memory left at the reported 32768 bytes, though only 16384 were proven: a kernel that asks for more may fail; the device reports 32768 stock, 65536 under cua-release',
       'threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 32768 under apple7',
@@ -240,8 +276,13 @@ describe('the verified profile: the least that turns on what was proven', () => 
     ]);
     // A device that reports no size (an OS that cannot answer): nothing stock, raised to what was proven.
     expect(
-      deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({}, 16384), { candidate: 'cua-release', reported: 65536 }).reasons[1],
-    ).toBe('threadgroup memory raised to the proven 16384 bytes; the device reports nothing stock, 65536 under cua-release');
+      deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({}, 16384), {
+        candidate: 'cua-release',
+        reported: 65536,
+      }).reasons[1],
+    ).toBe(
+      'threadgroup memory raised to the proven 16384 bytes; the device reports nothing stock, 65536 under cua-release',
+    );
     const patched = { ...guest, maxThreadgroupMemoryLength: 65536 };
     // assessDevice passes force on: with it the proven size is claimed, without it 32768 at most.
     const assessed = (candidate?: string) =>
@@ -253,21 +294,24 @@ describe('the verified profile: the least that turns on what was proven', () => 
     expect(assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release', true).verifiedProfileReasons[1]).toBe(
       'threadgroup memory raised to the proven 49152 bytes (the device reports 32768)',
     );
-    expect(assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release').verifiedProfile.maxThreadgroupMemoryLength).toBe(null);
+    expect(
+      assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release').verifiedProfile.maxThreadgroupMemoryLength,
+    ).toBe(null);
   });
 
   it('threadgroup memory: raised only to the proven size, never above, never lowered; above 32768 only with force', () => {
     const tg = (size: number | null, force = false) =>
-      deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, size), undefined, force).profile.maxThreadgroupMemoryLength;
+      deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, size), undefined, force).profile
+        .maxThreadgroupMemoryLength;
     expect([tg(null), tg(16384), tg(32768), tg(40960), tg(65536)]).toEqual([null, null, null, null, null]);
-    expect([tg(null, true), tg(16384, true), tg(32768, true), tg(32784, true), tg(40960, true), tg(65536, true)]).toEqual([
-      null,
-      null,
-      null,
-      32784,
-      40960,
-      65536,
-    ]);
+    expect([
+      tg(null, true),
+      tg(16384, true),
+      tg(32768, true),
+      tg(32784, true),
+      tg(40960, true),
+      tg(65536, true),
+    ]).toEqual([null, null, null, 32784, 40960, 65536]);
     // A device that reports less: raised to what was proven, and to 32768 at most without force.
     const small = { ...guest, maxThreadgroupMemoryLength: 16384 };
     const raised = (size: number) => deriveVerifiedProfile(small, probes({}, size)).profile.maxThreadgroupMemoryLength;
@@ -276,9 +320,14 @@ describe('the verified profile: the least that turns on what was proven', () => 
       'threadgroup memory raised to 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force (the device reports 16384)',
     );
     // Exactly 32768 proven is no cap: raised to what was proven.
-    expect(deriveVerifiedProfile(small, probes({}, 32768)).reasons[1]).toBe('threadgroup memory raised to the proven 32768 bytes (the device reports 16384)');
+    expect(deriveVerifiedProfile(small, probes({}, 32768)).reasons[1]).toBe(
+      'threadgroup memory raised to the proven 32768 bytes (the device reports 16384)',
+    );
     // A device that reports no size: raised, to 32768 at most.
-    expect(deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({}, 65536)).profile.maxThreadgroupMemoryLength).toBe(32768);
+    expect(
+      deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({}, 65536)).profile
+        .maxThreadgroupMemoryLength,
+    ).toBe(32768);
   });
 
   it('a device that already answers what was proven: the same ceiling, which changes nothing there', () => {
@@ -295,7 +344,13 @@ describe('the verified profile: the least that turns on what was proven', () => 
 
   it('never above the host chip’s true family: the proven family is capped there, with its own line', () => {
     const host = (cpuBrand: string) => ({ ...vz.host, cpuBrand, chip: chipFromBrand(cpuBrand) });
-    const capped = deriveVerifiedProfile(guest, probes({ heap: 'fail', 'residency-set': 'fail' }), undefined, false, host('Apple A13'));
+    const capped = deriveVerifiedProfile(
+      guest,
+      probes({ heap: 'fail', 'residency-set': 'fail' }),
+      undefined,
+      false,
+      host('Apple A13'),
+    );
     expect(capped.profile).toEqual(profile({ appleFamilyMax: 1006 }));
     expect(capped.reasons.slice(0, 2)).toEqual([
       'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
@@ -308,21 +363,30 @@ describe('the verified profile: the least that turns on what was proven', () => 
     }
     // bfloat alone proves Apple6: on an Apple5 chip that is capped too.
     expect(
-      deriveVerifiedProfile(guest, probes({ 'simdgroup-matrix': 'fail', heap: 'fail', 'residency-set': 'fail' }), undefined, false, host('Apple A12Z')).profile,
+      deriveVerifiedProfile(
+        guest,
+        probes({ 'simdgroup-matrix': 'fail', heap: 'fail', 'residency-set': 'fail' }),
+        undefined,
+        false,
+        host('Apple A12Z'),
+      ).profile,
     ).toEqual(profile({ appleFamilyMax: 1005 }));
   });
 
   it('force lifts the 32768 ceiling of threadgroup memory, never the host chip’s family cap', () => {
     const a13 = { ...vz.host, cpuBrand: 'Apple A13', chip: 'Apple A13' };
-    const derived = (force: boolean) => deriveVerifiedProfile(guest, probes({ heap: 'fail', 'residency-set': 'fail' }, 65536), undefined, force, a13).profile;
+    const derived = (force: boolean) =>
+      deriveVerifiedProfile(guest, probes({ heap: 'fail', 'residency-set': 'fail' }, 65536), undefined, force, a13)
+        .profile;
     expect([derived(true), derived(false)]).toEqual([
       profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 65536 }),
       profile({ appleFamilyMax: 1006 }),
     ]);
     // assessDevice hands both on: force and the host.
-    expect(assessDevice(guest, null, probes({ heap: 'fail', 'residency-set': 'fail' }, 65536), a13, 'cua-release', true).verifiedProfile).toEqual(
-      profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 65536 }),
-    );
+    expect(
+      assessDevice(guest, null, probes({ heap: 'fail', 'residency-set': 'fail' }, 65536), a13, 'cua-release', true)
+        .verifiedProfile,
+    ).toEqual(profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 65536 }));
   });
 
   it('the name: the host chip’s only when a heap was proven, and never a guess', () => {
@@ -346,14 +410,19 @@ describe('the verified profile: the least that turns on what was proven', () => 
     ]);
     expect(nameOf({}, null)).toEqual([null, NO_CHIP]);
     // Bare metal: the device already is the chip, so no name is claimed.
-    expect(nameOf({}, host('Apple M1 Ultra'), bare)).toEqual([null, 'name left as the device reports it: it already is "Apple M1 Ultra"']);
+    expect(nameOf({}, host('Apple M1 Ultra'), bare)).toEqual([
+      null,
+      'name left as the device reports it: it already is "Apple M1 Ultra"',
+    ]);
   });
 
   it('the least of several profiles claims only what every one claims', () => {
     const a = profile({ appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536, families: { metal3: true } });
     const b = profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 40960, families: { metal3: true } });
     const c = profile({ appleFamilyMax: 1007 });
-    expect(leastProfile([a, b])).toEqual(profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 40960, families: { metal3: true } }));
+    expect(leastProfile([a, b])).toEqual(
+      profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 40960, families: { metal3: true } }),
+    );
     expect(leastProfile([a, c])).toEqual(profile({ name: 'apple7', appleFamilyMax: 1007 }));
     expect(leastProfile([a])).toEqual(a);
     expect(leastProfile([])).toEqual(profile({}));
@@ -362,9 +431,15 @@ describe('the verified profile: the least that turns on what was proven', () => 
   it('the least of several profiles keeps a name only when every one answers that same name', () => {
     const m1 = profile({ appleFamilyMax: 1007, deviceName: 'Apple M1' });
     expect(leastProfile([m1, { ...m1 }])).toEqual(m1);
-    expect(leastProfile([m1, profile({ appleFamilyMax: 1007 })])).toEqual(profile({ name: 'apple7', appleFamilyMax: 1007 }));
-    expect(leastProfile([m1, { ...m1, deviceName: 'Apple M2' }])).toEqual(profile({ name: 'apple7', appleFamilyMax: 1007 }));
-    expect(leastProfile([profile({ appleFamilyMax: 1007 }), m1])).toEqual(profile({ name: 'apple7', appleFamilyMax: 1007 }));
+    expect(leastProfile([m1, profile({ appleFamilyMax: 1007 })])).toEqual(
+      profile({ name: 'apple7', appleFamilyMax: 1007 }),
+    );
+    expect(leastProfile([m1, { ...m1, deviceName: 'Apple M2' }])).toEqual(
+      profile({ name: 'apple7', appleFamilyMax: 1007 }),
+    );
+    expect(leastProfile([profile({ appleFamilyMax: 1007 }), m1])).toEqual(
+      profile({ name: 'apple7', appleFamilyMax: 1007 }),
+    );
   });
 });
 
@@ -386,7 +461,10 @@ describe('recommendations name the engine setting and the evidence', () => {
       { engine: 'llama.cpp', setting: '--no-mmap (llama-bench: -mmp 0)', why },
       { engine: 'node-llama-cpp', setting: 'llama.loadModel({ useMmap: false })', why },
     ]);
-    expect(recs({ 'nocopy-mmap': 'fail' }).map((r) => r.setting)).toEqual(['--no-mmap (llama-bench: -mmp 0)', 'llama.loadModel({ useMmap: false })']);
+    expect(recs({ 'nocopy-mmap': 'fail' }).map((r) => r.setting)).toEqual([
+      '--no-mmap (llama-bench: -mmp 0)',
+      'llama.loadModel({ useMmap: false })',
+    ]);
     expect(recs({ 'nocopy-mmap': 'timeout' })).toHaveLength(2);
     expect(recs({ 'nocopy-mmap': 'error' })).toEqual([]);
   });
@@ -451,7 +529,10 @@ describe('recommendations name the engine setting and the evidence', () => {
       name: 'Apple Paravirtual device',
       className: 'AppleParavirtDevice',
       registryId: guest.registryId,
-      reported: { stock: { highestAppleFamily: 'apple5', maxThreadgroupMemoryLength: 32768, metal3: false }, patched: null },
+      reported: {
+        stock: { highestAppleFamily: 'apple5', maxThreadgroupMemoryLength: 32768, metal3: false },
+        patched: null,
+      },
       probes: 7,
       differences: [],
       // The guest's host is an M1 Ultra and a heap was proven: its name too.
@@ -470,7 +551,11 @@ describe('recommendations name the engine setting and the evidence', () => {
 
 describe('two runs combined, value by value', () => {
   it('a time or size one run did not measure stays unmeasured, whichever run it was', () => {
-    const p = judgeProbe('threadgroup-memory', run('fail', { ms: null }), run('pass', { ms: 4, provenThreadgroupMemory: 65536 }));
+    const p = judgeProbe(
+      'threadgroup-memory',
+      run('fail', { ms: null }),
+      run('pass', { ms: 4, provenThreadgroupMemory: 65536 }),
+    );
     expect([p.status, p.ms, p.provenThreadgroupMemory, p.judgement]).toEqual(['fail', null, null, 'faulty']);
   });
 
@@ -479,8 +564,12 @@ describe('two runs combined, value by value', () => {
       const p = judgeProbe('threadgroup-memory', run('pass', stock), run('pass', patched));
       return [p.failedThreadgroupMemory, p.maxAbsError];
     };
-    expect(both({ failedThreadgroupMemory: 40960, maxAbsError: 3 }, { failedThreadgroupMemory: 49152, maxAbsError: 1 })).toEqual([40960, 3]);
-    expect(both({ failedThreadgroupMemory: 49152, maxAbsError: 1 }, { failedThreadgroupMemory: 40960, maxAbsError: 3 })).toEqual([40960, 3]);
+    expect(
+      both({ failedThreadgroupMemory: 40960, maxAbsError: 3 }, { failedThreadgroupMemory: 49152, maxAbsError: 1 }),
+    ).toEqual([40960, 3]);
+    expect(
+      both({ failedThreadgroupMemory: 49152, maxAbsError: 1 }, { failedThreadgroupMemory: 40960, maxAbsError: 3 }),
+    ).toEqual([40960, 3]);
     expect(both({ failedThreadgroupMemory: 40960, maxAbsError: 0.5 }, {})).toEqual([40960, 0.5]);
     expect(both({}, { failedThreadgroupMemory: 57344, maxAbsError: 0.25 })).toEqual([57344, 0.25]);
     expect(both({}, {})).toEqual([null, null]);
@@ -494,7 +583,11 @@ describe('two runs combined, value by value', () => {
 });
 
 describe('judgeDevice: the native runner’s results as verdicts', () => {
-  const raw = (id: DoctorProbeId, status: DoctorStatus, extra: Partial<NativeProbeOutcome> = {}): NativeProbeOutcome => ({
+  const raw = (
+    id: DoctorProbeId,
+    status: DoctorStatus,
+    extra: Partial<NativeProbeOutcome> = {},
+  ): NativeProbeOutcome => ({
     id,
     status,
     detail: `${status} raw`,
@@ -523,8 +616,15 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
   };
 
   it('not asked: skipped; asked but not returned: an error, in either run; nocopy-mmap judged from its one run', () => {
-    const o = checkDoctorOptions({ probes: ['simdgroup-matrix', 'bfloat', 'nocopy-mmap', 'residency-set'], profile: 'apple7' });
-    const stock = result([raw('bfloat', 'pass'), raw('nocopy-mmap', 'wrong-result', { bufferLength: 0 }), raw('residency-set', 'pass')]);
+    const o = checkDoctorOptions({
+      probes: ['simdgroup-matrix', 'bfloat', 'nocopy-mmap', 'residency-set'],
+      profile: 'apple7',
+    });
+    const stock = result([
+      raw('bfloat', 'pass'),
+      raw('nocopy-mmap', 'wrong-result', { bufferLength: 0 }),
+      raw('residency-set', 'pass'),
+    ]);
     const patched = result([raw('simdgroup-matrix', 'pass'), raw('bfloat', 'fail'), raw('nocopy-mmap', 'pass')]);
     const probes = judgeDevice(o, stock, patched);
     const notAsked = { ...missing, status: 'skipped', detail: 'not asked', judgement: 'unknown' };
@@ -569,7 +669,12 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
   it('a kernel that cannot be built is unsupported where the stock answers claim no family that gates the feature', () => {
     const o = checkDoctorOptions({ probes: ['simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'] });
     const unbuilt = (id: DoctorProbeId) => raw(id, 'fail', { buildFailed: true });
-    const outcomes = result([unbuilt('simdgroup-matrix'), unbuilt('bfloat'), unbuilt('threadgroup-memory'), raw('residency-set', 'fail')]);
+    const outcomes = result([
+      unbuilt('simdgroup-matrix'),
+      unbuilt('bfloat'),
+      unbuilt('threadgroup-memory'),
+      raw('residency-set', 'fail'),
+    ]);
     const verdicts = (device: typeof guest) =>
       judgeDevice(o, outcomes, null, device)
         .filter((p) => o.probes.includes(p.id))
@@ -585,17 +690,28 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
     // Bare metal claims them: the same failures are faults there.
     expect(verdicts(bare).map(([, status]) => status)).toEqual(['fail', 'fail', 'fail', 'fail']);
     // One claimed family of several is enough; the stock report decides, not a run under a profile.
-    expect(verdicts({ ...guest, families: { ...guest.families, metal3: true } })[1]).toEqual(['bfloat', 'fail', 'fail raw']);
+    expect(verdicts({ ...guest, families: { ...guest.families, metal3: true } })[1]).toEqual([
+      'bfloat',
+      'fail',
+      'fail raw',
+    ]);
     expect(judgeDevice(o, outcomes, result([unbuilt('simdgroup-matrix')]), guest)[1]!.status).toBe('unsupported');
     // Without the stock report nothing is mapped; a rejected language version stays unsupported with its own detail.
     expect(judgeDevice(o, outcomes, null)[1]!.status).toBe('fail');
     const rejected = result([raw('simdgroup-matrix', 'unsupported', { buildFailed: true })]);
-    expect(judgeDevice(o, rejected, null, guest)[1]).toMatchObject({ status: 'unsupported', detail: 'unsupported raw' });
+    expect(judgeDevice(o, rejected, null, guest)[1]).toMatchObject({
+      status: 'unsupported',
+      detail: 'unsupported raw',
+    });
   });
 
   it('without a patched run, the stock run alone decides; a custom candidate is named as such', () => {
     const o = checkDoctorOptions({ probes: ['bfloat'], profile: { appleFamilyMax: 1008 } });
-    expect(judgeDevice(o, result([raw('bfloat', 'pass')]), null)[2]).toEqual({ id: 'bfloat', ...runFrom(raw('bfloat', 'pass')), judgement: 'proven' });
+    expect(judgeDevice(o, result([raw('bfloat', 'pass')]), null)[2]).toEqual({
+      id: 'bfloat',
+      ...runFrom(raw('bfloat', 'pass')),
+      judgement: 'proven',
+    });
     expect(judgeDevice(o, result([raw('bfloat', 'pass')]), result([raw('bfloat', 'timeout')]))[2]!.detail).toBe(
       'stock: pass (pass raw); under the candidate profile: timeout (timeout raw)',
     );
@@ -640,7 +756,9 @@ describe('more of the verified profile', () => {
   });
 
   it('a device that reports no threadgroup size: the proven size is claimed', () => {
-    expect(deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({ 'residency-set': 'fail' }, 16384))).toEqual({
+    expect(
+      deriveVerifiedProfile({ ...guest, maxThreadgroupMemoryLength: null }, probes({ 'residency-set': 'fail' }, 16384)),
+    ).toEqual({
       profile: profile({ appleFamilyMax: 1007, maxThreadgroupMemoryLength: 16384 }),
       reasons: [
         'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
@@ -654,9 +772,17 @@ describe('more of the verified profile', () => {
   it('a built-in name only for a profile that says exactly what the built-in says', () => {
     const apple7 = profiles.apple7!.profile;
     expect(leastProfile([{ ...apple7, name: null }])).toEqual(apple7);
-    expect(leastProfile([{ ...apple7, recommendedMaxWorkingSetSize: 8 * 2 ** 30 }])).toEqual({ ...apple7, name: null, recommendedMaxWorkingSetSize: 8 * 2 ** 30 });
+    expect(leastProfile([{ ...apple7, recommendedMaxWorkingSetSize: 8 * 2 ** 30 }])).toEqual({
+      ...apple7,
+      name: null,
+      recommendedMaxWorkingSetSize: 8 * 2 ** 30,
+    });
     expect(leastProfile([{ ...apple7, mode: 'exact' }])).toEqual({ ...apple7, name: null, mode: 'exact' });
-    expect(leastProfile([{ ...apple7, families: { metal3: true } }])).toEqual({ ...apple7, name: null, families: { metal3: true } });
+    expect(leastProfile([{ ...apple7, families: { metal3: true } }])).toEqual({
+      ...apple7,
+      name: null,
+      families: { metal3: true },
+    });
   });
 
   it('one profile is kept as it is; several keep only the family ceiling, the threadgroup size and Metal3', () => {

@@ -54,7 +54,9 @@ describeSim('every simulated fault leads to its status, judgement and recommenda
     expect(d.probes[3]).toMatchObject({ provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960 });
     expect(d.probes[4]!.detail).toMatch(/^stale data: /);
     expect(d.verifiedProfile).toEqual(NOTHING);
-    expect(d.verifiedProfileReasons[1]).toBe('threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 65536 under cua-release');
+    expect(d.verifiedProfileReasons[1]).toBe(
+      'threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 65536 under cua-release',
+    );
     expect(d.recommendations.map((r) => r.setting)).toEqual([...BF16, ...NO_MMAP, ...NO_RESIDENCY, ...KEEP_NAME]);
     expect(d.faults).toEqual([
       'simdgroup-reduction: wrong-result',
@@ -106,7 +108,9 @@ describeSim('every simulated fault leads to its status, judgement and recommenda
   it('threadgroup memory that computes wrong even at 16 KiB: nothing proven, memory left as reported; the rest proves Apple7 and Metal3', () => {
     const d = run(5);
     expect(verdicts(d)).toEqual(
-      DOCTOR_PROBE_IDS.map((id) => (id === 'threadgroup-memory' ? [id, 'wrong-result', 'faulty'] : [id, 'pass', 'proven'])),
+      DOCTOR_PROBE_IDS.map((id) =>
+        id === 'threadgroup-memory' ? [id, 'wrong-result', 'faulty'] : [id, 'pass', 'proven'],
+      ),
     );
     expect(d.probes[3]).toMatchObject({ provenThreadgroupMemory: null, failedThreadgroupMemory: 16384 });
     expect(d.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1007, families: { metal3: true } });
@@ -190,7 +194,12 @@ describeSim('auto over faulty devices', () => {
     s.devices[0].doctor = {
       provenance: 'test-fixture',
       probes: Object.fromEntries(
-        DOCTOR_PROBE_IDS.map((id) => [id, id === 'simdgroup-matrix' ? { status: 'wrong-result', detail: 'fixture: off by one' } : { status: 'not-recorded' }]),
+        DOCTOR_PROBE_IDS.map((id) => [
+          id,
+          id === 'simdgroup-matrix'
+            ? { status: 'wrong-result', detail: 'fixture: off by one' }
+            : { status: 'not-recorded' },
+        ]),
       ),
     };
     const file = path.join(temp, 'matrix-only.json');
@@ -203,64 +212,73 @@ describeSim('auto over faulty devices', () => {
   });
 });
 
-describeSim('when the candidate profile cannot be installed, doctor still reports the stock run and leaves nothing behind', () => {
-  beforeAll(requireSimBuild);
+describeSim(
+  'when the candidate profile cannot be installed, doctor still reports the stock run and leaves nothing behind',
+  () => {
+    beforeAll(requireSimBuild);
 
-  function guestWith(name: string, edit: (s: Record<string, any>) => void): string {
-    const s = JSON.parse(readFileSync(path.join(root, 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));
-    s.id = name;
-    edit(s);
-    const file = path.join(temp, `${name}.json`);
-    writeFileSync(file, JSON.stringify(s));
-    return file;
-  }
+    function guestWith(name: string, edit: (s: Record<string, any>) => void): string {
+      const s = JSON.parse(readFileSync(path.join(root, 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));
+      s.id = name;
+      edit(s);
+      const file = path.join(temp, `${name}.json`);
+      writeFileSync(file, JSON.stringify(s));
+      return file;
+    }
 
-  const doctorIn = (snapshot: string, profile: string) =>
-    jsonFrom<{ patchedRun: unknown; probes: [string, string, boolean][]; status: { active: boolean; hooks: unknown[] } }>(
-      runNode(
-        `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
+    const doctorIn = (snapshot: string, profile: string) =>
+      jsonFrom<{
+        patchedRun: unknown;
+        probes: [string, string, boolean][];
+        status: { active: boolean; hooks: unknown[] };
+      }>(
+        runNode(
+          `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
          const r = m.doctor({ probes: ['bfloat', 'residency-set'], profile: '${profile}', cache: false });
          console.log(JSON.stringify({ patchedRun: r.patchedRun, probes: r.devices[0].probes.map((p) => [p.id, p.status, 'patched' in p]), status: m.status() }));`,
-        { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot, XDG_CACHE_HOME: temp },
-      ),
-    );
+          { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot, XDG_CACHE_HOME: temp },
+        ),
+      );
 
-  it('a hook that cannot be installed (hook-failed): no patched run, and why', () => {
-    const file = guestWith('doctor-lacks', (s) => {
-      const broken = structuredClone(s.devices[0]);
-      broken.className = 'SimBrokenDevice';
-      broken.simulation = { methodsOnConcreteClass: false, lacks: 'recommendedMaxWorkingSetSize' };
-      delete broken.doctor;
-      s.devices.push(broken);
+    it('a hook that cannot be installed (hook-failed): no patched run, and why', () => {
+      const file = guestWith('doctor-lacks', (s) => {
+        const broken = structuredClone(s.devices[0]);
+        broken.className = 'SimBrokenDevice';
+        broken.simulation = { methodsOnConcreteClass: false, lacks: 'recommendedMaxWorkingSetSize' };
+        delete broken.doctor;
+        s.devices.push(broken);
+      });
+      const r = doctorIn(file, 'cua-release');
+      expect(r.patchedRun).toMatchObject({ ran: false });
+      expect((r.patchedRun as { why: string }).why).toMatch(
+        /^cua-release was not applied \(hook-failed: .*SimBrokenDevice recommendedMaxWorkingSetSize/,
+      );
+      expect(r.probes).toEqual([
+        ['simdgroup-reduction', 'skipped', false],
+        ['simdgroup-matrix', 'skipped', false],
+        ['bfloat', 'pass', false],
+        ['threadgroup-memory', 'skipped', false],
+        ['nocopy-mmap', 'skipped', false],
+        ['residency-set', 'fail', false],
+        ['heap', 'skipped', false],
+      ]);
+      expect(r.status).toMatchObject({ active: false, hooks: [] });
     });
-    const r = doctorIn(file, 'cua-release');
-    expect(r.patchedRun).toMatchObject({ ran: false });
-    expect((r.patchedRun as { why: string }).why).toMatch(/^cua-release was not applied \(hook-failed: .*SimBrokenDevice recommendedMaxWorkingSetSize/);
-    expect(r.probes).toEqual([
-      ['simdgroup-reduction', 'skipped', false],
-      ['simdgroup-matrix', 'skipped', false],
-      ['bfloat', 'pass', false],
-      ['threadgroup-memory', 'skipped', false],
-      ['nocopy-mmap', 'skipped', false],
-      ['residency-set', 'fail', false],
-      ['heap', 'skipped', false],
-    ]);
-    expect(r.status).toMatchObject({ active: false, hooks: [] });
-  });
 
-  it('a profile that fails verification (the answer drifts): no patched run, and why', () => {
-    // The threadgroup answer changes after two reads: the applied profile's answers then do not verify.
-    const file = guestWith('doctor-drift', (s) => {
-      s.devices[0].simulation = { methodsOnConcreteClass: false, driftAfter: 2 };
+    it('a profile that fails verification (the answer drifts): no patched run, and why', () => {
+      // The threadgroup answer changes after two reads: the applied profile's answers then do not verify.
+      const file = guestWith('doctor-drift', (s) => {
+        s.devices[0].simulation = { methodsOnConcreteClass: false, driftAfter: 2 };
+      });
+      const r = doctorIn(file, 'apple9-hw-tg');
+      expect(r.patchedRun).toEqual({
+        ran: false,
+        why: 'apple9-hw-tg was not applied (verification-failed: device 0 (AppleParavirtDevice) answered maxThreadgroupMemoryLength=32784, expected 32768; the patch was taken out)',
+      });
+      expect(r.status).toMatchObject({ active: false, hooks: [] });
     });
-    const r = doctorIn(file, 'apple9-hw-tg');
-    expect(r.patchedRun).toEqual({
-      ran: false,
-      why: 'apple9-hw-tg was not applied (verification-failed: device 0 (AppleParavirtDevice) answered maxThreadgroupMemoryLength=32784, expected 32768; the patch was taken out)',
-    });
-    expect(r.status).toMatchObject({ active: false, hooks: [] });
-  });
-});
+  },
+);
 
 describeSim('preparing the generated file is not the device: a slow or failed write finds no fault', () => {
   beforeAll(requireSimBuild);
@@ -310,7 +328,9 @@ describeSim('preparing the generated file is not the device: a slow or failed wr
       faults: [],
       recommendations: [],
     });
-    const cliRun = limited(`${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(dist, 'cli.js'))} doctor --device 0 --mmap-size 4M --json`);
+    const cliRun = limited(
+      `${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(dist, 'cli.js'))} doctor --device 0 --mmap-size 4M --json`,
+    );
     expect(cliRun.status).toBe(0);
     const report = JSON.parse(cliRun.stdout) as { devices: DoctorDevice[] };
     expect(report.devices[0]!.probes.find((p) => p.id === 'nocopy-mmap')).toMatchObject({
@@ -325,10 +345,14 @@ describeSim('preparing the generated file is not the device: a slow or failed wr
   it('the CLI killed while it writes a large file leaves no file behind (the file has no name once it is open)', async () => {
     const own = mkdtempSync(path.join(temp, 'tmp-'));
     const size = 512 << 20;
-    const child = spawn(process.execPath, [path.join(dist, 'cli.js'), 'doctor', '--device', '0', '--mmap-size', '512M'], {
-      env: { ...process.env, TMPDIR: own, XDG_CACHE_HOME: mkdtempSync(path.join(temp, 'cache-')) },
-      stdio: 'ignore',
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(dist, 'cli.js'), 'doctor', '--device', '0', '--mmap-size', '512M'],
+      {
+        env: { ...process.env, TMPDIR: own, XDG_CACHE_HOME: mkdtempSync(path.join(temp, 'cache-')) },
+        stdio: 'ignore',
+      },
+    );
     let written = -1;
     try {
       // Wait until the probe has both descriptors open and has begun writing.
@@ -363,7 +387,12 @@ describeSim('a Metal exception is an error, not a fault', () => {
     'Metal raised NSInternalInconsistencyException: simulated exception at commit, recorded in the snapshot: fixture: Metal raises at commit';
 
   it('through doctor(): every probe error with the reason, judgement unknown, no fault, no advice, nothing proven', () => {
-    const r = jsonFrom<{ probes: [string, string, string, string | undefined][]; faults: string[]; recommendations: unknown[]; profile: unknown }>(
+    const r = jsonFrom<{
+      probes: [string, string, string, string | undefined][];
+      faults: string[];
+      recommendations: unknown[];
+      profile: unknown;
+    }>(
       runNode(
         `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
          const d = m.doctor({ device: 0, mmapSize: ${MMAP}, cache: false }).devices[0];
@@ -371,7 +400,9 @@ describeSim('a Metal exception is an error, not a fault', () => {
         { METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT, XDG_CACHE_HOME: temp },
       ),
     );
-    expect(r.probes.map(([id, status, judgement]) => [id, status, judgement])).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'error', 'unknown']));
+    expect(r.probes.map(([id, status, judgement]) => [id, status, judgement])).toEqual(
+      DOCTOR_PROBE_IDS.map((id) => [id, 'error', 'unknown']),
+    );
     for (const [, , , detail] of r.probes) expect(detail).toContain(RAISED);
     expect(r.faults).toEqual([]);
     expect(r.recommendations).toEqual([]);
@@ -393,43 +424,58 @@ describeSim('a Metal exception is an error, not a fault', () => {
   });
 });
 
-describeSim('a threadgroup limit that follows the answer: the stock and patched runs differ, and doctor says so', () => {
-  beforeAll(requireSimBuild);
-  const SNAPSHOT = path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-sim-behaviours.json');
+describeSim(
+  'a threadgroup limit that follows the answer: the stock and patched runs differ, and doctor says so',
+  () => {
+    beforeAll(requireSimBuild);
+    const SNAPSHOT = path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-sim-behaviours.json');
 
-  it('through doctor(): the difference carries both measured sizes, and the verified size is what both runs proved', () => {
-    const d = jsonFrom<{ differences: unknown; reasons: string[]; tg: number | null; stock: number | null; patched: number | null }>(
-      runNode(
-        `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
+    it('through doctor(): the difference carries both measured sizes, and the verified size is what both runs proved', () => {
+      const d = jsonFrom<{
+        differences: unknown;
+        reasons: string[];
+        tg: number | null;
+        stock: number | null;
+        patched: number | null;
+      }>(
+        runNode(
+          `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
          const d = m.doctor({ device: 1, mmapSize: ${MMAP}, cache: false }).devices[0];
          const p = d.probes.find((x) => x.id === 'threadgroup-memory');
          console.log(JSON.stringify({ differences: d.differences, reasons: d.verifiedProfileReasons, tg: d.verifiedProfile.maxThreadgroupMemoryLength, stock: p.stock.provenThreadgroupMemory, patched: p.patched.provenThreadgroupMemory }));`,
-        { METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT, XDG_CACHE_HOME: temp },
-      ),
-    );
-    expect(d.differences).toEqual([
-      {
-        id: 'threadgroup-memory',
-        stock: 'pass',
-        patched: 'pass',
-        measured: [
-          { field: 'provenThreadgroupMemory', stock: 32768, patched: 65536 },
-          { field: 'failedThreadgroupMemory', stock: 40960, patched: null },
-        ],
-      },
-    ]);
-    expect([d.stock, d.patched, d.tg]).toEqual([32768, 65536, null]);
-    expect(d.reasons[1]).toBe('threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 65536 under cua-release');
-  });
+          { METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT, XDG_CACHE_HOME: temp },
+        ),
+      );
+      expect(d.differences).toEqual([
+        {
+          id: 'threadgroup-memory',
+          stock: 'pass',
+          patched: 'pass',
+          measured: [
+            { field: 'provenThreadgroupMemory', stock: 32768, patched: 65536 },
+            { field: 'failedThreadgroupMemory', stock: 40960, patched: null },
+          ],
+        },
+      ]);
+      expect([d.stock, d.patched, d.tg]).toEqual([32768, 65536, null]);
+      expect(d.reasons[1]).toBe(
+        'threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 65536 under cua-release',
+      );
+    });
 
-  it('through the CLI: the difference line names both sizes', () => {
-    const r = runCli(['doctor', '--device', '1', '--mmap-size', '1M'], { METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT, XDG_CACHE_HOME: temp, NO_COLOR: '1' });
-    expect(r.status).toBe(0);
-    expect(r.stdout.split('\n').filter((l) => l.includes('≠'))).toEqual([
-      "  ≠ threadgroup-memory: proven 32768 bytes, failed from 40960 bytes with stock answers, proven 65536 bytes, no size failed under cua-release: Metal's behaviour depends on what the device answers",
-    ]);
-  });
-});
+    it('through the CLI: the difference line names both sizes', () => {
+      const r = runCli(['doctor', '--device', '1', '--mmap-size', '1M'], {
+        METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT,
+        XDG_CACHE_HOME: temp,
+        NO_COLOR: '1',
+      });
+      expect(r.status).toBe(0);
+      expect(r.stdout.split('\n').filter((l) => l.includes('≠'))).toEqual([
+        "  ≠ threadgroup-memory: proven 32768 bytes, failed from 40960 bytes with stock answers, proven 65536 bytes, no size failed under cua-release: Metal's behaviour depends on what the device answers",
+      ]);
+    });
+  },
+);
 
 /** The descriptors process `pid` has open on files under `dir`: their /proc path and what they point to. */
 function descriptorsUnder(pid: number, dir: string): { fd: string; target: string }[] {

@@ -19,7 +19,15 @@ const tagged: Styler = {
   bad: (s) => `\x1b[31m${s}\x1b[39m`,
   warn: (s) => `\x1b[33m${s}\x1b[39m`,
 };
-const TAGS: Record<string, string> = { '1': '<b>', '2': '<dim>', '32': '<good>', '31': '<bad>', '33': '<warn>', '22': '</>', '39': '</>' };
+const TAGS: Record<string, string> = {
+  '1': '<b>',
+  '2': '<dim>',
+  '32': '<good>',
+  '31': '<bad>',
+  '33': '<warn>',
+  '22': '</>',
+  '39': '</>',
+};
 // eslint-disable-next-line no-control-regex
 const readable = (text: string) => text.replace(/\x1b\[(\d+)m/g, (_, code: string) => TAGS[code]!);
 
@@ -49,7 +57,12 @@ function liveReport(): SupportedDoctorReport {
       judgeProbe('simdgroup-reduction', run('pass', 1.2), run('pass', 2.1), 'cua-release'),
       judgeProbe('simdgroup-matrix', run('pass', 4), run('wrong-result', 5), 'cua-release'),
       judgeProbe('bfloat', run('pass', 1), run('pass', 1), 'cua-release'),
-      judgeProbe('threadgroup-memory', run('pass', 10, { provenThreadgroupMemory: 49152 }), run('pass', 10, { provenThreadgroupMemory: 49152 }), 'cua-release'),
+      judgeProbe(
+        'threadgroup-memory',
+        run('pass', 10, { provenThreadgroupMemory: 49152 }),
+        run('pass', 10, { provenThreadgroupMemory: 49152 }),
+        'cua-release',
+      ),
       judgeProbe('nocopy-mmap', run('skipped', null, { detail: 'not asked' })),
       judgeProbe('residency-set', run('unsupported', 0.04), run('unsupported', 0.04), 'cua-release'),
       judgeProbe('heap', run('pass', 0.5), run('pass', 0.5), 'cua-release'),
@@ -65,7 +78,12 @@ function liveReport(): SupportedDoctorReport {
       judgeProbe('simdgroup-reduction', run('pass', 1), run('pass', 1), 'cua-release'),
       judgeProbe('simdgroup-matrix', run('pass', 1), run('pass', 1), 'cua-release'),
       judgeProbe('bfloat', run('pass', 1), run('pass', 1), 'cua-release'),
-      judgeProbe('threadgroup-memory', run('pass', 1, { provenThreadgroupMemory: 32768 }), run('pass', 1, { provenThreadgroupMemory: 32768 }), 'cua-release'),
+      judgeProbe(
+        'threadgroup-memory',
+        run('pass', 1, { provenThreadgroupMemory: 32768 }),
+        run('pass', 1, { provenThreadgroupMemory: 32768 }),
+        'cua-release',
+      ),
       judgeProbe('nocopy-mmap', run('timeout', 5000)),
       judgeProbe('residency-set', run('fail', 1), run('fail', 1), 'cua-release'),
       judgeProbe('heap', run('fail', 1), run('fail', 1), 'cua-release'),
@@ -154,7 +172,8 @@ describe('formatDoctor', () => {
   });
 
   it('a recording with nothing faulty, styled: no recommendations, no faults', () => {
-    const notRecorded = (id: string) => `  ${id.padEnd(19)}  <dim>not-recorded</>  –      –        –   not recorded in this snapshot`;
+    const notRecorded = (id: string) =>
+      `  ${id.padEnd(19)}  <dim>not-recorded</>  –      –        –   not recorded in this snapshot`;
     expect(readable(formatDoctor(doctor({ snapshot: 'm1-ultra-bare-metal' }), tagged))).toBe(
       [
         '<b>metal-cap-shim doctor</> — snapshot m1-ultra-bare-metal (recorded result, replayed: nothing ran)',
@@ -163,7 +182,15 @@ describe('formatDoctor', () => {
         '',
         '<b>Device 0 (default)</>: Apple M1 Ultra [AGXG13DDevice]',
         '  <dim>probe</>                <dim>result</>        <dim>stock</>  <dim>patched</>  <dim>ms</>  <dim>detail</>',
-        ...['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'nocopy-mmap', 'residency-set', 'heap'].map(notRecorded),
+        ...[
+          'simdgroup-reduction',
+          'simdgroup-matrix',
+          'bfloat',
+          'threadgroup-memory',
+          'nocopy-mmap',
+          'residency-set',
+          'heap',
+        ].map(notRecorded),
         '  <b>Verified profile:</> mode raise',
         '    · no Apple family raised: nothing an Apple family gates was proven (simdgroup-reduction not-recorded, simdgroup-matrix not-recorded, bfloat not-recorded)',
         '    · threadgroup memory left as reported: no size proven (threadgroup-memory not-recorded)',
@@ -252,12 +279,12 @@ describe('formatDoctor', () => {
       "  ≠ simdgroup-matrix: pass with stock answers, wrong-result under the candidate profile: Metal's behaviour depends on what the device answers",
     ]);
     expect(lines[lines.length - 1]).toBe('  Faults: simdgroup-matrix: wrong-result');
-    expect(formatDoctor({ ...r, candidateProfile: custom, patchedRun: { ran: true, why: null } }, plain).split('\n')[2]).toBe(
-      'Patched runs: under custom profile, then restored',
-    );
-    expect(formatDoctor({ ...r, source: 'simulated', snapshot: null, restore: null, cache: null }, plain).split('\n')[0]).toBe(
-      'metal-cap-shim doctor — simulated Metal, snapshot none',
-    );
+    expect(
+      formatDoctor({ ...r, candidateProfile: custom, patchedRun: { ran: true, why: null } }, plain).split('\n')[2],
+    ).toBe('Patched runs: under custom profile, then restored');
+    expect(
+      formatDoctor({ ...r, source: 'simulated', snapshot: null, restore: null, cache: null }, plain).split('\n')[0],
+    ).toBe('metal-cap-shim doctor — simulated Metal, snapshot none');
   });
 
   it('a difference in a measured size: the sizes, with the statuses only when they differ too', () => {
@@ -267,7 +294,9 @@ describe('formatDoctor', () => {
     const device = (stock: DoctorRun, patched: DoctorRun) =>
       assessDevice(guest, null, [judgeProbe('threadgroup-memory', stock, patched, 'cua-release')], vz.host);
     const diffLines = (d: ReturnType<typeof device>) =>
-      formatDoctor({ ...base, devices: [d] }, plain).split('\n').filter((l) => l.startsWith('  ≠'));
+      formatDoctor({ ...base, devices: [d] }, plain)
+        .split('\n')
+        .filter((l) => l.startsWith('  ≠'));
     expect(diffLines(device(tg('pass', 32768, 40960), tg('pass', 65536, null)))).toEqual([
       "  ≠ threadgroup-memory: proven 32768 bytes, failed from 40960 bytes with stock answers, proven 65536 bytes, no size failed under cua-release: Metal's behaviour depends on what the device answers",
     ]);
@@ -280,8 +309,12 @@ describe('formatDoctor', () => {
   it('hooks left by restore: one hook, two hooks', () => {
     const hook = { className: 'AppleParavirtDevice', selector: 'supportsFamily:' };
     const restoreLine = (conflicts: (typeof hook)[]) =>
-      formatDoctor({ ...liveReport(), restore: { restoredHooks: [], conflicts } }, plain).split('\n').filter((l) => l.startsWith('Restore left'));
-    expect(restoreLine([hook])).toEqual(["Restore left 1 hook under another library's: AppleParavirtDevice supportsFamily:"]);
+      formatDoctor({ ...liveReport(), restore: { restoredHooks: [], conflicts } }, plain)
+        .split('\n')
+        .filter((l) => l.startsWith('Restore left'));
+    expect(restoreLine([hook])).toEqual([
+      "Restore left 1 hook under another library's: AppleParavirtDevice supportsFamily:",
+    ]);
     expect(restoreLine([hook, { ...hook, selector: 'maxThreadgroupMemoryLength' }])).toEqual([
       "Restore left 2 hooks under another library's: AppleParavirtDevice supportsFamily:, AppleParavirtDevice maxThreadgroupMemoryLength",
     ]);

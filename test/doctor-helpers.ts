@@ -88,7 +88,11 @@ export function outcome(
 
 /** What a device that works answers, probe by probe. */
 export const PASSES = {
-  reduction: outcome('simdgroup-reduction', 'pass', "simd_sum and simd_max over 256 threads in SIMD-groups of 32 equal the CPU's"),
+  reduction: outcome(
+    'simdgroup-reduction',
+    'pass',
+    "simd_sum and simd_max over 256 threads in SIMD-groups of 32 equal the CPU's",
+  ),
   matrix: outcome(
     'simdgroup-matrix',
     'pass',
@@ -101,9 +105,14 @@ export const PASSES = {
     "bfloat conversion, addition and multiplication of 256 values round to nearest even, as the CPU's reference does",
     { maxAbsError: 0 },
   ),
-  threadgroup: outcome('threadgroup-memory', 'pass', '65536 bytes proven by 1024 concurrent threadgroups of 256 threads (the largest size asked for)', {
-    provenThreadgroupMemory: 65536,
-  }),
+  threadgroup: outcome(
+    'threadgroup-memory',
+    'pass',
+    '65536 bytes proven by 1024 concurrent threadgroups of 256 threads (the largest size asked for)',
+    {
+      provenThreadgroupMemory: 65536,
+    },
+  ),
   nocopy: outcome(
     'nocopy-mmap',
     'pass',

@@ -27,9 +27,13 @@ describeSim('a candidate profile that cannot be installed', () => {
   it('no patched run, and why; the stock run decides; no hook is left and nothing is restored', () => {
     const r = doctor({ probes: ['bfloat', 'residency-set'], profile: 'apple7', cache: false });
     expect(r.patchedRun.ran).toBe(false);
-    expect(r.patchedRun.why).toMatch(/^apple7 was not applied \(hook-failed: .*SimBrokenDevice recommendedMaxWorkingSetSize/);
+    expect(r.patchedRun.why).toMatch(
+      /^apple7 was not applied \(hook-failed: .*SimBrokenDevice recommendedMaxWorkingSetSize/,
+    );
     expect(r.restore).toBeNull();
-    expect(r.devices.map((d) => [d.index, d.reported.patched, d.probes.map((p) => [p.id, p.status, 'patched' in p])])).toEqual(
+    expect(
+      r.devices.map((d) => [d.index, d.reported.patched, d.probes.map((p) => [p.id, p.status, 'patched' in p])]),
+    ).toEqual(
       [0, 1].map((index) => [
         index,
         null,

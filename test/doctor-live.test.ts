@@ -58,7 +58,9 @@ describeSim('doctor() over the simulated Metal', () => {
     });
     const d = report.devices[0]!;
     expect(report.devices).toHaveLength(1);
-    expect(d.probes.map((p) => [p.id, p.status, p.judgement, p.stock?.status ?? null, p.patched?.status ?? null])).toEqual(
+    expect(
+      d.probes.map((p) => [p.id, p.status, p.judgement, p.stock?.status ?? null, p.patched?.status ?? null]),
+    ).toEqual(
       DOCTOR_PROBE_IDS.map((id) =>
         id === 'residency-set'
           ? [id, 'fail', 'faulty', 'fail', 'fail']
@@ -94,10 +96,12 @@ describeSim('doctor() over the simulated Metal', () => {
   it('leaves no hook installed, and restore reports what it took out', () => {
     expect(status()).toMatchObject({ active: false, profile: null, hooks: [] });
     expect(report.restore).toEqual({
-      restoredHooks: ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'].map((selector) => ({
-        className: 'AppleParavirtDevice',
-        selector,
-      })),
+      restoredHooks: ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'].map(
+        (selector) => ({
+          className: 'AppleParavirtDevice',
+          selector,
+        }),
+      ),
       conflicts: [],
     });
   });
@@ -128,13 +132,18 @@ describeSim('doctor() over the simulated Metal', () => {
 
   it('a device that is not there is a typed error naming the range', () => {
     expect(() => doctor({ device: 1, probes: ['bfloat'] })).toThrow(
-      new InvalidOptionsError('device', "doctor() option 'device' (--device): there is no device 1; this machine has 1 (0–0)"),
+      new InvalidOptionsError(
+        'device',
+        "doctor() option 'device' (--device): there is no device 1; this machine has 1 (0–0)",
+      ),
     );
   });
 
   it('probes not asked for are reported as skipped, and only capability probes run twice', () => {
     const r = doctor({ probes: ['nocopy-mmap', 'bfloat'], mmapSize: MMAP, cache: false });
-    expect(r.devices[0]!.probes.map((p) => [p.id, p.status, p.detail === 'not asked', p.patched?.status ?? null])).toEqual([
+    expect(
+      r.devices[0]!.probes.map((p) => [p.id, p.status, p.detail === 'not asked', p.patched?.status ?? null]),
+    ).toEqual([
       ['simdgroup-reduction', 'skipped', true, null],
       ['simdgroup-matrix', 'skipped', true, null],
       ['bfloat', 'pass', false, 'pass'],
@@ -149,7 +158,11 @@ describeSim('doctor() over the simulated Metal', () => {
   });
 
   it('an unnamed candidate: the threadgroup line names it as the candidate profile, beside both reported values', () => {
-    const r = doctor({ profile: { appleFamilyMax: 1007, maxThreadgroupMemoryLength: 49152 }, probes: ['threadgroup-memory'], cache: false });
+    const r = doctor({
+      profile: { appleFamilyMax: 1007, maxThreadgroupMemoryLength: 49152 },
+      probes: ['threadgroup-memory'],
+      cache: false,
+    });
     expect([r.patchedRun, r.devices[0]!.verifiedProfileReasons[1]]).toEqual([
       { ran: true, why: null },
       'threadgroup memory left at the reported 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force; the device reports 32768 stock, 49152 under the candidate profile',
@@ -160,7 +173,13 @@ describeSim('doctor() over the simulated Metal', () => {
     const r = doctor({ profile: { appleFamilyMax: 1003 }, probes: ['bfloat'], cache: false });
     expect(r.patchedRun).toEqual({ ran: false, why: 'the candidate profile changes no answer on this machine' });
     const bfloat = r.devices[0]!.probes[2]!;
-    expect([bfloat.id, bfloat.status, bfloat.judgement, 'stock' in bfloat, 'patched' in bfloat]).toEqual(['bfloat', 'pass', 'proven', false, false]);
+    expect([bfloat.id, bfloat.status, bfloat.judgement, 'stock' in bfloat, 'patched' in bfloat]).toEqual([
+      'bfloat',
+      'pass',
+      'proven',
+      false,
+      false,
+    ]);
   });
 });
 
@@ -178,25 +197,40 @@ describeSim('doctor --json (CLI) over the simulated Metal', () => {
     expect(out.schema).toBe('metal-cap-shim/doctor@1');
     expect(out.devices[0]!.probes.map((p) => p.id)).toEqual([...DOCTOR_PROBE_IDS]);
     expect(resolveProfile(out.devices[0]!.verifiedProfile)).toEqual(VERIFIED);
-    expect(out.settings).toEqual({ probes: [...DOCTOR_PROBE_IDS], timeoutMs: 2000, mmapFile: null, mmapSize: MMAP, device: null });
+    expect(out.settings).toEqual({
+      probes: [...DOCTOR_PROBE_IDS],
+      timeoutMs: 2000,
+      mmapFile: null,
+      mmapSize: MMAP,
+      device: null,
+    });
     expect(readdirSync(path.join(cache, 'metal-cap-shim'))).toHaveLength(1);
   });
 
   it('human output: the probe table with both runs, the verified profile and its reasons', () => {
-    const r = runCli(['doctor', '--mmap-size', '1M'], { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock', XDG_CACHE_HOME: tempDir() });
+    const r = runCli(['doctor', '--mmap-size', '1M'], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock',
+      XDG_CACHE_HOME: tempDir(),
+    });
     expect(r.status, r.stderr).toBe(1);
     expect(r.stdout).toContain('metal-cap-shim doctor — simulated Metal, snapshot vz-guest-m1-ultra-tahoe-stock\n');
     expect(r.stdout).toContain('Patched runs: under cua-release, then restored\n');
     expect(r.stdout).toMatch(/^ {2}simdgroup-matrix +pass +pass +pass +\d+\.\d +8x8 and 32x32 products/m);
     expect(r.stdout).toMatch(/^ {2}nocopy-mmap +pass +– +– +\d+\.\d +the GPU read/m);
-    expect(r.stdout).toMatch(/^ {2}residency-set +fail +fail +fail +\d+\.\d +newResidencySetWithDescriptor:error: failed/m);
+    expect(r.stdout).toMatch(
+      /^ {2}residency-set +fail +fail +fail +\d+\.\d +newResidencySetWithDescriptor:error: failed/m,
+    );
     expect(r.stdout).toContain('Host: VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine · Apple M1 Ultra\n');
     expect(r.stdout).toMatch(/^ {2}heap +pass +pass +pass +\d+\.\d +a 1048576 bytes heap/m);
-    expect(r.stdout).toContain('  Verified profile: mode raise, Apple families up to 1007 (Apple7), name "Apple M1 Ultra"\n');
+    expect(r.stdout).toContain(
+      '  Verified profile: mode raise, Apple families up to 1007 (Apple7), name "Apple M1 Ultra"\n',
+    );
     expect(r.stdout).toContain(
       '    · threadgroup memory left at the reported 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force; the device reports 32768 stock, 65536 under cua-release\n',
     );
-    expect(r.stdout).toContain('    · Metal3 not advertised: no residency set was proven to work (residency-set fail)\n');
+    expect(r.stdout).toContain(
+      '    · Metal3 not advertised: no residency set was proven to work (residency-set fail)\n',
+    );
     expect(r.stdout).toContain('    ! llama.cpp: GGML_METAL_NO_RESIDENCY=1 — residency-set fail: ');
     expect(r.stdout).toContain('  Faults: residency-set: fail');
   });
@@ -213,7 +247,9 @@ describeSim('doctor on bare metal', () => {
       why: 'cua-release raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too',
     });
     expect(plain.restore).toBeNull();
-    expect(plain.devices[0]!.probes.map((p) => [p.id, p.status, 'patched' in p])).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'pass', false]));
+    expect(plain.devices[0]!.probes.map((p) => [p.id, p.status, 'patched' in p])).toEqual(
+      DOCTOR_PROBE_IDS.map((id) => [id, 'pass', false]),
+    );
     // No threadgroup size above the M1 Ultra's own 32768 is dispatched here: Apple7, which it already answers. The
     // device already is the chip: no name is claimed.
     expect(plain.devices[0]!.verifiedProfile).toEqual({ ...VERIFIED, name: 'apple7', deviceName: null });
@@ -223,4 +259,3 @@ describeSim('doctor on bare metal', () => {
     expect(forced.restore!.restoredHooks.length).toBeGreaterThan(0);
   });
 });
-

@@ -28,7 +28,12 @@ const versions = new Map(
 
 const kernels: Kernel[] = [
   ...kernelsHeader.matchAll(/inline constexpr DoctorKernel (\w+) = \{"(\w+)", (kMsl\w+), R"MSL\(([\s\S]*?)\)MSL"\};/g),
-].map(([, constant, fn, version, source]) => ({ constant: constant!, fn: fn!, metalVersion: versions.get(version!)!, source: source! }));
+].map(([, constant, fn, version, source]) => ({
+  constant: constant!,
+  fn: fn!,
+  metalVersion: versions.get(version!)!,
+  source: source!,
+}));
 
 /** MSL's attributes for kernel arguments; the indexed ones take one integer. */
 const INDEXED = ['buffer', 'threadgroup', 'texture', 'sampler'];
@@ -113,19 +118,24 @@ describe('the doctor’s MSL kernels, syntax-checked as C++', () => {
     expect(check(k.source, k.metalVersion)).toEqual([]);
   });
 
-  it.each(kernels.map((k) => [k.fn, k] as const))('%s defines the function its entry names, with buffers 0, 1, … in order', (_fn, k) => {
-    expect([...k.source.matchAll(/kernel void (\w+)\(/g)].map((m) => m[1])).toEqual([k.fn]);
-    const { buffers } = stripAttributes(k.source);
-    // The runners bind buffers at indices 0, 1, … (DispatchSpec in doctor_gpu.h).
-    expect(buffers).toEqual(buffers.map((_, i) => i));
-  });
+  it.each(kernels.map((k) => [k.fn, k] as const))(
+    '%s defines the function its entry names, with buffers 0, 1, … in order',
+    (_fn, k) => {
+      expect([...k.source.matchAll(/kernel void (\w+)\(/g)].map((m) => m[1])).toEqual([k.fn]);
+      const { buffers } = stripAttributes(k.source);
+      // The runners bind buffers at indices 0, 1, … (DispatchSpec in doctor_gpu.h).
+      expect(buffers).toEqual(buffers.map((_, i) => i));
+    },
+  );
 
   it('the simulated GPU implements exactly these kernels, none above the version the kernel is compiled with', () => {
     const sim = readFileSync(path.join(root, 'test', 'sim-metal', 'src', 'SimCompute.mm'), 'utf8');
-    const table = [...sim.matchAll(/\{"(mcs_doctor_\w+)", Probe::\w+, 0x([0-9a-f]+), \w+(?:<\w+>)?\}/g)].map(([, fn, hex]) => {
-      const v = Number.parseInt(hex!, 16);
-      return [fn!, Math.floor(v / 0x10000) * 100 + (v % 0x10000) * 10] as const;
-    });
+    const table = [...sim.matchAll(/\{"(mcs_doctor_\w+)", Probe::\w+, 0x([0-9a-f]+), \w+(?:<\w+>)?\}/g)].map(
+      ([, fn, hex]) => {
+        const v = Number.parseInt(hex!, 16);
+        return [fn!, Math.floor(v / 0x10000) * 100 + (v % 0x10000) * 10] as const;
+      },
+    );
     expect(table.map(([fn]) => fn).sort()).toEqual(kernels.map((k) => k.fn).sort());
     for (const [fn, minimum] of table) {
       expect(minimum).toBeLessThanOrEqual(kernels.find((k) => k.fn === fn)!.metalVersion);
@@ -155,7 +165,13 @@ describe('the doctor’s MSL kernels, syntax-checked as C++', () => {
     });
 
     it('a wrong argument count', () => {
-      const errors = check(matmul.source.replace('simdgroup_multiply_accumulate(acc, ma, mb, acc)', 'simdgroup_multiply_accumulate(acc, ma, mb)'), 230);
+      const errors = check(
+        matmul.source.replace(
+          'simdgroup_multiply_accumulate(acc, ma, mb, acc)',
+          'simdgroup_multiply_accumulate(acc, ma, mb)',
+        ),
+        230,
+      );
       expect(errors.join('\n')).toContain("no matching function for call to 'simdgroup_multiply_accumulate'");
     });
   });

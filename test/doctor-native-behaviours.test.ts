@@ -5,7 +5,10 @@
 // finishes the bfloat kernel (fault `compile`); device 4's pipelines run 64-wide SIMD-groups. Real addon
 // through lib/device/native.ts, the simulated Metal. Runtime exercised: GCC's libobjc with GNUstep Foundation, where the
 // exception reaches doctor's `@catch (NSException *)` through GCC's Objective-C personality (src-native/doctor/doctor.mm).
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = new URL('./fixtures/snapshots/doctor-sim-behaviours.json', import.meta.url).pathname;
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = new URL(
+  './fixtures/snapshots/doctor-sim-behaviours.json',
+  import.meta.url,
+).pathname;
 
 import { readdirSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
@@ -65,15 +68,22 @@ describeSim('native doctor() over simulated behaviours: a Metal exception, a lim
     expect(patched.outcomes).toEqual([PASSES.threadgroup]);
     restore();
     // Taken out again, the device is back to its stock limit.
-    expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual(stock.outcomes.map((x) => ({ ...x, ms: expect.any(Number), compileMs: expect.any(Number) })));
+    expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual(
+      stock.outcomes.map((x) => ({ ...x, ms: expect.any(Number), compileMs: expect.any(Number) })),
+    );
   });
 
   it('threadgroups that corrupt each other above 32 KiB: a lone threadgroup reads back what it wrote, 1024 at once do not', () => {
     const probe = { probes: ['threadgroup-memory' as const] };
     expect(binding.doctor(options(OVERLAP, { ...probe, threadgroupGroups: 1 })).outcomes).toEqual([
-      outcome('threadgroup-memory', 'pass', '65536 bytes proven by 1 concurrent threadgroups of 256 threads (the largest size asked for)', {
-        provenThreadgroupMemory: 65536,
-      }),
+      outcome(
+        'threadgroup-memory',
+        'pass',
+        '65536 bytes proven by 1 concurrent threadgroups of 256 threads (the largest size asked for)',
+        {
+          provenThreadgroupMemory: 65536,
+        },
+      ),
     ]);
     expect(binding.doctor(options(OVERLAP, probe)).outcomes).toEqual([
       outcome(
@@ -122,7 +132,11 @@ describeSim('native doctor() over simulated behaviours: a Metal exception, a lim
     const elapsed = Date.now() - t0;
     expect(r.outcomes).toEqual([
       PASSES.reduction,
-      outcome('bfloat', 'timeout', "compiling mcs_doctor_bfloat did not finish within 300 ms: Metal's compiler, not the GPU, ran out of time"),
+      outcome(
+        'bfloat',
+        'timeout',
+        "compiling mcs_doctor_bfloat did not finish within 300 ms: Metal's compiler, not the GPU, ran out of time",
+      ),
     ]);
     const bfloat = r.outcomes[1]!;
     expect(bfloat.compileMs).toBeGreaterThanOrEqual(timeoutMs);
@@ -140,7 +154,11 @@ describeSim('native doctor() over simulated behaviours: a Metal exception, a lim
   it('SIMD-groups 64 wide: the matrix probe says unsupported with the width; the reduction probe follows the width', () => {
     const r = binding.doctor(options(WIDE_SIMD, { probes: ['simdgroup-reduction', 'simdgroup-matrix'] }));
     expect(r.outcomes).toEqual([
-      outcome('simdgroup-reduction', 'pass', "simd_sum and simd_max over 256 threads in SIMD-groups of 64 equal the CPU's"),
+      outcome(
+        'simdgroup-reduction',
+        'pass',
+        "simd_sum and simd_max over 256 threads in SIMD-groups of 64 equal the CPU's",
+      ),
       outcome(
         'simdgroup-matrix',
         'unsupported',

@@ -36,6 +36,8 @@ describeSim('native doctor() on macOS 13', () => {
 
   it('the bfloat decision costs no compile: it returns well inside a millisecond budget', () => {
     const r = binding.doctor(doctorOptions(0, { probes: ['bfloat'], timeoutMs: 1 }));
-    expect(r.outcomes).toEqual([outcome('bfloat', 'unsupported', 'bfloat needs MSL 3.1, which macOS 13 does not have (macOS 14+)')]);
+    expect(r.outcomes).toEqual([
+      outcome('bfloat', 'unsupported', 'bfloat needs MSL 3.1, which macOS 13 does not have (macOS 14+)'),
+    ]);
   });
 });

@@ -28,7 +28,12 @@ describeSim('native doctor() on the macos-14 arm64 runner (snapshot)', () => {
 
   it('stale NoCopy pages are found, bfloat runs, residency sets are absent', () => {
     const r = binding.doctor(doctorOptions(0));
-    expect(r.device).toEqual({ index: 0, name: 'Apple Paravirtual device', className: 'AppleParavirtDevice', registryId: 4294968434 });
+    expect(r.device).toEqual({
+      index: 0,
+      name: 'Apple Paravirtual device',
+      className: 'AppleParavirtDevice',
+      registryId: 4294968434,
+    });
     expect(r.outcomes).toEqual([
       PASSES.reduction,
       PASSES.matrix,

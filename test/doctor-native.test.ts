@@ -71,8 +71,21 @@ describeSim('native doctor() over the simulated Metal', () => {
   it('a device that works passes every probe, with the measured values', () => {
     const o = options(HEALTHY);
     const r = binding.doctor(o);
-    expect(r.device).toEqual({ index: 0, name: 'Simulated device that works', className: 'SimDoctorHealthy', registryId: 4294968434 });
-    expect(r.outcomes).toEqual([PASSES.reduction, PASSES.matrix, PASSES.bfloat, PASSES.threadgroup, PASSES.nocopy, PASSES.residency, PASSES.heap]);
+    expect(r.device).toEqual({
+      index: 0,
+      name: 'Simulated device that works',
+      className: 'SimDoctorHealthy',
+      registryId: 4294968434,
+    });
+    expect(r.outcomes).toEqual([
+      PASSES.reduction,
+      PASSES.matrix,
+      PASSES.bfloat,
+      PASSES.threadgroup,
+      PASSES.nocopy,
+      PASSES.residency,
+      PASSES.heap,
+    ]);
     for (const x of r.outcomes) {
       expect(x.ms).toBeGreaterThanOrEqual(0);
       expect(x.ms).toBeLessThan(o.timeoutMs);
@@ -117,7 +130,11 @@ describeSim('native doctor() over the simulated Metal', () => {
         'fail',
         'newResidencySetWithDescriptor:error: failed: simulated residency-set failure, recorded in the snapshot: fixture: Unable to construct residency set',
       ),
-      outcome('heap', 'wrong-result', '1 of 256 words of the placed buffer differ from what the GPU was to write, and 1 read back wrong'),
+      outcome(
+        'heap',
+        'wrong-result',
+        '1 of 256 words of the placed buffer differ from what the GPU was to write, and 1 read back wrong',
+      ),
     ]);
   });
 
@@ -187,21 +204,37 @@ describeSim('native doctor() over the simulated Metal', () => {
   it('threadgroup memory that is accepted but not backed: wrong-result at the smallest size, nothing proven', () => {
     const r = binding.doctor(options(UNBACKED, { probes: ['threadgroup-memory'] }));
     expect(r.outcomes).toEqual([
-      outcome('threadgroup-memory', 'wrong-result', '16384 bytes accepted but computed wrong under 1024 concurrent threadgroups: 1024 of them read back words they did not write (8388608 wrong words; first threadgroup 0)', {
-        failedThreadgroupMemory: 16384,
-      }),
+      outcome(
+        'threadgroup-memory',
+        'wrong-result',
+        '16384 bytes accepted but computed wrong under 1024 concurrent threadgroups: 1024 of them read back words they did not write (8388608 wrong words; first threadgroup 0)',
+        {
+          failedThreadgroupMemory: 16384,
+        },
+      ),
     ]);
   });
 
   it('threadgroup sizes stop at the first failure and are measured up to it', () => {
     const r = binding.doctor(options(FAULTS_A, { probes: ['threadgroup-memory'], threadgroupSizes: [16384, 32768] }));
     expect(r.outcomes).toEqual([
-      outcome('threadgroup-memory', 'pass', '32768 bytes proven by 1024 concurrent threadgroups of 256 threads (the largest size asked for)', {
-        provenThreadgroupMemory: 32768,
-      }),
+      outcome(
+        'threadgroup-memory',
+        'pass',
+        '32768 bytes proven by 1024 concurrent threadgroups of 256 threads (the largest size asked for)',
+        {
+          provenThreadgroupMemory: 32768,
+        },
+      ),
     ]);
-    const first = binding.doctor(options(FAULTS_A, { probes: ['threadgroup-memory'], threadgroupSizes: [49152, 65536] }));
-    expect(first.outcomes[0]).toMatchObject({ status: 'fail', provenThreadgroupMemory: null, failedThreadgroupMemory: 49152 });
+    const first = binding.doctor(
+      options(FAULTS_A, { probes: ['threadgroup-memory'], threadgroupSizes: [49152, 65536] }),
+    );
+    expect(first.outcomes[0]).toMatchObject({
+      status: 'fail',
+      provenThreadgroupMemory: null,
+      failedThreadgroupMemory: 49152,
+    });
   });
 
   it('a hanging device: every probe times out after its own deadline, and the call returns', () => {
@@ -366,7 +399,9 @@ describeSim('native doctor() over the simulated Metal', () => {
     expect(run({ mmapFile: missing })).toEqual(
       outcome('nocopy-mmap', 'error', `cannot open '${missing}' read-only: No such file or directory`),
     );
-    expect(run({ mmapFile: empty })).toEqual(outcome('nocopy-mmap', 'error', `'${empty}' is not a non-empty regular file`));
+    expect(run({ mmapFile: empty })).toEqual(
+      outcome('nocopy-mmap', 'error', `'${empty}' is not a non-empty regular file`),
+    );
     expect(run({ mmapFile: path.dirname(empty) })).toEqual(
       outcome('nocopy-mmap', 'error', `'${path.dirname(empty)}' is not a non-empty regular file`),
     );
@@ -376,9 +411,9 @@ describeSim('native doctor() over the simulated Metal', () => {
     expect(run({ mmapSize: 4095 })).toEqual(
       outcome('nocopy-mmap', 'skipped', 'no file to map: give a file, or a size of at least 4096 bytes'),
     );
-    expect(
-      binding.doctor(options(HEALTHY, { probes: ['threadgroup-memory'], threadgroupSizes: [] })).outcomes,
-    ).toEqual([outcome('threadgroup-memory', 'skipped', 'no threadgroup sizes were asked for')]);
+    expect(binding.doctor(options(HEALTHY, { probes: ['threadgroup-memory'], threadgroupSizes: [] })).outcomes).toEqual(
+      [outcome('threadgroup-memory', 'skipped', 'no threadgroup sizes were asked for')],
+    );
   });
 
   it('runs the probes asked for, in the order asked', () => {
@@ -402,7 +437,11 @@ describeSim('native doctor() over the simulated Metal', () => {
     ['an unknown probe', { probes: ['tensor'] }, 'doctor(options): probes[0] is not a probe id'],
     ['a zero timeout', { timeoutMs: 0 }, 'doctor(options): timeoutMs must be a positive number'],
     ['sizes that do not ascend', { threadgroupSizes: [32768, 16384] }, 'doctor(options): threadgroupSizes must ascend'],
-    ['a fractional size', { threadgroupSizes: [1.5] }, 'doctor(options): threadgroupSizes[0] must be a positive integer'],
+    [
+      'a fractional size',
+      { threadgroupSizes: [1.5] },
+      'doctor(options): threadgroupSizes[0] must be a positive integer',
+    ],
     ['a numeric file', { mmapFile: 3 }, 'doctor(options): mmapFile must be a path or null'],
     ['a negative mmap size', { mmapSize: -1 }, 'doctor(options): mmapSize must be a byte count'],
     ['an empty temp dir', { tempDir: '' }, 'doctor(options): tempDir must be a directory path'],

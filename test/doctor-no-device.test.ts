@@ -32,7 +32,17 @@ describeSim('Metal without a device', () => {
       detail: DETAIL,
       source: 'simulated',
       snapshot: null,
-      host: { osVersion: null, osBuild: null, model: null, isVirtualMachine: null, arch: null, memoryBytes: null, translated: null, cpuBrand: null, chip: null },
+      host: {
+        osVersion: null,
+        osBuild: null,
+        model: null,
+        isVirtualMachine: null,
+        arch: null,
+        memoryBytes: null,
+        translated: null,
+        cpuBrand: null,
+        chip: null,
+      },
       candidateProfile: profiles['cua-release']!.profile,
       replayed: false,
       patchedRun: { ran: false, why: DETAIL },
@@ -44,7 +54,12 @@ describeSim('Metal without a device', () => {
   });
 
   it('profile auto: not applied (no-device), resolveAutoProfile throws, exec’s auto claims nothing', () => {
-    expect(applyProfile('auto')).toMatchObject({ applied: false, reason: 'no-device', detail: DETAIL, profile: NOTHING });
+    expect(applyProfile('auto')).toMatchObject({
+      applied: false,
+      reason: 'no-device',
+      detail: DETAIL,
+      profile: NOTHING,
+    });
     expect('auto' in applyProfile('auto')).toBe(false);
     let err: unknown;
     try {

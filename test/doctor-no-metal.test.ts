@@ -23,7 +23,6 @@ writeFileSync(model, Buffer.alloc(4096, 1));
 const DETAIL = 'Metal exists only on macOS; this is linux';
 const NOTHING = { ...resolveProfile({}), name: null };
 
-
 describe.skipIf(!isSimulatedPlatform)('without Metal', () => {
   it('doctor() reports supported: false with the reason, and what it was asked', () => {
     const r = doctor();
@@ -56,14 +55,22 @@ describe.skipIf(!isSimulatedPlatform)('without Metal', () => {
       mmapSize: null,
       device: 3,
     });
-    expect(doctor({ probes: ['nocopy-mmap'], mmapSize: 1 << 20 }).settings).toMatchObject({ mmapFile: null, mmapSize: 1 << 20 });
-    expect(doctor({ probes: ['nocopy-mmap', 'bfloat'], mmapFile: model }).settings).toMatchObject({ mmapFile: model, mmapSize: null });
+    expect(doctor({ probes: ['nocopy-mmap'], mmapSize: 1 << 20 }).settings).toMatchObject({
+      mmapFile: null,
+      mmapSize: 1 << 20,
+    });
+    expect(doctor({ probes: ['nocopy-mmap', 'bfloat'], mmapFile: model }).settings).toMatchObject({
+      mmapFile: model,
+      mmapSize: null,
+    });
     expect(doctor({ probes: ['bfloat'], mmapFile: model }).settings).toMatchObject({ mmapFile: null, mmapSize: null });
   });
 
   it('bad options are still typed errors', () => {
     expect((thrown(() => doctor({ timeoutMs: 99 })) as InvalidOptionsError).option).toBe('timeoutMs');
-    expect((thrown(() => applyProfile('auto', { timeoutMs: 600_001 })) as InvalidOptionsError).option).toBe('timeoutMs');
+    expect((thrown(() => applyProfile('auto', { timeoutMs: 600_001 })) as InvalidOptionsError).option).toBe(
+      'timeoutMs',
+    );
   });
 
   it('applyProfile(auto) applies nothing, like any profile here; strict throws', () => {

@@ -75,10 +75,14 @@ describe('doctor() options', () => {
       option: 'mmapFile',
       message: `doctor() option 'mmapFile' (--mmap-file) cannot use ${path.join(dir, 'missing.gguf')}: no such file`,
     });
-    expect(optionError({ mmapFile: dir }).message).toBe(`doctor() option 'mmapFile' (--mmap-file) cannot use ${dir}: not a regular file`);
+    expect(optionError({ mmapFile: dir }).message).toBe(
+      `doctor() option 'mmapFile' (--mmap-file) cannot use ${dir}: not a regular file`,
+    );
     const empty = path.join(dir, 'empty.gguf');
     writeFileSync(empty, '');
-    expect(optionError({ mmapFile: empty }).message).toBe(`doctor() option 'mmapFile' (--mmap-file) cannot use ${empty}: the file is empty`);
+    expect(optionError({ mmapFile: empty }).message).toBe(
+      `doctor() option 'mmapFile' (--mmap-file) cannot use ${empty}: the file is empty`,
+    );
     expect(optionError({ mmapFile: '' }).option).toBe('mmapFile');
     expect(optionError({ mmapFile: model, mmapSize: 1 << 20 }).option).toBe('mmapSize');
   });
@@ -141,7 +145,9 @@ describe('doctor --snapshot: a recording replayed, never guessed', () => {
   });
 
   it('--device picks one recorded device; one that is not recorded is a usage error', () => {
-    const two = JSON.parse(runCli(['doctor', '--snapshot', 'macbookpro16-intel-amd-two-gpus', '--device', '1', '--json']).stdout) as DoctorReport;
+    const two = JSON.parse(
+      runCli(['doctor', '--snapshot', 'macbookpro16-intel-amd-two-gpus', '--device', '1', '--json']).stdout,
+    ) as DoctorReport;
     expect(two.devices.map((d) => [d.index, d.name])).toEqual([[1, 'AMD Radeon Pro 5500M']]);
     const r = runCli(['doctor', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock', '--device', '1']);
     expect(r.status).toBe(2);
@@ -153,7 +159,9 @@ describe('doctor --snapshot: a recording replayed, never guessed', () => {
   it('human output: the probe table, the verified profile with its reasons, recommendations, faults', () => {
     const r = runCli(['doctor', '--snapshot', 'm1-ultra-bare-metal']);
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain('metal-cap-shim doctor — snapshot m1-ultra-bare-metal (recorded result, replayed: nothing ran)\n');
+    expect(r.stdout).toContain(
+      'metal-cap-shim doctor — snapshot m1-ultra-bare-metal (recorded result, replayed: nothing ran)\n',
+    );
     expect(r.stdout).toMatch(/^ {2}simdgroup-reduction +not-recorded +– +– +– +not recorded in this snapshot$/m);
     expect(r.stdout).toContain('  Verified profile: mode raise\n');
     expect(r.stdout).toContain('    · no Apple family raised: nothing an Apple family gates was proven');
@@ -182,7 +190,12 @@ describe('doctor --snapshot: a recording replayed, never guessed', () => {
     const r = runCli(['doctor', '--snapshot', 'github-macos-14-arm64-runner', '--json']);
     expect(r.status).toBe(1);
     const d = (JSON.parse(r.stdout) as DoctorReport).devices[0]!;
-    expect(d.probes.find((p) => p.id === 'nocopy-mmap')).toMatchObject({ status: 'wrong-result', judgement: 'faulty', bufferLength: null, ms: null });
+    expect(d.probes.find((p) => p.id === 'nocopy-mmap')).toMatchObject({
+      status: 'wrong-result',
+      judgement: 'faulty',
+      bufferLength: null,
+      ms: null,
+    });
     expect(d.recommendations.map((x) => [x.engine, x.setting])).toEqual([
       ['llama.cpp', '--no-mmap (llama-bench: -mmp 0)'],
       ['node-llama-cpp', 'llama.loadModel({ useMmap: false })'],
@@ -234,7 +247,8 @@ describe('doctor command flags', () => {
     let cliFile = path.join(root, 'dist', 'cli.js');
     if (asRoot) {
       const pkg = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-nobody-'));
-      for (const part of ['dist', 'package.json']) cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
+      for (const part of ['dist', 'package.json'])
+        cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
       chmodSync(pkg, 0o755);
       cliFile = path.join(pkg, 'dist', 'cli.js');
     }
@@ -250,13 +264,18 @@ describe('doctor command flags', () => {
   });
 
   it('--help prints the usage, also as `help doctor`', () => {
-    for (const args of [['doctor', '--help'], ['help', 'doctor']]) {
+    for (const args of [
+      ['doctor', '--help'],
+      ['help', 'doctor'],
+    ]) {
       const r = runCli(args);
       expect(r.status).toBe(0);
       expect(r.stdout).toMatch(/^Usage: metal-cap-shim doctor \[--json\]/);
       expect(r.stdout).toContain('--mmap-file FILE');
     }
-    expect(runCli(['--help']).stdout).toMatch(/^ {2}doctor +real Metal work on each device: what is proven, the faults, the verified profile$/m);
+    expect(runCli(['--help']).stdout).toMatch(
+      /^ {2}doctor +real Metal work on each device: what is proven, the faults, the verified profile$/m,
+    );
   });
 });
 
@@ -269,7 +288,8 @@ describe('InvalidOptionsError from the API, before anything runs', () => {
 describe('without the native build (any non-Mac install)', () => {
   it('doctor() reports supported: false, auto applies nothing (strict: throws), the CLI exits 3 (cannot run here)', () => {
     const pkg = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-nobuild-'));
-    for (const part of ['dist', 'snapshots', 'package.json']) cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
+    for (const part of ['dist', 'snapshots', 'package.json'])
+      cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
     symlinkSync(path.join(root, 'node_modules'), path.join(pkg, 'node_modules'));
     const reason = process.platform === 'darwin' ? 'native-module-unavailable' : 'unsupported-platform';
     const r = jsonFrom<{ report: DoctorReport; auto: Record<string, unknown>; strict: string }>(
@@ -278,12 +298,22 @@ describe('without the native build (any non-Mac install)', () => {
         try { m.applyProfile('auto', { strict: true }); } catch (e) { strict = e.code; }
         console.log(JSON.stringify({ report: m.doctor(), auto: m.applyProfile('auto'), strict }));`),
     );
-    expect(r.report).toMatchObject({ supported: false, reason, source: 'none', devices: [], restore: null, cache: null });
+    expect(r.report).toMatchObject({
+      supported: false,
+      reason,
+      source: 'none',
+      devices: [],
+      restore: null,
+      cache: null,
+    });
     expect(r.report.patchedRun).toEqual({ ran: false, why: r.report.detail });
     expect(r.auto).toMatchObject({ applied: false, reason, profile: { ...resolveProfile({}), name: null } });
     expect('auto' in r.auto).toBe(false);
     expect(r.strict).toBe(process.platform === 'darwin' ? 'ERR_NATIVE_UNAVAILABLE' : 'ERR_UNSUPPORTED_PLATFORM');
-    const cli = spawnSync(process.execPath, [path.join(pkg, 'dist', 'cli.js'), 'doctor'], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+    const cli = spawnSync(process.execPath, [path.join(pkg, 'dist', 'cli.js'), 'doctor'], {
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     expect(cli.status).toBe(3);
     expect(cli.stdout).toContain(`not supported: ${reason}: `);
     expect(cli.stdout).toContain('Offline: metal-cap-shim doctor --snapshot github-macos-14-arm64-runner');
@@ -334,13 +364,16 @@ describe('doctor() options: every message whole, every bound from both sides', (
   it('mmapFile with mmapSize: one or the other', () => {
     expect(optionError({ mmapFile: model, mmapSize: 1 << 20 })).toEqual({
       option: 'mmapSize',
-      message: "doctor() option 'mmapSize' (--mmap-size) cannot be given with mmapFile (--mmap-file): nocopy-mmap maps one or the other",
+      message:
+        "doctor() option 'mmapSize' (--mmap-size) cannot be given with mmapFile (--mmap-file): nocopy-mmap maps one or the other",
     });
   });
 
   it('probes: the message lists the probes there are', () => {
-    const message = "doctor() option 'probes' must be a non-empty array of simdgroup-reduction, simdgroup-matrix, bfloat, threadgroup-memory, nocopy-mmap, residency-set, heap";
-    for (const bad of [[], ['warp-speed'], 'bfloat']) expect(optionError({ probes: bad })).toEqual({ option: 'probes', message });
+    const message =
+      "doctor() option 'probes' must be a non-empty array of simdgroup-reduction, simdgroup-matrix, bfloat, threadgroup-memory, nocopy-mmap, residency-set, heap";
+    for (const bad of [[], ['warp-speed'], 'bfloat'])
+      expect(optionError({ probes: bad })).toEqual({ option: 'probes', message });
     expect(checkDoctorOptions({ probes: ['bfloat', 'bfloat'] }).probes).toEqual(['bfloat']);
   });
 
@@ -349,7 +382,15 @@ describe('doctor() options: every message whole, every bound from both sides', (
       option: 'force',
       message: "doctor() option 'force' has no effect when a snapshot is replayed: nothing runs",
     });
-    expect(checkDoctorOptions({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', device: 0, probes: ['bfloat'], profile: 'apple7', cache: false })).toEqual({
+    expect(
+      checkDoctorOptions({
+        snapshot: 'vz-guest-m1-ultra-tahoe-stock',
+        device: 0,
+        probes: ['bfloat'],
+        profile: 'apple7',
+        cache: false,
+      }),
+    ).toEqual({
       candidate: profiles.apple7!.profile,
       device: 0,
       timeoutMs: 5000,
@@ -363,11 +404,18 @@ describe('doctor() options: every message whole, every bound from both sides', (
   });
 
   it('types are checked, and the messages name doctor()', () => {
-    expect(optionError({ force: 'yes' })).toEqual({ option: 'force', message: `doctor() option 'force' must be a boolean, got the string "yes"` });
-    expect(optionError({ cache: 1 })).toEqual({ option: 'cache', message: "doctor() option 'cache' must be a boolean, got number 1" });
+    expect(optionError({ force: 'yes' })).toEqual({
+      option: 'force',
+      message: `doctor() option 'force' must be a boolean, got the string "yes"`,
+    });
+    expect(optionError({ cache: 1 })).toEqual({
+      option: 'cache',
+      message: "doctor() option 'cache' must be a boolean, got number 1",
+    });
     expect(optionError({ mmap: 1 })).toEqual({
       option: 'mmap',
-      message: "doctor() has no option 'mmap'; its options are profile, device, timeoutMs, mmapFile, mmapSize, probes, force, snapshot, cache",
+      message:
+        "doctor() has no option 'mmap'; its options are profile, device, timeoutMs, mmapFile, mmapSize, probes, force, snapshot, cache",
     });
     expect(checkDoctorOptions({ force: true, cache: false })).toMatchObject({ force: true, cache: false });
   });

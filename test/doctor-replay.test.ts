@@ -32,7 +32,11 @@ const MMAP_WHY =
   'llama.cpp hands Metal its mmap-ed weights through newBufferWithBytesNoCopy by default; without mmap it reads them into buffers Metal owns';
 
 /** The Tahoe guest with `probes` recorded under `provenance`, written to a file of its own. */
-function guestRecording(id: string, provenance: string, probes: Record<DoctorProbeId, Record<string, unknown>>): string {
+function guestRecording(
+  id: string,
+  provenance: string,
+  probes: Record<DoctorProbeId, Record<string, unknown>>,
+): string {
   const s = JSON.parse(readFileSync(path.join(root, 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));
   s.id = id;
   s.devices[0].doctor = { provenance, probes };
@@ -69,7 +73,9 @@ describe('a recorded probe as a run', () => {
   });
 
   it('without a detail of its own, the status’s meaning; a NoCopy fault is named', () => {
-    expect(runFromRecord({ status: 'timeout' }, null).detail).toBe('recorded: the GPU, or Metal’s compiler, did not finish before its deadline');
+    expect(runFromRecord({ status: 'timeout' }, null).detail).toBe(
+      'recorded: the GPU, or Metal’s compiler, did not finish before its deadline',
+    );
     expect(runFromRecord({ status: 'wrong-result', fault: 'stale' }, 'assumed').detail).toBe(
       'recorded: ran, but the result differs from the CPU reference (or the buffer was stale or short) (fault: stale) [assumed]',
     );
@@ -77,7 +83,17 @@ describe('a recorded probe as a run', () => {
 
   it('measurements are carried over; the time of a recording is unknown', () => {
     expect(
-      runFromRecord({ status: 'pass', detail: 'd', provenThreadgroupMemory: 49152, failedThreadgroupMemory: 57344, bufferLength: 0, maxAbsError: 0.25 }, null),
+      runFromRecord(
+        {
+          status: 'pass',
+          detail: 'd',
+          provenThreadgroupMemory: 49152,
+          failedThreadgroupMemory: 57344,
+          bufferLength: 0,
+          maxAbsError: 0.25,
+        },
+        null,
+      ),
     ).toEqual({
       status: 'pass',
       detail: 'recorded: d',
@@ -91,7 +107,15 @@ describe('a recorded probe as a run', () => {
   });
 
   it('probes are put in doctor’s order, whatever order they come in', () => {
-    const shuffled = ['residency-set', 'heap', 'bfloat', 'simdgroup-reduction', 'nocopy-mmap', 'threadgroup-memory', 'simdgroup-matrix'] as const;
+    const shuffled = [
+      'residency-set',
+      'heap',
+      'bfloat',
+      'simdgroup-reduction',
+      'nocopy-mmap',
+      'threadgroup-memory',
+      'simdgroup-matrix',
+    ] as const;
     expect(order(shuffled.map((id) => ({ id }))).map((p) => p.id)).toEqual([...DOCTOR_PROBE_IDS]);
     const input = [{ id: 'bfloat' as const }, { id: 'simdgroup-reduction' as const }];
     expect(order(input)).toEqual([{ id: 'simdgroup-reduction' }, { id: 'bfloat' }]);
@@ -105,7 +129,13 @@ describe('doctor({ snapshot }) replays a recording', () => {
     expect(Date.parse(r.generatedAt)).not.toBeNaN();
     const nocopyDetail =
       'recorded: stale data when Metal read model weights through newBufferWithBytesNoCopy over a file-backed mmap (empty or garbage llama.cpp output; --no-mmap correct) (fault: stale) [source: unsloth-pr-37]';
-    const nocopy = { ...NOT_RECORDED, id: 'nocopy-mmap', status: 'wrong-result', detail: nocopyDetail, judgement: 'faulty' };
+    const nocopy = {
+      ...NOT_RECORDED,
+      id: 'nocopy-mmap',
+      status: 'wrong-result',
+      detail: nocopyDetail,
+      judgement: 'faulty',
+    };
     const why = `nocopy-mmap wrong-result: ${nocopyDetail}. ${MMAP_WHY}`;
     expect(r).toEqual({
       schema: 'metal-cap-shim/doctor@1',
@@ -128,7 +158,10 @@ describe('doctor({ snapshot }) replays a recording', () => {
           name: 'Apple Paravirtual device',
           className: 'AppleParavirtDevice',
           registryId: 4294968434,
-          reported: { stock: { highestAppleFamily: null, maxThreadgroupMemoryLength: 32768, metal3: false }, patched: null },
+          reported: {
+            stock: { highestAppleFamily: null, maxThreadgroupMemoryLength: 32768, metal3: false },
+            patched: null,
+          },
           probes: DOCTOR_PROBE_IDS.map((id) => (id === 'nocopy-mmap' ? nocopy : { ...NOT_RECORDED, id })),
           differences: [],
           verifiedProfile: NOTHING,
@@ -153,7 +186,13 @@ describe('doctor({ snapshot }) replays a recording', () => {
   it('a device without a recording: every probe not-recorded; Metal3 kept where the device answers it', () => {
     const d = replay({ snapshot: 'm1-ultra-bare-metal' }).devices[0]!;
     expect(d.probes).toEqual(DOCTOR_PROBE_IDS.map((id) => ({ ...NOT_RECORDED, id })));
-    expect([d.verifiedProfile, d.recommendations, d.faults, d.differences, d.reported.patched]).toEqual([NOTHING, [], [], [], null]);
+    expect([d.verifiedProfile, d.recommendations, d.faults, d.differences, d.reported.patched]).toEqual([
+      NOTHING,
+      [],
+      [],
+      [],
+      null,
+    ]);
     expect(d.verifiedProfileReasons[2]).toBe('Metal3 left as the device answers it (YES)');
   });
 
@@ -162,15 +201,31 @@ describe('doctor({ snapshot }) replays a recording', () => {
       'simdgroup-reduction': { status: 'pass', detail: 'simd_sum and simd_max agree' },
       'simdgroup-matrix': { status: 'pass', maxAbsError: 0.002 },
       bfloat: { status: 'wrong-result', detail: 'bfloat truncates', maxAbsError: 0.5 },
-      'threadgroup-memory': { status: 'pass', detail: '49152 bytes ran', provenThreadgroupMemory: 49152, failedThreadgroupMemory: 57344 },
-      'nocopy-mmap': { status: 'wrong-result', detail: 'the buffer reports length 0', bufferLength: 0, fault: 'zero-length' },
+      'threadgroup-memory': {
+        status: 'pass',
+        detail: '49152 bytes ran',
+        provenThreadgroupMemory: 49152,
+        failedThreadgroupMemory: 57344,
+      },
+      'nocopy-mmap': {
+        status: 'wrong-result',
+        detail: 'the buffer reports length 0',
+        bufferLength: 0,
+        fault: 'zero-length',
+      },
       'residency-set': { status: 'unsupported' },
       heap: { status: 'pass', detail: 'a buffer placed in a 1 MiB heap read back right' },
     });
     const r = replay({ snapshot: file });
     expect(r.snapshot).toBe('guest-recorded-in-full');
     const d = r.devices[0]!;
-    const run = (id: DoctorProbeId, status: string, judgement: string, detail: string, measured: Record<string, number> = {}) => ({
+    const run = (
+      id: DoctorProbeId,
+      status: string,
+      judgement: string,
+      detail: string,
+      measured: Record<string, number> = {},
+    ) => ({
       ...NOT_RECORDED,
       id,
       status,
@@ -180,14 +235,27 @@ describe('doctor({ snapshot }) replays a recording', () => {
     });
     expect(d.probes).toEqual([
       run('simdgroup-reduction', 'pass', 'proven', 'recorded: simd_sum and simd_max agree [assumed]'),
-      run('simdgroup-matrix', 'pass', 'proven', 'recorded: ran and matched the CPU reference [assumed]', { maxAbsError: 0.002 }),
+      run('simdgroup-matrix', 'pass', 'proven', 'recorded: ran and matched the CPU reference [assumed]', {
+        maxAbsError: 0.002,
+      }),
       run('bfloat', 'wrong-result', 'faulty', 'recorded: bfloat truncates [assumed]', { maxAbsError: 0.5 }),
       run('threadgroup-memory', 'pass', 'proven', 'recorded: 49152 bytes ran [assumed]', {
         provenThreadgroupMemory: 49152,
         failedThreadgroupMemory: 57344,
       }),
-      run('nocopy-mmap', 'wrong-result', 'faulty', 'recorded: the buffer reports length 0 (fault: zero-length) [assumed]', { bufferLength: 0 }),
-      run('residency-set', 'unsupported', 'absent', 'recorded: this OS or Metal Shading Language version lacks the API [assumed]'),
+      run(
+        'nocopy-mmap',
+        'wrong-result',
+        'faulty',
+        'recorded: the buffer reports length 0 (fault: zero-length) [assumed]',
+        { bufferLength: 0 },
+      ),
+      run(
+        'residency-set',
+        'unsupported',
+        'absent',
+        'recorded: this OS or Metal Shading Language version lacks the API [assumed]',
+      ),
       run('heap', 'pass', 'proven', 'recorded: a buffer placed in a 1 MiB heap read back right [assumed]'),
     ]);
     // A replay is never forced: of the 49152 bytes recorded, no more than 32768 (what the guest reports) is claimed.
@@ -224,9 +292,20 @@ describe('doctor({ snapshot }) replays a recording', () => {
     });
     const all = replay({ snapshot: file }).devices[0]!;
     // A replay cannot be forced: 65536 recorded, 32768 claimed at most, which the guest reports already.
-    expect(all.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1007, families: { metal3: true }, deviceName: 'Apple M1 Ultra' });
+    expect(all.verifiedProfile).toEqual({
+      ...NOTHING,
+      appleFamilyMax: 1007,
+      families: { metal3: true },
+      deviceName: 'Apple M1 Ultra',
+    });
     const r = replay({ snapshot: file, probes: ['residency-set', 'bfloat'] });
-    expect(r.settings).toEqual({ probes: ['bfloat', 'residency-set'], timeoutMs: null, mmapFile: null, mmapSize: null, device: null });
+    expect(r.settings).toEqual({
+      probes: ['bfloat', 'residency-set'],
+      timeoutMs: null,
+      mmapFile: null,
+      mmapSize: null,
+      device: null,
+    });
     const p = byId(r.devices[0]!.probes);
     expect(r.devices[0]!.probes.map((x) => [x.id, x.status, x.judgement, x.detail])).toEqual([
       ['simdgroup-reduction', 'skipped', 'unknown', 'not asked'],
@@ -254,7 +333,9 @@ describe('doctor({ snapshot }) replays a recording', () => {
   it('device: any recorded index (first and last), one past the last is a typed error naming the range', () => {
     const first = replay({ snapshot: 'macbookpro16-intel-amd-two-gpus', device: 0 });
     const last = replay({ snapshot: 'macbookpro16-intel-amd-two-gpus', device: 1 });
-    expect([first, last].map((r) => [r.settings.device, r.devices.map((d) => [d.index, d.isDefault, d.className])])).toEqual([
+    expect(
+      [first, last].map((r) => [r.settings.device, r.devices.map((d) => [d.index, d.isDefault, d.className])]),
+    ).toEqual([
       [0, [[0, false, 'MTLIGAccelDevice']]],
       [1, [[1, true, 'AMDRadeonX6000_AMDNavi14GraphicsDevice']]],
     ]);

@@ -30,7 +30,11 @@ describeSim('the verified threadgroup memory on every bundled snapshot', () => {
 
   it('with force, a VM guest claims what 1024 concurrent threadgroups proved (the simulated GPU runs 64 KiB)', () => {
     requireSimBuild();
-    expect(verified('vz-guest-m1-ultra-tahoe-stock', "{ probes: ['threadgroup-memory'], cache: false, force: true }")).toEqual([[65536, 65536]]);
-    expect(verified('vz-guest-m1-ultra-tahoe-stock', "{ probes: ['threadgroup-memory'], cache: false }")).toEqual([[null, 65536]]);
+    expect(
+      verified('vz-guest-m1-ultra-tahoe-stock', "{ probes: ['threadgroup-memory'], cache: false, force: true }"),
+    ).toEqual([[65536, 65536]]);
+    expect(verified('vz-guest-m1-ultra-tahoe-stock', "{ probes: ['threadgroup-memory'], cache: false }")).toEqual([
+      [null, 65536],
+    ]);
   });
 });

@@ -20,13 +20,24 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
   it('the public tables: probes, capability probes, statuses, and what each status says', async () => {
     const m = await import('../lib/tables.js');
     expect([m.DOCTOR_PROBE_IDS, m.CAPABILITY_PROBE_IDS, m.DOCTOR_STATUSES]).toEqual([
-      ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'nocopy-mmap', 'residency-set', 'heap'],
+      [
+        'simdgroup-reduction',
+        'simdgroup-matrix',
+        'bfloat',
+        'threadgroup-memory',
+        'nocopy-mmap',
+        'residency-set',
+        'heap',
+      ],
       ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'],
       ['pass', 'wrong-result', 'fail', 'unsupported', 'timeout', 'skipped', 'error'],
     ]);
     expect(m.JUDGEMENTS).toEqual({
       pass: { judgement: 'proven', meaning: 'ran and matched the CPU reference' },
-      'wrong-result': { judgement: 'faulty', meaning: 'ran, but the result differs from the CPU reference (or the buffer was stale or short)' },
+      'wrong-result': {
+        judgement: 'faulty',
+        meaning: 'ran, but the result differs from the CPU reference (or the buffer was stale or short)',
+      },
       fail: { judgement: 'faulty', meaning: 'Metal refused it with an API error' },
       timeout: { judgement: 'faulty', meaning: 'the GPU, or Metal’s compiler, did not finish before its deadline' },
       unsupported: { judgement: 'absent', meaning: 'this OS or Metal Shading Language version lacks the API' },
@@ -39,7 +50,9 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
   it('two runs that disagree take the worse status: one ranking, worst first, that every pair follows in both orders', async () => {
     const { worseStatus } = await import('../lib/doctor/judge.js');
     const { DOCTOR_STATUSES } = await import('../lib/device/doctor-vocabulary.js');
-    const ranking = [...DOCTOR_STATUSES, 'not-recorded' as const].sort((a, b) => (a === b ? 0 : worseStatus(a, b) === a ? -1 : 1));
+    const ranking = [...DOCTOR_STATUSES, 'not-recorded' as const].sort((a, b) =>
+      a === b ? 0 : worseStatus(a, b) === a ? -1 : 1,
+    );
     expect(ranking).toMatchInlineSnapshot(`
       [
         "wrong-result",
@@ -54,7 +67,10 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
     `);
     for (let i = 0; i < ranking.length; i++) {
       for (let j = i + 1; j < ranking.length; j++) {
-        expect([worseStatus(ranking[i]!, ranking[j]!), worseStatus(ranking[j]!, ranking[i]!)]).toEqual([ranking[i], ranking[i]]);
+        expect([worseStatus(ranking[i]!, ranking[j]!), worseStatus(ranking[j]!, ranking[i]!)]).toEqual([
+          ranking[i],
+          ranking[i],
+        ]);
       }
     }
   });
@@ -62,9 +78,17 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
   it('the option bounds and defaults', async () => {
     const { checkDoctorOptions } = await import('../lib/doctor/options.js');
     expect(checkDoctorOptions({})).toMatchObject({ timeoutMs: 5000, mmapSize: 1 << 30 });
-    expect(checkDoctorOptions({ timeoutMs: 100, mmapSize: 1 << 20 })).toMatchObject({ timeoutMs: 100, mmapSize: 1 << 20 });
-    expect(checkDoctorOptions({ timeoutMs: 600_000, mmapSize: 64 * 2 ** 30 })).toMatchObject({ timeoutMs: 600_000, mmapSize: 64 * 2 ** 30 });
-    expect(() => checkDoctorOptions({ timeoutMs: 99 })).toThrow("doctor() option 'timeoutMs' (--timeout-ms) must be a whole number from 100 to 600000, got 99");
+    expect(checkDoctorOptions({ timeoutMs: 100, mmapSize: 1 << 20 })).toMatchObject({
+      timeoutMs: 100,
+      mmapSize: 1 << 20,
+    });
+    expect(checkDoctorOptions({ timeoutMs: 600_000, mmapSize: 64 * 2 ** 30 })).toMatchObject({
+      timeoutMs: 600_000,
+      mmapSize: 64 * 2 ** 30,
+    });
+    expect(() => checkDoctorOptions({ timeoutMs: 99 })).toThrow(
+      "doctor() option 'timeoutMs' (--timeout-ms) must be a whole number from 100 to 600000, got 99",
+    );
     expect(() => checkDoctorOptions({ mmapSize: 64 * 2 ** 30 + 16384 })).toThrow(
       "doctor() option 'mmapSize' (--mmap-size) must be a whole number from 1048576 to 68719476736 bytes, a multiple of 16384, got 68719493120",
     );
@@ -75,7 +99,8 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
 
   it('a live run tries the threadgroup sizes 16 KiB to 64 KiB and runs nocopy-mmap once', async () => {
     const { doctor } = await import('../lib/doctor/index.js');
-    const probes = doctor({ probes: ['threadgroup-memory', 'nocopy-mmap'], mmapSize: 1 << 20, cache: false }).devices[0]!.probes;
+    const probes = doctor({ probes: ['threadgroup-memory', 'nocopy-mmap'], mmapSize: 1 << 20, cache: false })
+      .devices[0]!.probes;
     expect(probes.map((p) => [p.id, p.status, 'patched' in p])).toEqual([
       ['simdgroup-reduction', 'skipped', false],
       ['simdgroup-matrix', 'skipped', false],
@@ -98,7 +123,10 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
     const { stockDevices } = await import('./doctor-helpers.js');
     const stock = stockDevices();
     // Every capability probe: a cached result that skipped one is not read back.
-    const d = doctor({ probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'], cache: false }).devices[0]!;
+    const d = doctor({
+      probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'],
+      cache: false,
+    }).devices[0]!;
     const key = cacheKeyFor(stock, stock.devices[0]!);
     writeCache(key, d, '2026-08-09T10:00:00.000Z');
     expect(readCache(key, stock.devices[0]!).entry?.result.verifiedProfile).toEqual(d.verifiedProfile);

@@ -48,7 +48,9 @@ describe('error classes', () => {
     const owners = new Map<string, Set<string>>();
     for (const e of ONE_OF_EACH) owners.set(e.code, (owners.get(e.code) ?? new Set()).add(e.name));
     expect([...owners.values()].filter((names) => names.size !== 1)).toEqual([]);
-    expect(ONE_OF_EACH.every((e) => e instanceof errors.MetalCapShimError && e.name !== 'MetalCapShimError')).toBe(true);
+    expect(ONE_OF_EACH.every((e) => e instanceof errors.MetalCapShimError && e.name !== 'MetalCapShimError')).toBe(
+      true,
+    );
   });
 
   it('the README documents every code under the class that throws it, and no other', () => {

@@ -28,7 +28,9 @@ describeSim('prepareExec with no Metal device here', () => {
     expect(thrown(() => prepareExec({ profile: resolveProfile('host'), command: 'true', args: [] }, 'linux'))).toEqual(
       new RefusedError(`${why} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN'),
     );
-    expect(prepareExec({ profile: resolveProfile('host'), command: 'true', args: [], allowUnpatched: true }, 'linux')).toEqual({
+    expect(
+      prepareExec({ profile: resolveProfile('host'), command: 'true', args: [], allowUnpatched: true }, 'linux'),
+    ).toEqual({
       injector: null,
       resolved: resolveCommand('true'),
       warnings: [],

@@ -8,7 +8,14 @@ import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, w
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MetalCapShimError, NativeError, RefusedError, SpawnError, TraceFileError, UnsupportedPlatformError } from '../lib/core/errors.js';
+import {
+  MetalCapShimError,
+  NativeError,
+  RefusedError,
+  SpawnError,
+  TraceFileError,
+  UnsupportedPlatformError,
+} from '../lib/core/errors.js';
 import {
   checkTraceFile,
   childEnvironment,
@@ -50,7 +57,8 @@ const WARNINGS_FORCED = [
   },
   {
     code: 'not-paravirtual',
-    message: 'device 0 (Apple M1 Ultra, AGXG13DDevice) is not the paravirtual device; raising its answers claims features its GPU may not have',
+    message:
+      'device 0 (Apple M1 Ultra, AGXG13DDevice) is not the paravirtual device; raising its answers claims features its GPU may not have',
   },
 ];
 
@@ -74,7 +82,6 @@ function file(dir: string, name: string, mode: number, content = '#!/bin/sh\nexi
   chmodSync(f, mode);
   return f;
 }
-
 
 describe('where the injector is looked for', () => {
   const local = (ext: string) => path.join('/pkg', 'build', 'Release', `libmetal_cap_shim_inject.${ext}`);
@@ -100,7 +107,9 @@ describe('where the injector is looked for', () => {
     expect(missingInjectorReason('darwin')).toBe(
       'the injector library is missing from this install (prebuilds/darwin-x64+arm64); reinstall metal-cap-shim',
     );
-    expect(missingInjectorReason('linux')).toBe('exec injects into programs that use Metal, which exists only on macOS; this is linux');
+    expect(missingInjectorReason('linux')).toBe(
+      'exec injects into programs that use Metal, which exists only on macOS; this is linux',
+    );
   });
 });
 
@@ -265,7 +274,9 @@ describe('checkTraceFile (--trace)', () => {
     expect(thrown(() => checkTraceFile(dir))).toEqual(new TraceFileError(`--trace ${dir}: ${dir} is a folder`));
     const fifo = path.join(dir, 'fifo');
     execFileSync('mkfifo', [fifo]);
-    expect(thrown(() => checkTraceFile(fifo))).toEqual(new TraceFileError(`--trace ${fifo}: ${fifo} exists and is not a regular file`));
+    expect(thrown(() => checkTraceFile(fifo))).toEqual(
+      new TraceFileError(`--trace ${fifo}: ${fifo} exists and is not a regular file`),
+    );
   });
 });
 
@@ -286,14 +297,23 @@ describe('the child’s environment', () => {
   });
 
   it('a library the caller already preloads stays, after the injector', () => {
-    expect(childEnvironment({ profile }, INJ, { LD_PRELOAD: '/opt/libfoo.so' }, 'linux').LD_PRELOAD).toBe(`${INJ}:/opt/libfoo.so`);
+    expect(childEnvironment({ profile }, INJ, { LD_PRELOAD: '/opt/libfoo.so' }, 'linux').LD_PRELOAD).toBe(
+      `${INJ}:/opt/libfoo.so`,
+    );
     // An empty value is no library: no dangling separator.
     expect(childEnvironment({ profile }, INJ, { LD_PRELOAD: '' }, 'linux').LD_PRELOAD).toBe(INJ);
   });
 
   it('macOS: DYLD_INSERT_LIBRARIES, composed the same way; LD_PRELOAD is left as it was', () => {
     const dylib = '/pkg/prebuilds/darwin-x64+arm64/libmetal_cap_shim_inject.dylib';
-    expect(childEnvironment({ profile }, dylib, { DYLD_INSERT_LIBRARIES: '/usr/local/lib/libx.dylib', LD_PRELOAD: '/l.so' }, 'darwin')).toEqual({
+    expect(
+      childEnvironment(
+        { profile },
+        dylib,
+        { DYLD_INSERT_LIBRARIES: '/usr/local/lib/libx.dylib', LD_PRELOAD: '/l.so' },
+        'darwin',
+      ),
+    ).toEqual({
       DYLD_INSERT_LIBRARIES: `${dylib}:/usr/local/lib/libx.dylib`,
       LD_PRELOAD: '/l.so',
       [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }),
@@ -306,7 +326,9 @@ describe('the child’s environment', () => {
   });
 
   it('--trace: exec’s private trace folder, the status fd it was given, and a profile encoded with trace slots', () => {
-    expect(childEnvironment({ profile, traceFolder: '/tmp/metal-cap-shim-trace-x1', statusFd: 5 }, INJ, {}, 'linux')).toEqual({
+    expect(
+      childEnvironment({ profile, traceFolder: '/tmp/metal-cap-shim-trace-x1', statusFd: 5 }, INJ, {}, 'linux'),
+    ).toEqual({
       LD_PRELOAD: INJ,
       [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: true }),
       [INJECT_ENV.statusFd]: '5',
@@ -330,7 +352,11 @@ describe('the child’s environment', () => {
   it('status variables inherited from an injected parent are replaced: this process is the parent, and no identity is asked', () => {
     const env = { [INJECT_ENV.statusFd]: '101', [INJECT_ENV.statusPid]: '0000000001', [INJECT_ENV.statusId]: '5:77' };
     const child = childEnvironment({ profile }, INJ, env, 'linux');
-    expect([child[INJECT_ENV.statusFd], child[INJECT_ENV.statusPid], INJECT_ENV.statusId in child]).toEqual(['3', String(process.pid), false]);
+    expect([child[INJECT_ENV.statusFd], child[INJECT_ENV.statusPid], INJECT_ENV.statusId in child]).toEqual([
+      '3',
+      String(process.pid),
+      false,
+    ]);
   });
 });
 
@@ -358,8 +384,18 @@ describe('what the injector reports over the status fd', () => {
       patchedClasses: ['AGXG13XDevice', 'AppleParavirtDevice', 'AGXG13XDevice'],
       injectorErrors: ['ERR_HOOK_FAILED cannot hook MTLDevice', 'ERR_INVALID_PROFILE missing or too long'],
       processes: [
-        { pid: 101, slice: 'arm64e', patchedClasses: ['AGXG13XDevice'], errors: ['ERR_INVALID_PROFILE missing or too long'] },
-        { pid: 102, slice: 'x86_64', patchedClasses: ['AppleParavirtDevice'], errors: ['ERR_HOOK_FAILED cannot hook MTLDevice'] },
+        {
+          pid: 101,
+          slice: 'arm64e',
+          patchedClasses: ['AGXG13XDevice'],
+          errors: ['ERR_INVALID_PROFILE missing or too long'],
+        },
+        {
+          pid: 102,
+          slice: 'x86_64',
+          patchedClasses: ['AppleParavirtDevice'],
+          errors: ['ERR_HOOK_FAILED cannot hook MTLDevice'],
+        },
         // A fork child that patched without loading the injector again.
         { pid: 103, slice: null, patchedClasses: ['AGXG13XDevice'], errors: [] },
       ],
@@ -367,7 +403,17 @@ describe('what the injector reports over the status fd', () => {
   });
 
   it('a last line without its newline still counts; blank lines and other shapes are not lines of the injector', () => {
-    const others = ['', 'loaded 1 arm64', '1 unloaded arm64', '1 patchedX', '0 patched Zero', '-1 patched Minus', '12345678901 patched Long', '1  patched Two', 'x1 error E'];
+    const others = [
+      '',
+      'loaded 1 arm64',
+      '1 unloaded arm64',
+      '1 patchedX',
+      '0 patched Zero',
+      '-1 patched Minus',
+      '12345678901 patched Long',
+      '1  patched Two',
+      'x1 error E',
+    ];
     expect(parseInjectorStatus(`${others.join('\n')}\n7 patched Foo`)).toEqual({
       ...NOTHING,
       patchedClasses: ['Foo'],
@@ -427,7 +473,11 @@ describe('process groups without the native module', () => {
   });
 
   it('ps output: our group and the terminal’s from our line, the child’s group from its line, -1 when it is gone', () => {
-    expect(parsePsGroups('  100   100   100\n  101   100   100\n', 100, 101)).toEqual({ own: 100, terminal: 100, child: 100 });
+    expect(parsePsGroups('  100   100   100\n  101   100   100\n', 100, 101)).toEqual({
+      own: 100,
+      terminal: 100,
+      child: 100,
+    });
     expect(parsePsGroups('101 300 0\n100 100 0\n', 100, 101)).toEqual({ own: 100, terminal: 0, child: 300 });
     expect(parsePsGroups('100 100 -1\n', 100, 101)).toEqual({ own: 100, terminal: -1, child: -1 });
     expect(parsePsGroups('101 100 100\n', 100, 101)).toBeNull();
@@ -438,7 +488,10 @@ describe('process groups without the native module', () => {
 
   /** Our group and our terminal's foreground group as ps(1) sees them. */
   function psSays(pid: number): number[] {
-    return execFileSync('ps', ['-o', 'pgid=,tpgid=', '-p', String(pid)], { encoding: 'utf8' }).trim().split(/\s+/).map(Number);
+    return execFileSync('ps', ['-o', 'pgid=,tpgid=', '-p', String(pid)], { encoding: 'utf8' })
+      .trim()
+      .split(/\s+/)
+      .map(Number);
   }
 
   it('Linux, from /proc: the same groups ps reports; a child in our group, a detached one in its own, a gone one -1', async () => {
@@ -447,11 +500,19 @@ describe('process groups without the native module', () => {
     const detached = spawn('sleep', ['5'], { stdio: 'ignore', detached: true });
     try {
       expect(processGroupsWithoutAddon(inOurs.pid!, 'linux')).toEqual({ own: ownGroup, terminal, child: ownGroup });
-      expect(processGroupsWithoutAddon(detached.pid!, 'linux')).toEqual({ own: ownGroup, terminal, child: detached.pid });
+      expect(processGroupsWithoutAddon(detached.pid!, 'linux')).toEqual({
+        own: ownGroup,
+        terminal,
+        child: detached.pid,
+      });
       expect(processGroupsWithoutAddon(0x7fffffff, 'linux')).toEqual({ own: ownGroup, terminal, child: -1 });
       // The macOS path asks ps(1); Linux's ps takes the same options, so it runs here too (a Mac's ps has not).
       expect(processGroupsWithoutAddon(inOurs.pid!, 'darwin')).toEqual({ own: ownGroup, terminal, child: ownGroup });
-      expect(processGroupsWithoutAddon(detached.pid!, 'darwin')).toEqual({ own: ownGroup, terminal, child: detached.pid });
+      expect(processGroupsWithoutAddon(detached.pid!, 'darwin')).toEqual({
+        own: ownGroup,
+        terminal,
+        child: detached.pid,
+      });
       expect(processGroupsWithoutAddon(0x7fffffff, 'darwin')).toEqual({ own: ownGroup, terminal, child: -1 });
     } finally {
       inOurs.kill();
@@ -550,7 +611,8 @@ describe('hardened runtime: the reason names exactly the missing entitlements', 
 describe('code-signing flags that stop the injector: restrict, library validation, hardened runtime', () => {
   const plist = (keys: string[]) => `<plist><dict>${keys.map((k) => `<key>${k}</key><true/>`).join('')}</dict></plist>`;
   const RESTRICTED = {
-    reason: '/opt/x is signed with the restrict flag (0x800): dyld removes DYLD_INSERT_LIBRARIES from restricted programs whatever their entitlements, so it would run unpatched. Use a build signed without it, or embed metal-cap-shim as a library.',
+    reason:
+      '/opt/x is signed with the restrict flag (0x800): dyld removes DYLD_INSERT_LIBRARIES from restricted programs whatever their entitlements, so it would run unpatched. Use a build signed without it, or embed metal-cap-shim as a library.',
     launchFails: false,
   };
   const VALIDATED = {
@@ -559,13 +621,19 @@ describe('code-signing flags that stop the injector: restrict, library validatio
   };
 
   it('0x800 (restrict) blocks, with or without the entitlements: it would run unpatched', () => {
-    expect(hardenedRuntimeBlocker('/opt/x', 'CodeDirectory v=20500 flags=0x800(restrict) hashes=9', '')).toEqual(RESTRICTED);
-    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x10800(restrict,runtime)', plist([ALLOW_DYLD, DISABLE_LV]))).toEqual(RESTRICTED);
+    expect(hardenedRuntimeBlocker('/opt/x', 'CodeDirectory v=20500 flags=0x800(restrict) hashes=9', '')).toEqual(
+      RESTRICTED,
+    );
+    expect(
+      hardenedRuntimeBlocker('/opt/x', 'flags=0x10800(restrict,runtime)', plist([ALLOW_DYLD, DISABLE_LV])),
+    ).toEqual(RESTRICTED);
   });
 
   it('0x2000 (library validation) without the hardened runtime blocks: the program would be killed at launch', () => {
     expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x2000(library-validation)', '')).toEqual(VALIDATED);
-    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x2002(adhoc,library-validation)', plist([ALLOW_DYLD]))).toEqual(VALIDATED);
+    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x2002(adhoc,library-validation)', plist([ALLOW_DYLD]))).toEqual(
+      VALIDATED,
+    );
   });
 
   it('0x2000 with disable-library-validation is not blocked', () => {
@@ -574,8 +642,12 @@ describe('code-signing flags that stop the injector: restrict, library validatio
 
   it('0x10000 (hardened runtime) blocks without the entitlements, and not with both', () => {
     expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x10000(runtime)', '')?.launchFails).toBe(false);
-    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x12000(library-validation,runtime)', plist([ALLOW_DYLD]))?.launchFails).toBe(true);
-    expect(hardenedRuntimeBlocker('/opt/x', 'flags=0x12000(library-validation,runtime)', plist([ALLOW_DYLD, DISABLE_LV]))).toBeNull();
+    expect(
+      hardenedRuntimeBlocker('/opt/x', 'flags=0x12000(library-validation,runtime)', plist([ALLOW_DYLD]))?.launchFails,
+    ).toBe(true);
+    expect(
+      hardenedRuntimeBlocker('/opt/x', 'flags=0x12000(library-validation,runtime)', plist([ALLOW_DYLD, DISABLE_LV])),
+    ).toBeNull();
   });
 
   it('every other flag lets the injector in', () => {
@@ -592,7 +664,12 @@ describe('code-signing flags that stop the injector: restrict, library validatio
     chmodSync(gid, 0o2755);
     const reason = (f: string, which: string) =>
       `${f} is ${which}: dyld removes DYLD_INSERT_LIBRARIES from programs that change ids at launch, so it would run unpatched. Run a copy without the ${which} bit, or embed metal-cap-shim as a library.`;
-    expect([setIdBlocker(uid), setIdBlocker(gid), setIdBlocker(file(dir, 'plain', 0o755)), setIdBlocker(path.join(dir, 'none'))]).toEqual([
+    expect([
+      setIdBlocker(uid),
+      setIdBlocker(gid),
+      setIdBlocker(file(dir, 'plain', 0o755)),
+      setIdBlocker(path.join(dir, 'none')),
+    ]).toEqual([
       { reason: reason(uid, 'setuid'), launchFails: false },
       { reason: reason(gid, 'setgid'), launchFails: false },
       null,
@@ -613,14 +690,21 @@ describe('codesign as installed: the current one and an older one without --xml'
     return dir;
   }
 
-  it.each(['current', 'old'] as const)('%s codesign: a hardened program is found, and both entitlements clear it', (kind) => {
-    const dir = withCodesign(kind);
-    const hardened = signedProgram(dir, 'hardened', '0x10000(runtime)', [ALLOW_DYLD]);
-    expect(injectionBlocker(hardened, 'darwin')).toEqual(hardenedRuntimeBlocker(hardened, 'flags=0x10000(runtime)', `<key>${ALLOW_DYLD}</key><true/>`));
-    expect(injectionBlocker(hardened, 'darwin')?.launchFails).toBe(true);
-    expect(injectionBlocker(signedProgram(dir, 'both', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]), 'darwin')).toBeNull();
-    expect(injectionBlocker(signedProgram(dir, 'unsigned', null, []), 'darwin')).toBeNull();
-  });
+  it.each(['current', 'old'] as const)(
+    '%s codesign: a hardened program is found, and both entitlements clear it',
+    (kind) => {
+      const dir = withCodesign(kind);
+      const hardened = signedProgram(dir, 'hardened', '0x10000(runtime)', [ALLOW_DYLD]);
+      expect(injectionBlocker(hardened, 'darwin')).toEqual(
+        hardenedRuntimeBlocker(hardened, 'flags=0x10000(runtime)', `<key>${ALLOW_DYLD}</key><true/>`),
+      );
+      expect(injectionBlocker(hardened, 'darwin')?.launchFails).toBe(true);
+      expect(
+        injectionBlocker(signedProgram(dir, 'both', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]), 'darwin'),
+      ).toBeNull();
+      expect(injectionBlocker(signedProgram(dir, 'unsigned', null, []), 'darwin')).toBeNull();
+    },
+  );
 
   it('restricted, library-validated and setuid programs are found as installed', () => {
     const dir = withCodesign('current');
@@ -628,35 +712,49 @@ describe('codesign as installed: the current one and an older one without --xml'
     const validated = signedProgram(dir, 'validated', '0x2000(library-validation)', []);
     const setuid = signedProgram(dir, 'setuid', null, []);
     chmodSync(setuid, 0o4755);
-    expect([injectionBlocker(restricted, 'darwin'), injectionBlocker(validated, 'darwin'), injectionBlocker(setuid, 'darwin')]).toEqual([
+    expect([
+      injectionBlocker(restricted, 'darwin'),
+      injectionBlocker(validated, 'darwin'),
+      injectionBlocker(setuid, 'darwin'),
+    ]).toEqual([
       hardenedRuntimeBlocker(restricted, 'flags=0x800', ''),
       hardenedRuntimeBlocker(validated, 'flags=0x2000', ''),
       setIdBlocker(setuid),
     ]);
-    expect(injectionBlocker(signedProgram(dir, 'validated-ok', '0x2000(library-validation)', [DISABLE_LV]), 'darwin')).toBeNull();
+    expect(
+      injectionBlocker(signedProgram(dir, 'validated-ok', '0x2000(library-validation)', [DISABLE_LV]), 'darwin'),
+    ).toBeNull();
   });
 
   it('the old codesign really rejects --xml (so the retry without it is what finds the signature)', () => {
     const dir = withCodesign('old');
     const hardened = signedProgram(dir, 'hardened', '0x10000(runtime)', []);
     // The blob form carries a binary header before the plist; the entitlements are read from the plist in it.
-    expect(injectionBlocker(hardened, 'darwin')).toEqual(hardenedRuntimeBlocker(hardened, 'flags=0x10000(runtime)', ''));
+    expect(injectionBlocker(hardened, 'darwin')).toEqual(
+      hardenedRuntimeBlocker(hardened, 'flags=0x10000(runtime)', ''),
+    );
   });
 });
 
 describe('the injector there but not the native module (macOS: an addon that will not load): nothing is injected', () => {
   const NOT_LOADED = {
     reason: 'native-module-unavailable',
-    detail: 'the native module could not be loaded (dlopen failed); reinstall metal-cap-shim or run `npx node-gyp rebuild` in its folder',
+    detail:
+      'the native module could not be loaded (dlopen failed); reinstall metal-cap-shim or run `npx node-gyp rebuild` in its folder',
   } as const;
   const WHY = `${NOT_LOADED.detail}; without it exec cannot check this host before injecting`;
 
   it('fails closed with the error strict apply throws for the reason: NativeError ERR_NATIVE_UNAVAILABLE', () => {
     const e = thrown(() => unguardedInjection(NOT_LOADED, { command: 'llama-server' }));
     expect(e).toBeInstanceOf(NativeError);
-    expect(e).toMatchObject({ code: 'ERR_NATIVE_UNAVAILABLE', message: `${WHY} (--allow-unpatched runs the program unpatched)` });
+    expect(e).toMatchObject({
+      code: 'ERR_NATIVE_UNAVAILABLE',
+      message: `${WHY} (--allow-unpatched runs the program unpatched)`,
+    });
     // --allow-unpatched is the only way past it; --force is not.
-    expect(() => unguardedInjection(NOT_LOADED, { command: 'llama-server', allowUnpatched: false })).toThrow(NativeError);
+    expect(() => unguardedInjection(NOT_LOADED, { command: 'llama-server', allowUnpatched: false })).toThrow(
+      NativeError,
+    );
   });
 
   it('--allow-unpatched: the notice to print before the program runs unpatched', () => {
@@ -666,11 +764,14 @@ describe('the injector there but not the native module (macOS: an addon that wil
   });
 
   it('a simulated build that will not load elsewhere: UnsupportedPlatformError, as strict apply', () => {
-    const e = thrown(() => unguardedInjection({ reason: 'unsupported-platform', detail: 'no simulated Metal' }, { command: 'true' }));
+    const e = thrown(() =>
+      unguardedInjection({ reason: 'unsupported-platform', detail: 'no simulated Metal' }, { command: 'true' }),
+    );
     expect(e).toBeInstanceOf(UnsupportedPlatformError);
     expect(e).toMatchObject({
       code: 'ERR_UNSUPPORTED_PLATFORM',
-      message: 'no simulated Metal; without it exec cannot check this host before injecting (--allow-unpatched runs the program unpatched)',
+      message:
+        'no simulated Metal; without it exec cannot check this host before injecting (--allow-unpatched runs the program unpatched)',
     });
   });
 });
@@ -722,20 +823,26 @@ describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the block
     const e = thrown(() => prepareExec({ profile, command: '/bin/sh', args: [], force: true }, 'darwin'));
     expect(e).toBeInstanceOf(RefusedError);
     expect(e).toMatchObject({ code: 'ERR_INJECTION_BLOCKED', message: `${why} (--allow-unpatched runs it anyway)` });
-    expect(prepareExec({ profile, command: '/bin/sh', args: [], force: true, allowUnpatched: true }, 'darwin')).toEqual({
-      injector: SO,
-      resolved: '/bin/sh',
-      profile,
-      warnings: WARNINGS_FORCED,
-      unpatched: null,
-    });
+    expect(prepareExec({ profile, command: '/bin/sh', args: [], force: true, allowUnpatched: true }, 'darwin')).toEqual(
+      {
+        injector: SO,
+        resolved: '/bin/sh',
+        profile,
+        warnings: WARNINGS_FORCED,
+        unpatched: null,
+      },
+    );
   });
 
   it('a missing command: ERR_COMMAND_NOT_FOUND; a bad --trace is found first', () => {
     expect(thrown(() => prepareExec({ profile, command: 'no-such-command-xyz', args: [], force: true }))).toEqual(
       new SpawnError('ERR_COMMAND_NOT_FOUND', 'command not found: no-such-command-xyz'),
     );
-    expect(thrown(() => prepareExec({ profile, command: 'no-such-command-xyz', args: [], traceFile: '/nonexistent/t.json' }))).toMatchObject({
+    expect(
+      thrown(() =>
+        prepareExec({ profile, command: 'no-such-command-xyz', args: [], traceFile: '/nonexistent/t.json' }),
+      ),
+    ).toMatchObject({
       code: 'ERR_TRACE_FILE',
     });
   });
@@ -760,4 +867,3 @@ describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the block
     }
   });
 });
-

@@ -4,7 +4,16 @@
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -46,7 +55,12 @@ function folder(): string {
   return dir;
 }
 
-const sh = (script: string, extra: { traceFile?: string } = {}) => ({ profile, command: 'sh', args: ['-c', script], ...extra });
+const sh = (script: string, extra: { traceFile?: string } = {}) => ({
+  profile,
+  command: 'sh',
+  args: ['-c', script],
+  ...extra,
+});
 
 /**
  * What an outcome holds when the program loaded the injector and reported nothing else: the base the tests below
@@ -60,14 +74,22 @@ function outcome(fields: Partial<ExecOutcome>): ExecOutcome {
     injectorSlice: SLICE,
     patchedClasses: [],
     injectorErrors: [],
-    processes: [{ pid: expect.any(Number) as number, slice: SLICE, patchedClasses: fields.patchedClasses ?? [], errors: [] }],
+    processes: [
+      { pid: expect.any(Number) as number, slice: SLICE, patchedClasses: fields.patchedClasses ?? [], errors: [] },
+    ],
     warnings: [WARNING],
     ...fields,
   };
 }
 
 /** The outcome of a run in which nothing loaded the injector. */
-const NOTHING_LOADED = { injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], processes: [] };
+const NOTHING_LOADED = {
+  injectorLoaded: false,
+  injectorSlice: null,
+  patchedClasses: [],
+  injectorErrors: [],
+  processes: [],
+};
 
 describeSim('runWithInjector, in-process over the simulated injector', () => {
   beforeAll(() => {
@@ -88,7 +110,9 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
   it('a program that uses Metal: loaded, its device class patched, the trace written by it (an old trace removed first)', async () => {
     const trace = path.join(folder(), 'trace.json');
     writeFileSync(trace, 'stale');
-    const r = await runWithInjector({ profile, command: quiet, args: [consumer], traceFile: trace }, injector, [WARNING]);
+    const r = await runWithInjector({ profile, command: quiet, args: [consumer], traceFile: trace }, injector, [
+      WARNING,
+    ]);
     expect(r).toEqual(outcome({ patchedClasses: ['AppleParavirtDevice'] }));
     const written = JSON.parse(readFileSync(trace, 'utf8'));
     expect(written.profileApplied).toBe(true);
@@ -97,7 +121,9 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
 
   it('the exit code is passed through, and a death by signal is reported as the signal', async () => {
     expect(await runWithInjector(sh('exit 7'), injector, [WARNING])).toEqual(outcome({ exitCode: 7 }));
-    expect(await runWithInjector(sh('kill -TERM $$'), injector, [WARNING])).toEqual(outcome({ exitCode: null, signal: 'SIGTERM' }));
+    expect(await runWithInjector(sh('kill -TERM $$'), injector, [WARNING])).toEqual(
+      outcome({ exitCode: null, signal: 'SIGTERM' }),
+    );
   });
 
   it('the child gets the injector as LD_PRELOAD, and no trace folder without --trace (not even one we inherited)', async () => {
@@ -105,7 +131,11 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     const saved = { trace: process.env[INJECT_ENV.traceFolder] };
     process.env[INJECT_ENV.traceFolder] = path.join(tmp, 'inherited');
     try {
-      const r = await runWithInjector(sh(`printf '%s|%s' "$LD_PRELOAD" "\${${INJECT_ENV.traceFolder}-unset}" > '${out}'`), injector, []);
+      const r = await runWithInjector(
+        sh(`printf '%s|%s' "$LD_PRELOAD" "\${${INJECT_ENV.traceFolder}-unset}" > '${out}'`),
+        injector,
+        [],
+      );
       expect(r).toEqual(outcome({ warnings: [] }));
     } finally {
       if (saved.trace === undefined) delete process.env[INJECT_ENV.traceFolder];
@@ -128,7 +158,12 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     const loaded = path.join(folder(), 'trace.json');
     const r = await runWithInjector({ profile, command: 'true', args: [], traceFile: loaded }, injector, []);
     expect(r).toEqual(outcome({ warnings: [] }));
-    expect(JSON.parse(readFileSync(loaded, 'utf8'))).toEqual({ pid: expect.any(Number), profileApplied: true, patchedClasses: [], trace: [] });
+    expect(JSON.parse(readFileSync(loaded, 'utf8'))).toEqual({
+      pid: expect.any(Number),
+      profileApplied: true,
+      patchedClasses: [],
+      trace: [],
+    });
     // A static program ignores LD_PRELOAD: the injector never loaded.
     const notLoaded = path.join(folder(), 'trace.json');
     const s = await runWithInjector({ profile, command: staticProgram, args: [], traceFile: notLoaded }, injector, []);
@@ -159,7 +194,12 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     const r = await runWithInjector(sh(`printf '%s' "\${LD_PRELOAD-unset}" > '${out}'; exit 5`), null, [WARNING]);
     expect(r).toEqual({ exitCode: 5, signal: null, ...NOTHING_LOADED, warnings: [] });
     expect(readFileSync(out, 'utf8')).toBe(process.env.LD_PRELOAD ?? 'unset');
-    expect(await runWithInjector(sh('kill -HUP $$'), null, [])).toEqual({ exitCode: null, signal: 'SIGHUP', ...NOTHING_LOADED, warnings: [] });
+    expect(await runWithInjector(sh('kill -HUP $$'), null, [])).toEqual({
+      exitCode: null,
+      signal: 'SIGHUP',
+      ...NOTHING_LOADED,
+      warnings: [],
+    });
   });
 
   it('the unpatched run with --trace: the trace says nothing was applied, replacing an old one; a write failure is an injector error', async () => {
@@ -170,7 +210,9 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     const r = await runWithInjector(sh(`echo $$ > '${pidFile}'; exit 2`, { traceFile: file }), null, []);
     expect(r).toEqual({ exitCode: 2, signal: null, ...NOTHING_LOADED, warnings: [] });
     const pid = Number(readFileSync(pidFile, 'utf8').trim());
-    expect(readFileSync(file, 'utf8')).toBe(`${JSON.stringify({ pid, profileApplied: false, patchedClasses: [], trace: [] })}\n`);
+    expect(readFileSync(file, 'utf8')).toBe(
+      `${JSON.stringify({ pid, profileApplied: false, patchedClasses: [], trace: [] })}\n`,
+    );
     const dir = folder();
     const gone = path.join(dir, 'trace.json');
     expect(await runWithInjector(sh(`rm -r '${dir}'`, { traceFile: gone }), null, [])).toEqual({
@@ -185,31 +227,43 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
   it.each([
     ['with the injector', (): string | null => injector],
     ['unpatched', (): string | null => null],
-  ] as const)('%s: a missing program is ERR_COMMAND_NOT_FOUND, one that cannot be run ERR_SPAWN; no handler is left behind', async (_, which) => {
-    // Without `program`, the command is resolved first, as prepareExec does.
-    await expect(runWithInjector({ profile, command: 'no-such-command-xyz', args: [] }, which(), [])).rejects.toEqual(
-      new SpawnError('ERR_COMMAND_NOT_FOUND', 'command not found: no-such-command-xyz'),
-    );
-    const data = path.join(folder(), 'data');
-    writeFileSync(data, 'not a program\n');
-    chmodSync(data, 0o644);
-    await expect(runWithInjector({ profile, command: data, args: [] }, which(), [])).rejects.toEqual(
-      new SpawnError('ERR_SPAWN', `cannot run ${data}: ${data} is not executable`),
-    );
-    // The file prepareExec checked is what spawn() is given; if it changed meanwhile, spawn()'s own error.
-    await expect(runWithInjector({ profile, command: 'tool', program: path.join(tmp, 'gone'), args: [] }, which(), [])).rejects.toEqual(
-      new SpawnError('ERR_COMMAND_NOT_FOUND', `cannot run tool: spawn ${path.join(tmp, 'gone')} ENOENT`),
-    );
-    const e = await runWithInjector({ profile, command: 'tool', program: data, args: [] }, which(), []).catch((err: unknown) => err);
-    expect(e).toBeInstanceOf(MetalCapShimError);
-    expect(e).toMatchObject({ code: 'ERR_SPAWN', message: `cannot run tool: spawn ${data} EACCES` });
-    expect(FORWARDED.map((s) => process.listenerCount(s))).toEqual([0, 0, 0, 0, 0, 0]);
-    // spawn() itself throws on an argument it cannot pass (a NUL byte): the signal handlers, already in, come out.
-    const bad = await runWithInjector({ profile, command: 'true', args: ['a\0b'] }, which(), []).catch((err: unknown) => err);
-    expect(bad).toBeInstanceOf(MetalCapShimError);
-    expect(bad).toMatchObject({ code: 'ERR_SPAWN', message: "cannot run true: The argument 'args[0]' must be a string without null bytes. Received 'a\\x00b'" });
-    expect(FORWARDED.map((s) => process.listenerCount(s))).toEqual([0, 0, 0, 0, 0, 0]);
-  });
+  ] as const)(
+    '%s: a missing program is ERR_COMMAND_NOT_FOUND, one that cannot be run ERR_SPAWN; no handler is left behind',
+    async (_, which) => {
+      // Without `program`, the command is resolved first, as prepareExec does.
+      await expect(runWithInjector({ profile, command: 'no-such-command-xyz', args: [] }, which(), [])).rejects.toEqual(
+        new SpawnError('ERR_COMMAND_NOT_FOUND', 'command not found: no-such-command-xyz'),
+      );
+      const data = path.join(folder(), 'data');
+      writeFileSync(data, 'not a program\n');
+      chmodSync(data, 0o644);
+      await expect(runWithInjector({ profile, command: data, args: [] }, which(), [])).rejects.toEqual(
+        new SpawnError('ERR_SPAWN', `cannot run ${data}: ${data} is not executable`),
+      );
+      // The file prepareExec checked is what spawn() is given; if it changed meanwhile, spawn()'s own error.
+      await expect(
+        runWithInjector({ profile, command: 'tool', program: path.join(tmp, 'gone'), args: [] }, which(), []),
+      ).rejects.toEqual(
+        new SpawnError('ERR_COMMAND_NOT_FOUND', `cannot run tool: spawn ${path.join(tmp, 'gone')} ENOENT`),
+      );
+      const e = await runWithInjector({ profile, command: 'tool', program: data, args: [] }, which(), []).catch(
+        (err: unknown) => err,
+      );
+      expect(e).toBeInstanceOf(MetalCapShimError);
+      expect(e).toMatchObject({ code: 'ERR_SPAWN', message: `cannot run tool: spawn ${data} EACCES` });
+      expect(FORWARDED.map((s) => process.listenerCount(s))).toEqual([0, 0, 0, 0, 0, 0]);
+      // spawn() itself throws on an argument it cannot pass (a NUL byte): the signal handlers, already in, come out.
+      const bad = await runWithInjector({ profile, command: 'true', args: ['a\0b'] }, which(), []).catch(
+        (err: unknown) => err,
+      );
+      expect(bad).toBeInstanceOf(MetalCapShimError);
+      expect(bad).toMatchObject({
+        code: 'ERR_SPAWN',
+        message: "cannot run true: The argument 'args[0]' must be a string without null bytes. Received 'a\\x00b'",
+      });
+      expect(FORWARDED.map((s) => process.listenerCount(s))).toEqual([0, 0, 0, 0, 0, 0]);
+    },
+  );
 
   /**
    * Starts a child that exits 71/72/73 on SIGTERM/SIGHUP/SIGUSR2 (9 if none arrives within 10 s), sends `signal` to
@@ -232,8 +286,12 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     ['SIGTERM', 71],
     ['SIGHUP', 72],
     ['SIGUSR2', 73],
-  ] as const)('%s sent to us reaches the child, with the injector and without', async (signal, code) => {
-    expect(await forwarded(injector, signal)).toBe(code);
-    expect(await forwarded(null, signal)).toBe(code);
-  }, 30_000);
+  ] as const)(
+    '%s sent to us reaches the child, with the injector and without',
+    async (signal, code) => {
+      expect(await forwarded(injector, signal)).toBe(code);
+      expect(await forwarded(null, signal)).toBe(code);
+    },
+    30_000,
+  );
 });

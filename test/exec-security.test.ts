@@ -73,7 +73,9 @@ describeSim('--trace in a shared folder: planted links, FIFOs and other users’
     for (const env of [VM, NO_SIM]) {
       const r = runCli(['exec', '--allow-unpatched', '--trace', trace, '--', 'sh', '-c', `touch '${marker}'`], env);
       expect(r.status).toBe(125);
-      expect(r.stderr).toBe(`metal-cap-shim: ERR_TRACE_FILE: --trace ${trace}: ${trace} is a symbolic link, which is never written through\n`);
+      expect(r.stderr).toBe(
+        `metal-cap-shim: ERR_TRACE_FILE: --trace ${trace}: ${trace} is a symbolic link, which is never written through\n`,
+      );
     }
     expect(existsSync(marker)).toBe(false);
     expect(intact()).toBe(true);
@@ -84,19 +86,26 @@ describeSim('--trace in a shared folder: planted links, FIFOs and other users’
     execFileSync('mkfifo', [trace]);
     const r = runCli(['exec', '--trace', trace, '--', 'true'], VM);
     expect(r.status).toBe(125);
-    expect(r.stderr).toBe(`metal-cap-shim: ERR_TRACE_FILE: --trace ${trace}: ${trace} exists and is not a regular file\n`);
+    expect(r.stderr).toBe(
+      `metal-cap-shim: ERR_TRACE_FILE: --trace ${trace}: ${trace} exists and is not a regular file\n`,
+    );
   });
 
-  it.skipIf(!asRoot)('another user’s FILE (undeletable in a sticky folder): refused with one line, no stack trace, exit 125', () => {
-    const shared = folder(0o1777);
-    const trace = path.join(shared, 'trace.json');
-    writeFileSync(trace, 'the attacker’s\n');
-    chownSync(trace, NOBODY, NOBODY);
-    const r = runCli(['exec', '--trace', trace, '--', 'true'], VM);
-    expect(r.status).toBe(125);
-    expect(r.stderr).toBe(`metal-cap-shim: ERR_TRACE_FILE: --trace ${trace}: ${trace} belongs to another user (uid ${NOBODY}), so it is not replaced\n`);
-    expect(readFileSync(trace, 'utf8')).toBe('the attacker’s\n');
-  });
+  it.skipIf(!asRoot)(
+    'another user’s FILE (undeletable in a sticky folder): refused with one line, no stack trace, exit 125',
+    () => {
+      const shared = folder(0o1777);
+      const trace = path.join(shared, 'trace.json');
+      writeFileSync(trace, 'the attacker’s\n');
+      chownSync(trace, NOBODY, NOBODY);
+      const r = runCli(['exec', '--trace', trace, '--', 'true'], VM);
+      expect(r.status).toBe(125);
+      expect(r.stderr).toBe(
+        `metal-cap-shim: ERR_TRACE_FILE: --trace ${trace}: ${trace} belongs to another user (uid ${NOBODY}), so it is not replaced\n`,
+      );
+      expect(readFileSync(trace, 'utf8')).toBe('the attacker’s\n');
+    },
+  );
 
   it('a symbolic link planted at FILE.<pid> of a second process: not followed; that trace is refused, the first one written', () => {
     const dir = folder(0o1777);
@@ -120,12 +129,19 @@ describeSim('--trace in a shared folder: planted links, FIFOs and other users’
     const trace = path.join(dir, 'trace.json');
     const last = Number(readFileSync('/proc/sys/kernel/ns_last_pid', 'utf8'));
     for (let pid = last + 1; pid <= last + 3000; pid++) symlinkSync(target, `${trace}.${pid}`);
-    const r = runCli(['exec', '--trace', trace, '--', 'sh', '-c', `'${consumer}' >/dev/null; '${consumer}' >/dev/null`], VM);
+    const r = runCli(
+      ['exec', '--trace', trace, '--', 'sh', '-c', `'${consumer}' >/dev/null; '${consumer}' >/dev/null`],
+      VM,
+    );
     expect(r.status, r.stderr).toBe(0);
     expect(intact()).toBe(true);
     // Every second trace either met a planted link (and said so) or was written as a new regular file.
-    const refused = r.stderr.split('\n').filter((l) => l.includes('is a symbolic link, which is never written through'));
-    const written = readdirSync(dir).filter((n) => n.startsWith('trace.json.') && lstatSync(path.join(dir, n)).isFile());
+    const refused = r.stderr
+      .split('\n')
+      .filter((l) => l.includes('is a symbolic link, which is never written through'));
+    const written = readdirSync(dir).filter(
+      (n) => n.startsWith('trace.json.') && lstatSync(path.join(dir, n)).isFile(),
+    );
     expect(refused.length + written.length).toBe(1);
   });
 
@@ -136,23 +152,41 @@ describeSim('--trace in a shared folder: planted links, FIFOs and other users’
     const r = runCli(['exec', '--trace', trace, '--', 'sh', '-c', script], VM);
     expect(r.status).toBe(4);
     const second = Number(r.stdout.trim());
-    expect(r.stderr).toBe(`metal-cap-shim: injector error: ERR_TRACE_FILE cannot write ${trace}.${second}: ${trace}.${second} exists and is not a regular file\n`);
+    expect(r.stderr).toBe(
+      `metal-cap-shim: injector error: ERR_TRACE_FILE cannot write ${trace}.${second}: ${trace}.${second} exists and is not a regular file\n`,
+    );
   });
 
   it('FILE swapped for a link while the program runs (the attacker’s loop): the link is not followed at exit', () => {
     const dir = folder(0o1777);
     const { file: target, intact } = victim(folder());
     const trace = path.join(dir, 'trace.json');
-    const r = runCli(['exec', '--trace', trace, '--', 'sh', '-c', `'${consumer}' >/dev/null; ln -s '${target}' '${trace}'`], VM);
+    const r = runCli(
+      ['exec', '--trace', trace, '--', 'sh', '-c', `'${consumer}' >/dev/null; ln -s '${target}' '${trace}'`],
+      VM,
+    );
     expect(r.status).toBe(0);
-    expect(r.stderr).toBe(`metal-cap-shim: injector error: ERR_TRACE_FILE cannot write ${trace}: ${trace} is a symbolic link, which is never written through\n`);
+    expect(r.stderr).toBe(
+      `metal-cap-shim: injector error: ERR_TRACE_FILE cannot write ${trace}: ${trace} is a symbolic link, which is never written through\n`,
+    );
     expect(intact()).toBe(true);
   });
 
   it.skipIf(!asRoot)('FILE created meanwhile by another user: not taken for the trace, said so, left as it is', () => {
     const dir = folder(0o1777);
     const trace = path.join(dir, 'trace.json');
-    const r = runCli(['exec', '--trace', trace, '--', 'sh', '-c', `'${consumer}' >/dev/null; echo forged > '${trace}'; chown ${NOBODY} '${trace}'`], VM);
+    const r = runCli(
+      [
+        'exec',
+        '--trace',
+        trace,
+        '--',
+        'sh',
+        '-c',
+        `'${consumer}' >/dev/null; echo forged > '${trace}'; chown ${NOBODY} '${trace}'`,
+      ],
+      VM,
+    );
     expect(r.status).toBe(0);
     expect(r.stderr).toBe(
       `metal-cap-shim: injector error: ERR_TRACE_FILE cannot write ${trace}: ${trace} belongs to another user (uid ${NOBODY}), so it is not replaced\n`,
@@ -180,7 +214,10 @@ describeSim('--trace in a shared folder: planted links, FIFOs and other users’
     const dir = folder();
     const trace = path.join(dir, 'trace.json');
     const seen = path.join(dir, 'seen');
-    const r = runCli(['exec', '--trace', trace, '--', 'sh', '-c', `stat -c '%a %u %n' "$METAL_CAP_SHIM_TRACE_DIR" > '${seen}'`], { ...VM, TMPDIR: tmp });
+    const r = runCli(
+      ['exec', '--trace', trace, '--', 'sh', '-c', `stat -c '%a %u %n' "$METAL_CAP_SHIM_TRACE_DIR" > '${seen}'`],
+      { ...VM, TMPDIR: tmp },
+    );
     expect(r.status, r.stderr).toBe(0);
     const [mode, uid, where] = readFileSync(seen, 'utf8').trim().split(' ');
     expect([mode, Number(uid), path.dirname(where!)]).toEqual(['700', process.getuid!(), tmp]);
@@ -191,28 +228,47 @@ describeSim('--trace in a shared folder: planted links, FIFOs and other users’
   it('no private folder can be made in TMPDIR: ERR_TRACE_FILE, exit 125, and the program never starts', () => {
     const marker = path.join(folder(), 'ran');
     const trace = path.join(folder(), 'trace.json');
-    const r = runCli(['exec', '--trace', trace, '--', 'sh', '-c', `touch '${marker}'`], { ...VM, TMPDIR: '/nonexistent/tmp' });
+    const r = runCli(['exec', '--trace', trace, '--', 'sh', '-c', `touch '${marker}'`], {
+      ...VM,
+      TMPDIR: '/nonexistent/tmp',
+    });
     expect(r.status).toBe(125);
-    expect(r.stderr).toMatch(/^metal-cap-shim: ERR_TRACE_FILE: --trace: cannot create a private folder for the traces in \/nonexistent\/tmp: ENOENT: /);
+    expect(r.stderr).toMatch(
+      /^metal-cap-shim: ERR_TRACE_FILE: --trace: cannot create a private folder for the traces in \/nonexistent\/tmp: ENOENT: /,
+    );
     expect(existsSync(marker)).toBe(false);
   });
 
-  it.skipIf(!asRoot)('a folder the user cannot write, or a read-only FILE of theirs: refused before the program runs', () => {
-    const locked = folder(0o755);
-    const pkg = cliCopyForNobody();
-    const asNobody = (args: string[]) =>
-      spawnSync(process.execPath, [pkg, ...args], { encoding: 'utf8', env: { ...process.env, ...NO_SIM }, uid: NOBODY, gid: NOBODY });
-    const inLocked = path.join(locked, 'trace.json');
-    const r = asNobody(['exec', '--allow-unpatched', '--trace', inLocked, '--', 'true']);
-    expect([r.status, r.stderr]).toEqual([125, `metal-cap-shim: ERR_TRACE_FILE: --trace ${inLocked}: the folder ${locked} cannot be written\n`]);
-    const open = folder(0o1777);
-    const readOnly = path.join(open, 'trace.json');
-    writeFileSync(readOnly, 'keep\n');
-    chmodSync(readOnly, 0o444);
-    chownSync(readOnly, NOBODY, NOBODY);
-    const ro = asNobody(['exec', '--allow-unpatched', '--trace', readOnly, '--', 'true']);
-    expect([ro.status, ro.stderr]).toEqual([125, `metal-cap-shim: ERR_TRACE_FILE: --trace ${readOnly}: ${readOnly} is read-only\n`]);
-  });
+  it.skipIf(!asRoot)(
+    'a folder the user cannot write, or a read-only FILE of theirs: refused before the program runs',
+    () => {
+      const locked = folder(0o755);
+      const pkg = cliCopyForNobody();
+      const asNobody = (args: string[]) =>
+        spawnSync(process.execPath, [pkg, ...args], {
+          encoding: 'utf8',
+          env: { ...process.env, ...NO_SIM },
+          uid: NOBODY,
+          gid: NOBODY,
+        });
+      const inLocked = path.join(locked, 'trace.json');
+      const r = asNobody(['exec', '--allow-unpatched', '--trace', inLocked, '--', 'true']);
+      expect([r.status, r.stderr]).toEqual([
+        125,
+        `metal-cap-shim: ERR_TRACE_FILE: --trace ${inLocked}: the folder ${locked} cannot be written\n`,
+      ]);
+      const open = folder(0o1777);
+      const readOnly = path.join(open, 'trace.json');
+      writeFileSync(readOnly, 'keep\n');
+      chmodSync(readOnly, 0o444);
+      chownSync(readOnly, NOBODY, NOBODY);
+      const ro = asNobody(['exec', '--allow-unpatched', '--trace', readOnly, '--', 'true']);
+      expect([ro.status, ro.stderr]).toEqual([
+        125,
+        `metal-cap-shim: ERR_TRACE_FILE: --trace ${readOnly}: ${readOnly} is read-only\n`,
+      ]);
+    },
+  );
 });
 
 /** A copy of the built CLI that `nobody` can read (the checkout may sit in a folder only its owner opens). */
@@ -231,7 +287,13 @@ describeSim('the injector’s own trace folder check (a variable anyone can set)
   const injector = () => path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so');
   const run = (dir: string) =>
     spawnSync(consumer, [], {
-      env: { ...process.env, ...VM, LD_PRELOAD: injector(), METAL_CAP_SHIM_PROFILE_NATIVE: 'mcs1;max=1009;trace=1', METAL_CAP_SHIM_TRACE_DIR: dir },
+      env: {
+        ...process.env,
+        ...VM,
+        LD_PRELOAD: injector(),
+        METAL_CAP_SHIM_PROFILE_NATIVE: 'mcs1;max=1009;trace=1',
+        METAL_CAP_SHIM_TRACE_DIR: dir,
+      },
       encoding: 'utf8',
     });
 
@@ -242,7 +304,8 @@ describeSim('the injector’s own trace folder check (a variable anyone can set)
     expect(second.status).toBe(0);
     const names = readdirSync(dir).sort();
     expect(names).toEqual([`${second.pid}.json`, 'first.json']);
-    for (const n of names) expect(JSON.parse(readFileSync(path.join(dir, n), 'utf8')).patchedClasses).toEqual(['AppleParavirtDevice']);
+    for (const n of names)
+      expect(JSON.parse(readFileSync(path.join(dir, n), 'utf8')).patchedClasses).toEqual(['AppleParavirtDevice']);
   });
 
   it('a link planted at first.json inside the folder is not followed: the trace takes <pid>.json', () => {
@@ -257,11 +320,14 @@ describeSim('the injector’s own trace folder check (a variable anyone can set)
   it.each([
     ['a folder others may write', () => folder(0o777)],
     ['a folder others may enter', () => folder(0o755)],
-    ['a link to a private folder', () => {
-      const link = path.join(folder(0o755), 'link');
-      symlinkSync(folder(0o700), link);
-      return link;
-    }],
+    [
+      'a link to a private folder',
+      () => {
+        const link = path.join(folder(0o755), 'link');
+        symlinkSync(folder(0o700), link);
+        return link;
+      },
+    ],
   ])('%s: no trace at all', (_, make) => {
     const dir = make();
     expect(run(dir).status).toBe(0);
@@ -294,7 +360,10 @@ describe('PATH: the file that was checked is the file that runs', () => {
   it('with the same name later on PATH, that one runs, not ./x', () => {
     const cwd = folder(0o755);
     const bin = folder(0o755);
-    for (const [dir, says] of [[cwd, 'current folder'], [bin, 'PATH']] as const) {
+    for (const [dir, says] of [
+      [cwd, 'current folder'],
+      [bin, 'PATH'],
+    ] as const) {
       writeFileSync(path.join(dir, 'tool'), `#!/bin/sh\necho ${says}\n`);
       chmodSync(path.join(dir, 'tool'), 0o755);
     }
@@ -339,28 +408,46 @@ describeSim('the preload list, end to end: a package under "/…/sec rev" and a 
     requireSimBuild();
     const base = folder(0o755);
     const pkg = path.join(base, 'sec rev');
-    for (const part of ['dist', 'package.json', 'snapshots', path.join('build', 'Release'), path.join('build', 'sim-metal')]) {
+    for (const part of [
+      'dist',
+      'package.json',
+      'snapshots',
+      path.join('build', 'Release'),
+      path.join('build', 'sim-metal'),
+    ]) {
       cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
     }
     pkgCli = path.join(pkg, 'dist', 'cli.js');
     marker = path.join(base, 'planted-library-ran');
     planted = path.join(base, 'sec');
-    writeFileSync(`${planted}.c`, `#include <stdio.h>\n__attribute__((constructor)) static void ran(void) { FILE *f = fopen("${marker}", "w"); if (f) fclose(f); }\n`);
+    writeFileSync(
+      `${planted}.c`,
+      `#include <stdio.h>\n__attribute__((constructor)) static void ran(void) { FILE *f = fopen("${marker}", "w"); if (f) fclose(f); }\n`,
+    );
     execFileSync('clang-14', ['-shared', '-fPIC', `${planted}.c`, '-o', planted]);
   });
 
   it('refused before the program starts (ERR_INJECTION_BLOCKED, exit 125); the planted library never loads', () => {
-    const r = spawnSync(process.execPath, [pkgCli, 'exec', '--', 'true'], { encoding: 'utf8', env: { ...process.env, ...VM } });
+    const r = spawnSync(process.execPath, [pkgCli, 'exec', '--', 'true'], {
+      encoding: 'utf8',
+      env: { ...process.env, ...VM },
+    });
     expect(r.status).toBe(125);
-    expect(r.stderr).toMatch(/^metal-cap-shim: ERR_INJECTION_BLOCKED: the injector's path ".*\/sec rev\/build\/Release\/libmetal_cap_shim_inject\.so" holds white space/);
+    expect(r.stderr).toMatch(
+      /^metal-cap-shim: ERR_INJECTION_BLOCKED: the injector's path ".*\/sec rev\/build\/Release\/libmetal_cap_shim_inject\.so" holds white space/,
+    );
     expect(existsSync(marker)).toBe(false);
   });
 
   it('--allow-unpatched runs the program without the injector, with the reason', () => {
-    const r = spawnSync(process.execPath, [pkgCli, 'exec', '--allow-unpatched', '--', 'sh', '-c', 'printf %s "${LD_PRELOAD-unset}"'], {
-      encoding: 'utf8',
-      env: { ...process.env, ...VM, LD_PRELOAD: undefined },
-    });
+    const r = spawnSync(
+      process.execPath,
+      [pkgCli, 'exec', '--allow-unpatched', '--', 'sh', '-c', 'printf %s "${LD_PRELOAD-unset}"'],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, ...VM, LD_PRELOAD: undefined },
+      },
+    );
     expect(r.status).toBe(0);
     expect(r.stdout).toBe('unset');
     expect(r.stderr).toMatch(/holds white space.*: running sh unpatched \(--allow-unpatched\)\n$/);
@@ -371,13 +458,24 @@ describeSim('the preload list, end to end: a package under "/…/sec rev" and a 
 describe('descriptors the user hands to exec reach the program (as env(1) passes them)', () => {
   /** Runs the CLI with `stdio` (fds 3 and up are what the caller hands it) and returns the result. */
   const withFds = (args: string[], env: NodeJS.ProcessEnv, stdio: ('pipe' | 'ignore' | number)[]) =>
-    spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', ...env }, stdio, timeout: 60_000 });
+    spawnSync(process.execPath, [cli, ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1', ...env },
+      stdio,
+      timeout: 60_000,
+    });
 
   it('a file at fd 4 (`4>f`), with --allow-unpatched where there is no Metal', () => {
     const f = path.join(folder(), 'f');
     const fd = openSync(f, 'w');
     try {
-      const r = withFds(['exec', '--allow-unpatched', '--', 'sh', '-c', 'echo x >&4'], NO_SIM, ['ignore', 'pipe', 'pipe', 'ignore', fd]);
+      const r = withFds(['exec', '--allow-unpatched', '--', 'sh', '-c', 'echo x >&4'], NO_SIM, [
+        'ignore',
+        'pipe',
+        'pipe',
+        'ignore',
+        fd,
+      ]);
       expect(r.status, r.stderr).toBe(0);
     } finally {
       closeSync(fd);
@@ -386,7 +484,14 @@ describe('descriptors the user hands to exec reach the program (as env(1) passes
   });
 
   it('a socket (socket activation) at fd 5', () => {
-    const r = withFds(['exec', '--allow-unpatched', '--', 'sh', '-c', 'echo hello >&5'], NO_SIM, ['ignore', 'pipe', 'pipe', 'ignore', 'ignore', 'pipe']);
+    const r = withFds(['exec', '--allow-unpatched', '--', 'sh', '-c', 'echo hello >&5'], NO_SIM, [
+      'ignore',
+      'pipe',
+      'pipe',
+      'ignore',
+      'ignore',
+      'pipe',
+    ]);
     expect(r.status, r.stderr).toBe(0);
     expect(String(r.output[5])).toBe('hello\n');
   });
@@ -394,7 +499,10 @@ describe('descriptors the user hands to exec reach the program (as env(1) passes
   it('make’s jobserver: a sub-make run through exec keeps -j (no "jobserver unavailable" warning)', () => {
     const dir = folder();
     writeFileSync(path.join(dir, 'sub.mk'), 'all: a b\na b:\n\t@true\n');
-    writeFileSync(path.join(dir, 'Makefile'), `all:\n\t+@'${process.execPath}' '${cli}' exec --allow-unpatched -- $(MAKE) -f sub.mk\n`);
+    writeFileSync(
+      path.join(dir, 'Makefile'),
+      `all:\n\t+@'${process.execPath}' '${cli}' exec --allow-unpatched -- $(MAKE) -f sub.mk\n`,
+    );
     const r = spawnSync('make', ['-j2', '-C', dir], { encoding: 'utf8', env: { ...process.env, ...NO_SIM } });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).not.toContain('jobserver unavailable');
@@ -431,12 +539,23 @@ describe('descriptors the user hands to exec reach the program (as env(1) passes
     const fifo = path.join(folder(), 'p');
     execFileSync('mkfifo', [fifo]);
     const fdsSeen = (makeflags: string | undefined) => {
-      const r = spawnSync('sh', ['-c', `exec 3<>'${fifo}' 4<>'${fifo}'; exec '${process.execPath}' '${cli}' exec --allow-unpatched -- sh -c 'ls /proc/$$/fd'`], {
-        encoding: 'utf8',
-        env: { ...process.env, ...NO_SIM, MAKEFLAGS: makeflags },
-      });
+      const r = spawnSync(
+        'sh',
+        [
+          '-c',
+          `exec 3<>'${fifo}' 4<>'${fifo}'; exec '${process.execPath}' '${cli}' exec --allow-unpatched -- sh -c 'ls /proc/$$/fd'`,
+        ],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, ...NO_SIM, MAKEFLAGS: makeflags },
+        },
+      );
       expect(r.status, r.stderr).toBe(0);
-      return r.stdout.trim().split('\n').map(Number).sort((a, b) => a - b);
+      return r.stdout
+        .trim()
+        .split('\n')
+        .map(Number)
+        .sort((a, b) => a - b);
     };
     // Above 4: whatever this test process hands every child of its own (its runner's descriptors).
     const low = (fds: number[]) => fds.filter((n) => n <= 4);
@@ -458,7 +577,12 @@ function readlinkOr(fd: number): string {
 describeSim('descriptors with the injector', () => {
   beforeAll(() => requireSimBuild());
   const withFds = (args: string[], stdio: ('pipe' | 'ignore' | number)[]) =>
-    spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', ...VM }, stdio, timeout: 60_000 });
+    spawnSync(process.execPath, [cli, ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1', ...VM },
+      stdio,
+      timeout: 60_000,
+    });
 
   it('fd 3 given by the user stays the user’s: the status pipe takes the next free number, and the injector still reports', () => {
     const f = path.join(folder(), 'f');
@@ -466,7 +590,10 @@ describeSim('descriptors with the injector', () => {
     try {
       const r = withFds(['exec', '--json', '--', 'sh', '-c', 'echo x >&3'], ['ignore', 'pipe', 'pipe', fd]);
       expect(r.status, r.stderr).toBe(0);
-      expect(JSON.parse(r.stderr.trim().split('\n').pop()!)).toMatchObject({ injectorLoaded: true, injectorErrors: [] });
+      expect(JSON.parse(r.stderr.trim().split('\n').pop()!)).toMatchObject({
+        injectorLoaded: true,
+        injectorErrors: [],
+      });
     } finally {
       closeSync(fd);
     }
@@ -493,8 +620,17 @@ describeSim('descriptors with the injector', () => {
 
   it('the layout: the status pipe at the lowest free number ≥ 3, given ones as themselves, gaps ignored', () => {
     expect(childDescriptors([], true)).toEqual({ stdio: ['inherit', 'inherit', 'inherit', 'pipe'], statusFd: 3 });
-    expect(childDescriptors([3, 4, 7], true)).toEqual({ stdio: ['inherit', 'inherit', 'inherit', 3, 4, 'pipe', 'ignore', 7], statusFd: 5 });
-    expect(childDescriptors([5], false)).toEqual({ stdio: ['inherit', 'inherit', 'inherit', 'ignore', 'ignore', 5], statusFd: null });
-    expect(childDescriptors([0, 1, 2, -1, 1.5], false)).toEqual({ stdio: ['inherit', 'inherit', 'inherit'], statusFd: null });
+    expect(childDescriptors([3, 4, 7], true)).toEqual({
+      stdio: ['inherit', 'inherit', 'inherit', 3, 4, 'pipe', 'ignore', 7],
+      statusFd: 5,
+    });
+    expect(childDescriptors([5], false)).toEqual({
+      stdio: ['inherit', 'inherit', 'inherit', 'ignore', 'ignore', 5],
+      statusFd: null,
+    });
+    expect(childDescriptors([0, 1, 2, -1, 1.5], false)).toEqual({
+      stdio: ['inherit', 'inherit', 'inherit'],
+      statusFd: null,
+    });
   });
 });

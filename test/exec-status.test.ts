@@ -10,7 +10,14 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { INJECT_ENV, injectorPath, runWithInjector, statusCollector, STATUS_LIMIT_BYTES, type InjectorProcess } from '../lib/exec/exec.js';
+import {
+  INJECT_ENV,
+  injectorPath,
+  runWithInjector,
+  statusCollector,
+  STATUS_LIMIT_BYTES,
+  type InjectorProcess,
+} from '../lib/exec/exec.js';
 import { encodeNativeProfile, resolveProfile } from '../lib/patch/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild } from './helpers.js';
 
@@ -123,7 +130,13 @@ describeSim('the status fd across the processes of a run', () => {
     const r = await runWithInjector({ profile, command: launcher, args: ['fork', consumer] }, injector, []);
     expect(r.processes).toEqual([loaded(), loaded(PATCHED)]);
     expect(new Set(r.processes.map((p) => p.pid)).size).toBe(2);
-    expect([r.exitCode, r.injectorLoaded, r.injectorSlice, r.patchedClasses, r.injectorErrors]).toEqual([0, true, SLICE, PATCHED, []]);
+    expect([r.exitCode, r.injectorLoaded, r.injectorSlice, r.patchedClasses, r.injectorErrors]).toEqual([
+      0,
+      true,
+      SLICE,
+      PATCHED,
+      [],
+    ]);
   });
 
   it('a launcher that execs the program in place: one pid, which loaded the injector twice and patched', async () => {
@@ -141,7 +154,11 @@ describeSim('the status fd across the processes of a run', () => {
   it('a static launcher that reopened fd 3 as its log: the log is untouched and stays open, nothing is reported', async () => {
     const log = path.join(tmp, 'launcher.log');
     const helper = `echo "helper \${${INJECT_ENV.statusFd}-unset} \${${INJECT_ENV.statusPid}-unset}" >&3`;
-    const r = await runWithInjector({ profile, command: logLauncher, args: [log, '/bin/sh', '-c', helper] }, injector, []);
+    const r = await runWithInjector(
+      { profile, command: logLauncher, args: [log, '/bin/sh', '-c', helper] },
+      injector,
+      [],
+    );
     // The helper (sh, which loads the injector) saw a parent that is not exec: it left fd 3 alone and unset the
     // variables, so its own write to fd 3 reached the log, and so did the launcher's after it.
     expect(readFileSync(log, 'utf8')).toBe('launcher\nhelper unset unset\nlauncher again\n');
@@ -222,7 +239,12 @@ function piped(variables: string, out: string): string {
 
 /** This process's environment with the injector preloaded and the given status variables (none inherited). */
 function injectedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, LD_PRELOAD: injector, [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }) };
-  for (const key of [INJECT_ENV.statusFd, INJECT_ENV.statusPid, INJECT_ENV.statusId, INJECT_ENV.traceFolder]) delete env[key];
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    LD_PRELOAD: injector,
+    [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }),
+  };
+  for (const key of [INJECT_ENV.statusFd, INJECT_ENV.statusPid, INJECT_ENV.statusId, INJECT_ENV.traceFolder])
+    delete env[key];
   return { ...env, ...extra };
 }

@@ -65,7 +65,9 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
   });
 
   it('a consumer compiled separately gets stock gates plainly and patched gates under exec', () => {
-    const plain = JSON.parse(execFileSync(consumer, { env: { ...process.env, ...VM }, encoding: 'utf8' }))[0] as ConsumerDevice;
+    const plain = JSON.parse(
+      execFileSync(consumer, { env: { ...process.env, ...VM }, encoding: 'utf8' }),
+    )[0] as ConsumerDevice;
     expect(gates(plain)).toEqual([false, false, false]);
     expect(plain.maxThreadgroupMemoryLength).toBe(32768);
     const r = runCli(['exec', '--', consumer], VM);
@@ -144,7 +146,9 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
 
   it('refuses to raise on bare metal without --force (exit 125, exec’s own failure), and runs nothing', () => {
     const marker = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-ran-')), 'ran');
-    const r = runCli(['exec', '--', 'sh', '-c', `touch ${marker}`], { METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal' });
+    const r = runCli(['exec', '--', 'sh', '-c', `touch ${marker}`], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal',
+    });
     expect(r.status).toBe(125);
     expect(r.stderr).toContain('ERR_REFUSED_BARE_METAL');
     expect(() => readFileSync(marker)).toThrow();
@@ -181,10 +185,15 @@ describe('exec --allow-unpatched --trace where there is no Metal (Linux, no simu
   it('the program runs unpatched, and the trace says nothing was applied (an old trace is replaced)', () => {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-unpatched-trace-')), 'trace.json');
     writeFileSync(file, '{"old":true}\n');
-    const r = runCli(['exec', '--allow-unpatched', '--json', '--trace', file, '--', 'sh', '-c', 'echo $$; exit 4'], NO_SIM);
+    const r = runCli(
+      ['exec', '--allow-unpatched', '--json', '--trace', file, '--', 'sh', '-c', 'echo $$; exit 4'],
+      NO_SIM,
+    );
     expect(r.status).toBe(4);
     const pid = Number(r.stdout.trim());
-    expect(readFileSync(file, 'utf8')).toBe(`${JSON.stringify({ pid, profileApplied: false, patchedClasses: [], trace: [] })}\n`);
+    expect(readFileSync(file, 'utf8')).toBe(
+      `${JSON.stringify({ pid, profileApplied: false, patchedClasses: [], trace: [] })}\n`,
+    );
     const lines = r.stderr.trim().split('\n');
     expect(lines[0]).toBe(
       'metal-cap-shim: exec injects into programs that use Metal, which exists only on macOS; this is linux: running sh unpatched (--allow-unpatched)',
@@ -207,7 +216,10 @@ describe('exec --allow-unpatched --trace where there is no Metal (Linux, no simu
   it('a trace that cannot be written is reported on stderr the way the injected run reports it; the exit code stays', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'mcs-unpatched-trace-'));
     const file = path.join(dir, 'trace.json');
-    const r = runCli(['exec', '--allow-unpatched', '--trace', file, '--', 'sh', '-c', `rm -r '${dir}'; exit 6`], NO_SIM);
+    const r = runCli(
+      ['exec', '--allow-unpatched', '--trace', file, '--', 'sh', '-c', `rm -r '${dir}'; exit 6`],
+      NO_SIM,
+    );
     expect(r.status).toBe(6);
     expect(r.stderr.trim().split('\n')).toEqual([
       'metal-cap-shim: exec injects into programs that use Metal, which exists only on macOS; this is linux: running sh unpatched (--allow-unpatched)',
@@ -236,27 +248,42 @@ describeSim('exec --trace across processes', () => {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-trace-')), 'trace.json');
     const r = runCli(['exec', '--trace', file, '--', 'true'], VM);
     expect(r.status).toBe(0);
-    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ profileApplied: true, patchedClasses: [], trace: [] });
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({
+      profileApplied: true,
+      patchedClasses: [],
+      trace: [],
+    });
   });
 });
 
 describe('hardened-runtime detection (codesign output)', () => {
-  const xml = (keys: string[]) => `<?xml version="1.0"?><plist><dict>${keys.map((k) => `<key>${k}</key><true/>`).join('')}</dict></plist>`;
+  const xml = (keys: string[]) =>
+    `<?xml version="1.0"?><plist><dict>${keys.map((k) => `<key>${k}</key><true/>`).join('')}</dict></plist>`;
   const [ALLOW_DYLD, DISABLE_LV] = INJECTION_ENTITLEMENTS;
 
   it('a binary without the hardened runtime is not blocked', () => {
-    expect(hardenedRuntimeBlocker('/x/llama-bench', 'CodeDirectory v=20400 size=1234 flags=0x2(adhoc) hashes=30+2', '')).toBeNull();
+    expect(
+      hardenedRuntimeBlocker('/x/llama-bench', 'CodeDirectory v=20400 size=1234 flags=0x2(adhoc) hashes=30+2', ''),
+    ).toBeNull();
   });
 
   it('a hardened binary without either entitlement runs unpatched: blocked, but --allow-unpatched may run it', () => {
-    expect(hardenedRuntimeBlocker('/Applications/X.app/Contents/MacOS/X', 'CodeDirectory v=20500 flags=0x10000(runtime) hashes=9', xml([]))).toEqual({
+    expect(
+      hardenedRuntimeBlocker(
+        '/Applications/X.app/Contents/MacOS/X',
+        'CodeDirectory v=20500 flags=0x10000(runtime) hashes=9',
+        xml([]),
+      ),
+    ).toEqual({
       reason: `/Applications/X.app/Contents/MacOS/X is signed with the hardened runtime without ${ALLOW_DYLD} and ${DISABLE_LV}, so dyld ignores DYLD_INSERT_LIBRARIES for it and it would run unpatched. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`,
       launchFails: false,
     });
   });
 
   it('a hardened binary with both entitlements (as the official node binary has) is not blocked', () => {
-    expect(hardenedRuntimeBlocker('/usr/local/bin/node', 'flags=0x10000(runtime)', xml([ALLOW_DYLD, DISABLE_LV]))).toBeNull();
+    expect(
+      hardenedRuntimeBlocker('/usr/local/bin/node', 'flags=0x10000(runtime)', xml([ALLOW_DYLD, DISABLE_LV])),
+    ).toBeNull();
   });
 
   it('allow-dyld-environment-variables without disable-library-validation: dyld would kill it at launch', () => {
@@ -271,7 +298,8 @@ describe('hardened-runtime detection (codesign output)', () => {
   });
 
   it('reads entitlements in each form codesign prints them, and only entitlements set to true', () => {
-    const text = (keys: string[]) => `[Dict]\n${keys.map((k) => `\t[Key] ${k}\n\t[Value]\n\t\t[Bool] true\n`).join('')}`;
+    const text = (keys: string[]) =>
+      `[Dict]\n${keys.map((k) => `\t[Key] ${k}\n\t[Value]\n\t\t[Bool] true\n`).join('')}`;
     expect(hasEntitlement(text([ALLOW_DYLD]), ALLOW_DYLD)).toBe(true);
     expect(hasEntitlement(text([ALLOW_DYLD]), DISABLE_LV)).toBe(false);
     expect(hasEntitlement(`\u00fa\u00de qq${xml([DISABLE_LV])}`, DISABLE_LV)).toBe(true);
@@ -361,7 +389,9 @@ describe('exec on macOS: codesign is called the way its output is read (fake cod
     });
     // Without allow-dyld-environment-variables dyld only drops the variable: --allow-unpatched runs it as it is.
     const hardened = program('hardened-2', '0x10000(runtime)', []);
-    expect(() => plan(hardened, false)).toThrow(`${injectionBlocker(hardened, 'darwin')!.reason} (--allow-unpatched runs it anyway)`);
+    expect(() => plan(hardened, false)).toThrow(
+      `${injectionBlocker(hardened, 'darwin')!.reason} (--allow-unpatched runs it anyway)`,
+    );
     expect(plan(hardened, true)).toMatchObject({ injector: injectorPath(), resolved: hardened, unpatched: null });
   });
 });
@@ -425,7 +455,10 @@ describeSim('exec: a SIGINT reaches the child exactly once', () => {
    * foreground group, as under an interactive shell. Without it dash stays as the parent, dies of the Ctrl-C itself,
    * and script reports 130. SHELL is pinned to sh (dash on Debian) so every machine runs that case.
    */
-  async function ctrlCAtTerminal(args: string[], env: NodeJS.ProcessEnv): Promise<{ out: string; code: number | null }> {
+  async function ctrlCAtTerminal(
+    args: string[],
+    env: NodeJS.ProcessEnv,
+  ): Promise<{ out: string; code: number | null }> {
     const command = `exec ${[process.execPath, cli, ...args].map((a) => `'${a}'`).join(' ')}`;
     const child = spawn('script', ['-qec', command, '/dev/null'], {
       env: { ...env, NO_COLOR: '1', SHELL: '/bin/sh' },
@@ -523,6 +556,9 @@ describeSim('exec --json', () => {
       patchedClasses: ['AppleParavirtDevice'],
       injectorErrors: [],
     });
-    expect(summary.warnings.map((w: { code: string }) => w.code)).toEqual(['above-host-family', 'threadgroup-memory-above-hardware']);
+    expect(summary.warnings.map((w: { code: string }) => w.code)).toEqual([
+      'above-host-family',
+      'threadgroup-memory-above-hardware',
+    ]);
   });
 });

@@ -12,7 +12,10 @@ type Rows = Record<string, Record<string, { returns: string; does: string }>>;
 interface ApiTable {
   ENTRIES: Record<string, string>;
   rowNames(cell: string): string[];
-  apiProblems(rows: Rows, exportsByEntry: Record<string, string[]>): Record<string, { noRow: string[]; noExport: string[] }>;
+  apiProblems(
+    rows: Rows,
+    exportsByEntry: Record<string, string[]>,
+  ): Record<string, { noRow: string[]; noExport: string[] }>;
   rewriteReadme(readme: string, rows: Rows): string;
 }
 const script = path.join(root, 'scripts', 'api-table.mjs');
@@ -22,12 +25,22 @@ const rows = JSON.parse(readFileSync(path.join(root, 'docs', 'api.json'), 'utf8'
 function declared(file: string): string[] {
   const text = readFileSync(path.join(dist, file), 'utf8');
   const names = [...text.matchAll(/^export (?:type )?\{([^}]*)\}/gm)].flatMap((m) =>
-    m[1]!.split(',').map((part) => part.trim().replace(/^type /, '').split(' as ').pop()!.trim()),
+    m[1]!.split(',').map((part) =>
+      part
+        .trim()
+        .replace(/^type /, '')
+        .split(' as ')
+        .pop()!
+        .trim(),
+    ),
   );
   return names.filter((n) => n !== '').sort();
 }
 const typesOnly = (file: string, values: string[]) => declared(file).filter((n) => !values.includes(n));
-const EXPORTS = { 'metal-cap-shim': Object.keys(rootEntry).sort(), 'metal-cap-shim/tables': Object.keys(tablesEntry).sort() };
+const EXPORTS = {
+  'metal-cap-shim': Object.keys(rootEntry).sort(),
+  'metal-cap-shim/tables': Object.keys(tablesEntry).sort(),
+};
 
 describe('the export lists', () => {
   it('metal-cap-shim: the verbs, the profiles and the errors', () => {
@@ -190,7 +203,10 @@ describe('the export lists', () => {
         "Verification",
       ]
     `);
-    expect([typesOnly('tables.d.ts', EXPORTS['metal-cap-shim/tables']), typesOnly('tables.d.cts', EXPORTS['metal-cap-shim/tables'])]).toEqual([[], []]);
+    expect([
+      typesOnly('tables.d.ts', EXPORTS['metal-cap-shim/tables']),
+      typesOnly('tables.d.cts', EXPORTS['metal-cap-shim/tables']),
+    ]).toEqual([[], []]);
   });
 
   it('the built declarations declare every value export, in ESM and CommonJS', () => {
@@ -206,12 +222,16 @@ describe('the export lists', () => {
 
   it('no name is exported by both entries, and the internals by neither', () => {
     const both = EXPORTS['metal-cap-shim'].filter((n) => EXPORTS['metal-cap-shim/tables'].includes(n));
-    const internals = ['encodeNativeProfile', 'SIM_SNAPSHOT_ENV', 'packageVersion'].filter((n) => n in rootEntry || n in tablesEntry);
+    const internals = ['encodeNativeProfile', 'SIM_SNAPSHOT_ENV', 'packageVersion'].filter(
+      (n) => n in rootEntry || n in tablesEntry,
+    );
     expect({ both, internals }).toEqual({ both: [], internals: [] });
   });
 
   it('the package.json exports map names the same two entries the API tables document, and register', () => {
-    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
+    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+      exports: Record<string, unknown>;
+    };
     expect([Object.keys(pkg.exports), Object.keys(api.ENTRIES), Object.keys(rows)]).toEqual([
       ['.', './tables', './register', './package.json'],
       ['metal-cap-shim', 'metal-cap-shim/tables'],
@@ -235,15 +255,17 @@ describe("the README's API tables (scripts/api-table.mjs, docs/api.json)", () =>
 
   it('an export with no row, and a row with no export, are both reported', () => {
     const oneRow: Rows = { 'metal-cap-shim': { '`probe(options?)`, `gone`': { returns: '', does: '' } } };
-    expect(api.apiProblems(oneRow, { 'metal-cap-shim': ['probe', 'audit'] })).toEqual({ 'metal-cap-shim': { noRow: ['audit'], noExport: ['gone'] } });
+    expect(api.apiProblems(oneRow, { 'metal-cap-shim': ['probe', 'audit'] })).toEqual({
+      'metal-cap-shim': { noRow: ['audit'], noExport: ['gone'] },
+    });
   });
 
   it("a row's names are the leading identifiers of the code spans in its first cell", () => {
-    expect(api.rowNames("`applyProfile('auto', options?)`, `buildMatrix(reports: (FieldReport \\| { where? })[])`, `HOST_VALUE`")).toEqual([
-      'applyProfile',
-      'buildMatrix',
-      'HOST_VALUE',
-    ]);
+    expect(
+      api.rowNames(
+        "`applyProfile('auto', options?)`, `buildMatrix(reports: (FieldReport \\| { where? })[])`, `HOST_VALUE`",
+      ),
+    ).toEqual(['applyProfile', 'buildMatrix', 'HOST_VALUE']);
   });
 
   it('a table out of date in the README is rewritten, and the text around it is kept', () => {

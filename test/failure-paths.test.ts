@@ -8,7 +8,8 @@ import { beforeAll, expect, it } from 'vitest';
 import { describeSim, dist, jsonFrom, requireSimBuild, root, runNode } from './helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-failure-'));
-const stockGuest = () => JSON.parse(readFileSync(path.join(root, 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));
+const stockGuest = () =>
+  JSON.parse(readFileSync(path.join(root, 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));
 
 function snapshotFile(name: string, edit: (s: ReturnType<typeof stockGuest>) => void): string {
   const s = stockGuest();
@@ -22,9 +23,17 @@ function snapshotFile(name: string, edit: (s: ReturnType<typeof stockGuest>) => 
 const index = JSON.stringify(path.join(dist, 'index.js'));
 const run = <T>(snapshot: string, body: string) => {
   // Static imports in the body must come first in the module.
-  const imports = body.split('\n').filter((l) => /^\s*import /.test(l)).join('\n');
-  const rest = body.split('\n').filter((l) => !/^\s*import /.test(l)).join('\n');
-  return jsonFrom<T>(runNode(`${imports}\nconst m = await import(${index});\n${rest}`, { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot }));
+  const imports = body
+    .split('\n')
+    .filter((l) => /^\s*import /.test(l))
+    .join('\n');
+  const rest = body
+    .split('\n')
+    .filter((l) => !/^\s*import /.test(l))
+    .join('\n');
+  return jsonFrom<T>(
+    runNode(`${imports}\nconst m = await import(${index});\n${rest}`, { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot }),
+  );
 };
 
 describeSim('applyProfile failure paths', () => {
@@ -37,7 +46,11 @@ describeSim('applyProfile failure paths', () => {
       broken.simulation = { methodsOnConcreteClass: false, lacks: 'recommendedMaxWorkingSetSize' };
       s.devices.push(broken);
     });
-    const r = run<{ result: Record<string, unknown>; status: { active: boolean; hooks: unknown[] }; apple9: boolean[] }>(
+    const r = run<{
+      result: Record<string, unknown>;
+      status: { active: boolean; hooks: unknown[] };
+      apple9: boolean[];
+    }>(
       file,
       `const result = m.applyProfile('cua-release');
        console.log(JSON.stringify({ result, status: m.status(), apple9: m.probe({ allDevices: true }).devices.map((d) => d.families.apple9) }));`,
@@ -76,9 +89,17 @@ describeSim('applyProfile failure paths', () => {
     expect(r.result).toMatchObject({ applied: false, reason: 'verification-failed' });
     expect(r.result.detail).toContain('maxThreadgroupMemoryLength=32784, expected 32768');
     expect((r.result.verification as { mismatches: unknown[] }).mismatches).toEqual([
-      { device: 0, className: 'AppleParavirtDevice', field: 'maxThreadgroupMemoryLength', expected: 32768, actual: 32784 },
+      {
+        device: 0,
+        className: 'AppleParavirtDevice',
+        field: 'maxThreadgroupMemoryLength',
+        expected: 32768,
+        actual: 32784,
+      },
     ]);
-    expect((r.result.after as { devices: { maxThreadgroupMemoryLength: number }[] }).devices[0]!.maxThreadgroupMemoryLength).toBe(32784);
+    expect(
+      (r.result.after as { devices: { maxThreadgroupMemoryLength: number }[] }).devices[0]!.maxThreadgroupMemoryLength,
+    ).toBe(32784);
     expect(r.status).toMatchObject({ active: false, hooks: [] });
   });
 
@@ -137,7 +158,11 @@ describeSim('a device class that subclasses another hooked device class', () => 
       s.devices = [child, parent];
     });
     const fixture = JSON.stringify(path.join(root, 'build', 'test', 'sim_fixture.node'));
-    const r = run<{ before: string[]; modes: Record<string, string[]>; cycles: { conflicts: unknown[]; ok: boolean; imps: string[] }[] }>(
+    const r = run<{
+      before: string[];
+      modes: Record<string, string[]>;
+      cycles: { conflicts: unknown[]; ok: boolean; imps: string[] }[];
+    }>(
       file,
       `import { createRequire } from 'node:module';
        const f = createRequire(import.meta.url)(${fixture});

@@ -4,7 +4,12 @@
 // the variables each rule reads) are built inside the test: a change to one of them shows here. Imported once at the
 // top, they would be built before any test, and Stryker could only leave their mutants out as static.
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { predictGates as PredictGates, LLAMA_CPP_CHIPS as Chips, LLAMA_CPP_SWITCHES as Switches, RULE_TABLES as RuleTables } from '../lib/engines/index.js';
+import type {
+  predictGates as PredictGates,
+  LLAMA_CPP_CHIPS as Chips,
+  LLAMA_CPP_SWITCHES as Switches,
+  RULE_TABLES as RuleTables,
+} from '../lib/engines/index.js';
 import type { LLAMA_CPP_OP_GATES as OpGates } from '../lib/engines/llama-cpp.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/device/snapshots.js';
 import type { DeviceReport, HostInfo } from '../lib/device/types.js';
@@ -47,7 +52,10 @@ const X86_NO_SETS_LEGACY =
 const ARM64_NO_LOCATION = `${'arm64 host, not translated: an arm64 build'}, which does not read the location`;
 const X86_LOCATION = 'x86_64 host: an x86_64 build, which reads the location';
 const CURRENT = { releases: 'v0.5.0 and later', release: null };
-const BASELINE = { value: { tier: 'baseline', chip: null, family: null }, reason: 'gpu_family 0: no table rows, the baseline kernels' };
+const BASELINE = {
+  value: { tier: 'baseline', chip: null, family: null },
+  reason: 'gpu_family 0: no table rows, the baseline kernels',
+};
 const BEFORE_MACOS_15 = 'the flag is true, but sets are created only under @available(macOS 15.0): none here';
 const LEGACY_ENCODE =
   'legacy ggml-metal.m asks supportsFamily(Apple7) on every MUL_MAT encode: a capability patch must stay installed for the life of the process';
@@ -66,17 +74,36 @@ describe('llama.cpp, current rules, whole predictions', () => {
       flags: {
         has_simdgroup_reduction: { value: false, reason: 'supportsFamily(Apple7)=NO, supportsFamily(Metal3)=NO' },
         has_simdgroup_mm: { value: false, reason: 'supportsFamily(Apple7)=NO' },
-        has_bfloat: { value: false, reason: 'supportsFamily(Metal3)=NO, supportsFamily(Apple6)=NO, GGML_METAL_BF16_DISABLE unset' },
+        has_bfloat: {
+          value: false,
+          reason: 'supportsFamily(Metal3)=NO, supportsFamily(Apple6)=NO, GGML_METAL_BF16_DISABLE unset',
+        },
         has_tensor: {
           value: false,
           reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "Apple Paravirtual device" has no M5/M6/A19/A20`,
         },
-        use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.5.2 ≥ 15.0, ${SETS_CREATED}` },
-        use_shared_buffers: { value: true, reason: `hasUnifiedMemory=YES, location=builtIn, ${ARM64_NO_LOCATION}, ${SHARED_UNSET}` },
-        gpu_family: { value: 5, reason: 'supportsFamily(Apple5)=YES is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)' },
-        device_id: { value: 'GGML_METAL_DEVICE_GENERIC', reason: 'name "Apple Paravirtual device" is not "Apple " and a chip llama.cpp knows' },
+        use_residency_sets: {
+          value: true,
+          reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.5.2 ≥ 15.0, ${SETS_CREATED}`,
+        },
+        use_shared_buffers: {
+          value: true,
+          reason: `hasUnifiedMemory=YES, location=builtIn, ${ARM64_NO_LOCATION}, ${SHARED_UNSET}`,
+        },
+        gpu_family: {
+          value: 5,
+          reason:
+            'supportsFamily(Apple5)=YES is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)',
+        },
+        device_id: {
+          value: 'GGML_METAL_DEVICE_GENERIC',
+          reason: 'name "Apple Paravirtual device" is not "Apple " and a chip llama.cpp knows',
+        },
       },
-      tuning: { value: { tier: 'baseline', chip: null, family: null }, reason: 'gpu_family 5: no table rows, the baseline kernels' },
+      tuning: {
+        value: { tier: 'baseline', chip: null, family: null },
+        reason: 'gpu_family 5: no table rows, the baseline kernels',
+      },
       consequences: {
         // Every SIMD-group flag is off: every gated op falls back (the op list is pinned below).
         cpuFallbackOps: gatedOps('current'),
@@ -100,14 +127,33 @@ describe('llama.cpp, current rules, whole predictions', () => {
       flags: {
         has_simdgroup_reduction: { value: true, reason: 'supportsFamily(Apple7)=YES, supportsFamily(Metal3)=YES' },
         has_simdgroup_mm: { value: true, reason: 'supportsFamily(Apple7)=YES' },
-        has_bfloat: { value: true, reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE unset' },
-        has_tensor: { value: false, reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "Apple M1 Ultra" has no M5/M6/A19/A20` },
-        use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, ${SETS_CREATED}` },
-        use_shared_buffers: { value: true, reason: `hasUnifiedMemory=YES, location=builtIn, ${ARM64_NO_LOCATION}, ${SHARED_UNSET}` },
-        gpu_family: { value: 7, reason: 'supportsFamily(Apple7)=YES is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)' },
+        has_bfloat: {
+          value: true,
+          reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE unset',
+        },
+        has_tensor: {
+          value: false,
+          reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "Apple M1 Ultra" has no M5/M6/A19/A20`,
+        },
+        use_residency_sets: {
+          value: true,
+          reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, ${SETS_CREATED}`,
+        },
+        use_shared_buffers: {
+          value: true,
+          reason: `hasUnifiedMemory=YES, location=builtIn, ${ARM64_NO_LOCATION}, ${SHARED_UNSET}`,
+        },
+        gpu_family: {
+          value: 7,
+          reason:
+            'supportsFamily(Apple7)=YES is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)',
+        },
         device_id: { value: 'GGML_METAL_DEVICE_M1_ULTRA', reason: 'name "Apple M1 Ultra" is the M1 Ultra' },
       },
-      tuning: { value: { tier: 'family', chip: null, family: 7 }, reason: "gpu_family 7: llama.cpp's Apple7 table, pooled from the M1, M1 Ultra sweeps" },
+      tuning: {
+        value: { tier: 'family', chip: null, family: 7 },
+        reason: "gpu_family 7: llama.cpp's Apple7 table, pooled from the M1, M1 Ultra sweeps",
+      },
       consequences: {
         cpuFallbackOps: [],
         matMulKernels: 'simdgroup-mm',
@@ -129,12 +175,27 @@ describe('llama.cpp, current rules, whole predictions', () => {
       flags: {
         has_simdgroup_reduction: { value: true, reason: 'supportsFamily(Apple7)=NO, supportsFamily(Metal3)=YES' },
         has_simdgroup_mm: { value: false, reason: 'supportsFamily(Apple7)=NO' },
-        has_bfloat: { value: true, reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=NO, GGML_METAL_BF16_DISABLE unset' },
-        has_tensor: { value: false, reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "AMD Radeon Pro 5500M" has no M5/M6/A19/A20` },
-        use_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${X86_BUILD}, macOS 13.6.9 < 15.0, ${X86_NO_SETS}` },
-        use_shared_buffers: { value: false, reason: `hasUnifiedMemory=NO, location=builtIn, ${X86_LOCATION}, ${SHARED_UNSET}` },
+        has_bfloat: {
+          value: true,
+          reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=NO, GGML_METAL_BF16_DISABLE unset',
+        },
+        has_tensor: {
+          value: false,
+          reason: `supportsFamily(Metal4)=NO, ${TENSOR_UNSET}, name "AMD Radeon Pro 5500M" has no M5/M6/A19/A20`,
+        },
+        use_residency_sets: {
+          value: true,
+          reason: `GGML_METAL_NO_RESIDENCY unset, ${X86_BUILD}, macOS 13.6.9 < 15.0, ${X86_NO_SETS}`,
+        },
+        use_shared_buffers: {
+          value: false,
+          reason: `hasUnifiedMemory=NO, location=builtIn, ${X86_LOCATION}, ${SHARED_UNSET}`,
+        },
         gpu_family: { value: 0, reason: 'no Apple family answered YES (Apple1–Apple21)' },
-        device_id: { value: 'GGML_METAL_DEVICE_GENERIC', reason: 'name "AMD Radeon Pro 5500M" is not "Apple " and a chip llama.cpp knows' },
+        device_id: {
+          value: 'GGML_METAL_DEVICE_GENERIC',
+          reason: 'name "AMD Radeon Pro 5500M" is not "Apple " and a chip llama.cpp knows',
+        },
       },
       tuning: BASELINE,
       consequences: {
@@ -162,7 +223,8 @@ describe('llama.cpp, current rules, whole predictions', () => {
     device.families.apple7 = null;
     device.families.metal4 = null;
     const p = predictGates(device, 'llama.cpp', { env: {}, host: guest.host });
-    const noAnswer = (f: string) => `supportsFamily(${f}) has no answer in this report; predicted as NO, the engine may see otherwise`;
+    const noAnswer = (f: string) =>
+      `supportsFamily(${f}) has no answer in this report; predicted as NO, the engine may see otherwise`;
     expect(p.warnings).toEqual([
       noAnswer('Apple7'),
       noAnswer('Metal3'),
@@ -181,13 +243,18 @@ describe('llama.cpp, current rules, one input at a time', () => {
   const m1Device = () => structuredClone(m1.devices[0]!);
 
   it('GGML_METAL_BF16_DISABLE with a value and set empty', () => {
-    expect(predictGates(m1Device(), 'llama.cpp', { env: { GGML_METAL_BF16_DISABLE: '1' }, host: m1.host }).flags.has_bfloat).toEqual({
+    expect(
+      predictGates(m1Device(), 'llama.cpp', { env: { GGML_METAL_BF16_DISABLE: '1' }, host: m1.host }).flags.has_bfloat,
+    ).toEqual({
       value: false,
       reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE="1"',
     });
-    expect(predictGates(m1Device(), 'llama.cpp', { env: { GGML_METAL_BF16_DISABLE: '' }, host: m1.host }).flags.has_bfloat).toEqual({
+    expect(
+      predictGates(m1Device(), 'llama.cpp', { env: { GGML_METAL_BF16_DISABLE: '' }, host: m1.host }).flags.has_bfloat,
+    ).toEqual({
       value: false,
-      reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE set (empty; ggml only checks that it exists)',
+      reason:
+        'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE set (empty; ggml only checks that it exists)',
     });
   });
 
@@ -206,17 +273,22 @@ describe('llama.cpp, current rules, one input at a time', () => {
     });
     // Metal4 but bfloat off: no bfloat note.
     const off = predictGates(m5, 'llama.cpp', { env: { GGML_METAL_BF16_DISABLE: '1' }, host: m1.host });
-    expect(off.flags.has_bfloat.reason).toBe('supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE="1"');
-    // bfloat on, no Metal4: no bfloat note either.
-    expect(predictGates({ ...m5, families: { ...m5.families, metal4: false } }, 'llama.cpp', { env: {}, host: m1.host }).flags.has_bfloat.reason).toBe(
-      'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE unset',
+    expect(off.flags.has_bfloat.reason).toBe(
+      'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE="1"',
     );
+    // bfloat on, no Metal4: no bfloat note either.
+    expect(
+      predictGates({ ...m5, families: { ...m5.families, metal4: false } }, 'llama.cpp', { env: {}, host: m1.host })
+        .flags.has_bfloat.reason,
+    ).toBe('supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE unset');
   });
 
   it('tensor with Metal4 but an older chip: off unless GGML_METAL_TENSOR_ENABLE', () => {
     const older = m1Device();
     older.families.metal4 = true;
-    expect(predictGates(older, 'llama.cpp', { env: { GGML_METAL_TENSOR_ENABLE: '' }, host: m1.host }).flags.has_tensor).toEqual({
+    expect(
+      predictGates(older, 'llama.cpp', { env: { GGML_METAL_TENSOR_ENABLE: '' }, host: m1.host }).flags.has_tensor,
+    ).toEqual({
       value: true,
       reason:
         'supportsFamily(Metal4)=YES, GGML_METAL_TENSOR_DISABLE unset, GGML_METAL_TENSOR_ENABLE set (empty; ggml only checks that it exists), name "Apple M1 Ultra" has no M5/M6/A19/A20, ggml then test-compiles a tensor kernel and clears this flag if that fails',
@@ -224,17 +296,83 @@ describe('llama.cpp, current rules, one input at a time', () => {
   });
 
   it.each<[string, HostInfo | null, Record<string, string>, boolean, string]>([
-    ['macOS 14 on arm64', { ...m1.host, osVersion: '14.5' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 14.5 < 15.0, ${BEFORE_MACOS_15}`],
-    ['macOS 15 exactly, without a minor version', { ...m1.host, osVersion: '15' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 15 ≥ 15.0, ${SETS_CREATED}`],
-    ['a version with blanks around it', { ...m1.host, osVersion: ' 14.5 ' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 14.5 < 15.0, ${BEFORE_MACOS_15}`],
-    ['no host at all', null, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${UNKNOWN_BUILD}, unknown macOS version (no host info; assumed ≥ 15.0), ${SETS_CREATED}`],
-    ['a host with no OS version', { ...m1.host, osVersion: null }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, unknown macOS version (host.osVersion is null; assumed ≥ 15.0), ${SETS_CREATED}`],
-    ['a version that does not start with a number', { ...m1.host, osVersion: 'v15.1' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, unknown macOS version (host.osVersion "v15.1" not parseable; assumed ≥ 15.0), ${SETS_CREATED}`],
-    ['a host with no architecture', { ...m1.host, arch: null }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${UNKNOWN_BUILD}, macOS 26.6.1 ≥ 15.0, ${SETS_CREATED}`],
-    ['GGML_METAL_NO_RESIDENCY set', m1.host, { GGML_METAL_NO_RESIDENCY: '1' }, false, `GGML_METAL_NO_RESIDENCY="1", ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, no set is created`],
-    ['GGML_METAL_NO_RESIDENCY set empty', m1.host, { GGML_METAL_NO_RESIDENCY: '' }, false, `GGML_METAL_NO_RESIDENCY set (empty; ggml only checks that it exists), ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, no set is created`],
-    ['an x86_64 host on macOS 15+', { ...m1.host, arch: 'x86_64' }, {}, true, `GGML_METAL_NO_RESIDENCY unset, ${X86_BUILD}, macOS 26.6.1 ≥ 15.0, ${X86_NO_SETS}`],
-    ['Rosetta, where GGML_METAL_NO_RESIDENCY is not read', { ...m1.host, translated: true }, { GGML_METAL_NO_RESIDENCY: '1' }, true, `GGML_METAL_NO_RESIDENCY="1", ${ROSETTA_BUILD}, macOS 26.6.1 ≥ 15.0, ${X86_NO_SETS}`],
+    [
+      'macOS 14 on arm64',
+      { ...m1.host, osVersion: '14.5' },
+      {},
+      true,
+      `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 14.5 < 15.0, ${BEFORE_MACOS_15}`,
+    ],
+    [
+      'macOS 15 exactly, without a minor version',
+      { ...m1.host, osVersion: '15' },
+      {},
+      true,
+      `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 15 ≥ 15.0, ${SETS_CREATED}`,
+    ],
+    [
+      'a version with blanks around it',
+      { ...m1.host, osVersion: ' 14.5 ' },
+      {},
+      true,
+      `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 14.5 < 15.0, ${BEFORE_MACOS_15}`,
+    ],
+    [
+      'no host at all',
+      null,
+      {},
+      true,
+      `GGML_METAL_NO_RESIDENCY unset, ${UNKNOWN_BUILD}, unknown macOS version (no host info; assumed ≥ 15.0), ${SETS_CREATED}`,
+    ],
+    [
+      'a host with no OS version',
+      { ...m1.host, osVersion: null },
+      {},
+      true,
+      `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, unknown macOS version (host.osVersion is null; assumed ≥ 15.0), ${SETS_CREATED}`,
+    ],
+    [
+      'a version that does not start with a number',
+      { ...m1.host, osVersion: 'v15.1' },
+      {},
+      true,
+      `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, unknown macOS version (host.osVersion "v15.1" not parseable; assumed ≥ 15.0), ${SETS_CREATED}`,
+    ],
+    [
+      'a host with no architecture',
+      { ...m1.host, arch: null },
+      {},
+      true,
+      `GGML_METAL_NO_RESIDENCY unset, ${UNKNOWN_BUILD}, macOS 26.6.1 ≥ 15.0, ${SETS_CREATED}`,
+    ],
+    [
+      'GGML_METAL_NO_RESIDENCY set',
+      m1.host,
+      { GGML_METAL_NO_RESIDENCY: '1' },
+      false,
+      `GGML_METAL_NO_RESIDENCY="1", ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, no set is created`,
+    ],
+    [
+      'GGML_METAL_NO_RESIDENCY set empty',
+      m1.host,
+      { GGML_METAL_NO_RESIDENCY: '' },
+      false,
+      `GGML_METAL_NO_RESIDENCY set (empty; ggml only checks that it exists), ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, no set is created`,
+    ],
+    [
+      'an x86_64 host on macOS 15+',
+      { ...m1.host, arch: 'x86_64' },
+      {},
+      true,
+      `GGML_METAL_NO_RESIDENCY unset, ${X86_BUILD}, macOS 26.6.1 ≥ 15.0, ${X86_NO_SETS}`,
+    ],
+    [
+      'Rosetta, where GGML_METAL_NO_RESIDENCY is not read',
+      { ...m1.host, translated: true },
+      { GGML_METAL_NO_RESIDENCY: '1' },
+      true,
+      `GGML_METAL_NO_RESIDENCY="1", ${ROSETTA_BUILD}, macOS 26.6.1 ≥ 15.0, ${X86_NO_SETS}`,
+    ],
   ])('use_residency_sets: %s', (_what, host, env, value, reason) => {
     expect(predictGates(m1Device(), 'llama.cpp', { env, host }).flags.use_residency_sets).toEqual({ value, reason });
   });
@@ -251,8 +389,22 @@ describe('llama.cpp, current rules, one input at a time', () => {
     ['unified memory', true, 'builtIn', {}, true, `hasUnifiedMemory=YES, location=builtIn, ${SHARED_UNSET}`],
     ['discrete memory in a slot', false, 'slot', {}, false, `hasUnifiedMemory=NO, location=slot, ${SHARED_UNSET}`],
     ['an external GPU', false, 'external', {}, true, `hasUnifiedMemory=NO, location=external, ${SHARED_UNSET}`],
-    ['answers the OS could not give', null, null, {}, false, `hasUnifiedMemory=unknown (treated as NO), location=unknown, ${SHARED_UNSET}`],
-    ['answers of the wrong type', 'yes', 5, {}, false, `hasUnifiedMemory=unknown (treated as NO), location=unknown, ${SHARED_UNSET}`],
+    [
+      'answers the OS could not give',
+      null,
+      null,
+      {},
+      false,
+      `hasUnifiedMemory=unknown (treated as NO), location=unknown, ${SHARED_UNSET}`,
+    ],
+    [
+      'answers of the wrong type',
+      'yes',
+      5,
+      {},
+      false,
+      `hasUnifiedMemory=unknown (treated as NO), location=unknown, ${SHARED_UNSET}`,
+    ],
     [
       'DISABLE on unified memory',
       true,
@@ -271,17 +423,31 @@ describe('llama.cpp, current rules, one input at a time', () => {
     ],
   ])('use_shared_buffers: %s', (_what, unified, location, env, value, reason) => {
     const device = { ...m1Device(), hasUnifiedMemory: unified, location } as unknown as DeviceReport;
-    expect(predictGates(device, 'llama.cpp', { env, host: m1.host, rules: 'chip-tuning' }).flags.use_shared_buffers).toEqual({ value, reason });
+    expect(
+      predictGates(device, 'llama.cpp', { env, host: m1.host, rules: 'chip-tuning' }).flags.use_shared_buffers,
+    ).toEqual({ value, reason });
   });
 
   it.each<[string, Partial<HostInfo>, boolean, string]>([
     ['an arm64 build does not read it', {}, false, ARM64_NO_LOCATION],
     ['an x86_64 host reads it', { arch: 'x86_64' }, true, X86_LOCATION],
-    ['Rosetta reads it', { translated: true }, true, 'under Rosetta (sysctl.proc_translated=1): an x86_64 build, which reads the location'],
-    ['an unknown architecture is taken for arm64', { arch: null }, false, 'build architecture unknown (assumed arm64), which does not read the location'],
+    [
+      'Rosetta reads it',
+      { translated: true },
+      true,
+      'under Rosetta (sysctl.proc_translated=1): an x86_64 build, which reads the location',
+    ],
+    [
+      'an unknown architecture is taken for arm64',
+      { arch: null },
+      false,
+      'build architecture unknown (assumed arm64), which does not read the location',
+    ],
   ])('use_shared_buffers, current rules, an external GPU without unified memory: %s', (_what, host, value, build) => {
     const device = { ...m1Device(), hasUnifiedMemory: false, location: 'external' } as DeviceReport;
-    expect(predictGates(device, 'llama.cpp', { env: {}, host: { ...m1.host, ...host } }).flags.use_shared_buffers).toEqual({
+    expect(
+      predictGates(device, 'llama.cpp', { env: {}, host: { ...m1.host, ...host } }).flags.use_shared_buffers,
+    ).toEqual({
       value,
       reason: `hasUnifiedMemory=NO, location=external, ${build}, ${SHARED_UNSET}`,
     });
@@ -301,26 +467,67 @@ describe('llama.cpp, gpu_family, device_id and the flash-attention tuning tier',
   };
 
   it.each<[string, string, number, unknown]>([
-    ['a chip with rows: its own', 'Apple M1 Ultra', 7, { tier: 'exact', chip: 'GGML_METAL_DEVICE_M1_ULTRA', family: null }],
-    ['the VM claiming Apple9: the M4 Max, its representative', 'Apple Paravirtual device', 9, { tier: 'family', chip: 'GGML_METAL_DEVICE_M4_MAX', family: 9 }],
-    ['the VM claiming Apple7: no representative', 'Apple Paravirtual device', 7, { tier: 'baseline', chip: null, family: null }],
-    ['the M5 Ultra, which has no rows, as Apple10', 'Apple M5 Ultra', 10, { tier: 'baseline', chip: null, family: null }],
-    ['the M5 Ultra claiming Apple9', 'Apple M5 Ultra', 9, { tier: 'family', chip: 'GGML_METAL_DEVICE_M4_MAX', family: 9 }],
+    [
+      'a chip with rows: its own',
+      'Apple M1 Ultra',
+      7,
+      { tier: 'exact', chip: 'GGML_METAL_DEVICE_M1_ULTRA', family: null },
+    ],
+    [
+      'the VM claiming Apple9: the M4 Max, its representative',
+      'Apple Paravirtual device',
+      9,
+      { tier: 'family', chip: 'GGML_METAL_DEVICE_M4_MAX', family: 9 },
+    ],
+    [
+      'the VM claiming Apple7: no representative',
+      'Apple Paravirtual device',
+      7,
+      { tier: 'baseline', chip: null, family: null },
+    ],
+    [
+      'the M5 Ultra, which has no rows, as Apple10',
+      'Apple M5 Ultra',
+      10,
+      { tier: 'baseline', chip: null, family: null },
+    ],
+    [
+      'the M5 Ultra claiming Apple9',
+      'Apple M5 Ultra',
+      9,
+      { tier: 'family', chip: 'GGML_METAL_DEVICE_M4_MAX', family: 9 },
+    ],
   ])('v0.4 rules: %s', (_what, name, family, value) => {
     expect(tier(name, family, 'chip-tuning').tuning?.value).toEqual(value);
   });
 
   it('v0.4 rules: the reasons name the chip and the family', () => {
     expect(tier('Apple M1 Ultra', 7, 'chip-tuning').tuning?.reason).toBe("the M1 Ultra's own rows");
-    expect(tier('Apple Paravirtual device', 9, 'chip-tuning').tuning?.reason).toBe("device_id GENERIC; gpu_family 9's representative, the M4 Max");
-    expect(tier('Apple M5 Ultra', 10, 'chip-tuning').tuning?.reason).toBe('no rows for the M5 Ultra; gpu_family 10 has no representative: the baseline kernels');
+    expect(tier('Apple Paravirtual device', 9, 'chip-tuning').tuning?.reason).toBe(
+      "device_id GENERIC; gpu_family 9's representative, the M4 Max",
+    );
+    expect(tier('Apple M5 Ultra', 10, 'chip-tuning').tuning?.reason).toBe(
+      'no rows for the M5 Ultra; gpu_family 10 has no representative: the baseline kernels',
+    );
   });
 
   it.each<[number, unknown, string]>([
     [6, { tier: 'baseline', chip: null, family: null }, 'gpu_family 6: no table rows, the baseline kernels'],
-    [8, { tier: 'family', chip: null, family: 8 }, "gpu_family 8: llama.cpp's Apple8 table, pooled from the M2, M2 Max, M2 Pro sweeps"],
-    [9, { tier: 'family', chip: null, family: 9 }, "gpu_family 9: llama.cpp's Apple9 table, pooled from the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro sweeps"],
-    [10, { tier: 'family', chip: null, family: 10 }, "gpu_family 10: llama.cpp's Apple10 table, pooled from the M5 Max sweeps"],
+    [
+      8,
+      { tier: 'family', chip: null, family: 8 },
+      "gpu_family 8: llama.cpp's Apple8 table, pooled from the M2, M2 Max, M2 Pro sweeps",
+    ],
+    [
+      9,
+      { tier: 'family', chip: null, family: 9 },
+      "gpu_family 9: llama.cpp's Apple9 table, pooled from the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro sweeps",
+    ],
+    [
+      10,
+      { tier: 'family', chip: null, family: 10 },
+      "gpu_family 10: llama.cpp's Apple10 table, pooled from the M5 Max sweeps",
+    ],
   ])('current rules: by family alone, whatever the chip (Apple%i)', (family, value, reason) => {
     expect(tier('Apple M1 Ultra', family, 'current').tuning).toEqual({ value, reason });
     expect(tier('Apple Paravirtual device', family, 'current').tuning).toEqual({ value, reason });
@@ -332,7 +539,8 @@ describe('llama.cpp, gpu_family, device_id and the flash-attention tuning tier',
     d.families.apple9 = null;
     expect(predictGates(d, 'llama.cpp', { env: {}, host: guest.host }).flags.gpu_family).toEqual({
       value: 8,
-      reason: 'supportsFamily(Apple8)=YES is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)',
+      reason:
+        'supportsFamily(Apple8)=YES is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)',
     });
   });
 
@@ -362,58 +570,252 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
     const rows = Object.fromEntries(
       Object.entries(RULE_TABLES['llama.cpp']).map(([set, rules]) => [
         set,
-        (rules as readonly { flag: string; source: string; rule: string; families: readonly string[]; properties: readonly string[]; env: readonly string[] }[]).map((r) => [
-          r.flag,
-          r.source,
-          r.rule,
-          r.families,
-          r.properties,
-          r.env,
-        ]),
+        (
+          rules as readonly {
+            flag: string;
+            source: string;
+            rule: string;
+            families: readonly string[];
+            properties: readonly string[];
+            env: readonly string[];
+          }[]
+        ).map((r) => [r.flag, r.source, r.rule, r.families, r.properties, r.env]),
       ]),
     );
     expect(rows).toEqual({
-    legacy: [
-      ['has_simdgroup_reduction', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
-      ['has_simdgroup_mm', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds); ggml_metal_encode_node asks again per MUL_MAT', 'supportsFamily(Apple7), asked at init and again on every MUL_MAT encode', ['apple7'], [], []],
-      ['has_bfloat', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)', 'supportsFamily(Metal3) OR supportsFamily(Apple6) (no environment override)', ['metal3', 'apple6'], [], []],
-      ['use_bfloat', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds); CMake option GGML_METAL_USE_BF16', 'has_bfloat in builds with -DGGML_METAL_USE_BF16=ON; false in builds with the CMake default (OFF), as llama.cpp\'s and node-llama-cpp\'s are', ['metal3', 'apple6'], [], []],
-      ['has_residency_sets', 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)', 'arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset; other builds (x86_64, also under Rosetta): false, the static\'s initial value', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
-    ],
-    device: [
-      ['has_simdgroup_reduction', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
-      ['has_simdgroup_mm', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7)', ['apple7'], [], []],
-      ['has_bfloat', 'ggml-metal-device.m ggml_metal_device_init', '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset (the switch arrived within this range, by b7698)', ['metal3', 'apple6'], [], ['GGML_METAL_BF16_DISABLE']],
-      ['has_tensor', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set) (from b7698 at the latest; earlier releases have no tensor flag)', ['metal4'], ['name'], ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE']],
-      ['use_residency_sets', 'ggml-metal-device.m ggml_metal_device_init', 'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
-      ['use_shared_buffers', 'ggml-metal-device.m ggml_metal_device_init', '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true (b6673 reads hasUnifiedMemory and the DISABLE switch only)', [], ['hasUnifiedMemory', 'location'], ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE']],
-    ],
-    'chip-tuning': [
-      ['has_simdgroup_reduction', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
-      ['has_simdgroup_mm', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7)', ['apple7'], [], []],
-      ['has_bfloat', 'ggml-metal-device.m ggml_metal_device_init', '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset', ['metal3', 'apple6'], [], ['GGML_METAL_BF16_DISABLE']],
-      ['has_tensor', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)', ['metal4'], ['name'], ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE']],
-      ['use_residency_sets', 'ggml-metal-device.m ggml_metal_device_init', 'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
-      ['use_shared_buffers', 'ggml-metal-device.m ggml_metal_device_init', '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true', [], ['hasUnifiedMemory', 'location'], ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE']],
-      ['gpu_family', 'ggml-metal-device.m ggml_metal_device_init', 'the highest N with supportsFamily(Apple N), asked from Apple21 down to Apple1; 0 when none', ['apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'apple6', 'apple7', 'apple8', 'apple9', 'apple10'], [], []],
-      ['device_id', 'ggml-metal-device.m ggml_metal_device_init (ggml_metal_device_id_parse)', 'name is "Apple " followed by exactly one of M1, M1 Pro, M1 Max, M1 Ultra, M2, M2 Pro, M2 Max, M2 Ultra, M3, M3 Pro, M3 Max, M3 Ultra, M4, M4 Pro, M4 Max, M5, M5 Pro, M5 Max, M5 Ultra, A18 Pro; otherwise GGML_METAL_DEVICE_GENERIC', [], ['name'], []],
-    ],
-    current: [
-      ['has_simdgroup_reduction', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7) OR supportsFamily(Metal3)', ['apple7', 'metal3'], [], []],
-      ['has_simdgroup_mm', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7)', ['apple7'], [], []],
-      ['has_bfloat', 'ggml-metal-device.m ggml_metal_device_init', '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset', ['metal3', 'apple6'], [], ['GGML_METAL_BF16_DISABLE']],
-      ['has_tensor', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)', ['metal4'], ['name'], ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE']],
-      ['use_residency_sets', 'ggml-metal-device.m ggml_metal_device_init', 'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15', [], ['host.osVersion', 'host.arch', 'host.translated'], ['GGML_METAL_NO_RESIDENCY']],
-      ['use_shared_buffers', 'ggml-metal-device.m ggml_metal_device_init', '(hasUnifiedMemory OR (an x86_64 build AND location == external)); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true', [], ['hasUnifiedMemory', 'location', 'host.arch', 'host.translated'], ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE']],
-      ['gpu_family', 'ggml-metal-device.m ggml_metal_device_init', 'the highest N with supportsFamily(Apple N), asked from Apple21 down to Apple1; 0 when none', ['apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'apple6', 'apple7', 'apple8', 'apple9', 'apple10'], [], []],
-      ['device_id', 'ggml-metal-device.m ggml_metal_device_init (ggml_metal_device_id_parse)', 'name is "Apple " followed by exactly one of M1, M1 Pro, M1 Max, M1 Ultra, M2, M2 Pro, M2 Max, M2 Ultra, M3, M3 Pro, M3 Max, M3 Ultra, M4, M4 Pro, M4 Max, M5, M5 Pro, M5 Max, M5 Ultra, A18 Pro; otherwise GGML_METAL_DEVICE_GENERIC', [], ['name'], []],
-    ],
+      legacy: [
+        [
+          'has_simdgroup_reduction',
+          'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)',
+          'supportsFamily(Apple7) OR supportsFamily(Metal3)',
+          ['apple7', 'metal3'],
+          [],
+          [],
+        ],
+        [
+          'has_simdgroup_mm',
+          'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds); ggml_metal_encode_node asks again per MUL_MAT',
+          'supportsFamily(Apple7), asked at init and again on every MUL_MAT encode',
+          ['apple7'],
+          [],
+          [],
+        ],
+        [
+          'has_bfloat',
+          'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)',
+          'supportsFamily(Metal3) OR supportsFamily(Apple6) (no environment override)',
+          ['metal3', 'apple6'],
+          [],
+          [],
+        ],
+        [
+          'use_bfloat',
+          'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds); CMake option GGML_METAL_USE_BF16',
+          "has_bfloat in builds with -DGGML_METAL_USE_BF16=ON; false in builds with the CMake default (OFF), as llama.cpp's and node-llama-cpp's are",
+          ['metal3', 'apple6'],
+          [],
+          [],
+        ],
+        [
+          'has_residency_sets',
+          'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)',
+          "arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset; other builds (x86_64, also under Rosetta): false, the static's initial value",
+          [],
+          ['host.osVersion', 'host.arch', 'host.translated'],
+          ['GGML_METAL_NO_RESIDENCY'],
+        ],
+      ],
+      device: [
+        [
+          'has_simdgroup_reduction',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7) OR supportsFamily(Metal3)',
+          ['apple7', 'metal3'],
+          [],
+          [],
+        ],
+        [
+          'has_simdgroup_mm',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7)',
+          ['apple7'],
+          [],
+          [],
+        ],
+        [
+          'has_bfloat',
+          'ggml-metal-device.m ggml_metal_device_init',
+          '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset (the switch arrived within this range, by b7698)',
+          ['metal3', 'apple6'],
+          [],
+          ['GGML_METAL_BF16_DISABLE'],
+        ],
+        [
+          'has_tensor',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set) (from b7698 at the latest; earlier releases have no tensor flag)',
+          ['metal4'],
+          ['name'],
+          ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE'],
+        ],
+        [
+          'use_residency_sets',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
+          [],
+          ['host.osVersion', 'host.arch', 'host.translated'],
+          ['GGML_METAL_NO_RESIDENCY'],
+        ],
+        [
+          'use_shared_buffers',
+          'ggml-metal-device.m ggml_metal_device_init',
+          '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true (b6673 reads hasUnifiedMemory and the DISABLE switch only)',
+          [],
+          ['hasUnifiedMemory', 'location'],
+          ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE'],
+        ],
+      ],
+      'chip-tuning': [
+        [
+          'has_simdgroup_reduction',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7) OR supportsFamily(Metal3)',
+          ['apple7', 'metal3'],
+          [],
+          [],
+        ],
+        [
+          'has_simdgroup_mm',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7)',
+          ['apple7'],
+          [],
+          [],
+        ],
+        [
+          'has_bfloat',
+          'ggml-metal-device.m ggml_metal_device_init',
+          '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset',
+          ['metal3', 'apple6'],
+          [],
+          ['GGML_METAL_BF16_DISABLE'],
+        ],
+        [
+          'has_tensor',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)',
+          ['metal4'],
+          ['name'],
+          ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE'],
+        ],
+        [
+          'use_residency_sets',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
+          [],
+          ['host.osVersion', 'host.arch', 'host.translated'],
+          ['GGML_METAL_NO_RESIDENCY'],
+        ],
+        [
+          'use_shared_buffers',
+          'ggml-metal-device.m ggml_metal_device_init',
+          '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true',
+          [],
+          ['hasUnifiedMemory', 'location'],
+          ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE'],
+        ],
+        [
+          'gpu_family',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'the highest N with supportsFamily(Apple N), asked from Apple21 down to Apple1; 0 when none',
+          ['apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'apple6', 'apple7', 'apple8', 'apple9', 'apple10'],
+          [],
+          [],
+        ],
+        [
+          'device_id',
+          'ggml-metal-device.m ggml_metal_device_init (ggml_metal_device_id_parse)',
+          'name is "Apple " followed by exactly one of M1, M1 Pro, M1 Max, M1 Ultra, M2, M2 Pro, M2 Max, M2 Ultra, M3, M3 Pro, M3 Max, M3 Ultra, M4, M4 Pro, M4 Max, M5, M5 Pro, M5 Max, M5 Ultra, A18 Pro; otherwise GGML_METAL_DEVICE_GENERIC',
+          [],
+          ['name'],
+          [],
+        ],
+      ],
+      current: [
+        [
+          'has_simdgroup_reduction',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7) OR supportsFamily(Metal3)',
+          ['apple7', 'metal3'],
+          [],
+          [],
+        ],
+        [
+          'has_simdgroup_mm',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7)',
+          ['apple7'],
+          [],
+          [],
+        ],
+        [
+          'has_bfloat',
+          'ggml-metal-device.m ggml_metal_device_init',
+          '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset',
+          ['metal3', 'apple6'],
+          [],
+          ['GGML_METAL_BF16_DISABLE'],
+        ],
+        [
+          'has_tensor',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)',
+          ['metal4'],
+          ['name'],
+          ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE'],
+        ],
+        [
+          'use_residency_sets',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
+          [],
+          ['host.osVersion', 'host.arch', 'host.translated'],
+          ['GGML_METAL_NO_RESIDENCY'],
+        ],
+        [
+          'use_shared_buffers',
+          'ggml-metal-device.m ggml_metal_device_init',
+          '(hasUnifiedMemory OR (an x86_64 build AND location == external)); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true',
+          [],
+          ['hasUnifiedMemory', 'location', 'host.arch', 'host.translated'],
+          ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE'],
+        ],
+        [
+          'gpu_family',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'the highest N with supportsFamily(Apple N), asked from Apple21 down to Apple1; 0 when none',
+          ['apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'apple6', 'apple7', 'apple8', 'apple9', 'apple10'],
+          [],
+          [],
+        ],
+        [
+          'device_id',
+          'ggml-metal-device.m ggml_metal_device_init (ggml_metal_device_id_parse)',
+          'name is "Apple " followed by exactly one of M1, M1 Pro, M1 Max, M1 Ultra, M2, M2 Pro, M2 Max, M2 Ultra, M3, M3 Pro, M3 Max, M3 Ultra, M4, M4 Pro, M4 Max, M5, M5 Pro, M5 Max, M5 Ultra, A18 Pro; otherwise GGML_METAL_DEVICE_GENERIC',
+          [],
+          ['name'],
+          [],
+        ],
+      ],
     });
   });
 
   it('the ops each rule set gates on a SIMD-group flag (ggml-metal-device.m supports_op; legacy: ggml-metal.m)', () => {
     const gates = Object.fromEntries(
-      Object.entries(LLAMA_CPP_OP_GATES).map(([set, list]) => [set, list.map((g) => `${g.op} (${g.needs})`).join(', ')]),
+      Object.entries(LLAMA_CPP_OP_GATES).map(([set, list]) => [
+        set,
+        list.map((g) => `${g.op} (${g.needs})`).join(', '),
+      ]),
     );
     expect(gates).toMatchInlineSnapshot(`
       {
@@ -431,7 +833,11 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
       const devices = [guest.devices[0]!, m1.devices[0]!, ...intelMac.devices];
       const seen = new Set<string>();
       for (const device of devices) {
-        const p = predictGates(device, 'llama.cpp', { env: {}, host: device === m1.devices[0] ? m1.host : guest.host, rules });
+        const p = predictGates(device, 'llama.cpp', {
+          env: {},
+          host: device === m1.devices[0] ? m1.host : guest.host,
+          rules,
+        });
         const flags = p.flags as Record<string, { value: unknown }>;
         const off = LLAMA_CPP_OP_GATES[rules].filter((g) => flags[g.needs]!.value === false).map((g) => g.op);
         expect(p.consequences.cpuFallbackOps).toEqual(off);
@@ -453,8 +859,29 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
     ]);
   });
 
-  it('llama.cpp\'s chip list, in its order', () => {
-    expect(LLAMA_CPP_CHIPS).toEqual(['M1', 'M1 Pro', 'M1 Max', 'M1 Ultra', 'M2', 'M2 Pro', 'M2 Max', 'M2 Ultra', 'M3', 'M3 Pro', 'M3 Max', 'M3 Ultra', 'M4', 'M4 Pro', 'M4 Max', 'M5', 'M5 Pro', 'M5 Max', 'M5 Ultra', 'A18 Pro']);
+  it("llama.cpp's chip list, in its order", () => {
+    expect(LLAMA_CPP_CHIPS).toEqual([
+      'M1',
+      'M1 Pro',
+      'M1 Max',
+      'M1 Ultra',
+      'M2',
+      'M2 Pro',
+      'M2 Max',
+      'M2 Ultra',
+      'M3',
+      'M3 Pro',
+      'M3 Max',
+      'M3 Ultra',
+      'M4',
+      'M4 Pro',
+      'M4 Max',
+      'M5',
+      'M5 Pro',
+      'M5 Max',
+      'M5 Ultra',
+      'A18 Pro',
+    ]);
   });
 });
 
@@ -477,23 +904,40 @@ describe('llama.cpp, the rules of a release', () => {
     [
       'b10362',
       'device',
-      ['llama.cpp b10362 is newer than b10361, the newest b-numbered release seen without per-chip tuning: device rules assumed (v0.4.0\'s per-chip tuning may apply)'],
+      [
+        "llama.cpp b10362 is newer than b10361, the newest b-numbered release seen without per-chip tuning: device rules assumed (v0.4.0's per-chip tuning may apply)",
+      ],
     ],
-    ['v0.3.9', 'device', ['llama.cpp v0.3.9 is older than v0.4.0, the first release seen with per-chip tuning: device rules assumed']],
+    [
+      'v0.3.9',
+      'device',
+      ['llama.cpp v0.3.9 is older than v0.4.0, the first release seen with per-chip tuning: device rules assumed'],
+    ],
     ['v0.4.0', 'chip-tuning', []],
     ['v0.4.9', 'chip-tuning', []],
     ['v0.5.0', 'current', []],
     ['v1.0.0', 'current', []],
   ])('%s: %s rules', (release, rules, warnings) => {
     const prediction = p(release);
-    expect({ rules: prediction.rules, release: prediction.release, warnings: prediction.warnings }).toEqual({ rules, release, warnings });
+    expect({ rules: prediction.rules, release: prediction.release, warnings: prediction.warnings }).toEqual({
+      rules,
+      release,
+      warnings,
+    });
   });
 
   it('the device rules: the flags of ggml-metal-device.m without gpu_family and device_id, and no tuning', () => {
     const prediction = p('b8000');
     expect({ releases: prediction.releases, flags: Object.keys(prediction.flags), tuning: prediction.tuning }).toEqual({
       releases: 'b6673 to b10361 (ggml-metal-device.m, before per-chip tuning)',
-      flags: ['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat', 'has_tensor', 'use_residency_sets', 'use_shared_buffers'],
+      flags: [
+        'has_simdgroup_reduction',
+        'has_simdgroup_mm',
+        'has_bfloat',
+        'has_tensor',
+        'use_residency_sets',
+        'use_shared_buffers',
+      ],
       tuning: null,
     });
   });
@@ -516,18 +960,33 @@ describe('llama.cpp, legacy rules, whole predictions', () => {
         },
         has_bfloat: {
           value: false,
-          reason: 'supportsFamily(Metal3)=NO, supportsFamily(Apple6)=NO, GGML_METAL_BF16_DISABLE is set but these rules do not read it',
+          reason:
+            'supportsFamily(Metal3)=NO, supportsFamily(Apple6)=NO, GGML_METAL_BF16_DISABLE is set but these rules do not read it',
         },
         use_bfloat: {
           value: false,
           reason:
             'supportsFamily(Metal3)=NO, supportsFamily(Apple6)=NO, built with the CMake default GGML_METAL_USE_BF16=OFF, so false whatever the device answers (an ON build would make it false)',
         },
-        has_residency_sets: { value: true, reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.5.2 ≥ 15.0, ${SETS_CREATED}` },
+        has_residency_sets: {
+          value: true,
+          reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.5.2 ≥ 15.0, ${SETS_CREATED}`,
+        },
       },
       tuning: null,
       consequences: {
-        cpuFallbackOps: ['MUL_MAT', 'MUL_MAT_ID', 'SOFT_MAX', 'RMS_NORM', 'NORM', 'GROUP_NORM', 'L2_NORM', 'SUM_ROWS', 'MEAN', 'FLASH_ATTN_EXT'],
+        cpuFallbackOps: [
+          'MUL_MAT',
+          'MUL_MAT_ID',
+          'SOFT_MAX',
+          'RMS_NORM',
+          'NORM',
+          'GROUP_NORM',
+          'L2_NORM',
+          'SUM_ROWS',
+          'MEAN',
+          'FLASH_ATTN_EXT',
+        ],
         matMulKernels: 'mat-vec-only',
         flashAttentionOnGpu: false,
         bf16Ops: 'rejected',
@@ -546,23 +1005,36 @@ describe('llama.cpp, legacy rules, whole predictions', () => {
   it('without those variables only the encode warning remains, and bfloat’s reason has no note', () => {
     const p = predictGates(m1.devices[0]!, 'llama.cpp', { env: {}, host: m1.host, rules: 'legacy' });
     expect(p.warnings).toEqual([LEGACY_ENCODE]);
-    expect(p.flags.has_bfloat).toEqual({ value: true, reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES' });
+    expect(p.flags.has_bfloat).toEqual({
+      value: true,
+      reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES',
+    });
     // Release builds leave GGML_METAL_USE_BF16 OFF, so ggml-metal.m rejects BF16 ops whatever the device says.
     expect(p.flags.use_bfloat).toEqual({
       value: false,
       reason:
         'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, built with the CMake default GGML_METAL_USE_BF16=OFF, so false whatever the device answers (an ON build would make it true)',
     });
-    expect(p.consequences.summary).toBe('MUL_MAT uses SIMD-group matrix kernels; flash attention runs on the GPU; BF16 ops rejected.');
+    expect(p.consequences.summary).toBe(
+      'MUL_MAT uses SIMD-group matrix kernels; flash attention runs on the GPU; BF16 ops rejected.',
+    );
   });
 
-  it('has_residency_sets: false in an x86_64 build, the initial value of ggml-metal.m\'s static; the arm64 build reads the switch', () => {
-    const x86 = predictGates(m1.devices[0]!, 'llama.cpp', { env: { GGML_METAL_NO_RESIDENCY: '1' }, host: { ...m1.host, arch: 'x86_64' }, rules: 'legacy' });
+  it("has_residency_sets: false in an x86_64 build, the initial value of ggml-metal.m's static; the arm64 build reads the switch", () => {
+    const x86 = predictGates(m1.devices[0]!, 'llama.cpp', {
+      env: { GGML_METAL_NO_RESIDENCY: '1' },
+      host: { ...m1.host, arch: 'x86_64' },
+      rules: 'legacy',
+    });
     expect(x86.flags.has_residency_sets).toEqual({
       value: false,
       reason: `GGML_METAL_NO_RESIDENCY="1", ${X86_BUILD}, macOS 26.6.1 ≥ 15.0, ${X86_NO_SETS_LEGACY}`,
     });
-    const arm = predictGates(m1.devices[0]!, 'llama.cpp', { env: { GGML_METAL_NO_RESIDENCY: '1' }, host: m1.host, rules: 'legacy' });
+    const arm = predictGates(m1.devices[0]!, 'llama.cpp', {
+      env: { GGML_METAL_NO_RESIDENCY: '1' },
+      host: m1.host,
+      rules: 'legacy',
+    });
     expect(arm.flags.has_residency_sets).toEqual({
       value: false,
       reason: `GGML_METAL_NO_RESIDENCY="1", ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, no set is created`,
@@ -578,7 +1050,8 @@ describe('MLX, whole predictions', () => {
       residencySets: { value: false, reason: 'supportsFamily(Metal3)=NO, macOS 26.5.2 ≥ 15.0' },
       architectureGeneration: {
         value: null,
-        reason: 'architecture.name=unknown, not in this report (architecture.name needs macOS 14+); MLX reads it itself at init',
+        reason:
+          'architecture.name=unknown, not in this report (architecture.name needs macOS 14+); MLX reads it itself at init',
       },
       allocatorLimitBytes: {
         value: 11409122918,
@@ -607,7 +1080,8 @@ describe('MLX, whole predictions', () => {
       },
       heapSkipped: {
         value: false,
-        reason: 'name "Apple M1 Ultra" is not "Apple Paravirtual device", MLX creates its heap and adds it to its residency set',
+        reason:
+          'name "Apple M1 Ultra" is not "Apple Paravirtual device", MLX creates its heap and adds it to its residency set',
       },
       warnings: [],
     });
@@ -624,15 +1098,28 @@ describe('MLX, whole predictions', () => {
   it('Metal3 on the paravirtual device: both residency warnings, in order', () => {
     const device = paravirt();
     device.families.metal3 = true;
-    expect(predictGates(device, 'mlx', { env: {}, host: guest.host }).warnings).toEqual([RESIDENCY_THROWS, METAL3_ON_VM]);
+    expect(predictGates(device, 'mlx', { env: {}, host: guest.host }).warnings).toEqual([
+      RESIDENCY_THROWS,
+      METAL3_ON_VM,
+    ]);
   });
 
   // Each sign of a virtual machine on its own: kern.hv_vmm_present, hw.model, the device name.
   it.each<[string, Partial<HostInfo> | null, string, string[]]>([
     ['kern.hv_vmm_present alone', { isVirtualMachine: true, model: 'Mac13,2' }, 'Some GPU', [METAL3_ON_VM]],
     ['hw.model alone', { isVirtualMachine: false, model: 'VirtualMac2,1' }, 'Some GPU', [METAL3_ON_VM]],
-    ['hw.model alone, with no VM flag recorded', { isVirtualMachine: null, model: 'VirtualMac2,1' }, 'Some GPU', [METAL3_ON_VM]],
-    ['the device name alone', { isVirtualMachine: false, model: 'Mac13,2' }, 'Apple Paravirtual device', [RESIDENCY_THROWS, METAL3_ON_VM]],
+    [
+      'hw.model alone, with no VM flag recorded',
+      { isVirtualMachine: null, model: 'VirtualMac2,1' },
+      'Some GPU',
+      [METAL3_ON_VM],
+    ],
+    [
+      'the device name alone',
+      { isVirtualMachine: false, model: 'Mac13,2' },
+      'Apple Paravirtual device',
+      [RESIDENCY_THROWS, METAL3_ON_VM],
+    ],
     ['the device name alone, no host known', null, 'Apple Paravirtual device', [RESIDENCY_THROWS, METAL3_ON_VM]],
     ['none of them', { isVirtualMachine: false, model: 'Mac13,2' }, 'Some GPU', []],
     ['a model that only ends in VirtualMac', { isVirtualMachine: false, model: 'NotAVirtualMac' }, 'Some GPU', []],
@@ -652,15 +1139,63 @@ describe('MLX, whole predictions', () => {
   });
 
   it.each<[string, string | null, Record<string, string>, number | null, string]>([
-    ['an override', 'applegpu_g13s', { MLX_METAL_GPU_ARCH: 'applegpu_g16s' }, 16, 'MLX_METAL_GPU_ARCH="applegpu_g16s" overrides architecture.name="applegpu_g13s", class max'],
-    ['an override with no reported architecture', null, { MLX_METAL_GPU_ARCH: 'applegpu_g15g' }, 15, 'MLX_METAL_GPU_ARCH="applegpu_g15g" overrides architecture.name=unknown, class base/pro'],
-    ['an empty override', 'applegpu_g14p', { MLX_METAL_GPU_ARCH: '' }, 14, 'architecture.name="applegpu_g14p" (MLX_METAL_GPU_ARCH empty, ignored), class phone'],
-    ['an unknown class letter', 'applegpu_g17x', {}, 17, 'architecture.name="applegpu_g17x", class "x" unknown (MLX uses medium defaults)'],
+    [
+      'an override',
+      'applegpu_g13s',
+      { MLX_METAL_GPU_ARCH: 'applegpu_g16s' },
+      16,
+      'MLX_METAL_GPU_ARCH="applegpu_g16s" overrides architecture.name="applegpu_g13s", class max',
+    ],
+    [
+      'an override with no reported architecture',
+      null,
+      { MLX_METAL_GPU_ARCH: 'applegpu_g15g' },
+      15,
+      'MLX_METAL_GPU_ARCH="applegpu_g15g" overrides architecture.name=unknown, class base/pro',
+    ],
+    [
+      'an empty override',
+      'applegpu_g14p',
+      { MLX_METAL_GPU_ARCH: '' },
+      14,
+      'architecture.name="applegpu_g14p" (MLX_METAL_GPU_ARCH empty, ignored), class phone',
+    ],
+    [
+      'an unknown class letter',
+      'applegpu_g17x',
+      {},
+      17,
+      'architecture.name="applegpu_g17x", class "x" unknown (MLX uses medium defaults)',
+    ],
     ['the shortest name with two digits', '13s', {}, 13, 'architecture.name="13s", class max'],
-    ['a name one character shorter', '3s', {}, null, 'architecture.name="3s", no two digits before the last character; MLX would count each non-digit as 0'],
-    ['a non-digit tens place', 'applegpu_gx3s', {}, null, 'architecture.name="applegpu_gx3s", no two digits before the last character; MLX would count each non-digit as 0'],
-    ['a non-digit ones place', 'applegpu_g1xs', {}, null, 'architecture.name="applegpu_g1xs", no two digits before the last character; MLX would count each non-digit as 0'],
-    ['an empty override and none reported', null, { MLX_METAL_GPU_ARCH: '' }, null, 'architecture.name=unknown (MLX_METAL_GPU_ARCH empty, ignored), not in this report (architecture.name needs macOS 14+); MLX reads it itself at init'],
+    [
+      'a name one character shorter',
+      '3s',
+      {},
+      null,
+      'architecture.name="3s", no two digits before the last character; MLX would count each non-digit as 0',
+    ],
+    [
+      'a non-digit tens place',
+      'applegpu_gx3s',
+      {},
+      null,
+      'architecture.name="applegpu_gx3s", no two digits before the last character; MLX would count each non-digit as 0',
+    ],
+    [
+      'a non-digit ones place',
+      'applegpu_g1xs',
+      {},
+      null,
+      'architecture.name="applegpu_g1xs", no two digits before the last character; MLX would count each non-digit as 0',
+    ],
+    [
+      'an empty override and none reported',
+      null,
+      { MLX_METAL_GPU_ARCH: '' },
+      null,
+      'architecture.name=unknown (MLX_METAL_GPU_ARCH empty, ignored), not in this report (architecture.name needs macOS 14+); MLX reads it itself at init',
+    ],
   ])('architectureGeneration: %s', (_what, architecture, env, value, reason) => {
     const device = { ...structuredClone(m1.devices[0]!), architecture };
     expect(predictGates(device, 'mlx', { env, host: m1.host }).architectureGeneration).toEqual({ value, reason });
@@ -675,8 +1210,18 @@ describe('MLX, whole predictions', () => {
 
   const RAM_64G = 'hw.memsize=68719476736 (64.00 GiB), 0.95 × that = 65283502899';
   it.each<[string, unknown, number | null, string]>([
-    ['zero', 0, 0, `recommendedMaxWorkingSetSize=0 (0.00 MiB), 0.95 × that = 0, 1.5 × that = 0, ${RAM_64G}, gc limit = 0`],
-    ['one MiB', 1048576, 996147, `recommendedMaxWorkingSetSize=1048576 (1.00 MiB), 0.95 × that = 996147, 1.5 × that = 1572864, ${RAM_64G}, gc limit = 996147`],
+    [
+      'zero',
+      0,
+      0,
+      `recommendedMaxWorkingSetSize=0 (0.00 MiB), 0.95 × that = 0, 1.5 × that = 0, ${RAM_64G}, gc limit = 0`,
+    ],
+    [
+      'one MiB',
+      1048576,
+      996147,
+      `recommendedMaxWorkingSetSize=1048576 (1.00 MiB), 0.95 × that = 996147, 1.5 × that = 1572864, ${RAM_64G}, gc limit = 996147`,
+    ],
     ['negative', -1, null, 'recommendedMaxWorkingSetSize unknown'],
     ['infinite', Number.POSITIVE_INFINITY, null, 'recommendedMaxWorkingSetSize unknown'],
     ['not a number', Number.NaN, null, 'recommendedMaxWorkingSetSize unknown'],
@@ -692,7 +1237,10 @@ describe('MLX allocator limit: the RAM bound', () => {
   const device = (wss: number) => ({ ...structuredClone(m1.devices[0]!), recommendedMaxWorkingSetSize: wss });
 
   it('wins when 0.95 × RAM is below 0.95 × the working set', () => {
-    expect(predictGates(device(68719476736), 'mlx', { env: {}, host: { ...m1.host, memoryBytes: 34359738368 } }).allocatorLimitBytes).toEqual({
+    expect(
+      predictGates(device(68719476736), 'mlx', { env: {}, host: { ...m1.host, memoryBytes: 34359738368 } })
+        .allocatorLimitBytes,
+    ).toEqual({
       value: 32641751449,
       reason:
         'recommendedMaxWorkingSetSize=68719476736 (65536.00 MiB), 0.95 × that = 65283502899, 1.5 × that = 103079215104, hw.memsize=34359738368 (32.00 GiB), 0.95 × that = 32641751449, gc limit = 32641751449',
@@ -724,7 +1272,12 @@ describe('predictGates: the whole error for each bad argument', () => {
     }
     throw new Error('expected a throw');
   }
-  const invalid = (option: string, message: string) => ({ name: 'InvalidOptionsError', code: 'ERR_INVALID_OPTIONS', option, message });
+  const invalid = (option: string, message: string) => ({
+    name: 'InvalidOptionsError',
+    code: 'ERR_INVALID_OPTIONS',
+    option,
+    message,
+  });
   const call = (d: unknown, engine: unknown, options?: unknown) => () =>
     predictGates(d as DeviceReport, engine as 'mlx', options as undefined);
 
@@ -735,7 +1288,9 @@ describe('predictGates: the whole error for each bad argument', () => {
     ['a number', 5, 'number'],
     ['nothing', undefined, 'undefined'],
   ])('engine: %s', (_what, engine, shown) => {
-    expect(thrown(call(device(), engine))).toEqual(invalid('engine', `engine must be one of "llama.cpp", "mlx"; got ${shown}`));
+    expect(thrown(call(device(), engine))).toEqual(
+      invalid('engine', `engine must be one of "llama.cpp", "mlx"; got ${shown}`),
+    );
   });
 
   it.each<[string, unknown, string]>([
@@ -754,36 +1309,97 @@ describe('predictGates: the whole error for each bad argument', () => {
     expect(thrown(call({ ...device(), families: { ...device().families, apple7: 'yes' } }, 'llama.cpp'))).toEqual(
       invalid('device', 'device.families.apple7 must be true, false or null; got "yes"'),
     );
-    expect(thrown(call({ ...device(), name: undefined }, 'llama.cpp'))).toEqual(invalid('device', 'device.name must be a string; got undefined'));
-    expect(thrown(call({ ...device(), name: 5 }, 'mlx'))).toEqual(invalid('device', 'device.name must be a string; got number'));
+    expect(thrown(call({ ...device(), name: undefined }, 'llama.cpp'))).toEqual(
+      invalid('device', 'device.name must be a string; got undefined'),
+    );
+    expect(thrown(call({ ...device(), name: 5 }, 'mlx'))).toEqual(
+      invalid('device', 'device.name must be a string; got number'),
+    );
   });
 
   it('device: an absent family answer and keys that name no family are accepted', () => {
     const d = device() as unknown as { families: Record<string, unknown> };
     d.families.apple7 = undefined;
     d.families.futureFamily = 'whatever';
-    expect(predictGates(d as unknown as DeviceReport, 'llama.cpp', { env: {}, host: m1.host }).flags.has_simdgroup_mm).toEqual({
+    expect(
+      predictGates(d as unknown as DeviceReport, 'llama.cpp', { env: {}, host: m1.host }).flags.has_simdgroup_mm,
+    ).toEqual({
       value: false,
       reason: 'supportsFamily(Apple7)=unknown (treated as NO)',
     });
   });
 
   it.each<[string, unknown, string, string]>([
-    ['options as a number', 5, 'options', 'options must be an object with any of env, host, rules, release; got number'],
-    ['options as an array', [], 'options', 'options must be an object with any of env, host, rules, release; got an array'],
+    [
+      'options as a number',
+      5,
+      'options',
+      'options must be an object with any of env, host, rules, release; got number',
+    ],
+    [
+      'options as an array',
+      [],
+      'options',
+      'options must be an object with any of env, host, rules, release; got an array',
+    ],
     ['options as null', null, 'options', 'options must be an object with any of env, host, rules, release; got null'],
     ['an unknown option', { envv: {} }, 'options', 'unknown option "envv"; accepted: env, host, rules, release'],
-    ['env as a string', { env: 'GGML=1' }, 'env', 'env must be an object mapping names to strings (like process.env); got "GGML=1"'],
-    ['env as an array', { env: [] }, 'env', 'env must be an object mapping names to strings (like process.env); got an array'],
-    ['an env value that is a boolean', { env: { GGML_METAL_BF16_DISABLE: true } }, 'env', 'env values must be strings or undefined; env.GGML_METAL_BF16_DISABLE is boolean'],
+    [
+      'env as a string',
+      { env: 'GGML=1' },
+      'env',
+      'env must be an object mapping names to strings (like process.env); got "GGML=1"',
+    ],
+    [
+      'env as an array',
+      { env: [] },
+      'env',
+      'env must be an object mapping names to strings (like process.env); got an array',
+    ],
+    [
+      'an env value that is a boolean',
+      { env: { GGML_METAL_BF16_DISABLE: true } },
+      'env',
+      'env values must be strings or undefined; env.GGML_METAL_BF16_DISABLE is boolean',
+    ],
     ['host as a string', { host: 'macOS 15' }, 'host', 'host must be a HostInfo object or null; got "macOS 15"'],
     ['host as an array', { host: [] }, 'host', 'host must be a HostInfo object or null; got an array'],
-    ['an OS version that is a number', { host: { osVersion: 15 } }, 'host', 'host.osVersion must be a string or null; got number'],
-    ['rules as a number', { rules: 1 }, 'rules', 'rules must be one of "legacy", "device", "chip-tuning", "current"; got number'],
-    ['an unknown rule set', { rules: 'old' }, 'rules', 'rules must be one of "legacy", "device", "chip-tuning", "current"; got "old"'],
-    ['a release that is no tag', { release: 'latest' }, 'release', 'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got "latest"'],
-    ['a release as a number', { release: 4753 }, 'release', 'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got number'],
-    ['rules and a release', { rules: 'legacy', release: 'b4753' }, 'rules', 'give either rules or release, not both: a release decides its rule set'],
+    [
+      'an OS version that is a number',
+      { host: { osVersion: 15 } },
+      'host',
+      'host.osVersion must be a string or null; got number',
+    ],
+    [
+      'rules as a number',
+      { rules: 1 },
+      'rules',
+      'rules must be one of "legacy", "device", "chip-tuning", "current"; got number',
+    ],
+    [
+      'an unknown rule set',
+      { rules: 'old' },
+      'rules',
+      'rules must be one of "legacy", "device", "chip-tuning", "current"; got "old"',
+    ],
+    [
+      'a release that is no tag',
+      { release: 'latest' },
+      'release',
+      'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got "latest"',
+    ],
+    [
+      'a release as a number',
+      { release: 4753 },
+      'release',
+      'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got number',
+    ],
+    [
+      'rules and a release',
+      { rules: 'legacy', release: 'b4753' },
+      'rules',
+      'give either rules or release, not both: a release decides its rule set',
+    ],
   ])('%s', (_what, options, option, message) => {
     expect(thrown(call(device(), 'llama.cpp', options))).toEqual(invalid(option, message));
   });
@@ -795,7 +1411,9 @@ describe('predictGates: the whole error for each bad argument', () => {
   });
 
   it('a llama.cpp release for MLX', () => {
-    expect(thrown(call(device(), 'mlx', { release: 'v0.5.0' }))).toEqual(invalid('release', 'release names a llama.cpp release: engine "llama.cpp" only'));
+    expect(thrown(call(device(), 'mlx', { release: 'v0.5.0' }))).toEqual(
+      invalid('release', 'release names a llama.cpp release: engine "llama.cpp" only'),
+    );
   });
 
   it('env values left undefined and a null host are accepted', () => {

@@ -44,7 +44,8 @@ function device(opts: DeviceOpts = {}): DeviceReport {
     highestAppleFamily: null,
     maxThreadgroupMemoryLength: 32768,
     maxThreadsPerThreadgroup: { width: 1024, height: 1024, depth: 1024 },
-    recommendedMaxWorkingSetSize: opts.recommendedMaxWorkingSetSize === undefined ? 12_009_603_072 : opts.recommendedMaxWorkingSetSize,
+    recommendedMaxWorkingSetSize:
+      opts.recommendedMaxWorkingSetSize === undefined ? 12_009_603_072 : opts.recommendedMaxWorkingSetSize,
     maxBufferLength: 8_589_934_592,
     hasUnifiedMemory: opts.hasUnifiedMemory === undefined ? true : opts.hasUnifiedMemory,
     location: opts.location === undefined ? 'builtIn' : opts.location,
@@ -54,7 +55,18 @@ function device(opts: DeviceOpts = {}): DeviceReport {
 }
 
 function host(osVersion: string | null, extra: Partial<HostInfo> = {}): HostInfo {
-  return { osVersion, osBuild: null, model: 'Mac13,2', isVirtualMachine: false, arch: 'arm64', memoryBytes: null, translated: false, cpuBrand: null, chip: null, ...extra };
+  return {
+    osVersion,
+    osBuild: null,
+    model: 'Mac13,2',
+    isVirtualMachine: false,
+    arch: 'arm64',
+    memoryBytes: null,
+    translated: false,
+    cpuBrand: null,
+    chip: null,
+    ...extra,
+  };
 }
 
 const APPLE_1_5: FamilyName[] = ['apple1', 'apple2', 'apple3', 'apple4', 'apple5'];
@@ -63,11 +75,19 @@ const M1_LIKE: FamilyName[] = [...APPLE_1_5, 'apple6', 'apple7', 'mac2', 'common
 const TAHOE = host('26.5.2');
 const VM_HOST = host('26.5.2', { model: 'VirtualMac2,1', isVirtualMachine: true });
 
-function llama(dev: DeviceReport, env: Record<string, string | undefined> = {}, h: HostInfo | null = TAHOE): LlamaCppCurrentPrediction {
+function llama(
+  dev: DeviceReport,
+  env: Record<string, string | undefined> = {},
+  h: HostInfo | null = TAHOE,
+): LlamaCppCurrentPrediction {
   return predictGates(dev, 'llama.cpp', { env, host: h });
 }
 
-function legacy(dev: DeviceReport, env: Record<string, string | undefined> = {}, h: HostInfo | null = TAHOE): LlamaCppLegacyPrediction {
+function legacy(
+  dev: DeviceReport,
+  env: Record<string, string | undefined> = {},
+  h: HostInfo | null = TAHOE,
+): LlamaCppLegacyPrediction {
   return predictGates(dev, 'llama.cpp', { env, host: h, rules: 'legacy' });
 }
 
@@ -98,7 +118,18 @@ describe('predictGates: llama.cpp current rules', () => {
     expect(p.flags.has_bfloat.reason).toContain('supportsFamily(Apple6)=NO');
 
     const c = p.consequences;
-    for (const op of ['MUL_MAT', 'MUL_MAT_ID', 'SOFT_MAX', 'RMS_NORM', 'NORM', 'GROUP_NORM', 'L2_NORM', 'SUM_ROWS', 'ARGMAX', 'FLASH_ATTN_EXT']) {
+    for (const op of [
+      'MUL_MAT',
+      'MUL_MAT_ID',
+      'SOFT_MAX',
+      'RMS_NORM',
+      'NORM',
+      'GROUP_NORM',
+      'L2_NORM',
+      'SUM_ROWS',
+      'ARGMAX',
+      'FLASH_ATTN_EXT',
+    ]) {
       expect(c.cpuFallbackOps).toContain(op);
     }
     expect(c.matMulKernels).toBe('mat-vec-only');
@@ -174,13 +205,17 @@ describe('predictGates: llama.cpp current rules', () => {
     const disabled = llama(m5, { GGML_METAL_TENSOR_DISABLE: '1' });
     expect(disabled.flags.has_tensor.value).toBe(false);
     expect(disabled.flags.has_tensor.reason).toContain('GGML_METAL_TENSOR_DISABLE');
-    expect(llama(m5, { GGML_METAL_TENSOR_DISABLE: '1', GGML_METAL_TENSOR_ENABLE: '1' }).flags.has_tensor.value).toBe(false);
+    expect(llama(m5, { GGML_METAL_TENSOR_DISABLE: '1', GGML_METAL_TENSOR_ENABLE: '1' }).flags.has_tensor.value).toBe(
+      false,
+    );
 
     const m1 = device({ yes: [...M1_LIKE, 'metal4'], name: 'Apple M1 Ultra' });
     expect(llama(m1).flags.has_tensor.value).toBe(false);
     expect(llama(m1).flags.has_tensor.reason).toContain('has no M5/M6/A19/A20');
     expect(llama(m1, { GGML_METAL_TENSOR_ENABLE: '1' }).flags.has_tensor.value).toBe(true);
-    expect(llama(device({ yes: M1_LIKE, name: 'Apple M5' }), { GGML_METAL_TENSOR_ENABLE: '1' }).flags.has_tensor.value).toBe(false);
+    expect(
+      llama(device({ yes: M1_LIKE, name: 'Apple M5' }), { GGML_METAL_TENSOR_ENABLE: '1' }).flags.has_tensor.value,
+    ).toBe(false);
     expect(llama(device({ yes: ['metal4'], name: 'Apple A19 Pro' })).flags.has_tensor.value).toBe(true);
   });
 
@@ -210,7 +245,8 @@ describe('predictGates: llama.cpp current rules', () => {
     expect(residency({ GGML_METAL_NO_RESIDENCY: '1' }, host('26.5.2'))).toEqual({
       flag: {
         value: false,
-        reason: 'GGML_METAL_NO_RESIDENCY="1", arm64 host, not translated: an arm64 build, macOS 26.5.2 ≥ 15.0, no set is created',
+        reason:
+          'GGML_METAL_NO_RESIDENCY="1", arm64 host, not translated: an arm64 build, macOS 26.5.2 ≥ 15.0, no set is created',
       },
       created: false,
     });
@@ -237,9 +273,16 @@ describe('predictGates: llama.cpp current rules', () => {
     });
     expect(rosetta.consequences.residencySetsCreated).toBe(false);
     // The same host not translated creates sets: only `translated` differs.
-    expect(llama(dev, {}, host('26.5.2', { arch: 'arm64', translated: false })).consequences.residencySetsCreated).toBe(true);
-    expect(llama(dev, { GGML_METAL_NO_RESIDENCY: '1' }, host('26.5.2', { translated: true })).flags.use_residency_sets.value).toBe(true);
-    expect(llama(dev, { GGML_METAL_NO_RESIDENCY: '1' }, host('26.5.2', { translated: false })).flags.use_residency_sets.value).toBe(false);
+    expect(llama(dev, {}, host('26.5.2', { arch: 'arm64', translated: false })).consequences.residencySetsCreated).toBe(
+      true,
+    );
+    expect(
+      llama(dev, { GGML_METAL_NO_RESIDENCY: '1' }, host('26.5.2', { translated: true })).flags.use_residency_sets.value,
+    ).toBe(true);
+    expect(
+      llama(dev, { GGML_METAL_NO_RESIDENCY: '1' }, host('26.5.2', { translated: false })).flags.use_residency_sets
+        .value,
+    ).toBe(false);
   });
 
   it('use_residency_sets with no host: assumes the macOS minimum is met and says so', () => {
@@ -263,16 +306,27 @@ describe('predictGates: llama.cpp current rules', () => {
     expect(disabled.flags.use_shared_buffers.value).toBe(false);
     expect(disabled.flags.use_shared_buffers.reason).toContain('GGML_METAL_SHARED_BUFFERS_DISABLE');
     // ENABLE is applied after DISABLE
-    expect(llama(uma, { GGML_METAL_SHARED_BUFFERS_DISABLE: '1', GGML_METAL_SHARED_BUFFERS_ENABLE: '1' }).flags.use_shared_buffers.value).toBe(true);
+    expect(
+      llama(uma, { GGML_METAL_SHARED_BUFFERS_DISABLE: '1', GGML_METAL_SHARED_BUFFERS_ENABLE: '1' }).flags
+        .use_shared_buffers.value,
+    ).toBe(true);
 
-    const discrete = device({ yes: ['mac2', 'metal3'], hasUnifiedMemory: false, location: 'slot', name: 'AMD Radeon Pro 5500M' });
+    const discrete = device({
+      yes: ['mac2', 'metal3'],
+      hasUnifiedMemory: false,
+      location: 'slot',
+      name: 'AMD Radeon Pro 5500M',
+    });
     expect(llama(discrete).flags.use_shared_buffers.value).toBe(false);
     expect(llama(discrete, { GGML_METAL_SHARED_BUFFERS_ENABLE: '' }).flags.use_shared_buffers.value).toBe(true);
     const egpu = device({ yes: ['mac2', 'metal3'], hasUnifiedMemory: false, location: 'external' });
     // v0.5.0 reads the location in x86_64 builds only; v0.4 in every build.
     expect(llama(egpu, {}, host('13.6.9', { arch: 'x86_64' })).flags.use_shared_buffers.value).toBe(true);
     expect(llama(egpu, {}, host('15.1', { arch: 'arm64' })).flags.use_shared_buffers.value).toBe(false);
-    expect(predictGates(egpu, 'llama.cpp', { env: {}, host: host('15.1', { arch: 'arm64' }), rules: 'chip-tuning' }).flags.use_shared_buffers.value).toBe(true);
+    expect(
+      predictGates(egpu, 'llama.cpp', { env: {}, host: host('15.1', { arch: 'arm64' }), rules: 'chip-tuning' }).flags
+        .use_shared_buffers.value,
+    ).toBe(true);
     expect(llama(device({ hasUnifiedMemory: null, location: null })).flags.use_shared_buffers.value).toBe(false);
   });
 
@@ -352,7 +406,7 @@ describe('predictGates: llama.cpp legacy rules', () => {
     expect(stockOld.consequences.cpuFallbackOps.length).toBeLessThan(stockCur.consequences.cpuFallbackOps.length);
   });
 
-  it('has_residency_sets follows the same creation rule; an x86_64 build keeps the static\'s false', () => {
+  it("has_residency_sets follows the same creation rule; an x86_64 build keeps the static's false", () => {
     const dev = device({ yes: M1_LIKE });
     const residency = (env: Record<string, string>, h: HostInfo) => {
       const p = legacy(dev, env, h);
@@ -368,10 +422,14 @@ describe('predictGates: llama.cpp legacy rules', () => {
 
 describe('predictGates: MLX', () => {
   it('metal3 on a paravirtual device: residency sets on, with the residency-set warning', () => {
-    const p = predictGates(device({ yes: [...APPLE_1_5, 'apple6', 'apple7', 'metal3'], name: 'Apple Paravirtual device' }), 'mlx', {
-      env: {},
-      host: VM_HOST,
-    });
+    const p = predictGates(
+      device({ yes: [...APPLE_1_5, 'apple6', 'apple7', 'metal3'], name: 'Apple Paravirtual device' }),
+      'mlx',
+      {
+        env: {},
+        host: VM_HOST,
+      },
+    );
     expect(p.engine).toBe('mlx');
     expect(p.residencySets.value).toBe(true);
     expect(p.residencySets.reason).toContain('supportsFamily(Metal3)=YES');
@@ -393,7 +451,10 @@ describe('predictGates: MLX', () => {
   });
 
   it('without metal3: no residency sets and no residency warnings', () => {
-    const p = predictGates(device({ yes: STOCK_GUEST, name: 'Apple Paravirtual device' }), 'mlx', { env: {}, host: VM_HOST });
+    const p = predictGates(device({ yes: STOCK_GUEST, name: 'Apple Paravirtual device' }), 'mlx', {
+      env: {},
+      host: VM_HOST,
+    });
     expect(p.residencySets.value).toBe(false);
     expect(p.residencySets.reason).toContain('supportsFamily(Metal3)=NO');
     expect(p.warnings).toEqual([]);
@@ -429,7 +490,9 @@ describe('predictGates: MLX', () => {
     const over = predictGates(dev, 'mlx', { env: { MLX_METAL_GPU_ARCH: 'applegpu_g16s' } }).architectureGeneration;
     expect(over.value).toBe(16);
     expect(over.reason).toContain('MLX_METAL_GPU_ARCH');
-    const noArch = predictGates(device({ architecture: null }), 'mlx', { env: { MLX_METAL_GPU_ARCH: 'applegpu_g15g' } });
+    const noArch = predictGates(device({ architecture: null }), 'mlx', {
+      env: { MLX_METAL_GPU_ARCH: 'applegpu_g15g' },
+    });
     expect(noArch.architectureGeneration.value).toBe(15);
     const empty = predictGates(dev, 'mlx', { env: { MLX_METAL_GPU_ARCH: '' } }).architectureGeneration;
     expect(empty.value).toBe(13);
@@ -438,8 +501,10 @@ describe('predictGates: MLX', () => {
 
   it('allocator gc limit is min(0.95 × wss, 1.5 × wss, 0.95 × RAM), each term truncated as MLX does', () => {
     const lim = (bytes: number | null, memoryBytes: number | null = null) =>
-      predictGates(device({ recommendedMaxWorkingSetSize: bytes }), 'mlx', { env: {}, host: host('26.5.2', { memoryBytes }) })
-        .allocatorLimitBytes;
+      predictGates(device({ recommendedMaxWorkingSetSize: bytes }), 'mlx', {
+        env: {},
+        host: host('26.5.2', { memoryBytes }),
+      }).allocatorLimitBytes;
     // RAM large enough: the working-set term decides.
     expect(lim(12_009_603_072, 17_179_869_184)).toEqual({
       value: 11_409_122_918,
@@ -478,11 +543,12 @@ describe('predictGates: MLX', () => {
     expect(heap('Apple M1 Ultra')).toEqual({
       value: false,
       reason:
-        "name \"Apple M1 Ultra\" is not \"Apple Paravirtual device\", in this VM MLX creates its heap and adds it to its residency set: the name no longer tells it it is in a VM, and it skips the heap there on purpose (doctor's heap probe tests that path)",
+        'name "Apple M1 Ultra" is not "Apple Paravirtual device", in this VM MLX creates its heap and adds it to its residency set: the name no longer tells it it is in a VM, and it skips the heap there on purpose (doctor\'s heap probe tests that path)',
     });
     expect(predictGates(device({ name: 'Apple M1 Ultra' }), 'mlx', { env: {}, host: null }).heapSkipped).toEqual({
       value: false,
-      reason: 'name "Apple M1 Ultra" is not "Apple Paravirtual device", MLX creates its heap and adds it to its residency set',
+      reason:
+        'name "Apple M1 Ultra" is not "Apple Paravirtual device", MLX creates its heap and adds it to its residency set',
     });
     // Exact comparison, as MLX makes it: no substring or case folding.
     expect(heap('Apple Paravirtual Device').value).toBe(false);
@@ -491,7 +557,9 @@ describe('predictGates: MLX', () => {
 
   it('warns when the report is not MTLCopyAllDevices()[0]', () => {
     const p = predictGates(device({ index: 1, name: 'AMD' }), 'mlx', { env: {} });
-    expect(p.warnings).toEqual(['MLX uses MTLCopyAllDevices()[0]; this report is device 1 ("AMD"), which MLX does not pick']);
+    expect(p.warnings).toEqual([
+      'MLX uses MTLCopyAllDevices()[0]; this report is device 1 ("AMD"), which MLX does not pick',
+    ]);
   });
 });
 
@@ -506,17 +574,25 @@ describe('predictGates: invalid arguments', () => {
   it('rejects a device that is not an object with families', () => {
     expectInvalid(() => predictGates(null as unknown as DeviceReport, 'mlx'), 'device', /families/);
     expectInvalid(() => predictGates({ name: 'x' } as unknown as DeviceReport, 'llama.cpp'), 'device', /families/);
-    expectInvalid(() => predictGates({ name: 'x', families: 'apple7' } as unknown as DeviceReport, 'llama.cpp'), 'device');
+    expectInvalid(
+      () => predictGates({ name: 'x', families: 'apple7' } as unknown as DeviceReport, 'llama.cpp'),
+      'device',
+    );
     const badFamily = { ...dev, families: { ...dev.families, apple7: 'yes' } } as unknown as DeviceReport;
     expectInvalid(() => predictGates(badFamily, 'llama.cpp'), 'device', /apple7/);
   });
 
   it('rejects a non-object env, or non-string env values', () => {
-    expectInvalid(() => predictGates(dev, 'llama.cpp', { env: 'GGML=1' as unknown as Record<string, string> }), 'env', /object/);
+    expectInvalid(
+      () => predictGates(dev, 'llama.cpp', { env: 'GGML=1' as unknown as Record<string, string> }),
+      'env',
+      /object/,
+    );
     expectInvalid(() => predictGates(dev, 'llama.cpp', { env: null as unknown as Record<string, string> }), 'env');
     expectInvalid(() => predictGates(dev, 'llama.cpp', { env: [] as unknown as Record<string, string> }), 'env');
     expectInvalid(
-      () => predictGates(dev, 'llama.cpp', { env: { GGML_METAL_BF16_DISABLE: true } as unknown as Record<string, string> }),
+      () =>
+        predictGates(dev, 'llama.cpp', { env: { GGML_METAL_BF16_DISABLE: true } as unknown as Record<string, string> }),
       'env',
       /GGML_METAL_BF16_DISABLE/,
     );
@@ -534,7 +610,11 @@ describe('predictGates: invalid arguments', () => {
 
   it('rejects non-object options, unknown option names and a bad host', () => {
     expectInvalid(() => predictGates(dev, 'llama.cpp', 5 as unknown as object), 'options');
-    expectInvalid(() => predictGates(dev, 'llama.cpp', { envv: {} } as unknown as object), 'options', /env, host, rules, release/);
+    expectInvalid(
+      () => predictGates(dev, 'llama.cpp', { envv: {} } as unknown as object),
+      'options',
+      /env, host, rules, release/,
+    );
     expectInvalid(() => predictGates(dev, 'llama.cpp', { host: 'macOS 15' as unknown as HostInfo }), 'host');
     expectInvalid(
       () => predictGates(dev, 'llama.cpp', { host: { osVersion: 15 } as unknown as HostInfo }),
@@ -550,7 +630,13 @@ describe('rule tables', () => {
   });
 
   it('each flag appears exactly once per table, with a source and a rule', () => {
-    const tables = [LLAMA_CPP_CURRENT_RULES, LLAMA_CPP_CHIP_TUNING_RULES, LLAMA_CPP_DEVICE_RULES, LLAMA_CPP_LEGACY_RULES, MLX_RULES] as const;
+    const tables = [
+      LLAMA_CPP_CURRENT_RULES,
+      LLAMA_CPP_CHIP_TUNING_RULES,
+      LLAMA_CPP_DEVICE_RULES,
+      LLAMA_CPP_LEGACY_RULES,
+      MLX_RULES,
+    ] as const;
     for (const table of tables) {
       const flags = table.map((r) => r.flag);
       expect(new Set(flags).size).toBe(flags.length);
@@ -559,12 +645,26 @@ describe('rule tables', () => {
         expect(r.rule.length).toBeGreaterThan(0);
       }
     }
-    const deviceFlags = ['has_simdgroup_reduction', 'has_simdgroup_mm', 'has_bfloat', 'has_tensor', 'use_residency_sets', 'use_shared_buffers'];
+    const deviceFlags = [
+      'has_simdgroup_reduction',
+      'has_simdgroup_mm',
+      'has_bfloat',
+      'has_tensor',
+      'use_residency_sets',
+      'use_shared_buffers',
+    ];
     expect(LLAMA_CPP_DEVICE_RULES.map((r) => r.flag)).toEqual(deviceFlags);
     expect(LLAMA_CPP_CHIP_TUNING_RULES.map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id']);
     expect(LLAMA_CPP_CURRENT_RULES.map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id']);
-    expect(LLAMA_CPP_CURRENT_RULES.every((r) => r.source.startsWith('ggml-metal-device.m ggml_metal_device_init'))).toBe(true);
-    expect(MLX_RULES.map((r) => r.flag)).toEqual(['residencySets', 'architectureGeneration', 'allocatorLimitBytes', 'heapSkipped']);
+    expect(
+      LLAMA_CPP_CURRENT_RULES.every((r) => r.source.startsWith('ggml-metal-device.m ggml_metal_device_init')),
+    ).toBe(true);
+    expect(MLX_RULES.map((r) => r.flag)).toEqual([
+      'residencySets',
+      'architectureGeneration',
+      'allocatorLimitBytes',
+      'heapSkipped',
+    ]);
   });
 
   it('the prediction carries exactly the flags of its table', () => {
@@ -576,14 +676,17 @@ describe('rule tables', () => {
 
   it('op gates only name the two SIMD-group flags', () => {
     for (const set of ['current', 'chip-tuning', 'device', 'legacy'] as const) {
-      for (const g of LLAMA_CPP_OP_GATES[set]) expect(['has_simdgroup_reduction', 'has_simdgroup_mm']).toContain(g.needs);
+      for (const g of LLAMA_CPP_OP_GATES[set])
+        expect(['has_simdgroup_reduction', 'has_simdgroup_mm']).toContain(g.needs);
     }
   });
 });
 
 describe('properties', () => {
   const answer = fc.constantFrom<boolean | null>(true, false, null);
-  const familiesArb = fc.record(Object.fromEntries(FAMILY_NAMES.map((n) => [n, answer])) as Record<FamilyName, fc.Arbitrary<boolean | null>>);
+  const familiesArb = fc.record(
+    Object.fromEntries(FAMILY_NAMES.map((n) => [n, answer])) as Record<FamilyName, fc.Arbitrary<boolean | null>>,
+  );
 
   it('for any family answers: mm implies reduction, and the CPU list is empty exactly when both are on', () => {
     fc.assert(
@@ -600,4 +703,3 @@ describe('properties', () => {
     );
   });
 });
-

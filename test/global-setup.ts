@@ -18,12 +18,15 @@ export default function setup(): void {
   if (check.status !== 0) {
     process.stderr.write(`global setup: ${check.output.trim()}; rebuilding dist/ (npm run build)\n`);
     const build = run(['npm', 'run', '--silent', 'build']);
-    if (build.status !== 0) throw new Error(`npm run build failed; the suite cannot run against a stale dist/:\n${build.output}`);
+    if (build.status !== 0)
+      throw new Error(`npm run build failed; the suite cannot run against a stale dist/:\n${build.output}`);
     const again = run([process.execPath, 'scripts/source-stamp.mjs']);
-    if (again.status !== 0) throw new Error(`dist/ still does not match lib/ after npm run build: ${again.output.trim()}`);
+    if (again.status !== 0)
+      throw new Error(`dist/ still does not match lib/ after npm run build: ${again.output.trim()}`);
   }
   if (process.platform === 'linux') {
     const sim = run([process.execPath, 'scripts/build-sim.mjs']);
-    if (sim.status !== 0) throw new Error(`npm run build:sim failed; the suite cannot run against a stale native build:\n${sim.output}`);
+    if (sim.status !== 0)
+      throw new Error(`npm run build:sim failed; the suite cannot run against a stale native build:\n${sim.output}`);
   }
 }

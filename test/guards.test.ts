@@ -61,7 +61,12 @@ describeSim('guards on a host that is not a VM', () => {
     expect(result.applied).toBe(true);
     const d = result.after!.devices[0]!;
     expect(d.highestAppleFamily?.name).toBe('apple5');
-    expect([d.families.apple6, d.families.apple7, d.families.mac2, d.families.metal3]).toEqual([false, false, false, false]);
+    expect([d.families.apple6, d.families.apple7, d.families.mac2, d.families.metal3]).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
     expect(d.families.common3).toBe(true);
     expect(d.maxThreadgroupMemoryLength).toBe(32768);
     expect(d.simd.reduction.value).toBe(false);
@@ -85,7 +90,10 @@ describeSim('guards on a host that is not a VM', () => {
   });
 
   it('raising only threadgroup memory is a raise too: refused without force', () => {
-    expect(applyProfile({ maxThreadgroupMemoryLength: 65536 })).toMatchObject({ applied: false, reason: 'refused-bare-metal' });
+    expect(applyProfile({ maxThreadgroupMemoryLength: 65536 })).toMatchObject({
+      applied: false,
+      reason: 'refused-bare-metal',
+    });
     expect(() => applyProfile({ maxThreadgroupMemoryLength: 65536 }, { strict: true })).toThrow(RefusedError);
     expect(status().active).toBe(false);
   });

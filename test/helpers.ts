@@ -31,7 +31,10 @@ export interface SimFixture {
   stopHammer(): { calls: number; seen: string[] };
   installForeignHook(className: string, answer: number): boolean;
   removeForeignHook(className: string): boolean;
-  methodInfo(className: string, selector: string): { own: boolean; imp: string; superImp: string; superclass: string } | null;
+  methodInfo(
+    className: string,
+    selector: string,
+  ): { own: boolean; imp: string; superImp: string; superclass: string } | null;
   benchQueries(iterations: number): { supportsFamilyNs: number; maxThreadgroupMemoryNs: number };
   strayDevice(className: string, simIndex: number): FixtureAnswers | null;
   /** Calls this process has made to MTLCreateSystemDefaultDevice() / MTLCopyAllDevices() (simulated Metal's counters). */
@@ -70,7 +73,10 @@ export function loadLibrary(dir: string, name: string, symbols: string[], global
 export function loadLibrarySource(dir: string, name: string, source: string, global = false): string {
   const file = path.join(dir, name);
   const sourceFile = `${file}.c`;
-  const napiInclude = path.join(path.dirname(createRequire(import.meta.url).resolve('node-api-headers/package.json')), 'include');
+  const napiInclude = path.join(
+    path.dirname(createRequire(import.meta.url).resolve('node-api-headers/package.json')),
+    'include',
+  );
   writeFileSync(sourceFile, `#include <node_api.h>\n${source}NAPI_MODULE_INIT() { return exports; }\n`);
   execFileSync('clang-14', ['-shared', '-fPIC', `-I${napiInclude}`, sourceFile, '-o', file]);
   const scope = global ? osConstants.dlopen.RTLD_GLOBAL : osConstants.dlopen.RTLD_LOCAL;
@@ -79,7 +85,12 @@ export function loadLibrarySource(dir: string, name: string, source: string, glo
 }
 
 /** Runs the built CLI; `extra` adds spawn options (e.g. another uid). */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input?: string, extra: SpawnSyncOptions = {}): SpawnSyncReturns<string> {
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  input?: string,
+  extra: SpawnSyncOptions = {},
+): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, [cli, ...args], {
     ...extra,
     encoding: 'utf8',
@@ -90,11 +101,7 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input?: stri
 }
 
 /** Runs an ES module snippet in a fresh Node process (so it gets its own simulated snapshot). */
-export function runNode(
-  code: string,
-  env: NodeJS.ProcessEnv = {},
-  extraArgs: string[] = [],
-): SpawnSyncReturns<string> {
+export function runNode(code: string, env: NodeJS.ProcessEnv = {}, extraArgs: string[] = []): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, [...extraArgs, '--input-type=module', '-e', code], {
     encoding: 'utf8',
     cwd: root,

@@ -88,9 +88,12 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
   it('applying twice does not wrap twice', () => {
     applyProfile('apple7', { force: true, trace: true });
     const second = applyProfile('apple7', { force: true, trace: true });
-    expect(second.patchedClasses.flatMap((c) => c.selectors.map((s) => s.outcome))).toEqual(Array(6).fill('already-installed'));
+    expect(second.patchedClasses.flatMap((c) => c.selectors.map((s) => s.outcome))).toEqual(
+      Array(6).fill('already-installed'),
+    );
     expect(status().hooks).toHaveLength(6);
-    const calls = () => status({ trace: true }).trace!.find((t) => t.selector === 'maxThreadgroupMemoryLength')?.calls ?? 0;
+    const calls = () =>
+      status({ trace: true }).trace!.find((t) => t.selector === 'maxThreadgroupMemoryLength')?.calls ?? 0;
     const n = calls();
     fixture.query(false);
     // One query through a single wrapper counts once; a double wrap would count twice.
@@ -119,7 +122,9 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     expect(amd!.maxThreadgroupMemoryLength).toBe(12345);
     expect(amd!.families[APPLE7]).toBe(false);
     expect(intel!.maxThreadgroupMemoryLength).toBe(65536);
-    expect(status().hooks).toEqual([{ className: AMD, selector: 'maxThreadgroupMemoryLength', mode: 'replaced', ours: false }]);
+    expect(status().hooks).toEqual([
+      { className: AMD, selector: 'maxThreadgroupMemoryLength', mode: 'replaced', ours: false },
+    ]);
     // While the other hook stays on top, there is nothing restore may take out: a result that says so.
     const blocked = restore();
     expect(blocked).toMatchObject({
@@ -222,11 +227,14 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     expect(devices()).toEqual(answers);
   });
 
-  it.each([[{ force: 'yes' }], [{ trace: 1 }], [{ strict: null, extra: true }]])('bad options %j throw InvalidOptionsError first', (opts) => {
-    const before = status();
-    expect(() => applyProfile('cua-release', opts as never)).toThrow(InvalidOptionsError);
-    expect(status()).toEqual(before);
-  });
+  it.each([[{ force: 'yes' }], [{ trace: 1 }], [{ strict: null, extra: true }]])(
+    'bad options %j throw InvalidOptionsError first',
+    (opts) => {
+      const before = status();
+      expect(() => applyProfile('cua-release', opts as never)).toThrow(InvalidOptionsError);
+      expect(status()).toEqual(before);
+    },
+  );
 
   it('status() with trace shows each family asked, the stock answer and the answer given', () => {
     applyProfile('apple7', { force: true, trace: true });
@@ -279,7 +287,13 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     const result = applyProfile('apple7', { force: true });
     expect(result.before?.devices[1]!.families.apple7).toBe(false);
     expect(result.after?.devices[1]!.families.apple7).toBe(true);
-    expect(result.changed).toContainEqual({ device: 1, className: AMD, field: 'families.apple7', from: false, to: true });
+    expect(result.changed).toContainEqual({
+      device: 1,
+      className: AMD,
+      field: 'families.apple7',
+      from: false,
+      to: true,
+    });
     expect(result.verification?.ok).toBe(true);
     expect(result.warnings.map((w) => w.code)).toContain('not-paravirtual');
   });

@@ -46,7 +46,10 @@ describe('bounds: file size, nesting depth, device count', () => {
   it('file size: up to maxBytes is read, one byte more is refused unread', () => {
     const at = file('at.json', '[1,  2]');
     expect(readJsonFile(at, { maxBytes: 7, maxDepth: 64 })).toEqual({ ok: true, value: [1, 2] });
-    expect(readJsonFile(at, { maxBytes: 6, maxDepth: 64 })).toEqual({ ok: false, problem: 'is larger than 6 bytes, far more than any metal-cap-shim file' });
+    expect(readJsonFile(at, { maxBytes: 6, maxDepth: 64 })).toEqual({
+      ok: false,
+      problem: 'is larger than 6 bytes, far more than any metal-cap-shim file',
+    });
   });
 
   it('file size: a pipe is read only up to the bound', () => {
@@ -55,7 +58,10 @@ describe('bounds: file size, nesting depth, device count', () => {
     // A writer that would never stop: the read must not wait for its end (the writer dies of SIGPIPE afterwards).
     const writer = spawn('sh', ['-c', `exec yes '[1,' > '${fifo}'`], { stdio: 'ignore' });
     try {
-      expect(readJsonFile(fifo, { maxBytes: 1000, maxDepth: 64 })).toEqual({ ok: false, problem: 'is larger than 1000 bytes, far more than any metal-cap-shim file' });
+      expect(readJsonFile(fifo, { maxBytes: 1000, maxDepth: 64 })).toEqual({
+        ok: false,
+        problem: 'is larger than 1000 bytes, far more than any metal-cap-shim file',
+      });
     } finally {
       writer.kill();
     }
@@ -79,27 +85,59 @@ describe('bounds: file size, nesting depth, device count', () => {
   });
 
   it('devices: maxDevices are taken, one more is refused naming the count', () => {
-    expect(validateSnapshot(snapshotOf(64, () => undefined), 'test').devices).toHaveLength(64);
-    expect(thrown(() => validateSnapshot(snapshotOf(65, () => undefined), 'test'))).toEqual(
-      new InvalidSnapshotError('devices', 'test: devices must be an array of at most 64 devices, not 65; see snapshots/README.md for the format'),
+    expect(
+      validateSnapshot(
+        snapshotOf(64, () => undefined),
+        'test',
+      ).devices,
+    ).toHaveLength(64);
+    expect(
+      thrown(() =>
+        validateSnapshot(
+          snapshotOf(65, () => undefined),
+          'test',
+        ),
+      ),
+    ).toEqual(
+      new InvalidSnapshotError(
+        'devices',
+        'test: devices must be an array of at most 64 devices, not 65; see snapshots/README.md for the format',
+      ),
     );
-    expect(validateSnapshot(snapshotOf(65, () => undefined), 'test', { maxDevices: 65 }).devices).toHaveLength(65);
+    expect(
+      validateSnapshot(
+        snapshotOf(65, () => undefined),
+        'test',
+        { maxDevices: 65 },
+      ).devices,
+    ).toHaveLength(65);
   });
 });
 
 describe('subclassOf chains: one pass, loops found wherever they are', () => {
-  const sim = (parent: number | null) => ({ methodsOnConcreteClass: false, ...(parent === null ? {} : { subclassOf: `Device${parent}` }) });
+  const sim = (parent: number | null) => ({
+    methodsOnConcreteClass: false,
+    ...(parent === null ? {} : { subclassOf: `Device${parent}` }),
+  });
   const LOOP = 'must not lead back into a loop of subclassOf links';
 
   it('a chain through every device (each subclasses the one before) is fine', () => {
-    expect(validateSnapshot(snapshotOf(64, (i) => sim(i === 0 ? null : i - 1)), 'test').devices).toHaveLength(64);
+    expect(
+      validateSnapshot(
+        snapshotOf(64, (i) => sim(i === 0 ? null : i - 1)),
+        'test',
+      ).devices,
+    ).toHaveLength(64);
   });
 
   it('a loop, or a chain that leads into one: the first device on such a chain is named', () => {
     // 0 → 1 → 2 → 1: device 0 is not in the loop, but its chain never ends.
     const intoLoop = snapshotOf(3, (i) => sim([1, 2, 1][i]!));
     expect(thrown(() => validateSnapshot(intoLoop, 'test'))).toEqual(
-      new InvalidSnapshotError('devices[0].simulation.subclassOf', `test: devices[0].simulation.subclassOf ${LOOP}; see snapshots/README.md for the format`),
+      new InvalidSnapshotError(
+        'devices[0].simulation.subclassOf',
+        `test: devices[0].simulation.subclassOf ${LOOP}; see snapshots/README.md for the format`,
+      ),
     );
     // 0 → nothing; 1 → 2 → 3 → 1.
     const later = snapshotOf(4, (i) => sim([null, 2, 3, 1][i]!));
@@ -132,7 +170,10 @@ describe('subclassOf chains: one pass, loops found wherever they are', () => {
         const firstLooping = parents.findIndex((_, i) => naive(i));
         const s = snapshotOf(n, (i) => sim(parentOf(i)));
         if (firstLooping < 0) expect(validateSnapshot(s, 'test').devices).toHaveLength(n);
-        else expect(thrown(() => validateSnapshot(s, 'test'))).toMatchObject({ field: `devices[${firstLooping}].simulation.subclassOf` });
+        else
+          expect(thrown(() => validateSnapshot(s, 'test'))).toMatchObject({
+            field: `devices[${firstLooping}].simulation.subclassOf`,
+          });
       }
     }
   });
@@ -150,7 +191,11 @@ describe('malformed shapes through the CLI: one line with a code, never "interna
     edit(s);
     const f = file(`snapshot-${name.replace(/\W+/g, '-')}.json`, JSON.stringify(s));
     const r = runCli(['probe', '--snapshot', f]);
-    expect([r.status, r.stdout, r.stderr]).toEqual([2, '', `metal-cap-shim: ERR_INVALID_SNAPSHOT: ${f}: ${says}; see snapshots/README.md for the format\n`]);
+    expect([r.status, r.stdout, r.stderr]).toEqual([
+      2,
+      '',
+      `metal-cap-shim: ERR_INVALID_SNAPSHOT: ${f}: ${says}; see snapshots/README.md for the format\n`,
+    ]);
   });
 
   it.each(cases)('a probe --json report with %s, given as a snapshot', (name, edit, says) => {
@@ -159,7 +204,11 @@ describe('malformed shapes through the CLI: one line with a code, never "interna
     const f = file(`report-${name.replace(/\W+/g, '-')}.json`, JSON.stringify(report));
     for (const command of ['probe', 'audit']) {
       const r = runCli([command, '--snapshot', f]);
-      expect([r.status, r.stdout, r.stderr]).toEqual([2, '', `metal-cap-shim: ERR_INVALID_SNAPSHOT: ${f}: ${says}; see snapshots/README.md for the format\n`]);
+      expect([r.status, r.stdout, r.stderr]).toEqual([
+        2,
+        '',
+        `metal-cap-shim: ERR_INVALID_SNAPSHOT: ${f}: ${says}; see snapshots/README.md for the format\n`,
+      ]);
     }
   });
 
@@ -168,16 +217,25 @@ describe('malformed shapes through the CLI: one line with a code, never "interna
     report.devices = Array.from({ length: 65 }, () => report.devices[0]);
     const f = file('report-65.json', JSON.stringify(report));
     const r = runCli(['audit', '--snapshot', f]);
-    expect([r.status, r.stderr]).toEqual([2, `metal-cap-shim: ERR_INVALID_SNAPSHOT: ${f}: devices must list at most 64 devices, not 65; see snapshots/README.md for the format\n`]);
+    expect([r.status, r.stderr]).toEqual([
+      2,
+      `metal-cap-shim: ERR_INVALID_SNAPSHOT: ${f}: devices must list at most 64 devices, not 65; see snapshots/README.md for the format\n`,
+    ]);
   });
 
   it('a file nested 100 000 deep, and one larger than 16 MiB', () => {
     const deep = file('deep.json', `{"schema":${'['.repeat(100_000)}${']'.repeat(100_000)}}`);
     const r = runCli(['audit', '--snapshot', deep]);
-    expect([r.status, r.stderr]).toEqual([2, `metal-cap-shim: ERR_INVALID_SNAPSHOT: snapshot file ${deep} nests arrays and objects more than 64 levels deep, far more than any metal-cap-shim file\n`]);
+    expect([r.status, r.stderr]).toEqual([
+      2,
+      `metal-cap-shim: ERR_INVALID_SNAPSHOT: snapshot file ${deep} nests arrays and objects more than 64 levels deep, far more than any metal-cap-shim file\n`,
+    ]);
     const big = file('big.json', `{"pad":"${' '.repeat(16 * 1024 * 1024)}"}`);
     const b = runCli(['probe', '--snapshot', big]);
-    expect([b.status, b.stderr]).toEqual([2, `metal-cap-shim: ERR_INVALID_SNAPSHOT: snapshot file ${big} is larger than 16777216 bytes, far more than any metal-cap-shim file\n`]);
+    expect([b.status, b.stderr]).toEqual([
+      2,
+      `metal-cap-shim: ERR_INVALID_SNAPSHOT: snapshot file ${big} is larger than 16777216 bytes, far more than any metal-cap-shim file\n`,
+    ]);
   });
 });
 
@@ -191,29 +249,74 @@ describe('malformed field reports for matrix', () => {
     edit(r);
     return r;
   };
-  const usable = (field: string) => `is not a usable metal-cap-shim field report (${field}); make one with \`metal-cap-shim report --json\``;
+  const usable = (field: string) =>
+    `is not a usable metal-cap-shim field report (${field}); make one with \`metal-cap-shim report --json\``;
 
   it.each([
-    ['engines: [null]', (r: Record<string, any>) => (r.audit.devices[0].engines = [null]), 'audit.devices[0].engines[0]', 'audit.devices[0].engines[0] must be an object naming its engine'],
-    ['an engine without after', (r: Record<string, any>) => delete r.audit.devices[0].engines[0].after, 'audit.devices[0].engines[0].after', "audit.devices[0].engines[0].after must be the engine's prediction"],
-    ['llama.cpp without flags', (r: Record<string, any>) => delete r.audit.devices[0].engines[0].after.flags, 'audit.devices[0].engines[0].after.flags', "audit.devices[0].engines[0].after.flags must hold llama.cpp's flags"],
-    ['a llama.cpp flag that is null', (r: Record<string, any>) => (r.audit.devices[0].engines[0].after.flags.has_bfloat = null), 'audit.devices[0].engines[0].after.flags', "audit.devices[0].engines[0].after.flags must hold llama.cpp's flags"],
-    ['an object as host.osVersion', (r: Record<string, any>) => (r.host.osVersion = { major: 26 }), 'host.osVersion', 'host.osVersion must be a string or null'],
-    ['a number as host.model', (r: Record<string, any>) => (r.host.model = 2), 'host.model', 'host.model must be a string or null'],
-    ['text as host.isVirtualMachine', (r: Record<string, any>) => (r.host.isVirtualMachine = 'yes'), 'host.isVirtualMachine', 'host.isVirtualMachine must be true, false or null'],
+    [
+      'engines: [null]',
+      (r: Record<string, any>) => (r.audit.devices[0].engines = [null]),
+      'audit.devices[0].engines[0]',
+      'audit.devices[0].engines[0] must be an object naming its engine',
+    ],
+    [
+      'an engine without after',
+      (r: Record<string, any>) => delete r.audit.devices[0].engines[0].after,
+      'audit.devices[0].engines[0].after',
+      "audit.devices[0].engines[0].after must be the engine's prediction",
+    ],
+    [
+      'llama.cpp without flags',
+      (r: Record<string, any>) => delete r.audit.devices[0].engines[0].after.flags,
+      'audit.devices[0].engines[0].after.flags',
+      "audit.devices[0].engines[0].after.flags must hold llama.cpp's flags",
+    ],
+    [
+      'a llama.cpp flag that is null',
+      (r: Record<string, any>) => (r.audit.devices[0].engines[0].after.flags.has_bfloat = null),
+      'audit.devices[0].engines[0].after.flags',
+      "audit.devices[0].engines[0].after.flags must hold llama.cpp's flags",
+    ],
+    [
+      'an object as host.osVersion',
+      (r: Record<string, any>) => (r.host.osVersion = { major: 26 }),
+      'host.osVersion',
+      'host.osVersion must be a string or null',
+    ],
+    [
+      'a number as host.model',
+      (r: Record<string, any>) => (r.host.model = 2),
+      'host.model',
+      'host.model must be a string or null',
+    ],
+    [
+      'text as host.isVirtualMachine',
+      (r: Record<string, any>) => (r.host.isVirtualMachine = 'yes'),
+      'host.isVirtualMachine',
+      'host.isVirtualMachine must be true, false or null',
+    ],
   ])('%s: InvalidReportError naming the field; the CLI exits 2 with one line', (_, edit, field, says) => {
     const r = broken(edit);
-    expect(thrown(() => buildMatrix([{ where: 'r.json', report: r }]))).toEqual(new InvalidReportError(field, `r.json ${usable(says)}`));
+    expect(thrown(() => buildMatrix([{ where: 'r.json', report: r }]))).toEqual(
+      new InvalidReportError(field, `r.json ${usable(says)}`),
+    );
     const f = file('matrix-input.json', JSON.stringify(r));
     const cli = runCli(['matrix', f]);
-    expect([cli.status, cli.stdout, cli.stderr]).toEqual([2, '', `metal-cap-shim: ERR_INVALID_REPORT: ${f} ${usable(says)}\n`]);
+    expect([cli.status, cli.stdout, cli.stderr]).toEqual([
+      2,
+      '',
+      `metal-cap-shim: ERR_INVALID_REPORT: ${f} ${usable(says)}\n`,
+    ]);
   });
 
   it('a report nested 100 000 deep: from a file, refused before parsing; in-process, a typed error, not a stack overflow', () => {
     const text = JSON.stringify(report).replace(/^\{/, `{"extra":${'['.repeat(100_000)}${']'.repeat(100_000)},`);
     const f = file('deep-report.json', text);
     const cli = runCli(['matrix', f]);
-    expect([cli.status, cli.stderr]).toEqual([2, `metal-cap-shim: ERR_FILE: ${f} nests arrays and objects more than 64 levels deep, far more than any metal-cap-shim file\n`]);
+    expect([cli.status, cli.stderr]).toEqual([
+      2,
+      `metal-cap-shim: ERR_FILE: ${f} nests arrays and objects more than 64 levels deep, far more than any metal-cap-shim file\n`,
+    ]);
     const nested: Record<string, unknown> = {};
     let at = nested;
     for (let i = 0; i < 200_000; i++) at = at.a = {};

@@ -37,7 +37,10 @@ describeSim('a name on bare metal', () => {
       verification: VERIFIED,
     });
     expect(r.patchedClasses).toEqual([
-      { className: CLASS, selectors: ANSWERS.map((selector) => ({ selector, outcome: 'installed', mode: 'replaced' })) },
+      {
+        className: CLASS,
+        selectors: ANSWERS.map((selector) => ({ selector, outcome: 'installed', mode: 'replaced' })),
+      },
     ]);
     expect(status().hooks.map((h) => h.selector)).toEqual(ANSWERS);
     expect(probe({ allDevices: true })).toEqual(stock);
@@ -55,7 +58,11 @@ describeSim('a name on bare metal', () => {
       changed: [{ device: 0, className: CLASS, field: 'name', from: 'Apple M1 Ultra', to: 'Apple M4 Max' }],
       verification: VERIFIED,
     });
-    expect(r.patchedClasses[0]!.selectors.find((s) => s.selector === 'name')).toEqual({ selector: 'name', outcome: 'installed', mode: 'replaced' });
+    expect(r.patchedClasses[0]!.selectors.find((s) => s.selector === 'name')).toEqual({
+      selector: 'name',
+      outcome: 'installed',
+      mode: 'replaced',
+    });
     expect(r.warnings.map((w) => w.code)).toEqual(['not-paravirtual']);
     expect((fixture.query() as { name: string }).name).toBe('Apple M4 Max');
     expect(restore()).toMatchObject({ restored: true, verification: VERIFIED });

@@ -3,12 +3,16 @@
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { editedSnapshot } from './apply-helpers.js';
 
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot('vz-guest-m1-ultra-tahoe-stock', 'guest-of-an-unknown-host', (s) => {
-  s.host.cpuBrand = null;
-  s.host.chip = null;
-  s.host.provenance.cpuBrand = 'unrecorded';
-  s.host.provenance.chip = 'unrecorded';
-});
+process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot(
+  'vz-guest-m1-ultra-tahoe-stock',
+  'guest-of-an-unknown-host',
+  (s) => {
+    s.host.cpuBrand = null;
+    s.host.chip = null;
+    s.host.provenance.cpuBrand = 'unrecorded';
+    s.host.provenance.chip = 'unrecorded';
+  },
+);
 
 const { restore, status } = await import('../lib/patch/apply.js');
 const { applyProfile } = await import('../lib/apply/auto.js');
@@ -58,7 +62,10 @@ describeSim('the host profile where the chip is unknown', () => {
   });
 
   it('register: not applied, and why', () => {
-    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'host' })).toEqual({ action: 'not-applied', why: `host-unknown: ${DETAIL}` });
+    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'host' })).toEqual({
+      action: 'not-applied',
+      why: `host-unknown: ${DETAIL}`,
+    });
     expect(status().active).toBe(false);
   });
 });

@@ -27,9 +27,20 @@ function injected(profileText: string | undefined) {
   delete env.METAL_CAP_SHIM_PROFILE_NATIVE;
   delete env.METAL_CAP_SHIM_STATUS_ID;
   if (profileText !== undefined) env.METAL_CAP_SHIM_PROFILE_NATIVE = profileText;
-  const r = spawnSync(consumer, [], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe', 'pipe'], timeout: 30_000 });
+  const r = spawnSync(consumer, [], {
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    timeout: 30_000,
+  });
   const lines = String(r.output[3] ?? '');
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr, statusLines: lines.replace(/^[1-9]\d* /gm, ''), pids: new Set(lines.match(/^\d+(?= )/gm)).size };
+  return {
+    status: r.status,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    statusLines: lines.replace(/^[1-9]\d* /gm, ''),
+    pids: new Set(lines.match(/^\d+(?= )/gm)).size,
+  };
 }
 
 const MAX_RANGE = `max must be an Apple family value from ${APPLE_FAMILY_MIN} to ${APPLE_FAMILY_MAX_KNOWN}`;
@@ -95,7 +106,13 @@ describeSim('exec injector: profile text from the environment', () => {
     ['a name with a byte above ASCII', 'mcs1;name=41ff', 'name must be printable ASCII as lower-case hex'],
   ])('%s: nothing installed, the program runs stock, the reason on the status pipe', (_what, text, reason) => {
     const r = injected(text);
-    expect(r).toEqual({ status: 0, stdout: stockOutput, stderr: '', statusLines: `error ERR_INVALID_PROFILE ${reason}\n`, pids: 1 });
+    expect(r).toEqual({
+      status: 0,
+      stdout: stockOutput,
+      stderr: '',
+      statusLines: `error ERR_INVALID_PROFILE ${reason}\n`,
+      pids: 1,
+    });
   });
 
   // The same bounds as the TypeScript validation, on both sides of each.

@@ -30,7 +30,14 @@ describe('a UTF-8 byte order mark at the start of a JSON file is accepted', () =
   });
 
   it('--profile FILE', () => {
-    const r = runCli(['audit', '--json', '--snapshot', STOCK, '--profile', write('bom-profile.json', `${BOM}{"appleFamilyMax":1007}`)]);
+    const r = runCli([
+      'audit',
+      '--json',
+      '--snapshot',
+      STOCK,
+      '--profile',
+      write('bom-profile.json', `${BOM}{"appleFamilyMax":1007}`),
+    ]);
     expect(r.status, r.stderr).toBe(0);
     expect((JSON.parse(r.stdout) as { profile: unknown }).profile).toEqual({
       name: null,
@@ -51,15 +58,21 @@ describe('a UTF-8 byte order mark at the start of a JSON file is accepted', () =
   });
 
   it('a byte order mark elsewhere than the start is still not JSON', () => {
-    expect(parseJsonText(`{"a": 1}${BOM}`)).toEqual({ ok: false, problem: 'is not JSON (syntax error at line 1, column 9: expected nothing after the JSON value)' });
+    expect(parseJsonText(`{"a": 1}${BOM}`)).toEqual({
+      ok: false,
+      problem: 'is not JSON (syntax error at line 1, column 9: expected nothing after the JSON value)',
+    });
   });
 });
 
 describe('a JSON syntax error names its line and column', () => {
   it.each([
     // V8 names no position for an unexpected token: the line and column come from our own scan.
-    ['{\n  "schema": "x",\n  "id": oops\n}', 'line 3, column 9: expected a value (an object, array, string, number, true, false or null)'],
-    ['{"a": 1,}', "line 1, column 9: expected a property name in double quotes"],
+    [
+      '{\n  "schema": "x",\n  "id": oops\n}',
+      'line 3, column 9: expected a value (an object, array, string, number, true, false or null)',
+    ],
+    ['{"a": 1,}', 'line 1, column 9: expected a property name in double quotes'],
     ['[1 2]', "line 1, column 4: expected ',' or ']'"],
     ['{"a" 1}', "line 1, column 6: expected ':' after the property name"],
     ['{"a": "x\ty"}', 'line 1, column 9: expected no control character inside a string (write it as an escape)'],
@@ -73,8 +86,14 @@ describe('a JSON syntax error names its line and column', () => {
   });
 
   it('a text that ends inside a value says so, with where it ends', () => {
-    expect(parseJsonText('{\n  "a": [1,')).toEqual({ ok: false, problem: 'is not JSON: it ends in the middle of a value (line 2, column 11)' });
-    expect(parseJsonText('{"a": "open')).toEqual({ ok: false, problem: 'is not JSON: it ends in the middle of a value (line 1, column 12)' });
+    expect(parseJsonText('{\n  "a": [1,')).toEqual({
+      ok: false,
+      problem: 'is not JSON: it ends in the middle of a value (line 2, column 11)',
+    });
+    expect(parseJsonText('{"a": "open')).toEqual({
+      ok: false,
+      problem: 'is not JSON: it ends in the middle of a value (line 1, column 12)',
+    });
   });
 
   it('the scan agrees that valid JSON is valid, nested or not', () => {
@@ -84,7 +103,10 @@ describe('a JSON syntax error names its line and column', () => {
   });
 
   it('deep nesting is scanned without recursion: 200 000 open brackets end in the middle of a value', () => {
-    expect(jsonSyntaxError('['.repeat(200_000))).toEqual({ offset: 200_000, expected: 'more: the text ends in the middle of a value' });
+    expect(jsonSyntaxError('['.repeat(200_000))).toEqual({
+      offset: 200_000,
+      expected: 'more: the text ends in the middle of a value',
+    });
   });
 
   it('on the command line, for --snapshot, --profile and matrix alike', () => {
@@ -109,7 +131,9 @@ describe('the wrong kind of JSON is named as what it is', () => {
     const file = write('doctor.json', runCli(['doctor', '--json', '--snapshot', STOCK]).stdout);
     const r = runCli(['audit', '--snapshot', file]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe(`metal-cap-shim: ERR_INVALID_SNAPSHOT: snapshot file ${file} has schema "metal-cap-shim/doctor@1"; ${EXPECTED}\n`);
+    expect(r.stderr).toBe(
+      `metal-cap-shim: ERR_INVALID_SNAPSHOT: snapshot file ${file} has schema "metal-cap-shim/doctor@1"; ${EXPECTED}\n`,
+    );
   });
 
   it('JSON without a schema, or not an object', () => {
@@ -161,7 +185,9 @@ describe('the wrong kind of JSON is named as what it is', () => {
     } catch (e) {
       error = e;
     }
-    expect((error as Error).message).toBe('x.json: defaultDevice is a BigInt, which JSON cannot hold; see snapshots/README.md for the format');
+    expect((error as Error).message).toBe(
+      'x.json: defaultDevice is a BigInt, which JSON cannot hold; see snapshots/README.md for the format',
+    );
   });
 
   it('matrix given a snapshot: the schema found and the one expected', () => {
@@ -175,7 +201,9 @@ describe('the wrong kind of JSON is named as what it is', () => {
 
   it('schemaProblem: null for an accepted schema, a clipped name for a long one', () => {
     expect(schemaProblem({ schema: 'a@1' }, { 'a@1': 'x' })).toBeNull();
-    expect(schemaProblem({ schema: 'z'.repeat(1000) }, { 'a@1': 'x' })).toBe(`has schema "${'z'.repeat(200)}… (1000 characters)"; expected a@1 (x)`);
+    expect(schemaProblem({ schema: 'z'.repeat(1000) }, { 'a@1': 'x' })).toBe(
+      `has schema "${'z'.repeat(200)}… (1000 characters)"; expected a@1 (x)`,
+    );
     expect(schemaProblem({ schema: 7 }, { 'a@1': 'x' })).toBe('has schema of type number; expected a@1 (x)');
   });
 });
@@ -183,24 +211,43 @@ describe('the wrong kind of JSON is named as what it is', () => {
 describe('a field report is a snapshot too', () => {
   let reportFile: string;
   beforeAll(() => {
-    reportFile = write('field-report.json', runCli(['report', '--json', '--snapshot', STOCK, '--host-label', 'M1 Ultra, macOS 26.6.1']).stdout);
+    reportFile = write(
+      'field-report.json',
+      runCli(['report', '--json', '--snapshot', STOCK, '--host-label', 'M1 Ultra, macOS 26.6.1']).stdout,
+    );
   });
 
   it('probe --snapshot report.json lists the devices the report audited, with their stock answers', () => {
-    const fromReport = JSON.parse(runCli(['probe', '--json', '--all-devices', '--snapshot', reportFile]).stdout) as { devices: unknown[]; host: unknown };
-    const original = JSON.parse(runCli(['probe', '--json', '--all-devices', '--snapshot', STOCK]).stdout) as { devices: unknown[]; host: unknown };
+    const fromReport = JSON.parse(runCli(['probe', '--json', '--all-devices', '--snapshot', reportFile]).stdout) as {
+      devices: unknown[];
+      host: unknown;
+    };
+    const original = JSON.parse(runCli(['probe', '--json', '--all-devices', '--snapshot', STOCK]).stdout) as {
+      devices: unknown[];
+      host: unknown;
+    };
     expect([fromReport.devices, fromReport.host]).toEqual([original.devices, original.host]);
   });
 
   it('audit --snapshot report.json re-audits it offline: the same verdict', () => {
-    const again = JSON.parse(runCli(['audit', '--json', '--snapshot', reportFile]).stdout) as { verdict: unknown; devices: { changes: unknown }[] };
+    const again = JSON.parse(runCli(['audit', '--json', '--snapshot', reportFile]).stdout) as {
+      verdict: unknown;
+      devices: { changes: unknown }[];
+    };
     const report = JSON.parse(readFileSync(reportFile, 'utf8')) as FieldReport;
-    expect([again.verdict, again.devices.map((d) => d.changes)]).toEqual([report.audit.verdict, report.audit.devices.map((d) => d.changes)]);
+    expect([again.verdict, again.devices.map((d) => d.changes)]).toEqual([
+      report.audit.verdict,
+      report.audit.devices.map((d) => d.changes),
+    ]);
   });
 
   it('loadSnapshot titles it by the file and the host label; its id is the snapshot the report was made from', () => {
     const snap = loadSnapshot(reportFile);
-    expect([snap.id, snap.title, snap.sources]).toEqual([STOCK, 'field report field-report.json, M1 Ultra, macOS 26.6.1', { recording: `metal-cap-shim field report ${reportFile}` }]);
+    expect([snap.id, snap.title, snap.sources]).toEqual([
+      STOCK,
+      'field report field-report.json, M1 Ultra, macOS 26.6.1',
+      { recording: `metal-cap-shim field report ${reportFile}` },
+    ]);
   });
 
   it('a field report without its audit devices is refused naming the field', () => {
@@ -224,7 +271,9 @@ describeSim('a live field report carries doctor’s results, replayed whole by d
     const file = write('live-report.json', made.stdout);
     const replay = JSON.parse(runCli(['doctor', '--json', '--snapshot', file]).stdout) as DoctorReport;
     const measured = report.doctor!.devices;
-    expect(replay.devices.map((d) => [d.faults, d.probes.map((p) => p.status)])).toEqual(measured.map((d) => [d.faults, d.probes.map((p) => p.status)]));
+    expect(replay.devices.map((d) => [d.faults, d.probes.map((p) => p.status)])).toEqual(
+      measured.map((d) => [d.faults, d.probes.map((p) => p.status)]),
+    );
     expect(replay.replayed).toBe(true);
   });
 });
@@ -233,7 +282,9 @@ describe('- reads standard input wherever a file is read', () => {
   it('probe --snapshot -', () => {
     const r = runCli(['probe', '--json', '--snapshot', '-'], {}, bundled('m1-ultra-bare-metal'));
     expect(r.status, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual(JSON.parse(runCli(['probe', '--json', '--snapshot', 'm1-ultra-bare-metal']).stdout));
+    expect(JSON.parse(r.stdout)).toEqual(
+      JSON.parse(runCli(['probe', '--json', '--snapshot', 'm1-ultra-bare-metal']).stdout),
+    );
   });
 
   it('audit --profile - (the snapshot by name)', () => {
@@ -250,6 +301,8 @@ describe('- reads standard input wherever a file is read', () => {
   });
 
   it('an empty standard input says so', () => {
-    expect(runCli(['probe', '--snapshot', '-'], {}, '').stderr).toBe('metal-cap-shim: ERR_INVALID_SNAPSHOT: snapshot file standard input (-) is empty\n');
+    expect(runCli(['probe', '--snapshot', '-'], {}, '').stderr).toBe(
+      'metal-cap-shim: ERR_INVALID_SNAPSHOT: snapshot file standard input (-) is empty\n',
+    );
   });
 });

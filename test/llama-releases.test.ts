@@ -12,9 +12,14 @@ let ruleSetForGgmlVersion: typeof Releases.ruleSetForGgmlVersion;
 let rulesOfLoaded: typeof Releases.rulesOfLoaded;
 beforeEach(async () => {
   vi.resetModules();
-  ({ LLAMA_CPP_GENERATION_MARKERS, LLAMA_CPP_RULE_SET_INFO, LLAMA_CPP_RULE_SETS, parseRelease, ruleSetForGgmlVersion, rulesOfLoaded } = await import(
-    '../lib/engines/llama-cpp-releases.js'
-  ));
+  ({
+    LLAMA_CPP_GENERATION_MARKERS,
+    LLAMA_CPP_RULE_SET_INFO,
+    LLAMA_CPP_RULE_SETS,
+    parseRelease,
+    ruleSetForGgmlVersion,
+    rulesOfLoaded,
+  } = await import('../lib/engines/llama-cpp-releases.js'));
 });
 
 describe('parseRelease', () => {
@@ -27,12 +32,24 @@ describe('parseRelease', () => {
     expect(parseRelease(text)).toEqual(parsed);
   });
 
-  it.each(['4753', 'b', 'b4753x', ' b4753', 'xb4753', 'B4753', 'b12345678', 'v0.4', '0.4.0', 'xv0.4.0', 'v0.4.0-rc1', 'v0.4.0 ', 'v12345.0.0', ''])(
-    'is null for %j',
-    (text) => {
-      expect(parseRelease(text)).toBeNull();
-    },
-  );
+  it.each([
+    '4753',
+    'b',
+    'b4753x',
+    ' b4753',
+    'xb4753',
+    'B4753',
+    'b12345678',
+    'v0.4',
+    '0.4.0',
+    'xv0.4.0',
+    'v0.4.0-rc1',
+    'v0.4.0 ',
+    'v12345.0.0',
+    '',
+  ])('is null for %j', (text) => {
+    expect(parseRelease(text)).toBeNull();
+  });
 });
 
 describe('ruleSetForGgmlVersion', () => {
@@ -66,19 +83,34 @@ describe('rulesOfLoaded', () => {
 
   it('the markers decide first: the newest one exported wins, whatever the release says', () => {
     expect(
-      rulesOfLoaded({ image, ggmlVersion: '0.23.0', markers: [symbolOf('device'), symbolOf('chip-tuning')], nodeLlamaCppRelease: 'b4753' }),
+      rulesOfLoaded({
+        image,
+        ggmlVersion: '0.23.0',
+        markers: [symbolOf('device'), symbolOf('chip-tuning')],
+        nodeLlamaCppRelease: 'b4753',
+      }),
     ).toEqual({
       ruleSet: 'chip-tuning',
       release: 'b4753',
       detail:
         "libggml-metal.so: llama.cpp b4753 (node-llama-cpp's build metadata), ggml 0.23.0; it exports ggml_metal_tuning::fa_vec_pick(ggml_metal_device_id, …): tuning by chip",
     });
-    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [symbolOf('current', true)], nodeLlamaCppRelease: null })).toEqual({
+    expect(
+      rulesOfLoaded({ image, ggmlVersion: null, markers: [symbolOf('current', true)], nodeLlamaCppRelease: null }),
+    ).toEqual({
       ruleSet: 'current',
       release: null,
-      detail: 'libggml-metal.so: no ggml_version(); it exports ggml_metal_tuning::fa_vec_pick(int gpu_family, …): tuning by GPU family',
+      detail:
+        'libggml-metal.so: no ggml_version(); it exports ggml_metal_tuning::fa_vec_pick(int gpu_family, …): tuning by GPU family',
     });
-    expect(rulesOfLoaded({ image: 'libggml-metal.so', ggmlVersion: '0.9.5', markers: [symbolOf('device')], nodeLlamaCppRelease: null })).toEqual({
+    expect(
+      rulesOfLoaded({
+        image: 'libggml-metal.so',
+        ggmlVersion: '0.9.5',
+        markers: [symbolOf('device')],
+        nodeLlamaCppRelease: null,
+      }),
+    ).toEqual({
       ruleSet: 'device',
       release: null,
       detail: 'libggml-metal.so: ggml 0.9.5; it exports ggml_metal_device_init: ggml-metal-device.m',
@@ -93,24 +125,29 @@ describe('rulesOfLoaded', () => {
     ['device', 0],
   ])('each spelling of each marker decides alone: %s, spelling %i', (ruleSet, spelling) => {
     const symbol = LLAMA_CPP_GENERATION_MARKERS.find((m) => m.ruleSet === ruleSet)!.symbols[spelling]!;
-    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [symbol], nodeLlamaCppRelease: null }).ruleSet).toBe(ruleSet);
+    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [symbol], nodeLlamaCppRelease: null }).ruleSet).toBe(
+      ruleSet,
+    );
   });
 
-  it('without markers, node-llama-cpp\'s release decides, with its warning', () => {
+  it("without markers, node-llama-cpp's release decides, with its warning", () => {
     expect(rulesOfLoaded({ image, ggmlVersion: '0.25.1', markers: [], nodeLlamaCppRelease: 'b6500' })).toEqual({
       ruleSet: 'legacy',
       release: 'b6500',
       detail:
         "libggml-metal.so: llama.cpp b6500 (node-llama-cpp's build metadata), ggml 0.25.1; rules by its release (llama.cpp b6500 lies between b6431 (the last ggml-metal.m release seen) and b6673 (the first ggml-metal-device.m release seen): legacy rules assumed)",
     });
-    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [], nodeLlamaCppRelease: 'v0.5.0' }).ruleSet).toBe('current');
+    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [], nodeLlamaCppRelease: 'v0.5.0' }).ruleSet).toBe(
+      'current',
+    );
   });
 
   it('then the ggml version; a release node-llama-cpp wrote that is no tag is passed on but not used', () => {
     expect(rulesOfLoaded({ image, ggmlVersion: '0.23.0', markers: [], nodeLlamaCppRelease: 'master' })).toEqual({
       ruleSet: 'chip-tuning',
       release: 'master',
-      detail: "libggml-metal.so: llama.cpp master (node-llama-cpp's build metadata), ggml 0.23.0; rules by its ggml version",
+      detail:
+        "libggml-metal.so: llama.cpp master (node-llama-cpp's build metadata), ggml 0.23.0; rules by its ggml version",
     });
   });
 
@@ -120,7 +157,9 @@ describe('rulesOfLoaded', () => {
       release: null,
       detail: 'libggml-metal.so: no ggml_version(); no ggml-metal-device.m symbol, release or version: legacy rules',
     });
-    expect(rulesOfLoaded({ image, ggmlVersion: 'custom', markers: [], nodeLlamaCppRelease: null }).ruleSet).toBe('legacy');
+    expect(rulesOfLoaded({ image, ggmlVersion: 'custom', markers: [], nodeLlamaCppRelease: null }).ruleSet).toBe(
+      'legacy',
+    );
   });
 });
 
@@ -150,14 +189,19 @@ describe('the rule sets', () => {
         id: 'chip-tuning',
         source: 'ggml-metal-device.m',
         releases: 'v0.4.x',
-        summary: 'device_id parsed from the device name and gpu_family; flash-attention tuning by chip, then by family representative',
-        evidence: ['v0.4.0: built and compared (node-llama-cpp 3.21.1)', 'v0.4.0: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.21.1)'],
+        summary:
+          'device_id parsed from the device name and gpu_family; flash-attention tuning by chip, then by family representative',
+        evidence: [
+          'v0.4.0: built and compared (node-llama-cpp 3.21.1)',
+          'v0.4.0: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.21.1)',
+        ],
       },
       current: {
         id: 'current',
         source: 'ggml-metal-device.m',
         releases: 'v0.5.0 and later',
-        summary: 'flash-attention tuning by Apple GPU family alone; an external GPU gets shared buffers only in x86_64 builds',
+        summary:
+          'flash-attention tuning by Apple GPU family alone; an external GPU gets shared buffers only in x86_64 builds',
         evidence: ['v0.5.0: built and compared (node-llama-cpp 3.22.1)'],
       },
     });
@@ -171,11 +215,18 @@ describe('the rule sets', () => {
         meaning: 'ggml_metal_tuning::fa_vec_pick(int gpu_family, …): tuning by GPU family',
       },
       {
-        symbols: ['_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiixx', '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiill'],
+        symbols: [
+          '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiixx',
+          '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiill',
+        ],
         ruleSet: 'chip-tuning',
         meaning: 'ggml_metal_tuning::fa_vec_pick(ggml_metal_device_id, …): tuning by chip',
       },
-      { symbols: ['ggml_metal_device_init'], ruleSet: 'device', meaning: 'ggml_metal_device_init: ggml-metal-device.m' },
+      {
+        symbols: ['ggml_metal_device_init'],
+        ruleSet: 'device',
+        meaning: 'ggml_metal_device_init: ggml-metal-device.m',
+      },
     ]);
   });
 });

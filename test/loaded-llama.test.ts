@@ -16,9 +16,11 @@ import { describeSim, loadLibrarySource, requireSimBuild } from './helpers.js';
 
 let dir: string;
 const version = (v: string) => `const char *ggml_version(void) { return "${v}"; }\n`;
-const fn = (name: string, symbol = name) => `void ${name.replace(/\W/g, '_')}(void) __asm__("${symbol}");\nvoid ${name.replace(/\W/g, '_')}(void) {}\n`;
+const fn = (name: string, symbol = name) =>
+  `void ${name.replace(/\W/g, '_')}(void) __asm__("${symbol}");\nvoid ${name.replace(/\W/g, '_')}(void) {}\n`;
 const CHIP_PICK = '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiill';
-const metadata = (release: unknown) => JSON.stringify({ buildOptions: { platform: 'mac', llamaCpp: { repo: 'ggml-org/llama.cpp', release } } });
+const metadata = (release: unknown) =>
+  JSON.stringify({ buildOptions: { platform: 'mac', llamaCpp: { repo: 'ggml-org/llama.cpp', release } } });
 
 function folder(name: string, nlc?: string): string {
   const d = path.join(dir, name);
@@ -46,7 +48,11 @@ describeSim('the loaded llama.cpp: release, ggml version and rules', () => {
 
   it('a node-llama-cpp v0.4.0 build: its ggml version, its release from the metadata, the rules its symbols show', () => {
     const d = folder('nlc-3.21.1', metadata('v0.4.0'));
-    const image = loadLibrarySource(d, 'libggml-metal.so', `${version('0.23.0')}${fn('ggml_metal_device_init')}${fn('pick', CHIP_PICK)}`);
+    const image = loadLibrarySource(
+      d,
+      'libggml-metal.so',
+      `${version('0.23.0')}${fn('ggml_metal_device_init')}${fn('pick', CHIP_PICK)}`,
+    );
     expect(status().llamaCpp).toEqual([
       {
         image,
@@ -59,12 +65,18 @@ describeSim('the loaded llama.cpp: release, ggml version and rules', () => {
     ]);
     // A live audit predicts with the loaded llama.cpp's rules, unless told otherwise.
     const live = audit({ profile: 'apple7', engines: ['llama.cpp'] });
-    expect({ rules: live.llamaCppRules.rules, release: live.llamaCppRules.release, source: live.llamaCppRules.source }).toEqual({
+    expect({
+      rules: live.llamaCppRules.rules,
+      release: live.llamaCppRules.release,
+      source: live.llamaCppRules.source,
+    }).toEqual({
       rules: 'chip-tuning',
       release: 'v0.4.0',
       source: 'loaded',
     });
-    expect(live.devices[0]!.engines[0]!.after.engine === 'llama.cpp' && live.devices[0]!.engines[0]!.after.rules).toBe('chip-tuning');
+    expect(live.devices[0]!.engines[0]!.after.engine === 'llama.cpp' && live.devices[0]!.engines[0]!.after.rules).toBe(
+      'chip-tuning',
+    );
     expect(audit({ profile: 'apple7', engines: ['llama.cpp'], rules: 'legacy' }).llamaCppRules.source).toBe('option');
   });
 
@@ -79,14 +91,21 @@ describeSim('the loaded llama.cpp: release, ggml version and rules', () => {
         ggmlVersion: null,
         release: null,
         rules: 'legacy',
-        detail: 'libggml-metal-b4753.so: no ggml_version(); no ggml-metal-device.m symbol, release or version: legacy rules',
+        detail:
+          'libggml-metal-b4753.so: no ggml_version(); no ggml-metal-device.m symbol, release or version: legacy rules',
       },
-      { image: app, ggmlVersion: '0.0.6431', release: null, rules: 'legacy', detail: 'libapp.so: ggml 0.0.6431; rules by its ggml version' },
+      {
+        image: app,
+        ggmlVersion: '0.0.6431',
+        release: null,
+        rules: 'legacy',
+        detail: 'libapp.so: ggml 0.0.6431; rules by its ggml version',
+      },
     ]);
   });
 });
 
-describeSim('node-llama-cpp\'s build metadata', () => {
+describeSim("node-llama-cpp's build metadata", () => {
   beforeAll(() => {
     dir ??= realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-loaded-llama-')));
   });

@@ -83,9 +83,17 @@ describeSim('the simulated build compiles src-native/ in the Mac dialect', () =>
 
   it('the flags are what Node’s common.gypi and binding.gyp give each target, not a copy of them', () => {
     expect(readFileSync(record.commonGypi, 'utf8')).toMatch(/'GCC_ENABLE_CPP_EXCEPTIONS':\s*'NO'/);
-    for (const [name, gypName] of [['addon', 'metal_cap_shim'], ['inject', 'metal_cap_shim_inject']] as const) {
+    for (const [name, gypName] of [
+      ['addon', 'metal_cap_shim'],
+      ['inject', 'metal_cap_shim_inject'],
+    ] as const) {
       const derived = dialect.macDialect(gypName, { commonGypi: record.commonGypi });
-      expect(record.dialects[name]).toEqual({ target: gypName, flags: derived.flags, gnuRuntime: derived.gnuRuntime, skipped: derived.skipped });
+      expect(record.dialects[name]).toEqual({
+        target: gypName,
+        flags: derived.flags,
+        gnuRuntime: derived.gnuRuntime,
+        skipped: derived.skipped,
+      });
     }
   });
 
@@ -98,15 +106,40 @@ describeSim('the simulated build compiles src-native/ in the Mac dialect', () =>
         `  'GCC_ENABLE_CPP_EXCEPTIONS': 'YES', 'GCC_ENABLE_CPP_RTTI': 'YES', 'OTHER_CFLAGS': ['-arch', 'arm64', '-DX=1'] } }] ] } ] }\n`,
     );
     const d = dialect.macDialect('t', { commonGypi: record.commonGypi, bindingGyp: gyp });
-    expect(languageOf(d.flags)).toEqual({ ...MAC, std: '-std=gnu++17', cxxExceptions: null, rtti: null, objcExceptions: false, exitTimeDestructorsAreErrors: false });
+    expect(languageOf(d.flags)).toEqual({
+      ...MAC,
+      std: '-std=gnu++17',
+      cxxExceptions: null,
+      rtti: null,
+      objcExceptions: false,
+      exitTimeDestructorsAreErrors: false,
+    });
     expect(d.flags.includes('-DX=1')).toBe(true);
     expect(d.skipped.includes('-arch arm64')).toBe(true);
   });
 
   it('gyp conditions: ==, !=, in, not in, and, or, not, and unknown variables that select nothing', () => {
     const vars = { OS: 'mac', clang: 1 };
-    const cases = ['OS=="mac"', 'OS!="mac"', 'OS in "linux mac"', 'OS not in "linux win"', 'OS=="mac" and clang==0', 'OS=="win" or (clang==1)', 'not OS=="mac"', 'nope=="x"'];
-    expect(cases.map((c) => dialect.evalCondition(c, vars))).toEqual([true, false, true, true, false, true, false, false]);
+    const cases = [
+      'OS=="mac"',
+      'OS!="mac"',
+      'OS in "linux mac"',
+      'OS not in "linux win"',
+      'OS=="mac" and clang==0',
+      'OS=="win" or (clang==1)',
+      'not OS=="mac"',
+      'nope=="x"',
+    ];
+    expect(cases.map((c) => dialect.evalCondition(c, vars))).toEqual([
+      true,
+      false,
+      true,
+      true,
+      false,
+      true,
+      false,
+      false,
+    ]);
   });
 
   it('a C++ try and a typeid in a src-native file fail to compile with the recorded flags, as on a Mac', () => {
@@ -114,9 +147,15 @@ describeSim('the simulated build compiles src-native/ in the Mac dialect', () =>
     const flags = argv.slice(0, argv.indexOf('-c'));
     const dir = mkdtempSync(path.join(tmpdir(), 'mcs-dialect-'));
     const source = path.join(dir, 'probe.mm');
-    writeFileSync(source, '#include <typeinfo>\nint f(int x) { try { return x; } catch (...) { return 0; } }\nconst char *g(int x) { return typeid(x).name(); }\n');
+    writeFileSync(
+      source,
+      '#include <typeinfo>\nint f(int x) { try { return x; } catch (...) { return 0; } }\nconst char *g(int x) { return typeid(x).name(); }\n',
+    );
     const r = spawnSync('clang++-14', [...flags, '-fsyntax-only', source], { encoding: 'utf8' });
-    const errors = r.stderr.split('\n').filter((l) => l.includes('error:')).map((l) => l.replace(/^.*error: /, ''));
+    const errors = r.stderr
+      .split('\n')
+      .filter((l) => l.includes('error:'))
+      .map((l) => l.replace(/^.*error: /, ''));
     expect(errors).toEqual(["cannot use 'try' with exceptions disabled", 'use of typeid requires -frtti']);
   });
 });

@@ -30,7 +30,12 @@ function learntNothing(live: FieldReport): FieldReport {
   for (const d of r.doctor!.devices) {
     d.probes = d.probes.map((p) => ({ ...p, status: 'error', judgement: 'unknown' }));
     d.faults = [];
-    d.verifiedProfile = { ...d.verifiedProfile, appleFamilyMax: null, maxThreadgroupMemoryLength: null, deviceName: null };
+    d.verifiedProfile = {
+      ...d.verifiedProfile,
+      appleFamilyMax: null,
+      maxThreadgroupMemoryLength: null,
+      deviceName: null,
+    };
   }
   return { ...r, generatedAt: '2026-01-01T00:00:00.000Z' };
 }
@@ -57,7 +62,10 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
       provenProfile: PROVEN,
       faults: [{ fault: 'residency-set: fail', reports: 2 }],
     });
-    expect(doctorText(m.rows[0]!.doctor)).toEqual({ proven: 'Apple7, name "Apple M1 Ultra" (1 of 2 measured)', faults: 'residency-set: fail (2/2)' });
+    expect(doctorText(m.rows[0]!.doctor)).toEqual({
+      proven: 'Apple7, name "Apple M1 Ultra" (1 of 2 measured)',
+      faults: 'residency-set: fail (2/2)',
+    });
     expect(matrixMarkdown(m).split('\n')[2]).toBe(
       '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | ✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, name "Apple M1 Ultra" (1 of 2 measured) | residency-set: fail (2/2) |',
     );
@@ -89,7 +97,12 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
     lower.generatedAt = '2026-01-02T00:00:00.000Z';
     lower.doctor!.devices[0]!.verifiedProfile = { ...PROVEN, maxThreadgroupMemoryLength: 49152 };
     const d = buildMatrix([higher, lower]).rows[0]!.doctor;
-    expect(d).toEqual({ reports: 2, measured: 2, provenProfile: { ...PROVEN, maxThreadgroupMemoryLength: 49152 }, faults: [{ fault: 'residency-set: fail', reports: 2 }] });
+    expect(d).toEqual({
+      reports: 2,
+      measured: 2,
+      provenProfile: { ...PROVEN, maxThreadgroupMemoryLength: 49152 },
+      faults: [{ fault: 'residency-set: fail', reports: 2 }],
+    });
     expect(doctorText(d).proven).toBe('Apple7, tg 49152, name "Apple M1 Ultra" (2)');
   });
 });

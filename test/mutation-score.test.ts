@@ -39,7 +39,8 @@ const script = path.join(root, 'scripts', 'mutation-score.mjs');
 // A path in a variable: the script is plain JavaScript, typed here by the interface above.
 const m = (await import(script)) as ScoreModule;
 
-const many = (status: string, n: number, extra: Record<string, unknown> = {}) => Array.from({ length: n }, () => ({ status, ...extra }));
+const many = (status: string, n: number, extra: Record<string, unknown> = {}) =>
+  Array.from({ length: n }, () => ({ status, ...extra }));
 const REPORT = {
   schemaVersion: '1',
   files: {
@@ -61,7 +62,9 @@ const REPORT = {
     // Exactly exec's 75 %.
     'lib/exec/exec.ts': { mutants: [...many('Killed', 3), ...many('Survived', 1)] },
     // 75 %, but the default minimum is 85 %; no coverage counts as not killed.
-    'lib/gates.ts': { mutants: [...many('Killed', 5), ...many('Timeout', 1), ...many('NoCoverage', 1), ...many('Survived', 1)] },
+    'lib/gates.ts': {
+      mutants: [...many('Killed', 5), ...many('Timeout', 1), ...many('NoCoverage', 1), ...many('Survived', 1)],
+    },
     // Not listed: exactly the default 85 %.
     'lib/doctor/new.ts': { mutants: [...many('Killed', 17), ...many('Survived', 3)] },
     // Just below 85 %.
@@ -99,7 +102,12 @@ describe('the score, as issue 10 defines it', () => {
   it('every file and the total: detected = killed + timeout over detected + survived + no coverage', () => {
     expect(m.scoreReport(REPORT)).toEqual({
       files: [
-        row('lib/apply.ts', { killed: 17, timeout: 1, survived: 1, noCoverage: 1, static: 3, ignored: 1, errors: 2, pending: 1 }, 20, 90),
+        row(
+          'lib/apply.ts',
+          { killed: 17, timeout: 1, survived: 1, noCoverage: 1, static: 3, ignored: 1, errors: 2, pending: 1 },
+          20,
+          90,
+        ),
         row('lib/doctor/new.ts', { killed: 17, survived: 3 }, 20, 85),
         row('lib/empty.ts', { static: 3 }, 0, null),
         row('lib/exec/exec.ts', { killed: 3, survived: 1 }, 4, 75),
@@ -124,7 +132,9 @@ describe('the score, as issue 10 defines it', () => {
 describe("issue 10's minimums", () => {
   it('85 % for every file, 75 % for exec; a file not listed gets the default', () => {
     expect(m.MINIMUMS).toEqual({ default: 85, 'lib/exec/exec.ts': 75 });
-    expect(['lib/apply.ts', 'lib/exec/exec.ts', 'lib/doctor/new.ts', 'default'].map((f) => m.minimumFor(f, m.MINIMUMS))).toEqual([85, 75, 85, 85]);
+    expect(
+      ['lib/apply.ts', 'lib/exec/exec.ts', 'lib/doctor/new.ts', 'default'].map((f) => m.minimumFor(f, m.MINIMUMS)),
+    ).toEqual([85, 75, 85, 85]);
   });
 
   it('the files below their minimum, on both sides of each bound (75 passes for exec, fails elsewhere; 85 passes, 84 fails)', () => {
@@ -141,7 +151,11 @@ describe("issue 10's minimums", () => {
   it('the command line: no check by default; --check is the table; --min and --min-file change it', () => {
     const file = path.join(root, 'build', 'mutation', 'mutation.json');
     expect(m.parseArgs([])).toEqual({ file, minimums: null, json: false });
-    expect(m.parseArgs(['r.json', '--check', '--json'])).toEqual({ file: path.resolve('r.json'), minimums: { default: 85, 'lib/exec/exec.ts': 75 }, json: true });
+    expect(m.parseArgs(['r.json', '--check', '--json'])).toEqual({
+      file: path.resolve('r.json'),
+      minimums: { default: 85, 'lib/exec/exec.ts': 75 },
+      json: true,
+    });
     expect(m.parseArgs(['--min', '90', '--min-file', 'lib/gates.ts=70'])).toEqual({
       file,
       minimums: { default: 90, 'lib/exec/exec.ts': 75, 'lib/gates.ts': 70 },
@@ -166,7 +180,12 @@ describe('as a command', () => {
   it('--check: exit 1, the full table on stdout, and on stderr the files below their minimum', () => {
     const r = runScript(['--check']);
     expect(r.status).toBe(1);
-    expect(r.stdout.split('\n').slice(2, 8).map((l) => l.split(/\s{2,}/).slice(0, 2))).toEqual([
+    expect(
+      r.stdout
+        .split('\n')
+        .slice(2, 8)
+        .map((l) => l.split(/\s{2,}/).slice(0, 2)),
+    ).toEqual([
       ['lib/apply.ts', '90.00 %'],
       ['lib/doctor/new.ts', '85.00 %'],
       ['lib/empty.ts', '–'],
@@ -186,7 +205,11 @@ describe('as a command', () => {
   });
 
   it('without a check, or with minimums every file meets: exit 0 and nothing on stderr', () => {
-    for (const args of [[], ['--min', '75'], ['--check', '--min-file', 'lib/gates.ts=75', '--min-file', 'lib/profiles.ts=84']]) {
+    for (const args of [
+      [],
+      ['--min', '75'],
+      ['--check', '--min-file', 'lib/gates.ts=75', '--min-file', 'lib/profiles.ts=84'],
+    ]) {
       const r = runScript(args);
       expect(r.status).toBe(0);
       expect(r.stderr).toBe('');
@@ -197,11 +220,18 @@ describe('as a command', () => {
     const r = runScript(['--check', '--json']);
     expect(r.status).toBe(1);
     const printed = JSON.parse(r.stdout) as { minimums: unknown; below: unknown };
-    expect([printed.minimums, printed.below]).toEqual([{ default: 85, 'lib/exec/exec.ts': 75 }, [GATES_BELOW, PROFILES_BELOW]]);
+    expect([printed.minimums, printed.below]).toEqual([
+      { default: 85, 'lib/exec/exec.ts': 75 },
+      [GATES_BELOW, PROFILES_BELOW],
+    ]);
   });
 
   it('bad arguments or an unusable report: exit 2 and one line', () => {
-    expect(runScript(['--min', 'x'])).toMatchObject({ status: 2, stdout: '', stderr: "mutation-score: --min needs a percentage from 0 to 100, got 'x'\n" });
+    expect(runScript(['--min', 'x'])).toMatchObject({
+      status: 2,
+      stdout: '',
+      stderr: "mutation-score: --min needs a percentage from 0 to 100, got 'x'\n",
+    });
     const r = spawnSync(process.execPath, [script, path.join(dir, 'missing.json')], { encoding: 'utf8' });
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/^mutation-score: ENOENT: no such file or directory/);

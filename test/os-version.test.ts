@@ -24,7 +24,14 @@ describeSim('the macOS version host_darwin.mm reports', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'mcs-os-version-'));
     writeFileSync(path.join(dir, 'driver.cc'), DRIVER);
     const bin = path.join(dir, 'driver');
-    execFileSync('clang++-14', ['-std=c++17', '-fno-exceptions', `-I${path.join(root, 'src-native', 'platform')}`, path.join(dir, 'driver.cc'), '-o', bin]);
+    execFileSync('clang++-14', [
+      '-std=c++17',
+      '-fno-exceptions',
+      `-I${path.join(root, 'src-native', 'platform')}`,
+      path.join(dir, 'driver.cc'),
+      '-o',
+      bin,
+    ]);
     const cases = [
       ['26.5.2', '16', '5', '2'], // sysctl answers: NSProcessInfo's compatibility number is ignored
       ['15.6', '15', '6', '0'],

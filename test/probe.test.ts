@@ -72,7 +72,8 @@ describeSim('probe() over the simulated Metal', () => {
       theirs.forEach((t, i) => {
         const o = ours[i]!;
         expect(t.name).toBe(o.name);
-        for (const family of FAMILY_NAMES) expect(t.families[String(FAMILY_VALUES[family])], `${name} ${family}`).toBe(o.families[family]);
+        for (const family of FAMILY_NAMES)
+          expect(t.families[String(FAMILY_VALUES[family])], `${name} ${family}`).toBe(o.families[family]);
         expect(t.maxThreadgroupMemoryLength).toBe(o.maxThreadgroupMemoryLength);
         expect(t.recommendedMaxWorkingSetSize).toBe(o.recommendedMaxWorkingSetSize);
         expect(t.hasUnifiedMemory).toBe(o.hasUnifiedMemory);
@@ -97,9 +98,12 @@ describeSim('probe() over the simulated Metal', () => {
 
   it('with no snapshot selected, the simulated build reports no device', () => {
     const r = jsonFrom<CapabilityReport>(
-      runNode(`const m = await import(${JSON.stringify(path.join(dist, 'index.js'))}); console.log(JSON.stringify(m.probe()));`, {
-        METAL_CAP_SHIM_SIM_SNAPSHOT: '',
-      }),
+      runNode(
+        `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))}); console.log(JSON.stringify(m.probe()));`,
+        {
+          METAL_CAP_SHIM_SIM_SNAPSHOT: '',
+        },
+      ),
     );
     expect(r.supported).toBe(false);
     expect(r.reason).toBe('no-device');
@@ -110,7 +114,9 @@ describeSim('probe() over the simulated Metal', () => {
     const code = `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
       try { m.probe(); console.log('no error'); } catch (e) { console.log(e.code); }`;
     expect(runNode(code, { METAL_CAP_SHIM_SIM_SNAPSHOT: 'nope' }).stdout.trim()).toBe('ERR_SNAPSHOT_NOT_FOUND');
-    expect(runNode(code, { METAL_CAP_SHIM_SIM_SNAPSHOT: path.join(root, 'package.json') }).stdout.trim()).toBe('ERR_INVALID_SNAPSHOT');
+    expect(runNode(code, { METAL_CAP_SHIM_SIM_SNAPSHOT: path.join(root, 'package.json') }).stdout.trim()).toBe(
+      'ERR_INVALID_SNAPSHOT',
+    );
   });
 });
 
@@ -122,16 +128,39 @@ describe('without the native build (any non-Mac install)', () => {
     cpSync(path.join(root, 'snapshots'), path.join(pkg, 'snapshots'), { recursive: true });
     cpSync(path.join(root, 'package.json'), path.join(pkg, 'package.json'));
     symlinkSync(path.join(root, 'node_modules'), path.join(pkg, 'node_modules'));
-    const esm = jsonFrom<{ report: CapabilityReport; applied: unknown; strict: string; restored: unknown; status: unknown }>(
+    const esm = jsonFrom<{
+      report: CapabilityReport;
+      applied: unknown;
+      strict: string;
+      restored: unknown;
+      status: unknown;
+    }>(
       runNode(`const m = await import(${JSON.stringify(path.join(pkg, 'dist', 'index.js'))});
         let strict = 'none';
         try { m.applyProfile('cua-release', { strict: true }); } catch (e) { strict = e.code; }
         console.log(JSON.stringify({ report: m.probe(), applied: m.applyProfile(), strict, restored: m.restore(), status: m.status() }));`),
     );
-    expect(esm.restored).toEqual({ restored: false, reason: esm.report.reason, restoredHooks: [], conflicts: [], verification: null });
-    expect(esm.status).toEqual({ supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] });
+    expect(esm.restored).toEqual({
+      restored: false,
+      reason: esm.report.reason,
+      restoredHooks: [],
+      conflicts: [],
+      verification: null,
+    });
+    expect(esm.status).toEqual({
+      supported: false,
+      active: false,
+      profile: null,
+      patchedClasses: [],
+      hooks: [],
+      tracing: false,
+      trace: null,
+      llamaCpp: [],
+    });
     expect(esm.report.supported).toBe(false);
-    expect(esm.report.reason).toBe(process.platform === 'darwin' ? 'native-module-unavailable' : 'unsupported-platform');
+    expect(esm.report.reason).toBe(
+      process.platform === 'darwin' ? 'native-module-unavailable' : 'unsupported-platform',
+    );
     expect(esm.report.devices).toEqual([]);
     expect(esm.applied).toMatchObject({ applied: false, reason: esm.report.reason });
     expect(esm.strict).toBe(process.platform === 'darwin' ? 'ERR_NO_DEVICE' : 'ERR_UNSUPPORTED_PLATFORM');
@@ -143,13 +172,16 @@ describe('without the native build (any non-Mac install)', () => {
 });
 
 describe('probe() options', () => {
-  it.each([[{ allDevices: 'yes' }], [{ devices: true }], ['all'], [[true]]])('rejects %j with ERR_INVALID_OPTIONS', (bad) => {
-    expect(() => probe(bad as never)).toThrow(InvalidOptionsError);
-    try {
-      probe(bad as never);
-    } catch (e) {
-      expect((e as InvalidOptionsError).code).toBe('ERR_INVALID_OPTIONS');
-      expect((e as Error).message).toMatch(/probe\(\)/);
-    }
-  });
+  it.each([[{ allDevices: 'yes' }], [{ devices: true }], ['all'], [[true]]])(
+    'rejects %j with ERR_INVALID_OPTIONS',
+    (bad) => {
+      expect(() => probe(bad as never)).toThrow(InvalidOptionsError);
+      try {
+        probe(bad as never);
+      } catch (e) {
+        expect((e as InvalidOptionsError).code).toBe('ERR_INVALID_OPTIONS');
+        expect((e as Error).message).toMatch(/probe\(\)/);
+      }
+    },
+  );
 });

@@ -44,9 +44,12 @@ describe('profile answers (the TypeScript prediction the native engine is checke
   it('sizes: raise takes the larger, exact sets', () => {
     const device = reportFromSnapshot(loadSnapshot('macbookpro16-intel-amd-two-gpus')).devices[0]!;
     expect(device.maxThreadgroupMemoryLength).toBe(65536);
-    expect(predictPatchedDevice(device, resolveProfile({ maxThreadgroupMemoryLength: 32768 })).maxThreadgroupMemoryLength).toBe(65536);
     expect(
-      predictPatchedDevice(device, resolveProfile({ maxThreadgroupMemoryLength: 32768, mode: 'exact' })).maxThreadgroupMemoryLength,
+      predictPatchedDevice(device, resolveProfile({ maxThreadgroupMemoryLength: 32768 })).maxThreadgroupMemoryLength,
+    ).toBe(65536);
+    expect(
+      predictPatchedDevice(device, resolveProfile({ maxThreadgroupMemoryLength: 32768, mode: 'exact' }))
+        .maxThreadgroupMemoryLength,
     ).toBe(32768);
   });
 });
@@ -68,8 +71,12 @@ describe('built-in profiles', () => {
   });
 
   it('the native text is only ever made from a valid profile', () => {
-    expect(encodeNativeProfile(resolveProfile('cua-release'))).toBe('mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=;name=-');
-    expect(() => encodeNativeProfile({ ...resolveProfile('apple7'), appleFamilyMax: 5000 })).toThrow(InvalidProfileError);
+    expect(encodeNativeProfile(resolveProfile('cua-release'))).toBe(
+      'mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=;name=-',
+    );
+    expect(() => encodeNativeProfile({ ...resolveProfile('apple7'), appleFamilyMax: 5000 })).toThrow(
+      InvalidProfileError,
+    );
   });
 });
 
@@ -84,12 +91,19 @@ function thrown(fn: () => unknown): { name: string; code: string; field: string 
   throw new Error('expected a throw');
 }
 
-const invalid = (field: string | null, message: string) => ({ name: 'InvalidProfileError', code: 'ERR_INVALID_PROFILE', field, message });
+const invalid = (field: string | null, message: string) => ({
+  name: 'InvalidProfileError',
+  code: 'ERR_INVALID_PROFILE',
+  field,
+  message,
+});
 const NOT_A_PROFILE = 'a profile must be a built-in name, a JSON object string, or an object';
-const APPLE_RANGE = (got: string) => `appleFamilyMax must be an MTLGPUFamily value from 1001 (Apple1) to 1010 (Apple10), or "host" (the host chip's true family), got ${got}`;
+const APPLE_RANGE = (got: string) =>
+  `appleFamilyMax must be an MTLGPUFamily value from 1001 (Apple1) to 1010 (Apple10), or "host" (the host chip's true family), got ${got}`;
 const TG_RANGE = (got: string) =>
   `maxThreadgroupMemoryLength must be a byte count from 1024 to 1048576, a multiple of 16 (e.g. 32768 or 65536), got ${got}`;
-const WSS_RANGE = (got: string) => `recommendedMaxWorkingSetSize must be a whole number of bytes from 67108864 (64 MiB) up, got ${got}`;
+const WSS_RANGE = (got: string) =>
+  `recommendedMaxWorkingSetSize must be a whole number of bytes from 67108864 (64 MiB) up, got ${got}`;
 
 describe('resolveProfile: what it accepts, as a whole value', () => {
   it('a full spec, with families stored in MTLGPUFamily order whatever order they came in', () => {
@@ -155,16 +169,25 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
 
   it('malformed JSON is an error naming its line and column, in the same words on every Node version', () => {
     expect(thrown(() => resolveProfile('{"appleFamilyMax": 1009'))).toEqual(
-      invalid(null, 'the profile is not JSON: it ends in the middle of a value (line 1, column 24); pass a built-in name or a JSON object'),
+      invalid(
+        null,
+        'the profile is not JSON: it ends in the middle of a value (line 1, column 24); pass a built-in name or a JSON object',
+      ),
     );
     expect(thrown(() => resolveProfile('{\n  "appleFamilyMax": x\n}'))).toEqual(
-      invalid(null, 'the profile is not JSON (syntax error at line 2, column 21: expected a value (an object, array, string, number, true, false or null)); pass a built-in name or a JSON object'),
+      invalid(
+        null,
+        'the profile is not JSON (syntax error at line 2, column 21: expected a value (an object, array, string, number, true, false or null)); pass a built-in name or a JSON object',
+      ),
     );
   });
 
   it('an unknown name lists the built-ins; a JSON array or an Object.prototype key is no name either', () => {
     const unknown = (name: string) =>
-      invalid(null, `unknown profile '${name}'; built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object`);
+      invalid(
+        null,
+        `unknown profile '${name}'; built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object`,
+      );
     expect(thrown(() => resolveProfile('apple99'))).toEqual(unknown('apple99'));
     expect(thrown(() => resolveProfile(' toString '))).toEqual(unknown(' toString '));
     expect(thrown(() => resolveProfile('[1009]'))).toEqual(unknown('[1009]'));
@@ -181,34 +204,44 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
 
   it('a JSON string is validated like an object: an unknown field is named', () => {
     expect(thrown(() => resolveProfile('{"a": 1}'))).toEqual(
-      invalid('a', "unknown profile field 'a'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, deviceName, families, mode"),
+      invalid(
+        'a',
+        "unknown profile field 'a'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, deviceName, families, mode",
+      ),
     );
   });
 
   it('an unknown field is named, with the list of fields', () => {
     expect(thrown(() => resolveProfile({ appleFamilyMax: 1009, turbo: true }))).toEqual(
-      invalid('turbo', "unknown profile field 'turbo'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, deviceName, families, mode"),
+      invalid(
+        'turbo',
+        "unknown profile field 'turbo'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, deviceName, families, mode",
+      ),
     );
   });
 
   it('null means "leave alone" for the three sizes only, as a printed profile writes them', () => {
-    expect(resolveProfile({ appleFamilyMax: null, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null })).toEqual(
-      resolveProfile({}),
-    );
+    expect(
+      resolveProfile({ appleFamilyMax: null, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null }),
+    ).toEqual(resolveProfile({}));
     expect(thrown(() => resolveProfile({ families: null }))).toEqual(
       invalid('families', 'families must be an object of family name → true/false, e.g. {"metal3": false}'),
     );
-    expect(thrown(() => resolveProfile({ mode: null }))).toEqual(invalid('mode', `mode must be 'raise' or 'exact', got null`));
+    expect(thrown(() => resolveProfile({ mode: null }))).toEqual(
+      invalid('mode', `mode must be 'raise' or 'exact', got null`),
+    );
   });
 
   it('a name is a string or null', () => {
     expect(resolveProfile({ name: 'apple7', appleFamilyMax: 1007 }).name).toBe('apple7');
     expect(resolveProfile({ name: null, appleFamilyMax: 1007 }).name).toBeNull();
     // Not a string, though it names apple7 when used as a property key.
-    expect(thrown(() => resolveProfile({ ...resolveProfile('apple7'), name: ['apple7'] as unknown as string }))).toEqual(
-      invalid('name', 'name must be a string or null, got ["apple7"]'),
+    expect(
+      thrown(() => resolveProfile({ ...resolveProfile('apple7'), name: ['apple7'] as unknown as string })),
+    ).toEqual(invalid('name', 'name must be a string or null, got ["apple7"]'));
+    expect(thrown(() => resolveProfile('{"name": 7}'))).toEqual(
+      invalid('name', 'name must be a string or null, got 7'),
     );
-    expect(thrown(() => resolveProfile('{"name": 7}'))).toEqual(invalid('name', 'name must be a string or null, got 7'));
   });
 });
 
@@ -220,7 +253,10 @@ describe('resolveProfile: both sides of every bound', () => {
     [1011, false],
   ])('appleFamilyMax %d accepted: %s', (value, ok) => {
     if (ok) expect(resolveProfile({ appleFamilyMax: value }).appleFamilyMax).toBe(value);
-    else expect(thrown(() => resolveProfile({ appleFamilyMax: value }))).toEqual(invalid('appleFamilyMax', APPLE_RANGE(String(value))));
+    else
+      expect(thrown(() => resolveProfile({ appleFamilyMax: value }))).toEqual(
+        invalid('appleFamilyMax', APPLE_RANGE(String(value))),
+      );
   });
 
   it.each([
@@ -228,7 +264,9 @@ describe('resolveProfile: both sides of every bound', () => {
     ['a numeric string', '1005', '"1005"'],
     ['NaN', Number.NaN, 'NaN'],
   ])('appleFamilyMax: %s is rejected', (_what, value, shown) => {
-    expect(thrown(() => resolveProfile({ appleFamilyMax: value }))).toEqual(invalid('appleFamilyMax', APPLE_RANGE(shown)));
+    expect(thrown(() => resolveProfile({ appleFamilyMax: value }))).toEqual(
+      invalid('appleFamilyMax', APPLE_RANGE(shown)),
+    );
   });
 
   // 1008 and 1048592 are multiples of 16, so only the range rule can reject them; 1032 is in range, so only the
@@ -242,7 +280,10 @@ describe('resolveProfile: both sides of every bound', () => {
     [1048592, false],
   ])('maxThreadgroupMemoryLength %d accepted: %s', (value, ok) => {
     if (ok) expect(resolveProfile({ maxThreadgroupMemoryLength: value }).maxThreadgroupMemoryLength).toBe(value);
-    else expect(thrown(() => resolveProfile({ maxThreadgroupMemoryLength: value }))).toEqual(invalid('maxThreadgroupMemoryLength', TG_RANGE(String(value))));
+    else
+      expect(thrown(() => resolveProfile({ maxThreadgroupMemoryLength: value }))).toEqual(
+        invalid('maxThreadgroupMemoryLength', TG_RANGE(String(value))),
+      );
   });
 
   it('maxThreadgroupMemoryLength as a numeric string is rejected, though it would pass every range rule', () => {
@@ -257,7 +298,10 @@ describe('resolveProfile: both sides of every bound', () => {
     [Number.MAX_SAFE_INTEGER, true],
   ])('recommendedMaxWorkingSetSize %d accepted: %s', (value, ok) => {
     if (ok) expect(resolveProfile({ recommendedMaxWorkingSetSize: value }).recommendedMaxWorkingSetSize).toBe(value);
-    else expect(thrown(() => resolveProfile({ recommendedMaxWorkingSetSize: value }))).toEqual(invalid('recommendedMaxWorkingSetSize', WSS_RANGE(String(value))));
+    else
+      expect(thrown(() => resolveProfile({ recommendedMaxWorkingSetSize: value }))).toEqual(
+        invalid('recommendedMaxWorkingSetSize', WSS_RANGE(String(value))),
+      );
   });
 
   it('recommendedMaxWorkingSetSize above 2^53 − 1 or as a string is rejected', () => {
@@ -295,19 +339,31 @@ describe('resolveProfile: families and mode', () => {
     expect(thrown(() => resolveProfile({ families: { metal3: 'no' } }))).toEqual(
       invalid('families.metal3', 'families.metal3 must be true or false, got "no"'),
     );
-    expect(thrown(() => resolveProfile({ families: { metal3: 0 } }))).toEqual(invalid('families.metal3', 'families.metal3 must be true or false, got 0'));
+    expect(thrown(() => resolveProfile({ families: { metal3: 0 } }))).toEqual(
+      invalid('families.metal3', 'families.metal3 must be true or false, got 0'),
+    );
   });
 
   it('mode is raise or exact', () => {
     expect(resolveProfile({ mode: 'exact' }).mode).toBe('exact');
     expect(resolveProfile({ mode: 'raise' }).mode).toBe('raise');
-    expect(thrown(() => resolveProfile({ mode: 'lower' }))).toEqual(invalid('mode', `mode must be 'raise' or 'exact', got "lower"`));
+    expect(thrown(() => resolveProfile({ mode: 'lower' }))).toEqual(
+      invalid('mode', `mode must be 'raise' or 'exact', got "lower"`),
+    );
   });
 });
 
 describe('resolveProfile: a resolved profile coming back (status(), a field report)', () => {
   it('is re-validated, and its nulls mean "leave alone"', () => {
-    const back = { name: null, appleFamilyMax: 1007, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null, deviceName: null, families: {}, mode: 'raise' };
+    const back = {
+      name: null,
+      appleFamilyMax: 1007,
+      maxThreadgroupMemoryLength: null,
+      recommendedMaxWorkingSetSize: null,
+      deviceName: null,
+      families: {},
+      mode: 'raise',
+    };
     expect(resolveProfile(back)).toEqual(back);
     expect(thrown(() => resolveProfile({ ...back, appleFamilyMax: 1011 })).field).toBe('appleFamilyMax');
   });
@@ -342,12 +398,20 @@ describe('familyAnswer', () => {
 
   it('a non-Apple family keeps its answer even in exact mode with a ceiling above its number', () => {
     const high = resolveProfile({ appleFamilyMax: 1010, mode: 'exact' });
-    expect([familyAnswer(high, 2002, true), familyAnswer(high, 2002, false), familyAnswer(high, 1000, true)]).toEqual([true, false, true]);
+    expect([familyAnswer(high, 2002, true), familyAnswer(high, 2002, false), familyAnswer(high, 1000, true)]).toEqual([
+      true,
+      false,
+      true,
+    ]);
   });
 
   it('an explicit answer wins over ceiling and mode', () => {
     const p = resolveProfile({ appleFamilyMax: 1009, families: { apple8: false, metal3: true } });
-    expect([familyAnswer(p, 1008, true), familyAnswer(p, 5001, false), familyAnswer(p, 1009, false)]).toEqual([false, true, true]);
+    expect([familyAnswer(p, 1008, true), familyAnswer(p, 5001, false), familyAnswer(p, 1009, false)]).toEqual([
+      false,
+      true,
+      true,
+    ]);
   });
 });
 
@@ -357,7 +421,11 @@ describe('predictPatchedDevice', () => {
   it('recomputes the derived fields from the new answers', () => {
     const patched = predictPatchedDevice(stockGuest(), resolveProfile('cua-release'));
     expect(patched.highestAppleFamily).toEqual({ value: 1009, name: 'apple9' });
-    expect([patched.simd.reduction.value, patched.simd.matrix.value, patched.simd.bfloat16.value]).toEqual([true, true, true]);
+    expect([patched.simd.reduction.value, patched.simd.matrix.value, patched.simd.bfloat16.value]).toEqual([
+      true,
+      true,
+      true,
+    ]);
     expect(patched.maxThreadgroupMemoryLength).toBe(65536);
     expect(patched.recommendedMaxWorkingSetSize).toBe(stockGuest().recommendedMaxWorkingSetSize);
   });
@@ -366,7 +434,10 @@ describe('predictPatchedDevice', () => {
     const device = stockGuest();
     device.families.apple7 = null;
     device.maxThreadgroupMemoryLength = null;
-    const patched = predictPatchedDevice(device, resolveProfile({ appleFamilyMax: 1009, maxThreadgroupMemoryLength: 65536 }));
+    const patched = predictPatchedDevice(
+      device,
+      resolveProfile({ appleFamilyMax: 1009, maxThreadgroupMemoryLength: 65536 }),
+    );
     expect(patched.families.apple7).toBeNull();
     expect(patched.families.apple8).toBe(true);
     expect(patched.maxThreadgroupMemoryLength).toBeNull();
@@ -375,8 +446,14 @@ describe('predictPatchedDevice', () => {
   it('exact mode without a size leaves that size alone; with one, sets it even downwards', () => {
     const device = stockGuest();
     expect(predictPatchedDevice(device, resolveProfile({ mode: 'exact' })).maxThreadgroupMemoryLength).toBe(32768);
-    expect(predictPatchedDevice(device, resolveProfile({ mode: 'exact', maxThreadgroupMemoryLength: 16384 })).maxThreadgroupMemoryLength).toBe(16384);
-    expect(predictPatchedDevice(device, resolveProfile({ mode: 'exact', recommendedMaxWorkingSetSize: 67108864 })).recommendedMaxWorkingSetSize).toBe(67108864);
+    expect(
+      predictPatchedDevice(device, resolveProfile({ mode: 'exact', maxThreadgroupMemoryLength: 16384 }))
+        .maxThreadgroupMemoryLength,
+    ).toBe(16384);
+    expect(
+      predictPatchedDevice(device, resolveProfile({ mode: 'exact', recommendedMaxWorkingSetSize: 67108864 }))
+        .recommendedMaxWorkingSetSize,
+    ).toBe(67108864);
   });
 });
 
@@ -385,16 +462,46 @@ describe('diffAnswers, planProfile and isRaise', () => {
 
   it('lists every changed answer, device by device, in family order then the sizes', () => {
     const stock = two();
-    const { expected, changes } = planProfile(stock, resolveProfile({ appleFamilyMax: 1002, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: 2 ** 40 }));
-    expect(expected).toEqual(stock.map((d) => predictPatchedDevice(d, resolveProfile({ appleFamilyMax: 1002, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: 2 ** 40 }))));
+    const { expected, changes } = planProfile(
+      stock,
+      resolveProfile({
+        appleFamilyMax: 1002,
+        maxThreadgroupMemoryLength: 65536,
+        recommendedMaxWorkingSetSize: 2 ** 40,
+      }),
+    );
+    expect(expected).toEqual(
+      stock.map((d) =>
+        predictPatchedDevice(
+          d,
+          resolveProfile({
+            appleFamilyMax: 1002,
+            maxThreadgroupMemoryLength: 65536,
+            recommendedMaxWorkingSetSize: 2 ** 40,
+          }),
+        ),
+      ),
+    );
     const [intel, amd] = stock;
     expect(changes).toEqual([
       { device: 0, className: intel!.className, field: 'families.apple1', from: false, to: true },
       { device: 0, className: intel!.className, field: 'families.apple2', from: false, to: true },
-      { device: 0, className: intel!.className, field: 'recommendedMaxWorkingSetSize', from: intel!.recommendedMaxWorkingSetSize, to: 2 ** 40 },
+      {
+        device: 0,
+        className: intel!.className,
+        field: 'recommendedMaxWorkingSetSize',
+        from: intel!.recommendedMaxWorkingSetSize,
+        to: 2 ** 40,
+      },
       { device: 1, className: amd!.className, field: 'families.apple1', from: false, to: true },
       { device: 1, className: amd!.className, field: 'families.apple2', from: false, to: true },
-      { device: 1, className: amd!.className, field: 'recommendedMaxWorkingSetSize', from: amd!.recommendedMaxWorkingSetSize, to: 2 ** 40 },
+      {
+        device: 1,
+        className: amd!.className,
+        field: 'recommendedMaxWorkingSetSize',
+        from: amd!.recommendedMaxWorkingSetSize,
+        to: 2 ** 40,
+      },
     ]);
     expect(intel!.maxThreadgroupMemoryLength).toBe(65536);
   });
@@ -416,7 +523,13 @@ describe('diffAnswers, planProfile and isRaise', () => {
     // The Intel GPU reported under index 1: no device has both, so position 1 (the AMD GPU) is its match.
     expect(diffAnswers(before, [intel!, { ...intel!, index: 1 }])).toEqual([
       { device: 1, className: intel!.className, field: 'name', from: amd!.name, to: intel!.name },
-      { device: 1, className: intel!.className, field: 'recommendedMaxWorkingSetSize', from: amd!.recommendedMaxWorkingSetSize, to: intel!.recommendedMaxWorkingSetSize },
+      {
+        device: 1,
+        className: intel!.className,
+        field: 'recommendedMaxWorkingSetSize',
+        from: amd!.recommendedMaxWorkingSetSize,
+        to: intel!.recommendedMaxWorkingSetSize,
+      },
     ]);
     // The AMD GPU reported under index 0, at position 1: again position 1, which is itself.
     expect(diffAnswers(before, [intel!, { ...amd!, index: 0 }])).toEqual([]);
@@ -433,7 +546,13 @@ describe('diffAnswers, planProfile and isRaise', () => {
   });
 
   it('isRaise: a NO becoming YES, or a size growing, and nothing else', () => {
-    const change = (from: boolean | number | null, to: boolean | number | null) => ({ device: 0, className: 'X', field: 'f', from, to });
+    const change = (from: boolean | number | null, to: boolean | number | null) => ({
+      device: 0,
+      className: 'X',
+      field: 'f',
+      from,
+      to,
+    });
     expect(
       [
         change(false, true),
@@ -453,13 +572,22 @@ describe('diffAnswers, planProfile and isRaise', () => {
 
   it('isRaise: another name is a claim, whatever the names are', () => {
     const named = (from: string, to: string) => ({ device: 0, className: 'X', field: 'name', from, to });
-    expect([named('Apple Paravirtual device', 'Apple M1'), named('Apple M4 Max', 'Apple M1')].map(isRaise)).toEqual([true, true]);
+    expect([named('Apple Paravirtual device', 'Apple M1'), named('Apple M4 Max', 'Apple M1')].map(isRaise)).toEqual([
+      true,
+      true,
+    ]);
   });
 
   it('diffAnswers: the name first, then the families and sizes', () => {
     const stock = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock')).devices[0]!;
     expect(diffAnswers([stock], [{ ...stock, name: 'Apple M1 Ultra', maxThreadgroupMemoryLength: 65536 }])).toEqual([
-      { device: 0, className: 'AppleParavirtDevice', field: 'name', from: 'Apple Paravirtual device', to: 'Apple M1 Ultra' },
+      {
+        device: 0,
+        className: 'AppleParavirtDevice',
+        field: 'name',
+        from: 'Apple Paravirtual device',
+        to: 'Apple M1 Ultra',
+      },
       { device: 0, className: 'AppleParavirtDevice', field: 'maxThreadgroupMemoryLength', from: 32768, to: 65536 },
     ]);
   });
@@ -470,7 +598,13 @@ describe('deviceName', () => {
     'deviceName must be 1 to 128 printable ASCII characters without leading or trailing spaces (e.g. "Apple M1"), or "host" (the host chip\'s name), got ';
 
   it('accepts 1 to 128 printable ASCII characters, and "host"', () => {
-    for (const name of ['X', 'Apple M1 Ultra', '~'.repeat(128), ' !"#$%&\'()*+,-./09:;<=>?@AZ[\\]^_`az{|}~'.trim(), 'host']) {
+    for (const name of [
+      'X',
+      'Apple M1 Ultra',
+      '~'.repeat(128),
+      ' !"#$%&\'()*+,-./09:;<=>?@AZ[\\]^_`az{|}~'.trim(),
+      'host',
+    ]) {
       expect(resolveProfile({ deviceName: name }).deviceName).toBe(name);
     }
     expect(resolveProfile({}).deviceName).toBeNull();
@@ -490,7 +624,9 @@ describe('deviceName', () => {
     ['a number', 1007],
     ['an object', { name: 'Apple M1' }],
   ])('rejects %s, naming the field', (_what, value) => {
-    expect(thrown(() => resolveProfile({ deviceName: value as string }))).toEqual(invalid('deviceName', `${NAME_RULE}${JSON.stringify(value)}`));
+    expect(thrown(() => resolveProfile({ deviceName: value as string }))).toEqual(
+      invalid('deviceName', `${NAME_RULE}${JSON.stringify(value)}`),
+    );
   });
 
   it('a JSON profile with a name reads back as the same profile', () => {
@@ -505,8 +641,14 @@ describe('deviceName', () => {
 
   it('predictPatchedDevice answers the name on every device; null leaves each device’s own', () => {
     const two = reportFromSnapshot(loadSnapshot('macbookpro16-intel-amd-two-gpus'), { allDevices: true }).devices;
-    expect(two.map((d) => predictPatchedDevice(d, resolveProfile({ deviceName: 'Apple M1' })).name)).toEqual(['Apple M1', 'Apple M1']);
-    expect(two.map((d) => predictPatchedDevice(d, resolveProfile({})).name)).toEqual(['Intel(R) UHD Graphics 630', 'AMD Radeon Pro 5500M']);
+    expect(two.map((d) => predictPatchedDevice(d, resolveProfile({ deviceName: 'Apple M1' })).name)).toEqual([
+      'Apple M1',
+      'Apple M1',
+    ]);
+    expect(two.map((d) => predictPatchedDevice(d, resolveProfile({})).name)).toEqual([
+      'Intel(R) UHD Graphics 630',
+      'AMD Radeon Pro 5500M',
+    ]);
   });
 });
 
@@ -539,9 +681,18 @@ describe('the host profile and "host" values, bound to a host', () => {
   });
 
   it('on an M1 host: Apple7 and "Apple M1"; an M2 Max: Apple8 and its name; an M5: Apple10', () => {
-    expect(bindToHost(HOST, host('Apple M1 (Virtual)'))).toEqual({ ok: true, profile: { ...HOST, appleFamilyMax: 1007, deviceName: 'Apple M1' } });
-    expect(bindToHost(HOST, host('Apple M2 Max (Virtual)'))).toEqual({ ok: true, profile: { ...HOST, appleFamilyMax: 1008, deviceName: 'Apple M2 Max' } });
-    expect(bindToHost(HOST, host('Apple M5'))).toEqual({ ok: true, profile: { ...HOST, appleFamilyMax: 1010, deviceName: 'Apple M5' } });
+    expect(bindToHost(HOST, host('Apple M1 (Virtual)'))).toEqual({
+      ok: true,
+      profile: { ...HOST, appleFamilyMax: 1007, deviceName: 'Apple M1' },
+    });
+    expect(bindToHost(HOST, host('Apple M2 Max (Virtual)'))).toEqual({
+      ok: true,
+      profile: { ...HOST, appleFamilyMax: 1008, deviceName: 'Apple M2 Max' },
+    });
+    expect(bindToHost(HOST, host('Apple M5'))).toEqual({
+      ok: true,
+      profile: { ...HOST, appleFamilyMax: 1010, deviceName: 'Apple M5' },
+    });
   });
 
   it('each "host" value is bound on its own; a profile without one comes back as it is', () => {
@@ -556,7 +707,11 @@ describe('the host profile and "host" values, bound to a host', () => {
     });
     const plain = resolveProfile('cua-release');
     expect(bindToHost(plain, null)).toEqual({ ok: true, profile: plain });
-    expect([needsHost(HOST), needsHost(plain), needsHost(resolveProfile({ deviceName: 'host' }))]).toEqual([true, false, true]);
+    expect([needsHost(HOST), needsHost(plain), needsHost(resolveProfile({ deviceName: 'host' }))]).toEqual([
+      true,
+      false,
+      true,
+    ]);
   });
 
   it('an unknown chip is host-unknown, never a guess: no brand, an Intel brand, a chip not in the table', () => {
@@ -567,13 +722,16 @@ describe('the host profile and "host" values, bound to a host', () => {
     });
     expect(bindToHost(HOST, host(null))).toEqual(unknown('it reports no machdep.cpu.brand_string'));
     expect(bindToHost(HOST, null)).toEqual(unknown('it reports no machdep.cpu.brand_string'));
-    expect(bindToHost(resolveProfile({ deviceName: 'host' }), host('Intel(R) Core(TM) i7-9750H CPU @ 2.60GHz'))).toEqual(
+    expect(
+      bindToHost(resolveProfile({ deviceName: 'host' }), host('Intel(R) Core(TM) i7-9750H CPU @ 2.60GHz')),
+    ).toEqual(
       unknown('machdep.cpu.brand_string "Intel(R) Core(TM) i7-9750H CPU @ 2.60GHz" names no Apple chip', 'the profile'),
     );
     expect(bindToHost(HOST, host('Apple M9 (Virtual)'))).toEqual({
       ok: false,
       reason: 'host-unknown',
-      detail: 'host claims the host chip’s true Apple family, but Apple M9 is not in the chip table (lib/device/chips.ts), so nothing is claimed rather than a guess',
+      detail:
+        'host claims the host chip’s true Apple family, but Apple M9 is not in the chip table (lib/device/chips.ts), so nothing is claimed rather than a guess',
     });
     // The name alone needs only the chip's name.
     expect(bindToHost(resolveProfile({ deviceName: 'host' }), host('Apple M9 (Virtual)'))).toEqual({
@@ -589,7 +747,9 @@ describe('the host profile and "host" values, bound to a host', () => {
     expect(thrown(() => predictPatchedDevice(device, HOST))).toEqual(unboundError('appleFamilyMax'));
     expect(thrown(() => encodeNativeProfile(HOST))).toEqual(unboundError('appleFamilyMax'));
     expect(thrown(() => patchedName(resolveProfile({ deviceName: 'host' })))).toEqual(unboundError('deviceName'));
-    expect(thrown(() => encodeNativeProfile(resolveProfile({ deviceName: 'host' })))).toEqual(unboundError('deviceName'));
+    expect(thrown(() => encodeNativeProfile(resolveProfile({ deviceName: 'host' })))).toEqual(
+      unboundError('deviceName'),
+    );
     expect(familyCeiling(resolveProfile('apple7'))).toBe(1007);
     expect(patchedName(resolveProfile({ deviceName: 'Apple M1' }))).toBe('Apple M1');
   });
@@ -622,8 +782,11 @@ describe('encodeNativeProfile', () => {
     expect(encodeNativeProfile(resolveProfile('mask-apple5'))).toBe(
       'mcs1;max=1005;tg=32768;wss=-;mode=exact;trace=0;fam=2001:0,2002:0,4001:0,4002:0,5001:0,5002:0;name=-',
     );
-    expect(encodeNativeProfile(resolveProfile({ recommendedMaxWorkingSetSize: 2 ** 34, families: { metal3: false, apple7: true } }), { trace: true })).toBe(
-      'mcs1;max=-;tg=-;wss=17179869184;mode=raise;trace=1;fam=1007:1,5001:0;name=-',
-    );
+    expect(
+      encodeNativeProfile(
+        resolveProfile({ recommendedMaxWorkingSetSize: 2 ** 34, families: { metal3: false, apple7: true } }),
+        { trace: true },
+      ),
+    ).toBe('mcs1;max=-;tg=-;wss=17179869184;mode=raise;trace=1;fam=1007:1,5001:0;name=-');
   });
 });

@@ -10,7 +10,6 @@ import { NativeError, RefusedError, UnsupportedPlatformError } from '../lib/core
 import { recordSnapshot } from '../lib/audit/record-snapshot.js';
 import { describeSim, dist, requireSimBuild, runNode, thrown } from './helpers.js';
 
-
 describe('the error for each reason a profile was not applied', () => {
   it.each([
     ['unsupported-platform', UnsupportedPlatformError, 'ERR_UNSUPPORTED_PLATFORM'],
@@ -22,13 +21,19 @@ describe('the error for each reason a profile was not applied', () => {
   ] as const)('%s: %o with %s and the detail as its message', (reason, type, code) => {
     const e = notAppliedError(reason, `the detail of ${reason}`);
     expect(e).toBeInstanceOf(type);
-    expect({ name: e.name, code: e.code, message: e.message }).toEqual({ name: type.name, code, message: `the detail of ${reason}` });
+    expect({ name: e.name, code: e.code, message: e.message }).toEqual({
+      name: type.name,
+      code,
+      message: `the detail of ${reason}`,
+    });
   });
 
   it('is what applyProfile(…, { strict: true }) throws here (no Metal)', () => {
     const result = applyProfile('cua-release');
     expect(result).toMatchObject({ applied: false, reason: 'unsupported-platform' });
-    expect(thrown(() => applyProfile('cua-release', { strict: true }))).toEqual(notAppliedError('unsupported-platform', result.detail!));
+    expect(thrown(() => applyProfile('cua-release', { strict: true }))).toEqual(
+      notAppliedError('unsupported-platform', result.detail!),
+    );
   });
 });
 
@@ -54,7 +59,11 @@ describeSim('recordSnapshot over a simulated Metal with no device', () => {
     );
     expect(r.stderr).toBe('');
     const [recorded, applied] = JSON.parse(r.stdout) as { name: string; code: string; message: string }[];
-    expect(recorded).toEqual({ name: 'NativeError', code: 'ERR_NO_DEVICE', message: `${applied!.message}: nothing to record` });
+    expect(recorded).toEqual({
+      name: 'NativeError',
+      code: 'ERR_NO_DEVICE',
+      message: `${applied!.message}: nothing to record`,
+    });
     expect(applied).toMatchObject({ name: 'NativeError', code: 'ERR_NO_DEVICE' });
   });
 });

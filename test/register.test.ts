@@ -22,7 +22,12 @@ describeSim('metal-cap-shim/register', () => {
   it('applies cua-release by default inside a VM, with one line on stderr: it claims Apple9 on an M1 Ultra (Apple7)', () => {
     const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: '' });
     expect(r.status, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ active: true, profile: { name: 'cua-release' }, apple9: true, tg: 65536 });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      active: true,
+      profile: { name: 'cua-release' },
+      apple9: true,
+      tg: 65536,
+    });
     expect(r.stderr.split('\n')[0]).toBe(
       `(node:${r.pid}) [METAL_CAP_SHIM_ABOVE_HOST_FAMILY] Warning: metal-cap-shim/register: ${APPLE9_ABOVE_M1_ULTRA.message}`,
     );
@@ -33,7 +38,12 @@ describeSim('metal-cap-shim/register', () => {
     for (const profile of ['apple7', 'host']) {
       const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: profile });
       expect(r.status, r.stderr).toBe(0);
-      expect(JSON.parse(r.stdout)).toMatchObject({ active: true, profile: { name: profile }, apple9: false, tg: 32768 });
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        active: true,
+        profile: { name: profile },
+        apple9: false,
+        tg: 32768,
+      });
       expect(r.stderr).toBe('');
     }
   });
@@ -45,7 +55,11 @@ describeSim('metal-cap-shim/register', () => {
 
   it('applies a JSON profile', () => {
     const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: '{"appleFamilyMax":1008,"maxThreadgroupMemoryLength":49152}' });
-    expect(JSON.parse(r.stdout)).toMatchObject({ active: true, profile: { name: null, appleFamilyMax: 1008 }, tg: 49152 });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      active: true,
+      profile: { name: null, appleFamilyMax: 1008 },
+      tg: 49152,
+    });
   });
 
   it('a malformed value fails with the error code and message: exit 1, no stack trace', () => {
@@ -70,10 +84,15 @@ describeSim('metal-cap-shim/register', () => {
     // The simulated Metal writes its call counters to this file when the process exits.
     const calls = (snapshot: string) => {
       const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-calls-')), 'calls.json');
-      const r = runNode('', { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot, METAL_CAP_SHIM_PROFILE: 'apple7', METAL_CAP_SHIM_SIM_COUNTS_FILE: file }, [
-        '--import',
-        register,
-      ]);
+      const r = runNode(
+        '',
+        {
+          METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot,
+          METAL_CAP_SHIM_PROFILE: 'apple7',
+          METAL_CAP_SHIM_SIM_COUNTS_FILE: file,
+        },
+        ['--import', register],
+      );
       expect(r.status, r.stderr).toBe(0);
       expect(r.stderr).toBe('');
       return JSON.parse(readFileSync(file, 'utf8')) as Record<string, number>;

@@ -20,6 +20,15 @@ describeSim('registerFromEnvironment when verification fails', () => {
       action: 'not-applied',
       why: 'verification-failed: device 0 (AppleParavirtDevice) answered maxThreadgroupMemoryLength=32784, expected 32768; the patch was taken out',
     });
-    expect(status()).toEqual({ supported: true, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] });
+    expect(status()).toEqual({
+      supported: true,
+      active: false,
+      profile: null,
+      patchedClasses: [],
+      hooks: [],
+      tracing: false,
+      trace: null,
+      llamaCpp: [],
+    });
   });
 });

@@ -18,7 +18,15 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { effectiveUid, makeFolders, readOwnFile, replaceableBecause, untrustedBecause, writeFileSafely, writeNewFile } from '../lib/core/safefs.js';
+import {
+  effectiveUid,
+  makeFolders,
+  readOwnFile,
+  replaceableBecause,
+  untrustedBecause,
+  writeFileSafely,
+  writeNewFile,
+} from '../lib/core/safefs.js';
 
 const NOBODY = 65534;
 const asRoot = process.getuid?.() === 0;
@@ -87,9 +95,15 @@ describe('makeFolders: a level at a time', () => {
     expect(lstatSync(path.join(dir, 'dangling')).isSymbolicLink()).toBe(true);
   });
 
-  it.skipIf(process.platform !== 'linux')('under /proc, where a recursive mkdirSync spins: the mkdir error, at once', () => {
-    expect([errorOf(() => makeFolders('/proc/nope/a/b')).code, errorOf(() => makeFolders('/proc/nope/a/b')).path]).toEqual(['ENOENT', '/proc/nope']);
-  });
+  it.skipIf(process.platform !== 'linux')(
+    'under /proc, where a recursive mkdirSync spins: the mkdir error, at once',
+    () => {
+      expect([
+        errorOf(() => makeFolders('/proc/nope/a/b')).code,
+        errorOf(() => makeFolders('/proc/nope/a/b')).path,
+      ]).toEqual(['ENOENT', '/proc/nope']);
+    },
+  );
 });
 
 describe('readOwnFile', () => {
@@ -120,22 +134,38 @@ describe('readOwnFile', () => {
     execFileSync('mkfifo', [file()]);
     expect(readOwnFile(file(), 10)).toEqual({ ok: false, missing: false, why: 'is not a regular file' });
     mkdirSync(path.join(dir, 'folder'));
-    expect(readOwnFile(path.join(dir, 'folder'), 10)).toEqual({ ok: false, missing: false, why: 'is not a regular file' });
+    expect(readOwnFile(path.join(dir, 'folder'), 10)).toEqual({
+      ok: false,
+      missing: false,
+      why: 'is not a regular file',
+    });
   });
 
   it('one others may write, or another user’s: refused', () => {
     writeFileSync(file(), 'x');
     chmodSync(file(), 0o666);
-    expect(readOwnFile(file(), 10)).toEqual({ ok: false, missing: false, why: 'can be written by other users (mode 0666)' });
+    expect(readOwnFile(file(), 10)).toEqual({
+      ok: false,
+      missing: false,
+      why: 'can be written by other users (mode 0666)',
+    });
     if (asRoot) {
       chmodSync(file(), 0o644);
       chownSync(file(), NOBODY, NOBODY);
-      expect(readOwnFile(file(), 10)).toEqual({ ok: false, missing: false, why: `belongs to another user (uid ${NOBODY}, not 0)` });
+      expect(readOwnFile(file(), 10)).toEqual({
+        ok: false,
+        missing: false,
+        why: `belongs to another user (uid ${NOBODY}, not 0)`,
+      });
     }
   });
 
   it('a name that cannot be opened for another reason: that reason', () => {
-    expect(readOwnFile(path.join(dir, 'n'.repeat(300)), 10)).toEqual({ ok: false, missing: false, why: 'cannot be opened (ENAMETOOLONG)' });
+    expect(readOwnFile(path.join(dir, 'n'.repeat(300)), 10)).toEqual({
+      ok: false,
+      missing: false,
+      why: 'cannot be opened (ENAMETOOLONG)',
+    });
   });
 });
 
@@ -170,7 +200,8 @@ describe('writeNewFile: O_EXCL|O_NOFOLLOW', () => {
     writeFileSync(f, 'old');
     symlinkSync(path.join(dir, 'missing'), path.join(dir, 'link'));
     execFileSync('mkfifo', [path.join(dir, 'fifo')]);
-    for (const name of ['old', 'link', 'fifo']) expect(errorOf(() => writeNewFile(path.join(dir, name), 'new')).code).toBe('EEXIST');
+    for (const name of ['old', 'link', 'fifo'])
+      expect(errorOf(() => writeNewFile(path.join(dir, name), 'new')).code).toBe('EEXIST');
     expect(readFileSync(f, 'utf8')).toBe('old');
     expect(readdirSync(dir).sort()).toEqual(['fifo', 'link', 'old']);
   });
@@ -180,10 +211,22 @@ describe('replaceableBecause and writeFileSafely', () => {
   it.each([
     ['missing', () => path.join(dir, 'f'), null],
     ['a regular file of ours', () => (writeFileSync(path.join(dir, 'f'), ''), path.join(dir, 'f')), null],
-    ['a link', () => (symlinkSync('/etc/passwd', path.join(dir, 'f')), path.join(dir, 'f')), 'is a symbolic link, which is never written through'],
+    [
+      'a link',
+      () => (symlinkSync('/etc/passwd', path.join(dir, 'f')), path.join(dir, 'f')),
+      'is a symbolic link, which is never written through',
+    ],
     ['a folder', () => (mkdirSync(path.join(dir, 'f')), path.join(dir, 'f')), 'is a folder'],
-    ['a FIFO', () => (execFileSync('mkfifo', [path.join(dir, 'f')]), path.join(dir, 'f')), 'exists and is not a regular file'],
-    ['under a file', () => (writeFileSync(path.join(dir, 'f'), ''), path.join(dir, 'f', 'g')), 'cannot be examined (ENOTDIR)'],
+    [
+      'a FIFO',
+      () => (execFileSync('mkfifo', [path.join(dir, 'f')]), path.join(dir, 'f')),
+      'exists and is not a regular file',
+    ],
+    [
+      'under a file',
+      () => (writeFileSync(path.join(dir, 'f'), ''), path.join(dir, 'f', 'g')),
+      'cannot be examined (ENOTDIR)',
+    ],
   ])('%s', (_, make, why) => {
     expect(replaceableBecause(make())).toBe(why);
   });
@@ -196,7 +239,9 @@ describe('replaceableBecause and writeFileSafely', () => {
     expect(replaceableBecause(f, null)).toBeNull();
     const owner = statSync(f).uid;
     expect(replaceableBecause(f, owner + 1)).toBe(`belongs to another user (uid ${owner}), so it is not replaced`);
-    expect(replaceableBecause(f, 0)).toBe(owner === 0 ? null : `belongs to another user (uid ${owner}), so it is not replaced`);
+    expect(replaceableBecause(f, 0)).toBe(
+      owner === 0 ? null : `belongs to another user (uid ${owner}), so it is not replaced`,
+    );
     if (asRoot) {
       chownSync(f, NOBODY, NOBODY);
       expect(replaceableBecause(f, NOBODY)).toBe('is read-only');
@@ -221,7 +266,9 @@ describe('replaceableBecause and writeFileSafely', () => {
   it('refuses what replaceableBecause refuses, naming the file; writes nothing', () => {
     const f = path.join(dir, 'f');
     symlinkSync(path.join(dir, 'victim'), f);
-    expect(errorOf(() => writeFileSafely(f, 'x')).message).toBe(`${f} is a symbolic link, which is never written through`);
+    expect(errorOf(() => writeFileSafely(f, 'x')).message).toBe(
+      `${f} is a symbolic link, which is never written through`,
+    );
     expect(readdirSync(dir)).toEqual(['f']);
   });
 

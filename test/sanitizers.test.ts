@@ -29,12 +29,16 @@ describeSim('hook engine under sanitizers (GCC runtime, simulated Metal)', () =>
     ['asan', 'vz-guest-m1-ultra-tahoe-stock', 1000],
     ['tsan', 'macbookpro16-intel-amd-two-gpus', 200],
     ['tsan', 'vz-guest-m1-ultra-tahoe-stock', 200],
-  ])('%s, %s: no report, every answer stock or the profile’s, stock again after restore', (kind, snapshot, rounds) => {
-    const r = run(kind, snapshot, rounds);
-    expect(r.stderr).not.toMatch(/ERROR: AddressSanitizer|runtime error:|WARNING: ThreadSanitizer/);
-    expect(r.status, r.stderr.slice(-3000)).toBe(0);
-    expect(r.stdout).toMatch(/bad answers 0, conflicts 0, answers changed after restore 0/);
-  }, 300_000);
+  ])(
+    '%s, %s: no report, every answer stock or the profile’s, stock again after restore',
+    (kind, snapshot, rounds) => {
+      const r = run(kind, snapshot, rounds);
+      expect(r.stderr).not.toMatch(/ERROR: AddressSanitizer|runtime error:|WARNING: ThreadSanitizer/);
+      expect(r.status, r.stderr.slice(-3000)).toBe(0);
+      expect(r.stdout).toMatch(/bad answers 0, conflicts 0, answers changed after restore 0/);
+    },
+    300_000,
+  );
 
   it.skipIf(built)('sanitizer builds are missing: run `node scripts/build-sim.mjs --sanitize`', () => {
     expect(built).toBe(true);

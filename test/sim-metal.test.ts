@@ -27,8 +27,14 @@ describeSim('simulated Metal: snapshots it cannot lay out as device classes', ()
 
   it.each([
     ['classname-nsobject.json', "sim-metal: className 'NSObject' is an existing class that is not a simulated device"],
-    ['classname-base-class.json', "sim-metal: className '_MTLDevice' is an existing class that is not a simulated device"],
-    ['defaultobjectclass-nsobject.json', "sim-metal: defaultObjectClass 'NSObject' is an existing class that is not a simulated device"],
+    [
+      'classname-base-class.json',
+      "sim-metal: className '_MTLDevice' is an existing class that is not a simulated device",
+    ],
+    [
+      'defaultobjectclass-nsobject.json',
+      "sim-metal: defaultObjectClass 'NSObject' is an existing class that is not a simulated device",
+    ],
     ['subclassof-cycle.json', "sim-metal: simulation.subclassOf of 'MTLIGAccelDevice' loops back to itself"],
     ['subclassof-self.json', "sim-metal: simulation.subclassOf of 'MTLIGAccelDevice' loops back to itself"],
   ])('%s: no device, one line on stderr, exit 0', (file, message) => {

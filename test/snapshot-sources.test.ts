@@ -24,12 +24,20 @@ function thrown(fn: () => unknown): { name: string; field: unknown; message: str
   try {
     fn();
   } catch (e) {
-    return { name: (e as Error).constructor.name, field: (e as { field?: unknown }).field, message: (e as Error).message };
+    return {
+      name: (e as Error).constructor.name,
+      field: (e as { field?: unknown }).field,
+      message: (e as Error).message,
+    };
   }
   return undefined;
 }
 
-const probe = (id: DoctorProbeResult['id'], status: DoctorProbeResult['status'], extra: Partial<DoctorProbeResult> = {}): DoctorProbeResult => ({
+const probe = (
+  id: DoctorProbeResult['id'],
+  status: DoctorProbeResult['status'],
+  extra: Partial<DoctorProbeResult> = {},
+): DoctorProbeResult => ({
   id,
   status,
   detail: `${id} ${status}`,
@@ -56,8 +64,18 @@ describe('recordingOf: doctor’s results as a snapshot records them', () => {
         'simdgroup-reduction': { status: 'pass', detail: 'simdgroup-reduction pass' },
         'simdgroup-matrix': { status: 'pass', detail: 'simdgroup-matrix pass', maxAbsError: 0.001 },
         bfloat: { status: 'unsupported', detail: 'line one line two' },
-        'threadgroup-memory': { status: 'pass', detail: 'threadgroup-memory pass', provenThreadgroupMemory: 32768, failedThreadgroupMemory: 40960 },
-        'nocopy-mmap': { status: 'wrong-result', detail: 'nocopy-mmap wrong-result', bufferLength: 0, fault: 'zero-length' },
+        'threadgroup-memory': {
+          status: 'pass',
+          detail: 'threadgroup-memory pass',
+          provenThreadgroupMemory: 32768,
+          failedThreadgroupMemory: 40960,
+        },
+        'nocopy-mmap': {
+          status: 'wrong-result',
+          detail: 'nocopy-mmap wrong-result',
+          bufferLength: 0,
+          fault: 'zero-length',
+        },
         'residency-set': { status: 'not-recorded' },
         heap: { status: 'not-recorded' },
       },
@@ -87,9 +105,18 @@ describe('recordingOf: doctor’s results as a snapshot records them', () => {
       probe('simdgroup-matrix', 'bogus' as never),
       probe('bfloat', 'error', { detail: '  ' }),
       probe('residency-set', 'fail', { detail: 7 as never }),
-      { ...probe('threadgroup-memory', 'pass', { provenThreadgroupMemory: 65536 }), fault: 'answered-limit' } as DoctorProbeResult,
+      {
+        ...probe('threadgroup-memory', 'pass', { provenThreadgroupMemory: 65536 }),
+        fault: 'answered-limit',
+      } as DoctorProbeResult,
     ]).probes;
-    expect([r['simdgroup-reduction'], r['simdgroup-matrix'], r.bfloat, r['residency-set'], r['threadgroup-memory']]).toEqual([
+    expect([
+      r['simdgroup-reduction'],
+      r['simdgroup-matrix'],
+      r.bfloat,
+      r['residency-set'],
+      r['threadgroup-memory'],
+    ]).toEqual([
       { status: 'not-recorded' },
       { status: 'not-recorded' },
       { status: 'error' },
@@ -99,11 +126,20 @@ describe('recordingOf: doctor’s results as a snapshot records them', () => {
   });
 
   it('what it records is a valid doctor section', () => {
-    const snap = JSON.parse(readFileSync(path.join(root, 'snapshots', `${STOCK}.json`), 'utf8')) as { devices: Record<string, unknown>[] };
-    snap.devices[0]!.doctor = recordingOf([probe('nocopy-mmap', 'wrong-result', { bufferLength: 0 }), probe('bfloat', 'pass', { maxAbsError: 0 })]);
+    const snap = JSON.parse(readFileSync(path.join(root, 'snapshots', `${STOCK}.json`), 'utf8')) as {
+      devices: Record<string, unknown>[];
+    };
+    snap.devices[0]!.doctor = recordingOf([
+      probe('nocopy-mmap', 'wrong-result', { bufferLength: 0 }),
+      probe('bfloat', 'pass', { maxAbsError: 0 }),
+    ]);
     snap.devices[0]!.provenance = { ...(snap.devices[0]!.provenance as object) };
     (snap as unknown as { sources: Record<string, string> }).sources.recording = 'a test';
-    expect(validateSnapshot(snap).devices[0]!.doctor!.probes.bfloat).toEqual({ status: 'pass', detail: 'bfloat pass', maxAbsError: 0 });
+    expect(validateSnapshot(snap).devices[0]!.doctor!.probes.bfloat).toEqual({
+      status: 'pass',
+      detail: 'bfloat pass',
+      maxAbsError: 0,
+    });
   });
 });
 
@@ -115,13 +151,17 @@ describe('a field report read as a snapshot, in-process', () => {
     return file;
   };
   beforeAll(() => {
-    report = JSON.parse(runCli(['report', '--json', '--snapshot', STOCK, '--host-label', 'lab host']).stdout) as FieldReport & Record<string, unknown>;
+    report = JSON.parse(
+      runCli(['report', '--json', '--snapshot', STOCK, '--host-label', 'lab host']).stdout,
+    ) as FieldReport & Record<string, unknown>;
   });
 
   it('its devices answer as the report’s stock side; titled by file and label, dated by the report, id from its snapshot', () => {
     const file = write('offline.json', report);
     const snap = loadSnapshot(file);
-    expect(reportFromSnapshot(snap, { allDevices: true }).devices).toEqual(reportFromSnapshot(loadSnapshot(STOCK), { allDevices: true }).devices);
+    expect(reportFromSnapshot(snap, { allDevices: true }).devices).toEqual(
+      reportFromSnapshot(loadSnapshot(STOCK), { allDevices: true }).devices,
+    );
     expect([snap.id, snap.title, snap.recorded, snap.host.platform, snap.devices.map((d) => 'doctor' in d)]).toEqual([
       STOCK,
       'field report offline.json, lab host',
@@ -135,7 +175,11 @@ describe('a field report read as a snapshot, in-process', () => {
     const { hostLabel: _l, generatedAt: _g, ...rest } = report;
     const file = write('Bare Report.json', { ...rest, audit: { ...report.audit, snapshot: null } });
     const snap = loadSnapshot(file);
-    expect([snap.id, snap.title, snap.recorded]).toEqual(['bare-report', 'field report Bare Report.json', new Date().toISOString().slice(0, 10)]);
+    expect([snap.id, snap.title, snap.recorded]).toEqual([
+      'bare-report',
+      'field report Bare Report.json',
+      new Date().toISOString().slice(0, 10),
+    ]);
   });
 
   it('a generatedAt that is not a date leaves the date to the file', () => {
@@ -153,18 +197,55 @@ describe('a field report read as a snapshot, in-process', () => {
   });
 
   it('doctor results for another device index, or without probes, record nothing for the device', () => {
-    const other = { ...report, doctor: { ...report.doctor!, source: 'live', devices: [{ ...report.doctor!.devices[0]!, index: 5 }] } };
-    const noProbes = { ...report, doctor: { ...report.doctor!, source: 'live', devices: [{ ...report.doctor!.devices[0]!, probes: null }] } };
-    expect(['doctor' in loadSnapshot(write('other.json', other)).devices[0]!, 'doctor' in loadSnapshot(write('no-probes.json', noProbes)).devices[0]!]).toEqual([false, false]);
+    const other = {
+      ...report,
+      doctor: { ...report.doctor!, source: 'live', devices: [{ ...report.doctor!.devices[0]!, index: 5 }] },
+    };
+    const noProbes = {
+      ...report,
+      doctor: { ...report.doctor!, source: 'live', devices: [{ ...report.doctor!.devices[0]!, probes: null }] },
+    };
+    expect([
+      'doctor' in loadSnapshot(write('other.json', other)).devices[0]!,
+      'doctor' in loadSnapshot(write('no-probes.json', noProbes)).devices[0]!,
+    ]).toEqual([false, false]);
   });
 
   it.each([
     ['no audit', (r: Record<string, unknown>) => ({ ...r, audit: null }), 'audit', 'its audit'],
-    ['no host', (r: Record<string, unknown>) => ({ ...r, host: null }), 'host', 'its host facts (host is not an object)'],
-    ['no devices', (r: Record<string, unknown>) => ({ ...r, audit: { ...(r.audit as object), devices: [] } }), 'audit.devices', 'a non-empty audit.devices'],
-    ['devices not a list', (r: Record<string, unknown>) => ({ ...r, audit: { ...(r.audit as object), devices: {} } }), 'audit.devices', 'a non-empty audit.devices'],
-    ['a device without stock', (r: Record<string, unknown>) => ({ ...r, audit: { ...(r.audit as object), devices: [{}] } }), 'audit.devices[0].stock', 'audit.devices[0].stock with its families'],
-    ['a stock side without families', (r: Record<string, unknown>) => ({ ...r, audit: { ...(r.audit as object), devices: [{ stock: { name: 'x' } }] } }), 'audit.devices[0].stock', 'audit.devices[0].stock with its families'],
+    [
+      'no host',
+      (r: Record<string, unknown>) => ({ ...r, host: null }),
+      'host',
+      'its host facts (host is not an object)',
+    ],
+    [
+      'no devices',
+      (r: Record<string, unknown>) => ({ ...r, audit: { ...(r.audit as object), devices: [] } }),
+      'audit.devices',
+      'a non-empty audit.devices',
+    ],
+    [
+      'devices not a list',
+      (r: Record<string, unknown>) => ({ ...r, audit: { ...(r.audit as object), devices: {} } }),
+      'audit.devices',
+      'a non-empty audit.devices',
+    ],
+    [
+      'a device without stock',
+      (r: Record<string, unknown>) => ({ ...r, audit: { ...(r.audit as object), devices: [{}] } }),
+      'audit.devices[0].stock',
+      'audit.devices[0].stock with its families',
+    ],
+    [
+      'a stock side without families',
+      (r: Record<string, unknown>) => ({
+        ...r,
+        audit: { ...(r.audit as object), devices: [{ stock: { name: 'x' } }] },
+      }),
+      'audit.devices[0].stock',
+      'audit.devices[0].stock with its families',
+    ],
   ])('%s: InvalidSnapshotError naming %s', (_what, edit, field, needs) => {
     const file = write('broken.json', edit(report));
     expect(thrown(() => loadSnapshot(file))).toEqual({
@@ -196,8 +277,12 @@ describe('what --snapshot names', () => {
   });
 
   it('a mistyped bundled name gets a suggestion; one nowhere near gets none', () => {
-    expect(thrown(() => resolveSnapshotPath('m1-ultra-bare-metl'))?.message).toMatch(/^no bundled snapshot named 'm1-ultra-bare-metl' \(did you mean the bundled snapshot 'm1-ultra-bare-metal'\?\); bundled snapshots: /);
-    expect(thrown(() => resolveSnapshotPath('zzzz'))?.message).toMatch(/^no bundled snapshot named 'zzzz'; bundled snapshots: /);
+    expect(thrown(() => resolveSnapshotPath('m1-ultra-bare-metl'))?.message).toMatch(
+      /^no bundled snapshot named 'm1-ultra-bare-metl' \(did you mean the bundled snapshot 'm1-ultra-bare-metal'\?\); bundled snapshots: /,
+    );
+    expect(thrown(() => resolveSnapshotPath('zzzz'))?.message).toMatch(
+      /^no bundled snapshot named 'zzzz'; bundled snapshots: /,
+    );
     expect(thrown(() => resolveSnapshotPath('/nowhere/M1-ULTRA-BARE-METAL.JSON'))?.message).toBe(
       "snapshot file /nowhere/M1-ULTRA-BARE-METAL.JSON does not exist (did you mean the bundled snapshot 'm1-ultra-bare-metal'?)",
     );

@@ -53,7 +53,9 @@ function expectInvalid(data: unknown, field: string | null) {
 
 describe('bundled snapshots', () => {
   it('are listed by name, sorted, exactly the .json files of snapshots/', () => {
-    const files = readdirSync(snapshotsDir()).filter((f) => f.endsWith('.json')).map((f) => f.replace(/\.json$/, ''));
+    const files = readdirSync(snapshotsDir())
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => f.replace(/\.json$/, ''));
     expect(listSnapshots()).toEqual([...files].sort());
     expect(listSnapshots()).toEqual([
       'github-macos-14-arm64-runner',
@@ -73,7 +75,14 @@ describe('bundled snapshots', () => {
     expect(d.name).toBe('Apple Paravirtual device');
     expect(d.className).toBe('AppleParavirtDevice');
     expect(FAMILY_NAMES.filter((n) => d.families[n])).toEqual([
-      'apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'common1', 'common2', 'common3',
+      'apple1',
+      'apple2',
+      'apple3',
+      'apple4',
+      'apple5',
+      'common1',
+      'common2',
+      'common3',
     ]);
     expect(d.maxThreadgroupMemoryLength).toBe(32768);
     expect(s.host.model).toBe('VirtualMac2,1');
@@ -85,13 +94,26 @@ describe('bundled snapshots', () => {
   it('record the bare-metal M1 Ultra as Apple1–7, Mac2, Common1–3, Metal3, not a VM', () => {
     const s = loadSnapshot('m1-ultra-bare-metal');
     expect(FAMILY_NAMES.filter((n) => s.devices[0]!.families[n])).toEqual([
-      'apple1', 'apple2', 'apple3', 'apple4', 'apple5', 'apple6', 'apple7', 'mac2', 'common1', 'common2', 'common3', 'metal3',
+      'apple1',
+      'apple2',
+      'apple3',
+      'apple4',
+      'apple5',
+      'apple6',
+      'apple7',
+      'mac2',
+      'common1',
+      'common2',
+      'common3',
+      'metal3',
     ]);
     expect(s.host.isVirtualMachine).toBe(false);
   });
 
   it('give both class layouts the hook tests need: inherited methods and own methods', () => {
-    const layouts = listSnapshots().flatMap((n) => loadSnapshot(n).devices.map((d) => d.simulation?.methodsOnConcreteClass ?? false));
+    const layouts = listSnapshots().flatMap((n) =>
+      loadSnapshot(n).devices.map((d) => d.simulation?.methodsOnConcreteClass ?? false),
+    );
     expect(layouts).toContain(true);
     expect(layouts).toContain(false);
     const two = loadSnapshot('macbookpro16-intel-amd-two-gpus');
@@ -146,7 +168,15 @@ describe('snapshot validation', () => {
   });
 
   it('host.memoryBytes is a positive integer or null, host.translated a boolean or null, both required', () => {
-    for (const [value, ok] of [[null, true], [1, true], [17179869184, true], [0, false], [-1, false], [1.5, false], ['16 GiB', false]] as const) {
+    for (const [value, ok] of [
+      [null, true],
+      [1, true],
+      [17179869184, true],
+      [0, false],
+      [-1, false],
+      [1.5, false],
+      ['16 GiB', false],
+    ] as const) {
       const s = stock();
       s.host.memoryBytes = value;
       if (value === null) s.host.provenance.memoryBytes = 'unrecorded';
@@ -166,7 +196,10 @@ describe('snapshot validation', () => {
 
   it('host.cpuBrand and host.chip: both required, each with its provenance; the chip is what the brand names', () => {
     const valid = stock();
-    expect([validateSnapshot(valid, 'test').host.cpuBrand, valid.host.chip]).toEqual(['Apple M1 Ultra (Virtual)', 'Apple M1 Ultra']);
+    expect([validateSnapshot(valid, 'test').host.cpuBrand, valid.host.chip]).toEqual([
+      'Apple M1 Ultra (Virtual)',
+      'Apple M1 Ultra',
+    ]);
     for (const field of ['cpuBrand', 'chip']) {
       const missing = stock();
       delete missing.host[field];
@@ -183,7 +216,8 @@ describe('snapshot validation', () => {
     other.host.chip = 'Apple M1';
     expect(thrown(() => validateSnapshot(other, 'test'))).toMatchObject({
       field: 'host.chip',
-      message: 'test: host.chip must be "Apple M1 Ultra", the chip cpuBrand "Apple M1 Ultra (Virtual)" names; see snapshots/README.md for the format',
+      message:
+        'test: host.chip must be "Apple M1 Ultra", the chip cpuBrand "Apple M1 Ultra (Virtual)" names; see snapshots/README.md for the format',
     });
     const intel = stock();
     intel.host.cpuBrand = 'Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz';
@@ -204,7 +238,13 @@ describe('snapshot validation', () => {
 
   it('a report’s brand string and chip are recorded with the rest of the host', () => {
     const report = reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal'));
-    const snap = snapshotFromReport(report, { id: 'm1', title: 'M1', recorded: '2026-02-03', describe: 'by hand', where: 'test' });
+    const snap = snapshotFromReport(report, {
+      id: 'm1',
+      title: 'M1',
+      recorded: '2026-02-03',
+      describe: 'by hand',
+      where: 'test',
+    });
     expect([snap.host.cpuBrand, snap.host.chip, snap.host.provenance.cpuBrand, snap.host.provenance.chip]).toEqual([
       'Apple M1 Ultra',
       'Apple M1 Ultra',
@@ -222,14 +262,23 @@ describe('snapshot validation', () => {
       ['github-macos-14-arm64-runner', 'Apple M1 (Virtual)', 'Apple M1', 'runner-brand', 'runner-brand'],
       ['m1-ultra-bare-metal', 'Apple M1 Ultra', 'Apple M1 Ultra', 'm1-ultra-brand', 'm1-ultra-brand'],
       ['macbookpro16-intel-amd-two-gpus', null, null, 'unrecorded', 'unrecorded'],
-      ['vz-guest-m1-ultra-tahoe-stock', 'Apple M1 Ultra (Virtual)', 'Apple M1 Ultra', 'm1-ultra-guest-brand', 'cua-setup'],
+      [
+        'vz-guest-m1-ultra-tahoe-stock',
+        'Apple M1 Ultra (Virtual)',
+        'Apple M1 Ultra',
+        'm1-ultra-guest-brand',
+        'cua-setup',
+      ],
     ]);
   });
 
   it('simulation.defaultObjectClass: a class name no device has, on the default device only', () => {
     const ok = stock();
     ok.devices[0].simulation = { methodsOnConcreteClass: false, defaultObjectClass: 'MTLDebugDevice' };
-    expect(validateSnapshot(ok, 'test').devices[0]!.simulation).toEqual({ methodsOnConcreteClass: false, defaultObjectClass: 'MTLDebugDevice' });
+    expect(validateSnapshot(ok, 'test').devices[0]!.simulation).toEqual({
+      methodsOnConcreteClass: false,
+      defaultObjectClass: 'MTLDebugDevice',
+    });
     for (const bad of ['AppleParavirtDevice', 'not a class', 42]) {
       const s = stock();
       s.devices[0].simulation = { methodsOnConcreteClass: false, defaultObjectClass: bad };
@@ -255,7 +304,9 @@ describe('the doctor section', () => {
   };
 
   it('bundled snapshots record only what a source documents: stale NoCopy pages on the macos-14 runner, no residency set in the Tahoe guest', () => {
-    const doctors = Object.fromEntries(listSnapshots().map((n) => [n, loadSnapshot(n).devices.map((d) => d.doctor ?? null)]));
+    const doctors = Object.fromEntries(
+      listSnapshots().map((n) => [n, loadSnapshot(n).devices.map((d) => d.doctor ?? null)]),
+    );
     expect(doctors).toEqual({
       'github-macos-14-arm64-runner': [
         section(
@@ -284,7 +335,9 @@ describe('the doctor section', () => {
         ),
       ],
     });
-    expect(loadSnapshot('github-macos-14-arm64-runner').sources['unsloth-pr-37']).toContain('unslothai/llama.cpp PR 37');
+    expect(loadSnapshot('github-macos-14-arm64-runner').sources['unsloth-pr-37']).toContain(
+      'unslothai/llama.cpp PR 37',
+    );
     expect(loadSnapshot('vz-guest-m1-ultra-tahoe-stock').sources['cua-mlx-ablation']).toContain('trycua/cua PR 3070');
   });
 
@@ -299,15 +352,42 @@ describe('the doctor section', () => {
 
   it('the behaviours fixture validates: Metal raising (error), a limit that follows the answer, overlapping threadgroups, a hung compiler, 64-wide SIMD-groups', () => {
     const s = loadSnapshot(path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-sim-behaviours.json'));
-    expect(s.devices.map((d) => [d.doctor!.probes['threadgroup-memory'], d.doctor!.probes.bfloat, d.simulation?.threadExecutionWidth ?? null])).toEqual([
-      [{ status: 'error', detail: 'fixture: Metal raises at commit' }, { status: 'error', detail: 'fixture: Metal raises at commit' }, null],
-      [{ status: 'pass', detail: 'fixture: the limit is the answered maxThreadgroupMemoryLength', fault: 'answered-limit' }, { status: 'not-recorded' }, null],
+    expect(
+      s.devices.map((d) => [
+        d.doctor!.probes['threadgroup-memory'],
+        d.doctor!.probes.bfloat,
+        d.simulation?.threadExecutionWidth ?? null,
+      ]),
+    ).toEqual([
       [
-        { status: 'wrong-result', detail: 'fixture: threadgroups running at once overlap above 32768 bytes', provenThreadgroupMemory: 32768, fault: 'threadgroups-overlap' },
+        { status: 'error', detail: 'fixture: Metal raises at commit' },
+        { status: 'error', detail: 'fixture: Metal raises at commit' },
+        null,
+      ],
+      [
+        {
+          status: 'pass',
+          detail: 'fixture: the limit is the answered maxThreadgroupMemoryLength',
+          fault: 'answered-limit',
+        },
         { status: 'not-recorded' },
         null,
       ],
-      [{ status: 'not-recorded' }, { status: 'timeout', detail: 'fixture: the compiler never finishes the bfloat kernel', fault: 'compile' }, null],
+      [
+        {
+          status: 'wrong-result',
+          detail: 'fixture: threadgroups running at once overlap above 32768 bytes',
+          provenThreadgroupMemory: 32768,
+          fault: 'threadgroups-overlap',
+        },
+        { status: 'not-recorded' },
+        null,
+      ],
+      [
+        { status: 'not-recorded' },
+        { status: 'timeout', detail: 'fixture: the compiler never finishes the bfloat kernel', fault: 'compile' },
+        null,
+      ],
       [{ status: 'not-recorded' }, { status: 'not-recorded' }, 64],
     ]);
   });
@@ -316,7 +396,12 @@ describe('the doctor section', () => {
     const doctor = section({
       'simdgroup-matrix': { status: 'wrong-result', detail: 'off by one', maxAbsError: 1 },
       bfloat: { status: 'pass', maxAbsError: 0 },
-      'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 32768, failedThreadgroupMemory: 49152, fault: 'answered-limit' },
+      'threadgroup-memory': {
+        status: 'pass',
+        provenThreadgroupMemory: 32768,
+        failedThreadgroupMemory: 49152,
+        fault: 'answered-limit',
+      },
       'nocopy-mmap': { status: 'wrong-result', fault: 'zero-length', bufferLength: 0 },
       'residency-set': { status: 'unsupported', detail: 'macOS 14' },
     });
@@ -334,12 +419,28 @@ describe('the doctor section', () => {
     ['a missing probe', probes((p) => delete p.bfloat), `${at}probes.bfloat`],
     ['an unknown probe', probes((p) => (p.tensor = notRecorded)), `${at}probes.tensor`],
     ['an unknown status', one('bfloat', { status: 'flaky' }), `${at}probes.bfloat.status`],
-    ['a field on a not-recorded probe', one('bfloat', { status: 'not-recorded', detail: 'maybe' }), `${at}probes.bfloat.detail`],
-    ['a field of another probe', one('residency-set', { status: 'fail', maxAbsError: 1 }), `${at}probes.residency-set.maxAbsError`],
+    [
+      'a field on a not-recorded probe',
+      one('bfloat', { status: 'not-recorded', detail: 'maybe' }),
+      `${at}probes.bfloat.detail`,
+    ],
+    [
+      'a field of another probe',
+      one('residency-set', { status: 'fail', maxAbsError: 1 }),
+      `${at}probes.residency-set.maxAbsError`,
+    ],
     ['a detail of two lines', one('bfloat', { status: 'fail', detail: 'a\nb' }), `${at}probes.bfloat.detail`],
-    ['a NoCopy wrong-result without its fault', one('nocopy-mmap', { status: 'wrong-result' }), `${at}probes.nocopy-mmap.fault`],
+    [
+      'a NoCopy wrong-result without its fault',
+      one('nocopy-mmap', { status: 'wrong-result' }),
+      `${at}probes.nocopy-mmap.fault`,
+    ],
     ['a fault on a pass', one('nocopy-mmap', { status: 'pass', fault: 'stale' }), `${at}probes.nocopy-mmap.fault`],
-    ['an unknown fault', one('nocopy-mmap', { status: 'wrong-result', fault: 'torn' }), `${at}probes.nocopy-mmap.fault`],
+    [
+      'an unknown fault',
+      one('nocopy-mmap', { status: 'wrong-result', fault: 'torn' }),
+      `${at}probes.nocopy-mmap.fault`,
+    ],
     [
       'a failed size not above the proven one',
       one('threadgroup-memory', { status: 'pass', provenThreadgroupMemory: 32768, failedThreadgroupMemory: 32768 }),
@@ -407,7 +508,11 @@ describe('reportFromSnapshot', () => {
   it('derives the highest Apple family and the SIMD-group flags', () => {
     const stockGuest = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock')).devices[0]!;
     expect(stockGuest.highestAppleFamily).toEqual({ value: 1005, name: 'apple5' });
-    expect([stockGuest.simd.reduction.value, stockGuest.simd.matrix.value, stockGuest.simd.bfloat16.value]).toEqual([false, false, false]);
+    expect([stockGuest.simd.reduction.value, stockGuest.simd.matrix.value, stockGuest.simd.bfloat16.value]).toEqual([
+      false,
+      false,
+      false,
+    ]);
     const m1 = reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal')).devices[0]!;
     expect(m1.highestAppleFamily).toEqual({ value: 1007, name: 'apple7' });
     expect([m1.simd.reduction.value, m1.simd.matrix.value, m1.simd.bfloat16.value]).toEqual([true, true, true]);
@@ -429,7 +534,8 @@ const rejection = (field: string, says: string) => ({
   message: `test: ${field} ${says}; see snapshots/README.md for the format`,
 });
 
-const twoGpus = () => JSON.parse(readFileSync(path.join(snapshotsDir(), 'macbookpro16-intel-amd-two-gpus.json'), 'utf8'));
+const twoGpus = () =>
+  JSON.parse(readFileSync(path.join(snapshotsDir(), 'macbookpro16-intel-amd-two-gpus.json'), 'utf8'));
 
 describe('snapshot validation, rule by rule (each case breaks one rule of a valid snapshot)', () => {
   const ID = 'must be a lower-case id (a-z, 0-9, -, .)';
@@ -455,8 +561,18 @@ describe('snapshot validation, rule by rule (each case breaks one rule of a vali
     ['sources as a string', (s) => (s.sources = 'cua'), 'sources', 'must be an object of strings'],
     ['sources as an array', (s) => (s.sources = ['cua']), 'sources', 'must be an object of strings'],
     ['one source that is not a string', (s) => (s.sources.extra = 5), 'sources', 'must be an object of strings'],
-    ['"assumed" as a source key', (s) => (s.sources.assumed = 'x'), 'sources.assumed', 'is a reserved word, not a source key'],
-    ['"unrecorded" as a source key', (s) => (s.sources.unrecorded = 'x'), 'sources.unrecorded', 'is a reserved word, not a source key'],
+    [
+      '"assumed" as a source key',
+      (s) => (s.sources.assumed = 'x'),
+      'sources.assumed',
+      'is a reserved word, not a source key',
+    ],
+    [
+      '"unrecorded" as a source key',
+      (s) => (s.sources.unrecorded = 'x'),
+      'sources.unrecorded',
+      'is a reserved word, not a source key',
+    ],
     ['host as a string', (s) => (s.host = 'mac'), 'host', 'must be an object'],
     ['host as null', (s) => (s.host = null), 'host', 'must be an object'],
     ['a negative default device', (s) => (s.defaultDevice = -1), 'defaultDevice', 'must be an integer ≥ 0'],
@@ -488,58 +604,186 @@ describe('snapshot validation, rule by rule (each case breaks one rule of a vali
     ],
     ['a device that is not an object', (s) => (s.devices[0] = 5), 'devices[0]', 'must be an object'],
     ['an unknown device field', (s) => (s.devices[0].cores = 48), 'devices[0].cores', 'is not a known field'],
-    ['a class name with a space', (s) => (s.devices[0].className = 'Apple Paravirt'), 'devices[0].className', 'must be an Objective-C class name'],
-    ['a class name starting with a digit', (s) => (s.devices[0].className = '9Device'), 'devices[0].className', 'must be an Objective-C class name'],
-    ['a class name ending in a dash', (s) => (s.devices[0].className = 'Device-'), 'devices[0].className', 'must be an Objective-C class name'],
-    ['a class name that is a number', (s) => (s.devices[0].className = 9), 'devices[0].className', 'must be an Objective-C class name'],
-    ['a class name inside an array', (s) => (s.devices[0].className = ['Device']), 'devices[0].className', 'must be an Objective-C class name'],
-    ['a negative registry id', (s) => (s.devices[0].registryId = -1), 'devices[0].registryId', 'must be an integer ≥ 0'],
+    [
+      'a class name with a space',
+      (s) => (s.devices[0].className = 'Apple Paravirt'),
+      'devices[0].className',
+      'must be an Objective-C class name',
+    ],
+    [
+      'a class name starting with a digit',
+      (s) => (s.devices[0].className = '9Device'),
+      'devices[0].className',
+      'must be an Objective-C class name',
+    ],
+    [
+      'a class name ending in a dash',
+      (s) => (s.devices[0].className = 'Device-'),
+      'devices[0].className',
+      'must be an Objective-C class name',
+    ],
+    [
+      'a class name that is a number',
+      (s) => (s.devices[0].className = 9),
+      'devices[0].className',
+      'must be an Objective-C class name',
+    ],
+    [
+      'a class name inside an array',
+      (s) => (s.devices[0].className = ['Device']),
+      'devices[0].className',
+      'must be an Objective-C class name',
+    ],
+    [
+      'a negative registry id',
+      (s) => (s.devices[0].registryId = -1),
+      'devices[0].registryId',
+      'must be an integer ≥ 0',
+    ],
     ['families as an array', (s) => (s.devices[0].families = []), 'devices[0].families', 'must be an object'],
     ['a family missing', (s) => delete s.devices[0].families.apple10, 'devices[0].families.apple10', 'is missing'],
-    ['an unknown family', (s) => (s.devices[0].families.apple11 = false), 'devices[0].families.apple11', 'is not a known field'],
+    [
+      'an unknown family',
+      (s) => (s.devices[0].families.apple11 = false),
+      'devices[0].families.apple11',
+      'is not a known field',
+    ],
     ['a family answer that is null', (s) => (s.devices[0].families.apple7 = null), 'devices[0].families.apple7', BOOL],
-    ['threadgroup memory of 0', (s) => (s.devices[0].maxThreadgroupMemoryLength = 0), 'devices[0].maxThreadgroupMemoryLength', 'must be an integer ≥ 1'],
-    ['threadgroup size as a number', (s) => (s.devices[0].maxThreadsPerThreadgroup = 1024), 'devices[0].maxThreadsPerThreadgroup', 'must be an object'],
-    ['a threadgroup width of 0', (s) => (s.devices[0].maxThreadsPerThreadgroup.width = 0), 'devices[0].maxThreadsPerThreadgroup.width', 'must be an integer ≥ 1'],
-    ['a threadgroup depth missing', (s) => delete s.devices[0].maxThreadsPerThreadgroup.depth, 'devices[0].maxThreadsPerThreadgroup.depth', 'is missing'],
-    ['a negative working set', (s) => (s.devices[0].recommendedMaxWorkingSetSize = -1), 'devices[0].recommendedMaxWorkingSetSize', 'must be an integer ≥ 0'],
-    ['a buffer length of 0', (s) => (s.devices[0].maxBufferLength = 0), 'devices[0].maxBufferLength', 'must be an integer ≥ 1'],
+    [
+      'threadgroup memory of 0',
+      (s) => (s.devices[0].maxThreadgroupMemoryLength = 0),
+      'devices[0].maxThreadgroupMemoryLength',
+      'must be an integer ≥ 1',
+    ],
+    [
+      'threadgroup size as a number',
+      (s) => (s.devices[0].maxThreadsPerThreadgroup = 1024),
+      'devices[0].maxThreadsPerThreadgroup',
+      'must be an object',
+    ],
+    [
+      'a threadgroup width of 0',
+      (s) => (s.devices[0].maxThreadsPerThreadgroup.width = 0),
+      'devices[0].maxThreadsPerThreadgroup.width',
+      'must be an integer ≥ 1',
+    ],
+    [
+      'a threadgroup depth missing',
+      (s) => delete s.devices[0].maxThreadsPerThreadgroup.depth,
+      'devices[0].maxThreadsPerThreadgroup.depth',
+      'is missing',
+    ],
+    [
+      'a negative working set',
+      (s) => (s.devices[0].recommendedMaxWorkingSetSize = -1),
+      'devices[0].recommendedMaxWorkingSetSize',
+      'must be an integer ≥ 0',
+    ],
+    [
+      'a buffer length of 0',
+      (s) => (s.devices[0].maxBufferLength = 0),
+      'devices[0].maxBufferLength',
+      'must be an integer ≥ 1',
+    ],
     ['unified memory as null', (s) => (s.devices[0].hasUnifiedMemory = null), 'devices[0].hasUnifiedMemory', BOOL],
-    ['an unknown location', (s) => (s.devices[0].location = 'moon'), 'devices[0].location', 'must be one of builtIn, slot, external, unspecified'],
+    [
+      'an unknown location',
+      (s) => (s.devices[0].location = 'moon'),
+      'devices[0].location',
+      'must be one of builtIn, slot, external, unspecified',
+    ],
     ['an empty architecture', (s) => (s.devices[0].architecture = ''), 'devices[0].architecture', TEXT],
     ['a device without provenance', (s) => delete s.devices[0].provenance, 'devices[0].provenance', 'is missing'],
-    ['a device value without provenance', (s) => delete s.devices[0].provenance.architecture, 'devices[0].provenance.architecture', 'is missing'],
+    [
+      'a device value without provenance',
+      (s) => delete s.devices[0].provenance.architecture,
+      'devices[0].provenance.architecture',
+      'is missing',
+    ],
     ['simulation as a boolean', (s) => (s.devices[0].simulation = true), 'devices[0].simulation', 'must be an object'],
-    ['simulation without the layout', (s) => (s.devices[0].simulation = {}), 'devices[0].simulation.methodsOnConcreteClass', 'is missing'],
-    ['a layout that is not a boolean', (s) => (s.devices[0].simulation.methodsOnConcreteClass = 1), 'devices[0].simulation.methodsOnConcreteClass', BOOL],
-    ['an unknown simulation field', (s) => (s.devices[0].simulation.slow = true), 'devices[0].simulation.slow', 'is not a known field'],
+    [
+      'simulation without the layout',
+      (s) => (s.devices[0].simulation = {}),
+      'devices[0].simulation.methodsOnConcreteClass',
+      'is missing',
+    ],
+    [
+      'a layout that is not a boolean',
+      (s) => (s.devices[0].simulation.methodsOnConcreteClass = 1),
+      'devices[0].simulation.methodsOnConcreteClass',
+      BOOL,
+    ],
+    [
+      'an unknown simulation field',
+      (s) => (s.devices[0].simulation.slow = true),
+      'devices[0].simulation.slow',
+      'is not a known field',
+    ],
     [
       'a missing query that cannot be simulated',
       (s) => (s.devices[0].simulation.lacks = 'name'),
       'devices[0].simulation.lacks',
       'must be one of supportsFamily:, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize',
     ],
-    ['a negative drift', (s) => (s.devices[0].simulation.driftAfter = -1), 'devices[0].simulation.driftAfter', 'must be an integer ≥ 0'],
-    ['a drift given as a string', (s) => (s.devices[0].simulation.driftAfter = '3'), 'devices[0].simulation.driftAfter', 'must be an integer ≥ 0'],
+    [
+      'a negative drift',
+      (s) => (s.devices[0].simulation.driftAfter = -1),
+      'devices[0].simulation.driftAfter',
+      'must be an integer ≥ 0',
+    ],
+    [
+      'a drift given as a string',
+      (s) => (s.devices[0].simulation.driftAfter = '3'),
+      'devices[0].simulation.driftAfter',
+      'must be an integer ≥ 0',
+    ],
     [
       'a device subclassing itself',
       (s) => (s.devices[0].simulation.subclassOf = s.devices[0].className),
       'devices[0].simulation.subclassOf',
       "must name another device's className",
     ],
-    ['a device subclassing a class no device has', (s) => (s.devices[0].simulation.subclassOf = 'Elsewhere'), 'devices[0].simulation.subclassOf', "must name another device's className"],
+    [
+      'a device subclassing a class no device has',
+      (s) => (s.devices[0].simulation.subclassOf = 'Elsewhere'),
+      'devices[0].simulation.subclassOf',
+      "must name another device's className",
+    ],
   ])('rejects %s', (_what, edit, field, says) => {
     expect(thrown(() => validateSnapshot(changed(edit), 'test'))).toEqual(rejection(field, says));
   });
 
   it.each<[string, (s: Record<string, any>) => void]>([
     ['ids of digits, dots and dashes', (s) => (s.id = '0.9-x')],
-    ['a null OS version recorded as unrecorded', (s) => ((s.host.osVersion = null), (s.host.provenance.osVersion = 'unrecorded'))],
-    ['an unknown VM status recorded as unrecorded', (s) => ((s.host.isVirtualMachine = null), (s.host.provenance.isVirtualMachine = 'unrecorded'))],
+    [
+      'a null OS version recorded as unrecorded',
+      (s) => ((s.host.osVersion = null), (s.host.provenance.osVersion = 'unrecorded')),
+    ],
+    [
+      'an unknown VM status recorded as unrecorded',
+      (s) => ((s.host.isVirtualMachine = null), (s.host.provenance.isVirtualMachine = 'unrecorded')),
+    ],
     ['a value marked as assumed', (s) => (s.host.provenance.arch = 'assumed')],
-    ['a null architecture', (s) => ((s.devices[0].architecture = null), (s.devices[0].provenance.architecture = 'unrecorded'))],
-    ['a registry id, working set and drift of 0', (s) => ((s.devices[0].registryId = 0), (s.devices[0].recommendedMaxWorkingSetSize = 0), (s.devices[0].simulation.driftAfter = 0))],
-    ['threadgroup memory, buffer length and a threadgroup size of 1', (s) => ((s.devices[0].maxThreadgroupMemoryLength = 1), (s.devices[0].maxBufferLength = 1), (s.devices[0].maxThreadsPerThreadgroup.width = 1))],
+    [
+      'a null architecture',
+      (s) => ((s.devices[0].architecture = null), (s.devices[0].provenance.architecture = 'unrecorded')),
+    ],
+    [
+      'a registry id, working set and drift of 0',
+      (s) => (
+        (s.devices[0].registryId = 0),
+        (s.devices[0].recommendedMaxWorkingSetSize = 0),
+        (s.devices[0].simulation.driftAfter = 0)
+      ),
+    ],
+    [
+      'threadgroup memory, buffer length and a threadgroup size of 1',
+      (s) => (
+        (s.devices[0].maxThreadgroupMemoryLength = 1),
+        (s.devices[0].maxBufferLength = 1),
+        (s.devices[0].maxThreadsPerThreadgroup.width = 1)
+      ),
+    ],
     ['a device without simulation', (s) => delete s.devices[0].simulation],
     ['a device lacking a query', (s) => (s.devices[0].simulation.lacks = 'maxThreadgroupMemoryLength')],
     ['a class name with an underscore first', (s) => (s.devices[0].className = '_Device9')],
@@ -562,7 +806,9 @@ describe('snapshot validation, rule by rule (each case breaks one rule of a vali
     const s = twoGpus();
     s.devices[0].simulation.subclassOf = s.devices[1].className;
     s.devices[1].simulation.subclassOf = 'Elsewhere';
-    expect(thrown(() => validateSnapshot(s, 'test'))).toEqual(rejection('devices[1].simulation.subclassOf', "must name another device's className"));
+    expect(thrown(() => validateSnapshot(s, 'test'))).toEqual(
+      rejection('devices[1].simulation.subclassOf', "must name another device's className"),
+    );
   });
 
   it('rejects subclassOf links that loop, however long the loop', () => {
@@ -585,8 +831,12 @@ describe('snapshot validation, rule by rule (each case breaks one rule of a vali
   it('the committed fuzz regressions the TypeScript side can see are rejected before native code reads them', () => {
     const dir = path.join(root, 'test', 'fuzz', 'regressions', 'sim_snapshot_fuzz');
     const load = (name: string) => JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
-    expect(thrown(() => validateSnapshot(load('subclassof-cycle.json'), 'test')).field).toBe('devices[0].simulation.subclassOf');
-    expect(thrown(() => validateSnapshot(load('subclassof-self.json'), 'test')).field).toBe('devices[0].simulation.subclassOf');
+    expect(thrown(() => validateSnapshot(load('subclassof-cycle.json'), 'test')).field).toBe(
+      'devices[0].simulation.subclassOf',
+    );
+    expect(thrown(() => validateSnapshot(load('subclassof-self.json'), 'test')).field).toBe(
+      'devices[0].simulation.subclassOf',
+    );
   });
 
   it.each([
@@ -598,7 +848,9 @@ describe('snapshot validation, rule by rule (each case breaks one rule of a vali
   });
 
   it('names the snapshot "snapshot" when no name is given', () => {
-    expect((thrown(() => validateSnapshot(5)).message as string).startsWith('snapshot: (root) must be an object')).toBe(true);
+    expect((thrown(() => validateSnapshot(5)).message as string).startsWith('snapshot: (root) must be an object')).toBe(
+      true,
+    );
   });
 });
 
@@ -674,32 +926,136 @@ describe('the doctor section and the default object, whole errors', () => {
   it.each<[string, unknown, string, string]>([
     ['an empty detail', section({ bfloat: { status: 'fail', detail: '' } }), `${at}probes.bfloat.detail`, LINE],
     ['a detail of blanks', section({ bfloat: { status: 'fail', detail: '   ' } }), `${at}probes.bfloat.detail`, LINE],
-    ['a detail ending in a carriage return', section({ bfloat: { status: 'fail', detail: 'off\r' } }), `${at}probes.bfloat.detail`, LINE],
-    ['a detail that is a number', section({ bfloat: { status: 'fail', detail: 5 } }), `${at}probes.bfloat.detail`, LINE],
-    ['an unknown status', section({ bfloat: { status: 'flaky' } }), `${at}probes.bfloat.status`, 'must be one of pass, wrong-result, fail, unsupported, timeout, skipped, error, not-recorded'],
-    ['a field on a not-recorded probe', section({ bfloat: { status: 'not-recorded', detail: 'maybe' } }), `${at}probes.bfloat.detail`, 'is not allowed: a not-recorded probe carries only its status'],
-    ['a field of another probe', section({ 'residency-set': { status: 'fail', maxAbsError: 1 } }), `${at}probes.residency-set.maxAbsError`, 'is not a known field'],
-    ['a negative error', section({ bfloat: { status: 'pass', maxAbsError: -1 } }), `${at}probes.bfloat.maxAbsError`, 'must be a number ≥ 0'],
-    ['an infinite error', section({ bfloat: { status: 'pass', maxAbsError: Number.POSITIVE_INFINITY } }), `${at}probes.bfloat.maxAbsError`, 'must be a number ≥ 0'],
-    ['an error given as text', section({ bfloat: { status: 'pass', maxAbsError: '0.5' } }), `${at}probes.bfloat.maxAbsError`, 'must be a number ≥ 0'],
-    ['an unknown fault', section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'torn' } }), `${at}probes.nocopy-mmap.fault`, 'must be one of stale, zero-length, compile'],
-    ['a fault on a pass', section({ 'nocopy-mmap': { status: 'pass', fault: 'stale' } }), `${at}probes.nocopy-mmap.fault`, 'is only for a wrong-result'],
-    ['a NoCopy fault on threadgroup memory', section({ 'threadgroup-memory': { status: 'pass', fault: 'stale' } }), `${at}probes.threadgroup-memory.fault`, 'must be one of answered-limit, threadgroups-overlap, compile'],
-    ['a threadgroup fault on a NoCopy probe', section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'answered-limit' } }), `${at}probes.nocopy-mmap.fault`, 'must be one of stale, zero-length, compile'],
-    ['the answered limit on a wrong-result', section({ 'threadgroup-memory': { status: 'wrong-result', fault: 'answered-limit' } }), `${at}probes.threadgroup-memory.fault`, 'is only for a pass'],
-    ['a NoCopy fault on a probe that has only the compile fault', section({ bfloat: { status: 'pass', fault: 'stale' } }), `${at}probes.bfloat.fault`, 'must be one of compile'],
-    ['the compile fault on anything but a timeout', section({ bfloat: { status: 'fail', fault: 'compile' } }), `${at}probes.bfloat.fault`, 'compile is only for a timeout'],
-    ['threadgroups overlapping on a pass', section({ 'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 32768, fault: 'threadgroups-overlap' } }), `${at}probes.threadgroup-memory.fault`, 'threadgroups-overlap is only for a wrong-result with provenThreadgroupMemory (where the overlap starts)'],
-    ['threadgroups overlapping without where', section({ 'threadgroup-memory': { status: 'wrong-result', fault: 'threadgroups-overlap' } }), `${at}probes.threadgroup-memory.fault`, 'threadgroups-overlap is only for a wrong-result with provenThreadgroupMemory (where the overlap starts)'],
-    ['a NoCopy wrong-result without its fault', section({ 'nocopy-mmap': { status: 'wrong-result' } }), `${at}probes.nocopy-mmap.fault`, 'is missing: a wrong-result says which (stale or zero-length)'],
+    [
+      'a detail ending in a carriage return',
+      section({ bfloat: { status: 'fail', detail: 'off\r' } }),
+      `${at}probes.bfloat.detail`,
+      LINE,
+    ],
+    [
+      'a detail that is a number',
+      section({ bfloat: { status: 'fail', detail: 5 } }),
+      `${at}probes.bfloat.detail`,
+      LINE,
+    ],
+    [
+      'an unknown status',
+      section({ bfloat: { status: 'flaky' } }),
+      `${at}probes.bfloat.status`,
+      'must be one of pass, wrong-result, fail, unsupported, timeout, skipped, error, not-recorded',
+    ],
+    [
+      'a field on a not-recorded probe',
+      section({ bfloat: { status: 'not-recorded', detail: 'maybe' } }),
+      `${at}probes.bfloat.detail`,
+      'is not allowed: a not-recorded probe carries only its status',
+    ],
+    [
+      'a field of another probe',
+      section({ 'residency-set': { status: 'fail', maxAbsError: 1 } }),
+      `${at}probes.residency-set.maxAbsError`,
+      'is not a known field',
+    ],
+    [
+      'a negative error',
+      section({ bfloat: { status: 'pass', maxAbsError: -1 } }),
+      `${at}probes.bfloat.maxAbsError`,
+      'must be a number ≥ 0',
+    ],
+    [
+      'an infinite error',
+      section({ bfloat: { status: 'pass', maxAbsError: Number.POSITIVE_INFINITY } }),
+      `${at}probes.bfloat.maxAbsError`,
+      'must be a number ≥ 0',
+    ],
+    [
+      'an error given as text',
+      section({ bfloat: { status: 'pass', maxAbsError: '0.5' } }),
+      `${at}probes.bfloat.maxAbsError`,
+      'must be a number ≥ 0',
+    ],
+    [
+      'an unknown fault',
+      section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'torn' } }),
+      `${at}probes.nocopy-mmap.fault`,
+      'must be one of stale, zero-length, compile',
+    ],
+    [
+      'a fault on a pass',
+      section({ 'nocopy-mmap': { status: 'pass', fault: 'stale' } }),
+      `${at}probes.nocopy-mmap.fault`,
+      'is only for a wrong-result',
+    ],
+    [
+      'a NoCopy fault on threadgroup memory',
+      section({ 'threadgroup-memory': { status: 'pass', fault: 'stale' } }),
+      `${at}probes.threadgroup-memory.fault`,
+      'must be one of answered-limit, threadgroups-overlap, compile',
+    ],
+    [
+      'a threadgroup fault on a NoCopy probe',
+      section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'answered-limit' } }),
+      `${at}probes.nocopy-mmap.fault`,
+      'must be one of stale, zero-length, compile',
+    ],
+    [
+      'the answered limit on a wrong-result',
+      section({ 'threadgroup-memory': { status: 'wrong-result', fault: 'answered-limit' } }),
+      `${at}probes.threadgroup-memory.fault`,
+      'is only for a pass',
+    ],
+    [
+      'a NoCopy fault on a probe that has only the compile fault',
+      section({ bfloat: { status: 'pass', fault: 'stale' } }),
+      `${at}probes.bfloat.fault`,
+      'must be one of compile',
+    ],
+    [
+      'the compile fault on anything but a timeout',
+      section({ bfloat: { status: 'fail', fault: 'compile' } }),
+      `${at}probes.bfloat.fault`,
+      'compile is only for a timeout',
+    ],
+    [
+      'threadgroups overlapping on a pass',
+      section({
+        'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 32768, fault: 'threadgroups-overlap' },
+      }),
+      `${at}probes.threadgroup-memory.fault`,
+      'threadgroups-overlap is only for a wrong-result with provenThreadgroupMemory (where the overlap starts)',
+    ],
+    [
+      'threadgroups overlapping without where',
+      section({ 'threadgroup-memory': { status: 'wrong-result', fault: 'threadgroups-overlap' } }),
+      `${at}probes.threadgroup-memory.fault`,
+      'threadgroups-overlap is only for a wrong-result with provenThreadgroupMemory (where the overlap starts)',
+    ],
+    [
+      'a NoCopy wrong-result without its fault',
+      section({ 'nocopy-mmap': { status: 'wrong-result' } }),
+      `${at}probes.nocopy-mmap.fault`,
+      'is missing: a wrong-result says which (stale or zero-length)',
+    ],
     [
       'a failed size equal to the proven one',
-      section({ 'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 32768, failedThreadgroupMemory: 32768 } }),
+      section({
+        'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 32768, failedThreadgroupMemory: 32768 },
+      }),
       `${at}probes.threadgroup-memory.failedThreadgroupMemory`,
       'must be larger than provenThreadgroupMemory',
     ],
-    ['a buffer length below zero', section({ 'nocopy-mmap': { status: 'pass', bufferLength: -1 } }), `${at}probes.nocopy-mmap.bufferLength`, 'must be an integer ≥ 0'],
-    ['provenance naming no source', section({}, 'hearsay'), `${at}provenance`, 'must be a key of "sources" or "assumed"'],
+    [
+      'a buffer length below zero',
+      section({ 'nocopy-mmap': { status: 'pass', bufferLength: -1 } }),
+      `${at}probes.nocopy-mmap.bufferLength`,
+      'must be an integer ≥ 0',
+    ],
+    [
+      'provenance naming no source',
+      section({}, 'hearsay'),
+      `${at}provenance`,
+      'must be a key of "sources" or "assumed"',
+    ],
     ['provenance that is a number', section({}, 5), `${at}provenance`, 'must be a key of "sources" or "assumed"'],
     ['probes as a list', { provenance: 'cua-logs', probes: [] }, `${at}probes`, 'must be an object'],
   ])('rejects %s', (_what, doctor, field, says) => {
@@ -710,7 +1066,12 @@ describe('the doctor section and the default object, whole errors', () => {
     const doctor = section(
       {
         bfloat: { status: 'pass', maxAbsError: 0 },
-        'threadgroup-memory': { status: 'fail', provenThreadgroupMemory: 32768, failedThreadgroupMemory: 32769, detail: 'one line' },
+        'threadgroup-memory': {
+          status: 'fail',
+          provenThreadgroupMemory: 32768,
+          failedThreadgroupMemory: 32769,
+          detail: 'one line',
+        },
         'nocopy-mmap': { status: 'wrong-result', fault: 'stale', bufferLength: 0 },
         'residency-set': { status: 'pass', detail: 'created' },
       },
@@ -720,18 +1081,44 @@ describe('the doctor section and the default object, whole errors', () => {
   });
 
   it.each<[string, (s: Record<string, any>) => void, string, string]>([
-    ['not a class name', (s) => (s.devices[0].simulation.defaultObjectClass = '9Wrapper'), 'devices[0].simulation.defaultObjectClass', 'must be an Objective-C class name no device has'],
-    ['a number', (s) => (s.devices[0].simulation.defaultObjectClass = 9), 'devices[0].simulation.defaultObjectClass', 'must be an Objective-C class name no device has'],
-    ["a device's own class", (s) => (s.devices[0].simulation.defaultObjectClass = s.devices[0].className), 'devices[0].simulation.defaultObjectClass', 'must be an Objective-C class name no device has'],
+    [
+      'not a class name',
+      (s) => (s.devices[0].simulation.defaultObjectClass = '9Wrapper'),
+      'devices[0].simulation.defaultObjectClass',
+      'must be an Objective-C class name no device has',
+    ],
+    [
+      'a number',
+      (s) => (s.devices[0].simulation.defaultObjectClass = 9),
+      'devices[0].simulation.defaultObjectClass',
+      'must be an Objective-C class name no device has',
+    ],
+    [
+      "a device's own class",
+      (s) => (s.devices[0].simulation.defaultObjectClass = s.devices[0].className),
+      'devices[0].simulation.defaultObjectClass',
+      'must be an Objective-C class name no device has',
+    ],
   ])('defaultObjectClass: rejects %s', (_what, edit, field, says) => {
     expect(thrown(() => validateSnapshot(changed(edit), 'test'))).toEqual(rejection(field, says));
   });
 
   it('simulation.threadExecutionWidth: a whole number from 1, and nothing else', () => {
-    const width = (w: unknown) => thrown(() => validateSnapshot(changed((s) => (s.devices[0].simulation.threadExecutionWidth = w)), 'test'));
+    const width = (w: unknown) =>
+      thrown(() =>
+        validateSnapshot(
+          changed((s) => (s.devices[0].simulation.threadExecutionWidth = w)),
+          'test',
+        ),
+      );
     const rejected = rejection('devices[0].simulation.threadExecutionWidth', 'must be an integer ≥ 1');
     expect([width(0), width(1.5), width('32')]).toEqual([rejected, rejected, rejected]);
-    expect(validateSnapshot(changed((s) => (s.devices[0].simulation.threadExecutionWidth = 1)), 'test').devices[0]!.simulation?.threadExecutionWidth).toBe(1);
+    expect(
+      validateSnapshot(
+        changed((s) => (s.devices[0].simulation.threadExecutionWidth = 1)),
+        'test',
+      ).devices[0]!.simulation?.threadExecutionWidth,
+    ).toBe(1);
   });
 
   it('defaultObjectClass belongs on the default device only', () => {
@@ -747,7 +1134,13 @@ describe('the doctor section and the default object, whole errors', () => {
 });
 
 describe('a snapshot from a probe report', () => {
-  const meta = { id: 'my-mac', title: 'My Mac', recorded: '2026-02-03', describe: 'metal-cap-shim snapshot, by hand', where: 'here' };
+  const meta = {
+    id: 'my-mac',
+    title: 'My Mac',
+    recorded: '2026-02-03',
+    describe: 'metal-cap-shim snapshot, by hand',
+    where: 'here',
+  };
 
   it.each([
     ['M1 Ultra, macOS 26.6.1', 'm1-ultra-macos-26.6.1'],
@@ -847,7 +1240,8 @@ describe('a snapshot from a probe report', () => {
       name: 'InvalidSnapshotError',
       code: 'ERR_INVALID_SNAPSHOT',
       field: 'supported',
-      message: 'here: the report has no devices (supported: false, unsupported-platform), so it cannot stand for a machine',
+      message:
+        'here: the report has no devices (supported: false, unsupported-platform), so it cannot stand for a machine',
     });
     const report = reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal'));
     report.devices[0]!.maxBufferLength = null;
@@ -879,7 +1273,10 @@ describe('a snapshot from a probe report', () => {
     ]);
     // A live report names no snapshot: the file name gives the id.
     const live = path.join(dir, 'My Mac Studio.json');
-    writeFileSync(live, JSON.stringify({ ...reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal')), snapshot: null, source: 'live' }));
+    writeFileSync(
+      live,
+      JSON.stringify({ ...reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal')), snapshot: null, source: 'live' }),
+    );
     expect(loadSnapshot(live).id).toBe('my-mac-studio');
   });
 

@@ -20,10 +20,14 @@ function check(): { status: number | null; stderr: string } {
 }
 
 function stamp(): void {
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `
+  const r = spawnSync(process.execPath, [
+    '--input-type=module',
+    '-e',
+    `
     import { writeFileSync } from 'node:fs';
     const m = await import(${JSON.stringify(path.join(tree, 'scripts', 'source-stamp.mjs'))});
-    writeFileSync(m.stampFile, JSON.stringify({ sources: m.sourceStamp() }));`]);
+    writeFileSync(m.stampFile, JSON.stringify({ sources: m.sourceStamp() }));`,
+  ]);
   expect(r.status).toBe(0);
 }
 

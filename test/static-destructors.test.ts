@@ -24,7 +24,11 @@ const shipped = readdirSync(nativeDir, { recursive: true, encoding: 'utf8' })
 // The shipped native sources as the Linux test build compiles them (build-sim.mjs: one folder per target).
 const objects = ['addon', 'inject'].flatMap((target) => {
   const dir = path.join(root, 'build', 'obj', target);
-  return existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.o')).map((f) => path.join(target, f)) : [];
+  return existsSync(dir)
+    ? readdirSync(dir)
+        .filter((f) => f.endsWith('.o'))
+        .map((f) => path.join(target, f))
+    : [];
 });
 
 // libc++-14-dev (Debian; CI installs it). Only its headers are used: nothing is linked.
@@ -89,7 +93,10 @@ describeSim('static destructors in the native engine', () => {
   });
 
   it('every shipped source compiles with -Werror=exit-time-destructors against libc++ as Apple configures it', () => {
-    const failing = shipped.map((s) => ({ source: s, errors: compileAsApple(path.join(nativeDir, s), path.join(nativeDir, path.dirname(s))) }));
+    const failing = shipped.map((s) => ({
+      source: s,
+      errors: compileAsApple(path.join(nativeDir, s), path.join(nativeDir, path.dirname(s))),
+    }));
     expect(failing.filter((f) => f.errors.length > 0)).toEqual([]);
   }, 120_000);
 

@@ -29,7 +29,8 @@ import { root, runCli } from './helpers.js';
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-untrusted-'));
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
 const NO_SIM = { METAL_CAP_SHIM_SIM_SNAPSHOT: undefined };
-const stockSnapshot = () => JSON.parse(readFileSync(path.join(root, 'snapshots', `${STOCK}.json`), 'utf8')) as Record<string, any>;
+const stockSnapshot = () =>
+  JSON.parse(readFileSync(path.join(root, 'snapshots', `${STOCK}.json`), 'utf8')) as Record<string, any>;
 // eslint-disable-next-line no-control-regex
 const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/;
 
@@ -105,12 +106,17 @@ describe('terminal output: control characters in other people’s strings are sh
 describe('matrix: Markdown from other people’s reports stays one cell', () => {
   it('a --host-label with | and a newline neither adds a column nor ends the row', () => {
     const file = path.join(dir, 'piped.json');
-    writeFileSync(file, runCli(['report', '--json', '--snapshot', STOCK, '--host-label', 'a | b\n| c *d* [e](f) <img>']).stdout);
+    writeFileSync(
+      file,
+      runCli(['report', '--json', '--snapshot', STOCK, '--host-label', 'a | b\n| c *d* [e](f) <img>']).stdout,
+    );
     const r = runCli(['matrix', file]);
     expect(r.status).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[2]!.startsWith('| a \\| b\\\\n\\| c \\*d\\* \\[e\\](f) \\<img\\> | macOS 26.5.2 (VirtualMac2,1) | ')).toBe(true);
+    expect(
+      lines[2]!.startsWith('| a \\| b\\\\n\\| c \\*d\\* \\[e\\](f) \\<img\\> | macOS 26.5.2 (VirtualMac2,1) | '),
+    ).toBe(true);
     expect(lines[2]!.split(/(?<!\\)\|/)).toHaveLength(lines[0]!.split('|').length);
   });
 
@@ -130,11 +136,14 @@ describe('every public entry point throws only typed errors, naming the field', 
       throw new TypeError('getter says no');
     },
   });
-  const trap = new Proxy({}, {
-    ownKeys() {
-      throw new TypeError('trap says no');
+  const trap = new Proxy(
+    {},
+    {
+      ownKeys() {
+        throw new TypeError('trap says no');
+      },
     },
-  });
+  );
 
   it.each([
     ['applyProfile', () => applyProfile(bigint as never)],
@@ -151,34 +160,121 @@ describe('every public entry point throws only typed errors, naming the field', 
   });
 
   it('a throwing getter in a profile is that field’s error', () => {
-    expect(typed(() => resolveProfile(getter))).toEqual({ name: 'InvalidProfileError', code: 'ERR_INVALID_PROFILE', field: 'appleFamilyMax' });
-    expect((thrown(() => applyProfile(getter)) as Error).message).toBe("the profile's appleFamilyMax cannot be read (getter says no)");
+    expect(typed(() => resolveProfile(getter))).toEqual({
+      name: 'InvalidProfileError',
+      code: 'ERR_INVALID_PROFILE',
+      field: 'appleFamilyMax',
+    });
+    expect((thrown(() => applyProfile(getter)) as Error).message).toBe(
+      "the profile's appleFamilyMax cannot be read (getter says no)",
+    );
   });
 
   it('a Proxy whose traps throw is the whole profile’s error', () => {
-    expect(typed(() => resolveProfile(trap))).toEqual({ name: 'InvalidProfileError', code: 'ERR_INVALID_PROFILE', field: null });
+    expect(typed(() => resolveProfile(trap))).toEqual({
+      name: 'InvalidProfileError',
+      code: 'ERR_INVALID_PROFILE',
+      field: null,
+    });
     expect((thrown(() => resolveProfile(trap)) as Error).message).toBe('the profile cannot be read (trap says no)');
   });
 
   it('a getter read twice cannot pass the check with one value and be used with another', () => {
     let reads = 0;
-    const shifty = Object.defineProperty({}, 'appleFamilyMax', { enumerable: true, get: () => (++reads === 1 ? 1007 : 5000) });
+    const shifty = Object.defineProperty({}, 'appleFamilyMax', {
+      enumerable: true,
+      get: () => (++reads === 1 ? 1007 : 5000),
+    });
     expect(resolveProfile(shifty).appleFamilyMax).toBe(1007);
     expect(reads).toBe(1);
   });
 
   it.each([
-    ['probe', () => probe(Object.defineProperty({}, 'allDevices', { enumerable: true, get: () => { throw new Error('x'); } }) as never), 'allDevices'],
+    [
+      'probe',
+      () =>
+        probe(
+          Object.defineProperty({}, 'allDevices', {
+            enumerable: true,
+            get: () => {
+              throw new Error('x');
+            },
+          }) as never,
+        ),
+      'allDevices',
+    ],
     ['status', () => status(trap as never), 'options'],
     ['probeSnapshot', () => probeSnapshot(STOCK, trap as never), 'options'],
-    ['recordSnapshot', () => recordSnapshot(Object.defineProperty({}, 'label', { enumerable: true, get: () => { throw new Error('x'); } }) as never), 'label'],
-    ['audit({ engines })', () => audit({ snapshot: STOCK, engines: new Proxy([], { get() { throw new Error('x'); } }) as never }), 'engines'],
-    ['audit({ env }) getter', () => audit({ snapshot: STOCK, env: Object.defineProperty({}, 'HOME', { enumerable: true, get: () => { throw new Error('x'); } }) as never }), 'env.HOME'],
-    ['doctor({ probes })', () => doctor({ snapshot: STOCK, probes: new Proxy(['bfloat'], { get() { throw new Error('x'); } }) as never }), 'probes'],
+    [
+      'recordSnapshot',
+      () =>
+        recordSnapshot(
+          Object.defineProperty({}, 'label', {
+            enumerable: true,
+            get: () => {
+              throw new Error('x');
+            },
+          }) as never,
+        ),
+      'label',
+    ],
+    [
+      'audit({ engines })',
+      () =>
+        audit({
+          snapshot: STOCK,
+          engines: new Proxy([], {
+            get() {
+              throw new Error('x');
+            },
+          }) as never,
+        }),
+      'engines',
+    ],
+    [
+      'audit({ env }) getter',
+      () =>
+        audit({
+          snapshot: STOCK,
+          env: Object.defineProperty({}, 'HOME', {
+            enumerable: true,
+            get: () => {
+              throw new Error('x');
+            },
+          }) as never,
+        }),
+      'env.HOME',
+    ],
+    [
+      'doctor({ probes })',
+      () =>
+        doctor({
+          snapshot: STOCK,
+          probes: new Proxy(['bfloat'], {
+            get() {
+              throw new Error('x');
+            },
+          }) as never,
+        }),
+      'probes',
+    ],
     ['resolveAutoProfile', () => resolveAutoProfile(trap as never), 'options'],
     ['doctorCacheDir', () => doctorCacheDir(trap as never, 'linux'), 'env'],
     ['encodeNativeProfile options', () => encodeNativeProfile(resolveProfile('apple7'), trap as never), 'options'],
-    ['predictGates', () => predictGates(Object.defineProperty({}, 'families', { enumerable: true, get: () => { throw new Error('x'); } }) as never, 'llama.cpp'), 'device.families'],
+    [
+      'predictGates',
+      () =>
+        predictGates(
+          Object.defineProperty({}, 'families', {
+            enumerable: true,
+            get: () => {
+              throw new Error('x');
+            },
+          }) as never,
+          'llama.cpp',
+        ),
+      'device.families',
+    ],
   ])('%s: an InvalidOptionsError naming the option', (_name, call, option) => {
     expect(typed(call)).toEqual({ name: 'InvalidOptionsError', code: 'ERR_INVALID_OPTIONS', field: option });
   });
@@ -196,21 +292,44 @@ describe('every public entry point throws only typed errors, naming the field', 
       code: 'ERR_INVALID_REPORT',
       field: '[0].report.extra',
     });
-    const audit = Object.defineProperty({}, 'mode', { enumerable: true, get: () => { throw new Error('x'); } });
-    expect(typed(() => buildMatrix([{ ...report, audit } as never]))).toEqual({ name: 'InvalidReportError', code: 'ERR_INVALID_REPORT', field: '[0].audit.mode' });
+    const audit = Object.defineProperty({}, 'mode', {
+      enumerable: true,
+      get: () => {
+        throw new Error('x');
+      },
+    });
+    expect(typed(() => buildMatrix([{ ...report, audit } as never]))).toEqual({
+      name: 'InvalidReportError',
+      code: 'ERR_INVALID_REPORT',
+      field: '[0].audit.mode',
+    });
   });
 
   it('validateSnapshot: a BigInt, a cycle, or a trap is an InvalidSnapshotError naming the field', () => {
     const snap = stockSnapshot();
-    expect(typed(() => validateSnapshot({ ...snap, defaultDevice: 0n }))).toEqual({ name: 'InvalidSnapshotError', code: 'ERR_INVALID_SNAPSHOT', field: 'defaultDevice' });
+    expect(typed(() => validateSnapshot({ ...snap, defaultDevice: 0n }))).toEqual({
+      name: 'InvalidSnapshotError',
+      code: 'ERR_INVALID_SNAPSHOT',
+      field: 'defaultDevice',
+    });
     const cyclic = { ...snap, host: { ...snap.host } };
     (cyclic.host as Record<string, unknown>).self = cyclic;
-    expect(typed(() => validateSnapshot(cyclic))).toEqual({ name: 'InvalidSnapshotError', code: 'ERR_INVALID_SNAPSHOT', field: 'host.self' });
-    expect(typed(() => validateSnapshot(trap))).toEqual({ name: 'InvalidSnapshotError', code: 'ERR_INVALID_SNAPSHOT', field: '(root)' });
+    expect(typed(() => validateSnapshot(cyclic))).toEqual({
+      name: 'InvalidSnapshotError',
+      code: 'ERR_INVALID_SNAPSHOT',
+      field: 'host.self',
+    });
+    expect(typed(() => validateSnapshot(trap))).toEqual({
+      name: 'InvalidSnapshotError',
+      code: 'ERR_INVALID_SNAPSHOT',
+      field: '(root)',
+    });
   });
 
   it('a symbol as a profile value is quoted, not a TypeError from a template string', () => {
-    expect((thrown(() => resolveProfile({ mode: Symbol('odd') as never })) as Error).message).toBe("mode must be 'raise' or 'exact', got Symbol(odd)");
+    expect((thrown(() => resolveProfile({ mode: Symbol('odd') as never })) as Error).message).toBe(
+      "mode must be 'raise' or 'exact', got Symbol(odd)",
+    );
   });
 });
 

@@ -77,7 +77,8 @@ function parseOptions() {
     let repetitions;
     if (values.repetitions !== undefined) {
       repetitions = Number(values.repetitions);
-      if (!Number.isInteger(repetitions) || repetitions < 1) throw new Error(`--repetitions must be a whole number ≥ 1, got '${values.repetitions}'`);
+      if (!Number.isInteger(repetitions) || repetitions < 1)
+        throw new Error(`--repetitions must be a whole number ≥ 1, got '${values.repetitions}'`);
     }
     return { model: values.model, profile: values.profile, llamaBench: values['llama-bench'], repetitions };
   } catch (err) {
@@ -137,8 +138,11 @@ function describeExit(run) {
 function main() {
   const opts = parseOptions();
   if (process.platform !== 'darwin') {
-    fail(`this benchmark needs macOS with Metal (llama-bench on the GPU); this is ${process.platform}. ` +
-      'To see what a profile would change without a Mac: npx metal-cap-shim audit --snapshot vz-guest-m1-ultra-tahoe-stock', 2);
+    fail(
+      `this benchmark needs macOS with Metal (llama-bench on the GPU); this is ${process.platform}. ` +
+        'To see what a profile would change without a Mac: npx metal-cap-shim audit --snapshot vz-guest-m1-ultra-tahoe-stock',
+      2,
+    );
   }
 
   const benchArgs = ['-m', opts.model, '-p', String(PP), '-n', String(TG), '-o', 'json'];
@@ -159,7 +163,11 @@ function main() {
   const stockRun = spawnSync(opts.llamaBench, benchArgs, spawnOpts);
   if (stockRun.error) {
     const code = /** @type {NodeJS.ErrnoException} */ (stockRun.error).code;
-    fail(code === 'ENOENT' ? `${opts.llamaBench} not found: build llama.cpp and pass --llama-bench PATH` : stockRun.error.message);
+    fail(
+      code === 'ENOENT'
+        ? `${opts.llamaBench} not found: build llama.cpp and pass --llama-bench PATH`
+        : stockRun.error.message,
+    );
   }
   if (stockRun.status !== 0) fail(`stock run failed (${describeExit(stockRun)})`);
   const stock = parseResults(stockRun, 'stock run');
@@ -169,8 +177,20 @@ function main() {
   // tracing costs one counter increment per capability query, which current ggml makes only at init.
   const traceDir = mkdtempSync(path.join(tmpdir(), 'bench-llama-'));
   const traceFile = path.join(traceDir, 'trace.json');
-  const execArgs = [shimCli(), 'exec', '--profile', opts.profile, '--trace', traceFile, '--', opts.llamaBench, ...benchArgs];
-  console.error(`bench-llama: shim run: metal-cap-shim exec --profile ${opts.profile} -- ${opts.llamaBench} ${benchArgs.join(' ')}`);
+  const execArgs = [
+    shimCli(),
+    'exec',
+    '--profile',
+    opts.profile,
+    '--trace',
+    traceFile,
+    '--',
+    opts.llamaBench,
+    ...benchArgs,
+  ];
+  console.error(
+    `bench-llama: shim run: metal-cap-shim exec --profile ${opts.profile} -- ${opts.llamaBench} ${benchArgs.join(' ')}`,
+  );
   const shimRun = spawnSync(process.execPath, execArgs, spawnOpts);
   /** @type {ExecTrace | null} */
   let trace = null;
@@ -182,11 +202,16 @@ function main() {
   rmSync(traceDir, { recursive: true, force: true });
   // 125 is exec's own failure (126/127: llama-bench could not be run or found), never llama-bench's exit code.
   if (shimRun.status === 125) {
-    fail(`metal-cap-shim exec failed before llama-bench ran (its error is above); if it refused the profile ${opts.profile} here, on a real Mac try --profile mask-apple5`, 3);
+    fail(
+      `metal-cap-shim exec failed before llama-bench ran (its error is above); if it refused the profile ${opts.profile} here, on a real Mac try --profile mask-apple5`,
+      3,
+    );
   }
   if (shimRun.status !== 0) fail(`shim run failed (${describeExit(shimRun)})`);
   if (trace?.profileApplied !== true) {
-    fail('the shim run was NOT patched (the injected library did not load or did not apply), so its numbers would be stock ones');
+    fail(
+      'the shim run was NOT patched (the injected library did not load or did not apply), so its numbers would be stock ones',
+    );
   }
   const shim = parseResults(shimRun, 'shim run');
 
@@ -198,7 +223,9 @@ function main() {
   ];
   const lines = ['| model / test | stock guest | shim guest | ratio |', '|---|---:|---:|---:|'];
   for (const [test, a, b] of rows) {
-    lines.push(`| ${model} ${test} | ${a.avg_ts.toFixed(2)} | ${b.avg_ts.toFixed(2)} | ${(b.avg_ts / a.avg_ts).toFixed(2)}× |`);
+    lines.push(
+      `| ${model} ${test} | ${a.avg_ts.toFixed(2)} | ${b.avg_ts.toFixed(2)} | ${(b.avg_ts / a.avg_ts).toFixed(2)}× |`,
+    );
   }
   console.log(lines.join('\n'));
 

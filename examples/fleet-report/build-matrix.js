@@ -61,7 +61,8 @@ function main() {
 
   try {
     const matrix = buildMatrix(reports);
-    for (const d of matrix.duplicates) console.error(`build-matrix: ${d.where} is the same report as ${d.sameAs}: counted once`);
+    for (const d of matrix.duplicates)
+      console.error(`build-matrix: ${d.where} is the same report as ${d.sameAs}: counted once`);
     console.log(json ? JSON.stringify(matrix, null, 2) : matrixMarkdown(matrix));
   } catch (err) {
     if (err instanceof MetalCapShimError) {

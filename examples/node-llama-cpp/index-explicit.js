@@ -36,7 +36,9 @@ if (!result.applied) {
   console.warn(`metal-cap-shim: ${PROFILE} NOT applied (${result.reason}): ${result.detail}`);
   // Only a failed verification has one; it lists the answers that did not match.
   for (const m of result.verification?.mismatches ?? []) {
-    console.warn(`  device ${m.device} [${m.className}] ${m.field}: expected ${String(m.expected)}, got ${String(m.actual)}`);
+    console.warn(
+      `  device ${m.device} [${m.className}] ${m.field}: expected ${String(m.expected)}, got ${String(m.actual)}`,
+    );
   }
 } else {
   // `applied: true` narrows the result: `verification`, `before` and `after` are there, no `!` or `?.` needed.
@@ -45,7 +47,9 @@ if (!result.applied) {
     console.log(`  device ${change.device} ${change.field}: ${String(change.from)} -> ${String(change.to)}`);
   }
   // `verification` compares every hooked answer on freshly obtained devices with what the profile predicts.
-  console.log(`  verification: ok (${result.verification.checked} answers checked on ${result.after.devices.length} device(s))`);
+  console.log(
+    `  verification: ok (${result.verification.checked} answers checked on ${result.after.devices.length} device(s))`,
+  );
 }
 // Warnings have stable codes. `consumer-already-loaded` means llama.cpp / MLX code was already in the process when
 // the profile went in: if that engine has initialised Metal, it cached the old answers and the patch is moot.
@@ -60,7 +64,9 @@ if (result.warnings.some((w) => w.code === 'consumer-already-loaded')) {
 // Only now load node-llama-cpp and create Metal.
 const { getLlama } = await import('node-llama-cpp');
 const llama = await getLlama();
-console.log(`\nnode-llama-cpp: GPU ${String(llama.gpu)}, devices: ${(await llama.getGpuDeviceNames()).join(', ') || '(none)'}`);
+console.log(
+  `\nnode-llama-cpp: GPU ${String(llama.gpu)}, devices: ${(await llama.getGpuDeviceNames()).join(', ') || '(none)'}`,
+);
 const vram = await llama.getVramState();
 console.log(`VRAM total ${(vram.total / 1024 ** 3).toFixed(2)} GiB (from recommendedMaxWorkingSetSize)`);
 
@@ -72,7 +78,11 @@ if (report.supported && device) {
   const env = { ...process.env, GGML_METAL_NO_RESIDENCY: process.env.GGML_METAL_NO_RESIDENCY ?? '1' };
   // The rules of the llama.cpp node-llama-cpp loaded (status() finds it), else the newest.
   const loaded = status().llamaCpp[0];
-  const gates = predictGates(device, 'llama.cpp', { host: report.host, env, ...(loaded ? { rules: loaded.rules } : {}) });
+  const gates = predictGates(device, 'llama.cpp', {
+    host: report.host,
+    env,
+    ...(loaded ? { rules: loaded.rules } : {}),
+  });
   if (loaded) console.log(`llama.cpp loaded: ${loaded.detail}`);
   const on = Object.entries(gates.flags)
     .filter(([, f]) => f.value === true)

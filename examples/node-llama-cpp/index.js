@@ -53,16 +53,23 @@ console.log(`  GPU type:        ${String(llama.gpu)}`); // 'metal' on a Mac, fal
 console.log(`  GPU devices:     ${(await llama.getGpuDeviceNames()).join(', ') || '(none)'}`); // the MTLDevice name
 // On Metal, `total` comes from the device's recommendedMaxWorkingSetSize (which a profile may raise).
 const vram = await llama.getVramState();
-console.log(`  VRAM:            total ${gib(vram.total)}, used ${gib(vram.used)}, free ${gib(vram.free)}, unified ${gib(vram.unifiedSize)}`);
+console.log(
+  `  VRAM:            total ${gib(vram.total)}, used ${gib(vram.used)}, free ${gib(vram.free)}, unified ${gib(vram.unifiedSize)}`,
+);
 
 // What the shim did in this process. `active` is false on bare metal, with METAL_CAP_SHIM_PROFILE=off, and wherever
 // there is no Metal (`supported` false).
 const shim = status();
 console.log('\nmetal-cap-shim status()');
 console.log(`  METAL_CAP_SHIM_PROFILE: ${process.env.METAL_CAP_SHIM_PROFILE ?? '(unset: cua-release)'}`);
-console.log(`  supported: ${shim.supported}, active: ${shim.active}, profile: ${shim.profile?.name ?? (shim.profile ? 'custom' : 'none')}`);
+console.log(
+  `  supported: ${shim.supported}, active: ${shim.active}, profile: ${shim.profile?.name ?? (shim.profile ? 'custom' : 'none')}`,
+);
 console.log(`  patched classes: ${shim.patchedClasses.join(', ') || '(none)'}`);
-for (const hook of shim.hooks) console.log(`    -[${hook.className} ${hook.selector}] ${hook.mode}${hook.ours ? '' : ' (replaced by someone else since)'}`);
+for (const hook of shim.hooks)
+  console.log(
+    `    -[${hook.className} ${hook.selector}] ${hook.mode}${hook.ours ? '' : ' (replaced by someone else since)'}`,
+  );
 
 // probe() asks Metal now. With the shim active the answers are the patched ones, i.e. exactly what ggml-metal saw
 // during getLlama() above, so predicting from them tells which kernels llama.cpp is using in this process.
@@ -70,15 +77,23 @@ const report = probe();
 const device = report.devices[0];
 if (!report.supported || !device) {
   // `supported` narrows the report: false carries `reason` and `detail`, true carries `host` and the devices.
-  console.log(`\nno Metal device to predict for (${report.supported ? 'no device' : `${report.reason}: ${report.detail}`})`);
+  console.log(
+    `\nno Metal device to predict for (${report.supported ? 'no device' : `${report.reason}: ${report.detail}`})`,
+  );
 } else {
   // GGML_METAL_NO_RESIDENCY is unset again by now; tell the prediction what node-llama-cpp set during backend loading.
   const env = { ...process.env, GGML_METAL_NO_RESIDENCY: process.env.GGML_METAL_NO_RESIDENCY ?? '1' };
   // status() found the ggml-metal node-llama-cpp loaded: its release, ggml version and the rules that describe it.
   const loaded = shim.llamaCpp[0];
   if (loaded) console.log(`\nllama.cpp loaded: ${loaded.detail}`);
-  const gates = predictGates(device, 'llama.cpp', { host: report.host, env, ...(loaded ? { rules: loaded.rules } : {}) });
-  console.log(`\nllama.cpp gates predicted for ${device.name} [${device.className}] (${gates.rules} rules: ${gates.releases})`);
+  const gates = predictGates(device, 'llama.cpp', {
+    host: report.host,
+    env,
+    ...(loaded ? { rules: loaded.rules } : {}),
+  });
+  console.log(
+    `\nllama.cpp gates predicted for ${device.name} [${device.className}] (${gates.rules} rules: ${gates.releases})`,
+  );
   for (const [flag, { value, reason }] of Object.entries(gates.flags)) {
     console.log(`  ${flag.padEnd(24)} ${String(value).padEnd(5)}  ${reason}`);
   }

@@ -66,7 +66,9 @@ function main() {
     if (positionals.length > 1) throw new Error(`expected at most one snapshot, got ${positionals.length}`);
     snapshot = positionals[0] ?? DEFAULT_SNAPSHOT;
   } catch (err) {
-    console.error(`usage: audit-profiles [SNAPSHOT]  (bundled name or .json path; default ${DEFAULT_SNAPSHOT})\n${/** @type {Error} */ (err).message}`);
+    console.error(
+      `usage: audit-profiles [SNAPSHOT]  (bundled name or .json path; default ${DEFAULT_SNAPSHOT})\n${/** @type {Error} */ (err).message}`,
+    );
     return 2;
   }
 

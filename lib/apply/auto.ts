@@ -60,7 +60,13 @@ function autoProfileFor(
     const devices = lookups.map((l) => l.entry!.result);
     return {
       profile: capToHostFamily(leastProfile(devices.map((d) => d.verifiedProfile)), stock.host),
-      auto: { from: 'cache', files: lookups.map((l) => l.file), ignored, cacheError: null, recommendations: devices.flatMap((d) => d.recommendations) },
+      auto: {
+        from: 'cache',
+        files: lookups.map((l) => l.file),
+        ignored,
+        cacheError: null,
+        recommendations: devices.flatMap((d) => d.recommendations),
+      },
     };
   }
   const report = runDoctorLive(
@@ -89,12 +95,20 @@ const NOTHING = resolveProfile({});
  * The profile `auto` stands for in this process (the least verified profile over every device), and where it came
  * from. Throws UnsupportedPlatformError where there is no Metal device to measure.
  */
-export function resolveAutoProfile(options?: { force?: boolean; timeoutMs?: number }): { profile: Profile; auto: AutoSource } {
-  const o = checkOptions<{ force?: boolean; timeoutMs?: number }>('resolveAutoProfile', options, { force: 'boolean', timeoutMs: 'number' });
+export function resolveAutoProfile(options?: { force?: boolean; timeoutMs?: number }): {
+  profile: Profile;
+  auto: AutoSource;
+} {
+  const o = checkOptions<{ force?: boolean; timeoutMs?: number }>('resolveAutoProfile', options, {
+    force: 'boolean',
+    timeoutMs: 'number',
+  });
   const native = loadNative();
-  if (native.binding === null) throw new UnsupportedPlatformError(`profile auto needs Metal to measure: ${native.detail}`);
+  if (native.binding === null)
+    throw new UnsupportedPlatformError(`profile auto needs Metal to measure: ${native.detail}`);
   const stock = stockReport(native.binding);
-  if (!stock.supported) throw new UnsupportedPlatformError(`profile auto needs a Metal device to measure: ${stock.detail}`);
+  if (!stock.supported)
+    throw new UnsupportedPlatformError(`profile auto needs a Metal device to measure: ${stock.detail}`);
   return autoProfileFor(stock, {
     force: o.force ?? false,
     ...(o.timeoutMs === undefined ? {} : { timeoutMs: o.timeoutMs }),
@@ -134,7 +148,11 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
  * The profile `exec` injects: `--profile` when given, else METAL_CAP_SHIM_PROFILE, else the default. `auto` is
  * resolved here, in the CLI's process, before the program starts.
  */
-export function profileForExec(flag: ProfileInput | undefined, env: NodeJS.ProcessEnv = process.env, force = false): Profile {
+export function profileForExec(
+  flag: ProfileInput | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  force = false,
+): Profile {
   const fromEnv = env[PROFILE_ENV]?.trim();
   const value = flag ?? (fromEnv || DEFAULT_PROFILE);
   if (flag === undefined && typeof value === 'string' && value.toLowerCase() === 'off') {

@@ -63,5 +63,7 @@ export function registerFromEnvironment(env: NodeJS.ProcessEnv = process.env): R
   const host = hostFromNative(native.binding.host().host);
   if (host.isVirtualMachine !== true) return { action: 'not-a-vm', host };
   const result = applyProfile(value);
-  return result.applied ? { action: 'applied', result } : { action: 'not-applied', why: `${result.reason}: ${result.detail}` };
+  return result.applied
+    ? { action: 'applied', result }
+    : { action: 'not-applied', why: `${result.reason}: ${result.detail}` };
 }

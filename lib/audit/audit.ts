@@ -1,4 +1,14 @@
-import { applyPatch, claimsAboveHostFamily, notAppliedError, profileWarnings, refusalFor, restore, status, type ApplyWarning, type Verification } from '../patch/apply.js';
+import {
+  applyPatch,
+  claimsAboveHostFamily,
+  notAppliedError,
+  profileWarnings,
+  refusalFor,
+  restore,
+  status,
+  type ApplyWarning,
+  type Verification,
+} from '../patch/apply.js';
 import { InvalidOptionsError, ProfileActiveError, UnsupportedPlatformError } from '../core/errors.js';
 import {
   chipOfName,
@@ -161,7 +171,9 @@ export function gateValues(p: GatePrediction): Record<string, boolean | number |
       heapSkipped: p.heapSkipped.value,
     };
   }
-  return Object.fromEntries(Object.entries(p.flags).map(([k, v]) => [k, (v as { value: boolean | number | string }).value]));
+  return Object.fromEntries(
+    Object.entries(p.flags).map(([k, v]) => [k, (v as { value: boolean | number | string }).value]),
+  );
 }
 
 function compareEngines(
@@ -172,7 +184,8 @@ function compareEngines(
   rules: LlamaCppRulesUsed,
   env: EnvMap,
 ): EngineComparison[] {
-  const llamaOptions = rules.source === 'option' && rules.release !== null ? { release: rules.release } : { rules: rules.rules };
+  const llamaOptions =
+    rules.source === 'option' && rules.release !== null ? { release: rules.release } : { rules: rules.rules };
   return engines.map((engine) => {
     const opts = { host, env, ...(engine === 'llama.cpp' ? llamaOptions : {}) };
     const before = predictGates(stock, engine, opts);
@@ -186,13 +199,25 @@ function compareEngines(
   });
 }
 
-function summarize(result: Omit<AuditBase, 'verdict'> & { mode: AuditResult['mode']; refused: boolean; verification: LiveAudit['verification'] | null }): { ok: boolean; summary: string } {
+function summarize(
+  result: Omit<AuditBase, 'verdict'> & {
+    mode: AuditResult['mode'];
+    refused: boolean;
+    verification: LiveAudit['verification'] | null;
+  },
+): { ok: boolean; summary: string } {
   const name = result.profile.name ?? 'custom profile';
   if (result.refusedReason === 'host-unknown') {
-    return { ok: false, summary: `refused: ${name} claims the host's chip, and this host's chip is unknown (nothing is guessed)` };
+    return {
+      ok: false,
+      summary: `refused: ${name} claims the host's chip, and this host's chip is unknown (nothing is guessed)`,
+    };
   }
   if (result.refused) {
-    return { ok: false, summary: `refused: ${name} raises answers on a host that is not a VM (use --force to audit it applied anyway)` };
+    return {
+      ok: false,
+      summary: `refused: ${name} raises answers on a host that is not a VM (use --force to audit it applied anyway)`,
+    };
   }
   const v = result.verification;
   if (v && (!v.apply.ok || !v.restore.ok)) {
@@ -230,7 +255,13 @@ function tuningWarnings(
 ): ApplyWarning[] {
   const main = devices.find((d) => d.isDefault) ?? devices[0];
   const llama = main?.engines.find((e) => e.engine === 'llama.cpp');
-  if (main === undefined || llama === undefined || llama.before.engine !== 'llama.cpp' || llama.after.engine !== 'llama.cpp') return [];
+  if (
+    main === undefined ||
+    llama === undefined ||
+    llama.before.engine !== 'llama.cpp' ||
+    llama.after.engine !== 'llama.cpp'
+  )
+    return [];
   const before = llama.before.tuning;
   const after = llama.after.tuning;
   if (before === null || after === null || claimsAboveHostFamily(changes, host)) return [];
@@ -249,14 +280,21 @@ function tuningWarnings(
   const where = isVmHost(host, main.stock)
     ? "this host's chip is unknown (its brand string names no Apple chip, or was not recorded)"
     : `the host's GPU (${main.stock.name}) is no chip llama.cpp tunes for`;
-  return [{ code: 'tuned-for-other-chip', message: `${lead}; ${stockText}; ${where}, so that tuning may be for another chip` }];
+  return [
+    {
+      code: 'tuned-for-other-chip',
+      message: `${lead}; ${stockText}; ${where}, so that tuning may be for another chip`,
+    },
+  ];
 }
 
 function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], requested: Profile, opts: BuildOptions) {
   const bound = bindToHost(requested, stock.host);
   // A 'host' value on a host whose chip is unknown: nothing would be applied, so the devices stay as they are.
   const profile = bound.ok ? bound.profile : requested;
-  const { expected, changes } = bound.ok ? planProfile(stock.devices, profile) : { expected: stock.devices, changes: [] };
+  const { expected, changes } = bound.ok
+    ? planProfile(stock.devices, profile)
+    : { expected: stock.devices, changes: [] };
   const devices = stock.devices.map((d, i) => {
     const patched = patchedDevices[i] ?? expected[i]!;
     return {
@@ -276,7 +314,12 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], re
     profile,
     host: stock.host,
     devices,
-    warnings: bound.ok ? [...profileWarnings(profile, stock.devices, changes, opts.consumers, stock.host, opts.rules.rules), ...tuningWarnings(devices, stock.host, changes, opts.rules.rules)] : [],
+    warnings: bound.ok
+      ? [
+          ...profileWarnings(profile, stock.devices, changes, opts.consumers, stock.host, opts.rules.rules),
+          ...tuningWarnings(devices, stock.host, changes, opts.rules.rules),
+        ]
+      : [],
     llamaCppRules: opts.rules,
     ...refusalOf(bound.ok, refusalFor(hostOf(stock), changes, opts.force) !== null),
   };
@@ -288,7 +331,12 @@ function refusalOf(bound: boolean, bareMetal: boolean): { refused: boolean; refu
 }
 
 function offline(stock: SupportedReport, snapshotId: string, profile: Profile, opts: BuildOptions): OfflineAudit {
-  const partial = { ...auditDevices(stock, [], profile, opts), mode: 'offline' as const, snapshot: snapshotId, verification: null };
+  const partial = {
+    ...auditDevices(stock, [], profile, opts),
+    mode: 'offline' as const,
+    snapshot: snapshotId,
+    verification: null,
+  };
   return { ...partial, verdict: summarize(partial) };
 }
 
@@ -320,30 +368,54 @@ function defaultRules(): LlamaCppRulesUsed {
 
 function askedRules(o: AuditOptions): LlamaCppRulesUsed | null {
   if (o.rules !== undefined && o.release !== undefined) {
-    throw new InvalidOptionsError('rules', `audit() takes 'rules' or 'release', not both: a release decides its rule set`);
+    throw new InvalidOptionsError(
+      'rules',
+      `audit() takes 'rules' or 'release', not both: a release decides its rule set`,
+    );
   }
   if (o.release !== undefined) {
     const release = parseRelease(o.release);
     if (release === null) {
-      throw new InvalidOptionsError('release', `audit() option 'release' must be a llama.cpp release tag like "b4753" or "v0.4.0"`);
+      throw new InvalidOptionsError(
+        'release',
+        `audit() option 'release' must be a llama.cpp release tag like "b4753" or "v0.4.0"`,
+      );
     }
     const { ruleSet, warning } = ruleSetForRelease(release);
     const detail = `llama.cpp ${release.text} asked for${warning === null ? '' : `; ${warning}`}`;
-    return { rules: ruleSet, releases: LLAMA_CPP_RULE_SET_INFO[ruleSet].releases, release: release.text, source: 'option', detail };
+    return {
+      rules: ruleSet,
+      releases: LLAMA_CPP_RULE_SET_INFO[ruleSet].releases,
+      release: release.text,
+      source: 'option',
+      detail,
+    };
   }
   if (o.rules === undefined) return null;
   if (!(LLAMA_CPP_RULE_SETS as readonly string[]).includes(o.rules)) {
     throw new InvalidOptionsError('rules', `audit() option 'rules' must be one of ${LLAMA_CPP_RULE_SETS.join(', ')}`);
   }
   const info = LLAMA_CPP_RULE_SET_INFO[o.rules];
-  return { rules: o.rules, releases: info.releases, release: null, source: 'option', detail: `${o.rules} rules asked for` };
+  return {
+    rules: o.rules,
+    releases: info.releases,
+    release: null,
+    source: 'option',
+    detail: `${o.rules} rules asked for`,
+  };
 }
 
 /** The rules of the llama.cpp loaded in this process (the first found), if any. */
 function loadedRules(binding: Parameters<typeof loadedLlamaCpp>[0]): LlamaCppRulesUsed | null {
   const first = loadedLlamaCpp(binding)[0];
   if (first === undefined) return null;
-  return { rules: first.rules, releases: LLAMA_CPP_RULE_SET_INFO[first.rules].releases, release: first.release, source: 'loaded', detail: first.detail };
+  return {
+    rules: first.rules,
+    releases: LLAMA_CPP_RULE_SET_INFO[first.rules].releases,
+    release: first.release,
+    source: 'loaded',
+    detail: first.detail,
+  };
 }
 
 /**
@@ -379,14 +451,19 @@ export function audit(options?: AuditOptions): AuditResult {
     );
   }
   if (status().active) {
-    throw new ProfileActiveError('a profile is already applied in this process: call restore() first, or audit a snapshot');
+    throw new ProfileActiveError(
+      'a profile is already applied in this process: call restore() first, or audit a snapshot',
+    );
   }
   const stock = stockReport(native.binding);
   if (!stock.supported) throw new UnsupportedPlatformError(stock.detail);
   const consumers = native.binding.loadedConsumers();
   const rules = asked ?? loadedRules(native.binding) ?? defaultRules();
   const bound = bindToHost(profile, stock.host);
-  if (!bound.ok || refusalFor(hostOf(stock), planProfile(stock.devices, bound.profile).changes, settings.force) !== null) {
+  if (
+    !bound.ok ||
+    refusalFor(hostOf(stock), planProfile(stock.devices, bound.profile).changes, settings.force) !== null
+  ) {
     return live(stock, [], profile, { ...settings, rules, consumers }, null);
   }
   const applied = applyPatch(bound.profile, { force: settings.force });
@@ -402,5 +479,11 @@ export function audit(options?: AuditOptions): AuditResult {
   const patched = applied.after?.devices ?? stock.devices;
   // restore() compares with the baseline taken by the apply just above, so it always has a verification here.
   const restoreCheck = restored.verification ?? { ok: false as const, checked: 0, mismatches: [] };
-  return live(stock, patched, bound.profile, { ...settings, rules, consumers }, { apply: applyCheck, restore: restoreCheck });
+  return live(
+    stock,
+    patched,
+    bound.profile,
+    { ...settings, rules, consumers },
+    { apply: applyCheck, restore: restoreCheck },
+  );
 }

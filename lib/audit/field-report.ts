@@ -145,7 +145,10 @@ export function profileColumn(p: Profile): string {
   if (p.name !== null) return p.name;
   // Loaded here rather than imported: node:crypto costs every importer of the package start-up time.
   const { createHash } = createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
-  return `custom-${createHash('sha256').update(JSON.stringify({ ...p, name: null })).digest('hex').slice(0, 8)}`;
+  return `custom-${createHash('sha256')
+    .update(JSON.stringify({ ...p, name: null }))
+    .digest('hex')
+    .slice(0, 8)}`;
 }
 
 function checkReport(input: unknown, where: string): FieldReport {
@@ -156,7 +159,8 @@ function checkReport(input: unknown, where: string): FieldReport {
     );
   };
   const value = input;
-  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  const isObject = (v: unknown): v is Record<string, unknown> =>
+    typeof v === 'object' && v !== null && !Array.isArray(v);
   if (!isObject(value)) fail(null, 'not a JSON object');
   const r = value as Record<string, unknown>;
   const wrongKind = schemaProblem(r, { [FIELD_REPORT_SCHEMA]: 'metal-cap-shim report --json' });
@@ -164,10 +168,12 @@ function checkReport(input: unknown, where: string): FieldReport {
   if (r.host !== null && !isObject(r.host)) fail('host', 'host must be an object or null');
   if (isObject(r.host)) {
     for (const f of ['model', 'osVersion', 'osBuild', 'arch'] as const) {
-      if (r.host[f] !== undefined && r.host[f] !== null && typeof r.host[f] !== 'string') fail(`host.${f}`, `host.${f} must be a string or null`);
+      if (r.host[f] !== undefined && r.host[f] !== null && typeof r.host[f] !== 'string')
+        fail(`host.${f}`, `host.${f} must be a string or null`);
     }
     const vm = r.host.isVirtualMachine;
-    if (vm !== undefined && vm !== null && typeof vm !== 'boolean') fail('host.isVirtualMachine', 'host.isVirtualMachine must be true, false or null');
+    if (vm !== undefined && vm !== null && typeof vm !== 'boolean')
+      fail('host.isVirtualMachine', 'host.isVirtualMachine must be true, false or null');
   }
   if (r.hostLabel !== null && typeof r.hostLabel !== 'string') fail('hostLabel', 'hostLabel must be a string or null');
   const a = r.audit;
@@ -177,13 +183,15 @@ function checkReport(input: unknown, where: string): FieldReport {
   if (typeof audit.refused !== 'boolean') fail('audit.refused', 'audit.refused must be true or false');
   if (!isObject(audit.profile) || !('name' in audit.profile)) fail('audit.profile', 'audit.profile is missing');
   const name = (audit.profile as Record<string, unknown>).name;
-  if (name !== null && typeof name !== 'string') fail('audit.profile.name', `audit.profile.name must be a string or null, got ${quote(name)}`);
+  if (name !== null && typeof name !== 'string')
+    fail('audit.profile.name', `audit.profile.name must be a string or null, got ${quote(name)}`);
   try {
     resolveProfile(audit.profile);
   } catch (e) {
     fail('audit.profile', `audit.profile is not a profile: ${(e as Error).message}`);
   }
-  if (!isObject(audit.verdict) || typeof audit.verdict.ok !== 'boolean') fail('audit.verdict', 'audit.verdict is missing');
+  if (!isObject(audit.verdict) || typeof audit.verdict.ok !== 'boolean')
+    fail('audit.verdict', 'audit.verdict is missing');
   if (!Array.isArray(audit.devices)) fail('audit.devices', 'audit.devices must be an array');
   (audit.devices as unknown[]).forEach((d, i) => {
     if (!isObject(d) || typeof d.isDefault !== 'boolean' || !Array.isArray(d.engines)) {
@@ -193,18 +201,24 @@ function checkReport(input: unknown, where: string): FieldReport {
       const field = `audit.devices[${i}].engines[${j}]`;
       if (!isObject(e) || typeof e.engine !== 'string') fail(field, `${field} must be an object naming its engine`);
       const after = (e as Record<string, unknown>).after;
-      if (!isObject(after) || typeof after.engine !== 'string') fail(`${field}.after`, `${field}.after must be the engine's prediction`);
+      if (!isObject(after) || typeof after.engine !== 'string')
+        fail(`${field}.after`, `${field}.after must be the engine's prediction`);
       // llama.cpp's gates are read from its flags.
       const flags = (after as Record<string, unknown>).flags;
-      if ((after as Record<string, unknown>).engine === 'llama.cpp' && (!isObject(flags) || !Object.values(flags).every(isObject))) {
+      if (
+        (after as Record<string, unknown>).engine === 'llama.cpp' &&
+        (!isObject(flags) || !Object.values(flags).every(isObject))
+      ) {
         fail(`${field}.after.flags`, `${field}.after.flags must hold llama.cpp's flags`);
       }
     });
   });
   if (r.doctor !== undefined && r.doctor !== null) {
     const doc = r.doctor;
-    if (!isObject(doc) || doc.schema !== DOCTOR_SCHEMA) fail('doctor', `doctor must be null or a ${DOCTOR_SCHEMA} result`);
-    if (typeof (doc as Record<string, unknown>).source !== 'string') fail('doctor.source', 'doctor.source must be a string');
+    if (!isObject(doc) || doc.schema !== DOCTOR_SCHEMA)
+      fail('doctor', `doctor must be null or a ${DOCTOR_SCHEMA} result`);
+    if (typeof (doc as Record<string, unknown>).source !== 'string')
+      fail('doctor.source', 'doctor.source must be a string');
     const devices = (doc as Record<string, unknown>).devices;
     if (!Array.isArray(devices)) fail('doctor.devices', 'doctor.devices must be an array');
     (devices as unknown[]).forEach((d, i) => {
@@ -235,7 +249,10 @@ function identityOf(r: FieldReport, where: string): string {
     return JSON.stringify(r);
   } catch (e) {
     if (!(e instanceof RangeError)) throw e;
-    throw new InvalidReportError(null, `${where} is not a usable metal-cap-shim field report (it nests too deeply to read); make one with \`metal-cap-shim report --json\``);
+    throw new InvalidReportError(
+      null,
+      `${where} is not a usable metal-cap-shim field report (it nests too deeply to read); make one with \`metal-cap-shim report --json\``,
+    );
   }
 }
 
@@ -257,12 +274,17 @@ function isFieldReportLike(entry: unknown): boolean {
  * pairs for reports read from files (`where` names the file in errors). The same report given twice counts once.
  */
 export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Matrix {
-  const usage = 'buildMatrix() takes an array of field reports (fieldReport() results, or { where, report } for parsed JSON)';
+  const usage =
+    'buildMatrix() takes an array of field reports (fieldReport() results, or { where, report } for parsed JSON)';
   // Read once into plain JSON data: a getter that throws, a BigInt, a cycle or deep nesting anywhere is a typed error
   // naming where it is, and nothing can change between the checks and the table.
-  const list = readInput(reports, (field, problem) => {
-    throw new InvalidReportError(field || null, `buildMatrix(): reports${field} ${problem}`);
-  }, { json: true });
+  const list = readInput(
+    reports,
+    (field, problem) => {
+      throw new InvalidReportError(field || null, `buildMatrix(): reports${field} ${problem}`);
+    },
+    { json: true },
+  );
   if (!Array.isArray(list)) throw new InvalidOptionsError('reports', usage);
   const rows = new Map<string, MatrixRow>();
   const doctors = new Map<string, DoctorReport[]>();
@@ -291,9 +313,12 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     const cell = row.cells[name] ?? { reports: 0, verified: 0, refused: 0, offline: 0, gatesOn: [] };
     const device = r.audit.devices.find((d) => d.isDefault) ?? r.audit.devices[0];
     const llama = device?.engines.find((e) => e.engine === 'llama.cpp');
-    const on = llama && llama.after.engine === 'llama.cpp'
-      ? Object.entries(llama.after.flags).filter(([, f]) => f.value === true).map(([k]) => k)
-      : [];
+    const on =
+      llama && llama.after.engine === 'llama.cpp'
+        ? Object.entries(llama.after.flags)
+            .filter(([, f]) => f.value === true)
+            .map(([k]) => k)
+        : [];
     cell.gatesOn = cell.reports === 0 ? on : cell.gatesOn.filter((g) => on.includes(g));
     cell.reports++;
     if (r.audit.refused) cell.refused++;
@@ -319,14 +344,17 @@ function measuredSomething(r: DoctorReport): boolean {
 function matrixDoctor(list: DoctorReport[]): MatrixDoctor {
   const counts = new Map<string, number>();
   for (const report of list) {
-    for (const fault of new Set(report.devices.flatMap((d) => d.faults))) counts.set(fault, (counts.get(fault) ?? 0) + 1);
+    for (const fault of new Set(report.devices.flatMap((d) => d.faults)))
+      counts.set(fault, (counts.get(fault) ?? 0) + 1);
   }
   const measured = list.filter(measuredSomething);
   return {
     reports: list.length,
     measured: measured.length,
     provenProfile:
-      measured.length === 0 ? null : leastProfile(measured.flatMap((r) => r.devices.map((d) => resolveProfile(d.verifiedProfile)))),
+      measured.length === 0
+        ? null
+        : leastProfile(measured.flatMap((r) => r.devices.map((d) => resolveProfile(d.verifiedProfile)))),
     faults: [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([fault, reports]) => ({ fault, reports })),
   };
 }
@@ -335,7 +363,11 @@ function matrixDoctor(list: DoctorReport[]): MatrixDoctor {
 export function provenProfileText(p: Profile): string {
   if (p.name) return p.name;
   const parts = [
-    p.appleFamilyMax === null ? null : p.appleFamilyMax === HOST_VALUE ? 'host family' : `Apple${p.appleFamilyMax - 1000}`,
+    p.appleFamilyMax === null
+      ? null
+      : p.appleFamilyMax === HOST_VALUE
+        ? 'host family'
+        : `Apple${p.appleFamilyMax - 1000}`,
     p.maxThreadgroupMemoryLength === null ? null : `tg ${p.maxThreadgroupMemoryLength}`,
     p.families.metal3 === true ? 'Metal3' : null,
     p.deviceName === null ? null : `name ${JSON.stringify(p.deviceName)}`,
@@ -348,7 +380,8 @@ export function doctorText(d: MatrixDoctor | null): { proven: string; faults: st
   if (d === null) return { proven: '–', faults: '–' };
   const faults = d.faults.map((f) => `${f.fault} (${f.reports}/${d.reports})`).join('; ');
   const count = d.measured === d.reports ? `${d.reports}` : `${d.measured} of ${d.reports} measured`;
-  const proven = d.provenProfile === null ? `not measured (${d.reports})` : `${provenProfileText(d.provenProfile)} (${count})`;
+  const proven =
+    d.provenProfile === null ? `not measured (${d.reports})` : `${provenProfileText(d.provenProfile)} (${count})`;
   return { proven, faults: faults || 'none found' };
 }
 

@@ -29,7 +29,11 @@ export interface RecordOptions {
  * Metal has no device.
  */
 export function recordSnapshot(options?: RecordOptions): Snapshot {
-  const { label, doctor: withDoctor, ...doctorOptions } = checkOptions<RecordOptions>('recordSnapshot', options, {
+  const {
+    label,
+    doctor: withDoctor,
+    ...doctorOptions
+  } = checkOptions<RecordOptions>('recordSnapshot', options, {
     label: 'string',
     doctor: 'boolean',
     mmapFile: 'string',
@@ -37,13 +41,15 @@ export function recordSnapshot(options?: RecordOptions): Snapshot {
     timeoutMs: 'number',
   });
   for (const key of Object.keys(doctorOptions)) {
-    if (withDoctor !== true) throw new InvalidOptionsError(key, `recordSnapshot() option '${key}' is doctor's: it needs doctor: true`);
+    if (withDoctor !== true)
+      throw new InvalidOptionsError(key, `recordSnapshot() option '${key}' is doctor's: it needs doctor: true`);
   }
   // Checked before anything runs, as doctor() itself would.
   if (withDoctor === true) checkDoctorOptions(doctorOptions);
   const native = loadNative();
   // The same error for the same reason as applyProfile(…, { strict: true }): a script branches on one set of codes.
-  if (native.binding === null) throw notAppliedError(native.reason, `${native.detail}: there is no Metal device here to record`);
+  if (native.binding === null)
+    throw notAppliedError(native.reason, `${native.detail}: there is no Metal device here to record`);
   const report = stockReport(native.binding);
   if (!report.supported) throw notAppliedError(report.reason, `${report.detail}: nothing to record`);
   const date = new Date().toISOString().slice(0, 10);

@@ -20,10 +20,13 @@ function rulesOf(value: string | undefined, engines: Engine[]): { rules?: LlamaC
   if (value === undefined) return {};
   const isSet = (LLAMA_CPP_RULE_SETS as readonly string[]).includes(value);
   if (!isSet && parseRelease(value) === null) {
-    throw new UsageError(`--rules must be ${LLAMA_CPP_RULE_SETS.join(', ')} or a llama.cpp release like b4753 or v0.4.0, got '${value}'`);
+    throw new UsageError(
+      `--rules must be ${LLAMA_CPP_RULE_SETS.join(', ')} or a llama.cpp release like b4753 or v0.4.0, got '${value}'`,
+    );
   }
   // The rule generations are llama.cpp's; asking for them without llama.cpp is a mistake worth saying.
-  if (!engines.includes('llama.cpp')) throw new UsageError(`--rules ${value} applies to llama.cpp only, but --engine is ${engines.join(', ')}`);
+  if (!engines.includes('llama.cpp'))
+    throw new UsageError(`--rules ${value} applies to llama.cpp only, but --engine is ${engines.join(', ')}`);
   return isSet ? { rules: value as LlamaCppRuleSet } : { release: value };
 }
 
@@ -55,7 +58,13 @@ ${bundledSnapshotsHelp()}`,
     const given = text(values, 'profile');
     const profile = resolveProfile(given !== undefined ? profileArgument(given) : DEFAULT_PROFILE);
     const snapshot = text(values, 'snapshot');
-    const result = audit({ profile, engines, ...rules, force: values.force === true, ...(snapshot !== undefined ? { snapshot } : {}) });
+    const result = audit({
+      profile,
+      engines,
+      ...rules,
+      force: values.force === true,
+      ...(snapshot !== undefined ? { snapshot } : {}),
+    });
     if (values.json) printJson(result);
     else out(formatAudit(result, styler()));
     if (result.refused) return EXIT.refused;

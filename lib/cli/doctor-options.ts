@@ -27,7 +27,8 @@ const SCALE = { K: 2 ** 10, M: 2 ** 20, G: 2 ** 30 } as const;
 /** `1G`, `16K`, `100`: a bound as a user would type it. */
 function amount(n: number, bytes: boolean): string {
   if (!bytes) return String(n);
-  for (const unit of ['G', 'M', 'K'] as const) if (n >= SCALE[unit] && n % SCALE[unit] === 0) return `${n / SCALE[unit]}${unit}`;
+  for (const unit of ['G', 'M', 'K'] as const)
+    if (n >= SCALE[unit] && n % SCALE[unit] === 0) return `${n / SCALE[unit]}${unit}`;
   return String(n);
 }
 
@@ -44,7 +45,13 @@ export function numberFlag(flag: keyof typeof NUMBER_FLAGS, value: string): numb
   const m = (bytes ? /^(\d+(?:\.\d+)?)([KMG])?$/i : /^(\d+)()$/).exec(value);
   if (!m || (m[1]!.includes('.') && !m[2])) throw wrong();
   const n = Number(m[1]) * (m[2] ? SCALE[m[2].toUpperCase() as keyof typeof SCALE] : 1);
-  if (!Number.isSafeInteger(n) || n < spec.min || n > spec.max || (spec.multipleOf !== undefined && n % spec.multipleOf !== 0)) throw wrong();
+  if (
+    !Number.isSafeInteger(n) ||
+    n < spec.min ||
+    n > spec.max ||
+    (spec.multipleOf !== undefined && n % spec.multipleOf !== 0)
+  )
+    throw wrong();
   return n;
 }
 
@@ -53,9 +60,12 @@ export function mmapOptions(values: Values): { mmapFile?: string; mmapSize?: num
   const file = text(values, 'mmap-file');
   const size = text(values, 'mmap-size');
   // Mapping needs a file with pages; a pipe has none.
-  if (file === STDIN) throw new UsageError('--mmap-file needs a file doctor can map (your model); standard input (-) cannot be mapped');
+  if (file === STDIN)
+    throw new UsageError('--mmap-file needs a file doctor can map (your model); standard input (-) cannot be mapped');
   if (file !== undefined && size !== undefined) {
-    throw new UsageError('--mmap-file and --mmap-size cannot be given together: nocopy-mmap maps your file or a generated one of that size');
+    throw new UsageError(
+      '--mmap-file and --mmap-size cannot be given together: nocopy-mmap maps your file or a generated one of that size',
+    );
   }
   return {
     ...(file !== undefined ? { mmapFile: file } : {}),

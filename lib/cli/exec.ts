@@ -39,7 +39,11 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     const passFds = inheritedDescriptors();
     // `auto` is resolved here, before the program starts; without --profile, METAL_CAP_SHIM_PROFILE decides.
     const given = text(values, 'profile');
-    const profile = profileForExec(given !== undefined ? profileArgument(given) : undefined, process.env, values.force === true);
+    const profile = profileForExec(
+      given !== undefined ? profileArgument(given) : undefined,
+      process.env,
+      values.force === true,
+    );
     const trace = text(values, 'trace');
     const options = {
       profile,
@@ -63,7 +67,9 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     // The program owns stdout; the summary for scripts goes to stderr, after it has finished.
     if (values.json) err(JSON.stringify({ schema: 'metal-cap-shim/exec@1', command: options.command, ...outcome }));
     if (!outcome.injectorLoaded && prepared.injector !== null) {
-      notice(`metal-cap-shim: the shim did not load into ${options.command}, so it ran unpatched (the loader dropped ${preloadVariable()}; on macOS: SIP, a hardened runtime without the allow-dyld-environment-variables entitlement, or a platform binary)`);
+      notice(
+        `metal-cap-shim: the shim did not load into ${options.command}, so it ran unpatched (the loader dropped ${preloadVariable()}; on macOS: SIP, a hardened runtime without the allow-dyld-environment-variables entitlement, or a platform binary)`,
+      );
     }
     for (const e of outcome.injectorErrors) err(`metal-cap-shim: injector error: ${e}`);
     if (outcome.signal) {

@@ -18,7 +18,8 @@ The same report given twice (the same file, or a copy) is counted once.`,
       return { where: file, report: read.value };
     });
     const matrix = buildMatrix(reports);
-    for (const d of matrix.duplicates) err(`metal-cap-shim: ${d.where} is the same report as ${d.sameAs}: counted once`);
+    for (const d of matrix.duplicates)
+      err(`metal-cap-shim: ${d.where} is the same report as ${d.sameAs}: counted once`);
     if (values.json) printJson(matrix);
     else out(matrixMarkdown(matrix));
     return EXIT.ok;

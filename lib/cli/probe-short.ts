@@ -20,14 +20,19 @@ const GATES = [
 const family = (d: DeviceReport) => (d.highestAppleFamily ? familyLabel(d.highestAppleFamily.name) : 'no Apple family');
 const size = (n: number | null) => (n === null ? 'unknown' : n % 1024 === 0 ? `${n / 1024} KiB` : `${n} bytes`);
 const yesNo = (v: boolean | null) => (v === null ? 'unknown' : v ? 'yes' : 'no');
-const change = <T>(from: T, to: T, show: (v: T) => string) => (from === to ? show(from) : `${show(from)} → ${show(to)}`);
+const change = <T>(from: T, to: T, show: (v: T) => string) =>
+  from === to ? show(from) : `${show(from)} → ${show(to)}`;
 
 /**
  * Each device on one line: name, highest Apple family stock → under the profile, threadgroup memory, VM or not, and
  * llama.cpp's three gates stock → patched. Where the profile would be refused (it raises answers on a host that is not
  * a VM), the line says so and shows the stock values only.
  */
-export function formatShort(untrusted: SupportedReport, profile: Profile, env: NodeJS.ProcessEnv = process.env): string {
+export function formatShort(
+  untrusted: SupportedReport,
+  profile: Profile,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
   const report = inert(untrusted);
   const host = hostOf(report);
   const { expected, changes } = planProfile(report.devices, profile);
@@ -39,7 +44,9 @@ export function formatShort(untrusted: SupportedReport, profile: Profile, env: N
       const patched = refused ? stock : expected[i]!;
       const before = predictGates(stock, 'llama.cpp', { host, env });
       const after = predictGates(patched, 'llama.cpp', { host, env });
-      const gates = GATES.map(([flag, label]) => `${label} ${change(before.flags[flag].value, after.flags[flag].value, yesNo)}`);
+      const gates = GATES.map(
+        ([flag, label]) => `${label} ${change(before.flags[flag].value, after.flags[flag].value, yesNo)}`,
+      );
       const families = refused
         ? `${family(stock)} (${name} refused: not a VM)`
         : `${change(family(stock), family(patched), (f) => f)} (${name})`;

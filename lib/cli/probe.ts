@@ -7,7 +7,10 @@ import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 /** The profile `probe --short` shows the arrows for. */
 async function shortProfile(flag: string | undefined): Promise<Profile> {
-  const [{ DEFAULT_PROFILE, resolveProfile }, { profileArgument }] = await Promise.all([import('../patch/profiles.js'), import('./profile-option.js')]);
+  const [{ DEFAULT_PROFILE, resolveProfile }, { profileArgument }] = await Promise.all([
+    import('../patch/profiles.js'),
+    import('./profile-option.js'),
+  ]);
   return resolveProfile(flag !== undefined ? profileArgument(flag) : DEFAULT_PROFILE);
 }
 
@@ -35,7 +38,8 @@ ${bundledSnapshotsHelp()}`,
     const short = values.short === true;
     if (short && values.json) throw new UsageError('--short and --json are two forms of the output: give one');
     const profileFlag = text(values, 'profile');
-    if (profileFlag !== undefined && !short) throw new UsageError('--profile goes with --short (probe itself reports stock answers)');
+    if (profileFlag !== undefined && !short)
+      throw new UsageError('--profile goes with --short (probe itself reports stock answers)');
     const opts = { allDevices: short || values['all-devices'] === true };
     const snapshot = text(values, 'snapshot');
     // Loaded only for --short, so `probe --json` starts no slower; the profile is checked before anything is asked.

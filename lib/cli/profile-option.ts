@@ -15,14 +15,17 @@ export function profileHelp(width: number): string {
  */
 export function profileArgument(value: string): ProfileInput {
   const text = value.trim();
-  const isFile = text === STDIN || (!text.startsWith('{') && (text.includes('/') || text.includes(path.sep) || text.endsWith('.json')));
+  const isFile =
+    text === STDIN ||
+    (!text.startsWith('{') && (text.includes('/') || text.includes(path.sep) || text.endsWith('.json')));
   if (!isFile) return value;
   const read = readJsonFile(text);
   if (!read.ok) throw new InvalidProfileError(null, `profile file ${fileLabel(text)} ${read.problem}`);
   try {
     return resolveProfile(read.value);
   } catch (e) {
-    if (e instanceof InvalidProfileError) throw new InvalidProfileError(e.field, `profile file ${fileLabel(text)}: ${e.message}`);
+    if (e instanceof InvalidProfileError)
+      throw new InvalidProfileError(e.field, `profile file ${fileLabel(text)}: ${e.message}`);
     throw e;
   }
 }

@@ -4,7 +4,10 @@ import type { ProbeListener } from '../doctor/run.js';
  * doctor's progress on a terminal: one line, rewritten as each probe starts, with the time since doctor began.
  * The native probes block this thread, so the line shows the probe that is running until the next one starts.
  */
-export function progressLine(stream: NodeJS.WriteStream, now: () => number = Date.now): { show: ProbeListener; done(): void } {
+export function progressLine(
+  stream: NodeJS.WriteStream,
+  now: () => number = Date.now,
+): { show: ProbeListener; done(): void } {
   const start = now();
   let shown = false;
   return {

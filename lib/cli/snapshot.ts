@@ -30,12 +30,20 @@ Exit code 1 where there is no Metal device to record.`,
   run({ values }) {
     const label = text(values, 'label');
     const timeout = text(values, 'timeout-ms');
-    const doctorFlags = { ...mmapOptions(values), ...(timeout !== undefined ? { timeoutMs: numberFlag('--timeout-ms', timeout) } : {}) };
+    const doctorFlags = {
+      ...mmapOptions(values),
+      ...(timeout !== undefined ? { timeoutMs: numberFlag('--timeout-ms', timeout) } : {}),
+    };
     const withDoctor = values['with-doctor'] === true;
     if (!withDoctor && Object.keys(doctorFlags).length > 0) {
-      throw new UsageError('--mmap-file, --mmap-size and --timeout-ms are doctor settings: give them with --with-doctor');
+      throw new UsageError(
+        '--mmap-file, --mmap-size and --timeout-ms are doctor settings: give them with --with-doctor',
+      );
     }
-    const options: RecordOptions = { ...(label !== undefined ? { label } : {}), ...(withDoctor ? { doctor: true, ...doctorFlags } : {}) };
+    const options: RecordOptions = {
+      ...(label !== undefined ? { label } : {}),
+      ...(withDoctor ? { doctor: true, ...doctorFlags } : {}),
+    };
     printJson(recordSnapshot(options));
     return EXIT.ok;
   },

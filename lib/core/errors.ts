@@ -22,7 +22,11 @@ export type PackageError =
   | UsageError;
 
 /** The codes a NativeError carries: the native engine's failures, and `strict: true` failures to apply. */
-export type NativeErrorCode = 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'ERR_NO_DEVICE' | 'ERR_NATIVE_UNAVAILABLE';
+export type NativeErrorCode =
+  | 'ERR_HOOK_FAILED'
+  | 'ERR_VERIFICATION_FAILED'
+  | 'ERR_NO_DEVICE'
+  | 'ERR_NATIVE_UNAVAILABLE';
 
 /** The codes a RefusedError carries. */
 export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' | 'ERR_HOST_UNKNOWN';

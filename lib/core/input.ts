@@ -145,11 +145,13 @@ function readValue(value: unknown, fail: InputFailure, json: boolean, path: stri
       return fail(path, `cannot be read (${problemOf(err)})`);
     }
     const out: unknown[] = [];
-    for (let i = 0; i < length; i++) out.push(readValue(readProperty(object, i, fail, path), fail, json, joinPath(path, i), inner));
+    for (let i = 0; i < length; i++)
+      out.push(readValue(readProperty(object, i, fail, path), fail, json, joinPath(path, i), inner));
     return out;
   }
   const out: Record<string, unknown> = {};
-  for (const key of keys) define(out, key, readValue(readProperty(object, key, fail, path), fail, json, joinPath(path, key), inner));
+  for (const key of keys)
+    define(out, key, readValue(readProperty(object, key, fail, path), fail, json, joinPath(path, key), inner));
   return out;
 }
 

@@ -116,7 +116,10 @@ export function jsonDepth(text: string, limit = Infinity): number {
 }
 
 function readText(file: string, maxBytes: number): { ok: true; text: string } | { ok: false; problem: string } {
-  const tooLarge = { ok: false as const, problem: `is larger than ${maxBytes} bytes, far more than any metal-cap-shim file` };
+  const tooLarge = {
+    ok: false as const,
+    problem: `is larger than ${maxBytes} bytes, far more than any metal-cap-shim file`,
+  };
   try {
     if (file === STDIN) {
       const text = readStdin(maxBytes);
@@ -128,7 +131,10 @@ function readText(file: string, maxBytes: number): { ok: true; text: string } | 
     return { ok: true, text: bytes.toString('utf8') };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? '';
-    return { ok: false, problem: READ_ERRORS[code] ?? `cannot be read (${code || clip((err as Error).message.split('\n')[0] ?? '')})` };
+    return {
+      ok: false,
+      problem: READ_ERRORS[code] ?? `cannot be read (${code || clip((err as Error).message.split('\n')[0] ?? '')})`,
+    };
   }
 }
 
@@ -166,7 +172,8 @@ export function jsonSyntaxError(text: string): { offset: number; expected: strin
       if (c === 0x5c) {
         const e = text[i + 1];
         if (e === 'u') {
-          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) return { offset: i, expected: 'four hex digits after \\u' };
+          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6)))
+            return { offset: i, expected: 'four hex digits after \\u' };
           i += 6;
         } else if (e !== undefined && '"\\/bfnrt'.includes(e)) i += 2;
         else return { offset: i, expected: 'a valid escape (\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)' };
@@ -204,7 +211,12 @@ export function jsonSyntaxError(text: string): { offset: number; expected: strin
         want = 'after';
         continue;
       }
-      if (c !== '"') return { offset: i, expected: want === 'first-key' ? "a property name in double quotes, or '}'" : 'a property name in double quotes' };
+      if (c !== '"')
+        return {
+          offset: i,
+          expected:
+            want === 'first-key' ? "a property name in double quotes, or '}'" : 'a property name in double quotes',
+        };
       const bad = string();
       if (bad) return bad;
       skip();
@@ -247,10 +259,14 @@ export function parseJsonText(raw: string, limits: JsonLimits = JSON_LIMITS): Js
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   if (text.trim() === '') return { ok: false, problem: 'is empty' };
   if (jsonDepth(text, limits.maxDepth) > limits.maxDepth) {
-    return { ok: false, problem: `nests arrays and objects more than ${limits.maxDepth} levels deep, far more than any metal-cap-shim file` };
+    return {
+      ok: false,
+      problem: `nests arrays and objects more than ${limits.maxDepth} levels deep, far more than any metal-cap-shim file`,
+    };
   }
   // A NUL or an invalid UTF-8 sequence (decoded as U+FFFD): a binary file, whose bytes must not reach the terminal.
-  if (text.includes('\u0000') || text.includes('\uFFFD')) return { ok: false, problem: 'is not a text file (it holds binary data), so it is not JSON' };
+  if (text.includes('\u0000') || text.includes('\uFFFD'))
+    return { ok: false, problem: 'is not a text file (it holds binary data), so it is not JSON' };
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch (err) {
@@ -259,7 +275,8 @@ export function parseJsonText(raw: string, limits: JsonLimits = JSON_LIMITS): Js
     const found = jsonSyntaxError(text);
     if (found === null) return { ok: false, problem: 'is not JSON' };
     const where = place(text, found.offset);
-    if (found.offset >= text.length) return { ok: false, problem: `is not JSON: it ends in the middle of a value (${where})` };
+    if (found.offset >= text.length)
+      return { ok: false, problem: `is not JSON: it ends in the middle of a value (${where})` };
     return { ok: false, problem: `is not JSON (syntax error at ${where}: expected ${found.expected})` };
   }
 }
@@ -287,6 +304,9 @@ export function schemaProblem(value: unknown, accepted: Record<string, string>):
   }
   const schema = (value as { schema?: unknown }).schema;
   if (typeof schema === 'string' && Object.prototype.hasOwnProperty.call(accepted, schema)) return null;
-  const found = schema === undefined ? 'has no "schema" field' : `has schema ${typeof schema === 'string' ? `"${clip(schema)}"` : `of type ${typeof schema}`}`;
+  const found =
+    schema === undefined
+      ? 'has no "schema" field'
+      : `has schema ${typeof schema === 'string' ? `"${clip(schema)}"` : `of type ${typeof schema}`}`;
   return `${found}; expected ${expected}`;
 }

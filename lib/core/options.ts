@@ -34,7 +34,10 @@ export function checkOptions<T extends object>(fn: string, options: unknown, kin
   for (const key of keys) {
     const kind = Object.prototype.hasOwnProperty.call(kinds, key) ? kinds[key] : undefined;
     if (kind === undefined) {
-      throw new InvalidOptionsError(key, `${fn}() has no option '${clip(key)}'${didYouMean(key, Object.keys(kinds))}; its options are ${Object.keys(kinds).join(', ')}`);
+      throw new InvalidOptionsError(
+        key,
+        `${fn}() has no option '${clip(key)}'${didYouMean(key, Object.keys(kinds))}; its options are ${Object.keys(kinds).join(', ')}`,
+      );
     }
     let value: unknown;
     try {
@@ -43,9 +46,15 @@ export function checkOptions<T extends object>(fn: string, options: unknown, kin
       return fail(key, `cannot be read (${clip(err instanceof Error ? err.message : 'an error')})`);
     }
     if (value !== undefined && kind !== 'any') {
-      const ok = kind === 'object' ? typeof value === 'object' && value !== null && !Array.isArray(value) : typeof value === kind;
+      const ok =
+        kind === 'object'
+          ? typeof value === 'object' && value !== null && !Array.isArray(value)
+          : typeof value === kind;
       if (!ok) {
-        throw new InvalidOptionsError(key, `${fn}() option '${key}' must be ${kind === 'object' ? 'an object' : `a ${kind}`}, got ${describe(value)}`);
+        throw new InvalidOptionsError(
+          key,
+          `${fn}() option '${key}' must be ${kind === 'object' ? 'an object' : `a ${kind}`}, got ${describe(value)}`,
+        );
       }
       if (kind === 'object') value = readInput(value, fail, {}, key);
     }

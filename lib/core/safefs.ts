@@ -2,7 +2,20 @@
  * File operations for paths another user may share: the `--trace` file and the doctor cache. Nothing here writes
  * through a symbolic link, opens a FIFO for writing, or trusts a file or folder someone else could have changed.
  */
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  type Stats,
+} from 'node:fs';
 import path from 'node:path';
 
 /** This process's effective user id, or null where there is none (Windows, which has no owner bits to check). */
@@ -18,7 +31,8 @@ export function untrustedBecause(stats: Stats, uid: number | null = effectiveUid
   if (uid === null) return null;
   if (stats.uid !== uid) return `belongs to another user (uid ${stats.uid}, not ${uid})`;
   const mode = stats.mode & 0o777;
-  if ((mode & 0o022) !== 0) return `can be written by ${(mode & 0o002) !== 0 ? 'other users' : 'its group'} (mode ${mode.toString(8).padStart(4, '0')})`;
+  if ((mode & 0o022) !== 0)
+    return `can be written by ${(mode & 0o002) !== 0 ? 'other users' : 'its group'} (mode ${mode.toString(8).padStart(4, '0')})`;
   return null;
 }
 
@@ -48,7 +62,6 @@ export function makeFolders(dir: string, mode = 0o700): void {
   }
 }
 
-
 /** What a read of a file we own said: its text, or why it was not read. */
 export type OwnFileRead = { ok: true; text: string } | { ok: false; missing: boolean; why: string };
 
@@ -67,7 +80,11 @@ export function readOwnFile(file: string, maxBytes: number): OwnFileRead {
     const code = (err as NodeJS.ErrnoException).code;
     // ENOTDIR: a part of the path is a file, so there is no such file either.
     if (code === 'ENOENT' || code === 'ENOTDIR') return { ok: false, missing: true, why: 'does not exist' };
-    return { ok: false, missing: false, why: code === 'ELOOP' ? 'is a symbolic link' : `cannot be opened (${code ?? (err as Error).message})` };
+    return {
+      ok: false,
+      missing: false,
+      why: code === 'ELOOP' ? 'is a symbolic link' : `cannot be opened (${code ?? (err as Error).message})`,
+    };
   }
   try {
     const stats = fstatSync(fd);

@@ -14,7 +14,8 @@ export interface ChipFamilyRow {
   source: string;
 }
 
-const FEATURE_TABLES = 'Apple Metal Feature Set Tables (developer.apple.com/metal/feature-sets, May 21, 2026): GPUs by Apple family';
+const FEATURE_TABLES =
+  'Apple Metal Feature Set Tables (developer.apple.com/metal/feature-sets, May 21, 2026): GPUs by Apple family';
 const FEATURE_TABLES_2024 = 'Apple Metal Feature Set Tables (June 5, 2024), "Apple GPUs" table';
 
 /**
@@ -25,14 +26,42 @@ export const CHIP_FAMILIES: readonly ChipFamilyRow[] = Object.freeze([
   { generations: ['A8'], family: 'apple2', source: `${FEATURE_TABLES}: A8-series Apple2` },
   { generations: ['A9', 'A10'], family: 'apple3', source: `${FEATURE_TABLES}: A9-series and A10-series Apple3` },
   { generations: ['A11'], family: 'apple4', source: `${FEATURE_TABLES}: A11 Bionic Apple4` },
-  { generations: ['A12'], family: 'apple5', source: `${FEATURE_TABLES}: A12-series Apple5; ${FEATURE_TABLES_2024}: A12 Bionic, A12X Bionic, A12Z Bionic` },
+  {
+    generations: ['A12'],
+    family: 'apple5',
+    source: `${FEATURE_TABLES}: A12-series Apple5; ${FEATURE_TABLES_2024}: A12 Bionic, A12X Bionic, A12Z Bionic`,
+  },
   { generations: ['A13'], family: 'apple6', source: `${FEATURE_TABLES}: A13 Bionic Apple6` },
-  { generations: ['A14'], family: 'apple7', source: `${FEATURE_TABLES}: A14 Bionic Apple7; MTLGPUFamily.apple7: "the Apple A14 and M1 GPUs"` },
-  { generations: ['M1'], family: 'apple7', source: `${FEATURE_TABLES}: M1-series Apple7; ${FEATURE_TABLES_2024}: M1, M1 Pro, M1 Max, M1 Ultra` },
-  { generations: ['A15', 'A16'], family: 'apple8', source: `${FEATURE_TABLES}: A15 Bionic and A16 Bionic Apple8; MTLGPUFamily.apple8: "the Apple A15, A16, and M2 GPUs"` },
-  { generations: ['M2'], family: 'apple8', source: `${FEATURE_TABLES}: M2-series Apple8; ${FEATURE_TABLES_2024}: M2, M2 Pro, M2 Max, M2 Ultra` },
-  { generations: ['A17', 'A18'], family: 'apple9', source: `${FEATURE_TABLES}: A17 Pro and A18-series Apple9; MTLGPUFamily.apple9: "the Apple A17, M3, and M4 GPUs"` },
-  { generations: ['M3', 'M4'], family: 'apple9', source: `${FEATURE_TABLES}: M3-series and M4-series Apple9; ${FEATURE_TABLES_2024}: M3, M3 Pro, M3 Max, M4` },
+  {
+    generations: ['A14'],
+    family: 'apple7',
+    source: `${FEATURE_TABLES}: A14 Bionic Apple7; MTLGPUFamily.apple7: "the Apple A14 and M1 GPUs"`,
+  },
+  {
+    generations: ['M1'],
+    family: 'apple7',
+    source: `${FEATURE_TABLES}: M1-series Apple7; ${FEATURE_TABLES_2024}: M1, M1 Pro, M1 Max, M1 Ultra`,
+  },
+  {
+    generations: ['A15', 'A16'],
+    family: 'apple8',
+    source: `${FEATURE_TABLES}: A15 Bionic and A16 Bionic Apple8; MTLGPUFamily.apple8: "the Apple A15, A16, and M2 GPUs"`,
+  },
+  {
+    generations: ['M2'],
+    family: 'apple8',
+    source: `${FEATURE_TABLES}: M2-series Apple8; ${FEATURE_TABLES_2024}: M2, M2 Pro, M2 Max, M2 Ultra`,
+  },
+  {
+    generations: ['A17', 'A18'],
+    family: 'apple9',
+    source: `${FEATURE_TABLES}: A17 Pro and A18-series Apple9; MTLGPUFamily.apple9: "the Apple A17, M3, and M4 GPUs"`,
+  },
+  {
+    generations: ['M3', 'M4'],
+    family: 'apple9',
+    source: `${FEATURE_TABLES}: M3-series and M4-series Apple9; ${FEATURE_TABLES_2024}: M3, M3 Pro, M3 Max, M4`,
+  },
   { generations: ['A19'], family: 'apple10', source: `${FEATURE_TABLES}: A19-series Apple10` },
   { generations: ['M5'], family: 'apple10', source: `${FEATURE_TABLES}: M5-series Apple10` },
 ]);

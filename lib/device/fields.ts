@@ -9,7 +9,8 @@ import { FAMILY_NAMES, type FamilyName } from '../core/families.js';
 /** What is wrong with a value (`null`: nothing), worded to follow "must be". */
 export type Check = (value: unknown) => string | null;
 
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 export const str: Check = (v) => (typeof v === 'string' && v.length > 0 ? null : 'a non-empty string');
 export const bool: Check = (v) => (typeof v === 'boolean' ? null : 'true or false');
 export const count =
@@ -183,10 +184,10 @@ export type RecordedDeviceFacts = { [K in keyof typeof DEVICE_FIELDS]: RecordedV
 
 // The compiler's check that each table says what its type says: the same fields, values and nullability.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const tablesMatchTypes: [Same<ReportFacts<typeof DEVICE_FIELDS>, DeviceFacts>, Same<ReportFacts<typeof HOST_FIELDS>, HostFacts>] = [
-  true,
-  true,
-];
+const tablesMatchTypes: [
+  Same<ReportFacts<typeof DEVICE_FIELDS>, DeviceFacts>,
+  Same<ReportFacts<typeof HOST_FIELDS>, HostFacts>,
+] = [true, true];
 void tablesMatchTypes;
 
 /** The device fields' names, in table order. */

@@ -28,7 +28,10 @@ export const SIM_SNAPSHOT_ENV = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
  * is set (the empty string selects a simulated Metal with no device). Without it a checkout whose tests have run
  * behaves like any other Linux install, whatever sits in build/Release.
  */
-export function simulationSelected(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): boolean {
+export function simulationSelected(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): boolean {
   return platform !== 'darwin' && env[SIM_SNAPSHOT_ENV] !== undefined;
 }
 
@@ -36,7 +39,8 @@ let version: string | undefined;
 
 /** This package's version, from its package.json (read once: profile auto keys its cache on it at start-up). */
 export function packageVersion(): string {
-  version ??= (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+  version ??= (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string })
+    .version;
   return version;
 }
 

@@ -174,15 +174,21 @@ function bundledSuggestion(selector: string): string {
 /** The file a snapshot name or path refers to (`-`: standard input); throws SnapshotNotFoundError when there is none. */
 export function resolveSnapshotPath(selector: string): string {
   if (typeof selector !== 'string') {
-    throw new InvalidOptionsError('snapshot', 'a snapshot is named by a string: a bundled name or a path to a .json file');
+    throw new InvalidOptionsError(
+      'snapshot',
+      'a snapshot is named by a string: a bundled name or a path to a .json file',
+    );
   }
   if (selector.trim() === '') {
-    throw new SnapshotNotFoundError('a snapshot is named by a non-empty string: a bundled name or a path to a .json file');
+    throw new SnapshotNotFoundError(
+      'a snapshot is named by a non-empty string: a bundled name or a path to a .json file',
+    );
   }
   if (selector === STDIN) return STDIN;
   if (looksLikePath(selector)) {
     const file = path.resolve(selector);
-    if (!existsSync(file)) throw new SnapshotNotFoundError(`snapshot file ${clip(file)} does not exist${bundledSuggestion(selector)}`);
+    if (!existsSync(file))
+      throw new SnapshotNotFoundError(`snapshot file ${clip(file)} does not exist${bundledSuggestion(selector)}`);
     return file;
   }
   const file = path.join(snapshotsDir(), `${selector}.json`);
@@ -243,16 +249,24 @@ export function snapshotFromReport(
   meta: { id: string; title: string; recorded: string; describe: string; where: string },
 ): Snapshot {
   if (!report.supported) {
-    throw new InvalidSnapshotError('supported', `${meta.where}: the report has no devices (supported: false, ${report.reason}), so it cannot stand for a machine`);
+    throw new InvalidSnapshotError(
+      'supported',
+      `${meta.where}: the report has no devices (supported: false, ${report.reason}), so it cannot stand for a machine`,
+    );
   }
   const provenanceOf = (values: Record<string, unknown>) =>
     Object.fromEntries(Object.entries(values).map(([f, v]) => [f, v === null ? 'unrecorded' : RECORDING_SOURCE]));
   const host = report.host as unknown as Record<string, unknown>;
-  const hostValues = { platform: report.platform, ...Object.fromEntries(HOST_FIELD_NAMES.map((f) => [f, host[f] ?? null])) };
+  const hostValues = {
+    platform: report.platform,
+    ...Object.fromEntries(HOST_FIELD_NAMES.map((f) => [f, host[f] ?? null])),
+  };
   const snapshotHost = { ...hostValues, provenance: provenanceOf(hostValues) } as SnapshotHost;
   const devices = report.devices.map((d, i): SnapshotDevice => {
     const missing = unansweredFields(d as unknown as Record<string, unknown>, DEVICE_FIELDS);
-    const noFamily = Object.entries(d.families).filter(([, v]) => v === null).map(([k]) => `families.${k}`);
+    const noFamily = Object.entries(d.families)
+      .filter(([, v]) => v === null)
+      .map(([k]) => `families.${k}`);
     if (missing.length + noFamily.length > 0) {
       throw new InvalidSnapshotError(
         `devices[${i}].${[...missing, ...noFamily][0]}`,
@@ -262,7 +276,10 @@ export function snapshotFromReport(
     const values = pickFields(d, DEVICE_FIELD_NAMES) as unknown as RecordedDeviceFacts;
     return { ...values, provenance: provenanceOf(values) };
   });
-  const defaultDevice = Math.max(0, report.devices.findIndex((d) => d.isDefault));
+  const defaultDevice = Math.max(
+    0,
+    report.devices.findIndex((d) => d.isDefault),
+  );
   return validateSnapshot(
     {
       schema: SNAPSHOT_SCHEMA,
@@ -286,9 +303,15 @@ function fileDate(file: string): string {
 function snapshotFromReportFile(data: Record<string, unknown>, file: string): Snapshot {
   const label = fileLabel(file);
   const isReport =
-    typeof data.supported === 'boolean' && Array.isArray(data.devices) && typeof data.platform === 'string' && 'host' in data;
+    typeof data.supported === 'boolean' &&
+    Array.isArray(data.devices) &&
+    typeof data.platform === 'string' &&
+    'host' in data;
   if (!isReport) {
-    throw new InvalidSnapshotError(null, `${label}: says it is a probe report (${REPORT_SCHEMA}) but lacks supported, platform, host or devices`);
+    throw new InvalidSnapshotError(
+      null,
+      `${label}: says it is a probe report (${REPORT_SCHEMA}) but lacks supported, platform, host or devices`,
+    );
   }
   checkReportShape(data, file);
   const report = data as unknown as CapabilityReport;
@@ -310,13 +333,20 @@ function snapshotFromReportFile(data: Record<string, unknown>, file: string): Sn
 function snapshotFromFieldReport(data: Record<string, unknown>, file: string): Snapshot {
   const label = fileLabel(file);
   const fail = (field: string, what: string): never => {
-    throw new InvalidSnapshotError(field, `${label}: a field report (${FIELD_REPORT_SCHEMA}) read as a snapshot needs ${what}`);
+    throw new InvalidSnapshotError(
+      field,
+      `${label}: a field report (${FIELD_REPORT_SCHEMA}) read as a snapshot needs ${what}`,
+    );
   };
   const audit = isObject(data.audit) ? data.audit : fail('audit', 'its audit');
   if (!isObject(data.host)) fail('host', 'its host facts (host is not an object)');
-  const devices = Array.isArray(audit.devices) && audit.devices.length > 0 ? (audit.devices as unknown[]) : fail('audit.devices', 'a non-empty audit.devices');
+  const devices =
+    Array.isArray(audit.devices) && audit.devices.length > 0
+      ? (audit.devices as unknown[])
+      : fail('audit.devices', 'a non-empty audit.devices');
   const stock = devices.map((d, i) => {
-    if (!isObject(d) || !isObject(d.stock) || !isObject(d.stock.families)) return fail(`audit.devices[${i}].stock`, `audit.devices[${i}].stock with its families`);
+    if (!isObject(d) || !isObject(d.stock) || !isObject(d.stock.families))
+      return fail(`audit.devices[${i}].stock`, `audit.devices[${i}].stock with its families`);
     return d.stock;
   });
   const report = {
@@ -336,17 +366,25 @@ function snapshotFromFieldReport(data: Record<string, unknown>, file: string): S
   const snapshot = snapshotFromReport(report, {
     id: snapshotId(typeof audit.snapshot === 'string' ? audit.snapshot : base),
     title: `field report ${file === STDIN ? label : path.basename(file)}${hostLabel}`,
-    recorded: typeof data.generatedAt === 'string' && /^\d{4}-\d{2}-\d{2}/.test(data.generatedAt) ? data.generatedAt.slice(0, 10) : fileDate(file),
+    recorded:
+      typeof data.generatedAt === 'string' && /^\d{4}-\d{2}-\d{2}/.test(data.generatedAt)
+        ? data.generatedAt.slice(0, 10)
+        : fileDate(file),
     describe: `metal-cap-shim field report ${label}`,
     where: label,
   });
   const doctor = data.doctor;
-  const measured = isObject(doctor) && (doctor.source === 'live' || doctor.source === 'simulated') && Array.isArray(doctor.devices);
+  const measured =
+    isObject(doctor) && (doctor.source === 'live' || doctor.source === 'simulated') && Array.isArray(doctor.devices);
   if (!measured) return snapshot;
-  const byIndex = new Map<unknown, unknown>((doctor.devices as unknown[]).map((d) => [isObject(d) ? d.index : undefined, d]));
+  const byIndex = new Map<unknown, unknown>(
+    (doctor.devices as unknown[]).map((d) => [isObject(d) ? d.index : undefined, d]),
+  );
   const withDoctor = snapshot.devices.map((device, i) => {
     const found = byIndex.get(stock[i]!.index);
-    return isObject(found) && Array.isArray(found.probes) ? { ...device, doctor: recordingOf(found.probes as DoctorProbeResult[]) } : device;
+    return isObject(found) && Array.isArray(found.probes)
+      ? { ...device, doctor: recordingOf(found.probes as DoctorProbeResult[]) }
+      : device;
   });
   return validateSnapshot({ ...snapshot, devices: withDoctor }, label);
 }
@@ -379,9 +417,11 @@ export function recordingOf(probes: readonly DoctorProbeResult[]): SnapshotDocto
     const probe: SnapshotDoctorProbe = { status: p.status, ...(detail ? { detail } : {}) };
     for (const field of DOCTOR_PROBE_FIELDS[id]) {
       const value = (p as unknown as Record<string, unknown>)[field];
-      if (field !== 'fault' && value !== null && value !== undefined) (probe as unknown as Record<string, unknown>)[field] = value;
+      if (field !== 'fault' && value !== null && value !== undefined)
+        (probe as unknown as Record<string, unknown>)[field] = value;
     }
-    if (id === 'nocopy-mmap' && p.status === 'wrong-result') probe.fault = p.bufferLength === 0 ? 'zero-length' : 'stale';
+    if (id === 'nocopy-mmap' && p.status === 'wrong-result')
+      probe.fault = p.bufferLength === 0 ? 'zero-length' : 'stale';
     recorded[id] = probe;
   }
   return { provenance: RECORDING_SOURCE, probes: recorded };
@@ -410,7 +450,13 @@ function fail(where: string, field: string, message: string): never {
   throw new InvalidSnapshotError(field, `${where}: ${field} ${message}; see snapshots/README.md for the format`);
 }
 
-function checkFields(where: string, prefix: string, obj: unknown, checks: Record<string, Check>, optional: string[] = []) {
+function checkFields(
+  where: string,
+  prefix: string,
+  obj: unknown,
+  checks: Record<string, Check>,
+  optional: string[] = [],
+) {
   if (!isObject(obj)) fail(where, prefix.replace(/\.$/, '') || '(root)', 'must be an object');
   for (const key of Object.keys(obj)) {
     if (!(key in checks) && !optional.includes(key)) fail(where, `${prefix}${key}`, 'is not a known field');
@@ -434,7 +480,9 @@ function checkProvenance(
   for (const field of fields) {
     const said = (provenance as Record<string, string>)[field];
     const known =
-      said === 'assumed' || (said === 'unrecorded' && section[field] === null) || (said !== undefined && said in sources);
+      said === 'assumed' ||
+      (said === 'unrecorded' && section[field] === null) ||
+      (said !== undefined && said in sources);
     if (!known) {
       fail(
         where,
@@ -461,7 +509,10 @@ function devicesInSubclassLoops(devices: Record<string, unknown>[]): Set<number>
     return isObject(sim) && 'subclassOf' in sim ? byClass.get(sim.subclassOf) : undefined;
   };
   // Per device: unvisited, on the chain being walked, or done (leads into a loop, or does not).
-  const UNVISITED = 0, WALKING = 1, NO_LOOP = 2, LOOP = 3;
+  const UNVISITED = 0,
+    WALKING = 1,
+    NO_LOOP = 2,
+    LOOP = 3;
   const state = new Uint8Array(devices.length);
   const chain: number[] = [];
   for (let start = 0; start < devices.length; start++) {
@@ -504,10 +555,15 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
     }
     const faults = [...(FAULTS[id] ?? []), COMPILE_FAULT];
     const problem =
-      key === 'fault' ? (faults.includes(p[key] as string) ? null : `one of ${faults.join(', ')}`) : doctorFieldChecks[key]!(p[key]);
+      key === 'fault'
+        ? faults.includes(p[key] as string)
+          ? null
+          : `one of ${faults.join(', ')}`
+        : doctorFieldChecks[key]!(p[key]);
     if (problem) fail(where, `${prefix}${key}`, `must be ${problem}`);
   }
-  const proven = p.provenThreadgroupMemory, failed = p.failedThreadgroupMemory;
+  const proven = p.provenThreadgroupMemory,
+    failed = p.failedThreadgroupMemory;
   if (typeof proven === 'number' && typeof failed === 'number' && failed <= proven) {
     fail(where, `${prefix}failedThreadgroupMemory`, 'must be larger than provenThreadgroupMemory');
   }
@@ -516,13 +572,23 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
     return;
   }
   // The simulation needs to know which fault a recorded nocopy-mmap wrong-result was.
-  if (id === 'nocopy-mmap' && (p.status === 'wrong-result') !== ('fault' in p)) {
-    const problem = 'fault' in p ? 'is only for a wrong-result' : 'is missing: a wrong-result says which (stale or zero-length)';
+  if (id === 'nocopy-mmap' && (p.status === 'wrong-result') !== 'fault' in p) {
+    const problem =
+      'fault' in p ? 'is only for a wrong-result' : 'is missing: a wrong-result says which (stale or zero-length)';
     fail(where, `${prefix}fault`, problem);
   }
-  if (id === 'threadgroup-memory' && p.fault === 'answered-limit' && p.status !== 'pass') fail(where, `${prefix}fault`, 'is only for a pass');
-  if (id === 'threadgroup-memory' && p.fault === 'threadgroups-overlap' && (p.status !== 'wrong-result' || typeof proven !== 'number')) {
-    fail(where, `${prefix}fault`, 'threadgroups-overlap is only for a wrong-result with provenThreadgroupMemory (where the overlap starts)');
+  if (id === 'threadgroup-memory' && p.fault === 'answered-limit' && p.status !== 'pass')
+    fail(where, `${prefix}fault`, 'is only for a pass');
+  if (
+    id === 'threadgroup-memory' &&
+    p.fault === 'threadgroups-overlap' &&
+    (p.status !== 'wrong-result' || typeof proven !== 'number')
+  ) {
+    fail(
+      where,
+      `${prefix}fault`,
+      'threadgroups-overlap is only for a wrong-result with provenThreadgroupMemory (where the overlap starts)',
+    );
   }
 }
 
@@ -545,7 +611,11 @@ function checkChip(where: string, host: Record<string, unknown>) {
   const brand = host.cpuBrand as string | null;
   const chip = host.chip as string | null;
   if (brand !== null && chip !== chipFromBrand(brand)) {
-    fail(where, 'host.chip', `must be ${JSON.stringify(chipFromBrand(brand))}, the chip cpuBrand ${JSON.stringify(brand)} names`);
+    fail(
+      where,
+      'host.chip',
+      `must be ${JSON.stringify(chipFromBrand(brand))}, the chip cpuBrand ${JSON.stringify(brand)} names`,
+    );
   }
   if (brand === null && chip !== null && chipFromBrand(chip) !== chip) {
     fail(where, 'host.chip', 'must be an Apple chip name as bare metal reports it (e.g. "Apple M1 Ultra") or null');
@@ -567,13 +637,18 @@ export function validateSnapshot(
   // Another kind of JSON (a doctor result, a field report) is named as what it is, before its fields are judged.
   const tagged = isObject(data) && typeof data.schema === 'string';
   const wrongKind = tagged ? schemaProblem(data, { [SNAPSHOT_SCHEMA]: 'metal-cap-shim snapshot' }) : null;
-  if (wrongKind !== null) throw new InvalidSnapshotError('schema', `${where}: it ${wrongKind}; see snapshots/README.md for the format`);
+  if (wrongKind !== null)
+    throw new InvalidSnapshotError('schema', `${where}: it ${wrongKind}; see snapshots/README.md for the format`);
   checkFields(where, '', data, {
-    schema: (v) => (v === SNAPSHOT_SCHEMA ? null : `"${SNAPSHOT_SCHEMA}" (or the file must be a probe --json report, "${REPORT_SCHEMA}")`),
+    schema: (v) =>
+      v === SNAPSHOT_SCHEMA
+        ? null
+        : `"${SNAPSHOT_SCHEMA}" (or the file must be a probe --json report, "${REPORT_SCHEMA}")`,
     id: (v) => (typeof v === 'string' && /^[a-z0-9][a-z0-9.-]*$/.test(v) ? null : 'a lower-case id (a-z, 0-9, -, .)'),
     title: str,
     recorded: (v) => (typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) ? null : 'a date YYYY-MM-DD'),
-    sources: (v) => (isObject(v) && Object.values(v).every((s) => typeof s === 'string') ? null : 'an object of strings'),
+    sources: (v) =>
+      isObject(v) && Object.values(v).every((s) => typeof s === 'string') ? null : 'an object of strings',
     host: (v) => (isObject(v) ? null : 'an object'),
     defaultDevice: count(0),
     devices: (v) => {
@@ -588,23 +663,15 @@ export function validateSnapshot(
   for (const reserved of ['assumed', 'unrecorded']) {
     if (reserved in snap.sources) fail(where, `sources.${reserved}`, 'is a reserved word, not a source key');
   }
-  checkFields(
-    where,
-    'host.',
-    snap.host,
-    { platform: str, ...recordedChecks(HOST_FIELDS), provenance: () => null },
-  );
+  checkFields(where, 'host.', snap.host, { platform: str, ...recordedChecks(HOST_FIELDS), provenance: () => null });
   checkChip(where, snap.host as Record<string, unknown>);
   checkProvenance(where, 'host.', snap.host as Record<string, unknown>, SNAPSHOT_HOST_FIELDS, snap.sources);
   snap.devices.forEach((device, i) => {
     const prefix = `devices[${i}].`;
-    checkFields(
-      where,
-      prefix,
-      device,
-      { ...recordedChecks(DEVICE_FIELDS), provenance: () => null },
-      ['simulation', 'doctor'],
-    );
+    checkFields(where, prefix, device, { ...recordedChecks(DEVICE_FIELDS), provenance: () => null }, [
+      'simulation',
+      'doctor',
+    ]);
     const d = device as Record<string, unknown>;
     for (const [f, spec] of Object.entries(DEVICE_FIELDS)) {
       if (spec.members) checkFields(where, `${prefix}${f}.`, d[f], spec.members);
@@ -624,7 +691,8 @@ export function validateSnapshot(
       if ('lacks' in sim && !SIMULATED_QUERIES.includes(sim.lacks as string)) {
         fail(where, `${prefix}simulation.lacks`, `must be one of ${SIMULATED_QUERIES.join(', ')}`);
       }
-      if ('driftAfter' in sim && count(0)(sim.driftAfter) !== null) fail(where, `${prefix}simulation.driftAfter`, 'must be an integer ≥ 0');
+      if ('driftAfter' in sim && count(0)(sim.driftAfter) !== null)
+        fail(where, `${prefix}simulation.driftAfter`, 'must be an integer ≥ 0');
       // Every device before this one has passed its checks, and the ones after are read only for their className.
       classNames ??= new Set((snap.devices as unknown[]).map((x) => (isObject(x) ? x.className : undefined)));
       if ('subclassOf' in sim && (sim.subclassOf === d.className || !classNames.has(sim.subclassOf))) {
@@ -640,7 +708,8 @@ export function validateSnapshot(
         if (typeof name !== 'string' || !CLASS_NAME.test(name) || classNames.has(name)) {
           fail(where, `${prefix}simulation.defaultObjectClass`, 'must be an Objective-C class name no device has');
         }
-        if (i !== snap.defaultDevice) fail(where, `${prefix}simulation.defaultObjectClass`, 'belongs on the default device only');
+        if (i !== snap.defaultDevice)
+          fail(where, `${prefix}simulation.defaultObjectClass`, 'belongs on the default device only');
       }
     }
     if ('doctor' in d) checkDoctor(where, `${prefix}doctor.`, d.doctor, snap.sources);

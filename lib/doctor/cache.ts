@@ -16,7 +16,13 @@ import type { DeviceReport, SupportedReport } from '../device/types.js';
 import { packageVersion } from '../device/native.js';
 import { deriveVerifiedProfile } from './derive.js';
 import { judgeProbe } from './judge.js';
-import { CAPABILITY_PROBE_IDS, isProbeId, isRecordedStatus, type DoctorProbeId, type RecordedStatus } from './probes.js';
+import {
+  CAPABILITY_PROBE_IDS,
+  isProbeId,
+  isRecordedStatus,
+  type DoctorProbeId,
+  type RecordedStatus,
+} from './probes.js';
 import type { DoctorDevice, Recommendation } from './types.js';
 import type { HostChip } from './derive.js';
 
@@ -31,7 +37,13 @@ export interface DoctorCacheKey {
   /** The simulated build's snapshot; null on a Mac. */
   snapshot: string | null;
   /** `chip` too: a guest image moved to another host keeps its model and OS build, but not its host's chip. */
-  host: { model: string | null; osVersion: string | null; osBuild: string | null; arch: string | null; chip: string | null };
+  host: {
+    model: string | null;
+    osVersion: string | null;
+    osBuild: string | null;
+    arch: string | null;
+    chip: string | null;
+  };
   /** Position, name and class: registry IDs are left out because they need not survive a reboot. */
   device: { index: number; name: string; className: string };
 }
@@ -92,7 +104,8 @@ export type CacheLookup =
 export function doctorCacheDir(env: NodeJS.ProcessEnv = process.env, platform: string = process.platform): string {
   if (platform === 'darwin') return path.join(homedir(), 'Library', 'Caches', 'metal-cap-shim');
   // Read once, through the same guard as every other input: a getter that throws is a typed error.
-  const xdg: unknown = (readInput(env, optionFailure('doctorCacheDir'), {}, 'env') as NodeJS.ProcessEnv | null)?.XDG_CACHE_HOME;
+  const xdg: unknown = (readInput(env, optionFailure('doctorCacheDir'), {}, 'env') as NodeJS.ProcessEnv | null)
+    ?.XDG_CACHE_HOME;
   const base = typeof xdg === 'string' && path.isAbsolute(xdg) ? xdg : path.join(homedir(), '.cache');
   return path.join(base, 'metal-cap-shim');
 }
@@ -162,13 +175,24 @@ function sameKey(value: unknown, expected: object): boolean {
 const isCachedProbe = (p: unknown): boolean => {
   if (!isObject(p) || !isProbeId(p.id) || !isRecordedStatus(p.status)) return false;
   if (!('provenThreadgroupMemory' in p)) return Object.keys(p).length === 2;
-  return p.id === 'threadgroup-memory' && Number.isSafeInteger(p.provenThreadgroupMemory) && (p.provenThreadgroupMemory as number) > 0 && Object.keys(p).length === 3;
+  return (
+    p.id === 'threadgroup-memory' &&
+    Number.isSafeInteger(p.provenThreadgroupMemory) &&
+    (p.provenThreadgroupMemory as number) > 0 &&
+    Object.keys(p).length === 3
+  );
 };
 
 /** The largest cache file read: one device's result is about 2 KB. */
 const MAX_CACHE_BYTES = 1 << 20;
 
-const PROFILE_FIELDS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'mode', 'deviceName'] as const;
+const PROFILE_FIELDS = [
+  'appleFamilyMax',
+  'maxThreadgroupMemoryLength',
+  'recommendedMaxWorkingSetSize',
+  'mode',
+  'deviceName',
+] as const;
 
 /** True when two profiles give the same answers (the name aside). */
 function sameAnswers(a: Profile, b: Profile): boolean {
@@ -217,7 +241,8 @@ function problemWith(data: unknown, key: DoctorCacheKey, stock: DeviceReport, fo
   }
   const isRecommendation = (r: unknown) =>
     isObject(r) && typeof r.engine === 'string' && typeof r.setting === 'string' && typeof r.why === 'string';
-  if (!Array.isArray(d.recommendations) || !d.recommendations.every(isRecommendation)) return 'damaged: recommendations';
+  if (!Array.isArray(d.recommendations) || !d.recommendations.every(isRecommendation))
+    return 'damaged: recommendations';
   if (!Array.isArray(d.faults) || !d.faults.every((f) => typeof f === 'string')) return 'damaged: faults';
   if (!isObject(d.verifiedProfile) || !('name' in d.verifiedProfile)) return 'damaged: verifiedProfile';
   let stored: Profile;
@@ -268,7 +293,12 @@ function folderProblem(dir: string): string | null {
  * belong to us and nobody else may write them. `force`: derive as doctor does with force (a result cached by a run
  * that differed in this is measured again).
  */
-export function readCache(key: DoctorCacheKey, stock: DeviceReport, dir: string = doctorCacheDir(), force = false): CacheLookup {
+export function readCache(
+  key: DoctorCacheKey,
+  stock: DeviceReport,
+  dir: string = doctorCacheDir(),
+  force = false,
+): CacheLookup {
   const canonicalKey = canonical(key);
   const file = fileForCanonical(canonicalKey, dir);
   const read = readOwnFile(file, MAX_CACHE_BYTES);
@@ -292,7 +322,12 @@ export function readCache(key: DoctorCacheKey, stock: DeviceReport, dir: string 
  * Writes one device's result atomically (temporary file created O_EXCL|O_NOFOLLOW, then rename). The folder is created
  * 0700, a level at a time; one that is not ours alone is not written into. Returns the file. Throws on I/O errors.
  */
-export function writeCache(key: DoctorCacheKey, device: DoctorDevice, generatedAt: string, dir: string = doctorCacheDir()): string {
+export function writeCache(
+  key: DoctorCacheKey,
+  device: DoctorDevice,
+  generatedAt: string,
+  dir: string = doctorCacheDir(),
+): string {
   const file = cacheFileFor(key, dir);
   makeFolders(dir, 0o700);
   const unsafeFolder = folderProblem(dir);

@@ -19,7 +19,6 @@ import { differencesOf, faultsOf } from './judge.js';
 import type { DoctorProbeId } from './probes.js';
 import type { DoctorDevice, DoctorProbe, Recommendation, ReportedAnswers } from './types.js';
 
-
 /** What the derivation reads of the host: its chip, and the brand string it came from (for the reason only). */
 export type HostChip = Pick<HostInfo, 'chip' | 'cpuBrand'>;
 /** The probe with `id`, if it is in the list. */
@@ -76,13 +75,20 @@ function alreadyAnswered(stock: DeviceReport, family: keyof typeof FAMILY_VALUES
  * The name choice of a verified profile: the host chip's name when a heap was proven (MLX skips its heap only on the
  * paravirtual device's name, so the name turns that path on), otherwise the name left alone, with why.
  */
-function nameChoice(stock: DeviceReport, probes: DoctorProbe[], host: HostChip | null): { deviceName?: string; reason: string } {
+function nameChoice(
+  stock: DeviceReport,
+  probes: DoctorProbe[],
+  host: HostChip | null,
+): { deviceName?: string; reason: string } {
   const chip = host?.chip ?? null;
   if (chip === null) {
     const brand = host?.cpuBrand ?? null;
-    return { reason: `name left as the device reports it: the host's chip is unknown (${brand === null ? 'no brand string' : `brand string ${JSON.stringify(brand)}`})` };
+    return {
+      reason: `name left as the device reports it: the host's chip is unknown (${brand === null ? 'no brand string' : `brand string ${JSON.stringify(brand)}`})`,
+    };
   }
-  if (stock.name === chip) return { reason: `name left as the device reports it: it already is ${JSON.stringify(chip)}` };
+  if (stock.name === chip)
+    return { reason: `name left as the device reports it: it already is ${JSON.stringify(chip)}` };
   if (!proven(probes, 'heap')) {
     return {
       reason: `name left as the device reports it: with the host chip's name MLX would create its buffer heap, which it skips on "Apple Paravirtual device", and no heap was proven here (${statusText(probes, 'heap')})`,
@@ -122,7 +128,9 @@ export function deriveVerifiedProfile(
     const bf = bfloat
       ? 'bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)'
       : `Apple7 includes Apple6, which also turns on llama.cpp’s bfloat, not proven here (${statusText(probes, 'bfloat')}): see the recommendations`;
-    reasons.push(`Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; ${bf}${alreadyAnswered(stock, 'apple7')}`);
+    reasons.push(
+      `Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; ${bf}${alreadyAnswered(stock, 'apple7')}`,
+    );
   } else if (bfloat) {
     spec.appleFamilyMax = FAMILY_VALUES.apple6;
     reasons.push(
@@ -146,12 +154,17 @@ export function deriveVerifiedProfile(
   const reported = stock.maxThreadgroupMemoryLength;
   const measured = tg?.provenThreadgroupMemory ?? null;
   // With a patched run, the proven size is set beside both answers: the candidate's may claim more than was proven.
-  const both = under === undefined ? null : `; the device reports ${reported ?? 'nothing'} stock, ${under.reported ?? 'nothing'} under ${under.candidate}`;
+  const both =
+    under === undefined
+      ? null
+      : `; the device reports ${reported ?? 'nothing'} stock, ${under.reported ?? 'nothing'} under ${under.candidate}`;
   // Proven under concurrency or not, more than any Apple GPU has is claimed only when asked to (force).
   const ceiling = force ? Infinity : APPLE_GPU_THREADGROUP_MEMORY;
   const cap = `${measured} bytes were proven, but no Apple GPU has more than ${APPLE_GPU_THREADGROUP_MEMORY}, so more is claimed only with force`;
   if (measured === null) {
-    reasons.push(`threadgroup memory left as reported: no size proven (${statusText(probes, 'threadgroup-memory')})${both ?? ''}`);
+    reasons.push(
+      `threadgroup memory left as reported: no size proven (${statusText(probes, 'threadgroup-memory')})${both ?? ''}`,
+    );
   } else if (reported !== null && measured < reported) {
     reasons.push(
       `threadgroup memory left at the reported ${reported} bytes, though only ${measured} were proven: a kernel that asks for more may fail${both ?? ''}`,
@@ -160,12 +173,16 @@ export function deriveVerifiedProfile(
     reasons.push(`threadgroup memory left at the reported ${reported} bytes, which were proven${both ?? ''}`);
   } else if (measured <= ceiling) {
     spec.maxThreadgroupMemoryLength = measured;
-    reasons.push(`threadgroup memory raised to the proven ${measured} bytes${both ?? ` (the device reports ${reported ?? 'nothing'})`}`);
+    reasons.push(
+      `threadgroup memory raised to the proven ${measured} bytes${both ?? ` (the device reports ${reported ?? 'nothing'})`}`,
+    );
   } else if (reported !== null && reported >= APPLE_GPU_THREADGROUP_MEMORY) {
     reasons.push(`threadgroup memory left at the reported ${reported} bytes: ${cap}${both ?? ''}`);
   } else {
     spec.maxThreadgroupMemoryLength = APPLE_GPU_THREADGROUP_MEMORY;
-    reasons.push(`threadgroup memory raised to ${APPLE_GPU_THREADGROUP_MEMORY} bytes: ${cap}${both ?? ` (the device reports ${reported ?? 'nothing'})`}`);
+    reasons.push(
+      `threadgroup memory raised to ${APPLE_GPU_THREADGROUP_MEMORY} bytes: ${cap}${both ?? ` (the device reports ${reported ?? 'nothing'})`}`,
+    );
   }
 
   if (stock.families.metal3 === true) {
@@ -178,7 +195,9 @@ export function deriveVerifiedProfile(
     );
   } else {
     spec.families = { metal3: true };
-    reasons.push('Metal3: a residency set was created and used, and the reduction and bfloat paths Metal3 turns on in llama.cpp were proven');
+    reasons.push(
+      'Metal3: a residency set was created and used, and the reduction and bfloat paths Metal3 turns on in llama.cpp were proven',
+    );
   }
   const name = nameChoice(stock, probes, host);
   if (name.deviceName !== undefined) spec.deviceName = name.deviceName;
@@ -206,7 +225,8 @@ export function capToHostFamily(profile: Profile, host: HostInfo | null): Profil
 export function leastProfile(list: Profile[]): Profile {
   if (list.length === 0) return finish({ mode: 'raise' });
   if (list.length === 1) return finish(list[0]!);
-  const min = (values: (number | null)[]) => (values.some((v) => v === null) ? undefined : Math.min(...(values as number[])));
+  const min = (values: (number | null)[]) =>
+    values.some((v) => v === null) ? undefined : Math.min(...(values as number[]));
   const spec: ProfileSpec = { mode: 'raise' };
   const family = min(list.map(familyCeiling));
   const tg = min(list.map((p) => p.maxThreadgroupMemoryLength));

@@ -1,7 +1,13 @@
 import { familyLabel } from '../core/families.js';
 import type { DeviceReport } from '../device/types.js';
 import type { NativeProbeOutcome } from '../../types/binding.js';
-import { JUDGEMENTS, PROBE_GATING_FAMILIES, STATUS_SEVERITY, type DoctorProbeId, type RecordedStatus } from './probes.js';
+import {
+  JUDGEMENTS,
+  PROBE_GATING_FAMILIES,
+  STATUS_SEVERITY,
+  type DoctorProbeId,
+  type RecordedStatus,
+} from './probes.js';
 import type { DoctorProbe, DoctorRun, MeasuredField, ProbeDifference } from './types.js';
 
 /** One probe's raw outcome as the native runner returns it. */
@@ -51,7 +57,12 @@ function either(a: number | null, b: number | null, pick: (x: number, y: number)
  * counts as proven only when every run proved it: the worse status wins, and a threadgroup size is proven only as far
  * as both runs proved it.
  */
-export function judgeProbe(id: DoctorProbeId, stock: DoctorRun, patched?: DoctorRun, candidate = 'the candidate profile'): DoctorProbe {
+export function judgeProbe(
+  id: DoctorProbeId,
+  stock: DoctorRun,
+  patched?: DoctorRun,
+  candidate = 'the candidate profile',
+): DoctorProbe {
   if (patched === undefined) return { id, ...stock, judgement: JUDGEMENTS[stock.status].judgement };
   const status = worseStatus(stock.status, patched.status);
   const detail =
@@ -83,11 +94,13 @@ export function differencesOf(probes: DoctorProbe[]): ProbeDifference[] {
   for (const p of probes) {
     if (p.stock === undefined || p.patched === undefined) continue;
     const { stock, patched } = p;
-    const measured = fields.filter((field) => stock[field] !== patched[field]).map((field) => ({
-      field,
-      stock: stock[field],
-      patched: patched[field],
-    }));
+    const measured = fields
+      .filter((field) => stock[field] !== patched[field])
+      .map((field) => ({
+        field,
+        stock: stock[field],
+        patched: patched[field],
+      }));
     if (stock.status !== patched.status || measured.length > 0) {
       out.push({ id: p.id, stock: stock.status, patched: patched.status, measured });
     }

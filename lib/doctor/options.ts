@@ -4,7 +4,15 @@ import { InvalidOptionsError } from '../core/errors.js';
 import { readInput } from '../core/input.js';
 import { checkOptions, optionFailure } from '../core/options.js';
 import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../patch/profiles.js';
-import { CAPABILITY_PROBE_IDS, DEVICE_INDEX, DOCTOR_PROBE_IDS, isProbeId, MMAP_SIZE, TIMEOUT_MS, type DoctorProbeId } from './probes.js';
+import {
+  CAPABILITY_PROBE_IDS,
+  DEVICE_INDEX,
+  DOCTOR_PROBE_IDS,
+  isProbeId,
+  MMAP_SIZE,
+  TIMEOUT_MS,
+  type DoctorProbeId,
+} from './probes.js';
 
 /** Options for doctor(). */
 export interface DoctorOptions {
@@ -52,7 +60,11 @@ function checkMmapFile(file: string): string {
   try {
     stats = statSync(resolved);
   } catch (err) {
-    throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+    throw optionError(
+      'mmapFile',
+      '--mmap-file',
+      `cannot use ${resolved}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+    );
   }
   if (!stats.isFile()) throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: not a regular file`);
   if (stats.size === 0) throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: the file is empty`);
@@ -61,14 +73,22 @@ function checkMmapFile(file: string): string {
     // access() answers for the real user; opening is what the probe will do.
     closeSync(openSync(resolved, 'r'));
   } catch (err) {
-    throw optionError('mmapFile', '--mmap-file', `cannot read ${resolved} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); doctor only reads it`);
+    throw optionError(
+      'mmapFile',
+      '--mmap-file',
+      `cannot read ${resolved} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); doctor only reads it`,
+    );
   }
   return resolved;
 }
 
 function checkInteger(option: string, flag: string, value: unknown, min: number, max: number, extra = ''): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw optionError(option, flag, `must be a whole number from ${min} to ${max}${extra}, got ${JSON.stringify(value)}`);
+    throw optionError(
+      option,
+      flag,
+      `must be a whole number from ${min} to ${max}${extra}, got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }
@@ -87,24 +107,45 @@ export function checkDoctorOptions(options: unknown): CheckedDoctorOptions {
     cache: 'boolean',
   });
   const candidate = resolveProfile(o.profile ?? DEFAULT_PROFILE);
-  const device = o.device === undefined ? null : checkInteger('device', '--device', o.device, DEVICE_INDEX.min, DEVICE_INDEX.max);
+  const device =
+    o.device === undefined ? null : checkInteger('device', '--device', o.device, DEVICE_INDEX.min, DEVICE_INDEX.max);
   const timeoutMs =
-    o.timeoutMs === undefined ? TIMEOUT_MS.default : checkInteger('timeoutMs', '--timeout-ms', o.timeoutMs, TIMEOUT_MS.min, TIMEOUT_MS.max);
+    o.timeoutMs === undefined
+      ? TIMEOUT_MS.default
+      : checkInteger('timeoutMs', '--timeout-ms', o.timeoutMs, TIMEOUT_MS.min, TIMEOUT_MS.max);
   if (o.mmapFile !== undefined && o.mmapSize !== undefined) {
-    throw optionError('mmapSize', '--mmap-size', 'cannot be given with mmapFile (--mmap-file): nocopy-mmap maps one or the other');
+    throw optionError(
+      'mmapSize',
+      '--mmap-size',
+      'cannot be given with mmapFile (--mmap-file): nocopy-mmap maps one or the other',
+    );
   }
   const mmapSize =
     o.mmapSize === undefined
       ? MMAP_SIZE.default
-      : checkInteger('mmapSize', '--mmap-size', o.mmapSize, MMAP_SIZE.min, MMAP_SIZE.max, ` bytes, a multiple of ${MMAP_SIZE.multipleOf}`);
+      : checkInteger(
+          'mmapSize',
+          '--mmap-size',
+          o.mmapSize,
+          MMAP_SIZE.min,
+          MMAP_SIZE.max,
+          ` bytes, a multiple of ${MMAP_SIZE.multipleOf}`,
+        );
   if (mmapSize % MMAP_SIZE.multipleOf !== 0) {
-    throw optionError('mmapSize', '--mmap-size', `must be a multiple of ${MMAP_SIZE.multipleOf} bytes (the arm64 page size), got ${mmapSize}`);
+    throw optionError(
+      'mmapSize',
+      '--mmap-size',
+      `must be a multiple of ${MMAP_SIZE.multipleOf} bytes (the arm64 page size), got ${mmapSize}`,
+    );
   }
   let probes: DoctorProbeId[] = [...DOCTOR_PROBE_IDS];
   if (o.probes !== undefined) {
     const asked = readInput(o.probes, optionFailure('doctor'), {}, 'probes');
     if (!Array.isArray(asked) || asked.length === 0 || !asked.every(isProbeId)) {
-      throw new InvalidOptionsError('probes', `doctor() option 'probes' must be a non-empty array of ${DOCTOR_PROBE_IDS.join(', ')}`);
+      throw new InvalidOptionsError(
+        'probes',
+        `doctor() option 'probes' must be a non-empty array of ${DOCTOR_PROBE_IDS.join(', ')}`,
+      );
     }
     const set = new Set<string>(asked);
     probes = DOCTOR_PROBE_IDS.filter((id) => set.has(id));
@@ -112,7 +153,10 @@ export function checkDoctorOptions(options: unknown): CheckedDoctorOptions {
   if (o.snapshot !== undefined) {
     for (const live of ['timeoutMs', 'mmapFile', 'mmapSize', 'force'] as const) {
       if (o[live] !== undefined) {
-        throw new InvalidOptionsError(live, `doctor() option '${live}' has no effect when a snapshot is replayed: nothing runs`);
+        throw new InvalidOptionsError(
+          live,
+          `doctor() option '${live}' has no effect when a snapshot is replayed: nothing runs`,
+        );
       }
     }
   }

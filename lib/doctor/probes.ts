@@ -3,7 +3,12 @@
  * other doctor file imports these; nothing here touches Metal.
  */
 
-import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from '../device/doctor-vocabulary.js';
+import {
+  DOCTOR_PROBE_IDS,
+  DOCTOR_STATUSES,
+  type DoctorProbeId,
+  type DoctorStatus,
+} from '../device/doctor-vocabulary.js';
 import type { FamilyName } from '../core/families.js';
 
 export { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus };
@@ -32,7 +37,10 @@ export type Judgement = 'proven' | 'faulty' | 'absent' | 'unknown';
 /** The judgement of each status, with what it means in one phrase. */
 export const JUDGEMENTS: Readonly<Record<RecordedStatus, { judgement: Judgement; meaning: string }>> = Object.freeze({
   pass: { judgement: 'proven', meaning: 'ran and matched the CPU reference' },
-  'wrong-result': { judgement: 'faulty', meaning: 'ran, but the result differs from the CPU reference (or the buffer was stale or short)' },
+  'wrong-result': {
+    judgement: 'faulty',
+    meaning: 'ran, but the result differs from the CPU reference (or the buffer was stale or short)',
+  },
   fail: { judgement: 'faulty', meaning: 'Metal refused it with an API error' },
   timeout: { judgement: 'faulty', meaning: 'the GPU, or Metal’s compiler, did not finish before its deadline' },
   unsupported: { judgement: 'absent', meaning: 'this OS or Metal Shading Language version lacks the API' },
@@ -57,7 +65,9 @@ export const STATUS_SEVERITY: readonly RecordedStatus[] = Object.freeze([
 ]);
 
 /** The threadgroup sizes the threadgroup-memory probe tries, ascending: 16 KiB to 64 KiB in 8 KiB steps. */
-export const THREADGROUP_CANDIDATES: readonly number[] = Object.freeze([16384, 24576, 32768, 40960, 49152, 57344, 65536]);
+export const THREADGROUP_CANDIDATES: readonly number[] = Object.freeze([
+  16384, 24576, 32768, 40960, 49152, 57344, 65536,
+]);
 
 /**
  * How many threadgroups run each threadgroup size at once: many times what every GPU core of any Apple GPU holds,

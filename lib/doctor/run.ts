@@ -15,7 +15,13 @@ import { cacheKeyFor, writeCache } from './cache.js';
 import { assessDevice } from './derive.js';
 import { judgeProbe, runFrom, type RawOutcome } from './judge.js';
 import type { CheckedDoctorOptions } from './options.js';
-import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS, THREADGROUP_CANDIDATES, THREADGROUP_PROBE_GROUPS, type DoctorProbeId } from './probes.js';
+import {
+  CAPABILITY_PROBE_IDS,
+  DOCTOR_PROBE_IDS,
+  THREADGROUP_CANDIDATES,
+  THREADGROUP_PROBE_GROUPS,
+  type DoctorProbeId,
+} from './probes.js';
 import { DOCTOR_SCHEMA, type DoctorDevice, type DoctorReport, type DoctorRun, type PatchedRun } from './types.js';
 
 function notRun(detail: string): DoctorRun {
@@ -51,7 +57,13 @@ function baseReport(
   };
 }
 
-function unsupported(o: CheckedDoctorOptions, generatedAt: string, reason: UnsupportedReason, detail: string, report: CapabilityReport | null): DoctorReport {
+function unsupported(
+  o: CheckedDoctorOptions,
+  generatedAt: string,
+  reason: UnsupportedReason,
+  detail: string,
+  report: CapabilityReport | null,
+): DoctorReport {
   return {
     ...baseReport(o, generatedAt),
     supported: false,
@@ -86,7 +98,12 @@ function whyNoPatchedRun(o: CheckedDoctorOptions, stock: CapabilityReport): stri
  * a VM: on real hardware that is undefined behaviour, whatever `force` says. The stock limit comes from the stock
  * report, read before any profile was applied (the patched run's answer is the candidate's).
  */
-function nativeOptions(o: CheckedDoctorOptions, device: DeviceReport, probes: DoctorProbeId[], host: HostInfo): NativeDoctorOptions {
+function nativeOptions(
+  o: CheckedDoctorOptions,
+  device: DeviceReport,
+  probes: DoctorProbeId[],
+  host: HostInfo,
+): NativeDoctorOptions {
   return {
     device: device.index,
     probes,
@@ -102,7 +119,12 @@ function nativeOptions(o: CheckedDoctorOptions, device: DeviceReport, probes: Do
 }
 
 /** Told as each probe starts: which device (of how many), which probe, and whether it is the stock or patched run. */
-export type ProbeListener = (event: { device: number; devices: number; probe: DoctorProbeId; run: 'stock' | 'patched' }) => void;
+export type ProbeListener = (event: {
+  device: number;
+  devices: number;
+  probe: DoctorProbeId;
+  run: 'stock' | 'patched';
+}) => void;
 
 /**
  * The native runner's results for some probes on one device. With a listener, one native call per probe, so each can
@@ -116,7 +138,8 @@ function runProbes(
   run: 'stock' | 'patched',
   listener: ProbeListener | undefined,
 ): NativeDoctorResult {
-  if (listener === undefined || probes.length === 0) return binding.doctor(nativeOptions(o, where.device, probes, where.host));
+  if (listener === undefined || probes.length === 0)
+    return binding.doctor(nativeOptions(o, where.device, probes, where.host));
   const results = probes.map((probe) => {
     listener({ device: where.device.index, devices: where.of, probe, run });
     return binding.doctor(nativeOptions(o, where.device, [probe], where.host));
@@ -143,12 +166,16 @@ export function judgeDevice(
   return DOCTOR_PROBE_IDS.map((id) => {
     if (!o.probes.includes(id)) return judgeProbe(id, notRun('not asked'));
     const s = outcomeOf(stockResult, id);
-    const stock = s ? runFrom(s, device) : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
+    const stock = s
+      ? runFrom(s, device)
+      : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
     if (!CAPABILITY_PROBE_IDS.includes(id)) return judgeProbe(id, stock);
     // No second run (patchedRun.why says why): the stock run alone decides.
     if (patchedResult === null) return judgeProbe(id, stock);
     const p = outcomeOf(patchedResult, id);
-    const patched = p ? runFrom(p, device) : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
+    const patched = p
+      ? runFrom(p, device)
+      : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
     return judgeProbe(id, stock, patched, candidate);
   });
 }
@@ -230,7 +257,11 @@ function asksEveryCapabilityProbe(probes: readonly DoctorProbeId[]): boolean {
   return CAPABILITY_PROBE_IDS.every((id) => probes.includes(id));
 }
 
-function writeAll(stock: SupportedReport, devices: DoctorDevice[], generatedAt: string): { written: string[]; error: string | null } {
+function writeAll(
+  stock: SupportedReport,
+  devices: DoctorDevice[],
+  generatedAt: string,
+): { written: string[]; error: string | null } {
   const written: string[] = [];
   try {
     for (const d of devices) {

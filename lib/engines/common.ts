@@ -84,7 +84,10 @@ export interface EnvAnswer {
 export function envSet(env: EnvMap, name: string): EnvAnswer {
   const v = env[name];
   if (v === undefined) return { set: false, text: `${name} unset` };
-  return { set: true, text: v === '' ? `${name} set (empty; ggml only checks that it exists)` : `${name}=${JSON.stringify(v)}` };
+  return {
+    set: true,
+    text: v === '' ? `${name} set (empty; ggml only checks that it exists)` : `${name}=${JSON.stringify(v)}`,
+  };
 }
 
 /** The macOS release from which residency sets exist (llama.cpp and MLX both gate them on it). */
@@ -130,11 +133,15 @@ export function engineArch(host: HostInfo | null): { arch: 'arm64' | 'x86_64' | 
 }
 
 /** One warning per family a rule table asks about that this report has no answer for. */
-export function nullFamilyWarnings(rules: readonly { families: readonly FamilyName[] }[], device: DeviceReport): string[] {
+export function nullFamilyWarnings(
+  rules: readonly { families: readonly FamilyName[] }[],
+  device: DeviceReport,
+): string[] {
   const seen = new Set<FamilyName>();
   for (const r of rules) for (const f of r.families) if (!ask(device, f).known) seen.add(f);
   return [...seen].map(
-    (f) => `supportsFamily(${familyLabel(f)}) has no answer in this report; predicted as NO, the engine may see otherwise`,
+    (f) =>
+      `supportsFamily(${familyLabel(f)}) has no answer in this report; predicted as NO, the engine may see otherwise`,
   );
 }
 
@@ -143,5 +150,9 @@ export const PARAVIRTUAL_DEVICE_NAME = 'Apple Paravirtual device';
 
 /** True when the host or the device says this is a virtual machine. */
 export function isVmHost(host: HostInfo | null, device: DeviceReport): boolean {
-  return host?.isVirtualMachine === true || (host?.model ?? '').startsWith('VirtualMac') || device.name.includes('Paravirtual');
+  return (
+    host?.isVirtualMachine === true ||
+    (host?.model ?? '').startsWith('VirtualMac') ||
+    device.name.includes('Paravirtual')
+  );
 }

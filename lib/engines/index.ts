@@ -75,7 +75,10 @@ interface ValidOptions {
 
 function validateEngine(engine: unknown): Engine {
   if (typeof engine === 'string' && (ENGINES as readonly string[]).includes(engine)) return engine as Engine;
-  throw new InvalidOptionsError('engine', `engine must be one of ${ENGINES.map((e) => JSON.stringify(e)).join(', ')}; got ${describe(engine)}`);
+  throw new InvalidOptionsError(
+    'engine',
+    `engine must be one of ${ENGINES.map((e) => JSON.stringify(e)).join(', ')}; got ${describe(engine)}`,
+  );
 }
 
 function validateDevice(device: unknown): DeviceReport {
@@ -87,7 +90,10 @@ function validateDevice(device: unknown): DeviceReport {
   }
   for (const [name, answer] of Object.entries(device.families)) {
     if (isFamilyName(name) && answer !== true && answer !== false && answer !== null && answer !== undefined) {
-      throw new InvalidOptionsError('device', `device.families.${name} must be true, false or null; got ${describe(answer)}`);
+      throw new InvalidOptionsError(
+        'device',
+        `device.families.${name} must be true, false or null; got ${describe(answer)}`,
+      );
     }
   }
   if (typeof device.name !== 'string') {
@@ -98,7 +104,10 @@ function validateDevice(device: unknown): DeviceReport {
 
 function validateEnv(value: unknown): EnvMap {
   if (!isPlainObject(value)) {
-    throw new InvalidOptionsError('env', `env must be an object mapping names to strings (like process.env); got ${describe(value)}`);
+    throw new InvalidOptionsError(
+      'env',
+      `env must be an object mapping names to strings (like process.env); got ${describe(value)}`,
+    );
   }
   for (const [k, v] of Object.entries(value)) {
     if (v !== undefined && typeof v !== 'string') {
@@ -110,7 +119,8 @@ function validateEnv(value: unknown): EnvMap {
 
 function validateHost(value: unknown): HostInfo | null {
   if (value === undefined || value === null) return null;
-  if (!isPlainObject(value)) throw new InvalidOptionsError('host', `host must be a HostInfo object or null; got ${describe(value)}`);
+  if (!isPlainObject(value))
+    throw new InvalidOptionsError('host', `host must be a HostInfo object or null; got ${describe(value)}`);
   const os = value.osVersion;
   if (os !== undefined && os !== null && typeof os !== 'string') {
     throw new InvalidOptionsError('host', `host.osVersion must be a string or null; got ${describe(os)}`);
@@ -125,19 +135,29 @@ function validateRules(options: Record<string, unknown>, engine: Engine): Pick<V
   if (options.release !== undefined) {
     const release = typeof options.release === 'string' ? parseRelease(options.release) : null;
     if (release === null) {
-      throw new InvalidOptionsError('release', `release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got ${describe(options.release)}`);
+      throw new InvalidOptionsError(
+        'release',
+        `release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got ${describe(options.release)}`,
+      );
     }
-    if (engine === 'mlx') throw new InvalidOptionsError('release', 'release names a llama.cpp release: engine "llama.cpp" only');
+    if (engine === 'mlx')
+      throw new InvalidOptionsError('release', 'release names a llama.cpp release: engine "llama.cpp" only');
     const { ruleSet, warning } = ruleSetForRelease(release);
     return { rules: ruleSet, release: { text: release.text, warning } };
   }
   if (options.rules === undefined) return { rules: 'current', release: null };
   if (typeof options.rules !== 'string' || !(LLAMA_CPP_RULE_SETS as readonly string[]).includes(options.rules)) {
-    throw new InvalidOptionsError('rules', `rules must be one of ${LLAMA_CPP_RULE_SETS.map((r) => JSON.stringify(r)).join(', ')}; got ${describe(options.rules)}`);
+    throw new InvalidOptionsError(
+      'rules',
+      `rules must be one of ${LLAMA_CPP_RULE_SETS.map((r) => JSON.stringify(r)).join(', ')}; got ${describe(options.rules)}`,
+    );
   }
   const rules = options.rules as LlamaCppRuleSet;
   if (engine === 'mlx' && rules !== 'current') {
-    throw new InvalidOptionsError('rules', `rules "${rules}" applies to engine "llama.cpp" only; MLX accepts "current" or no rules option`);
+    throw new InvalidOptionsError(
+      'rules',
+      `rules "${rules}" applies to engine "llama.cpp" only; MLX accepts "current" or no rules option`,
+    );
   }
   return { rules, release: null };
 }
@@ -145,11 +165,17 @@ function validateRules(options: Record<string, unknown>, engine: Engine): Pick<V
 function validateOptions(options: unknown, engine: Engine): ValidOptions {
   if (options === undefined) return { env: process.env, host: null, rules: 'current', release: null };
   if (!isPlainObject(options)) {
-    throw new InvalidOptionsError('options', `options must be an object with any of ${OPTION_KEYS.join(', ')}; got ${describe(options)}`);
+    throw new InvalidOptionsError(
+      'options',
+      `options must be an object with any of ${OPTION_KEYS.join(', ')}; got ${describe(options)}`,
+    );
   }
   for (const key of Object.keys(options)) {
     if (!(OPTION_KEYS as readonly string[]).includes(key)) {
-      throw new InvalidOptionsError('options', `unknown option ${JSON.stringify(key)}; accepted: ${OPTION_KEYS.join(', ')}`);
+      throw new InvalidOptionsError(
+        'options',
+        `unknown option ${JSON.stringify(key)}; accepted: ${OPTION_KEYS.join(', ')}`,
+      );
     }
   }
   const env = options.env === undefined ? process.env : validateEnv(options.env);
@@ -163,9 +189,17 @@ export function predictGates(
   options?: PredictOptions & { rules?: 'current' | 'chip-tuning'; release?: undefined },
 ): LlamaCppCurrentPrediction;
 /** Predicts llama.cpp's flags under the device (pre-tuning ggml-metal-device.m) rules. */
-export function predictGates(device: DeviceReport, engine: 'llama.cpp', options: PredictOptions & { rules: 'device' }): LlamaCppDevicePrediction;
+export function predictGates(
+  device: DeviceReport,
+  engine: 'llama.cpp',
+  options: PredictOptions & { rules: 'device' },
+): LlamaCppDevicePrediction;
 /** Predicts llama.cpp's flags under the legacy (ggml-metal.m) rules. */
-export function predictGates(device: DeviceReport, engine: 'llama.cpp', options: PredictOptions & { rules: 'legacy' }): LlamaCppLegacyPrediction;
+export function predictGates(
+  device: DeviceReport,
+  engine: 'llama.cpp',
+  options: PredictOptions & { rules: 'legacy' },
+): LlamaCppLegacyPrediction;
 /** Predicts llama.cpp's flags under a rule set or release chosen at run time. */
 export function predictGates(device: DeviceReport, engine: 'llama.cpp', options?: PredictOptions): LlamaCppPrediction;
 /** Predicts MLX's init-time values. */

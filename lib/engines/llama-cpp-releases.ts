@@ -10,7 +10,12 @@
 export type LlamaCppRuleSet = 'legacy' | 'device' | 'chip-tuning' | 'current';
 
 /** Every llama.cpp rule set, oldest first. */
-export const LLAMA_CPP_RULE_SETS: readonly LlamaCppRuleSet[] = Object.freeze(['legacy', 'device', 'chip-tuning', 'current'] as const);
+export const LLAMA_CPP_RULE_SETS: readonly LlamaCppRuleSet[] = Object.freeze([
+  'legacy',
+  'device',
+  'chip-tuning',
+  'current',
+] as const);
 
 /** What one rule set covers. */
 export interface LlamaCppRuleSetInfo {
@@ -31,7 +36,8 @@ export const LLAMA_CPP_RULE_SET_INFO: Readonly<Record<LlamaCppRuleSet, LlamaCppR
     id: 'legacy',
     source: 'ggml-metal.m',
     releases: 'up to b6431 (ggml-metal.m)',
-    summary: 'the device context of ggml-metal.m: bfloat kernels only in -DGGML_METAL_USE_BF16=ON builds, residency sets only in arm64 builds against the macOS 15 SDK',
+    summary:
+      'the device context of ggml-metal.m: bfloat kernels only in -DGGML_METAL_USE_BF16=ON builds, residency sets only in arm64 builds against the macOS 15 SDK',
     evidence: ['b4753: built and compared (node-llama-cpp 3.6.0)', 'b6431: source read (node-llama-cpp 3.13.0)'],
   },
   device: {
@@ -48,27 +54,35 @@ export const LLAMA_CPP_RULE_SET_INFO: Readonly<Record<LlamaCppRuleSet, LlamaCppR
     id: 'chip-tuning',
     source: 'ggml-metal-device.m',
     releases: 'v0.4.x',
-    summary: 'device_id parsed from the device name and gpu_family; flash-attention tuning by chip, then by family representative',
-    evidence: ['v0.4.0: built and compared (node-llama-cpp 3.21.1)', 'v0.4.0: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.21.1)'],
+    summary:
+      'device_id parsed from the device name and gpu_family; flash-attention tuning by chip, then by family representative',
+    evidence: [
+      'v0.4.0: built and compared (node-llama-cpp 3.21.1)',
+      'v0.4.0: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.21.1)',
+    ],
   },
   current: {
     id: 'current',
     source: 'ggml-metal-device.m',
     releases: 'v0.5.0 and later',
-    summary: 'flash-attention tuning by Apple GPU family alone; an external GPU gets shared buffers only in x86_64 builds',
+    summary:
+      'flash-attention tuning by Apple GPU family alone; an external GPU gets shared buffers only in x86_64 builds',
     evidence: ['v0.5.0: built and compared (node-llama-cpp 3.22.1)'],
   },
 });
 
 /** A llama.cpp release tag, parsed: `b4753` (a build number) or `v0.4.0` (from 2026). */
-export type LlamaCppRelease = { kind: 'build'; build: number; text: string } | { kind: 'version'; version: [number, number, number]; text: string };
+export type LlamaCppRelease =
+  | { kind: 'build'; build: number; text: string }
+  | { kind: 'version'; version: [number, number, number]; text: string };
 
 /** Parses a llama.cpp release tag (`b4753`, `v0.4.0`); null when `text` is neither. */
 export function parseRelease(text: string): LlamaCppRelease | null {
   const build = /^b(\d{1,7})$/.exec(text);
   if (build !== null) return { kind: 'build', build: Number(build[1]), text };
   const version = /^v(\d{1,4})\.(\d{1,4})\.(\d{1,4})$/.exec(text);
-  if (version !== null) return { kind: 'version', version: [Number(version[1]), Number(version[2]), Number(version[3])], text };
+  if (version !== null)
+    return { kind: 'version', version: [Number(version[1]), Number(version[2]), Number(version[3])], text };
   return null;
 }
 
@@ -113,14 +127,21 @@ export function ruleSetForRelease(release: LlamaCppRelease): { ruleSet: LlamaCpp
  * Mach-O's leading underscore). node-llama-cpp's Mach-O builds export them (test/conformance/binaries.test.ts).
  * int64_t mangles as `x` (long long) on Darwin and as `l` (long) on 64-bit Linux, so each C++ marker has both.
  */
-export const LLAMA_CPP_GENERATION_MARKERS: readonly { symbols: readonly string[]; ruleSet: LlamaCppRuleSet; meaning: string }[] = Object.freeze([
+export const LLAMA_CPP_GENERATION_MARKERS: readonly {
+  symbols: readonly string[];
+  ruleSet: LlamaCppRuleSet;
+  meaning: string;
+}[] = Object.freeze([
   {
     symbols: ['_ZN17ggml_metal_tuning11fa_vec_pickEiiiixx', '_ZN17ggml_metal_tuning11fa_vec_pickEiiiill'],
     ruleSet: 'current',
     meaning: 'ggml_metal_tuning::fa_vec_pick(int gpu_family, …): tuning by GPU family',
   },
   {
-    symbols: ['_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiixx', '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiill'],
+    symbols: [
+      '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiixx',
+      '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiill',
+    ],
     ruleSet: 'chip-tuning',
     meaning: 'ggml_metal_tuning::fa_vec_pick(ggml_metal_device_id, …): tuning by chip',
   },
@@ -160,7 +181,8 @@ export function ruleSetForGgmlVersion(text: string): { ruleSet: LlamaCppRuleSet;
   const m = /^(\d{1,4})\.(\d{1,4})\.(\d{1,7})/.exec(text);
   if (m === null) return null;
   const version: [number, number, number] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (version[0] === 0 && version[1] === 0) return ruleSetForRelease({ kind: 'build', build: version[2], text: `b${version[2]}` });
+  if (version[0] === 0 && version[1] === 0)
+    return ruleSetForRelease({ kind: 'build', build: version[2], text: `b${version[2]}` });
   const rule = GGML_VERSION_RULES.find((r) => versionAtLeast(version, r.min));
   return rule === undefined ? null : { ruleSet: rule.ruleSet, warning: null };
 }
@@ -172,14 +194,20 @@ export function ruleSetForGgmlVersion(text: string): { ruleSet: LlamaCppRuleSet;
 export function rulesOfLoaded(found: LoadedGgmlMetal): LoadedRules {
   const base = found.image.slice(found.image.lastIndexOf('/') + 1);
   const what = [
-    found.nodeLlamaCppRelease !== null ? `llama.cpp ${found.nodeLlamaCppRelease} (node-llama-cpp's build metadata)` : null,
+    found.nodeLlamaCppRelease !== null
+      ? `llama.cpp ${found.nodeLlamaCppRelease} (node-llama-cpp's build metadata)`
+      : null,
     found.ggmlVersion !== null ? `ggml ${found.ggmlVersion}` : 'no ggml_version()',
   ]
     .filter((x) => x !== null)
     .join(', ');
   const marker = LLAMA_CPP_GENERATION_MARKERS.find((m) => m.symbols.some((symbol) => found.markers.includes(symbol)));
   if (marker !== undefined) {
-    return { ruleSet: marker.ruleSet, release: found.nodeLlamaCppRelease, detail: `${base}: ${what}; it exports ${marker.meaning}` };
+    return {
+      ruleSet: marker.ruleSet,
+      release: found.nodeLlamaCppRelease,
+      detail: `${base}: ${what}; it exports ${marker.meaning}`,
+    };
   }
   const release = found.nodeLlamaCppRelease === null ? null : parseRelease(found.nodeLlamaCppRelease);
   const byRelease = release === null ? null : ruleSetForRelease(release);
@@ -193,5 +221,9 @@ export function rulesOfLoaded(found: LoadedGgmlMetal): LoadedRules {
       detail: `${base}: ${what}; ${why}${decided.warning === null ? '' : ` (${decided.warning})`}`,
     };
   }
-  return { ruleSet: 'legacy', release: found.nodeLlamaCppRelease, detail: `${base}: ${what}; no ggml-metal-device.m symbol, release or version: legacy rules` };
+  return {
+    ruleSet: 'legacy',
+    release: found.nodeLlamaCppRelease,
+    detail: `${base}: ${what}; no ggml-metal-device.m symbol, release or version: legacy rules`,
+  };
 }

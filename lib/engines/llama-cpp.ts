@@ -20,7 +20,12 @@ import {
 import { LLAMA_CPP_RULE_SET_INFO, type LlamaCppRuleSet } from './llama-cpp-releases.js';
 
 /** Flags ggml-metal.m sets in its device context (legacy rules). */
-export type LlamaCppLegacyFlag = 'has_simdgroup_reduction' | 'has_simdgroup_mm' | 'has_bfloat' | 'use_bfloat' | 'has_residency_sets';
+export type LlamaCppLegacyFlag =
+  | 'has_simdgroup_reduction'
+  | 'has_simdgroup_mm'
+  | 'has_bfloat'
+  | 'use_bfloat'
+  | 'has_residency_sets';
 
 /** Boolean flags ggml-metal-device.m sets in `ggml_metal_device_init`. */
 export type LlamaCppDeviceFlag =
@@ -41,7 +46,10 @@ export type LlamaCppValue = boolean | number | string;
 export type LlamaCppRule<F extends string, T extends LlamaCppValue = boolean> = GateRule<F, T>;
 
 /** The flags of the chip-tuning and current rules, each with its value's type. */
-export type LlamaCppCurrentFlags = Record<LlamaCppDeviceFlag, GateFlag> & { gpu_family: Derived<number>; device_id: Derived<string> };
+export type LlamaCppCurrentFlags = Record<LlamaCppDeviceFlag, GateFlag> & {
+  gpu_family: Derived<number>;
+  device_id: Derived<string>;
+};
 
 /** An op that ggml-metal's `supports_op` accepts only when one flag is true; otherwise it runs on the CPU. */
 export interface OpGate {
@@ -152,7 +160,9 @@ function residencyModel(ctx: RuleContext, compiledOutFlag: boolean): ResidencyMo
     parts.push('the flag is true, but sets are created only under @available(macOS 15.0): none here');
     return { flag: true, created: false, parts };
   }
-  parts.push('sets are created: only arm64 builds against the macOS 15+ SDK create them (an older SDK leaves the flag at its initial value)');
+  parts.push(
+    'sets are created: only arm64 builds against the macOS 15+ SDK create them (an older SDK leaves the flag at its initial value)',
+  );
   return { flag: true, created: true, parts };
 }
 
@@ -230,7 +240,9 @@ const tensorRule: LlamaCppRule<'has_tensor'> = {
     const on = envSet(env, 'GGML_METAL_TENSOR_ENABLE');
     const marker = TENSOR_CHIP_MARKERS.find((m) => device.name.includes(m));
     const nameText =
-      marker === undefined ? `name ${JSON.stringify(device.name)} has no M5/M6/A19/A20` : `name ${JSON.stringify(device.name)} contains ${marker}`;
+      marker === undefined
+        ? `name ${JSON.stringify(device.name)} has no M5/M6/A19/A20`
+        : `name ${JSON.stringify(device.name)} contains ${marker}`;
     const parts = [m4.text, off.text, on.text, nameText];
     const value = m4.yes && !off.set && (on.set || marker !== undefined);
     if (value) parts.push('ggml then test-compiles a tensor kernel and clears this flag if that fails');
@@ -273,19 +285,26 @@ function sharedBuffersRule(externalOnX86Only: boolean): LlamaCppRule<'use_shared
     source: SRC_DEVICE_INIT,
     rule: `(hasUnifiedMemory OR ${externalOnX86Only ? '(an x86_64 build AND location == external)' : 'location == external'}); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true`,
     families: [],
-    properties: externalOnX86Only ? ['hasUnifiedMemory', 'location', 'host.arch', 'host.translated'] : ['hasUnifiedMemory', 'location'],
+    properties: externalOnX86Only
+      ? ['hasUnifiedMemory', 'location', 'host.arch', 'host.translated']
+      : ['hasUnifiedMemory', 'location'],
     env: ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE'],
     compute: ({ device, env, host }) => {
       const unified = typeof device.hasUnifiedMemory === 'boolean' ? device.hasUnifiedMemory : null;
       const location = typeof device.location === 'string' ? device.location : null;
       const off = envSet(env, 'GGML_METAL_SHARED_BUFFERS_DISABLE');
       const on = envSet(env, 'GGML_METAL_SHARED_BUFFERS_ENABLE');
-      const parts = [`hasUnifiedMemory=${unified === null ? 'unknown (treated as NO)' : unified ? 'YES' : 'NO'}`, `location=${location ?? 'unknown'}`];
+      const parts = [
+        `hasUnifiedMemory=${unified === null ? 'unknown (treated as NO)' : unified ? 'YES' : 'NO'}`,
+        `location=${location ?? 'unknown'}`,
+      ];
       let readsLocation = true;
       if (externalOnX86Only) {
         const build = engineArch(host);
         readsLocation = build.arch === 'x86_64';
-        parts.push(`${build.text}${readsLocation ? ', which reads the location' : ', which does not read the location'}`);
+        parts.push(
+          `${build.text}${readsLocation ? ', which reads the location' : ', which does not read the location'}`,
+        );
       }
       parts.push(off.text, on.text);
       // ggml applies DISABLE first and ENABLE last, so ENABLE wins when both are set.
@@ -358,7 +377,10 @@ const gpuFamilyRule: LlamaCppRule<'gpu_family', number> = {
   compute: ({ device }) => {
     for (let n = 10; n >= 1; n--) {
       const answer = ask(device, `apple${n}` as `apple${1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10}`);
-      if (answer.yes) return result(n, [`${answer.text} is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)`]);
+      if (answer.yes)
+        return result(n, [
+          `${answer.text} is the highest Apple family answered YES (Apple11–Apple21 are asked too; no GPU and no profile answers them)`,
+        ]);
     }
     return result(0, ['no Apple family answered YES (Apple1–Apple21)']);
   },
@@ -390,7 +412,9 @@ function tuningTier(ruleSet: 'chip-tuning' | 'current', chip: string | null, fam
         `gpu_family ${family}: llama.cpp's Apple${family} table, pooled from the ${pooled.join(', ')} sweeps`,
       ]);
     }
-    return result({ tier: 'baseline', chip: null, family: null }, [`gpu_family ${family}: no table rows, the baseline kernels`]);
+    return result({ tier: 'baseline', chip: null, family: null }, [
+      `gpu_family ${family}: no table rows, the baseline kernels`,
+    ]);
   }
   if (chip !== null && CHIP_TUNED(chip)) {
     return result({ tier: 'exact', chip: deviceIdToken(chip), family: null }, [`the ${chip}'s own rows`]);
@@ -398,9 +422,13 @@ function tuningTier(ruleSet: 'chip-tuning' | 'current', chip: string | null, fam
   const rep = FAMILY_REPRESENTATIVE[family];
   const why = chip === null ? 'device_id GENERIC' : `no rows for the ${chip}`;
   if (rep !== undefined) {
-    return result({ tier: 'family', chip: deviceIdToken(rep), family }, [`${why}; gpu_family ${family}'s representative, the ${rep}`]);
+    return result({ tier: 'family', chip: deviceIdToken(rep), family }, [
+      `${why}; gpu_family ${family}'s representative, the ${rep}`,
+    ]);
   }
-  return result({ tier: 'baseline', chip: null, family: null }, [`${why}; gpu_family ${family} has no representative: the baseline kernels`]);
+  return result({ tier: 'baseline', chip: null, family: null }, [
+    `${why}; gpu_family ${family} has no representative: the baseline kernels`,
+  ]);
 }
 
 /**
@@ -416,7 +444,8 @@ export function tuningFor(ruleSet: LlamaCppRuleSet, name: string, gpuFamily: num
 export function tuningPhrase(t: TuningTier): string {
   const chip = LLAMA_CPP_CHIPS.find((c) => deviceIdToken(c) === t.chip);
   if (t.tier === 'baseline') return 'with its baseline kernels';
-  if (chip === undefined) return `with its Apple${t.family} table (swept on the ${(FAMILY_TABLES[t.family!] ?? []).join(', ')})`;
+  if (chip === undefined)
+    return `with its Apple${t.family} table (swept on the ${(FAMILY_TABLES[t.family!] ?? []).join(', ')})`;
   return t.tier === 'exact' ? `for an ${chip} (its own rows)` : `for an ${chip} (Apple${t.family}'s representative)`;
 }
 
@@ -435,10 +464,16 @@ export const LLAMA_CPP_DEVICE_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[]
   },
   { ...tensorRule, rule: `${tensorRule.rule} (from b7698 at the latest; earlier releases have no tensor flag)` },
   residencySetsRule,
-  { ...locationEverywhere, rule: `${locationEverywhere.rule} (b6673 reads hasUnifiedMemory and the DISABLE switch only)` },
+  {
+    ...locationEverywhere,
+    rule: `${locationEverywhere.rule} (b6673 reads hasUnifiedMemory and the DISABLE switch only)`,
+  },
 ]);
 
-type AnyCurrentRule = LlamaCppRule<LlamaCppDeviceFlag> | LlamaCppRule<'gpu_family', number> | LlamaCppRule<'device_id', string>;
+type AnyCurrentRule =
+  | LlamaCppRule<LlamaCppDeviceFlag>
+  | LlamaCppRule<'gpu_family', number>
+  | LlamaCppRule<'device_id', string>;
 
 /** Chip-tuning rules (v0.4.x). */
 export const LLAMA_CPP_CHIP_TUNING_RULES: readonly AnyCurrentRule[] = Object.freeze([
@@ -489,14 +524,15 @@ export const LLAMA_CPP_LEGACY_RULES: readonly LlamaCppRule<LlamaCppLegacyFlag>[]
     compute: ({ device, env }) => {
       const fam = bfloatFamilies(device);
       const parts = [...fam.parts];
-      if (env.GGML_METAL_BF16_DISABLE !== undefined) parts.push('GGML_METAL_BF16_DISABLE is set but these rules do not read it');
+      if (env.GGML_METAL_BF16_DISABLE !== undefined)
+        parts.push('GGML_METAL_BF16_DISABLE is set but these rules do not read it');
       return result(fam.yes, parts);
     },
   },
   {
     flag: 'use_bfloat',
     source: `${SRC_LEGACY_ACQ}; CMake option GGML_METAL_USE_BF16`,
-    rule: 'has_bfloat in builds with -DGGML_METAL_USE_BF16=ON; false in builds with the CMake default (OFF), as llama.cpp\'s and node-llama-cpp\'s are',
+    rule: "has_bfloat in builds with -DGGML_METAL_USE_BF16=ON; false in builds with the CMake default (OFF), as llama.cpp's and node-llama-cpp's are",
     families: ['metal3', 'apple6'],
     properties: [],
     env: [],
@@ -553,7 +589,17 @@ const DEVICE_OP_GATES = Object.freeze<OpGate[]>([
 /** Ops `supports_op` gates on a SIMD-group flag (ggml-metal-device.m `ggml_metal_device_supports_op`; legacy: `ggml_metal_supports_op`). */
 export const LLAMA_CPP_OP_GATES: Readonly<Record<LlamaCppRuleSet, readonly OpGate[]>> = Object.freeze({
   legacy: Object.freeze<OpGate[]>([
-    ...reductionOps(['MUL_MAT', 'MUL_MAT_ID', 'SOFT_MAX', 'RMS_NORM', 'NORM', 'GROUP_NORM', 'L2_NORM', 'SUM_ROWS', 'MEAN']),
+    ...reductionOps([
+      'MUL_MAT',
+      'MUL_MAT_ID',
+      'SOFT_MAX',
+      'RMS_NORM',
+      'NORM',
+      'GROUP_NORM',
+      'L2_NORM',
+      'SUM_ROWS',
+      'MEAN',
+    ]),
     { op: 'FLASH_ATTN_EXT', needs: 'has_simdgroup_mm' },
   ]),
   device: DEVICE_OP_GATES,
@@ -572,13 +618,22 @@ const DEVICE_ONLY_ENV = [
 
 /** Every environment variable any llama.cpp rule set reads. */
 export const LLAMA_CPP_SWITCHES: readonly string[] = Object.freeze(
-  [...new Set(Object.values(LLAMA_CPP_RULES).flatMap((rules: readonly { env: readonly string[] }[]) => rules.flatMap((r) => r.env)))].sort(),
+  [
+    ...new Set(
+      Object.values(LLAMA_CPP_RULES).flatMap((rules: readonly { env: readonly string[] }[]) =>
+        rules.flatMap((r) => r.env),
+      ),
+    ),
+  ].sort(),
 );
 
 // ---------------------------------------------------------------------------------------------------------------
 // Prediction.
 
-function evaluate(rules: readonly { flag: string; compute: (ctx: RuleContext) => Derived<LlamaCppValue> }[], ctx: RuleContext) {
+function evaluate(
+  rules: readonly { flag: string; compute: (ctx: RuleContext) => Derived<LlamaCppValue> }[],
+  ctx: RuleContext,
+) {
   const out: Record<string, Derived<LlamaCppValue>> = {};
   for (const r of rules) out[r.flag] = r.compute(ctx);
   return out;
@@ -608,11 +663,22 @@ function llamaConsequences(
   }
   parts.push(flashAttentionOnGpu ? 'flash attention runs on the GPU' : 'flash attention falls back to the CPU');
   parts.push(bf16 ? 'BF16 ops supported' : 'BF16 ops rejected');
-  return { cpuFallbackOps, matMulKernels, flashAttentionOnGpu, bf16Ops, residencySetsCreated, summary: `${parts.join('; ')}.` };
+  return {
+    cpuFallbackOps,
+    matMulKernels,
+    flashAttentionOnGpu,
+    bf16Ops,
+    residencySetsCreated,
+    summary: `${parts.join('; ')}.`,
+  };
 }
 
 /** Predicts llama.cpp's flags for the device in `ctx` under `ruleSet`; `release` is the release asked for, if any. */
-export function predictLlamaCpp(ctx: RuleContext, ruleSet: LlamaCppRuleSet, release: { text: string; warning: string | null } | null): LlamaCppPrediction {
+export function predictLlamaCpp(
+  ctx: RuleContext,
+  ruleSet: LlamaCppRuleSet,
+  release: { text: string; warning: string | null } | null,
+): LlamaCppPrediction {
   const { device, env } = ctx;
   const rules = LLAMA_CPP_RULES[ruleSet];
   const warnings = nullFamilyWarnings(rules, device);
@@ -622,7 +688,12 @@ export function predictLlamaCpp(ctx: RuleContext, ruleSet: LlamaCppRuleSet, rele
       `ggml-metal uses MTLCreateSystemDefaultDevice(); this report is device ${device.index} (${JSON.stringify(device.name)}), which llama.cpp does not pick`,
     );
   }
-  const base = { engine: 'llama.cpp' as const, deviceName: device.name, releases: LLAMA_CPP_RULE_SET_INFO[ruleSet].releases, release: release?.text ?? null };
+  const base = {
+    engine: 'llama.cpp' as const,
+    deviceName: device.name,
+    releases: LLAMA_CPP_RULE_SET_INFO[ruleSet].releases,
+    release: release?.text ?? null,
+  };
   const created = residencyModel(ctx, ruleSet !== 'legacy').created;
 
   if (ruleSet === 'legacy') {
@@ -633,16 +704,34 @@ export function predictLlamaCpp(ctx: RuleContext, ruleSet: LlamaCppRuleSet, rele
     for (const name of DEVICE_ONLY_ENV) {
       if (env[name] !== undefined) warnings.push(`${name} is set but legacy ggml-metal.m does not read it`);
     }
-    const consequences = llamaConsequences(ruleSet, flags.has_simdgroup_reduction.value, flags.has_simdgroup_mm.value, flags.use_bfloat.value, created);
+    const consequences = llamaConsequences(
+      ruleSet,
+      flags.has_simdgroup_reduction.value,
+      flags.has_simdgroup_mm.value,
+      flags.use_bfloat.value,
+      created,
+    );
     return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
   }
   if (ruleSet === 'device') {
     const flags = evaluate(rules, ctx) as Record<LlamaCppDeviceFlag, GateFlag>;
-    const consequences = llamaConsequences(ruleSet, flags.has_simdgroup_reduction.value, flags.has_simdgroup_mm.value, flags.has_bfloat.value, created);
+    const consequences = llamaConsequences(
+      ruleSet,
+      flags.has_simdgroup_reduction.value,
+      flags.has_simdgroup_mm.value,
+      flags.has_bfloat.value,
+      created,
+    );
     return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
   }
   const flags = evaluate(rules, ctx) as unknown as LlamaCppCurrentFlags;
   const tuning = tuningFor(ruleSet, device.name, flags.gpu_family.value)!;
-  const consequences = llamaConsequences(ruleSet, flags.has_simdgroup_reduction.value, flags.has_simdgroup_mm.value, flags.has_bfloat.value, created);
+  const consequences = llamaConsequences(
+    ruleSet,
+    flags.has_simdgroup_reduction.value,
+    flags.has_simdgroup_mm.value,
+    flags.has_bfloat.value,
+    created,
+  );
   return { ...base, rules: ruleSet, flags, tuning, consequences, warnings };
 }

@@ -41,7 +41,9 @@ function readSmallFile(file: string): string {
 export function nodeLlamaCppRelease(dir: string): string | null {
   try {
     // No file, a file too large, not JSON, or a level missing (JSON null included): each throws, and it is null.
-    const metadata = JSON.parse(readSmallFile(path.join(dir, '_nlcBuildMetadata.json'))) as { buildOptions: { llamaCpp: { release: unknown } } };
+    const metadata = JSON.parse(readSmallFile(path.join(dir, '_nlcBuildMetadata.json'))) as {
+      buildOptions: { llamaCpp: { release: unknown } };
+    };
     const release = metadata.buildOptions.llamaCpp.release;
     return typeof release === 'string' && parseRelease(release) !== null ? release : null;
   } catch {
@@ -54,7 +56,12 @@ export function loadedLlamaCpp(binding: NativeBinding): LoadedLlamaCpp[] {
   const images = binding.ggmlMetalImages(LLAMA_CPP_GENERATION_MARKERS.flatMap((m) => m.symbols));
   return images.map((found) => {
     const release = nodeLlamaCppRelease(path.dirname(found.image));
-    const rules = rulesOfLoaded({ image: found.image, ggmlVersion: found.ggmlVersion, markers: found.markers, nodeLlamaCppRelease: release });
+    const rules = rulesOfLoaded({
+      image: found.image,
+      ggmlVersion: found.ggmlVersion,
+      markers: found.markers,
+      nodeLlamaCppRelease: release,
+    });
     return { image: found.image, ggmlVersion: found.ggmlVersion, release, rules: rules.ruleSet, detail: rules.detail };
   });
 }

@@ -84,7 +84,10 @@ export const MLX_RULES: readonly MlxRule[] = Object.freeze([
         ? `MLX_METAL_GPU_ARCH=${JSON.stringify(override)} overrides architecture.name=${reported === null ? 'unknown' : JSON.stringify(reported)}`
         : `architecture.name=${reported === null ? 'unknown' : JSON.stringify(reported)}${override === '' ? ' (MLX_METAL_GPU_ARCH empty, ignored)' : ''}`;
       if (arch === null) {
-        return result(null, [origin, 'not in this report (architecture.name needs macOS 14+); MLX reads it itself at init']);
+        return result(null, [
+          origin,
+          'not in this report (architecture.name needs macOS 14+); MLX reads it itself at init',
+        ]);
       }
       const tens = arch.length >= 3 ? arch.charAt(arch.length - 3) : '';
       const ones = arch.length >= 3 ? arch.charAt(arch.length - 2) : '';
@@ -93,15 +96,17 @@ export const MLX_RULES: readonly MlxRule[] = Object.freeze([
         return result(null, [origin, 'no two digits before the last character; MLX would count each non-digit as 0']);
       }
       const cls = MLX_ARCH_CLASS[arch.charAt(arch.length - 1)];
-      const clsText = cls === undefined ? `class ${JSON.stringify(arch.charAt(arch.length - 1))} unknown (MLX uses medium defaults)` : `class ${cls}`;
+      const clsText =
+        cls === undefined
+          ? `class ${JSON.stringify(arch.charAt(arch.length - 1))} unknown (MLX uses medium defaults)`
+          : `class ${cls}`;
       return result(Number(tens) * 10 + Number(ones), [origin, clsText]);
     },
   },
   {
     flag: 'allocatorLimitBytes',
     source: 'mlx/backend/metal/allocator.cpp MetalAllocator::MetalAllocator',
-    rule:
-      'gc limit = min(floor(0.95 × recommendedMaxWorkingSetSize), block limit), block limit = floor(min(1.5 × recommendedMaxWorkingSetSize, 0.95 × hw.memsize)): past it MLX frees cached buffers',
+    rule: 'gc limit = min(floor(0.95 × recommendedMaxWorkingSetSize), block limit), block limit = floor(min(1.5 × recommendedMaxWorkingSetSize, 0.95 × hw.memsize)): past it MLX frees cached buffers',
     families: [],
     properties: ['recommendedMaxWorkingSetSize', 'host.memoryBytes'],
     env: [],
@@ -140,9 +145,12 @@ export const MLX_RULES: readonly MlxRule[] = Object.freeze([
       const why = value
         ? 'MLX knows it is in a VM from the name and skips its heap there on purpose (a profile with deviceName changes the name)'
         : isVmHost(host, device)
-          ? 'in this VM MLX creates its heap and adds it to its residency set: the name no longer tells it it is in a VM, and it skips the heap there on purpose (doctor\'s heap probe tests that path)'
+          ? "in this VM MLX creates its heap and adds it to its residency set: the name no longer tells it it is in a VM, and it skips the heap there on purpose (doctor's heap probe tests that path)"
           : 'MLX creates its heap and adds it to its residency set';
-      return result(value, [`name ${JSON.stringify(device.name)} ${value ? 'is' : 'is not'} ${JSON.stringify(PARAVIRTUAL_DEVICE_NAME)}`, why]);
+      return result(value, [
+        `name ${JSON.stringify(device.name)} ${value ? 'is' : 'is not'} ${JSON.stringify(PARAVIRTUAL_DEVICE_NAME)}`,
+        why,
+      ]);
     },
   },
 ]);
@@ -177,5 +185,13 @@ export function predictMlx(ctx: RuleContext): MlxPrediction {
       `MLX uses MTLCopyAllDevices()[0]; this report is device ${device.index} (${JSON.stringify(device.name)}), which MLX does not pick`,
     );
   }
-  return { engine: 'mlx', deviceName: device.name, residencySets, architectureGeneration, allocatorLimitBytes, heapSkipped, warnings };
+  return {
+    engine: 'mlx',
+    deviceName: device.name,
+    residencySets,
+    architectureGeneration,
+    allocatorLimitBytes,
+    heapSkipped,
+    warnings,
+  };
 }

@@ -1,5 +1,20 @@
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, realpathSync, rmSync, statSync, type Stats } from 'node:fs';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  type Stats,
+} from 'node:fs';
 import { constants as osConstants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { notAppliedError, profileWarnings, refusalFor, type ApplyWarning } from '../patch/apply.js';
@@ -34,7 +49,11 @@ export const SIP_PROTECTED_DIRS = ['/System/', '/usr/bin/', '/bin/', '/sbin/', '
  * first, unless PREBUILDS_ONLY asks to test the shipped binary. Outside macOS the only injector is the simulated
  * build's, and only when METAL_CAP_SHIM_SIM_SNAPSHOT selects the simulated Metal.
  */
-export function injectorCandidates(root: string, platform: NodeJS.Platform = process.platform, env: NodeJS.ProcessEnv = process.env): string[] {
+export function injectorCandidates(
+  root: string,
+  platform: NodeJS.Platform = process.platform,
+  env: NodeJS.ProcessEnv = process.env,
+): string[] {
   const darwin = platform === 'darwin';
   const local = path.join(root, 'build', 'Release', `libmetal_cap_shim_inject.${darwin ? 'dylib' : 'so'}`);
   const prebuilt = path.join(root, 'prebuilds', 'darwin-x64+arm64', 'libmetal_cap_shim_inject.dylib');
@@ -82,7 +101,11 @@ function commandSpellings(command: string, env: NodeJS.ProcessEnv, platform: Nod
  * a program from the current folder by accident. `platform` and `env` exist for tests: the files are looked for on
  * this machine's file system, whatever `platform` says.
  */
-export function resolveCommand(command: string, env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string | null {
+export function resolveCommand(
+  command: string,
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): string | null {
   const windows = platform === 'win32';
   const isProgram = (file: string) => {
     try {
@@ -115,7 +138,11 @@ function commandCandidates(command: string, env: NodeJS.ProcessEnv, platform: No
  * cannot be run (a folder, a file without execute permission), as execvp's EACCES; otherwise ERR_COMMAND_NOT_FOUND
  * (exit 127).
  */
-export function commandError(command: string, env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): SpawnError {
+export function commandError(
+  command: string,
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): SpawnError {
   for (const candidate of commandCandidates(command, env, platform)) {
     let stats: Stats;
     try {
@@ -184,7 +211,11 @@ export const CODESIGN_FLAGS = Object.freeze({ restrict: 0x800, libraryValidation
  *   disable-library-validation.
  * A pure function of codesign's output (setuid and setgid files are judged from the file itself: injectionBlocker).
  */
-export function hardenedRuntimeBlocker(file: string, codesignStderr: string, entitlements: string): InjectionBlocker | null {
+export function hardenedRuntimeBlocker(
+  file: string,
+  codesignStderr: string,
+  entitlements: string,
+): InjectionBlocker | null {
   const match = /flags=0x([0-9a-f]+)/i.exec(codesignStderr);
   if (!match) return null;
   const flags = parseInt(match[1]!, 16);
@@ -246,7 +277,10 @@ export function setIdBlocker(file: string): InjectionBlocker | null {
  */
 function codesignOf(file: string): { stderr: string; stdout: string } | null {
   const run = (extra: string[]) =>
-    spawnSync('codesign', ['-d', '--verbose=1', '--entitlements', '-', ...extra, file], { encoding: 'utf8', timeout: 10_000 });
+    spawnSync('codesign', ['-d', '--verbose=1', '--entitlements', '-', ...extra, file], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
   let r = run(['--xml']);
   if (r.error) return null;
   if (r.status !== 0 && !/not signed/i.test(r.stderr ?? '')) r = run([]);
@@ -267,7 +301,10 @@ function signatureBlocker(file: string): InjectionBlocker | null {
  * without the entitlements; for a script, its interpreter's), or null when nothing is known to stop it.
  * `platform` exists for tests: the checks run wherever codesign can be found.
  */
-export function injectionBlocker(command: string, platform: NodeJS.Platform = process.platform): InjectionBlocker | null {
+export function injectionBlocker(
+  command: string,
+  platform: NodeJS.Platform = process.platform,
+): InjectionBlocker | null {
   if (platform !== 'darwin') return null;
   const resolved = realpathOr(command);
   const isProtected = (p: string) => SIP_PROTECTED_DIRS.some((d) => p.startsWith(d));
@@ -288,7 +325,9 @@ export function injectionBlocker(command: string, platform: NodeJS.Platform = pr
   }
   // The kernel starts the interpreter, and dyld applies the interpreter's signature, not the script's.
   const blocker = signatureBlocker(realInterpreter);
-  return blocker === null ? null : { ...blocker, reason: `${resolved} is a script run by ${interpreter}: ${blocker.reason}` };
+  return blocker === null
+    ? null
+    : { ...blocker, reason: `${resolved} is a script run by ${interpreter}: ${blocker.reason}` };
 }
 
 function realpathOr(file: string): string {
@@ -391,30 +430,55 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
   if (injector === null) {
     const why = missingInjectorReason();
     // A cross-platform wrapper: the program runs, unpatched, wherever there is nothing to patch.
-    if (options.allowUnpatched) return { injector: null, resolved, warnings: [], unpatched: `${why}: running ${options.command} unpatched (--allow-unpatched)` };
+    if (options.allowUnpatched)
+      return {
+        injector: null,
+        resolved,
+        warnings: [],
+        unpatched: `${why}: running ${options.command} unpatched (--allow-unpatched)`,
+      };
     throw new UnsupportedPlatformError(`${why} (--allow-unpatched runs the program unpatched)`);
   }
   const split = preloadListProblem(injector, platform);
-  if (split !== null && options.allowUnpatched) return { injector: null, resolved, warnings: [], unpatched: `${split}: running ${options.command} unpatched (--allow-unpatched)` };
-  if (split !== null) throw new RefusedError(`${split} (--allow-unpatched runs the program unpatched)`, 'ERR_INJECTION_BLOCKED');
+  if (split !== null && options.allowUnpatched)
+    return {
+      injector: null,
+      resolved,
+      warnings: [],
+      unpatched: `${split}: running ${options.command} unpatched (--allow-unpatched)`,
+    };
+  if (split !== null)
+    throw new RefusedError(`${split} (--allow-unpatched runs the program unpatched)`, 'ERR_INJECTION_BLOCKED');
   const native = loadNative();
   // Fail closed: without the native module the bare-metal guard cannot run, so nothing is injected.
-  if (native.binding === null) return { injector: null, resolved, warnings: [], unpatched: unguardedInjection(native, options) };
+  if (native.binding === null)
+    return { injector: null, resolved, warnings: [], unpatched: unguardedInjection(native, options) };
   // The guard uses this process's view of the devices: the same machine the child will run on.
   let warnings: ApplyWarning[] = [];
   const stock = stockReport(native.binding);
   // 'host' values become the chip of the machine the child runs on, or nothing is injected: never a guess.
   const bound = bindToHost(options.profile, hostOf(stock));
   if (!bound.ok && options.allowUnpatched) {
-    return { injector: null, resolved, warnings: [], unpatched: `${bound.detail}. Running ${options.command} unpatched (--allow-unpatched).` };
+    return {
+      injector: null,
+      resolved,
+      warnings: [],
+      unpatched: `${bound.detail}. Running ${options.command} unpatched (--allow-unpatched).`,
+    };
   }
-  if (!bound.ok) throw new RefusedError(`${bound.detail} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN');
+  if (!bound.ok)
+    throw new RefusedError(`${bound.detail} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN');
   const profile = bound.profile;
   if (stock.supported) {
     const { changes } = planProfile(stock.devices, profile);
     const refusal = refusalFor(hostOf(stock), changes, options.force ?? false);
     if (refusal !== null && options.allowUnpatched) {
-      return { injector: null, resolved, warnings: [], unpatched: `${refusal} Running ${options.command} unpatched (--allow-unpatched).` };
+      return {
+        injector: null,
+        resolved,
+        warnings: [],
+        unpatched: `${refusal} Running ${options.command} unpatched (--allow-unpatched).`,
+      };
     }
     if (refusal !== null) throw new RefusedError(refusal);
     // The child's llama.cpp is not loaded yet: the family warning names the newest rules' tuning, as audit does.
@@ -423,10 +487,17 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
   const blocker = injectionBlocker(resolved, platform);
   if (blocker !== null && blocker.launchFails && options.allowUnpatched) {
     // With the injector inserted the program would not start at all: run it without.
-    return { injector: null, resolved, warnings: [], unpatched: `${blocker.reason} Running ${options.command} unpatched, without the injector (--allow-unpatched).` };
+    return {
+      injector: null,
+      resolved,
+      warnings: [],
+      unpatched: `${blocker.reason} Running ${options.command} unpatched, without the injector (--allow-unpatched).`,
+    };
   }
   if (blocker !== null && !options.allowUnpatched) {
-    const how = blocker.launchFails ? '--allow-unpatched runs it without the injector' : '--allow-unpatched runs it anyway';
+    const how = blocker.launchFails
+      ? '--allow-unpatched runs it without the injector'
+      : '--allow-unpatched runs it anyway';
     throw new RefusedError(`${blocker.reason} (${how})`, 'ERR_INJECTION_BLOCKED');
   }
   return { injector, resolved, profile, warnings, unpatched: null };
@@ -439,7 +510,10 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
  * or, with --allow-unpatched, returns the notice to print before running the program unpatched. --force does not
  * bypass it: an install whose addon will not load is not one to inject from.
  */
-export function unguardedInjection(native: { reason: Exclude<UnsupportedReason, 'no-device'>; detail: string }, options: Pick<ExecOptions, 'command' | 'allowUnpatched'>): string {
+export function unguardedInjection(
+  native: { reason: Exclude<UnsupportedReason, 'no-device'>; detail: string },
+  options: Pick<ExecOptions, 'command' | 'allowUnpatched'>,
+): string {
   const why = `${native.detail}; without it exec cannot check this host before injecting`;
   if (options.allowUnpatched) return `${why}: running ${options.command} unpatched (--allow-unpatched)`;
   throw notAppliedError(native.reason, `${why} (--allow-unpatched runs the program unpatched)`);
@@ -494,7 +568,10 @@ export function childEnvironment(
  * number; with `statusPipe`, the status pipe takes the lowest number ≥ 3 that none of them uses. Every other
  * descriptor of this process is close-on-exec (Node opens all of its own so) and does not reach the program.
  */
-export function childDescriptors(passFds: readonly number[], statusPipe: boolean): { stdio: ('inherit' | 'ignore' | 'pipe' | number)[]; statusFd: number | null } {
+export function childDescriptors(
+  passFds: readonly number[],
+  statusPipe: boolean,
+): { stdio: ('inherit' | 'ignore' | 'pipe' | number)[]; statusFd: number | null } {
   const passed = new Set(passFds.filter((fd) => Number.isSafeInteger(fd) && fd >= 3));
   let statusFd: number | null = null;
   if (statusPipe) for (statusFd = 3; passed.has(statusFd); statusFd++);
@@ -523,7 +600,10 @@ function jobserverDescriptors(makeflags: string | undefined): Set<number> {
  * pipe ends. A pipe pair is passed only when MAKEFLAGS names it as make's jobserver; /dev/null is never passed (the
  * program sees a closed descriptor instead). Call it first thing, before this process opens descriptors of its own.
  */
-export function inheritedDescriptors(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): number[] {
+export function inheritedDescriptors(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): number[] {
   if (platform === 'win32') return [];
   let names: string[];
   try {
@@ -558,11 +638,17 @@ export function inheritedDescriptors(env: NodeJS.ProcessEnv = process.env, platf
     if (s.isFIFO()) return jobserver.has(fd) || ends.get(pipeKey(s)) === 1;
     return false;
   };
-  return [...open].filter(([fd, s]) => given(fd, s)).map(([fd]) => fd).sort((a, b) => a - b);
+  return [...open]
+    .filter(([fd, s]) => given(fd, s))
+    .map(([fd]) => fd)
+    .sort((a, b) => a - b);
 }
 
 /** What the injector said over the status fd. */
-export type InjectorStatus = Pick<ExecOutcome, 'injectorLoaded' | 'injectorSlice' | 'patchedClasses' | 'injectorErrors' | 'processes'>;
+export type InjectorStatus = Pick<
+  ExecOutcome,
+  'injectorLoaded' | 'injectorSlice' | 'patchedClasses' | 'injectorErrors' | 'processes'
+>;
 
 /**
  * Reads the status fd's text: one `PID loaded SLICE`, `PID patched CLASS` or `PID error CODE MESSAGE` a line, from
@@ -571,7 +657,13 @@ export type InjectorStatus = Pick<ExecOutcome, 'injectorLoaded' | 'injectorSlice
  * line; `processes` groups the lines by pid.
  */
 export function parseInjectorStatus(status: string): InjectorStatus {
-  const out: InjectorStatus = { injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors: [], processes: [] };
+  const out: InjectorStatus = {
+    injectorLoaded: false,
+    injectorSlice: null,
+    patchedClasses: [],
+    injectorErrors: [],
+    processes: [],
+  };
   const byPid = new Map<number, InjectorProcess>();
   for (const line of status.split('\n')) {
     const match = /^([1-9]\d{0,9}) (loaded|patched|error) (.*)$/.exec(line);
@@ -603,7 +695,11 @@ export function parseInjectorStatus(status: string): InjectorStatus {
  * Collects what arrives on the status pipe, up to STATUS_LIMIT_BYTES. Past that, data is still read (a writer must
  * never block on a full pipe) but dropped, and `overflowed` says so.
  */
-export function statusCollector(limit = STATUS_LIMIT_BYTES): { add: (chunk: Buffer) => void; text: () => string; overflowed: () => boolean } {
+export function statusCollector(limit = STATUS_LIMIT_BYTES): {
+  add: (chunk: Buffer) => void;
+  text: () => string;
+  overflowed: () => boolean;
+} {
   const chunks: Buffer[] = [];
   let kept = 0;
   let over = false;
@@ -664,7 +760,11 @@ export interface ProcessGroupIds {
  * console's Ctrl-C reaches every process attached to the console, and `child.kill('SIGINT')` there would not deliver
  * a Ctrl-C but terminate the child outright.
  */
-export function shouldForwardSignal(signal: NodeJS.Signals, groups: ProcessGroupIds | null, platform: NodeJS.Platform = process.platform): boolean {
+export function shouldForwardSignal(
+  signal: NodeJS.Signals,
+  groups: ProcessGroupIds | null,
+  platform: NodeJS.Platform = process.platform,
+): boolean {
   if (platform === 'win32' && signal === 'SIGINT') return false;
   if (!TERMINAL_KEY_SIGNALS.includes(signal) || groups === null) return true;
   const terminalSignalledChild = groups.terminal > 0 && groups.terminal === groups.own && groups.child === groups.own;
@@ -685,7 +785,10 @@ export interface ProcStatGroups {
 export function parseProcStat(line: string): ProcStatGroups | null {
   const close = line.lastIndexOf(')');
   if (close < 0) return null;
-  const fields = line.slice(close + 1).trim().split(/\s+/);
+  const fields = line
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
   // After the name: state, ppid, pgrp, session, tty_nr, tpgid.
   const [pgrp, tpgid] = [fields[2], fields[5]].map((f) => (/^-?\d+$/.test(String(f)) ? Number(f) : NaN));
   return Number.isNaN(pgrp) || Number.isNaN(tpgid) ? null : { pgrp: pgrp!, tpgid: tpgid! };
@@ -720,14 +823,20 @@ function readProcStat(pid: number | 'self'): ProcStatGroups | null {
  * macOS (that path runs only when the addon failed to load there, and no Mac has exercised it). Null where neither
  * is available; Windows has no process groups to ask about.
  */
-export function processGroupsWithoutAddon(childPid: number, platform: NodeJS.Platform = process.platform): ProcessGroupIds | null {
+export function processGroupsWithoutAddon(
+  childPid: number,
+  platform: NodeJS.Platform = process.platform,
+): ProcessGroupIds | null {
   if (platform === 'linux') {
     const own = readProcStat('self');
     if (own === null) return null;
     return { own: own.pgrp, terminal: own.tpgid, child: readProcStat(childPid)?.pgrp ?? -1 };
   }
   if (platform === 'darwin') {
-    const ps = spawnSync('ps', ['-o', 'pid=,pgid=,tpgid=', '-p', String(process.pid), '-p', String(childPid)], { encoding: 'utf8', timeout: 2_000 });
+    const ps = spawnSync('ps', ['-o', 'pid=,pgid=,tpgid=', '-p', String(process.pid), '-p', String(childPid)], {
+      encoding: 'utf8',
+      timeout: 2_000,
+    });
     return ps.error ? null : parsePsGroups(ps.stdout ?? '', process.pid, childPid);
   }
   return null;
@@ -735,7 +844,10 @@ export function processGroupsWithoutAddon(childPid: number, platform: NodeJS.Pla
 
 /** The error for a program that could not be started: ERR_COMMAND_NOT_FOUND when it is not there, else ERR_SPAWN. */
 function spawnFailure(command: string, err: NodeJS.ErrnoException): SpawnError {
-  return new SpawnError(err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN', `cannot run ${command}: ${err.message}`);
+  return new SpawnError(
+    err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN',
+    `cannot run ${command}: ${err.message}`,
+  );
 }
 
 /**
@@ -757,7 +869,10 @@ function programOf(options: ExecOptions): string {
  * The resolved file is started, with argv[0] as the user typed it. A spawn() that throws (bad arguments) is
  * ERR_SPAWN, with no handler left behind.
  */
-function spawnForwardingSignals(options: ExecOptions, spawnOptions: SpawnOptions): { child: ChildProcess; undo: () => void } {
+function spawnForwardingSignals(
+  options: ExecOptions,
+  spawnOptions: SpawnOptions,
+): { child: ChildProcess; undo: () => void } {
   const program = programOf(options);
   const binding = loadNative().binding;
   const groupsOf = (pid: number) => (binding !== null ? binding.processGroups(pid) : processGroupsWithoutAddon(pid));
@@ -792,7 +907,9 @@ function makeTraceFolder(): string {
   try {
     return mkdtempSync(path.join(tmpdir(), 'metal-cap-shim-trace-'));
   } catch (e) {
-    throw new TraceFileError(`--trace: cannot create a private folder for the traces in ${tmpdir()}: ${(e as Error).message}`);
+    throw new TraceFileError(
+      `--trace: cannot create a private folder for the traces in ${tmpdir()}: ${(e as Error).message}`,
+    );
   }
 }
 
@@ -804,10 +921,17 @@ const TRACE_NAME = /^(first|\d+(?:-\d+)?)\.json$/;
  * FILE, each other one FILE.<pid>. When no process wrote one, FILE says so (pid, whether the injector loaded, nothing
  * traced). Each file is written with writeFileSafely(). Returns the errors to report, each an ERR_TRACE_FILE line.
  */
-export function deliverTraces(folder: string, file: string, pid: number | undefined, injectorLoaded: boolean): string[] {
+export function deliverTraces(
+  folder: string,
+  file: string,
+  pid: number | undefined,
+  injectorLoaded: boolean,
+): string[] {
   let names: string[];
   try {
-    names = readdirSync(folder).filter((n) => TRACE_NAME.test(n)).sort();
+    names = readdirSync(folder)
+      .filter((n) => TRACE_NAME.test(n))
+      .sort();
   } catch {
     names = [];
   }
@@ -841,7 +965,11 @@ function writeTrace(file: string, text: string): string[] {
  * are handed on, and the injector talks to us over the status pipe only. Signals sent to us are forwarded to the
  * child.
  */
-export function runWithInjector(options: ExecOptions, injector: string | null, warnings: ApplyWarning[]): Promise<ExecOutcome> {
+export function runWithInjector(
+  options: ExecOptions,
+  injector: string | null,
+  warnings: ApplyWarning[],
+): Promise<ExecOutcome> {
   if (injector === null) return runUnpatched(options);
   const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
   const { stdio, statusFd } = childDescriptors(options.passFds ?? [], true);
@@ -849,7 +977,10 @@ export function runWithInjector(options: ExecOptions, injector: string | null, w
   const removeTraceFolder = () => {
     if (traceFolder !== undefined) rmSync(traceFolder, { recursive: true, force: true });
   };
-  const env = childEnvironment({ profile: options.profile, statusFd: statusFd!, ...(traceFolder === undefined ? {} : { traceFolder }) }, injector);
+  const env = childEnvironment(
+    { profile: options.profile, statusFd: statusFd!, ...(traceFolder === undefined ? {} : { traceFolder }) },
+    injector,
+  );
   return new Promise((resolve, reject) => {
     let started: { child: ChildProcess; undo: () => void };
     try {
@@ -877,9 +1008,16 @@ export function runWithInjector(options: ExecOptions, injector: string | null, w
         const overflow = status.overflowed()
           ? [`ERR_STATUS_OVERFLOW the status pipe carried more than ${STATUS_LIMIT_BYTES} bytes; the rest was ignored`]
           : [];
-        const traceErrors = traceFile === undefined ? [] : deliverTraces(traceFolder!, traceFile, child.pid, reported.injectorLoaded);
+        const traceErrors =
+          traceFile === undefined ? [] : deliverTraces(traceFolder!, traceFile, child.pid, reported.injectorLoaded);
         removeTraceFolder();
-        resolve({ exitCode, signal, ...reported, injectorErrors: [...reported.injectorErrors, ...overflow, ...traceErrors], warnings });
+        resolve({
+          exitCode,
+          signal,
+          ...reported,
+          injectorErrors: [...reported.injectorErrors, ...overflow, ...traceErrors],
+          warnings,
+        });
       });
     });
   });
@@ -901,7 +1039,16 @@ function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
     child.on('exit', (exitCode, signal) => {
       cleanup();
       const injectorErrors = traceFile === undefined ? [] : writeTrace(traceFile, emptyTrace(child.pid, false));
-      resolve({ exitCode, signal, injectorLoaded: false, injectorSlice: null, patchedClasses: [], injectorErrors, processes: [], warnings: [] });
+      resolve({
+        exitCode,
+        signal,
+        injectorLoaded: false,
+        injectorSlice: null,
+        patchedClasses: [],
+        injectorErrors,
+        processes: [],
+        warnings: [],
+      });
     });
   });
 }

@@ -35,9 +35,18 @@ function sideText(diff: ProbeDifference, side: 'stock' | 'patched'): string {
 function formatDevice(d: DoctorDevice, r: DoctorReport, s: Styler): string[] {
   const candidate = r.candidateProfile.name ?? 'the candidate profile';
   const lines = ['', `${s.bold(`Device ${d.index}${d.isDefault ? ' (default)' : ''}`)}: ${d.name} [${d.className}]`];
-  const rows: string[][] = [[s.dim('probe'), s.dim('result'), s.dim('stock'), s.dim('patched'), s.dim('ms'), s.dim('detail')]];
+  const rows: string[][] = [
+    [s.dim('probe'), s.dim('result'), s.dim('stock'), s.dim('patched'), s.dim('ms'), s.dim('detail')],
+  ];
   for (const p of d.probes) {
-    rows.push([p.id, statusText(p.status, s), statusText(p.stock?.status, s), statusText(p.patched?.status, s), ms(p.ms), p.detail]);
+    rows.push([
+      p.id,
+      statusText(p.status, s),
+      statusText(p.stock?.status, s),
+      statusText(p.patched?.status, s),
+      ms(p.ms),
+      p.detail,
+    ]);
   }
   lines.push(table(rows));
   for (const diff of d.differences) {
@@ -54,7 +63,8 @@ function formatDevice(d: DoctorDevice, r: DoctorReport, s: Styler): string[] {
     lines.push(`  ${s.bold('Recommendations:')}`);
     for (const rec of d.recommendations) lines.push(`    ${s.warn('!')} ${rec.engine}: ${rec.setting} — ${rec.why}`);
   }
-  const replayed = r.replayed && d.faults.length ? ` (recorded in snapshot ${r.snapshot ?? ''} and replayed: not measured now)` : '';
+  const replayed =
+    r.replayed && d.faults.length ? ` (recorded in snapshot ${r.snapshot ?? ''} and replayed: not measured now)` : '';
   lines.push(`  ${s.bold('Faults:')} ${d.faults.length ? s.bad(d.faults.join(', ')) : 'none found'}${replayed}`);
   return lines;
 }
@@ -71,10 +81,17 @@ export function formatDoctor(untrusted: DoctorReport, s: Styler): string {
   }
   lines.push(`Host: ${hostLine(r.host)}`);
   const candidate = r.candidateProfile.name ?? 'custom profile';
-  lines.push(r.patchedRun.ran ? `Patched runs: under ${candidate}, then restored` : `Patched runs: none (${r.patchedRun.why})`);
+  lines.push(
+    r.patchedRun.ran ? `Patched runs: under ${candidate}, then restored` : `Patched runs: none (${r.patchedRun.why})`,
+  );
   for (const d of r.devices) lines.push(...formatDevice(d, r, s));
   if (r.restore && r.restore.conflicts.length) {
-    lines.push('', s.warn(`Restore left ${plural(r.restore.conflicts.length, 'hook', 'hooks')} under another library's: ${r.restore.conflicts.map((c) => `${c.className} ${c.selector}`).join(', ')}`));
+    lines.push(
+      '',
+      s.warn(
+        `Restore left ${plural(r.restore.conflicts.length, 'hook', 'hooks')} under another library's: ${r.restore.conflicts.map((c) => `${c.className} ${c.selector}`).join(', ')}`,
+      ),
+    );
   }
   if (r.cache?.error) lines.push('', s.warn(r.cache.error));
   return lines.join('\n');

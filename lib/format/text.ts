@@ -35,7 +35,11 @@ export function colorWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv)
  * A styler for `stream`. The escape codes are written here, not by util.styleText, which (from Node 20.18 and 22.13)
  * checks process.stdout and Node's own reading of NO_COLOR itself, and so would overrule this decision.
  */
-export function stylerFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env, mode: ColorMode = 'auto'): Styler {
+export function stylerFor(
+  stream: { isTTY?: boolean },
+  env: NodeJS.ProcessEnv = process.env,
+  mode: ColorMode = 'auto',
+): Styler {
   const enabled = mode === 'always' || (mode === 'auto' && colorWanted(stream, env));
   const wrap = (format: 'bold' | 'dim' | 'green' | 'red' | 'yellow') => {
     const [open, close] = inspect.colors[format]!;
@@ -70,7 +74,12 @@ export function table(rows: string[][], indent = '  '): string {
   for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, visible(cell))));
   return rows
     .map((row) =>
-      (indent + row.map((cell, i) => (i === row.length - 1 ? cell : cell + ' '.repeat((widths[i] ?? 0) - visible(cell)))).join('  ')).trimEnd(),
+      (
+        indent +
+        row
+          .map((cell, i) => (i === row.length - 1 ? cell : cell + ' '.repeat((widths[i] ?? 0) - visible(cell))))
+          .join('  ')
+      ).trimEnd(),
     )
     .join('\n');
 }
@@ -100,7 +109,13 @@ export function hostLine(host: HostInfo | null): string {
   if (!host) return 'unknown host';
   const vm = host.isVirtualMachine === null ? 'VM: unknown' : host.isVirtualMachine ? 'virtual machine' : 'not a VM';
   const chip = host.chip ?? (host.cpuBrand === null ? 'chip unknown' : `chip unknown (${host.cpuBrand})`);
-  return [host.model ?? 'model unknown', host.osVersion ? `macOS ${host.osVersion}` : 'macOS version unknown', host.arch ?? 'arch unknown', vm, chip].join(' · ');
+  return [
+    host.model ?? 'model unknown',
+    host.osVersion ? `macOS ${host.osVersion}` : 'macOS version unknown',
+    host.arch ?? 'arch unknown',
+    vm,
+    chip,
+  ].join(' · ');
 }
 
 const yesNo = (v: boolean | null) => (v === null ? 'unknown' : v ? 'yes' : 'no');
@@ -124,7 +139,8 @@ export function formatReport(untrusted: CapabilityReport, s: Styler): string {
   const lines = [`${s.bold('metal-cap-shim probe')} — ${source}`];
   if (!report.supported) {
     lines.push(`${s.warn('not supported')}: ${report.reason}: ${report.detail}`);
-    if (report.reason === 'unsupported-platform') lines.push('Offline: metal-cap-shim probe --snapshot vz-guest-m1-ultra-tahoe-stock');
+    if (report.reason === 'unsupported-platform')
+      lines.push('Offline: metal-cap-shim probe --snapshot vz-guest-m1-ultra-tahoe-stock');
     return lines.join('\n');
   }
   lines.push(`Host: ${hostLine(report.host)}`);
@@ -167,7 +183,11 @@ export function profileLine(p: Profile): string {
         : `Apple families up to ${p.appleFamilyMax} (Apple${p.appleFamilyMax - 1000})`,
     p.maxThreadgroupMemoryLength === null ? null : `threadgroup memory ${p.maxThreadgroupMemoryLength}`,
     p.recommendedMaxWorkingSetSize === null ? null : `working set ${p.recommendedMaxWorkingSetSize}`,
-    p.deviceName === null ? null : p.deviceName === HOST_VALUE ? 'name: the host chip’s' : `name ${JSON.stringify(p.deviceName)}`,
+    p.deviceName === null
+      ? null
+      : p.deviceName === HOST_VALUE
+        ? 'name: the host chip’s'
+        : `name ${JSON.stringify(p.deviceName)}`,
     Object.keys(p.families).length
       ? `families ${Object.entries(p.families)
           .map(([k, v]) => `${k}=${v ? 'YES' : 'NO'}`)
@@ -201,7 +221,10 @@ const show = (v: boolean | number | null | undefined, field = '') => {
 /** The human-readable audit: every changed answer, engine flags before and after, verification, warnings, verdict. */
 export function formatAudit(untrusted: AuditResult, s: Styler): string {
   const a = inert(untrusted);
-  const where = a.mode === 'offline' ? `snapshot ${a.snapshot} (offline)` : `this machine (${a.snapshot ? `simulated, ${a.snapshot}` : 'live'})`;
+  const where =
+    a.mode === 'offline'
+      ? `snapshot ${a.snapshot} (offline)`
+      : `this machine (${a.snapshot ? `simulated, ${a.snapshot}` : 'live'})`;
   const lines = [
     `${s.bold('metal-cap-shim audit')} — profile ${a.profile.name ?? 'custom'} on ${where}`,
     `Host: ${hostLine(a.host)}`,
@@ -229,7 +252,11 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
       const rowsE: string[][] = [[s.dim(label), s.dim('stock'), s.dim('patched')]];
       const entries: [string, { value: unknown; reason: string }, { value: unknown }][] =
         before.engine === 'llama.cpp' && after.engine === 'llama.cpp'
-          ? Object.entries(before.flags).map(([k, v]) => [k, v, (after.flags as Record<string, { value: unknown }>)[k]!])
+          ? Object.entries(before.flags).map(([k, v]) => [
+              k,
+              v,
+              (after.flags as Record<string, { value: unknown }>)[k]!,
+            ])
           : before.engine === 'mlx' && after.engine === 'mlx'
             ? [
                 ['residencySets', before.residencySets, after.residencySets],
@@ -241,18 +268,28 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
       for (const [flag, b, aft] of entries) {
         const changed = b.value !== aft.value;
         const to = String(aft.value ?? 'unknown');
-        rowsE.push([flag, String(b.value ?? 'unknown'), changed ? (aft.value === true ? s.good(to) : s.warn(to)) + s.warn(' *') : to]);
+        rowsE.push([
+          flag,
+          String(b.value ?? 'unknown'),
+          changed ? (aft.value === true ? s.good(to) : s.warn(to)) + s.warn(' *') : to,
+        ]);
       }
       lines.push(table(rowsE));
       if (after.engine === 'llama.cpp') {
         lines.push(`  ${s.dim(after.consequences.summary)}`);
-        if (after.tuning !== null) lines.push(`  ${s.dim(`Flash-attention tuning: ${after.tuning.value.tier} (${after.tuning.reason}).`)}`);
+        if (after.tuning !== null)
+          lines.push(`  ${s.dim(`Flash-attention tuning: ${after.tuning.value.tier} (${after.tuning.reason}).`)}`);
       }
     }
   }
   lines.push('', `llama.cpp rules: ${a.llamaCppRules.rules} (${a.llamaCppRules.releases}): ${a.llamaCppRules.detail}`);
   if (a.verification) {
-    const v = (x: { ok: boolean; mismatches: unknown[] }) => (x.ok ? 'ok' : x.mismatches.length ? plural(x.mismatches.length, 'mismatch', 'mismatches') : 'the device list changed');
+    const v = (x: { ok: boolean; mismatches: unknown[] }) =>
+      x.ok
+        ? 'ok'
+        : x.mismatches.length
+          ? plural(x.mismatches.length, 'mismatch', 'mismatches')
+          : 'the device list changed';
     lines.push('', `Verification: patched ${v(a.verification.apply)}, restored ${v(a.verification.restore)}`);
   }
   if (a.warnings.length) {

@@ -194,7 +194,16 @@ interface StatusBase {
 export type Status =
   | (StatusBase & { supported: true; active: true; profile: Profile })
   | (StatusBase & { supported: true; active: false; profile: null })
-  | { supported: false; active: false; profile: null; patchedClasses: []; hooks: []; tracing: false; trace: null; llamaCpp: [] };
+  | {
+      supported: false;
+      active: false;
+      profile: null;
+      patchedClasses: [];
+      hooks: [];
+      tracing: false;
+      trace: null;
+      llamaCpp: [];
+    };
 
 /**
  * Compares freshly obtained devices with the answers expected of them. Fails when any answer differs, and when the
@@ -242,8 +251,17 @@ function isParavirtual(device: DeviceReport): boolean {
 function highestRaisedFamily(changes: AnswerChange[]): number | null {
   let best: number | null = null;
   for (const c of changes) {
-    const family = c.field.startsWith('families.') ? FAMILY_VALUES[c.field.slice('families.'.length) as FamilyName] : undefined;
-    if (family !== undefined && isAppleFamilyValue(family) && c.to === true && c.from === false && (best === null || family > best)) best = family;
+    const family = c.field.startsWith('families.')
+      ? FAMILY_VALUES[c.field.slice('families.'.length) as FamilyName]
+      : undefined;
+    if (
+      family !== undefined &&
+      isAppleFamilyValue(family) &&
+      c.to === true &&
+      c.from === false &&
+      (best === null || family > best)
+    )
+      best = family;
   }
   return best;
 }
@@ -253,7 +271,13 @@ function highestRaisedFamily(changes: AnswerChange[]): number | null {
  * true family, and what llama.cpp (under `llamaRules`) then tunes flash attention for, where that rule set tunes by
  * chip. `name` is the name the default device answers with the profile.
  */
-export function aboveHostFamilyMessage(claimed: number, chip: string, trueFamily: number, llamaRules: LlamaCppRuleSet, name: string): string {
+export function aboveHostFamilyMessage(
+  claimed: number,
+  chip: string,
+  trueFamily: number,
+  llamaRules: LlamaCppRuleSet,
+  name: string,
+): string {
   const tuning = tuningFor(llamaRules, name, claimed - FAMILY_VALUES.apple1 + 1);
   const own = tuningFor(llamaRules, chip, trueFamily - FAMILY_VALUES.apple1 + 1);
   // Where llama.cpp tunes by chip and the name still picks the host's own rows (bare metal), it is not misled.
@@ -293,7 +317,13 @@ export function profileWarnings(
   if (claimsAboveHostFamily(changes, host)) {
     const main = stock.find((d) => d.isDefault) ?? stock[0]!;
     const name = typeof profile.deviceName === 'string' ? profile.deviceName : main.name;
-    const message = aboveHostFamilyMessage(highestRaisedFamily(changes)!, host!.chip!, chipFamily(host!.chip!)!, llamaRules, name);
+    const message = aboveHostFamilyMessage(
+      highestRaisedFamily(changes)!,
+      host!.chip!,
+      chipFamily(host!.chip!)!,
+      llamaRules,
+      name,
+    );
     warnings.push({ code: 'above-host-family', message });
   }
   if (changes.some((c) => c.field === 'families.metal3' && c.to === true)) {
@@ -334,7 +364,9 @@ function raisedAnswers(changes: AnswerChange[]): string {
   const byDevice = new Map<string, string[]>();
   for (const c of changes.filter(isRaise)) {
     const device = `device ${c.device} (${c.className})`;
-    const what = c.field.startsWith('families.') ? c.field.slice('families.'.length) : `${c.field} ${String(c.from)} → ${String(c.to)}`;
+    const what = c.field.startsWith('families.')
+      ? c.field.slice('families.'.length)
+      : `${c.field} ${String(c.from)} → ${String(c.to)}`;
     byDevice.set(device, [...(byDevice.get(device) ?? []), what]);
   }
   return [...byDevice].map(([device, list]) => `${device}: ${list.join(', ')}`).join('; ');
@@ -349,7 +381,9 @@ function raisedAnswers(changes: AnswerChange[]): string {
 export function refusalFor(host: HostInfo, changes: AnswerChange[], force: boolean): string | null {
   if (force || host.isVirtualMachine === true || !changes.some(isRaise)) return null;
   const where =
-    host.isVirtualMachine === false ? 'this host is not a virtual machine' : 'this host could not be identified as a virtual machine';
+    host.isVirtualMachine === false
+      ? 'this host is not a virtual machine'
+      : 'this host could not be identified as a virtual machine';
   return `refusing to raise Metal answers: ${where} (hw.model ${host.model ?? 'unknown'}), so the GPU really is what it reports. The profile would raise ${raisedAnswers(changes)}. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.`;
 }
 
@@ -358,10 +392,16 @@ const STRICT_CODES = {
   'no-device': 'ERR_NO_DEVICE',
   'hook-failed': 'ERR_HOOK_FAILED',
   'verification-failed': 'ERR_VERIFICATION_FAILED',
-} as const satisfies Record<Exclude<ApplyFailureReason, 'unsupported-platform' | 'refused-bare-metal' | 'host-unknown'>, NativeErrorCode>;
+} as const satisfies Record<
+  Exclude<ApplyFailureReason, 'unsupported-platform' | 'refused-bare-metal' | 'host-unknown'>,
+  NativeErrorCode
+>;
 
 /** The error `strict: true` throws for a reason applyProfile() did not apply; recordSnapshot and exec throw the same. */
-export function notAppliedError(reason: ApplyFailureReason, detail: string): UnsupportedPlatformError | RefusedError | NativeError {
+export function notAppliedError(
+  reason: ApplyFailureReason,
+  detail: string,
+): UnsupportedPlatformError | RefusedError | NativeError {
   if (reason === 'unsupported-platform') return new UnsupportedPlatformError(detail);
   if (reason === 'refused-bare-metal') return new RefusedError(detail);
   if (reason === 'host-unknown') return new RefusedError(detail, 'ERR_HOST_UNKNOWN');
@@ -373,7 +413,12 @@ function notApplied(
   reason: ApplyFailureReason,
   detail: string,
   strict: boolean,
-  extra: Pick<NotApplied, 'before' | 'after' | 'verification' | 'warnings'> = { before: null, after: null, verification: null, warnings: [] },
+  extra: Pick<NotApplied, 'before' | 'after' | 'verification' | 'warnings'> = {
+    before: null,
+    after: null,
+    verification: null,
+    warnings: [],
+  },
 ): NotApplied {
   if (strict) throw notAppliedError(reason, detail);
   return { applied: false, reason, detail, profile, patchedClasses: [], changed: [], ...extra };
@@ -394,8 +439,16 @@ export function applyPatch(profile: ProfileInput = DEFAULT_PROFILE, options?: Ap
 }
 
 /** applyPatch() over a stock report the caller has just read (profile auto reads one to find its cache). */
-export function applyPatchOver(known: CapabilityReport | undefined, profile: ProfileInput, options?: ApplyOptions): ApplyResult {
-  const { force = false, trace = false, strict = false } = checkOptions<ApplyOptions>('applyProfile', options, {
+export function applyPatchOver(
+  known: CapabilityReport | undefined,
+  profile: ProfileInput,
+  options?: ApplyOptions,
+): ApplyResult {
+  const {
+    force = false,
+    trace = false,
+    strict = false,
+  } = checkOptions<ApplyOptions>('applyProfile', options, {
     force: 'boolean',
     trace: 'boolean',
     strict: 'boolean',
@@ -417,7 +470,14 @@ export function applyPatchOver(known: CapabilityReport | undefined, profile: Pro
   if (refusal !== null) return notApplied(normalized, 'refused-bare-metal', refusal, strict);
   // The family warning names llama.cpp's tuning under the loaded llama.cpp's rules, else the newest.
   const llamaRules = loadedLlamaCpp(binding)[0]?.rules ?? 'current';
-  const warnings = profileWarnings(normalized, stock.devices, changesFromStock, binding.loadedConsumers(), stock.host, llamaRules);
+  const warnings = profileWarnings(
+    normalized,
+    stock.devices,
+    changesFromStock,
+    binding.loadedConsumers(),
+    stock.host,
+    llamaRules,
+  );
   binding.baseline(JSON.stringify(stock));
   const previousStatus = binding.status();
   const previous = previousStatus.profileJson;
@@ -454,7 +514,12 @@ export function applyPatchOver(known: CapabilityReport | undefined, profile: Pro
       : 'the device list changed while patching; the patch was taken out';
     // `after` keeps the answers that failed, so callers see what the device really said.
     const failed: Verification & { ok: false } = verification.ok ? { ...verification, ok: false } : verification;
-    return notApplied(normalized, 'verification-failed', detail, strict, { before, after, verification: failed, warnings });
+    return notApplied(normalized, 'verification-failed', detail, strict, {
+      before,
+      after,
+      verification: failed,
+      warnings,
+    });
   }
   // The trace counts the program's queries, not the verification probe's just above.
   if (trace) binding.trace(true);
@@ -485,7 +550,8 @@ export function restore(): RestoreResult {
   const outcome = binding.restore();
   const baselineJson = binding.baseline();
   const baseline = baselineJson === null ? null : (JSON.parse(baselineJson) as CapabilityReport);
-  const verification = baseline === null ? null : verifyAnswers(baseline.devices, reportFromNative(binding.probe(true, false)).devices);
+  const verification =
+    baseline === null ? null : verifyAnswers(baseline.devices, reportFromNative(binding.probe(true, false)).devices);
   if (outcome.restored.length === 0 || verification === null) {
     const reason = outcome.conflicts.length > 0 ? 'conflicts' : 'nothing-applied';
     return { restored: false, reason, restoredHooks: [], conflicts: outcome.conflicts, verification };
@@ -511,7 +577,16 @@ export function status(options?: { trace?: boolean }): Status {
   const { trace = false } = checkOptions<{ trace?: boolean }>('status', options, { trace: 'boolean' });
   const native = loadNative();
   if (native.binding === null) {
-    return { supported: false, active: false, profile: null, patchedClasses: [], hooks: [], tracing: false, trace: null, llamaCpp: [] };
+    return {
+      supported: false,
+      active: false,
+      profile: null,
+      patchedClasses: [],
+      hooks: [],
+      tracing: false,
+      trace: null,
+      llamaCpp: [],
+    };
   }
   const s = native.binding.status();
   const common = {

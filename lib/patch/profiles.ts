@@ -89,7 +89,14 @@ export const WORKING_SET_RANGE = { min: 64 * 1024 * 1024, max: Number.MAX_SAFE_I
 export const APPLE_GPU_THREADGROUP_MEMORY = 32768;
 
 // Declared before the built-in table below, which is validated as the module loads.
-const SPEC_KEYS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'deviceName', 'families', 'mode'];
+const SPEC_KEYS = [
+  'appleFamilyMax',
+  'maxThreadgroupMemoryLength',
+  'recommendedMaxWorkingSetSize',
+  'deviceName',
+  'families',
+  'mode',
+];
 // Printable ASCII: what Metal's device names use, and what engines compare byte for byte.
 const DEVICE_NAME = /^[\x20-\x7e]+$/;
 
@@ -105,11 +112,7 @@ function checkDeviceName(v: unknown): string {
   return v;
 }
 
-function builtin(
-  name: string,
-  spec: ProfileSpec,
-  text: Omit<BuiltinProfile, 'name' | 'profile'>,
-): BuiltinProfile {
+function builtin(name: string, spec: ProfileSpec, text: Omit<BuiltinProfile, 'name' | 'profile'>): BuiltinProfile {
   const profile = normalize(spec, name);
   Object.freeze(profile.families);
   return Object.freeze({ name, ...text, profile: Object.freeze(profile) });
@@ -124,7 +127,8 @@ export const profiles: Readonly<Record<string, BuiltinProfile>> = Object.freeze(
       summary: 'Apple9 and 64 KB threadgroup memory: the configuration behind the published VM measurements',
       rationale:
         'Turns on llama.cpp’s SIMD-group reduction, SIMD-group matrix and bfloat paths in a Virtualization.framework guest. With it, llama.cpp reached 98 % of bare metal on prompts in Cua’s measurements (M1 Ultra host, Tahoe guest).',
-      source: 'trycua/cua PR 3070 (libs/lume/metal-capability-shim, defaults 1009 / 65536); Tart base images use the same defaults',
+      source:
+        'trycua/cua PR 3070 (libs/lume/metal-capability-shim, defaults 1009 / 65536); Tart base images use the same defaults',
       risks:
         'Reports 65536 bytes of threadgroup memory, more than any Apple GPU has; kernels that size threadgroups from it could ask for memory the GPU does not have. Current llama.cpp only asserts against it.',
     },
@@ -137,7 +141,8 @@ export const profiles: Readonly<Record<string, BuiltinProfile>> = Object.freeze(
       rationale:
         'The same family answers as cua-release without overstating threadgroup memory: no Apple GPU reports more than 32768 bytes, and llama.cpp’s three gates still come out true.',
       source: 'ardanlabs/kronk zarf/macos/README.md (overrides the shim to 32768); JuliaGPU/Metal.jl PR 828',
-      risks: 'Claims Apple8/Apple9 features (e.g. newer texture and ray-tracing tiers) that the paravirtual device may not implement.',
+      risks:
+        'Claims Apple8/Apple9 features (e.g. newer texture and ray-tracing tiers) that the paravirtual device may not implement.',
     },
   ),
   apple7: builtin(
@@ -174,7 +179,8 @@ export const profiles: Readonly<Record<string, BuiltinProfile>> = Object.freeze(
       summary: 'The host chip’s true Apple family and its name; threadgroup memory left as the device answers',
       rationale:
         'A guest’s machdep.cpu.brand_string is its host’s with " (Virtual)" appended, so the guest knows the chip that runs its GPU work. Claiming exactly that chip’s family (Apple7 on an M1, per Apple’s Metal Feature Set Tables) and its name lets engines that tune by chip pick the host’s own tuning instead of a newer chip’s, and claims no feature the host GPU lacks.',
-      source: 'machdep.cpu.brand_string in a Virtualization.framework guest (GitHub’s macOS arm64 runners report "Apple M1 (Virtual)"); chip → family: Apple Metal Feature Set Tables',
+      source:
+        'machdep.cpu.brand_string in a Virtualization.framework guest (GitHub’s macOS arm64 runners report "Apple M1 (Virtual)"); chip → family: Apple Metal Feature Set Tables',
       risks:
         'With the chip’s name, MLX no longer recognises the VM and creates its buffer heap there, which it skips on "Apple Paravirtual device" on purpose (doctor’s heap probe tests that path). On an M1 host it turns on llama.cpp’s gates like apple7; on an M3 or newer host it claims Apple9 or Apple10 features the paravirtual device may not implement. Where the host’s chip is unknown (an Intel host, an unrecognised brand string) it is not applied (host-unknown).',
     },
@@ -192,7 +198,10 @@ function normalize(spec: unknown, name: string | null): Profile {
   const s = spec as Record<string, unknown>;
   for (const key of Object.keys(s)) {
     if (!SPEC_KEYS.includes(key)) {
-      throw new InvalidProfileError(key, `unknown profile field '${clip(key)}'${didYouMean(key, SPEC_KEYS)}; profile fields are ${SPEC_KEYS.join(', ')}`);
+      throw new InvalidProfileError(
+        key,
+        `unknown profile field '${clip(key)}'${didYouMean(key, SPEC_KEYS)}; profile fields are ${SPEC_KEYS.join(', ')}`,
+      );
     }
   }
   const profile: Profile = {
@@ -239,7 +248,10 @@ function normalize(spec: unknown, name: string | null): Profile {
   if (s.families !== undefined) {
     const f = s.families;
     if (typeof f !== 'object' || f === null || Array.isArray(f)) {
-      throw new InvalidProfileError('families', 'families must be an object of family name → true/false, e.g. {"metal3": false}');
+      throw new InvalidProfileError(
+        'families',
+        'families must be an object of family name → true/false, e.g. {"metal3": false}',
+      );
     }
     for (const [family, answer] of Object.entries(f)) {
       if (!isFamilyName(family)) {
@@ -249,7 +261,10 @@ function normalize(spec: unknown, name: string | null): Profile {
         );
       }
       if (typeof answer !== 'boolean') {
-        throw new InvalidProfileError(`families.${family}`, `families.${family} must be true or false, got ${quote(answer)}`);
+        throw new InvalidProfileError(
+          `families.${family}`,
+          `families.${family} must be true or false, got ${quote(answer)}`,
+        );
       }
     }
     // Stored in MTLGPUFamily order so equal profiles serialise equally.
@@ -291,7 +306,8 @@ function resolveObject(input: object): Profile {
   }
   const spec = Object.fromEntries(Object.entries(rest).filter(([k, v]) => !(v === null && NULLABLE_KEYS.includes(k))));
   const resolved = normalize(spec, null);
-  const builtin = typeof name === 'string' && Object.prototype.hasOwnProperty.call(profiles, name) ? profiles[name] : undefined;
+  const builtin =
+    typeof name === 'string' && Object.prototype.hasOwnProperty.call(profiles, name) ? profiles[name] : undefined;
   if (builtin && sameSettings(builtin.profile, resolved)) resolved.name = builtin.name;
   return resolved;
 }
@@ -305,8 +321,10 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
     const text = input.trim();
     if (text.startsWith('{')) {
       const parsed = parseJsonText(text);
-      if (!parsed.ok) throw new InvalidProfileError(null, `the profile ${parsed.problem}; pass a built-in name or a JSON object`);
-      if (typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) return normalize(parsed.value, null);
+      if (!parsed.ok)
+        throw new InvalidProfileError(null, `the profile ${parsed.problem}; pass a built-in name or a JSON object`);
+      if (typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value))
+        return normalize(parsed.value, null);
       return resolveObject(parsed.value);
     }
     const found = Object.prototype.hasOwnProperty.call(profiles, text) ? profiles[text] : undefined;
@@ -329,9 +347,7 @@ export function needsHost(profile: Profile): boolean {
 }
 
 /** What bindToHost() made of a profile: the profile with the host's values, or why there are none. */
-export type HostBinding =
-  | { ok: true; profile: Profile }
-  | { ok: false; reason: 'host-unknown'; detail: string };
+export type HostBinding = { ok: true; profile: Profile } | { ok: false; reason: 'host-unknown'; detail: string };
 
 /**
  * The profile with its `'host'` values replaced by this host's: `appleFamilyMax` by the chip's true Apple family,
@@ -344,7 +360,10 @@ export function bindToHost(profile: Profile, host: HostInfo | null): HostBinding
   const family = chipFamily(chip);
   const label = profile.name ?? 'the profile';
   const brand = host?.cpuBrand ?? null;
-  const why = brand === null ? 'it reports no machdep.cpu.brand_string' : `machdep.cpu.brand_string ${JSON.stringify(brand)} names no Apple chip`;
+  const why =
+    brand === null
+      ? 'it reports no machdep.cpu.brand_string'
+      : `machdep.cpu.brand_string ${JSON.stringify(brand)} names no Apple chip`;
   if (chip === null) {
     return {
       ok: false,
@@ -371,7 +390,10 @@ export function bindToHost(profile: Profile, host: HostInfo | null): HostBinding
 }
 
 function unbound(field: string): InvalidProfileError {
-  return new InvalidProfileError(field, `${field} is "host": bind the profile to a host (bindToHost) before it is predicted or installed`);
+  return new InvalidProfileError(
+    field,
+    `${field} is "host": bind the profile to a host (bindToHost) before it is predicted or installed`,
+  );
 }
 
 /** A bound profile's Apple family ceiling (null: none). Throws for an unbound `'host'`. */
@@ -448,7 +470,11 @@ export function predictPatchedDevice(stock: DeviceReport, profile: Profile): Dev
     ...stock,
     name: patchedName(profile) ?? stock.name,
     families,
-    maxThreadgroupMemoryLength: sizeAnswer(profile, profile.maxThreadgroupMemoryLength, stock.maxThreadgroupMemoryLength),
+    maxThreadgroupMemoryLength: sizeAnswer(
+      profile,
+      profile.maxThreadgroupMemoryLength,
+      stock.maxThreadgroupMemoryLength,
+    ),
     recommendedMaxWorkingSetSize: sizeAnswer(
       profile,
       profile.recommendedMaxWorkingSetSize,
@@ -485,7 +511,10 @@ export function diffAnswers(before: DeviceReport[], after: DeviceReport[]): Answ
 }
 
 /** What a bound profile would change on devices answering `stock`: each device's predicted answers and every change. */
-export function planProfile(stock: DeviceReport[], profile: Profile): { expected: DeviceReport[]; changes: AnswerChange[] } {
+export function planProfile(
+  stock: DeviceReport[],
+  profile: Profile,
+): { expected: DeviceReport[]; changes: AnswerChange[] } {
   const expected = stock.map((d) => predictPatchedDevice(d, profile));
   return { expected, changes: diffAnswers(stock, expected) };
 }

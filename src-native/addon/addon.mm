@@ -109,8 +109,7 @@ Napi::Object deviceObject(Napi::Env env, const DeviceCapabilities &caps) {
   d.Set("hasUnifiedMemory",
         caps.hasUnifiedMemoryKnown ? Napi::Value(Napi::Boolean::New(env, caps.hasUnifiedMemory)) : env.Null());
   d.Set("location", caps.location.empty() ? env.Null() : Napi::Value(Napi::String::New(env, caps.location)));
-  d.Set("architecture",
-        caps.hasArchitecture ? Napi::Value(Napi::String::New(env, caps.architecture)) : env.Null());
+  d.Set("architecture", caps.hasArchitecture ? Napi::Value(Napi::String::New(env, caps.architecture)) : env.Null());
   return d;
 }
 
@@ -151,7 +150,9 @@ Napi::Value Probe(const Napi::CallbackInfo &info) {
 }
 
 // host(): platform and host facts only. Creates no Metal device: on a dual-GPU Mac that alone would switch GPUs.
-Napi::Value Host(const Napi::CallbackInfo &info) { return hostResult(info.Env()); }
+Napi::Value Host(const Napi::CallbackInfo &info) {
+  return hostResult(info.Env());
+}
 
 Napi::Value Families(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
@@ -323,7 +324,8 @@ Napi::Value GgmlMetalImages(const Napi::CallbackInfo &info) {
   std::vector<std::string> markers;
   for (uint32_t i = 0; i < given.Length(); i++) {
     Napi::Value v = given.Get(i);
-    if (!v.IsString()) return throwError(env, "ERR_INVALID_ARGUMENT", "ggmlMetalImages(markers) takes an array of strings", true);
+    if (!v.IsString())
+      return throwError(env, "ERR_INVALID_ARGUMENT", "ggmlMetalImages(markers) takes an array of strings", true);
     markers.push_back(v.As<Napi::String>().Utf8Value());
   }
   std::vector<LoadedGgmlMetal> found = loadedGgmlMetal(markers);
@@ -333,7 +335,8 @@ Napi::Value GgmlMetalImages(const Napi::CallbackInfo &info) {
     o.Set("image", Napi::String::New(env, found[i].image));
     o.Set("ggmlVersion", found[i].hasVersion ? Napi::Value(Napi::String::New(env, found[i].version)) : env.Null());
     Napi::Array m = Napi::Array::New(env, found[i].markers.size());
-    for (size_t j = 0; j < found[i].markers.size(); j++) m.Set(static_cast<uint32_t>(j), Napi::String::New(env, found[i].markers[j]));
+    for (size_t j = 0; j < found[i].markers.size(); j++)
+      m.Set(static_cast<uint32_t>(j), Napi::String::New(env, found[i].markers[j]));
     o.Set("markers", m);
     out.Set(static_cast<uint32_t>(i), o);
   }
@@ -396,6 +399,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
 }  // namespace
 }  // namespace mcs
 
-static Napi::Object InitModule(Napi::Env env, Napi::Object exports) { return mcs::Init(env, exports); }
+static Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
+  return mcs::Init(env, exports);
+}
 
 NODE_API_MODULE(metal_cap_shim, InitModule)

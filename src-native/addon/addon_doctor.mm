@@ -127,7 +127,8 @@ Napi::Value Doctor(const Napi::CallbackInfo &info) {
   device.Set("className", Napi::String::New(env, result.device.className));
   device.Set("registryId", numberOrNull(env, result.device.registryId));
   Napi::Array outcomes = Napi::Array::New(env, result.outcomes.size());
-  for (size_t i = 0; i < result.outcomes.size(); i++) outcomes.Set(static_cast<uint32_t>(i), outcomeObject(env, result.outcomes[i]));
+  for (size_t i = 0; i < result.outcomes.size(); i++)
+    outcomes.Set(static_cast<uint32_t>(i), outcomeObject(env, result.outcomes[i]));
   Napi::Object out = Napi::Object::New(env);
   out.Set("device", device);
   out.Set("outcomes", outcomes);

@@ -31,7 +31,9 @@ std::string baseName(const std::string &path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-bool hasPrefix(const std::string &s, const char *prefix) { return s.compare(0, strlen(prefix), prefix) == 0; }
+bool hasPrefix(const std::string &s, const char *prefix) {
+  return s.compare(0, strlen(prefix), prefix) == 0;
+}
 
 template <size_t N>
 bool hasAnyPrefix(const std::string &s, const char *const (&prefixes)[N]) {
@@ -41,7 +43,9 @@ bool hasAnyPrefix(const std::string &s, const char *const (&prefixes)[N]) {
   return false;
 }
 
-bool isConsumerImage(const std::string &path) { return hasAnyPrefix(baseName(path), kConsumerImagePrefixes); }
+bool isConsumerImage(const std::string &path) {
+  return hasAnyPrefix(baseName(path), kConsumerImagePrefixes);
+}
 
 // Adds "symbol (in image)" for the first of `symbols` that `handle` resolves, unless its image is already named by
 // file name or the same entry is already there. dlsym through a library's handle also searches its dependencies,

@@ -11,7 +11,15 @@
 
 namespace mcs {
 
-enum class DoctorProbe { SimdgroupReduction, SimdgroupMatrix, Bfloat, ThreadgroupMemory, NocopyMmap, ResidencySet, Heap };
+enum class DoctorProbe {
+  SimdgroupReduction,
+  SimdgroupMatrix,
+  Bfloat,
+  ThreadgroupMemory,
+  NocopyMmap,
+  ResidencySet,
+  Heap
+};
 enum class DoctorStatus { Pass, WrongResult, Fail, Unsupported, Timeout, Skipped, Error };
 
 const char *doctorProbeId(DoctorProbe probe);
@@ -28,8 +36,8 @@ struct DoctorOptions {
   // may be dispatched at all (only in a VM: above the real limit it is undefined behaviour on real hardware).
   uint64_t stockThreadgroupMemory = 0;
   bool aboveStockThreadgroupMemory = false;
-  std::optional<std::string> mmapFile;     // opened read-only, never modified
-  uint64_t mmapSize = 0;                   // size of the generated file when there is no mmapFile
+  std::optional<std::string> mmapFile;  // opened read-only, never modified
+  uint64_t mmapSize = 0;                // size of the generated file when there is no mmapFile
   std::string tempDir;
 };
 

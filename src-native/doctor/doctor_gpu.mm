@@ -11,7 +11,9 @@ namespace mcs {
 
 namespace {
 
-std::chrono::microseconds span(double ms) { return std::chrono::microseconds(static_cast<int64_t>(ms * 1000.0)); }
+std::chrono::microseconds span(double ms) {
+  return std::chrono::microseconds(static_cast<int64_t>(ms * 1000.0));
+}
 
 // What an asynchronous Metal call hands back, shared by the caller and the completion handler: whichever lets go
 // last frees it, so a handler that runs after the caller gave up (a compiler past its deadline) is harmless.
@@ -74,11 +76,16 @@ std::string lateCompile(const std::string &what, const Deadline &deadline) {
 
 }  // namespace
 
-Deadline::Deadline(double budgetMs) : start_(std::chrono::steady_clock::now()), end_(start_ + span(budgetMs)), budgetMs_(budgetMs) {}
+Deadline::Deadline(double budgetMs)
+    : start_(std::chrono::steady_clock::now()), end_(start_ + span(budgetMs)), budgetMs_(budgetMs) {}
 
-void Deadline::restart() { end_ = std::chrono::steady_clock::now() + span(budgetMs_); }
+void Deadline::restart() {
+  end_ = std::chrono::steady_clock::now() + span(budgetMs_);
+}
 
-bool Deadline::passed() const { return std::chrono::steady_clock::now() >= end_; }
+bool Deadline::passed() const {
+  return std::chrono::steady_clock::now() >= end_;
+}
 
 double Deadline::elapsedMs() const {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
@@ -130,7 +137,9 @@ std::string exceptionText(id exception) {
   return oneLine(std::string(n != nullptr ? n : "NSException") + ": " + (r != nullptr ? r : "no reason given"));
 }
 
-std::string formatBytes(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
+std::string formatBytes(uint64_t bytes) {
+  return std::to_string(bytes) + " bytes";
+}
 
 bool buildPipeline(ProbeContext &ctx, const DoctorKernel &kernel, Pipeline *out) {
   id<MTLDevice> device = ctx.device;
@@ -230,7 +239,8 @@ Completion commitAndWait(id<MTLCommandBuffer> commandBuffer, const Deadline &dea
 
 namespace {
 
-Completion dispatchOnce(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline, std::string *error) {
+Completion dispatchOnce(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline,
+                        std::string *error) {
   id<MTLCommandBuffer> commandBuffer = [queue commandBuffer];
   if (commandBuffer == nil) {
     *error = "the command queue gave no command buffer";
@@ -277,7 +287,9 @@ ProbeOutcome incomplete(DoctorProbe probe, Completion completion, const std::str
   return makeOutcome(probe, DoctorStatus::Fail, what + " failed: " + error);
 }
 
-NSUInteger maxThreads(id<MTLComputePipelineState> pipeline) { return [pipeline maxTotalThreadsPerThreadgroup]; }
+NSUInteger maxThreads(id<MTLComputePipelineState> pipeline) {
+  return [pipeline maxTotalThreadsPerThreadgroup];
+}
 
 ProbeOutcome tooFewThreads(DoctorProbe probe, id<MTLComputePipelineState> pipeline, NSUInteger needed) {
   return makeOutcome(probe, DoctorStatus::Fail,

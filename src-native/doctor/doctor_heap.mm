@@ -16,8 +16,12 @@ constexpr uint32_t kWords = 256;
 constexpr NSUInteger kGroup = 64;
 constexpr MTLResourceOptions kHeapOptions = MTLResourceStorageModeShared | MTLResourceHazardTrackingModeUntracked;
 
-uint32_t written(uint32_t seed) { return seed * 2654435761u + 40503u; }
-uint32_t readBack(uint32_t seed) { return written(seed) ^ 2654435769u; }
+uint32_t written(uint32_t seed) {
+  return seed * 2654435761u + 40503u;
+}
+uint32_t readBack(uint32_t seed) {
+  return written(seed) ^ 2654435769u;
+}
 
 }  // namespace
 
@@ -36,11 +40,15 @@ ProbeOutcome runHeap(ProbeContext &ctx) {
   [descriptor.get() setSize:kHeapBytes];
   [descriptor.get() setResourceOptions:kHeapOptions];
   Owned<id<MTLHeap>> heap([ctx.device newHeapWithDescriptor:descriptor.get()]);
-  if (!heap) return makeOutcome(probe, DoctorStatus::Fail, "newHeapWithDescriptor: gave no heap of " + formatBytes(kHeapBytes));
+  if (!heap)
+    return makeOutcome(probe, DoctorStatus::Fail, "newHeapWithDescriptor: gave no heap of " + formatBytes(kHeapBytes));
   Owned<id<MTLBuffer>> placed([heap.get() newBufferWithLength:kWords * sizeof(uint32_t) options:kHeapOptions]);
-  if (!placed) return makeOutcome(probe, DoctorStatus::Fail, "the heap gave no buffer of " + formatBytes(kWords * sizeof(uint32_t)));
+  if (!placed)
+    return makeOutcome(probe, DoctorStatus::Fail,
+                       "the heap gave no buffer of " + formatBytes(kWords * sizeof(uint32_t)));
   if ([placed.get() heap] != heap.get()) {
-    return makeOutcome(probe, DoctorStatus::WrongResult, "the buffer the heap gave does not report that heap as its own");
+    return makeOutcome(probe, DoctorStatus::WrongResult,
+                       "the buffer the heap gave does not report that heap as its own");
   }
   std::vector<uint32_t> seeds(kWords);
   for (uint32_t i = 0; i < kWords; i++) seeds[i] = i * 747796405u + 2891336453u;
@@ -66,7 +74,8 @@ ProbeOutcome runHeap(ProbeContext &ctx) {
     if (done == Completion::Completed) continue;
     // A command buffer that never completed may still use the heap's memory: it is left to Metal.
     if (done == Completion::TimedOut) heap.abandon();
-    return incomplete(probe, done, error, ctx.deadline, spec == &write ? "the dispatch writing the placed buffer" : "the dispatch reading it back");
+    return incomplete(probe, done, error, ctx.deadline,
+                      spec == &write ? "the dispatch writing the placed buffer" : "the dispatch reading it back");
   }
   const uint32_t *inHeap = static_cast<const uint32_t *>([placed.get() contents]);
   const uint32_t *gotBack = static_cast<const uint32_t *>([out.get() contents]);

@@ -40,7 +40,9 @@ uint32_t fnv1a(const uint32_t *words, size_t count) {
   return hash;
 }
 
-std::string systemError(const std::string &what) { return what + ": " + strerror(errno); }
+std::string systemError(const std::string &what) {
+  return what + ": " + strerror(errno);
+}
 
 class FileDescriptor {
  public:
@@ -171,23 +173,27 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
     name.push_back('\0');
     // Close-on-exec from the start: a program started by another thread between create and fcntl would inherit it.
     writer.reset(mkostemp(name.data(), O_CLOEXEC));
-    if (writer.get() < 0) return makeOutcome(probe, DoctorStatus::Error, systemError("cannot create a file in " + options.tempDir));
+    if (writer.get() < 0)
+      return makeOutcome(probe, DoctorStatus::Error, systemError("cannot create a file in " + options.tempDir));
     reader.reset(open(name.data(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     int openError = errno;
     unlink(name.data());
     what = "a generated " + formatBytes(options.mmapSize) + " file";
     errno = openError;
-    if (reader.get() < 0) return makeOutcome(probe, DoctorStatus::Error, systemError("cannot open " + what + " read-only"));
+    if (reader.get() < 0)
+      return makeOutcome(probe, DoctorStatus::Error, systemError("cannot open " + what + " read-only"));
     std::string error;
     if (!generateFile(writer.get(), options.mmapSize, &error)) return makeOutcome(probe, DoctorStatus::Error, error);
     ctx.deadline.restart();
   } else {
     what = "'" + *options.mmapFile + "'";
     reader.reset(open(options.mmapFile->c_str(), O_RDONLY | O_CLOEXEC));
-    if (reader.get() < 0) return makeOutcome(probe, DoctorStatus::Error, systemError("cannot open " + what + " read-only"));
+    if (reader.get() < 0)
+      return makeOutcome(probe, DoctorStatus::Error, systemError("cannot open " + what + " read-only"));
   }
   struct stat info;
-  if (fstat(reader.get(), &info) != 0) return makeOutcome(probe, DoctorStatus::Error, systemError("cannot stat " + what));
+  if (fstat(reader.get(), &info) != 0)
+    return makeOutcome(probe, DoctorStatus::Error, systemError("cannot stat " + what));
   uint64_t fileSize = static_cast<uint64_t>(info.st_size);
   if (!S_ISREG(info.st_mode) || fileSize == 0) {
     return makeOutcome(probe, DoctorStatus::Error, what + " is not a non-empty regular file");
@@ -199,24 +205,26 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
   if ([(id)ctx.device respondsToSelector:@selector(maxBufferLength)]) {
     bufferLength = std::min<uint64_t>(mapLength, [ctx.device maxBufferLength] / page * page);
   }
-  if (bufferLength == 0) return makeOutcome(probe, DoctorStatus::Fail, "the device's maxBufferLength is below one page");
+  if (bufferLength == 0)
+    return makeOutcome(probe, DoctorStatus::Fail, "the device's maxBufferLength is below one page");
 
   Mapping mapping(mmap(nullptr, mapLength, PROT_READ, MAP_SHARED, reader.get(), 0), mapLength);
-  if (mapping.address() == MAP_FAILED) return makeOutcome(probe, DoctorStatus::Error, systemError("mmap of " + what + " failed"));
+  if (mapping.address() == MAP_FAILED)
+    return makeOutcome(probe, DoctorStatus::Error, systemError("mmap of " + what + " failed"));
   Owned<id<MTLBuffer>> buffer([ctx.device newBufferWithBytesNoCopy:mapping.address()
-                                                             length:bufferLength
-                                                            options:MTLResourceStorageModeShared
-                                                        deallocator:nil]);
+                                                            length:bufferLength
+                                                           options:MTLResourceStorageModeShared
+                                                       deallocator:nil]);
   if (!buffer) {
     return makeOutcome(probe, DoctorStatus::Fail,
                        "newBufferWithBytesNoCopy returned nil for " + formatBytes(bufferLength) + " of " + what);
   }
   uint64_t reported = [buffer.get() length];
   if (reported != bufferLength) {
-    ProbeOutcome o = makeOutcome(
-        probe, DoctorStatus::WrongResult,
-        "the NoCopy buffer over " + what + " reports a length of " + formatBytes(reported) + " for " +
-            formatBytes(bufferLength) + (reported == 0 ? " (reading it would crash, so it was not read)" : ""));
+    ProbeOutcome o = makeOutcome(probe, DoctorStatus::WrongResult,
+                                 "the NoCopy buffer over " + what + " reports a length of " + formatBytes(reported) +
+                                     " for " + formatBytes(bufferLength) +
+                                     (reported == 0 ? " (reading it would crash, so it was not read)" : ""));
     o.bufferLength = reported;
     return o;
   }
@@ -265,24 +273,28 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
     o.bufferLength = reported;
     return o;
   };
-  std::string sampled = std::to_string(blocks) + " sampled blocks (" + formatBytes(kBlockBytes) + " each) of " + what +
-                        (bufferLength < mapLength ? " (its first " + formatBytes(bufferLength) + ": maxBufferLength)" : "");
+  std::string sampled =
+      std::to_string(blocks) + " sampled blocks (" + formatBytes(kBlockBytes) + " each) of " + what +
+      (bufferLength < mapLength ? " (its first " + formatBytes(bufferLength) + ": maxBufferLength)" : "");
 
   // The GPU reads first, before the CPU has touched the pages.
   ProbeOutcome failure;
   if (!gpuRound(&sample.gpu, &failure)) return failure;
-  if (!checksumFile(reader.get(), &sample)) return result(DoctorStatus::Error, systemError("reading " + what + " failed"));
+  if (!checksumFile(reader.get(), &sample))
+    return result(DoctorStatus::Error, systemError("reading " + what + " failed"));
   size_t first = 0;
   if (uint32_t wrong = mismatches(sample.gpu, sample.file, &first)) {
-    return result(DoctorStatus::WrongResult,
-                  "the GPU read " + std::to_string(wrong) + " of " + sampled + " differently from the file (first at byte " +
-                      std::to_string(sample.firstWord[first] * 4) + ")");
+    return result(DoctorStatus::WrongResult, "the GPU read " + std::to_string(wrong) + " of " + sampled +
+                                                 " differently from the file (first at byte " +
+                                                 std::to_string(sample.firstWord[first] * 4) + ")");
   }
   // Stale pages show only when the file changes, and a user's file is never written: say what was not checked.
   if (!generated) {
     return result(DoctorStatus::Pass, "the GPU read all " + sampled +
                                           " through a NoCopy buffer over its mmap as the file holds them; page-change "
-                                          "check skipped: " + what + " is opened read-only; run without --mmap-file "
+                                          "check skipped: " +
+                                          what +
+                                          " is opened read-only; run without --mmap-file "
                                           "to test stale pages");
   }
 
@@ -295,15 +307,17 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
     }
   }
   std::vector<uint32_t> before = sample.gpu;
-  if (!checksumFile(reader.get(), &sample)) return result(DoctorStatus::Error, systemError("reading " + what + " failed"));
-  if (sample.file == before) return result(DoctorStatus::Error, "the file did not show its own change; nothing to compare");
+  if (!checksumFile(reader.get(), &sample))
+    return result(DoctorStatus::Error, systemError("reading " + what + " failed"));
+  if (sample.file == before)
+    return result(DoctorStatus::Error, "the file did not show its own change; nothing to compare");
   if (!gpuRound(&sample.gpu, &failure)) return failure;
   if (uint32_t wrong = mismatches(sample.gpu, sample.file, &first)) {
     size_t unused = 0;
     uint32_t stale = blocks - mismatches(sample.gpu, before, &unused);
-    return result(DoctorStatus::WrongResult,
-                  "stale data: after the file's pages changed, the GPU read " + std::to_string(wrong) + " of " + sampled +
-                      " wrong, " + std::to_string(stale) + " of them as they were before");
+    return result(DoctorStatus::WrongResult, "stale data: after the file's pages changed, the GPU read " +
+                                                 std::to_string(wrong) + " of " + sampled + " wrong, " +
+                                                 std::to_string(stale) + " of them as they were before");
   }
   return result(DoctorStatus::Pass, "the GPU read all " + sampled +
                                         " through a NoCopy buffer over its mmap as the file holds them, also after "

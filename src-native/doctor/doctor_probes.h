@@ -17,7 +17,7 @@ ProbeOutcome runHeap(ProbeContext &ctx);  // doctor_heap.mm
 // CPU references, exposed for the runners in other files.
 uint16_t floatToBfloatBits(float value);  // round to nearest, ties to even
 float bfloatBitsToFloat(uint16_t bits);
-uint16_t floatToHalfBits(float value);    // round to nearest, ties to even
+uint16_t floatToHalfBits(float value);  // round to nearest, ties to even
 float halfBitsToFloat(uint16_t bits);
 
 }  // namespace mcs

@@ -131,7 +131,8 @@ ProbeOutcome runSimdgroupReduction(ProbeContext &ctx) {
   Owned<id<MTLBuffer>> maxima(newSharedBuffer(ctx.device, nullptr, kThreads * sizeof(float)));
   Owned<id<MTLBuffer>> width(newSharedBuffer(ctx.device, nullptr, sizeof(uint32_t)));
   Owned<id<MTLCommandQueue>> queue([ctx.device newCommandQueue]);
-  if (!in || !sums || !maxima || !width || !queue) return makeOutcome(probe, DoctorStatus::Fail, "Metal gave no buffer or queue");
+  if (!in || !sums || !maxima || !width || !queue)
+    return makeOutcome(probe, DoctorStatus::Fail, "Metal gave no buffer or queue");
   DispatchSpec spec;
   spec.pipeline = pipeline.state.get();
   spec.buffers = {in.get(), sums.get(), maxima.get(), width.get()};
@@ -164,8 +165,9 @@ ProbeOutcome runSimdgroupReduction(ProbeContext &ctx) {
     }
   }
   if (wrong > 0) {
-    return makeOutcome(probe, DoctorStatus::WrongResult,
-                       std::to_string(wrong) + " of " + std::to_string(kThreads) + " threads differ from the CPU; " + first);
+    return makeOutcome(
+        probe, DoctorStatus::WrongResult,
+        std::to_string(wrong) + " of " + std::to_string(kThreads) + " threads differ from the CPU; " + first);
   }
   return makeOutcome(probe, DoctorStatus::Pass,
                      "simd_sum and simd_max over " + std::to_string(kThreads) + " threads in SIMD-groups of " +
@@ -185,8 +187,12 @@ struct MatrixRun {
 
 // Quarter and half steps: every product and partial sum is exact in half and float, so any deviation is the
 // hardware's, not rounding.
-float matrixA(uint32_t i) { return static_cast<float>(static_cast<int>((i * 7u + 3u) % 9u) - 4) * 0.25f; }
-float matrixB(uint32_t i) { return static_cast<float>(static_cast<int>((i * 5u + 1u) % 7u) - 3) * 0.5f; }
+float matrixA(uint32_t i) {
+  return static_cast<float>(static_cast<int>((i * 7u + 3u) % 9u) - 4) * 0.25f;
+}
+float matrixB(uint32_t i) {
+  return static_cast<float>(static_cast<int>((i * 5u + 1u) % 7u) - 3) * 0.5f;
+}
 
 }  // namespace
 
@@ -236,8 +242,10 @@ ProbeOutcome runSimdgroupMatrix(ProbeContext &ctx) {
       ah[i] = floatToHalfBits(a[i]);
       bh[i] = floatToHalfBits(b[i]);
     }
-    Owned<id<MTLBuffer>> bufA(newSharedBuffer(ctx.device, run.half ? (const void *)ah.data() : a.data(), count * element));
-    Owned<id<MTLBuffer>> bufB(newSharedBuffer(ctx.device, run.half ? (const void *)bh.data() : b.data(), count * element));
+    Owned<id<MTLBuffer>> bufA(
+        newSharedBuffer(ctx.device, run.half ? (const void *)ah.data() : a.data(), count * element));
+    Owned<id<MTLBuffer>> bufB(
+        newSharedBuffer(ctx.device, run.half ? (const void *)bh.data() : b.data(), count * element));
     Owned<id<MTLBuffer>> bufC(newSharedBuffer(ctx.device, nullptr, count * element));
     Owned<id<MTLBuffer>> bufN(newSharedBuffer(ctx.device, &n, sizeof(n)));
     if (!bufA || !bufB || !bufC || !bufN) return makeOutcome(probe, DoctorStatus::Fail, "Metal gave no buffer");
@@ -267,13 +275,15 @@ ProbeOutcome runSimdgroupMatrix(ProbeContext &ctx) {
     }
   }
   if (!failures.empty()) {
-    ProbeOutcome o = makeOutcome(probe, DoctorStatus::WrongResult, "simdgroup_multiply_accumulate differs from the CPU: " + failures);
+    ProbeOutcome o = makeOutcome(probe, DoctorStatus::WrongResult,
+                                 "simdgroup_multiply_accumulate differs from the CPU: " + failures);
     o.maxAbsError = worst;
     return o;
   }
   ProbeOutcome o = makeOutcome(probe, DoctorStatus::Pass,
                                "8x8 and 32x32 products of simdgroup_float8x8 and simdgroup_half8x8 equal the CPU's "
-                               "within tolerance (max |error| " + floatText(worst) + ")");
+                               "within tolerance (max |error| " +
+                                   floatText(worst) + ")");
   o.maxAbsError = worst;
   return o;
 }
@@ -298,8 +308,9 @@ float shapedFloat(Lcg &rng, int exponent, int low) {
 ProbeOutcome runBfloat(ProbeContext &ctx) {
   const DoctorProbe probe = DoctorProbe::Bfloat;
   if (ctx.osMajor != 0 && ctx.osMajor < 14) {
-    return makeOutcome(probe, DoctorStatus::Unsupported,
-                       "bfloat needs MSL 3.1, which macOS " + std::to_string(ctx.osMajor) + " does not have (macOS 14+)");
+    return makeOutcome(
+        probe, DoctorStatus::Unsupported,
+        "bfloat needs MSL 3.1, which macOS " + std::to_string(ctx.osMajor) + " does not have (macOS 14+)");
   }
   constexpr uint32_t kCount = 256;
   constexpr NSUInteger kGroup = 64;
@@ -513,7 +524,8 @@ ProbeOutcome runResidencySet(ProbeContext &ctx) {
   using NewSetFn = id (*)(id, SEL, id, NSError **);
   NewSetFn create = reinterpret_cast<NewSetFn>(class_getMethodImplementation(object_getClass((id)ctx.device), newSet));
   Owned<id> set(create((id)ctx.device, newSet, descriptor.get(), &error));
-  if (!set) return makeOutcome(probe, DoctorStatus::Fail, "newResidencySetWithDescriptor:error: failed: " + errorText(error));
+  if (!set)
+    return makeOutcome(probe, DoctorStatus::Fail, "newResidencySetWithDescriptor:error: failed: " + errorText(error));
 
   std::vector<uint32_t> input(kWords);
   for (uint32_t i = 0; i < kWords; i++) input[i] = i * 2246822519u + 374761393u;
@@ -528,12 +540,13 @@ ProbeOutcome runResidencySet(ProbeContext &ctx) {
   SEL allocationCount = sel_registerName("allocationCount");
   if ([set.get() respondsToSelector:allocationCount]) {
     using CountFn = NSUInteger (*)(id, SEL);
-    NSUInteger n = reinterpret_cast<CountFn>(class_getMethodImplementation(object_getClass(set.get()), allocationCount))(
-        set.get(), allocationCount);
+    NSUInteger n = reinterpret_cast<CountFn>(
+        class_getMethodImplementation(object_getClass(set.get()), allocationCount))(set.get(), allocationCount);
     if (n != 1) {
       callVoid(set.get(), "endResidency");
-      return makeOutcome(probe, DoctorStatus::WrongResult,
-                         "the residency set counts " + std::to_string((unsigned long)n) + " allocations after adding one buffer");
+      return makeOutcome(
+          probe, DoctorStatus::WrongResult,
+          "the residency set counts " + std::to_string((unsigned long)n) + " allocations after adding one buffer");
     }
   }
   DispatchSpec spec;
@@ -552,7 +565,8 @@ ProbeOutcome runResidencySet(ProbeContext &ctx) {
   }
   callVoid(set.get(), "endResidency");
   callVoid(set.get(), "removeAllAllocations");
-  if (done == Completion::Failed) return incomplete(probe, done, failure, ctx.deadline, "the dispatch using the residency set");
+  if (done == Completion::Failed)
+    return incomplete(probe, done, failure, ctx.deadline, "the dispatch using the residency set");
   const uint32_t *got = contentsOf<uint32_t>(out.get());
   uint32_t wrong = 0;
   for (uint32_t i = 0; i < kWords; i++) wrong += got[i] != (input[i] ^ 2779096485u) ? 1 : 0;
@@ -561,8 +575,9 @@ ProbeOutcome runResidencySet(ProbeContext &ctx) {
                        "a kernel reading the resident buffer got " + std::to_string(wrong) + " of " +
                            std::to_string(kWords) + " words wrong");
   }
-  return makeOutcome(probe, DoctorStatus::Pass,
-                     "a residency set was created, given a buffer, committed, and used by a dispatch that read it right");
+  return makeOutcome(
+      probe, DoctorStatus::Pass,
+      "a residency set was created, given a buffer, committed, and used by a dispatch that read it right");
 }
 
 }  // namespace mcs

@@ -26,7 +26,9 @@ std::string locationName(MTLDeviceLocation location) {
   }
 }
 
-std::string utf8(NSString *s) { return s == nil ? std::string() : std::string([s UTF8String]); }
+std::string utf8(NSString *s) {
+  return s == nil ? std::string() : std::string([s UTF8String]);
+}
 
 }  // namespace
 

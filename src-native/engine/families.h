@@ -1,6 +1,6 @@
 // MTLGPUFamily values by name, as Apple's MTLDevice.h defines them. Numbers, not the SDK's enum constants, so the
-// addon compiles against SDKs that predate Apple10 and Metal4. lib/core/families.ts holds the same table for TypeScript;
-// test/probe.test.ts asserts the two agree.
+// addon compiles against SDKs that predate Apple10 and Metal4. lib/core/families.ts holds the same table for
+// TypeScript; test/probe.test.ts asserts the two agree.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +43,8 @@ inline constexpr bool familyIndexMatchesTable() {
 }
 static_assert(familyIndexMatchesTable(), "familyIndex must follow kFamilies");
 
-inline bool isAppleFamily(long value) { return value >= kAppleFamilyFirst && value <= kAppleFamilyLast; }
+inline bool isAppleFamily(long value) {
+  return value >= kAppleFamilyFirst && value <= kAppleFamilyLast;
+}
 
 }  // namespace mcs

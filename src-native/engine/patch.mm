@@ -10,7 +10,9 @@
 namespace mcs {
 namespace {
 
-const char *modeName(HookMode mode) { return mode == HookMode::Added ? "added" : "replaced"; }
+const char *modeName(HookMode mode) {
+  return mode == HookMode::Added ? "added" : "replaced";
+}
 
 }  // namespace
 
@@ -37,8 +39,8 @@ PatchResult patchClasses(const std::vector<Class> &classes, const std::vector<Cl
         return result;
       }
       if (outcome == InstallOutcome::Installed) installedNow.push_back(slot);
-      patch.selectors.push_back({selectorName(selector),
-                                 outcome == InstallOutcome::Installed ? "installed" : "already-installed", ""});
+      patch.selectors.push_back(
+          {selectorName(selector), outcome == InstallOutcome::Installed ? "installed" : "already-installed", ""});
     }
     result.classes.push_back(patch);
   }

@@ -77,7 +77,12 @@ const Profile *activeProfile();
 
 // The hooked selectors and the per-slot replacement for each. The first three are hooked on every patched class;
 // `name` only on classes with a device that answers another name than the profile's (patch.h).
-enum class HookedSelector { SupportsFamily = 0, MaxThreadgroupMemoryLength = 1, RecommendedMaxWorkingSetSize = 2, Name = 3 };
+enum class HookedSelector {
+  SupportsFamily = 0,
+  MaxThreadgroupMemoryLength = 1,
+  RecommendedMaxWorkingSetSize = 2,
+  Name = 3
+};
 inline constexpr int kHookedSelectorCount = 4;
 inline constexpr int kAnswerSelectorCount = 3;
 SEL selectorFor(HookedSelector s);

@@ -76,8 +76,8 @@ int hexDigit(char c) {
   return -1;
 }
 
-// The name arrives as lower-case hex (lib/patch/profiles.ts), so the text holds no separator; each byte must be printable
-// ASCII, as TypeScript validated.
+// The name arrives as lower-case hex (lib/patch/profiles.ts), so the text holds no separator; each byte must be
+// printable ASCII, as TypeScript validated.
 bool parseName(const std::string &hex, Profile *out, std::string *error) {
   if (hex.empty() || hex.size() % 2 != 0 || hex.size() > 2 * kMaxDeviceNameLength) {
     *error = "name must be 1 to " + std::to_string(kMaxDeviceNameLength) + " bytes as hex";
@@ -102,7 +102,8 @@ bool applyField(const std::string &key, const std::string &value, Profile *out, 
   uint64_t n = 0;
   if (key == "max") {
     if (value == "-") return true;
-    if (!parseUnsigned(value, &n) || n < static_cast<uint64_t>(kAppleFamilyFirst) || n > static_cast<uint64_t>(kProfileFamilyMaxLast)) {
+    if (!parseUnsigned(value, &n) || n < static_cast<uint64_t>(kAppleFamilyFirst) ||
+        n > static_cast<uint64_t>(kProfileFamilyMaxLast)) {
       *error = "max must be an Apple family value from " + std::to_string(kAppleFamilyFirst) + " to " +
                std::to_string(kProfileFamilyMaxLast);
       return false;
@@ -110,7 +111,8 @@ bool applyField(const std::string &key, const std::string &value, Profile *out, 
     out->appleFamilyMax = static_cast<long>(n);
   } else if (key == "tg") {
     if (value == "-") return true;
-    if (!parseUnsigned(value, &n) || n < kThreadgroupMemoryMin || n > kThreadgroupMemoryMax || n % kThreadgroupMemoryMultiple != 0) {
+    if (!parseUnsigned(value, &n) || n < kThreadgroupMemoryMin || n > kThreadgroupMemoryMax ||
+        n % kThreadgroupMemoryMultiple != 0) {
       *error = "tg must be a byte count from " + std::to_string(kThreadgroupMemoryMin) + " to " +
                std::to_string(kThreadgroupMemoryMax) + ", a multiple of " + std::to_string(kThreadgroupMemoryMultiple);
       return false;
@@ -120,7 +122,8 @@ bool applyField(const std::string &key, const std::string &value, Profile *out, 
   } else if (key == "wss") {
     if (value == "-") return true;
     if (!parseUnsigned(value, &n) || n < kWorkingSetMin || n > kWorkingSetMax) {
-      *error = "wss must be a byte count from " + std::to_string(kWorkingSetMin) + " to " + std::to_string(kWorkingSetMax);
+      *error =
+          "wss must be a byte count from " + std::to_string(kWorkingSetMin) + " to " + std::to_string(kWorkingSetMax);
       return false;
     }
     out->hasWorkingSet = true;
@@ -179,7 +182,9 @@ uint64_t traceKey(HookedSelector s, long family) {
 }
 
 // The fixed slot of a size query; a family's is its familyIndex().
-constexpr int sizeTraceSlot(HookedSelector s) { return static_cast<int>(kFamilyCount) + static_cast<int>(s) - 1; }
+constexpr int sizeTraceSlot(HookedSelector s) {
+  return static_cast<int>(kFamilyCount) + static_cast<int>(s) - 1;
+}
 
 inline void countInto(TraceSlot &slot, uint64_t stock, uint64_t given) {
   slot.calls.fetch_add(1, std::memory_order_relaxed);
@@ -311,12 +316,18 @@ IMP workingSetImp(int slot, std::index_sequence<I...>) {
   return table[slot];
 }
 
-IMP supportsFamilyFactory(int slot) { return supportsFamilyImp(slot, std::make_index_sequence<kMaxHooks>{}); }
+IMP supportsFamilyFactory(int slot) {
+  return supportsFamilyImp(slot, std::make_index_sequence<kMaxHooks>{});
+}
 IMP maxThreadgroupMemoryFactory(int slot) {
   return maxThreadgroupMemoryImp(slot, std::make_index_sequence<kMaxHooks>{});
 }
-IMP workingSetFactory(int slot) { return workingSetImp(slot, std::make_index_sequence<kMaxHooks>{}); }
-IMP nameFactory(int slot) { return nameImp(slot, std::make_index_sequence<kMaxHooks>{}); }
+IMP workingSetFactory(int slot) {
+  return workingSetImp(slot, std::make_index_sequence<kMaxHooks>{});
+}
+IMP nameFactory(int slot) {
+  return nameImp(slot, std::make_index_sequence<kMaxHooks>{});
+}
 
 }  // namespace
 
@@ -382,7 +393,9 @@ void setActiveProfile(const Profile *p) {
   gActive.store(stored, std::memory_order_release);
 }
 
-const Profile *activeProfile() { return gActive.load(std::memory_order_acquire); }
+const Profile *activeProfile() {
+  return gActive.load(std::memory_order_acquire);
+}
 
 SEL selectorFor(HookedSelector s) {
   switch (s) {
@@ -426,12 +439,22 @@ SlotImpFactory factoryFor(HookedSelector s) {
   return nullptr;
 }
 
-IMP replacementFor(HookedSelector s, int slot) { return factoryFor(s)(slot); }
+IMP replacementFor(HookedSelector s, int slot) {
+  return factoryFor(s)(slot);
+}
 
-StockAnswersScope::StockAnswersScope() { tlsStockDepth++; }
-StockAnswersScope::~StockAnswersScope() { tlsStockDepth--; }
-UntracedScope::UntracedScope() { tlsUntracedDepth++; }
-UntracedScope::~UntracedScope() { tlsUntracedDepth--; }
+StockAnswersScope::StockAnswersScope() {
+  tlsStockDepth++;
+}
+StockAnswersScope::~StockAnswersScope() {
+  tlsStockDepth--;
+}
+UntracedScope::UntracedScope() {
+  tlsUntracedDepth++;
+}
+UntracedScope::~UntracedScope() {
+  tlsUntracedDepth--;
+}
 
 std::vector<TraceRow> traceRows() {
   std::vector<TraceRow> rows;
@@ -439,9 +462,13 @@ std::vector<TraceRow> traceRows() {
     uint64_t key = slot.key.load(std::memory_order_acquire);
     if (key == 0) return;
     auto selector = static_cast<HookedSelector>((key >> 32) - 1);
-    TraceRow row{selector, static_cast<long>(static_cast<int32_t>(key & 0xffffffffu)),
-                 slot.calls.load(std::memory_order_relaxed), slot.lastStock.load(std::memory_order_relaxed),
-                 slot.lastGiven.load(std::memory_order_relaxed), std::string(), std::string()};
+    TraceRow row{selector,
+                 static_cast<long>(static_cast<int32_t>(key & 0xffffffffu)),
+                 slot.calls.load(std::memory_order_relaxed),
+                 slot.lastStock.load(std::memory_order_relaxed),
+                 slot.lastGiven.load(std::memory_order_relaxed),
+                 std::string(),
+                 std::string()};
     if (selector == HookedSelector::Name) {
       std::lock_guard<std::mutex> lock(gNameTraceMutex);
       row.stockName = gNameStock;
@@ -461,7 +488,9 @@ void resetTrace() {
   gTraceDropped.store(0, std::memory_order_relaxed);
 }
 
-uint64_t traceDropped() { return gTraceDropped.load(std::memory_order_relaxed); }
+uint64_t traceDropped() {
+  return gTraceDropped.load(std::memory_order_relaxed);
+}
 
 std::string utf8Text(id string) {
   if (string == nil) return std::string();

@@ -29,9 +29,9 @@ enum class InstallOutcome {
 };
 
 enum class RestoreOutcome {
-  Restored,      // the class answers with exactly what it answered before the hook
+  Restored,  // the class answers with exactly what it answered before the hook
   NotInstalled,
-  Conflict,      // someone replaced our implementation after us; theirs is left in place
+  Conflict,  // someone replaced our implementation after us; theirs is left in place
 };
 
 // How a hook reached its class.

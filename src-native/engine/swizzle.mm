@@ -34,7 +34,9 @@ std::atomic<int> gHookCount{0};
 [[clang::no_destroy]] std::mutex gInstallMutex;
 
 // Selector equality by name: GCC's runtime keeps typed selectors, so one name can have several SEL values.
-bool sameSelector(SEL a, SEL b) { return a == b || strcmp(sel_getName(a), sel_getName(b)) == 0; }
+bool sameSelector(SEL a, SEL b) {
+  return a == b || strcmp(sel_getName(a), sel_getName(b)) == 0;
+}
 
 // The class's own method for `sel`, ignoring superclasses (class_getInstanceMethod would return an inherited one).
 Method ownMethod(Class cls, SEL sel) {
@@ -159,8 +161,8 @@ std::vector<HookInfo> hookInfos() {
     const HookEntry &e = gHooks[i];
     Method own = ownMethod(e.cls, e.sel);
     bool ours = e.installed && own != NULL && method_getImplementation(own) == e.replacement;
-    infos.push_back({class_getName(e.cls), sel_getName(e.sel), e.hot.added.load() ? HookMode::Added : HookMode::Replaced,
-                     e.installed, ours});
+    infos.push_back({class_getName(e.cls), sel_getName(e.sel),
+                     e.hot.added.load() ? HookMode::Added : HookMode::Replaced, e.installed, ours});
   }
   return infos;
 }

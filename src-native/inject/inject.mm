@@ -11,9 +11,10 @@
 //
 // The status fd is trusted only through a chain of injected processes. A process takes it when its parent is the
 // process the environment names (the CLI passes its own pid) or it is that process after an exec in place, the fd is
-// a pipe or a socket, and, below the CLI's child, it is the very object the parent held. It then hands the fd down under its own pid, so a program a launcher starts
-// reports too. A program that does not load the injector (static, setuid) breaks the chain: its children see a parent
-// that is not the one named, leave whatever their fd 3 is untouched, and unset the variables.
+// a pipe or a socket, and, below the CLI's child, it is the very object the parent held. It then hands the fd down
+// under its own pid, so a program a launcher starts reports too. A program that does not load the injector (static,
+// setuid) breaks the chain: its children see a parent that is not the one named, leave whatever their fd 3 is
+// untouched, and unset the variables.
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
 #include <dlfcn.h>
@@ -127,9 +128,8 @@ int takeStatusFd() {
   // The parent named, or this very process after it exec'd another program in place (a launcher that picks the real
   // binary: the pid stays, the fd and its identity with it).
   bool named = parent > 0 && (static_cast<long>(getppid()) == parent || static_cast<long>(getpid()) == parent);
-  bool ours = fd >= 3 && named &&
-              fstat(static_cast<int>(fd), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) &&
-              (identity == NULL || identityOf(st) == identity);
+  bool ours = fd >= 3 && named && fstat(static_cast<int>(fd), &st) == 0 &&
+              (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) && (identity == NULL || identityOf(st) == identity);
   if (!ours) {
     forgetStatusVariables();
     return -1;
@@ -332,8 +332,8 @@ __attribute__((constructor)) void injectorLoaded() {
 // Laid out as dyld-interposing.h does: a writable pair in __DATA,__interpose.
 #define MCS_INTERPOSE(replacement, replacee)                                    \
   __attribute__((used)) static struct {                                         \
-    const void *r;                                                               \
-    const void *e;                                                               \
+    const void *r;                                                              \
+    const void *e;                                                              \
   } mcs_interpose_##replacee __attribute__((section("__DATA,__interpose"))) = { \
       reinterpret_cast<const void *>(&replacement), reinterpret_cast<const void *>(&replacee)}
 
@@ -353,7 +353,7 @@ static NSArray<id<MTLDevice>> *mcs_MTLCopyAllDevices(void) {
 
 // The observer variant (macOS 10.13+) lists devices too, and can be a program's only way in.
 static NSArray<id<MTLDevice>> *mcs_MTLCopyAllDevicesWithObserver(id<NSObject> *observer,
-                                                                  MTLDeviceNotificationHandler handler) {
+                                                                 MTLDeviceNotificationHandler handler) {
   NSArray<id<MTLDevice>> *devices = MTLCopyAllDevicesWithObserver(observer, handler);
   std::vector<id> list;
   for (NSUInteger i = 0; i < [devices count]; i++) list.push_back([devices objectAtIndex:i]);

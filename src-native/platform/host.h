@@ -25,8 +25,8 @@ struct HostFacts {
   Optional arch;
   bool memoryKnown = false;  // hw.memsize
   uint64_t memoryBytes = 0;
-  int translated = -1;  // sysctl.proc_translated: 1 under Rosetta, 0 native, -1 unknown
-  Optional cpuBrand;    // machdep.cpu.brand_string; in a guest the host's, with " (Virtual)"
+  int translated = -1;        // sysctl.proc_translated: 1 under Rosetta, 0 native, -1 unknown
+  Optional cpuBrand;          // machdep.cpu.brand_string; in a guest the host's, with " (Virtual)"
   Optional recordedPlatform;  // the platform the snapshot was recorded on (test build only)
 };
 

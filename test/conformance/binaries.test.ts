@@ -11,7 +11,12 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { restore, status } from '../../lib/patch/apply.js';
 import { applyProfile } from '../../lib/apply/auto.js';
-import { LLAMA_CPP_GENERATION_MARKERS, parseRelease, ruleSetForRelease, rulesOfLoaded } from '../../lib/engines/index.js';
+import {
+  LLAMA_CPP_GENERATION_MARKERS,
+  parseRelease,
+  ruleSetForRelease,
+  rulesOfLoaded,
+} from '../../lib/engines/index.js';
 import { nodeLlamaCppRelease } from '../../lib/engines/loaded-llama.js';
 import { requireSimBuild, root } from '../helpers.js';
 import { fetchBinaries } from './build.mjs';
@@ -30,7 +35,13 @@ const missing = TOOLS.filter((tool) => {
 const tool = (name: string, args: string[]) => execFileSync(name, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
 /** Symbols a Mach-O image imports (`llvm-nm -u`) or defines and exports (`-gU`), without Mach-O's leading underscore. */
 const stripped = (symbols: string[]) => symbols.map((s) => s.replace(/^_/, ''));
-const imports = (file: string) => stripped(tool('llvm-nm-19', ['-u', file]).split('\n').map((l) => l.trim()).filter(Boolean));
+const imports = (file: string) =>
+  stripped(
+    tool('llvm-nm-19', ['-u', file])
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean),
+  );
 /** Symbols an image defines and exports, as llvm-nm names them (Mach-O's with their leading underscore). */
 const defined = (file: string) =>
   tool('llvm-nm-19', ['-gU', file])
@@ -43,19 +54,27 @@ const methodNames = (file: string) =>
     .split('\n')
     .map((l) => /^[0-9a-f]+\s+(\S+)$/.exec(l.trim())?.[1])
     .filter((s): s is string => s !== undefined);
-const sdkOf = (file: string) => /LC_BUILD_VERSION[\s\S]*?\bsdk (\S+)/.exec(tool('llvm-objdump-19', ['--macho', '--private-headers', file]))?.[1] ?? null;
+const sdkOf = (file: string) =>
+  /LC_BUILD_VERSION[\s\S]*?\bsdk (\S+)/.exec(tool('llvm-objdump-19', ['--macho', '--private-headers', file]))?.[1] ??
+  null;
 const isMachO = (file: string) => readFileSync(file).readUInt32LE(0) === 0xfeedfacf;
 
 /** What the consumer scan (src-native/addon/consumers.mm) looks for: image name prefixes and ggml-metal symbols. */
 function scanTargets(): { imagePrefixes: string[]; ggmlMetalSymbols: string[] } {
   const source = readFileSync(path.join(root, 'src-native', 'addon', 'consumers.mm'), 'utf8');
-  const list = (name: string) => /\{([^}]*)\}/.exec(source.slice(source.indexOf(name)))![1]!.match(/"[^"]+"/g)!.map((s) => JSON.parse(s) as string);
+  const list = (name: string) =>
+    /\{([^}]*)\}/
+      .exec(source.slice(source.indexOf(name)))![1]!
+      .match(/"[^"]+"/g)!
+      .map((s) => JSON.parse(s) as string);
   return { imagePrefixes: list('kConsumerImagePrefixes'), ggmlMetalSymbols: list('kGgmlMetalSymbols') };
 }
 
 /** The device functions exec's injector defines in place of Metal's: the MTL* functions its Linux build exports. */
 function interposed(): string[] {
-  return defined(path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so')).filter((s) => s.startsWith('MTL')).sort();
+  return defined(path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so'))
+    .filter((s) => s.startsWith('MTL'))
+    .sort();
 }
 
 /** The SDK each binary was built with, and so whether its residency switch exists (read once from the binaries). */
@@ -66,74 +85,99 @@ const BUILT_WITH: Record<string, { sdk: string; readsSwitch: boolean }> = {
 
 const withBinaries = ERAS.filter((e) => e.binaries !== null);
 
-describe.skipIf(missing.length > 0 || process.platform !== 'linux')(`node-llama-cpp's Mach-O binaries, read with ${TOOLS.join(' and ')}`, () => {
-  const dirs = new Map<string, string>();
-  let hooked: string[] = [];
+describe.skipIf(missing.length > 0 || process.platform !== 'linux')(
+  `node-llama-cpp's Mach-O binaries, read with ${TOOLS.join(' and ')}`,
+  () => {
+    const dirs = new Map<string, string>();
+    let hooked: string[] = [];
 
-  beforeAll(async () => {
-    requireSimBuild();
-    for (const era of withBinaries) dirs.set(era.id, (await fetchBinaries(era))!);
-    // Every selector the engine can hook: a profile that sets each answer it can change.
-    const applied = applyProfile({ appleFamilyMax: 1009, maxThreadgroupMemoryLength: 65536, recommendedMaxWorkingSetSize: 2 ** 34 });
-    expect(applied.applied).toBe(true);
-    hooked = [...new Set(status().hooks.map((h) => h.selector))].sort();
-    restore();
-  }, 300_000);
-
-  it('the injector interposes the two functions that hand out devices, and the shim hooks three selectors', () => {
-    expect(interposed()).toEqual(['MTLCopyAllDevices', 'MTLCreateSystemDefaultDevice']);
-    expect(hooked).toEqual(['maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'supportsFamily:']);
-  });
-
-  for (const era of withBinaries) {
-    describe(`${era.binaries!.package} (llama.cpp ${era.id})`, () => {
-      const file = (name: string) => path.join(dirs.get(era.id)!, name);
-
-      it('every image that asks Metal for a device asks through the interposed functions, and ggml-metal is one', () => {
-        const askers = readdirSync(dirs.get(era.id)!)
-          .filter((name) => isMachO(file(name)))
-          .map((name) => ({ name, calls: imports(file(name)).filter((s) => /^MTL\w*Device/.test(s)).sort() }))
-          .filter((i) => i.calls.length > 0);
-        expect(askers).toEqual([{ name: 'libggml-metal.so', calls: ['MTLCopyAllDevices', 'MTLCreateSystemDefaultDevice'] }]);
-        for (const asker of askers) for (const call of asker.calls) expect(interposed()).toContain(call);
+    beforeAll(async () => {
+      requireSimBuild();
+      for (const era of withBinaries) dirs.set(era.id, (await fetchBinaries(era))!);
+      // Every selector the engine can hook: a profile that sets each answer it can change.
+      const applied = applyProfile({
+        appleFamilyMax: 1009,
+        maxThreadgroupMemoryLength: 65536,
+        recommendedMaxWorkingSetSize: 2 ** 34,
       });
+      expect(applied.applied).toBe(true);
+      hooked = [...new Set(status().hooks.map((h) => h.selector))].sort();
+      restore();
+    }, 300_000);
 
-      it('its image name and exports are what the consumer scan looks for, and they decide the release\'s rules', () => {
-        const { imagePrefixes, ggmlMetalSymbols } = scanTargets();
-        const images = readdirSync(dirs.get(era.id)!).filter((name) => imagePrefixes.some((p) => name.startsWith(p)));
-        expect(images).toEqual(['libggml-metal.so']);
-        const exported = exportsOf(file('libggml-metal.so'));
-        for (const symbol of ggmlMetalSymbols) expect(exported).toContain(symbol);
-        const markers = LLAMA_CPP_GENERATION_MARKERS.flatMap((m) => m.symbols).filter((s) => exported.includes(s));
-        const release = nodeLlamaCppRelease(dirs.get(era.id)!);
-        expect(release).toBe(era.id);
-        const loaded = rulesOfLoaded({ image: file('libggml-metal.so'), ggmlVersion: null, markers, nodeLlamaCppRelease: release });
-        expect({ ruleSet: loaded.ruleSet, release: loaded.release }).toEqual({ ruleSet: ruleSetForRelease(parseRelease(era.id)!).ruleSet, release: era.id });
-      });
-
-      it('ggml_version() is exported by libggml-base, which libggml-metal loads, where its ggml has one', () => {
-        const base = exportsOf(file('libggml-base.dylib')).includes('ggml_version');
-        const dylibs = tool('llvm-objdump-19', ['--macho', '--dylibs-used', file('libggml-metal.so')]);
-        expect({ base, linked: dylibs.includes('@rpath/libggml-base.dylib') }).toEqual({ base: era.kind === 'device', linked: true });
-      });
-
-      it('every selector the shim hooks is one ggml-metal sends', () => {
-        const sent = methodNames(file('libggml-metal.so'));
-        expect(hooked.filter((s) => !sent.includes(s))).toEqual([]);
-      });
-
-      it('the SDK it was built with decides whether GGML_METAL_NO_RESIDENCY exists in it: only from SDK 15', () => {
-        const sdk = sdkOf(file('libggml-metal.so'));
-        const readsSwitch = readFileSync(file('libggml-metal.so')).includes(Buffer.from('GGML_METAL_NO_RESIDENCY\0'));
-        expect({ sdk, readsSwitch }).toEqual(BUILT_WITH[era.id]);
-        expect(readsSwitch).toBe(Number(sdk!.split('.')[0]) >= 15);
-      });
+    it('the injector interposes the two functions that hand out devices, and the shim hooks three selectors', () => {
+      expect(interposed()).toEqual(['MTLCopyAllDevices', 'MTLCreateSystemDefaultDevice']);
+      expect(hooked).toEqual(['maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'supportsFamily:']);
     });
-  }
-});
+
+    for (const era of withBinaries) {
+      describe(`${era.binaries!.package} (llama.cpp ${era.id})`, () => {
+        const file = (name: string) => path.join(dirs.get(era.id)!, name);
+
+        it('every image that asks Metal for a device asks through the interposed functions, and ggml-metal is one', () => {
+          const askers = readdirSync(dirs.get(era.id)!)
+            .filter((name) => isMachO(file(name)))
+            .map((name) => ({
+              name,
+              calls: imports(file(name))
+                .filter((s) => /^MTL\w*Device/.test(s))
+                .sort(),
+            }))
+            .filter((i) => i.calls.length > 0);
+          expect(askers).toEqual([
+            { name: 'libggml-metal.so', calls: ['MTLCopyAllDevices', 'MTLCreateSystemDefaultDevice'] },
+          ]);
+          for (const asker of askers) for (const call of asker.calls) expect(interposed()).toContain(call);
+        });
+
+        it("its image name and exports are what the consumer scan looks for, and they decide the release's rules", () => {
+          const { imagePrefixes, ggmlMetalSymbols } = scanTargets();
+          const images = readdirSync(dirs.get(era.id)!).filter((name) => imagePrefixes.some((p) => name.startsWith(p)));
+          expect(images).toEqual(['libggml-metal.so']);
+          const exported = exportsOf(file('libggml-metal.so'));
+          for (const symbol of ggmlMetalSymbols) expect(exported).toContain(symbol);
+          const markers = LLAMA_CPP_GENERATION_MARKERS.flatMap((m) => m.symbols).filter((s) => exported.includes(s));
+          const release = nodeLlamaCppRelease(dirs.get(era.id)!);
+          expect(release).toBe(era.id);
+          const loaded = rulesOfLoaded({
+            image: file('libggml-metal.so'),
+            ggmlVersion: null,
+            markers,
+            nodeLlamaCppRelease: release,
+          });
+          expect({ ruleSet: loaded.ruleSet, release: loaded.release }).toEqual({
+            ruleSet: ruleSetForRelease(parseRelease(era.id)!).ruleSet,
+            release: era.id,
+          });
+        });
+
+        it('ggml_version() is exported by libggml-base, which libggml-metal loads, where its ggml has one', () => {
+          const base = exportsOf(file('libggml-base.dylib')).includes('ggml_version');
+          const dylibs = tool('llvm-objdump-19', ['--macho', '--dylibs-used', file('libggml-metal.so')]);
+          expect({ base, linked: dylibs.includes('@rpath/libggml-base.dylib') }).toEqual({
+            base: era.kind === 'device',
+            linked: true,
+          });
+        });
+
+        it('every selector the shim hooks is one ggml-metal sends', () => {
+          const sent = methodNames(file('libggml-metal.so'));
+          expect(hooked.filter((s) => !sent.includes(s))).toEqual([]);
+        });
+
+        it('the SDK it was built with decides whether GGML_METAL_NO_RESIDENCY exists in it: only from SDK 15', () => {
+          const sdk = sdkOf(file('libggml-metal.so'));
+          const readsSwitch = readFileSync(file('libggml-metal.so')).includes(Buffer.from('GGML_METAL_NO_RESIDENCY\0'));
+          expect({ sdk, readsSwitch }).toEqual(BUILT_WITH[era.id]);
+          expect(readsSwitch).toBe(Number(sdk!.split('.')[0]) >= 15);
+        });
+      });
+    }
+  },
+);
 
 if (missing.length > 0) {
-  describe('node-llama-cpp\'s Mach-O binaries', () => {
+  describe("node-llama-cpp's Mach-O binaries", () => {
     it.skip(`need ${missing.join(' and ')} (apt-get install llvm-19)`, () => {});
   });
 }

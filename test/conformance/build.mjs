@@ -17,12 +17,32 @@
 // the machine. Run directly (`node test/conformance/build.mjs`) it builds and prints what it built.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { gccObjcHeaders, gnustepHeaders, napiIncludes, objcRuntimeOptions, repoRoot, simLibDir, simRoot } from '../../scripts/sim-toolchain.mjs';
+import {
+  gccObjcHeaders,
+  gnustepHeaders,
+  napiIncludes,
+  objcRuntimeOptions,
+  repoRoot,
+  simLibDir,
+  simRoot,
+} from '../../scripts/sim-toolchain.mjs';
 import { BUILD_ARCHES, ERAS, SUBSCRIPT_REWRITES } from './eras.mjs';
 
 const run = promisify(execFile);
@@ -159,7 +179,9 @@ async function extractSources(tgz, dir) {
     const paths = ['ggml/include', 'ggml/CMakeLists.txt', 'ggml/src/ggml-metal', 'ggml/src/ggml-cpu', ...topFiles];
     mkdirSync(dir, { recursive: true });
     await new Promise((resolve, reject) => {
-      const archive = spawn('git', ['-C', repo, 'archive', '--format=tar', 'HEAD', ...paths], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const archive = spawn('git', ['-C', repo, 'archive', '--format=tar', 'HEAD', ...paths], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       const untar = spawn('tar', ['-x', '-C', dir], { stdio: ['pipe', 'inherit', 'inherit'] });
       archive.stdout.pipe(untar.stdin);
       let pending = 2;
@@ -182,7 +204,9 @@ function configure(ggml, commit) {
   if (!existsSync(template)) return null;
   const cmake = readFileSync(path.join(ggml, 'CMakeLists.txt'), 'utf8');
   const version = ['MAJOR', 'MINOR', 'PATCH'].map((p) => cmakeVar(cmake, `GGML_VERSION_${p}`)).join('.');
-  const header = readFileSync(template, 'utf8').replace('@GGML_VERSION@', version).replace('@GGML_BUILD_COMMIT@', commit);
+  const header = readFileSync(template, 'utf8')
+    .replace('@GGML_VERSION@', version)
+    .replace('@GGML_BUILD_COMMIT@', commit);
   writeFileSync(path.join(ggml, 'src', 'ggml-version.h'), header);
   return version;
 }
@@ -192,7 +216,8 @@ export function rewriteSubscripts(text, ids, file) {
   let out = text;
   for (const id of ids) {
     const [from, to] = SUBSCRIPT_REWRITES[id];
-    if (!out.includes(from)) throw new Error(`${file}: subscript rewrite ${id} (${from}) not found: the sources changed`);
+    if (!out.includes(from))
+      throw new Error(`${file}: subscript rewrite ${id} (${from}) not found: the sources changed`);
     out = out.split(from).join(to);
   }
   return out;
@@ -202,7 +227,8 @@ function sourcesOf(ggml, era) {
   const base = cmakeList(readFileSync(path.join(ggml, 'src', 'CMakeLists.txt'), 'utf8'), 'add_library', 'ggml-base')
     .filter((f) => /\.(c|cpp)$/.test(f))
     .map((f) => path.join(ggml, 'src', f));
-  if (era.kind === 'legacy') return { base, metalCxx: [], deviceObjc: path.join(ggml, 'src', 'ggml-metal', 'ggml-metal.m') };
+  if (era.kind === 'legacy')
+    return { base, metalCxx: [], deviceObjc: path.join(ggml, 'src', 'ggml-metal', 'ggml-metal.m') };
   const metal = cmakeList(
     readFileSync(path.join(ggml, 'src', 'ggml-metal', 'CMakeLists.txt'), 'utf8'),
     'ggml_add_backend_library',
@@ -244,14 +270,21 @@ async function buildEra(era, key, tools, queue) {
   const ggml = path.join(src, 'ggml');
   const ggmlVersion = configure(ggml, commit);
   const { base, metalCxx, deviceObjc } = sourcesOf(ggml, era);
-  writeFileSync(deviceObjc, rewriteSubscripts(readFileSync(deviceObjc, 'utf8'), era.rewrites, path.basename(deviceObjc)));
+  writeFileSync(
+    deviceObjc,
+    rewriteSubscripts(readFileSync(deviceObjc, 'utf8'), era.rewrites, path.basename(deviceObjc)),
+  );
 
   // GCC's whole include folder would also bring its stdatomic.h, which breaks _Atomic inside blocks: only objc/.
   const objcDir = path.join(dir, 'gcc-objc');
   mkdirSync(objcDir, { recursive: true });
   symlinkSync(path.join(gccObjcHeaders(), 'objc'), path.join(objcDir, 'objc'));
 
-  const ggmlIncludes = [`-I${path.join(ggml, 'include')}`, `-I${path.join(ggml, 'src')}`, `-I${path.join(ggml, 'src', 'ggml-metal')}`];
+  const ggmlIncludes = [
+    `-I${path.join(ggml, 'include')}`,
+    `-I${path.join(ggml, 'src')}`,
+    `-I${path.join(ggml, 'src', 'ggml-metal')}`,
+  ];
   // Third-party sources: their warnings are not ours to fix, and none is an error.
   const common = ['-O0', '-fPIC', '-w', '-g0'];
   const objcFlags = (arch) => [
@@ -273,7 +306,9 @@ async function buildEra(era, key, tools, queue) {
   const obj = path.join(dir, 'obj');
   mkdirSync(obj, { recursive: true });
   const compile = (source, out, flags, cxx = false) =>
-    queue(() => run(cxx ? tools.cxx : tools.cc, [...common, ...flags, '-c', source, '-o', out], { maxBuffer: 64 << 20 })).then(
+    queue(() =>
+      run(cxx ? tools.cxx : tools.cc, [...common, ...flags, '-c', source, '-o', out], { maxBuffer: 64 << 20 }),
+    ).then(
       () => out,
       (err) => {
         throw new Error(`compiling ${path.relative(repoRoot, source)} failed:\n${err.stderr ?? err.message}`);
@@ -282,7 +317,9 @@ async function buildEra(era, key, tools, queue) {
   const name = (source, suffix = '') => path.join(obj, `${path.basename(source)}${suffix}.o`);
 
   const shared = [
-    ...base.map((s) => compile(s, name(s), [s.endsWith('.c') ? '-std=gnu11' : '-std=gnu++17', ...ggmlIncludes], s.endsWith('.cpp'))),
+    ...base.map((s) =>
+      compile(s, name(s), [s.endsWith('.c') ? '-std=gnu11' : '-std=gnu++17', ...ggmlIncludes], s.endsWith('.cpp')),
+    ),
     ...metalCxx.map((s) => compile(s, name(s), ['-std=gnu++17', ...ggmlIncludes], true)),
     compile(path.join(harnessSrc, 'dispatch.m'), name('dispatch.m'), objcFlags('arm64')),
     compile(path.join(harnessSrc, 'driver.c'), name('driver.c'), ['-std=gnu11', ...ggmlIncludes]),
@@ -292,22 +329,35 @@ async function buildEra(era, key, tools, queue) {
     const probe = path.join(harnessSrc, `tuning-${era.tuning}.cpp`);
     shared.push(compile(probe, name(probe), ['-std=gnu++17', ...ggmlIncludes, `-I${harnessSrc}`], true));
   }
-  const addonObj = compile(path.join(harnessSrc, 'addon.c'), name('addon.c'), ['-std=gnu11', ...napiIncludes(), '-DNAPI_VERSION=8']);
+  const addonObj = compile(path.join(harnessSrc, 'addon.c'), name('addon.c'), [
+    '-std=gnu11',
+    ...napiIncludes(),
+    '-DNAPI_VERSION=8',
+  ]);
   const cliObj = compile(path.join(harnessSrc, 'cli.c'), name('cli.c'), ['-std=gnu11']);
   const perArch = BUILD_ARCHES.map((arch) => {
     // The driver compiles the device source into itself (to reach its statics), once per build configuration.
     const driver = path.join(harnessSrc, era.kind === 'device' ? 'driver-device.m' : 'driver-legacy.m');
-    return Promise.all([compile(driver, name(driver, `-${arch}`), [...objcFlags(arch), ...ggmlIncludes, `-I${harnessSrc}`])]);
+    return Promise.all([
+      compile(driver, name(driver, `-${arch}`), [...objcFlags(arch), ...ggmlIncludes, `-I${harnessSrc}`]),
+    ]);
   });
 
-  const [sharedObjects, addonObject, cliObject, ...archObjects] = await Promise.all([Promise.all(shared), addonObj, cliObj, ...perArch]);
+  const [sharedObjects, addonObject, cliObject, ...archObjects] = await Promise.all([
+    Promise.all(shared),
+    addonObj,
+    cliObj,
+    ...perArch,
+  ]);
   await Promise.all(
     BUILD_ARCHES.map(async (arch, i) => {
       const out = outputs[arch];
       mkdirSync(path.dirname(out.lib), { recursive: true });
       const link = (args) =>
         queue(() => run(tools.cxx, args, { maxBuffer: 64 << 20 })).catch((err) => {
-          throw new Error(`linking ${path.relative(repoRoot, args[args.indexOf('-o') + 1])} failed:\n${err.stderr ?? err.message}`);
+          throw new Error(
+            `linking ${path.relative(repoRoot, args[args.indexOf('-o') + 1])} failed:\n${err.stderr ?? err.message}`,
+          );
         });
       // libBlocksRuntime before GNUstep: GNUstep's own _Block_copy does not copy stack blocks.
       await link([
@@ -330,13 +380,23 @@ async function buildEra(era, key, tools, queue) {
       // node-llama-cpp's layout: its build metadata next to libggml-metal, which the consumer scan reads.
       writeFileSync(
         path.join(path.dirname(out.lib), '_nlcBuildMetadata.json'),
-        JSON.stringify({ buildOptions: { platform: 'mac', arch, gpu: 'metal', llamaCpp: { repo: 'ggml-org/llama.cpp', release: tag } } }),
+        JSON.stringify({
+          buildOptions: { platform: 'mac', arch, gpu: 'metal', llamaCpp: { repo: 'ggml-org/llama.cpp', release: tag } },
+        }),
       );
-      const own = [`-L${path.dirname(out.lib)}`, '-l:libggml-metal.so', "-Wl,-rpath,$ORIGIN", `-Wl,-rpath,${simLibDir}`];
+      const own = [
+        `-L${path.dirname(out.lib)}`,
+        '-l:libggml-metal.so',
+        '-Wl,-rpath,$ORIGIN',
+        `-Wl,-rpath,${simLibDir}`,
+      ];
       // The program puts libBlocksRuntime among its own dependencies: under `exec` the preloaded injector brings
       // GNUstep, which would otherwise come first in the global search order with its own _Block_copy.
       const blocksFirst = ['-Wl,--no-as-needed', '-lBlocksRuntime', '-Wl,--as-needed'];
-      await Promise.all([link(['-shared', '-o', out.addon, addonObject, ...own]), link(['-o', out.cli, cliObject, ...blocksFirst, ...own])]);
+      await Promise.all([
+        link(['-shared', '-o', out.addon, addonObject, ...own]),
+        link(['-o', out.cli, cliObject, ...blocksFirst, ...own]),
+      ]);
     }),
   );
   const identity = { release: tag, commit, ggmlVersion };
@@ -375,13 +435,18 @@ export async function buildLauncher() {
 
 /** Builds every era (or those given) and returns, per era, its identity and the outputs of each build arch. */
 export async function buildConformance({ eras = ERAS } = {}) {
-  if (process.platform !== 'linux') throw new Error('the conformance build is Linux-only (it builds against the simulated Metal)');
+  if (process.platform !== 'linux')
+    throw new Error('the conformance build is Linux-only (it builds against the simulated Metal)');
   if (!existsSync(path.join(simLibDir, 'libMetal.so'))) throw new Error('run `npm run build:sim` first');
   const tools = toolchain();
   const key = harnessKey();
   const queue = pool(Math.max(1, availableParallelism()));
   mkdirSync(conformanceRoot, { recursive: true });
-  return Promise.all(eras.map((era) => buildEra(era, createHash('sha256').update(`${era.integrity}\0${key}`).digest('hex'), tools, queue)));
+  return Promise.all(
+    eras.map((era) =>
+      buildEra(era, createHash('sha256').update(`${era.integrity}\0${key}`).digest('hex'), tools, queue),
+    ),
+  );
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
@@ -389,7 +454,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   buildConformance()
     .then((built) => {
       for (const b of built) {
-        console.log(`${b.cached ? 'up to date' : 'built'}  ${b.era.id} (${b.era.package}, ggml ${b.ggmlVersion ?? 'without ggml_version'})  ${path.relative(repoRoot, b.dir)}`);
+        console.log(
+          `${b.cached ? 'up to date' : 'built'}  ${b.era.id} (${b.era.package}, ggml ${b.ggmlVersion ?? 'without ggml_version'})  ${path.relative(repoRoot, b.dir)}`,
+        );
       }
       console.log(`${((Date.now() - started) / 1000).toFixed(1)} s`);
     })

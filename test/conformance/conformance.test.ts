@@ -34,11 +34,21 @@ const counts: Record<string, number> = {};
 function switchCases(switches: readonly string[]): Record<string, string>[] {
   const on = (names: readonly string[]) => Object.fromEntries(names.map((name) => [name, '1']));
   const pairs = switches.flatMap((a, i) => switches.slice(i + 1).map((b) => [a, b]));
-  return [on([]), ...switches.map((name) => on([name])), ...pairs.map(on), on(switches), ...switches.map((name) => ({ [name]: '' }))];
+  return [
+    on([]),
+    ...switches.map((name) => on([name])),
+    ...pairs.map(on),
+    on(switches),
+    ...switches.map((name) => ({ [name]: '' })),
+  ];
 }
 
 const CASES = switchCases(LLAMA_CPP_SWITCHES);
-const CASE_TEXT = `${CASES.map((c) => Object.entries(c).map(([k, v]) => `${k}=${v}`).join(' ')).join('\n')}\n`;
+const CASE_TEXT = `${CASES.map((c) =>
+  Object.entries(c)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' '),
+).join('\n')}\n`;
 
 /**
  * Snapshots that reach rule branches no bundled one does, derived from bundled ones into a private folder: an
@@ -46,7 +56,8 @@ const CASE_TEXT = `${CASES.map((c) => Object.entries(c).map(([k, v]) => `${k}=${
  * x86_64 build under Rosetta on Apple silicon (residency sets compiled out).
  */
 function derivedSnapshots(dir: string): string[] {
-  const bundled = (id: string) => JSON.parse(readFileSync(path.join(root, 'snapshots', `${id}.json`), 'utf8')) as Record<string, any>;
+  const bundled = (id: string) =>
+    JSON.parse(readFileSync(path.join(root, 'snapshots', `${id}.json`), 'utf8')) as Record<string, any>;
   const write = (snapshot: Record<string, any>, id: string, title: string) => {
     const file = path.join(dir, `${id}.json`);
     writeFileSync(file, JSON.stringify({ ...snapshot, id, title: `${title} (derived for the conformance suite)` }));
@@ -80,7 +91,11 @@ function profilesOf(snapshot: string): (string | null)[] {
 /** Cases each era compares per way: every snapshot's profiles × the switches. */
 const caseCount = () => SNAPSHOTS.reduce((n, s) => n + profilesOf(s).length * CASES.length, 0);
 /** What `exec` runs for the stock cases: a profile that leaves every answer alone (hooks in, answers unchanged). */
-const STOCK_PROFILE = JSON.stringify({ appleFamilyMax: null, maxThreadgroupMemoryLength: null, recommendedMaxWorkingSetSize: null });
+const STOCK_PROFILE = JSON.stringify({
+  appleFamilyMax: null,
+  maxThreadgroupMemoryLength: null,
+  recommendedMaxWorkingSetSize: null,
+});
 
 /** The engine build a snapshot's host runs: x86_64 on an Intel Mac or under Rosetta, else arm64. */
 function buildArchOf(host: HostInfo): 'arm64' | 'x86_64' {
@@ -133,7 +148,10 @@ function childEnv(snapshot: string): NodeJS.ProcessEnv {
 
 /** The driver's output: its identity line, then one props object per case, in order. */
 function parseOutput(text: string): { identity: Props; props: Props[] } {
-  const lines = text.trim().split('\n').map((l) => JSON.parse(l) as { identity?: Props; case?: number; props?: Props });
+  const lines = text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { identity?: Props; case?: number; props?: Props });
   const props = lines.slice(1).map((l, i) => {
     if (l.case !== i) throw new Error(`driver output line ${i + 1} is case ${l.case}`);
     return l.props!;
@@ -174,7 +192,9 @@ function compare(tally: Tally, label: string, real: Props, predicted: Props): vo
   tally.compared++;
   for (const key of new Set([...Object.keys(real), ...Object.keys(predicted)])) {
     if (JSON.stringify(real[key]) !== JSON.stringify(predicted[key])) {
-      tally.mismatches.push(`${label}: ${key} real ${JSON.stringify(real[key])}, predicted ${JSON.stringify(predicted[key])}`);
+      tally.mismatches.push(
+        `${label}: ${key} real ${JSON.stringify(real[key])}, predicted ${JSON.stringify(predicted[key])}`,
+      );
     }
   }
 }
@@ -184,7 +204,7 @@ function envText(env: Record<string, string>): string {
   return parts.length ? parts.join(' ') : 'no switches';
 }
 
-describeSim('conformance: llama.cpp\'s own device code against predictGates and audit', () => {
+describeSim("conformance: llama.cpp's own device code against predictGates and audit", () => {
   let built: BuiltEra[] = [];
   let launcher = '';
   let execRuns: Promise<ExecRun[]> | null = null;
@@ -202,7 +222,12 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
         SNAPSHOTS.map((snapshot) => async () => {
           const host = hostOf(snapshot);
           const addon = b.outputs[buildArchOf(host)].addon;
-          const text = await runProgram(process.execPath, [path.join(root, 'test', 'conformance', 'in-process.mjs'), addon], childEnv(snapshot), CASE_TEXT);
+          const text = await runProgram(
+            process.execPath,
+            [path.join(root, 'test', 'conformance', 'in-process.mjs'), addon],
+            childEnv(snapshot),
+            CASE_TEXT,
+          );
           return { era: b.era.id, snapshot, host, result: JSON.parse(text) as InProcessResult };
         }),
       ),
@@ -219,7 +244,16 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
       SNAPSHOTS.flatMap((snapshot) =>
         profilesOf(snapshot).map((profile) => async () => {
           const arch = buildArchOf(hostOf(snapshot));
-          const args = [cli, 'exec', '--profile', profile ?? STOCK_PROFILE, '--force', '--', launcher, ...built.map((b) => b.outputs[arch].cli)];
+          const args = [
+            cli,
+            'exec',
+            '--profile',
+            profile ?? STOCK_PROFILE,
+            '--force',
+            '--',
+            launcher,
+            ...built.map((b) => b.outputs[arch].cli),
+          ];
           const text = await runProgram(process.execPath, args, childEnv(snapshot), CASE_TEXT);
           const outputs = text.split(/^@@ \d+\n/m).slice(1);
           return { snapshot, profile, outputs: Object.fromEntries(built.map((b, i) => [b.era.id, outputs[i]!])) };
@@ -232,11 +266,17 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
   afterAll(() => {
     rmSync(derivedDir, { recursive: true, force: true });
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
-    console.log(`conformance: ${total} cases compared (${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')})`);
+    console.log(
+      `conformance: ${total} cases compared (${Object.entries(counts)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')})`,
+    );
   });
 
   it('builds each era from its node-llama-cpp tarball: the release it ships and ggml_version() of its ggml', () => {
-    expect(built.map((b) => ({ era: b.era.id, package: b.era.package, release: b.release, ggmlVersion: b.ggmlVersion }))).toEqual([
+    expect(
+      built.map((b) => ({ era: b.era.id, package: b.era.package, release: b.release, ggmlVersion: b.ggmlVersion })),
+    ).toEqual([
       { era: 'b4753', package: 'node-llama-cpp@3.6.0', release: 'b4753', ggmlVersion: null },
       { era: 'v0.4.0', package: 'node-llama-cpp@3.21.1', release: 'v0.4.0', ggmlVersion: '0.23.0' },
       { era: 'v0.5.0', package: 'node-llama-cpp@3.22.1', release: 'v0.5.0', ggmlVersion: '0.25.1' },
@@ -251,10 +291,21 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
       const expectedRules = ruleSetForRelease(parseRelease(eraDef.id)!).ruleSet;
       for (const { snapshot, host, result } of results) {
         // The consumer scan found the driver's libggml-metal.so and named its release and rules.
-        expect(result.loaded.map((l) => ({ image: path.basename(l.image), ggmlVersion: l.ggmlVersion, release: l.release, rules: l.rules }))).toEqual([
+        expect(
+          result.loaded.map((l) => ({
+            image: path.basename(l.image),
+            ggmlVersion: l.ggmlVersion,
+            release: l.release,
+            rules: l.rules,
+          })),
+        ).toEqual([
           { image: 'libggml-metal.so', ggmlVersion: b.ggmlVersion, release: eraDef.id, rules: expectedRules },
         ]);
-        expect({ rules: result.liveAuditRules.rules, release: result.liveAuditRules.release, source: result.liveAuditRules.source }).toEqual({
+        expect({
+          rules: result.liveAuditRules.rules,
+          release: result.liveAuditRules.release,
+          source: result.liveAuditRules.source,
+        }).toEqual({
           rules: expectedRules,
           release: eraDef.id,
           source: 'loaded',
@@ -262,17 +313,25 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
         for (const run of result.runs) {
           if (run.profile === 'host' && host.chip === null) {
             // Where the chip is unknown nothing is claimed: a result, never a guess.
-            if (run.applied !== false || run.reason !== 'host-unknown') tally.mismatches.push(`${snapshotName(snapshot)} host: applied on a host whose chip is unknown`);
+            if (run.applied !== false || run.reason !== 'host-unknown')
+              tally.mismatches.push(`${snapshotName(snapshot)} host: applied on a host whose chip is unknown`);
             continue;
           }
           if (run.device === undefined) {
-            tally.mismatches.push(`${snapshotName(snapshot)} ${run.profile}: not applied (${run.reason}: ${run.detail})`);
+            tally.mismatches.push(
+              `${snapshotName(snapshot)} ${run.profile}: not applied (${run.reason}: ${run.detail})`,
+            );
             continue;
           }
           const { props } = parseOutput(run.output!);
           props.forEach((p, i) => {
             const prediction = predictGates(run.device!, 'llama.cpp', { env: CASES[i]!, host, release: eraDef.id });
-            compare(tally, `${snapshotName(snapshot)} ${run.profile ?? 'stock'} ${envText(CASES[i]!)}`, realFields(eraDef, p), predictedFields(eraDef, prediction, run.device!));
+            compare(
+              tally,
+              `${snapshotName(snapshot)} ${run.profile ?? 'stock'} ${envText(CASES[i]!)}`,
+              realFields(eraDef, p),
+              predictedFields(eraDef, prediction, run.device!),
+            );
           });
         }
       }
@@ -287,10 +346,22 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
         const { identity, props } = parseOutput(outputs[eraDef.id]!);
         expect(identity.release).toBe(eraDef.id);
         props.forEach((p, i) => {
-          const a = audit({ snapshot, profile: profile ?? STOCK_PROFILE, env: CASES[i]!, release: eraDef.id, engines: ['llama.cpp'], force: true });
+          const a = audit({
+            snapshot,
+            profile: profile ?? STOCK_PROFILE,
+            env: CASES[i]!,
+            release: eraDef.id,
+            engines: ['llama.cpp'],
+            force: true,
+          });
           const device = a.devices.find((d) => d.isDefault)!;
           const after = device.engines[0]!.after as LlamaCppPrediction;
-          compare(tally, `${snapshotName(snapshot)} ${profile ?? 'stock'} ${envText(CASES[i]!)}`, realFields(eraDef, p), predictedFields(eraDef, after, device.patched));
+          compare(
+            tally,
+            `${snapshotName(snapshot)} ${profile ?? 'stock'} ${envText(CASES[i]!)}`,
+            realFields(eraDef, p),
+            predictedFields(eraDef, after, device.patched),
+          );
         });
       }
       expect(tally.mismatches).toEqual([]);
@@ -300,20 +371,44 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
 
     if (eraDef.kind !== 'device') continue;
     it(`${eraDef.id}: on the macOS 14 runner with profile host, llama.cpp reports Apple7 and the M1, as audit --json predicts`, async () => {
-      const run = (await runExec()).find((r) => r.profile === 'host' && snapshotName(r.snapshot) === 'github-macos-14-arm64-runner')!;
+      const run = (await runExec()).find(
+        (r) => r.profile === 'host' && snapshotName(r.snapshot) === 'github-macos-14-arm64-runner',
+      )!;
       const real = parseOutput(run.outputs[eraDef.id]!).props[0]!;
-      const a = JSON.parse(execFileSync(process.execPath, [cli, 'audit', '--snapshot', 'github-macos-14-arm64-runner', '--profile', 'host', '--rules', eraDef.id, '--json'], { encoding: 'utf8', env: childEnv(run.snapshot) }));
+      const a = JSON.parse(
+        execFileSync(
+          process.execPath,
+          [
+            cli,
+            'audit',
+            '--snapshot',
+            'github-macos-14-arm64-runner',
+            '--profile',
+            'host',
+            '--rules',
+            eraDef.id,
+            '--json',
+          ],
+          { encoding: 'utf8', env: childEnv(run.snapshot) },
+        ),
+      );
       const after = a.devices[0].engines.find((e: { engine: string }) => e.engine === 'llama.cpp').after;
       const wanted = { gpu_family: 7, device_id: 'GGML_METAL_DEVICE_M1', desc: 'Apple M1' };
       expect(pick(real, 'gpu_family', 'device_id', 'desc')).toEqual(wanted);
-      expect({ gpu_family: after.flags.gpu_family.value, device_id: after.flags.device_id.value, desc: after.deviceName }).toEqual(wanted);
+      expect({
+        gpu_family: after.flags.gpu_family.value,
+        device_id: after.flags.device_id.value,
+        desc: after.deviceName,
+      }).toEqual(wanted);
       expect(real.tuning).toEqual(after.tuning.value);
     });
 
     it(`${eraDef.id}: device_id for every name and the tuning tier for every chip and family equal llama.cpp's own tables`, async () => {
       const b = built.find((x) => x.era.id === eraDef.id)!;
       const names = [...LLAMA_CPP_CHIPS.map((c) => `Apple ${c}`), ...DECOY_NAMES];
-      const real = JSON.parse(await runProgram(b.outputs.arm64.cli, ['--tables'], childEnv(SNAPSHOTS[0]!), `${names.join('\n')}\n`)) as Tables;
+      const real = JSON.parse(
+        await runProgram(b.outputs.arm64.cli, ['--tables'], childEnv(SNAPSHOTS[0]!), `${names.join('\n')}\n`),
+      ) as Tables;
       // llama.cpp's chip list is the model's, name for name and token for token.
       expect(real.chips).toEqual(LLAMA_CPP_CHIPS.map((name) => ({ name, token: deviceIdToken(name) })));
       const tally: Tally = { compared: 0, mismatches: [] };
@@ -326,8 +421,17 @@ describeSim('conformance: llama.cpp\'s own device code against predictGates and 
       for (const { device_id, gpu_family, tuning } of real.tiers) {
         // A report holds Apple1–Apple10 only: families llama.cpp asks beyond them cannot be answered YES here.
         if (gpu_family > 10) continue;
-        const p = predictGates(deviceNamed(nameOf.get(device_id) ?? 'Apple Paravirtual device', gpu_family), 'llama.cpp', { release, env: {} });
-        compare(tally, `${device_id} Apple${gpu_family}`, { device_id, gpu_family, tuning }, { ...pick(flagsOf(p), 'device_id', 'gpu_family'), tuning: p.tuning?.value });
+        const p = predictGates(
+          deviceNamed(nameOf.get(device_id) ?? 'Apple Paravirtual device', gpu_family),
+          'llama.cpp',
+          { release, env: {} },
+        );
+        compare(
+          tally,
+          `${device_id} Apple${gpu_family}`,
+          { device_id, gpu_family, tuning },
+          { ...pick(flagsOf(p), 'device_id', 'gpu_family'), tuning: p.tuning?.value },
+        );
       }
       expect(tally.mismatches).toEqual([]);
       expect(tally.compared).toBe(names.length + (LLAMA_CPP_CHIPS.length + 1) * 11);
@@ -388,5 +492,12 @@ interface ExecRun {
 interface InProcessResult {
   loaded: { image: string; ggmlVersion: string | null; release: string | null; rules: string; detail: string }[];
   liveAuditRules: { rules: string; release: string | null; source: string };
-  runs: { profile: string | null; applied: boolean | null; device?: DeviceReport; output?: string; reason?: string; detail?: string }[];
+  runs: {
+    profile: string | null;
+    applied: boolean | null;
+    device?: DeviceReport;
+    output?: string;
+    reason?: string;
+    detail?: string;
+  }[];
 }

@@ -8,7 +8,10 @@
  * one no longer matches (the sources changed) or an unlisted one is left (the compiler says where).
  */
 export const SUBSCRIPT_REWRITES = {
-  'arguments-0': ['[[NSProcessInfo processInfo] arguments][0]', '[[[NSProcessInfo processInfo] arguments] objectAtIndex:0]'],
+  'arguments-0': [
+    '[[NSProcessInfo processInfo] arguments][0]',
+    '[[[NSProcessInfo processInfo] arguments] objectAtIndex:0]',
+  ],
   'atts-file-type': ['atts[NSFileType]', '[atts objectForKey:NSFileType]'],
   'index-set': ['index[fname] = @(kind);', '[index setObject:@(kind) forKey:fname];'],
   'rsets-data': ['res->data[i]', '[res->data objectAtIndex:i]'],

@@ -1,5 +1,5 @@
-// libFuzzer target: the native profile parser (parseNativeProfile in src-native/engine/profile.mm), which the addon and the
-// exec injector run on the compact profile text. TypeScript only ever sends text it made from a validated profile,
+// libFuzzer target: the native profile parser (parseNativeProfile in src-native/engine/profile.mm), which the addon and
+// the exec injector run on the compact profile text. TypeScript only ever sends text it made from a validated profile,
 // but the injector reads it from the environment of a program anyone can start, so any bytes must give either a
 // profile or an error, never a crash, and an accepted profile must keep the invariants the replacements rely on.
 // Built and run by scripts/native-coverage.mjs (clang-14 -fsanitize=fuzzer,address,undefined).
@@ -20,13 +20,15 @@ namespace {
 void checkAccepted(const mcs::Profile &p) {
   if (p.appleFamilyMax != 0 && !mcs::isAppleFamily(p.appleFamilyMax)) broken("appleFamilyMax outside the Apple range");
   // The ranges TypeScript validates (lib/patch/profiles.ts), checked again by the parser.
-  if (p.appleFamilyMax != 0 && p.appleFamilyMax > mcs::kProfileFamilyMaxLast) broken("appleFamilyMax above the known families");
-  if (p.hasMaxThreadgroupMemory &&
-      (p.maxThreadgroupMemoryLength < mcs::kThreadgroupMemoryMin || p.maxThreadgroupMemoryLength > mcs::kThreadgroupMemoryMax ||
-       p.maxThreadgroupMemoryLength % mcs::kThreadgroupMemoryMultiple != 0)) {
+  if (p.appleFamilyMax != 0 && p.appleFamilyMax > mcs::kProfileFamilyMaxLast)
+    broken("appleFamilyMax above the known families");
+  if (p.hasMaxThreadgroupMemory && (p.maxThreadgroupMemoryLength < mcs::kThreadgroupMemoryMin ||
+                                    p.maxThreadgroupMemoryLength > mcs::kThreadgroupMemoryMax ||
+                                    p.maxThreadgroupMemoryLength % mcs::kThreadgroupMemoryMultiple != 0)) {
     broken("threadgroup memory outside its range");
   }
-  if (p.hasWorkingSet && (p.recommendedMaxWorkingSetSize < mcs::kWorkingSetMin || p.recommendedMaxWorkingSetSize > mcs::kWorkingSetMax)) {
+  if (p.hasWorkingSet &&
+      (p.recommendedMaxWorkingSetSize < mcs::kWorkingSetMin || p.recommendedMaxWorkingSetSize > mcs::kWorkingSetMax)) {
     broken("working set outside its range");
   }
   // The name the `name` hook answers: 1 to 128 printable ASCII bytes, or none at all.
@@ -52,7 +54,8 @@ void checkAccepted(const mcs::Profile &p) {
       if (p.mode == mcs::ProfileMode::Raise && stock && !given && !explicitAnswer) broken("raise mode took a YES away");
     }
   }
-  for (auto selector : {mcs::HookedSelector::MaxThreadgroupMemoryLength, mcs::HookedSelector::RecommendedMaxWorkingSetSize}) {
+  for (auto selector :
+       {mcs::HookedSelector::MaxThreadgroupMemoryLength, mcs::HookedSelector::RecommendedMaxWorkingSetSize}) {
     for (uint64_t stock : {uint64_t{0}, uint64_t{32768}, UINT64_MAX}) {
       uint64_t configured = 0;
       bool has = mcs::configuredSize(p, selector, &configured);

@@ -17,9 +17,23 @@ namespace {
 
 // Classes cannot be removed from the runtime, so names are drawn from a small set: each is new the first time it
 // is used and an existing class after that, and the set includes names of classes that are no device at all.
-const char *const kClassNames[] = {"DevA", "DevB", "DevC", "DevD", "DevE", "DevF", "DevG", "DevH",
-                                   "NSObject", "NSString", "_MTLDevice", "_MTLPartialDevice", "MTLArchitecture", "", "Dev A"};
-const char *const kLacks[] = {"supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize", "name", "bogus"};
+const char *const kClassNames[] = {"DevA",
+                                   "DevB",
+                                   "DevC",
+                                   "DevD",
+                                   "DevE",
+                                   "DevF",
+                                   "DevG",
+                                   "DevH",
+                                   "NSObject",
+                                   "NSString",
+                                   "_MTLDevice",
+                                   "_MTLPartialDevice",
+                                   "MTLArchitecture",
+                                   "",
+                                   "Dev A"};
+const char *const kLacks[] = {"supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize", "name",
+                              "bogus"};
 
 id fuzzNumber(FuzzedDataProvider &in) {
   switch (in.ConsumeIntegralInRange<int>(0, 4)) {
@@ -52,12 +66,15 @@ NSData *recipeSnapshot(FuzzedDataProvider &in) {
       [families setObject:[NSNumber numberWithBool:in.ConsumeBool()] forKey:[NSString stringWithUTF8String:f.key]];
     }
     [d setObject:families forKey:@"families"];
-    for (NSString *key in @[ @"registryId", @"maxThreadgroupMemoryLength", @"recommendedMaxWorkingSetSize", @"maxBufferLength" ]) {
+    for (NSString *key in
+         @[ @"registryId", @"maxThreadgroupMemoryLength", @"recommendedMaxWorkingSetSize", @"maxBufferLength" ]) {
       [d setObject:fuzzNumber(in) forKey:key];
     }
-    [d setObject:@{@"width" : fuzzNumber(in), @"height" : fuzzNumber(in), @"depth" : fuzzNumber(in)} forKey:@"maxThreadsPerThreadgroup"];
+    [d setObject:@{@"width" : fuzzNumber(in), @"height" : fuzzNumber(in), @"depth" : fuzzNumber(in)}
+          forKey:@"maxThreadsPerThreadgroup"];
     [d setObject:fuzzNumber(in) forKey:@"hasUnifiedMemory"];
-    [d setObject:pick(in, (const char *const[]){"builtIn", "slot", "external", "unspecified", "moon"}, 5) forKey:@"location"];
+    [d setObject:pick(in, (const char *const[]){"builtIn", "slot", "external", "unspecified", "moon"}, 5)
+          forKey:@"location"];
     if (in.ConsumeBool()) [d setObject:@"applegpu_g13s" forKey:@"architecture"];
     if (in.ConsumeBool()) {
       NSMutableDictionary *simulation = [NSMutableDictionary dictionary];
@@ -68,7 +85,8 @@ NSData *recipeSnapshot(FuzzedDataProvider &in) {
         [simulation setObject:pick(in, kClassNames, sizeof(kClassNames) / sizeof(kClassNames[0])) forKey:@"subclassOf"];
       }
       if (in.ConsumeBool()) {
-        [simulation setObject:pick(in, kClassNames, sizeof(kClassNames) / sizeof(kClassNames[0])) forKey:@"defaultObjectClass"];
+        [simulation setObject:pick(in, kClassNames, sizeof(kClassNames) / sizeof(kClassNames[0]))
+                       forKey:@"defaultObjectClass"];
       }
       [d setObject:simulation forKey:@"simulation"];
     }

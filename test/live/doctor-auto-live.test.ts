@@ -30,7 +30,12 @@ describe.skipIf(!isMac)('doctor() and profile auto on real Metal (macOS only)', 
     console.log(
       JSON.stringify({
         patchedRun: r.report.patchedRun,
-        devices: r.report.devices.map((d) => ({ name: d.name, probes: d.probes.map((p) => `${p.id}: ${p.status}`), verified: d.verifiedProfile, faults: d.faults })),
+        devices: r.report.devices.map((d) => ({
+          name: d.name,
+          probes: d.probes.map((p) => `${p.id}: ${p.status}`),
+          verified: d.verifiedProfile,
+          faults: d.faults,
+        })),
       }),
     );
     if (!r.report.supported) {

@@ -34,7 +34,9 @@ function options(device: number, extra: Partial<NativeDoctorOptions> = {}): Nati
     timeoutMs: TIMEOUT_MS,
     threadgroupSizes: SIZES,
     threadgroupGroups: 1024,
-    stockThreadgroupMemory: stock?.supported ? (stock.devices.find((d) => d.index === device)?.maxThreadgroupMemoryLength ?? 0) : 0,
+    stockThreadgroupMemory: stock?.supported
+      ? (stock.devices.find((d) => d.index === device)?.maxThreadgroupMemoryLength ?? 0)
+      : 0,
     // Above the stock limit only in a VM: on real hardware that is undefined behaviour.
     aboveStockThreadgroupMemory: isVm,
     mmapFile: null,
@@ -69,7 +71,12 @@ describe.skipIf(!isMac)('doctor on real Metal (macOS only)', () => {
       const hooksBefore = status().hooks;
       const { result, elapsed } = runDoctor(o);
       console.log(`[live] doctor on ${device.name} [${device.className}]: ${JSON.stringify(result.outcomes)}`);
-      expect(result.device).toEqual({ index, name: device.name, className: device.className, registryId: device.registryId });
+      expect(result.device).toEqual({
+        index,
+        name: device.name,
+        className: device.className,
+        registryId: device.registryId,
+      });
       expect(result.outcomes.map((x) => x.id)).toEqual([...DOCTOR_PROBE_IDS]);
       for (const x of result.outcomes) {
         expect(DOCTOR_STATUSES, x.id).toContain(x.status);
@@ -86,7 +93,10 @@ describe.skipIf(!isMac)('doctor on real Metal (macOS only)', () => {
         expect(by[id]!.detail, id).not.toMatch(/^compiling /);
       }
       if (osMajor < 14) {
-        expect(by.bfloat).toMatchObject({ status: 'unsupported', detail: `bfloat needs MSL 3.1, which macOS ${osMajor} does not have (macOS 14+)` });
+        expect(by.bfloat).toMatchObject({
+          status: 'unsupported',
+          detail: `bfloat needs MSL 3.1, which macOS ${osMajor} does not have (macOS 14+)`,
+        });
       } else {
         expect(by.bfloat!.status, by.bfloat!.detail).not.toBe('unsupported');
       }
@@ -147,10 +157,15 @@ describe.skipIf(!isMac)('doctor on real Metal (macOS only)', () => {
       const applied = applyProfile('cua-release', { force: true, trace: true });
       expect(applied.applied, applied.detail ?? '').toBe(true);
       const hooks = status().hooks;
-      const { result } = runDoctor(options(0, { probes: ['simdgroup-reduction', 'simdgroup-matrix', 'threadgroup-memory'] }));
+      const { result } = runDoctor(
+        options(0, { probes: ['simdgroup-reduction', 'simdgroup-matrix', 'threadgroup-memory'] }),
+      );
       const trace = status({ trace: true }).trace;
-      console.log(`[live] doctor under cua-release: ${JSON.stringify(result.outcomes)}; queries Metal made meanwhile: ${JSON.stringify(trace)}`);
-      for (const x of result.outcomes) expect(['error', 'timeout', 'skipped'], `${x.id}: ${x.detail}`).not.toContain(x.status);
+      console.log(
+        `[live] doctor under cua-release: ${JSON.stringify(result.outcomes)}; queries Metal made meanwhile: ${JSON.stringify(trace)}`,
+      );
+      for (const x of result.outcomes)
+        expect(['error', 'timeout', 'skipped'], `${x.id}: ${x.detail}`).not.toContain(x.status);
       expect(status().hooks).toEqual(hooks);
     },
   );

@@ -55,7 +55,10 @@ const sipEnabled = /status:\s*enabled/i.test(csrutil?.stdout ?? '');
 /** Skip reasons, shown in the test name so the CI log says why a test did not run. */
 const NEEDS_DEVICE = isMac && !hasDevice ? ' [skipped: Metal reports no device on this runner]' : '';
 const NEEDS_CLANG = isMac && !hasClang ? ' [skipped: no clang on this runner]' : '';
-const NEEDS_SIP = isMac && !sipEnabled ? ` [skipped: SIP is not enabled here (${(csrutil?.stdout ?? '').trim() || 'csrutil gave no answer'})]` : '';
+const NEEDS_SIP =
+  isMac && !sipEnabled
+    ? ` [skipped: SIP is not enabled here (${(csrutil?.stdout ?? '').trim() || 'csrutil gave no answer'})]`
+    : '';
 
 /** What test/live/metal_probe.m prints for the default device. */
 interface ProbeJson {
@@ -72,7 +75,16 @@ function compileMetalProbe(): string {
   mkdirSync(path.dirname(probeBinary), { recursive: true });
   execFileSync(
     'clang',
-    ['-fobjc-arc', '-framework', 'Metal', '-framework', 'Foundation', 'test/live/metal_probe.m', '-o', 'build/test/metal_probe'],
+    [
+      '-fobjc-arc',
+      '-framework',
+      'Metal',
+      '-framework',
+      'Foundation',
+      'test/live/metal_probe.m',
+      '-o',
+      'build/test/metal_probe',
+    ],
     { cwd: root, stdio: 'pipe' },
   );
   return probeBinary;
@@ -98,7 +110,13 @@ function guardFor(profileName: string) {
   const expected = report.devices.map((d) => predictPatchedDevice(d, profile));
   const changes = diffAnswers(report.devices, expected);
   const raises = changes.filter(isRaise);
-  return { profile, expected, changes, raises, refusedWithoutForce: raises.length > 0 && report.host?.isVirtualMachine !== true };
+  return {
+    profile,
+    expected,
+    changes,
+    raises,
+    refusedWithoutForce: raises.length > 0 && report.host?.isVirtualMachine !== true,
+  };
 }
 
 /** `{ className: { selector: mode } }` from an apply result, for the CI log and for comparing two applies. */
@@ -113,7 +131,8 @@ let firstApplyModes: Record<string, Record<string, string>> | null = null;
 
 describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’s Objective-C runtime, dyld', () => {
   beforeAll(() => {
-    if (!existsSync(path.join(dist, 'cli.js'))) throw new Error('dist/cli.js is missing: run `npm run build` before `npm run test:live`');
+    if (!existsSync(path.join(dist, 'cli.js')))
+      throw new Error('dist/cli.js is missing: run `npm run build` before `npm run test:live`');
   });
   afterEach(() => {
     restore();
@@ -157,7 +176,9 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
     console.log(
       `[live] host ${host!.model} macOS ${host!.osVersion} (${host!.osBuild}) ${host!.arch}, VM ${host!.isVirtualMachine}, ` +
         `SIP ${(csrutil?.stdout ?? '').trim() || 'unknown'}; addon ${loadedFrom}; devices: ` +
-        (stock!.devices.map((d) => `${d.name} [${d.className}] highest ${d.highestAppleFamily?.name ?? 'none'}`).join('; ') || 'none'),
+        (stock!.devices
+          .map((d) => `${d.name} [${d.className}] highest ${d.highestAppleFamily?.name ?? 'none'}`)
+          .join('; ') || 'none'),
     );
   });
 
@@ -191,16 +212,21 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
     console.log(`[live] default device ${JSON.stringify(d)}`);
   });
 
-  it.skipIf(hasDevice)('without a Metal device, applyProfile reports no-device and installs nothing (runs only where Metal has none)', () => {
-    const result = applyProfile('cua-release', { force: true });
-    expect(result.applied).toBe(false);
-    expect(result.reason).toBe('no-device');
-    expect(status().hooks).toEqual([]);
-  });
+  it.skipIf(hasDevice)(
+    'without a Metal device, applyProfile reports no-device and installs nothing (runs only where Metal has none)',
+    () => {
+      const result = applyProfile('cua-release', { force: true });
+      expect(result.applied).toBe(false);
+      expect(result.reason).toBe('no-device');
+      expect(status().hooks).toEqual([]);
+    },
+  );
 
   it('machdep.cpu.brand_string names the host’s chip: an Apple chip on Apple silicon, with " (Virtual)" in a guest', () => {
     const host = stockDefault!.host!;
-    console.log(`[live] machdep.cpu.brand_string ${JSON.stringify(host.cpuBrand)} → chip ${JSON.stringify(host.chip)}, family ${chipFamily(host.chip)}`);
+    console.log(
+      `[live] machdep.cpu.brand_string ${JSON.stringify(host.cpuBrand)} → chip ${JSON.stringify(host.chip)}, family ${chipFamily(host.chip)}`,
+    );
     expect(host.cpuBrand).toEqual(expect.stringMatching(/\S/));
     if (host.arch === 'arm64') {
       expect(host.chip, `brand ${host.cpuBrand}`).toEqual(expect.stringMatching(/^Apple [MA]\d/));
@@ -270,7 +296,9 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
       const classes = [...new Set(report.devices.map((d) => d.className))].sort();
       expect(result.patchedClasses.map((c) => c.className).sort()).toEqual(classes);
       const first = result.patchedClasses[0]!;
-      expect(first.selectors.map((s) => s.selector)).toEqual(expect.arrayContaining(['supportsFamily:', 'maxThreadgroupMemoryLength']));
+      expect(first.selectors.map((s) => s.selector)).toEqual(
+        expect.arrayContaining(['supportsFamily:', 'maxThreadgroupMemoryLength']),
+      );
       for (const c of result.patchedClasses) {
         for (const s of c.selectors) expect(['added', 'replaced'], `${c.className} ${s.selector}`).toContain(s.mode);
       }
@@ -296,58 +324,66 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
     },
   );
 
-  it.skipIf(!hasDevice)(`mask-apple5 without force masks down to Apple5, or is refused exactly when it would raise on bare metal${NEEDS_DEVICE}`, () => {
-    const report = stockReport();
-    const { expected, changes, raises, refusedWithoutForce } = guardFor('mask-apple5');
-    const stockSupportsApple5 = report.devices.every((d) => d.families.apple5 === true);
-    console.log(
-      `[live] mask-apple5 on stock answers: ${changes.length} changes, raises ${JSON.stringify(raises.map((c) => c.field))}, ` +
-        `${refusedWithoutForce ? 'refused without force' : 'allowed without force'}`,
-    );
-    if (stockSupportsApple5) {
-      // A device that already answers Apple5 or more loses answers and gains none: masking needs no force anywhere.
-      expect(raises).toEqual([]);
-    }
-    if (refusedWithoutForce) {
-      // Only a device below Apple5 (an Intel or AMD GPU answers no Apple family) on a host that is not a VM.
-      expect(stockSupportsApple5).toBe(false);
-      // A refusal is a result; with strict: true it is a RefusedError.
-      expect(applyProfile('mask-apple5')).toMatchObject({ applied: false, reason: 'refused-bare-metal', verification: null });
-      let thrown: unknown;
-      try {
-        applyProfile('mask-apple5', { strict: true });
-      } catch (e) {
-        thrown = e;
+  it.skipIf(!hasDevice)(
+    `mask-apple5 without force masks down to Apple5, or is refused exactly when it would raise on bare metal${NEEDS_DEVICE}`,
+    () => {
+      const report = stockReport();
+      const { expected, changes, raises, refusedWithoutForce } = guardFor('mask-apple5');
+      const stockSupportsApple5 = report.devices.every((d) => d.families.apple5 === true);
+      console.log(
+        `[live] mask-apple5 on stock answers: ${changes.length} changes, raises ${JSON.stringify(raises.map((c) => c.field))}, ` +
+          `${refusedWithoutForce ? 'refused without force' : 'allowed without force'}`,
+      );
+      if (stockSupportsApple5) {
+        // A device that already answers Apple5 or more loses answers and gains none: masking needs no force anywhere.
+        expect(raises).toEqual([]);
       }
-      expect(thrown).toBeInstanceOf(RefusedError);
-      expect((thrown as RefusedError).code).toBe('ERR_REFUSED_BARE_METAL');
-      expect(status().hooks.filter((h) => h.ours)).toEqual([]);
+      if (refusedWithoutForce) {
+        // Only a device below Apple5 (an Intel or AMD GPU answers no Apple family) on a host that is not a VM.
+        expect(stockSupportsApple5).toBe(false);
+        // A refusal is a result; with strict: true it is a RefusedError.
+        expect(applyProfile('mask-apple5')).toMatchObject({
+          applied: false,
+          reason: 'refused-bare-metal',
+          verification: null,
+        });
+        let thrown: unknown;
+        try {
+          applyProfile('mask-apple5', { strict: true });
+        } catch (e) {
+          thrown = e;
+        }
+        expect(thrown).toBeInstanceOf(RefusedError);
+        expect((thrown as RefusedError).code).toBe('ERR_REFUSED_BARE_METAL');
+        expect(status().hooks.filter((h) => h.ours)).toEqual([]);
+        expect(probe({ allDevices: true })).toEqual(report);
+        return;
+      }
+      const result = applyProfile('mask-apple5');
+      expect(result.applied, result.detail ?? '').toBe(true);
+      expect(result.verification?.ok, JSON.stringify(result.verification?.mismatches)).toBe(true);
+      expect(result.after?.devices).toEqual(expected);
+      for (const [i, d] of result.after!.devices.entries()) {
+        const before = report.devices[i]!;
+        // mode 'exact' with ceiling Apple5: Apple1–5 YES, Apple6+ NO, whatever the stock answers were.
+        expect(d.highestAppleFamily?.name, d.name).toBe('apple5');
+        for (const name of ['apple6', 'apple7', 'apple8', 'apple9', 'apple10', 'mac2', 'metal3', 'metal4'] as const) {
+          expect(d.families[name], `${d.name} ${name}`).toBe(false);
+        }
+        // Common families keep their real answers.
+        for (const name of ['common1', 'common2', 'common3'] as const)
+          expect(d.families[name]).toBe(before.families[name]);
+        expect(d.maxThreadgroupMemoryLength).toBe(32768);
+        expect(d.recommendedMaxWorkingSetSize).toBe(before.recommendedMaxWorkingSetSize);
+      }
+      // The engine remembers how it reached each selector across restore and re-apply (an added method cannot be
+      // removed from a class on Apple's runtime; it is pointed back at the superclass's implementation).
+      if (firstApplyModes !== null) expect(hookModes(result)).toEqual(firstApplyModes);
+      const restored = restore();
+      expect(restored.verification?.ok, JSON.stringify(restored.verification?.mismatches)).toBe(true);
       expect(probe({ allDevices: true })).toEqual(report);
-      return;
-    }
-    const result = applyProfile('mask-apple5');
-    expect(result.applied, result.detail ?? '').toBe(true);
-    expect(result.verification?.ok, JSON.stringify(result.verification?.mismatches)).toBe(true);
-    expect(result.after?.devices).toEqual(expected);
-    for (const [i, d] of result.after!.devices.entries()) {
-      const before = report.devices[i]!;
-      // mode 'exact' with ceiling Apple5: Apple1–5 YES, Apple6+ NO, whatever the stock answers were.
-      expect(d.highestAppleFamily?.name, d.name).toBe('apple5');
-      for (const name of ['apple6', 'apple7', 'apple8', 'apple9', 'apple10', 'mac2', 'metal3', 'metal4'] as const) {
-        expect(d.families[name], `${d.name} ${name}`).toBe(false);
-      }
-      // Common families keep their real answers.
-      for (const name of ['common1', 'common2', 'common3'] as const) expect(d.families[name]).toBe(before.families[name]);
-      expect(d.maxThreadgroupMemoryLength).toBe(32768);
-      expect(d.recommendedMaxWorkingSetSize).toBe(before.recommendedMaxWorkingSetSize);
-    }
-    // The engine remembers how it reached each selector across restore and re-apply (an added method cannot be
-    // removed from a class on Apple's runtime; it is pointed back at the superclass's implementation).
-    if (firstApplyModes !== null) expect(hookModes(result)).toEqual(firstApplyModes);
-    const restored = restore();
-    expect(restored.verification?.ok, JSON.stringify(restored.verification?.mismatches)).toBe(true);
-    expect(probe({ allDevices: true })).toEqual(report);
-  });
+    },
+  );
 
   describe('exec: DYLD_INSERT_LIBRARIES into another program', () => {
     it.skipIf(!hasDevice || !hasClang)(
@@ -408,7 +444,12 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
         expect(trace.patchedClasses).toEqual([d.className]);
         const apple7 = trace.trace.find((t) => t.selector === 'supportsFamily:' && t.family === 1007);
         // Metal.framework may ask too, so the count is at least the program's one question.
-        expect(apple7).toMatchObject({ selector: 'supportsFamily:', family: 1007, stock: s.families['1007'] ? 1 : 0, given: 1 });
+        expect(apple7).toMatchObject({
+          selector: 'supportsFamily:',
+          family: 1007,
+          stock: s.families['1007'] ? 1 : 0,
+          given: 1,
+        });
         expect(apple7!.calls).toBeGreaterThanOrEqual(1);
         // dyld loads the slice matching the process: metal_probe is a plain arm64 (or x86_64) program, never arm64e.
         console.log(`injector slice loaded into ${path.basename(binary)}: ${trace.slice}`);
@@ -436,13 +477,16 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
 
     // Only with SIP on does macOS strip DYLD_INSERT_LIBRARIES from /bin/sh. With it off (some runner images), dyld
     // may load the injector, or abort an arm64e /bin/sh over the third-party arm64e slice: not what this checks.
-    it.skipIf(!sipEnabled)(`--allow-unpatched runs it anyway: its exit code passes through and the "did not load" notice is on stderr${NEEDS_SIP}`, () => {
-      const marker = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-live-sip-')), 'ran');
-      const r = runCli(['exec', '--force', '--allow-unpatched', '--', '/bin/sh', '-c', `touch '${marker}'; exit 7`]);
-      expect(r.status, r.stderr).toBe(7);
-      expect(existsSync(marker)).toBe(true);
-      expect(r.stderr).toContain('did not load');
-    });
+    it.skipIf(!sipEnabled)(
+      `--allow-unpatched runs it anyway: its exit code passes through and the "did not load" notice is on stderr${NEEDS_SIP}`,
+      () => {
+        const marker = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-live-sip-')), 'ran');
+        const r = runCli(['exec', '--force', '--allow-unpatched', '--', '/bin/sh', '-c', `touch '${marker}'; exit 7`]);
+        expect(r.status, r.stderr).toBe(7);
+        expect(existsSync(marker)).toBe(true);
+        expect(r.stderr).toContain('did not load');
+      },
+    );
 
     // Real codesign output: copies of metal_probe signed ad hoc with the hardened runtime and chosen entitlements.
     it.skipIf(!hasClang)(`a hardened-runtime program is judged from real codesign output${NEEDS_CLANG}`, () => {
@@ -466,8 +510,13 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
       expect(injectionBlocker(dyldOnly)?.launchFails).toBe(true);
       // The reason exec refuses it: dyld honours DYLD_INSERT_LIBRARIES, library validation rejects the injector, and
       // the program never reaches main.
-      const direct = spawnSync(dyldOnly, [], { encoding: 'utf8', env: { ...process.env, DYLD_INSERT_LIBRARIES: injectorPath()! } });
-      console.log(`[live] dyld-only program with the injector inserted: status ${direct.status} signal ${direct.signal}: ${direct.stderr.trim()}`);
+      const direct = spawnSync(dyldOnly, [], {
+        encoding: 'utf8',
+        env: { ...process.env, DYLD_INSERT_LIBRARIES: injectorPath()! },
+      });
+      console.log(
+        `[live] dyld-only program with the injector inserted: status ${direct.status} signal ${direct.signal}: ${direct.stderr.trim()}`,
+      );
       expect(direct.status).not.toBe(0);
       expect(direct.stdout).toBe('');
       const r = runCli(['exec', '--force', '--', dyldOnly]);
@@ -483,14 +532,24 @@ describe.skipIf(!isMac)('live Metal (macOS only): real Metal.framework, Apple’
     it.skipIf(!hasClang)(`a libggml-metal loaded RTLD_LOCAL is found through dyld's image list${NEEDS_CLANG}`, () => {
       const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-live-consumer-')));
       const source = path.join(dir, 'consumer.c');
-      writeFileSync(source, '#include <node_api.h>\nvoid ggml_backend_metal_reg(void) {}\nNAPI_MODULE_INIT() { return exports; }\n');
-      const napiInclude = path.join(path.dirname(createRequire(import.meta.url).resolve('node-api-headers/package.json')), 'include');
+      writeFileSync(
+        source,
+        '#include <node_api.h>\nvoid ggml_backend_metal_reg(void) {}\nNAPI_MODULE_INIT() { return exports; }\n',
+      );
+      const napiInclude = path.join(
+        path.dirname(createRequire(import.meta.url).resolve('node-api-headers/package.json')),
+        'include',
+      );
       const file = path.join(dir, 'libggml-metal.dylib');
-      execFileSync('clang', ['-dynamiclib', '-undefined', 'dynamic_lookup', `-I${napiInclude}`, source, '-o', file], { stdio: 'pipe' });
+      execFileSync('clang', ['-dynamiclib', '-undefined', 'dynamic_lookup', `-I${napiInclude}`, source, '-o', file], {
+        stdio: 'pipe',
+      });
       process.dlopen({ exports: {} }, file, osConstants.dlopen.RTLD_NOW | osConstants.dlopen.RTLD_LOCAL);
       const found = loadNative().binding!.loadedConsumers();
       console.log(`[live] consumers: ${JSON.stringify(found)}`);
-      expect(found.filter((c) => c.startsWith('libggml-metal.dylib (') && c.endsWith('/libggml-metal.dylib)'))).toHaveLength(1);
+      expect(
+        found.filter((c) => c.startsWith('libggml-metal.dylib (') && c.endsWith('/libggml-metal.dylib)')),
+      ).toHaveLength(1);
       expect(found.filter((c) => c.startsWith('ggml_backend_metal_reg'))).toEqual([]);
     });
   });

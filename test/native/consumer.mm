@@ -12,7 +12,8 @@ static void printDevice(id<MTLDevice> device, bool last) {
   const long families[] = {1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010,
                            2001, 2002, 3001, 3002, 3003, 4001, 4002, 5001, 5002};
   for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
-    printf("%s\"%ld\":%s", i ? "," : "", families[i], [device supportsFamily:(MTLGPUFamily)families[i]] ? "true" : "false");
+    printf("%s\"%ld\":%s", i ? "," : "", families[i],
+           [device supportsFamily:(MTLGPUFamily)families[i]] ? "true" : "false");
   }
   printf("},\"maxThreadgroupMemoryLength\":%lu,\"recommendedMaxWorkingSetSize\":%llu,\"hasUnifiedMemory\":%s}%s",
          (unsigned long)device.maxThreadgroupMemoryLength, (unsigned long long)device.recommendedMaxWorkingSetSize,

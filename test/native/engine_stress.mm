@@ -76,8 +76,8 @@ int main(int argc, char **argv) {
   for (void *d : list.devices) {
     devices.push_back((id)d);
     before.push_back(mcs::readCapabilities(d));
-    expected.push_back({before.back().families[mcs::familyIndex(1009)], (unsigned long)before.back().maxThreadgroupMemoryLength,
-                        before.back().name});
+    expected.push_back({before.back().families[mcs::familyIndex(1009)],
+                        (unsigned long)before.back().maxThreadgroupMemoryLength, before.back().name});
   }
   std::vector<Class> classes;
   for (void *c : mcs::distinctDeviceClasses(list)) classes.push_back((Class)c);

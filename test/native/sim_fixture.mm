@@ -20,8 +20,8 @@
 
 namespace {
 
-const long kAskedFamilies[] = {1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010, 1011,
-                               2001, 2002, 3001, 3002, 3003, 4001, 4002, 5001, 5002};
+const long kAskedFamilies[] = {1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010,
+                               1011, 2001, 2002, 3001, 3002, 3003, 4001, 4002, 5001, 5002};
 
 Napi::Object deviceAnswers(Napi::Env env, id<MTLDevice> device) {
   Napi::Object o = Napi::Object::New(env);
@@ -189,7 +189,8 @@ Napi::Value MethodInfo(const Napi::CallbackInfo &info) {
   snprintf(buf, sizeof(buf), "%p", reinterpret_cast<void *>(class_getMethodImplementation(cls, sel)));
   o.Set("imp", Napi::String::New(env, buf));
   Class super = class_getSuperclass(cls);
-  snprintf(buf, sizeof(buf), "%p", super == Nil ? NULL : reinterpret_cast<void *>(class_getMethodImplementation(super, sel)));
+  snprintf(buf, sizeof(buf), "%p",
+           super == Nil ? NULL : reinterpret_cast<void *>(class_getMethodImplementation(super, sel)));
   o.Set("superImp", Napi::String::New(env, buf));
   o.Set("superclass", Napi::String::New(env, super == Nil ? "" : class_getName(super)));
   return o;
@@ -238,7 +239,8 @@ Napi::Value BenchQueries(const Napi::CallbackInfo &info) {
   Napi::Object o = Napi::Object::New(env);
   double n = static_cast<double>(iterations);
   o.Set("supportsFamilyNs", Napi::Number::New(env, std::chrono::duration<double, std::nano>(t1 - t0).count() / n));
-  o.Set("maxThreadgroupMemoryNs", Napi::Number::New(env, std::chrono::duration<double, std::nano>(t2 - t1).count() / n));
+  o.Set("maxThreadgroupMemoryNs",
+        Napi::Number::New(env, std::chrono::duration<double, std::nano>(t2 - t1).count() / n));
   return o;
 }
 
@@ -247,7 +249,8 @@ Napi::Value DeviceCalls(const Napi::CallbackInfo &info) {
   MTLSimDeviceCalls calls;
   MTLSimGetDeviceCalls(&calls);
   Napi::Object o = Napi::Object::New(info.Env());
-  o.Set("MTLCreateSystemDefaultDevice", Napi::Number::New(info.Env(), static_cast<double>(calls.createSystemDefaultDevice)));
+  o.Set("MTLCreateSystemDefaultDevice",
+        Napi::Number::New(info.Env(), static_cast<double>(calls.createSystemDefaultDevice)));
   o.Set("MTLCopyAllDevices", Napi::Number::New(info.Env(), static_cast<double>(calls.copyAllDevices)));
   return o;
 }

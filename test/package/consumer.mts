@@ -26,7 +26,11 @@ const seen: Record<string, unknown> = {};
 const applied = applyProfile('cua-release');
 if (applied.applied) {
   const ok: true = applied.verification.ok;
-  seen.apply = { ok, devices: applied.after.devices.length + applied.before.devices.length, reason: applied.reason satisfies null };
+  seen.apply = {
+    ok,
+    devices: applied.after.devices.length + applied.before.devices.length,
+    reason: applied.reason satisfies null,
+  };
 } else {
   const reason: ApplyFailureReason = applied.reason;
   const detail: string = applied.detail;
@@ -79,11 +83,16 @@ if (result.mode === 'live' && !result.refused) {
   seen.live = result.verification.apply.ok && result.verification.restore.ok;
 } else if (result.mode === 'offline') {
   const snapshot: string = result.snapshot;
-  seen.audit = { snapshot, verification: result.verification satisfies null, ok: result.verdict.ok, summary: result.verdict.summary };
+  seen.audit = {
+    snapshot,
+    verification: result.verification satisfies null,
+    ok: result.verdict.ok,
+    summary: result.verdict.summary,
+  };
 }
 
 const s = status();
-seen.status = s.active ? s.profile.name : s.profile satisfies null;
+seen.status = s.active ? s.profile.name : (s.profile satisfies null);
 
 function codeOf(err: unknown): ErrorCode | null {
   if (!(err instanceof MetalCapShimError)) return null;
@@ -94,7 +103,9 @@ function codeOf(err: unknown): ErrorCode | null {
 }
 
 // Each subclass narrows `code` to its own codes.
-function nativeCode(err: NativeError): 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'ERR_NO_DEVICE' | 'ERR_NATIVE_UNAVAILABLE' {
+function nativeCode(
+  err: NativeError,
+): 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'ERR_NO_DEVICE' | 'ERR_NATIVE_UNAVAILABLE' {
   // @ts-expect-error a NativeError never carries a usage code
   if (err.code === 'ERR_USAGE') throw err;
   return err.code;
@@ -113,7 +124,11 @@ try {
 // buildMatrix takes what fieldReport returns, and { where, report } for a report read from a file.
 const fresh = fieldReport({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', hostLabel: 'type test' });
 const matrix = buildMatrix([fresh, { where: 'copy.json', report: JSON.parse(JSON.stringify(fresh)) as unknown }]);
-seen.matrix = { rows: matrix.rows.length, cell: matrix.rows[0]?.cells['cua-release']?.reports, duplicates: matrix.duplicates };
+seen.matrix = {
+  rows: matrix.rows.length,
+  cell: matrix.rows[0]?.cells['cua-release']?.reports,
+  duplicates: matrix.duplicates,
+};
 
 try {
   buildMatrix([{ where: 'bad.json', report: { schema: 'nope' } }]);

@@ -27,8 +27,12 @@ static napi_value call(napi_env env, napi_callback_info info, entry_fn entry) {
   return result;
 }
 
-static napi_value run(napi_env env, napi_callback_info info) { return call(env, info, mcs_run_cases); }
-static napi_value tables(napi_env env, napi_callback_info info) { return call(env, info, mcs_tables); }
+static napi_value run(napi_env env, napi_callback_info info) {
+  return call(env, info, mcs_run_cases);
+}
+static napi_value tables(napi_env env, napi_callback_info info) {
+  return call(env, info, mcs_tables);
+}
 
 NAPI_MODULE_INIT() {
   napi_value fn;

@@ -14,7 +14,7 @@ enum mcs_kind { MCS_QUEUE, MCS_GROUP, MCS_SEMAPHORE };
 
 struct mcs_dispatch_object {
   enum mcs_kind kind;
-  int refs; /* 0 for the global queue: never freed */
+  int refs;       /* 0 for the global queue: never freed */
   intptr_t count; /* group: blocks still running; semaphore: its value */
   pthread_mutex_t lock;
   pthread_cond_t changed;
@@ -116,14 +116,18 @@ static void start(dispatch_queue_t queue, dispatch_group_t group, dispatch_block
   pthread_attr_destroy(&attr);
 }
 
-void dispatch_async(dispatch_queue_t queue, dispatch_block_t block) { start(queue, NULL, block); }
+void dispatch_async(dispatch_queue_t queue, dispatch_block_t block) {
+  start(queue, NULL, block);
+}
 
 void dispatch_apply(size_t iterations, dispatch_queue_t queue, void (^block)(size_t)) {
   (void)queue;
   for (size_t i = 0; i < iterations; i++) block(i);
 }
 
-dispatch_group_t dispatch_group_create(void) { return make(MCS_GROUP, 0, 0); }
+dispatch_group_t dispatch_group_create(void) {
+  return make(MCS_GROUP, 0, 0);
+}
 
 void dispatch_group_async(dispatch_group_t group, dispatch_queue_t queue, dispatch_block_t block) {
   start(queue, group, block);
@@ -144,7 +148,9 @@ intptr_t dispatch_group_wait(dispatch_group_t group, dispatch_time_t timeout) {
   return left == 0 ? 0 : 1;
 }
 
-dispatch_semaphore_t dispatch_semaphore_create(intptr_t value) { return make(MCS_SEMAPHORE, 0, value); }
+dispatch_semaphore_t dispatch_semaphore_create(intptr_t value) {
+  return make(MCS_SEMAPHORE, 0, value);
+}
 
 intptr_t dispatch_semaphore_signal(dispatch_semaphore_t s) {
   pthread_mutex_lock(&s->lock);

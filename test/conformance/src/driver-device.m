@@ -12,7 +12,9 @@
 /* tuning-chip.cpp / tuning-family.cpp: which table tier ggml-metal-tuning.cpp's fa_vec_pick consults first. */
 void mcs_tuning_tier(struct mcs_out *out, int device_id, int gpu_family);
 
-void mcs_era_identity(struct mcs_out *out) { mcs_write_identity(out, ggml_version()); }
+void mcs_era_identity(struct mcs_out *out) {
+  mcs_write_identity(out, ggml_version());
+}
 
 void mcs_era_props(struct mcs_out *out) {
   /* The pool an application's main thread has around its work. */
@@ -23,7 +25,8 @@ void mcs_era_props(struct mcs_out *out) {
   mcs_out_printf(out, "{\"has_simdgroup_reduction\":%s,\"has_simdgroup_mm\":%s,\"has_unified_memory\":%s",
                  mcs_bool(p->has_simdgroup_reduction), mcs_bool(p->has_simdgroup_mm), mcs_bool(p->has_unified_memory));
   mcs_out_printf(out, ",\"has_bfloat\":%s,\"has_tensor\":%s,\"use_residency_sets\":%s,\"use_shared_buffers\":%s",
-                 mcs_bool(p->has_bfloat), mcs_bool(p->has_tensor), mcs_bool(p->use_residency_sets), mcs_bool(p->use_shared_buffers));
+                 mcs_bool(p->has_bfloat), mcs_bool(p->has_tensor), mcs_bool(p->use_residency_sets),
+                 mcs_bool(p->use_shared_buffers));
   mcs_out_printf(out, ",\"supports_gpu_family_apple7\":%s,\"gpu_family\":%d,\"device_id\":",
                  mcs_bool(p->supports_gpu_family_apple7), p->gpu_family);
   mcs_out_json_string(out, ggml_metal_device_id_token(p->device_id));

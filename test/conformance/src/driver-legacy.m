@@ -5,7 +5,9 @@
 #include "ggml-metal.m"
 
 /* ggml_version() arrived with ggml 0.9 (2025): this era's ggml-base does not export it. */
-void mcs_era_identity(struct mcs_out *out) { mcs_write_identity(out, NULL); }
+void mcs_era_identity(struct mcs_out *out) {
+  mcs_write_identity(out, NULL);
+}
 
 void mcs_era_props(struct mcs_out *out) {
   /* The pool an application's main thread has around its work. */
@@ -14,8 +16,10 @@ void mcs_era_props(struct mcs_out *out) {
   struct ggml_backend_metal_device_context *ctx = &g_ggml_ctx_dev_main;
   id<MTLDevice> device = ggml_backend_metal_device_acq(ctx);
   mcs_out_printf(out, "{\"has_simdgroup_reduction\":%s,\"has_simdgroup_mm\":%s,\"has_residency_sets\":%s",
-                 mcs_bool(ctx->has_simdgroup_reduction), mcs_bool(ctx->has_simdgroup_mm), mcs_bool(ctx->has_residency_sets));
-  mcs_out_printf(out, ",\"has_bfloat\":%s,\"use_bfloat\":%s,\"name\":", mcs_bool(ctx->has_bfloat), mcs_bool(ctx->use_bfloat));
+                 mcs_bool(ctx->has_simdgroup_reduction), mcs_bool(ctx->has_simdgroup_mm),
+                 mcs_bool(ctx->has_residency_sets));
+  mcs_out_printf(out, ",\"has_bfloat\":%s,\"use_bfloat\":%s,\"name\":", mcs_bool(ctx->has_bfloat),
+                 mcs_bool(ctx->use_bfloat));
   mcs_out_json_string(out, device != nil ? ctx->name : "");
   mcs_out_printf(out, "}");
   ggml_backend_metal_device_rel(ctx);

@@ -34,9 +34,12 @@ void mcs_out_printf(struct mcs_out *out, const char *format, ...) {
 void mcs_out_json_string(struct mcs_out *out, const char *text) {
   mcs_out_printf(out, "\"");
   for (const unsigned char *p = (const unsigned char *)(text != NULL ? text : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') mcs_out_printf(out, "\\%c", *p);
-    else if (*p < 0x20) mcs_out_printf(out, "\\u%04x", *p);
-    else mcs_out_printf(out, "%c", *p);
+    if (*p == '"' || *p == '\\')
+      mcs_out_printf(out, "\\%c", *p);
+    else if (*p < 0x20)
+      mcs_out_printf(out, "\\u%04x", *p);
+    else
+      mcs_out_printf(out, "%c", *p);
   }
   mcs_out_printf(out, "\"");
 }
@@ -118,7 +121,9 @@ char *mcs_tables(const char *names) {
   return out.data;
 }
 
-const char *mcs_bool(int value) { return value ? "true" : "false"; }
+const char *mcs_bool(int value) {
+  return value ? "true" : "false";
+}
 
 static void quiet(enum ggml_log_level level, const char *text, void *user) {
   (void)level;
@@ -126,4 +131,6 @@ static void quiet(enum ggml_log_level level, const char *text, void *user) {
   if (getenv("MCS_CONFORMANCE_LOG") != NULL) fputs(text, stderr);
 }
 
-void mcs_quiet_ggml_log(void) { ggml_log_set(quiet, NULL); }
+void mcs_quiet_ggml_log(void) {
+  ggml_log_set(quiet, NULL);
+}

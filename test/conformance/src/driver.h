@@ -38,15 +38,18 @@ static inline void mcs_write_identity(struct mcs_out *out, const char *ggml_vers
   mcs_out_printf(out, "{\"release\":");
   mcs_out_json_string(out, MCS_RELEASE);
   mcs_out_printf(out, ",\"ggmlVersion\":");
-  if (ggml_version != NULL) mcs_out_json_string(out, ggml_version);
-  else mcs_out_printf(out, "null");
-  mcs_out_printf(out, ",\"build\":{\"arch\":\"%s\",\"sdk\":%d}}", MCS_TARGET_X86_64 ? "x86_64" : "arm64", MCS_MACOS_SDK);
+  if (ggml_version != NULL)
+    mcs_out_json_string(out, ggml_version);
+  else
+    mcs_out_printf(out, "null");
+  mcs_out_printf(out, ",\"build\":{\"arch\":\"%s\",\"sdk\":%d}}", MCS_TARGET_X86_64 ? "x86_64" : "arm64",
+                 MCS_MACOS_SDK);
 }
 #endif
 
 /* Era-specific: llama.cpp's own chip table and what it makes of names and families, as one JSON object (null before
-   v0.4.0): {"chips":[{"name","token"}], "parsed":[{"name","device_id"}], "tiers":[{"device_id","gpu_family","tuning"}]}.
-   `names` holds one device name per line. */
+   v0.4.0): {"chips":[{"name","token"}], "parsed":[{"name","device_id"}],
+   "tiers":[{"device_id","gpu_family","tuning"}]}. `names` holds one device name per line. */
 void mcs_era_tables(struct mcs_out *out, const char *names);
 
 /* Runs every case: `cases` holds one line per case, each a space-separated list of NAME=VALUE environment settings

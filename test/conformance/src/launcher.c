@@ -50,7 +50,8 @@ int main(int argc, char **argv) {
     int status = 0;
     if (waitpid(pid, &status, 0) < 0) return 2;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      fprintf(stderr, "%s: %s %d\n", argv[i], WIFSIGNALED(status) ? "killed by signal" : "exited", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+      fprintf(stderr, "%s: %s %d\n", argv[i], WIFSIGNALED(status) ? "killed by signal" : "exited",
+              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
       return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
   }

@@ -68,8 +68,8 @@ struct ProbeFault {
   Behaviour behaviour = Behaviour::Works;
   std::string detail;
   uint64_t threadgroupLimit = 0;  // provenThreadgroupMemory; 0: none recorded
-  std::string fault;              // nocopy-mmap: stale | zero-length; threadgroup-memory: answered-limit, threadgroups-overlap
-  bool compileHangs = false;      // fault `compile`: the library never finishes compiling
+  std::string fault;  // nocopy-mmap: stale | zero-length; threadgroup-memory: answered-limit, threadgroups-overlap
+  bool compileHangs = false;  // fault `compile`: the library never finishes compiling
 };
 
 struct ComputeDevice {
@@ -83,7 +83,9 @@ std::atomic<unsigned long> gNoCopyAfterUnmap{0};
 
 std::vector<ComputeDevice> gCompute;
 
-const ProbeFault &faultOf(size_t device, Probe probe) { return gCompute[device].probes[static_cast<int>(probe)]; }
+const ProbeFault &faultOf(size_t device, Probe probe) {
+  return gCompute[device].probes[static_cast<int>(probe)];
+}
 
 size_t indexOfDevice(id device) {
   for (size_t i = 0; i < gCompute.size(); i++) {
@@ -104,7 +106,9 @@ NSUInteger maxLanguageFor(int osMajor) {
   return 0x40000;
 }
 
-std::string languageName(NSUInteger v) { return std::to_string(v >> 16) + "." + std::to_string(v & 0xffff); }
+std::string languageName(NSUInteger v) {
+  return std::to_string(v >> 16) + "." + std::to_string(v & 0xffff);
+}
 
 NSError *simError(NSString *domain, NSInteger code, const std::string &message) {
   NSDictionary *info = [NSDictionary dictionaryWithObject:[NSString stringWithUTF8String:message.c_str()]
@@ -157,14 +161,14 @@ const SimKernel *kernelNamed(const std::string &name);
 
 @interface SimBuffer : NSObject <MTLBuffer> {
  @public
-  void *_contents;      // what the CPU sees
-  void *_gpu;           // what the simulated GPU reads: _contents, or a stale copy
-  NSUInteger _length;   // the real length
-  NSUInteger _reported; // what -length answers
+  void *_contents;       // what the CPU sees
+  void *_gpu;            // what the simulated GPU reads: _contents, or a stale copy
+  NSUInteger _length;    // the real length
+  NSUInteger _reported;  // what -length answers
   BOOL _ownsContents;
   BOOL _ownsGpuCopy;
   id _device;
-  id _heap;             // retained: the heap the buffer was placed in, or nil
+  id _heap;  // retained: the heap the buffer was placed in, or nil
 }
 @end
 
@@ -229,7 +233,9 @@ struct KernelRun {
   }
 };
 
-bool wrong(const KernelRun &k) { return k.fault.behaviour == Behaviour::WrongResult; }
+bool wrong(const KernelRun &k) {
+  return k.fault.behaviour == Behaviour::WrongResult;
+}
 
 void simdReduce(KernelRun &k) {
   uint64_t n = k.totalThreads(), group = k.threadsPerGroup();
@@ -959,7 +965,8 @@ struct BlitFill {
     const Dispatch &d = (*_dispatches)[i];
     if (![self runFillsBefore:i from:&nextFill]) return;
     SimPipeline *pipeline = (SimPipeline *)d.pipeline;
-    if (pipeline == nil) return [self failWith:MTLCommandBufferErrorInvalidResource message:"a dispatch without a pipeline"];
+    if (pipeline == nil)
+      return [self failWith:MTLCommandBufferErrorInvalidResource message:"a dispatch without a pipeline"];
     uint64_t threads = d.threads.width * d.threads.height * d.threads.depth;
     if (threads == 0 || threads > pipeline->_maxThreads) {
       return [self failWith:MTLCommandBufferErrorInvalidResource
@@ -967,7 +974,8 @@ struct BlitFill {
                             std::to_string((unsigned long)pipeline->_maxThreads)];
     }
     const ProbeFault &fault = faultOf(_device, pipeline->_kernel->probe);
-    if (fault.behaviour == Behaviour::Works && fault.threadgroupLimit > 0 && d.threadgroupMemory[0] > fault.threadgroupLimit) {
+    if (fault.behaviour == Behaviour::Works && fault.threadgroupLimit > 0 &&
+        d.threadgroupMemory[0] > fault.threadgroupLimit) {
       return [self failWith:MTLCommandBufferErrorNotPermitted
                     message:std::to_string((unsigned long)d.threadgroupMemory[0]) +
                             " bytes of threadgroup memory exceed what this device accepts (" +
@@ -1024,7 +1032,8 @@ static id simNewLibrary(id self, SEL, NSString *source, MTLCompileOptions *optio
     return nil;
   };
   if (language > newest) {
-    return failWith(MTLLibraryErrorUnsupported, "simulated: MSL " + languageName(language) + " is not available on macOS " +
+    return failWith(MTLLibraryErrorUnsupported, "simulated: MSL " + languageName(language) +
+                                                    " is not available on macOS " +
                                                     std::to_string(gCompute[device].osMajor));
   }
   NSMutableArray *functionNames = [NSMutableArray array];
@@ -1032,9 +1041,10 @@ static id simNewLibrary(id self, SEL, NSString *source, MTLCompileOptions *optio
     if (const SimKernel *kernel = kernelNamed(name)) {
       const ProbeFault &fault = faultOf(device, kernel->probe);
       // Residency sets and heaps are unsupported where their own API is absent, not their kernels.
-      if (fault.behaviour == Behaviour::Unsupported && kernel->probe != Probe::Residency && kernel->probe != Probe::Heap) {
-        return failWith(MTLLibraryErrorUnsupported,
-                        "simulated: MSL " + languageName(language) + " rejected for " + name + " (" + recorded(fault) + ")");
+      if (fault.behaviour == Behaviour::Unsupported && kernel->probe != Probe::Residency &&
+          kernel->probe != Probe::Heap) {
+        return failWith(MTLLibraryErrorUnsupported, "simulated: MSL " + languageName(language) + " rejected for " +
+                                                        name + " (" + recorded(fault) + ")");
       }
       if (language < kernel->minLanguage) {
         return failWith(MTLLibraryErrorCompileFailure, "program_source: error: " + name + " needs MSL " +
@@ -1053,8 +1063,10 @@ static id simNewLibrary(id self, SEL, NSString *source, MTLCompileOptions *optio
 static id simNewPipeline(id self, SEL, id<MTLFunction> function, NSError **error) {
   SimFunction *f = (SimFunction *)function;
   const ProbeFault &fault = faultOf(f->_device, f->_kernel->probe);
-  // nocopy-mmap, residency-set and heap fail where their own API is (the buffer, the set, the heap), not in the pipeline.
-  bool failsHere = f->_kernel->probe != Probe::Nocopy && f->_kernel->probe != Probe::Residency && f->_kernel->probe != Probe::Heap;
+  // nocopy-mmap, residency-set and heap fail where their own API is (the buffer, the set, the heap), not in the
+  // pipeline.
+  bool failsHere =
+      f->_kernel->probe != Probe::Nocopy && f->_kernel->probe != Probe::Residency && f->_kernel->probe != Probe::Heap;
   if (fault.behaviour == Behaviour::Fail && failsHere) {
     if (error != NULL) {
       *error = simError(kSimErrorDomain, 2, "simulated pipeline failure, " + recorded(fault));
@@ -1091,7 +1103,8 @@ static void simNewLibraryAsync(id self, SEL, NSString *source, MTLCompileOptions
   [library release];
 }
 
-static void simNewPipelineAsync(id self, SEL, id<MTLFunction> function, MTLNewComputePipelineStateCompletionHandler handler) {
+static void simNewPipelineAsync(id self, SEL, id<MTLFunction> function,
+                                MTLNewComputePipelineStateCompletionHandler handler) {
   NSError *error = nil;
   id pipeline = simNewPipeline(self, @selector(newComputePipelineStateWithFunction:error:), function, &error);
   handler(pipeline, error);
@@ -1127,7 +1140,8 @@ static id simNewBufferNoCopy(id self, SEL, void *pointer, NSUInteger length, MTL
   if (fault.behaviour == Behaviour::Fail) return nil;
   // Apple requires a page-aligned pointer and a whole number of pages.
   uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  if (pointer == NULL || length == 0 || reinterpret_cast<uintptr_t>(pointer) % page != 0 || length % page != 0) return nil;
+  if (pointer == NULL || length == 0 || reinterpret_cast<uintptr_t>(pointer) % page != 0 || length % page != 0)
+    return nil;
   SimBuffer *buffer = simBuffer(self, length);
   buffer->_contents = buffer->_gpu = pointer;
   bool faulty = fault.behaviour == Behaviour::WrongResult;
@@ -1192,7 +1206,8 @@ void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVers
   NSDictionary *doctor = valueAt<NSDictionary>(device, @"doctor", [NSDictionary class]);
   NSDictionary *probes = valueAt<NSDictionary>(doctor, @"probes", [NSDictionary class]);
   for (size_t p = 0; p < kProbeCount; p++) {
-    NSDictionary *record = valueAt<NSDictionary>(probes, [NSString stringWithUTF8String:kProbeIds[p]], [NSDictionary class]);
+    NSDictionary *record =
+        valueAt<NSDictionary>(probes, [NSString stringWithUTF8String:kProbeIds[p]], [NSDictionary class]);
     if (record == nil) continue;
     ProbeFault &fault = compute.probes[p];
     fault.behaviour = behaviourOf(valueAt<NSString>(record, @"status", [NSString class]));
@@ -1212,7 +1227,9 @@ void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVers
   if (width != nil && [width unsignedLongLongValue] > 0) compute.simdWidth = [width unsignedLongLongValue];
 }
 
-extern "C" unsigned long MTLSimGetNoCopyAfterUnmap(void) { return gNoCopyAfterUnmap.load(); }
+extern "C" unsigned long MTLSimGetNoCopyAfterUnmap(void) {
+  return gNoCopyAfterUnmap.load();
+}
 
 void simComputeAttachDevice(id device, size_t index) {
   if (gCompute.size() <= index) gCompute.resize(index + 1);
@@ -1220,7 +1237,8 @@ void simComputeAttachDevice(id device, size_t index) {
   Class cls = object_getClass(device);
   const char *o = @encode(id), *s = @encode(SEL), *u = @encode(NSUInteger), *e = @encode(NSError **);
   class_addMethod(cls, @selector(newCommandQueue), (IMP)simNewCommandQueue, types({o, o, s}).c_str());
-  class_addMethod(cls, @selector(newLibraryWithSource:options:error:), (IMP)simNewLibrary, types({o, o, s, o, o, e}).c_str());
+  class_addMethod(cls, @selector(newLibraryWithSource:options:error:), (IMP)simNewLibrary,
+                  types({o, o, s, o, o, e}).c_str());
   class_addMethod(cls, @selector(newComputePipelineStateWithFunction:error:), (IMP)simNewPipeline,
                   types({o, o, s, o, e}).c_str());
   const char *v = @encode(void), *b = "@?";
@@ -1228,11 +1246,12 @@ void simComputeAttachDevice(id device, size_t index) {
                   types({v, o, s, o, o, b}).c_str());
   class_addMethod(cls, @selector(newComputePipelineStateWithFunction:completionHandler:), (IMP)simNewPipelineAsync,
                   types({v, o, s, o, b}).c_str());
-  class_addMethod(cls, @selector(newBufferWithLength:options:), (IMP)simNewBufferWithLength, types({o, o, s, u, u}).c_str());
+  class_addMethod(cls, @selector(newBufferWithLength:options:), (IMP)simNewBufferWithLength,
+                  types({o, o, s, u, u}).c_str());
   class_addMethod(cls, @selector(newBufferWithBytes:length:options:), (IMP)simNewBufferWithBytes,
-                  types({o, o, s, @encode(const void *), u, u}).c_str());
+                  types({ o, o, s, @encode(const void *), u, u }).c_str());
   class_addMethod(cls, @selector(newBufferWithBytesNoCopy:length:options:deallocator:), (IMP)simNewBufferNoCopy,
-                  types({o, o, s, @encode(void *), u, u, o}).c_str());
+                  types({ o, o, s, @encode(void *), u, u, o }).c_str());
   if (faultOf(index, Probe::Heap).behaviour != Behaviour::Unsupported) {
     class_addMethod(cls, @selector(newHeapWithDescriptor:), (IMP)simNewHeap, types({o, o, s, o}).c_str());
   }

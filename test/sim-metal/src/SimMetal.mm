@@ -3,10 +3,10 @@
  * layout like Apple's: a private base class `_MTLDevice` implements the queries, and each device's concrete class
  * (named as in the snapshot, e.g. `AppleParavirtDevice`) is created at run time as its subclass. A device whose
  * snapshot says `simulation.methodsOnConcreteClass` gets its own copies of the hooked queries (`name` included), so
- * hook tests meet both an inherited and an own method. `architecture` is added only where the snapshot records one, the way a pre-macOS-14
- * device does not respond to it. A device whose snapshot names `simulation.defaultObjectClass` is handed out by
- * MTLCreateSystemDefaultDevice() as a second object of that class (as a validation or capture layer wraps the default
- * device), while MTLCopyAllDevices() lists the plain one.
+ * hook tests meet both an inherited and an own method. `architecture` is added only where the snapshot records one, the
+ * way a pre-macOS-14 device does not respond to it. A device whose snapshot names `simulation.defaultObjectClass` is
+ * handed out by MTLCreateSystemDefaultDevice() as a second object of that class (as a validation or capture layer wraps
+ * the default device), while MTLCopyAllDevices() lists the plain one.
  */
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
@@ -45,9 +45,9 @@ struct SimDevice {
   bool hasArchitecture = false;
   std::string architecture;
   bool methodsOnConcreteClass = false;
-  std::string lacks;      // a query selector this device's class does not implement (test aid)
-  long driftAfter = -1;   // after this many maxThreadgroupMemoryLength calls, answer 16 bytes more (test aid)
-  std::string subclassOf; // make the class a subclass of another device's class (test aid)
+  std::string lacks;               // a query selector this device's class does not implement (test aid)
+  long driftAfter = -1;            // after this many maxThreadgroupMemoryLength calls, answer 16 bytes more (test aid)
+  std::string subclassOf;          // make the class a subclass of another device's class (test aid)
   std::string defaultObjectClass;  // the class of the object MTLCreateSystemDefaultDevice() returns (test aid)
   id object = nil;
   id defaultObject = nil;
@@ -94,8 +94,7 @@ void simFail(const std::string &message) {
 
 std::string snapshotPath(const char *selector) {
   std::string s(selector);
-  bool isPath = s.find('/') != std::string::npos ||
-                (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+  bool isPath = s.find('/') != std::string::npos || (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
   if (isPath) return s;
   return std::string(MCS_SIM_SNAPSHOT_DIR) + "/" + s + ".json";
 }
@@ -227,7 +226,9 @@ void loadSnapshot() {
   [pool release];
 }
 
-void ensureLoaded() { std::call_once(gLoadOnce, loadSnapshot); }
+void ensureLoaded() {
+  std::call_once(gLoadOnce, loadSnapshot);
+}
 
 }  // namespace
 
@@ -276,7 +277,9 @@ void ensureLoaded() { std::call_once(gLoadOnce, loadSnapshot); }
 @implementation _MTLPartialDevice
 @end
 
-static const SimDevice &simDeviceOf(id self) { return gDevices[((_MTLDevice *)self)->_simIndex]; }
+static const SimDevice &simDeviceOf(id self) {
+  return gDevices[((_MTLDevice *)self)->_simIndex];
+}
 
 static std::atomic<long> gThreadgroupCalls[64];
 
@@ -328,9 +331,15 @@ static BOOL simSupportsFamily(id self, NSInteger family) {
 @end
 
 /* Distinct functions (not the base class's IMPs) so a test can tell an own method from an inherited one. */
-static BOOL ownSupportsFamily(id self, SEL, NSInteger family) { return simSupportsFamily(self, family); }
-static id ownName(id self, SEL) { return [NSString stringWithUTF8String:simDeviceOf(self).name.c_str()]; }
-static NSUInteger ownMaxThreadgroupMemoryLength(id self, SEL) { return simThreadgroupMemory(self); }
+static BOOL ownSupportsFamily(id self, SEL, NSInteger family) {
+  return simSupportsFamily(self, family);
+}
+static id ownName(id self, SEL) {
+  return [NSString stringWithUTF8String:simDeviceOf(self).name.c_str()];
+}
+static NSUInteger ownMaxThreadgroupMemoryLength(id self, SEL) {
+  return simThreadgroupMemory(self);
+}
 static uint64_t ownRecommendedMaxWorkingSetSize(id self, SEL) {
   return simDeviceOf(self).recommendedMaxWorkingSetSize;
 }
@@ -341,10 +350,18 @@ static id simArchitecture(id self, SEL) {
 
 namespace {
 
-const char *typesOf(Class cls, SEL sel) { return method_getTypeEncoding(class_getInstanceMethod(cls, sel)); }
+const char *typesOf(Class cls, SEL sel) {
+  return method_getTypeEncoding(class_getInstanceMethod(cls, sel));
+}
 
-const char *const kQuerySelectors[] = {"name", "registryID", "maxThreadsPerThreadgroup", "recommendedMaxWorkingSetSize",
-                                       "maxThreadgroupMemoryLength", "maxBufferLength", "hasUnifiedMemory", "location",
+const char *const kQuerySelectors[] = {"name",
+                                       "registryID",
+                                       "maxThreadsPerThreadgroup",
+                                       "recommendedMaxWorkingSetSize",
+                                       "maxThreadgroupMemoryLength",
+                                       "maxBufferLength",
+                                       "hasUnifiedMemory",
+                                       "location",
                                        "supportsFamily:"};
 
 // A class this library made for a device: below the base classes, never one of them (a device named _MTLDevice

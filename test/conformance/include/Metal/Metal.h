@@ -65,7 +65,7 @@ typedef NS_ENUM(NSInteger, MTLCaptureDestination) {
 @end
 
 @interface MTLCompileOptions (MCSConformance)
-@property(readwrite, copy, nonatomic) NSDictionary<NSString *, NSObject *> *preprocessorMacros;
+@property (readwrite, copy, nonatomic) NSDictionary<NSString *, NSObject *> *preprocessorMacros;
 @end
 
 @protocol MTLEvent <NSObject>
@@ -84,7 +84,7 @@ typedef NS_ENUM(NSInteger, MTLCaptureDestination) {
 @end
 
 @protocol MTLResidencySet <NSObject>
-@property(readonly) NSUInteger allocationCount;
+@property (readonly) NSUInteger allocationCount;
 - (void)addAllocation:(id<MTLAllocation>)allocation;
 - (void)removeAllocation:(id<MTLAllocation>)allocation;
 - (void)removeAllAllocations;
@@ -94,8 +94,8 @@ typedef NS_ENUM(NSInteger, MTLCaptureDestination) {
 @end
 
 @interface MTLResidencySetDescriptor : NSObject <NSCopying>
-@property(copy, atomic) NSString *label;
-@property(readwrite, nonatomic) NSUInteger initialCapacity;
+@property (copy, atomic) NSString *label;
+@property (readwrite, nonatomic) NSUInteger initialCapacity;
 @end
 
 @protocol MTLBlitCommandEncoder <MTLCommandEncoder>
@@ -113,16 +113,16 @@ typedef NS_ENUM(NSInteger, MTLCaptureDestination) {
 @end
 
 @interface MTLCaptureDescriptor : NSObject
-@property(strong) id captureObject;
-@property(assign) MTLCaptureDestination destination;
-@property(copy) NSURL *outputURL;
+@property (strong) id captureObject;
+@property (assign) MTLCaptureDestination destination;
+@property (copy) NSURL *outputURL;
 @end
 
 @interface MTLCaptureManager : NSObject
 + (MTLCaptureManager *)sharedCaptureManager;
 - (BOOL)startCaptureWithDescriptor:(MTLCaptureDescriptor *)descriptor error:(NSError **)error;
 - (void)stopCapture;
-@property(readonly) BOOL isCapturing;
+@property (readonly) BOOL isCapturing;
 - (id<MTLCaptureScope>)newCaptureScopeWithDevice:(id<MTLDevice>)device;
 @end
 
@@ -145,7 +145,7 @@ typedef NS_ENUM(NSInteger, MTLCaptureDestination) {
 typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer>);
 
 @protocol MTLCommandBuffer <MCSSimMTLCommandBuffer>
-@property(copy, atomic) NSString *label;
+@property (copy, atomic) NSString *label;
 - (id<MTLBlitCommandEncoder>)blitCommandEncoder;
 - (id<MTLComputeCommandEncoder>)computeCommandEncoderWithDispatchType:(MTLDispatchType)dispatchType;
 - (void)enqueue;
@@ -163,7 +163,7 @@ typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer>);
 @end
 
 @protocol MTLDevice <MCSSimMTLDevice>
-@property(readonly) NSUInteger currentAllocatedSize;
+@property (readonly) NSUInteger currentAllocatedSize;
 - (id<MTLCommandQueue>)newCommandQueue;
 - (id<MTLLibrary>)newLibraryWithSource:(NSString *)source options:(MTLCompileOptions *)options error:(NSError **)error;
 - (id<MTLLibrary>)newLibraryWithURL:(NSURL *)url error:(NSError **)error;

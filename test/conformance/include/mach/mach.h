@@ -15,7 +15,9 @@ typedef uintptr_t vm_size_t;
 #define KERN_NO_SPACE 3
 #define VM_FLAGS_ANYWHERE 1
 
-static inline vm_map_t mach_task_self(void) { return 1; }
+static inline vm_map_t mach_task_self(void) {
+  return 1;
+}
 
 static inline kern_return_t vm_allocate(vm_map_t task, vm_address_t *address, vm_size_t size, int flags) {
   (void)task;

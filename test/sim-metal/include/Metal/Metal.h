@@ -72,7 +72,8 @@ typedef NS_ENUM(NSUInteger, MTLStorageMode) {
   MTLStorageModePrivate = 2,
 };
 
-/* As in the macOS 12 SDK the project builds against: 3.x versions are set by number (see src-native/doctor/doctor_kernels.h). */
+/* As in the macOS 12 SDK the project builds against: 3.x versions are set by number (see
+ * src-native/doctor/doctor_kernels.h). */
 typedef NS_ENUM(NSUInteger, MTLLanguageVersion) {
   MTLLanguageVersion1_1 = (1 << 16) + 1,
   MTLLanguageVersion1_2 = (1 << 16) + 2,
@@ -125,13 +126,13 @@ typedef id MTLNewBufferDeallocator;
 @protocol MTLHeap;
 
 @protocol MTLResource <NSObject>
-@property(readonly) id<MTLDevice> device;
+@property (readonly) id<MTLDevice> device;
 /* The heap the resource was placed in; nil for a resource made by the device. */
-@property(readonly) id<MTLHeap> heap;
+@property (readonly) id<MTLHeap> heap;
 @end
 
 @protocol MTLBuffer <MTLResource>
-@property(readonly) NSUInteger length;
+@property (readonly) NSUInteger length;
 - (void *)contents;
 @end
 
@@ -139,36 +140,36 @@ typedef id MTLNewBufferDeallocator;
 
 /* MTLHeap.h: a descriptor (a class cluster here, so Apple's header stays free of ivars) and the heap. */
 @interface MTLHeapDescriptor : NSObject <NSCopying>
-@property(readwrite, nonatomic) NSUInteger size;
-@property(readwrite, nonatomic) MTLStorageMode storageMode;
-@property(readwrite, nonatomic) MTLResourceOptions resourceOptions;
+@property (readwrite, nonatomic) NSUInteger size;
+@property (readwrite, nonatomic) MTLStorageMode storageMode;
+@property (readwrite, nonatomic) MTLResourceOptions resourceOptions;
 @end
 
 @protocol MTLHeap <NSObject>
-@property(readonly) id<MTLDevice> device;
-@property(readonly) NSUInteger size;
-@property(readonly) NSUInteger usedSize;
+@property (readonly) id<MTLDevice> device;
+@property (readonly) NSUInteger size;
+@property (readonly) NSUInteger usedSize;
 - (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
 @end
 
 @protocol MTLFunction <NSObject>
-@property(readonly) NSString *name;
+@property (readonly) NSString *name;
 @end
 
 @protocol MTLLibrary <NSObject>
-@property(readonly) NSArray<NSString *> *functionNames;
+@property (readonly) NSArray<NSString *> *functionNames;
 - (id<MTLFunction>)newFunctionWithName:(NSString *)functionName;
 @end
 
 @interface MTLCompileOptions : NSObject <NSCopying>
-@property(readwrite, nonatomic) BOOL fastMathEnabled;
-@property(readwrite, nonatomic) MTLLanguageVersion languageVersion;
+@property (readwrite, nonatomic) BOOL fastMathEnabled;
+@property (readwrite, nonatomic) MTLLanguageVersion languageVersion;
 @end
 
 @protocol MTLComputePipelineState <NSObject>
-@property(readonly) NSUInteger maxTotalThreadsPerThreadgroup;
-@property(readonly) NSUInteger threadExecutionWidth;
-@property(readonly) NSUInteger staticThreadgroupMemoryLength;
+@property (readonly) NSUInteger maxTotalThreadsPerThreadgroup;
+@property (readonly) NSUInteger threadExecutionWidth;
+@property (readonly) NSUInteger staticThreadgroupMemoryLength;
 @end
 
 @protocol MTLCommandEncoder <NSObject>
@@ -184,8 +185,8 @@ typedef id MTLNewBufferDeallocator;
 @end
 
 @protocol MTLCommandBuffer <NSObject>
-@property(readonly) MTLCommandBufferStatus status;
-@property(readonly) NSError *error;
+@property (readonly) MTLCommandBufferStatus status;
+@property (readonly) NSError *error;
 - (id<MTLComputeCommandEncoder>)computeCommandEncoder;
 - (void)commit;
 @end
@@ -198,22 +199,22 @@ typedef id MTLNewBufferDeallocator;
    default; the Linux build passes -fblocks and links the BlocksRuntime. */
 typedef void (^MTLNewLibraryCompletionHandler)(id<MTLLibrary> library, NSError *error);
 typedef void (^MTLNewComputePipelineStateCompletionHandler)(id<MTLComputePipelineState> computePipelineState,
-                                                             NSError *error);
+                                                            NSError *error);
 
 @interface MTLArchitecture : NSObject
-@property(readonly) NSString *name;
+@property (readonly) NSString *name;
 @end
 
 @protocol MTLDevice <NSObject>
-@property(readonly) NSString *name;
-@property(readonly) uint64_t registryID;
-@property(readonly) MTLSize maxThreadsPerThreadgroup;
-@property(readonly) uint64_t recommendedMaxWorkingSetSize;
-@property(readonly) NSUInteger maxThreadgroupMemoryLength;
-@property(readonly) NSUInteger maxBufferLength;
-@property(readonly) BOOL hasUnifiedMemory;
-@property(readonly) MTLDeviceLocation location;
-@property(readonly) MTLArchitecture *architecture;
+@property (readonly) NSString *name;
+@property (readonly) uint64_t registryID;
+@property (readonly) MTLSize maxThreadsPerThreadgroup;
+@property (readonly) uint64_t recommendedMaxWorkingSetSize;
+@property (readonly) NSUInteger maxThreadgroupMemoryLength;
+@property (readonly) NSUInteger maxBufferLength;
+@property (readonly) BOOL hasUnifiedMemory;
+@property (readonly) MTLDeviceLocation location;
+@property (readonly) MTLArchitecture *architecture;
 - (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily;
 /* Required in Apple's header. Optional here only because the simulated device classes receive them at run time
    (test/sim-metal/src/SimCompute.mm), which the compiler cannot see. */

@@ -11,17 +11,17 @@ extern "C" {
 #endif
 
 typedef struct {
-  const char *snapshotId;  /* NULL when no snapshot is selected */
+  const char *snapshotId; /* NULL when no snapshot is selected */
   const char *platform;
-  const char *osVersion;   /* NULL: the snapshot records no value */
+  const char *osVersion; /* NULL: the snapshot records no value */
   const char *osBuild;
   const char *model;
-  int isVirtualMachine;    /* 1, 0, or -1 when unrecorded */
+  int isVirtualMachine; /* 1, 0, or -1 when unrecorded */
   const char *arch;
-  int hasMemoryBytes;      /* 0 when the snapshot records no hw.memsize */
+  int hasMemoryBytes; /* 0 when the snapshot records no hw.memsize */
   unsigned long long memoryBytes;
-  int translated;          /* sysctl.proc_translated: 1, 0, or -1 when unrecorded */
-  const char *cpuBrand;    /* machdep.cpu.brand_string; NULL: the snapshot records none */
+  int translated;       /* sysctl.proc_translated: 1, 0, or -1 when unrecorded */
+  const char *cpuBrand; /* machdep.cpu.brand_string; NULL: the snapshot records none */
 } MTLSimHostFacts;
 
 /* Fills `out` and returns 1 when a snapshot is loaded, 0 when none is selected. */
