@@ -155,7 +155,7 @@ function parseCommand(
       continue;
     }
     if (t.kind !== 'option') continue;
-    const spec = Object.prototype.hasOwnProperty.call(options, t.name) ? options[t.name] : undefined;
+    const spec = Object.hasOwn(options, t.name) ? options[t.name] : undefined;
     if (spec === undefined)
       throw new UsageError(`unknown option '${clip(t.rawName, 80)}'${didYouMean(t.rawName, known)}`);
     if (spec.type === 'boolean' && t.value !== undefined)
@@ -224,9 +224,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     if (name === undefined || name === 'help') {
       const topic =
-        name === 'help' && rest[0] !== undefined && Object.prototype.hasOwnProperty.call(COMMANDS, rest[0])
-          ? COMMANDS[rest[0]]
-          : undefined;
+        name === 'help' && rest[0] !== undefined && Object.hasOwn(COMMANDS, rest[0]) ? COMMANDS[rest[0]] : undefined;
       if (name === undefined && has('--version', '-v')) {
         await printVersion(has('--json'));
         return EXIT.ok;
@@ -238,7 +236,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${topic ? (await topic.load()).default.help() : await mainHelp()}\n`);
       return EXIT.ok;
     }
-    const entry = Object.prototype.hasOwnProperty.call(COMMANDS, name) ? COMMANDS[name] : undefined;
+    const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
     if (!entry) {
       const what = name.startsWith('-')
         ? `unknown option '${clip(name, 80)}' before the command`

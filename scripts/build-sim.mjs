@@ -76,7 +76,8 @@ async function compile(source, objDir, extra, dialect, targetName) {
   const object = path.join(objDir, `${path.basename(source, path.extname(source))}.o`);
   const own = !path.relative(nativeDir, source).startsWith('..') ? (dialect?.flags ?? []) : [];
   const argv = [...common, ...extra, ...own, '-c', source, '-o', object];
-  (recorded[targetName] ??= {})[path.relative(repoRoot, source)] = argv;
+  recorded[targetName] ??= {};
+  recorded[targetName][path.relative(repoRoot, source)] = argv;
   if (upToDate(object, [source]) && sameFlags(`${object}.flags`, argv)) return object;
   mkdirSync(objDir, { recursive: true });
   await run(cxx, argv, { maxBuffer: 16 << 20 });

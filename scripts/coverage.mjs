@@ -30,7 +30,7 @@ const out = path.join(root, 'build', 'coverage');
 const rawDir = path.join(out, 'v8');
 const inProcessFile = path.join(out, 'in-process', 'coverage-final.json');
 const libDir = path.join(root, 'lib') + path.sep;
-const distUrl = pathToFileURL(path.join(root, 'dist')).href + '/';
+const distUrl = `${pathToFileURL(path.join(root, 'dist')).href}/`;
 
 function args(argv) {
   const o = { lines: null, branches: null, json: false };

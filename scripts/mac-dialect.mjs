@@ -103,7 +103,7 @@ export function evalCondition(expression, vars) {
     if (tok === 'not') return !comparison();
     if (/^["']/.test(tok)) return tok.slice(1, -1);
     if (/^\d+$/.test(tok)) return Number(tok);
-    return Object.prototype.hasOwnProperty.call(vars, tok) ? vars[tok] : undefined;
+    return Object.hasOwn(vars, tok) ? vars[tok] : undefined;
   };
   const comparison = () => {
     const left = atom();
@@ -251,6 +251,7 @@ export function xcodeFlags(settings) {
   const other = [];
   for (const flag of settings.OTHER_CPLUSPLUSFLAGS ?? ['$(inherited)']) {
     if (
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Xcode's own ${inherited} variable syntax, not a template
       ['$inherited', '$(inherited)', '${inherited}', '$OTHER_CFLAGS', '$(OTHER_CFLAGS)', '${OTHER_CFLAGS}'].includes(
         flag,
       )

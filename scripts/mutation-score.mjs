@@ -27,7 +27,7 @@ export const MINIMUMS = Object.freeze({ default: 85, 'lib/exec/exec.ts': 75 });
 
 /** The minimum that applies to `file` (a path as Stryker's report names it, relative to the repository). */
 export function minimumFor(file, minimums) {
-  return Object.prototype.hasOwnProperty.call(minimums, file) && file !== 'default' ? minimums[file] : minimums.default;
+  return Object.hasOwn(minimums, file) && file !== 'default' ? minimums[file] : minimums.default;
 }
 
 /** The scored files whose score is below their minimum, each with that minimum. Files without a score pass. */

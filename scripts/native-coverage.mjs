@@ -15,17 +15,7 @@
 //
 // Options: --skip-suite (engine_stress only), --skip-fuzz, --fuzz-only, --min-engine N. Environment: FUZZ_SECONDS.
 import { execFileSync, spawnSync } from 'node:child_process';
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   compiler,

@@ -10,7 +10,6 @@ import { restore, status } from '../lib/patch/apply.js';
 import { applyProfile } from '../lib/apply/auto.js';
 import { FAMILY_NAMES } from '../lib/core/families.js';
 import { probe } from '../lib/device/probe.js';
-import { resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 const PER_DEVICE = FAMILY_NAMES.length + 3;

@@ -107,7 +107,7 @@ describe('--help lists the bundled snapshot names', () => {
   it('the main help lists every command, snapshot and doctor included, and no other', () => {
     const r = runCli(['--help']);
     const listed = r.stdout.split('Commands:\n')[1]!.split('\n\n')[0]!.split('\n');
-    expect(listed.map((line) => /^  (\S+) +\S/.exec(line)?.[1])).toEqual(COMMANDS);
+    expect(listed.map((line) => /^ {2}(\S+) +\S/.exec(line)?.[1])).toEqual(COMMANDS);
   });
 
   it.each(COMMANDS)('%s --help: its usage on stdout, exit 0, nothing on stderr', (c) => {

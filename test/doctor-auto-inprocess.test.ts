@@ -5,12 +5,12 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
 import { applyProfile, isAuto, profileForExec, resolveAutoProfile } from '../lib/apply/auto.js';
 import { doctor } from '../lib/doctor/index.js';
 import { cacheKeyFor, doctorCacheDir, readCache, type DoctorCacheEntry } from '../lib/doctor/cache.js';
-import { InvalidOptionsError, InvalidProfileError, MetalCapShimError, UsageError } from '../lib/core/errors.js';
+import { InvalidOptionsError, InvalidProfileError, type MetalCapShimError, UsageError } from '../lib/core/errors.js';
 import { DEFAULT_PROFILE, profiles } from '../lib/patch/profiles.js';
 import { stockDevices } from './doctor-helpers.js';
 import { describeSim, requireSimBuild, thrown } from './helpers.js';

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { doctor } from '../lib/doctor/index.js';
 import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/apply/auto.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
-import { InvalidOptionsError, UnsupportedPlatformError } from '../lib/core/errors.js';
+import { type InvalidOptionsError, UnsupportedPlatformError } from '../lib/core/errors.js';
 import { packageVersion } from '../lib/device/native.js';
 import { profiles, resolveProfile } from '../lib/patch/profiles.js';
 import { isSimulatedPlatform, thrown } from './helpers.js';

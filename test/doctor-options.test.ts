@@ -10,7 +10,7 @@ import { doctor } from '../lib/doctor/index.js';
 import { checkDoctorOptions } from '../lib/doctor/options.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import type { DoctorReport } from '../lib/doctor/types.js';
-import { InvalidOptionsError, InvalidProfileError, UsageError } from '../lib/core/errors.js';
+import { InvalidOptionsError, InvalidProfileError } from '../lib/core/errors.js';
 import { probeSnapshot } from '../lib/device/probe.js';
 import { profiles, resolveProfile } from '../lib/patch/profiles.js';
 import { jsonFrom, root, runCli, runNode } from './helpers.js';

@@ -8,14 +8,7 @@ import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, w
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  MetalCapShimError,
-  NativeError,
-  RefusedError,
-  SpawnError,
-  TraceFileError,
-  UnsupportedPlatformError,
-} from '../lib/core/errors.js';
+import { NativeError, RefusedError, SpawnError, TraceFileError, UnsupportedPlatformError } from '../lib/core/errors.js';
 import {
   checkTraceFile,
   childEnvironment,

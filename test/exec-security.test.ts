@@ -442,6 +442,7 @@ describeSim('the preload list, end to end: a package under "/…/sec rev" and a 
   it('--allow-unpatched runs the program without the injector, with the reason', () => {
     const r = spawnSync(
       process.execPath,
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, run by sh
       [pkgCli, 'exec', '--allow-unpatched', '--', 'sh', '-c', 'printf %s "${LD_PRELOAD-unset}"'],
       {
         encoding: 'utf8',

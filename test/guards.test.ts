@@ -50,7 +50,7 @@ describeSim('guards on a host that is not a VM', () => {
   it('raising is allowed with force', () => {
     const result = applyProfile('cua-release', { force: true });
     expect(result.applied).toBe(true);
-    expect(result.after?.devices[0]!.families.apple9).toBe(true);
+    expect(result.after!.devices[0]!.families.apple9).toBe(true);
     expect(result.warnings.map((w) => w.code)).toEqual(
       expect.arrayContaining(['not-paravirtual', 'threadgroup-memory-above-hardware']),
     );

@@ -285,8 +285,8 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
 
   it('reports before, after and each changed answer', () => {
     const result = applyProfile('apple7', { force: true });
-    expect(result.before?.devices[1]!.families.apple7).toBe(false);
-    expect(result.after?.devices[1]!.families.apple7).toBe(true);
+    expect(result.before!.devices[1]!.families.apple7).toBe(false);
+    expect(result.after!.devices[1]!.families.apple7).toBe(true);
     expect(result.changed).toContainEqual({
       device: 1,
       className: AMD,

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { root } from './helpers.js';
 
 /** Each folder's height: a file may import its own folder and any lower height, nothing else. */
-export const LAYERS: Readonly<Record<string, number>> = Object.freeze({
+const LAYERS: Readonly<Record<string, number>> = Object.freeze({
   core: 0,
   device: 1,
   engines: 2,
@@ -25,7 +25,7 @@ export const LAYERS: Readonly<Record<string, number>> = Object.freeze({
 const libDir = path.join(root, 'lib');
 
 /** The specifiers a TypeScript source imports or re-exports: static, type-only and dynamic `import()`. */
-export function specifiersOf(source: string): string[] {
+function specifiersOf(source: string): string[] {
   const found: string[] = [];
   for (const m of source.matchAll(/^\s*(?:import|export)\b[^;'"]*?\bfrom\s*['"]([^'"]+)['"]/gm)) found.push(m[1]!);
   for (const m of source.matchAll(/^\s*import\s*['"]([^'"]+)['"]/gm)) found.push(m[1]!);
@@ -34,7 +34,7 @@ export function specifiersOf(source: string): string[] {
 }
 
 /** Every lib/ file (relative to lib/) and the lib/ files it imports. */
-export function importGraph(sources: ReadonlyMap<string, string>): Map<string, string[]> {
+function importGraph(sources: ReadonlyMap<string, string>): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const [file, source] of sources) {
     const targets = specifiersOf(source)
@@ -49,7 +49,7 @@ export function importGraph(sources: ReadonlyMap<string, string>): Map<string, s
 const layerOf = (file: string): string => (file.includes('/') ? file.slice(0, file.indexOf('/')) : '.');
 
 /** Imports against the layer order, as `from -> to`. */
-export function upwardImports(graph: ReadonlyMap<string, string[]>): string[] {
+function upwardImports(graph: ReadonlyMap<string, string[]>): string[] {
   const bad: string[] = [];
   for (const [from, targets] of graph) {
     for (const to of targets) {
@@ -63,7 +63,7 @@ export function upwardImports(graph: ReadonlyMap<string, string[]>): string[] {
 }
 
 /** One cycle of the graph as a path of files (first = last), or null when it has none. */
-export function findCycle(graph: ReadonlyMap<string, string[]>): string[] | null {
+function findCycle(graph: ReadonlyMap<string, string[]>): string[] | null {
   const state = new Map<string, 'open' | 'done'>();
   const stack: string[] = [];
   const visit = (file: string): string[] | null => {

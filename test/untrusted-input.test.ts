@@ -12,7 +12,7 @@ import {
   doctor,
   fieldReport,
   InvalidOptionsError,
-  InvalidProfileError,
+  type InvalidProfileError,
   InvalidReportError,
   InvalidSnapshotError,
   MetalCapShimError,

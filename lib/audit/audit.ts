@@ -24,7 +24,6 @@ import {
   type EnvMap,
   type Engine,
   type GatePrediction,
-  type LlamaCppPrediction,
   type LlamaCppRuleSet,
 } from '../engines/index.js';
 import { loadedLlamaCpp } from '../engines/loaded-llama.js';

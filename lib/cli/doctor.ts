@@ -1,4 +1,5 @@
 import { doctorWithProgress, type DoctorOptions } from '../doctor/index.js';
+import type { DoctorReport } from '../doctor/types.js';
 import { formatDoctor } from '../format/doctor.js';
 import { MMAP_SIZE, TIMEOUT_MS } from '../doctor/probes.js';
 import { mmapOptions, numberFlag } from './doctor-options.js';
@@ -63,7 +64,7 @@ ${bundledSnapshotsHelp()}`,
     };
     // A terminal sees which probe runs (a large --mmap-size takes seconds); a pipe or --json gets nothing extra.
     const progress = values.json || !process.stderr.isTTY ? undefined : progressLine(process.stderr);
-    let report;
+    let report: DoctorReport;
     try {
       report = doctorWithProgress(options, progress?.show);
     } finally {

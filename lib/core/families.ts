@@ -37,7 +37,7 @@ export const APPLE_FAMILY_MAX_KNOWN = FAMILY_VALUES.apple10;
 
 /** True when `name` is one of the known family names. */
 export function isFamilyName(name: string): name is FamilyName {
-  return Object.prototype.hasOwnProperty.call(FAMILY_VALUES, name);
+  return Object.hasOwn(FAMILY_VALUES, name);
 }
 
 /** The family name for an MTLGPUFamily value, or undefined for a value this package does not know. */

@@ -303,7 +303,7 @@ export function schemaProblem(value: unknown, accepted: Record<string, string>):
     return `is ${Array.isArray(value) ? 'a JSON array' : value === null ? 'null' : `a JSON ${typeof value}`}, not an object with a "schema"; expected ${expected}`;
   }
   const schema = (value as { schema?: unknown }).schema;
-  if (typeof schema === 'string' && Object.prototype.hasOwnProperty.call(accepted, schema)) return null;
+  if (typeof schema === 'string' && Object.hasOwn(accepted, schema)) return null;
   const found =
     schema === undefined
       ? 'has no "schema" field'

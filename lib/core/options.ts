@@ -32,7 +32,7 @@ export function checkOptions<T extends object>(fn: string, options: unknown, kin
   }
   const copy: Record<string, unknown> = {};
   for (const key of keys) {
-    const kind = Object.prototype.hasOwnProperty.call(kinds, key) ? kinds[key] : undefined;
+    const kind = Object.hasOwn(kinds, key) ? kinds[key] : undefined;
     if (kind === undefined) {
       throw new InvalidOptionsError(
         key,

@@ -1,4 +1,4 @@
-import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { InvalidOptionsError } from '../core/errors.js';
 import { readInput } from '../core/input.js';
@@ -56,7 +56,7 @@ function optionError(option: string, flag: string, message: string): InvalidOpti
 function checkMmapFile(file: string): string {
   if (file.trim() === '') throw optionError('mmapFile', '--mmap-file', 'must name a file, e.g. a model .gguf');
   const resolved = path.resolve(file);
-  let stats;
+  let stats: Stats;
   try {
     stats = statSync(resolved);
   } catch (err) {

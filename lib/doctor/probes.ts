@@ -110,5 +110,5 @@ export function isProbeId(id: unknown): id is DoctorProbeId {
 
 /** True when `status` is a status a run or a recording can have. */
 export function isRecordedStatus(status: unknown): status is RecordedStatus {
-  return typeof status === 'string' && Object.prototype.hasOwnProperty.call(JUDGEMENTS, status);
+  return typeof status === 'string' && Object.hasOwn(JUDGEMENTS, status);
 }

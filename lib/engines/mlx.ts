@@ -1,8 +1,3 @@
-/**
- * MLX's rule table (mlx/backend/metal/): what MLX derives from the device when it initialises its Metal backend and
- * allocator. The table restates facts read from MLX's sources; it contains no MLX code.
- */
-import type { DeviceReport } from '../device/types.js';
 import {
   ask,
   isVmHost,

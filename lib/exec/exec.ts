@@ -485,7 +485,7 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
     warnings = profileWarnings(profile, stock.devices, changes, [], stock.host, 'current');
   }
   const blocker = injectionBlocker(resolved, platform);
-  if (blocker !== null && blocker.launchFails && options.allowUnpatched) {
+  if (blocker?.launchFails && options.allowUnpatched) {
     // With the injector inserted the program would not start at all: run it without.
     return {
       injector: null,
@@ -618,9 +618,7 @@ export function inheritedDescriptors(
     try {
       // The listing's own descriptor is closed by now: fstat fails, and it is left out.
       open.set(fd, fstatSync(fd));
-    } catch {
-      continue;
-    }
+    } catch {}
   }
   let devNull = -1;
   try {

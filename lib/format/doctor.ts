@@ -85,7 +85,7 @@ export function formatDoctor(untrusted: DoctorReport, s: Styler): string {
     r.patchedRun.ran ? `Patched runs: under ${candidate}, then restored` : `Patched runs: none (${r.patchedRun.why})`,
   );
   for (const d of r.devices) lines.push(...formatDevice(d, r, s));
-  if (r.restore && r.restore.conflicts.length) {
+  if (r.restore?.conflicts.length) {
     lines.push(
       '',
       s.warn(

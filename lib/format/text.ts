@@ -71,7 +71,11 @@ export function table(rows: string[][], indent = '  '): string {
   // eslint-disable-next-line no-control-regex
   const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '').length;
   const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, visible(cell))));
+  for (const row of rows) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, visible(cell));
+    });
+  }
   return rows
     .map((row) =>
       (

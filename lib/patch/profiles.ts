@@ -306,8 +306,7 @@ function resolveObject(input: object): Profile {
   }
   const spec = Object.fromEntries(Object.entries(rest).filter(([k, v]) => !(v === null && NULLABLE_KEYS.includes(k))));
   const resolved = normalize(spec, null);
-  const builtin =
-    typeof name === 'string' && Object.prototype.hasOwnProperty.call(profiles, name) ? profiles[name] : undefined;
+  const builtin = typeof name === 'string' && Object.hasOwn(profiles, name) ? profiles[name] : undefined;
   if (builtin && sameSettings(builtin.profile, resolved)) resolved.name = builtin.name;
   return resolved;
 }
@@ -327,7 +326,7 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
         return normalize(parsed.value, null);
       return resolveObject(parsed.value);
     }
-    const found = Object.prototype.hasOwnProperty.call(profiles, text) ? profiles[text] : undefined;
+    const found = Object.hasOwn(profiles, text) ? profiles[text] : undefined;
     if (!found) {
       const names = Object.keys(profiles);
       throw new InvalidProfileError(
