@@ -1,11 +1,9 @@
 import { parseArgs } from 'node:util';
+import { EXIT } from './cli/exit.js';
 import type { Command, Values } from './cli/shared.js';
 import { MetalCapShimError, UsageError } from './core/errors.js';
 import { clip, escapeControl } from './core/input.js';
 import { didYouMean } from './core/suggest.js';
-
-/** Exit codes, as documented in the README. */
-const EXIT = { ok: 0, failure: 1, usage: 2, refused: 3 } as const;
 
 /**
  * exec's own exit codes, as env(1), timeout(1) and nice(1) have them, so that they cannot be mistaken for the

@@ -2,8 +2,7 @@ import type { ParseArgsConfig } from 'node:util';
 import { stylerFor, type ColorMode, type Styler } from '../format/text.js';
 import { escapeControl } from '../core/input.js';
 
-/** Exit codes, as documented in the README. */
-export const EXIT = { ok: 0, failure: 1, usage: 2, refused: 3 } as const;
+export { EXIT } from './exit.js';
 
 /** Parsed options of one command: strings, booleans, and lists for the options that may repeat. */
 export type Values = Record<string, string | boolean | string[] | undefined>;
