@@ -11,6 +11,7 @@ export default {
     'lib/patch/profiles.ts',
     'lib/engines/*.ts',
     'lib/device/chips.ts',
+    'lib/device/paravirtual.ts',
     'lib/patch/apply.ts',
     'lib/device/snapshots.ts',
     'lib/register.ts',

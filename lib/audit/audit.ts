@@ -13,7 +13,6 @@ import { InvalidOptionsError, ProfileActiveError, UnsupportedPlatformError } fro
 import {
   chipOfName,
   ENGINES,
-  isVmHost,
   LLAMA_CPP_RULE_SET_INFO,
   LLAMA_CPP_RULE_SETS,
   parseRelease,
@@ -28,6 +27,7 @@ import {
 } from '../engines/index.js';
 import { loadedLlamaCpp } from '../engines/loaded-llama.js';
 import { chipFamily } from '../device/chips.js';
+import { isVmHost } from '../device/paravirtual.js';
 import { FAMILY_VALUES } from '../core/families.js';
 import { plural } from '../core/words.js';
 import { loadNative } from '../device/native.js';

@@ -144,15 +144,3 @@ export function nullFamilyWarnings(
       `supportsFamily(${familyLabel(f)}) has no answer in this report; predicted as NO, the engine may see otherwise`,
   );
 }
-
-/** The name Virtualization.framework's paravirtual device reports (MLX compares against it exactly). */
-export const PARAVIRTUAL_DEVICE_NAME = 'Apple Paravirtual device';
-
-/** True when the host or the device says this is a virtual machine. */
-export function isVmHost(host: HostInfo | null, device: DeviceReport): boolean {
-  return (
-    host?.isVirtualMachine === true ||
-    (host?.model ?? '').startsWith('VirtualMac') ||
-    device.name.includes('Paravirtual')
-  );
-}

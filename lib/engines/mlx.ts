@@ -1,9 +1,8 @@
+import { isVmHost, namedParavirtual, PARAVIRTUAL_DEVICE_NAME } from '../device/paravirtual.js';
 import {
   ask,
-  isVmHost,
   macosAtLeast,
   nullFamilyWarnings,
-  PARAVIRTUAL_DEVICE_NAME,
   RESIDENCY_MIN_MACOS,
   result,
   type Derived,
@@ -165,7 +164,7 @@ export function predictMlx(ctx: RuleContext): MlxPrediction {
   const heapSkipped = mlxRule('heapSkipped').compute(ctx);
 
   const warnings = nullFamilyWarnings(MLX_RULES, device);
-  if (residencySets.value && device.name.includes('Paravirtual')) {
+  if (residencySets.value && namedParavirtual(device)) {
     warnings.push(
       'advertising metal3 makes MLX create residency sets; the paravirtual device cannot ("Unable to construct residency set")',
     );

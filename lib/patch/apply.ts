@@ -2,6 +2,7 @@ import type { NativeBinding, NativeSelectorPatch } from '../../types/binding.js'
 import { loadedLlamaCpp, type LoadedLlamaCpp } from '../engines/loaded-llama.js';
 import { NativeError, RefusedError, UnsupportedPlatformError, type NativeErrorCode } from '../core/errors.js';
 import { chipFamily } from '../device/chips.js';
+import { isParavirtualDevice } from '../device/paravirtual.js';
 import { LLAMA_CPP_RULE_SET_INFO, tuningFor, tuningPhrase, type LlamaCppRuleSet } from '../engines/index.js';
 import { FAMILY_VALUES, familyLabel, familyNameOf, isAppleFamilyValue, type FamilyName } from '../core/families.js';
 import { loadNative } from '../device/native.js';
@@ -243,10 +244,6 @@ function separateDefault(binding: NativeBinding, listed: DeviceReport[], stock: 
   return { ...device, index: listed.find((d) => d.isDefault)?.index ?? device.index };
 }
 
-function isParavirtual(device: DeviceReport): boolean {
-  return /paravirt/i.test(device.className) || /paravirtual/i.test(device.name);
-}
-
 /** The highest Apple family a change turns on (an `apple<N>` answer NO→YES), or null. */
 function highestRaisedFamily(changes: AnswerChange[]): number | null {
   let best: number | null = null;
@@ -340,7 +337,7 @@ export function profileWarnings(
     });
   }
   for (const device of stock) {
-    if (!isParavirtual(device) && changes.some((c) => c.device === device.index && isRaise(c))) {
+    if (!isParavirtualDevice(device) && changes.some((c) => c.device === device.index && isRaise(c))) {
       warnings.push({
         code: 'not-paravirtual',
         message: `device ${device.index} (${device.name}, ${device.className}) is not the paravirtual device; raising its answers claims features its GPU may not have`,
