@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "families.h"
+#include "swizzle.h"  // SlotImpFactory
 
 namespace mcs {
 
@@ -88,7 +89,6 @@ inline constexpr int kAnswerSelectorCount = 3;
 SEL selectorFor(HookedSelector s);
 const char *selectorName(HookedSelector s);
 IMP replacementFor(HookedSelector s, int slot);
-using SlotImpFactory = IMP (*)(int slot);
 SlotImpFactory factoryFor(HookedSelector s);
 
 // The size a profile sets for a size selector, if it sets one, and the answer it gives for a stock size.
