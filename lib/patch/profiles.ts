@@ -418,12 +418,20 @@ function hexOf(text: string): string {
 
 /**
  * The compact text the native engine and the exec injector read (src-native/engine/profile.h). Only produced from a
- * validated, bound Profile, so the native parser never sees user input.
+ * validated, bound Profile, so the native parser never sees user input: `input` is validated here, since this text is
+ * what native code parses.
  */
 export function encodeNativeProfile(input: Profile, options?: { trace?: boolean }): string {
   const { trace = false } = checkOptions<{ trace?: boolean }>('encodeNativeProfile', options, { trace: 'boolean' });
-  // Validated again: this text is what native code parses, so nothing unchecked may reach it.
-  const profile = resolveProfile(input);
+  return encodeResolvedProfile(resolveProfile(input), trace);
+}
+
+/**
+ * encodeNativeProfile for a profile this package has already resolved (resolveProfile, then bindToHost): applyPatch
+ * resolves its profile once and encodes that value, rather than validating it a second time. Never pass it anything
+ * that did not come out of resolveProfile. An unbound `'host'` value still throws.
+ */
+export function encodeResolvedProfile(profile: Profile, trace: boolean): string {
   const ceiling = familyCeiling(profile);
   const name = patchedName(profile);
   const orDash = (v: number | null) => (v === null ? '-' : String(v));
