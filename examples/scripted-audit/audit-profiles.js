@@ -33,7 +33,7 @@ const CUSTOM = {
  * @typedef {object} ProfileOutcome
  * @property {string} profile
  * @property {AuditResult['verdict']} verdict
- * @property {{ flag: string; from: boolean | number | null; to: boolean | number | null }[]} llamaCppGatesFlipped
+ * @property {AuditResult['devices'][number]['engines'][number]['flipped']} llamaCppGatesFlipped
  *   llama.cpp flags that differ between stock and patched, on the default device
  * @property {string[]} warnings
  * @property {boolean} refused
