@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 // Native addons want separate processes: the default `forks` pool gives each test file its own, so each file can
@@ -5,6 +6,10 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     pool: 'forks',
+    // One test file per core, not vitest's default of one less: most files spend their time in processes they spawn
+    // (the CLI, exec's children, compilers), and on the 2-core CI machine the default ran one file at a time
+    // (docs/measurements.md has the times).
+    maxWorkers: availableParallelism(),
     testTimeout: 30_000,
     // Brings dist/ and the simulated native build up to date first: no test runs against a stale build.
     globalSetup: ['test/global-setup.ts'],
