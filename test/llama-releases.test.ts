@@ -166,45 +166,7 @@ describe('rulesOfLoaded', () => {
 describe('the rule sets', () => {
   it('are ordered oldest first and each says what it covers and on what evidence', () => {
     expect(LLAMA_CPP_RULE_SETS).toEqual(['legacy', 'device', 'chip-tuning', 'current']);
-    expect(LLAMA_CPP_RULE_SET_INFO).toEqual({
-      legacy: {
-        id: 'legacy',
-        source: 'ggml-metal.m',
-        releases: 'up to b6431 (ggml-metal.m)',
-        summary:
-          'the device context of ggml-metal.m: bfloat kernels only in -DGGML_METAL_USE_BF16=ON builds, residency sets only in arm64 builds against the macOS 15 SDK',
-        evidence: ['b4753: built and compared (node-llama-cpp 3.6.0)', 'b6431: source read (node-llama-cpp 3.13.0)'],
-      },
-      device: {
-        id: 'device',
-        source: 'ggml-metal-device.m',
-        releases: 'b6673 to b10361 (ggml-metal-device.m, before per-chip tuning)',
-        summary: 'ggml_metal_device_init and its props; no device_id or GPU-family tuning yet',
-        evidence: [
-          'b6673: source read (node-llama-cpp 3.14.0)',
-          'b7698, b8121, b8390, b10068, b10361: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.15.0 to 3.20.0)',
-        ],
-      },
-      'chip-tuning': {
-        id: 'chip-tuning',
-        source: 'ggml-metal-device.m',
-        releases: 'v0.4.x',
-        summary:
-          'device_id parsed from the device name and gpu_family; flash-attention tuning by chip, then by family representative',
-        evidence: [
-          'v0.4.0: built and compared (node-llama-cpp 3.21.1)',
-          'v0.4.0: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.21.1)',
-        ],
-      },
-      current: {
-        id: 'current',
-        source: 'ggml-metal-device.m',
-        releases: 'v0.5.0 and later',
-        summary:
-          'flash-attention tuning by Apple GPU family alone; an external GPU gets shared buffers only in x86_64 builds',
-        evidence: ['v0.5.0: built and compared (node-llama-cpp 3.22.1)'],
-      },
-    });
+    expect(LLAMA_CPP_RULE_SET_INFO).toMatchSnapshot();
   });
 
   it('each generation marker has its Darwin (int64_t = long long) and Linux (long) spelling, or a C name', () => {
