@@ -1261,10 +1261,10 @@ describe('predictGates: the whole error for each bad argument', () => {
     predictGates(d as DeviceReport, engine as 'mlx', options as undefined);
 
   it.each<[string, unknown, string]>([
-    ['an unknown name', 'pytorch', '"pytorch"'],
+    ['an unknown name', 'pytorch', 'the string "pytorch"'],
     ['null', null, 'null'],
     ['an array', ['mlx'], 'an array'],
-    ['a number', 5, 'number'],
+    ['a number', 5, 'number 5'],
     ['nothing', undefined, 'undefined'],
   ])('engine: %s', (_what, engine, shown) => {
     expect(thrown(call(device(), engine))).toEqual(
@@ -1274,7 +1274,7 @@ describe('predictGates: the whole error for each bad argument', () => {
 
   it.each<[string, unknown, string]>([
     ['null', null, 'null'],
-    ['a string', 'M1', '"M1"'],
+    ['a string', 'M1', 'the string "M1"'],
     ['an object without families', { name: 'x' }, 'an object without families'],
     ['families that are not an object', { name: 'x', families: 'apple7' }, 'an object without families'],
     ['families as an array', { name: 'x', families: [] }, 'an object without families'],
@@ -1286,13 +1286,13 @@ describe('predictGates: the whole error for each bad argument', () => {
 
   it('device: a family answer of the wrong type, or a name that is not a string', () => {
     expect(thrown(call({ ...device(), families: { ...device().families, apple7: 'yes' } }, 'llama.cpp'))).toEqual(
-      invalid('device', 'device.families.apple7 must be true, false or null; got "yes"'),
+      invalid('device', 'device.families.apple7 must be true, false or null; got the string "yes"'),
     );
     expect(thrown(call({ ...device(), name: undefined }, 'llama.cpp'))).toEqual(
       invalid('device', 'device.name must be a string; got undefined'),
     );
     expect(thrown(call({ ...device(), name: 5 }, 'mlx'))).toEqual(
-      invalid('device', 'device.name must be a string; got number'),
+      invalid('device', 'device.name must be a string; got number 5'),
     );
   });
 
@@ -1313,7 +1313,7 @@ describe('predictGates: the whole error for each bad argument', () => {
       'options as a number',
       5,
       'options',
-      'options must be an object with any of env, host, rules, release; got number',
+      'options must be an object with any of env, host, rules, release; got number 5',
     ],
     [
       'options as an array',
@@ -1327,7 +1327,7 @@ describe('predictGates: the whole error for each bad argument', () => {
       'env as a string',
       { env: 'GGML=1' },
       'env',
-      'env must be an object mapping names to strings (like process.env); got "GGML=1"',
+      'env must be an object mapping names to strings (like process.env); got the string "GGML=1"',
     ],
     [
       'env as an array',
@@ -1339,39 +1339,39 @@ describe('predictGates: the whole error for each bad argument', () => {
       'an env value that is a boolean',
       { env: { GGML_METAL_BF16_DISABLE: true } },
       'env',
-      'env values must be strings or undefined; env.GGML_METAL_BF16_DISABLE is boolean',
+      'env values must be strings or undefined; env.GGML_METAL_BF16_DISABLE is boolean true',
     ],
-    ['host as a string', { host: 'macOS 15' }, 'host', 'host must be a HostInfo object or null; got "macOS 15"'],
+    ['host as a string', { host: 'macOS 15' }, 'host', 'host must be a HostInfo object or null; got the string "macOS 15"'],
     ['host as an array', { host: [] }, 'host', 'host must be a HostInfo object or null; got an array'],
     [
       'an OS version that is a number',
       { host: { osVersion: 15 } },
       'host',
-      'host.osVersion must be a string or null; got number',
+      'host.osVersion must be a string or null; got number 15',
     ],
     [
       'rules as a number',
       { rules: 1 },
       'rules',
-      'rules must be one of "legacy", "device", "chip-tuning", "current"; got number',
+      'rules must be one of "legacy", "device", "chip-tuning", "current"; got number 1',
     ],
     [
       'an unknown rule set',
       { rules: 'old' },
       'rules',
-      'rules must be one of "legacy", "device", "chip-tuning", "current"; got "old"',
+      'rules must be one of "legacy", "device", "chip-tuning", "current"; got the string "old"',
     ],
     [
       'a release that is no tag',
       { release: 'latest' },
       'release',
-      'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got "latest"',
+      'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got the string "latest"',
     ],
     [
       'a release as a number',
       { release: 4753 },
       'release',
-      'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got number',
+      'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got number 4753',
     ],
     [
       'rules and a release',

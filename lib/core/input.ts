@@ -47,6 +47,19 @@ export function quote(value: unknown): string {
   }
 }
 
+/**
+ * What kind of value an error says it got: `null`, `undefined`, `an array`, `an object`, `a function`, `the string "M1"`,
+ * or the type and the value (`number 5`, `boolean true`, `bigint 1009n`), quoted with QUOTE_LIMIT as `quote` does.
+ * Every "…; got X" of the package's errors is worded by this one function.
+ */
+export function describeValue(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === 'string') return `the string ${quote(value)}`;
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'object') return safeIsArray(value) ? 'an array' : 'an object';
+  return `${typeof value} ${quote(value)}`;
+}
+
 // C0 and C1 controls, DEL, and the format characters that reorder or break lines (bidirectional overrides and
 // isolates, the line and paragraph separators): what a terminal or a viewer would act on rather than show.
 // eslint-disable-next-line no-control-regex

@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from './errors.js';
-import { clip, quote, readInput } from './input.js';
+import { clip, describeValue, quote, readInput } from './input.js';
 import { didYouMean } from './suggest.js';
 
 type Kind = 'boolean' | 'string' | 'number' | 'object' | 'any';
@@ -23,7 +23,7 @@ export function checkOptions<T extends object>(fn: string, options: unknown, kin
   let keys: string[];
   try {
     if (typeof options !== 'object' || Array.isArray(options)) {
-      throw new InvalidOptionsError('options', `${fn}() takes an options object, got ${describe(options)}`);
+      throw new InvalidOptionsError('options', `${fn}() takes an options object, got ${describeValue(options)}`);
     }
     keys = Object.keys(options);
   } catch (err) {
@@ -53,7 +53,7 @@ export function checkOptions<T extends object>(fn: string, options: unknown, kin
       if (!ok) {
         throw new InvalidOptionsError(
           key,
-          `${fn}() option '${key}' must be ${kind === 'object' ? 'an object' : `a ${kind}`}, got ${describe(value)}`,
+          `${fn}() option '${key}' must be ${kind === 'object' ? 'an object' : `a ${kind}`}, got ${describeValue(value)}`,
         );
       }
       if (kind === 'object') value = readInput(value, fail, {}, key);
@@ -63,10 +63,3 @@ export function checkOptions<T extends object>(fn: string, options: unknown, kin
   return copy as T;
 }
 
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return `the string ${quote(value)}`;
-  if (typeof value === 'object') return 'an object';
-  return `${typeof value} ${quote(value)}`;
-}

@@ -6,6 +6,7 @@
 import type { DeviceReport, HostInfo } from '../device/types.js';
 import { isFamilyName } from '../core/families.js';
 import { InvalidOptionsError } from '../core/errors.js';
+import { describeValue } from '../core/input.js';
 import { parseMacos, type EnvMap, type RuleContext } from './common.js';
 import {
   LLAMA_CPP_RULES,
@@ -55,12 +56,6 @@ export const RULE_TABLES = Object.freeze({
 
 const OPTION_KEYS = ['env', 'host', 'rules', 'release'] as const;
 
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'string') return JSON.stringify(v);
-  return typeof v;
-}
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -77,7 +72,7 @@ function validateEngine(engine: unknown): Engine {
   if (typeof engine === 'string' && (ENGINES as readonly string[]).includes(engine)) return engine as Engine;
   throw new InvalidOptionsError(
     'engine',
-    `engine must be one of ${ENGINES.map((e) => JSON.stringify(e)).join(', ')}; got ${describe(engine)}`,
+    `engine must be one of ${ENGINES.map((e) => JSON.stringify(e)).join(', ')}; got ${describeValue(engine)}`,
   );
 }
 
@@ -85,19 +80,19 @@ function validateDevice(device: unknown): DeviceReport {
   if (!isPlainObject(device) || !isPlainObject(device.families)) {
     throw new InvalidOptionsError(
       'device',
-      `device must be a DeviceReport object with a "families" object; got ${isPlainObject(device) ? 'an object without families' : describe(device)}`,
+      `device must be a DeviceReport object with a "families" object; got ${isPlainObject(device) ? 'an object without families' : describeValue(device)}`,
     );
   }
   for (const [name, answer] of Object.entries(device.families)) {
     if (isFamilyName(name) && answer !== true && answer !== false && answer !== null && answer !== undefined) {
       throw new InvalidOptionsError(
         'device',
-        `device.families.${name} must be true, false or null; got ${describe(answer)}`,
+        `device.families.${name} must be true, false or null; got ${describeValue(answer)}`,
       );
     }
   }
   if (typeof device.name !== 'string') {
-    throw new InvalidOptionsError('device', `device.name must be a string; got ${describe(device.name)}`);
+    throw new InvalidOptionsError('device', `device.name must be a string; got ${describeValue(device.name)}`);
   }
   return device as unknown as DeviceReport;
 }
@@ -106,12 +101,12 @@ function validateEnv(value: unknown): EnvMap {
   if (!isPlainObject(value)) {
     throw new InvalidOptionsError(
       'env',
-      `env must be an object mapping names to strings (like process.env); got ${describe(value)}`,
+      `env must be an object mapping names to strings (like process.env); got ${describeValue(value)}`,
     );
   }
   for (const [k, v] of Object.entries(value)) {
     if (v !== undefined && typeof v !== 'string') {
-      throw new InvalidOptionsError('env', `env values must be strings or undefined; env.${k} is ${describe(v)}`);
+      throw new InvalidOptionsError('env', `env values must be strings or undefined; env.${k} is ${describeValue(v)}`);
     }
   }
   return value as EnvMap;
@@ -120,10 +115,10 @@ function validateEnv(value: unknown): EnvMap {
 function validateHost(value: unknown): HostInfo | null {
   if (value === undefined || value === null) return null;
   if (!isPlainObject(value))
-    throw new InvalidOptionsError('host', `host must be a HostInfo object or null; got ${describe(value)}`);
+    throw new InvalidOptionsError('host', `host must be a HostInfo object or null; got ${describeValue(value)}`);
   const os = value.osVersion;
   if (os !== undefined && os !== null && typeof os !== 'string') {
-    throw new InvalidOptionsError('host', `host.osVersion must be a string or null; got ${describe(os)}`);
+    throw new InvalidOptionsError('host', `host.osVersion must be a string or null; got ${describeValue(os)}`);
   }
   return value as unknown as HostInfo;
 }
@@ -137,7 +132,7 @@ function validateRules(options: Record<string, unknown>, engine: Engine): Pick<V
     if (release === null) {
       throw new InvalidOptionsError(
         'release',
-        `release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got ${describe(options.release)}`,
+        `release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got ${describeValue(options.release)}`,
       );
     }
     if (engine === 'mlx')
@@ -149,7 +144,7 @@ function validateRules(options: Record<string, unknown>, engine: Engine): Pick<V
   if (typeof options.rules !== 'string' || !(LLAMA_CPP_RULE_SETS as readonly string[]).includes(options.rules)) {
     throw new InvalidOptionsError(
       'rules',
-      `rules must be one of ${LLAMA_CPP_RULE_SETS.map((r) => JSON.stringify(r)).join(', ')}; got ${describe(options.rules)}`,
+      `rules must be one of ${LLAMA_CPP_RULE_SETS.map((r) => JSON.stringify(r)).join(', ')}; got ${describeValue(options.rules)}`,
     );
   }
   const rules = options.rules as LlamaCppRuleSet;
@@ -167,7 +162,7 @@ function validateOptions(options: unknown, engine: Engine): ValidOptions {
   if (!isPlainObject(options)) {
     throw new InvalidOptionsError(
       'options',
-      `options must be an object with any of ${OPTION_KEYS.join(', ')}; got ${describe(options)}`,
+      `options must be an object with any of ${OPTION_KEYS.join(', ')}; got ${describeValue(options)}`,
     );
   }
   for (const key of Object.keys(options)) {
