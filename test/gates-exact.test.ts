@@ -1341,7 +1341,12 @@ describe('predictGates: the whole error for each bad argument', () => {
       'env',
       'env values must be strings or undefined; env.GGML_METAL_BF16_DISABLE is boolean true',
     ],
-    ['host as a string', { host: 'macOS 15' }, 'host', 'host must be a HostInfo object or null; got the string "macOS 15"'],
+    [
+      'host as a string',
+      { host: 'macOS 15' },
+      'host',
+      'host must be a HostInfo object or null; got the string "macOS 15"',
+    ],
     ['host as an array', { host: [] }, 'host', 'host must be a HostInfo object or null; got an array'],
     [
       'an OS version that is a number',

@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from './errors.js';
-import { clip, describeValue, quote, readInput } from './input.js';
+import { clip, describeValue, readInput } from './input.js';
 import { didYouMean } from './suggest.js';
 
 type Kind = 'boolean' | 'string' | 'number' | 'object' | 'any';
@@ -62,4 +62,3 @@ export function checkOptions<T extends object>(fn: string, options: unknown, kin
   }
   return copy as T;
 }
-

@@ -56,7 +56,6 @@ export const RULE_TABLES = Object.freeze({
 
 const OPTION_KEYS = ['env', 'host', 'rules', 'release'] as const;
 
-
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
