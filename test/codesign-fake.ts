@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
- * codesign's output rules as lib/exec/exec.ts reads them. Without an operation (`-d`) it prints its usage and fails. `-d`
+ * codesign's output rules as lib/exec/codesign.ts reads them. Without an operation (`-d`) it prints its usage and fails. `-d`
  * prints `Executable=` on stderr; the CodeDirectory line with `flags=` only with -v/--verbose; the entitlements on
  * stdout only with `--entitlements -`. The current codesign (macOS 12+) prints them as a plist with --xml, else as its
  * `[Dict]` text; an older one rejects --xml as an unknown option and prints the raw blob (magic 0xfade7171, a length,

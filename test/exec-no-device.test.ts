@@ -3,7 +3,9 @@
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = '';
 
 import { beforeAll, expect, it } from 'vitest';
-import { injectorPath, prepareExec, resolveCommand } from '../lib/exec/exec.js';
+import { resolveCommand } from '../lib/exec/command.js';
+import { injectorPath } from '../lib/exec/injector.js';
+import { prepareExec } from '../lib/exec/prepare.js';
 import { RefusedError } from '../lib/core/errors.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, requireSimBuild, thrown } from './helpers.js';

@@ -10,27 +10,30 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NativeError, RefusedError, SpawnError, TraceFileError, UnsupportedPlatformError } from '../lib/core/errors.js';
 import {
-  checkTraceFile,
-  childEnvironment,
   hardenedRuntimeBlocker,
-  INJECT_ENV,
   INJECTION_ENTITLEMENTS,
   injectionBlocker,
+  setIdBlocker,
+} from '../lib/exec/codesign.js';
+import { resolveCommand } from '../lib/exec/command.js';
+import {
+  childEnvironment,
+  INJECT_ENV,
   injectorCandidates,
   injectorPath,
   missingInjectorReason,
   parseInjectorStatus,
+  preloadVariable,
+} from '../lib/exec/injector.js';
+import { prepareExec, unguardedInjection } from '../lib/exec/prepare.js';
+import {
   parseProcStat,
   parsePsGroups,
-  preloadVariable,
   processGroupsWithoutAddon,
-  prepareExec,
-  resolveCommand,
-  setIdBlocker,
   shouldForwardSignal,
   signalExitStatus,
-  unguardedInjection,
-} from '../lib/exec/exec.js';
+} from '../lib/exec/signals.js';
+import { checkTraceFile } from '../lib/exec/trace.js';
 import { encodeNativeProfile, resolveProfile } from '../lib/patch/profiles.js';
 import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { installFakeCodesign, signedProgram } from './codesign-fake.js';

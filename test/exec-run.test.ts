@@ -19,7 +19,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ApplyWarning } from '../lib/patch/apply.js';
 import { MetalCapShimError, SpawnError } from '../lib/core/errors.js';
-import { INJECT_ENV, injectorPath, runWithInjector, type ExecOutcome } from '../lib/exec/exec.js';
+import { INJECT_ENV, injectorPath } from '../lib/exec/injector.js';
+import { runWithInjector, type ExecOutcome } from '../lib/exec/run.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild } from './helpers.js';
 

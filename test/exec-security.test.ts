@@ -26,7 +26,8 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childDescriptors, inheritedDescriptors, preloadListProblem } from '../lib/exec/exec.js';
+import { childDescriptors, inheritedDescriptors } from '../lib/exec/descriptors.js';
+import { preloadListProblem } from '../lib/exec/injector.js';
 import { buildConsumer, cli, describeSim, requireSimBuild, root, runCli } from './helpers.js';
 
 // apple7: the M1 Ultra host's own family, so exec prints no above-host-family warning and stderr is the trace's alone.

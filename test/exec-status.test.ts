@@ -13,11 +13,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   INJECT_ENV,
   injectorPath,
-  runWithInjector,
   statusCollector,
   STATUS_LIMIT_BYTES,
   type InjectorProcess,
-} from '../lib/exec/exec.js';
+} from '../lib/exec/injector.js';
+import { runWithInjector } from '../lib/exec/run.js';
 import { encodeNativeProfile, resolveProfile } from '../lib/patch/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild } from './helpers.js';
 

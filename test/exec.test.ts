@@ -9,10 +9,10 @@ import {
   hasEntitlement,
   INJECTION_ENTITLEMENTS,
   injectionBlocker,
-  injectorPath,
-  prepareExec,
-  shouldForwardSignal,
-} from '../lib/exec/exec.js';
+} from '../lib/exec/codesign.js';
+import { injectorPath } from '../lib/exec/injector.js';
+import { prepareExec } from '../lib/exec/prepare.js';
+import { shouldForwardSignal } from '../lib/exec/signals.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/core/families.js';
 import { predictGates } from '../lib/engines/index.js';
 import { resolveProfile } from '../lib/patch/profiles.js';

@@ -125,8 +125,8 @@ describe('lib/ imports go down the layers', () => {
 
   it('a planted import between folders at the same height is found: exec/ importing doctor/', () => {
     const planted = new Map(sources);
-    planted.set('exec/exec.ts', `${sources.get('exec/exec.ts')}\nexport { doctor } from '../doctor/index.js';\n`);
-    expect(upwardImports(importGraph(planted))).toEqual(['exec/exec.ts -> doctor/index.ts']);
+    planted.set('exec/run.ts', `${sources.get('exec/run.ts')}\nexport { doctor } from '../doctor/index.js';\n`);
+    expect(upwardImports(importGraph(planted))).toEqual(['exec/run.ts -> doctor/index.ts']);
   });
 
   it('a planted cycle inside one folder is found (two files of core/ importing each other)', () => {

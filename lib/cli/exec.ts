@@ -1,4 +1,8 @@
-import { inheritedDescriptors, preloadVariable, prepareExec, runWithInjector, signalExitStatus } from '../exec/exec.js';
+import { inheritedDescriptors } from '../exec/descriptors.js';
+import { preloadVariable } from '../exec/injector.js';
+import { prepareExec } from '../exec/prepare.js';
+import { runWithInjector } from '../exec/run.js';
+import { signalExitStatus } from '../exec/signals.js';
 import { profileForExec } from '../apply/auto.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { err, EXIT, text, type Command } from './shared.js';

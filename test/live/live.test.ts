@@ -22,7 +22,8 @@ import { createRequire } from 'node:module';
 import { constants as osConstants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { injectionBlocker, injectorPath, INJECTION_ENTITLEMENTS } from '../../lib/exec/exec.js';
+import { injectionBlocker, INJECTION_ENTITLEMENTS } from '../../lib/exec/codesign.js';
+import { injectorPath } from '../../lib/exec/injector.js';
 import { loadNative } from '../../lib/device/native.js';
 import {
   applyProfile,

@@ -1,0 +1,192 @@
+/**
+ * Whether DYLD_INSERT_LIBRARIES can reach a program on macOS: System Integrity Protection's folders, a script's
+ * interpreter, setuid and setgid files, and the code signature's flags and entitlements as codesign prints them.
+ */
+import { spawnSync } from 'node:child_process';
+import { closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+/** Where macOS System Integrity Protection strips DYLD_* variables from the programs it protects. */
+export const SIP_PROTECTED_DIRS = ['/System/', '/usr/bin/', '/bin/', '/sbin/', '/usr/sbin/', '/usr/libexec/'];
+
+function shebangInterpreter(file: string): string | null {
+  try {
+    const fd = openSync(file, 'r');
+    const buf = Buffer.alloc(256);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    closeSync(fd);
+    const text = buf.subarray(0, n).toString('latin1');
+    if (!text.startsWith('#!')) return null;
+    return text.slice(2).split('\n')[0]!.trim().split(/\s+/)[0] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Entitlements a hardened-runtime program needs before dyld lets our injector in. */
+export const INJECTION_ENTITLEMENTS = [
+  'com.apple.security.cs.allow-dyld-environment-variables',
+  'com.apple.security.cs.disable-library-validation',
+] as const;
+
+/** Why injection cannot work for a program. */
+export interface InjectionBlocker {
+  reason: string;
+  /**
+   * True when the program would not even start with the injector inserted (dyld kills it at launch), so
+   * `--allow-unpatched` cannot run it either; false when it would only run unpatched.
+   */
+  launchFails: boolean;
+}
+
+/** True when `entitlements` (codesign's XML plist, its older raw blob, or its `[Dict]` text form) grants `key`. */
+export function hasEntitlement(entitlements: string, key: string): boolean {
+  const name = key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return (
+    new RegExp(`<key>\\s*${name}\\s*</key>\\s*<true\\s*/>`).test(entitlements) ||
+    new RegExp(`\\[Key\\]\\s*${name}\\s*\\[Value\\]\\s*\\[Bool\\]\\s*true`).test(entitlements)
+  );
+}
+
+/** Code-signing flags (`CS_*` in the kernel's cs_blobs.h) that decide whether dyld lets an inserted library in. */
+export const CODESIGN_FLAGS = Object.freeze({ restrict: 0x800, libraryValidation: 0x2000, runtime: 0x10000 });
+
+/**
+ * Reads what `codesign -d --verbose=1 --entitlements - FILE` printed: the `CodeDirectory … flags=0x…` line on stderr
+ * (codesign prints it only with -v/--verbose) and the entitlements on stdout. Null when nothing in the signature
+ * stops the injector; otherwise why, for each flag that matters:
+ * - `restrict` (0x800): dyld removes every DYLD_* variable from a restricted program, whatever its entitlements, so it
+ *   would run unpatched;
+ * - `runtime` (0x10000, the hardened runtime): DYLD_* is ignored without allow-dyld-environment-variables, and the
+ *   injector is rejected at launch without disable-library-validation (the runtime implies library validation);
+ * - `library-validation` (0x2000) without the hardened runtime: dyld loads the injector, library validation rejects
+ *   it (it is not signed by the program's team), and the program is killed at launch, unless it has
+ *   disable-library-validation.
+ * A pure function of codesign's output (setuid and setgid files are judged from the file itself: injectionBlocker).
+ */
+export function hardenedRuntimeBlocker(
+  file: string,
+  codesignStderr: string,
+  entitlements: string,
+): InjectionBlocker | null {
+  const match = /flags=0x([0-9a-f]+)/i.exec(codesignStderr);
+  if (!match) return null;
+  const flags = parseInt(match[1]!, 16);
+  const [allowDyld, disableValidation] = INJECTION_ENTITLEMENTS.map((e) => hasEntitlement(entitlements, e));
+  if ((flags & CODESIGN_FLAGS.restrict) !== 0) {
+    return {
+      reason: `${file} is signed with the restrict flag (0x800): dyld removes DYLD_INSERT_LIBRARIES from restricted programs whatever their entitlements, so it would run unpatched. Use a build signed without it, or embed metal-cap-shim as a library.`,
+      launchFails: false,
+    };
+  }
+  if ((flags & CODESIGN_FLAGS.runtime) !== 0) {
+    if (allowDyld && disableValidation) return null;
+    if (allowDyld) {
+      // dyld honours DYLD_INSERT_LIBRARIES here, then library validation rejects an injector that is not signed by the
+      // program's own team, and dyld stops the process before main ("could not be loaded").
+      return {
+        reason: `${file} is signed with the hardened runtime with ${INJECTION_ENTITLEMENTS[0]} but without ${INJECTION_ENTITLEMENTS[1]}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed with ${INJECTION_ENTITLEMENTS[1]} too.`,
+        launchFails: true,
+      };
+    }
+    return {
+      reason: `${file} is signed with the hardened runtime without ${INJECTION_ENTITLEMENTS[0]}${disableValidation ? '' : ` and ${INJECTION_ENTITLEMENTS[1]}`}, so dyld ignores DYLD_INSERT_LIBRARIES for it and it would run unpatched. Use a build without the hardened runtime, or embed metal-cap-shim as a library.`,
+      launchFails: false,
+    };
+  }
+  if ((flags & CODESIGN_FLAGS.libraryValidation) !== 0 && !disableValidation) {
+    return {
+      reason: `${file} is signed with library validation (0x2000) without ${INJECTION_ENTITLEMENTS[1]}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed without library validation, or with ${INJECTION_ENTITLEMENTS[1]}.`,
+      launchFails: true,
+    };
+  }
+  return null;
+}
+
+/**
+ * A setuid or setgid file: the kernel starts it with other ids, and dyld then removes every DYLD_* variable, so it
+ * would run unpatched. Null for any other file (or one that cannot be read).
+ */
+export function setIdBlocker(file: string): InjectionBlocker | null {
+  let mode: number;
+  try {
+    mode = statSync(file).mode;
+  } catch {
+    return null;
+  }
+  // S_ISUID and S_ISGID (sys/stat.h); node:fs does not export them.
+  if ((mode & 0o6000) === 0) return null;
+  const which = (mode & 0o4000) !== 0 ? 'setuid' : 'setgid';
+  return {
+    reason: `${file} is ${which}: dyld removes DYLD_INSERT_LIBRARIES from programs that change ids at launch, so it would run unpatched. Run a copy without the ${which} bit, or embed metal-cap-shim as a library.`,
+    launchFails: false,
+  };
+}
+
+/**
+ * Runs codesign the way its output is read: `--verbose=1` for the flags line, `--entitlements -` for the
+ * entitlements. `--xml` asks for a plist where codesign has the option (macOS 12+); older codesign rejects it and
+ * prints the raw plist blob without it. Null when codesign is missing or the file is not signed.
+ */
+function codesignOf(file: string): { stderr: string; stdout: string } | null {
+  const run = (extra: string[]) =>
+    spawnSync('codesign', ['-d', '--verbose=1', '--entitlements', '-', ...extra, file], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+  let r = run(['--xml']);
+  if (r.error) return null;
+  if (r.status !== 0 && !/not signed/i.test(r.stderr ?? '')) r = run([]);
+  if (r.error || r.status !== 0) return null;
+  return { stderr: r.stderr ?? '', stdout: r.stdout ?? '' };
+}
+
+function signatureBlocker(file: string): InjectionBlocker | null {
+  const setId = setIdBlocker(file);
+  if (setId !== null) return setId;
+  const signature = codesignOf(file);
+  return signature === null ? null : hardenedRuntimeBlocker(file, signature.stderr, signature.stdout);
+}
+
+/**
+ * Why DYLD_INSERT_LIBRARIES would not reach the program on macOS (a SIP-protected binary, a script run by one, a
+ * setuid or setgid file, or a signature that stops the injector: restricted, hardened runtime or library validation
+ * without the entitlements; for a script, its interpreter's), or null when nothing is known to stop it.
+ * `platform` exists for tests: the checks run wherever codesign can be found.
+ */
+export function injectionBlocker(
+  command: string,
+  platform: NodeJS.Platform = process.platform,
+): InjectionBlocker | null {
+  if (platform !== 'darwin') return null;
+  const resolved = realpathOr(command);
+  const isProtected = (p: string) => SIP_PROTECTED_DIRS.some((d) => p.startsWith(d));
+  if (isProtected(resolved)) {
+    return {
+      reason: `${resolved} is protected by System Integrity Protection: macOS removes DYLD_INSERT_LIBRARIES from it (and from what it starts), so it would run unpatched. Run the real program directly, not through ${path.basename(resolved)}.`,
+      launchFails: false,
+    };
+  }
+  const interpreter = shebangInterpreter(resolved);
+  if (interpreter === null) return signatureBlocker(resolved);
+  const realInterpreter = realpathOr(interpreter);
+  if (isProtected(realInterpreter)) {
+    return {
+      reason: `${resolved} is a script run by ${interpreter}, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`,
+      launchFails: false,
+    };
+  }
+  // The kernel starts the interpreter, and dyld applies the interpreter's signature, not the script's.
+  const blocker = signatureBlocker(realInterpreter);
+  return blocker === null
+    ? null
+    : { ...blocker, reason: `${resolved} is a script run by ${interpreter}: ${blocker.reason}` };
+}
+
+function realpathOr(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * What exec decides before the program starts: the program exists, the injector is there and can reach it, and the
+ * profile may be applied on this host (bound to its chip, refused on bare metal). Nothing runs until this has passed.
+ */
+import { notAppliedError, profileWarnings, refusalFor, type ApplyWarning } from '../patch/apply.js';
+import { RefusedError, UnsupportedPlatformError } from '../core/errors.js';
+import { loadNative } from '../device/native.js';
+import { stockReport } from '../device/probe.js';
+import { bindToHost, planProfile, type Profile } from '../patch/profiles.js';
+import { hostOf } from '../device/report.js';
+import type { UnsupportedReason } from '../device/types.js';
+import { injectionBlocker } from './codesign.js';
+import { commandError, resolveCommand } from './command.js';
+import { injectorPath, missingInjectorReason, preloadListProblem } from './injector.js';
+import { checkTraceFile } from './trace.js';
+
+/** What exec() needs. */
+export interface ExecOptions {
+  profile: Profile;
+  /** The program as the user typed it: looked up on PATH, and the program's argv[0]. */
+  command: string;
+  args: string[];
+  /** The file prepareExec() checked (its `resolved`), started as it is so that PATH is not searched again; resolved
+   * from `command` when absent. */
+  program?: string;
+  traceFile?: string;
+  force?: boolean;
+  /** Run the program even when it will not be patched: no Metal here, a refusal, or injection known not to work (one
+   * notice goes to stderr). */
+  allowUnpatched?: boolean;
+  /** Descriptors ≥ 3 to hand on to the program under their own numbers (the CLI passes inheritedDescriptors()). */
+  passFds?: number[];
+  /** Where the CLI's own notices go (never the child's streams). */
+  notice?: (line: string) => void;
+}
+
+/**
+ * What prepareExec() decided: the injector to load with the profile bound to this host (its `'host'` values
+ * replaced), or null with the one notice to print before running unpatched.
+ */
+export type PreparedExec =
+  | { injector: string; resolved: string; profile: Profile; warnings: ApplyWarning[]; unpatched: null }
+  | { injector: null; resolved: string; warnings: []; unpatched: string };
+
+/**
+ * Checks, before running anything, that the injector exists, the profile may be applied on this host, and
+ * injection can reach the program. Throws typed errors: TraceFileError (ERR_TRACE_FILE), SpawnError (ERR_COMMAND_NOT_FOUND,
+ * ERR_SPAWN), UnsupportedPlatformError, RefusedError (ERR_REFUSED_BARE_METAL, ERR_HOST_UNKNOWN, ERR_INJECTION_BLOCKED),
+ * NativeError (ERR_NATIVE_UNAVAILABLE: the injector is there, the native module is not).
+ */
+export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = process.platform): PreparedExec {
+  if (options.traceFile !== undefined) checkTraceFile(options.traceFile);
+  const resolved = resolveCommand(options.command, process.env, platform);
+  if (resolved === null) throw commandError(options.command, process.env, platform);
+  const injector = injectorPath();
+  if (injector === null) {
+    const why = missingInjectorReason();
+    // A cross-platform wrapper: the program runs, unpatched, wherever there is nothing to patch.
+    if (options.allowUnpatched)
+      return {
+        injector: null,
+        resolved,
+        warnings: [],
+        unpatched: `${why}: running ${options.command} unpatched (--allow-unpatched)`,
+      };
+    throw new UnsupportedPlatformError(`${why} (--allow-unpatched runs the program unpatched)`);
+  }
+  const split = preloadListProblem(injector, platform);
+  if (split !== null && options.allowUnpatched)
+    return {
+      injector: null,
+      resolved,
+      warnings: [],
+      unpatched: `${split}: running ${options.command} unpatched (--allow-unpatched)`,
+    };
+  if (split !== null)
+    throw new RefusedError(`${split} (--allow-unpatched runs the program unpatched)`, 'ERR_INJECTION_BLOCKED');
+  const native = loadNative();
+  // Fail closed: without the native module the bare-metal guard cannot run, so nothing is injected.
+  if (native.binding === null)
+    return { injector: null, resolved, warnings: [], unpatched: unguardedInjection(native, options) };
+  // The guard uses this process's view of the devices: the same machine the child will run on.
+  let warnings: ApplyWarning[] = [];
+  const stock = stockReport(native.binding);
+  // 'host' values become the chip of the machine the child runs on, or nothing is injected: never a guess.
+  const bound = bindToHost(options.profile, hostOf(stock));
+  if (!bound.ok && options.allowUnpatched) {
+    return {
+      injector: null,
+      resolved,
+      warnings: [],
+      unpatched: `${bound.detail}. Running ${options.command} unpatched (--allow-unpatched).`,
+    };
+  }
+  if (!bound.ok)
+    throw new RefusedError(`${bound.detail} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN');
+  const profile = bound.profile;
+  if (stock.supported) {
+    const { changes } = planProfile(stock.devices, profile);
+    const refusal = refusalFor(hostOf(stock), changes, options.force ?? false);
+    if (refusal !== null && options.allowUnpatched) {
+      return {
+        injector: null,
+        resolved,
+        warnings: [],
+        unpatched: `${refusal} Running ${options.command} unpatched (--allow-unpatched).`,
+      };
+    }
+    if (refusal !== null) throw new RefusedError(refusal);
+    // The child's llama.cpp is not loaded yet: the family warning names the newest rules' tuning, as audit does.
+    warnings = profileWarnings(profile, stock.devices, changes, [], stock.host, 'current');
+  }
+  const blocker = injectionBlocker(resolved, platform);
+  if (blocker?.launchFails && options.allowUnpatched) {
+    // With the injector inserted the program would not start at all: run it without.
+    return {
+      injector: null,
+      resolved,
+      warnings: [],
+      unpatched: `${blocker.reason} Running ${options.command} unpatched, without the injector (--allow-unpatched).`,
+    };
+  }
+  if (blocker !== null && !options.allowUnpatched) {
+    const how = blocker.launchFails
+      ? '--allow-unpatched runs it without the injector'
+      : '--allow-unpatched runs it anyway';
+    throw new RefusedError(`${blocker.reason} (${how})`, 'ERR_INJECTION_BLOCKED');
+  }
+  return { injector, resolved, profile, warnings, unpatched: null };
+}
+
+/**
+ * What exec does when the injector is there but the native module is not (on macOS: an addon that failed to load):
+ * without it the bare-metal guard cannot ask the devices whether this is a VM, so nothing is injected. Throws the
+ * error applyProfile(…, { strict: true }) throws for the same reason (NativeError ERR_NATIVE_UNAVAILABLE on macOS),
+ * or, with --allow-unpatched, returns the notice to print before running the program unpatched. --force does not
+ * bypass it: an install whose addon will not load is not one to inject from.
+ */
+export function unguardedInjection(
+  native: { reason: Exclude<UnsupportedReason, 'no-device'>; detail: string },
+  options: Pick<ExecOptions, 'command' | 'allowUnpatched'>,
+): string {
+  const why = `${native.detail}; without it exec cannot check this host before injecting`;
+  if (options.allowUnpatched) return `${why}: running ${options.command} unpatched (--allow-unpatched)`;
+  throw notAppliedError(native.reason, `${why} (--allow-unpatched runs the program unpatched)`);
+}

@@ -1,0 +1,175 @@
+/**
+ * Runs the program exec prepared: with the injector preloaded and the status pipe open, or unpatched; signals passed
+ * on; what the injector reported and the --trace file(s) collected when it exits.
+ */
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import type { ApplyWarning } from '../patch/apply.js';
+import { SpawnError } from '../core/errors.js';
+import { loadNative } from '../device/native.js';
+import { commandError, resolveCommand } from './command.js';
+import { childDescriptors } from './descriptors.js';
+import {
+  childEnvironment,
+  parseInjectorStatus,
+  STATUS_LIMIT_BYTES,
+  statusCollector,
+  type InjectorStatus,
+} from './injector.js';
+import type { ExecOptions } from './prepare.js';
+import { FORWARDED_SIGNALS, processGroupsWithoutAddon, shouldForwardSignal } from './signals.js';
+import { deliverTraces, emptyTrace, makeTraceFolder, writeTrace } from './trace.js';
+
+/** How the child ended and what the injector reported. */
+export interface ExecOutcome extends InjectorStatus {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  warnings: ApplyWarning[];
+}
+
+/** The error for a program that could not be started: ERR_COMMAND_NOT_FOUND when it is not there, else ERR_SPAWN. */
+function spawnFailure(command: string, err: NodeJS.ErrnoException): SpawnError {
+  return new SpawnError(
+    err.code === 'ENOENT' ? 'ERR_COMMAND_NOT_FOUND' : 'ERR_SPAWN',
+    `cannot run ${command}: ${err.message}`,
+  );
+}
+
+/**
+ * The file to start: the one prepareExec() checked, or `command` resolved now. Never the bare command: spawn() would
+ * search PATH again, and libuv takes an empty PATH entry for the current folder.
+ */
+function programOf(options: ExecOptions): string {
+  if (options.program !== undefined) return options.program;
+  const resolved = resolveCommand(options.command);
+  if (resolved === null) throw commandError(options.command);
+  return resolved;
+}
+
+/**
+ * Starts the child with signals sent to us passed on to it, for both the patched and the unpatched run; returns the
+ * child and the undo. The handlers go in before spawn(): the child runs as soon as it is forked, and a signal that
+ * arrived before they were in would take its default action on us (a Ctrl-C right after "ready" killed exec with
+ * 130 and left the program's output unread). A signal caught meanwhile is handled once spawn() has returned.
+ * The resolved file is started, with argv[0] as the user typed it. A spawn() that throws (bad arguments) is
+ * ERR_SPAWN, with no handler left behind.
+ */
+function spawnForwardingSignals(
+  options: ExecOptions,
+  spawnOptions: SpawnOptions,
+): { child: ChildProcess; undo: () => void } {
+  const program = programOf(options);
+  const binding = loadNative().binding;
+  const groupsOf = (pid: number) => (binding !== null ? binding.processGroups(pid) : processGroupsWithoutAddon(pid));
+  let child: ChildProcess | undefined;
+  const forward = (signal: NodeJS.Signals) => () => {
+    const pid = child?.pid;
+    if (pid !== undefined && shouldForwardSignal(signal, groupsOf(pid))) child!.kill(signal);
+  };
+  const handlers = FORWARDED_SIGNALS.map((s) => [s, forward(s)] as const);
+  for (const [s, h] of handlers) process.on(s, h);
+  const undo = () => {
+    for (const [s, h] of handlers) process.off(s, h);
+  };
+  try {
+    child = spawn(program, options.args, { ...spawnOptions, argv0: options.command });
+  } catch (e) {
+    undo();
+    throw spawnFailure(options.command, e as NodeJS.ErrnoException);
+  }
+  return { child, undo };
+}
+
+/**
+ * Runs a command with the injector loaded into it. The child's stdio is the terminal's, the descriptors in `passFds`
+ * are handed on, and the injector talks to us over the status pipe only. Signals sent to us are forwarded to the
+ * child.
+ */
+export function runWithInjector(
+  options: ExecOptions,
+  injector: string | null,
+  warnings: ApplyWarning[],
+): Promise<ExecOutcome> {
+  if (injector === null) return runUnpatched(options);
+  const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
+  const { stdio, statusFd } = childDescriptors(options.passFds ?? [], true);
+  const traceFolder = traceFile === undefined ? undefined : makeTraceFolder();
+  const removeTraceFolder = () => {
+    if (traceFolder !== undefined) rmSync(traceFolder, { recursive: true, force: true });
+  };
+  const env = childEnvironment(
+    { profile: options.profile, statusFd: statusFd!, ...(traceFolder === undefined ? {} : { traceFolder }) },
+    injector,
+  );
+  return new Promise((resolve, reject) => {
+    let started: { child: ChildProcess; undo: () => void };
+    try {
+      started = spawnForwardingSignals(options, { stdio, env });
+    } catch (e) {
+      removeTraceFolder();
+      throw e;
+    }
+    const { child, undo: cleanup } = started;
+    const status = statusCollector();
+    const pipe = child.stdio[statusFd!] as NodeJS.ReadableStream | null;
+    pipe?.on('data', status.add);
+    pipe?.on('error', () => undefined);
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      cleanup();
+      removeTraceFolder();
+      reject(spawnFailure(options.command, err));
+    });
+    child.on('exit', (exitCode, signal) => {
+      cleanup();
+      // A grandchild may keep the status pipe open; read what arrived and stop listening.
+      setImmediate(() => {
+        (pipe as { destroy?: () => void } | null)?.destroy?.();
+        const reported = parseInjectorStatus(status.text());
+        const overflow = status.overflowed()
+          ? [`ERR_STATUS_OVERFLOW the status pipe carried more than ${STATUS_LIMIT_BYTES} bytes; the rest was ignored`]
+          : [];
+        const traceErrors =
+          traceFile === undefined ? [] : deliverTraces(traceFolder!, traceFile, child.pid, reported.injectorLoaded);
+        removeTraceFolder();
+        resolve({
+          exitCode,
+          signal,
+          ...reported,
+          injectorErrors: [...reported.injectorErrors, ...overflow, ...traceErrors],
+          warnings,
+        });
+      });
+    });
+  });
+}
+
+/**
+ * Runs the command as it is, with no injector: the cross-platform path of `--allow-unpatched`. A --trace file is
+ * written all the same, saying nothing was applied, so a script reading it finds the same shape on every path.
+ */
+function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
+  const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
+  const { stdio } = childDescriptors(options.passFds ?? [], false);
+  return new Promise((resolve, reject) => {
+    const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio });
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      cleanup();
+      reject(spawnFailure(options.command, err));
+    });
+    child.on('exit', (exitCode, signal) => {
+      cleanup();
+      const injectorErrors = traceFile === undefined ? [] : writeTrace(traceFile, emptyTrace(child.pid, false));
+      resolve({
+        exitCode,
+        signal,
+        injectorLoaded: false,
+        injectorSlice: null,
+        patchedClasses: [],
+        injectorErrors,
+        processes: [],
+        warnings: [],
+      });
+    });
+  });
+}

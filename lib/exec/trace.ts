@@ -1,0 +1,100 @@
+/**
+ * `--trace`: the path checked before anything runs, the private folder the processes write their traces into, and
+ * the trace file(s) exec writes from it afterwards, never through a path someone else could have planted.
+ */
+import { accessSync, constants, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { TraceFileError } from '../core/errors.js';
+import { readOwnFile, replaceableBecause, writeFileSafely } from '../core/safefs.js';
+
+/**
+ * Checks a --trace path before anything runs, so that a run is never wasted on a trace that cannot be written: the
+ * folder exists and we may write in it, and the file is new or a regular file of ours that we may write (it will be
+ * replaced, never written through; see writeFileSafely). Returns the absolute path; throws ERR_TRACE_FILE.
+ */
+export function checkTraceFile(file: string): string {
+  const resolved = path.resolve(file);
+  const folder = path.dirname(resolved);
+  let isFolder = false;
+  try {
+    isFolder = statSync(folder).isDirectory();
+  } catch {
+    isFolder = false;
+  }
+  if (!isFolder) throw new TraceFileError(`--trace ${file}: the folder ${folder} does not exist`);
+  try {
+    accessSync(folder, constants.W_OK);
+  } catch {
+    throw new TraceFileError(`--trace ${file}: the folder ${folder} cannot be written`);
+  }
+  const problem = replaceableBecause(resolved);
+  if (problem !== null) throw new TraceFileError(`--trace ${file}: ${resolved} ${problem}`);
+  return resolved;
+}
+
+/** The largest trace file exec copies out of its private folder (a trace is a few kilobytes). */
+const MAX_TRACE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * exec's private folder for the children's traces: mkdtemp makes it, new and 0700, in the temporary folder, so no
+ * other user can plant or read anything in it. The injector writes `first.json` (the first process to write, with
+ * O_EXCL) or `<pid>.json` there, and exec itself writes the --trace file(s) afterwards.
+ */
+export function makeTraceFolder(): string {
+  try {
+    return mkdtempSync(path.join(tmpdir(), 'metal-cap-shim-trace-'));
+  } catch (e) {
+    throw new TraceFileError(
+      `--trace: cannot create a private folder for the traces in ${tmpdir()}: ${(e as Error).message}`,
+    );
+  }
+}
+
+/** The name of a trace the injector wrote: `first.json`, or `<pid>.json` (`<pid>-<n>.json` for a reused pid). */
+const TRACE_NAME = /^(first|\d+(?:-\d+)?)\.json$/;
+
+/**
+ * Writes the --trace file(s) from what the processes left in exec's private folder: the first process to write takes
+ * FILE, each other one FILE.<pid>. When no process wrote one, FILE says so (pid, whether the injector loaded, nothing
+ * traced). Each file is written with writeFileSafely(). Returns the errors to report, each an ERR_TRACE_FILE line.
+ */
+export function deliverTraces(
+  folder: string,
+  file: string,
+  pid: number | undefined,
+  injectorLoaded: boolean,
+): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(folder)
+      .filter((n) => TRACE_NAME.test(n))
+      .sort();
+  } catch {
+    names = [];
+  }
+  const errors: string[] = [];
+  if (!names.includes('first.json')) errors.push(...writeTrace(file, emptyTrace(pid, injectorLoaded)));
+  for (const name of names) {
+    const target = name === 'first.json' ? file : `${file}.${name.slice(0, -'.json'.length)}`;
+    const read = readOwnFile(path.join(folder, name), MAX_TRACE_BYTES);
+    if (!read.ok) errors.push(`ERR_TRACE_FILE cannot write ${target}: the trace a process left ${read.why}`);
+    else errors.push(...writeTrace(target, read.text));
+  }
+  return errors;
+}
+
+/** The trace of a process that traced nothing: its pid, whether the profile was applied, no classes, no calls. */
+export function emptyTrace(pid: number | undefined, profileApplied: boolean): string {
+  return `${JSON.stringify({ pid: pid ?? null, profileApplied, patchedClasses: [], trace: [] })}\n`;
+}
+
+/** Writes one trace file; returns the injector errors to report: none, or the one ERR_TRACE_FILE. */
+export function writeTrace(file: string, text: string): string[] {
+  try {
+    writeFileSafely(file, text);
+    return [];
+  } catch (e) {
+    return [`ERR_TRACE_FILE cannot write ${file}: ${(e as Error).message}`];
+  }
+}
