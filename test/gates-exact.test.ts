@@ -1296,6 +1296,12 @@ describe('predictGates: the whole error for each bad argument', () => {
     );
   });
 
+  it('options: null is no options, as for every entry point', () => {
+    for (const engine of ['llama.cpp', 'mlx'] as const) {
+      expect(predictGates(device(), engine, null as never)).toEqual(predictGates(device(), engine));
+    }
+  });
+
   it('device: an absent family answer and keys that name no family are accepted', () => {
     const d = device() as unknown as { families: Record<string, unknown> };
     d.families.apple7 = undefined;
@@ -1309,20 +1315,14 @@ describe('predictGates: the whole error for each bad argument', () => {
   });
 
   it.each<[string, unknown, string, string]>([
+    ['options as a number', 5, 'options', 'predictGates() takes an options object, got number 5'],
+    ['options as an array', [], 'options', 'predictGates() takes an options object, got an array'],
     [
-      'options as a number',
-      5,
-      'options',
-      'options must be an object with any of env, host, rules, release; got number 5',
+      'an unknown option',
+      { envv: {} },
+      'envv',
+      "predictGates() has no option 'envv' (did you mean 'env'?); its options are env, host, rules, release",
     ],
-    [
-      'options as an array',
-      [],
-      'options',
-      'options must be an object with any of env, host, rules, release; got an array',
-    ],
-    ['options as null', null, 'options', 'options must be an object with any of env, host, rules, release; got null'],
-    ['an unknown option', { envv: {} }, 'options', 'unknown option "envv"; accepted: env, host, rules, release'],
     [
       'env as a string',
       { env: 'GGML=1' },

@@ -7,6 +7,7 @@ import type { DeviceReport, HostInfo } from '../device/types.js';
 import { isFamilyName } from '../core/families.js';
 import { InvalidOptionsError } from '../core/errors.js';
 import { describeValue } from '../core/input.js';
+import { checkOptions } from '../core/options.js';
 import { parseMacos, type EnvMap, type RuleContext } from './common.js';
 import {
   LLAMA_CPP_RULES,
@@ -54,8 +55,6 @@ export const RULE_TABLES = Object.freeze({
   mlx: MLX_RULES,
 });
 
-const OPTION_KEYS = ['env', 'host', 'rules', 'release'] as const;
-
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -67,7 +66,7 @@ interface ValidOptions {
   release: { text: string; warning: string | null } | null;
 }
 
-function validateEngine(engine: unknown): Engine {
+function checkEngine(engine: unknown): Engine {
   if (typeof engine === 'string' && (ENGINES as readonly string[]).includes(engine)) return engine as Engine;
   throw new InvalidOptionsError(
     'engine',
@@ -75,7 +74,7 @@ function validateEngine(engine: unknown): Engine {
   );
 }
 
-function validateDevice(device: unknown): DeviceReport {
+function checkDevice(device: unknown): DeviceReport {
   if (!isPlainObject(device) || !isPlainObject(device.families)) {
     throw new InvalidOptionsError(
       'device',
@@ -96,7 +95,7 @@ function validateDevice(device: unknown): DeviceReport {
   return device as unknown as DeviceReport;
 }
 
-function validateEnv(value: unknown): EnvMap {
+function checkEnv(value: unknown): EnvMap {
   if (!isPlainObject(value)) {
     throw new InvalidOptionsError(
       'env',
@@ -111,7 +110,7 @@ function validateEnv(value: unknown): EnvMap {
   return value as EnvMap;
 }
 
-function validateHost(value: unknown): HostInfo | null {
+function checkHost(value: unknown): HostInfo | null {
   if (value === undefined || value === null) return null;
   if (!isPlainObject(value))
     throw new InvalidOptionsError('host', `host must be a HostInfo object or null; got ${describeValue(value)}`);
@@ -122,7 +121,7 @@ function validateHost(value: unknown): HostInfo | null {
   return value as unknown as HostInfo;
 }
 
-function validateRules(options: Record<string, unknown>, engine: Engine): Pick<ValidOptions, 'rules' | 'release'> {
+function checkRules(options: Record<string, unknown>, engine: Engine): Pick<ValidOptions, 'rules' | 'release'> {
   if (options.rules !== undefined && options.release !== undefined) {
     throw new InvalidOptionsError('rules', 'give either rules or release, not both: a release decides its rule set');
   }
@@ -156,24 +155,16 @@ function validateRules(options: Record<string, unknown>, engine: Engine): Pick<V
   return { rules, release: null };
 }
 
-function validateOptions(options: unknown, engine: Engine): ValidOptions {
-  if (options === undefined) return { env: process.env, host: null, rules: 'current', release: null };
-  if (!isPlainObject(options)) {
-    throw new InvalidOptionsError(
-      'options',
-      `options must be an object with any of ${OPTION_KEYS.join(', ')}; got ${describeValue(options)}`,
-    );
-  }
-  for (const key of Object.keys(options)) {
-    if (!(OPTION_KEYS as readonly string[]).includes(key)) {
-      throw new InvalidOptionsError(
-        'options',
-        `unknown option ${JSON.stringify(key)}; accepted: ${OPTION_KEYS.join(', ')}`,
-      );
-    }
-  }
-  const env = options.env === undefined ? process.env : validateEnv(options.env);
-  return { env, host: validateHost(options.host), ...validateRules(options, engine) };
+function checkPredictOptions(options: unknown, engine: Engine): ValidOptions {
+  // The options object itself is checked as every entry point's is; each option then by its own rule.
+  const o = checkOptions<Record<string, unknown>>('predictGates', options, {
+    env: 'any',
+    host: 'any',
+    rules: 'any',
+    release: 'any',
+  });
+  const env = o.env === undefined ? process.env : checkEnv(o.env);
+  return { env, host: checkHost(o.host), ...checkRules(o, engine) };
 }
 
 /** Predicts llama.cpp's current-rule flags; every overload throws `InvalidOptionsError` on a bad engine, device or option. */
@@ -201,9 +192,9 @@ export function predictGates(device: DeviceReport, engine: 'mlx', options?: Pred
 /** Predicts for an engine chosen at run time. */
 export function predictGates(device: DeviceReport, engine: Engine, options?: PredictOptions): GatePrediction;
 export function predictGates(device: unknown, engine: unknown, options?: unknown): GatePrediction {
-  const eng = validateEngine(engine);
-  const dev = validateDevice(device);
-  const opts = validateOptions(options, eng);
+  const eng = checkEngine(engine);
+  const dev = checkDevice(device);
+  const opts = checkPredictOptions(options, eng);
   const ctx: RuleContext = { device: dev, env: opts.env, host: opts.host, macos: parseMacos(opts.host) };
   return eng === 'mlx' ? predictMlx(ctx) : predictLlamaCpp(ctx, opts.rules, opts.release);
 }
