@@ -123,6 +123,19 @@ ProbeOutcome incomplete(DoctorProbe probe, Completion completion, const std::str
 // A shared-storage buffer holding a copy of `bytes` (zero-filled when `bytes` is null); +1, nil on failure.
 id<MTLBuffer> newSharedBuffer(id<MTLDevice> device, const void *bytes, size_t length);
 
+// What a probe that passes words through a kernel runs on: `seeds` (word i is i * multiplier + increment, modulo
+// 2^32), `in` a shared buffer holding them, `out` as many zeroed words, and a queue. ok() is false when Metal gave
+// one of the three not.
+struct WordBuffers {
+  std::vector<uint32_t> seeds;
+  Owned<id<MTLBuffer>> in;
+  Owned<id<MTLBuffer>> out;
+  Owned<id<MTLCommandQueue>> queue;
+  bool ok() const { return in && out && queue; }
+};
+void makeWordBuffers(id<MTLDevice> device, uint32_t words, uint32_t multiplier, uint32_t increment,
+                     WordBuffers *buffers);
+
 std::string oneLine(const std::string &text);
 std::string errorText(NSError *error);
 // Caught as `id`: a typed @catch (NSException *) needs CoreFoundation's exception type, which the addon does not

@@ -308,4 +308,13 @@ id<MTLBuffer> newSharedBuffer(id<MTLDevice> device, const void *bytes, size_t le
   return buffer;
 }
 
+void makeWordBuffers(id<MTLDevice> device, uint32_t words, uint32_t multiplier, uint32_t increment,
+                     WordBuffers *buffers) {
+  buffers->seeds.resize(words);
+  for (uint32_t i = 0; i < words; i++) buffers->seeds[i] = i * multiplier + increment;
+  buffers->in.reset(newSharedBuffer(device, buffers->seeds.data(), words * sizeof(uint32_t)));
+  buffers->out.reset(newSharedBuffer(device, nullptr, words * sizeof(uint32_t)));
+  buffers->queue.reset([device newCommandQueue]);
+}
+
 }  // namespace mcs

@@ -50,27 +50,24 @@ ProbeOutcome runHeap(ProbeContext &ctx) {
     return makeOutcome(probe, DoctorStatus::WrongResult,
                        "the buffer the heap gave does not report that heap as its own");
   }
-  std::vector<uint32_t> seeds(kWords);
-  for (uint32_t i = 0; i < kWords; i++) seeds[i] = i * 747796405u + 2891336453u;
-  Owned<id<MTLBuffer>> seed(newSharedBuffer(ctx.device, seeds.data(), kWords * sizeof(uint32_t)));
-  Owned<id<MTLBuffer>> out(newSharedBuffer(ctx.device, nullptr, kWords * sizeof(uint32_t)));
-  Owned<id<MTLCommandQueue>> queue([ctx.device newCommandQueue]);
-  if (!seed || !out || !queue) return makeOutcome(probe, DoctorStatus::Fail, "Metal gave no buffer or queue");
+  WordBuffers words;
+  makeWordBuffers(ctx.device, kWords, 747796405u, 2891336453u, &words);
+  if (!words.ok()) return makeOutcome(probe, DoctorStatus::Fail, "Metal gave no buffer or queue");
   memset([placed.get() contents], 0, kWords * sizeof(uint32_t));
 
   // Two command buffers on one queue run in order: the read needs no fence on the untracked heap.
   DispatchSpec write, read;
   write.pipeline = writer.state.get();
-  write.buffers = {seed.get(), placed.get()};
+  write.buffers = {words.in.get(), placed.get()};
   read.pipeline = reader.state.get();
-  read.buffers = {placed.get(), out.get()};
+  read.buffers = {placed.get(), words.out.get()};
   for (DispatchSpec *spec : {&write, &read}) {
     spec->threadgroups = MTLSizeMake(kWords / kGroup, 1, 1);
     spec->threadsPerThreadgroup = MTLSizeMake(kGroup, 1, 1);
   }
   for (const DispatchSpec *spec : {&write, &read}) {
     std::string error;
-    Completion done = dispatch(queue.get(), *spec, ctx.deadline, &error);
+    Completion done = dispatch(words.queue.get(), *spec, ctx.deadline, &error);
     if (done == Completion::Completed) continue;
     // A command buffer that never completed may still use the heap's memory: it is left to Metal.
     if (done == Completion::TimedOut) heap.abandon();
@@ -78,11 +75,11 @@ ProbeOutcome runHeap(ProbeContext &ctx) {
                       spec == &write ? "the dispatch writing the placed buffer" : "the dispatch reading it back");
   }
   const uint32_t *inHeap = static_cast<const uint32_t *>([placed.get() contents]);
-  const uint32_t *gotBack = static_cast<const uint32_t *>([out.get() contents]);
+  const uint32_t *gotBack = static_cast<const uint32_t *>([words.out.get() contents]);
   uint32_t wrongWritten = 0, wrongRead = 0;
   for (uint32_t i = 0; i < kWords; i++) {
-    wrongWritten += inHeap[i] != written(seeds[i]) ? 1 : 0;
-    wrongRead += gotBack[i] != readBack(seeds[i]) ? 1 : 0;
+    wrongWritten += inHeap[i] != written(words.seeds[i]) ? 1 : 0;
+    wrongRead += gotBack[i] != readBack(words.seeds[i]) ? 1 : 0;
   }
   if (wrongWritten + wrongRead > 0) {
     return makeOutcome(probe, DoctorStatus::WrongResult,

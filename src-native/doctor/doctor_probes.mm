@@ -527,13 +527,10 @@ ProbeOutcome runResidencySet(ProbeContext &ctx) {
   if (!set)
     return makeOutcome(probe, DoctorStatus::Fail, "newResidencySetWithDescriptor:error: failed: " + errorText(error));
 
-  std::vector<uint32_t> input(kWords);
-  for (uint32_t i = 0; i < kWords; i++) input[i] = i * 2246822519u + 374761393u;
-  Owned<id<MTLBuffer>> in(newSharedBuffer(ctx.device, input.data(), kWords * sizeof(uint32_t)));
-  Owned<id<MTLBuffer>> out(newSharedBuffer(ctx.device, nullptr, kWords * sizeof(uint32_t)));
-  Owned<id<MTLCommandQueue>> queue([ctx.device newCommandQueue]);
-  if (!in || !out || !queue) return makeOutcome(probe, DoctorStatus::Fail, "Metal gave no buffer or queue");
-  if (!callWithObject(set.get(), "addAllocation:", (id)in.get()) || !callVoid(set.get(), "commit")) {
+  WordBuffers words;
+  makeWordBuffers(ctx.device, kWords, 2246822519u, 374761393u, &words);
+  if (!words.ok()) return makeOutcome(probe, DoctorStatus::Fail, "Metal gave no buffer or queue");
+  if (!callWithObject(set.get(), "addAllocation:", (id)words.in.get()) || !callVoid(set.get(), "commit")) {
     return makeOutcome(probe, DoctorStatus::Fail, "the residency set does not answer addAllocation: and commit");
   }
   callVoid(set.get(), "requestResidency");
@@ -551,12 +548,12 @@ ProbeOutcome runResidencySet(ProbeContext &ctx) {
   }
   DispatchSpec spec;
   spec.pipeline = pipeline.state.get();
-  spec.buffers = {in.get(), out.get()};
+  spec.buffers = {words.in.get(), words.out.get()};
   spec.threadgroups = MTLSizeMake(kWords / kGroup, 1, 1);
   spec.threadsPerThreadgroup = MTLSizeMake(kGroup, 1, 1);
   spec.residencySet = set.get();
   std::string failure;
-  Completion done = dispatch(queue.get(), spec, ctx.deadline, &failure);
+  Completion done = dispatch(words.queue.get(), spec, ctx.deadline, &failure);
   if (done == Completion::TimedOut) {
     // Command buffers retain the buffers they bind, but Apple documents no such promise for a residency set it uses;
     // a pending one keeps the set alive.
@@ -567,9 +564,9 @@ ProbeOutcome runResidencySet(ProbeContext &ctx) {
   callVoid(set.get(), "removeAllAllocations");
   if (done == Completion::Failed)
     return incomplete(probe, done, failure, ctx.deadline, "the dispatch using the residency set");
-  const uint32_t *got = contentsOf<uint32_t>(out.get());
+  const uint32_t *got = contentsOf<uint32_t>(words.out.get());
   uint32_t wrong = 0;
-  for (uint32_t i = 0; i < kWords; i++) wrong += got[i] != (input[i] ^ 2779096485u) ? 1 : 0;
+  for (uint32_t i = 0; i < kWords; i++) wrong += got[i] != (words.seeds[i] ^ 2779096485u) ? 1 : 0;
   if (wrong > 0) {
     return makeOutcome(probe, DoctorStatus::WrongResult,
                        "a kernel reading the resident buffer got " + std::to_string(wrong) + " of " +
