@@ -286,7 +286,7 @@ describe('the child’s environment', () => {
       PATH: '/usr/bin',
       HOME: '/home/u',
       LD_PRELOAD: INJ,
-      [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }),
+      [INJECT_ENV.profile]: encodeNativeProfile(profile, false),
       [INJECT_ENV.statusFd]: '3',
       [INJECT_ENV.statusPid]: String(process.pid),
     });
@@ -312,7 +312,7 @@ describe('the child’s environment', () => {
     ).toEqual({
       DYLD_INSERT_LIBRARIES: `${dylib}:/usr/local/lib/libx.dylib`,
       LD_PRELOAD: '/l.so',
-      [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }),
+      [INJECT_ENV.profile]: encodeNativeProfile(profile, false),
       [INJECT_ENV.statusFd]: '3',
       [INJECT_ENV.statusPid]: String(process.pid),
     });
@@ -326,13 +326,13 @@ describe('the child’s environment', () => {
       childEnvironment({ profile, traceFolder: '/tmp/metal-cap-shim-trace-x1', statusFd: 5 }, INJ, {}, 'linux'),
     ).toEqual({
       LD_PRELOAD: INJ,
-      [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: true }),
+      [INJECT_ENV.profile]: encodeNativeProfile(profile, true),
       [INJECT_ENV.statusFd]: '5',
       [INJECT_ENV.statusPid]: String(process.pid),
       [INJECT_ENV.traceFolder]: '/tmp/metal-cap-shim-trace-x1',
     });
     // The two encodings differ, so the assertions above tell them apart.
-    expect(encodeNativeProfile(profile, { trace: true })).not.toBe(encodeNativeProfile(profile, { trace: false }));
+    expect(encodeNativeProfile(profile, true)).not.toBe(encodeNativeProfile(profile, false));
   });
 
   it('without --trace, a trace path inherited from the caller is dropped, and the caller’s environment is not touched', () => {

@@ -242,7 +242,7 @@ function injectedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     LD_PRELOAD: injector,
-    [INJECT_ENV.profile]: encodeNativeProfile(profile, { trace: false }),
+    [INJECT_ENV.profile]: encodeNativeProfile(profile, false),
   };
   for (const key of [INJECT_ENV.statusFd, INJECT_ENV.statusPid, INJECT_ENV.statusId, INJECT_ENV.traceFolder])
     delete env[key];

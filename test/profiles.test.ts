@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidProfileError } from '../lib/core/errors.js';
+import type { InvalidProfileError } from '../lib/core/errors.js';
 import { chipFromBrand } from '../lib/device/chips.js';
 import {
   bindToHost,
@@ -70,12 +70,9 @@ describe('built-in profiles', () => {
     expect(changed.name).toBeNull();
   });
 
-  it('the native text is only ever made from a valid profile', () => {
-    expect(encodeNativeProfile(resolveProfile('cua-release'))).toBe(
+  it('the native text of the default profile', () => {
+    expect(encodeNativeProfile(resolveProfile('cua-release'), false)).toBe(
       'mcs1;max=1009;tg=65536;wss=-;mode=raise;trace=0;fam=;name=-',
-    );
-    expect(() => encodeNativeProfile({ ...resolveProfile('apple7'), appleFamilyMax: 5000 })).toThrow(
-      InvalidProfileError,
     );
   });
 });
@@ -745,9 +742,9 @@ describe('the host profile and "host" values, bound to a host', () => {
     const unboundError = (field: string) =>
       invalid(field, `${field} is "host": bind the profile to a host (bindToHost) before it is predicted or installed`);
     expect(thrown(() => predictPatchedDevice(device, HOST))).toEqual(unboundError('appleFamilyMax'));
-    expect(thrown(() => encodeNativeProfile(HOST))).toEqual(unboundError('appleFamilyMax'));
+    expect(thrown(() => encodeNativeProfile(HOST, false))).toEqual(unboundError('appleFamilyMax'));
     expect(thrown(() => patchedName(resolveProfile({ deviceName: 'host' })))).toEqual(unboundError('deviceName'));
-    expect(thrown(() => encodeNativeProfile(resolveProfile({ deviceName: 'host' })))).toEqual(
+    expect(thrown(() => encodeNativeProfile(resolveProfile({ deviceName: 'host' }), false))).toEqual(
       unboundError('deviceName'),
     );
     expect(familyCeiling(resolveProfile('apple7'))).toBe(1007);
@@ -768,10 +765,10 @@ describe('the host profile and "host" values, bound to a host', () => {
 
 describe('encodeNativeProfile: the name', () => {
   it('as lower-case hex of its bytes, every byte of a 128-character name', () => {
-    expect(encodeNativeProfile(resolveProfile({ deviceName: 'Apple M1' }))).toBe(
+    expect(encodeNativeProfile(resolveProfile({ deviceName: 'Apple M1' }), false)).toBe(
       'mcs1;max=-;tg=-;wss=-;mode=raise;trace=0;fam=;name=4170706c65204d31',
     );
-    expect(encodeNativeProfile(resolveProfile({ deviceName: ' ~'.trim().padEnd(128, '~') }))).toBe(
+    expect(encodeNativeProfile(resolveProfile({ deviceName: ' ~'.trim().padEnd(128, '~') }), false)).toBe(
       `mcs1;max=-;tg=-;wss=-;mode=raise;trace=0;fam=;name=${'7e'.repeat(128)}`,
     );
   });
@@ -779,13 +776,13 @@ describe('encodeNativeProfile: the name', () => {
 
 describe('encodeNativeProfile', () => {
   it('writes every field, families in MTLGPUFamily order, the trace flag as asked', () => {
-    expect(encodeNativeProfile(resolveProfile('mask-apple5'))).toBe(
+    expect(encodeNativeProfile(resolveProfile('mask-apple5'), false)).toBe(
       'mcs1;max=1005;tg=32768;wss=-;mode=exact;trace=0;fam=2001:0,2002:0,4001:0,4002:0,5001:0,5002:0;name=-',
     );
     expect(
       encodeNativeProfile(
         resolveProfile({ recommendedMaxWorkingSetSize: 2 ** 34, families: { metal3: false, apple7: true } }),
-        { trace: true },
+        true,
       ),
     ).toBe('mcs1;max=-;tg=-;wss=17179869184;mode=raise;trace=1;fam=1007:1,5001:0;name=-');
   });

@@ -22,7 +22,6 @@ import {
   resolveProfile,
   status,
 } from '../lib/index.js';
-import { encodeNativeProfile } from '../lib/patch/profiles.js';
 import { doctorCacheDir, probeSnapshot, resolveAutoProfile, validateSnapshot } from '../lib/tables.js';
 import { root, runCli } from './helpers.js';
 
@@ -151,7 +150,6 @@ describe('every public entry point throws only typed errors, naming the field', 
     ['audit({ profile })', () => audit({ profile: bigint as never, snapshot: STOCK })],
     ['doctor({ profile })', () => doctor({ profile: bigint as never, snapshot: STOCK })],
     ['fieldReport({ profile })', () => fieldReport({ profile: bigint as never, snapshot: STOCK })],
-    ['encodeNativeProfile', () => encodeNativeProfile(bigint as never)],
   ])('%s with a BigInt: InvalidProfileError on appleFamilyMax, quoting 1009n', (_name, call) => {
     expect(typed(call)).toEqual({ name: 'InvalidProfileError', code: 'ERR_INVALID_PROFILE', field: 'appleFamilyMax' });
     expect((thrown(call) as Error).message).toBe(
@@ -260,7 +258,6 @@ describe('every public entry point throws only typed errors, naming the field', 
     ],
     ['resolveAutoProfile', () => resolveAutoProfile(trap as never), 'options'],
     ['doctorCacheDir', () => doctorCacheDir(trap as never, 'linux'), 'env'],
-    ['encodeNativeProfile options', () => encodeNativeProfile(resolveProfile('apple7'), trap as never), 'options'],
     [
       'predictGates',
       () =>
@@ -280,8 +277,8 @@ describe('every public entry point throws only typed errors, naming the field', 
   });
 
   it('an options object whose traps throw: the message names the function', () => {
-    expect((thrown(() => encodeNativeProfile(resolveProfile('apple7'), trap as never)) as Error).message).toBe(
-      'encodeNativeProfile() options cannot be read (trap says no)',
+    expect((thrown(() => resolveAutoProfile(trap as never)) as Error).message).toBe(
+      'resolveAutoProfile() options cannot be read (trap says no)',
     );
   });
 

@@ -74,7 +74,9 @@ export function preloadListProblem(injector: string, platform: NodeJS.Platform =
 /**
  * The environment the child runs with: `env`, the injector preloaded ahead of any library the caller already
  * preloads, the profile and the status fd the injector reads, and exec's private trace folder when there is a --trace
- * (an inherited one is dropped otherwise, so the injector never writes a trace nobody asked for).
+ * (an inherited one is dropped otherwise, so the injector never writes a trace nobody asked for). The profile is
+ * prepareExec()'s: resolved once (profileForExec) and bound to this host, so it is encoded as it is, not validated
+ * again; an unbound `'host'` value still throws.
  */
 export function childEnvironment(
   options: { profile: Profile; traceFolder?: string; statusFd?: number },
@@ -85,7 +87,7 @@ export function childEnvironment(
   const key = preloadVariable(platform);
   const existing = env[key];
   const child: NodeJS.ProcessEnv = { ...env, [key]: existing ? `${injector}:${existing}` : injector };
-  child[INJECT_ENV.profile] = encodeNativeProfile(options.profile, { trace: options.traceFolder !== undefined });
+  child[INJECT_ENV.profile] = encodeNativeProfile(options.profile, options.traceFolder !== undefined);
   child[INJECT_ENV.statusFd] = String(options.statusFd ?? 3);
   // The child takes the status fd only if its parent is this process; an identity is for the levels below it.
   child[INJECT_ENV.statusPid] = String(process.pid);

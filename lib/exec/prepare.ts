@@ -16,6 +16,7 @@ import { checkTraceFile } from './trace.js';
 
 /** What exec() needs. */
 export interface ExecOptions {
+  /** A resolved profile (resolveProfile, or profileForExec for the CLI's); prepareExec binds it to this host. */
   profile: Profile;
   /** The program as the user typed it: looked up on PATH, and the program's argv[0]. */
   command: string;

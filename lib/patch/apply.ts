@@ -13,7 +13,7 @@ import {
   bindToHost,
   DEFAULT_PROFILE,
   diffAnswers,
-  encodeResolvedProfile,
+  encodeNativeProfile,
   isRaise,
   planProfile,
   resolveProfile,
@@ -482,7 +482,7 @@ export function applyPatchOver(
   if (!before.supported) return notApplied(normalized, 'no-device', before.detail, strict);
 
   const json = JSON.stringify(normalized);
-  const result = binding.apply(encodeResolvedProfile(normalized, trace), json);
+  const result = binding.apply(encodeNativeProfile(normalized, trace), json);
   if (!result.ok) {
     if (result.code === 'ERR_NO_DEVICE') return notApplied(normalized, 'no-device', result.message, strict);
     // The engine installs all hooks or none, so the process is as it was: a way of not applying like the others.
@@ -504,7 +504,7 @@ export function applyPatchOver(
     binding.restore();
     if (previous !== null) {
       // Read back from the engine, so resolved here: the one resolution of this profile.
-      binding.apply(encodeResolvedProfile(resolveProfile(JSON.parse(previous)), previousStatus.trace), previous);
+      binding.apply(encodeNativeProfile(resolveProfile(JSON.parse(previous)), previousStatus.trace), previous);
     }
     const first = verification.mismatches[0];
     const detail = first

@@ -12,7 +12,6 @@ import {
 import { chipFamily } from '../device/chips.js';
 import { clip, quote, readInput } from '../core/input.js';
 import { parseJsonText } from '../core/jsonfile.js';
-import { checkOptions } from '../core/options.js';
 import { rederive } from '../device/report.js';
 import { didYouMean } from '../core/suggest.js';
 import type { DeviceReport, HostInfo } from '../device/types.js';
@@ -417,21 +416,12 @@ function hexOf(text: string): string {
 }
 
 /**
- * The compact text the native engine and the exec injector read (src-native/engine/profile.h). Only produced from a
- * validated, bound Profile, so the native parser never sees user input: `input` is validated here, since this text is
- * what native code parses.
+ * The compact text the native engine and the exec injector read (src-native/engine/profile.h), made from a profile
+ * this package resolved (resolveProfile, then bindToHost), so the native parser never sees user input: applyPatch and
+ * exec resolve their profile once and encode that value, rather than validating it again. Never pass it anything that
+ * did not come out of resolveProfile. An unbound `'host'` value throws.
  */
-export function encodeNativeProfile(input: Profile, options?: { trace?: boolean }): string {
-  const { trace = false } = checkOptions<{ trace?: boolean }>('encodeNativeProfile', options, { trace: 'boolean' });
-  return encodeResolvedProfile(resolveProfile(input), trace);
-}
-
-/**
- * encodeNativeProfile for a profile this package has already resolved (resolveProfile, then bindToHost): applyPatch
- * resolves its profile once and encodes that value, rather than validating it a second time. Never pass it anything
- * that did not come out of resolveProfile. An unbound `'host'` value still throws.
- */
-export function encodeResolvedProfile(profile: Profile, trace: boolean): string {
+export function encodeNativeProfile(profile: Profile, trace: boolean): string {
   const ceiling = familyCeiling(profile);
   const name = patchedName(profile);
   const orDash = (v: number | null) => (v === null ? '-' : String(v));
