@@ -612,7 +612,7 @@ describe('predictGates: invalid arguments', () => {
     expectInvalid(() => predictGates(dev, 'llama.cpp', 5 as unknown as object), 'options');
     expectInvalid(
       () => predictGates(dev, 'llama.cpp', { envv: {} } as unknown as object),
-      'options',
+      'envv',
       /env, host, rules, release/,
     );
     expectInvalid(() => predictGates(dev, 'llama.cpp', { host: 'macOS 15' as unknown as HostInfo }), 'host');
