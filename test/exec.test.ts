@@ -369,7 +369,7 @@ describe('exec on macOS: codesign is called the way its output is read (fake cod
     expect(injectionBlocker(program('ok.py', null, [], fine), 'darwin')).toBeNull();
   });
 
-  it('prepareExec refuses a program dyld would kill (the CLI exits 3 on RefusedError); --allow-unpatched runs it without the injector', () => {
+  it('prepareExec refuses a program dyld would kill (the CLI exits 125 on RefusedError, as on every failure of its own); --allow-unpatched runs it without the injector', () => {
     if (isSimulatedPlatform) {
       // The simulated build's injector, over a simulated Metal with no device: nothing for the bare-metal guard.
       requireSimBuild();

@@ -19,7 +19,7 @@ const { applyProfile } = await import('../lib/apply/auto.js');
 const { RefusedError } = await import('../lib/core/errors.js');
 const { resolveProfile } = await import('../lib/patch/profiles.js');
 const { registerFromEnvironment } = await import('../lib/apply/registration.js');
-const { describeSim, requireSimBuild, thrown } = await import('./helpers.js');
+const { describeSim, requireSimBuild, runCli, thrown } = await import('./helpers.js');
 
 const DETAIL =
   'host claims the host chip’s own answers, but this host’s chip is unknown (it reports no machdep.cpu.brand_string), so nothing is claimed rather than a guess';
@@ -59,6 +59,21 @@ describeSim('the host profile where the chip is unknown', () => {
       DETAIL.replace('host claims', 'the profile claims'),
     ]);
     expect(applyProfile({ appleFamilyMax: 1007, deviceName: 'Apple M1' }).applied).toBe(true);
+  });
+
+  it('exec: refused with exit 125 (a failure of exec itself) before the program starts; --allow-unpatched runs it', () => {
+    const env = { METAL_CAP_SHIM_SIM_SNAPSHOT: process.env.METAL_CAP_SHIM_SIM_SNAPSHOT };
+    const refused = runCli(['exec', '--profile', 'host', '--', process.execPath, '-e', 'console.log("ran")'], env);
+    expect([refused.status, refused.stdout, refused.stderr]).toEqual([
+      125,
+      '',
+      `metal-cap-shim: ERR_HOST_UNKNOWN: ${DETAIL} (--allow-unpatched runs the program unpatched)\n`,
+    ]);
+    const unpatched = runCli(
+      ['exec', '--allow-unpatched', '--profile', 'host', '--', process.execPath, '-e', 'console.log("ran")'],
+      env,
+    );
+    expect([unpatched.status, unpatched.stdout]).toEqual([0, 'ran\n']);
   });
 
   it('register: not applied, and why', () => {

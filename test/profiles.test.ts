@@ -626,6 +626,12 @@ describe('deviceName', () => {
     );
   });
 
+  it('quotes at most 200 characters of a long name, and says how long it was', () => {
+    expect(thrown(() => resolveProfile({ deviceName: 'x'.repeat(100_000) }))).toEqual(
+      invalid('deviceName', `${NAME_RULE}"${'x'.repeat(200)}"… (100000 characters)`),
+    );
+  });
+
   it('a JSON profile with a name reads back as the same profile', () => {
     const p = resolveProfile('{"appleFamilyMax":1007,"deviceName":"Apple M1"}');
     expect(p).toEqual({ ...resolveProfile('apple7'), name: null, deviceName: 'Apple M1' });

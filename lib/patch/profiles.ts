@@ -105,7 +105,7 @@ function checkDeviceName(v: unknown): string {
   if (!ok) {
     throw new InvalidProfileError(
       'deviceName',
-      `deviceName must be 1 to ${DEVICE_NAME_MAX} printable ASCII characters without leading or trailing spaces (e.g. "Apple M1"), or "host" (the host chip's name), got ${JSON.stringify(v)}`,
+      `deviceName must be 1 to ${DEVICE_NAME_MAX} printable ASCII characters without leading or trailing spaces (e.g. "Apple M1"), or "host" (the host chip's name), got ${quote(v)}`,
     );
   }
   return v;

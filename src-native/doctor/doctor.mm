@@ -28,8 +28,8 @@ const ProbeName kProbeNames[] = {
     {DoctorProbe::Heap, "heap"},
 };
 
-// The host's macOS major version (from NSProcessInfo on a Mac, from the snapshot in the Linux test build); 0 when
-// unknown, in which case each probe lets Metal decide.
+// The host's macOS major version (kern.osproductversion on a Mac, NSProcessInfo only where sysctl has none; from the
+// snapshot in the Linux test build); 0 when unknown, in which case each probe lets Metal decide.
 int macosMajor() {
   HostFacts facts = readHostFacts();
   return facts.osVersion.known ? atoi(facts.osVersion.value.c_str()) : 0;
