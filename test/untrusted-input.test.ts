@@ -22,6 +22,7 @@ import {
   resolveProfile,
   status,
 } from '../lib/index.js';
+import * as tables from '../lib/tables.js';
 import { doctorCacheDir, probeSnapshot, resolveAutoProfile, validateSnapshot } from '../lib/tables.js';
 import { root, runCli } from './helpers.js';
 
@@ -378,5 +379,116 @@ describe('errors still name what they must', () => {
   it('InvalidReportError and InvalidOptionsError keep short fields as they are', () => {
     expect(new InvalidReportError('audit.mode', 'm').field).toBe('audit.mode');
     expect(new InvalidOptionsError('allDevices', 'm').option).toBe('allDevices');
+  });
+});
+
+describe('metal-cap-shim/tables: each helper checks its arguments as the root does', () => {
+  const trap = new Proxy(
+    {},
+    {
+      ownKeys() {
+        throw new TypeError('trap says no');
+      },
+    },
+  );
+  const device = probeSnapshot(STOCK).devices[0]!;
+  const options = (field: string) => ({ name: 'InvalidOptionsError', code: 'ERR_INVALID_OPTIONS', field });
+  const profile = { name: 'InvalidProfileError', code: 'ERR_INVALID_PROFILE', field: null };
+  const snapshot = { name: 'InvalidSnapshotError', code: 'ERR_INVALID_SNAPSHOT', field: '(root)' };
+
+  it.each<[string, () => unknown, ReturnType<typeof options> | typeof profile | typeof snapshot]>([
+    ['chipFromBrand(5)', () => tables.chipFromBrand(5 as never), options('brand')],
+    ['chipFromBrand(a trap)', () => tables.chipFromBrand(trap as never), options('brand')],
+    ['chipFamily({})', () => tables.chipFamily({} as never), options('chip')],
+    ['bindToHost(null, null)', () => tables.bindToHost(null as never, null), profile],
+    [
+      'bindToHost with a host that is a string',
+      () => tables.bindToHost(resolveProfile('host'), 'M1' as never),
+      options('host'),
+    ],
+    [
+      'bindToHost with a chip that is a number',
+      () => tables.bindToHost(resolveProfile('host'), { chip: 1 } as never),
+      options('host'),
+    ],
+    ['patchedName(null)', () => tables.patchedName(null as never), profile],
+    [
+      'predictPatchedDevice(null, …)',
+      () => tables.predictPatchedDevice(null as never, resolveProfile('apple7')),
+      options('stock'),
+    ],
+    [
+      'predictPatchedDevice(a trap, …)',
+      () => tables.predictPatchedDevice(trap as never, resolveProfile('apple7')),
+      options('stock'),
+    ],
+    ['diffAnswers(null, null)', () => tables.diffAnswers(null as never, null as never), options('before')],
+    [
+      'diffAnswers with a bad device in after',
+      () => tables.diffAnswers([device], [device, 5] as never),
+      options('after[1]'),
+    ],
+    ['gateValues(null)', () => tables.gateValues(null as never), options('prediction')],
+    [
+      'gateValues of flags without values',
+      () => tables.gateValues({ engine: 'llama.cpp', flags: { a: 1 } } as never),
+      options('prediction'),
+    ],
+    [
+      'gateValues of MLX without its four values',
+      () => tables.gateValues({ engine: 'mlx' } as never),
+      options('prediction'),
+    ],
+    ['reportFromSnapshot(null)', () => tables.reportFromSnapshot(null as never), snapshot],
+    ['reportFromSnapshot(a trap)', () => tables.reportFromSnapshot(trap as never), snapshot],
+    [
+      'reportFromSnapshot with a bad option',
+      () => tables.reportFromSnapshot(tables.loadSnapshot(STOCK), { allDevices: 1 } as never),
+      options('allDevices'),
+    ],
+    ['validateSnapshot with a name that is a number', () => tables.validateSnapshot({}, 5 as never), options('name')],
+    [
+      'validateSnapshot with maxDevices 0',
+      () => tables.validateSnapshot({}, 'x', { maxDevices: 0 }),
+      options('maxDevices'),
+    ],
+    [
+      'validateSnapshot with maxDevices 1.5',
+      () => tables.validateSnapshot({}, 'x', { maxDevices: 1.5 }),
+      options('maxDevices'),
+    ],
+  ])('%s', (_what, call, error) => {
+    expect(typed(call)).toEqual(error);
+  });
+
+  it('the messages say what was expected and what came', () => {
+    expect((thrown(() => tables.chipFromBrand(5 as never)) as Error).message).toBe(
+      'chipFromBrand() takes brand as a string or null, got number 5',
+    );
+    expect((thrown(() => tables.diffAnswers([device], [device, 5] as never)) as Error).message).toBe(
+      'after[1] must be a DeviceReport object with a "families" object; got number 5',
+    );
+    expect((thrown(() => tables.gateValues({ engine: 'llama.cpp', flags: { a: 1 } } as never)) as Error).message).toBe(
+      'gateValues() takes what predictGates() returned (a has no value), got an object',
+    );
+  });
+
+  it('good arguments give what the unchecked helpers give', () => {
+    const bound = tables.bindToHost(resolveProfile('host'), probeSnapshot('github-macos-14-arm64-runner').host);
+    expect(bound).toEqual({
+      ok: true,
+      profile: { ...resolveProfile('host'), appleFamilyMax: 1007, deviceName: 'Apple M1' },
+    });
+    expect([
+      tables.chipFromBrand('Apple M1 (Virtual)'),
+      tables.chipFamily('Apple M1'),
+      tables.chipFromBrand(null),
+    ]).toEqual(['Apple M1', 1007, null]);
+    expect(tables.reportFromSnapshot(tables.loadSnapshot(STOCK))).toEqual(probeSnapshot(STOCK));
+    expect(tables.validateSnapshot(tables.loadSnapshot(STOCK), 'x', { maxDevices: 1 })).toEqual(
+      tables.loadSnapshot(STOCK),
+    );
+    const patched = tables.predictPatchedDevice(device, resolveProfile('apple7'));
+    expect(tables.diffAnswers([device], [patched]).map((c) => c.field)).toEqual(['families.apple6', 'families.apple7']);
   });
 });

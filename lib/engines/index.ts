@@ -74,23 +74,27 @@ function checkEngine(engine: unknown): Engine {
   );
 }
 
-function checkDevice(device: unknown): DeviceReport {
+/**
+ * A DeviceReport as the predictions read it: an object with a "families" object whose answers are true, false or
+ * null, and a string name. `field` names it in the error (`device`; `before[0]` for a list).
+ */
+export function checkDevice(device: unknown, field = 'device'): DeviceReport {
   if (!isPlainObject(device) || !isPlainObject(device.families)) {
     throw new InvalidOptionsError(
-      'device',
-      `device must be a DeviceReport object with a "families" object; got ${isPlainObject(device) ? 'an object without families' : describeValue(device)}`,
+      field,
+      `${field} must be a DeviceReport object with a "families" object; got ${isPlainObject(device) ? 'an object without families' : describeValue(device)}`,
     );
   }
   for (const [name, answer] of Object.entries(device.families)) {
     if (isFamilyName(name) && answer !== true && answer !== false && answer !== null && answer !== undefined) {
       throw new InvalidOptionsError(
-        'device',
-        `device.families.${name} must be true, false or null; got ${describeValue(answer)}`,
+        field,
+        `${field}.families.${name} must be true, false or null; got ${describeValue(answer)}`,
       );
     }
   }
   if (typeof device.name !== 'string') {
-    throw new InvalidOptionsError('device', `device.name must be a string; got ${describeValue(device.name)}`);
+    throw new InvalidOptionsError(field, `${field}.name must be a string; got ${describeValue(device.name)}`);
   }
   return device as unknown as DeviceReport;
 }
@@ -110,13 +114,16 @@ function checkEnv(value: unknown): EnvMap {
   return value as EnvMap;
 }
 
-function checkHost(value: unknown): HostInfo | null {
+/** A HostInfo as the predictions and the host binding read it (or null): its OS version, brand and chip are text or null. */
+export function checkHost(value: unknown): HostInfo | null {
   if (value === undefined || value === null) return null;
   if (!isPlainObject(value))
     throw new InvalidOptionsError('host', `host must be a HostInfo object or null; got ${describeValue(value)}`);
-  const os = value.osVersion;
-  if (os !== undefined && os !== null && typeof os !== 'string') {
-    throw new InvalidOptionsError('host', `host.osVersion must be a string or null; got ${describeValue(os)}`);
+  for (const key of ['osVersion', 'cpuBrand', 'chip'] as const) {
+    const v = value[key];
+    if (v !== undefined && v !== null && typeof v !== 'string') {
+      throw new InvalidOptionsError('host', `host.${key} must be a string or null; got ${describeValue(v)}`);
+    }
   }
   return value as unknown as HostInfo;
 }
