@@ -99,15 +99,16 @@ describe.skipIf(missing.length > 0 || process.platform !== 'linux')(
         appleFamilyMax: 1009,
         maxThreadgroupMemoryLength: 65536,
         recommendedMaxWorkingSetSize: 2 ** 34,
+        deviceName: 'Apple M1',
       });
       expect(applied.applied).toBe(true);
       hooked = [...new Set(status().hooks.map((h) => h.selector))].sort();
       restore();
     }, 300_000);
 
-    it('the injector interposes the two functions that hand out devices, and the shim hooks three selectors', () => {
+    it('the injector interposes the two functions that hand out devices, and the shim hooks four selectors', () => {
       expect(interposed()).toEqual(['MTLCopyAllDevices', 'MTLCreateSystemDefaultDevice']);
-      expect(hooked).toEqual(['maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'supportsFamily:']);
+      expect(hooked).toEqual(['maxThreadgroupMemoryLength', 'name', 'recommendedMaxWorkingSetSize', 'supportsFamily:']);
     });
 
     for (const era of withBinaries) {
