@@ -11,7 +11,7 @@ import { stockReport } from '../device/probe.js';
 import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../patch/profiles.js';
 import type { SupportedReport } from '../device/types.js';
 import { cacheKeyFor, doctorCacheDir, readCache } from '../doctor/cache.js';
-import { capToHostFamily, leastProfile } from '../doctor/derive.js';
+import { leastProfile } from '../doctor/derive.js';
 import { AUTO_PROBES, checkDoctorOptions } from '../doctor/options.js';
 import { runDoctorLive } from '../doctor/run.js';
 import type { Recommendation } from '../doctor/types.js';
@@ -59,7 +59,9 @@ function autoProfileFor(
   if (lookups.every((l) => l.entry !== null)) {
     const devices = lookups.map((l) => l.entry!.result);
     return {
-      profile: capToHostFamily(leastProfile(devices.map((d) => d.verifiedProfile)), stock.host),
+      // Each verified profile is derived capped at the host chip's true family (a cached one is derived again, on this
+      // host's chip), so their least is too.
+      profile: leastProfile(devices.map((d) => d.verifiedProfile)),
       auto: {
         from: 'cache',
         files: lookups.map((l) => l.file),
@@ -77,7 +79,7 @@ function autoProfileFor(
     }),
   );
   return {
-    profile: capToHostFamily(leastProfile(report.devices.map((d) => d.verifiedProfile)), stock.host),
+    profile: leastProfile(report.devices.map((d) => d.verifiedProfile)),
     auto: {
       from: 'doctor',
       files: report.cache?.written ?? [],

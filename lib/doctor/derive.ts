@@ -206,18 +206,6 @@ export function deriveVerifiedProfile(
 }
 
 /**
- * `profile` with its Apple family ceiling no higher than the host chip's true family; as it is where the chip is
- * unknown. `auto` applies it to whatever it found (a cache file included), so it never claims a newer GPU than the
- * host's.
- */
-export function capToHostFamily(profile: Profile, host: HostInfo | null): Profile {
-  const trueFamily = chipFamily(host?.chip ?? null);
-  const ceiling = familyCeiling(profile);
-  if (trueFamily === null || ceiling === null || ceiling <= trueFamily) return profile;
-  return finish({ ...profile, appleFamilyMax: trueFamily });
-}
-
-/**
  * The least of several verified profiles (one per device, or per report): the lowest Apple family ceiling, the
  * smallest threadgroup memory, Metal3 only when every one advertises it, a name only when every one answers the same.
  * A field one of them leaves alone (null) is left alone.
