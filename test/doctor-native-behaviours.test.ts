@@ -145,8 +145,9 @@ describeSim('native doctor() over simulated behaviours: a Metal exception, a lim
     expect(elapsed).toBeLessThan(timeoutMs + 3000);
   });
 
-  it('compile time does not count against the GPU: each gets the whole deadline', () => {
-    // The hung compile of bfloat took the whole 300 ms; the reduction probe after it had its own budget for both.
+  it("a hung compile uses up only its own probe's deadline: the next probe gets a whole one", () => {
+    // The hung compile of bfloat took the whole 300 ms; the reduction probe after it had its own budget (how one
+    // probe's compile and GPU work share a deadline: doctor-native-deadline.test.ts).
     const r = binding.doctor(options(SLOW_COMPILER, { probes: ['bfloat', 'simdgroup-reduction'], timeoutMs: 300 }));
     expect(r.outcomes.map((o) => o.status)).toEqual(['timeout', 'pass']);
   });

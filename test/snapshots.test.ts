@@ -1121,6 +1121,21 @@ describe('the doctor section and the default object, whole errors', () => {
     ).toBe(1);
   });
 
+  it.each(['compileMs', 'gpuMs'])('simulation.%s: a whole number of milliseconds from 0 to 60000', (key) => {
+    const set = (v: unknown) => changed((s) => (s.devices[0].simulation[key] = v));
+    const rejected = rejection(`devices[0].simulation.${key}`, 'must be an integer from 0 to 60000 (milliseconds)');
+    expect([-1, 60_001, 1.5, '5', null].map((v) => thrown(() => validateSnapshot(set(v), 'test')))).toEqual([
+      rejected,
+      rejected,
+      rejected,
+      rejected,
+      rejected,
+    ]);
+    expect(
+      [0, 60_000].map((v) => (validateSnapshot(set(v), 'test').devices[0]!.simulation as Record<string, unknown>)[key]),
+    ).toEqual([0, 60_000]);
+  });
+
   it('defaultObjectClass belongs on the default device only', () => {
     const s = twoGpus();
     s.devices[0].simulation.defaultObjectClass = 'MTLDebugDevice';

@@ -96,6 +96,10 @@ export interface SnapshotDevice extends RecordedDeviceFacts {
     defaultObjectClass?: string;
     /** The SIMD-group width of the device's pipelines (threadExecutionWidth); default 32, Apple GPUs' width. */
     threadExecutionWidth?: number;
+    /** How long each asynchronous library compile takes, in milliseconds; default 0. */
+    compileMs?: number;
+    /** How long each command buffer runs after its commit, in milliseconds; default 0. */
+    gpuMs?: number;
   };
   /** A recorded doctor result; absent: none. The Linux simulation takes its faults from it. */
   doctor?: SnapshotDoctor;
@@ -683,8 +687,18 @@ export function validateSnapshot(
         'subclassOf',
         'defaultObjectClass',
         'threadExecutionWidth',
+        'compileMs',
+        'gpuMs',
       ]);
       const sim = d.simulation as Record<string, unknown>;
+      for (const key of ['compileMs', 'gpuMs']) {
+        if (
+          key in sim &&
+          !(Number.isSafeInteger(sim[key]) && (sim[key] as number) >= 0 && (sim[key] as number) <= 60_000)
+        ) {
+          fail(where, `${prefix}simulation.${key}`, 'must be an integer from 0 to 60000 (milliseconds)');
+        }
+      }
       if ('threadExecutionWidth' in sim && count(1)(sim.threadExecutionWidth) !== null) {
         fail(where, `${prefix}simulation.threadExecutionWidth`, 'must be an integer ≥ 1');
       }

@@ -25,6 +25,9 @@
  *                     one's, so concurrent threadgroups corrupt each other while a lone threadgroup works
  *   fault `compile` (with timeout, any probe): Metal's compiler never finishes the probe's library; the GPU works
  * A device's `simulation.threadExecutionWidth` (default 32) is its pipelines' SIMD-group width.
+ * A device's `simulation.compileMs` makes each asynchronous library compile take that long (the call returns after
+ * it, its handler run), and `simulation.gpuMs` each command buffer: it reports `committed` for that long after its
+ * commit, then `completed`.
  * A NoCopy buffer released after its memory was unmapped is counted (MTLSimGetNoCopyAfterUnmap): Metal may still
  * read the memory then (AdaptiveCpp PR 2067's crash).
  * Anything else (not-recorded, absent, skipped) is a device that works.
@@ -40,11 +43,13 @@
 #include <cerrno>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "SimCompute.h"
@@ -76,6 +81,8 @@ struct ComputeDevice {
   id object = nil;
   int osMajor = 0;  // 0: the snapshot records no macOS version
   uint64_t simdWidth = 32;
+  uint64_t compileMs = 0;  // simulation.compileMs: how long each asynchronous library compile takes
+  uint64_t gpuMs = 0;      // simulation.gpuMs: how long each command buffer runs after its commit
   ProbeFault probes[kProbeCount];
 };
 
@@ -820,6 +827,7 @@ struct BlitFill {
   MTLCommandBufferStatus _status;
   NSError *_error;
   size_t _device;
+  std::chrono::steady_clock::time_point _readyAt;  // a completed buffer reports `committed` until then (gpuMs)
 }
 @end
 
@@ -912,6 +920,8 @@ struct BlitFill {
   [super dealloc];
 }
 - (MTLCommandBufferStatus)status {
+  if (_status == MTLCommandBufferStatusCompleted && std::chrono::steady_clock::now() < _readyAt)
+    return MTLCommandBufferStatusCommitted;
   return _status;
 }
 - (NSError *)error {
@@ -996,6 +1006,7 @@ struct BlitFill {
     if (!run.error.empty()) return [self failWith:MTLCommandBufferErrorPageFault message:run.error];
   }
   if (![self runFillsBefore:_dispatches->size() from:&nextFill]) return;
+  _readyAt = std::chrono::steady_clock::now() + std::chrono::milliseconds(gCompute[_device].gpuMs);
   _status = MTLCommandBufferStatusCompleted;
 }
 @end
@@ -1097,6 +1108,8 @@ static void simNewLibraryAsync(id self, SEL, NSString *source, MTLCompileOptions
     pending->push_back((void *)Block_copy(handler));
     return;
   }
+  uint64_t compileMs = gCompute[indexOfDevice(self)].compileMs;
+  if (compileMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(compileMs));
   NSError *error = nil;
   id library = simNewLibrary(self, @selector(newLibraryWithSource:options:error:), source, options, &error);
   handler(library, error);
@@ -1225,6 +1238,10 @@ void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVers
   NSDictionary *simulation = valueAt<NSDictionary>(device, @"simulation", [NSDictionary class]);
   NSNumber *width = valueAt<NSNumber>(simulation, @"threadExecutionWidth", [NSNumber class]);
   if (width != nil && [width unsignedLongLongValue] > 0) compute.simdWidth = [width unsignedLongLongValue];
+  NSNumber *compileMs = valueAt<NSNumber>(simulation, @"compileMs", [NSNumber class]);
+  if (compileMs != nil) compute.compileMs = [compileMs unsignedLongLongValue];
+  NSNumber *gpuMs = valueAt<NSNumber>(simulation, @"gpuMs", [NSNumber class]);
+  if (gpuMs != nil) compute.gpuMs = [gpuMs unsignedLongLongValue];
 }
 
 extern "C" unsigned long MTLSimGetNoCopyAfterUnmap(void) {
