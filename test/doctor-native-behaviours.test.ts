@@ -174,4 +174,11 @@ describeSim('native doctor() over simulated behaviours: a Metal exception, a lim
     expect(binding.doctor(options(ANSWERED_LIMIT, { probes: ['nocopy-mmap'] })).outcomes).toEqual([PASSES.nocopy]);
     expect(fixture.noCopyAfterUnmap() - before).toBe(0);
   });
+
+  it("the generated file's descriptors are close-on-exec while the NoCopy buffer is made: a program started then inherits neither", () => {
+    const fixture = loadFixture();
+    const before = fixture.inheritableDoctorFiles();
+    expect(binding.doctor(options(ANSWERED_LIMIT, { probes: ['nocopy-mmap'] })).outcomes).toEqual([PASSES.nocopy]);
+    expect(fixture.inheritableDoctorFiles() - before).toBe(0);
+  });
 });

@@ -41,6 +41,8 @@ export interface SimFixture {
   deviceCalls(): { MTLCreateSystemDefaultDevice: number; MTLCopyAllDevices: number };
   /** NoCopy buffers this process released after the memory under them was unmapped (simulated Metal's counter). */
   noCopyAfterUnmap(): number;
+  /** Descriptors on a doctor-generated file open without close-on-exec when a NoCopy buffer was made (simulated Metal's counter). */
+  inheritableDoctorFiles(): number;
 }
 
 export interface FixtureAnswers {

@@ -260,8 +260,15 @@ Napi::Value NoCopyAfterUnmap(const Napi::CallbackInfo &info) {
   return Napi::Number::New(info.Env(), static_cast<double>(MTLSimGetNoCopyAfterUnmap()));
 }
 
+// inheritableDoctorFiles(): descriptors on a doctor-generated file open without close-on-exec when a NoCopy buffer
+// was made, so far in this process.
+Napi::Value InheritableDoctorFiles(const Napi::CallbackInfo &info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(MTLSimGetInheritableDoctorFiles()));
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("noCopyAfterUnmap", Napi::Function::New(env, NoCopyAfterUnmap));
+  exports.Set("inheritableDoctorFiles", Napi::Function::New(env, InheritableDoctorFiles));
   exports.Set("query", Napi::Function::New(env, Query));
   exports.Set("startHammer", Napi::Function::New(env, StartHammer));
   exports.Set("stopHammer", Napi::Function::New(env, StopHammer));

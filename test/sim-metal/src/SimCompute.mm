@@ -30,11 +30,15 @@
  * commit, then `completed`.
  * A NoCopy buffer released after its memory was unmapped is counted (MTLSimGetNoCopyAfterUnmap): Metal may still
  * read the memory then (AdaptiveCpp PR 2067's crash).
+ * A descriptor on a doctor-generated file that is open without close-on-exec when a NoCopy buffer is made is counted
+ * (MTLSimGetInheritableDoctorFiles): a program started then would inherit it.
  * Anything else (not-recorded, absent, skipped) is a device that works.
  */
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
 #include <objc/runtime.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -87,6 +91,26 @@ struct ComputeDevice {
 };
 
 std::atomic<unsigned long> gNoCopyAfterUnmap{0};
+std::atomic<unsigned long> gInheritableDoctorFiles{0};
+
+// Counts this process's descriptors on a doctor-generated file that a program started now would inherit (no
+// FD_CLOEXEC), read from /proc/self/fd: called when a NoCopy buffer is made, while doctor holds the file open.
+void countInheritableDoctorFiles() {
+  DIR *dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return;
+  while (struct dirent *entry = readdir(dir)) {
+    int fd = atoi(entry->d_name);
+    if (fd < 3 || fd == dirfd(dir)) continue;
+    char target[4096];
+    ssize_t n = readlink((std::string("/proc/self/fd/") + entry->d_name).c_str(), target, sizeof(target) - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (strstr(target, "/metal-cap-shim-doctor-") == nullptr) continue;
+    int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) == 0) gInheritableDoctorFiles.fetch_add(1);
+  }
+  closedir(dir);
+}
 
 std::vector<ComputeDevice> gCompute;
 
@@ -1149,6 +1173,7 @@ static id simNewBufferWithBytes(id self, SEL, const void *bytes, NSUInteger leng
 }
 
 static id simNewBufferNoCopy(id self, SEL, void *pointer, NSUInteger length, MTLResourceOptions, id) {
+  countInheritableDoctorFiles();
   const ProbeFault &fault = faultOf(indexOfDevice(self), Probe::Nocopy);
   if (fault.behaviour == Behaviour::Fail) return nil;
   // Apple requires a page-aligned pointer and a whole number of pages.
@@ -1246,6 +1271,10 @@ void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVers
 
 extern "C" unsigned long MTLSimGetNoCopyAfterUnmap(void) {
   return gNoCopyAfterUnmap.load();
+}
+
+extern "C" unsigned long MTLSimGetInheritableDoctorFiles(void) {
+  return gInheritableDoctorFiles.load();
 }
 
 void simComputeAttachDevice(id device, size_t index) {
