@@ -527,12 +527,21 @@ describe('descriptors the user hands to exec reach the program (as env(1) passes
   });
 
   it('which descriptors count as given, by kind: files and sockets and single pipe ends yes; Node’s own kinds and pipe pairs no', () => {
-    // In this process: whatever vitest handed the worker plus Node's own. Node's epoll, eventfd and signal pipes
-    // (a pair each) must not be among them.
-    const listed = inheritedDescriptors();
-    for (const fd of listed) {
-      const target = readlinkOr(fd);
-      expect(target).not.toMatch(/^anon_inode:/);
+    // In this process: whatever vitest handed the worker, Node's own, and a file opened here. Node's epoll, eventfd
+    // and signal pipes (a pair each) must not be among them; the file must.
+    const file = openSync(path.join(folder(), 'given'), 'w');
+    try {
+      const listed = inheritedDescriptors();
+      expect(listed).toContain(file);
+      const targets = listed.map(readlinkOr);
+      expect(targets.filter((t) => /^anon_inode:/.test(t))).toEqual([]);
+      // Each pipe listed is a single end: its pipe appears once among every descriptor of this process.
+      const everyPipe = readdirSync('/proc/self/fd')
+        .map((n) => readlinkOr(Number(n)))
+        .filter((t) => t.startsWith('pipe:'));
+      expect(targets.filter((t) => t.startsWith('pipe:') && everyPipe.filter((p) => p === t).length !== 1)).toEqual([]);
+    } finally {
+      closeSync(file);
     }
     expect(inheritedDescriptors({}, 'win32')).toEqual([]);
   });
