@@ -7,6 +7,7 @@
 //   build/Release/libmetal_cap_shim_inject.so  the exec injector, loaded with LD_PRELOAD
 //   build/test/sim_fixture.node              a separately compiled Metal consumer used by the tests
 //   build/sanitize/engine_stress-{asan,tsan}  with --sanitize: the engine under sanitizers, without Node
+//   build/sanitize/inject_exit-tsan           with --sanitize: the injector's trace at exit, under ThreadSanitizer
 //   build/sanitize/doctor_run-asan           with --sanitize: the doctor under ASan + UBSan, without Node
 //
 // node-gyp is not used here: gyp's make generator silently drops .mm sources on Linux.
@@ -149,6 +150,18 @@ async function sanitized() {
       ldflags: [...variants.asan, ...linkSim, `-Wl,-rpath,${simLibDir}`],
       shared: false,
       dialect: dialects.addon,
+    },
+  );
+  // The injector's trace at exit while another thread patches, under ThreadSanitizer (test/native/inject_exit.mm).
+  await target(
+    'inject-exit-tsan',
+    path.join(buildRoot, 'sanitize', 'inject_exit-tsan'),
+    [path.join(repoRoot, 'test', 'native', 'inject_exit.mm'), ...inNative('inject/inject.mm'), ...hookEngine],
+    {
+      cflags: ['-O1', ...variants.tsan],
+      ldflags: [...variants.tsan, ...linkSim, '-ldl', `-Wl,-rpath,${simLibDir}`],
+      shared: false,
+      dialect: dialects.inject,
     },
   );
   for (const [name, flags] of Object.entries(variants)) {

@@ -1,13 +1,18 @@
 // The hook engine without Node, under AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer
-// (test/native/engine_stress.mm, built by `node scripts/build-sim.mjs --sanitize`, which scripts/test.sh runs).
+// (test/native/engine_stress.mm), and the injector's trace at exit under ThreadSanitizer (test/native/inject_exit.mm);
+// built by `node scripts/build-sim.mjs --sanitize`, which scripts/test.sh runs.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect, it } from 'vitest';
+import { loadSnapshot } from '../lib/device/snapshots.js';
+import { encodeNativeProfile, resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, root } from './helpers.js';
 
 const binary = (kind: string) => path.join(root, 'build', 'sanitize', `engine_stress-${kind}`);
 const built = existsSync(binary('asan')) && existsSync(binary('tsan'));
+const exitBinary = path.join(root, 'build', 'sanitize', 'inject_exit-tsan');
 
 describeSim('hook engine under sanitizers (GCC runtime, simulated Metal)', () => {
   const run = (kind: string, snapshot: string, rounds: number) =>
@@ -40,7 +45,40 @@ describeSim('hook engine under sanitizers (GCC runtime, simulated Metal)', () =>
     300_000,
   );
 
-  it.skipIf(built)('sanitizer builds are missing: run `node scripts/build-sim.mjs --sanitize`', () => {
-    expect(built).toBe(true);
-  });
+  it.skipIf(!existsSync(exitBinary))(
+    'tsan: the injector writes its trace at exit while another thread has patched, with no race on what it patched',
+    () => {
+      const traces = mkdtempSync(path.join(tmpdir(), 'mcs-inject-exit-'));
+      try {
+        const r = spawnSync(exitBinary, [], {
+          encoding: 'utf8',
+          timeout: 120_000,
+          env: {
+            ...process.env,
+            METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock',
+            METAL_CAP_SHIM_PROFILE_NATIVE: encodeNativeProfile(resolveProfile('apple7'), true),
+            METAL_CAP_SHIM_TRACE_DIR: traces,
+            METAL_CAP_SHIM_STATUS_FD: undefined,
+            TSAN_OPTIONS: `halt_on_error=1:suppressions=${path.join(root, 'test', 'native', 'tsan-exit.supp')}`,
+          },
+        });
+        expect(r.stderr).not.toMatch(/WARNING: ThreadSanitizer/);
+        expect(r.status, r.stderr.slice(-3000)).toBe(0);
+        expect(readdirSync(traces)).toEqual(['first.json']);
+        const trace = JSON.parse(readFileSync(path.join(traces, 'first.json'), 'utf8')) as Record<string, unknown>;
+        const { className } = loadSnapshot('vz-guest-m1-ultra-tahoe-stock').devices[0]!;
+        expect([trace.profileApplied, trace.patchedClasses]).toEqual([true, [className]]);
+      } finally {
+        rmSync(traces, { recursive: true, force: true });
+      }
+    },
+    180_000,
+  );
+
+  it.skipIf(built && existsSync(exitBinary))(
+    'sanitizer builds are missing: run `node scripts/build-sim.mjs --sanitize`',
+    () => {
+      expect(built && existsSync(exitBinary)).toBe(true);
+    },
+  );
 });
