@@ -191,12 +191,12 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
   });
 
   it.each([
-    ['a number', 5],
-    ['null', null],
-    ['an array', []],
-    ['true', true],
-  ])('%s is no profile', (_what, input) => {
-    expect(thrown(() => resolveProfile(input))).toEqual(invalid(null, NOT_A_PROFILE));
+    ['a number', 5, 'number 5'],
+    ['null', null, 'null'],
+    ['an array', [], 'an array'],
+    ['true', true, 'boolean true'],
+  ])('%s is no profile', (_what, input, shown) => {
+    expect(thrown(() => resolveProfile(input))).toEqual(invalid(null, `${NOT_A_PROFILE}, got ${shown}`));
   });
 
   it('a JSON string is validated like an object: an unknown field is named', () => {

@@ -10,7 +10,7 @@ import {
   type FamilyName,
 } from '../core/families.js';
 import { chipFamily } from '../device/chips.js';
-import { clip, quote, readInput } from '../core/input.js';
+import { clip, describeValue, quote, readInput } from '../core/input.js';
 import { parseJsonText } from '../core/jsonfile.js';
 import { rederive } from '../device/report.js';
 import { didYouMean } from '../core/suggest.js';
@@ -192,7 +192,10 @@ function isInteger(v: unknown): v is number {
 
 function normalize(spec: unknown, name: string | null): Profile {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-    throw new InvalidProfileError(null, 'a profile must be a built-in name, a JSON object string, or an object');
+    throw new InvalidProfileError(
+      null,
+      `a profile must be a built-in name, a JSON object string, or an object, got ${describeValue(spec)}`,
+    );
   }
   const s = spec as Record<string, unknown>;
   for (const key of Object.keys(s)) {
