@@ -34,3 +34,51 @@ describe('the built-in profiles', () => {
     }
   });
 });
+
+// The module's own constants (the fields a profile may set, the fields a printed profile writes as null, the pattern
+// of a device name) are built as it loads: read here, after a fresh import, what each of them decides.
+describe('what a profile may say, after a fresh import', () => {
+  it('every field a profile may set, set at once', () => {
+    expect(
+      m.resolveProfile({
+        appleFamilyMax: 1008,
+        maxThreadgroupMemoryLength: 32768,
+        recommendedMaxWorkingSetSize: 1 << 30,
+        deviceName: 'Apple M2',
+        families: { metal3: false },
+        mode: 'exact',
+      }),
+    ).toEqual({
+      name: null,
+      appleFamilyMax: 1008,
+      maxThreadgroupMemoryLength: 32768,
+      recommendedMaxWorkingSetSize: 1 << 30,
+      deviceName: 'Apple M2',
+      families: { metal3: false },
+      mode: 'exact',
+    });
+  });
+
+  it('a printed custom profile that leaves every answer alone reads back as itself', () => {
+    const printed = {
+      name: null,
+      appleFamilyMax: null,
+      maxThreadgroupMemoryLength: null,
+      recommendedMaxWorkingSetSize: null,
+      deviceName: null,
+      families: {},
+      mode: 'raise',
+    };
+    expect(m.resolveProfile(printed)).toEqual(printed);
+    expect(m.resolveProfile(JSON.stringify(printed))).toEqual(printed);
+  });
+
+  it.each([
+    ['starts', 'ÄApple M1'],
+    ['ends', 'Apple M1Ä'],
+  ])('a device name that %s with a character outside printable ASCII is refused', (_where, deviceName) => {
+    expect(() => m.resolveProfile({ deviceName })).toThrow(
+      `deviceName must be 1 to 128 printable ASCII characters without leading or trailing spaces (e.g. "Apple M1"), or "host" (the host chip's name), got ${JSON.stringify(deviceName)}`,
+    );
+  });
+});
