@@ -9,10 +9,11 @@
 //
 //   node scripts/mutation-score.mjs [report.json] [--check] [--min N] [--min-file FILE=N] [--json]
 //
-// --check enforces issue 10's minimums (MINIMUMS below: 85 % per file, lib/exec/exec.ts 75 %); --min N sets the minimum
-// of every file not named otherwise, --min-file FILE=N one file's (repeatable; either implies a check). With a check
-// the script exits 1 and prints, on stderr, a table of the files below their minimum. A file with no counted mutant
-// has no score and passes. Default report: build/mutation/mutation.json. Exit 2: unusable report or arguments.
+// --check enforces the minimums (MINIMUMS below: 85 % per file, lib/exec/exec.ts 75 %, 90 % for the files listed
+// with 90); --min N sets the minimum of every file not named otherwise, --min-file FILE=N one file's (repeatable;
+// either implies a check). With a check the script exits 1 and prints, on stderr, a table of the files below their
+// minimum. A file with no counted mutant has no score and passes. Default report: build/mutation/mutation.json.
+// Exit 2: unusable report or arguments.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,9 +22,19 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
  * Issue 10's minimum scores, in percent: `default` for every file not listed. exec is held to less because part of
- * it is reached only through a terminal or macOS's codesign (CONTRIBUTING.md lists what survives there).
+ * it is reached only through a terminal or macOS's codesign (CONTRIBUTING.md lists what survives there). Issue 19
+ * raised the profiles, the engines' rules, apply and the snapshots to 90 % once each measured above it
+ * (docs/measurements.md); a file that has not is left at the default.
  */
-export const MINIMUMS = Object.freeze({ default: 85, 'lib/exec/exec.ts': 75 });
+export const MINIMUMS = Object.freeze({
+  default: 85,
+  'lib/exec/exec.ts': 75,
+  'lib/engines/common.ts': 90,
+  'lib/engines/index.ts': 90,
+  'lib/engines/llama-cpp-releases.ts': 90,
+  'lib/engines/llama-cpp.ts': 90,
+  'lib/engines/loaded-llama.ts': 90,
+});
 
 /** The minimum that applies to `file` (a path as Stryker's report names it, relative to the repository). */
 export function minimumFor(file, minimums) {
