@@ -106,6 +106,8 @@ const MINIMUMS_NOW = {
   'lib/engines/llama-cpp-releases.ts': 90,
   'lib/engines/llama-cpp.ts': 90,
   'lib/engines/loaded-llama.ts': 90,
+  'lib/engines/mlx.ts': 90,
+  'lib/patch/profiles.ts': 90,
 };
 
 function runScript(args: string[]) {
