@@ -163,6 +163,17 @@ describe('profileWarnings: a claim above the host chip’s true family', () => {
     ]);
   });
 
+  it('under the v0.4 rules a claimed family without a representative chip gets the baseline kernels', () => {
+    expect(warningsFor({ appleFamilyMax: 1008 }, guest(), [], hostWith('Apple M1 (Virtual)'), 'chip-tuning')).toEqual([
+      aboveHost(
+        'Apple8',
+        'Apple7',
+        'Apple M1',
+        "llama.cpp v0.4.x will tune with its baseline kernels, not this host's Apple M1",
+      ),
+    ]);
+  });
+
   it('the tuning follows the name the profile answers: a chip name of its own is the chip llama.cpp tunes for', () => {
     const profile = { appleFamilyMax: 1008, deviceName: 'Apple M4 Max' };
     expect(warningsFor(profile, guest(), [], hostWith('Apple M1 (Virtual)'), 'chip-tuning')).toEqual([

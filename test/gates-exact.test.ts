@@ -1379,6 +1379,13 @@ describe('predictGates: the whole error for each bad argument', () => {
       'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got number 4753',
     ],
     [
+      // An array holding a tag reads as that tag when turned into text: a release is a string, nothing else.
+      'a release tag in an array',
+      { release: ['b4753'] },
+      'release',
+      'release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got an array',
+    ],
+    [
       'rules and a release',
       { rules: 'legacy', release: 'b4753' },
       'rules',

@@ -620,6 +620,7 @@ describe('deviceName', () => {
     ['non-ASCII', 'Äpple M1'],
     ['a number', 1007],
     ['an object', { name: 'Apple M1' }],
+    ['a name inside an array', ['Apple M1']],
   ])('rejects %s, naming the field', (_what, value) => {
     expect(thrown(() => resolveProfile({ deviceName: value as string }))).toEqual(
       invalid('deviceName', `${NAME_RULE}${JSON.stringify(value)}`),
@@ -695,6 +696,14 @@ describe('the host profile and "host" values, bound to a host', () => {
     expect(bindToHost(HOST, host('Apple M5'))).toEqual({
       ok: true,
       profile: { ...HOST, appleFamilyMax: 1010, deviceName: 'Apple M5' },
+    });
+  });
+
+  it('the explicit family answers stay with the bound profile', () => {
+    const masked = resolveProfile({ appleFamilyMax: 'host', families: { metal3: false, apple4: true } });
+    expect(bindToHost(masked, host('Apple M1 (Virtual)'))).toEqual({
+      ok: true,
+      profile: { ...masked, appleFamilyMax: 1007, families: { apple4: true, metal3: false } },
     });
   });
 
