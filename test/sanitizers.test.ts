@@ -6,8 +6,6 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { loadSnapshot } from '../lib/device/snapshots.js';
-import { encodeNativeProfile, resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, root } from './helpers.js';
 
 const binary = (kind: string) => path.join(root, 'build', 'sanitize', `engine_stress-${kind}`);
@@ -56,7 +54,9 @@ describeSim('hook engine under sanitizers (GCC runtime, simulated Metal)', () =>
           env: {
             ...process.env,
             METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock',
-            METAL_CAP_SHIM_PROFILE_NATIVE: encodeNativeProfile(resolveProfile('apple7'), true),
+            // apple7 with trace on, in the injector's wire format (src-native/engine/profile.h). The file imports no
+            // lib/ module, so mutation runs (whose sandbox has no sanitizer builds) never pick it.
+            METAL_CAP_SHIM_PROFILE_NATIVE: 'mcs1;max=1007;tg=-;wss=-;mode=raise;trace=1;fam=;name=-',
             METAL_CAP_SHIM_TRACE_DIR: traces,
             METAL_CAP_SHIM_STATUS_FD: undefined,
             TSAN_OPTIONS: `halt_on_error=1:suppressions=${path.join(root, 'test', 'native', 'tsan-exit.supp')}`,
@@ -66,7 +66,10 @@ describeSim('hook engine under sanitizers (GCC runtime, simulated Metal)', () =>
         expect(r.status, r.stderr.slice(-3000)).toBe(0);
         expect(readdirSync(traces)).toEqual(['first.json']);
         const trace = JSON.parse(readFileSync(path.join(traces, 'first.json'), 'utf8')) as Record<string, unknown>;
-        const { className } = loadSnapshot('vz-guest-m1-ultra-tahoe-stock').devices[0]!;
+        const snapshot = JSON.parse(
+          readFileSync(path.join(root, 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'),
+        ) as { devices: { className: string }[] };
+        const { className } = snapshot.devices[0]!;
         expect([trace.profileApplied, trace.patchedClasses]).toEqual([true, [className]]);
       } finally {
         rmSync(traces, { recursive: true, force: true });
