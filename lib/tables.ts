@@ -9,7 +9,7 @@
  * argument, never a TypeError from inside. The package's own callers use the unchecked functions of each module.
  */
 import { InvalidOptionsError } from './core/errors.js';
-import { describeValue, readInput } from './core/input.js';
+import { describeValue, isObject, readInput } from './core/input.js';
 import { checkOptions, optionFailure } from './core/options.js';
 import * as chips from './device/chips.js';
 import * as snapshots from './device/snapshots.js';
@@ -41,10 +41,6 @@ function read(fn: string, field: string, value: unknown): unknown {
   return readInput(value, optionFailure(fn), {}, field);
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function textOrNull(fn: string, field: string, value: unknown): string | null {
   const v = read(fn, field, value);
   if (v === null || typeof v === 'string') return v;
@@ -65,13 +61,13 @@ function deviceList(fn: string, field: string, value: unknown): DeviceReport[] {
 /** A prediction as gateValues reads it: MLX's four values, or llama.cpp's `flags`, each an object with a `value`. */
 function checkPrediction(value: unknown): GatePrediction {
   const p = read('gateValues', 'prediction', value);
-  const entries = (o: unknown) => (isRecord(o) ? Object.entries(o) : null);
-  const fields = isRecord(p)
+  const entries = (o: unknown) => (isObject(o) ? Object.entries(o) : null);
+  const fields = isObject(p)
     ? p.engine === 'mlx'
       ? ['residencySets', 'architectureGeneration', 'allocatorLimitBytes', 'heapSkipped'].map((k) => [k, p[k]] as const)
       : entries(p.flags)
     : null;
-  const bad = fields?.find(([, v]) => !isRecord(v) || !('value' in v));
+  const bad = fields?.find(([, v]) => !isObject(v) || !('value' in v));
   if (fields === null || fields === undefined || bad !== undefined) {
     throw new InvalidOptionsError(
       'prediction',

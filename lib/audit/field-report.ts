@@ -4,7 +4,7 @@ import { doctor, type DoctorReport } from '../doctor/index.js';
 import { leastProfile } from '../doctor/derive.js';
 import { DOCTOR_SCHEMA } from '../doctor/types.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
-import { clip, escapeControl, quote, readInput } from '../core/input.js';
+import { clip, escapeControl, isObject, quote, readInput } from '../core/input.js';
 import { schemaProblem } from '../core/jsonfile.js';
 
 export { InvalidReportError };
@@ -159,8 +159,6 @@ function checkReport(input: unknown, where: string): FieldReport {
     );
   };
   const value = input;
-  const isObject = (v: unknown): v is Record<string, unknown> =>
-    typeof v === 'object' && v !== null && !Array.isArray(v);
   if (!isObject(value)) fail(null, 'not a JSON object');
   const r = value as Record<string, unknown>;
   const wrongKind = schemaProblem(r, { [FIELD_REPORT_SCHEMA]: 'metal-cap-shim report --json' });

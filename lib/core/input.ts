@@ -4,6 +4,11 @@
  * prints them. Nothing here throws anything but what `fail` throws.
  */
 
+/** A plain object: not null, not an array (what JSON calls an object, once read by readInput). */
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 /** At most this many characters of an input are quoted in an error message. */
 export const QUOTE_LIMIT = 200;
 

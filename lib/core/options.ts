@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from './errors.js';
-import { clip, describeValue, readInput } from './input.js';
+import { clip, describeValue, isObject, readInput } from './input.js';
 import { didYouMean } from './suggest.js';
 
 type Kind = 'boolean' | 'string' | 'number' | 'object' | 'any';
@@ -46,10 +46,7 @@ export function checkOptions<T extends object>(fn: string, options: unknown, kin
       return fail(key, `cannot be read (${clip(err instanceof Error ? err.message : 'an error')})`);
     }
     if (value !== undefined && kind !== 'any') {
-      const ok =
-        kind === 'object'
-          ? typeof value === 'object' && value !== null && !Array.isArray(value)
-          : typeof value === kind;
+      const ok = kind === 'object' ? isObject(value) : typeof value === kind;
       if (!ok) {
         throw new InvalidOptionsError(
           key,

@@ -1,4 +1,5 @@
 import { FAMILY_NAMES, type FamilyName } from '../core/families.js';
+import { isObject } from '../core/input.js';
 
 // The one list of what a device and a host report: their types (DeviceFacts, HostFacts) and beside them their tables
 // (DEVICE_FIELDS, HOST_FIELDS), which the compiler holds to the types. The snapshot's types, its validation, its
@@ -9,8 +10,6 @@ import { FAMILY_NAMES, type FamilyName } from '../core/families.js';
 /** What is wrong with a value (`null`: nothing), worded to follow "must be". */
 export type Check = (value: unknown) => string | null;
 
-export const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 export const str: Check = (v) => (typeof v === 'string' && v.length > 0 ? null : 'a non-empty string');
 export const bool: Check = (v) => (typeof v === 'boolean' ? null : 'true or false');
 export const count =

@@ -11,7 +11,6 @@ import {
   DEVICE_FIELDS,
   HOST_FIELD_NAMES,
   HOST_FIELDS,
-  isObject,
   pickFields,
   recordedChecks,
   str,
@@ -22,7 +21,7 @@ import {
   type RecordedDeviceFacts,
 } from './fields.js';
 import { packageRoot } from './native.js';
-import { clip, readInput } from '../core/input.js';
+import { clip, isObject, readInput } from '../core/input.js';
 import { fileLabel, JSON_LIMITS, readJsonFile, schemaProblem, STDIN, type JsonLimits } from '../core/jsonfile.js';
 import { deviceReportFrom, FIELD_REPORT_SCHEMA, REPORT_SCHEMA } from './report.js';
 import { didYouMean } from '../core/suggest.js';

@@ -8,7 +8,7 @@
 import { lstatSync, renameSync, rmSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { readInput } from '../core/input.js';
+import { isObject, readInput } from '../core/input.js';
 import { optionFailure } from '../core/options.js';
 import { resolveProfile, type Profile } from '../patch/profiles.js';
 import { makeFolders, readOwnFile, untrustedBecause, writeNewFile } from '../core/safefs.js';
@@ -158,8 +158,6 @@ function keyDigest(text: string): string {
 function fileForCanonical(canonicalKey: string, dir: string): string {
   return path.join(dir, `doctor-${keyDigest(canonicalKey)}.json`);
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** True when `value` has exactly the fields of `expected` with equal values, nested objects compared the same way. */
 function sameKey(value: unknown, expected: object): boolean {

@@ -6,7 +6,7 @@
 import type { DeviceReport, HostInfo } from '../device/types.js';
 import { isFamilyName } from '../core/families.js';
 import { InvalidOptionsError } from '../core/errors.js';
-import { describeValue } from '../core/input.js';
+import { describeValue, isObject } from '../core/input.js';
 import { checkOptions } from '../core/options.js';
 import { parseMacos, type EnvMap, type RuleContext } from './common.js';
 import {
@@ -55,10 +55,6 @@ export const RULE_TABLES = Object.freeze({
   mlx: MLX_RULES,
 });
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 interface ValidOptions {
   env: EnvMap;
   host: HostInfo | null;
@@ -79,10 +75,10 @@ function checkEngine(engine: unknown): Engine {
  * null, and a string name. `field` names it in the error (`device`; `before[0]` for a list).
  */
 export function checkDevice(device: unknown, field = 'device'): DeviceReport {
-  if (!isPlainObject(device) || !isPlainObject(device.families)) {
+  if (!isObject(device) || !isObject(device.families)) {
     throw new InvalidOptionsError(
       field,
-      `${field} must be a DeviceReport object with a "families" object; got ${isPlainObject(device) ? 'an object without families' : describeValue(device)}`,
+      `${field} must be a DeviceReport object with a "families" object; got ${isObject(device) ? 'an object without families' : describeValue(device)}`,
     );
   }
   for (const [name, answer] of Object.entries(device.families)) {
@@ -100,7 +96,7 @@ export function checkDevice(device: unknown, field = 'device'): DeviceReport {
 }
 
 function checkEnv(value: unknown): EnvMap {
-  if (!isPlainObject(value)) {
+  if (!isObject(value)) {
     throw new InvalidOptionsError(
       'env',
       `env must be an object mapping names to strings (like process.env); got ${describeValue(value)}`,
@@ -117,7 +113,7 @@ function checkEnv(value: unknown): EnvMap {
 /** A HostInfo as the predictions and the host binding read it (or null): its OS version, brand and chip are text or null. */
 export function checkHost(value: unknown): HostInfo | null {
   if (value === undefined || value === null) return null;
-  if (!isPlainObject(value))
+  if (!isObject(value))
     throw new InvalidOptionsError('host', `host must be a HostInfo object or null; got ${describeValue(value)}`);
   for (const key of ['osVersion', 'cpuBrand', 'chip'] as const) {
     const v = value[key];

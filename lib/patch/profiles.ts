@@ -10,7 +10,7 @@ import {
   type FamilyName,
 } from '../core/families.js';
 import { chipFamily } from '../device/chips.js';
-import { clip, describeValue, quote, readInput } from '../core/input.js';
+import { clip, describeValue, isObject, quote, readInput } from '../core/input.js';
 import { parseJsonText } from '../core/jsonfile.js';
 import { rederive } from '../device/report.js';
 import { didYouMean } from '../core/suggest.js';
@@ -338,7 +338,7 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
     }
     return { ...found.profile, families: { ...found.profile.families } };
   }
-  if (typeof input === 'object' && input !== null && !Array.isArray(input)) return resolveObject(input);
+  if (isObject(input)) return resolveObject(input);
   return normalize(input, null);
 }
 
