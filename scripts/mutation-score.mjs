@@ -21,7 +21,6 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
-/**
  * The minimum scores, in percent: `default` for every file not listed. A key ending in '/' is a folder's, for each
  * file under it. exec is held to less because part of it is reached only through a terminal or macOS's codesign
  * (CONTRIBUTING.md lists what survives there). The engines and the profiles measured above 90 % and are held to it

@@ -1,7 +1,8 @@
-// The fingerprint of what `npm run build` reads: every file under lib/, the tsup configuration, the post-build step
-// and package.json. scripts/post-build.mjs records it in build/dist-stamp.json; the test suite's global setup
-// (test/global-setup.ts) compares it with the sources as they are now and rebuilds dist/ when they differ, so a test
-// that runs the built CLI can never pass against a stale build.
+// The fingerprint of what `npm run build` reads: every file under lib/ and types/ (the addon's declarations, which
+// the built .d.ts files import), the tsup and TypeScript configurations, the post-build step and package.json.
+// scripts/post-build.mjs records it in build/dist-stamp.json; the test suite's global setup (test/global-setup.ts)
+// compares it with the sources as they are now and rebuilds dist/ when they differ, so a test that runs the built
+// CLI can never pass against a stale build.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -18,7 +19,14 @@ function filesUnder(folder) {
 
 /** sha256 over the sorted relative paths and contents of the build's inputs. */
 export function sourceStamp() {
-  const files = [...filesUnder('lib'), 'tsup.config.ts', 'scripts/post-build.mjs', 'package.json'].sort();
+  const files = [
+    ...filesUnder('lib'),
+    ...filesUnder('types'),
+    'tsup.config.ts',
+    'tsconfig.json',
+    'scripts/post-build.mjs',
+    'package.json',
+  ].sort();
   const hash = createHash('sha256');
   for (const file of files) {
     hash.update(`${file}\0`);

@@ -19,32 +19,75 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
 
   it('the public tables: probes, capability probes, statuses, and what each status says', async () => {
     const m = await import('../lib/tables.js');
-    expect([m.DOCTOR_PROBE_IDS, m.CAPABILITY_PROBE_IDS, m.DOCTOR_STATUSES]).toEqual([
-      [
-        'simdgroup-reduction',
-        'simdgroup-matrix',
-        'bfloat',
-        'threadgroup-memory',
-        'nocopy-mmap',
-        'residency-set',
-        'heap',
-      ],
-      ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'],
-      ['pass', 'wrong-result', 'fail', 'unsupported', 'timeout', 'skipped', 'error'],
-    ]);
-    expect(m.JUDGEMENTS).toEqual({
-      pass: { judgement: 'proven', meaning: 'ran and matched the CPU reference' },
-      'wrong-result': {
-        judgement: 'faulty',
-        meaning: 'ran, but the result differs from the CPU reference (or the buffer was stale or short)',
-      },
-      fail: { judgement: 'faulty', meaning: 'Metal refused it with an API error' },
-      timeout: { judgement: 'faulty', meaning: 'the GPU, or Metal’s compiler, did not finish before its deadline' },
-      unsupported: { judgement: 'absent', meaning: 'this OS or Metal Shading Language version lacks the API' },
-      skipped: { judgement: 'unknown', meaning: 'not run' },
-      error: { judgement: 'unknown', meaning: 'the probe itself could not run, which says nothing about the GPU' },
-      'not-recorded': { judgement: 'unknown', meaning: 'the snapshot does not record it' },
-    });
+    expect({
+      DOCTOR_PROBE_IDS: m.DOCTOR_PROBE_IDS,
+      CAPABILITY_PROBE_IDS: m.CAPABILITY_PROBE_IDS,
+      DOCTOR_STATUSES: m.DOCTOR_STATUSES,
+      JUDGEMENTS: m.JUDGEMENTS,
+    }).toMatchInlineSnapshot(`
+      {
+        "CAPABILITY_PROBE_IDS": [
+          "simdgroup-reduction",
+          "simdgroup-matrix",
+          "bfloat",
+          "threadgroup-memory",
+          "residency-set",
+          "heap",
+        ],
+        "DOCTOR_PROBE_IDS": [
+          "simdgroup-reduction",
+          "simdgroup-matrix",
+          "bfloat",
+          "threadgroup-memory",
+          "nocopy-mmap",
+          "residency-set",
+          "heap",
+        ],
+        "DOCTOR_STATUSES": [
+          "pass",
+          "wrong-result",
+          "fail",
+          "unsupported",
+          "timeout",
+          "skipped",
+          "error",
+        ],
+        "JUDGEMENTS": {
+          "error": {
+            "judgement": "unknown",
+            "meaning": "the probe itself could not run, which says nothing about the GPU",
+          },
+          "fail": {
+            "judgement": "faulty",
+            "meaning": "Metal refused it with an API error",
+          },
+          "not-recorded": {
+            "judgement": "unknown",
+            "meaning": "the snapshot does not record it",
+          },
+          "pass": {
+            "judgement": "proven",
+            "meaning": "ran and matched the CPU reference",
+          },
+          "skipped": {
+            "judgement": "unknown",
+            "meaning": "not run",
+          },
+          "timeout": {
+            "judgement": "faulty",
+            "meaning": "the GPU, or Metal’s compiler, did not finish before its deadline",
+          },
+          "unsupported": {
+            "judgement": "absent",
+            "meaning": "this OS or Metal Shading Language version lacks the API",
+          },
+          "wrong-result": {
+            "judgement": "faulty",
+            "meaning": "ran, but the result differs from the CPU reference (or the buffer was stale or short)",
+          },
+        },
+      }
+    `);
   });
 
   it('two runs that disagree take the worse status: one ranking, worst first, that every pair follows in both orders', async () => {

@@ -39,8 +39,19 @@ function snapshotOf(n: number, sim: (i: number) => Record<string, unknown> | und
 
 describe('bounds: file size, nesting depth, device count', () => {
   it('the limits, in one place', () => {
-    expect(JSON_LIMITS).toEqual({ maxBytes: 16 * 1024 * 1024, maxDepth: 64 });
-    expect(SNAPSHOT_LIMITS).toEqual({ maxBytes: 16 * 1024 * 1024, maxDepth: 64, maxDevices: 64 });
+    expect({ JSON_LIMITS, SNAPSHOT_LIMITS }).toMatchInlineSnapshot(`
+      {
+        "JSON_LIMITS": {
+          "maxBytes": 16777216,
+          "maxDepth": 64,
+        },
+        "SNAPSHOT_LIMITS": {
+          "maxBytes": 16777216,
+          "maxDepth": 64,
+          "maxDevices": 64,
+        },
+      }
+    `);
   });
 
   it('file size: up to maxBytes is read, one byte more is refused unread', () => {

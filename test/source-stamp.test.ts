@@ -38,7 +38,9 @@ beforeEach(() => {
   copyFileSync(path.join(root, 'scripts', 'source-stamp.mjs'), path.join(tree, 'scripts', 'source-stamp.mjs'));
   write('lib/index.ts', 'export const a = 1;\n');
   write('lib/cli/probe.ts', 'export const b = 2;\n');
+  write('types/binding.d.ts', 'export interface B {}\n');
   write('tsup.config.ts', 'export default {};\n');
+  write('tsconfig.json', '{}\n');
   write('scripts/post-build.mjs', '// post-build\n');
   write('package.json', '{"name":"x"}\n');
   write('dist/index.cjs', '');
@@ -56,6 +58,8 @@ describe('scripts/source-stamp.mjs', () => {
     ['an edited file', 'lib/cli/probe.ts', 'export const b = 3;\n'],
     ['a new file', 'lib/new.ts', '\n'],
     ['an edited tsup configuration', 'tsup.config.ts', 'export default { a: 1 };\n'],
+    ['an edited declaration of the addon', 'types/binding.d.ts', 'export interface B { a: 1 }\n'],
+    ['an edited TypeScript configuration', 'tsconfig.json', '{"compilerOptions":{}}\n'],
     ['an edited post-build step', 'scripts/post-build.mjs', '// changed\n'],
     ['an edited package.json', 'package.json', '{"name":"y"}\n'],
   ])('%s makes dist/ stale', (_what, file, text) => {

@@ -15,6 +15,7 @@ import {
   type InvalidProfileError,
   InvalidReportError,
   InvalidSnapshotError,
+  matrixMarkdown,
   MetalCapShimError,
   predictGates,
   probe,
@@ -118,6 +119,83 @@ describe('matrix: Markdown from other people’s reports stays one cell', () => 
       lines[2]!.startsWith('| a \\| b\\\\n\\| c \\*d\\* \\[e\\](f) \\<img\\> | macOS 26.5.2 (VirtualMac2,1) | '),
     ).toBe(true);
     expect(lines[2]!.split(/(?<!\\)\|/)).toHaveLength(lines[0]!.split('|').length);
+  });
+
+  it('matrixMarkdown takes a matrix parsed back from matrix --json and prints what matrix prints', () => {
+    const file = path.join(dir, 'round-trip.json');
+    writeFileSync(file, runCli(['report', '--json', '--snapshot', STOCK, '--host-label', 'a | b']).stdout);
+    const parsed = JSON.parse(runCli(['matrix', '--json', file]).stdout) as Parameters<typeof matrixMarkdown>[0];
+    expect(matrixMarkdown(parsed)).toBe(runCli(['matrix', file]).stdout.trimEnd());
+  });
+
+  it.each([
+    ['null', null, 'matrix', 'the matrix must be an object, got null'],
+    [
+      'profiles holding a BigInt',
+      { profiles: [1n], rows: [] },
+      'profiles[0]',
+      'profiles[0] must be a string, got bigint 1n',
+    ],
+    ['no rows', { profiles: [] }, 'rows', 'rows must be an array, got undefined'],
+    [
+      'a row without cells',
+      { profiles: ['apple7'], rows: [{ host: 'h', guestOs: 'g', doctor: null }] },
+      'rows[0].cells',
+      'rows[0].cells must be an object, got undefined',
+    ],
+    [
+      'a negative count',
+      {
+        profiles: ['apple7'],
+        rows: [
+          {
+            host: 'h',
+            guestOs: 'g',
+            cells: { apple7: { reports: -1, verified: 0, refused: 0, offline: 0, gatesOn: [] } },
+            doctor: null,
+          },
+        ],
+      },
+      'rows[0].cells.apple7.reports',
+      'rows[0].cells.apple7.reports must be a whole number ≥ 0, got number -1',
+    ],
+    [
+      'a fault without its count',
+      {
+        profiles: [],
+        rows: [
+          {
+            host: 'h',
+            guestOs: 'g',
+            cells: {},
+            doctor: { reports: 1, measured: 0, provenProfile: null, faults: [{ fault: 'x' }] },
+          },
+        ],
+      },
+      'rows[0].doctor.faults[0].reports',
+      'rows[0].doctor.faults[0].reports must be a whole number ≥ 0, got undefined',
+    ],
+    [
+      'a throwing getter',
+      Object.defineProperty({}, 'profiles', {
+        enumerable: true,
+        get() {
+          throw new Error('no');
+        },
+      }),
+      'profiles',
+      'profiles cannot be read (no)',
+    ],
+  ])('matrixMarkdown(%s): an InvalidOptionsError naming the field', (_name, value, field, problem) => {
+    const e = thrown(() => matrixMarkdown(value as never));
+    expect(typed(() => matrixMarkdown(value as never))).toEqual({
+      name: 'InvalidOptionsError',
+      code: 'ERR_INVALID_OPTIONS',
+      field,
+    });
+    expect((e as Error).message).toBe(
+      `matrixMarkdown() takes what buildMatrix() returned (or that JSON parsed back); ${problem}`,
+    );
   });
 
   it('matrix --json keeps the label exact', () => {

@@ -4,7 +4,7 @@ import { doctor, type DoctorReport } from '../doctor/index.js';
 import { leastProfile } from '../doctor/derive.js';
 import { DOCTOR_SCHEMA } from '../doctor/types.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
-import { clip, escapeControl, isObject, quote, readInput } from '../core/input.js';
+import { clip, describeValue, escapeControl, isObject, quote, readInput } from '../core/input.js';
 import { schemaProblem } from '../core/jsonfile.js';
 
 export { InvalidReportError };
@@ -411,8 +411,60 @@ export function markdownCell(text: string): string {
   return escapeControl(text).replace(/[\\`*_{}[\]<>|~&#!]/g, (c) => `\\${c}`);
 }
 
-/** The matrix as a Markdown table. */
-export function matrixMarkdown(m: Matrix): string {
+const MATRIX_TAKES = 'matrixMarkdown() takes what buildMatrix() returned (or that JSON parsed back)';
+
+/**
+ * A matrix from the caller, read once and checked to the fields matrixMarkdown reads: a wrong shape is an
+ * InvalidOptionsError naming the field (`rows[0].cells.apple7.reports`), never a TypeError from inside.
+ */
+function checkMatrix(value: unknown): Matrix {
+  const fail = (field: string, problem: string): never => {
+    throw new InvalidOptionsError(field || 'matrix', `${MATRIX_TAKES}; ${field || 'the matrix'} ${problem}`);
+  };
+  const m = readInput(value, fail);
+  const want = (ok: boolean, field: string, what: string, got: unknown): void => {
+    if (!ok) fail(field, `must be ${what}, got ${describeValue(got)}`);
+  };
+  const count = (v: unknown, field: string): void =>
+    want(typeof v === 'number' && Number.isSafeInteger(v) && v >= 0, field, 'a whole number ≥ 0', v);
+  const text = (v: unknown, field: string): void => want(typeof v === 'string', field, 'a string', v);
+  const list = (v: unknown, field: string, each: (x: unknown, f: string) => void): void => {
+    want(Array.isArray(v), field, 'an array', v);
+    for (const [i, x] of (v as unknown[]).entries()) each(x, `${field}[${i}]`);
+  };
+  const object = (v: unknown, field: string): Record<string, unknown> => {
+    want(isObject(v), field, 'an object', v);
+    return v as Record<string, unknown>;
+  };
+  const top = object(m, '');
+  list(top.profiles, 'profiles', text);
+  list(top.rows, 'rows', (r, field) => {
+    const row = object(r, field);
+    text(row.host, `${field}.host`);
+    text(row.guestOs, `${field}.guestOs`);
+    const cells = object(row.cells, `${field}.cells`);
+    for (const [name, c] of Object.entries(cells)) {
+      const cell = object(c, `${field}.cells.${name}`);
+      for (const k of ['reports', 'verified', 'refused', 'offline']) count(cell[k], `${field}.cells.${name}.${k}`);
+      list(cell.gatesOn, `${field}.cells.${name}.gatesOn`, text);
+    }
+    if (row.doctor === null) return;
+    const d = object(row.doctor, `${field}.doctor`);
+    count(d.reports, `${field}.doctor.reports`);
+    count(d.measured, `${field}.doctor.measured`);
+    list(d.faults, `${field}.doctor.faults`, (f, ff) => {
+      const fault = object(f, ff);
+      text(fault.fault, `${ff}.fault`);
+      count(fault.reports, `${ff}.reports`);
+    });
+    if (d.provenProfile !== null) d.provenProfile = resolveProfile(d.provenProfile as ProfileInput);
+  });
+  return m as Matrix;
+}
+
+/** The matrix as a Markdown table. `m` is checked first (checkMatrix): it may come from another program's JSON. */
+export function matrixMarkdown(matrix: Matrix): string {
+  const m = checkMatrix(matrix);
   const header = ['Host', 'Guest OS', ...m.profiles, 'Proven profile (doctor)', 'Faults (doctor)'];
   const row = (cells: string[]) => `| ${cells.map(markdownCell).join(' | ')} |`;
   const lines = [row(header), `| ${header.map(() => '---').join(' | ')} |`];

@@ -112,7 +112,7 @@ function checkDeviceName(v: unknown): string {
 }
 
 function builtin(name: string, spec: ProfileSpec, text: Omit<BuiltinProfile, 'name' | 'profile'>): BuiltinProfile {
-  const profile = normalize(spec, name);
+  const profile = checkProfileObject(spec, name);
   Object.freeze(profile.families);
   return Object.freeze({ name, ...text, profile: Object.freeze(profile) });
 }
@@ -190,7 +190,8 @@ function isInteger(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v);
 }
 
-function normalize(spec: unknown, name: string | null): Profile {
+/** A profile object (not a name or JSON text) checked field by field into a resolved Profile, or an InvalidProfileError. */
+function checkProfileObject(spec: unknown, name: string | null): Profile {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
     throw new InvalidProfileError(
       null,
@@ -307,7 +308,7 @@ function resolveObject(input: object): Profile {
     throw new InvalidProfileError('name', `name must be a string or null, got ${quote(name)}`);
   }
   const spec = Object.fromEntries(Object.entries(rest).filter(([k, v]) => !(v === null && NULLABLE_KEYS.includes(k))));
-  const resolved = normalize(spec, null);
+  const resolved = checkProfileObject(spec, null);
   const builtin = typeof name === 'string' && Object.hasOwn(profiles, name) ? profiles[name] : undefined;
   if (builtin && sameSettings(builtin.profile, resolved)) resolved.name = builtin.name;
   return resolved;
@@ -325,7 +326,7 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
       if (!parsed.ok)
         throw new InvalidProfileError(null, `the profile ${parsed.problem}; pass a built-in name or a JSON object`);
       if (typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value))
-        return normalize(parsed.value, null);
+        return checkProfileObject(parsed.value, null);
       return resolveObject(parsed.value);
     }
     const found = Object.hasOwn(profiles, text) ? profiles[text] : undefined;
@@ -339,7 +340,7 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
     return { ...found.profile, families: { ...found.profile.families } };
   }
   if (isObject(input)) return resolveObject(input);
-  return normalize(input, null);
+  return checkProfileObject(input, null);
 }
 
 /** True when a profile has a `'host'` value, so it must be bound to a host before it says anything. */
