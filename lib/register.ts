@@ -4,7 +4,7 @@
  * disables) when the process runs inside a macOS virtual machine, and does nothing elsewhere. It must run before any
  * engine initialises Metal.
  */
-import { PROFILE_ENV as PROFILE_VARIABLE } from './apply/auto.js';
+import { autoCacheNotices, PROFILE_ENV as PROFILE_VARIABLE } from './apply/auto.js';
 import { MetalCapShimError } from './core/errors.js';
 import { escapeControl } from './core/input.js';
 import { registerFromEnvironment } from './apply/registration.js';
@@ -31,6 +31,19 @@ try {
         code: 'METAL_CAP_SHIM_INVALID_PROFILE',
       },
     );
+  }
+  // Profile auto ignored a cache file (a planted folder, a hand-edited file) or could not write one: one warning each,
+  // applied or not.
+  const auto =
+    outcome.action === 'applied'
+      ? (outcome.result.auto ?? null)
+      : outcome.action === 'not-applied'
+        ? outcome.auto
+        : null;
+  for (const n of auto === null ? [] : autoCacheNotices(auto)) {
+    process.emitWarning(escapeControl(`metal-cap-shim/register: ${n.message}`), {
+      code: n.code === 'cache-ignored' ? 'METAL_CAP_SHIM_CACHE_IGNORED' : 'METAL_CAP_SHIM_CACHE_NOT_WRITTEN',
+    });
   }
   // Applied, but claiming a newer GPU than the host's: said once, in one line.
   const above =

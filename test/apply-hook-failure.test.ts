@@ -104,7 +104,26 @@ describeSim('a device class that cannot be hooked', () => {
     expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'apple7' })).toEqual({
       action: 'not-applied',
       why: `hook-failed: ${DETAIL}`,
+      auto: null,
     });
+    expect(status()).toEqual(INACTIVE);
+  });
+
+  it('register with auto, not applied: the cache warning is said too (XDG_CACHE_HOME=/proc/nope)', async () => {
+    const saved = process.env.XDG_CACHE_HOME;
+    process.env.XDG_CACHE_HOME = '/proc/nope';
+    try {
+      const effects = await importRegister('auto');
+      expect(effects.warnings.map(([, o]) => o)).toEqual([
+        { code: 'METAL_CAP_SHIM_NOT_APPLIED' },
+        { code: 'METAL_CAP_SHIM_CACHE_NOT_WRITTEN' },
+      ]);
+      expect(effects.warnings[1]![0]).toBe(
+        "metal-cap-shim/register: profile auto: the doctor cache could not be written: ENOENT: no such file or directory, mkdir '/proc/nope'",
+      );
+    } finally {
+      process.env.XDG_CACHE_HOME = saved;
+    }
     expect(status()).toEqual(INACTIVE);
   });
 

@@ -2,12 +2,13 @@
 // signal says so). Whole results: what a caller branches on and prints.
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
-import { mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
 import { applyProfile } from '../lib/apply/auto.js';
+import type { DoctorCacheEntry } from '../lib/doctor/cache.js';
 import { InvalidProfileError, ProfileActiveError } from '../lib/core/errors.js';
 import { FAMILY_NAMES } from '../lib/core/families.js';
 import { probe } from '../lib/device/probe.js';
@@ -310,6 +311,62 @@ describeSim('register in a VM', () => {
     } finally {
       process.env.XDG_CACHE_HOME = saved;
     }
+  });
+
+  /** importRegister('auto') with the doctor cache under `cache`; then the profile it left applied. */
+  const registerAutoWith = async (cache: string) => {
+    const saved = process.env.XDG_CACHE_HOME;
+    process.env.XDG_CACHE_HOME = cache;
+    try {
+      return { effects: await importRegister('auto'), profile: status().profile };
+    } finally {
+      process.env.XDG_CACHE_HOME = saved;
+    }
+  };
+
+  it('register with auto: a cache folder that cannot be created (/proc/nope) applies all the same, with one METAL_CAP_SHIM_CACHE_NOT_WRITTEN warning', async () => {
+    const { effects, profile } = await registerAutoWith('/proc/nope');
+    expect(effects).toEqual({
+      exits: [],
+      warnings: [
+        [
+          "metal-cap-shim/register: profile auto: the doctor cache could not be written: ENOENT: no such file or directory, mkdir '/proc/nope'",
+          { code: 'METAL_CAP_SHIM_CACHE_NOT_WRITTEN' },
+        ],
+      ],
+      stderr: '',
+    });
+    expect(profile).toMatchObject({ appleFamilyMax: 1007, maxThreadgroupMemoryLength: null });
+  });
+
+  it('register with auto: a planted cache folder (mode 0777) is ignored with a METAL_CAP_SHIM_CACHE_IGNORED warning, nothing is written there, and its values are not applied', async () => {
+    const cache = mkdtempSync(path.join(tmpdir(), 'mcs-apply-vm-planted-'));
+    const first = await registerAutoWith(cache);
+    restore();
+    const folder = path.join(cache, 'metal-cap-shim');
+    const [name] = readdirSync(folder);
+    const file = path.join(folder, name!);
+    const entry = JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry;
+    entry.result.verifiedProfile = { ...entry.result.verifiedProfile, appleFamilyMax: 1010 };
+    writeFileSync(file, JSON.stringify(entry));
+    chmodSync(folder, 0o777);
+    const { effects, profile } = await registerAutoWith(cache);
+    const planted = `the cache folder ${folder} can be written by other users (mode 0777)`;
+    expect(effects).toEqual({
+      exits: [],
+      warnings: [
+        [
+          `metal-cap-shim/register: profile auto ignored the cache file ${file}: ${planted}; the device was measured again`,
+          { code: 'METAL_CAP_SHIM_CACHE_IGNORED' },
+        ],
+        [
+          `metal-cap-shim/register: profile auto: the doctor cache could not be written: ${planted}, so nothing is written there`,
+          { code: 'METAL_CAP_SHIM_CACHE_NOT_WRITTEN' },
+        ],
+      ],
+      stderr: '',
+    });
+    expect([first.effects.warnings, profile]).toEqual([[], first.profile]);
   });
 
   it('off applies nothing, even in a VM, in any case', () => {

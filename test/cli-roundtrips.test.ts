@@ -266,7 +266,10 @@ describeSim('METAL_CAP_SHIM_PROFILE accepts the custom profile audit --json prin
   });
 
   it('exec without --profile reads it: the same resolved profile, and the program sees what --profile gives it', () => {
-    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: JSON.stringify(printed) })).toEqual(printed);
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: JSON.stringify(printed) })).toEqual({
+      profile: printed,
+      auto: null,
+    });
     const consumer = buildConsumer();
     const fromEnv = runCli(['exec', '--', consumer], viaEnv());
     const fromFlag = runCli(['exec', '--profile', JSON.stringify(printed), '--', consumer], {

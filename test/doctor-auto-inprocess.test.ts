@@ -333,15 +333,20 @@ describeSim('profileForExec: --profile, else METAL_CAP_SHIM_PROFILE, else the de
   });
 
   it('the flag wins over the environment', () => {
-    expect(profileForExec('apple7', { METAL_CAP_SHIM_PROFILE: 'mask-apple5' })).toEqual(profiles.apple7!.profile);
+    expect(profileForExec('apple7', { METAL_CAP_SHIM_PROFILE: 'mask-apple5' })).toEqual({
+      profile: profiles.apple7!.profile,
+      auto: null,
+    });
   });
 
   it('without the flag: the environment (trimmed); empty or unset: the default', () => {
-    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: ' mask-apple5 ' })).toEqual(
-      profiles['mask-apple5']!.profile,
-    );
-    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: '  ' })).toEqual(profiles[DEFAULT_PROFILE]!.profile);
-    expect(profileForExec(undefined, {})).toEqual(profiles[DEFAULT_PROFILE]!.profile);
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: ' mask-apple5 ' })).toEqual({
+      profile: profiles['mask-apple5']!.profile,
+      auto: null,
+    });
+    const fallback = { profile: profiles[DEFAULT_PROFILE]!.profile, auto: null };
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: '  ' })).toEqual(fallback);
+    expect(profileForExec(undefined, {})).toEqual(fallback);
   });
 
   it('off in the environment is a usage error; as a flag it is no profile name', () => {
@@ -353,10 +358,16 @@ describeSim('profileForExec: --profile, else METAL_CAP_SHIM_PROFILE, else the de
     expect(thrown(() => profileForExec('off', {}))).toBeInstanceOf(InvalidProfileError);
   });
 
-  it('auto, from the flag or the environment, is measured here and nothing is applied in this process', () => {
-    expect(profileForExec(' auto ', {})).toEqual(VERIFIED);
-    expect(readdirSync(doctorCacheDir())).toHaveLength(1);
-    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: 'auto' })).toEqual(VERIFIED);
+  it('auto, from the flag or the environment, is measured here (and says where it came from) and nothing is applied in this process', () => {
+    const measured = profileForExec(' auto ', {});
+    const files = readdirSync(doctorCacheDir()).map((f) => path.join(doctorCacheDir(), f));
+    expect(files).toHaveLength(1);
+    const source = { files, ignored: [], cacheError: null, recommendations: expect.any(Array) };
+    expect(measured).toEqual({ profile: VERIFIED, auto: { from: 'doctor', ...source } });
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: 'auto' })).toEqual({
+      profile: VERIFIED,
+      auto: { from: 'cache', ...source },
+    });
     expect(status().active).toBe(false);
   });
 });

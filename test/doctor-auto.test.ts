@@ -1,6 +1,6 @@
 // Profile auto over the simulated Metal: each case runs in a fresh Node process (its own simulated device and native
 // state) with its own temporary XDG_CACHE_HOME.
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
@@ -294,6 +294,106 @@ describeSim('METAL_CAP_SHIM_PROFILE=auto for register and exec', () => {
     expect(off.stderr.split('\n')[0]).toBe(
       'metal-cap-shim: ERR_USAGE: METAL_CAP_SHIM_PROFILE=off: exec always injects a profile; unset METAL_CAP_SHIM_PROFILE or pass --profile',
     );
+  });
+});
+
+describeSim('exec --profile auto says what it did with the cache', () => {
+  let consumer: string;
+  beforeAll(() => {
+    requireSimBuild();
+    consumer = buildConsumer();
+  });
+  /** What the program was told about device 0. */
+  const told = (stdout: string) => {
+    const d = JSON.parse(stdout)[0] as { families: Record<string, boolean>; maxThreadgroupMemoryLength: number };
+    return { apple7: d.families['1007'], apple8: d.families['1008'], tg: d.maxThreadgroupMemoryLength };
+  };
+  // What VERIFIED tells the program: Apple7 at most, the guest's own 32768 bytes.
+  const STOCK_TOLD = { apple7: true, apple8: false, tg: 32768 };
+  /** A cache whose one file claims Apple10 and 1 MiB of threadgroup memory, as a hand edit or a planted file would. */
+  const planted = () => {
+    const cache = newCache();
+    auto(cache);
+    const file = cacheFiles(cache)[0]!;
+    const entry = JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry;
+    entry.result.verifiedProfile = {
+      ...entry.result.verifiedProfile,
+      appleFamilyMax: 1010,
+      maxThreadgroupMemoryLength: 1 << 20,
+    };
+    writeFileSync(file, JSON.stringify(entry));
+    return { cache, file, folder: path.dirname(file) };
+  };
+  /** The two warnings for a cache folder others may write: the file ignored, and the result not written there. */
+  const openFolderLines = (file: string, folder: string) => [
+    `metal-cap-shim: warning: profile auto ignored the cache file ${file}: the cache folder ${folder} can be written by other users (mode 0777); the device was measured again`,
+    `metal-cap-shim: warning: profile auto: the doctor cache could not be written: the cache folder ${folder} can be written by other users (mode 0777), so nothing is written there`,
+  ];
+  const exec = (cache: string, extra: string[] = []) =>
+    runCli(['exec', '--profile', 'auto', ...extra, '--', consumer], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: VM,
+      XDG_CACHE_HOME: cache,
+    });
+
+  it('a cache folder others may write (mode 0777, as one planted first would be): a warning for the file it ignored and one for the result it would not write there; the planted values are not claimed', () => {
+    const { cache, file, folder } = planted();
+    chmodSync(folder, 0o777);
+    const r = exec(cache);
+    expect([r.status, told(r.stdout)]).toEqual([0, STOCK_TOLD]);
+    expect(r.stderr).toBe(`${openFolderLines(file, folder).join('\n')}\n`);
+  });
+
+  it('a hand-edited file in a folder of ours: one warning, measured again and replaced; the edited values are not claimed', () => {
+    const { cache, file } = planted();
+    const r = exec(cache);
+    expect([r.status, told(r.stdout)]).toEqual([0, STOCK_TOLD]);
+    const { name: _name, ...proven } = VERIFIED;
+    const answers = (p: object) => JSON.stringify({ ...proven, ...p });
+    expect(r.stderr).toBe(
+      `metal-cap-shim: warning: profile auto ignored the cache file ${file}: the verified profile ${answers({ appleFamilyMax: 1010, maxThreadgroupMemoryLength: 1 << 20 })} does not follow from the probe results stored with it (they prove ${answers({ appleFamilyMax: 1007, maxThreadgroupMemoryLength: null })}): edited or damaged; the device was measured again\n`,
+    );
+    expect((JSON.parse(readFileSync(file, 'utf8')) as DoctorCacheEntry).result.verifiedProfile).toEqual(VERIFIED);
+  });
+
+  it('a cache folder that cannot be created (XDG_CACHE_HOME=/proc/nope): the cacheError as one warning, promptly, and the program runs patched', () => {
+    const started = Date.now();
+    const r = exec('/proc/nope');
+    expect([r.status, told(r.stdout)]).toEqual([0, STOCK_TOLD]);
+    expect(r.stderr).toBe(
+      "metal-cap-shim: warning: profile auto: the doctor cache could not be written: ENOENT: no such file or directory, mkdir '/proc/nope'\n",
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('--json: the summary says where the profile came from (auto), the ignored files and the cacheError included; --quiet keeps the warnings', () => {
+    const { cache, file, folder } = planted();
+    chmodSync(folder, 0o777);
+    const r = exec(cache, ['--json', '--quiet']);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines.slice(0, 2)).toEqual(openFolderLines(file, folder));
+    expect(settings(JSON.parse(lines[2]!).auto)).toEqual({
+      from: 'doctor',
+      files: [],
+      ignored: [{ file, why: `the cache folder ${folder} can be written by other users (mode 0777)` }],
+      cacheError: `the doctor cache could not be written: the cache folder ${folder} can be written by other users (mode 0777), so nothing is written there`,
+      recommendations: RESIDENCY,
+    });
+    expect(lines).toHaveLength(3);
+  });
+
+  it('a usable cache: no warning, and --json names the file it came from', () => {
+    const cache = newCache();
+    auto(cache);
+    const r = exec(cache, ['--json']);
+    const lines = r.stderr.trim().split('\n');
+    expect(settings(JSON.parse(lines[0]!).auto)).toEqual({
+      from: 'cache',
+      files: cacheFiles(cache),
+      ignored: [],
+      cacheError: null,
+      recommendations: RESIDENCY,
+    });
+    expect(lines).toHaveLength(1);
   });
 });
 

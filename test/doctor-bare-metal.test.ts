@@ -133,7 +133,7 @@ describeSim('on bare metal', () => {
 
   it('resolveAutoProfile and exec’s auto give the verified profile here too; applying it is decided later', () => {
     expect(resolveAutoProfile().profile).toEqual(VERIFIED);
-    expect(profileForExec('auto', {}, true)).toEqual(VERIFIED);
+    expect(profileForExec('auto', {}, true).profile).toEqual(VERIFIED);
     expect(status().active).toBe(false);
   });
 });

@@ -69,6 +69,6 @@ describeSim('Metal without a device', () => {
     }
     expect(err).toBeInstanceOf(UnsupportedPlatformError);
     expect((err as Error).message).toBe(`profile auto needs a Metal device to measure: ${DETAIL}`);
-    expect(profileForExec('auto', {})).toEqual(NOTHING);
+    expect(profileForExec('auto', {})).toEqual({ profile: NOTHING, auto: null });
   });
 });

@@ -98,8 +98,8 @@ describe.skipIf(!isSimulatedPlatform)('without Metal', () => {
   });
 
   it('exec’s auto claims nothing here; named profiles resolve as anywhere', () => {
-    expect(profileForExec('auto', {})).toEqual(NOTHING);
-    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: 'auto' })).toEqual(NOTHING);
-    expect(profileForExec('apple7', {})).toEqual(profiles.apple7!.profile);
+    expect(profileForExec('auto', {})).toEqual({ profile: NOTHING, auto: null });
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: 'auto' })).toEqual({ profile: NOTHING, auto: null });
+    expect(profileForExec('apple7', {})).toEqual({ profile: profiles.apple7!.profile, auto: null });
   });
 });

@@ -272,13 +272,85 @@ describeSim('--trace in a shared folder: planted links, FIFOs and other users’
   );
 });
 
-/** A copy of the built CLI that `nobody` can read (the checkout may sit in a folder only its owner opens). */
-function cliCopyForNobody(): string {
+/** The parts of the package a patched run over the simulated Metal needs besides the CLI (and the addon's loader). */
+const NATIVE_PARTS = [
+  'snapshots',
+  path.join('build', 'Release'),
+  path.join('build', 'sim-metal'),
+  path.join('node_modules', 'node-gyp-build'),
+];
+
+/**
+ * A copy of the built CLI that `nobody` can read (the checkout may sit in a folder only its owner opens); `native`:
+ * with the simulated addon and the injector, for a patched run.
+ */
+function cliCopyForNobody(native = false): string {
   const pkg = path.join(tmp, `pkg${folders++}`);
-  for (const part of ['dist', 'package.json']) cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
+  for (const part of ['dist', 'package.json', ...(native ? NATIVE_PARTS : [])])
+    cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
   chmodSync(pkg, 0o755);
   return path.join(pkg, 'dist', 'cli.js');
 }
+
+describeSim('the program changes exec’s private trace folder (as a user whom permissions bind)', () => {
+  let pkg: string;
+  beforeAll(() => {
+    requireSimBuild();
+    pkg = cliCopyForNobody(true);
+  });
+  /**
+   * exec --trace over `script`, as `nobody` when the tests run as root (whom no mode stops), else as the user; TMPDIR
+   * (where the private folder goes) and FILE's folder are open to both. Returns the run, FILE and the folder the
+   * program saw.
+   */
+  const run = (script: string) => {
+    const trace = path.join(folder(0o1777), 'trace.json');
+    const seen = path.join(folder(0o1777), 'seen');
+    const r = spawnSync(
+      process.execPath,
+      [pkg, 'exec', '--trace', trace, '--', 'sh', '-c', `printf %s "$METAL_CAP_SHIM_TRACE_DIR" > '${seen}'; ${script}`],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, ...VM, TMPDIR: folder(0o1777) },
+        timeout: 60_000,
+        ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
+      },
+    );
+    const left = readFileSync(seen, 'utf8');
+    return { r, trace, left };
+  };
+
+  it('made unremovable (`chmod 500` over a file in it): one ERR_TRACE_FILE line, the trace written, the program’s exit code, no stack trace', () => {
+    const { r, trace, left } = run(
+      'touch "$METAL_CAP_SHIM_TRACE_DIR/x"; chmod 500 "$METAL_CAP_SHIM_TRACE_DIR"; exit 7',
+    );
+    expect([r.status, r.stderr]).toEqual([
+      7,
+      `metal-cap-shim: injector error: ERR_TRACE_FILE cannot remove the private trace folder ${left} (EACCES): it is left there; remove it yourself\n`,
+    ]);
+    expect(JSON.parse(readFileSync(trace, 'utf8'))).toEqual({
+      pid: expect.any(Number),
+      profileApplied: true,
+      patchedClasses: [],
+      trace: [],
+    });
+    expect(readdirSync(left)).toEqual(['x']);
+    chmodSync(left, 0o700);
+  });
+
+  it('made unreadable (`chmod 000`): FILE is not written (no claim that nothing was traced), one line for each failure', () => {
+    const { r, trace, left } = run(
+      'touch "$METAL_CAP_SHIM_TRACE_DIR/x"; chmod 000 "$METAL_CAP_SHIM_TRACE_DIR"; exit 7',
+    );
+    expect([r.status, r.stderr]).toEqual([
+      7,
+      `metal-cap-shim: injector error: ERR_TRACE_FILE cannot write ${trace}: the private folder the processes wrote their traces into, ${left}, cannot be read (EACCES)\n` +
+        `metal-cap-shim: injector error: ERR_TRACE_FILE cannot remove the private trace folder ${left} (EACCES): it is left there; remove it yourself\n`,
+    ]);
+    expect(existsSync(trace)).toBe(false);
+    chmodSync(left, 0o700);
+  });
+});
 
 describeSim('the injector’s own trace folder check (a variable anyone can set)', () => {
   beforeAll(() => {

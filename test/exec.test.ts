@@ -209,6 +209,7 @@ describe('exec --allow-unpatched --trace where there is no Metal (Linux, no simu
       injectorErrors: [],
       processes: [],
       warnings: [],
+      auto: null,
     });
     expect(lines).toHaveLength(2);
   });

@@ -80,6 +80,7 @@ describeSim('the host profile where the chip is unknown', () => {
     expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'host' })).toEqual({
       action: 'not-applied',
       why: `host-unknown: ${DETAIL}`,
+      auto: null,
     });
     expect(status().active).toBe(false);
   });

@@ -19,6 +19,7 @@ describeSim('registerFromEnvironment when verification fails', () => {
     expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'apple9-hw-tg' })).toEqual({
       action: 'not-applied',
       why: 'verification-failed: device 0 (AppleParavirtDevice) answered maxThreadgroupMemoryLength=32784, expected 32768; the patch was taken out',
+      auto: null,
     });
     expect(status()).toEqual({
       supported: true,

@@ -124,6 +124,11 @@ describe('readOwnFile', () => {
     expect(readOwnFile(path.join(file(), 'x'), 10)).toEqual({ ok: false, missing: true, why: 'does not exist' });
   });
 
+  // /proc/self/mem is a regular file of ours, mode 0600 and size 0, whose read at offset 0 fails: an I/O error staged.
+  it.skipIf(process.platform !== 'linux')('a read that fails (EIO): a reason, never a throw', () => {
+    expect(readOwnFile('/proc/self/mem', 10)).toEqual({ ok: false, missing: false, why: 'cannot be read (EIO)' });
+  });
+
   it('a symbolic link (even to a file of ours) is not followed', () => {
     writeFileSync(file(), 'target');
     symlinkSync(file(), path.join(dir, 'link'));

@@ -146,24 +146,48 @@ export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: 
   return { ...applyPatchOver(stock, verified, applyOptions), auto };
 }
 
+/** Something `auto` has to tell the user about the cache: a file it ignored, or why nothing could be cached. */
+export interface AutoCacheNotice {
+  code: 'cache-ignored' | 'cache-not-written';
+  message: string;
+}
+
+/**
+ * What `auto` did with the cache that its user must hear about: one notice per file it ignored (a planted folder, a
+ * hand-edited or damaged file; each device is then measured again), and the reason the fresh result could not be
+ * cached. `exec` prints each as a warning, `register` emits each as a process warning.
+ */
+export function autoCacheNotices(auto: AutoSource): AutoCacheNotice[] {
+  return [
+    ...auto.ignored.map(({ file, why }) => ({
+      code: 'cache-ignored' as const,
+      message: `profile auto ignored the cache file ${file}: ${why}; the device was measured again`,
+    })),
+    ...(auto.cacheError === null
+      ? []
+      : [{ code: 'cache-not-written' as const, message: `profile auto: ${auto.cacheError}` }]),
+  ];
+}
+
 /**
  * The profile `exec` injects: `--profile` when given, else METAL_CAP_SHIM_PROFILE, else the default. `auto` is
- * resolved here, in the CLI's process, before the program starts.
+ * resolved here, in the CLI's process, before the program starts; `auto` then says where it came from (null for any
+ * other profile, and where there is no Metal to measure).
  */
 export function profileForExec(
   flag: ProfileInput | undefined,
   env: NodeJS.ProcessEnv = process.env,
   force = false,
-): Profile {
+): { profile: Profile; auto: AutoSource | null } {
   const fromEnv = env[PROFILE_ENV]?.trim();
   const value = flag ?? (fromEnv || DEFAULT_PROFILE);
   if (flag === undefined && typeof value === 'string' && value.toLowerCase() === 'off') {
     throw new UsageError(`${PROFILE_ENV}=off: exec always injects a profile; unset ${PROFILE_ENV} or pass --profile`);
   }
-  if (!isAuto(value)) return resolveProfile(value);
+  if (!isAuto(value)) return { profile: resolveProfile(value), auto: null };
   // Nothing to measure here: auto claims nothing, and exec decides as for any profile (--allow-unpatched runs the
   // program unpatched, otherwise it says there is no Metal).
   const native = loadNative();
-  if (native.binding === null || !stockReport(native.binding).supported) return NOTHING;
-  return resolveAutoProfile({ force }).profile;
+  if (native.binding === null || !stockReport(native.binding).supported) return { profile: NOTHING, auto: null };
+  return resolveAutoProfile({ force });
 }

@@ -2,7 +2,7 @@
  * What `metal-cap-shim/register` decides and does, as a function a test can call in-process. The side effect on
  * import lives in register.ts, which only reports this function's outcome.
  */
-import { applyProfile, AUTO_PROFILE, isAuto, PROFILE_ENV, type AutoApplyResult } from './auto.js';
+import { applyProfile, AUTO_PROFILE, isAuto, PROFILE_ENV, type AutoApplyResult, type AutoSource } from './auto.js';
 import { InvalidProfileError } from '../core/errors.js';
 import { clip } from '../core/input.js';
 import { loadNative } from '../device/native.js';
@@ -24,8 +24,9 @@ export type RegisterOutcome =
   /** Not inside a VM (or unknown): nothing was patched and no Metal device was created. */
   | { action: 'not-a-vm'; host: HostInfo }
   | { action: 'applied'; result: AutoApplyResult }
-  /** Inside a VM, but the profile could not be applied; nothing is left installed. */
-  | { action: 'not-applied'; why: string };
+  /** Inside a VM, but the profile could not be applied; nothing is left installed. `auto`: where profile auto came
+   * from (its cache notices are said either way); null for any other profile. */
+  | { action: 'not-applied'; why: string; auto: AutoSource | null };
 
 /** The error for a value that is no profile, saying every kind of value the variable takes. */
 function variableError(value: string, e: InvalidProfileError): InvalidProfileError {
@@ -65,5 +66,5 @@ export function registerFromEnvironment(env: NodeJS.ProcessEnv = process.env): R
   const result = applyProfile(value);
   return result.applied
     ? { action: 'applied', result }
-    : { action: 'not-applied', why: `${result.reason}: ${result.detail}` };
+    : { action: 'not-applied', why: `${result.reason}: ${result.detail}`, auto: result.auto ?? null };
 }

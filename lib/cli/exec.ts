@@ -3,7 +3,7 @@ import { preloadVariable } from '../exec/injector.js';
 import { prepareExec } from '../exec/prepare.js';
 import { runWithInjector } from '../exec/run.js';
 import { signalExitStatus } from '../exec/signals.js';
-import { profileForExec } from '../apply/auto.js';
+import { autoCacheNotices, profileForExec } from '../apply/auto.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { err, EXIT, text, type Command } from './shared.js';
 
@@ -20,10 +20,10 @@ const command: Command = {
   --allow-unpatched  run the program unpatched where it cannot be patched (any OS without Metal, a refusal,
                      SIP-protected programs and scripts), with one notice on stderr: a cross-platform wrapper
   --quiet, -q        no notices on stderr (running unpatched, the shim did not load, killed by a signal);
-                     errors still print
+                     errors and warnings still print
   --json             after the program ends, one JSON line on stderr: exit code, signal, whether the injector
-                     loaded (and which slice), the patched classes, warnings; a failure of exec itself is one
-                     {"error": …} line on stderr (stdout is the program's)
+                     loaded (and which slice), the patched classes, warnings, where profile auto came from
+                     (auto); a failure of exec itself is one {"error": …} line on stderr (stdout is the program's)
 The program's exit code is passed through; if it dies from a signal, that is reported and re-raised.
 exec's own failures exit 125 (usage, profile, refusal, injector, --trace), 126 when the program is there but
 cannot be run (a folder, no execute permission), 127 when it is not found.
@@ -43,11 +43,14 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     const passFds = inheritedDescriptors();
     // `auto` is resolved here, before the program starts; without --profile, METAL_CAP_SHIM_PROFILE decides.
     const given = text(values, 'profile');
-    const profile = profileForExec(
+    const { profile, auto } = profileForExec(
       given !== undefined ? profileArgument(given) : undefined,
       process.env,
       values.force === true,
     );
+    // A cache file `auto` ignored (a planted folder, a hand-edited file) or could not write is a warning, said before
+    // the program runs (also with --quiet, like every warning); --json's summary has them too, in `auto`.
+    for (const n of auto === null ? [] : autoCacheNotices(auto)) err(`metal-cap-shim: warning: ${n.message}`);
     const trace = text(values, 'trace');
     const options = {
       profile,
@@ -69,7 +72,8 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     // The file prepareExec checked is the file that runs: PATH is not searched again.
     const outcome = await runWithInjector({ ...run, program: prepared.resolved }, prepared.injector, prepared.warnings);
     // The program owns stdout; the summary for scripts goes to stderr, after it has finished.
-    if (values.json) err(JSON.stringify({ schema: 'metal-cap-shim/exec@1', command: options.command, ...outcome }));
+    if (values.json)
+      err(JSON.stringify({ schema: 'metal-cap-shim/exec@1', command: options.command, ...outcome, auto }));
     if (!outcome.injectorLoaded && prepared.injector !== null) {
       notice(
         `metal-cap-shim: the shim did not load into ${options.command}, so it ran unpatched (the loader dropped ${preloadVariable()}; on macOS: SIP, a hardened runtime without the allow-dyld-environment-variables entitlement, or a platform binary)`,

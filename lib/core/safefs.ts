@@ -68,7 +68,7 @@ export type OwnFileRead = { ok: true; text: string } | { ok: false; missing: boo
 /**
  * Reads a regular file that belongs to us and that only we can write, without following a symbolic link or waiting on
  * a FIFO, and at most `maxBytes`. The checks are made on the open descriptor, so the file cannot be swapped between
- * the check and the read.
+ * the check and the read. Never throws: a read that fails (EIO) is a reason like the others.
  */
 export function readOwnFile(file: string, maxBytes: number): OwnFileRead {
   let fd: number;
@@ -93,7 +93,15 @@ export function readOwnFile(file: string, maxBytes: number): OwnFileRead {
     if (untrusted !== null) return { ok: false, missing: false, why: untrusted };
     if (stats.size > maxBytes) return { ok: false, missing: false, why: `is larger than ${maxBytes} bytes` };
     // Nobody else can write it (checked above), so it stays at the size that was checked.
-    return { ok: true, text: readFileSync(fd, 'utf8') };
+    try {
+      return { ok: true, text: readFileSync(fd, 'utf8') };
+    } catch (err) {
+      return {
+        ok: false,
+        missing: false,
+        why: `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      };
+    }
   } finally {
     closeSync(fd);
   }

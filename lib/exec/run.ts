@@ -3,7 +3,6 @@
  * on; what the injector reported and the --trace file(s) collected when it exits.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import path from 'node:path';
 import type { ApplyWarning } from '../patch/apply.js';
 import { SpawnError } from '../core/errors.js';
@@ -19,7 +18,7 @@ import {
 } from './injector.js';
 import type { ExecOptions } from './prepare.js';
 import { FORWARDED_SIGNALS, processGroupsWithoutAddon, shouldForwardSignal } from './signals.js';
-import { deliverTraces, emptyTrace, makeTraceFolder, writeTrace } from './trace.js';
+import { deliverTraces, emptyTrace, makeTraceFolder, removeTraceFolder, writeTrace } from './trace.js';
 
 /** How the child ended and what the injector reported. */
 export interface ExecOutcome extends InjectorStatus {
@@ -95,9 +94,8 @@ export function runWithInjector(
   const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
   const { stdio, statusFd } = childDescriptors(options.passFds ?? [], true);
   const traceFolder = traceFile === undefined ? undefined : makeTraceFolder();
-  const removeTraceFolder = () => {
-    if (traceFolder !== undefined) rmSync(traceFolder, { recursive: true, force: true });
-  };
+  // Never throws: the program may have made the folder unremovable; what went wrong is returned for the summary.
+  const removeFolder = (): string[] => (traceFolder === undefined ? [] : removeTraceFolder(traceFolder));
   const env = childEnvironment(
     { profile: options.profile, statusFd: statusFd!, ...(traceFolder === undefined ? {} : { traceFolder }) },
     injector,
@@ -107,7 +105,8 @@ export function runWithInjector(
     try {
       started = spawnForwardingSignals(options, { stdio, env });
     } catch (e) {
-      removeTraceFolder();
+      // The program never ran, so nothing can have changed the new folder: the spawn failure is the one to report.
+      removeFolder();
       throw e;
     }
     const { child, undo: cleanup } = started;
@@ -117,7 +116,7 @@ export function runWithInjector(
     pipe?.on('error', () => undefined);
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
-      removeTraceFolder();
+      removeFolder();
       reject(spawnFailure(options.command, err));
     });
     child.on('exit', (exitCode, signal) => {
@@ -131,12 +130,12 @@ export function runWithInjector(
           : [];
         const traceErrors =
           traceFile === undefined ? [] : deliverTraces(traceFolder!, traceFile, child.pid, reported.injectorLoaded);
-        removeTraceFolder();
+        const folderErrors = removeFolder();
         resolve({
           exitCode,
           signal,
           ...reported,
-          injectorErrors: [...reported.injectorErrors, ...overflow, ...traceErrors],
+          injectorErrors: [...reported.injectorErrors, ...overflow, ...traceErrors, ...folderErrors],
           warnings,
         });
       });

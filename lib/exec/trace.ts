@@ -2,7 +2,7 @@
  * `--trace`: the path checked before anything runs, the private folder the processes write their traces into, and
  * the trace file(s) exec writes from it afterwards, never through a path someone else could have planted.
  */
-import { accessSync, constants, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { TraceFileError } from '../core/errors.js';
@@ -54,10 +54,15 @@ export function makeTraceFolder(): string {
 /** The name of a trace the injector wrote: `first.json`, or `<pid>.json` (`<pid>-<n>.json` for a reused pid). */
 const TRACE_NAME = /^(first|\d+(?:-\d+)?)\.json$/;
 
+/** The code of an errno-style error, else its message: the short reason an ERR_TRACE_FILE line gives. */
+const reasonOf = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+
 /**
  * Writes the --trace file(s) from what the processes left in exec's private folder: the first process to write takes
  * FILE, each other one FILE.<pid>. When no process wrote one, FILE says so (pid, whether the injector loaded, nothing
- * traced). Each file is written with writeFileSafely(). Returns the errors to report, each an ERR_TRACE_FILE line.
+ * traced). Each file is written with writeFileSafely(). A folder the program made unreadable (`chmod 000`, as any
+ * process of the user's may) writes nothing: whether a process left a trace there is unknown, so FILE cannot say that
+ * none did. Never throws; returns the errors to report, each an ERR_TRACE_FILE line.
  */
 export function deliverTraces(
   folder: string,
@@ -70,8 +75,10 @@ export function deliverTraces(
     names = readdirSync(folder)
       .filter((n) => TRACE_NAME.test(n))
       .sort();
-  } catch {
-    names = [];
+  } catch (e) {
+    return [
+      `ERR_TRACE_FILE cannot write ${file}: the private folder the processes wrote their traces into, ${folder}, cannot be read (${reasonOf(e)})`,
+    ];
   }
   const errors: string[] = [];
   if (!names.includes('first.json')) errors.push(...writeTrace(file, emptyTrace(pid, injectorLoaded)));
@@ -82,6 +89,22 @@ export function deliverTraces(
     else errors.push(...writeTrace(target, read.text));
   }
   return errors;
+}
+
+/**
+ * Removes exec's private trace folder. The program may have made it unremovable (`chmod 500` on the folder, as any
+ * process of the user's may): then it is left where it is and said, never thrown. Returns the ERR_TRACE_FILE line, or
+ * none.
+ */
+export function removeTraceFolder(folder: string): string[] {
+  try {
+    rmSync(folder, { recursive: true, force: true });
+    return [];
+  } catch (e) {
+    return [
+      `ERR_TRACE_FILE cannot remove the private trace folder ${folder} (${reasonOf(e)}): it is left there; remove it yourself`,
+    ];
+  }
 }
 
 /** The trace of a process that traced nothing: its pid, whether the profile was applied, no classes, no calls. */
