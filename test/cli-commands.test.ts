@@ -290,7 +290,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect({ status: bad.status, error: bad.stderr.split('\n')[0] }).toEqual({
       status: 2,
       error:
-        "metal-cap-shim: ERR_USAGE: --rules must be legacy, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
+        "metal-cap-shim: ERR_USAGE: --rules must be legacy, device-b6673, device-b6968, device-b7010, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
     });
   });
 
@@ -538,7 +538,7 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
     ],
     [
       ['audit', '--rules', 'ancient'],
-      "--rules must be legacy, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
+      "--rules must be legacy, device-b6673, device-b6968, device-b7010, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
       'metal-cap-shim audit --help',
     ],
     [
