@@ -272,12 +272,12 @@ describe('snapshot validation', () => {
     ]);
   });
 
-  it('a bundled chip parsed from a recorded brand string cites the brand string\'s source, which names it', () => {
+  it("a bundled chip parsed from a recorded brand string cites the brand string's source, which names it", () => {
     for (const id of listSnapshots()) {
       const s = loadSnapshot(id);
       const h = s.host;
       if (h.cpuBrand === null) continue;
-      const source = (s.sources as Record<string, string>)[h.provenance.chip];
+      const source = (s.sources as Record<string, string>)[h.provenance.chip ?? ''];
       expect([id, h.provenance.chip, source?.includes(h.cpuBrand)]).toEqual([id, h.provenance.cpuBrand, true]);
     }
   });
