@@ -159,6 +159,11 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
         message:
           "llama.cpp v0.4.x: with Apple7 claimed, flash attention is tuned for an M4 Max (its own rows), not for this host's Apple M1; stock tuning: with its baseline kernels",
       },
+      {
+        code: 'heap-in-vm',
+        message:
+          'MLX: the device answers "Apple M4 Max" instead of "Apple Paravirtual device", so in this VM MLX creates the buffer heap it skips there on purpose and adds it to its residency set; check it with doctor\'s heap probe, or leave deviceName null where MLX runs',
+      },
     ]);
   });
 
@@ -194,7 +199,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     ]);
   });
 
-  it('profile host on the macos-14 runner: the M1’s Apple7 and name, threadgroup memory left, no warning', () => {
+  it('profile host on the macos-14 runner: the M1’s Apple7 and name, threadgroup memory left, one warning: MLX’s heap', () => {
     const r = runCli(['audit', '--snapshot', 'github-macos-14-arm64-runner', '--profile', 'host', '--json']);
     expect(r.status, r.stderr).toBe(0);
     const a = JSON.parse(r.stdout) as AuditResult;
@@ -202,7 +207,13 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       { ...resolveProfile('host'), appleFamilyMax: 1007, deviceName: 'Apple M1' },
       false,
       null,
-      [],
+      [
+        {
+          code: 'heap-in-vm',
+          message:
+            'MLX: the device answers "Apple M1" instead of "Apple Paravirtual device", so in this VM MLX creates the buffer heap it skips there on purpose and adds it to its residency set; check it with doctor\'s heap probe, or leave deviceName null where MLX runs',
+        },
+      ],
     ]);
     const d = a.devices[0]!;
     expect([d.patched.name, d.patched.highestAppleFamily, d.patched.maxThreadgroupMemoryLength]).toEqual([
@@ -235,6 +246,17 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     const human = runCli(['audit', '--snapshot', 'github-macos-14-arm64-runner', '--profile', 'host']).stdout;
     expect(human).toMatch(/^ {2}name +Apple Paravirtual device +Apple M1 \*$/m);
     expect(human).toContain('Host: VirtualMac2,1 · macOS 14.5 · arm64 · virtual machine · Apple M1\n');
+  });
+
+  it('heap-in-vm only where MLX stops skipping its heap: not for llama.cpp alone, not without a name, not on bare metal', () => {
+    const codes = (args: string[]) =>
+      (JSON.parse(runCli(['audit', ...args, '--json']).stdout) as AuditResult).warnings.map((w) => w.code);
+    const runner = ['--snapshot', 'github-macos-14-arm64-runner'];
+    expect(codes([...runner, '--profile', 'host', '--engine', 'mlx'])).toEqual(['heap-in-vm']);
+    expect(codes([...runner, '--profile', 'host', '--engine', 'llama.cpp'])).toEqual([]);
+    expect(codes([...runner, '--profile', 'apple7'])).toEqual([]);
+    const renamed = JSON.stringify({ deviceName: 'Apple M4 Max' });
+    expect(codes(['--snapshot', 'm1-ultra-bare-metal', '--profile', renamed, '--force'])).toEqual(['not-paravirtual']);
   });
 
   it('profile host where the chip is unknown: refused, exit 3, nothing predicted and nothing guessed', () => {
@@ -290,7 +312,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect({ status: bad.status, error: bad.stderr.split('\n')[0] }).toEqual({
       status: 2,
       error:
-        "metal-cap-shim: ERR_USAGE: --rules must be legacy, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
+        "metal-cap-shim: ERR_USAGE: --rules must be legacy, device-b6673, device-b6968, device-b7010, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
     });
   });
 
@@ -538,7 +560,7 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
     ],
     [
       ['audit', '--rules', 'ancient'],
-      "--rules must be legacy, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
+      "--rules must be legacy, device-b6673, device-b6968, device-b7010, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
       'metal-cap-shim audit --help',
     ],
     [

@@ -625,6 +625,148 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
           ['GGML_METAL_NO_RESIDENCY'],
         ],
       ],
+      'device-b6673': [
+        [
+          'has_simdgroup_reduction',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7) OR supportsFamily(Metal3)',
+          ['apple7', 'metal3'],
+          [],
+          [],
+        ],
+        [
+          'has_simdgroup_mm',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7)',
+          ['apple7'],
+          [],
+          [],
+        ],
+        [
+          'has_bfloat',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Metal3) OR supportsFamily(Apple6) (no environment override)',
+          ['metal3', 'apple6'],
+          [],
+          [],
+        ],
+        [
+          'use_residency_sets',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
+          [],
+          ['host.osVersion', 'host.arch', 'host.translated'],
+          ['GGML_METAL_NO_RESIDENCY'],
+        ],
+        [
+          'use_shared_buffers',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'hasUnifiedMemory; GGML_METAL_SHARED_BUFFERS_DISABLE → false (no ENABLE switch)',
+          [],
+          ['hasUnifiedMemory'],
+          ['GGML_METAL_SHARED_BUFFERS_DISABLE'],
+        ],
+      ],
+      'device-b6968': [
+        [
+          'has_simdgroup_reduction',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7) OR supportsFamily(Metal3)',
+          ['apple7', 'metal3'],
+          [],
+          [],
+        ],
+        [
+          'has_simdgroup_mm',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7)',
+          ['apple7'],
+          [],
+          [],
+        ],
+        [
+          'has_bfloat',
+          'ggml-metal-device.m ggml_metal_device_init',
+          '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset',
+          ['metal3', 'apple6'],
+          [],
+          ['GGML_METAL_BF16_DISABLE'],
+        ],
+        [
+          'has_tensor',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6 OR GGML_METAL_TENSOR_ENABLE set)',
+          ['metal4'],
+          ['name'],
+          ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE'],
+        ],
+        [
+          'use_residency_sets',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
+          [],
+          ['host.osVersion', 'host.arch', 'host.translated'],
+          ['GGML_METAL_NO_RESIDENCY'],
+        ],
+        [
+          'use_shared_buffers',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'hasUnifiedMemory; GGML_METAL_SHARED_BUFFERS_DISABLE → false (no ENABLE switch)',
+          [],
+          ['hasUnifiedMemory'],
+          ['GGML_METAL_SHARED_BUFFERS_DISABLE'],
+        ],
+      ],
+      'device-b7010': [
+        [
+          'has_simdgroup_reduction',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7) OR supportsFamily(Metal3)',
+          ['apple7', 'metal3'],
+          [],
+          [],
+        ],
+        [
+          'has_simdgroup_mm',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Apple7)',
+          ['apple7'],
+          [],
+          [],
+        ],
+        [
+          'has_bfloat',
+          'ggml-metal-device.m ggml_metal_device_init',
+          '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset',
+          ['metal3', 'apple6'],
+          [],
+          ['GGML_METAL_BF16_DISABLE'],
+        ],
+        [
+          'has_tensor',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)',
+          ['metal4'],
+          ['name'],
+          ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE'],
+        ],
+        [
+          'use_residency_sets',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
+          [],
+          ['host.osVersion', 'host.arch', 'host.translated'],
+          ['GGML_METAL_NO_RESIDENCY'],
+        ],
+        [
+          'use_shared_buffers',
+          'ggml-metal-device.m ggml_metal_device_init',
+          'hasUnifiedMemory; GGML_METAL_SHARED_BUFFERS_DISABLE → false (no ENABLE switch)',
+          [],
+          ['hasUnifiedMemory'],
+          ['GGML_METAL_SHARED_BUFFERS_DISABLE'],
+        ],
+      ],
       device: [
         [
           'has_simdgroup_reduction',
@@ -645,7 +787,7 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
         [
           'has_bfloat',
           'ggml-metal-device.m ggml_metal_device_init',
-          '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset (the switch arrived within this range, by b7698)',
+          '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset',
           ['metal3', 'apple6'],
           [],
           ['GGML_METAL_BF16_DISABLE'],
@@ -653,7 +795,7 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
         [
           'has_tensor',
           'ggml-metal-device.m ggml_metal_device_init',
-          'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set) (from b7698 at the latest; earlier releases have no tensor flag)',
+          'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)',
           ['metal4'],
           ['name'],
           ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE'],
@@ -669,7 +811,7 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
         [
           'use_shared_buffers',
           'ggml-metal-device.m ggml_metal_device_init',
-          '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true (b6673 reads hasUnifiedMemory and the DISABLE switch only)',
+          '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true',
           [],
           ['hasUnifiedMemory', 'location'],
           ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE'],
@@ -822,6 +964,9 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
         "chip-tuning": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
         "current": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
         "device": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
+        "device-b6673": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
+        "device-b6968": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
+        "device-b7010": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
         "legacy": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
       }
     `);
@@ -878,7 +1023,15 @@ describe('llama.cpp, the rules of a release', () => {
         LEGACY_ENCODE,
       ],
     ],
-    ['b6673', 'device', []],
+    // Each boundary from both sides: a release bN is llama.cpp build N, and the builds that changed
+    // ggml_metal_device_init are 6968 (#16634), 7010 (#17087) and 7411 (#17866).
+    ['b6673', 'device-b6673', []],
+    ['b6967', 'device-b6673', []],
+    ['b6968', 'device-b6968', []],
+    ['b7009', 'device-b6968', []],
+    ['b7010', 'device-b7010', []],
+    ['b7410', 'device-b7010', []],
+    ['b7411', 'device', []],
     ['b10361', 'device', []],
     [
       'b10362',
@@ -905,21 +1058,187 @@ describe('llama.cpp, the rules of a release', () => {
     });
   });
 
-  it('the device rules: the flags of ggml-metal-device.m without gpu_family and device_id, and no tuning', () => {
-    const prediction = p('b8000');
-    expect({ releases: prediction.releases, flags: Object.keys(prediction.flags), tuning: prediction.tuning }).toEqual({
-      releases: 'b6673 to b10361 (ggml-metal-device.m, before per-chip tuning)',
-      flags: [
-        'has_simdgroup_reduction',
-        'has_simdgroup_mm',
-        'has_bfloat',
-        'has_tensor',
-        'use_residency_sets',
-        'use_shared_buffers',
-      ],
+  it.each<[string, string, boolean]>([
+    ['b6967', 'b6673 to b6967 (ggml-metal-device.m, before the tensor API)', false],
+    ['b6968', 'b6968 to b7009 (ggml-metal-device.m, tensor API on M5/M6 only)', true],
+    ['b7010', 'b7010 to b7410 (ggml-metal-device.m, before eGPU shared buffers)', true],
+    ['b8000', 'b7411 to b10361 (ggml-metal-device.m, before per-chip tuning)', true],
+  ])(
+    '%s: the flags of ggml-metal-device.m without gpu_family and device_id, has_tensor only from b6968',
+    (release, releases, tensor) => {
+      const prediction = p(release);
+      expect({
+        releases: prediction.releases,
+        flags: Object.keys(prediction.flags),
+        tuning: prediction.tuning,
+      }).toEqual({
+        releases,
+        flags: [
+          'has_simdgroup_reduction',
+          'has_simdgroup_mm',
+          'has_bfloat',
+          ...(tensor ? ['has_tensor'] : []),
+          'use_residency_sets',
+          'use_shared_buffers',
+        ],
+        tuning: null,
+      });
+    },
+  );
+});
+
+describe('llama.cpp, the device rules on both sides of each boundary', () => {
+  // The builds that changed ggml_metal_device_init, from llama.cpp's history: 6968 (#16634: the BF16 switch and
+  // has_tensor, by name for M5 and M6), 7010 (#17087: A19 and A20 too), 7411 (#17866: eGPU shared buffers and the
+  // ENABLE switch). Each pair below is the last release before a change and the first with it.
+  const withFamilies = (name: string, extra: Partial<DeviceReport>) =>
+    ({ ...structuredClone(m1.devices[0]!), name, ...extra }) as DeviceReport;
+  const metal4 = (name: string) => withFamilies(name, { families: { ...m1.devices[0]!.families, metal4: true } });
+  const RESIDENCY = {
+    value: true,
+    reason: `GGML_METAL_NO_RESIDENCY unset, ${ARM64_BUILD}, macOS 26.6.1 ≥ 15.0, ${SETS_CREATED}`,
+  };
+  const ALL_ON = {
+    has_simdgroup_reduction: { value: true, reason: 'supportsFamily(Apple7)=YES, supportsFamily(Metal3)=YES' },
+    has_simdgroup_mm: { value: true, reason: 'supportsFamily(Apple7)=YES' },
+  };
+  const p = (device: DeviceReport, release: string, env: Record<string, string> = {}) =>
+    predictGates(device, 'llama.cpp', { env, host: m1.host, release });
+
+  it('b6967: no has_tensor, and GGML_METAL_BF16_DISABLE is not read, even on an M5 with Metal4', () => {
+    expect(p(metal4('Apple M5'), 'b6967', { GGML_METAL_BF16_DISABLE: '1' })).toEqual({
+      engine: 'llama.cpp',
+      deviceName: 'Apple M5',
+      releases: 'b6673 to b6967 (ggml-metal-device.m, before the tensor API)',
+      release: 'b6967',
+      rules: 'device-b6673',
+      flags: {
+        ...ALL_ON,
+        has_bfloat: {
+          value: true,
+          reason:
+            'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE is set but these rules do not read it',
+        },
+        use_residency_sets: RESIDENCY,
+        use_shared_buffers: { value: true, reason: 'hasUnifiedMemory=YES, GGML_METAL_SHARED_BUFFERS_DISABLE unset' },
+      },
       tuning: null,
+      consequences: {
+        cpuFallbackOps: [],
+        matMulKernels: 'simdgroup-mm',
+        flashAttentionOnGpu: true,
+        bf16Ops: 'supported',
+        residencySetsCreated: true,
+        summary: 'MUL_MAT uses SIMD-group matrix kernels; flash attention runs on the GPU; BF16 ops supported.',
+      },
+      warnings: [
+        'GGML_METAL_BF16_DISABLE is set but llama.cpp b6673 to b6967 (ggml-metal-device.m, before the tensor API) does not read it',
+      ],
     });
   });
+
+  it('b6968: has_tensor on for the M5, and GGML_METAL_BF16_DISABLE turns bfloat off', () => {
+    expect(p(metal4('Apple M5'), 'b6968', { GGML_METAL_BF16_DISABLE: '1' })).toEqual({
+      engine: 'llama.cpp',
+      deviceName: 'Apple M5',
+      releases: 'b6968 to b7009 (ggml-metal-device.m, tensor API on M5/M6 only)',
+      release: 'b6968',
+      rules: 'device-b6968',
+      flags: {
+        ...ALL_ON,
+        has_bfloat: {
+          value: false,
+          reason: 'supportsFamily(Metal3)=YES, supportsFamily(Apple6)=YES, GGML_METAL_BF16_DISABLE="1"',
+        },
+        has_tensor: {
+          value: true,
+          reason: `supportsFamily(Metal4)=YES, ${TENSOR_UNSET}, name "Apple M5" contains M5, ggml then test-compiles a tensor kernel and clears this flag if that fails`,
+        },
+        use_residency_sets: RESIDENCY,
+        use_shared_buffers: { value: true, reason: 'hasUnifiedMemory=YES, GGML_METAL_SHARED_BUFFERS_DISABLE unset' },
+      },
+      tuning: null,
+      consequences: {
+        cpuFallbackOps: [],
+        matMulKernels: 'simdgroup-mm',
+        flashAttentionOnGpu: true,
+        bf16Ops: 'rejected',
+        residencySetsCreated: true,
+        summary: 'MUL_MAT uses SIMD-group matrix kernels; flash attention runs on the GPU; BF16 ops rejected.',
+      },
+      warnings: [],
+    });
+  });
+
+  it.each<[string, unknown]>([
+    [
+      'b7009',
+      {
+        value: false,
+        reason: `supportsFamily(Metal4)=YES, ${TENSOR_UNSET}, name "Apple A19 Pro" has no M5/M6`,
+      },
+    ],
+    [
+      'b7010',
+      {
+        value: true,
+        reason: `supportsFamily(Metal4)=YES, ${TENSOR_UNSET}, name "Apple A19 Pro" contains A19, ggml then test-compiles a tensor kernel and clears this flag if that fails`,
+      },
+    ],
+  ])('%s: has_tensor for an A19 with Metal4', (release, tensor) => {
+    const prediction = p(metal4('Apple A19 Pro'), release);
+    const flags = prediction.flags as Record<string, unknown>;
+    expect({ has_tensor: flags.has_tensor, warnings: prediction.warnings }).toEqual({
+      has_tensor: tensor,
+      warnings: [],
+    });
+  });
+
+  it.each<[string, string, Record<string, string>, unknown, string[]]>([
+    [
+      'b7410',
+      'external',
+      {},
+      { value: false, reason: 'hasUnifiedMemory=NO, GGML_METAL_SHARED_BUFFERS_DISABLE unset' },
+      [],
+    ],
+    ['b7411', 'external', {}, { value: true, reason: `hasUnifiedMemory=NO, location=external, ${SHARED_UNSET}` }, []],
+    [
+      'b7410',
+      'builtin',
+      { GGML_METAL_SHARED_BUFFERS_ENABLE: '1' },
+      {
+        value: false,
+        reason:
+          'hasUnifiedMemory=NO, GGML_METAL_SHARED_BUFFERS_DISABLE unset, GGML_METAL_SHARED_BUFFERS_ENABLE is set but these rules do not read it',
+      },
+      [
+        'GGML_METAL_SHARED_BUFFERS_ENABLE is set but llama.cpp b7010 to b7410 (ggml-metal-device.m, before eGPU shared buffers) does not read it',
+      ],
+    ],
+    [
+      'b7411',
+      'builtin',
+      { GGML_METAL_SHARED_BUFFERS_ENABLE: '1' },
+      {
+        value: true,
+        reason:
+          'hasUnifiedMemory=NO, location=builtin, GGML_METAL_SHARED_BUFFERS_DISABLE unset, GGML_METAL_SHARED_BUFFERS_ENABLE="1"',
+      },
+      [],
+    ],
+  ])(
+    '%s: use_shared_buffers without unified memory, location %s, env %j',
+    (release, location, env, shared, warnings) => {
+      const device = withFamilies('Apple M1 Ultra', { hasUnifiedMemory: false, location } as Partial<DeviceReport>);
+      const prediction = p(device, release, env);
+      const flags = prediction.flags as Record<string, unknown>;
+      expect({ use_shared_buffers: flags.use_shared_buffers, warnings: prediction.warnings }).toEqual({
+        use_shared_buffers: shared,
+        warnings,
+      });
+    },
+  );
 });
 
 describe('llama.cpp, legacy rules, whole predictions', () => {
@@ -1358,13 +1677,13 @@ describe('predictGates: the whole error for each bad argument', () => {
       'rules as a number',
       { rules: 1 },
       'rules',
-      'rules must be one of "legacy", "device", "chip-tuning", "current"; got number 1',
+      'rules must be one of "legacy", "device-b6673", "device-b6968", "device-b7010", "device", "chip-tuning", "current"; got number 1',
     ],
     [
       'an unknown rule set',
       { rules: 'old' },
       'rules',
-      'rules must be one of "legacy", "device", "chip-tuning", "current"; got the string "old"',
+      'rules must be one of "legacy", "device-b6673", "device-b6968", "device-b7010", "device", "chip-tuning", "current"; got the string "old"',
     ],
     [
       'a release that is no tag',

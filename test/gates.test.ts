@@ -602,7 +602,7 @@ describe('predictGates: invalid arguments', () => {
     expectInvalid(
       () => predictGates(dev, 'llama.cpp', { rules: 'old' as unknown as 'legacy' }),
       'rules',
-      /"legacy", "device", "chip-tuning", "current"/,
+      /"legacy", "device-b6673", "device-b6968", "device-b7010", "device", "chip-tuning", "current"/,
     );
     expectInvalid(() => predictGates(dev, 'mlx', { rules: 'legacy' }), 'rules', /llama\.cpp/);
     expect(predictGates(dev, 'mlx', { rules: 'current', env: {} }).engine).toBe('mlx');

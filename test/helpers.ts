@@ -126,12 +126,12 @@ export function simFlags(kind: '--cflags' | '--libs'): string[] {
 }
 
 /**
- * Compiles test/native/consumer.mm, a program written only against Apple's documented Metal API, with the flags
- * script, exactly as a third party would. Rebuilt when the source is newer.
+ * Compiles test/native/<name>.mm (default consumer.mm), a program written only against Apple's documented Metal API,
+ * with the flags script, exactly as a third party would. Rebuilt when the source is newer.
  */
-export function buildConsumer(): string {
-  const source = path.join(root, 'test', 'native', 'consumer.mm');
-  const out = path.join(root, 'build', 'test', 'consumer');
+export function buildConsumer(name = 'consumer'): string {
+  const source = path.join(root, 'test', 'native', `${name}.mm`);
+  const out = path.join(root, 'build', 'test', name);
   if (existsSync(out) && statSync(out).mtimeMs > statSync(source).mtimeMs) return out;
   mkdirSync(path.dirname(out), { recursive: true });
   execFileSync('clang++-14', [...simFlags('--cflags'), source, '-o', out, ...simFlags('--libs')], { stdio: 'pipe' });

@@ -52,6 +52,9 @@ describe('parseRelease', () => {
   });
 });
 
+const GGML_094_WARNING = (v: string) =>
+  `ggml ${v} shipped with llama.cpp b6526 to b7595, across the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411): the oldest of these rules (b6673 to b6967 (ggml-metal-device.m, before the tensor API)) assumed`;
+
 describe('ruleSetForGgmlVersion', () => {
   it.each<[string, unknown]>([
     ['0.25.1', { ruleSet: 'current', warning: null }],
@@ -60,11 +63,14 @@ describe('ruleSetForGgmlVersion', () => {
     ['0.24.9', { ruleSet: 'chip-tuning', warning: null }],
     ['0.23.0', { ruleSet: 'chip-tuning', warning: null }],
     ['0.22.9', { ruleSet: 'device', warning: null }],
-    ['0.9.0', { ruleSet: 'device', warning: null }],
-    ['0.9.4-dirty', { ruleSet: 'device', warning: null }],
+    // ggml 0.9.5 arrived in b7596, after the last device boundary (b7411); 0.9.0 to 0.9.4 span them all.
+    ['0.9.5', { ruleSet: 'device', warning: null }],
+    ['0.9.4-dirty', { ruleSet: 'device-b6673', warning: GGML_094_WARNING('0.9.4-dirty') }],
+    ['0.9.0', { ruleSet: 'device-b6673', warning: GGML_094_WARNING('0.9.0') }],
     // Before ggml 0.9 its version was 0.0.<llama.cpp build number>.
     ['0.0.6431', { ruleSet: 'legacy', warning: null }],
-    ['0.0.7000', { ruleSet: 'device', warning: null }],
+    ['0.0.7000', { ruleSet: 'device-b6968', warning: null }],
+    ['0.0.7411', { ruleSet: 'device', warning: null }],
     ['0.8.0', null],
     ['unknown', null],
     ['', null],
@@ -113,7 +119,37 @@ describe('rulesOfLoaded', () => {
     ).toEqual({
       ruleSet: 'device',
       release: null,
-      detail: 'libggml-metal.so: ggml 0.9.5; it exports ggml_metal_device_init: ggml-metal-device.m',
+      detail:
+        'libggml-metal.so: ggml 0.9.5; it exports ggml_metal_device_init: ggml-metal-device.m; rules by its ggml version',
+    });
+  });
+
+  it('ggml_metal_device_init alone does not say which device rules: the release, then the version picks them', () => {
+    const device = (ggmlVersion: string | null, nodeLlamaCppRelease: string | null) =>
+      rulesOfLoaded({ image, ggmlVersion, markers: [symbolOf('device')], nodeLlamaCppRelease });
+    expect(device('0.9.4', 'b7000')).toEqual({
+      ruleSet: 'device-b6968',
+      release: 'b7000',
+      detail:
+        "libggml-metal.so: llama.cpp b7000 (node-llama-cpp's build metadata), ggml 0.9.4; it exports ggml_metal_device_init: ggml-metal-device.m; rules by its release",
+    });
+    expect(device('0.9.4', null)).toEqual({
+      ruleSet: 'device-b6673',
+      release: null,
+      detail: `libggml-metal.so: ggml 0.9.4; it exports ggml_metal_device_init: ggml-metal-device.m; rules by its ggml version (${GGML_094_WARNING('0.9.4')})`,
+    });
+    expect(device(null, null)).toEqual({
+      ruleSet: 'device',
+      release: null,
+      detail:
+        'libggml-metal.so: no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (no release or ggml version says which: the newest device rules (b7411 to b10361 (ggml-metal-device.m, before per-chip tuning)) assumed)',
+    });
+    // A release of another generation does not override what the binary exports.
+    expect(device(null, 'v0.5.0')).toEqual({
+      ruleSet: 'device',
+      release: 'v0.5.0',
+      detail:
+        "libggml-metal.so: llama.cpp v0.5.0 (node-llama-cpp's build metadata), no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m",
     });
   });
 
@@ -165,7 +201,15 @@ describe('rulesOfLoaded', () => {
 
 describe('the rule sets', () => {
   it('are ordered oldest first and each says what it covers and on what evidence', () => {
-    expect(LLAMA_CPP_RULE_SETS).toEqual(['legacy', 'device', 'chip-tuning', 'current']);
+    expect(LLAMA_CPP_RULE_SETS).toEqual([
+      'legacy',
+      'device-b6673',
+      'device-b6968',
+      'device-b7010',
+      'device',
+      'chip-tuning',
+      'current',
+    ]);
     expect(LLAMA_CPP_RULE_SET_INFO).toMatchSnapshot();
   });
 

@@ -1,5 +1,6 @@
 // The simulated Metal's own loader, seen from a program that links it directly (test/native/consumer.mm): the
-// snapshots test/fuzz/ found or kept as regressions must load no device and say why, never crash the program.
+// snapshots test/fuzz/ found or kept as regressions must load no device and say why, never crash the program. And its
+// blit fill (test/native/blit_fill.mm), which llama.cpp's device initialisation encodes.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -58,5 +59,44 @@ describeSim('simulated Metal: snapshots it cannot lay out as device classes', ()
       timeout: 30_000,
     });
     expect([r.status, r.stdout]).toEqual([0, '[]\n']);
+  });
+});
+
+describeSim("simulated Metal: the blit encoder's fill", () => {
+  let program: string;
+  beforeAll(() => {
+    requireSimBuild();
+    program = buildConsumer('blit_fill');
+  });
+
+  /** One command buffer per range (`location:length`) on a fresh 16-byte buffer, filled with 0xAB. */
+  const fill = (...ranges: string[]) => {
+    const r = spawnSync(program, ranges, {
+      encoding: 'utf8',
+      env: { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' },
+      timeout: 30_000,
+    });
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    return r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as unknown);
+  };
+  const bytes = (from: number, to: number) => Array.from({ length: 16 }, (_, i) => (i >= from && i < to ? 0xab : 0));
+  const PAST_END = 'simulated: a blit fill past the end of its buffer';
+
+  it('a fill then a read sees the filled bytes and no others; a fill up to the last byte completes', () => {
+    expect(fill('4:8', '8:8', '0:0')).toEqual([
+      { status: 4, error: null, bytes: bytes(4, 12) },
+      { status: 4, error: null, bytes: bytes(8, 16) },
+      { status: 4, error: null, bytes: bytes(0, 0) },
+    ]);
+  });
+
+  it('a fill one byte past the end, or starting past it, fails the command buffer and writes nothing', () => {
+    expect(fill('9:8', '17:0')).toEqual([
+      { status: 5, error: PAST_END, bytes: bytes(0, 0) },
+      { status: 5, error: PAST_END, bytes: bytes(0, 0) },
+    ]);
   });
 });

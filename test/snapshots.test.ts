@@ -267,9 +267,19 @@ describe('snapshot validation', () => {
         'Apple M1 Ultra (Virtual)',
         'Apple M1 Ultra',
         'm1-ultra-guest-brand',
-        'cua-setup',
+        'm1-ultra-guest-brand',
       ],
     ]);
+  });
+
+  it("a bundled chip parsed from a recorded brand string cites the brand string's source, which names it", () => {
+    for (const id of listSnapshots()) {
+      const s = loadSnapshot(id);
+      const h = s.host;
+      if (h.cpuBrand === null) continue;
+      const source = (s.sources as Record<string, string>)[h.provenance.chip ?? ''];
+      expect([id, h.provenance.chip, source?.includes(h.cpuBrand)]).toEqual([id, h.provenance.cpuBrand, true]);
+    }
   });
 
   it('simulation.defaultObjectClass: a class name no device has, on the default device only', () => {

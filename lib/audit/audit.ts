@@ -287,6 +287,22 @@ function tuningWarnings(
   ];
 }
 
+/**
+ * MLX skips its buffer heap when the device is named exactly "Apple Paravirtual device", on purpose: a profile whose
+ * deviceName renames that device makes MLX create the heap in a VM. MLX uses MTLCopyAllDevices()[0].
+ */
+function heapWarnings(devices: { index: number; engines: EngineComparison[] }[]): ApplyWarning[] {
+  const mlx = devices.find((d) => d.index === 0)?.engines.find((e) => e.engine === 'mlx');
+  if (mlx === undefined || mlx.before.engine !== 'mlx' || mlx.after.engine !== 'mlx') return [];
+  if (!mlx.before.heapSkipped.value || mlx.after.heapSkipped.value) return [];
+  return [
+    {
+      code: 'heap-in-vm',
+      message: `MLX: the device answers ${JSON.stringify(mlx.after.deviceName)} instead of ${JSON.stringify(mlx.before.deviceName)}, so in this VM MLX creates the buffer heap it skips there on purpose and adds it to its residency set; check it with doctor's heap probe, or leave deviceName null where MLX runs`,
+    },
+  ];
+}
+
 function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], requested: Profile, opts: BuildOptions) {
   const bound = bindToHost(requested, stock.host);
   // A 'host' value on a host whose chip is unknown: nothing would be applied, so the devices stay as they are.
@@ -317,6 +333,7 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], re
       ? [
           ...profileWarnings(profile, stock.devices, changes, opts.consumers, stock.host, opts.rules.rules),
           ...tuningWarnings(devices, stock.host, changes, opts.rules.rules),
+          ...heapWarnings(devices),
         ]
       : [],
     llamaCppRules: opts.rules,

@@ -37,8 +37,9 @@ const command: Command = {
   --snapshot S     audit a recorded snapshot offline (any OS); without it the profile is applied in this
                    process, verified and restored (macOS)
   --engine E       llama.cpp, mlx or all (default all)
-  --rules R        llama.cpp rules: current, legacy, device or chip-tuning, or a release (b4753, v0.4.0);
-                   default: the loaded llama.cpp's (live), else current; llama.cpp only
+  --rules R        llama.cpp rules: current, chip-tuning, device, device-b7010, device-b6968, device-b6673
+                   or legacy, or a release (b4753, v0.4.0); default: the loaded llama.cpp's (live), else
+                   current; llama.cpp only
   --force          allow raising answers on a host that is not a VM
   --json           machine-readable result (schema metal-cap-shim/audit@1)
 Exit code 3 when the profile would be refused on that host, 1 when it does not verify.

@@ -14,6 +14,7 @@ import {
   predictLlamaCpp,
   type LlamaCppCurrentPrediction,
   type LlamaCppDevicePrediction,
+  type LlamaCppEarlyDevicePrediction,
   type LlamaCppLegacyPrediction,
   type LlamaCppPrediction,
 } from './llama-cpp.js';
@@ -38,8 +39,8 @@ export interface PredictOptions {
   /** Host facts for macOS-version and build-architecture rules; null/absent means unknown (macOS assumed ≥ 15.0). */
   host?: HostInfo | null;
   /**
-   * llama.cpp rule set: `current` (the newest, default), `legacy` (the newest ggml-metal.m rules), or `device` /
-   * `chip-tuning` for the releases between. MLX accepts only `current`.
+   * llama.cpp rule set: `current` (the newest, default), `legacy` (the newest ggml-metal.m rules), or `device-b6673`,
+   * `device-b6968`, `device-b7010`, `device` and `chip-tuning` for the releases between. MLX accepts only `current`.
    */
   rules?: LlamaCppRuleSet;
   /** A llama.cpp release (`b4753`, `v0.4.0`): its rule set. Not together with `rules`; llama.cpp only. */
@@ -176,12 +177,18 @@ export function predictGates(
   engine: 'llama.cpp',
   options?: PredictOptions & { rules?: 'current' | 'chip-tuning'; release?: undefined },
 ): LlamaCppCurrentPrediction;
-/** Predicts llama.cpp's flags under the device (pre-tuning ggml-metal-device.m) rules. */
+/** Predicts llama.cpp's flags under the device (pre-tuning ggml-metal-device.m) rules with the tensor API. */
 export function predictGates(
   device: DeviceReport,
   engine: 'llama.cpp',
-  options: PredictOptions & { rules: 'device' },
+  options: PredictOptions & { rules: 'device' | 'device-b7010' | 'device-b6968' },
 ): LlamaCppDevicePrediction;
+/** Predicts llama.cpp's flags under the first ggml-metal-device.m rules (b6673 to b6967, no has_tensor). */
+export function predictGates(
+  device: DeviceReport,
+  engine: 'llama.cpp',
+  options: PredictOptions & { rules: 'device-b6673' },
+): LlamaCppEarlyDevicePrediction;
 /** Predicts llama.cpp's flags under the legacy (ggml-metal.m) rules. */
 export function predictGates(
   device: DeviceReport,

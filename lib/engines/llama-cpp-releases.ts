@@ -6,15 +6,36 @@
  * exactly; a release there gets the older rule set and a warning saying so.
  */
 
-/** A llama.cpp rule set, oldest first; `current` and `legacy` name the newest of each source generation. */
-export type LlamaCppRuleSet = 'legacy' | 'device' | 'chip-tuning' | 'current';
+/**
+ * A llama.cpp rule set, oldest first. `current`, `device` and `legacy` name the newest of each source generation;
+ * the older ggml-metal-device.m rule sets are named by the first release they cover (`device-b6968`).
+ */
+export type LlamaCppRuleSet =
+  | 'legacy'
+  | 'device-b6673'
+  | 'device-b6968'
+  | 'device-b7010'
+  | 'device'
+  | 'chip-tuning'
+  | 'current';
 
 /** Every llama.cpp rule set, oldest first. */
 export const LLAMA_CPP_RULE_SETS: readonly LlamaCppRuleSet[] = Object.freeze([
   'legacy',
+  'device-b6673',
+  'device-b6968',
+  'device-b7010',
   'device',
   'chip-tuning',
   'current',
+] as const);
+
+/** The ggml-metal-device.m rule sets before per-chip tuning, oldest first. */
+export const LLAMA_CPP_DEVICE_RULE_SETS: readonly LlamaCppRuleSet[] = Object.freeze([
+  'device-b6673',
+  'device-b6968',
+  'device-b7010',
+  'device',
 ] as const);
 
 /** What one rule set covers. */
@@ -40,13 +61,40 @@ export const LLAMA_CPP_RULE_SET_INFO: Readonly<Record<LlamaCppRuleSet, LlamaCppR
       'the device context of ggml-metal.m: bfloat kernels only in -DGGML_METAL_USE_BF16=ON builds, residency sets only in arm64 builds against the macOS 15 SDK',
     evidence: ['b4753: built and compared (node-llama-cpp 3.6.0)', 'b6431: source read (node-llama-cpp 3.13.0)'],
   },
+  'device-b6673': {
+    id: 'device-b6673',
+    source: 'ggml-metal-device.m',
+    releases: 'b6673 to b6967 (ggml-metal-device.m, before the tensor API)',
+    summary:
+      'ggml_metal_device_init and its props: no has_tensor, no GGML_METAL_BF16_DISABLE; shared buffers from hasUnifiedMemory and GGML_METAL_SHARED_BUFFERS_DISABLE only',
+    evidence: [
+      'b6673: source read (node-llama-cpp 3.14.0)',
+      "b6673 to b6967: ggml_metal_device_init read in llama.cpp's history (first changed by commit 5b180c3, build 6968)",
+    ],
+  },
+  'device-b6968': {
+    id: 'device-b6968',
+    source: 'ggml-metal-device.m',
+    releases: 'b6968 to b7009 (ggml-metal-device.m, tensor API on M5/M6 only)',
+    summary:
+      'has_tensor (Metal4, on by name for M5 and M6 only) and GGML_METAL_BF16_DISABLE arrive (llama.cpp #16634); shared buffers unchanged',
+    evidence: ["b6968: source read in llama.cpp's history (commit 5b180c3, #16634, the build that adds both)"],
+  },
+  'device-b7010': {
+    id: 'device-b7010',
+    source: 'ggml-metal-device.m',
+    releases: 'b7010 to b7410 (ggml-metal-device.m, before eGPU shared buffers)',
+    summary: 'the tensor API by name also for A19 and A20 (llama.cpp #17087); shared buffers unchanged',
+    evidence: ["b7010: source read in llama.cpp's history (commit c27efd2, #17087)"],
+  },
   device: {
     id: 'device',
     source: 'ggml-metal-device.m',
-    releases: 'b6673 to b10361 (ggml-metal-device.m, before per-chip tuning)',
-    summary: 'ggml_metal_device_init and its props; no device_id or GPU-family tuning yet',
+    releases: 'b7411 to b10361 (ggml-metal-device.m, before per-chip tuning)',
+    summary:
+      'an external GPU gets shared buffers, and GGML_METAL_SHARED_BUFFERS_ENABLE forces them (llama.cpp #17866); no device_id or GPU-family tuning yet',
     evidence: [
-      'b6673: source read (node-llama-cpp 3.14.0)',
+      "b7411: source read in llama.cpp's history (commit 165caaf, #17866)",
       'b7698, b8121, b8390, b10068, b10361: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.15.0 to 3.20.0)',
     ],
   },
@@ -96,6 +144,16 @@ const LAST_LEGACY_SEEN = 6431;
 const FIRST_DEVICE_SEEN = 6673;
 /** The newest b-numbered release seen without per-chip tuning (@node-llama-cpp/mac-arm64-metal 3.20.0). */
 const LAST_UNTUNED_BUILD_SEEN = 10361;
+/**
+ * The builds that change ggml_metal_device_init's reads, from llama.cpp's history: a release tag bN is build N
+ * (`git rev-list --count` of its commit), on a history without merges, so every release from bN on contains build N.
+ */
+const DEVICE_BOUNDARIES: readonly { first: number; ruleSet: LlamaCppRuleSet }[] = [
+  { first: 7411, ruleSet: 'device' },
+  { first: 7010, ruleSet: 'device-b7010' },
+  { first: 6968, ruleSet: 'device-b6968' },
+  { first: FIRST_DEVICE_SEEN, ruleSet: 'device-b6673' },
+];
 
 /** The rule set for a release, with a warning when the release lies where the boundary is not known exactly. */
 export function ruleSetForRelease(release: LlamaCppRelease): { ruleSet: LlamaCppRuleSet; warning: string | null } {
@@ -108,7 +166,8 @@ export function ruleSetForRelease(release: LlamaCppRelease): { ruleSet: LlamaCpp
         warning: `llama.cpp ${release.text} lies between b${LAST_LEGACY_SEEN} (the last ggml-metal.m release seen) and b${FIRST_DEVICE_SEEN} (the first ggml-metal-device.m release seen): legacy rules assumed`,
       };
     }
-    if (n <= LAST_UNTUNED_BUILD_SEEN) return { ruleSet: 'device', warning: null };
+    if (n <= LAST_UNTUNED_BUILD_SEEN)
+      return { ruleSet: DEVICE_BOUNDARIES.find((b) => n >= b.first)!.ruleSet, warning: null };
     return {
       ruleSet: 'device',
       warning: `llama.cpp ${release.text} is newer than b${LAST_UNTUNED_BUILD_SEEN}, the newest b-numbered release seen without per-chip tuning: device rules assumed (v0.4.0's per-chip tuning may apply)`,
@@ -169,11 +228,16 @@ export interface LoadedRules {
   detail: string;
 }
 
-/** ggml's semantic versions, as the releases seen ship them: b6673 ggml 0.9.4, b10361 0.19.0, v0.4.0 0.23.0, v0.5.0 0.25.1. */
-const GGML_VERSION_RULES: readonly { min: [number, number, number]; ruleSet: LlamaCppRuleSet }[] = [
+/**
+ * ggml's semantic versions, as the releases seen ship them: b6673 ggml 0.9.4, b10361 0.19.0, v0.4.0 0.23.0, v0.5.0
+ * 0.25.1. In llama.cpp's history ggml 0.9.0 arrives in b6526 and 0.9.5 in b7596, so 0.9.0 to 0.9.4 spans the
+ * device-b6673 to device rule sets and cannot tell them apart (`spans`).
+ */
+const GGML_VERSION_RULES: readonly { min: [number, number, number]; ruleSet: LlamaCppRuleSet; spans?: string }[] = [
   { min: [0, 25, 0], ruleSet: 'current' },
   { min: [0, 23, 0], ruleSet: 'chip-tuning' },
-  { min: [0, 9, 0], ruleSet: 'device' },
+  { min: [0, 9, 5], ruleSet: 'device' },
+  { min: [0, 9, 0], ruleSet: 'device-b6673', spans: 'b6526 to b7595' },
 ];
 
 /** The rule set a ggml version implies; before ggml 0.9 its version was `0.0.<llama.cpp build number>`. */
@@ -184,12 +248,21 @@ export function ruleSetForGgmlVersion(text: string): { ruleSet: LlamaCppRuleSet;
   if (version[0] === 0 && version[1] === 0)
     return ruleSetForRelease({ kind: 'build', build: version[2], text: `b${version[2]}` });
   const rule = GGML_VERSION_RULES.find((r) => versionAtLeast(version, r.min));
-  return rule === undefined ? null : { ruleSet: rule.ruleSet, warning: null };
+  if (rule === undefined) return null;
+  return {
+    ruleSet: rule.ruleSet,
+    warning:
+      rule.spans === undefined
+        ? null
+        : `ggml ${text} shipped with llama.cpp ${rule.spans}, across the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411): the oldest of these rules (${LLAMA_CPP_RULE_SET_INFO[rule.ruleSet].releases}) assumed`,
+  };
 }
 
 /**
  * Decides a loaded ggml-metal's rules: the generation markers it exports first (they are what the binary contains),
  * then node-llama-cpp's release tag, then ggml's own version; an image with none of them is legacy ggml-metal.m.
+ * ggml_metal_device_init alone does not say which ggml-metal-device.m release it is: the release or the version then
+ * picks among the device rule sets, and without either the newest (`device`) is assumed, with a warning.
  */
 export function rulesOfLoaded(found: LoadedGgmlMetal): LoadedRules {
   const base = found.image.slice(found.image.lastIndexOf('/') + 1);
@@ -201,24 +274,39 @@ export function rulesOfLoaded(found: LoadedGgmlMetal): LoadedRules {
   ]
     .filter((x) => x !== null)
     .join(', ');
-  const marker = LLAMA_CPP_GENERATION_MARKERS.find((m) => m.symbols.some((symbol) => found.markers.includes(symbol)));
-  if (marker !== undefined) {
-    return {
-      ruleSet: marker.ruleSet,
-      release: found.nodeLlamaCppRelease,
-      detail: `${base}: ${what}; it exports ${marker.meaning}`,
-    };
-  }
   const release = found.nodeLlamaCppRelease === null ? null : parseRelease(found.nodeLlamaCppRelease);
   const byRelease = release === null ? null : ruleSetForRelease(release);
   const byVersion = byRelease === null && found.ggmlVersion !== null ? ruleSetForGgmlVersion(found.ggmlVersion) : null;
   const decided = byRelease ?? byVersion;
+  const why = byRelease !== null ? 'rules by its release' : 'rules by its ggml version';
+  const warned = (w: string | null) => (w === null ? '' : ` (${w})`);
+  const marker = LLAMA_CPP_GENERATION_MARKERS.find((m) => m.symbols.some((symbol) => found.markers.includes(symbol)));
+  if (marker !== undefined) {
+    const exported = `${base}: ${what}; it exports ${marker.meaning}`;
+    if (marker.ruleSet !== 'device')
+      return { ruleSet: marker.ruleSet, release: found.nodeLlamaCppRelease, detail: exported };
+    if (decided !== null && LLAMA_CPP_DEVICE_RULE_SETS.includes(decided.ruleSet)) {
+      return {
+        ruleSet: decided.ruleSet,
+        release: found.nodeLlamaCppRelease,
+        detail: `${exported}; ${why}${warned(decided.warning)}`,
+      };
+    }
+    return {
+      ruleSet: 'device',
+      release: found.nodeLlamaCppRelease,
+      detail: `${exported}${warned(
+        decided === null
+          ? `no release or ggml version says which: the newest device rules (${LLAMA_CPP_RULE_SET_INFO.device.releases}) assumed`
+          : null,
+      )}`,
+    };
+  }
   if (decided !== null) {
-    const why = byRelease !== null ? 'rules by its release' : 'rules by its ggml version';
     return {
       ruleSet: decided.ruleSet,
       release: found.nodeLlamaCppRelease,
-      detail: `${base}: ${what}; ${why}${decided.warning === null ? '' : ` (${decided.warning})`}`,
+      detail: `${base}: ${what}; ${why}${warned(decided.warning)}`,
     };
   }
   return {

@@ -36,6 +36,9 @@ export type LlamaCppDeviceFlag =
   | 'use_residency_sets'
   | 'use_shared_buffers';
 
+/** The device flags before the tensor API (device-b6673 rules): no has_tensor. */
+export type LlamaCppEarlyDeviceFlag = Exclude<LlamaCppDeviceFlag, 'has_tensor'>;
+
 /** Every flag of the chip-tuning and current rules: the device flags, the Apple GPU family and the chip. */
 export type LlamaCppCurrentFlag = LlamaCppDeviceFlag | 'gpu_family' | 'device_id';
 
@@ -107,10 +110,17 @@ export interface LlamaCppCurrentPrediction extends LlamaCppPredictionBase {
   tuning: Derived<TuningTier>;
 }
 
-/** llama.cpp prediction under the device rules (ggml-metal-device.m before per-chip tuning). */
+/** llama.cpp prediction under the device rules with the tensor API (ggml-metal-device.m b6968 to b10361). */
 export interface LlamaCppDevicePrediction extends LlamaCppPredictionBase {
-  rules: 'device';
+  rules: 'device' | 'device-b7010' | 'device-b6968';
   flags: Record<LlamaCppDeviceFlag, GateFlag>;
+  tuning: null;
+}
+
+/** llama.cpp prediction under the first ggml-metal-device.m rules (b6673 to b6967): no has_tensor flag yet. */
+export interface LlamaCppEarlyDevicePrediction extends LlamaCppPredictionBase {
+  rules: 'device-b6673';
+  flags: Record<LlamaCppEarlyDeviceFlag, GateFlag>;
   tuning: null;
 }
 
@@ -122,7 +132,11 @@ export interface LlamaCppLegacyPrediction extends LlamaCppPredictionBase {
 }
 
 /** llama.cpp prediction under any rule set (discriminated by `rules`). */
-export type LlamaCppPrediction = LlamaCppCurrentPrediction | LlamaCppDevicePrediction | LlamaCppLegacyPrediction;
+export type LlamaCppPrediction =
+  | LlamaCppCurrentPrediction
+  | LlamaCppDevicePrediction
+  | LlamaCppEarlyDevicePrediction
+  | LlamaCppLegacyPrediction;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Shared pieces.
@@ -172,7 +186,9 @@ function bfloatFamilies(device: DeviceReport): { yes: boolean; parts: string[] }
   return { yes: metal3.yes || apple6.yes, parts: [metal3.text, apple6.text] };
 }
 
+/** Names that turn the tensor API on: M5 and M6 from b6968, A19 and A20 too from b7010. */
 const TENSOR_CHIP_MARKERS = ['M5', 'M6', 'A19', 'A20'] as const;
+const TENSOR_CHIP_MARKERS_B6968 = ['M5', 'M6'] as const;
 
 const SRC_DEVICE_INIT = 'ggml-metal-device.m ggml_metal_device_init';
 const SRC_LEGACY_ACQ = 'ggml-metal.m ggml_backend_metal_device_acq (ggml_metal_init in 2024 builds)';
@@ -227,28 +243,51 @@ const bfloatRule: LlamaCppRule<'has_bfloat'> = {
   },
 };
 
-const tensorRule: LlamaCppRule<'has_tensor'> = {
-  flag: 'has_tensor',
-  source: SRC_DEVICE_INIT,
-  rule: 'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)',
-  families: ['metal4'],
-  properties: ['name'],
-  env: ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE'],
-  compute: ({ device, env }) => {
-    const m4 = ask(device, 'metal4');
-    const off = envSet(env, 'GGML_METAL_TENSOR_DISABLE');
-    const on = envSet(env, 'GGML_METAL_TENSOR_ENABLE');
-    const marker = TENSOR_CHIP_MARKERS.find((m) => device.name.includes(m));
-    const nameText =
-      marker === undefined
-        ? `name ${JSON.stringify(device.name)} has no M5/M6/A19/A20`
-        : `name ${JSON.stringify(device.name)} contains ${marker}`;
-    const parts = [m4.text, off.text, on.text, nameText];
-    const value = m4.yes && !off.set && (on.set || marker !== undefined);
-    if (value) parts.push('ggml then test-compiles a tensor kernel and clears this flag if that fails');
-    return result(value, parts);
-  },
-};
+/** has_bfloat where no environment switch exists (ggml-metal.m, and ggml-metal-device.m before b6968). */
+function bfloatNoSwitchRule(source: string): LlamaCppRule<'has_bfloat'> {
+  return {
+    flag: 'has_bfloat',
+    source,
+    rule: 'supportsFamily(Metal3) OR supportsFamily(Apple6) (no environment override)',
+    families: ['metal3', 'apple6'],
+    properties: [],
+    env: [],
+    compute: ({ device, env }) => {
+      const fam = bfloatFamilies(device);
+      const parts = [...fam.parts];
+      if (env.GGML_METAL_BF16_DISABLE !== undefined)
+        parts.push('GGML_METAL_BF16_DISABLE is set but these rules do not read it');
+      return result(fam.yes, parts);
+    },
+  };
+}
+
+/** has_tensor; `markers`: the name parts that turn it on without GGML_METAL_TENSOR_ENABLE. */
+function tensorRule(markers: readonly string[]): LlamaCppRule<'has_tensor'> {
+  const list = markers.join('/');
+  return {
+    flag: 'has_tensor',
+    source: SRC_DEVICE_INIT,
+    rule: `supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains ${list} OR GGML_METAL_TENSOR_ENABLE set)`,
+    families: ['metal4'],
+    properties: ['name'],
+    env: ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE'],
+    compute: ({ device, env }) => {
+      const m4 = ask(device, 'metal4');
+      const off = envSet(env, 'GGML_METAL_TENSOR_DISABLE');
+      const on = envSet(env, 'GGML_METAL_TENSOR_ENABLE');
+      const marker = markers.find((m) => device.name.includes(m));
+      const nameText =
+        marker === undefined
+          ? `name ${JSON.stringify(device.name)} has no ${list}`
+          : `name ${JSON.stringify(device.name)} contains ${marker}`;
+      const parts = [m4.text, off.text, on.text, nameText];
+      const value = m4.yes && !off.set && (on.set || marker !== undefined);
+      if (value) parts.push('ggml then test-compiles a tensor kernel and clears this flag if that fails');
+      return result(value, parts);
+    },
+  };
+}
 
 /** The residency flag under both names: `compiledOutFlag` is its value where the build compiles residency sets out. */
 function residencyRule<F extends 'use_residency_sets' | 'has_residency_sets'>(
@@ -278,39 +317,53 @@ const residencySetsRule = residencyRule(
   true,
 );
 
-/** use_shared_buffers; `externalOnX86Only`: v0.5.0 reads the device location in x86_64 builds only. */
-function sharedBuffersRule(externalOnX86Only: boolean): LlamaCppRule<'use_shared_buffers'> {
+/**
+ * use_shared_buffers, by what a release reads besides hasUnifiedMemory: nothing else and only the DISABLE switch
+ * (`unified`, before b7411), the device location everywhere and the ENABLE switch too (`location`, b7411 to v0.4.x),
+ * or the location in x86_64 builds only (`location-x86`, v0.5.0).
+ */
+function sharedBuffersRule(reads: 'unified' | 'location' | 'location-x86'): LlamaCppRule<'use_shared_buffers'> {
+  const readsSwitchOn = reads !== 'unified';
+  const condition = {
+    unified: 'hasUnifiedMemory',
+    location: '(hasUnifiedMemory OR location == external)',
+    'location-x86': '(hasUnifiedMemory OR (an x86_64 build AND location == external))',
+  }[reads];
   return {
     flag: 'use_shared_buffers',
     source: SRC_DEVICE_INIT,
-    rule: `(hasUnifiedMemory OR ${externalOnX86Only ? '(an x86_64 build AND location == external)' : 'location == external'}); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true`,
+    rule: `${condition}; GGML_METAL_SHARED_BUFFERS_DISABLE → false${readsSwitchOn ? ', then GGML_METAL_SHARED_BUFFERS_ENABLE → true' : ' (no ENABLE switch)'}`,
     families: [],
-    properties: externalOnX86Only
-      ? ['hasUnifiedMemory', 'location', 'host.arch', 'host.translated']
-      : ['hasUnifiedMemory', 'location'],
-    env: ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE'],
+    properties: {
+      unified: ['hasUnifiedMemory'],
+      location: ['hasUnifiedMemory', 'location'],
+      'location-x86': ['hasUnifiedMemory', 'location', 'host.arch', 'host.translated'],
+    }[reads],
+    env: readsSwitchOn
+      ? ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE']
+      : ['GGML_METAL_SHARED_BUFFERS_DISABLE'],
     compute: ({ device, env, host }) => {
       const unified = typeof device.hasUnifiedMemory === 'boolean' ? device.hasUnifiedMemory : null;
       const location = typeof device.location === 'string' ? device.location : null;
       const off = envSet(env, 'GGML_METAL_SHARED_BUFFERS_DISABLE');
       const on = envSet(env, 'GGML_METAL_SHARED_BUFFERS_ENABLE');
-      const parts = [
-        `hasUnifiedMemory=${unified === null ? 'unknown (treated as NO)' : unified ? 'YES' : 'NO'}`,
-        `location=${location ?? 'unknown'}`,
-      ];
-      let readsLocation = true;
-      if (externalOnX86Only) {
+      const parts = [`hasUnifiedMemory=${unified === null ? 'unknown (treated as NO)' : unified ? 'YES' : 'NO'}`];
+      let readsLocation = reads !== 'unified';
+      if (readsLocation) parts.push(`location=${location ?? 'unknown'}`);
+      if (reads === 'location-x86') {
         const build = engineArch(host);
         readsLocation = build.arch === 'x86_64';
         parts.push(
           `${build.text}${readsLocation ? ', which reads the location' : ', which does not read the location'}`,
         );
       }
-      parts.push(off.text, on.text);
+      parts.push(off.text);
+      if (readsSwitchOn) parts.push(on.text);
+      else if (on.set) parts.push('GGML_METAL_SHARED_BUFFERS_ENABLE is set but these rules do not read it');
       // ggml applies DISABLE first and ENABLE last, so ENABLE wins when both are set.
       let value = unified === true || (readsLocation && location === 'external');
       if (off.set) value = false;
-      if (on.set) value = true;
+      if (readsSwitchOn && on.set) value = true;
       return result(value, parts);
     },
   };
@@ -452,22 +505,48 @@ export function tuningPhrase(t: TuningTier): string {
 // ---------------------------------------------------------------------------------------------------------------
 // The rule tables.
 
-const locationEverywhere = sharedBuffersRule(false);
+const unifiedOnly = sharedBuffersRule('unified');
+const locationEverywhere = sharedBuffersRule('location');
+const tensorRuleB6968 = tensorRule(TENSOR_CHIP_MARKERS_B6968);
+const tensorRuleB7010 = tensorRule(TENSOR_CHIP_MARKERS);
 
-/** Device rules (ggml-metal-device.m before per-chip tuning). */
+/** The first ggml-metal-device.m rules (b6673 to b6967): no tensor API, no BF16 switch, no eGPU shared buffers. */
+export const LLAMA_CPP_DEVICE_B6673_RULES: readonly LlamaCppRule<LlamaCppEarlyDeviceFlag>[] = Object.freeze([
+  simdgroupReductionRule(SRC_DEVICE_INIT),
+  simdgroupMmRule,
+  bfloatNoSwitchRule(SRC_DEVICE_INIT),
+  residencySetsRule,
+  unifiedOnly,
+]);
+
+/** b6968 to b7009: the BF16 switch and the tensor API, on by name for M5 and M6. */
+export const LLAMA_CPP_DEVICE_B6968_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[] = Object.freeze([
+  simdgroupReductionRule(SRC_DEVICE_INIT),
+  simdgroupMmRule,
+  bfloatRule,
+  tensorRuleB6968,
+  residencySetsRule,
+  unifiedOnly,
+]);
+
+/** b7010 to b7410: the tensor API by name also for A19 and A20. */
+export const LLAMA_CPP_DEVICE_B7010_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[] = Object.freeze([
+  simdgroupReductionRule(SRC_DEVICE_INIT),
+  simdgroupMmRule,
+  bfloatRule,
+  tensorRuleB7010,
+  residencySetsRule,
+  unifiedOnly,
+]);
+
+/** Device rules (b7411 to b10361, ggml-metal-device.m before per-chip tuning): eGPU shared buffers and their ENABLE switch. */
 export const LLAMA_CPP_DEVICE_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[] = Object.freeze([
   simdgroupReductionRule(SRC_DEVICE_INIT),
   simdgroupMmRule,
-  {
-    ...bfloatRule,
-    rule: `${bfloatRule.rule} (the switch arrived within this range, by b7698)`,
-  },
-  { ...tensorRule, rule: `${tensorRule.rule} (from b7698 at the latest; earlier releases have no tensor flag)` },
+  bfloatRule,
+  tensorRuleB7010,
   residencySetsRule,
-  {
-    ...locationEverywhere,
-    rule: `${locationEverywhere.rule} (b6673 reads hasUnifiedMemory and the DISABLE switch only)`,
-  },
+  locationEverywhere,
 ]);
 
 type AnyCurrentRule =
@@ -480,7 +559,7 @@ export const LLAMA_CPP_CHIP_TUNING_RULES: readonly AnyCurrentRule[] = Object.fre
   simdgroupReductionRule(SRC_DEVICE_INIT),
   simdgroupMmRule,
   bfloatRule,
-  tensorRule,
+  tensorRuleB7010,
   residencySetsRule,
   locationEverywhere,
   gpuFamilyRule,
@@ -492,9 +571,9 @@ export const LLAMA_CPP_CURRENT_RULES: readonly AnyCurrentRule[] = Object.freeze(
   simdgroupReductionRule(SRC_DEVICE_INIT),
   simdgroupMmRule,
   bfloatRule,
-  tensorRule,
+  tensorRuleB7010,
   residencySetsRule,
-  sharedBuffersRule(true),
+  sharedBuffersRule('location-x86'),
   gpuFamilyRule,
   deviceIdRule,
 ]);
@@ -514,21 +593,7 @@ export const LLAMA_CPP_LEGACY_RULES: readonly LlamaCppRule<LlamaCppLegacyFlag>[]
       return result(a7.yes, [a7.text, 'asked again on every MUL_MAT encode to pick the matrix-matrix kernel']);
     },
   },
-  {
-    flag: 'has_bfloat',
-    source: SRC_LEGACY_ACQ,
-    rule: 'supportsFamily(Metal3) OR supportsFamily(Apple6) (no environment override)',
-    families: ['metal3', 'apple6'],
-    properties: [],
-    env: [],
-    compute: ({ device, env }) => {
-      const fam = bfloatFamilies(device);
-      const parts = [...fam.parts];
-      if (env.GGML_METAL_BF16_DISABLE !== undefined)
-        parts.push('GGML_METAL_BF16_DISABLE is set but these rules do not read it');
-      return result(fam.yes, parts);
-    },
-  },
+  bfloatNoSwitchRule(SRC_LEGACY_ACQ),
   {
     flag: 'use_bfloat',
     source: `${SRC_LEGACY_ACQ}; CMake option GGML_METAL_USE_BF16`,
@@ -555,6 +620,9 @@ export const LLAMA_CPP_LEGACY_RULES: readonly LlamaCppRule<LlamaCppLegacyFlag>[]
 /** Every llama.cpp rule table, by rule set. */
 export const LLAMA_CPP_RULES = Object.freeze({
   legacy: LLAMA_CPP_LEGACY_RULES,
+  'device-b6673': LLAMA_CPP_DEVICE_B6673_RULES,
+  'device-b6968': LLAMA_CPP_DEVICE_B6968_RULES,
+  'device-b7010': LLAMA_CPP_DEVICE_B7010_RULES,
   device: LLAMA_CPP_DEVICE_RULES,
   'chip-tuning': LLAMA_CPP_CHIP_TUNING_RULES,
   current: LLAMA_CPP_CURRENT_RULES,
@@ -602,19 +670,13 @@ export const LLAMA_CPP_OP_GATES: Readonly<Record<LlamaCppRuleSet, readonly OpGat
     ]),
     { op: 'FLASH_ATTN_EXT', needs: 'has_simdgroup_mm' },
   ]),
+  'device-b6673': DEVICE_OP_GATES,
+  'device-b6968': DEVICE_OP_GATES,
+  'device-b7010': DEVICE_OP_GATES,
   device: DEVICE_OP_GATES,
   'chip-tuning': DEVICE_OP_GATES,
   current: DEVICE_OP_GATES,
 });
-
-/** Env variables only the ggml-metal-device.m rules read; setting them under legacy rules is a likely mistake. */
-const DEVICE_ONLY_ENV = [
-  'GGML_METAL_BF16_DISABLE',
-  'GGML_METAL_TENSOR_DISABLE',
-  'GGML_METAL_TENSOR_ENABLE',
-  'GGML_METAL_SHARED_BUFFERS_DISABLE',
-  'GGML_METAL_SHARED_BUFFERS_ENABLE',
-] as const;
 
 /** Every environment variable any llama.cpp rule set reads. */
 export const LLAMA_CPP_SWITCHES: readonly string[] = Object.freeze(
@@ -695,15 +757,19 @@ export function predictLlamaCpp(
     release: release?.text ?? null,
   };
   const created = residencyModel(ctx, ruleSet !== 'legacy').created;
+  // A switch of another release, set here, is a likely mistake: say that these rules ignore it.
+  const read = new Set(rules.flatMap((r: { env: readonly string[] }) => r.env));
+  const these = ruleSet === 'legacy' ? 'legacy ggml-metal.m' : `llama.cpp ${base.releases}`;
+  const unread = LLAMA_CPP_SWITCHES.filter((name) => !read.has(name) && env[name] !== undefined).map(
+    (name) => `${name} is set but ${these} does not read it`,
+  );
 
   if (ruleSet === 'legacy') {
     const flags = evaluate(rules, ctx) as Record<LlamaCppLegacyFlag, GateFlag>;
     warnings.push(
       'legacy ggml-metal.m asks supportsFamily(Apple7) on every MUL_MAT encode: a capability patch must stay installed for the life of the process',
+      ...unread,
     );
-    for (const name of DEVICE_ONLY_ENV) {
-      if (env[name] !== undefined) warnings.push(`${name} is set but legacy ggml-metal.m does not read it`);
-    }
     const consequences = llamaConsequences(
       ruleSet,
       flags.has_simdgroup_reduction.value,
@@ -713,7 +779,19 @@ export function predictLlamaCpp(
     );
     return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
   }
-  if (ruleSet === 'device') {
+  warnings.push(...unread);
+  if (ruleSet === 'device-b6673') {
+    const flags = evaluate(rules, ctx) as Record<LlamaCppEarlyDeviceFlag, GateFlag>;
+    const consequences = llamaConsequences(
+      ruleSet,
+      flags.has_simdgroup_reduction.value,
+      flags.has_simdgroup_mm.value,
+      flags.has_bfloat.value,
+      created,
+    );
+    return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
+  }
+  if (ruleSet === 'device' || ruleSet === 'device-b6968' || ruleSet === 'device-b7010') {
     const flags = evaluate(rules, ctx) as Record<LlamaCppDeviceFlag, GateFlag>;
     const consequences = llamaConsequences(
       ruleSet,

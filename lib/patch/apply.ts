@@ -54,6 +54,7 @@ export interface ApplyWarning {
     | 'not-paravirtual'
     | 'consumer-already-loaded'
     | 'tuned-for-other-chip'
+    | 'heap-in-vm'
     | 'above-host-family'
     | 'no-change';
   message: string;

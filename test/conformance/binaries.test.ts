@@ -1,8 +1,10 @@
 // Static checks of node-llama-cpp's real macOS binaries (@node-llama-cpp/mac-arm64-metal, Mach-O), read with llvm's
 // tools: the devices ggml-metal obtains come through the functions exec's injector interposes, its image and
 // exported symbols are what the consumer scan looks for, every selector the shim hooks is one it sends, and the SDK
-// it was built with decides whether its residency switch exists. Skipped only where llvm-nm-19 or llvm-objdump-19
-// is missing. The hooked selectors are the native engine's own (status() after an apply over the simulated Metal).
+// it was built with decides whether its residency switch exists. Skipped off Linux (it reads the injector's Linux
+// build and applies over the simulated Metal, which only the Linux build has) and where llvm-nm-19 or
+// llvm-objdump-19 is missing; the skipped test's name says which. The hooked selectors are the native engine's own
+// (status() after an apply over the simulated Metal).
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 import { execFileSync } from 'node:child_process';
@@ -85,100 +87,105 @@ const BUILT_WITH: Record<string, { sdk: string; readsSwitch: boolean }> = {
 
 const withBinaries = ERAS.filter((e) => e.binaries !== null);
 
-describe.skipIf(missing.length > 0 || process.platform !== 'linux')(
-  `node-llama-cpp's Mach-O binaries, read with ${TOOLS.join(' and ')}`,
-  () => {
-    const dirs = new Map<string, string>();
-    let hooked: string[] = [];
+/** Why the checks cannot run here, or null: off Linux first, then the missing tools. */
+const skipReason =
+  process.platform !== 'linux'
+    ? `runs on Linux only (it reads the injector's Linux build and applies over the simulated Metal); this is ${process.platform}`
+    : missing.length > 0
+      ? `needs ${missing.join(' and ')} (apt-get install llvm-19)`
+      : null;
 
-    beforeAll(async () => {
-      requireSimBuild();
-      for (const era of withBinaries) dirs.set(era.id, (await fetchBinaries(era))!);
-      // Every selector the engine can hook: a profile that sets each answer it can change.
-      const applied = applyProfile({
-        appleFamilyMax: 1009,
-        maxThreadgroupMemoryLength: 65536,
-        recommendedMaxWorkingSetSize: 2 ** 34,
-        deviceName: 'Apple M1',
-      });
-      expect(applied.applied).toBe(true);
-      hooked = [...new Set(status().hooks.map((h) => h.selector))].sort();
-      restore();
-    }, 300_000);
+describe.skipIf(skipReason !== null)(`node-llama-cpp's Mach-O binaries, read with ${TOOLS.join(' and ')}`, () => {
+  const dirs = new Map<string, string>();
+  let hooked: string[] = [];
 
-    it('the injector interposes the two functions that hand out devices, and the shim hooks four selectors', () => {
-      expect(interposed()).toEqual(['MTLCopyAllDevices', 'MTLCreateSystemDefaultDevice']);
-      expect(hooked).toEqual(['maxThreadgroupMemoryLength', 'name', 'recommendedMaxWorkingSetSize', 'supportsFamily:']);
+  beforeAll(async () => {
+    requireSimBuild();
+    for (const era of withBinaries) dirs.set(era.id, (await fetchBinaries(era))!);
+    // Every selector the engine can hook: a profile that sets each answer it can change.
+    const applied = applyProfile({
+      appleFamilyMax: 1009,
+      maxThreadgroupMemoryLength: 65536,
+      recommendedMaxWorkingSetSize: 2 ** 34,
+      deviceName: 'Apple M1',
     });
+    expect(applied.applied).toBe(true);
+    hooked = [...new Set(status().hooks.map((h) => h.selector))].sort();
+    restore();
+  }, 300_000);
 
-    for (const era of withBinaries) {
-      describe(`${era.binaries!.package} (llama.cpp ${era.id})`, () => {
-        const file = (name: string) => path.join(dirs.get(era.id)!, name);
+  it('the injector interposes the two functions that hand out devices, and the shim hooks four selectors', () => {
+    expect(interposed()).toEqual(['MTLCopyAllDevices', 'MTLCreateSystemDefaultDevice']);
+    expect(hooked).toEqual(['maxThreadgroupMemoryLength', 'name', 'recommendedMaxWorkingSetSize', 'supportsFamily:']);
+  });
 
-        it('every image that asks Metal for a device asks through the interposed functions, and ggml-metal is one', () => {
-          const askers = readdirSync(dirs.get(era.id)!)
-            .filter((name) => isMachO(file(name)))
-            .map((name) => ({
-              name,
-              calls: imports(file(name))
-                .filter((s) => /^MTL\w*Device/.test(s))
-                .sort(),
-            }))
-            .filter((i) => i.calls.length > 0);
-          expect(askers).toEqual([
-            { name: 'libggml-metal.so', calls: ['MTLCopyAllDevices', 'MTLCreateSystemDefaultDevice'] },
-          ]);
-          for (const asker of askers) for (const call of asker.calls) expect(interposed()).toContain(call);
+  for (const era of withBinaries) {
+    describe(`${era.binaries!.package} (llama.cpp ${era.id})`, () => {
+      const file = (name: string) => path.join(dirs.get(era.id)!, name);
+
+      it('every image that asks Metal for a device asks through the interposed functions, and ggml-metal is one', () => {
+        const askers = readdirSync(dirs.get(era.id)!)
+          .filter((name) => isMachO(file(name)))
+          .map((name) => ({
+            name,
+            calls: imports(file(name))
+              .filter((s) => /^MTL\w*Device/.test(s))
+              .sort(),
+          }))
+          .filter((i) => i.calls.length > 0);
+        expect(askers).toEqual([
+          { name: 'libggml-metal.so', calls: ['MTLCopyAllDevices', 'MTLCreateSystemDefaultDevice'] },
+        ]);
+        for (const asker of askers) for (const call of asker.calls) expect(interposed()).toContain(call);
+      });
+
+      it("its image name and exports are what the consumer scan looks for, and they decide the release's rules", () => {
+        const { imagePrefixes, ggmlMetalSymbols } = scanTargets();
+        const images = readdirSync(dirs.get(era.id)!).filter((name) => imagePrefixes.some((p) => name.startsWith(p)));
+        expect(images).toEqual(['libggml-metal.so']);
+        const exported = exportsOf(file('libggml-metal.so'));
+        for (const symbol of ggmlMetalSymbols) expect(exported).toContain(symbol);
+        const markers = LLAMA_CPP_GENERATION_MARKERS.flatMap((m) => m.symbols).filter((s) => exported.includes(s));
+        const release = nodeLlamaCppRelease(dirs.get(era.id)!);
+        expect(release).toBe(era.id);
+        const loaded = rulesOfLoaded({
+          image: file('libggml-metal.so'),
+          ggmlVersion: null,
+          markers,
+          nodeLlamaCppRelease: release,
         });
-
-        it("its image name and exports are what the consumer scan looks for, and they decide the release's rules", () => {
-          const { imagePrefixes, ggmlMetalSymbols } = scanTargets();
-          const images = readdirSync(dirs.get(era.id)!).filter((name) => imagePrefixes.some((p) => name.startsWith(p)));
-          expect(images).toEqual(['libggml-metal.so']);
-          const exported = exportsOf(file('libggml-metal.so'));
-          for (const symbol of ggmlMetalSymbols) expect(exported).toContain(symbol);
-          const markers = LLAMA_CPP_GENERATION_MARKERS.flatMap((m) => m.symbols).filter((s) => exported.includes(s));
-          const release = nodeLlamaCppRelease(dirs.get(era.id)!);
-          expect(release).toBe(era.id);
-          const loaded = rulesOfLoaded({
-            image: file('libggml-metal.so'),
-            ggmlVersion: null,
-            markers,
-            nodeLlamaCppRelease: release,
-          });
-          expect({ ruleSet: loaded.ruleSet, release: loaded.release }).toEqual({
-            ruleSet: ruleSetForRelease(parseRelease(era.id)!).ruleSet,
-            release: era.id,
-          });
-        });
-
-        it('ggml_version() is exported by libggml-base, which libggml-metal loads, where its ggml has one', () => {
-          const base = exportsOf(file('libggml-base.dylib')).includes('ggml_version');
-          const dylibs = tool('llvm-objdump-19', ['--macho', '--dylibs-used', file('libggml-metal.so')]);
-          expect({ base, linked: dylibs.includes('@rpath/libggml-base.dylib') }).toEqual({
-            base: era.kind === 'device',
-            linked: true,
-          });
-        });
-
-        it('every selector the shim hooks is one ggml-metal sends', () => {
-          const sent = methodNames(file('libggml-metal.so'));
-          expect(hooked.filter((s) => !sent.includes(s))).toEqual([]);
-        });
-
-        it('the SDK it was built with decides whether GGML_METAL_NO_RESIDENCY exists in it: only from SDK 15', () => {
-          const sdk = sdkOf(file('libggml-metal.so'));
-          const readsSwitch = readFileSync(file('libggml-metal.so')).includes(Buffer.from('GGML_METAL_NO_RESIDENCY\0'));
-          expect({ sdk, readsSwitch }).toEqual(BUILT_WITH[era.id]);
-          expect(readsSwitch).toBe(Number(sdk!.split('.')[0]) >= 15);
+        expect({ ruleSet: loaded.ruleSet, release: loaded.release }).toEqual({
+          ruleSet: ruleSetForRelease(parseRelease(era.id)!).ruleSet,
+          release: era.id,
         });
       });
-    }
-  },
-);
 
-if (missing.length > 0) {
+      it('ggml_version() is exported by libggml-base, which libggml-metal loads, where its ggml has one', () => {
+        const base = exportsOf(file('libggml-base.dylib')).includes('ggml_version');
+        const dylibs = tool('llvm-objdump-19', ['--macho', '--dylibs-used', file('libggml-metal.so')]);
+        expect({ base, linked: dylibs.includes('@rpath/libggml-base.dylib') }).toEqual({
+          base: era.kind === 'device',
+          linked: true,
+        });
+      });
+
+      it('every selector the shim hooks is one ggml-metal sends', () => {
+        const sent = methodNames(file('libggml-metal.so'));
+        expect(hooked.filter((s) => !sent.includes(s))).toEqual([]);
+      });
+
+      it('the SDK it was built with decides whether GGML_METAL_NO_RESIDENCY exists in it: only from SDK 15', () => {
+        const sdk = sdkOf(file('libggml-metal.so'));
+        const readsSwitch = readFileSync(file('libggml-metal.so')).includes(Buffer.from('GGML_METAL_NO_RESIDENCY\0'));
+        expect({ sdk, readsSwitch }).toEqual(BUILT_WITH[era.id]);
+        expect(readsSwitch).toBe(Number(sdk!.split('.')[0]) >= 15);
+      });
+    });
+  }
+});
+
+if (skipReason !== null) {
   describe("node-llama-cpp's Mach-O binaries", () => {
-    it.skip(`need ${missing.join(' and ')} (apt-get install llvm-19)`, () => {});
+    it.skip(skipReason, () => {});
   });
 }

@@ -165,8 +165,7 @@ function realFields(era: Era, props: Props): Props {
     const { has_simdgroup_reduction, has_simdgroup_mm, has_bfloat, use_bfloat, has_residency_sets, name } = props;
     return { has_simdgroup_reduction, has_simdgroup_mm, has_bfloat, use_bfloat, has_residency_sets, name };
   }
-  const { supports_gpu_family_apple7: _apple7, ...rest } = props;
-  return rest;
+  return props;
 }
 
 function predictedFields(era: Era, p: LlamaCppPrediction, device: DeviceReport): Props {
@@ -179,6 +178,8 @@ function predictedFields(era: Era, p: LlamaCppPrediction, device: DeviceReport):
     max_working_set_size: device.recommendedMaxWorkingSetSize,
     max_theadgroup_memory_size: device.maxThreadgroupMemoryLength,
     desc: device.name,
+    // The driver prints the device's own answer; llama.cpp keeps it beside the flags it derives from it.
+    supports_gpu_family_apple7: device.families.apple7,
     tuning: p.tuning?.value ?? null,
   };
 }
