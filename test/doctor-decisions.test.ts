@@ -680,7 +680,8 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
         .filter((p) => o.probes.includes(p.id))
         .map((p) => [p.id, p.status, p.detail]);
     // The stock guest claims Apple5 at most and no Metal3: matrix and bfloat are not its features. Threadgroup memory
-    // is every device's, and a residency set that failed at run time (not built) is a fault whatever is claimed.
+    // is every device's, and a residency set that failed after it was created (buildFailed false: its commit, its
+    // dispatch) is a fault whatever is claimed.
     expect(verdicts(guest)).toEqual([
       ['simdgroup-matrix', 'unsupported', 'the device does not claim Apple7, which gates this feature: fail raw'],
       ['bfloat', 'unsupported', 'the device does not claim Apple6 or Metal3, which gates this feature: fail raw'],
@@ -703,6 +704,44 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
       status: 'unsupported',
       detail: 'unsupported raw',
     });
+  });
+
+  it('a residency set that cannot be created counts as a kernel that cannot be built: unsupported where Metal3 is not claimed, a fault where it is', () => {
+    const o = checkDoctorOptions({ probes: ['residency-set'], profile: 'cua-release' });
+    const uncreated = result([raw('residency-set', 'fail', { buildFailed: true })]);
+    const residency = (stock: typeof guest, patched: NativeDoctorResult | null, answered?: typeof guest) => {
+      const p = judgeDevice(o, uncreated, patched, stock, answered)[5]!;
+      return [p.status, p.judgement, p.stock?.status ?? null, p.patched?.status ?? null, p.detail];
+    };
+    const unclaimed = 'the device does not claim Metal3, which gates this feature: fail raw';
+    // The stock guest claims no Metal3; bare metal does.
+    expect(residency(guest, null)).toEqual(['unsupported', 'absent', null, null, unclaimed]);
+    expect(residency(bare, null)).toEqual(['fail', 'faulty', null, null, 'fail raw']);
+    // The patched run reads the answers under the candidate: one that claims Metal3 meets the failure MLX meets, and
+    // the worse status wins; one that does not (cua-release) leaves it unsupported. Without those answers, the stock
+    // report decides that run too.
+    const withMetal3 = { ...guest, families: { ...guest.families, metal3: true } };
+    expect(residency(guest, uncreated, withMetal3)).toEqual([
+      'fail',
+      'faulty',
+      'unsupported',
+      'fail',
+      `stock: unsupported (${unclaimed}); under cua-release: fail (fail raw)`,
+    ]);
+    expect(residency(guest, uncreated, predictPatchedDevice(guest, profiles['cua-release']!.profile))).toEqual([
+      'unsupported',
+      'absent',
+      'unsupported',
+      'unsupported',
+      unclaimed,
+    ]);
+    expect(residency(guest, uncreated)).toEqual(['unsupported', 'absent', 'unsupported', 'unsupported', unclaimed]);
+    // A kernel keeps the stock answers as its gate, even under a candidate that claims its family (Apple7 here).
+    const m = checkDoctorOptions({ probes: ['simdgroup-matrix'], profile: 'cua-release' });
+    const unbuiltMatrix = result([raw('simdgroup-matrix', 'fail', { buildFailed: true })]);
+    const underCua = predictPatchedDevice(guest, profiles['cua-release']!.profile);
+    expect(underCua.families.apple7).toBe(true);
+    expect(judgeDevice(m, unbuiltMatrix, unbuiltMatrix, guest, underCua)[1]!.status).toBe('unsupported');
   });
 
   it('without a patched run, the stock run alone decides; a custom candidate is named as such', () => {

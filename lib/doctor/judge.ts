@@ -4,6 +4,7 @@ import type { NativeProbeOutcome } from '../../types/binding.js';
 import {
   JUDGEMENTS,
   PROBE_GATING_FAMILIES,
+  PROBES_GATED_BY_ANSWERS,
   STATUS_SEVERITY,
   type DoctorProbeId,
   type RecordedStatus,
@@ -14,14 +15,17 @@ import type { DoctorProbe, DoctorRun, MeasuredField, ProbeDifference } from './t
 export type RawOutcome = NativeProbeOutcome;
 
 /**
- * A raw outcome as a run (without its id). A kernel that could not be compiled or given a pipeline (`fail`) on a
- * device whose stock answers claim none of the families that gate the probe's feature (PROBE_GATING_FAMILIES) is
- * `unsupported`: the device never said it had the feature. `stock` is the device's stock report (never the answers
- * under a profile, which claim what was not proven).
+ * A raw outcome as a run (without its id). A feature whose object could not be made (`fail` with `buildFailed`: a
+ * kernel that could not be compiled or given a pipeline, a residency set that could not be created) on a device whose
+ * answers claim none of the families that gate the probe's feature (PROBE_GATING_FAMILIES) is `unsupported`: the
+ * device never said it had the feature. The answers are the stock report's, `stock` (never those under a profile,
+ * which claim what was not proven), except for the probes of PROBES_GATED_BY_ANSWERS, whose gate is read from
+ * `answered`, the device as it answered in this run (under the candidate profile in the patched run), when given.
  */
-export function runFrom(outcome: RawOutcome, stock?: DeviceReport): DoctorRun {
+export function runFrom(outcome: RawOutcome, stock?: DeviceReport, answered?: DeviceReport): DoctorRun {
   const gates = PROBE_GATING_FAMILIES[outcome.id];
-  const unclaimed = stock !== undefined && gates.length > 0 && gates.every((f) => stock.families[f] !== true);
+  const claims = PROBES_GATED_BY_ANSWERS.includes(outcome.id) ? (answered ?? stock) : stock;
+  const unclaimed = claims !== undefined && gates.length > 0 && gates.every((f) => claims.families[f] !== true);
   const absent = outcome.status === 'fail' && outcome.buildFailed && unclaimed;
   return {
     status: absent ? 'unsupported' : outcome.status,

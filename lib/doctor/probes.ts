@@ -91,6 +91,16 @@ export const PROBE_GATING_FAMILIES: Readonly<Record<DoctorProbeId, readonly Fami
   heap: [],
 });
 
+/**
+ * The probes whose gate (PROBE_GATING_FAMILIES) is read from the answers each run ran under, not from the stock
+ * answers alone. MLX creates residency sets whenever the device answers Metal3 on macOS 15+, and throws when that
+ * fails: under a profile that claims Metal3 a set that cannot be created is the failure an engine meets (the Tahoe
+ * guest's, Cua PR 3070), whatever the stock answers say. A kernel that cannot be built stays judged by the stock
+ * answers: the verified profile never claims a family whose kernels were not proven, and a GPU that lacks them (Intel,
+ * AMD) is not faulty for it.
+ */
+export const PROBES_GATED_BY_ANSWERS: readonly DoctorProbeId[] = Object.freeze(['residency-set']);
+
 /** Per-probe deadline of the GPU's work (dispatch + completion), and separately of compiling: default and bounds, in milliseconds. */
 export const TIMEOUT_MS = Object.freeze({ default: 5000, min: 100, max: 600_000 });
 
