@@ -441,8 +441,7 @@ describeSim('metal-cap-shim report on the simulated build', () => {
       patchedRun: { ran: true },
     });
     expect(report.doctor!.settings.mmapSize).toBe(1 << 20);
-    // The guest's recorded residency-set failure: no Metal3 is claimed, stock or under cua-release, so no fault.
-    expect(report.doctor!.devices[0]!.faults).toEqual([]);
+    expect(report.doctor!.devices[0]!.faults).toEqual(['residency-set: fail']);
     const m = JSON.parse(runCli(['matrix', '--json', file]).stdout) as Matrix;
     expect(m.rows[0]!.cells['cua-release']).toEqual({
       reports: 1,
@@ -469,10 +468,10 @@ describeSim('metal-cap-shim report on the simulated build', () => {
         families: {},
         mode: 'raise',
       },
-      faults: [],
+      faults: [{ fault: 'residency-set: fail', reports: 1 }],
     });
     expect(runCli(['matrix', file]).stdout).toContain(
-      '✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, name "Apple M1 Ultra" (1) | none found |',
+      '✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, name "Apple M1 Ultra" (1) | residency-set: fail (1/1) |',
     );
   });
 

@@ -706,42 +706,33 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
     });
   });
 
-  it('a residency set that cannot be created counts as a kernel that cannot be built: unsupported where Metal3 is not claimed, a fault where it is', () => {
+  it('a residency set that cannot be created counts as a kernel that cannot be built: unsupported on a GPU that claims neither an Apple family nor Metal3, a fault on every Apple GPU', () => {
     const o = checkDoctorOptions({ probes: ['residency-set'], profile: 'cua-release' });
     const uncreated = result([raw('residency-set', 'fail', { buildFailed: true })]);
-    const residency = (stock: typeof guest, patched: NativeDoctorResult | null, answered?: typeof guest) => {
-      const p = judgeDevice(o, uncreated, patched, stock, answered)[5]!;
+    const residency = (stock: typeof guest, patched: NativeDoctorResult | null) => {
+      const p = judgeDevice(o, uncreated, patched, stock)[5]!;
       return [p.status, p.judgement, p.stock?.status ?? null, p.patched?.status ?? null, p.detail];
     };
-    const unclaimed = 'the device does not claim Metal3, which gates this feature: fail raw';
-    // The stock guest claims no Metal3; bare metal does.
-    expect(residency(guest, null)).toEqual(['unsupported', 'absent', null, null, unclaimed]);
+    const none = {
+      ...guest,
+      families: Object.fromEntries(Object.keys(guest.families).map((f) => [f, false])),
+    } as typeof guest;
+    const unclaimed = 'the device does not claim Apple1 or Metal3, which gates this feature: fail raw';
+    // An Intel or AMD GPU without Metal3 (no family it claims gates residency sets): absent, in both runs.
+    expect(residency(none, null)).toEqual(['unsupported', 'absent', null, null, unclaimed]);
+    expect(residency(none, uncreated)).toEqual(['unsupported', 'absent', 'unsupported', 'unsupported', unclaimed]);
+    // Apple1 alone or Metal3 alone is enough.
+    const apple1 = { ...none, families: { ...none.families, apple1: true } };
+    const metal3 = { ...none, families: { ...none.families, metal3: true } };
+    expect(residency(apple1, null)).toEqual(['fail', 'faulty', null, null, 'fail raw']);
+    expect(residency(metal3, null)).toEqual(['fail', 'faulty', null, null, 'fail raw']);
+    // The stock guest claims Apple1–5 and no Metal3: llama.cpp creates sets there, so it is the fault users meet,
+    // in both runs, whatever the candidate claims; bare metal likewise.
+    expect(guest.families.metal3).toBe(false);
+    expect(residency(guest, uncreated)).toEqual(['fail', 'faulty', 'fail', 'fail', 'fail raw']);
     expect(residency(bare, null)).toEqual(['fail', 'faulty', null, null, 'fail raw']);
-    // The patched run reads the answers under the candidate: one that claims Metal3 meets the failure MLX meets, and
-    // the worse status wins; one that does not (cua-release) leaves it unsupported. Without those answers, the stock
-    // report decides that run too.
-    const withMetal3 = { ...guest, families: { ...guest.families, metal3: true } };
-    expect(residency(guest, uncreated, withMetal3)).toEqual([
-      'fail',
-      'faulty',
-      'unsupported',
-      'fail',
-      `stock: unsupported (${unclaimed}); under cua-release: fail (fail raw)`,
-    ]);
-    expect(residency(guest, uncreated, predictPatchedDevice(guest, profiles['cua-release']!.profile))).toEqual([
-      'unsupported',
-      'absent',
-      'unsupported',
-      'unsupported',
-      unclaimed,
-    ]);
-    expect(residency(guest, uncreated)).toEqual(['unsupported', 'absent', 'unsupported', 'unsupported', unclaimed]);
-    // A kernel keeps the stock answers as its gate, even under a candidate that claims its family (Apple7 here).
-    const m = checkDoctorOptions({ probes: ['simdgroup-matrix'], profile: 'cua-release' });
-    const unbuiltMatrix = result([raw('simdgroup-matrix', 'fail', { buildFailed: true })]);
-    const underCua = predictPatchedDevice(guest, profiles['cua-release']!.profile);
-    expect(underCua.families.apple7).toBe(true);
-    expect(judgeDevice(m, unbuiltMatrix, unbuiltMatrix, guest, underCua)[1]!.status).toBe('unsupported');
+    // Created, then failing (not buildFailed): a fault even where nothing gates it.
+    expect(judgeDevice(o, result([raw('residency-set', 'fail')]), null, none)[5]!.status).toBe('fail');
   });
 
   it('without a patched run, the stock run alone decides; a custom candidate is named as such', () => {

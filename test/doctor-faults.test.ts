@@ -38,15 +38,14 @@ describeSim('every simulated fault leads to its status, judgement and recommenda
 
   it('(a) a lost SIMD lane, a matrix pipeline error, truncating bfloat, a 32 KiB threadgroup limit, stale pages, no residency set, a lost write to a heap', () => {
     const d = run(1);
-    // The guest claims no Apple7: a SIMD-group matrix pipeline it cannot build is not its feature (unsupported). Nor
-    // does it claim Metal3, stock or under cua-release: a residency set it cannot create is not its feature either.
+    // The guest claims no Apple7: a SIMD-group matrix pipeline it cannot build is not its feature (unsupported).
     expect(verdicts(d)).toEqual([
       ['simdgroup-reduction', 'wrong-result', 'faulty'],
       ['simdgroup-matrix', 'unsupported', 'absent'],
       ['bfloat', 'wrong-result', 'faulty'],
       ['threadgroup-memory', 'pass', 'proven'],
       ['nocopy-mmap', 'wrong-result', 'faulty'],
-      ['residency-set', 'unsupported', 'absent'],
+      ['residency-set', 'fail', 'faulty'],
       ['heap', 'wrong-result', 'faulty'],
     ]);
     expect(d.probes[6]!.detail).toBe(
@@ -58,38 +57,14 @@ describeSim('every simulated fault leads to its status, judgement and recommenda
     expect(d.verifiedProfileReasons[1]).toBe(
       'threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 65536 under cua-release',
     );
-    expect(d.recommendations.map((r) => r.setting)).toEqual([...BF16, ...NO_MMAP, ...KEEP_NAME]);
+    expect(d.recommendations.map((r) => r.setting)).toEqual([...BF16, ...NO_MMAP, ...NO_RESIDENCY, ...KEEP_NAME]);
     expect(d.faults).toEqual([
       'simdgroup-reduction: wrong-result',
       'bfloat: wrong-result',
       'nocopy-mmap: wrong-result',
+      'residency-set: fail',
       'heap: wrong-result',
     ]);
-  });
-
-  it('(a) under a candidate that claims Metal3: the residency set that cannot be created is a fault of that run, and the worse status wins', () => {
-    const r = doctor({
-      device: 1,
-      probes: ['residency-set'],
-      profile: { appleFamilyMax: 1009, families: { metal3: true } },
-      cache: false,
-    });
-    expect(r.patchedRun).toEqual({ ran: true, why: null });
-    const d = r.devices[0]!;
-    const residency = d.probes.find((p) => p.id === 'residency-set')!;
-    const failed =
-      'newResidencySetWithDescriptor:error: failed: simulated residency-set failure, recorded in the snapshot: fixture: Unable to construct residency set';
-    expect([residency.status, residency.judgement, residency.stock!.status, residency.patched!.status]).toEqual([
-      'fail',
-      'faulty',
-      'unsupported',
-      'fail',
-    ]);
-    expect(residency.detail).toBe(
-      `stock: unsupported (the device does not claim Metal3, which gates this feature: ${failed}); under the candidate profile: fail (${failed})`,
-    );
-    expect(d.recommendations.map((x) => x.setting)).toEqual(NO_RESIDENCY);
-    expect(d.faults).toEqual(['residency-set: fail']);
   });
 
   it('(b) a reduction pipeline error, a matrix off by one, MSL 3.1 rejected, unbacked memory past 32 KiB, a zero-length NoCopy buffer, no residency API, no heap', () => {
@@ -171,7 +146,7 @@ describeSim('every simulated fault leads to its status, judgement and recommenda
     const r = doctor({ probes: ['bfloat', 'residency-set'], timeoutMs: 200, cache: false });
     expect(r.devices.map((d) => [d.index, d.className, d.faults])).toEqual([
       [0, 'SimDoctorHealthy', []],
-      [1, 'SimDoctorFaultsA', ['bfloat: wrong-result']],
+      [1, 'SimDoctorFaultsA', ['bfloat: wrong-result', 'residency-set: fail']],
       [2, 'SimDoctorFaultsB', []],
       [3, 'SimDoctorFaultsC', ['residency-set: wrong-result']],
       [4, 'SimDoctorHangs', ['bfloat: timeout', 'residency-set: timeout']],
@@ -284,7 +259,7 @@ describeSim(
         ['bfloat', 'pass', false],
         ['threadgroup-memory', 'skipped', false],
         ['nocopy-mmap', 'skipped', false],
-        ['residency-set', 'unsupported', false],
+        ['residency-set', 'fail', false],
         ['heap', 'skipped', false],
       ]);
       expect(r.status).toMatchObject({ active: false, hooks: [] });

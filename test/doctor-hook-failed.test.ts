@@ -43,7 +43,7 @@ describeSim('a candidate profile that cannot be installed', () => {
           ['bfloat', 'pass', false],
           ['threadgroup-memory', 'skipped', false],
           ['nocopy-mmap', 'skipped', false],
-          ['residency-set', index === 0 ? 'unsupported' : 'pass', false],
+          ['residency-set', index === 0 ? 'fail' : 'pass', false],
           ['heap', 'skipped', false],
         ],
       ]),

@@ -23,8 +23,7 @@ process.env.XDG_CACHE_HOME = tempDir();
 
 const MMAP = 1 << 20;
 // The bundled guest records one documented fault (no residency set: Cua PR 3070), so the simulated device fails
-// to create one; it claims no Metal3, nor does cua-release, so that is not its feature there (unsupported), while
-// under a candidate that claims Metal3 it is the fault MLX met. Everything else computes right. 64 KiB of threadgroup memory ran under concurrency, but without
+// to create one; everything else computes right. 64 KiB of threadgroup memory ran under concurrency, but without
 // force no more than 32768 is claimed, which the guest already reports. Its host is an M1 Ultra, and with the heap
 // proven its name is claimed.
 const VERIFIED = {
@@ -46,7 +45,7 @@ describeSim('doctor() over the simulated Metal', () => {
     report = doctor({ mmapSize: MMAP });
   });
 
-  it('runs every probe, the capability probes twice, proves what the simulated GPU computes right; the recorded residency-set failure is unsupported where no run claims Metal3', () => {
+  it('runs every probe, the capability probes twice, proves what the simulated GPU computes right, and finds the recorded fault', () => {
     expect(report).toMatchObject({
       schema: 'metal-cap-shim/doctor@1',
       supported: true,
@@ -64,13 +63,11 @@ describeSim('doctor() over the simulated Metal', () => {
     ).toEqual(
       DOCTOR_PROBE_IDS.map((id) =>
         id === 'residency-set'
-          ? [id, 'unsupported', 'absent', 'unsupported', 'unsupported']
+          ? [id, 'fail', 'faulty', 'fail', 'fail']
           : [id, 'pass', 'proven', ...(CAPABILITY_PROBE_IDS.includes(id) ? ['pass', 'pass'] : [null, null])],
       ),
     );
-    expect(d.probes.find((p) => p.id === 'residency-set')!.detail).toBe(
-      `the device does not claim Metal3, which gates this feature: ${RESIDENCY_DETAIL}`,
-    );
+    expect(d.probes.find((p) => p.id === 'residency-set')!.detail).toBe(RESIDENCY_DETAIL);
     const tg = d.probes.find((p) => p.id === 'threadgroup-memory')!;
     expect([tg.provenThreadgroupMemory, tg.failedThreadgroupMemory]).toEqual([THREADGROUP_CANDIDATES.at(-1), null]);
     expect(d.probes.find((p) => p.id === 'nocopy-mmap')!.bufferLength).toBe(MMAP);
@@ -80,8 +77,14 @@ describeSim('doctor() over the simulated Metal', () => {
       patched: { highestAppleFamily: 'apple9', maxThreadgroupMemoryLength: 65536, metal3: false },
     });
     expect(d.differences).toEqual([]);
-    expect(d.faults).toEqual([]);
-    expect(d.recommendations).toEqual([]);
+    expect(d.faults).toEqual(['residency-set: fail']);
+    expect(d.recommendations.map((r) => [r.engine, r.setting])).toEqual([
+      ['llama.cpp', 'GGML_METAL_NO_RESIDENCY=1'],
+      ['mlx', 'never advertise Metal3 (profile {"families":{"metal3":false}})'],
+    ]);
+    expect(d.recommendations[0]!.why).toBe(
+      `residency-set fail: ${RESIDENCY_DETAIL}. ggml-metal creates residency sets by default (arm64 builds with a macOS 15+ SDK); node-llama-cpp 3.19 already sets this while it loads backends`,
+    );
   });
 
   it('derives a verified profile that resolveProfile accepts as it is', () => {
@@ -183,13 +186,13 @@ describeSim('doctor() over the simulated Metal', () => {
 describeSim('doctor --json (CLI) over the simulated Metal', () => {
   beforeAll(requireSimBuild);
 
-  it('prints schema doctor@1 with every probe id and a verified profile resolveProfile accepts; exit 0: no fault', () => {
+  it('prints schema doctor@1 with every probe id and a verified profile resolveProfile accepts; exit 1 for the fault', () => {
     const cache = tempDir();
     const r = runCli(['doctor', '--json', '--mmap-size', '1M', '--timeout-ms', '2000'], {
       METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock',
       XDG_CACHE_HOME: cache,
     });
-    expect(r.status, r.stderr).toBe(0);
+    expect(r.status, r.stderr).toBe(1);
     const out = JSON.parse(r.stdout) as DoctorReport;
     expect(out.schema).toBe('metal-cap-shim/doctor@1');
     expect(out.devices[0]!.probes.map((p) => p.id)).toEqual([...DOCTOR_PROBE_IDS]);
@@ -209,13 +212,13 @@ describeSim('doctor --json (CLI) over the simulated Metal', () => {
       METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock',
       XDG_CACHE_HOME: tempDir(),
     });
-    expect(r.status, r.stderr).toBe(0);
+    expect(r.status, r.stderr).toBe(1);
     expect(r.stdout).toContain('metal-cap-shim doctor — simulated Metal, snapshot vz-guest-m1-ultra-tahoe-stock\n');
     expect(r.stdout).toContain('Patched runs: under cua-release, then restored\n');
     expect(r.stdout).toMatch(/^ {2}simdgroup-matrix +pass +pass +pass +\d+\.\d +\d+\.\d +8x8 and 32x32 products/m);
     expect(r.stdout).toMatch(/^ {2}nocopy-mmap +pass +– +– +\d+\.\d +\d+\.\d +the GPU read/m);
     expect(r.stdout).toMatch(
-      /^ {2}residency-set +unsupported +unsupported +unsupported +\d+\.\d +\d+\.\d +the device does not claim Metal3/m,
+      /^ {2}residency-set +fail +fail +fail +\d+\.\d +\d+\.\d +newResidencySetWithDescriptor:error: failed/m,
     );
     expect(r.stdout).toContain('Host: VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine · Apple M1 Ultra\n');
     expect(r.stdout).toMatch(/^ {2}heap +pass +pass +pass +\d+\.\d +\d+\.\d +a 1048576 bytes heap/m);
@@ -226,23 +229,10 @@ describeSim('doctor --json (CLI) over the simulated Metal', () => {
       '    · threadgroup memory left at the reported 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force; the device reports 32768 stock, 65536 under cua-release\n',
     );
     expect(r.stdout).toContain(
-      '    · Metal3 not advertised: no residency set was proven to work (residency-set unsupported)\n',
-    );
-    expect(r.stdout).toContain('  Recommendations: none\n');
-    expect(r.stdout).toContain('  Faults: none found');
-  });
-
-  it('under a candidate that claims Metal3, the recorded residency-set failure is a fault: its advice, exit 1', () => {
-    const r = runCli(
-      ['doctor', '--mmap-size', '1M', '--profile', '{"appleFamilyMax":1009,"families":{"metal3":true}}'],
-      { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock', XDG_CACHE_HOME: tempDir() },
-    );
-    expect(r.status, r.stderr).toBe(1);
-    expect(r.stdout).toMatch(
-      /^ {2}residency-set +fail +unsupported +fail +\d+\.\d +\d+\.\d +stock: unsupported \(the device does not claim Metal3/m,
+      '    · Metal3 not advertised: no residency set was proven to work (residency-set fail)\n',
     );
     expect(r.stdout).toContain('    ! llama.cpp: GGML_METAL_NO_RESIDENCY=1 — residency-set fail: ');
-    expect(r.stdout).toContain('  Faults: residency-set: fail\n');
+    expect(r.stdout).toContain('  Faults: residency-set: fail');
   });
 });
 

@@ -77,8 +77,7 @@ describeSim('two devices that answer differently', () => {
         },
         // The heap probe was not asked: no name is claimed.
         { ...LEAST, appleFamilyMax: 1006, deviceName: null },
-        // Its recorded residency-set failure: no Metal3 is claimed, stock or under cua-release (unsupported).
-        [],
+        ['residency-set: fail'],
       ],
       [
         1,
@@ -103,7 +102,11 @@ describeSim('two devices that answer differently', () => {
       files: cacheFiles(),
       ignored: [],
       cacheError: null,
-      recommendations: [['llama.cpp', 'GGML_METAL_BF16_DISABLE=1']],
+      recommendations: [
+        ['llama.cpp', 'GGML_METAL_NO_RESIDENCY=1'],
+        ['mlx', 'never advertise Metal3 (profile {"families":{"metal3":false}})'],
+        ['llama.cpp', 'GGML_METAL_BF16_DISABLE=1'],
+      ],
     });
   });
 

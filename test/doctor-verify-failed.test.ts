@@ -38,7 +38,7 @@ describeSim('a candidate profile that does not verify', () => {
         ['bfloat', 'pass', false],
         ['threadgroup-memory', 'skipped', false],
         ['nocopy-mmap', 'skipped', false],
-        ['residency-set', 'unsupported', false],
+        ['residency-set', 'fail', false],
         ['heap', 'skipped', false],
       ],
     ]);

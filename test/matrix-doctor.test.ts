@@ -12,8 +12,6 @@ import { describeSim, requireSimBuild } from './helpers.js';
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 const LABEL = 'M1 Ultra, macOS 26.6.1';
-// The replay carries the guest's recorded residency-set fault; the live run under cua-release, which claims no
-// Metal3, judges the same failure unsupported (not the guest's feature), so only the replay counts it.
 // The simulated guest proves Apple7's features; threadgroup memory stays at the 32768 it reports (no more without force).
 // The guest's host is an M1 Ultra, and the live run proves a heap there: its name is part of what was proven.
 const PROVEN: Profile = {
@@ -62,14 +60,14 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
       reports: 2,
       measured: 1,
       provenProfile: PROVEN,
-      faults: [{ fault: 'residency-set: fail', reports: 1 }],
+      faults: [{ fault: 'residency-set: fail', reports: 2 }],
     });
     expect(doctorText(m.rows[0]!.doctor)).toEqual({
       proven: 'Apple7, name "Apple M1 Ultra" (1 of 2 measured)',
-      faults: 'residency-set: fail (1/2)',
+      faults: 'residency-set: fail (2/2)',
     });
     expect(matrixMarkdown(m).split('\n')[2]).toBe(
-      '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | ✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, name "Apple M1 Ultra" (1 of 2 measured) | residency-set: fail (1/2) |',
+      '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | ✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, name "Apple M1 Ultra" (1 of 2 measured) | residency-set: fail (2/2) |',
     );
   });
 
@@ -79,7 +77,7 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
       reports: 3,
       measured: 1,
       provenProfile: PROVEN,
-      faults: [{ fault: 'residency-set: fail', reports: 1 }],
+      faults: [{ fault: 'residency-set: fail', reports: 2 }],
     });
   });
 
@@ -103,7 +101,7 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
       reports: 2,
       measured: 2,
       provenProfile: { ...PROVEN, maxThreadgroupMemoryLength: 49152 },
-      faults: [],
+      faults: [{ fault: 'residency-set: fail', reports: 2 }],
     });
     expect(doctorText(d).proven).toBe('Apple7, tg 49152, name "Apple M1 Ultra" (2)');
   });

@@ -4,7 +4,6 @@ import type { NativeProbeOutcome } from '../../types/binding.js';
 import {
   JUDGEMENTS,
   PROBE_GATING_FAMILIES,
-  PROBES_GATED_BY_ANSWERS,
   STATUS_SEVERITY,
   type DoctorProbeId,
   type RecordedStatus,
@@ -17,15 +16,13 @@ export type RawOutcome = NativeProbeOutcome;
 /**
  * A raw outcome as a run (without its id). A feature whose object could not be made (`fail` with `buildFailed`: a
  * kernel that could not be compiled or given a pipeline, a residency set that could not be created) on a device whose
- * answers claim none of the families that gate the probe's feature (PROBE_GATING_FAMILIES) is `unsupported`: the
- * device never said it had the feature. The answers are the stock report's, `stock` (never those under a profile,
- * which claim what was not proven), except for the probes of PROBES_GATED_BY_ANSWERS, whose gate is read from
- * `answered`, the device as it answered in this run (under the candidate profile in the patched run), when given.
+ * stock answers claim none of the families that gate the probe's feature (PROBE_GATING_FAMILIES) is `unsupported`:
+ * the device never said it had the feature. `stock` is the device's stock report (never the answers
+ * under a profile, which claim what was not proven).
  */
-export function runFrom(outcome: RawOutcome, stock?: DeviceReport, answered?: DeviceReport): DoctorRun {
+export function runFrom(outcome: RawOutcome, stock?: DeviceReport): DoctorRun {
   const gates = PROBE_GATING_FAMILIES[outcome.id];
-  const claims = PROBES_GATED_BY_ANSWERS.includes(outcome.id) ? (answered ?? stock) : stock;
-  const unclaimed = claims !== undefined && gates.length > 0 && gates.every((f) => claims.families[f] !== true);
+  const unclaimed = stock !== undefined && gates.length > 0 && gates.every((f) => stock.families[f] !== true);
   const absent = outcome.status === 'fail' && outcome.buildFailed && unclaimed;
   return {
     status: absent ? 'unsupported' : outcome.status,

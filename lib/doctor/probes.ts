@@ -76,9 +76,10 @@ export const THREADGROUP_CANDIDATES: readonly number[] = Object.freeze([
 export const THREADGROUP_PROBE_GROUPS = 1024;
 
 /**
- * The families that gate each probe's feature in llama.cpp's rules (REFERENCE §4): a device that claims none of them
- * does not say it has the feature, so a kernel it cannot compile or build a pipeline for is `unsupported` there, not
- * a fault (an Intel or AMD GPU has no SIMD-group matrix). An empty list: every device must run the probe.
+ * The families that gate each probe's feature in the engines' rules (REFERENCE §4): a device that claims none of them
+ * does not say it has the feature, so a kernel it cannot compile or build a pipeline for, or a residency set it cannot
+ * create, is `unsupported` there, not a fault (an Intel or AMD GPU has no SIMD-group matrix). An empty list: every
+ * device must run the probe.
  */
 export const PROBE_GATING_FAMILIES: Readonly<Record<DoctorProbeId, readonly FamilyName[]>> = Object.freeze({
   'simdgroup-reduction': ['apple7', 'metal3'],
@@ -86,20 +87,13 @@ export const PROBE_GATING_FAMILIES: Readonly<Record<DoctorProbeId, readonly Fami
   bfloat: ['apple6', 'metal3'],
   'threadgroup-memory': [],
   'nocopy-mmap': [],
-  'residency-set': ['metal3'],
+  // ggml-metal creates residency sets on any Apple GPU (arm64 builds against a macOS 15+ SDK ask for no family), and
+  // MLX wherever Metal3 is answered: so every Apple GPU (each claims Apple1), a paravirtual one included, and any
+  // Metal3 GPU. An Intel or AMD GPU without Metal3 is left.
+  'residency-set': ['apple1', 'metal3'],
   // MTLHeap is not gated by a family in MLX: it makes its heap on every device but one named "Apple Paravirtual device".
   heap: [],
 });
-
-/**
- * The probes whose gate (PROBE_GATING_FAMILIES) is read from the answers each run ran under, not from the stock
- * answers alone. MLX creates residency sets whenever the device answers Metal3 on macOS 15+, and throws when that
- * fails: under a profile that claims Metal3 a set that cannot be created is the failure an engine meets (the Tahoe
- * guest's, Cua PR 3070), whatever the stock answers say. A kernel that cannot be built stays judged by the stock
- * answers: the verified profile never claims a family whose kernels were not proven, and a GPU that lacks them (Intel,
- * AMD) is not faulty for it.
- */
-export const PROBES_GATED_BY_ANSWERS: readonly DoctorProbeId[] = Object.freeze(['residency-set']);
 
 /** Per-probe deadline of the GPU's work (dispatch + completion), and separately of compiling: default and bounds, in milliseconds. */
 export const TIMEOUT_MS = Object.freeze({ default: 5000, min: 100, max: 600_000 });

@@ -154,15 +154,13 @@ function outcomeOf(result: NativeDoctorResult, id: DoctorProbeId): RawOutcome | 
 /**
  * Every probe's verdict on one device from the native runner's results: probes not asked are skipped, an asked
  * probe the runner returned nothing for is an error, and capability probes are judged from both runs when there was
- * a patched run (null: there was none). `device` is the device's stock report (which families it claims), `patched`
- * the device as it answered under the candidate profile (see runFrom).
+ * a patched run (null: there was none). `device` is the device's stock report (which families it claims).
  */
 export function judgeDevice(
   o: CheckedDoctorOptions,
   stockResult: NativeDoctorResult,
   patchedResult: NativeDoctorResult | null,
   device?: DeviceReport,
-  patched?: DeviceReport,
 ): DoctorDevice['probes'] {
   const candidate = o.candidate.name ?? 'the candidate profile';
   return DOCTOR_PROBE_IDS.map((id) => {
@@ -175,10 +173,10 @@ export function judgeDevice(
     // No second run (patchedRun.why says why): the stock run alone decides.
     if (patchedResult === null) return judgeProbe(id, stock);
     const p = outcomeOf(patchedResult, id);
-    const patchedRun = p
-      ? runFrom(p, device, patched)
+    const patched = p
+      ? runFrom(p, device)
       : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
-    return judgeProbe(id, stock, patchedRun, candidate);
+    return judgeProbe(id, stock, patched, candidate);
   });
 }
 
@@ -233,8 +231,8 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
   }
 
   const assessed = devices.map((d, i) => {
+    const probes = judgeDevice(o, stockResults[i]!, patchedResults?.[i] ?? null, d);
     const patched = patchedDevices?.find((p) => p.index === d.index) ?? null;
-    const probes = judgeDevice(o, stockResults[i]!, patchedResults?.[i] ?? null, d, patched ?? undefined);
     return assessDevice(d, patched, probes, stock.host, candidateName, o.force);
   });
   // A run without every capability probe proves too little for `auto`: caching it would replace a full result.
