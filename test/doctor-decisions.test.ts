@@ -680,7 +680,8 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
         .filter((p) => o.probes.includes(p.id))
         .map((p) => [p.id, p.status, p.detail]);
     // The stock guest claims Apple5 at most and no Metal3: matrix and bfloat are not its features. Threadgroup memory
-    // is every device's, and a residency set that failed at run time (not built) is a fault whatever is claimed.
+    // is every device's, and a residency set that failed after it was created (buildFailed false: its commit, its
+    // dispatch) is a fault whatever is claimed.
     expect(verdicts(guest)).toEqual([
       ['simdgroup-matrix', 'unsupported', 'the device does not claim Apple7, which gates this feature: fail raw'],
       ['bfloat', 'unsupported', 'the device does not claim Apple6 or Metal3, which gates this feature: fail raw'],
@@ -703,6 +704,35 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
       status: 'unsupported',
       detail: 'unsupported raw',
     });
+  });
+
+  it('a residency set that cannot be created counts as a kernel that cannot be built: unsupported on a GPU that claims neither an Apple family nor Metal3, a fault on every Apple GPU', () => {
+    const o = checkDoctorOptions({ probes: ['residency-set'], profile: 'cua-release' });
+    const uncreated = result([raw('residency-set', 'fail', { buildFailed: true })]);
+    const residency = (stock: typeof guest, patched: NativeDoctorResult | null) => {
+      const p = judgeDevice(o, uncreated, patched, stock)[5]!;
+      return [p.status, p.judgement, p.stock?.status ?? null, p.patched?.status ?? null, p.detail];
+    };
+    const none = {
+      ...guest,
+      families: Object.fromEntries(Object.keys(guest.families).map((f) => [f, false])),
+    } as typeof guest;
+    const unclaimed = 'the device does not claim Apple1 or Metal3, which gates this feature: fail raw';
+    // An Intel or AMD GPU without Metal3 (no family it claims gates residency sets): absent, in both runs.
+    expect(residency(none, null)).toEqual(['unsupported', 'absent', null, null, unclaimed]);
+    expect(residency(none, uncreated)).toEqual(['unsupported', 'absent', 'unsupported', 'unsupported', unclaimed]);
+    // Apple1 alone or Metal3 alone is enough.
+    const apple1 = { ...none, families: { ...none.families, apple1: true } };
+    const metal3 = { ...none, families: { ...none.families, metal3: true } };
+    expect(residency(apple1, null)).toEqual(['fail', 'faulty', null, null, 'fail raw']);
+    expect(residency(metal3, null)).toEqual(['fail', 'faulty', null, null, 'fail raw']);
+    // The stock guest claims Apple1–5 and no Metal3: llama.cpp creates sets there, so it is the fault users meet,
+    // in both runs, whatever the candidate claims; bare metal likewise.
+    expect(guest.families.metal3).toBe(false);
+    expect(residency(guest, uncreated)).toEqual(['fail', 'faulty', 'fail', 'fail', 'fail raw']);
+    expect(residency(bare, null)).toEqual(['fail', 'faulty', null, null, 'fail raw']);
+    // Created, then failing (not buildFailed): a fault even where nothing gates it.
+    expect(judgeDevice(o, result([raw('residency-set', 'fail')]), null, none)[5]!.status).toBe('fail');
   });
 
   it('without a patched run, the stock run alone decides; a custom candidate is named as such', () => {

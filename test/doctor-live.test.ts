@@ -215,13 +215,13 @@ describeSim('doctor --json (CLI) over the simulated Metal', () => {
     expect(r.status, r.stderr).toBe(1);
     expect(r.stdout).toContain('metal-cap-shim doctor — simulated Metal, snapshot vz-guest-m1-ultra-tahoe-stock\n');
     expect(r.stdout).toContain('Patched runs: under cua-release, then restored\n');
-    expect(r.stdout).toMatch(/^ {2}simdgroup-matrix +pass +pass +pass +\d+\.\d +8x8 and 32x32 products/m);
-    expect(r.stdout).toMatch(/^ {2}nocopy-mmap +pass +– +– +\d+\.\d +the GPU read/m);
+    expect(r.stdout).toMatch(/^ {2}simdgroup-matrix +pass +pass +pass +\d+\.\d +\d+\.\d +8x8 and 32x32 products/m);
+    expect(r.stdout).toMatch(/^ {2}nocopy-mmap +pass +– +– +\d+\.\d +\d+\.\d +the GPU read/m);
     expect(r.stdout).toMatch(
-      /^ {2}residency-set +fail +fail +fail +\d+\.\d +newResidencySetWithDescriptor:error: failed/m,
+      /^ {2}residency-set +fail +fail +fail +\d+\.\d +\d+\.\d +newResidencySetWithDescriptor:error: failed/m,
     );
     expect(r.stdout).toContain('Host: VirtualMac2,1 · macOS 26.5.2 · arm64 · virtual machine · Apple M1 Ultra\n');
-    expect(r.stdout).toMatch(/^ {2}heap +pass +pass +pass +\d+\.\d +a 1048576 bytes heap/m);
+    expect(r.stdout).toMatch(/^ {2}heap +pass +pass +pass +\d+\.\d +\d+\.\d +a 1048576 bytes heap/m);
     expect(r.stdout).toContain(
       '  Verified profile: mode raise, Apple families up to 1007 (Apple7), name "Apple M1 Ultra"\n',
     );

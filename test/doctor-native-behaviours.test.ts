@@ -15,6 +15,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
 import { applyProfile } from '../lib/apply/auto.js';
 import { DOCTOR_PROBE_IDS } from '../lib/device/doctor-vocabulary.js';
+import { APPLE_GPU_THREADGROUP_MEMORY } from '../lib/patch/profiles.js';
 import type { NativeBinding } from '../types/binding.js';
 import { doctorOptions as options, nativeBinding, outcome, PASSES, removeTempDirs } from './doctor-helpers.js';
 import { describeSim, loadFixture, requireSimBuild } from './helpers.js';
@@ -123,6 +124,22 @@ describeSim('native doctor() over simulated behaviours: a Metal exception, a lim
       delete process.env.MTL_DEBUG_LAYER;
     }
     expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual([PASSES.threadgroup]);
+  });
+
+  it('a device that reports no threadgroup limit, on a host that is not a VM: nothing above what any Apple GPU has is tried; in a VM, every size', () => {
+    // Device 4 runs every size asked for; the stock limit 0 is what run.ts passes for a device that reports none.
+    const probe = { probes: ['threadgroup-memory' as const], stockThreadgroupMemory: 0 };
+    expect(binding.doctor(options(WIDE_SIMD, { ...probe, aboveStockThreadgroupMemory: false })).outcomes).toEqual([
+      outcome(
+        'threadgroup-memory',
+        'pass',
+        `${APPLE_GPU_THREADGROUP_MEMORY} bytes proven by 1024 concurrent threadgroups of 256 threads; sizes above ${APPLE_GPU_THREADGROUP_MEMORY} bytes (the device reports no limit, and no Apple GPU has more) not tried: this host is not known to be a virtual machine, where a threadgroup above the device's own limit is undefined behaviour`,
+        { provenThreadgroupMemory: APPLE_GPU_THREADGROUP_MEMORY },
+      ),
+    ]);
+    expect(binding.doctor(options(WIDE_SIMD, { ...probe, aboveStockThreadgroupMemory: true })).outcomes).toEqual([
+      PASSES.threadgroup,
+    ]);
   });
 
   it('a compiler that never finishes: that probe times out on compiling, within its deadline, and says so; the GPU is not blamed', () => {

@@ -129,6 +129,7 @@ describeSim('native doctor() over the simulated Metal', () => {
         'residency-set',
         'fail',
         'newResidencySetWithDescriptor:error: failed: simulated residency-set failure, recorded in the snapshot: fixture: Unable to construct residency set',
+        { buildFailed: true },
       ),
       outcome(
         'heap',

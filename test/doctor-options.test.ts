@@ -162,7 +162,7 @@ describe('doctor --snapshot: a recording replayed, never guessed', () => {
     expect(r.stdout).toContain(
       'metal-cap-shim doctor — snapshot m1-ultra-bare-metal (recorded result, replayed: nothing ran)\n',
     );
-    expect(r.stdout).toMatch(/^ {2}simdgroup-reduction +not-recorded +– +– +– +not recorded in this snapshot$/m);
+    expect(r.stdout).toMatch(/^ {2}simdgroup-reduction +not-recorded +– +– +– +– +not recorded in this snapshot$/m);
     expect(r.stdout).toContain('  Verified profile: mode raise\n');
     expect(r.stdout).toContain('    · no Apple family raised: nothing an Apple family gates was proven');
     expect(r.stdout).toContain('    · Metal3 left as the device answers it (YES)\n');

@@ -105,7 +105,10 @@ export interface NativeProbeOutcome {
   ms: number;
   /** The part of `ms` Metal's compiler took (libraries and pipelines). */
   compileMs: number;
-  /** True when the status comes from compiling the kernel or creating its pipeline (fail, unsupported). */
+  /**
+   * True when the status (fail, unsupported) comes from compiling the kernel or creating its pipeline, or from
+   * creating the residency set: the feature's object could not be made at all.
+   */
   buildFailed: boolean;
   /** threadgroup-memory: the largest size that compiled, ran and computed right under concurrency. */
   provenThreadgroupMemory: number | null;

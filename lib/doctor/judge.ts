@@ -14,9 +14,10 @@ import type { DoctorProbe, DoctorRun, MeasuredField, ProbeDifference } from './t
 export type RawOutcome = NativeProbeOutcome;
 
 /**
- * A raw outcome as a run (without its id). A kernel that could not be compiled or given a pipeline (`fail`) on a
- * device whose stock answers claim none of the families that gate the probe's feature (PROBE_GATING_FAMILIES) is
- * `unsupported`: the device never said it had the feature. `stock` is the device's stock report (never the answers
+ * A raw outcome as a run (without its id). A feature whose object could not be made (`fail` with `buildFailed`: a
+ * kernel that could not be compiled or given a pipeline, a residency set that could not be created) on a device whose
+ * stock answers claim none of the families that gate the probe's feature (PROBE_GATING_FAMILIES) is `unsupported`:
+ * the device never said it had the feature. `stock` is the device's stock report (never the answers
  * under a profile, which claim what was not proven).
  */
 export function runFrom(outcome: RawOutcome, stock?: DeviceReport): DoctorRun {

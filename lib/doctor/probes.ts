@@ -76,9 +76,10 @@ export const THREADGROUP_CANDIDATES: readonly number[] = Object.freeze([
 export const THREADGROUP_PROBE_GROUPS = 1024;
 
 /**
- * The families that gate each probe's feature in llama.cpp's rules (REFERENCE §4): a device that claims none of them
- * does not say it has the feature, so a kernel it cannot compile or build a pipeline for is `unsupported` there, not
- * a fault (an Intel or AMD GPU has no SIMD-group matrix). An empty list: every device must run the probe.
+ * The families that gate each probe's feature in the engines' rules (REFERENCE §4): a device that claims none of them
+ * does not say it has the feature, so a kernel it cannot compile or build a pipeline for, or a residency set it cannot
+ * create, is `unsupported` there, not a fault (an Intel or AMD GPU has no SIMD-group matrix). An empty list: every
+ * device must run the probe.
  */
 export const PROBE_GATING_FAMILIES: Readonly<Record<DoctorProbeId, readonly FamilyName[]>> = Object.freeze({
   'simdgroup-reduction': ['apple7', 'metal3'],
@@ -86,7 +87,10 @@ export const PROBE_GATING_FAMILIES: Readonly<Record<DoctorProbeId, readonly Fami
   bfloat: ['apple6', 'metal3'],
   'threadgroup-memory': [],
   'nocopy-mmap': [],
-  'residency-set': ['metal3'],
+  // ggml-metal creates residency sets on any Apple GPU (arm64 builds against a macOS 15+ SDK ask for no family), and
+  // MLX wherever Metal3 is answered: so every Apple GPU (each claims Apple1), a paravirtual one included, and any
+  // Metal3 GPU. An Intel or AMD GPU without Metal3 is left.
+  'residency-set': ['apple1', 'metal3'],
   // MTLHeap is not gated by a family in MLX: it makes its heap on every device but one named "Apple Paravirtual device".
   heap: [],
 });

@@ -36,7 +36,15 @@ function formatDevice(d: DoctorDevice, r: DoctorReport, s: Styler): string[] {
   const candidate = r.candidateProfile.name ?? 'the candidate profile';
   const lines = ['', `${s.bold(`Device ${d.index}${d.isDefault ? ' (default)' : ''}`)}: ${d.name} [${d.className}]`];
   const rows: string[][] = [
-    [s.dim('probe'), s.dim('result'), s.dim('stock'), s.dim('patched'), s.dim('ms'), s.dim('detail')],
+    [
+      s.dim('probe'),
+      s.dim('result'),
+      s.dim('stock'),
+      s.dim('patched'),
+      s.dim('ms'),
+      s.dim('compile ms'),
+      s.dim('detail'),
+    ],
   ];
   for (const p of d.probes) {
     rows.push([
@@ -45,6 +53,7 @@ function formatDevice(d: DoctorDevice, r: DoctorReport, s: Styler): string[] {
       statusText(p.stock?.status, s),
       statusText(p.patched?.status, s),
       ms(p.ms),
+      ms(p.compileMs),
       p.detail,
     ]);
   }

@@ -379,20 +379,30 @@ Napi::Value pooled(const Napi::CallbackInfo &info) {
   return Entry(info);
 }
 
+struct Entry {
+  const char *name;
+  Napi::Value (*fn)(const Napi::CallbackInfo &);
+};
+
+// The binding's functions, by the names types/binding.d.ts gives them.
+constexpr Entry kEntries[] = {
+    {"probe", pooled<Probe>},
+    {"host", pooled<Host>},
+    {"families", pooled<Families>},
+    {"apply", pooled<Apply>},
+    {"restore", pooled<Restore>},
+    {"status", pooled<Status>},
+    {"trace", pooled<Trace>},
+    {"baseline", pooled<Baseline>},
+    {"loadedConsumers", pooled<LoadedConsumers>},
+    {"ggmlMetalImages", pooled<GgmlMetalImages>},
+    {"info", pooled<Info>},
+    {"processGroups", pooled<ProcessGroupsOf>},
+    {"doctor", pooled<Doctor>},
+};
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("probe", Napi::Function::New(env, pooled<Probe>, "probe"));
-  exports.Set("host", Napi::Function::New(env, pooled<Host>, "host"));
-  exports.Set("families", Napi::Function::New(env, pooled<Families>, "families"));
-  exports.Set("apply", Napi::Function::New(env, pooled<Apply>, "apply"));
-  exports.Set("restore", Napi::Function::New(env, pooled<Restore>, "restore"));
-  exports.Set("status", Napi::Function::New(env, pooled<Status>, "status"));
-  exports.Set("trace", Napi::Function::New(env, pooled<Trace>, "trace"));
-  exports.Set("baseline", Napi::Function::New(env, pooled<Baseline>, "baseline"));
-  exports.Set("loadedConsumers", Napi::Function::New(env, pooled<LoadedConsumers>, "loadedConsumers"));
-  exports.Set("ggmlMetalImages", Napi::Function::New(env, pooled<GgmlMetalImages>, "ggmlMetalImages"));
-  exports.Set("info", Napi::Function::New(env, pooled<Info>, "info"));
-  exports.Set("processGroups", Napi::Function::New(env, pooled<ProcessGroupsOf>, "processGroups"));
-  exports.Set("doctor", Napi::Function::New(env, pooled<Doctor>, "doctor"));
+  for (const Entry &entry : kEntries) exports.Set(entry.name, Napi::Function::New(env, entry.fn, entry.name));
   return exports;
 }
 

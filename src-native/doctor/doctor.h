@@ -26,6 +26,11 @@ const char *doctorProbeId(DoctorProbe probe);
 bool parseDoctorProbe(const std::string &id, DoctorProbe *out);
 const char *doctorStatusName(DoctorStatus status);
 
+// No Apple GPU has more threadgroup memory than this (lib/patch/profiles.ts APPLE_GPU_THREADGROUP_MEMORY, the same
+// number; test/doctor-native-behaviours.test.ts holds the two together): the threadgroup-memory probe's ceiling where
+// sizes above the stock limit may not be dispatched and the device reports no limit.
+inline constexpr uint64_t kAppleGpuThreadgroupMemory = 32768;
+
 struct DoctorOptions {
   int device = 0;  // index in MTLCopyAllDevices() order; with an empty list, 0 is the default device
   std::vector<DoctorProbe> probes;
@@ -46,8 +51,10 @@ struct ProbeOutcome {
   DoctorStatus status = DoctorStatus::Error;
   std::string detail;  // one line
   double ms = 0;
-  double compileMs = 0;      // Metal's compiler: libraries and pipelines, under their own deadline
-  bool buildFailed = false;  // the status comes from compiling the kernel or creating its pipeline
+  double compileMs = 0;  // Metal's compiler: libraries and pipelines, under their own deadline
+  // The status comes from compiling the kernel or creating its pipeline, or from creating the residency set: the
+  // feature's object could not be made at all.
+  bool buildFailed = false;
   std::optional<uint64_t> provenThreadgroupMemory;
   std::optional<uint64_t> failedThreadgroupMemory;
   std::optional<uint64_t> bufferLength;

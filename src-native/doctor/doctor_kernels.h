@@ -38,50 +38,39 @@ kernel void mcs_doctor_simd_reduce(device const float *input [[buffer(0)]],
 }
 )MSL"};
 
-// One SIMD-group (one threadgroup of 32 threads) per 8x8 tile of C = A x B; n x n row-major, n a multiple of 8.
-inline constexpr DoctorKernel kMatmulFloatKernel = {"mcs_doctor_matmul_f32", kMsl2_3, R"MSL(
+// One SIMD-group (one threadgroup of 32 threads) per 8x8 tile of C = A x B; n x n row-major, n a multiple of 8. One
+// template, instantiated for float and half under the names the runner asks for ([[host_name]]), so both element
+// types run the same code.
+inline constexpr char kMatmulSource[] = R"MSL(
 #include <metal_stdlib>
 #include <metal_simdgroup_matrix>
 using namespace metal;
 
-kernel void mcs_doctor_matmul_f32(device const float *a [[buffer(0)]],
-                                  device const float *b [[buffer(1)]],
-                                  device float *c [[buffer(2)]],
-                                  constant uint &n [[buffer(3)]],
-                                  uint2 tile [[threadgroup_position_in_grid]]) {
-  simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8>(0.0f);
+template <typename T>
+kernel void mcs_doctor_matmul(device const T *a [[buffer(0)]],
+                              device const T *b [[buffer(1)]],
+                              device T *c [[buffer(2)]],
+                              constant uint &n [[buffer(3)]],
+                              uint2 tile [[threadgroup_position_in_grid]]) {
+  simdgroup_matrix<T, 8, 8> acc = make_filled_simdgroup_matrix<T, 8>(T(0.0f));
   for (uint k = 0; k < n; k += 8) {
-    simdgroup_float8x8 ma;
-    simdgroup_float8x8 mb;
+    simdgroup_matrix<T, 8, 8> ma;
+    simdgroup_matrix<T, 8, 8> mb;
     simdgroup_load(ma, a + tile.y * 8 * n + k, n);
     simdgroup_load(mb, b + k * n + tile.x * 8, n);
     simdgroup_multiply_accumulate(acc, ma, mb, acc);
   }
   simdgroup_store(acc, c + tile.y * 8 * n + tile.x * 8, n);
 }
-)MSL"};
 
-inline constexpr DoctorKernel kMatmulHalfKernel = {"mcs_doctor_matmul_f16", kMsl2_3, R"MSL(
-#include <metal_stdlib>
-#include <metal_simdgroup_matrix>
-using namespace metal;
+typedef decltype(mcs_doctor_matmul<float>) matmul_f32_t;
+typedef decltype(mcs_doctor_matmul<half>) matmul_f16_t;
+template [[host_name("mcs_doctor_matmul_f32")]] kernel matmul_f32_t mcs_doctor_matmul<float>;
+template [[host_name("mcs_doctor_matmul_f16")]] kernel matmul_f16_t mcs_doctor_matmul<half>;
+)MSL";
 
-kernel void mcs_doctor_matmul_f16(device const half *a [[buffer(0)]],
-                                  device const half *b [[buffer(1)]],
-                                  device half *c [[buffer(2)]],
-                                  constant uint &n [[buffer(3)]],
-                                  uint2 tile [[threadgroup_position_in_grid]]) {
-  simdgroup_half8x8 acc = make_filled_simdgroup_matrix<half, 8>(half(0.0f));
-  for (uint k = 0; k < n; k += 8) {
-    simdgroup_half8x8 ma;
-    simdgroup_half8x8 mb;
-    simdgroup_load(ma, a + tile.y * 8 * n + k, n);
-    simdgroup_load(mb, b + k * n + tile.x * 8, n);
-    simdgroup_multiply_accumulate(acc, ma, mb, acc);
-  }
-  simdgroup_store(acc, c + tile.y * 8 * n + tile.x * 8, n);
-}
-)MSL"};
+inline constexpr DoctorKernel kMatmulFloatKernel = {"mcs_doctor_matmul_f32", kMsl2_3, kMatmulSource};
+inline constexpr DoctorKernel kMatmulHalfKernel = {"mcs_doctor_matmul_f16", kMsl2_3, kMatmulSource};
 
 // Results go through bfloat variables so the compiler must round each one (no excess float precision).
 inline constexpr DoctorKernel kBfloatKernel = {"mcs_doctor_bfloat", kMsl3_1, R"MSL(

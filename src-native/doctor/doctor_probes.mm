@@ -416,9 +416,11 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
   // The stock answer, never the one a profile installed: doctor's patched run raises it on purpose.
   const uint64_t stock = ctx.options.stockThreadgroupMemory;
   uint64_t ceiling = UINT64_MAX;
-  std::string ceilingWhy;
-  if (!ctx.options.aboveStockThreadgroupMemory && stock > 0) {
-    ceiling = stock;
+  std::string ceilingWhat = "the device's stock limit", ceilingWhy;
+  if (!ctx.options.aboveStockThreadgroupMemory) {
+    // A device that reports no limit still has one: no Apple GPU has more than kAppleGpuThreadgroupMemory.
+    ceiling = stock > 0 ? stock : kAppleGpuThreadgroupMemory;
+    if (stock == 0) ceilingWhat = "the device reports no limit, and no Apple GPU has more";
     ceilingWhy = "this host is not known to be a virtual machine, where a threadgroup above the device's own limit "
                  "is undefined behaviour";
   } else if (validationLayerOn() && stock > 0) {
@@ -433,7 +435,7 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
   DoctorStatus failure = DoctorStatus::Pass;
   for (uint64_t size : sizes) {
     if (size > ceiling) {
-      why = "sizes above " + formatBytes(ceiling) + " (the device's stock limit) not tried: " + ceilingWhy;
+      why = "sizes above " + formatBytes(ceiling) + " (" + ceilingWhat + ") not tried: " + ceilingWhy;
       break;
     }
     // Dynamic lengths must be multiples of 16 bytes, and the kernel's static allocation counts against the total.
@@ -524,8 +526,14 @@ ProbeOutcome runResidencySet(ProbeContext &ctx) {
   using NewSetFn = id (*)(id, SEL, id, NSError **);
   NewSetFn create = reinterpret_cast<NewSetFn>(class_getMethodImplementation(object_getClass((id)ctx.device), newSet));
   Owned<id> set(create((id)ctx.device, newSet, descriptor.get(), &error));
-  if (!set)
-    return makeOutcome(probe, DoctorStatus::Fail, "newResidencySetWithDescriptor:error: failed: " + errorText(error));
+  if (!set) {
+    // Like a kernel that cannot be built: the feature's object cannot be made (judged against the families that gate
+    // it, lib/doctor/judge.ts), unlike a failure once the set exists, which is a fault on every device.
+    ProbeOutcome o =
+        makeOutcome(probe, DoctorStatus::Fail, "newResidencySetWithDescriptor:error: failed: " + errorText(error));
+    o.buildFailed = true;
+    return o;
+  }
 
   WordBuffers words;
   makeWordBuffers(ctx.device, kWords, 2246822519u, 374761393u, &words);

@@ -522,14 +522,29 @@ const SimKernel *kernelNamed(const std::string &name) {
   return nullptr;
 }
 
+// The functions a library exports, as Metal's compiler names them: each `kernel void NAME(` that is not a template,
+// and each explicit instantiation's [[host_name("NAME")]].
 std::vector<std::string> kernelNamesIn(const std::string &source) {
   std::vector<std::string> names;
-  const std::string marker = "kernel void ";
-  for (size_t pos = source.find(marker); pos != std::string::npos; pos = source.find(marker, pos)) {
-    pos += marker.size();
+  auto nameAt = [&](size_t pos) {
     size_t end = pos;
     while (end < source.size() && (isalnum(static_cast<unsigned char>(source[end])) || source[end] == '_')) end++;
-    if (end > pos) names.push_back(source.substr(pos, end - pos));
+    return source.substr(pos, end - pos);
+  };
+  const std::string marker = "kernel void ";
+  for (size_t pos = source.find(marker); pos != std::string::npos; pos = source.find(marker, pos)) {
+    size_t before = pos;
+    while (before > 0 && isspace(static_cast<unsigned char>(source[before - 1]))) before--;
+    pos += marker.size();
+    bool templated = before > 0 && source[before - 1] == '>';
+    std::string name = nameAt(pos);
+    if (!templated && !name.empty()) names.push_back(name);
+  }
+  const std::string hostName = "[[host_name(\"";
+  for (size_t pos = source.find(hostName); pos != std::string::npos; pos = source.find(hostName, pos)) {
+    pos += hostName.size();
+    std::string name = nameAt(pos);
+    if (!name.empty()) names.push_back(name);
   }
   return names;
 }
