@@ -994,14 +994,16 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
   );
 
   it('the switches any rule set reads, sorted: the conformance suite runs their combinations', () => {
-    expect(LLAMA_CPP_SWITCHES).toEqual([
-      'GGML_METAL_BF16_DISABLE',
-      'GGML_METAL_NO_RESIDENCY',
-      'GGML_METAL_SHARED_BUFFERS_DISABLE',
-      'GGML_METAL_SHARED_BUFFERS_ENABLE',
-      'GGML_METAL_TENSOR_DISABLE',
-      'GGML_METAL_TENSOR_ENABLE',
-    ]);
+    expect(LLAMA_CPP_SWITCHES).toMatchInlineSnapshot(`
+      [
+        "GGML_METAL_BF16_DISABLE",
+        "GGML_METAL_NO_RESIDENCY",
+        "GGML_METAL_SHARED_BUFFERS_DISABLE",
+        "GGML_METAL_SHARED_BUFFERS_ENABLE",
+        "GGML_METAL_TENSOR_DISABLE",
+        "GGML_METAL_TENSOR_ENABLE",
+      ]
+    `);
   });
 
   it("llama.cpp's chip list, in its order", () => {

@@ -201,38 +201,47 @@ describe('rulesOfLoaded', () => {
 
 describe('the rule sets', () => {
   it('are ordered oldest first and each says what it covers and on what evidence', () => {
-    expect(LLAMA_CPP_RULE_SETS).toEqual([
-      'legacy',
-      'device-b6673',
-      'device-b6968',
-      'device-b7010',
-      'device',
-      'chip-tuning',
-      'current',
-    ]);
+    expect(LLAMA_CPP_RULE_SETS).toMatchInlineSnapshot(`
+      [
+        "legacy",
+        "device-b6673",
+        "device-b6968",
+        "device-b7010",
+        "device",
+        "chip-tuning",
+        "current",
+      ]
+    `);
     expect(LLAMA_CPP_RULE_SET_INFO).toMatchSnapshot();
   });
 
   it('each generation marker has its Darwin (int64_t = long long) and Linux (long) spelling, or a C name', () => {
-    expect(LLAMA_CPP_GENERATION_MARKERS).toEqual([
-      {
-        symbols: ['_ZN17ggml_metal_tuning11fa_vec_pickEiiiixx', '_ZN17ggml_metal_tuning11fa_vec_pickEiiiill'],
-        ruleSet: 'current',
-        meaning: 'ggml_metal_tuning::fa_vec_pick(int gpu_family, …): tuning by GPU family',
-      },
-      {
-        symbols: [
-          '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiixx',
-          '_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiill',
-        ],
-        ruleSet: 'chip-tuning',
-        meaning: 'ggml_metal_tuning::fa_vec_pick(ggml_metal_device_id, …): tuning by chip',
-      },
-      {
-        symbols: ['ggml_metal_device_init'],
-        ruleSet: 'device',
-        meaning: 'ggml_metal_device_init: ggml-metal-device.m',
-      },
-    ]);
+    expect(LLAMA_CPP_GENERATION_MARKERS).toMatchInlineSnapshot(`
+      [
+        {
+          "meaning": "ggml_metal_tuning::fa_vec_pick(int gpu_family, …): tuning by GPU family",
+          "ruleSet": "current",
+          "symbols": [
+            "_ZN17ggml_metal_tuning11fa_vec_pickEiiiixx",
+            "_ZN17ggml_metal_tuning11fa_vec_pickEiiiill",
+          ],
+        },
+        {
+          "meaning": "ggml_metal_tuning::fa_vec_pick(ggml_metal_device_id, …): tuning by chip",
+          "ruleSet": "chip-tuning",
+          "symbols": [
+            "_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiixx",
+            "_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiill",
+          ],
+        },
+        {
+          "meaning": "ggml_metal_device_init: ggml-metal-device.m",
+          "ruleSet": "device",
+          "symbols": [
+            "ggml_metal_device_init",
+          ],
+        },
+      ]
+    `);
   });
 });
