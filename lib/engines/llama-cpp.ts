@@ -780,7 +780,8 @@ export function predictLlamaCpp(
     return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
   }
   warnings.push(...unread);
-  if (ruleSet === 'device-b6673') {
+  if (ruleSet === 'device' || ruleSet === 'device-b6968' || ruleSet === 'device-b7010' || ruleSet === 'device-b6673') {
+    // The device sets differ only in which flags they hold (device-b6673 has no has_tensor): the rules decide that.
     const flags = evaluate(rules, ctx) as Record<LlamaCppEarlyDeviceFlag, GateFlag>;
     const consequences = llamaConsequences(
       ruleSet,
@@ -789,18 +790,9 @@ export function predictLlamaCpp(
       flags.has_bfloat.value,
       created,
     );
-    return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
-  }
-  if (ruleSet === 'device' || ruleSet === 'device-b6968' || ruleSet === 'device-b7010') {
-    const flags = evaluate(rules, ctx) as Record<LlamaCppDeviceFlag, GateFlag>;
-    const consequences = llamaConsequences(
-      ruleSet,
-      flags.has_simdgroup_reduction.value,
-      flags.has_simdgroup_mm.value,
-      flags.has_bfloat.value,
-      created,
-    );
-    return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
+    return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings } as
+      | LlamaCppDevicePrediction
+      | LlamaCppEarlyDevicePrediction;
   }
   const flags = evaluate(rules, ctx) as unknown as LlamaCppCurrentFlags;
   const tuning = tuningFor(ruleSet, device.name, flags.gpu_family.value)!;
