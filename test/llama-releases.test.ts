@@ -53,7 +53,7 @@ describe('parseRelease', () => {
 });
 
 const GGML_094_WARNING = (v: string) =>
-  `ggml ${v} shipped with llama.cpp b6526 to b7595, across the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411): the oldest of these rules (b6673 to b6967 (ggml-metal-device.m, before the tensor API)) assumed`;
+  `ggml ${v} shipped with llama.cpp b6526 to b7595, across ggml-metal-device.m's arrival (b6673), the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411): the oldest ggml-metal-device.m rules (b6673 to b6967 (ggml-metal-device.m, before the tensor API)) assumed; a build before b6673 follows the legacy rules`;
 
 describe('ruleSetForGgmlVersion', () => {
   it.each<[string, unknown]>([
@@ -144,13 +144,16 @@ describe('rulesOfLoaded', () => {
       detail:
         'libggml-metal.so: no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (no release or ggml version says which: the newest device rules (b7411 to b10361 (ggml-metal-device.m, before per-chip tuning)) assumed)',
     });
-    // A release of another generation does not override what the binary exports.
+    // A release or version of another generation does not override what the binary exports, and the detail says so.
     expect(device(null, 'v0.5.0')).toEqual({
       ruleSet: 'device',
       release: 'v0.5.0',
       detail:
-        "libggml-metal.so: llama.cpp v0.5.0 (node-llama-cpp's build metadata), no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m",
+        "libggml-metal.so: llama.cpp v0.5.0 (node-llama-cpp's build metadata), no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (its release points to the current rules, which its exports contradict: the newest device rules (b7411 to b10361 (ggml-metal-device.m, before per-chip tuning)) assumed)",
     });
+    expect(device('0.23.0', null).detail).toBe(
+      'libggml-metal.so: ggml 0.23.0; it exports ggml_metal_device_init: ggml-metal-device.m (its ggml version points to the chip-tuning rules, which its exports contradict: the newest device rules (b7411 to b10361 (ggml-metal-device.m, before per-chip tuning)) assumed)',
+    );
   });
 
   it.each<[string, number]>([

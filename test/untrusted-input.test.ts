@@ -176,6 +176,31 @@ describe('matrix: Markdown from other people’s reports stays one cell', () => 
       'rows[0].doctor.faults[0].reports must be a whole number ≥ 0, got undefined',
     ],
     [
+      'a doctor column without its proven profile',
+      {
+        profiles: [],
+        rows: [{ host: 'h', guestOs: 'g', cells: {}, doctor: { reports: 1, measured: 1, faults: [] } }],
+      },
+      'rows[0].doctor.provenProfile',
+      'rows[0].doctor.provenProfile must be a profile or null, got undefined',
+    ],
+    [
+      'a proven profile that is none',
+      {
+        profiles: [],
+        rows: [
+          {
+            host: 'h',
+            guestOs: 'g',
+            cells: {},
+            doctor: { reports: 1, measured: 1, provenProfile: { appleFamilyMax: 'x' }, faults: [] },
+          },
+        ],
+      },
+      'rows[0].doctor.provenProfile',
+      'rows[0].doctor.provenProfile is not a profile (appleFamilyMax must be an MTLGPUFamily value from 1001 (Apple1) to 1010 (Apple10), or "host" (the host chip\'s true family), got "x")',
+    ],
+    [
       'a throwing getter',
       Object.defineProperty({}, 'profiles', {
         enumerable: true,

@@ -457,7 +457,14 @@ function checkMatrix(value: unknown): Matrix {
       text(fault.fault, `${ff}.fault`);
       count(fault.reports, `${ff}.reports`);
     });
-    if (d.provenProfile !== null) d.provenProfile = resolveProfile(d.provenProfile as ProfileInput);
+    const proven = `${field}.doctor.provenProfile`;
+    if (d.provenProfile === undefined) fail(proven, 'must be a profile or null, got undefined');
+    if (d.provenProfile === null) return;
+    try {
+      d.provenProfile = resolveProfile(d.provenProfile as ProfileInput);
+    } catch (err) {
+      fail(proven, `is not a profile (${err instanceof Error ? err.message : String(err)})`);
+    }
   });
   return m as Matrix;
 }

@@ -31,12 +31,17 @@ export const LLAMA_CPP_RULE_SETS: readonly LlamaCppRuleSet[] = Object.freeze([
 ] as const);
 
 /** The ggml-metal-device.m rule sets before per-chip tuning, oldest first. */
-export const LLAMA_CPP_DEVICE_RULE_SETS: readonly LlamaCppRuleSet[] = Object.freeze([
+export const LLAMA_CPP_DEVICE_RULE_SETS = Object.freeze([
   'device-b6673',
   'device-b6968',
   'device-b7010',
   'device',
 ] as const);
+
+/** One of LLAMA_CPP_DEVICE_RULE_SETS. */
+export function isDeviceRuleSet(ruleSet: LlamaCppRuleSet): ruleSet is (typeof LLAMA_CPP_DEVICE_RULE_SETS)[number] {
+  return (LLAMA_CPP_DEVICE_RULE_SETS as readonly LlamaCppRuleSet[]).includes(ruleSet);
+}
 
 /** What one rule set covers. */
 export interface LlamaCppRuleSetInfo {
@@ -254,7 +259,7 @@ export function ruleSetForGgmlVersion(text: string): { ruleSet: LlamaCppRuleSet;
     warning:
       rule.spans === undefined
         ? null
-        : `ggml ${text} shipped with llama.cpp ${rule.spans}, across the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411): the oldest of these rules (${LLAMA_CPP_RULE_SET_INFO[rule.ruleSet].releases}) assumed`,
+        : `ggml ${text} shipped with llama.cpp ${rule.spans}, across ggml-metal-device.m's arrival (b6673), the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411): the oldest ggml-metal-device.m rules (${LLAMA_CPP_RULE_SET_INFO[rule.ruleSet].releases}) assumed; a build before b6673 follows the legacy rules`,
   };
 }
 
@@ -285,7 +290,7 @@ export function rulesOfLoaded(found: LoadedGgmlMetal): LoadedRules {
     const exported = `${base}: ${what}; it exports ${marker.meaning}`;
     if (marker.ruleSet !== 'device')
       return { ruleSet: marker.ruleSet, release: found.nodeLlamaCppRelease, detail: exported };
-    if (decided !== null && LLAMA_CPP_DEVICE_RULE_SETS.includes(decided.ruleSet)) {
+    if (decided !== null && isDeviceRuleSet(decided.ruleSet)) {
       return {
         ruleSet: decided.ruleSet,
         release: found.nodeLlamaCppRelease,
@@ -298,7 +303,7 @@ export function rulesOfLoaded(found: LoadedGgmlMetal): LoadedRules {
       detail: `${exported}${warned(
         decided === null
           ? `no release or ggml version says which: the newest device rules (${LLAMA_CPP_RULE_SET_INFO.device.releases}) assumed`
-          : null,
+          : `its ${why.slice('rules by its '.length)} points to the ${decided.ruleSet} rules, which its exports contradict: the newest device rules (${LLAMA_CPP_RULE_SET_INFO.device.releases}) assumed`,
       )}`,
     };
   }

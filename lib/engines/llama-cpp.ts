@@ -17,7 +17,7 @@ import {
   type GateRule,
   type RuleContext,
 } from './common.js';
-import { LLAMA_CPP_RULE_SET_INFO, type LlamaCppRuleSet } from './llama-cpp-releases.js';
+import { isDeviceRuleSet, LLAMA_CPP_RULE_SET_INFO, type LlamaCppRuleSet } from './llama-cpp-releases.js';
 
 /** Flags ggml-metal.m sets in its device context (legacy rules). */
 export type LlamaCppLegacyFlag =
@@ -780,7 +780,7 @@ export function predictLlamaCpp(
     return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
   }
   warnings.push(...unread);
-  if (ruleSet === 'device' || ruleSet === 'device-b6968' || ruleSet === 'device-b7010' || ruleSet === 'device-b6673') {
+  if (isDeviceRuleSet(ruleSet)) {
     // The device sets differ only in which flags they hold (device-b6673 has no has_tensor): the rules decide that.
     const flags = evaluate(rules, ctx) as Record<LlamaCppEarlyDeviceFlag, GateFlag>;
     const consequences = llamaConsequences(
