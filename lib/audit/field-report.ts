@@ -469,9 +469,16 @@ function checkMatrix(value: unknown): Matrix {
   return m as Matrix;
 }
 
-/** The matrix as a Markdown table. `m` is checked first (checkMatrix): it may come from another program's JSON. */
+/**
+ * The matrix as a Markdown table, for a caller's matrix: checked first (checkMatrix), since it may come from another
+ * program's JSON. The package's own callers, which hold what buildMatrix returned, use matrixTable.
+ */
 export function matrixMarkdown(matrix: Matrix): string {
-  const m = checkMatrix(matrix);
+  return matrixTable(checkMatrix(matrix));
+}
+
+/** The Markdown table of a matrix buildMatrix returned (unchecked: see matrixMarkdown). */
+export function matrixTable(m: Matrix): string {
   const header = ['Host', 'Guest OS', ...m.profiles, 'Proven profile (doctor)', 'Faults (doctor)'];
   const row = (cells: string[]) => `| ${cells.map(markdownCell).join(' | ')} |`;
   const lines = [row(header), `| ${header.map(() => '---').join(' | ')} |`];

@@ -1,5 +1,5 @@
 import { FileError, UsageError } from '../core/errors.js';
-import { buildMatrix, matrixMarkdown, type MatrixInput } from '../audit/field-report.js';
+import { buildMatrix, matrixTable, type MatrixInput } from '../audit/field-report.js';
 import { readJsonFile } from '../core/jsonfile.js';
 import { err, EXIT, out, printJson, type Command } from './shared.js';
 
@@ -21,7 +21,7 @@ The same report given twice (the same file, or a copy) is counted once.`,
     for (const d of matrix.duplicates)
       err(`metal-cap-shim: ${d.where} is the same report as ${d.sameAs}: counted once`);
     if (values.json) printJson(matrix);
-    else out(matrixMarkdown(matrix));
+    else out(matrixTable(matrix));
     return EXIT.ok;
   },
 };
