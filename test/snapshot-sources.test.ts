@@ -125,6 +125,11 @@ describe('recordingOf: doctor’s results as a snapshot records them', () => {
     ]);
   });
 
+  it('a probe read from a file without its measurements records none: no key is left undefined', () => {
+    const bare = { id: 'threadgroup-memory', status: 'fail' } as DoctorProbeResult;
+    expect(recordingOf([bare]).probes['threadgroup-memory']).toStrictEqual({ status: 'fail' });
+  });
+
   it('what it records is a valid doctor section', () => {
     const snap = JSON.parse(readFileSync(path.join(root, 'snapshots', `${STOCK}.json`), 'utf8')) as {
       devices: Record<string, unknown>[];
@@ -182,9 +187,21 @@ describe('a field report read as a snapshot, in-process', () => {
     ]);
   });
 
-  it('a generatedAt that is not a date leaves the date to the file', () => {
-    const snap = loadSnapshot(write('undated.json', { ...report, generatedAt: 'yesterday' }));
-    expect(snap.recorded).toBe(new Date().toISOString().slice(0, 10));
+  it('a generatedAt that starts with a date gives the date; anything else leaves the date to the file', () => {
+    // The file is written today, so each date here differs from the file's.
+    const recorded = (generatedAt: unknown) => loadSnapshot(write('dated.json', { ...report, generatedAt })).recorded;
+    const today = new Date().toISOString().slice(0, 10);
+    expect(
+      [
+        '2025-07-04T09:30:00.000Z',
+        '2025-07-04',
+        'yesterday',
+        'on 2025-07-04',
+        '2025-07-4T09:30',
+        '2025-7-04',
+        20250704,
+      ].map(recorded),
+    ).toEqual(['2025-07-04', '2025-07-04', today, today, today, today, today]);
   });
 
   it('a doctor that measured brings each device’s results; a replay brings none', () => {
@@ -246,7 +263,7 @@ describe('a field report read as a snapshot, in-process', () => {
       'audit.devices[0].stock',
       'audit.devices[0].stock with its families',
     ],
-  ])('%s: InvalidSnapshotError naming %s', (_what, edit, field, needs) => {
+  ])('%s: InvalidSnapshotError naming the field', (_what, edit, field, needs) => {
     const file = write('broken.json', edit(report));
     expect(thrown(() => loadSnapshot(file))).toEqual({
       name: 'InvalidSnapshotError',
@@ -285,6 +302,10 @@ describe('what --snapshot names', () => {
     );
     expect(thrown(() => resolveSnapshotPath('/nowhere/M1-ULTRA-BARE-METAL.JSON'))?.message).toBe(
       "snapshot file /nowhere/M1-ULTRA-BARE-METAL.JSON does not exist (did you mean the bundled snapshot 'm1-ultra-bare-metal'?)",
+    );
+    // Only a final .json is the bundled name's extension: '.jsonl' is part of the name.
+    expect(thrown(() => resolveSnapshotPath('/nowhere/m1-ultra-bare-metal.jsonl'))?.message).toBe(
+      'snapshot file /nowhere/m1-ultra-bare-metal.jsonl does not exist',
     );
   });
 });

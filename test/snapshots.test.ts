@@ -231,7 +231,9 @@ describe('snapshot validation', () => {
     chipOnly.host.provenance.cpuBrand = 'unrecorded';
     expect(validateSnapshot(chipOnly, 'test').host.chip).toBe('Apple M1 Ultra');
     chipOnly.host.chip = 'M1 Ultra';
-    expectInvalid(chipOnly, 'host.chip');
+    expect(thrown(() => validateSnapshot(chipOnly, 'test'))).toEqual(
+      rejection('host.chip', 'must be an Apple chip name as bare metal reports it (e.g. "Apple M1 Ultra") or null'),
+    );
     chipOnly.host.chip = 'Apple M1 Ultra (Virtual)';
     expectInvalid(chipOnly, 'host.chip');
   });
@@ -1146,6 +1148,37 @@ describe('the doctor section and the default object, whole errors', () => {
     ).toEqual([0, 60_000]);
   });
 
+  it('defaultObjectClass: rejects a class name inside a list', () => {
+    const s = changed((x) => (x.devices[0].simulation.defaultObjectClass = ['MTLDebugDevice']));
+    expect(thrown(() => validateSnapshot(s, 'test'))).toEqual(
+      rejection('devices[0].simulation.defaultObjectClass', 'must be an Objective-C class name no device has'),
+    );
+  });
+
+  it('a simulation section on one device only, or one that is no object on the next device', () => {
+    const one = twoGpus();
+    delete one.devices[1].simulation;
+    expect(validateSnapshot(one, 'test')).toEqual(one);
+    const broken = twoGpus();
+    broken.devices[1].simulation = 5;
+    expect(thrown(() => validateSnapshot(broken, 'test'))).toEqual(
+      rejection('devices[1].simulation', 'must be an object'),
+    );
+  });
+
+  it('doctor provenance is a string even where a source key reads as the same number', () => {
+    const s = changed((x) => {
+      x.sources['5'] = 'a source keyed by a number';
+      x.devices[0].doctor = {
+        provenance: 5,
+        probes: Object.fromEntries(DOCTOR_PROBE_IDS.map((id) => [id, { status: 'not-recorded' }])),
+      };
+    });
+    expect(thrown(() => validateSnapshot(s, 'test'))).toEqual(
+      rejection('devices[0].doctor.provenance', 'must be a key of "sources" or "assumed"'),
+    );
+  });
+
   it('defaultObjectClass belongs on the default device only', () => {
     const s = twoGpus();
     s.devices[0].simulation.defaultObjectClass = 'MTLDebugDevice';
@@ -1303,6 +1336,43 @@ describe('a snapshot from a probe report', () => {
       JSON.stringify({ ...reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal')), snapshot: null, source: 'live' }),
     );
     expect(loadSnapshot(live).id).toBe('my-mac-studio');
+  });
+
+  it('a probe report file lists at most 64 devices, each an object with its families, and a host when supported', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'mcs-'));
+    const base = reportFromSnapshot(loadSnapshot('m1-ultra-bare-metal'));
+    const device = base.devices[0]!;
+    const many = (n: number) => Array.from({ length: n }, (_, i) => ({ ...device, index: i, isDefault: i === 0 }));
+    const load = (name: string, change: Record<string, unknown>) => {
+      const file = path.join(dir, `${name}.json`);
+      writeFileSync(file, JSON.stringify({ ...base, ...change }));
+      return () => loadSnapshot(file);
+    };
+    const refused = (name: string, field: string, says: string) => ({
+      name: 'InvalidSnapshotError',
+      code: 'ERR_INVALID_SNAPSHOT',
+      field,
+      message: `${path.join(dir, `${name}.json`)}: ${field} ${says}; see snapshots/README.md for the format`,
+    });
+    expect(load('at-limit', { devices: many(64) })().devices).toHaveLength(64);
+    expect([
+      thrown(load('over-limit', { devices: many(65) })),
+      thrown(load('no-host', { host: null })),
+      thrown(load('device-text', { devices: ['gpu'] })),
+      thrown(load('no-families', { devices: [{ ...device, families: null }] })),
+      thrown(load('unsupported', { supported: false, reason: 'no-device', host: null, devices: [] })),
+    ]).toEqual([
+      refused('over-limit', 'devices', 'must list at most 64 devices, not 65'),
+      refused('no-host', 'host', 'must be an object'),
+      refused('device-text', 'devices[0]', 'must be an object'),
+      refused('no-families', 'devices[0].families', 'must be an object'),
+      {
+        name: 'InvalidSnapshotError',
+        code: 'ERR_INVALID_SNAPSHOT',
+        field: 'supported',
+        message: `${path.join(dir, 'unsupported.json')}: the report has no devices (supported: false, no-device), so it cannot stand for a machine`,
+      },
+    ]);
   });
 
   it.each<[string, Record<string, unknown>]>([
