@@ -2,7 +2,7 @@
 // NSException at commit on every probe (the `error` status), device 1 accepts threadgroup memory up to what it
 // *answers* (threadgroup-memory fault `answered-limit`), so a profile that raises the answer proves more; device 2's
 // threadgroups overlap above 32 KiB when several run at once (`threadgroups-overlap`); device 3's compiler never
-// finishes the bfloat kernel (fault `compile`); device 4's pipelines run 64-wide SIMD-groups. Real addon
+// finishes the bfloat and heap kernels (fault `compile`); device 4's pipelines run 64-wide SIMD-groups. Real addon
 // through lib/device/native.ts, the simulated Metal. Runtime exercised: GCC's libobjc with GNUstep Foundation, where the
 // exception reaches doctor's `@catch (NSException *)` through GCC's Objective-C personality (src-native/doctor/doctor.mm).
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = new URL(
@@ -160,6 +160,17 @@ describeSim('native doctor() over simulated behaviours: a Metal exception, a lim
     expect(bfloat.ms).toBeGreaterThanOrEqual(bfloat.compileMs);
     expect(r.outcomes[0]!.compileMs).toBeLessThan(timeoutMs);
     expect(elapsed).toBeLessThan(timeoutMs + 3000);
+  });
+
+  it('a compiler that never finishes the heap kernels: the heap probe times out on compiling its first, like any probe', () => {
+    const r = binding.doctor(options(SLOW_COMPILER, { probes: ['heap'], timeoutMs: 300 }));
+    expect(r.outcomes).toEqual([
+      outcome(
+        'heap',
+        'timeout',
+        "compiling mcs_doctor_heap_write did not finish within 300 ms: Metal's compiler, not the GPU, ran out of time",
+      ),
+    ]);
   });
 
   it("a hung compile uses up only its own probe's deadline: the next probe gets a whole one", () => {

@@ -101,9 +101,9 @@ describe('the doctor section of a snapshot', () => {
           "devices[0].doctor.probes.bfloat.fault compile is only for a timeout",
         ],
         "heap": [
-          "devices[0].doctor.probes.heap.fault is not a known field",
-          "devices[0].doctor.probes.heap.fault is not a known field",
-          "devices[0].doctor.probes.heap.fault is not a known field",
+          "devices[0].doctor.probes.heap.fault must be one of compile",
+          "accepted",
+          "devices[0].doctor.probes.heap.fault compile is only for a timeout",
         ],
         "nocopy-mmap": [
           "devices[0].doctor.probes.nocopy-mmap.fault must be one of stale, zero-length, compile",

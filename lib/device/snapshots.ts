@@ -129,7 +129,7 @@ const DOCTOR_PROBE_FIELDS: Record<DoctorProbeId, string[]> = {
   'threadgroup-memory': ['provenThreadgroupMemory', 'failedThreadgroupMemory', 'fault'],
   'nocopy-mmap': ['bufferLength', 'fault'],
   'residency-set': ['fault'],
-  heap: [],
+  heap: ['fault'],
 };
 const SNAPSHOT_DOCTOR_STATUSES: readonly string[] = [...DOCTOR_STATUSES, 'not-recorded'];
 const FAULTS: Partial<Record<DoctorProbeId, readonly string[]>> = {
