@@ -142,11 +142,16 @@ describe('the doctor’s MSL kernels, syntax-checked as C++', () => {
   it.each(kernels.map((k) => [k.fn, k] as const))(
     '%s defines the function its entry names, with buffers 0, 1, … in order',
     (_fn, k) => {
-      // A shared source (a template) exports exactly the functions of the entries that use it.
+      // A shared source (a template, or one library of several kernels) exports exactly the functions of the
+      // entries that use it.
       expect(exportedNames(k.source)).toEqual(kernels.filter((x) => x.source === k.source).map((x) => x.fn));
-      const { buffers } = stripAttributes(k.source);
-      // The runners bind buffers at indices 0, 1, … (DispatchSpec in doctor_gpu.h).
-      expect(buffers).toEqual(buffers.map((_, i) => i));
+      // The runners bind buffers at indices 0, 1, … (DispatchSpec in doctor_gpu.h), each kernel of the source its own.
+      const perKernel = k.source
+        .split(/(?=kernel void )/)
+        .slice(1)
+        .map((part) => stripAttributes(part).buffers);
+      expect(perKernel.map((buffers) => buffers.length > 0)).toEqual(perKernel.map(() => true));
+      expect(perKernel).toEqual(perKernel.map((buffers) => buffers.map((_, i) => i)));
     },
   );
 

@@ -6,6 +6,7 @@
 #import <Metal/Metal.h>
 
 #include <chrono>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,15 @@ struct Pipeline {
 // Compiles with Metal's asynchronous calls under a deadline of its own (the probe's budget), so a hung compiler
 // never holds the caller, and its time is not the GPU's: the GPU deadline starts again once the pipeline exists.
 bool buildPipeline(ProbeContext &ctx, const DoctorKernel &kernel, Pipeline *out);
+// One kernel's function and where its pipeline goes.
+struct PipelineOf {
+  const DoctorKernel &kernel;
+  Pipeline *out;
+};
+// Several functions of one MSL source (doctor_kernels.h checks that they share it): the source is compiled once, under
+// one deadline for the library and every pipeline, and each function gets its pipeline from that library. Returns the
+// pipeline that could not be built (a failed compile is the first's), or nullptr when every one was.
+const Pipeline *buildPipelines(ProbeContext &ctx, std::initializer_list<PipelineOf> kernels);
 // The outcome for a kernel that could not be built (marked as such for the judging in TypeScript).
 ProbeOutcome unbuilt(DoctorProbe probe, const Pipeline &pipeline);
 

@@ -141,9 +141,11 @@ std::string formatBytes(uint64_t bytes) {
   return std::to_string(bytes) + " bytes";
 }
 
-bool buildPipeline(ProbeContext &ctx, const DoctorKernel &kernel, Pipeline *out) {
+const Pipeline *buildPipelines(ProbeContext &ctx, std::initializer_list<PipelineOf> kernels) {
   id<MTLDevice> device = ctx.device;
-  std::string function = kernel.function;
+  const DoctorKernel &first = kernels.begin()->kernel;
+  Pipeline *firstOut = kernels.begin()->out;
+  std::string firstFunction = first.function;
   Deadline compile(ctx.options.timeoutMs);
   struct Tally {
     ProbeContext &ctx;
@@ -151,12 +153,12 @@ bool buildPipeline(ProbeContext &ctx, const DoctorKernel &kernel, Pipeline *out)
     ~Tally() { ctx.compileMs += compile.elapsedMs(); }
   } tally{ctx, compile};
   Owned<MTLCompileOptions *> options([MTLCompileOptions new]);
-  [options.get() setLanguageVersion:(MTLLanguageVersion)kernel.languageVersion];
+  [options.get() setLanguageVersion:(MTLLanguageVersion)first.languageVersion];
   // The probes compare against exact CPU references; fast math may reassociate or flush.
   [options.get() setFastMathEnabled:NO];
   Pending *library = new Pending();
   @try {
-    [device newLibraryWithSource:[NSString stringWithUTF8String:kernel.source]
+    [device newLibraryWithSource:[NSString stringWithUTF8String:first.source]
                          options:options.get()
                completionHandler:^(id<MTLLibrary> made, NSError *error) {
                  finish(library, made, error);
@@ -166,52 +168,60 @@ bool buildPipeline(ProbeContext &ctx, const DoctorKernel &kernel, Pipeline *out)
     // newer than the OS; for the 2.3 kernels that cannot be the reason. Whether the handler will still run is not
     // known, so its share of `library` is left to it.
     letGo(library);
-    out->status = kernel.languageVersion > kMsl2_3 ? DoctorStatus::Unsupported : DoctorStatus::Fail;
-    out->detail = "Metal refused to compile " + function + ": " + exceptionText(exception);
-    return false;
+    firstOut->status = first.languageVersion > kMsl2_3 ? DoctorStatus::Unsupported : DoctorStatus::Fail;
+    firstOut->detail = "Metal refused to compile " + firstFunction + ": " + exceptionText(exception);
+    return firstOut;
   }
   Made compiled = collect(library, compile);
   Owned<id<MTLLibrary>> made((id<MTLLibrary>)compiled.object);
   if (compiled.late) {
-    out->status = DoctorStatus::Timeout;
-    out->detail = lateCompile("compiling " + function, compile);
-    return false;
+    firstOut->status = DoctorStatus::Timeout;
+    firstOut->detail = lateCompile("compiling " + firstFunction, compile);
+    return firstOut;
   }
   if (!made) {
     NSError *error = compiled.error;
     bool rejectedVersion = error != nil && [[error domain] isEqualToString:MTLLibraryErrorDomain] &&
                            [error code] == MTLLibraryErrorUnsupported;
-    out->status = rejectedVersion ? DoctorStatus::Unsupported : DoctorStatus::Fail;
-    out->detail = "compiling " + function + " failed: " + errorText(error);
-    return false;
+    firstOut->status = rejectedVersion ? DoctorStatus::Unsupported : DoctorStatus::Fail;
+    firstOut->detail = "compiling " + firstFunction + " failed: " + errorText(error);
+    return firstOut;
   }
-  Owned<id<MTLFunction>> fn([made.get() newFunctionWithName:[NSString stringWithUTF8String:kernel.function]]);
-  if (!fn) {
-    out->status = DoctorStatus::Fail;
-    out->detail = "the compiled library has no function " + function;
-    return false;
+  for (const PipelineOf &entry : kernels) {
+    Pipeline *out = entry.out;
+    std::string function = entry.kernel.function;
+    Owned<id<MTLFunction>> fn([made.get() newFunctionWithName:[NSString stringWithUTF8String:entry.kernel.function]]);
+    if (!fn) {
+      out->status = DoctorStatus::Fail;
+      out->detail = "the compiled library has no function " + function;
+      return out;
+    }
+    Pending *pipeline = new Pending();
+    [device newComputePipelineStateWithFunction:fn.get()
+                              completionHandler:^(id<MTLComputePipelineState> state, NSError *error) {
+                                finish(pipeline, state, error);
+                              }];
+    Made built = collect(pipeline, compile);
+    out->state.reset((id<MTLComputePipelineState>)built.object);
+    if (built.late) {
+      out->status = DoctorStatus::Timeout;
+      out->detail = lateCompile("creating the pipeline for " + function, compile);
+      return out;
+    }
+    if (!out->state) {
+      out->status = DoctorStatus::Fail;
+      out->detail = "creating the pipeline for " + function + " failed: " + errorText(built.error);
+      return out;
+    }
+    out->status = DoctorStatus::Pass;
   }
-  Pending *pipeline = new Pending();
-  [device newComputePipelineStateWithFunction:fn.get()
-                            completionHandler:^(id<MTLComputePipelineState> state, NSError *error) {
-                              finish(pipeline, state, error);
-                            }];
-  Made built = collect(pipeline, compile);
-  out->state.reset((id<MTLComputePipelineState>)built.object);
-  if (built.late) {
-    out->status = DoctorStatus::Timeout;
-    out->detail = lateCompile("creating the pipeline for " + function, compile);
-    return false;
-  }
-  if (!out->state) {
-    out->status = DoctorStatus::Fail;
-    out->detail = "creating the pipeline for " + function + " failed: " + errorText(built.error);
-    return false;
-  }
-  out->status = DoctorStatus::Pass;
   // The GPU's budget starts once its work can start.
   ctx.deadline.restart();
-  return true;
+  return nullptr;
+}
+
+bool buildPipeline(ProbeContext &ctx, const DoctorKernel &kernel, Pipeline *out) {
+  return buildPipelines(ctx, {{kernel, out}}) == nullptr;
 }
 
 ProbeOutcome unbuilt(DoctorProbe probe, const Pipeline &pipeline) {

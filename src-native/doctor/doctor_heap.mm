@@ -31,8 +31,8 @@ ProbeOutcome runHeap(ProbeContext &ctx) {
     return makeOutcome(probe, DoctorStatus::Unsupported, "this device has no heaps (newHeapWithDescriptor:)");
   }
   Pipeline writer, reader;
-  if (!buildPipeline(ctx, kHeapWriteKernel, &writer)) return unbuilt(probe, writer);
-  if (!buildPipeline(ctx, kHeapReadKernel, &reader)) return unbuilt(probe, reader);
+  if (const Pipeline *failed = buildPipelines(ctx, {{kHeapWriteKernel, &writer}, {kHeapReadKernel, &reader}}))
+    return unbuilt(probe, *failed);
   for (Pipeline *p : {&writer, &reader}) {
     if (maxThreads(p->state.get()) < kGroup) return tooFewThreads(probe, p->state.get(), kGroup);
   }

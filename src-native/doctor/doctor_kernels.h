@@ -12,6 +12,11 @@ struct DoctorKernel {
   const char *source;
 };
 
+// Whether two entries can be built from one compiled library (buildPipelines): the same source and language version.
+constexpr bool sharesSource(const DoctorKernel &a, const DoctorKernel &b) {
+  return a.source == b.source && a.languageVersion == b.languageVersion;
+}
+
 // MSL 2.3 is the first with SIMD-group matrices on macOS; the probes that do not need it use it too, so one
 // version covers every capability probe but bfloat.
 inline constexpr unsigned long kMsl2_3 = 0x20003;
@@ -71,6 +76,8 @@ template [[host_name("mcs_doctor_matmul_f16")]] kernel matmul_f16_t mcs_doctor_m
 
 inline constexpr DoctorKernel kMatmulFloatKernel = {"mcs_doctor_matmul_f32", kMsl2_3, kMatmulSource};
 inline constexpr DoctorKernel kMatmulHalfKernel = {"mcs_doctor_matmul_f16", kMsl2_3, kMatmulSource};
+// The runner builds both from one compile of the source (buildPipelines).
+static_assert(sharesSource(kMatmulFloatKernel, kMatmulHalfKernel), "the matmul kernels are one library");
 
 // Results go through bfloat variables so the compiler must round each one (no excess float precision).
 inline constexpr DoctorKernel kBfloatKernel = {"mcs_doctor_bfloat", kMsl3_1, R"MSL(
@@ -161,8 +168,9 @@ kernel void mcs_doctor_resident_read(device const uint *input [[buffer(0)]],
 }
 )MSL"};
 
-// Writes a pattern into a buffer placed in an MTLHeap (the heap probe); a second dispatch reads it back.
-inline constexpr DoctorKernel kHeapWriteKernel = {"mcs_doctor_heap_write", kMsl2_3, R"MSL(
+// The heap probe's two kernels, one source: the first writes a pattern into a buffer placed in an MTLHeap, a second
+// dispatch reads it back.
+inline constexpr char kHeapSource[] = R"MSL(
 #include <metal_stdlib>
 using namespace metal;
 
@@ -171,17 +179,16 @@ kernel void mcs_doctor_heap_write(device const uint *seed [[buffer(0)]],
                                   uint gid [[thread_position_in_grid]]) {
   placed[gid] = seed[gid] * 2654435761u + 40503u;
 }
-)MSL"};
-
-inline constexpr DoctorKernel kHeapReadKernel = {"mcs_doctor_heap_read", kMsl2_3, R"MSL(
-#include <metal_stdlib>
-using namespace metal;
 
 kernel void mcs_doctor_heap_read(device const uint *placed [[buffer(0)]],
                                  device uint *output [[buffer(1)]],
                                  uint gid [[thread_position_in_grid]]) {
   output[gid] = placed[gid] ^ 2654435769u;
 }
-)MSL"};
+)MSL";
+
+inline constexpr DoctorKernel kHeapWriteKernel = {"mcs_doctor_heap_write", kMsl2_3, kHeapSource};
+inline constexpr DoctorKernel kHeapReadKernel = {"mcs_doctor_heap_read", kMsl2_3, kHeapSource};
+static_assert(sharesSource(kHeapWriteKernel, kHeapReadKernel), "the heap kernels are one library");
 
 }  // namespace mcs

@@ -200,8 +200,9 @@ ProbeOutcome runSimdgroupMatrix(ProbeContext &ctx) {
   const DoctorProbe probe = DoctorProbe::SimdgroupMatrix;
   constexpr NSUInteger kSimdgroup = 32;
   Pipeline floatPipeline, halfPipeline;
-  if (!buildPipeline(ctx, kMatmulFloatKernel, &floatPipeline)) return unbuilt(probe, floatPipeline);
-  if (!buildPipeline(ctx, kMatmulHalfKernel, &halfPipeline)) return unbuilt(probe, halfPipeline);
+  if (const Pipeline *failed =
+          buildPipelines(ctx, {{kMatmulFloatKernel, &floatPipeline}, {kMatmulHalfKernel, &halfPipeline}}))
+    return unbuilt(probe, *failed);
   for (Pipeline *p : {&floatPipeline, &halfPipeline}) {
     // The kernels give each 8x8 tile one threadgroup of one SIMD-group of 32 threads, the width of Apple GPUs; a
     // device whose SIMD-groups are another width (AMD's 64, Intel's 8 to 32) would run them differently.
