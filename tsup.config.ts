@@ -23,7 +23,8 @@ export default defineConfig([
   {
     // Each command's module is a dynamic import in lib/cli.ts; splitting turns each into its own chunk, so a command
     // loads only its own code (CLI start-up is measured by bench/cli.mjs).
-    entry: { cli: 'lib/cli.ts' },
+    // The probe runner (lib/doctor/runner-main.ts) is built here too: doctor starts it as a process of its own.
+    entry: { cli: 'lib/cli.ts', 'doctor-runner': 'lib/doctor/runner-main.ts' },
     format: ['esm'],
     target: 'node20',
     platform: 'node',

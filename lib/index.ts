@@ -73,6 +73,7 @@ export {
   type DoctorOptions,
   type DoctorProbe,
   type DoctorProbeId,
+  type DoctorProgress,
   type DoctorReport,
   type DoctorRun,
   type SupportedDoctorReport,

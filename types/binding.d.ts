@@ -110,8 +110,17 @@ export interface NativeProbeOutcome {
    * creating the residency set: the feature's object could not be made at all.
    */
   buildFailed: boolean;
-  /** threadgroup-memory: the largest size that compiled, ran and computed right under concurrency. */
+  /**
+   * The MTLCommandBufferError code of a command buffer that failed in MTLCommandBufferErrorDomain (read by domain and
+   * code); null: no such failure.
+   */
+  commandBufferError: number | null;
+  /** True when the GPU did not finish a dispatch before the deadline (not the compiler). */
+  gpuTimedOut: boolean;
+  /** threadgroup-memory: the largest size up to 32768 bytes that compiled, ran and computed right under concurrency. */
   provenThreadgroupMemory: number | null;
+  /** threadgroup-memory: the largest size above 32768 bytes that ran and computed right (unverifiable). */
+  acceptedThreadgroupMemory: number | null;
   /** threadgroup-memory: the smallest size that failed (rejected, or computed wrong). */
   failedThreadgroupMemory: number | null;
   /** nocopy-mmap: the length the NoCopy buffer reports. */

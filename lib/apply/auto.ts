@@ -13,7 +13,7 @@ import type { SupportedReport } from '../device/types.js';
 import { cacheKeyFor, doctorCacheDir, readCache } from '../doctor/cache.js';
 import { leastProfile } from '../doctor/derive.js';
 import { AUTO_PROBES, checkDoctorOptions } from '../doctor/options.js';
-import { runDoctorLive } from '../doctor/run.js';
+import { runDoctorLiveSync } from '../doctor/run.js';
 import type { Recommendation } from '../doctor/types.js';
 
 /** The profile name that asks for the verified profile. */
@@ -71,12 +71,15 @@ function autoProfileFor(
       },
     };
   }
-  const report = runDoctorLive(
+  // Synchronous, as applyProfile() is: the probe runner (a child process) runs while this thread waits, bounded by
+  // the sum of its deadlines.
+  const report = runDoctorLiveSync(
     checkDoctorOptions({
       probes: [...AUTO_PROBES],
       force: options.force,
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     }),
+    stock.devices.length,
   );
   return {
     profile: leastProfile(report.devices.map((d) => d.verifiedProfile)),

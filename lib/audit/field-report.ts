@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { audit, type AuditResult } from './audit.js';
-import { doctor, type DoctorReport } from '../doctor/index.js';
+import { doctor, type DoctorProgress, type DoctorReport } from '../doctor/index.js';
 import { leastProfile } from '../doctor/derive.js';
 import { DOCTOR_SCHEMA } from '../doctor/types.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
@@ -48,10 +48,12 @@ export interface FieldReportOptions {
   mmapFile?: string;
   /** Bytes of the file doctor's nocopy-mmap probe generates (default 1 GiB). */
   mmapSize?: number;
+  /** Called as each of doctor's live probes starts. */
+  onProgress?: (event: DoctorProgress) => void;
 }
 
 /** Builds a field report: on a Mac it applies the profile, verifies and restores; with `snapshot`, offline. */
-export function fieldReport(options?: FieldReportOptions): FieldReport {
+export async function fieldReport(options?: FieldReportOptions): Promise<FieldReport> {
   const o = checkOptions<FieldReportOptions>('fieldReport', options, {
     profile: 'any',
     snapshot: 'string',
@@ -60,6 +62,7 @@ export function fieldReport(options?: FieldReportOptions): FieldReport {
     doctor: 'boolean',
     mmapFile: 'string',
     mmapSize: 'number',
+    onProgress: 'function',
   });
   const result = audit({
     ...(o.profile !== undefined ? { profile: o.profile } : {}),
@@ -70,8 +73,9 @@ export function fieldReport(options?: FieldReportOptions): FieldReport {
   const doctorReport =
     o.doctor === false
       ? null
-      : doctor({
+      : await doctor({
           profile: result.profile,
+          ...(o.onProgress !== undefined && o.snapshot === undefined ? { onProgress: o.onProgress } : {}),
           ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : { force: o.force ?? false }),
           ...(o.mmapFile !== undefined ? { mmapFile: o.mmapFile } : {}),
           ...(o.mmapSize !== undefined ? { mmapSize: o.mmapSize } : {}),

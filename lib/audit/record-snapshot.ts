@@ -2,7 +2,7 @@ import { notAppliedError } from '../patch/apply.js';
 import { loadNative, packageVersion } from '../device/native.js';
 import { checkOptions } from '../core/options.js';
 import { stockReport } from '../device/probe.js';
-import { doctor } from '../doctor/index.js';
+import { doctor, type DoctorProgress } from '../doctor/index.js';
 import { checkDoctorOptions } from '../doctor/options.js';
 import { InvalidOptionsError } from '../core/errors.js';
 import { recordingOf, snapshotFromReport, snapshotId, validateSnapshot, type Snapshot } from '../device/snapshots.js';
@@ -19,6 +19,8 @@ export interface RecordOptions {
   mmapSize?: number;
   /** With `doctor`: the deadline of each probe in milliseconds (default 5000). */
   timeoutMs?: number;
+  /** With `doctor`: called as each of its probes starts. */
+  onProgress?: (event: DoctorProgress) => void;
 }
 
 /**
@@ -28,7 +30,7 @@ export interface RecordOptions {
  * Metal, NativeError ERR_NATIVE_UNAVAILABLE where the native module will not load, NativeError ERR_NO_DEVICE where
  * Metal has no device.
  */
-export function recordSnapshot(options?: RecordOptions): Snapshot {
+export async function recordSnapshot(options?: RecordOptions): Promise<Snapshot> {
   const {
     label,
     doctor: withDoctor,
@@ -39,6 +41,7 @@ export function recordSnapshot(options?: RecordOptions): Snapshot {
     mmapFile: 'string',
     mmapSize: 'number',
     timeoutMs: 'number',
+    onProgress: 'function',
   });
   for (const key of Object.keys(doctorOptions)) {
     if (withDoctor !== true)
@@ -65,7 +68,7 @@ export function recordSnapshot(options?: RecordOptions): Snapshot {
   if (withDoctor !== true) return snapshot;
   // Every probe, stock and under the default candidate, as `doctor` runs them; each device's combined verdicts are
   // what the snapshot records (the worse of the two runs, as doctor reports it).
-  const checkup = doctor(doctorOptions);
+  const checkup = await doctor(doctorOptions);
   const devices = snapshot.devices.map((device, i) => {
     const measured = checkup.devices.find((d) => d.index === report.devices[i]!.index);
     return measured ? { ...device, doctor: recordingOf(measured.probes) } : device;

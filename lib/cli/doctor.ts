@@ -1,4 +1,4 @@
-import { doctorWithProgress, type DoctorOptions } from '../doctor/index.js';
+import { doctor, type DoctorOptions } from '../doctor/index.js';
 import type { DoctorReport } from '../doctor/types.js';
 import { formatDoctor } from '../format/doctor.js';
 import { MMAP_SIZE, TIMEOUT_MS } from '../doctor/probes.js';
@@ -49,24 +49,26 @@ ${bundledSnapshotsHelp()}`,
     force: { type: 'boolean' },
     snapshot: { type: 'string' },
   },
-  run({ values }) {
+  async run({ values }) {
     const profile = text(values, 'profile');
     const device = text(values, 'device');
     const timeout = text(values, 'timeout-ms');
     const snapshot = text(values, 'snapshot');
+    // A terminal sees which probe runs, ticking each second (a large --mmap-size takes seconds); a pipe or --json gets
+    // nothing extra.
+    const progress = values.json || !process.stderr.isTTY ? undefined : progressLine(process.stderr);
     const options: DoctorOptions = {
       ...(profile !== undefined ? { profile: profileArgument(profile) } : {}),
+      ...(progress !== undefined ? { onProgress: progress.show } : {}),
       ...mmapOptions(values),
       ...(device !== undefined ? { device: numberFlag('--device', device) } : {}),
       ...(timeout !== undefined ? { timeoutMs: numberFlag('--timeout-ms', timeout) } : {}),
       ...(values.force === true ? { force: true } : {}),
       ...(snapshot !== undefined ? { snapshot } : {}),
     };
-    // A terminal sees which probe runs (a large --mmap-size takes seconds); a pipe or --json gets nothing extra.
-    const progress = values.json || !process.stderr.isTTY ? undefined : progressLine(process.stderr);
     let report: DoctorReport;
     try {
-      report = doctorWithProgress(options, progress?.show);
+      report = await doctor(options);
     } finally {
       progress?.done();
     }

@@ -4,6 +4,7 @@ import { formatAudit } from '../format/text.js';
 import { inert } from '../core/input.js';
 import { DEFAULT_PROFILE } from '../patch/profiles.js';
 import { mmapOptions } from './doctor-options.js';
+import { progressLine } from './progress.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
@@ -34,18 +35,22 @@ ${bundledSnapshotsHelp()}`,
     'mmap-size': { type: 'string' },
     'no-doctor': { type: 'boolean' },
   },
-  run({ values }) {
+  async run({ values }) {
     const snapshot = text(values, 'snapshot');
     const hostLabel = text(values, 'host-label');
     const profile = text(values, 'profile');
-    const report = fieldReport({
+    // A live doctor takes seconds: a terminal sees which probe runs (not with --json, whose stdout may be a file).
+    const live = snapshot === undefined && values['no-doctor'] !== true;
+    const progress = live && !values.json && process.stderr.isTTY ? progressLine(process.stderr) : undefined;
+    const report = await fieldReport({
+      ...(progress !== undefined ? { onProgress: progress.show } : {}),
       profile: profile !== undefined ? profileArgument(profile) : DEFAULT_PROFILE,
       force: values.force === true,
       ...mmapOptions(values),
       ...(values['no-doctor'] === true ? { doctor: false } : {}),
       ...(snapshot !== undefined ? { snapshot } : {}),
       ...(hostLabel !== undefined ? { hostLabel } : {}),
-    });
+    }).finally(() => progress?.done());
     if (values.json) printJson(report);
     else {
       const s = styler();

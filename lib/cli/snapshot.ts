@@ -1,6 +1,8 @@
 import { UsageError } from '../core/errors.js';
 import { recordSnapshot, type RecordOptions } from '../audit/record-snapshot.js';
+import type { Snapshot } from '../device/snapshots.js';
 import { mmapOptions, numberFlag } from './doctor-options.js';
+import { progressLine } from './progress.js';
 import { EXIT, printJson, text, type Command } from './shared.js';
 
 const command: Command = {
@@ -27,7 +29,7 @@ Exit code 1 where there is no Metal device to record.`,
     'mmap-size': { type: 'string' },
     'timeout-ms': { type: 'string' },
   },
-  run({ values }) {
+  async run({ values }) {
     const label = text(values, 'label');
     const timeout = text(values, 'timeout-ms');
     const doctorFlags = {
@@ -40,11 +42,20 @@ Exit code 1 where there is no Metal device to record.`,
         '--mmap-file, --mmap-size and --timeout-ms are doctor settings: give them with --with-doctor',
       );
     }
+    // doctor's probes take seconds: a terminal sees which one runs (stdout carries the JSON).
+    const progress = withDoctor && process.stderr.isTTY ? progressLine(process.stderr) : undefined;
     const options: RecordOptions = {
       ...(label !== undefined ? { label } : {}),
       ...(withDoctor ? { doctor: true, ...doctorFlags } : {}),
+      ...(progress !== undefined ? { onProgress: progress.show } : {}),
     };
-    printJson(recordSnapshot(options));
+    let snapshot: Snapshot;
+    try {
+      snapshot = await recordSnapshot(options);
+    } finally {
+      progress?.done();
+    }
+    printJson(snapshot);
     return EXIT.ok;
   },
 };

@@ -26,7 +26,9 @@ export type NativeErrorCode =
   | 'ERR_HOOK_FAILED'
   | 'ERR_VERIFICATION_FAILED'
   | 'ERR_NO_DEVICE'
-  | 'ERR_NATIVE_UNAVAILABLE';
+  | 'ERR_NATIVE_UNAVAILABLE'
+  /** doctor's probe runner (a child process) could not start, or ended before it read the devices. */
+  | 'ERR_DOCTOR_RUNNER';
 
 /** The codes a RefusedError carries. */
 export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' | 'ERR_HOST_UNKNOWN';

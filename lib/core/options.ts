@@ -2,7 +2,7 @@ import { InvalidOptionsError } from './errors.js';
 import { clip, describeValue, isObject, readInput } from './input.js';
 import { didYouMean } from './suggest.js';
 
-type Kind = 'boolean' | 'string' | 'number' | 'object' | 'any';
+type Kind = 'boolean' | 'string' | 'number' | 'object' | 'function' | 'any';
 
 /** Reports an option that cannot be used as an InvalidOptionsError naming it (`env.HOME`, `options`). */
 export function optionFailure(fn: string): (field: string, problem: string) => never {

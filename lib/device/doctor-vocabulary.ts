@@ -20,9 +20,24 @@ export type DoctorProbeId = (typeof DOCTOR_PROBE_IDS)[number];
 /**
  * A probe's outcome: `pass`; `wrong-result` (ran, but the numbers differ from the CPU reference, or a stale or short
  * buffer); `fail` (a Metal API error); `unsupported` (the OS or MSL version lacks it); `timeout`; `skipped`; `error`
- * (anything else, e.g. the temporary file could not be created).
+ * (anything else, e.g. the temporary file could not be created); a command buffer's MTLCommandBufferError named after
+ * its code (`page-fault`, `access-revoked`, `not-permitted`, `out-of-memory`); `aborted` (the process running the
+ * probe died, or was killed at the deadline, while it ran).
  */
-export const DOCTOR_STATUSES = ['pass', 'wrong-result', 'fail', 'unsupported', 'timeout', 'skipped', 'error'] as const;
+export const DOCTOR_STATUSES = [
+  'pass',
+  'wrong-result',
+  'fail',
+  'unsupported',
+  'timeout',
+  'skipped',
+  'error',
+  'page-fault',
+  'access-revoked',
+  'not-permitted',
+  'out-of-memory',
+  'aborted',
+] as const;
 
 /** One probe outcome status. */
 export type DoctorStatus = (typeof DOCTOR_STATUSES)[number];

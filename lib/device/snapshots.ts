@@ -63,6 +63,9 @@ export interface SnapshotDoctorProbe {
   /** threadgroup-memory: the largest size that worked. In the simulation, larger dispatches fail (or, with
    * `wrong-result`, compute wrong). */
   provenThreadgroupMemory?: number;
+  /** threadgroup-memory: the largest size above 32768 bytes that ran and computed right (unverifiable: threadgroups
+   * that large may never share a core). In the simulation, larger dispatches fail. */
+  acceptedThreadgroupMemory?: number;
   /** threadgroup-memory: the smallest size that failed. */
   failedThreadgroupMemory?: number;
   /** nocopy-mmap: the length the NoCopy buffer reported. */
@@ -126,7 +129,7 @@ const DOCTOR_PROBE_FIELDS: Record<DoctorProbeId, string[]> = {
   'simdgroup-reduction': ['fault'],
   'simdgroup-matrix': ['maxAbsError', 'fault'],
   bfloat: ['maxAbsError', 'fault'],
-  'threadgroup-memory': ['provenThreadgroupMemory', 'failedThreadgroupMemory', 'fault'],
+  'threadgroup-memory': ['provenThreadgroupMemory', 'acceptedThreadgroupMemory', 'failedThreadgroupMemory', 'fault'],
   'nocopy-mmap': ['bufferLength', 'fault'],
   'residency-set': ['fault'],
   heap: ['fault'],
@@ -540,6 +543,7 @@ function devicesInSubclassLoops(devices: Record<string, unknown>[]): Set<number>
 const doctorFieldChecks: Record<string, Check> = {
   detail: (v) => (typeof v === 'string' && v.trim() !== '' && !/[\r\n]/.test(v) ? null : 'one non-empty line of text'),
   provenThreadgroupMemory: count(1),
+  acceptedThreadgroupMemory: count(1),
   failedThreadgroupMemory: count(1),
   bufferLength: count(0),
   maxAbsError: (v) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? null : 'a number ≥ 0'),

@@ -200,7 +200,7 @@ function sameAnswers(a: Profile, b: Profile): boolean {
 
 /**
  * The verified profile the stored probe results prove on `stock` (the device as it answers now, stock), derived as
- * doctor derives it, with or without `force` (which lets threadgroup memory above 32768 bytes be claimed), on `host`
+ * doctor derives it, with or without `force`, on `host`
  * (its chip caps the family and is the name a proven heap allows). Only status and proven size are stored, and the
  * derivation reads nothing else.
  */
@@ -212,6 +212,7 @@ function derivedFrom(stock: DeviceReport, probes: CachedProbe[], force: boolean,
       ms: null,
       compileMs: null,
       provenThreadgroupMemory: p.provenThreadgroupMemory ?? null,
+      acceptedThreadgroupMemory: null,
       failedThreadgroupMemory: null,
       bufferLength: null,
       maxAbsError: null,

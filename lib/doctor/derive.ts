@@ -158,9 +158,10 @@ export function deriveVerifiedProfile(
     under === undefined
       ? null
       : `; the device reports ${reported ?? 'nothing'} stock, ${under.reported ?? 'nothing'} under ${under.candidate}`;
-  // Proven under concurrency or not, more than any Apple GPU has is claimed only when asked to (force).
-  const ceiling = force ? Infinity : APPLE_GPU_THREADGROUP_MEMORY;
-  const cap = `${measured} bytes were proven, but no Apple GPU has more than ${APPLE_GPU_THREADGROUP_MEMORY}, so more is claimed only with force`;
+  // More than any Apple GPU has is never claimed, force or not: above it a size can only be accepted, never proven
+  // (threadgroups that large may never share a core). A recording or cache from before that rule may say more.
+  const ceiling = APPLE_GPU_THREADGROUP_MEMORY;
+  const cap = `${measured} bytes are recorded as proven, but no Apple GPU has more than ${APPLE_GPU_THREADGROUP_MEMORY}, so no more is claimed`;
   if (measured === null) {
     reasons.push(
       `threadgroup memory left as reported: no size proven (${statusText(probes, 'threadgroup-memory')})${both ?? ''}`,

@@ -2,26 +2,24 @@
  * doctor: real Metal work on each device, judged. The native runner executes the probes and reports raw outcomes;
  * the files under lib/doctor/ judge them, derive the verified profile and the recommendations, cache, and replay.
  */
-import { checkDoctorOptions, type DoctorOptions } from './options.js';
+import { checkDoctorCall, type DoctorOptions } from './options.js';
 import { doctorFromSnapshot } from './replay.js';
-import { runDoctorLive, type ProbeListener } from './run.js';
+import { runDoctorLive } from './run.js';
 import type { DoctorReport } from './types.js';
 
 /**
- * Runs the probes on every device (or `device`): each with stock answers, the capability probes again with the
- * candidate profile installed (default cua-release), then restores. Returns the judged results, each device's
- * verified profile and the engine settings that avoid the faults found. With `snapshot`, replays a recorded result
- * on any OS. Where there is no Metal it returns `supported: false` rather than throwing. Throws typed errors for bad
- * options and MetalCapShimError `ERR_PROFILE_ACTIVE` when a profile is already applied in the process.
+ * Runs the probes on every device (or `device`) in a child process, never in this one: each with stock answers, the
+ * capability probes again with the candidate profile installed there (default cua-release). Resolves to the judged
+ * results, each device's verified profile and the engine settings that avoid the faults found; `onProgress` is told
+ * as each probe starts, and the event loop keeps turning meanwhile. A probe that hangs past its deadline, crashes or
+ * aborts ends the child, not this process, and is reported as `aborted`. This process's devices and any profile
+ * applied in it are left as they are. With `snapshot`, replays a recorded result on any OS. Where there is no Metal it
+ * resolves to `supported: false`; it rejects with typed errors for bad options.
  */
-export function doctor(options?: DoctorOptions): DoctorReport {
-  return doctorWithProgress(options);
-}
-
-/** doctor(), telling `listener` as each live probe starts (the CLI's progress line on a terminal). */
-export function doctorWithProgress(options?: DoctorOptions, listener?: ProbeListener): DoctorReport {
-  const o = checkDoctorOptions(options);
-  return o.snapshot !== null ? doctorFromSnapshot({ ...o, snapshot: o.snapshot }) : runDoctorLive(o, listener);
+export async function doctor(options?: DoctorOptions): Promise<DoctorReport> {
+  const { options: o, onProgress } = checkDoctorCall(options);
+  if (o.snapshot !== null) return doctorFromSnapshot({ ...o, snapshot: o.snapshot });
+  return runDoctorLive(o, onProgress ?? undefined);
 }
 
 export { doctorCacheDir, DOCTOR_CACHE_SCHEMA, type DoctorCacheEntry, type DoctorCacheKey } from './cache.js';
@@ -44,6 +42,7 @@ export {
   DOCTOR_SCHEMA,
   type DoctorDevice,
   type DoctorProbe,
+  type DoctorProgress,
   type DoctorReport,
   type DoctorRun,
   type DoctorSettings,

@@ -2,10 +2,13 @@ import { familyLabel } from '../core/families.js';
 import type { DeviceReport } from '../device/types.js';
 import type { NativeProbeOutcome } from '../../types/binding.js';
 import {
+  COMMAND_BUFFER_STATUSES,
+  GPU_LEFT_UNUSABLE,
   JUDGEMENTS,
   PROBE_GATING_FAMILIES,
   STATUS_SEVERITY,
   type DoctorProbeId,
+  type DoctorStatus,
   type RecordedStatus,
 } from './probes.js';
 import type { DoctorProbe, DoctorRun, MeasuredField, ProbeDifference } from './types.js';
@@ -25,17 +28,34 @@ export function runFrom(outcome: RawOutcome, stock?: DeviceReport): DoctorRun {
   const unclaimed = stock !== undefined && gates.length > 0 && gates.every((f) => stock.families[f] !== true);
   const absent = outcome.status === 'fail' && outcome.buildFailed && unclaimed;
   return {
-    status: absent ? 'unsupported' : outcome.status,
+    status: absent ? 'unsupported' : statusOf(outcome),
     detail: absent
       ? `the device does not claim ${gates.map(familyLabel).join(' or ')}, which gates this feature: ${outcome.detail}`
       : outcome.detail,
     ms: outcome.ms,
     compileMs: outcome.compileMs,
     provenThreadgroupMemory: outcome.provenThreadgroupMemory,
+    acceptedThreadgroupMemory: outcome.acceptedThreadgroupMemory,
     failedThreadgroupMemory: outcome.failedThreadgroupMemory,
     bufferLength: outcome.bufferLength,
     maxAbsError: outcome.maxAbsError,
   };
+}
+
+/** A raw outcome's status: a failed command buffer's is named after its MTLCommandBufferError code (read by code). */
+function statusOf(outcome: RawOutcome): DoctorStatus {
+  if (outcome.status !== 'fail' || outcome.commandBufferError === null) return outcome.status;
+  return COMMAND_BUFFER_STATUSES.get(outcome.commandBufferError) ?? outcome.status;
+}
+
+/**
+ * The status that leaves the device unusable for the probes after this one (GPU_LEFT_UNUSABLE), or null. A timeout
+ * counts only when it was the GPU's: a compiler that ran out of time says nothing about the GPU.
+ */
+export function leftGpuUnusable(outcome: RawOutcome): DoctorStatus | null {
+  const status = statusOf(outcome);
+  if (!GPU_LEFT_UNUSABLE.includes(status)) return null;
+  return status !== 'timeout' || outcome.gpuTimedOut || outcome.commandBufferError !== null ? status : null;
 }
 
 /** The worse of two statuses (see STATUS_SEVERITY). */
@@ -77,6 +97,7 @@ export function judgeProbe(
     ms: both(stock.ms, patched.ms, (a, b) => a + b),
     compileMs: both(stock.compileMs, patched.compileMs, (a, b) => a + b),
     provenThreadgroupMemory: both(stock.provenThreadgroupMemory, patched.provenThreadgroupMemory, Math.min),
+    acceptedThreadgroupMemory: both(stock.acceptedThreadgroupMemory, patched.acceptedThreadgroupMemory, Math.min),
     failedThreadgroupMemory: either(stock.failedThreadgroupMemory, patched.failedThreadgroupMemory, Math.min),
     bufferLength: stock.bufferLength,
     maxAbsError: either(stock.maxAbsError, patched.maxAbsError, Math.max),

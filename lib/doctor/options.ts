@@ -13,6 +13,7 @@ import {
   TIMEOUT_MS,
   type DoctorProbeId,
 } from './probes.js';
+import type { DoctorProgress } from './types.js';
 
 /** Options for doctor(). */
 export interface DoctorOptions {
@@ -34,6 +35,8 @@ export interface DoctorOptions {
   snapshot?: string;
   /** Write each device's result to the cache that `auto` reads; default true (live runs only). */
   cache?: boolean;
+  /** Called as each live probe starts (not for a replay), e.g. to show progress. */
+  onProgress?: (event: DoctorProgress) => void;
 }
 
 /** doctor()'s options, checked and with defaults filled in. */
@@ -95,6 +98,17 @@ function checkInteger(option: string, flag: string, value: unknown, min: number,
 
 /** Checks doctor()'s options and fills in defaults; throws InvalidOptionsError / InvalidProfileError naming the fault. */
 export function checkDoctorOptions(options: unknown): CheckedDoctorOptions {
+  return checkDoctorCall(options).options;
+}
+
+/**
+ * checkDoctorOptions, and doctor()'s `onProgress` apart: the checked options go to the probe runner as JSON, the
+ * listener stays in the caller.
+ */
+export function checkDoctorCall(options: unknown): {
+  options: CheckedDoctorOptions;
+  onProgress: ((event: DoctorProgress) => void) | null;
+} {
   const o = checkOptions<DoctorOptions>('doctor', options, {
     profile: 'any',
     device: 'number',
@@ -105,6 +119,7 @@ export function checkDoctorOptions(options: unknown): CheckedDoctorOptions {
     force: 'boolean',
     snapshot: 'string',
     cache: 'boolean',
+    onProgress: 'function',
   });
   const candidate = resolveProfile(o.profile ?? DEFAULT_PROFILE);
   const device =
@@ -161,7 +176,7 @@ export function checkDoctorOptions(options: unknown): CheckedDoctorOptions {
     }
   }
   const mmapFile = o.mmapFile === undefined ? null : checkMmapFile(o.mmapFile);
-  return {
+  const checked: CheckedDoctorOptions = {
     candidate,
     device,
     timeoutMs,
@@ -172,6 +187,7 @@ export function checkDoctorOptions(options: unknown): CheckedDoctorOptions {
     snapshot: o.snapshot ?? null,
     cache: o.cache ?? true,
   };
+  return { options: checked, onProgress: o.onProgress ?? null };
 }
 
 /** The probes `auto` runs when nothing is cached: every capability probe, not nocopy-mmap. */

@@ -47,7 +47,64 @@ export const JUDGEMENTS: Readonly<Record<RecordedStatus, { judgement: Judgement;
   skipped: { judgement: 'unknown', meaning: 'not run' },
   error: { judgement: 'unknown', meaning: 'the probe itself could not run, which says nothing about the GPU' },
   'not-recorded': { judgement: 'unknown', meaning: 'the snapshot does not record it' },
+  'page-fault': {
+    judgement: 'faulty',
+    meaning: 'the GPU faulted on memory the kernel was given (MTLCommandBufferErrorPageFault)',
+  },
+  'access-revoked': {
+    judgement: 'unknown',
+    meaning: 'Metal revoked this process’s access after timeouts or hangs (MTLCommandBufferErrorAccessRevoked)',
+  },
+  'not-permitted': {
+    judgement: 'unknown',
+    meaning: 'Metal does not let this process use the device (MTLCommandBufferErrorNotPermitted)',
+  },
+  'out-of-memory': {
+    judgement: 'unknown',
+    meaning: 'the GPU had too little memory for the work (MTLCommandBufferErrorOutOfMemory)',
+  },
+  aborted: {
+    judgement: 'faulty',
+    meaning: 'the process running the probe died, or was killed at the deadline, while it ran',
+  },
 });
+
+/**
+ * The statuses named after a command buffer's MTLCommandBufferError code (MTLCommandBuffer.h), read by domain and code:
+ * the native runner reports the code, and judge.ts names the status. A code not listed stays `fail`.
+ */
+export const COMMAND_BUFFER_STATUSES: ReadonlyMap<number, DoctorStatus> = new Map<number, DoctorStatus>([
+  [2, 'timeout'],
+  [3, 'page-fault'],
+  [4, 'access-revoked'],
+  [7, 'not-permitted'],
+  [8, 'out-of-memory'],
+]);
+
+/**
+ * The statuses after which a device takes no more work from the process that met them: a GPU that did not finish
+ * (a timeout of the GPU's work, not of the compiler), access revoked, not permitted, and a runner that died. The probes
+ * left on that device are `skipped`, with the reason, never run into a fault they did not cause.
+ */
+export const GPU_LEFT_UNUSABLE: readonly DoctorStatus[] = Object.freeze([
+  'timeout',
+  'access-revoked',
+  'not-permitted',
+  'aborted',
+]);
+
+/**
+ * The probes that deliberately go past a stock limit (threadgroup-memory dispatches sizes above the device's answer in
+ * a VM). They run after every other probe, in the stock run and in the patched run, so a GPU they upset costs nothing
+ * else.
+ */
+export const PAST_STOCK_LIMIT_PROBES: readonly DoctorProbeId[] = Object.freeze(['threadgroup-memory']);
+
+/** `probes` in the order they run: as given, with the probes that go past a stock limit last. */
+export function runOrder(probes: readonly DoctorProbeId[]): DoctorProbeId[] {
+  const last = (id: DoctorProbeId) => PAST_STOCK_LIMIT_PROBES.includes(id);
+  return [...probes.filter((id) => !last(id)), ...probes.filter(last)];
+}
 
 /**
  * When a probe's two runs disagree, the probe takes the worse status: the first of this list that either run has.
@@ -55,8 +112,13 @@ export const JUDGEMENTS: Readonly<Record<RecordedStatus, { judgement: Judgement;
  */
 export const STATUS_SEVERITY: readonly RecordedStatus[] = Object.freeze([
   'wrong-result',
+  'page-fault',
+  'aborted',
   'timeout',
   'fail',
+  'access-revoked',
+  'not-permitted',
+  'out-of-memory',
   'error',
   'unsupported',
   'skipped',
@@ -97,6 +159,21 @@ export const PROBE_GATING_FAMILIES: Readonly<Record<DoctorProbeId, readonly Fami
 
 /** Per-probe deadline of the GPU's work (dispatch + completion), and separately of compiling: default and bounds, in milliseconds. */
 export const TIMEOUT_MS = Object.freeze({ default: 5000, min: 100, max: 600_000 });
+
+/**
+ * The longest one probe may keep the runner busy before the parent kills it, for a per-probe deadline of `timeoutMs`:
+ * compiling, the file nocopy-mmap writes and the GPU's work each have the whole deadline (the native runner restarts
+ * it between them), plus a second for the runner's own work.
+ */
+export function probeBudgetMs(timeoutMs: number): number {
+  return 3 * timeoutMs + 1000;
+}
+
+/**
+ * How long the runner may take to start and read the devices before its first probe: Node's start-up, loading the
+ * addon and Metal's device list.
+ */
+export const RUNNER_START_MS = 30_000;
 
 /**
  * Size of the generated file the nocopy-mmap probe maps: default 1 GiB, bounds, and the granularity (the arm64

@@ -24,6 +24,7 @@ export function runFromRecord(record: SnapshotDoctorProbe | undefined, provenanc
     ms: null,
     compileMs: null,
     provenThreadgroupMemory: record?.provenThreadgroupMemory ?? null,
+    acceptedThreadgroupMemory: record?.acceptedThreadgroupMemory ?? null,
     failedThreadgroupMemory: record?.failedThreadgroupMemory ?? null,
     bufferLength: record?.bufferLength ?? null,
     maxAbsError: record?.maxAbsError ?? null,

@@ -1,28 +1,37 @@
 /**
- * A live doctor run: the native runner does the Metal work on one device at a time and returns raw outcomes; this
- * file orchestrates (stock run, candidate profile applied, patched run, restore), judges and caches.
+ * A live doctor run. The probes run in a child process (runner.ts, started from dist/doctor-runner.js), never in the
+ * caller's: a hung GPU, a device Metal revoked, an abort() in Metal's debug layer or a crash ends the runner, and this
+ * file reports it as the outcome of the probe that was running. It enforces the deadline from outside, then judges and
+ * caches. The caller's own Metal devices and patch state are never touched.
  */
-import { tmpdir } from 'node:os';
-import { applyPatch, refusalFor, restore } from '../patch/apply.js';
-import { InvalidOptionsError, ProfileActiveError } from '../core/errors.js';
-import { loadNative, packageVersion } from '../device/native.js';
-import { stockReport } from '../device/probe.js';
-import { bindToHost, planProfile } from '../patch/profiles.js';
-import { hostOf } from '../device/report.js';
-import type { CapabilityReport, DeviceReport, HostInfo, SupportedReport, UnsupportedReason } from '../device/types.js';
-import type { NativeBinding, NativeDoctorOptions, NativeDoctorResult } from '../../types/binding.js';
+import { spawn, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { InvalidOptionsError, NativeError } from '../core/errors.js';
+import { escapeControl } from '../core/input.js';
+import { packageRoot, packageVersion, SIM_SNAPSHOT_ENV } from '../device/native.js';
+import type { CapabilityReport, DeviceReport, SupportedReport, UnsupportedReason } from '../device/types.js';
+import type { NativeProbeOutcome } from '../../types/binding.js';
 import { cacheKeyFor, writeCache } from './cache.js';
 import { assessDevice } from './derive.js';
-import { judgeProbe, runFrom, type RawOutcome } from './judge.js';
+import { judgeProbe, runFrom } from './judge.js';
 import type { CheckedDoctorOptions } from './options.js';
 import {
   CAPABILITY_PROBE_IDS,
   DOCTOR_PROBE_IDS,
-  THREADGROUP_CANDIDATES,
-  THREADGROUP_PROBE_GROUPS,
+  probeBudgetMs,
+  RUNNER_START_MS,
   type DoctorProbeId,
 } from './probes.js';
-import { DOCTOR_SCHEMA, type DoctorDevice, type DoctorReport, type DoctorRun, type PatchedRun } from './types.js';
+import type { RunKind, RunnerMessage } from './runner.js';
+import {
+  DOCTOR_SCHEMA,
+  type DoctorDevice,
+  type DoctorProgress,
+  type DoctorReport,
+  type DoctorRun,
+  type PatchedRun,
+} from './types.js';
 
 function notRun(detail: string): DoctorRun {
   return {
@@ -31,6 +40,7 @@ function notRun(detail: string): DoctorRun {
     ms: null,
     compileMs: null,
     provenThreadgroupMemory: null,
+    acceptedThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
     maxAbsError: null,
@@ -79,164 +89,208 @@ function unsupported(
   };
 }
 
-/** Why the capability probes do not also run under the candidate profile here, or null when they do. */
-function whyNoPatchedRun(o: CheckedDoctorOptions, stock: CapabilityReport): string | null {
-  if (!o.probes.some((id) => CAPABILITY_PROBE_IDS.includes(id))) return 'no capability probe was asked';
-  const name = o.candidate.name ?? 'the candidate profile';
-  const bound = bindToHost(o.candidate, stock.host);
-  if (!bound.ok) return bound.detail;
-  const { changes } = planProfile(stock.devices, bound.profile);
-  if (changes.length === 0) return `${name} changes no answer on this machine`;
-  if (refusalFor(hostOf(stock), changes, o.force) !== null) {
-    return `${name} raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too`;
-  }
-  return null;
-}
-
-/**
- * The native runner's options for one device. Threadgroup sizes above the device's stock limit are dispatched only in
- * a VM: on real hardware that is undefined behaviour, whatever `force` says. The stock limit comes from the stock
- * report, read before any profile was applied (the patched run's answer is the candidate's).
- */
-function nativeOptions(
-  o: CheckedDoctorOptions,
-  device: DeviceReport,
-  probes: DoctorProbeId[],
-  host: HostInfo,
-): NativeDoctorOptions {
-  return {
-    device: device.index,
-    probes,
-    timeoutMs: o.timeoutMs,
-    threadgroupSizes: [...THREADGROUP_CANDIDATES],
-    threadgroupGroups: THREADGROUP_PROBE_GROUPS,
-    stockThreadgroupMemory: device.maxThreadgroupMemoryLength ?? 0,
-    aboveStockThreadgroupMemory: host.isVirtualMachine === true,
-    mmapFile: o.mmapFile,
-    mmapSize: o.mmapSize,
-    tempDir: tmpdir(),
-  };
-}
-
 /** Told as each probe starts: which device (of how many), which probe, and whether it is the stock or patched run. */
-export type ProbeListener = (event: {
-  device: number;
-  devices: number;
-  probe: DoctorProbeId;
-  run: 'stock' | 'patched';
-}) => void;
+export type ProbeListener = (event: DoctorProgress) => void;
 
-/**
- * The native runner's results for some probes on one device. With a listener, one native call per probe, so each can
- * be announced before it blocks (the CLI's progress line); without, one call for them all.
- */
-function runProbes(
-  binding: NativeBinding,
-  o: CheckedDoctorOptions,
-  where: { device: DeviceReport; of: number; host: HostInfo },
-  probes: DoctorProbeId[],
-  run: 'stock' | 'patched',
-  listener: ProbeListener | undefined,
-): NativeDoctorResult {
-  if (listener === undefined || probes.length === 0)
-    return binding.doctor(nativeOptions(o, where.device, probes, where.host));
-  const results = probes.map((probe) => {
-    listener({ device: where.device.index, devices: where.of, probe, run });
-    return binding.doctor(nativeOptions(o, where.device, [probe], where.host));
-  });
-  return { device: results[0]!.device, outcomes: results.flatMap((r) => r.outcomes) };
-}
-
-function outcomeOf(result: NativeDoctorResult, id: DoctorProbeId): RawOutcome | undefined {
-  return result.outcomes.find((x) => x.id === id);
+/** The runner's entry: built from lib/doctor/runner-main.ts beside the CLI. */
+export function runnerPath(): string {
+  return path.join(packageRoot(), 'dist', 'doctor-runner.js');
 }
 
 /**
- * Every probe's verdict on one device from the native runner's results: probes not asked are skipped, an asked
- * probe the runner returned nothing for is an error, and capability probes are judged from both runs when there was
- * a patched run (null: there was none). `device` is the device's stock report (which families it claims).
+ * The runner's environment: the caller's, without what would patch or inject into it (NODE_OPTIONS may preload
+ * metal-cap-shim/register; DYLD_INSERT_LIBRARIES and LD_PRELOAD may hold exec's injector, whose METAL_CAP_SHIM_*
+ * variables go too, except the simulation's), so it measures stock answers; with ELECTRON_RUN_AS_NODE=1, so an Electron
+ * app's binary, its process.execPath, runs the runner as Node.
  */
-export function judgeDevice(
-  o: CheckedDoctorOptions,
-  stockResult: NativeDoctorResult,
-  patchedResult: NativeDoctorResult | null,
-  device?: DeviceReport,
-): DoctorDevice['probes'] {
-  const candidate = o.candidate.name ?? 'the candidate profile';
-  return DOCTOR_PROBE_IDS.map((id) => {
-    if (!o.probes.includes(id)) return judgeProbe(id, notRun('not asked'));
-    const s = outcomeOf(stockResult, id);
-    const stock = s
-      ? runFrom(s, device)
-      : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
-    if (!CAPABILITY_PROBE_IDS.includes(id)) return judgeProbe(id, stock);
-    // No second run (patchedRun.why says why): the stock run alone decides.
-    if (patchedResult === null) return judgeProbe(id, stock);
-    const p = outcomeOf(patchedResult, id);
-    const patched = p
-      ? runFrom(p, device)
-      : { ...notRun('the native runner returned no outcome for it'), status: 'error' as const };
-    return judgeProbe(id, stock, patched, candidate);
-  });
-}
-
-/**
- * Runs the probes on real (or, in the Linux test build, simulated) Metal: every asked probe with stock answers,
- * then the capability probes again with the candidate profile installed, then restores. Hooks are never left
- * installed, also when something throws.
- */
-export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener): DoctorReport {
-  const generatedAt = new Date().toISOString();
-  const native = loadNative();
-  if (native.binding === null) return unsupported(o, generatedAt, native.reason, native.detail, null);
-  const binding = native.binding;
-  if (binding.status().active) {
-    throw new ProfileActiveError(
-      'a profile is already applied in this process, and doctor must measure the stock answers first: call restore() before doctor(), or replay a snapshot',
-    );
+export function runnerEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(env)) {
+    const ours = key.startsWith('METAL_CAP_SHIM_') && !key.startsWith(SIM_SNAPSHOT_ENV.replace(/SNAPSHOT$/, ''));
+    if (ours || key === 'NODE_OPTIONS' || key === 'DYLD_INSERT_LIBRARIES' || key === 'LD_PRELOAD') continue;
+    out[key] = value;
   }
-  const stock = stockReport(binding);
-  const candidateName = o.candidate.name ?? 'the candidate profile';
-  if (!stock.supported) return unsupported(o, generatedAt, 'no-device', stock.detail, stock);
-  if (o.device !== null && !stock.devices.some((d) => d.index === o.device)) {
-    throw new InvalidOptionsError(
-      'device',
-      `doctor() option 'device' (--device): there is no device ${o.device}; this machine has ${stock.devices.length} (0–${stock.devices.length - 1})`,
-    );
-  }
-  const devices = stock.devices.filter((d) => o.device === null || d.index === o.device);
-  const where = (d: DeviceReport) => ({ device: d, of: devices.length, host: stock.host });
-  const stockResults = devices.map((d) => runProbes(binding, o, where(d), o.probes, 'stock', listener));
+  out.ELECTRON_RUN_AS_NODE = '1';
+  return out;
+}
 
-  let patchedWhy = whyNoPatchedRun(o, stock);
-  let patchedResults: NativeDoctorResult[] | null = null;
-  let patchedDevices: DeviceReport[] | null = null;
-  let restored: DoctorReport['restore'] = null;
-  if (patchedWhy === null) {
-    const capability = o.probes.filter((id) => CAPABILITY_PROBE_IDS.includes(id));
-    try {
-      const applied = applyPatch(o.candidate, { force: o.force });
-      if (!applied.applied) {
-        patchedWhy = `${candidateName} was not applied (${applied.reason}: ${applied.detail})`;
-      } else {
-        patchedDevices = applied.after.devices;
-        patchedResults = devices.map((d) => runProbes(binding, o, where(d), capability, 'patched', listener));
+const MESSAGE_TYPES: ReadonlySet<string> = new Set<RunnerMessage['type']>([
+  'unsupported',
+  'stock',
+  'no-such-device',
+  'start',
+  'outcome',
+  'patched',
+  'restored',
+  'done',
+]);
+
+/** A line of the runner's output as a message, or null for anything else (a library may print on standard output). */
+export function parseRunnerLine(line: string): RunnerMessage | null {
+  if (!line.startsWith('{"type":')) return null;
+  try {
+    const message = JSON.parse(line) as RunnerMessage;
+    return MESSAGE_TYPES.has(message.type) ? message : null;
+  } catch {
+    return null;
+  }
+}
+
+/** How the runner ended: its exit code or signal, whether the deadline killed it, and the last line it wrote on stderr. */
+export interface RunnerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The deadline in milliseconds that passed without a message, when that is why it was killed. */
+  killedAfterMs: number | null;
+  stderr: string;
+}
+
+/** What the runner's messages said, collected as they arrive. */
+export class RunnerSession {
+  stock: CapabilityReport | null = null;
+  unsupported: Extract<RunnerMessage, { type: 'unsupported' }> | null = null;
+  devicesFound: number | null = null;
+  running: Extract<RunnerMessage, { type: 'start' }> | null = null;
+  readonly outcomes = new Map<string, NativeProbeOutcome[]>();
+  patched: Extract<RunnerMessage, { type: 'patched' }> | null = null;
+  restored: DoctorReport['restore'] = null;
+  done = false;
+
+  accept(message: RunnerMessage): void {
+    switch (message.type) {
+      case 'unsupported':
+        this.unsupported = message;
+        break;
+      case 'stock':
+        this.stock = message.report;
+        break;
+      case 'no-such-device':
+        this.devicesFound = message.count;
+        break;
+      case 'start':
+        this.running = message;
+        break;
+      case 'outcome': {
+        const key = `${message.run}:${message.device}`;
+        this.outcomes.set(key, [...(this.outcomes.get(key) ?? []), message.outcome]);
+        this.running = null;
+        break;
       }
-    } finally {
-      if (binding.status().active) {
-        const r = restore();
-        restored = { restoredHooks: r.restoredHooks, conflicts: r.conflicts };
-      }
+      case 'patched':
+        this.patched = message;
+        break;
+      case 'restored':
+        this.restored = { restoredHooks: message.restoredHooks, conflicts: message.conflicts };
+        break;
+      case 'done':
+        this.done = true;
     }
   }
 
-  const assessed = devices.map((d, i) => {
-    const probes = judgeDevice(o, stockResults[i]!, patchedResults?.[i] ?? null, d);
-    const patched = patchedDevices?.find((p) => p.index === d.index) ?? null;
-    return assessDevice(d, patched, probes, stock.host, candidateName, o.force);
+  outcomesOf(run: RunKind, device: number): NativeProbeOutcome[] {
+    return this.outcomes.get(`${run}:${device}`) ?? [];
+  }
+}
+
+/** How the runner stopped, in words, or null when it finished. */
+function stoppedHow(session: RunnerSession, exit: RunnerExit): string | null {
+  if (session.done && exit.killedAfterMs === null) return null;
+  const last = exit.stderr.trim().split('\n').at(-1)?.trim() ?? '';
+  const said = last === '' ? '' : ` (its last words: ${escapeControl(last.slice(0, 300))})`;
+  if (exit.killedAfterMs !== null)
+    return `was killed (SIGKILL) at the deadline: nothing came from it for ${exit.killedAfterMs} ms${said}`;
+  if (exit.signal !== null) return `died of ${exit.signal}${said}`;
+  if (exit.code !== 0) return `exited with code ${exit.code}${said}`;
+  return `exited before it finished${said}`;
+}
+
+/**
+ * Every probe's verdict on one device from the runner's outcomes: probes not asked are skipped, an asked probe with no
+ * outcome is `missing` (the runner stopped before it: skipped, with why; or an error), and capability probes are judged
+ * from both runs when there was a patched run (null: there was none). `device` is the device's stock report.
+ */
+export function judgeDevice(
+  o: CheckedDoctorOptions,
+  stockOutcomes: readonly NativeProbeOutcome[],
+  patchedOutcomes: readonly NativeProbeOutcome[] | null,
+  device?: DeviceReport,
+  missing: DoctorRun = { ...notRun('the native runner returned no outcome for it'), status: 'error' },
+): DoctorDevice['probes'] {
+  const candidate = o.candidate.name ?? 'the candidate profile';
+  const runOf = (outcomes: readonly NativeProbeOutcome[], id: DoctorProbeId): DoctorRun => {
+    const found = outcomes.find((x) => x.id === id);
+    return found ? runFrom(found, device) : missing;
+  };
+  return DOCTOR_PROBE_IDS.map((id) => {
+    if (!o.probes.includes(id)) return judgeProbe(id, notRun('not asked'));
+    const stock = runOf(stockOutcomes, id);
+    // No second run (patchedRun.why says why): the stock run alone decides.
+    if (!CAPABILITY_PROBE_IDS.includes(id) || patchedOutcomes === null) return judgeProbe(id, stock);
+    return judgeProbe(id, stock, runOf(patchedOutcomes, id), candidate);
   });
-  // A run without every capability probe proves too little for `auto`: caching it would replace a full result.
-  const cache = o.cache && asksEveryCapabilityProbe(o.probes) ? writeAll(stock, assessed, generatedAt) : null;
+}
+
+/** The report from what the runner said and how it ended. Throws what doctor() throws for the same reasons. */
+export function reportFromRunner(
+  o: CheckedDoctorOptions,
+  session: RunnerSession,
+  exit: RunnerExit,
+  generatedAt: string,
+): DoctorReport {
+  if (session.unsupported !== null) {
+    const u = session.unsupported;
+    return unsupported(o, generatedAt, u.reason, u.detail, u.report);
+  }
+  if (session.devicesFound !== null) {
+    const n = session.devicesFound;
+    throw new InvalidOptionsError(
+      'device',
+      `doctor() option 'device' (--device): there is no device ${o.device}; this machine has ${n} (0–${n - 1})`,
+    );
+  }
+  const how = stoppedHow(session, exit);
+  const stock = session.stock;
+  if (stock === null || !stock.supported) {
+    throw new NativeError(
+      'ERR_DOCTOR_RUNNER',
+      `doctor's probe runner ${how ?? 'ended'} before it read the devices; nothing ran, and this process was not touched`,
+    );
+  }
+  if (how !== null && session.running !== null) {
+    const r = session.running;
+    session.accept({
+      type: 'outcome',
+      device: r.device,
+      run: r.run,
+      outcome: {
+        ...abortedOutcome(r.probe),
+        detail: `the probe runner ${how} while it ran this probe (${r.run} run); this process was not touched`,
+      },
+    });
+  }
+  const missing =
+    how === null ? undefined : notRun(`not run: the probe runner stopped before it (it ${how.split(' (')[0]})`);
+  const devices = stock.devices.filter((d) => o.device === null || d.index === o.device);
+  const patchedDevices = session.patched?.devices ?? null;
+  const assessed = devices.map((d) => {
+    const probes = judgeDevice(
+      o,
+      session.outcomesOf('stock', d.index),
+      patchedDevices === null ? null : session.outcomesOf('patched', d.index),
+      d,
+      missing,
+    );
+    const patched = patchedDevices?.find((p) => p.index === d.index) ?? null;
+    return assessDevice(d, patched, probes, stock.host, o.candidate.name ?? 'the candidate profile', o.force);
+  });
+  const patchedWhy =
+    patchedDevices !== null
+      ? null
+      : (session.patched?.why ?? `the probe runner ${how ?? 'ended'} before the patched run`);
+  // A run without every capability probe proves too little for `auto`: caching it would replace a full result. Nor is
+  // a run the runner did not finish.
+  const cache =
+    o.cache && how === null && asksEveryCapabilityProbe(o.probes) ? writeAll(stock, assessed, generatedAt) : null;
   return {
     ...baseReport(o, generatedAt),
     supported: true,
@@ -247,9 +301,127 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
     host: stock.host,
     patchedRun: (patchedWhy === null ? { ran: true, why: null } : { ran: false, why: patchedWhy }) satisfies PatchedRun,
     devices: assessed,
-    restore: restored,
+    restore: session.restored,
     cache,
   };
+}
+
+function abortedOutcome(id: DoctorProbeId): NativeProbeOutcome {
+  return {
+    id,
+    status: 'aborted',
+    detail: '',
+    ms: 0,
+    compileMs: 0,
+    buildFailed: false,
+    commandBufferError: null,
+    gpuTimedOut: false,
+    provenThreadgroupMemory: null,
+    acceptedThreadgroupMemory: null,
+    failedThreadgroupMemory: null,
+    bufferLength: null,
+    maxAbsError: null,
+  };
+}
+
+/** At most this much of the runner's stderr is kept (its last line names a crash). */
+const STDERR_KEPT = 4096;
+
+function runnerFailedToStart(err: Error): NativeError {
+  return new NativeError(
+    'ERR_DOCTOR_RUNNER',
+    `doctor's probe runner could not start (${process.execPath} ${runnerPath()}): ${err.message}`,
+  );
+}
+
+/**
+ * Runs the probes in the runner and reports them: every asked probe with stock answers, the capability probes again
+ * with the candidate profile installed there. Between two messages the runner has RUNNER_START_MS (before the first
+ * probe) or probeBudgetMs(timeoutMs) (a probe); past that it is killed, and the probe it was running is `aborted`.
+ * The event loop keeps turning meanwhile; `listener` is told as each probe starts.
+ */
+export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener): Promise<DoctorReport> {
+  const generatedAt = new Date().toISOString();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [runnerPath()], {
+      env: runnerEnvironment(),
+      stdio: ['pipe', 'pipe', 'pipe'],
+      windowsHide: true,
+    });
+    const session = new RunnerSession();
+    let stderr = '';
+    let killedAfterMs: number | null = null;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = (ms: number) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        killedAfterMs = ms;
+        child.kill('SIGKILL');
+      }, ms);
+    };
+    arm(RUNNER_START_MS);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(runnerFailedToStart(err));
+    });
+    // A runner that dies at once closes its stdin under us: that is its exit's to report.
+    child.stdin.on('error', () => {});
+    child.stdin.end(JSON.stringify(o));
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-STDERR_KEPT);
+    });
+    createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', (line) => {
+      const message = parseRunnerLine(line);
+      if (message === null) return;
+      session.accept(message);
+      if (message.type === 'start') {
+        const { device, devices, probe, run } = message;
+        listener?.({ device, devices, probe, run });
+      }
+      arm(message.type === 'stock' || message.type === 'start' ? probeBudgetMs(o.timeoutMs) : RUNNER_START_MS);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      try {
+        resolve(reportFromRunner(o, session, { code, signal, killedAfterMs, stderr }, generatedAt));
+      } catch (err) {
+        reject(err);
+      }
+    });
+  });
+}
+
+/**
+ * runDoctorLive for the APIs that must stay synchronous (applyProfile('auto'), register): the runner runs to its end
+ * while this thread waits, bounded by the sum of the deadlines runDoctorLive would give it on `devices` devices.
+ */
+export function runDoctorLiveSync(o: CheckedDoctorOptions, devices: number): DoctorReport {
+  const generatedAt = new Date().toISOString();
+  const deadline = RUNNER_START_MS + probeBudgetMs(o.timeoutMs) * o.probes.length * 2 * Math.max(1, devices);
+  const r = spawnSync(process.execPath, [runnerPath()], {
+    input: JSON.stringify(o),
+    env: runnerEnvironment(),
+    encoding: 'utf8',
+    timeout: deadline,
+    killSignal: 'SIGKILL',
+    maxBuffer: 64 * 1024 * 1024,
+    windowsHide: true,
+  });
+  const timedOut = (r.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT';
+  if (r.error !== undefined && !timedOut) throw runnerFailedToStart(r.error);
+  const session = new RunnerSession();
+  for (const line of (r.stdout ?? '').split('\n')) {
+    const message = parseRunnerLine(line);
+    if (message !== null) session.accept(message);
+  }
+  const exit: RunnerExit = {
+    code: r.status,
+    signal: r.signal,
+    killedAfterMs: timedOut ? deadline : null,
+    stderr: (r.stderr ?? '').slice(-STDERR_KEPT),
+  };
+  return reportFromRunner(o, session, exit, generatedAt);
 }
 
 /** True when a run asked every capability probe, the only kind of run the cache keeps. */

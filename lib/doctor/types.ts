@@ -4,6 +4,15 @@ import type { Profile } from '../patch/profiles.js';
 import type { HostInfo, ReportSource, UnsupportedReason } from '../device/types.js';
 import type { DoctorProbeId, Judgement, RecordedStatus } from './probes.js';
 
+/** Told as each live probe starts (doctor()'s `onProgress`): the device (of how many), the probe, and which run. */
+export interface DoctorProgress {
+  device: number;
+  devices: number;
+  probe: DoctorProbeId;
+  /** `stock`: the device's own answers; `patched`: the candidate profile installed in the runner. */
+  run: 'stock' | 'patched';
+}
+
 /** The doctor report's format tag; bumps when a field changes meaning. */
 export const DOCTOR_SCHEMA = 'metal-cap-shim/doctor@1' as const;
 
@@ -18,6 +27,11 @@ export interface DoctorRun {
   compileMs: number | null;
   /** threadgroup-memory: the largest size that compiled, ran and computed right. */
   provenThreadgroupMemory: number | null;
+  /**
+   * threadgroup-memory: the largest size above 32768 bytes that ran and computed right. Threadgroups that large may
+   * never share a GPU core, so concurrency cannot prove the memory exists: accepted, unverifiable, never proven.
+   */
+  acceptedThreadgroupMemory: number | null;
   /** threadgroup-memory: the smallest size that failed. */
   failedThreadgroupMemory: number | null;
   /** nocopy-mmap: the NoCopy buffer's reported length. */

@@ -100,7 +100,10 @@ Napi::Object outcomeObject(Napi::Env env, const ProbeOutcome &outcome) {
   o.Set("ms", Napi::Number::New(env, outcome.ms));
   o.Set("compileMs", Napi::Number::New(env, outcome.compileMs));
   o.Set("buildFailed", Napi::Boolean::New(env, outcome.buildFailed));
+  o.Set("commandBufferError", numberOrNull(env, outcome.commandBufferError));
+  o.Set("gpuTimedOut", Napi::Boolean::New(env, outcome.gpuTimedOut));
   o.Set("provenThreadgroupMemory", numberOrNull(env, outcome.provenThreadgroupMemory));
+  o.Set("acceptedThreadgroupMemory", numberOrNull(env, outcome.acceptedThreadgroupMemory));
   o.Set("failedThreadgroupMemory", numberOrNull(env, outcome.failedThreadgroupMemory));
   o.Set("bufferLength", numberOrNull(env, outcome.bufferLength));
   o.Set("maxAbsError", numberOrNull(env, outcome.maxAbsError));

@@ -1,6 +1,7 @@
 // doctor: real Metal work on one device, each probe judged against a CPU reference, returned as plain structs. No
 // N-API here (addon_doctor.mm converts); no decisions beyond pass / wrong / fail (lib/doctor*.ts judges and derives
-// profiles). Every probe runs under its own deadline, polls for completion (no blocks: GCC's runtime has none) and
+// profiles). Every probe runs under its own deadline, polls for completion (Metal's completion handlers are blocks, which
+// the Linux build compiles with -fblocks and the blocks runtime; polling keeps every deadline in this thread) and
 // installs nothing.
 #pragma once
 
@@ -28,13 +29,16 @@ const char *doctorStatusName(DoctorStatus status);
 
 // No Apple GPU has more threadgroup memory than this (lib/patch/profiles.ts APPLE_GPU_THREADGROUP_MEMORY, the same
 // number; test/doctor-native-behaviours.test.ts holds the two together): the threadgroup-memory probe's ceiling where
-// sizes above the stock limit may not be dispatched and the device reports no limit.
+// sizes above the stock limit may not be dispatched and the device reports no limit, and the largest size it can
+// prove. Threadgroups larger than this may never share a GPU core, so no number of concurrent threadgroups shows that
+// the memory exists: a larger size that computes right is only accepted.
 inline constexpr uint64_t kAppleGpuThreadgroupMemory = 32768;
 
 struct DoctorOptions {
   int device = 0;  // index in MTLCopyAllDevices() order; with an empty list, 0 is the default device
   std::vector<DoctorProbe> probes;
-  double timeoutMs = 10000;
+  // Always given by the caller: lib/doctor/probes.ts TIMEOUT_MS holds the default and the bounds.
+  double timeoutMs = 0;
   std::vector<uint64_t> threadgroupSizes;  // ascending, bytes
   uint32_t threadgroupGroups = 1024;       // threadgroups dispatched at once for each size
   // The device's stock maxThreadgroupMemoryLength (read before any profile was applied), and whether sizes above it
@@ -55,7 +59,14 @@ struct ProbeOutcome {
   // The status comes from compiling the kernel or creating its pipeline, or from creating the residency set: the
   // feature's object could not be made at all.
   bool buildFailed = false;
+  // A command buffer ended in MTLCommandBufferErrorDomain with this code (MTLCommandBufferError), or the GPU did not
+  // finish a dispatch before the deadline: lib/doctor/judge.ts names the status after the code, and a timeout,
+  // AccessRevoked or NotPermitted leaves the device's later probes skipped.
+  std::optional<int64_t> commandBufferError;
+  bool gpuTimedOut = false;
   std::optional<uint64_t> provenThreadgroupMemory;
+  // threadgroup-memory: the largest size above kAppleGpuThreadgroupMemory that ran and computed right (unverifiable).
+  std::optional<uint64_t> acceptedThreadgroupMemory;
   std::optional<uint64_t> failedThreadgroupMemory;
   std::optional<uint64_t> bufferLength;
   std::optional<double> maxAbsError;

@@ -107,9 +107,20 @@ ProbeOutcome tooFewThreads(DoctorProbe probe, id<MTLComputePipelineState> pipeli
 
 enum class Completion { Completed, Failed, TimedOut };
 
-// Commits `commandBuffer` and polls its status until it completes, fails (`error` gets Metal's text) or the deadline
-// passes. A command buffer that never completes is left to Metal, which keeps its own reference while it is pending.
-Completion commitAndWait(id<MTLCommandBuffer> commandBuffer, const Deadline &deadline, std::string *error);
+// Why a command buffer failed: Metal's text, and its MTLCommandBufferError code when the error is in
+// MTLCommandBufferErrorDomain (read by domain and code, never from the text; 0: another domain or no error object).
+struct GpuFailure {
+  std::string text;
+  int64_t code = 0;
+};
+// The codes after which a device takes no more work from this process (Timeout; AccessRevoked: "too many timeouts or
+// hangs"; NotPermitted): a probe that meets one is the last on its device (lib/doctor/judge.ts).
+bool leavesGpuUnusable(int64_t code);
+
+// Commits `commandBuffer` and polls its status until it completes, fails (`failure` gets Metal's text and code) or the
+// deadline passes. A command buffer that never completes is left to Metal, which keeps its own reference while it is
+// pending.
+Completion commitAndWait(id<MTLCommandBuffer> commandBuffer, const Deadline &deadline, GpuFailure *failure);
 
 // dispatch() releases its command buffer and encoder before it returns (they retain the buffers they bind): nothing
 // it made outlives the call unless the GPU is still working on it.
@@ -124,10 +135,11 @@ struct DispatchSpec {
   NSUInteger threadgroupMemory = 0;
   id residencySet = nil;
 };
-Completion dispatch(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline, std::string *error);
+Completion dispatch(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline, GpuFailure *failure);
 
-// The outcome for a dispatch that did not complete: `timeout`, or `fail` with Metal's error text.
-ProbeOutcome incomplete(DoctorProbe probe, Completion completion, const std::string &error, const Deadline &deadline,
+// The outcome for a dispatch that did not complete: `timeout` (gpuTimedOut), or `fail` with Metal's error text and
+// its command-buffer code.
+ProbeOutcome incomplete(DoctorProbe probe, Completion completion, const GpuFailure &failure, const Deadline &deadline,
                         const std::string &what);
 
 // A shared-storage buffer holding a copy of `bytes` (zero-filled when `bytes` is null); +1, nil on failure.

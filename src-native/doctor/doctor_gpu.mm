@@ -69,6 +69,21 @@ Made collect(Pending *pending, const Deadline &deadline) {
   return made;
 }
 
+// The probes compare against exact CPU references; fast math may reassociate or flush. setFastMathEnabled: is
+// deprecated in the macOS 15 SDK for setMathMode: (MTLMathModeSafe, 0), which the macOS 12 SDK lacks: called through
+// its implementation where the options answer it, on both runtimes.
+void setSafeMath(MTLCompileOptions *options) {
+  SEL setMathMode = sel_registerName("setMathMode:");
+  if ([(id)options respondsToSelector:setMathMode]) {
+    constexpr NSInteger kMathModeSafe = 0;
+    using SetFn = void (*)(id, SEL, NSInteger);
+    reinterpret_cast<SetFn>(class_getMethodImplementation(object_getClass((id)options), setMathMode))(
+        (id)options, setMathMode, kMathModeSafe);
+    return;
+  }
+  [options setFastMathEnabled:NO];
+}
+
 std::string lateCompile(const std::string &what, const Deadline &deadline) {
   return what + " did not finish within " + std::to_string((long)deadline.budgetMs()) +
          " ms: Metal's compiler, not the GPU, ran out of time";
@@ -122,8 +137,12 @@ std::string oneLine(const std::string &text) {
 std::string errorText(NSError *error) {
   if (error == nil) return "no error text";
   NSString *text = [error localizedDescription];
-  std::string out = text != nil ? std::string([text UTF8String]) : std::string();
-  if (out.empty()) out = std::string([[error domain] UTF8String]) + " " + std::to_string((long)[error code]);
+  const char *utf8 = text != nil ? [text UTF8String] : nullptr;
+  std::string out = utf8 != nullptr ? std::string(utf8) : std::string();
+  if (out.empty()) {
+    const char *domain = [error domain] != nil ? [[error domain] UTF8String] : nullptr;
+    out = std::string(domain != nullptr ? domain : "an error") + " " + std::to_string((long)[error code]);
+  }
   return oneLine(out);
 }
 
@@ -153,11 +172,11 @@ const Pipeline *buildPipelines(ProbeContext &ctx, std::initializer_list<Pipeline
     ~Tally() { ctx.compileMs += compile.elapsedMs(); }
   } tally{ctx, compile};
   Owned<MTLCompileOptions *> options([MTLCompileOptions new]);
-  [options.get() setLanguageVersion:(MTLLanguageVersion)first.languageVersion];
-  // The probes compare against exact CPU references; fast math may reassociate or flush.
-  [options.get() setFastMathEnabled:NO];
   Pending *library = new Pending();
   @try {
+    // Inside the @try: Metal may raise for a language version newer than the OS, as it may at the compile.
+    [options.get() setLanguageVersion:(MTLLanguageVersion)first.languageVersion];
+    setSafeMath(options.get());
     [device newLibraryWithSource:[NSString stringWithUTF8String:first.source]
                          options:options.get()
                completionHandler:^(id<MTLLibrary> made, NSError *error) {
@@ -230,7 +249,12 @@ ProbeOutcome unbuilt(DoctorProbe probe, const Pipeline &pipeline) {
   return outcome;
 }
 
-Completion commitAndWait(id<MTLCommandBuffer> commandBuffer, const Deadline &deadline, std::string *error) {
+bool leavesGpuUnusable(int64_t code) {
+  return code == MTLCommandBufferErrorTimeout || code == MTLCommandBufferErrorAccessRevoked ||
+         code == MTLCommandBufferErrorNotPermitted;
+}
+
+Completion commitAndWait(id<MTLCommandBuffer> commandBuffer, const Deadline &deadline, GpuFailure *failure) {
   [commandBuffer commit];
   // Short sleeps that grow to 2 ms: small probes finish in well under a millisecond, a hung one costs nothing.
   auto pause = std::chrono::microseconds(50);
@@ -238,7 +262,10 @@ Completion commitAndWait(id<MTLCommandBuffer> commandBuffer, const Deadline &dea
     MTLCommandBufferStatus status = [commandBuffer status];
     if (status == MTLCommandBufferStatusCompleted) return Completion::Completed;
     if (status == MTLCommandBufferStatusError) {
-      *error = errorText([commandBuffer error]);
+      NSError *error = [commandBuffer error];
+      failure->text = errorText(error);
+      if (error != nil && [[error domain] isEqualToString:MTLCommandBufferErrorDomain])
+        failure->code = static_cast<int64_t>([error code]);
       return Completion::Failed;
     }
     if (deadline.passed()) return Completion::TimedOut;
@@ -250,10 +277,10 @@ Completion commitAndWait(id<MTLCommandBuffer> commandBuffer, const Deadline &dea
 namespace {
 
 Completion dispatchOnce(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline,
-                        std::string *error) {
+                        GpuFailure *failure) {
   id<MTLCommandBuffer> commandBuffer = [queue commandBuffer];
   if (commandBuffer == nil) {
-    *error = "the command queue gave no command buffer";
+    failure->text = "the command queue gave no command buffer";
     return Completion::Failed;
   }
   SEL useResidencySet = sel_registerName("useResidencySet:");
@@ -265,7 +292,7 @@ Completion dispatchOnce(id<MTLCommandQueue> queue, const DispatchSpec &spec, con
   }
   id<MTLComputeCommandEncoder> encoder = [commandBuffer computeCommandEncoder];
   if (encoder == nil) {
-    *error = "the command buffer gave no compute encoder";
+    failure->text = "the command buffer gave no compute encoder";
     return Completion::Failed;
   }
   [encoder setComputePipelineState:spec.pipeline];
@@ -273,28 +300,32 @@ Completion dispatchOnce(id<MTLCommandQueue> queue, const DispatchSpec &spec, con
   if (spec.threadgroupMemory > 0) [encoder setThreadgroupMemoryLength:spec.threadgroupMemory atIndex:0];
   [encoder dispatchThreadgroups:spec.threadgroups threadsPerThreadgroup:spec.threadsPerThreadgroup];
   [encoder endEncoding];
-  return commitAndWait(commandBuffer, deadline, error);
+  return commitAndWait(commandBuffer, deadline, failure);
 }
 
 }  // namespace
 
-Completion dispatch(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline, std::string *error) {
+Completion dispatch(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline, GpuFailure *failure) {
   // The command buffer and the encoder are autoreleased and retain what they bind; drained here, they let go of the
   // buffers before the probe releases them (a NoCopy buffer must be gone before its mapping is). Not a scoped pool:
   // an exception Metal raises must not drain it on the way out, since the exception object lives in it.
   NSAutoreleasePool *pool = [NSAutoreleasePool new];
-  Completion done = dispatchOnce(queue, spec, deadline, error);
+  Completion done = dispatchOnce(queue, spec, deadline, failure);
   [pool release];
   return done;
 }
 
-ProbeOutcome incomplete(DoctorProbe probe, Completion completion, const std::string &error, const Deadline &deadline,
+ProbeOutcome incomplete(DoctorProbe probe, Completion completion, const GpuFailure &failure, const Deadline &deadline,
                         const std::string &what) {
   if (completion == Completion::TimedOut) {
-    return makeOutcome(probe, DoctorStatus::Timeout,
-                       what + " did not complete within " + std::to_string((long)deadline.budgetMs()) + " ms");
+    ProbeOutcome outcome = makeOutcome(
+        probe, DoctorStatus::Timeout, what + " did not complete within " + std::to_string((long)deadline.budgetMs()) + " ms");
+    outcome.gpuTimedOut = true;
+    return outcome;
   }
-  return makeOutcome(probe, DoctorStatus::Fail, what + " failed: " + error);
+  ProbeOutcome outcome = makeOutcome(probe, DoctorStatus::Fail, what + " failed: " + failure.text);
+  if (failure.code != 0) outcome.commandBufferError = failure.code;
+  return outcome;
 }
 
 NSUInteger maxThreads(id<MTLComputePipelineState> pipeline) {

@@ -66,7 +66,7 @@ ProbeOutcome runHeap(ProbeContext &ctx) {
     spec->threadsPerThreadgroup = MTLSizeMake(kGroup, 1, 1);
   }
   for (const DispatchSpec *spec : {&write, &read}) {
-    std::string error;
+    GpuFailure error;
     Completion done = dispatch(words.queue.get(), *spec, ctx.deadline, &error);
     if (done == Completion::Completed) continue;
     // A command buffer that never completed may still use the heap's memory: it is left to Metal.

@@ -62,25 +62,6 @@ class FileDescriptor {
   int fd_;
 };
 
-// Unmapped at scope exit, after the NoCopy buffer over it is released (declare it first). A mapping that a pending
-// command buffer may still read is kept: unmapping it under the GPU is the crash AdaptiveCpp PR 2067 describes.
-class Mapping {
- public:
-  Mapping(void *address, size_t length) : address_(address), length_(length) {}
-  ~Mapping() {
-    if (address_ != MAP_FAILED && !keep_) munmap(address_, length_);
-  }
-  Mapping(const Mapping &) = delete;
-  Mapping &operator=(const Mapping &) = delete;
-  void *address() const { return address_; }
-  void keep() { keep_ = true; }
-
- private:
-  void *address_;
-  size_t length_;
-  bool keep_ = false;
-};
-
 bool writeAll(int fd, const void *data, size_t length, off_t offset) {
   const char *p = static_cast<const char *>(data);
   while (length > 0) {
@@ -208,14 +189,22 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
   if (bufferLength == 0)
     return makeOutcome(probe, DoctorStatus::Fail, "the device's maxBufferLength is below one page");
 
-  Mapping mapping(mmap(nullptr, mapLength, PROT_READ, MAP_SHARED, reader.get(), 0), mapLength);
-  if (mapping.address() == MAP_FAILED)
+  void *mapped = mmap(nullptr, mapLength, PROT_READ, MAP_SHARED, reader.get(), 0);
+  if (mapped == MAP_FAILED)
     return makeOutcome(probe, DoctorStatus::Error, systemError("mmap of " + what + " failed"));
-  Owned<id<MTLBuffer>> buffer([ctx.device newBufferWithBytesNoCopy:mapping.address()
+  // The buffer owns the mapping: Metal calls the deallocator once nothing uses the buffer, a command buffer still
+  // pending after its deadline included. Unmapping under the GPU is the crash AdaptiveCpp PR 2067 describes. The whole
+  // mapping goes, which can be longer than the buffer (maxBufferLength).
+  const size_t unmapLength = static_cast<size_t>(mapLength);
+  Owned<id<MTLBuffer>> buffer([ctx.device newBufferWithBytesNoCopy:mapped
                                                             length:bufferLength
                                                            options:MTLResourceStorageModeShared
-                                                       deallocator:nil]);
+                                                       deallocator:^(void *pointer, NSUInteger) {
+                                                         munmap(pointer, unmapLength);
+                                                       }]);
   if (!buffer) {
+    // No buffer took the deallocator.
+    munmap(mapped, unmapLength);
     return makeOutcome(probe, DoctorStatus::Fail,
                        "newBufferWithBytesNoCopy returned nil for " + formatBytes(bufferLength) + " of " + what);
   }
@@ -256,10 +245,9 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
   spec.threadsPerThreadgroup = MTLSizeMake(kMaxBlocks, 1, 1);
 
   auto gpuRound = [&](std::vector<uint32_t> *out, ProbeOutcome *failure) {
-    std::string error;
+    GpuFailure error;
     Completion done = dispatch(queue.get(), spec, ctx.deadline, &error);
     if (done != Completion::Completed) {
-      if (done == Completion::TimedOut) mapping.keep();
       *failure = incomplete(probe, done, error, ctx.deadline, "the checksum dispatch over the NoCopy buffer");
       failure->bufferLength = reported;
       return false;

@@ -138,7 +138,7 @@ ProbeOutcome runSimdgroupReduction(ProbeContext &ctx) {
   spec.buffers = {in.get(), sums.get(), maxima.get(), width.get()};
   spec.threadgroups = MTLSizeMake(kThreads / kGroup, 1, 1);
   spec.threadsPerThreadgroup = MTLSizeMake(kGroup, 1, 1);
-  std::string error;
+  GpuFailure error;
   Completion done = dispatch(queue.get(), spec, ctx.deadline, &error);
   if (done != Completion::Completed) return incomplete(probe, done, error, ctx.deadline, "the reduction dispatch");
   uint32_t w = contentsOf<uint32_t>(width.get())[0];
@@ -255,7 +255,7 @@ ProbeOutcome runSimdgroupMatrix(ProbeContext &ctx) {
     spec.buffers = {bufA.get(), bufB.get(), bufC.get(), bufN.get()};
     spec.threadgroups = MTLSizeMake(n / 8, n / 8, 1);
     spec.threadsPerThreadgroup = MTLSizeMake(kSimdgroup, 1, 1);
-    std::string error;
+    GpuFailure error;
     Completion done = dispatch(queue.get(), spec, ctx.deadline, &error);
     if (done != Completion::Completed) {
       ProbeOutcome o = incomplete(probe, done, error, ctx.deadline, std::string("the ") + run.name + " product");
@@ -349,7 +349,7 @@ ProbeOutcome runBfloat(ProbeContext &ctx) {
   spec.buffers = {bufX.get(), bufY.get(), converted.get(), sums.get(), products.get()};
   spec.threadgroups = MTLSizeMake(kCount / kGroup, 1, 1);
   spec.threadsPerThreadgroup = MTLSizeMake(kGroup, 1, 1);
-  std::string error;
+  GpuFailure error;
   Completion done = dispatch(queue.get(), spec, ctx.deadline, &error);
   if (done != Completion::Completed) return incomplete(probe, done, error, ctx.deadline, "the bfloat dispatch");
   double worst = 0;
@@ -431,7 +431,7 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
   Owned<id<MTLCommandQueue>> queue([ctx.device newCommandQueue]);
   if (!queue) return makeOutcome(probe, DoctorStatus::Fail, "Metal gave no command queue");
 
-  std::optional<uint64_t> proven, failed;
+  std::optional<uint64_t> proven, accepted, failed;
   std::string why;
   DoctorStatus failure = DoctorStatus::Pass;
   for (uint64_t size : sizes) {
@@ -458,17 +458,19 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
     spec.threadgroups = MTLSizeMake(groups, 1, 1);
     spec.threadsPerThreadgroup = MTLSizeMake(threads, 1, 1);
     spec.threadgroupMemory = static_cast<NSUInteger>(dynamic);
-    std::string error;
+    GpuFailure error;
     Completion done = dispatch(queue.get(), spec, ctx.deadline, &error);
-    if (done == Completion::TimedOut) {
+    // A size the GPU rejects is a measurement; a GPU that stopped taking work (a hang, access revoked) ends the probe.
+    if (done == Completion::TimedOut || (done == Completion::Failed && leavesGpuUnusable(error.code))) {
       ProbeOutcome o = incomplete(probe, done, error, ctx.deadline, "the dispatch with " + formatBytes(size));
       o.provenThreadgroupMemory = proven;
+      o.acceptedThreadgroupMemory = accepted;
       return o;
     }
     if (done == Completion::Failed) {
       failed = size;
       failure = proven ? DoctorStatus::Pass : DoctorStatus::Fail;
-      why = formatBytes(size) + " rejected: " + error;
+      why = formatBytes(size) + " rejected: " + error.text;
       break;
     }
     const uint32_t *got = contentsOf<uint32_t>(out.get());
@@ -489,18 +491,24 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
             std::to_string(wrongWords) + " wrong words; first threadgroup " + std::to_string(firstBad) + ")";
       break;
     }
-    proven = size;
+    (size > kAppleGpuThreadgroupMemory ? accepted : proven) = size;
   }
-  DoctorStatus status = failure == DoctorStatus::Pass && !proven ? DoctorStatus::Skipped : failure;
+  DoctorStatus status = failure == DoctorStatus::Pass && !proven && !accepted ? DoctorStatus::Skipped : failure;
   std::string detail;
   if (proven) {
     detail = formatBytes(*proven) + " proven by " + std::to_string(groups) + " concurrent threadgroups of " +
              std::to_string((unsigned long)threads) + " threads";
   }
+  if (accepted) {
+    detail += (detail.empty() ? "" : "; ") + formatBytes(*accepted) +
+              " accepted and computed right, unverifiable: threadgroups above " +
+              formatBytes(kAppleGpuThreadgroupMemory) + " may never share a GPU core";
+  }
   if (!why.empty()) detail += (detail.empty() ? "" : "; ") + why;
-  if (!failed && proven && why.empty()) detail += " (the largest size asked for)";
+  if (!failed && (proven || accepted) && why.empty()) detail += " (the largest size asked for)";
   ProbeOutcome o = makeOutcome(probe, status, detail);
   o.provenThreadgroupMemory = proven;
+  o.acceptedThreadgroupMemory = accepted;
   o.failedThreadgroupMemory = failed;
   return o;
 }
@@ -561,7 +569,7 @@ ProbeOutcome runResidencySet(ProbeContext &ctx) {
   spec.threadgroups = MTLSizeMake(kWords / kGroup, 1, 1);
   spec.threadsPerThreadgroup = MTLSizeMake(kGroup, 1, 1);
   spec.residencySet = set.get();
-  std::string failure;
+  GpuFailure failure;
   Completion done = dispatch(words.queue.get(), spec, ctx.deadline, &failure);
   if (done == Completion::TimedOut) {
     // Command buffers retain the buffers they bind, but Apple documents no such promise for a residency set it uses;

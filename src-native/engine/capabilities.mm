@@ -26,8 +26,10 @@ std::string locationName(MTLDeviceLocation location) {
   }
 }
 
+// UTF8String may return NULL (a string it cannot convert), and std::string from NULL is undefined behaviour.
 std::string utf8(NSString *s) {
-  return s == nil ? std::string() : std::string([s UTF8String]);
+  const char *text = s == nil ? nullptr : [s UTF8String];
+  return text == nullptr ? std::string() : std::string(text);
 }
 
 }  // namespace

@@ -285,7 +285,13 @@ id nameHook(id self, SEL cmd) {
   id stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
   id given = p->nameObject != nil ? p->nameObject : stock;
   if (p->trace && tlsUntracedDepth == 0) {
-    std::string stockText = utf8Text(stock), givenText = utf8Text(given);
+    // Converting may autorelease temporaries, and an engine may ask outside any pool. The getter's own result stays
+    // outside this pool: it is the caller's, and may be what this hook returns.
+    std::string stockText, givenText;
+    @autoreleasepool {
+      stockText = utf8Text(stock);
+      givenText = utf8Text(given);
+    }
     recordTrace(HookedSelector::Name, sizeTraceSlot(HookedSelector::Name), 0, 0, given == stock ? 0 : 1);
     std::lock_guard<std::mutex> lock(gNameTraceMutex);
     gNameStock = stockText;

@@ -268,8 +268,7 @@ void writeTraceFile() {
   close(dir);
 }
 
-void patchDeviceClasses(const std::vector<id> &devices) {
-  if (!gProfileOk || devices.empty()) return;
+void patchDeviceClassesLocked(const std::vector<id> &devices) {
   std::lock_guard<std::mutex> lock(gPatchMutex);
   if (gPatchedClasses == nullptr) gPatchedClasses = new std::vector<std::string>();
   if (!gProfileActive) {
@@ -320,6 +319,15 @@ __attribute__((constructor)) void injectorLoaded() {
   strcpy(gProfileText, text);
   statusLine(std::string("loaded ") + loadedSlice());
   atexit(writeTraceFile);
+}
+
+void patchDeviceClasses(const std::vector<id> &devices) {
+  if (!gProfileOk || devices.empty()) return;
+  // Called from the interposed device creators, which a program may call outside any pool: what Apple's getters
+  // autorelease here (the device's name) is drained here.
+  @autoreleasepool {
+    patchDeviceClassesLocked(devices);
+  }
 }
 
 }  // namespace

@@ -24,6 +24,13 @@
  *                     that run at the same time overlap above N bytes, each one's allocation running into the next
  *                     one's, so concurrent threadgroups corrupt each other while a lone threadgroup works
  *   fault `compile` (with timeout, any probe): Metal's compiler never finishes the probe's library; the GPU works
+ *   fault `commit` (with timeout, any probe): committing the probe's command buffer never returns (a blocking call
+ *                 no per-probe deadline can bound: the parent of doctor's runner kills it)
+ *   aborted       committing the probe's command buffer calls abort(), as a Metal debug-layer assertion does
+ *   page-fault, access-revoked, not-permitted, out-of-memory: the command buffer fails in MTLCommandBufferErrorDomain
+ *                 with that code (MTLCommandBufferError)
+ * A device's `simulation.revokesAfterTimeout` (true): once one of its command buffers has hung, every later one fails
+ * with MTLCommandBufferErrorAccessRevoked, as Metal revokes a client "responsible for too many timeouts or hangs".
  * A device's `simulation.threadExecutionWidth` (default 32) is its pipelines' SIMD-group width.
  * A device's `simulation.compileMs` makes each asynchronous library compile take that long (the call returns after
  * it, its handler run), and `simulation.gpuMs` each command buffer: it reports `committed` for that long after its
@@ -44,6 +51,8 @@
 
 #include <Block.h>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cerrno>
 
 #include <algorithm>
@@ -71,7 +80,7 @@ const char *const kProbeIds[] = {"simdgroup-reduction", "simdgroup-matrix", "bfl
                                  "nocopy-mmap",         "residency-set",    "heap"};
 constexpr size_t kProbeCount = sizeof(kProbeIds) / sizeof(kProbeIds[0]);
 
-enum class Behaviour { Works, WrongResult, Fail, Unsupported, Hangs, Raises };
+enum class Behaviour { Works, WrongResult, Fail, Unsupported, Hangs, Raises, Aborts, GpuError };
 
 struct ProbeFault {
   Behaviour behaviour = Behaviour::Works;
@@ -79,6 +88,8 @@ struct ProbeFault {
   uint64_t threadgroupLimit = 0;  // provenThreadgroupMemory; 0: none recorded
   std::string fault;  // nocopy-mmap: stale | zero-length; threadgroup-memory: answered-limit, threadgroups-overlap
   bool compileHangs = false;  // fault `compile`: the library never finishes compiling
+  bool commitBlocks = false;  // fault `commit`: commit never returns
+  MTLCommandBufferError gpuError = MTLCommandBufferErrorNone;  // Behaviour::GpuError: the code
 };
 
 struct ComputeDevice {
@@ -87,7 +98,15 @@ struct ComputeDevice {
   uint64_t simdWidth = 32;
   uint64_t compileMs = 0;  // simulation.compileMs: how long each asynchronous library compile takes
   uint64_t gpuMs = 0;      // simulation.gpuMs: how long each command buffer runs after its commit
+  bool revokesAfterTimeout = false;     // simulation.revokesAfterTimeout
+  std::atomic<bool> revoked{false};     // a command buffer hung on a device that revokes after a timeout
   ProbeFault probes[kProbeCount];
+  ComputeDevice() = default;
+  ComputeDevice(ComputeDevice &&other) noexcept
+      : object(other.object), osMajor(other.osMajor), simdWidth(other.simdWidth), compileMs(other.compileMs),
+        gpuMs(other.gpuMs), revokesAfterTimeout(other.revokesAfterTimeout), revoked(other.revoked.load()) {
+    for (size_t i = 0; i < kProbeCount; i++) probes[i] = other.probes[i];
+  }
 };
 
 std::atomic<unsigned long> gNoCopyAfterUnmap{0};
@@ -200,6 +219,7 @@ const SimKernel *kernelNamed(const std::string &name);
   BOOL _ownsGpuCopy;
   id _device;
   id _heap;  // retained: the heap the buffer was placed in, or nil
+  MTLNewBufferDeallocator _deallocator;  // NoCopy: copied; called with the memory once the buffer is released
 }
 @end
 
@@ -211,6 +231,10 @@ const SimKernel *kernelNamed(const std::string &name);
     if (mincore(_contents, static_cast<size_t>(sysconf(_SC_PAGESIZE)), &resident) != 0 && errno == ENOMEM) {
       gNoCopyAfterUnmap.fetch_add(1);
     }
+  }
+  if (_deallocator != nil) {
+    _deallocator(_contents, _length);
+    Block_release(_deallocator);
   }
   if (_ownsContents) free(_contents);
   if (_ownsGpuCopy) free(_gpu);
@@ -999,6 +1023,11 @@ struct BlitFill {
 - (void)commit {
   if (_status != MTLCommandBufferStatusNotEnqueued) return;
   _status = MTLCommandBufferStatusCommitted;
+  ComputeDevice &device = gCompute[_device];
+  if (device.revoked.load()) {
+    return [self failWith:MTLCommandBufferErrorAccessRevoked
+                  message:"access to this device has been revoked after a command buffer that never completed"];
+  }
   for (const Dispatch &d : *_dispatches) {
     SimPipeline *pipeline = (SimPipeline *)d.pipeline;
     if (pipeline == nil) continue;
@@ -1007,7 +1036,18 @@ struct BlitFill {
       [NSException raise:NSInternalInconsistencyException
                   format:@"simulated exception at commit, %s", recorded(fault).c_str()];
     }
-    if (fault.behaviour == Behaviour::Hangs) return;
+    if (fault.behaviour == Behaviour::Aborts) {
+      fprintf(stderr, "simulated Metal assertion at commit, %s\n", recorded(fault).c_str());
+      abort();
+    }
+    if (fault.commitBlocks) {
+      for (;;) pause();
+    }
+    if (fault.behaviour == Behaviour::GpuError) return [self failWith:fault.gpuError message:recorded(fault)];
+    if (fault.behaviour == Behaviour::Hangs) {
+      if (device.revokesAfterTimeout) device.revoked.store(true);
+      return;
+    }
   }
   size_t nextFill = 0;
   for (size_t i = 0; i < _dispatches->size(); i++) {
@@ -1025,7 +1065,7 @@ struct BlitFill {
     const ProbeFault &fault = faultOf(_device, pipeline->_kernel->probe);
     if (fault.behaviour == Behaviour::Works && fault.threadgroupLimit > 0 &&
         d.threadgroupMemory[0] > fault.threadgroupLimit) {
-      return [self failWith:MTLCommandBufferErrorNotPermitted
+      return [self failWith:MTLCommandBufferErrorInternal
                     message:std::to_string((unsigned long)d.threadgroupMemory[0]) +
                             " bytes of threadgroup memory exceed what this device accepts (" +
                             std::to_string(fault.threadgroupLimit) + " bytes, " + recorded(fault) + ")"];
@@ -1034,7 +1074,7 @@ struct BlitFill {
       // Asked of the device object, so an installed profile's answer is the one that counts.
       NSUInteger answered = [(id<MTLDevice>)gCompute[_device].object maxThreadgroupMemoryLength];
       if (d.threadgroupMemory[0] > answered) {
-        return [self failWith:MTLCommandBufferErrorNotPermitted
+        return [self failWith:MTLCommandBufferErrorInternal
                       message:std::to_string((unsigned long)d.threadgroupMemory[0]) +
                               " bytes of threadgroup memory exceed the device's answer (maxThreadgroupMemoryLength " +
                               std::to_string((unsigned long)answered) + ", " + recorded(fault) + ")"];
@@ -1187,7 +1227,8 @@ static id simNewBufferWithBytes(id self, SEL, const void *bytes, NSUInteger leng
   return buffer;
 }
 
-static id simNewBufferNoCopy(id self, SEL, void *pointer, NSUInteger length, MTLResourceOptions, id) {
+static id simNewBufferNoCopy(id self, SEL, void *pointer, NSUInteger length, MTLResourceOptions,
+                             MTLNewBufferDeallocator deallocator) {
   countInheritableDoctorFiles();
   const ProbeFault &fault = faultOf(indexOfDevice(self), Probe::Nocopy);
   if (fault.behaviour == Behaviour::Fail) return nil;
@@ -1197,6 +1238,7 @@ static id simNewBufferNoCopy(id self, SEL, void *pointer, NSUInteger length, MTL
     return nil;
   SimBuffer *buffer = simBuffer(self, length);
   buffer->_contents = buffer->_gpu = pointer;
+  if (deallocator != nil) buffer->_deallocator = Block_copy(deallocator);
   bool faulty = fault.behaviour == Behaviour::WrongResult;
   if (faulty && fault.fault == "stale") {
     buffer->_gpu = malloc(length);
@@ -1229,12 +1271,23 @@ static id simNewResidencySet(id self, SEL, id descriptor, NSError **error) {
 
 namespace {
 
+// The recorded statuses lib/doctor/judge.ts names after a command-buffer code, back to the code.
+MTLCommandBufferError gpuErrorOf(NSString *status) {
+  if ([status isEqualToString:@"page-fault"]) return MTLCommandBufferErrorPageFault;
+  if ([status isEqualToString:@"access-revoked"]) return MTLCommandBufferErrorAccessRevoked;
+  if ([status isEqualToString:@"not-permitted"]) return MTLCommandBufferErrorNotPermitted;
+  if ([status isEqualToString:@"out-of-memory"]) return MTLCommandBufferErrorOutOfMemory;
+  return MTLCommandBufferErrorNone;
+}
+
 Behaviour behaviourOf(NSString *status) {
   if ([status isEqualToString:@"wrong-result"]) return Behaviour::WrongResult;
   if ([status isEqualToString:@"fail"]) return Behaviour::Fail;
   if ([status isEqualToString:@"unsupported"]) return Behaviour::Unsupported;
   if ([status isEqualToString:@"timeout"]) return Behaviour::Hangs;
   if ([status isEqualToString:@"error"]) return Behaviour::Raises;
+  if ([status isEqualToString:@"aborted"]) return Behaviour::Aborts;
+  if (gpuErrorOf(status) != MTLCommandBufferErrorNone) return Behaviour::GpuError;
   return Behaviour::Works;
 }
 
@@ -1263,7 +1316,9 @@ void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVers
         valueAt<NSDictionary>(probes, [NSString stringWithUTF8String:kProbeIds[p]], [NSDictionary class]);
     if (record == nil) continue;
     ProbeFault &fault = compute.probes[p];
-    fault.behaviour = behaviourOf(valueAt<NSString>(record, @"status", [NSString class]));
+    NSString *status = valueAt<NSString>(record, @"status", [NSString class]);
+    fault.behaviour = behaviourOf(status);
+    fault.gpuError = gpuErrorOf(status);
     NSString *detail = valueAt<NSString>(record, @"detail", [NSString class]);
     if (detail != nil) fault.detail = [detail UTF8String];
     NSNumber *limit = valueAt<NSNumber>(record, @"provenThreadgroupMemory", [NSNumber class]);
@@ -1274,6 +1329,10 @@ void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVers
       fault.behaviour = Behaviour::Works;
       fault.compileHangs = true;
     }
+    if (fault.fault == "commit") {
+      fault.behaviour = Behaviour::Works;
+      fault.commitBlocks = true;
+    }
   }
   NSDictionary *simulation = valueAt<NSDictionary>(device, @"simulation", [NSDictionary class]);
   NSNumber *width = valueAt<NSNumber>(simulation, @"threadExecutionWidth", [NSNumber class]);
@@ -1282,6 +1341,8 @@ void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVers
   if (compileMs != nil) compute.compileMs = [compileMs unsignedLongLongValue];
   NSNumber *gpuMs = valueAt<NSNumber>(simulation, @"gpuMs", [NSNumber class]);
   if (gpuMs != nil) compute.gpuMs = [gpuMs unsignedLongLongValue];
+  NSNumber *revokes = valueAt<NSNumber>(simulation, @"revokesAfterTimeout", [NSNumber class]);
+  compute.revokesAfterTimeout = revokes != nil && [revokes boolValue];
 }
 
 extern "C" unsigned long MTLSimGetNoCopyAfterUnmap(void) {

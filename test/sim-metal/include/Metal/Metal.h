@@ -107,6 +107,7 @@ typedef NS_ENUM(NSUInteger, MTLCommandBufferError) {
   MTLCommandBufferErrorInternal = 1,
   MTLCommandBufferErrorTimeout = 2,
   MTLCommandBufferErrorPageFault = 3,
+  MTLCommandBufferErrorAccessRevoked = 4,
   MTLCommandBufferErrorNotPermitted = 7,
   MTLCommandBufferErrorOutOfMemory = 8,
   MTLCommandBufferErrorInvalidResource = 9,
@@ -115,7 +116,8 @@ typedef NS_ENUM(NSUInteger, MTLCommandBufferError) {
 MTL_EXTERN NSString *const MTLLibraryErrorDomain;
 MTL_EXTERN NSString *const MTLCommandBufferErrorDomain;
 
-/* Apple's parameter is a block; clang on Linux compiles without blocks, and callers pass nil either way. */
+/* Apple's parameter is a block: doctor's NoCopy probe passes one that unmaps its file, which the simulation calls when
+   the buffer is released. */
 #if defined(__BLOCKS__)
 typedef void (^MTLNewBufferDeallocator)(void *pointer, NSUInteger length);
 #else

@@ -1,0 +1,28 @@
+/**
+ * The probe runner's entry (dist/doctor-runner.js), started by run.ts as `process.execPath dist/doctor-runner.js` with
+ * ELECTRON_RUN_AS_NODE=1, so an Electron app's binary runs it as Node. Reads the checked options as JSON on standard
+ * input and writes RunnerMessage lines on standard output; see runner.ts.
+ */
+import { readFileSync, writeSync } from 'node:fs';
+import type { CheckedDoctorOptions } from './options.js';
+import { runProbes, type RunnerMessage } from './runner.js';
+
+/**
+ * Each line is written whole and at once: a probe that then takes the process down (abort() in Metal) must not take
+ * the line that names it along. Where standard output is a non-blocking pipe (macOS), a full pipe is waited out.
+ */
+function writeLine(message: RunnerMessage): void {
+  const bytes = Buffer.from(`${JSON.stringify(message)}\n`);
+  let at = 0;
+  while (at < bytes.length) {
+    try {
+      at += writeSync(1, bytes, at);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
+    }
+  }
+}
+
+const options = JSON.parse(readFileSync(0, 'utf8')) as CheckedDoctorOptions;
+runProbes(options, writeLine);
