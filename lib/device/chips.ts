@@ -108,3 +108,9 @@ export function chipFamily(chip: string | null): number | null {
 export function hostChipFacts(cpuBrand: string | null): Pick<HostInfo, 'cpuBrand' | 'chip'> {
   return { cpuBrand, chip: chipFromBrand(cpuBrand) };
 }
+
+/**
+ * No shipping Apple GPU reports more threadgroup memory than this, in any family (JuliaGPU/Metal.jl PR 828): the most a
+ * doctor run can prove, and the most a verified profile claims.
+ */
+export const APPLE_GPU_THREADGROUP_MEMORY = 32768;

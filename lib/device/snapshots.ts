@@ -2,7 +2,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from './doctor-vocabulary.js';
 import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from '../core/errors.js';
-import { chipFromBrand } from './chips.js';
+import { APPLE_GPU_THREADGROUP_MEMORY, chipFromBrand } from './chips.js';
 import {
   bool,
   count,
@@ -54,6 +54,13 @@ export type ThreadgroupFault = (typeof THREADGROUP_FAULTS)[number];
 
 /** Any probe, simulation only, with `timeout`: Metal's compiler never finishes the probe's kernel (the GPU works). */
 const COMPILE_FAULT = 'compile';
+/**
+ * Any probe, simulation only, with `timeout`: committing the probe's command buffer never returns, a blocking call no
+ * per-probe deadline bounds (the parent of doctor's probe runner kills it).
+ */
+const COMMIT_FAULT = 'commit';
+/** The simulated faults any probe may have, each only with `timeout`. */
+const HANG_FAULTS: readonly string[] = [COMPILE_FAULT, COMMIT_FAULT];
 
 /** One probe's recorded outcome (snapshots/README.md says which fields belong to which probe). */
 export interface SnapshotDoctorProbe {
@@ -71,8 +78,9 @@ export interface SnapshotDoctorProbe {
   /** nocopy-mmap: the length the NoCopy buffer reported. */
   bufferLength?: number;
   /** nocopy-mmap, exactly when `status` is `wrong-result`: what went wrong; threadgroup-memory: a simulated fault
-   * (ThreadgroupFault); any probe, with `timeout`: `compile`, the simulated compiler never finishes. */
-  fault?: NocopyFault | ThreadgroupFault | typeof COMPILE_FAULT;
+   * (ThreadgroupFault); any probe, with `timeout`: `compile`, the simulated compiler never finishes, or `commit`,
+   * committing never returns. */
+  fault?: NocopyFault | ThreadgroupFault | typeof COMPILE_FAULT | typeof COMMIT_FAULT;
   /** simdgroup-matrix, bfloat: the worst deviation from the CPU reference. */
   maxAbsError?: number;
 }
@@ -102,6 +110,8 @@ export interface SnapshotDevice extends RecordedDeviceFacts {
     compileMs?: number;
     /** How long each command buffer runs after its commit, in milliseconds; default 0. */
     gpuMs?: number;
+    /** Once a command buffer of the device has hung, every later one fails with AccessRevoked; default false. */
+    revokesAfterTimeout?: boolean;
   };
   /** A recorded doctor result; absent: none. The Linux simulation takes its faults from it. */
   doctor?: SnapshotDoctor;
@@ -401,6 +411,8 @@ export interface DoctorProbeResult {
   status: SnapshotDoctorStatus;
   detail: string;
   provenThreadgroupMemory: number | null;
+  /** Optional: results from before accepted sizes were told apart have none. */
+  acceptedThreadgroupMemory?: number | null;
   failedThreadgroupMemory: number | null;
   bufferLength: number | null;
   maxAbsError: number | null;
@@ -560,7 +572,7 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
     if (p.status === 'not-recorded') {
       fail(where, `${prefix}${key}`, 'is not allowed: a not-recorded probe carries only its status');
     }
-    const faults = [...(FAULTS[id] ?? []), COMPILE_FAULT];
+    const faults = [...(FAULTS[id] ?? []), ...HANG_FAULTS];
     const problem =
       key === 'fault'
         ? faults.includes(p[key] as string)
@@ -570,12 +582,29 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
     if (problem) fail(where, `${prefix}${key}`, `must be ${problem}`);
   }
   const proven = p.provenThreadgroupMemory,
+    accepted = p.acceptedThreadgroupMemory,
     failed = p.failedThreadgroupMemory;
-  if (typeof proven === 'number' && typeof failed === 'number' && failed <= proven) {
-    fail(where, `${prefix}failedThreadgroupMemory`, 'must be larger than provenThreadgroupMemory');
+  // Above what any Apple GPU has, a size is only accepted (threadgroups that large may never share a core).
+  if (typeof proven === 'number' && proven > APPLE_GPU_THREADGROUP_MEMORY) {
+    fail(
+      where,
+      `${prefix}provenThreadgroupMemory`,
+      `must be at most ${APPLE_GPU_THREADGROUP_MEMORY}: a larger size that worked is acceptedThreadgroupMemory`,
+    );
   }
-  if (p.fault === COMPILE_FAULT) {
-    if (p.status !== 'timeout') fail(where, `${prefix}fault`, 'compile is only for a timeout');
+  if (typeof accepted === 'number' && accepted <= APPLE_GPU_THREADGROUP_MEMORY) {
+    fail(where, `${prefix}acceptedThreadgroupMemory`, `must be larger than ${APPLE_GPU_THREADGROUP_MEMORY}`);
+  }
+  const worked = typeof accepted === 'number' ? accepted : proven;
+  if (typeof worked === 'number' && typeof failed === 'number' && failed <= worked) {
+    fail(
+      where,
+      `${prefix}failedThreadgroupMemory`,
+      `must be larger than ${typeof accepted === 'number' ? 'acceptedThreadgroupMemory' : 'provenThreadgroupMemory'}`,
+    );
+  }
+  if (HANG_FAULTS.includes(p.fault as string)) {
+    if (p.status !== 'timeout') fail(where, `${prefix}fault`, `${p.fault as string} is only for a timeout`);
     return;
   }
   // The simulation needs to know which fault a recorded nocopy-mmap wrong-result was.
@@ -692,8 +721,12 @@ export function validateSnapshot(
         'threadExecutionWidth',
         'compileMs',
         'gpuMs',
+        'revokesAfterTimeout',
       ]);
       const sim = d.simulation as Record<string, unknown>;
+      if ('revokesAfterTimeout' in sim && typeof sim.revokesAfterTimeout !== 'boolean') {
+        fail(where, `${prefix}simulation.revokesAfterTimeout`, 'must be true or false');
+      }
       for (const key of ['compileMs', 'gpuMs']) {
         if (
           key in sim &&

@@ -9,7 +9,7 @@ import {
   isFamilyName,
   type FamilyName,
 } from '../core/families.js';
-import { chipFamily } from '../device/chips.js';
+import { APPLE_GPU_THREADGROUP_MEMORY, chipFamily } from '../device/chips.js';
 import { clip, describeValue, isObject, quote, readInput } from '../core/input.js';
 import { parseJsonText } from '../core/jsonfile.js';
 import { rederive } from '../device/report.js';
@@ -84,8 +84,8 @@ export const DEFAULT_PROFILE = 'cua-release';
 export const THREADGROUP_MEMORY_RANGE = { min: 1024, max: 1 << 20, multipleOf: 16 } as const;
 /** Bounds for the working-set size: at least 64 MiB, at most 2^53 − 1 bytes (exact in JavaScript). */
 export const WORKING_SET_RANGE = { min: 64 * 1024 * 1024, max: Number.MAX_SAFE_INTEGER } as const;
-/** No shipping Apple GPU reports more threadgroup memory than this (JuliaGPU/Metal.jl PR 828). */
-export const APPLE_GPU_THREADGROUP_MEMORY = 32768;
+/** No shipping Apple GPU reports more threadgroup memory than this (defined with the chip facts). */
+export { APPLE_GPU_THREADGROUP_MEMORY };
 
 // Declared before the built-in table below, which is validated as the module loads.
 const SPEC_KEYS = [

@@ -1321,7 +1321,9 @@ void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVers
     fault.gpuError = gpuErrorOf(status);
     NSString *detail = valueAt<NSString>(record, @"detail", [NSString class]);
     if (detail != nil) fault.detail = [detail UTF8String];
-    NSNumber *limit = valueAt<NSNumber>(record, @"provenThreadgroupMemory", [NSNumber class]);
+    // The largest size that worked: accepted (above 32768 bytes) where recorded, else proven.
+    NSNumber *limit = valueAt<NSNumber>(record, @"acceptedThreadgroupMemory", [NSNumber class]);
+    if (limit == nil) limit = valueAt<NSNumber>(record, @"provenThreadgroupMemory", [NSNumber class]);
     if (limit != nil) fault.threadgroupLimit = [limit unsignedLongLongValue];
     NSString *kind = valueAt<NSString>(record, @"fault", [NSString class]);
     if (kind != nil) fault.fault = [kind UTF8String];
