@@ -106,6 +106,8 @@ for (const required of [
   'dist/register.js',
   'dist/register.cjs',
   'dist/cli.js',
+  // doctor's probe runner, started as a process of its own (lib/doctor/runner-main.ts).
+  'dist/doctor-runner.js',
   'snapshots/vz-guest-m1-ultra-tahoe-stock.json',
   'src-native/addon/addon.mm',
   'src-native/platform/host_darwin.mm',
@@ -380,6 +382,8 @@ for (const required of [
   'dist/tables.cjs',
   'dist/register.js',
   'dist/cli.js',
+  // doctor's probe runner, started as a process of its own (lib/doctor/runner-main.ts).
+  'dist/doctor-runner.js',
 ]) {
   check(freshFiles.includes(required), `the tarball contains ${required}`);
 }

@@ -141,9 +141,108 @@ function codesignOf(file: string): { stderr: string; stdout: string } | null {
   return { stderr: r.stderr ?? '', stdout: r.stdout ?? '' };
 }
 
+/** Bounds of what machOSegments reads: load commands of one slice, slices of a universal file. */
+const MACH_O_LIMITS = Object.freeze({ loadCommandBytes: 16 * 1024 * 1024, slices: 32 });
+
+/**
+ * The (segment, section) names of every section in a Mach-O file's load commands, over every slice of a universal
+ * (fat) file; null when the file is not Mach-O or cannot be read. Reads the headers and load commands only, each once,
+ * within MACH_O_LIMITS.
+ */
+export function machOSections(file: string): { segment: string; section: string }[] | null {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return null;
+  }
+  const read = (offset: number, length: number): Buffer | null => {
+    const buf = Buffer.alloc(length);
+    try {
+      return readSync(fd, buf, 0, length, offset) === length ? buf : null;
+    } catch {
+      return null;
+    }
+  };
+  const name = (buf: Buffer, at: number) => buf.subarray(at, at + 16).toString('latin1').replace(/\0.*$/s, '');
+  // One thin image at `base`: mach_header(_64), then sizeofcmds bytes of load commands (little-endian: every Mac's).
+  const slice = (base: number): { segment: string; section: string }[] | null => {
+    const header = read(base, 32);
+    if (header === null) return null;
+    const magic = header.readUInt32LE(0);
+    if (magic !== 0xfeedface && magic !== 0xfeedfacf) return null;
+    const is64 = magic === 0xfeedfacf;
+    const ncmds = header.readUInt32LE(16);
+    const sizeofcmds = header.readUInt32LE(20);
+    if (sizeofcmds > MACH_O_LIMITS.loadCommandBytes) return null;
+    const cmds = read(base + (is64 ? 32 : 28), sizeofcmds);
+    if (cmds === null) return null;
+    const found: { segment: string; section: string }[] = [];
+    let at = 0;
+    for (let i = 0; i < ncmds && at + 8 <= cmds.length; i++) {
+      const cmd = cmds.readUInt32LE(at);
+      const cmdsize = cmds.readUInt32LE(at + 4);
+      if (cmdsize < 8 || at + cmdsize > cmds.length) break;
+      // LC_SEGMENT (0x1): 56-byte command, 68-byte sections; LC_SEGMENT_64 (0x19): 72 and 80.
+      const segment64 = cmd === 0x19;
+      if (cmd === 0x1 || segment64) {
+        const nsects = cmds.readUInt32LE(at + (segment64 ? 64 : 48));
+        const first = at + (segment64 ? 72 : 56);
+        const size = segment64 ? 80 : 68;
+        for (let k = 0; k < nsects && first + (k + 1) * size <= at + cmdsize; k++) {
+          const s = first + k * size;
+          found.push({ segment: name(cmds, s + 16), section: name(cmds, s) });
+        }
+      }
+      at += cmdsize;
+    }
+    return found;
+  };
+  try {
+    const head = read(0, 8);
+    if (head === null) return null;
+    const magic = head.readUInt32BE(0);
+    // FAT_MAGIC / FAT_MAGIC_64: big-endian fat_header, then fat_arch (20 bytes) or fat_arch_64 (32 bytes) records.
+    if (magic !== 0xcafebabe && magic !== 0xcafebabf) return slice(0);
+    const count = head.readUInt32BE(4);
+    // Java class files share 0xcafebabe; their "count" is a version, far above any real slice count.
+    if (count === 0 || count > MACH_O_LIMITS.slices) return null;
+    const wide = magic === 0xcafebabf;
+    const archs = read(8, count * (wide ? 32 : 20));
+    if (archs === null) return null;
+    const found: { segment: string; section: string }[] = [];
+    for (let i = 0; i < count; i++) {
+      const at = i * (wide ? 32 : 20);
+      const offset = wide ? Number(archs.readBigUInt64BE(at + 8)) : archs.readUInt32BE(at + 8);
+      const sections = slice(offset);
+      if (sections === null) return null;
+      found.push(...sections);
+    }
+    return found;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * A program with a `__RESTRICT,__restrict` section: dyld treats it as restricted (MachOFile::isRestricted) and removes
+ * every DYLD_* variable, so it would run unpatched, like the restrict signing flag. Any slice of a universal file
+ * counts. Null for any other file.
+ */
+export function restrictSegmentBlocker(file: string): InjectionBlocker | null {
+  const sections = machOSections(file);
+  if (sections === null || !sections.some((s) => s.segment === '__RESTRICT' && s.section === '__restrict')) return null;
+  return {
+    reason: `${file} has a __RESTRICT,__restrict section: dyld treats it as restricted and removes DYLD_INSERT_LIBRARIES, so it would run unpatched. Use a build linked without that section, or embed metal-cap-shim as a library.`,
+    launchFails: false,
+  };
+}
+
 function signatureBlocker(file: string): InjectionBlocker | null {
   const setId = setIdBlocker(file);
   if (setId !== null) return setId;
+  const restricted = restrictSegmentBlocker(file);
+  if (restricted !== null) return restricted;
   const signature = codesignOf(file);
   return signature === null ? null : hardenedRuntimeBlocker(file, signature.stderr, signature.stdout);
 }
