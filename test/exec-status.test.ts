@@ -17,7 +17,7 @@ import {
   STATUS_LIMIT_BYTES,
   type InjectorProcess,
 } from '../lib/exec/injector.js';
-import { runWithInjector } from '../lib/exec/run.js';
+import { runWithInjector, STATUS_DRAIN_MS } from '../lib/exec/run.js';
 import { encodeNativeProfile, resolveProfile } from '../lib/patch/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild } from './helpers.js';
 
@@ -31,6 +31,7 @@ let injector: string;
 let launcher: string;
 let logLauncher: string;
 let writer: string;
+let late: string;
 
 /**
  * A dynamic launcher (it loads the injector like any program): `launcher MODE PROGRAM ARGS…` with its stdout sent to
@@ -102,6 +103,30 @@ int main(int argc, char **argv) {
 }
 `;
 
+/**
+ * A static program that exits at once, leaving a child of its own that waits DELAY_MS, then writes COUNT bytes of 'x'
+ * to fd 3 (the status pipe it inherited) and exits: `late DELAY_MS COUNT`.
+ */
+const LATE_C = `#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  if (argc < 3) return 2;
+  long delay = atol(argv[1]), left = atol(argv[2]);
+  if (fork() != 0) return 0;
+  usleep((useconds_t)(delay * 1000));
+  char line[1000];
+  memset(line, 'x', sizeof line);
+  line[sizeof line - 1] = '\\n';
+  while (left > 0) {
+    long n = left < (long)sizeof line ? left : (long)sizeof line;
+    if (write(3, line, (size_t)n) != n) return 1;
+    left -= n;
+  }
+  return 0;
+}
+`;
+
 function compile(name: string, source: string, extra: string[] = []): string {
   const dir = path.join(tmp, name);
   execFileSync('mkdir', [dir]);
@@ -123,8 +148,26 @@ describeSim('the status fd across the processes of a run', () => {
     launcher = compile('launcher', LAUNCHER_C);
     logLauncher = compile('log-launcher', LOG_LAUNCHER_C, ['-static']);
     writer = compile('writer', WRITER_C, ['-static']);
+    late = compile('late', LATE_C, ['-static']);
   });
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('what a process the program left running writes to the status pipe after the program exited is read to its end', async () => {
+    const r = await runWithInjector({ profile, command: late, args: ['100', String(STATUS_LIMIT_BYTES + 1000)] }, injector, []);
+    expect(r.exitCode).toBe(0);
+    expect(r.injectorErrors).toEqual([
+      `ERR_STATUS_OVERFLOW the status pipe carried more than ${STATUS_LIMIT_BYTES} bytes; the rest was ignored`,
+    ]);
+  });
+
+  it(`a process left running that holds the status pipe open keeps exec at most ${STATUS_DRAIN_MS} ms`, async () => {
+    const started = Date.now();
+    const r = await runWithInjector({ profile, command: late, args: ['5000', '1'] }, injector, []);
+    const took = Date.now() - started;
+    expect([r.exitCode, r.injectorErrors]).toEqual([0, []]);
+    expect(took).toBeGreaterThanOrEqual(STATUS_DRAIN_MS);
+    expect(took).toBeLessThan(4000);
+  });
 
   it('a launcher that starts the program: both report under their own pids, and the program’s patch is reported', async () => {
     const r = await runWithInjector({ profile, command: launcher, args: ['fork', consumer] }, injector, []);

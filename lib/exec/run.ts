@@ -119,10 +119,23 @@ export function runWithInjector(
       removeFolder();
       reject(spawnFailure(options.command, err));
     });
+    // Node's docs: the child's stdio may still be open at 'exit', and a process the program started may write its
+    // status lines after the program ended. The pipe's end is the signal that every writer is done.
+    const pipeEnded = new Promise<void>((done) => {
+      if (pipe === null) return done();
+      pipe.once('end', done);
+      pipe.once('close', done);
+      pipe.once('error', () => done());
+    });
     child.on('exit', (exitCode, signal) => {
       cleanup();
-      // A grandchild may keep the status pipe open; read what arrived and stop listening.
-      setImmediate(() => {
+      // A process the program left running may hold the pipe open for ever: wait for its end at most STATUS_DRAIN_MS.
+      let bound: NodeJS.Timeout | undefined;
+      const drained = new Promise<void>((done) => {
+        bound = setTimeout(done, STATUS_DRAIN_MS);
+      });
+      void Promise.race([pipeEnded, drained]).then(() => {
+        clearTimeout(bound);
         (pipe as { destroy?: () => void } | null)?.destroy?.();
         const reported = parseInjectorStatus(status.text());
         const overflow = status.overflowed()
@@ -142,6 +155,12 @@ export function runWithInjector(
     });
   });
 }
+
+/**
+ * How long exec waits, once the program has exited, for the status pipe's end: a process it left running may hold
+ * the pipe open for ever, and must not keep exec from returning.
+ */
+export const STATUS_DRAIN_MS = 250;
 
 /**
  * Runs the command as it is, with no injector: the cross-platform path of `--allow-unpatched`. A --trace file is
