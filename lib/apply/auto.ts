@@ -123,8 +123,8 @@ export function resolveAutoProfile(options?: { force?: boolean; timeoutMs?: numb
 /**
  * Patches every Metal device class to answer as the profile says, then verifies the answers on fresh devices (see
  * apply.ts): not applying is a result, and `strict: true` throws instead. `'auto'` stands for the verified profile,
- * cached from an earlier doctor run or measured now; a fresh measurement throws ERR_PROFILE_ACTIVE while a profile is
- * applied.
+ * cached from an earlier doctor run or measured now, synchronously, in doctor's probe runner (a child process, which
+ * measures stock answers whatever this process has applied).
  */
 export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: AutoApplyOptions): AutoApplyResult {
   // A named profile goes straight through; applyPatch rejects timeoutMs, which only `auto` uses.

@@ -16,8 +16,10 @@ const command: Command = {
                              [--timeout-ms N] [--force] [--snapshot NAME|PATH]
 
 Runs real Metal work on each device: SIMD-group reduction and matrix, bfloat, threadgroup memory, a GPU read
-through a NoCopy buffer over a file-backed mmap, and a residency set. Each result is checked against the CPU.
-The capability probes run with stock answers, then again with the profile installed; then it is taken out.
+through a NoCopy buffer over a file-backed mmap, a residency set, and a buffer placed in a heap. Each result is
+checked against the CPU. The probes run in a child process: a probe that hangs past its deadline, crashes or
+aborts ends as 'aborted', never this command, and after a GPU hang the device's later probes are skipped.
+The capability probes run with stock answers, then again with the profile installed there.
 Prints each device's verified profile (what profile auto applies) and the engine settings that avoid the
 faults found.
 
