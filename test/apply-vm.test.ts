@@ -289,25 +289,27 @@ describeSim('register in a VM', () => {
     expect(status().active).toBe(true);
   });
 
-  it('auto with nothing cached while a profile is applied: measuring is impossible, and that error goes through', async () => {
+  it('auto with nothing cached while a profile is applied: the probe runner measures stock answers all the same, and the verified profile replaces the applied one', async () => {
     const saved = process.env.XDG_CACHE_HOME;
     process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-apply-vm-empty-cache-'));
     try {
       applyProfile('apple7');
-      const active = status();
-      const message =
-        'a profile is already applied in this process, and doctor must measure the stock answers first: call restore() before doctor(), or replay a snapshot';
-      expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'auto' })).toThrow(
-        new ProfileActiveError(message),
-      );
-      expect(status()).toEqual(active);
-      // register itself: the program stops with the code and the message, as for a malformed value.
-      expect(await importRegister('auto')).toEqual({
-        exits: [1],
-        warnings: [],
-        stderr: `metal-cap-shim/register: ERR_PROFILE_ACTIVE: ${message}\n`,
+      expect(status().profile).toMatchObject({ appleFamilyMax: 1007, deviceName: null });
+      const outcome = registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'auto' });
+      expect(outcome.action).toBe('applied');
+      if (outcome.action !== 'applied') throw new Error('unreachable');
+      expect(outcome.result.auto?.from).toBe('doctor');
+      // The runner saw the guest's own answers (Apple5, no residency set), not apple7's: the verified profile is what
+      // the stock guest proves, with the host chip's name that the heap probe allows.
+      expect(status().profile).toEqual({
+        name: null,
+        appleFamilyMax: 1007,
+        maxThreadgroupMemoryLength: null,
+        recommendedMaxWorkingSetSize: null,
+        deviceName: 'Apple M1 Ultra',
+        families: {},
+        mode: 'raise',
       });
-      expect(status()).toEqual(active);
     } finally {
       process.env.XDG_CACHE_HOME = saved;
     }

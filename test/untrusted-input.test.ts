@@ -54,12 +54,25 @@ function thrown(fn: () => unknown): unknown {
   return undefined;
 }
 
-/** The class, code and field of a thrown package error; anything else fails the test with what it was. */
-function typed(fn: () => unknown): { name: string; code: string; field: string | null } {
-  const e = thrown(fn);
+/** What `fn` threw or its Promise rejected with (the entry points that run doctor return Promises). */
+async function settled(fn: () => unknown): Promise<unknown> {
+  try {
+    await fn();
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
+function described(e: unknown): { name: string; code: string; field: string | null } {
   if (!(e instanceof MetalCapShimError)) throw new Error(`expected a MetalCapShimError, got ${String(e)}`);
   const field = e instanceof InvalidOptionsError ? e.option : 'field' in e ? (e.field as string | null) : null;
   return { name: e.constructor.name, code: e.code, field };
+}
+
+/** The class, code and field of a thrown package error; anything else fails the test with what it was. */
+function typed(fn: () => unknown): { name: string; code: string; field: string | null } {
+  return described(thrown(fn));
 }
 
 describe('terminal output: control characters in other people’s strings are shown, not obeyed', () => {
@@ -254,9 +267,10 @@ describe('every public entry point throws only typed errors, naming the field', 
     ['audit({ profile })', () => audit({ profile: bigint as never, snapshot: STOCK })],
     ['doctor({ profile })', () => doctor({ profile: bigint as never, snapshot: STOCK })],
     ['fieldReport({ profile })', () => fieldReport({ profile: bigint as never, snapshot: STOCK })],
-  ])('%s with a BigInt: InvalidProfileError on appleFamilyMax, quoting 1009n', (_name, call) => {
-    expect(typed(call)).toEqual({ name: 'InvalidProfileError', code: 'ERR_INVALID_PROFILE', field: 'appleFamilyMax' });
-    expect((thrown(call) as Error).message).toBe(
+  ])('%s with a BigInt: InvalidProfileError on appleFamilyMax, quoting 1009n', async (_name, call) => {
+    const e = await settled(call);
+    expect(described(e)).toEqual({ name: 'InvalidProfileError', code: 'ERR_INVALID_PROFILE', field: 'appleFamilyMax' });
+    expect((e as Error).message).toBe(
       'appleFamilyMax must be an MTLGPUFamily value from 1001 (Apple1) to 1010 (Apple10), or "host" (the host chip\'s true family), got 1009n',
     );
   });
@@ -376,8 +390,8 @@ describe('every public entry point throws only typed errors, naming the field', 
         ),
       'device.families',
     ],
-  ])('%s: an InvalidOptionsError naming the option', (_name, call, option) => {
-    expect(typed(call)).toEqual({ name: 'InvalidOptionsError', code: 'ERR_INVALID_OPTIONS', field: option });
+  ])('%s: an InvalidOptionsError naming the option', async (_name, call, option) => {
+    expect(described(await settled(call))).toEqual({ name: 'InvalidOptionsError', code: 'ERR_INVALID_OPTIONS', field: option });
   });
 
   it('an options object whose traps throw: the message names the function', () => {
