@@ -83,7 +83,10 @@ console.log(
 console.log(
   `doctor(), capability probes (what auto runs) ${x.capability.total.toFixed(2)} ms; probes ${x.capability.native.toFixed(2)} ms; orchestration ${(x.capability.total - x.capability.native).toFixed(2)} ms (${(100 * share(x.capability)).toFixed(1)} %)`,
 );
-for (const [what, d] of [['every probe', x.full], ['capability probes', x.capability]]) {
+for (const [what, d] of [
+  ['every probe', x.full],
+  ['capability probes', x.capability],
+]) {
   console.log(
     `doctor() runner start-up, ${what}: ${d.startup.toFixed(2)} ms = ${(100 * (d.startup / d.native)).toFixed(1)} % of the probes' own ${d.native.toFixed(2)} ms (target ≤ 10 %)`,
   );

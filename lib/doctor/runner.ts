@@ -64,7 +64,12 @@ export function whyNoPatchedRun(o: CheckedDoctorOptions, stock: CapabilityReport
  * dispatched only in a VM: on real hardware that is undefined behaviour, whatever `force` says. The stock limit comes
  * from the stock report, read before any profile was applied (the patched run's answer is the candidate's).
  */
-function nativeOptions(o: CheckedDoctorOptions, device: DeviceReport, probe: DoctorProbeId, host: HostInfo): NativeDoctorOptions {
+function nativeOptions(
+  o: CheckedDoctorOptions,
+  device: DeviceReport,
+  probe: DoctorProbeId,
+  host: HostInfo,
+): NativeDoctorOptions {
   return {
     device: device.index,
     probes: [probe],
@@ -167,7 +172,10 @@ export function runProbes(o: CheckedDoctorOptions, emit: (message: RunnerMessage
           if (left !== undefined) continue;
           const status = leftGpuUnusable(outcome);
           if (status !== null) {
-            unusable.set(device.index, `not run: the GPU was left unusable by ${probe} (${status} in the ${phase.run} run)`);
+            unusable.set(
+              device.index,
+              `not run: the GPU was left unusable by ${probe} (${status} in the ${phase.run} run)`,
+            );
           }
         }
       }

@@ -164,7 +164,11 @@ export function machOSections(file: string): { segment: string; section: string 
       return null;
     }
   };
-  const name = (buf: Buffer, at: number) => buf.subarray(at, at + 16).toString('latin1').replace(/\0.*$/s, '');
+  const name = (buf: Buffer, at: number) =>
+    buf
+      .subarray(at, at + 16)
+      .toString('latin1')
+      .replace(/\0.*$/s, '');
   // One thin image at `base`: mach_header(_64), then sizeofcmds bytes of load commands (little-endian: every Mac's).
   const slice = (base: number): { segment: string; section: string }[] | null => {
     const header = read(base, 32);

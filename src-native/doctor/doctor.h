@@ -1,7 +1,7 @@
 // doctor: real Metal work on one device, each probe judged against a CPU reference, returned as plain structs. No
 // N-API here (addon_doctor.mm converts); no decisions beyond pass / wrong / fail (lib/doctor*.ts judges and derives
-// profiles). Every probe runs under its own deadline, polls for completion (Metal's completion handlers are blocks, which
-// the Linux build compiles with -fblocks and the blocks runtime; polling keeps every deadline in this thread) and
+// profiles). Every probe runs under its own deadline, polls for completion (Metal's completion handlers are blocks,
+// which the Linux build compiles with -fblocks and the blocks runtime; polling keeps every deadline in this thread) and
 // installs nothing.
 #pragma once
 

@@ -305,7 +305,8 @@ Completion dispatchOnce(id<MTLCommandQueue> queue, const DispatchSpec &spec, con
 
 }  // namespace
 
-Completion dispatch(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline, GpuFailure *failure) {
+Completion dispatch(id<MTLCommandQueue> queue, const DispatchSpec &spec, const Deadline &deadline,
+                    GpuFailure *failure) {
   // The command buffer and the encoder are autoreleased and retain what they bind; drained here, they let go of the
   // buffers before the probe releases them (a NoCopy buffer must be gone before its mapping is). Not a scoped pool:
   // an exception Metal raises must not drain it on the way out, since the exception object lives in it.
@@ -318,8 +319,9 @@ Completion dispatch(id<MTLCommandQueue> queue, const DispatchSpec &spec, const D
 ProbeOutcome incomplete(DoctorProbe probe, Completion completion, const GpuFailure &failure, const Deadline &deadline,
                         const std::string &what) {
   if (completion == Completion::TimedOut) {
-    ProbeOutcome outcome = makeOutcome(
-        probe, DoctorStatus::Timeout, what + " did not complete within " + std::to_string((long)deadline.budgetMs()) + " ms");
+    ProbeOutcome outcome =
+        makeOutcome(probe, DoctorStatus::Timeout,
+                    what + " did not complete within " + std::to_string((long)deadline.budgetMs()) + " ms");
     outcome.gpuTimedOut = true;
     return outcome;
   }

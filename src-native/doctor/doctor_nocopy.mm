@@ -190,8 +190,7 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
     return makeOutcome(probe, DoctorStatus::Fail, "the device's maxBufferLength is below one page");
 
   void *mapped = mmap(nullptr, mapLength, PROT_READ, MAP_SHARED, reader.get(), 0);
-  if (mapped == MAP_FAILED)
-    return makeOutcome(probe, DoctorStatus::Error, systemError("mmap of " + what + " failed"));
+  if (mapped == MAP_FAILED) return makeOutcome(probe, DoctorStatus::Error, systemError("mmap of " + what + " failed"));
   // The buffer owns the mapping: Metal calls the deallocator once nothing uses the buffer, a command buffer still
   // pending after its deadline included. Unmapping under the GPU is the crash AdaptiveCpp PR 2067 describes. The whole
   // mapping goes, which can be longer than the buffer (maxBufferLength).

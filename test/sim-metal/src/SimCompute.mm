@@ -87,8 +87,8 @@ struct ProbeFault {
   std::string detail;
   uint64_t threadgroupLimit = 0;  // provenThreadgroupMemory; 0: none recorded
   std::string fault;  // nocopy-mmap: stale | zero-length; threadgroup-memory: answered-limit, threadgroups-overlap
-  bool compileHangs = false;  // fault `compile`: the library never finishes compiling
-  bool commitBlocks = false;  // fault `commit`: commit never returns
+  bool compileHangs = false;                                   // fault `compile`: the library never finishes compiling
+  bool commitBlocks = false;                                   // fault `commit`: commit never returns
   MTLCommandBufferError gpuError = MTLCommandBufferErrorNone;  // Behaviour::GpuError: the code
 };
 
@@ -96,15 +96,20 @@ struct ComputeDevice {
   id object = nil;
   int osMajor = 0;  // 0: the snapshot records no macOS version
   uint64_t simdWidth = 32;
-  uint64_t compileMs = 0;  // simulation.compileMs: how long each asynchronous library compile takes
-  uint64_t gpuMs = 0;      // simulation.gpuMs: how long each command buffer runs after its commit
-  bool revokesAfterTimeout = false;     // simulation.revokesAfterTimeout
-  std::atomic<bool> revoked{false};     // a command buffer hung on a device that revokes after a timeout
+  uint64_t compileMs = 0;            // simulation.compileMs: how long each asynchronous library compile takes
+  uint64_t gpuMs = 0;                // simulation.gpuMs: how long each command buffer runs after its commit
+  bool revokesAfterTimeout = false;  // simulation.revokesAfterTimeout
+  std::atomic<bool> revoked{false};  // a command buffer hung on a device that revokes after a timeout
   ProbeFault probes[kProbeCount];
   ComputeDevice() = default;
   ComputeDevice(ComputeDevice &&other) noexcept
-      : object(other.object), osMajor(other.osMajor), simdWidth(other.simdWidth), compileMs(other.compileMs),
-        gpuMs(other.gpuMs), revokesAfterTimeout(other.revokesAfterTimeout), revoked(other.revoked.load()) {
+      : object(other.object),
+        osMajor(other.osMajor),
+        simdWidth(other.simdWidth),
+        compileMs(other.compileMs),
+        gpuMs(other.gpuMs),
+        revokesAfterTimeout(other.revokesAfterTimeout),
+        revoked(other.revoked.load()) {
     for (size_t i = 0; i < kProbeCount; i++) probes[i] = other.probes[i];
   }
 };
@@ -218,7 +223,7 @@ const SimKernel *kernelNamed(const std::string &name);
   BOOL _ownsContents;
   BOOL _ownsGpuCopy;
   id _device;
-  id _heap;  // retained: the heap the buffer was placed in, or nil
+  id _heap;                              // retained: the heap the buffer was placed in, or nil
   MTLNewBufferDeallocator _deallocator;  // NoCopy: copied; called with the memory once the buffer is released
 }
 @end
