@@ -9,7 +9,7 @@ import { afterEach, beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
 import { applyProfile } from '../lib/apply/auto.js';
 import type { DoctorCacheEntry } from '../lib/doctor/cache.js';
-import { InvalidProfileError, ProfileActiveError } from '../lib/core/errors.js';
+import { InvalidProfileError } from '../lib/core/errors.js';
 import { FAMILY_NAMES } from '../lib/core/families.js';
 import { probe } from '../lib/device/probe.js';
 import { resolveProfile } from '../lib/patch/profiles.js';

@@ -106,15 +106,16 @@ function nameChoice(
  * bfloat rule); never above the host chip's true family when `host` names a known chip; threadgroup memory raised
  * only to the proven size; Metal3 only when a residency set worked (and the reduction and bfloat paths Metal3 also
  * turns on in llama.cpp were proven); the host chip's name only when a heap was proven. `under`: the candidate
- * profile's name and the threadgroup memory the device reported under it, when the probes also ran there. Without
- * `force`, threadgroup memory is never raised above 32768 bytes (APPLE_GPU_THREADGROUP_MEMORY: no Apple GPU has
- * more), whatever was proven.
+ * profile's name and the threadgroup memory the device reported under it, when the probes also ran there.
+ * Threadgroup memory is never raised above 32768 bytes (APPLE_GPU_THREADGROUP_MEMORY: no Apple GPU has more), with or
+ * without `force`, whatever a recording says was proven.
  */
 export function deriveVerifiedProfile(
   stock: DeviceReport,
   probes: DoctorProbe[],
   under?: { candidate: string; reported: number | null },
-  force = false,
+  // Kept for its callers: force no longer changes the derivation (no threadgroup size above 32768 is ever claimed).
+  _force = false,
   host: HostChip | null = null,
 ): { profile: Profile; reasons: string[] } {
   const spec: ProfileSpec = { mode: 'raise' };

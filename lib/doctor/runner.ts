@@ -11,7 +11,7 @@ import { stockReport } from '../device/probe.js';
 import { bindToHost, planProfile } from '../patch/profiles.js';
 import { hostOf } from '../device/report.js';
 import type { CapabilityReport, DeviceReport, HostInfo, UnsupportedReason } from '../device/types.js';
-import type { NativeBinding, NativeDoctorOptions, NativeProbeOutcome } from '../../types/binding.js';
+import type { NativeDoctorOptions, NativeProbeOutcome } from '../../types/binding.js';
 import type { HookRef } from '../patch/apply.js';
 import { leftGpuUnusable } from './judge.js';
 import type { CheckedDoctorOptions } from './options.js';
