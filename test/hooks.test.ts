@@ -53,9 +53,8 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     expect(fixture.methodInfo('SimSiblingDevice', 'supportsFamily:')!.own).toBe(false);
   });
 
-  it('restore puts back exactly the original implementations', () => {
+  it('restore puts back exactly the original implementations where the class had its own method', () => {
     const amdBefore = fixture.methodInfo(AMD, 'supportsFamily:')!;
-    const intelBefore = fixture.methodInfo(INTEL, 'supportsFamily:')!;
     const stock = devices();
     applyProfile('cua-release', { force: true });
     expect(fixture.methodInfo(AMD, 'supportsFamily:')!.imp).not.toBe(amdBefore.imp);
@@ -64,11 +63,28 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     expect(result.restoredHooks).toHaveLength(6);
     expect(result.verification?.ok).toBe(true);
     expect(fixture.methodInfo(AMD, 'supportsFamily:')!.imp).toBe(amdBefore.imp);
-    // The public runtime cannot remove the added method; it now carries the superclass's implementation.
-    const intelAfter = fixture.methodInfo(INTEL, 'supportsFamily:')!;
-    expect(intelAfter.imp).toBe(intelBefore.imp);
-    expect(intelAfter.imp).toBe(intelAfter.superImp);
     expect(devices()).toEqual(stock);
+  });
+
+  it('restore leaves an added method as a pass-through: the class answers as its superclass does now, a hook installed on the superclass later included', () => {
+    const stock = devices();
+    applyProfile('cua-release', { force: true });
+    const hooked = fixture.methodInfo(INTEL, 'maxThreadgroupMemoryLength')!;
+    expect(restore().verification?.ok).toBe(true);
+    // The public runtime cannot remove the added method: ours stays, and asks the superclass at each call.
+    const after = fixture.methodInfo(INTEL, 'maxThreadgroupMemoryLength')!;
+    expect([after.own, after.imp === hooked.imp, after.imp === after.superImp]).toEqual([true, true, false]);
+    expect(devices()).toEqual(stock);
+    expect(fixture.installForeignHook(after.superclass, 777)).toBe(true);
+    try {
+      expect(devices()[0]!.maxThreadgroupMemoryLength).toBe(777);
+    } finally {
+      fixture.removeForeignHook(after.superclass);
+    }
+    expect(devices()).toEqual(stock);
+    // Applied again, the pass-through answers from the profile again.
+    applyProfile('cua-release', { force: true });
+    expect(devices()[0]!.maxThreadgroupMemoryLength).toBe(65536);
   });
 
   it('restore narrows on restored: true with the verification, then false with nothing-applied', () => {

@@ -228,11 +228,17 @@ inline void recordTrace(HookedSelector s, int fixed, long family, uint64_t stock
 
 // ---- replacements, one function per slot ----
 
+// The profile a slot's replacement answers from: the active one while its hook is installed, none for a restored
+// added hook left as a pass-through.
+inline const Profile *answeringProfile(int slot) {
+  return hookLive(slot) ? gActive.load(std::memory_order_acquire) : nullptr;
+}
+
 template <int Slot>
 BOOL supportsFamilyHook(id self, SEL cmd, NSInteger family) {
   using Original = BOOL (*)(id, SEL, NSInteger);
   // One load: everything below answers from this profile, whatever another thread swaps in meanwhile.
-  const Profile *p = gActive.load(std::memory_order_acquire);
+  const Profile *p = answeringProfile(Slot);
   if (p == nullptr || tlsStockDepth != 0) {
     return reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd, family);
   }
@@ -253,7 +259,7 @@ BOOL supportsFamilyHook(id self, SEL cmd, NSInteger family) {
 template <typename Size, HookedSelector Selector, int Slot>
 Size sizeHook(id self, SEL cmd) {
   using Original = Size (*)(id, SEL);
-  const Profile *p = gActive.load(std::memory_order_acquire);
+  const Profile *p = answeringProfile(Slot);
   bool answering = p != nullptr && tlsStockDepth == 0;
   uint64_t configured = 0;
   if (answering && !p->trace && p->mode == ProfileMode::Exact && configuredSize(*p, Selector, &configured)) {
@@ -279,7 +285,7 @@ uint64_t workingSetHook(id self, SEL cmd) {
 template <int Slot>
 id nameHook(id self, SEL cmd) {
   using Original = id (*)(id, SEL);
-  const Profile *p = gActive.load(std::memory_order_acquire);
+  const Profile *p = answeringProfile(Slot);
   if (p == nullptr || tlsStockDepth != 0) return reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
   if (!p->trace && p->nameObject != nil) return p->nameObject;
   id stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);

@@ -57,6 +57,10 @@ RestoreOutcome restoreHook(int slot);
 struct HookHot {
   std::atomic<IMP> original{NULL};
   std::atomic<bool> added{false};
+  // True while the hook is installed. A restored added hook stays in the class as a pass-through (the public runtime
+  // cannot remove a method, and a copy of the superclass's implementation would shadow a later hook on the
+  // superclass): with `live` false, its replacement answers with whatever the superclass answers now.
+  std::atomic<bool> live{false};
   // void *: libstdc++'s atomics reject Class, which Objective-C++ treats as an object pointer.
   std::atomic<void *> superclass{nullptr};
   std::atomic<void *> sel{nullptr};
@@ -72,6 +76,11 @@ inline IMP originalImplementation(int slot) {
                                          (SEL)h.sel.load(std::memory_order_relaxed));
   }
   return h.original.load(std::memory_order_relaxed);
+}
+
+// True while the slot's hook is installed; a replacement answers from the active profile only then.
+inline bool hookLive(int slot) {
+  return gHookHot[slot].live.load(std::memory_order_relaxed);
 }
 
 bool isOurImplementation(Class cls, SEL sel);

@@ -65,11 +65,17 @@ IMP superclassImplementation(const HookEntry &e) {
 // Points the class's own method (present now) at our replacement, recording what it answered with.
 InstallOutcome attach(HookEntry &e, Method own) {
   IMP current = method_getImplementation(own);
-  if (current == e.replacement) return InstallOutcome::AlreadyOurs;
+  if (current == e.replacement) {
+    // A restored added hook, left as a pass-through: it answers from the profile again.
+    e.hot.live.store(true, std::memory_order_release);
+    e.installed = true;
+    return InstallOutcome::Installed;
+  }
   // A method we added earlier and restored to the superclass's implementation is still "inherited" in spirit.
   bool stillInherited = e.hot.added.load() && current == superclassImplementation(e);
   if (!stillInherited) e.hot.original.store(current, std::memory_order_relaxed);
   e.hot.added.store(stillInherited, std::memory_order_release);
+  e.hot.live.store(true, std::memory_order_release);
   method_setImplementation(own, e.replacement);
   e.installed = true;
   return InstallOutcome::Installed;
@@ -102,6 +108,7 @@ InstallOutcome installHook(Class cls, SEL sel, SlotImpFactory factory, int *slot
   e.replacement = factory(slot);
   *slotOut = slot;
   Method own = ownMethod(cls, sel);
+  e.hot.live.store(true, std::memory_order_relaxed);
   if (own != NULL) {
     e.hot.original.store(method_getImplementation(own), std::memory_order_relaxed);
     e.hot.added.store(false, std::memory_order_release);
@@ -127,10 +134,11 @@ RestoreOutcome restoreHook(int slot) {
   if (!e.installed) return RestoreOutcome::NotInstalled;
   Method own = ownMethod(e.cls, e.sel);
   if (own == NULL || method_getImplementation(own) != e.replacement) return RestoreOutcome::Conflict;
-  // The public runtime cannot remove a method, so an added one is pointed at the superclass's current
-  // implementation: the class then answers exactly as it did when it inherited the method.
-  IMP back = e.hot.added.load() ? superclassImplementation(e) : e.hot.original.load();
-  method_setImplementation(own, back);
+  e.hot.live.store(false, std::memory_order_release);
+  // The public runtime cannot remove a method. An added one stays as a pass-through that calls the superclass's
+  // current implementation (originalImplementation), so the class answers as it did when it inherited the method,
+  // and a hook installed on the superclass later is honoured. A replaced one gets its own implementation back.
+  if (!e.hot.added.load()) method_setImplementation(own, e.hot.original.load());
   e.installed = false;
   return RestoreOutcome::Restored;
 }
