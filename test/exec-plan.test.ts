@@ -38,6 +38,10 @@ import { encodeNativeProfile, resolveProfile } from '../lib/patch/profiles.js';
 import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { installFakeCodesign, signedProgram } from './codesign-fake.js';
 import { describeSim, requireSimBuild, root, thrown } from './helpers.js';
+import { SYSTEM_TOOLS } from '../lib/exec/system-tools.js';
+
+/** The codesign the signature checks ask: the system's, or a suite's fake. */
+let fakeCodesign: string = SYSTEM_TOOLS.codesign;
 
 const [ALLOW_DYLD, DISABLE_LV] = INJECTION_ENTITLEMENTS;
 const SIM = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
@@ -534,27 +538,27 @@ describe('SIP: what macOS strips DYLD_INSERT_LIBRARIES from', () => {
       reason: `${sh} is protected by System Integrity Protection: macOS removes DYLD_INSERT_LIBRARIES from it (and from what it starts), so it would run unpatched. Run the real program directly, not through ${path.basename(sh)}.`,
       launchFails: false,
     };
-    expect(injectionBlocker('/bin/sh', 'darwin')).toEqual(expected);
+    expect(injectionBlocker('/bin/sh', 'darwin', fakeCodesign)).toEqual(expected);
     const link = path.join(folder(), 'my-shell');
     symlinkSync('/bin/sh', link);
-    expect(injectionBlocker(link, 'darwin')).toEqual(expected);
+    expect(injectionBlocker(link, 'darwin', fakeCodesign)).toEqual(expected);
   });
 
   it('a protected folder’s name further down a path is not that folder', () => {
     const dir = path.join(folder(), 'usr', 'bin');
     mkdirSync(dir, { recursive: true });
-    expect(injectionBlocker(file(dir, 'tool', 0o755, 'binary\n'), 'darwin')).toBeNull();
+    expect(injectionBlocker(file(dir, 'tool', 0o755, 'binary\n'), 'darwin', fakeCodesign)).toBeNull();
   });
 
   it('a script whose interpreter is protected, as written on the #! line (with or without a space after #!)', () => {
     const dir = folder();
     const script = file(dir, 'serve.sh', 0o755, '#!/bin/sh\nexit 0\n');
-    expect(injectionBlocker(script, 'darwin')).toEqual({
+    expect(injectionBlocker(script, 'darwin', fakeCodesign)).toEqual({
       reason: `${script} is a script run by /bin/sh, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`,
       launchFails: false,
     });
     const spaced = file(dir, 'serve.py', 0o755, '#! /usr/bin/env   python3 -u\r\nprint(1)\n');
-    expect(injectionBlocker(spaced, 'darwin')).toEqual({
+    expect(injectionBlocker(spaced, 'darwin', fakeCodesign)).toEqual({
       reason: `${spaced} is a script run by /usr/bin/env, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`,
       launchFails: false,
     });
@@ -565,7 +569,7 @@ describe('SIP: what macOS strips DYLD_INSERT_LIBRARIES from', () => {
     const link = path.join(dir, 'sh-link');
     symlinkSync('/bin/sh', link);
     const script = file(dir, 'run', 0o755, `#!${link}\n`);
-    expect(injectionBlocker(script, 'darwin')).toEqual({
+    expect(injectionBlocker(script, 'darwin', fakeCodesign)).toEqual({
       reason: `${script} is a script run by ${link}, which System Integrity Protection strips of DYLD_INSERT_LIBRARIES, so the programs it starts would run unpatched. Run the real program directly.`,
       launchFails: false,
     });
@@ -574,15 +578,15 @@ describe('SIP: what macOS strips DYLD_INSERT_LIBRARIES from', () => {
   it('a folder given as the program is no script and stops nothing here (resolveCommand does not take it for a program)', () => {
     const dir = folder();
     expect(resolveCommand(dir)).toBeNull();
-    expect(injectionBlocker(dir, 'darwin')).toBeNull();
+    expect(injectionBlocker(dir, 'darwin', fakeCodesign)).toBeNull();
   });
 
   it('a script run by an unprotected, unsigned interpreter (or one that does not exist), and a file too short for #!: nothing blocks', () => {
     const dir = folder();
     const interpreter = file(dir, 'interp', 0o755, 'binary\n');
-    expect(injectionBlocker(file(dir, 'a', 0o755, `#!${interpreter}\n`), 'darwin')).toBeNull();
-    expect(injectionBlocker(file(dir, 'b', 0o755, '#!/nonexistent/interp\n'), 'darwin')).toBeNull();
-    expect(injectionBlocker(file(dir, 'c', 0o755, '#'), 'darwin')).toBeNull();
+    expect(injectionBlocker(file(dir, 'a', 0o755, `#!${interpreter}\n`), 'darwin', fakeCodesign)).toBeNull();
+    expect(injectionBlocker(file(dir, 'b', 0o755, '#!/nonexistent/interp\n'), 'darwin', fakeCodesign)).toBeNull();
+    expect(injectionBlocker(file(dir, 'c', 0o755, '#'), 'darwin', fakeCodesign)).toBeNull();
   });
 });
 
@@ -675,14 +679,13 @@ describe('code-signing flags that stop the injector: restrict, library validatio
 });
 
 describe('codesign as installed: the current one and an older one without --xml', () => {
-  let savedPath: string | undefined;
   afterEach(() => {
-    process.env.PATH = savedPath;
+    fakeCodesign = SYSTEM_TOOLS.codesign;
   });
+  // exec asks codesign by its absolute path; the fake is handed to the check the same way.
   function withCodesign(kind: 'current' | 'old'): string {
     const dir = folder();
-    savedPath = process.env.PATH;
-    process.env.PATH = `${installFakeCodesign(dir, kind)}${path.delimiter}${savedPath ?? ''}`;
+    fakeCodesign = path.join(installFakeCodesign(dir, kind), 'codesign');
     return dir;
   }
 
@@ -691,14 +694,18 @@ describe('codesign as installed: the current one and an older one without --xml'
     (kind) => {
       const dir = withCodesign(kind);
       const hardened = signedProgram(dir, 'hardened', '0x10000(runtime)', [ALLOW_DYLD]);
-      expect(injectionBlocker(hardened, 'darwin')).toEqual(
+      expect(injectionBlocker(hardened, 'darwin', fakeCodesign)).toEqual(
         hardenedRuntimeBlocker(hardened, 'flags=0x10000(runtime)', `<key>${ALLOW_DYLD}</key><true/>`),
       );
-      expect(injectionBlocker(hardened, 'darwin')?.launchFails).toBe(true);
+      expect(injectionBlocker(hardened, 'darwin', fakeCodesign)?.launchFails).toBe(true);
       expect(
-        injectionBlocker(signedProgram(dir, 'both', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]), 'darwin'),
+        injectionBlocker(
+          signedProgram(dir, 'both', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]),
+          'darwin',
+          fakeCodesign,
+        ),
       ).toBeNull();
-      expect(injectionBlocker(signedProgram(dir, 'unsigned', null, []), 'darwin')).toBeNull();
+      expect(injectionBlocker(signedProgram(dir, 'unsigned', null, []), 'darwin', fakeCodesign)).toBeNull();
     },
   );
 
@@ -709,16 +716,20 @@ describe('codesign as installed: the current one and an older one without --xml'
     const setuid = signedProgram(dir, 'setuid', null, []);
     chmodSync(setuid, 0o4755);
     expect([
-      injectionBlocker(restricted, 'darwin'),
-      injectionBlocker(validated, 'darwin'),
-      injectionBlocker(setuid, 'darwin'),
+      injectionBlocker(restricted, 'darwin', fakeCodesign),
+      injectionBlocker(validated, 'darwin', fakeCodesign),
+      injectionBlocker(setuid, 'darwin', fakeCodesign),
     ]).toEqual([
       hardenedRuntimeBlocker(restricted, 'flags=0x800', ''),
       hardenedRuntimeBlocker(validated, 'flags=0x2000', ''),
       setIdBlocker(setuid),
     ]);
     expect(
-      injectionBlocker(signedProgram(dir, 'validated-ok', '0x2000(library-validation)', [DISABLE_LV]), 'darwin'),
+      injectionBlocker(
+        signedProgram(dir, 'validated-ok', '0x2000(library-validation)', [DISABLE_LV]),
+        'darwin',
+        fakeCodesign,
+      ),
     ).toBeNull();
   });
 
@@ -726,7 +737,7 @@ describe('codesign as installed: the current one and an older one without --xml'
     const dir = withCodesign('old');
     const hardened = signedProgram(dir, 'hardened', '0x10000(runtime)', []);
     // The blob form carries a binary header before the plist; the entitlements are read from the plist in it.
-    expect(injectionBlocker(hardened, 'darwin')).toEqual(
+    expect(injectionBlocker(hardened, 'darwin', fakeCodesign)).toEqual(
       hardenedRuntimeBlocker(hardened, 'flags=0x10000(runtime)', ''),
     );
   });
@@ -815,7 +826,7 @@ describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the block
   });
 
   it('a SIP-protected program: ERR_INJECTION_BLOCKED; --allow-unpatched runs it with the injector all the same', () => {
-    const why = injectionBlocker('/bin/sh', 'darwin')!.reason;
+    const why = injectionBlocker('/bin/sh', 'darwin', fakeCodesign)!.reason;
     const e = thrown(() => prepareExec({ profile, command: '/bin/sh', args: [], force: true }, 'darwin'));
     expect(e).toBeInstanceOf(RefusedError);
     expect(e).toMatchObject({ code: 'ERR_INJECTION_BLOCKED', message: `${why} (--allow-unpatched runs it anyway)` });

@@ -21,6 +21,10 @@ import type { DeviceReport } from '../lib/device/types.js';
 import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { installFakeCodesign, signedProgram } from './codesign-fake.js';
 import { buildConsumer, cli, describeSim, isSimulatedPlatform, requireSimBuild, root, runCli } from './helpers.js';
+import { SYSTEM_TOOLS } from '../lib/exec/system-tools.js';
+
+/** The codesign the signature checks ask: the system's, or a suite's fake. */
+let fakeCodesign: string = SYSTEM_TOOLS.codesign;
 
 const VM = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
 const RUNNER = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'github-macos-14-arm64-runner' };
@@ -314,47 +318,49 @@ describe('hardened-runtime detection (codesign output)', () => {
 describe('exec on macOS: codesign is called the way its output is read (fake codesign with its real behaviour)', () => {
   const [ALLOW_DYLD, DISABLE_LV] = INJECTION_ENTITLEMENTS;
   let dir: string;
-  let savedPath: string | undefined;
 
   const program = (name: string, flags: string | null, entitlements: string[], shebang?: string) =>
     signedProgram(dir, name, flags, entitlements, shebang);
 
   beforeAll(() => {
     dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-codesign-')));
-    const bin = installFakeCodesign(dir);
-    savedPath = process.env.PATH;
-    process.env.PATH = `${bin}${path.delimiter}${savedPath ?? ''}`;
+    // exec asks codesign by its absolute path; the fake is handed to the check the same way.
+    fakeCodesign = path.join(installFakeCodesign(dir), 'codesign');
   });
   afterAll(() => {
-    process.env.PATH = savedPath;
+    fakeCodesign = SYSTEM_TOOLS.codesign;
   });
 
   it('the fake behaves as codesign does: no flags line without --verbose', () => {
     const file = program('plain', '0x10000(runtime)', []);
-    const quiet = spawnSync('codesign', ['-d', file], { encoding: 'utf8' });
+    const quiet = spawnSync(fakeCodesign, ['-d', file], { encoding: 'utf8' });
     expect(quiet.stderr).toBe(`Executable=${file}\n`);
-    const verbose = spawnSync('codesign', ['-dv', file], { encoding: 'utf8' });
+    const verbose = spawnSync(fakeCodesign, ['-dv', file], { encoding: 'utf8' });
     expect(verbose.stderr).toContain('flags=0x10000(runtime)');
   });
 
   it('a hardened binary without the entitlements is found (it was never found before: codesign -d alone has no flags line)', () => {
     const file = program('hardened', '0x10000(runtime)', []);
-    expect(injectionBlocker(file, 'darwin')).toEqual(hardenedRuntimeBlocker(file, 'flags=0x10000(runtime)', ''));
-    expect(injectionBlocker(file, 'darwin')?.launchFails).toBe(false);
+    expect(injectionBlocker(file, 'darwin', fakeCodesign)).toEqual(
+      hardenedRuntimeBlocker(file, 'flags=0x10000(runtime)', ''),
+    );
+    expect(injectionBlocker(file, 'darwin', fakeCodesign)?.launchFails).toBe(false);
   });
 
   it('allow-dyld-environment-variables without disable-library-validation: launch would fail', () => {
     const file = program('dyld-only', '0x10000(runtime)', [ALLOW_DYLD]);
-    expect(injectionBlocker(file, 'darwin')).toEqual({
+    expect(injectionBlocker(file, 'darwin', fakeCodesign)).toEqual({
       reason: `${file} is signed with the hardened runtime with ${ALLOW_DYLD} but without ${DISABLE_LV}: dyld would load the injector, library validation would reject it (it is not signed by the program's team), and dyld would kill the program at launch ("could not be loaded"). Use a build signed with ${DISABLE_LV} too.`,
       launchFails: true,
     });
   });
 
   it('both entitlements, no hardened runtime, or no signature at all: nothing blocks', () => {
-    expect(injectionBlocker(program('both', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]), 'darwin')).toBeNull();
-    expect(injectionBlocker(program('adhoc', '0x2(adhoc)', []), 'darwin')).toBeNull();
-    expect(injectionBlocker(program('unsigned', null, []), 'darwin')).toBeNull();
+    expect(
+      injectionBlocker(program('both', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]), 'darwin', fakeCodesign),
+    ).toBeNull();
+    expect(injectionBlocker(program('adhoc', '0x2(adhoc)', []), 'darwin', fakeCodesign)).toBeNull();
+    expect(injectionBlocker(program('unsigned', null, []), 'darwin', fakeCodesign)).toBeNull();
   });
 
   it('a script is judged by its resolved interpreter: a hardened interpreter strips the injector just the same', () => {
@@ -362,12 +368,12 @@ describe('exec on macOS: codesign is called the way its output is read (fake cod
     const link = path.join(dir, 'python-link');
     symlinkSync(interpreter, link);
     const script = program('serve.py', null, [], link);
-    expect(injectionBlocker(script, 'darwin')).toEqual({
+    expect(injectionBlocker(script, 'darwin', fakeCodesign)).toEqual({
       reason: `${script} is a script run by ${link}: ${hardenedRuntimeBlocker(interpreter, 'flags=0x10000(runtime)', '')!.reason}`,
       launchFails: false,
     });
     const fine = program('python-ok', '0x10000(runtime)', [ALLOW_DYLD, DISABLE_LV]);
-    expect(injectionBlocker(program('ok.py', null, [], fine), 'darwin')).toBeNull();
+    expect(injectionBlocker(program('ok.py', null, [], fine), 'darwin', fakeCodesign)).toBeNull();
   });
 
   it('prepareExec refuses a program dyld would kill (the CLI exits 125 on RefusedError, as on every failure of its own); --allow-unpatched runs it without the injector', () => {
@@ -377,9 +383,13 @@ describe('exec on macOS: codesign is called the way its output is read (fake cod
       process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = '';
     }
     const plan = (command: string, allowUnpatched: boolean) =>
-      prepareExec({ profile: resolveProfile('apple7'), command, args: [], force: true, allowUnpatched }, 'darwin');
+      prepareExec(
+        { profile: resolveProfile('apple7'), command, args: [], force: true, allowUnpatched },
+        'darwin',
+        fakeCodesign,
+      );
     const dyldOnly = program('dyld-only-2', '0x10000(runtime)', [ALLOW_DYLD]);
-    const why = injectionBlocker(dyldOnly, 'darwin')!.reason;
+    const why = injectionBlocker(dyldOnly, 'darwin', fakeCodesign)!.reason;
     expect(() => plan(dyldOnly, false)).toThrow(RefusedError);
     expect(() => plan(dyldOnly, false)).toThrow(`${why} (--allow-unpatched runs it without the injector)`);
     expect(plan(dyldOnly, true)).toEqual({
@@ -391,7 +401,7 @@ describe('exec on macOS: codesign is called the way its output is read (fake cod
     // Without allow-dyld-environment-variables dyld only drops the variable: --allow-unpatched runs it as it is.
     const hardened = program('hardened-2', '0x10000(runtime)', []);
     expect(() => plan(hardened, false)).toThrow(
-      `${injectionBlocker(hardened, 'darwin')!.reason} (--allow-unpatched runs it anyway)`,
+      `${injectionBlocker(hardened, 'darwin', fakeCodesign)!.reason} (--allow-unpatched runs it anyway)`,
     );
     expect(plan(hardened, true)).toMatchObject({ injector: injectorPath(), resolved: hardened, unpatched: null });
   });

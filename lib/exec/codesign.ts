@@ -3,6 +3,7 @@
  * interpreter, setuid and setgid files, and the code signature's flags and entitlements as codesign prints them.
  */
 import { spawnSync } from 'node:child_process';
+import { SYSTEM_TOOLS } from './system-tools.js';
 import { closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 
@@ -128,9 +129,9 @@ export function setIdBlocker(file: string): InjectionBlocker | null {
  * entitlements. `--xml` asks for a plist where codesign has the option (macOS 12+); older codesign rejects it and
  * prints the raw plist blob without it. Null when codesign is missing or the file is not signed.
  */
-function codesignOf(file: string): { stderr: string; stdout: string } | null {
+function codesignOf(file: string, codesign: string): { stderr: string; stdout: string } | null {
   const run = (extra: string[]) =>
-    spawnSync('codesign', ['-d', '--verbose=1', '--entitlements', '-', ...extra, file], {
+    spawnSync(codesign, ['-d', '--verbose=1', '--entitlements', '-', ...extra, file], {
       encoding: 'utf8',
       timeout: 10_000,
     });
@@ -242,12 +243,12 @@ export function restrictSegmentBlocker(file: string): InjectionBlocker | null {
   };
 }
 
-function signatureBlocker(file: string): InjectionBlocker | null {
+function signatureBlocker(file: string, codesign: string): InjectionBlocker | null {
   const setId = setIdBlocker(file);
   if (setId !== null) return setId;
   const restricted = restrictSegmentBlocker(file);
   if (restricted !== null) return restricted;
-  const signature = codesignOf(file);
+  const signature = codesignOf(file, codesign);
   return signature === null ? null : hardenedRuntimeBlocker(file, signature.stderr, signature.stdout);
 }
 
@@ -255,11 +256,13 @@ function signatureBlocker(file: string): InjectionBlocker | null {
  * Why DYLD_INSERT_LIBRARIES would not reach the program on macOS (a SIP-protected binary, a script run by one, a
  * setuid or setgid file, or a signature that stops the injector: restricted, hardened runtime or library validation
  * without the entitlements; for a script, its interpreter's), or null when nothing is known to stop it.
- * `platform` exists for tests: the checks run wherever codesign can be found.
+ * `platform` and `codesign` exist for tests: the checks are pure functions of them, and run wherever a codesign is
+ * (by its absolute path, never found on PATH).
  */
 export function injectionBlocker(
   command: string,
   platform: NodeJS.Platform = process.platform,
+  codesign: string = SYSTEM_TOOLS.codesign,
 ): InjectionBlocker | null {
   if (platform !== 'darwin') return null;
   const resolved = realpathOr(command);
@@ -271,7 +274,7 @@ export function injectionBlocker(
     };
   }
   const interpreter = shebangInterpreter(resolved);
-  if (interpreter === null) return signatureBlocker(resolved);
+  if (interpreter === null) return signatureBlocker(resolved, codesign);
   const realInterpreter = realpathOr(interpreter);
   if (isProtected(realInterpreter)) {
     return {
@@ -280,7 +283,7 @@ export function injectionBlocker(
     };
   }
   // The kernel starts the interpreter, and dyld applies the interpreter's signature, not the script's.
-  const blocker = signatureBlocker(realInterpreter);
+  const blocker = signatureBlocker(realInterpreter, codesign);
   return blocker === null
     ? null
     : { ...blocker, reason: `${resolved} is a script run by ${interpreter}: ${blocker.reason}` };

@@ -10,6 +10,7 @@ import { bindToHost, planProfile, type Profile } from '../patch/profiles.js';
 import { hostOf } from '../device/report.js';
 import type { UnsupportedReason } from '../device/types.js';
 import { injectionBlocker } from './codesign.js';
+import { SYSTEM_TOOLS } from './system-tools.js';
 import { commandError, resolveCommand } from './command.js';
 import { injectorPath, missingInjectorReason, preloadListProblem } from './injector.js';
 import { checkTraceFile } from './trace.js';
@@ -49,7 +50,11 @@ export type PreparedExec =
  * ERR_SPAWN), UnsupportedPlatformError, RefusedError (ERR_REFUSED_BARE_METAL, ERR_HOST_UNKNOWN, ERR_INJECTION_BLOCKED),
  * NativeError (ERR_NATIVE_UNAVAILABLE: the injector is there, the native module is not).
  */
-export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = process.platform): PreparedExec {
+export function prepareExec(
+  options: ExecOptions,
+  platform: NodeJS.Platform = process.platform,
+  codesign: string = SYSTEM_TOOLS.codesign,
+): PreparedExec {
   if (options.traceFile !== undefined) checkTraceFile(options.traceFile);
   const resolved = resolveCommand(options.command, process.env, platform);
   if (resolved === null) throw commandError(options.command, process.env, platform);
@@ -111,7 +116,7 @@ export function prepareExec(options: ExecOptions, platform: NodeJS.Platform = pr
     // The child's llama.cpp is not loaded yet: the family warning names the newest rules' tuning, as audit does.
     warnings = profileWarnings(profile, stock.devices, changes, [], stock.host, 'current');
   }
-  const blocker = injectionBlocker(resolved, platform);
+  const blocker = injectionBlocker(resolved, platform, codesign);
   if (blocker?.launchFails && options.allowUnpatched) {
     // With the injector inserted the program would not start at all: run it without.
     return {

@@ -3,6 +3,7 @@
  * the addon, /proc or ps), and the exit status of a program a signal killed.
  */
 import { spawnSync } from 'node:child_process';
+import { SYSTEM_TOOLS } from './system-tools.js';
 import { readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 
@@ -124,10 +125,14 @@ export function processGroupsWithoutAddon(
     return { own: own.pgrp, terminal: own.tpgid, child: readProcStat(childPid)?.pgrp ?? -1 };
   }
   if (platform === 'darwin') {
-    const ps = spawnSync('ps', ['-o', 'pid=,pgid=,tpgid=', '-p', String(process.pid), '-p', String(childPid)], {
-      encoding: 'utf8',
-      timeout: 2_000,
-    });
+    const ps = spawnSync(
+      SYSTEM_TOOLS.ps,
+      ['-o', 'pid=,pgid=,tpgid=', '-p', String(process.pid), '-p', String(childPid)],
+      {
+        encoding: 'utf8',
+        timeout: 2_000,
+      },
+    );
     return ps.error ? null : parsePsGroups(ps.stdout ?? '', process.pid, childPid);
   }
   return null;
