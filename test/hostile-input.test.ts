@@ -2,7 +2,7 @@
 // their size, within stated bounds, and ends in a typed error naming the field: never "internal error", a stack trace,
 // or a stack overflow. (The bench/snapshot.mjs benchmark shows the linear time at 100 000 devices.)
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -56,23 +56,29 @@ describe('bounds: file size, nesting depth, device count', () => {
 
   it('file size: up to maxBytes is read, one byte more is refused unread', () => {
     const at = file('at.json', '[1,  2]');
-    expect(readJsonFile(at, { maxBytes: 7, maxDepth: 64 })).toEqual({ ok: true, value: [1, 2] });
+    expect(readJsonFile(at, { maxBytes: 7, maxDepth: 64 })).toEqual({
+      ok: true,
+      value: [1, 2],
+      modified: statSync(at).mtime,
+    });
     expect(readJsonFile(at, { maxBytes: 6, maxDepth: 64 })).toEqual({
       ok: false,
       problem: 'is larger than 6 bytes, far more than any metal-cap-shim file',
     });
   });
 
-  it('file size: a pipe is read only up to the bound', () => {
+  it('a named pipe is no file: refused before any read, with a writer or without (`-` reads a pipe)', () => {
     const fifo = path.join(dir, 'fifo');
     execFileSync('mkfifo', [fifo]);
-    // A writer that would never stop: the read must not wait for its end (the writer dies of SIGPIPE afterwards).
+    const refused = {
+      ok: false,
+      problem: 'is not a regular file (a FIFO, a socket or a device): give a file, or `-` to read standard input',
+    };
+    expect(readJsonFile(fifo, { maxBytes: 1000, maxDepth: 64 })).toEqual(refused);
+    // A writer that would never stop changes nothing.
     const writer = spawn('sh', ['-c', `exec yes '[1,' > '${fifo}'`], { stdio: 'ignore' });
     try {
-      expect(readJsonFile(fifo, { maxBytes: 1000, maxDepth: 64 })).toEqual({
-        ok: false,
-        problem: 'is larger than 1000 bytes, far more than any metal-cap-shim file',
-      });
+      expect(readJsonFile(fifo, { maxBytes: 1000, maxDepth: 64 })).toEqual(refused);
     } finally {
       writer.kill();
     }
@@ -80,7 +86,12 @@ describe('bounds: file size, nesting depth, device count', () => {
 
   it('depth: up to maxDepth levels parse, one more is refused before parsing', () => {
     const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
-    expect(readJsonFile(file('d3.json', deep(3)), { maxBytes: 100, maxDepth: 3 })).toEqual({ ok: true, value: [[[]]] });
+    const d3 = file('d3.json', deep(3));
+    expect(readJsonFile(d3, { maxBytes: 100, maxDepth: 3 })).toEqual({
+      ok: true,
+      value: [[[]]],
+      modified: statSync(d3).mtime,
+    });
     expect(readJsonFile(file('d4.json', deep(4)), { maxBytes: 100, maxDepth: 3 })).toEqual({
       ok: false,
       problem: 'nests arrays and objects more than 3 levels deep, far more than any metal-cap-shim file',

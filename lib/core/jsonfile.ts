@@ -1,8 +1,12 @@
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { clip } from './input.js';
 
 /** A JSON file read, or the one-line reason it could not be: never raw bytes, never a bare errno. */
-export type JsonFileRead = { ok: true; value: unknown } | { ok: false; problem: string };
+/**
+ * A JSON file read and parsed, or why not. `modified`: the file's modification time, taken from the descriptor that
+ * was read (null for standard input and for parsed text).
+ */
+export type JsonFileRead = { ok: true; value: unknown; modified: Date | null } | { ok: false; problem: string };
 
 /** The file name that means standard input, wherever a file is read. */
 export const STDIN = '-';
@@ -25,6 +29,9 @@ export interface JsonLimits {
 /** 16 MiB, 64 levels. */
 export const JSON_LIMITS: Readonly<JsonLimits> = Object.freeze({ maxBytes: 16 * 1024 * 1024, maxDepth: 64 });
 
+/** A file that is not a regular one: a FIFO would block the reader for ever, a device could stream without end. */
+const NOT_REGULAR = 'is not a regular file (a FIFO, a socket or a device): give a file, or `-` to read standard input';
+
 const READ_ERRORS: Record<string, string> = {
   ENOENT: 'does not exist',
   EACCES: 'cannot be read: permission denied',
@@ -32,6 +39,7 @@ const READ_ERRORS: Record<string, string> = {
   EISDIR: 'is a directory, not a file',
   ENOTDIR: 'does not exist (a part of its path is not a folder)',
   ELOOP: 'cannot be read: too many symbolic links',
+  ENOTREGULAR: NOT_REGULAR,
 };
 
 const WAIT = new Int32Array(new SharedArrayBuffer(4));
@@ -70,19 +78,26 @@ function readStdin(maxBytes: number): string | null {
   return stdinText;
 }
 
-/** The file's bytes, at most `maxBytes` of them: null when it holds more (a pipe is read only that far). */
-function readBounded(file: string, maxBytes: number): Buffer | null {
-  const fd = openSync(file, 'r');
+/**
+ * The regular file's bytes, at most `maxBytes` of them (`bytes` null when it holds more), and its modification time,
+ * every fact from the one descriptor read: opened without blocking (a FIFO planted under the name cannot hold the
+ * open), then checked with fstat before any read. Throws the open's error, or EISDIR / NOT_REGULAR.
+ */
+function readBounded(file: string, maxBytes: number): { bytes: Buffer | null; modified: Date } {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
+    const stats = fstatSync(fd);
+    if (stats.isDirectory()) throw Object.assign(new Error('EISDIR'), { code: 'EISDIR' });
+    if (!stats.isFile()) throw Object.assign(new Error(NOT_REGULAR), { code: 'ENOTREGULAR' });
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
       const chunk = Buffer.alloc(Math.min(1 << 20, maxBytes + 1 - total));
       const n = readSync(fd, chunk, 0, chunk.length, null);
-      if (n === 0) return Buffer.concat(chunks, total);
+      if (n === 0) return { bytes: Buffer.concat(chunks, total), modified: stats.mtime };
       chunks.push(chunk.subarray(0, n));
       total += n;
-      if (total > maxBytes) return null;
+      if (total > maxBytes) return { bytes: null, modified: stats.mtime };
     }
   } finally {
     closeSync(fd);
@@ -115,7 +130,10 @@ export function jsonDepth(text: string, limit = Infinity): number {
   return deepest;
 }
 
-function readText(file: string, maxBytes: number): { ok: true; text: string } | { ok: false; problem: string } {
+function readText(
+  file: string,
+  maxBytes: number,
+): { ok: true; text: string; modified: Date | null } | { ok: false; problem: string } {
   const tooLarge = {
     ok: false as const,
     problem: `is larger than ${maxBytes} bytes, far more than any metal-cap-shim file`,
@@ -123,12 +141,11 @@ function readText(file: string, maxBytes: number): { ok: true; text: string } | 
   try {
     if (file === STDIN) {
       const text = readStdin(maxBytes);
-      return text === null ? tooLarge : { ok: true, text };
+      return text === null ? tooLarge : { ok: true, text, modified: null };
     }
-    if (statSync(file).isDirectory()) return { ok: false, problem: READ_ERRORS.EISDIR! };
-    const bytes = readBounded(file, maxBytes);
+    const { bytes, modified } = readBounded(file, maxBytes);
     if (bytes === null) return tooLarge;
-    return { ok: true, text: bytes.toString('utf8') };
+    return { ok: true, text: bytes.toString('utf8'), modified };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? '';
     return {
@@ -268,7 +285,7 @@ export function parseJsonText(raw: string, limits: JsonLimits = JSON_LIMITS): Js
   if (text.includes('\u0000') || text.includes('\uFFFD'))
     return { ok: false, problem: 'is not a text file (it holds binary data), so it is not JSON' };
   try {
-    return { ok: true, value: JSON.parse(text) as unknown };
+    return { ok: true, value: JSON.parse(text) as unknown, modified: null };
   } catch (err) {
     // V8 parses deeper nesting than a recursive scanner could, and fails on it with a RangeError.
     if (err instanceof RangeError) return { ok: false, problem: 'is nested too deeply to be read' };
@@ -287,7 +304,9 @@ export function parseJsonText(raw: string, limits: JsonLimits = JSON_LIMITS): Js
  */
 export function readJsonFile(file: string, limits: JsonLimits = JSON_LIMITS): JsonFileRead {
   const read = readText(file, limits.maxBytes);
-  return read.ok ? parseJsonText(read.text, limits) : read;
+  if (!read.ok) return read;
+  const parsed = parseJsonText(read.text, limits);
+  return parsed.ok ? { ...parsed, modified: read.modified } : parsed;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from './doctor-vocabulary.js';
 import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from '../core/errors.js';
@@ -238,8 +238,8 @@ export function loadSnapshot(selector: string): Snapshot {
   const wrongKind = schemaProblem(data, SNAPSHOT_INPUTS);
   if (wrongKind !== null) throw new InvalidSnapshotError('schema', `snapshot file ${label} ${wrongKind}`);
   const record = data as Record<string, unknown>;
-  if (record.schema === REPORT_SCHEMA) return snapshotFromReportFile(record, file);
-  if (record.schema === FIELD_REPORT_SCHEMA) return snapshotFromFieldReport(record, file);
+  if (record.schema === REPORT_SCHEMA) return snapshotFromReportFile(record, file, read.modified);
+  if (record.schema === FIELD_REPORT_SCHEMA) return snapshotFromFieldReport(record, file, read.modified);
   return validateSnapshot(data, label);
 }
 
@@ -311,12 +311,15 @@ export function snapshotFromReport(
   );
 }
 
-/** The date a file was written (its modification time), or today for standard input. */
-function fileDate(file: string): string {
-  return (file === STDIN ? new Date() : statSync(file).mtime).toISOString().slice(0, 10);
+/**
+ * The date a file was written: its modification time as the descriptor that was read gave it (never the path asked
+ * again, which may be another file by now), or today for standard input.
+ */
+function fileDate(modified: Date | null): string {
+  return (modified ?? new Date()).toISOString().slice(0, 10);
 }
 
-function snapshotFromReportFile(data: Record<string, unknown>, file: string): Snapshot {
+function snapshotFromReportFile(data: Record<string, unknown>, file: string, modified: Date | null): Snapshot {
   const label = fileLabel(file);
   const isReport =
     typeof data.supported === 'boolean' &&
@@ -335,7 +338,7 @@ function snapshotFromReportFile(data: Record<string, unknown>, file: string): Sn
   return snapshotFromReport(report, {
     id: snapshotId(typeof report.snapshot === 'string' ? report.snapshot : base),
     title: `probe report ${file === STDIN ? label : path.basename(file)}`,
-    recorded: fileDate(file),
+    recorded: fileDate(modified),
     describe: `metal-cap-shim probe report ${label} (date: ${file === STDIN ? 'when it was read' : "the file's modification time"})`,
     where: label,
   });
@@ -346,7 +349,7 @@ function snapshotFromReportFile(data: Record<string, unknown>, file: string): Sn
  * and, when its doctor measured (a live or simulated run, not a replay), each device's doctor results, so
  * `audit --snapshot` and `doctor --snapshot` re-read a fleet's reports offline.
  */
-function snapshotFromFieldReport(data: Record<string, unknown>, file: string): Snapshot {
+function snapshotFromFieldReport(data: Record<string, unknown>, file: string, modified: Date | null): Snapshot {
   const label = fileLabel(file);
   const fail = (field: string, what: string): never => {
     throw new InvalidSnapshotError(
@@ -385,7 +388,7 @@ function snapshotFromFieldReport(data: Record<string, unknown>, file: string): S
     recorded:
       typeof data.generatedAt === 'string' && /^\d{4}-\d{2}-\d{2}/.test(data.generatedAt)
         ? data.generatedAt.slice(0, 10)
-        : fileDate(file),
+        : fileDate(modified),
     describe: `metal-cap-shim field report ${label}`,
     where: label,
   });
