@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { EXIT } from './cli/exit.js';
 import type { Command, Values } from './cli/shared.js';
 import { MetalCapShimError, UsageError } from './core/errors.js';
-import { clip, escapeControl } from './core/input.js';
+import { clip, escapeControl, jsonText } from './core/input.js';
 import { didYouMean } from './core/suggest.js';
 
 /**
@@ -261,7 +261,7 @@ export async function main(argv: string[]): Promise<number> {
     err(`metal-cap-shim: ${e.code}: ${e.message}`);
     if (e.code === 'ERR_USAGE') errText(`Run \`${hint}\` for usage.`);
     if (has('--json') || wantsJson(rest)) {
-      const line = JSON.stringify({ error: { code: e.code, message: e.message } });
+      const line = jsonText({ error: { code: e.code, message: e.message } });
       if (name === 'exec') err(line);
       else process.stdout.write(`${line}\n`);
     }

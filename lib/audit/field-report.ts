@@ -4,7 +4,7 @@ import { doctor, type DoctorProgress, type DoctorReport } from '../doctor/index.
 import { leastProfile } from '../doctor/derive.js';
 import { DOCTOR_SCHEMA } from '../doctor/types.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
-import { clip, describeValue, escapeControl, isObject, quote, readInput } from '../core/input.js';
+import { clip, describeValue, escapeControl, isObject, own, quote, readInput } from '../core/input.js';
 import { schemaProblem } from '../core/jsonfile.js';
 
 export { InvalidReportError };
@@ -397,7 +397,7 @@ const SHORT_GATES: Record<string, string> = {
 /** One cell as Markdown text. */
 export function cellText(cell: MatrixCell | undefined): string {
   if (!cell) return '–';
-  const gates = cell.gatesOn.filter((g) => g in SHORT_GATES).map((g) => SHORT_GATES[g]);
+  const gates = cell.gatesOn.flatMap((g) => own(SHORT_GATES, g) ?? []);
   const gateText = gates.length ? `; gates: ${gates.join(', ')}` : '; gates: none';
   if (cell.refused === cell.reports) return `refused (${cell.reports})`;
   if (cell.offline === cell.reports) return `predicted offline (${cell.reports})${gateText}`;
@@ -488,7 +488,7 @@ export function matrixTable(m: Matrix): string {
   const lines = [row(header), `| ${header.map(() => '---').join(' | ')} |`];
   for (const r of m.rows) {
     const d = doctorText(r.doctor);
-    lines.push(row([r.host, r.guestOs, ...m.profiles.map((p) => cellText(r.cells[p])), d.proven, d.faults]));
+    lines.push(row([r.host, r.guestOs, ...m.profiles.map((p) => cellText(own(r.cells, p))), d.proven, d.faults]));
   }
   return lines.join('\n');
 }

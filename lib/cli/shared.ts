@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
 import { stylerFor, type ColorMode, type Styler } from '../format/text.js';
-import { escapeControl } from '../core/input.js';
+import { escapeControl, jsonText } from '../core/input.js';
 
 export { EXIT } from './exit.js';
 
@@ -42,9 +42,9 @@ export const err = (s: string): void => {
   process.stderr.write(`${escapeControl(s)}\n`);
 };
 
-/** Pretty JSON on stdout. */
+/** Pretty JSON on stdout, with what a terminal would obey escaped (jsonText). */
 export function printJson(value: unknown): void {
-  out(JSON.stringify(value, null, 2));
+  out(jsonText(value, 2));
 }
 
 let colorMode: ColorMode = 'auto';

@@ -9,6 +9,15 @@ export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/**
+ * `table[key]` when `key` is the table's own key, else undefined: never an inherited member (`toString`,
+ * `constructor`, `__proto__`) of a lookup table or of parsed input. Every lookup by a key that came from input uses it
+ * (CWE-1321).
+ */
+export function own<T>(table: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(table, key) ? table[key] : undefined;
+}
+
 /** At most this many characters of an input are quoted in an error message. */
 export const QUOTE_LIMIT = 200;
 
@@ -77,6 +86,21 @@ const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
  */
 export function escapeControl(text: string): string {
   return text.replace(CONTROL, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** What JSON.stringify leaves raw that a terminal obeys: DEL, C1 controls, bidi marks and overrides, U+2028/9. */
+const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+/**
+ * JSON text of `value` (JSON.stringify's, `indent` as its third argument) with the characters it leaves raw that a
+ * terminal or a bidi-aware viewer acts on written as `\uXXXX` escapes (CWE-150). They occur only inside strings, so the
+ * text stays valid JSON with the same values.
+ */
+export function jsonText(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(
+    RAW_IN_JSON,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /** A copy of report-like data (plain objects, arrays, primitives) whose every string and key is escapeControl'd. */

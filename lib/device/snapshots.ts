@@ -21,7 +21,7 @@ import {
   type RecordedDeviceFacts,
 } from './fields.js';
 import { packageRoot } from './native.js';
-import { clip, isObject, readInput } from '../core/input.js';
+import { clip, isObject, own, readInput } from '../core/input.js';
 import { fileLabel, JSON_LIMITS, readJsonFile, schemaProblem, STDIN, type JsonLimits } from '../core/jsonfile.js';
 import { deviceReportFrom, FIELD_REPORT_SCHEMA, REPORT_SCHEMA } from './report.js';
 import { didYouMean } from '../core/suggest.js';
@@ -480,10 +480,10 @@ function checkFields(
 ) {
   if (!isObject(obj)) fail(where, prefix.replace(/\.$/, '') || '(root)', 'must be an object');
   for (const key of Object.keys(obj)) {
-    if (!(key in checks) && !optional.includes(key)) fail(where, `${prefix}${key}`, 'is not a known field');
+    if (!Object.hasOwn(checks, key) && !optional.includes(key)) fail(where, `${prefix}${key}`, 'is not a known field');
   }
   for (const [key, check] of Object.entries(checks)) {
-    if (!(key in obj)) fail(where, `${prefix}${key}`, 'is missing');
+    if (!Object.hasOwn(obj, key)) fail(where, `${prefix}${key}`, 'is missing');
     const problem = check(obj[key]);
     if (problem) fail(where, `${prefix}${key}`, `must be ${problem}`);
   }
@@ -499,11 +499,11 @@ function checkProvenance(
   const provenance = section.provenance;
   checkFields(where, `${prefix}provenance.`, provenance, Object.fromEntries(fields.map((f) => [f, str])));
   for (const field of fields) {
-    const said = (provenance as Record<string, string>)[field];
+    const said = own(provenance as Record<string, unknown>, field);
     const known =
       said === 'assumed' ||
       (said === 'unrecorded' && section[field] === null) ||
-      (said !== undefined && said in sources);
+      (typeof said === 'string' && Object.hasOwn(sources, said));
     if (!known) {
       fail(
         where,
@@ -581,7 +581,7 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
         ? faults.includes(p[key] as string)
           ? null
           : `one of ${faults.join(', ')}`
-        : doctorFieldChecks[key]!(p[key]);
+        : (own(doctorFieldChecks, key) ?? (() => 'a known field'))(p[key]);
     if (problem) fail(where, `${prefix}${key}`, `must be ${problem}`);
   }
   const proven = p.provenThreadgroupMemory,
@@ -634,7 +634,9 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
 function checkDoctor(where: string, prefix: string, doctor: unknown, sources: Record<string, unknown>) {
   checkFields(where, prefix, doctor, {
     provenance: (v) =>
-      v === 'assumed' || (typeof v === 'string' && v in sources) ? null : 'a key of "sources" or "assumed"',
+      v === 'assumed' || (typeof v === 'string' && Object.hasOwn(sources, v))
+        ? null
+        : 'a key of "sources" or "assumed"',
     probes: (v) => (isObject(v) ? null : 'an object'),
   });
   const probes = (doctor as { probes: Record<string, unknown> }).probes;
