@@ -97,6 +97,8 @@ describeSim('exec injector: profile text from the environment', () => {
     ['a family answer with a sign', 'mcs1;fam=+5001:0', "bad family answer '+5001:0'"],
     ['a family the table does not name', 'mcs1;fam=6000:1', 'unknown family value 6000'],
     ['an unknown field', 'mcs1;max=1009;turbo=1', "unknown field 'turbo'"],
+    ['a threadgroup size given twice, the second left alone', 'mcs1;tg=65536;tg=-', "field 'tg' is given twice"],
+    ['a mode given twice', 'mcs1;mode=raise;max=1009;mode=exact', "field 'mode' is given twice"],
     ['a name that is not hex', 'mcs1;name=Apple M1', 'name must be printable ASCII as lower-case hex'],
     ['a name in upper-case hex', 'mcs1;name=4170706C65', 'name must be printable ASCII as lower-case hex'],
     ['a name of an odd number of hex digits', 'mcs1;name=417', 'name must be 1 to 128 bytes as hex'],

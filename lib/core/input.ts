@@ -21,6 +21,13 @@ export function own<T>(table: Readonly<Record<string, T>>, key: string): T | und
 /** At most this many characters of an input are quoted in an error message. */
 export const QUOTE_LIMIT = 200;
 
+/**
+ * How many elements an array of an input may have before `readInput` refuses it unread: far more than any real list
+ * (a snapshot has at most 64 devices, a fleet's matrix a few thousand reports); a sparse array claiming 2^32 − 1
+ * elements is refused at once instead of walked.
+ */
+export const INPUT_ARRAY_LIMIT = 100_000;
+
 /** How deep `readInput` follows nested objects and arrays; no format of this package comes near it. */
 export const INPUT_DEPTH_LIMIT = 64;
 
@@ -186,6 +193,8 @@ function readValue(value: unknown, fail: InputFailure, json: boolean, path: stri
     } catch (err) {
       return fail(path, `cannot be read (${problemOf(err)})`);
     }
+    if (length > INPUT_ARRAY_LIMIT)
+      fail(path, `has ${length} elements, more than the ${INPUT_ARRAY_LIMIT} any input of metal-cap-shim can need`);
     const out: unknown[] = [];
     for (let i = 0; i < length; i++)
       out.push(readValue(readProperty(object, i, fail, path), fail, json, joinPath(path, i), inner));

@@ -16,6 +16,7 @@ import {
   writeFileSync,
   type Stats,
 } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
 /** This process's effective user id, or null where there is none (Windows, which has no owner bits to check). */
@@ -160,7 +161,8 @@ export function writeFileSafely(file: string, text: string): void {
   }
   // It exists (it did, or someone created it after the check): look again before replacing it.
   refuse();
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Date.now().toString(36)}.tmp`);
+  // A name nobody can guess: another user who planted a file there first would stop the write (O_EXCL refuses it).
+  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(12).toString('hex')}.tmp`);
   try {
     writeNewFile(temp, text);
     renameSync(temp, file);

@@ -292,6 +292,17 @@ function folderProblem(dir: string): string | null {
  * belong to us and nobody else may write them. `force`: derive as doctor does with force (a result cached by a run
  * that differed in this is measured again).
  */
+/**
+ * Why `dir` is no cache folder at all, or null: a relative path, which is what a home folder that is empty or unset
+ * (HOME='') gives without XDG_CACHE_HOME. The cache would then land in whatever folder the process runs in, so nothing
+ * is read or written.
+ */
+function relativeFolderProblem(dir: string): string | null {
+  return path.isAbsolute(dir)
+    ? null
+    : `the cache folder ${dir} is not an absolute path (there is no usable home folder: HOME is empty or unset, and XDG_CACHE_HOME is not set), so nothing is cached`;
+}
+
 export function readCache(
   key: DoctorCacheKey,
   stock: DeviceReport,
@@ -300,6 +311,8 @@ export function readCache(
 ): CacheLookup {
   const canonicalKey = canonical(key);
   const file = fileForCanonical(canonicalKey, dir);
+  // A plain miss: writing the fresh result says why nothing is cached, once.
+  if (relativeFolderProblem(dir) !== null) return { entry: null, file, ignored: null };
   const read = readOwnFile(file, MAX_CACHE_BYTES);
   if (!read.ok) return { entry: null, file, ignored: read.missing ? null : `the cache file ${read.why}` };
   const unsafeFolder = folderProblem(dir);
@@ -328,6 +341,8 @@ export function writeCache(
   dir: string = doctorCacheDir(),
 ): string {
   const file = cacheFileFor(key, dir);
+  const homeless = relativeFolderProblem(dir);
+  if (homeless !== null) throw new Error(homeless);
   makeFolders(dir, 0o700);
   const unsafeFolder = folderProblem(dir);
   if (unsafeFolder !== null) throw new Error(`${unsafeFolder}, so nothing is written there`);

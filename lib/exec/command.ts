@@ -58,6 +58,8 @@ export function resolveCommand(
  * non-empty PATH entry (an empty entry is never taken for the current folder).
  */
 function commandCandidates(command: string, env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string[] {
+  // An empty name names nothing: joined to a PATH entry it would be the folder itself.
+  if (command === '') return [];
   const windows = platform === 'win32';
   const spellings = commandSpellings(command, env, platform);
   if (windows ? /[\\/]/.test(command) : command.includes('/')) return spellings;
@@ -86,5 +88,8 @@ export function commandError(
     const why = stats.isDirectory() ? 'is a folder' : stats.isFile() ? 'is not executable' : 'is not a file';
     return new SpawnError('ERR_SPAWN', `cannot run ${command}: ${path.resolve(candidate)} ${why}`);
   }
-  return new SpawnError('ERR_COMMAND_NOT_FOUND', `command not found: ${command}`);
+  return new SpawnError(
+    'ERR_COMMAND_NOT_FOUND',
+    command === '' ? 'command not found: the program name is empty' : `command not found: ${command}`,
+  );
 }

@@ -350,6 +350,9 @@ bool parseNativeProfile(const char *text, Profile *out, std::string *error) {
     return false;
   }
   size_t start = 5;
+  // Each field once: a repeated one would keep whichever value the parser happened to honour. Only known keys get
+  // here (an unknown one is an error), so the list stays short.
+  std::vector<std::string> seen;
   while (start < s.size()) {
     size_t semi = s.find(';', start);
     std::string field = s.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
@@ -358,7 +361,15 @@ bool parseNativeProfile(const char *text, Profile *out, std::string *error) {
       *error = "field '" + field + "' has no '='";
       return false;
     }
-    if (!applyField(field.substr(0, eq), field.substr(eq + 1), out, error)) return false;
+    std::string key = field.substr(0, eq);
+    for (const std::string &k : seen) {
+      if (k == key) {
+        *error = "field '" + key + "' is given twice";
+        return false;
+      }
+    }
+    if (!applyField(key, field.substr(eq + 1), out, error)) return false;
+    seen.push_back(key);
     if (semi == std::string::npos) break;
     start = semi + 1;
   }
