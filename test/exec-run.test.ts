@@ -184,7 +184,10 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
     expect(r).toEqual(
       outcome({
         warnings: [],
-        injectorErrors: [`ERR_TRACE_FILE cannot write ${trace}: ENOENT: no such file or directory, open '${trace}'`],
+        // The folder checked before the run is gone: nothing is written, wherever its path leads now.
+        injectorErrors: [
+          `ERR_TRACE_FILE cannot write ${trace}: its folder ${dir} cannot be examined (ENOENT), so nothing is written there`,
+        ],
         processes: [loaded, loaded],
       }),
     );
@@ -220,7 +223,9 @@ describeSim('runWithInjector, in-process over the simulated injector', () => {
       exitCode: 0,
       signal: null,
       ...NOTHING_LOADED,
-      injectorErrors: [`ERR_TRACE_FILE cannot write ${gone}: ENOENT: no such file or directory, open '${gone}'`],
+      injectorErrors: [
+        `ERR_TRACE_FILE cannot write ${gone}: its folder ${dir} cannot be examined (ENOENT), so nothing is written there`,
+      ],
       warnings: [],
     });
   });

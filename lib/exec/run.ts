@@ -3,7 +3,6 @@
  * on; what the injector reported and the --trace file(s) collected when it exits.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import path from 'node:path';
 import type { ApplyWarning } from '../patch/apply.js';
 import { SpawnError } from '../core/errors.js';
 import { loadNative } from '../device/native.js';
@@ -18,7 +17,7 @@ import {
 } from './injector.js';
 import type { ExecOptions } from './prepare.js';
 import { FORWARDED_SIGNALS, processGroupsWithoutAddon, shouldForwardSignal } from './signals.js';
-import { deliverTraces, emptyTrace, makeTraceFolder, removeTraceFolder, writeTrace } from './trace.js';
+import { checkTraceFile, deliverTraces, emptyTrace, makeTraceFolder, removeTraceFolder, writeTrace } from './trace.js';
 
 /** How the child ended and what the injector reported. */
 export interface ExecOutcome extends InjectorStatus {
@@ -91,7 +90,8 @@ export function runWithInjector(
   warnings: ApplyWarning[],
 ): Promise<ExecOutcome> {
   if (injector === null) return runUnpatched(options);
-  const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
+  // Its folder resolved here, once: every write checks it is still that folder.
+  const traceFile = options.traceFile === undefined ? undefined : checkTraceFile(options.traceFile);
   const { stdio, statusFd } = childDescriptors(options.passFds ?? [], true);
   const traceFolder = traceFile === undefined ? undefined : makeTraceFolder();
   // Never throws: the program may have made the folder unremovable; what went wrong is returned for the summary.
@@ -167,7 +167,8 @@ export const STATUS_DRAIN_MS = 250;
  * written all the same, saying nothing was applied, so a script reading it finds the same shape on every path.
  */
 function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
-  const traceFile = options.traceFile === undefined ? undefined : path.resolve(options.traceFile);
+  // Its folder resolved here, once: every write checks it is still that folder.
+  const traceFile = options.traceFile === undefined ? undefined : checkTraceFile(options.traceFile);
   const { stdio } = childDescriptors(options.passFds ?? [], false);
   return new Promise((resolve, reject) => {
     const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio });
