@@ -1,14 +1,14 @@
 // Every JSON file the package reads is opened without blocking and checked with fstat before it is read: a FIFO an
 // attacker planted under the name is refused at once with a typed error (`-` stays the way to read a pipe), and
 // every fact about the file (its date included) comes from the descriptor that was read.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readJsonFile } from '../lib/core/jsonfile.js';
 import { loadSnapshot } from '../lib/device/snapshots.js';
-import { root, runCli } from './helpers.js';
+import { buildConsumer, describeSim, requireSimBuild, root, runCli } from './helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-fifo-'));
 const fifo = path.join(dir, 'planted.json');
@@ -64,5 +64,22 @@ describe('a FIFO given as a JSON input', () => {
     expect(read.ok && read.modified?.toISOString()).toBe(when.toISOString());
     expect(loadSnapshot(report).recorded).toBe('2020-01-02');
     expect(readFileSync(report, 'utf8').length).toBeGreaterThan(0);
+  });
+});
+
+describeSim('a FIFO as the simulated Metal’s snapshot (METAL_CAP_SHIM_SIM_SNAPSHOT)', () => {
+  it('a Metal consumer over the simulation gets no device at once, and the simulation says why', () => {
+    requireSimBuild();
+    const consumer = buildConsumer();
+    const started = Date.now();
+    const r = spawnSync(consumer, [], {
+      encoding: 'utf8',
+      env: { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: fifo },
+      timeout: 10_000,
+    });
+    expect([r.signal, Date.now() - started < 5000]).toEqual([null, true]);
+    expect(r.stderr).toContain(
+      `sim-metal: cannot read snapshot ${fifo}: not a regular file (a FIFO, a socket or a device)`,
+    );
   });
 });

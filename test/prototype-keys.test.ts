@@ -9,7 +9,7 @@ import { MetalCapShimError } from '../lib/core/errors.js';
 import { jsonText, own } from '../lib/core/input.js';
 import { buildMatrix, matrixMarkdown } from '../lib/audit/field-report.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
-import { validateSnapshot } from '../lib/device/snapshots.js';
+import { loadSnapshot, validateSnapshot } from '../lib/device/snapshots.js';
 import { root, runCli } from './helpers.js';
 
 const KEYS = ['__proto__', 'toString', 'constructor', 'hasOwnProperty', 'valueOf'];
@@ -117,6 +117,45 @@ describe('prototype-named keys in matrix input', () => {
       { encoding: 'utf8' },
     ),
   );
+
+  it('each key at every place of a field report: buildMatrix and matrixMarkdown give typed errors or a table, never an inherited member', () => {
+    const started = Date.now();
+    const seen = new Set<string>();
+    for (const at of objectPaths(report)) {
+      for (const key of ['__proto__', 'toString', 'constructor']) {
+        for (const value of [1, { value: true }]) {
+          const bad = withKey(report, at, key, value);
+          const result = outcome(() => {
+            const text = matrixMarkdown(buildMatrix([{ where: 'r.json', report: bad }]));
+            if (/native code|function|\[object /.test(text))
+              throw new Error(`inherited member shown at ${at.join('.')}.${key}`);
+          });
+          seen.add(result);
+        }
+      }
+    }
+    expect([...seen].sort()).toEqual(['ok', 'typed']);
+    expect(Date.now() - started).toBeLessThan(60_000);
+  });
+
+  it('each key at every place of a probe report read as a snapshot: a typed error or a snapshot, never a crash', () => {
+    const probeReport = JSON.parse(
+      execFileSync(
+        process.execPath,
+        [path.join(root, 'dist/cli.js'), 'probe', '--json', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock'],
+        { encoding: 'utf8' },
+      ),
+    );
+    const file = path.join(dir, 'probe-report.json');
+    for (const at of objectPaths(probeReport)) {
+      for (const key of ['__proto__', 'toString', 'constructor']) {
+        writeFileSync(file, JSON.stringify(withKey(probeReport, at, key, 1)));
+        outcome(() => loadSnapshot(file));
+      }
+    }
+    writeFileSync(file, JSON.stringify(probeReport));
+    expect(loadSnapshot(file).devices).toHaveLength(1);
+  });
 
   it('a llama.cpp flag named toString is no gate of the table', () => {
     const r = JSON.parse(JSON.stringify(report));

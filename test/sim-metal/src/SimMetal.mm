@@ -17,6 +17,11 @@
 #include "../../../src-native/engine/families.h"
 #include "SimCompute.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <atomic>
@@ -217,12 +222,46 @@ bool loadSnapshotData(NSData *data, const std::string &where) {
   return true;
 }
 
+// A snapshot file's bytes, or nil with the reason in `problem`: opened without blocking and checked with fstat before
+// any read, so a FIFO or a device under the name is refused at once, never waited on; at most kMaxSnapshotBytes (the
+// TypeScript readers' bound).
+NSData *readRegularFile(const std::string &path, std::string *problem) {
+  constexpr off_t kMaxSnapshotBytes = 16 * 1024 * 1024;
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *problem = strerror(errno);
+    return nil;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxSnapshotBytes) {
+    *problem = S_ISREG(st.st_mode) ? "larger than 16 MiB" : "not a regular file (a FIFO, a socket or a device)";
+    close(fd);
+    return nil;
+  }
+  std::vector<char> bytes(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < bytes.size()) {
+    ssize_t n = read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  return [NSData dataWithBytes:bytes.data() length:got];
+}
+
 void loadSnapshot() {
   const char *selector = getenv("METAL_CAP_SHIM_SIM_SNAPSHOT");
   if (selector == NULL || *selector == '\0') return;
   NSAutoreleasePool *pool = [NSAutoreleasePool new];
   std::string path = snapshotPath(selector);
-  loadSnapshotData([NSData dataWithContentsOfFile:[NSString stringWithUTF8String:path.c_str()]], path);
+  std::string problem;
+  NSData *data = readRegularFile(path, &problem);
+  if (data == nil) {
+    simFail("cannot read snapshot " + path + ": " + problem);
+  } else {
+    loadSnapshotData(data, path);
+  }
   [pool release];
 }
 
