@@ -91,7 +91,7 @@ describeSim('snapshot: record this machine, read it back (simulated Metal)', () 
     const snap = jsonFrom<Snapshot>(
       runNode(
         `const m = await import(${index}); m.applyProfile('cua-release');
-        console.log(JSON.stringify(m.recordSnapshot()));`,
+        console.log(JSON.stringify(await m.recordSnapshot()));`,
         { METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK },
       ),
     );

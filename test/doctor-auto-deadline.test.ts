@@ -1,6 +1,7 @@
 // Profile auto's `timeoutMs` reaches the probes it runs, in this process: the guest's device here never finishes a
 // bfloat dispatch (everything else works), so bfloat times out after the deadline given, and the advice quotes it.
-// Without the deadline each of the two bfloat runs would wait the default 5 s.
+// Without the deadline the bfloat run would wait the default 5 s (the hung GPU then takes no more work: the probes after
+// it, and the patched run's, are skipped).
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -30,7 +31,7 @@ writeFileSync(process.env.METAL_CAP_SHIM_SIM_SNAPSHOT, JSON.stringify(snapshot))
 const BF16 = {
   engine: 'llama.cpp',
   setting: 'GGML_METAL_BF16_DISABLE=1',
-  why: 'bfloat timeout: the bfloat dispatch did not complete within 150 ms. ggml-metal turns bfloat on for Apple6 or Metal3 devices; this variable keeps BF16 kernels off (node-llama-cpp reads it too)',
+  why: 'bfloat timeout: stock: timeout (the bfloat dispatch did not complete within 150 ms); under cua-release: skipped (not run: the GPU was left unusable by bfloat (timeout in the stock run)). ggml-metal turns bfloat on for Apple6 or Metal3 devices; this variable keeps BF16 kernels off (node-llama-cpp reads it too)',
 };
 
 describeSim('auto’s deadline', () => {

@@ -39,8 +39,8 @@ describeSim('on bare metal', () => {
     restore();
   });
 
-  it('doctor: a raising candidate is not installed without force; the stock run alone decides', () => {
-    const r = doctor({ mmapSize: 1 << 20, cache: false });
+  it('doctor: a raising candidate is not installed without force; the stock run alone decides', async () => {
+    const r = await doctor({ mmapSize: 1 << 20, cache: false });
     expect({ ...r, devices: r.devices.length }).toEqual({
       schema: 'metal-cap-shim/doctor@1',
       packageVersion: packageVersion(),
@@ -75,8 +75,8 @@ describeSim('on bare metal', () => {
     ]);
   });
 
-  it('doctor with force: measured under the candidate too, then restored', () => {
-    const r = doctor({ probes: ['bfloat', 'residency-set'], force: true, cache: false });
+  it('doctor with force: measured under the candidate too, then restored', async () => {
+    const r = await doctor({ probes: ['bfloat', 'residency-set'], force: true, cache: false });
     expect(r.patchedRun).toEqual({ ran: true, why: null });
     expect(r.restore).toEqual({
       restoredHooks: HOOKS.map((selector) => ({ className: 'AGXG13DDevice', selector })),
@@ -98,19 +98,19 @@ describeSim('on bare metal', () => {
     expect(status().active).toBe(false);
   });
 
-  it('doctor: a custom raising candidate is named as such; a masking one needs no force', () => {
-    expect(doctor({ probes: ['bfloat'], profile: { appleFamilyMax: 1008 }, cache: false }).patchedRun).toEqual({
+  it('doctor: a custom raising candidate is named as such; a masking one needs no force', async () => {
+    expect((await doctor({ probes: ['bfloat'], profile: { appleFamilyMax: 1008 }, cache: false })).patchedRun).toEqual({
       ran: false,
       why: 'the candidate profile raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too',
     });
-    expect(doctor({ probes: ['bfloat'], profile: 'mask-apple5', cache: false }).patchedRun).toEqual({
+    expect((await doctor({ probes: ['bfloat'], profile: 'mask-apple5', cache: false })).patchedRun).toEqual({
       ran: true,
       why: null,
     });
   });
 
-  it('doctor: only nocopy-mmap asked, so nothing runs twice', () => {
-    const r = doctor({ probes: ['nocopy-mmap'], mmapSize: 1 << 20, force: true, cache: false });
+  it('doctor: only nocopy-mmap asked, so nothing runs twice', async () => {
+    const r = await doctor({ probes: ['nocopy-mmap'], mmapSize: 1 << 20, force: true, cache: false });
     expect([r.patchedRun, r.restore]).toEqual([{ ran: false, why: 'no capability probe was asked' }, null]);
   });
 
@@ -120,8 +120,8 @@ describeSim('on bare metal', () => {
     expect(status().profile).toEqual(VERIFIED);
   });
 
-  it('doctor with force still dispatches no threadgroup size above the stock limit here (force only lets the profile claim more)', () => {
-    const r = doctor({ probes: ['threadgroup-memory'], force: true, cache: false });
+  it('doctor with force still dispatches no threadgroup size above the stock limit here (force only lets the candidate be installed for the patched run)', async () => {
+    const r = await doctor({ probes: ['threadgroup-memory'], force: true, cache: false });
     const tg = r.devices[0]!.probes.find((p) => p.id === 'threadgroup-memory')!;
     expect([
       r.patchedRun.ran,

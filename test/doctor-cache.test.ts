@@ -44,6 +44,7 @@ const assessed = assessDevice(
       ms: 1,
       compileMs: 0,
       provenThreadgroupMemory: id === 'threadgroup-memory' ? 32768 : null,
+      acceptedThreadgroupMemory: null,
       failedThreadgroupMemory: null,
       bufferLength: null,
       maxAbsError: null,
@@ -141,6 +142,7 @@ describe('reading and writing', () => {
           ms: 1,
           compileMs: null,
           provenThreadgroupMemory: null,
+          acceptedThreadgroupMemory: null,
           failedThreadgroupMemory: null,
           bufferLength: null,
           maxAbsError: null,
@@ -312,22 +314,21 @@ describe('unusable files are ignored, never trusted', () => {
     writeFileSync(cacheFileFor(key, dir), JSON.stringify(e));
   }
 
-  it('a proven size stored with a profile that raises to it is what it proves: used with force, as doctor derives', () => {
-    provenAbove(65536);
-    expect(readCache(key, device, dir, true).entry!.result.verifiedProfile).toEqual({
-      ...assessed.verifiedProfile,
-      name: null,
-      maxThreadgroupMemoryLength: 65536,
-    });
+  /** What readCache says of the file provenAbove(65536) writes: its profile claims more than any derivation does. */
+  const RAISED_ABOVE_32768 = () => ({
+    entry: null,
+    file: cacheFileFor(key, dir),
+    ignored: `the verified profile ${JSON.stringify(answers({ ...assessed.verifiedProfile, maxThreadgroupMemoryLength: 65536 }))} does not follow from the probe results stored with it (they prove ${JSON.stringify(answers(assessed.verifiedProfile))}): edited or damaged`,
   });
 
-  it('a profile derived with force (above 32768), read without it: ignored, saying so, and measured again', () => {
+  it('a proven size above 32768 stored with a profile that raises to it (as force once derived) is not what it proves, read with force: ignored', () => {
     provenAbove(65536);
-    expect(readCache(key, device, dir)).toEqual({
-      entry: null,
-      file: cacheFileFor(key, dir),
-      ignored: 'derived by a doctor run with force, so it is measured again without it',
-    });
+    expect(readCache(key, device, dir, true)).toEqual(RAISED_ABOVE_32768());
+  });
+
+  it('the same file read without force: ignored, saying so, and measured again', () => {
+    provenAbove(65536);
+    expect(readCache(key, device, dir)).toEqual(RAISED_ABOVE_32768());
   });
 
   it('a size above 32768 proven on a device that reports 32768: without force the profile stays at the report, used as it is', () => {
@@ -336,13 +337,9 @@ describe('unusable files are ignored, never trusted', () => {
     expect(readCache(key, device, dir).entry!.result.verifiedProfile).toEqual(assessed.verifiedProfile);
   });
 
-  it('the same file read with force: derived without force, so ignored, saying so', () => {
+  it('the same file read with force: force claims no more than 32768 either, so the profile is used as it is', () => {
     provenAbove();
-    expect(readCache(key, device, dir, true)).toEqual({
-      entry: null,
-      file: cacheFileFor(key, dir),
-      ignored: 'derived by a doctor run without force, so it is measured again with it',
-    });
+    expect(readCache(key, device, dir, true).entry!.result.verifiedProfile).toEqual(assessed.verifiedProfile);
   });
 
   it('a stored name that does not match is not trusted either: the profile is the derived one', () => {

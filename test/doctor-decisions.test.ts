@@ -14,7 +14,7 @@ import {
 import { judgeDevice } from '../lib/doctor/run.js';
 import type { DoctorProbe, DoctorRun } from '../lib/doctor/types.js';
 import { predictPatchedDevice, profiles, resolveProfile, type Profile } from '../lib/patch/profiles.js';
-import type { NativeDoctorResult, NativeProbeOutcome } from '../types/binding.js';
+import type { NativeProbeOutcome } from '../types/binding.js';
 import { loadSnapshot, reportFromSnapshot } from '../lib/device/snapshots.js';
 import { chipFromBrand } from '../lib/device/chips.js';
 import type { HostInfo } from '../lib/device/types.js';
@@ -30,6 +30,7 @@ function run(status: RecordedStatus, extra: Partial<DoctorRun> = {}): DoctorRun 
     ms: 1,
     compileMs: 0,
     provenThreadgroupMemory: null,
+    acceptedThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
     maxAbsError: null,
@@ -72,6 +73,11 @@ describe('every status has its judgement', () => {
     ['skipped', 'unknown'],
     ['error', 'unknown'],
     ['not-recorded', 'unknown'],
+    ['page-fault', 'faulty'],
+    ['access-revoked', 'unknown'],
+    ['not-permitted', 'unknown'],
+    ['out-of-memory', 'unknown'],
+    ['aborted', 'faulty'],
   ] as const)('%s → %s', (status, judgement) => {
     expect(JUDGEMENTS[status].judgement).toBe(judgement);
     expect(judgeProbe('bfloat', run(status))).toEqual({ id: 'bfloat', ...run(status), judgement });
@@ -79,7 +85,21 @@ describe('every status has its judgement', () => {
 
   it('the table covers exactly the statuses', () => {
     expect(Object.keys(JUDGEMENTS).sort()).toEqual(
-      ['error', 'fail', 'not-recorded', 'pass', 'skipped', 'timeout', 'unsupported', 'wrong-result'].sort(),
+      [
+        'error',
+        'fail',
+        'not-recorded',
+        'pass',
+        'skipped',
+        'timeout',
+        'unsupported',
+        'wrong-result',
+        'page-fault',
+        'access-revoked',
+        'not-permitted',
+        'out-of-memory',
+        'aborted',
+      ].sort(),
     );
   });
 });
@@ -95,6 +115,7 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
       ms: 5,
       compileMs: 0,
       provenThreadgroupMemory: 32768,
+      acceptedThreadgroupMemory: null,
       failedThreadgroupMemory: 40960,
       bufferLength: null,
       maxAbsError: null,
@@ -114,6 +135,7 @@ describe('a probe run twice (stock, then under the candidate profile)', () => {
       ms: 2,
       compileMs: 0,
       provenThreadgroupMemory: null,
+      acceptedThreadgroupMemory: null,
       failedThreadgroupMemory: null,
       bufferLength: null,
       maxAbsError: 3,
@@ -231,10 +253,10 @@ describe('the verified profile: the least that turns on what was proven', () => 
 
   it('each choice is explained in one line', () => {
     expect(deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, 65536), undefined, true)).toEqual({
-      profile: profile({ appleFamilyMax: 1007, maxThreadgroupMemoryLength: 65536 }),
+      profile: profile({ name: 'apple7', appleFamilyMax: 1007 }),
       reasons: [
         'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)',
-        'threadgroup memory raised to the proven 65536 bytes (the device reports 32768)',
+        'threadgroup memory left at the reported 32768 bytes: 65536 bytes are recorded as proven, but no Apple GPU has more than 32768, so no more is claimed',
         'Metal3 not advertised: no residency set was proven to work (residency-set fail)',
         NO_CHIP,
       ],
@@ -269,7 +291,7 @@ describe('the verified profile: the least that turns on what was proven', () => 
       reasonFor(32768, 32768, 'apple7'),
       reasonFor(null, null, 'my profile'),
     ]).toEqual([
-      'threadgroup memory left at the reported 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force; the device reports 32768 stock, 65536 under cua-release',
+      'threadgroup memory left at the reported 32768 bytes: 65536 bytes are recorded as proven, but no Apple GPU has more than 32768, so no more is claimed; the device reports 32768 stock, 65536 under cua-release',
       'threadgroup memory left at the reported 32768 bytes, though only 16384 were proven: a kernel that asks for more may fail; the device reports 32768 stock, 65536 under cua-release',
       'threadgroup memory left at the reported 32768 bytes, which were proven; the device reports 32768 stock, 32768 under apple7',
       'threadgroup memory left as reported: no size proven (threadgroup-memory timeout); the device reports 32768 stock, nothing under my profile',
@@ -284,22 +306,27 @@ describe('the verified profile: the least that turns on what was proven', () => 
       'threadgroup memory raised to the proven 16384 bytes; the device reports nothing stock, 65536 under cua-release',
     );
     const patched = { ...guest, maxThreadgroupMemoryLength: 65536 };
-    // assessDevice passes force on: with it the proven size is claimed, without it 32768 at most.
+    // assessDevice passes force on, and the candidate and its answer: force claims no more than 32768, with or without
+    // a patched run.
     const assessed = (candidate?: string) =>
       assessDevice(guest, patched, probes({}, 49152), vz.host, candidate, true).verifiedProfileReasons[1];
     expect([assessed('cua-release'), assessed()]).toEqual([
-      'threadgroup memory raised to the proven 49152 bytes; the device reports 32768 stock, 65536 under cua-release',
-      'threadgroup memory raised to the proven 49152 bytes; the device reports 32768 stock, 65536 under the candidate profile',
+      'threadgroup memory left at the reported 32768 bytes: 49152 bytes are recorded as proven, but no Apple GPU has more than 32768, so no more is claimed; the device reports 32768 stock, 65536 under cua-release',
+      'threadgroup memory left at the reported 32768 bytes: 49152 bytes are recorded as proven, but no Apple GPU has more than 32768, so no more is claimed; the device reports 32768 stock, 65536 under the candidate profile',
     ]);
     expect(assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release', true).verifiedProfileReasons[1]).toBe(
-      'threadgroup memory raised to the proven 49152 bytes (the device reports 32768)',
+      'threadgroup memory left at the reported 32768 bytes: 49152 bytes are recorded as proven, but no Apple GPU has more than 32768, so no more is claimed',
     );
     expect(
-      assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release').verifiedProfile.maxThreadgroupMemoryLength,
-    ).toBe(null);
+      [true, false].map(
+        (force) =>
+          assessDevice(guest, null, probes({}, 49152), vz.host, 'cua-release', force).verifiedProfile
+            .maxThreadgroupMemoryLength,
+      ),
+    ).toEqual([null, null]);
   });
 
-  it('threadgroup memory: raised only to the proven size, never above, never lowered; above 32768 only with force', () => {
+  it('threadgroup memory: raised only to the proven size, never above, never lowered; never above 32768, force or not', () => {
     const tg = (size: number | null, force = false) =>
       deriveVerifiedProfile(guest, probes({ 'residency-set': 'fail' }, size), undefined, force).profile
         .maxThreadgroupMemoryLength;
@@ -311,13 +338,18 @@ describe('the verified profile: the least that turns on what was proven', () => 
       tg(32784, true),
       tg(40960, true),
       tg(65536, true),
-    ]).toEqual([null, null, null, 32784, 40960, 65536]);
-    // A device that reports less: raised to what was proven, and to 32768 at most without force.
+    ]).toEqual([null, null, null, null, null, null]);
+    // A device that reports less: raised to what was proven, and to 32768 at most, with or without force.
     const small = { ...guest, maxThreadgroupMemoryLength: 16384 };
     const raised = (size: number) => deriveVerifiedProfile(small, probes({}, size)).profile.maxThreadgroupMemoryLength;
     expect([raised(24576), raised(32768), raised(32784), raised(65536)]).toEqual([24576, 32768, 32768, 32768]);
+    expect(
+      [24576, 32768, 32784, 65536].map(
+        (size) => deriveVerifiedProfile(small, probes({}, size), undefined, true).profile.maxThreadgroupMemoryLength,
+      ),
+    ).toEqual([24576, 32768, 32768, 32768]);
     expect(deriveVerifiedProfile(small, probes({}, 65536)).reasons[1]).toBe(
-      'threadgroup memory raised to 32768 bytes: 65536 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force (the device reports 16384)',
+      'threadgroup memory raised to 32768 bytes: 65536 bytes are recorded as proven, but no Apple GPU has more than 32768, so no more is claimed (the device reports 16384)',
     );
     // Exactly 32768 proven is no cap: raised to what was proven.
     expect(deriveVerifiedProfile(small, probes({}, 32768)).reasons[1]).toBe(
@@ -373,20 +405,20 @@ describe('the verified profile: the least that turns on what was proven', () => 
     ).toEqual(profile({ appleFamilyMax: 1005 }));
   });
 
-  it('force lifts the 32768 ceiling of threadgroup memory, never the host chip’s family cap', () => {
+  it('force lifts neither the 32768 ceiling of threadgroup memory nor the host chip’s family cap', () => {
     const a13 = { ...vz.host, cpuBrand: 'Apple A13', chip: 'Apple A13' };
     const derived = (force: boolean) =>
       deriveVerifiedProfile(guest, probes({ heap: 'fail', 'residency-set': 'fail' }, 65536), undefined, force, a13)
         .profile;
     expect([derived(true), derived(false)]).toEqual([
-      profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 65536 }),
+      profile({ appleFamilyMax: 1006 }),
       profile({ appleFamilyMax: 1006 }),
     ]);
     // assessDevice hands both on: force and the host.
     expect(
       assessDevice(guest, null, probes({ heap: 'fail', 'residency-set': 'fail' }, 65536), a13, 'cua-release', true)
         .verifiedProfile,
-    ).toEqual(profile({ appleFamilyMax: 1006, maxThreadgroupMemoryLength: 65536 }));
+    ).toEqual(profile({ appleFamilyMax: 1006 }));
   });
 
   it('the name: the host chip’s only when a heap was proven, and never a guess', () => {
@@ -594,15 +626,14 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
     ms: 2,
     compileMs: 1,
     buildFailed: false,
+    commandBufferError: null,
+    gpuTimedOut: false,
     provenThreadgroupMemory: null,
+    acceptedThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
     maxAbsError: null,
     ...extra,
-  });
-  const result = (outcomes: NativeProbeOutcome[]): NativeDoctorResult => ({
-    device: { index: 0, name: 'Apple Paravirtual device', className: 'AppleParavirtDevice', registryId: 1 },
-    outcomes,
   });
   const missing = {
     status: 'error',
@@ -610,6 +641,7 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
     ms: null,
     compileMs: null,
     provenThreadgroupMemory: null,
+    acceptedThreadgroupMemory: null,
     failedThreadgroupMemory: null,
     bufferLength: null,
     maxAbsError: null,
@@ -620,12 +652,12 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
       probes: ['simdgroup-matrix', 'bfloat', 'nocopy-mmap', 'residency-set'],
       profile: 'apple7',
     });
-    const stock = result([
+    const stock = [
       raw('bfloat', 'pass'),
       raw('nocopy-mmap', 'wrong-result', { bufferLength: 0 }),
       raw('residency-set', 'pass'),
-    ]);
-    const patched = result([raw('simdgroup-matrix', 'pass'), raw('bfloat', 'fail'), raw('nocopy-mmap', 'pass')]);
+    ];
+    const patched = [raw('simdgroup-matrix', 'pass'), raw('bfloat', 'fail'), raw('nocopy-mmap', 'pass')];
     const probes = judgeDevice(o, stock, patched);
     const notAsked = { ...missing, status: 'skipped', detail: 'not asked', judgement: 'unknown' };
     const stockBfloat = { ...runFrom(raw('bfloat', 'pass')) };
@@ -669,12 +701,12 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
   it('a kernel that cannot be built is unsupported where the stock answers claim no family that gates the feature', () => {
     const o = checkDoctorOptions({ probes: ['simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set'] });
     const unbuilt = (id: DoctorProbeId) => raw(id, 'fail', { buildFailed: true });
-    const outcomes = result([
+    const outcomes = [
       unbuilt('simdgroup-matrix'),
       unbuilt('bfloat'),
       unbuilt('threadgroup-memory'),
       raw('residency-set', 'fail'),
-    ]);
+    ];
     const verdicts = (device: typeof guest) =>
       judgeDevice(o, outcomes, null, device)
         .filter((p) => o.probes.includes(p.id))
@@ -696,10 +728,10 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
       'fail',
       'fail raw',
     ]);
-    expect(judgeDevice(o, outcomes, result([unbuilt('simdgroup-matrix')]), guest)[1]!.status).toBe('unsupported');
+    expect(judgeDevice(o, outcomes, [unbuilt('simdgroup-matrix')], guest)[1]!.status).toBe('unsupported');
     // Without the stock report nothing is mapped; a rejected language version stays unsupported with its own detail.
     expect(judgeDevice(o, outcomes, null)[1]!.status).toBe('fail');
-    const rejected = result([raw('simdgroup-matrix', 'unsupported', { buildFailed: true })]);
+    const rejected = [raw('simdgroup-matrix', 'unsupported', { buildFailed: true })];
     expect(judgeDevice(o, rejected, null, guest)[1]).toMatchObject({
       status: 'unsupported',
       detail: 'unsupported raw',
@@ -708,8 +740,8 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
 
   it('a residency set that cannot be created counts as a kernel that cannot be built: unsupported on a GPU that claims neither an Apple family nor Metal3, a fault on every Apple GPU', () => {
     const o = checkDoctorOptions({ probes: ['residency-set'], profile: 'cua-release' });
-    const uncreated = result([raw('residency-set', 'fail', { buildFailed: true })]);
-    const residency = (stock: typeof guest, patched: NativeDoctorResult | null) => {
+    const uncreated = [raw('residency-set', 'fail', { buildFailed: true })];
+    const residency = (stock: typeof guest, patched: NativeProbeOutcome[] | null) => {
       const p = judgeDevice(o, uncreated, patched, stock)[5]!;
       return [p.status, p.judgement, p.stock?.status ?? null, p.patched?.status ?? null, p.detail];
     };
@@ -732,17 +764,17 @@ describe('judgeDevice: the native runner’s results as verdicts', () => {
     expect(residency(guest, uncreated)).toEqual(['fail', 'faulty', 'fail', 'fail', 'fail raw']);
     expect(residency(bare, null)).toEqual(['fail', 'faulty', null, null, 'fail raw']);
     // Created, then failing (not buildFailed): a fault even where nothing gates it.
-    expect(judgeDevice(o, result([raw('residency-set', 'fail')]), null, none)[5]!.status).toBe('fail');
+    expect(judgeDevice(o, [raw('residency-set', 'fail')], null, none)[5]!.status).toBe('fail');
   });
 
   it('without a patched run, the stock run alone decides; a custom candidate is named as such', () => {
     const o = checkDoctorOptions({ probes: ['bfloat'], profile: { appleFamilyMax: 1008 } });
-    expect(judgeDevice(o, result([raw('bfloat', 'pass')]), null)[2]).toEqual({
+    expect(judgeDevice(o, [raw('bfloat', 'pass')], null)[2]).toEqual({
       id: 'bfloat',
       ...runFrom(raw('bfloat', 'pass')),
       judgement: 'proven',
     });
-    expect(judgeDevice(o, result([raw('bfloat', 'pass')]), result([raw('bfloat', 'timeout')]))[2]!.detail).toBe(
+    expect(judgeDevice(o, [raw('bfloat', 'pass')], [raw('bfloat', 'timeout')])[2]!.detail).toBe(
       'stock: pass (pass raw); under the candidate profile: timeout (timeout raw)',
     );
   });

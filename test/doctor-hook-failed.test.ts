@@ -1,4 +1,4 @@
-// doctor in this process when the candidate profile cannot be installed: one device class lacks a query, so
+// doctor when the candidate profile cannot be installed in its probe runner: one device class lacks a query, so
 // installing the hooks fails (reason hook-failed) and applyProfile installs none. doctor reports the stock run, says
 // why there was no patched run, and leaves nothing behind. (doctor-verify-failed.test.ts: installed, then taken out.)
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -24,8 +24,8 @@ writeFileSync(process.env.METAL_CAP_SHIM_SIM_SNAPSHOT, JSON.stringify(snapshot))
 describeSim('a candidate profile that cannot be installed', () => {
   beforeAll(requireSimBuild);
 
-  it('no patched run, and why; the stock run decides; no hook is left and nothing is restored', () => {
-    const r = doctor({ probes: ['bfloat', 'residency-set'], profile: 'apple7', cache: false });
+  it('no patched run, and why; the stock run decides; no hook is left and nothing is restored', async () => {
+    const r = await doctor({ probes: ['bfloat', 'residency-set'], profile: 'apple7', cache: false });
     expect(r.patchedRun.ran).toBe(false);
     expect(r.patchedRun.why).toMatch(
       /^apple7 was not applied \(hook-failed: .*SimBrokenDevice recommendedMaxWorkingSetSize/,
@@ -51,8 +51,8 @@ describeSim('a candidate profile that cannot be installed', () => {
     expect(status()).toMatchObject({ active: false, hooks: [] });
   });
 
-  it('a custom candidate is named as such', () => {
-    const r = doctor({ probes: ['bfloat'], profile: { appleFamilyMax: 1008 }, cache: false });
+  it('a custom candidate is named as such', async () => {
+    const r = await doctor({ probes: ['bfloat'], profile: { appleFamilyMax: 1008 }, cache: false });
     expect(r.patchedRun.why).toMatch(/^the candidate profile was not applied \(hook-failed: /);
   });
 });

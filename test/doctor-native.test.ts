@@ -245,7 +245,9 @@ describeSim('native doctor() over the simulated Metal', () => {
     const start = performance.now();
     const r = binding.doctor(o);
     const elapsed = performance.now() - start;
-    expect(r.outcomes.map((x) => [x.id, x.status])).toEqual(DOCTOR_PROBE_IDS.map((id) => [id, 'timeout']));
+    expect(r.outcomes.map((x) => [x.id, x.status, x.gpuTimedOut])).toEqual(
+      DOCTOR_PROBE_IDS.map((id) => [id, 'timeout', true]),
+    );
     expect(r.outcomes.map((x) => x.detail)).toEqual([
       'the reduction dispatch did not complete within 150 ms',
       'the 8x8 float product did not complete within 150 ms',
@@ -294,6 +296,7 @@ describeSim('native doctor() over the simulated Metal', () => {
     expect(r.outcomes).toEqual([
       outcome('nocopy-mmap', 'timeout', 'the checksum dispatch over the NoCopy buffer did not complete within 150 ms', {
         bufferLength: 64 << 20,
+        gpuTimedOut: true,
       }),
     ]);
     expect(r.outcomes[0]!.ms).toBeGreaterThanOrEqual(timeoutMs);

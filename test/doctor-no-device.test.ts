@@ -21,8 +21,8 @@ const NOTHING = { ...resolveProfile({}), name: null };
 describeSim('Metal without a device', () => {
   beforeAll(requireSimBuild);
 
-  it('doctor() reports no-device with the simulated source, and nothing ran', () => {
-    const r = doctor();
+  it('doctor() reports no-device with the simulated source, and nothing ran', async () => {
+    const r = await doctor();
     expect(r).toEqual({
       schema: 'metal-cap-shim/doctor@1',
       packageVersion: packageVersion(),

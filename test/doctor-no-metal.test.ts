@@ -24,8 +24,8 @@ const DETAIL = 'Metal exists only on macOS; this is linux';
 const NOTHING = { ...resolveProfile({}), name: null };
 
 describe.skipIf(!isSimulatedPlatform)('without Metal', () => {
-  it('doctor() reports supported: false with the reason, and what it was asked', () => {
-    const r = doctor();
+  it('doctor() reports supported: false with the reason, and what it was asked', async () => {
+    const r = await doctor();
     expect(r).toEqual({
       schema: 'metal-cap-shim/doctor@1',
       packageVersion: packageVersion(),
@@ -47,27 +47,30 @@ describe.skipIf(!isSimulatedPlatform)('without Metal', () => {
     expect(Date.parse(r.generatedAt)).not.toBeNaN();
   });
 
-  it('settings: the mmap file or size only when nocopy-mmap was asked for', () => {
-    expect(doctor({ probes: ['bfloat'], mmapSize: 1 << 20, device: 3, timeoutMs: 100 }).settings).toEqual({
+  it('settings: the mmap file or size only when nocopy-mmap was asked for', async () => {
+    expect((await doctor({ probes: ['bfloat'], mmapSize: 1 << 20, device: 3, timeoutMs: 100 })).settings).toEqual({
       probes: ['bfloat'],
       timeoutMs: 100,
       mmapFile: null,
       mmapSize: null,
       device: 3,
     });
-    expect(doctor({ probes: ['nocopy-mmap'], mmapSize: 1 << 20 }).settings).toMatchObject({
+    expect((await doctor({ probes: ['nocopy-mmap'], mmapSize: 1 << 20 })).settings).toMatchObject({
       mmapFile: null,
       mmapSize: 1 << 20,
     });
-    expect(doctor({ probes: ['nocopy-mmap', 'bfloat'], mmapFile: model }).settings).toMatchObject({
+    expect((await doctor({ probes: ['nocopy-mmap', 'bfloat'], mmapFile: model })).settings).toMatchObject({
       mmapFile: model,
       mmapSize: null,
     });
-    expect(doctor({ probes: ['bfloat'], mmapFile: model }).settings).toMatchObject({ mmapFile: null, mmapSize: null });
+    expect((await doctor({ probes: ['bfloat'], mmapFile: model })).settings).toMatchObject({
+      mmapFile: null,
+      mmapSize: null,
+    });
   });
 
-  it('bad options are still typed errors', () => {
-    expect((thrown(() => doctor({ timeoutMs: 99 })) as InvalidOptionsError).option).toBe('timeoutMs');
+  it('bad options are still typed errors', async () => {
+    await expect(doctor({ timeoutMs: 99 })).rejects.toMatchObject({ option: 'timeoutMs' });
     expect((thrown(() => applyProfile('auto', { timeoutMs: 600_001 })) as InvalidOptionsError).option).toBe(
       'timeoutMs',
     );

@@ -280,8 +280,8 @@ describe('doctor command flags', () => {
 });
 
 describe('InvalidOptionsError from the API, before anything runs', () => {
-  it('doctor({ timeoutMs: 0 }) throws', () => {
-    expect(() => doctor({ timeoutMs: 0 })).toThrow(InvalidOptionsError);
+  it('doctor({ timeoutMs: 0 }) rejects', async () => {
+    await expect(doctor({ timeoutMs: 0 })).rejects.toThrow(InvalidOptionsError);
   });
 });
 
@@ -296,7 +296,7 @@ describe('without the native build (any non-Mac install)', () => {
       runNode(`const m = await import(${JSON.stringify(path.join(pkg, 'dist', 'index.js'))});
         let strict = 'none';
         try { m.applyProfile('auto', { strict: true }); } catch (e) { strict = e.code; }
-        console.log(JSON.stringify({ report: m.doctor(), auto: m.applyProfile('auto'), strict }));`),
+        console.log(JSON.stringify({ report: await m.doctor(), auto: m.applyProfile('auto'), strict }));`),
     );
     expect(r.report).toMatchObject({
       supported: false,
@@ -415,7 +415,11 @@ describe('doctor() options: every message whole, every bound from both sides', (
     expect(optionError({ mmap: 1 })).toEqual({
       option: 'mmap',
       message:
-        "doctor() has no option 'mmap'; its options are profile, device, timeoutMs, mmapFile, mmapSize, probes, force, snapshot, cache",
+        "doctor() has no option 'mmap'; its options are profile, device, timeoutMs, mmapFile, mmapSize, probes, force, snapshot, cache, onProgress",
+    });
+    expect(optionError({ onProgress: 'dots' })).toEqual({
+      option: 'onProgress',
+      message: `doctor() option 'onProgress' must be a function, got the string "dots"`,
     });
     expect(checkDoctorOptions({ force: true, cache: false })).toMatchObject({ force: true, cache: false });
   });

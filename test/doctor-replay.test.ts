@@ -23,6 +23,7 @@ const NOT_RECORDED = {
   ms: null,
   compileMs: null,
   provenThreadgroupMemory: null,
+  acceptedThreadgroupMemory: null,
   failedThreadgroupMemory: null,
   bufferLength: null,
   maxAbsError: null,
@@ -45,7 +46,7 @@ function guestRecording(
   return file;
 }
 
-const replay = (options: Parameters<typeof doctor>[0]): DoctorReport => doctor(options);
+const replay = (options: Parameters<typeof doctor>[0]): Promise<DoctorReport> => doctor(options);
 const byId = (probes: DoctorProbe[]) => Object.fromEntries(probes.map((p) => [p.id, p]));
 
 describe('a recorded probe as a run', () => {
@@ -57,6 +58,7 @@ describe('a recorded probe as a run', () => {
         ms: null,
         compileMs: null,
         provenThreadgroupMemory: null,
+        acceptedThreadgroupMemory: null,
         failedThreadgroupMemory: null,
         bufferLength: null,
         maxAbsError: null,
@@ -87,7 +89,8 @@ describe('a recorded probe as a run', () => {
         {
           status: 'pass',
           detail: 'd',
-          provenThreadgroupMemory: 49152,
+          provenThreadgroupMemory: 32768,
+          acceptedThreadgroupMemory: 49152,
           failedThreadgroupMemory: 57344,
           bufferLength: 0,
           maxAbsError: 0.25,
@@ -99,7 +102,8 @@ describe('a recorded probe as a run', () => {
       detail: 'recorded: d',
       ms: null,
       compileMs: null,
-      provenThreadgroupMemory: 49152,
+      provenThreadgroupMemory: 32768,
+      acceptedThreadgroupMemory: 49152,
       failedThreadgroupMemory: 57344,
       bufferLength: 0,
       maxAbsError: 0.25,
@@ -124,8 +128,8 @@ describe('a recorded probe as a run', () => {
 });
 
 describe('doctor({ snapshot }) replays a recording', () => {
-  it('the macos-14 runner: its stale NoCopy pages, everything else not recorded', () => {
-    const r = replay({ snapshot: 'github-macos-14-arm64-runner' });
+  it('the macos-14 runner: its stale NoCopy pages, everything else not recorded', async () => {
+    const r = await replay({ snapshot: 'github-macos-14-arm64-runner' });
     expect(Date.parse(r.generatedAt)).not.toBeNaN();
     const nocopyDetail =
       'recorded: stale data when Metal read model weights through newBufferWithBytesNoCopy over a file-backed mmap (empty or garbage llama.cpp output; --no-mmap correct) (fault: stale) [source: unsloth-pr-37]';
@@ -183,8 +187,8 @@ describe('doctor({ snapshot }) replays a recording', () => {
     });
   });
 
-  it('a device without a recording: every probe not-recorded; Metal3 kept where the device answers it', () => {
-    const d = replay({ snapshot: 'm1-ultra-bare-metal' }).devices[0]!;
+  it('a device without a recording: every probe not-recorded; Metal3 kept where the device answers it', async () => {
+    const d = (await replay({ snapshot: 'm1-ultra-bare-metal' })).devices[0]!;
     expect(d.probes).toEqual(DOCTOR_PROBE_IDS.map((id) => ({ ...NOT_RECORDED, id })));
     expect([d.verifiedProfile, d.recommendations, d.faults, d.differences, d.reported.patched]).toEqual([
       NOTHING,
@@ -196,7 +200,7 @@ describe('doctor({ snapshot }) replays a recording', () => {
     expect(d.verifiedProfileReasons[2]).toBe('Metal3 left as the device answers it (YES)');
   });
 
-  it('a full recording under `assumed`: measurements, the verified profile, the advice, as a live run would judge them', () => {
+  it('a full recording under `assumed`: measurements, the verified profile, the advice, as a live run would judge them', async () => {
     const file = guestRecording('guest-recorded-in-full', 'assumed', {
       'simdgroup-reduction': { status: 'pass', detail: 'simd_sum and simd_max agree' },
       'simdgroup-matrix': { status: 'pass', maxAbsError: 0.002 },
@@ -204,7 +208,8 @@ describe('doctor({ snapshot }) replays a recording', () => {
       'threadgroup-memory': {
         status: 'pass',
         detail: '49152 bytes ran',
-        provenThreadgroupMemory: 49152,
+        provenThreadgroupMemory: 32768,
+        acceptedThreadgroupMemory: 49152,
         failedThreadgroupMemory: 57344,
       },
       'nocopy-mmap': {
@@ -216,7 +221,7 @@ describe('doctor({ snapshot }) replays a recording', () => {
       'residency-set': { status: 'unsupported' },
       heap: { status: 'pass', detail: 'a buffer placed in a 1 MiB heap read back right' },
     });
-    const r = replay({ snapshot: file });
+    const r = await replay({ snapshot: file });
     expect(r.snapshot).toBe('guest-recorded-in-full');
     const d = r.devices[0]!;
     const run = (
@@ -240,7 +245,8 @@ describe('doctor({ snapshot }) replays a recording', () => {
       }),
       run('bfloat', 'wrong-result', 'faulty', 'recorded: bfloat truncates [assumed]', { maxAbsError: 0.5 }),
       run('threadgroup-memory', 'pass', 'proven', 'recorded: 49152 bytes ran [assumed]', {
-        provenThreadgroupMemory: 49152,
+        provenThreadgroupMemory: 32768,
+        acceptedThreadgroupMemory: 49152,
         failedThreadgroupMemory: 57344,
       }),
       run(
@@ -258,12 +264,13 @@ describe('doctor({ snapshot }) replays a recording', () => {
       ),
       run('heap', 'pass', 'proven', 'recorded: a buffer placed in a 1 MiB heap read back right [assumed]'),
     ]);
-    // A replay is never forced: of the 49152 bytes recorded, no more than 32768 (what the guest reports) is claimed.
+    // Of the recorded sizes, 49152 bytes were only accepted, which is never claimed; 32768 were proven, what the guest
+    // reports.
     // The guest's host is an M1 Ultra, and the recording proves a heap: the chip's name is claimed.
     expect(d.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1007, deviceName: 'Apple M1 Ultra' });
     expect(d.verifiedProfileReasons).toEqual([
       'Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; Apple7 includes Apple6, which also turns on llama.cpp’s bfloat, not proven here (bfloat wrong-result): see the recommendations',
-      'threadgroup memory left at the reported 32768 bytes: 49152 bytes were proven, but no Apple GPU has more than 32768, so more is claimed only with force',
+      'threadgroup memory left at the reported 32768 bytes, which were proven',
       'Metal3 not advertised: no residency set was proven to work (residency-set unsupported)',
       'name "Apple M1 Ultra", the host\'s chip: a heap was created, a buffer placed in it and a compute pass wrote and read it back, so MLX\'s heap path (which the name turns on) was proven; engines that tune by chip tune for Apple M1 Ultra',
     ]);
@@ -280,25 +287,25 @@ describe('doctor({ snapshot }) replays a recording', () => {
     expect(d.faults).toEqual(['bfloat: wrong-result', 'nocopy-mmap: wrong-result']);
   });
 
-  it('probes not asked for are skipped (not asked) and prove nothing, even where the recording says pass', () => {
+  it('probes not asked for are skipped (not asked) and prove nothing, even where the recording says pass', async () => {
     const file = guestRecording('guest-all-pass', 'assumed', {
       'simdgroup-reduction': { status: 'pass' },
       'simdgroup-matrix': { status: 'pass' },
       bfloat: { status: 'pass' },
-      'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 65536 },
+      'threadgroup-memory': { status: 'pass', provenThreadgroupMemory: 32768, acceptedThreadgroupMemory: 65536 },
       'nocopy-mmap': { status: 'pass', bufferLength: 1048576 },
       'residency-set': { status: 'pass' },
       heap: { status: 'pass' },
     });
-    const all = replay({ snapshot: file }).devices[0]!;
-    // A replay cannot be forced: 65536 recorded, 32768 claimed at most, which the guest reports already.
+    const all = (await replay({ snapshot: file })).devices[0]!;
+    // 65536 recorded as accepted, never claimed; 32768 proven, which the guest reports already.
     expect(all.verifiedProfile).toEqual({
       ...NOTHING,
       appleFamilyMax: 1007,
       families: { metal3: true },
       deviceName: 'Apple M1 Ultra',
     });
-    const r = replay({ snapshot: file, probes: ['residency-set', 'bfloat'] });
+    const r = await replay({ snapshot: file, probes: ['residency-set', 'bfloat'] });
     expect(r.settings).toEqual({
       probes: ['bfloat', 'residency-set'],
       timeoutMs: null,
@@ -317,12 +324,16 @@ describe('doctor({ snapshot }) replays a recording', () => {
       ['heap', 'skipped', 'unknown', 'not asked'],
     ]);
     // A skipped probe carries no measurement from the recording.
-    expect([p['threadgroup-memory']!.provenThreadgroupMemory, p['nocopy-mmap']!.bufferLength]).toEqual([null, null]);
+    expect([
+      p['threadgroup-memory']!.provenThreadgroupMemory,
+      p['threadgroup-memory']!.acceptedThreadgroupMemory,
+      p['nocopy-mmap']!.bufferLength,
+    ]).toEqual([null, null, null]);
     expect(r.devices[0]!.verifiedProfile).toEqual({ ...NOTHING, appleFamilyMax: 1006 });
   });
 
-  it('the candidate profile asked for is reported; nothing runs under it', () => {
-    const r = replay({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', profile: 'apple7' });
+  it('the candidate profile asked for is reported; nothing runs under it', async () => {
+    const r = await replay({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', profile: 'apple7' });
     expect([r.candidateProfile, r.patchedRun, r.devices[0]!.probes.every((p) => p.patched === undefined)]).toEqual([
       profiles.apple7!.profile,
       { ran: false, why: 'a recorded result is replayed: nothing runs' },
@@ -330,19 +341,19 @@ describe('doctor({ snapshot }) replays a recording', () => {
     ]);
   });
 
-  it('device: any recorded index (first and last), one past the last is a typed error naming the range', () => {
-    const first = replay({ snapshot: 'macbookpro16-intel-amd-two-gpus', device: 0 });
-    const last = replay({ snapshot: 'macbookpro16-intel-amd-two-gpus', device: 1 });
+  it('device: any recorded index (first and last), one past the last is a typed error naming the range', async () => {
+    const first = await replay({ snapshot: 'macbookpro16-intel-amd-two-gpus', device: 0 });
+    const last = await replay({ snapshot: 'macbookpro16-intel-amd-two-gpus', device: 1 });
     expect(
       [first, last].map((r) => [r.settings.device, r.devices.map((d) => [d.index, d.isDefault, d.className])]),
     ).toEqual([
       [0, [[0, false, 'MTLIGAccelDevice']]],
       [1, [[1, true, 'AMDRadeonX6000_AMDNavi14GraphicsDevice']]],
     ]);
-    expect(replay({ snapshot: 'macbookpro16-intel-amd-two-gpus' }).devices.map((d) => d.index)).toEqual([0, 1]);
+    expect((await replay({ snapshot: 'macbookpro16-intel-amd-two-gpus' })).devices.map((d) => d.index)).toEqual([0, 1]);
     let err: unknown;
     try {
-      replay({ snapshot: 'macbookpro16-intel-amd-two-gpus', device: 2 });
+      await replay({ snapshot: 'macbookpro16-intel-amd-two-gpus', device: 2 });
     } catch (e) {
       err = e;
     }

@@ -1,4 +1,4 @@
-// doctor in this process when the candidate profile is installed but does not verify: the device's threadgroup
+// doctor when the candidate profile is installed in its probe runner but does not verify: the device's threadgroup
 // answer drifts after two reads, so applyProfile takes the patch out again and reports verification-failed. doctor
 // reports the stock run, says why there was no patched run, and leaves nothing behind.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -20,10 +20,10 @@ writeFileSync(process.env.METAL_CAP_SHIM_SIM_SNAPSHOT, JSON.stringify(snapshot))
 describeSim('a candidate profile that does not verify', () => {
   beforeAll(requireSimBuild);
 
-  // The drift lasts, so only the first apply in this process fails: a custom candidate (doctor-faults.test.ts has a
-  // named one through the CLI).
-  it('no patched run, and why; nothing left to restore', () => {
-    const r = doctor({ probes: ['bfloat', 'residency-set'], profile: { appleFamilyMax: 1009 }, cache: false });
+  // The drift lasts, so only the first apply in a process fails (each doctor() call has a fresh runner): a custom
+  // candidate (doctor-faults.test.ts has a named one through the CLI).
+  it('no patched run, and why; nothing left to restore', async () => {
+    const r = await doctor({ probes: ['bfloat', 'residency-set'], profile: { appleFamilyMax: 1009 }, cache: false });
     expect(r.patchedRun).toEqual({
       ran: false,
       why: 'the candidate profile was not applied (verification-failed: device 0 (AppleParavirtDevice) answered maxThreadgroupMemoryLength=32784, expected 32768; the patch was taken out)',

@@ -51,8 +51,21 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
           "timeout",
           "skipped",
           "error",
+          "page-fault",
+          "access-revoked",
+          "not-permitted",
+          "out-of-memory",
+          "aborted",
         ],
         "JUDGEMENTS": {
+          "aborted": {
+            "judgement": "faulty",
+            "meaning": "the process running the probe died, or was killed at the deadline, while it ran",
+          },
+          "access-revoked": {
+            "judgement": "unknown",
+            "meaning": "Metal revoked this process’s access after timeouts or hangs (MTLCommandBufferErrorAccessRevoked)",
+          },
           "error": {
             "judgement": "unknown",
             "meaning": "the probe itself could not run, which says nothing about the GPU",
@@ -61,9 +74,21 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
             "judgement": "faulty",
             "meaning": "Metal refused it with an API error",
           },
+          "not-permitted": {
+            "judgement": "unknown",
+            "meaning": "Metal does not let this process use the device (MTLCommandBufferErrorNotPermitted)",
+          },
           "not-recorded": {
             "judgement": "unknown",
             "meaning": "the snapshot does not record it",
+          },
+          "out-of-memory": {
+            "judgement": "unknown",
+            "meaning": "the GPU had too little memory for the work (MTLCommandBufferErrorOutOfMemory)",
+          },
+          "page-fault": {
+            "judgement": "faulty",
+            "meaning": "the GPU faulted on memory the kernel was given (MTLCommandBufferErrorPageFault)",
           },
           "pass": {
             "judgement": "proven",
@@ -99,8 +124,13 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
     expect(ranking).toMatchInlineSnapshot(`
       [
         "wrong-result",
+        "page-fault",
+        "aborted",
         "timeout",
         "fail",
+        "access-revoked",
+        "not-permitted",
+        "out-of-memory",
         "error",
         "unsupported",
         "skipped",
@@ -142,7 +172,7 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
 
   it('a live run tries the threadgroup sizes 16 KiB to 64 KiB and runs nocopy-mmap once', async () => {
     const { doctor } = await import('../lib/doctor/index.js');
-    const probes = doctor({ probes: ['threadgroup-memory', 'nocopy-mmap'], mmapSize: 1 << 20, cache: false })
+    const probes = (await doctor({ probes: ['threadgroup-memory', 'nocopy-mmap'], mmapSize: 1 << 20, cache: false }))
       .devices[0]!.probes;
     expect(probes.map((p) => [p.id, p.status, 'patched' in p])).toEqual([
       ['simdgroup-reduction', 'skipped', false],
@@ -153,10 +183,16 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
       ['residency-set', 'skipped', false],
       ['heap', 'skipped', false],
     ]);
-    expect([probes[3]!.provenThreadgroupMemory, probes[3]!.failedThreadgroupMemory, probes[3]!.detail]).toEqual([
+    expect([
+      probes[3]!.provenThreadgroupMemory,
+      probes[3]!.acceptedThreadgroupMemory,
+      probes[3]!.failedThreadgroupMemory,
+      probes[3]!.detail,
+    ]).toEqual([
+      32768,
       65536,
       null,
-      '65536 bytes proven by 1024 concurrent threadgroups of 256 threads (the largest size asked for)',
+      '32768 bytes proven by 1024 concurrent threadgroups of 256 threads; 65536 bytes accepted and computed right, unverifiable: threadgroups above 32768 bytes may never share a GPU core (the largest size asked for)',
     ]);
   });
 
@@ -166,10 +202,12 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
     const { stockDevices } = await import('./doctor-helpers.js');
     const stock = stockDevices();
     // Every capability probe: a cached result that skipped one is not read back.
-    const d = doctor({
-      probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'],
-      cache: false,
-    }).devices[0]!;
+    const d = (
+      await doctor({
+        probes: ['simdgroup-reduction', 'simdgroup-matrix', 'bfloat', 'threadgroup-memory', 'residency-set', 'heap'],
+        cache: false,
+      })
+    ).devices[0]!;
     const key = cacheKeyFor(stock, stock.devices[0]!);
     writeCache(key, d, '2026-08-09T10:00:00.000Z');
     expect(readCache(key, stock.devices[0]!).entry?.result.verifiedProfile).toEqual(d.verifiedProfile);

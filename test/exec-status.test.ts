@@ -153,7 +153,11 @@ describeSim('the status fd across the processes of a run', () => {
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
   it('what a process the program left running writes to the status pipe after the program exited is read to its end', async () => {
-    const r = await runWithInjector({ profile, command: late, args: ['100', String(STATUS_LIMIT_BYTES + 1000)] }, injector, []);
+    const r = await runWithInjector(
+      { profile, command: late, args: ['100', String(STATUS_LIMIT_BYTES + 1000)] },
+      injector,
+      [],
+    );
     expect(r.exitCode).toBe(0);
     expect(r.injectorErrors).toEqual([
       `ERR_STATUS_OVERFLOW the status pipe carried more than ${STATUS_LIMIT_BYTES} bytes; the rest was ignored`,

@@ -140,6 +140,7 @@ describe('the export lists', () => {
         "DoctorOptions",
         "DoctorProbe",
         "DoctorProbeId",
+        "DoctorProgress",
         "DoctorReport",
         "DoctorRun",
         "DoctorStatus",

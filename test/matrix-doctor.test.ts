@@ -12,7 +12,7 @@ import { describeSim, requireSimBuild } from './helpers.js';
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 const LABEL = 'M1 Ultra, macOS 26.6.1';
-// The simulated guest proves Apple7's features; threadgroup memory stays at the 32768 it reports (no more without force).
+// The simulated guest proves Apple7's features; threadgroup memory stays at the 32768 it reports (no more is claimed).
 // The guest's host is an M1 Ultra, and the live run proves a heap there: its name is part of what was proven.
 const PROVEN: Profile = {
   name: null,
@@ -43,11 +43,11 @@ function learntNothing(live: FieldReport): FieldReport {
 describeSim('matrix: the proven profile comes from reports that measured something', () => {
   let live: FieldReport;
   let replay: FieldReport;
-  beforeAll(() => {
+  beforeAll(async () => {
     requireSimBuild();
     process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-matrix-doctor-'));
-    live = fieldReport({ hostLabel: LABEL, mmapSize: 1 << 20 });
-    replay = fieldReport({ hostLabel: LABEL, snapshot: 'vz-guest-m1-ultra-tahoe-stock' });
+    live = await fieldReport({ hostLabel: LABEL, mmapSize: 1 << 20 });
+    replay = await fieldReport({ hostLabel: LABEL, snapshot: 'vz-guest-m1-ultra-tahoe-stock' });
   });
   beforeEach(() => {
     expect([live.doctor?.source, replay.doctor?.source]).toEqual(['simulated', 'snapshot']);
@@ -90,19 +90,19 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
   });
 
   it('two live reports: the least of both, counted plainly', () => {
-    // Two runs with force, say, that claimed different sizes.
+    // Two runs that claimed different sizes (a device answering less than it proved, say).
     const higher = structuredClone(live);
-    higher.doctor!.devices[0]!.verifiedProfile = { ...PROVEN, name: null, maxThreadgroupMemoryLength: 65536 };
+    higher.doctor!.devices[0]!.verifiedProfile = { ...PROVEN, name: null, maxThreadgroupMemoryLength: 32768 };
     const lower = structuredClone(live);
     lower.generatedAt = '2026-01-02T00:00:00.000Z';
-    lower.doctor!.devices[0]!.verifiedProfile = { ...PROVEN, maxThreadgroupMemoryLength: 49152 };
+    lower.doctor!.devices[0]!.verifiedProfile = { ...PROVEN, maxThreadgroupMemoryLength: 24576 };
     const d = buildMatrix([higher, lower]).rows[0]!.doctor;
     expect(d).toEqual({
       reports: 2,
       measured: 2,
-      provenProfile: { ...PROVEN, maxThreadgroupMemoryLength: 49152 },
+      provenProfile: { ...PROVEN, maxThreadgroupMemoryLength: 24576 },
       faults: [{ fault: 'residency-set: fail', reports: 2 }],
     });
-    expect(doctorText(d).proven).toBe('Apple7, tg 49152, name "Apple M1 Ultra" (2)');
+    expect(doctorText(d).proven).toBe('Apple7, tg 24576, name "Apple M1 Ultra" (2)');
   });
 });

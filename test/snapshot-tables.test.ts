@@ -47,6 +47,7 @@ describe('the doctor section of a snapshot', () => {
     const values: Record<string, unknown> = {
       maxAbsError: 0.5,
       provenThreadgroupMemory: 4096,
+      acceptedThreadgroupMemory: 49152,
       failedThreadgroupMemory: 8192,
       bufferLength: 16,
     };
@@ -76,6 +77,7 @@ describe('the doctor section of a snapshot', () => {
         "simdgroup-reduction": [],
         "threadgroup-memory": [
           "provenThreadgroupMemory",
+          "acceptedThreadgroupMemory",
           "failedThreadgroupMemory",
         ],
       }
@@ -96,37 +98,37 @@ describe('the doctor section of a snapshot', () => {
     expect(faults).toMatchInlineSnapshot(`
       {
         "bfloat": [
-          "devices[0].doctor.probes.bfloat.fault must be one of compile",
+          "devices[0].doctor.probes.bfloat.fault must be one of compile, commit",
           "accepted",
           "devices[0].doctor.probes.bfloat.fault compile is only for a timeout",
         ],
         "heap": [
-          "devices[0].doctor.probes.heap.fault must be one of compile",
+          "devices[0].doctor.probes.heap.fault must be one of compile, commit",
           "accepted",
           "devices[0].doctor.probes.heap.fault compile is only for a timeout",
         ],
         "nocopy-mmap": [
-          "devices[0].doctor.probes.nocopy-mmap.fault must be one of stale, zero-length, compile",
+          "devices[0].doctor.probes.nocopy-mmap.fault must be one of stale, zero-length, compile, commit",
           "accepted",
           "devices[0].doctor.probes.nocopy-mmap.fault compile is only for a timeout",
         ],
         "residency-set": [
-          "devices[0].doctor.probes.residency-set.fault must be one of compile",
+          "devices[0].doctor.probes.residency-set.fault must be one of compile, commit",
           "accepted",
           "devices[0].doctor.probes.residency-set.fault compile is only for a timeout",
         ],
         "simdgroup-matrix": [
-          "devices[0].doctor.probes.simdgroup-matrix.fault must be one of compile",
+          "devices[0].doctor.probes.simdgroup-matrix.fault must be one of compile, commit",
           "accepted",
           "devices[0].doctor.probes.simdgroup-matrix.fault compile is only for a timeout",
         ],
         "simdgroup-reduction": [
-          "devices[0].doctor.probes.simdgroup-reduction.fault must be one of compile",
+          "devices[0].doctor.probes.simdgroup-reduction.fault must be one of compile, commit",
           "accepted",
           "devices[0].doctor.probes.simdgroup-reduction.fault compile is only for a timeout",
         ],
         "threadgroup-memory": [
-          "devices[0].doctor.probes.threadgroup-memory.fault must be one of answered-limit, threadgroups-overlap, compile",
+          "devices[0].doctor.probes.threadgroup-memory.fault must be one of answered-limit, threadgroups-overlap, compile, commit",
           "accepted",
           "devices[0].doctor.probes.threadgroup-memory.fault compile is only for a timeout",
         ],

@@ -954,7 +954,7 @@ describe('the doctor section and the default object, whole errors', () => {
       'an unknown status',
       section({ bfloat: { status: 'flaky' } }),
       `${at}probes.bfloat.status`,
-      'must be one of pass, wrong-result, fail, unsupported, timeout, skipped, error, not-recorded',
+      'must be one of pass, wrong-result, fail, unsupported, timeout, skipped, error, page-fault, access-revoked, not-permitted, out-of-memory, aborted, not-recorded',
     ],
     [
       'a field on a not-recorded probe',
@@ -990,7 +990,7 @@ describe('the doctor section and the default object, whole errors', () => {
       'an unknown fault',
       section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'torn' } }),
       `${at}probes.nocopy-mmap.fault`,
-      'must be one of stale, zero-length, compile',
+      'must be one of stale, zero-length, compile, commit',
     ],
     [
       'a fault on a pass',
@@ -1002,13 +1002,13 @@ describe('the doctor section and the default object, whole errors', () => {
       'a NoCopy fault on threadgroup memory',
       section({ 'threadgroup-memory': { status: 'pass', fault: 'stale' } }),
       `${at}probes.threadgroup-memory.fault`,
-      'must be one of answered-limit, threadgroups-overlap, compile',
+      'must be one of answered-limit, threadgroups-overlap, compile, commit',
     ],
     [
       'a threadgroup fault on a NoCopy probe',
       section({ 'nocopy-mmap': { status: 'wrong-result', fault: 'answered-limit' } }),
       `${at}probes.nocopy-mmap.fault`,
-      'must be one of stale, zero-length, compile',
+      'must be one of stale, zero-length, compile, commit',
     ],
     [
       'the answered limit on a wrong-result',
@@ -1017,10 +1017,10 @@ describe('the doctor section and the default object, whole errors', () => {
       'is only for a pass',
     ],
     [
-      'a NoCopy fault on a probe that has only the compile fault',
+      'a NoCopy fault on a probe that has only the hang faults',
       section({ bfloat: { status: 'pass', fault: 'stale' } }),
       `${at}probes.bfloat.fault`,
-      'must be one of compile',
+      'must be one of compile, commit',
     ],
     [
       'the compile fault on anything but a timeout',

@@ -391,7 +391,11 @@ describe('every public entry point throws only typed errors, naming the field', 
       'device.families',
     ],
   ])('%s: an InvalidOptionsError naming the option', async (_name, call, option) => {
-    expect(described(await settled(call))).toEqual({ name: 'InvalidOptionsError', code: 'ERR_INVALID_OPTIONS', field: option });
+    expect(described(await settled(call))).toEqual({
+      name: 'InvalidOptionsError',
+      code: 'ERR_INVALID_OPTIONS',
+      field: option,
+    });
   });
 
   it('an options object whose traps throw: the message names the function', () => {

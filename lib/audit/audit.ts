@@ -1,14 +1,5 @@
-import {
-  applyPatch,
-  claimsAboveHostFamily,
-  notAppliedError,
-  profileWarnings,
-  refusalFor,
-  restore,
-  status,
-  type ApplyWarning,
-  type Verification,
-} from '../patch/apply.js';
+import { applyPatch, notAppliedError, restore, status, type Verification } from '../patch/apply.js';
+import { planPatch, type ApplyWarning, type PatchPlan } from '../patch/plan.js';
 import { InvalidOptionsError, ProfileActiveError, UnsupportedPlatformError } from '../core/errors.js';
 import {
   chipOfName,
@@ -35,16 +26,13 @@ import { readInput } from '../core/input.js';
 import { checkOptions, optionFailure } from '../core/options.js';
 import { stockReport } from '../device/probe.js';
 import {
-  bindToHost,
   DEFAULT_PROFILE,
   diffAnswers,
-  planProfile,
   resolveProfile,
   type AnswerChange,
   type Profile,
   type ProfileInput,
 } from '../patch/profiles.js';
-import { hostOf } from '../device/report.js';
 import { loadSnapshot, reportFromSnapshot } from '../device/snapshots.js';
 import type { DeviceReport, HostInfo, SupportedReport } from '../device/types.js';
 
@@ -249,7 +237,7 @@ type BuildOptions = { engines: Engine[]; rules: LlamaCppRulesUsed; env: EnvMap; 
 function tuningWarnings(
   devices: { stock: DeviceReport; isDefault: boolean; engines: EngineComparison[] }[],
   host: HostInfo | null,
-  changes: AnswerChange[],
+  claimsAboveHost: boolean,
   rules: LlamaCppRuleSet,
 ): ApplyWarning[] {
   const main = devices.find((d) => d.isDefault) ?? devices[0];
@@ -263,7 +251,7 @@ function tuningWarnings(
     return [];
   const before = llama.before.tuning;
   const after = llama.after.tuning;
-  if (before === null || after === null || claimsAboveHostFamily(changes, host)) return [];
+  if (before === null || after === null || claimsAboveHost) return [];
   if (JSON.stringify(before.value) === JSON.stringify(after.value) || after.value.tier === 'baseline') return [];
   const family = llama.after.flags.gpu_family.value;
   const lead = `llama.cpp ${llama.before.releases}: with Apple${family} claimed, flash attention is tuned ${tuningPhrase(after.value)}`;
@@ -303,13 +291,9 @@ function heapWarnings(devices: { index: number; engines: EngineComparison[] }[])
   ];
 }
 
-function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], requested: Profile, opts: BuildOptions) {
-  const bound = bindToHost(requested, stock.host);
+function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], plan: PatchPlan, opts: BuildOptions) {
   // A 'host' value on a host whose chip is unknown: nothing would be applied, so the devices stay as they are.
-  const profile = bound.ok ? bound.profile : requested;
-  const { expected, changes } = bound.ok
-    ? planProfile(stock.devices, profile)
-    : { expected: stock.devices, changes: [] };
+  const { profile, expected } = plan;
   const devices = stock.devices.map((d, i) => {
     const patched = patchedDevices[i] ?? expected[i]!;
     return {
@@ -329,26 +313,28 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], re
     profile,
     host: stock.host,
     devices,
-    warnings: bound.ok
-      ? [
-          ...profileWarnings(profile, stock.devices, changes, opts.consumers, stock.host, opts.rules.rules),
-          ...tuningWarnings(devices, stock.host, changes, opts.rules.rules),
-          ...heapWarnings(devices),
-        ]
-      : [],
+    warnings:
+      plan.reason === 'host-unknown'
+        ? []
+        : [
+            ...plan.warnings,
+            ...tuningWarnings(devices, stock.host, plan.claimsAboveHost, opts.rules.rules),
+            ...heapWarnings(devices),
+          ],
     llamaCppRules: opts.rules,
-    ...refusalOf(bound.ok, refusalFor(hostOf(stock), changes, opts.force) !== null),
+    refused: !plan.accepted,
+    refusedReason: plan.reason satisfies AuditRefusal | null,
   };
 }
 
-function refusalOf(bound: boolean, bareMetal: boolean): { refused: boolean; refusedReason: AuditRefusal | null } {
-  if (!bound) return { refused: true, refusedReason: 'host-unknown' };
-  return { refused: bareMetal, refusedReason: bareMetal ? 'refused-bare-metal' : null };
+/** The audit's one call into lib/patch: the plan for `profile` on `stock` under the audit's settings. */
+function planFor(stock: SupportedReport, profile: Profile, opts: BuildOptions): PatchPlan {
+  return planPatch(stock, profile, { force: opts.force, consumers: opts.consumers, rules: opts.rules.rules });
 }
 
 function offline(stock: SupportedReport, snapshotId: string, profile: Profile, opts: BuildOptions): OfflineAudit {
   const partial = {
-    ...auditDevices(stock, [], profile, opts),
+    ...auditDevices(stock, [], planFor(stock, profile, opts), opts),
     mode: 'offline' as const,
     snapshot: snapshotId,
     verification: null,
@@ -359,11 +345,11 @@ function offline(stock: SupportedReport, snapshotId: string, profile: Profile, o
 function live(
   stock: SupportedReport,
   patched: DeviceReport[],
-  profile: Profile,
+  plan: PatchPlan,
   opts: BuildOptions,
   verification: LiveAudit['verification'] | null,
 ): LiveAudit | RefusedLiveAudit {
-  const base = auditDevices(stock, patched, profile, opts);
+  const base = auditDevices(stock, patched, plan, opts);
   if (base.refused || verification === null) {
     const partial = { ...base, mode: 'live' as const, refused: true as const, verification: null };
     return { ...partial, verdict: { ok: false, summary: summarize(partial).summary } };
@@ -475,14 +461,10 @@ export function audit(options?: AuditOptions): AuditResult {
   if (!stock.supported) throw new UnsupportedPlatformError(stock.detail);
   const consumers = native.binding.loadedConsumers();
   const rules = asked ?? loadedRules(native.binding) ?? defaultRules();
-  const bound = bindToHost(profile, stock.host);
-  if (
-    !bound.ok ||
-    refusalFor(hostOf(stock), planProfile(stock.devices, bound.profile).changes, settings.force) !== null
-  ) {
-    return live(stock, [], profile, { ...settings, rules, consumers }, null);
-  }
-  const applied = applyPatch(bound.profile, { force: settings.force });
+  const opts = { ...settings, rules, consumers };
+  const plan = planFor(stock, profile, opts);
+  if (!plan.accepted) return live(stock, [], plan, opts, null);
+  const applied = applyPatch(plan.profile, { force: settings.force });
   // Nothing was installed, so there is no patched side to audit: the engine's reason, as an error.
   if (!applied.applied && applied.reason === 'hook-failed') throw notAppliedError(applied.reason, applied.detail);
   const applyCheck = applied.verification;
@@ -495,11 +477,5 @@ export function audit(options?: AuditOptions): AuditResult {
   const patched = applied.after?.devices ?? stock.devices;
   // restore() compares with the baseline taken by the apply just above, so it always has a verification here.
   const restoreCheck = restored.verification ?? { ok: false as const, checked: 0, mismatches: [] };
-  return live(
-    stock,
-    patched,
-    bound.profile,
-    { ...settings, rules, consumers },
-    { apply: applyCheck, restore: restoreCheck },
-  );
+  return live(stock, patched, plan, opts, { apply: applyCheck, restore: restoreCheck });
 }

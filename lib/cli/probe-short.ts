@@ -2,11 +2,11 @@
  * `probe --short`: one line per device, as `nvidia-smi -L` gives one per GPU. Loaded only with --short, so plain
  * `probe` never loads the gate tables.
  */
-import { refusalFor } from '../patch/apply.js';
+import { planPatch } from '../patch/plan.js';
 import { familyLabel } from '../core/families.js';
 import { predictGates } from '../engines/index.js';
 import { inert } from '../core/input.js';
-import { planProfile, type Profile } from '../patch/profiles.js';
+import type { Profile } from '../patch/profiles.js';
 import { hostOf } from '../device/report.js';
 import type { DeviceReport, SupportedReport } from '../device/types.js';
 
@@ -35,8 +35,10 @@ export function formatShort(
 ): string {
   const report = inert(untrusted);
   const host = hostOf(report);
-  const { expected, changes } = planProfile(report.devices, profile);
-  const refused = refusalFor(host, changes, false) !== null;
+  // The same decision as apply, audit and exec: bound to the host ('host' values), refused where they would refuse.
+  const plan = planPatch(report, profile, { force: false });
+  const { expected } = plan;
+  const refused = !plan.accepted;
   const name = profile.name ?? 'custom profile';
   const vm = host.isVirtualMachine === null ? 'VM: unknown' : host.isVirtualMachine ? 'VM' : 'not a VM';
   return report.devices
@@ -48,7 +50,7 @@ export function formatShort(
         ([flag, label]) => `${label} ${change(before.flags[flag].value, after.flags[flag].value, yesNo)}`,
       );
       const families = refused
-        ? `${family(stock)} (${name} refused: not a VM)`
+        ? `${family(stock)} (${name} refused: ${plan.reason === 'host-unknown' ? "this host's chip is unknown" : 'not a VM'})`
         : `${change(family(stock), family(patched), (f) => f)} (${name})`;
       return [
         `${stock.index}${stock.isDefault ? '*' : ''}: ${stock.name}`,

@@ -126,6 +126,6 @@ export function unsupportedReport(reason: UnsupportedReason, detail: string): Un
 }
 
 /** A report's host, or an all-null one. */
-export function hostOf(report: CapabilityReport): HostInfo {
+export function hostOf(report: { host: HostInfo | null }): HostInfo {
   return report.host ?? (Object.fromEntries(HOST_FIELD_NAMES.map((f) => [f, null])) as unknown as HostInfo);
 }

@@ -5,11 +5,10 @@
  * revoked device, an abort() in Metal's debug layer or a kill at the deadline ends this process, not the caller.
  */
 import { tmpdir } from 'node:os';
-import { applyPatch, refusalFor, restore } from '../patch/apply.js';
+import { applyPatch, restore } from '../patch/apply.js';
+import { planPatch } from '../patch/plan.js';
 import { loadNative } from '../device/native.js';
 import { stockReport } from '../device/probe.js';
-import { bindToHost, planProfile } from '../patch/profiles.js';
-import { hostOf } from '../device/report.js';
 import type { CapabilityReport, DeviceReport, HostInfo, UnsupportedReason } from '../device/types.js';
 import type { NativeDoctorOptions, NativeProbeOutcome } from '../../types/binding.js';
 import type { HookRef } from '../patch/apply.js';
@@ -49,11 +48,10 @@ export type RunnerMessage =
 export function whyNoPatchedRun(o: CheckedDoctorOptions, stock: CapabilityReport & { supported: true }): string | null {
   if (!o.probes.some((id) => CAPABILITY_PROBE_IDS.includes(id))) return 'no capability probe was asked';
   const name = o.candidate.name ?? 'the candidate profile';
-  const bound = bindToHost(o.candidate, stock.host);
-  if (!bound.ok) return bound.detail;
-  const { changes } = planProfile(stock.devices, bound.profile);
-  if (changes.length === 0) return `${name} changes no answer on this machine`;
-  if (refusalFor(hostOf(stock), changes, o.force) !== null) {
+  const plan = planPatch(stock, o.candidate, { force: o.force });
+  if (plan.reason === 'host-unknown') return plan.detail;
+  if (plan.changes.length === 0) return `${name} changes no answer on this machine`;
+  if (plan.reason === 'refused-bare-metal') {
     return `${name} raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too`;
   }
   return null;

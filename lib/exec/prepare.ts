@@ -2,12 +2,12 @@
  * What exec decides before the program starts: the program exists, the injector is there and can reach it, and the
  * profile may be applied on this host (bound to its chip, refused on bare metal). Nothing runs until this has passed.
  */
-import { notAppliedError, profileWarnings, refusalFor, type ApplyWarning } from '../patch/apply.js';
+import { notAppliedError } from '../patch/apply.js';
+import { planPatch, type ApplyWarning } from '../patch/plan.js';
 import { RefusedError, UnsupportedPlatformError } from '../core/errors.js';
 import { loadNative } from '../device/native.js';
 import { stockReport } from '../device/probe.js';
-import { bindToHost, planProfile, type Profile } from '../patch/profiles.js';
-import { hostOf } from '../device/report.js';
+import type { Profile } from '../patch/profiles.js';
 import type { UnsupportedReason } from '../device/types.js';
 import { injectionBlocker } from './codesign.js';
 import { SYSTEM_TOOLS } from './system-tools.js';
@@ -88,34 +88,26 @@ export function prepareExec(
   // The guard uses this process's view of the devices: the same machine the child will run on.
   let warnings: ApplyWarning[] = [];
   const stock = stockReport(native.binding);
-  // 'host' values become the chip of the machine the child runs on, or nothing is injected: never a guess.
-  const bound = bindToHost(options.profile, hostOf(stock));
-  if (!bound.ok && options.allowUnpatched) {
+  // 'host' values become the chip of the machine the child runs on, or nothing is injected: never a guess. The
+  // child's llama.cpp is not loaded yet: the family warning names the newest rules' tuning, as audit does. Without a
+  // device there is nothing to raise, so nothing to refuse but an unbindable profile.
+  const plan = planPatch({ devices: stock.supported ? stock.devices : [], host: stock.host }, options.profile, {
+    force: options.force ?? false,
+  });
+  if (!plan.accepted && options.allowUnpatched) {
+    const said = plan.reason === 'host-unknown' ? `${plan.detail}.` : plan.detail;
     return {
       injector: null,
       resolved,
       warnings: [],
-      unpatched: `${bound.detail}. Running ${options.command} unpatched (--allow-unpatched).`,
+      unpatched: `${said} Running ${options.command} unpatched (--allow-unpatched).`,
     };
   }
-  if (!bound.ok)
-    throw new RefusedError(`${bound.detail} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN');
-  const profile = bound.profile;
-  if (stock.supported) {
-    const { changes } = planProfile(stock.devices, profile);
-    const refusal = refusalFor(hostOf(stock), changes, options.force ?? false);
-    if (refusal !== null && options.allowUnpatched) {
-      return {
-        injector: null,
-        resolved,
-        warnings: [],
-        unpatched: `${refusal} Running ${options.command} unpatched (--allow-unpatched).`,
-      };
-    }
-    if (refusal !== null) throw new RefusedError(refusal);
-    // The child's llama.cpp is not loaded yet: the family warning names the newest rules' tuning, as audit does.
-    warnings = profileWarnings(profile, stock.devices, changes, [], stock.host, 'current');
-  }
+  if (!plan.accepted && plan.reason === 'host-unknown')
+    throw new RefusedError(`${plan.detail} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN');
+  if (!plan.accepted) throw new RefusedError(plan.detail);
+  const profile = plan.profile;
+  if (stock.supported) warnings = plan.warnings;
   const blocker = injectionBlocker(resolved, platform, codesign);
   if (blocker?.launchFails && options.allowUnpatched) {
     // With the injector inserted the program would not start at all: run it without.

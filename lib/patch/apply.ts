@@ -1,28 +1,33 @@
 import type { NativeBinding, NativeSelectorPatch } from '../../types/binding.js';
 import { loadedLlamaCpp, type LoadedLlamaCpp } from '../engines/loaded-llama.js';
 import { NativeError, RefusedError, UnsupportedPlatformError, type NativeErrorCode } from '../core/errors.js';
-import { chipFamily } from '../device/chips.js';
-import { isParavirtualDevice } from '../device/paravirtual.js';
-import { LLAMA_CPP_RULE_SET_INFO, tuningFor, tuningPhrase, type LlamaCppRuleSet } from '../engines/index.js';
-import { FAMILY_VALUES, familyLabel, familyNameOf, isAppleFamilyValue, type FamilyName } from '../core/families.js';
+import { familyNameOf, type FamilyName } from '../core/families.js';
 import { loadNative } from '../device/native.js';
 import { checkOptions } from '../core/options.js';
 import { stockReport } from '../device/probe.js';
 import {
-  APPLE_GPU_THREADGROUP_MEMORY,
-  bindToHost,
   DEFAULT_PROFILE,
   diffAnswers,
   encodeNativeProfile,
-  isRaise,
   planProfile,
   resolveProfile,
   type AnswerChange,
   type Profile,
   type ProfileInput,
 } from './profiles.js';
-import { hostOf, reportFromNative } from '../device/report.js';
-import type { CapabilityReport, DeviceReport, HostInfo, SupportedReport, UnsupportedReason } from '../device/types.js';
+import { reportFromNative } from '../device/report.js';
+import type { CapabilityReport, DeviceReport, SupportedReport, UnsupportedReason } from '../device/types.js';
+import { planPatch, type ApplyWarning } from './plan.js';
+
+export {
+  aboveHostFamilyMessage,
+  claimsAboveHostFamily,
+  planPatch,
+  profileWarnings,
+  refusalFor,
+  type ApplyWarning,
+  type PatchPlan,
+} from './plan.js';
 
 /** Options for applyProfile(). */
 export interface ApplyOptions {
@@ -45,20 +50,6 @@ export type ApplyFailureReason =
   | 'refused-bare-metal'
   /** The profile claims the host chip's name or family (`'host'`), and this host's chip is unknown: nothing is guessed. */
   | 'host-unknown';
-
-/** A warning about a profile or the process it is applied in; `code` is stable. */
-export interface ApplyWarning {
-  code:
-    | 'advertises-metal3'
-    | 'threadgroup-memory-above-hardware'
-    | 'not-paravirtual'
-    | 'consumer-already-loaded'
-    | 'tuned-for-other-chip'
-    | 'heap-in-vm'
-    | 'above-host-family'
-    | 'no-change';
-  message: string;
-}
 
 /** A device class the engine hooked, with how each selector was reached. */
 export interface PatchedClass {
@@ -245,146 +236,6 @@ function separateDefault(binding: NativeBinding, listed: DeviceReport[], stock: 
   return { ...device, index: listed.find((d) => d.isDefault)?.index ?? device.index };
 }
 
-/** The highest Apple family a change turns on (an `apple<N>` answer NO→YES), or null. */
-function highestRaisedFamily(changes: AnswerChange[]): number | null {
-  let best: number | null = null;
-  for (const c of changes) {
-    const family = c.field.startsWith('families.')
-      ? FAMILY_VALUES[c.field.slice('families.'.length) as FamilyName]
-      : undefined;
-    if (
-      family !== undefined &&
-      isAppleFamilyValue(family) &&
-      c.to === true &&
-      c.from === false &&
-      (best === null || family > best)
-    )
-      best = family;
-  }
-  return best;
-}
-
-/**
- * The one line that says a profile claims more than the host's GPU is: the family it claims, the host's chip and
- * true family, and what llama.cpp (under `llamaRules`) then tunes flash attention for, where that rule set tunes by
- * chip. `name` is the name the default device answers with the profile.
- */
-export function aboveHostFamilyMessage(
-  claimed: number,
-  chip: string,
-  trueFamily: number,
-  llamaRules: LlamaCppRuleSet,
-  name: string,
-): string {
-  const tuning = tuningFor(llamaRules, name, claimed - FAMILY_VALUES.apple1 + 1);
-  const own = tuningFor(llamaRules, chip, trueFamily - FAMILY_VALUES.apple1 + 1);
-  // Where llama.cpp tunes by chip and the name still picks the host's own rows (bare metal), it is not misled.
-  const consequence =
-    tuning === null || JSON.stringify(tuning.value) === JSON.stringify(own?.value)
-      ? 'an engine that tunes by family tunes for a newer GPU than the one doing the work'
-      : `llama.cpp ${LLAMA_CPP_RULE_SET_INFO[llamaRules].releases} will tune ${tuningPhrase(tuning.value)}, not this host's ${chip}`;
-  return `the profile claims ${familyText(claimed)}, above ${familyText(trueFamily)}, the true family of this host's ${chip}: ${consequence} (profile host claims exactly the host's)`;
-}
-
-function familyText(value: number): string {
-  const name = familyNameOf(value);
-  return name === undefined ? `family ${value}` : familyLabel(name);
-}
-
-/** Whether `changes` claim a family above the true family of the host's chip (false when the chip is unknown). */
-export function claimsAboveHostFamily(changes: AnswerChange[], host: HostInfo | null): boolean {
-  const trueFamily = chipFamily(host?.chip ?? null);
-  const claimed = highestRaisedFamily(changes);
-  return trueFamily !== null && claimed !== null && claimed > trueFamily;
-}
-
-/**
- * Warnings for applying `profile` (bound to the host) to devices answering `stock`, given the changes it makes, the
- * Metal consumers already loaded in the process, the host (its chip's true family) and the llama.cpp rules whose
- * tuning the family warning names.
- */
-export function profileWarnings(
-  profile: Profile,
-  stock: DeviceReport[],
-  changes: AnswerChange[],
-  loadedConsumers: string[],
-  host: HostInfo | null,
-  llamaRules: LlamaCppRuleSet,
-): ApplyWarning[] {
-  const warnings: ApplyWarning[] = [];
-  if (claimsAboveHostFamily(changes, host)) {
-    const main = stock.find((d) => d.isDefault) ?? stock[0]!;
-    const name = typeof profile.deviceName === 'string' ? profile.deviceName : main.name;
-    const message = aboveHostFamilyMessage(
-      highestRaisedFamily(changes)!,
-      host!.chip!,
-      chipFamily(host!.chip!)!,
-      llamaRules,
-      name,
-    );
-    warnings.push({ code: 'above-host-family', message });
-  }
-  if (changes.some((c) => c.field === 'families.metal3' && c.to === true)) {
-    warnings.push({
-      code: 'advertises-metal3',
-      message:
-        'the profile advertises Metal3: MLX then creates residency sets, which the paravirtual device cannot ("Unable to construct residency set")',
-    });
-  }
-  if ((profile.maxThreadgroupMemoryLength ?? 0) > APPLE_GPU_THREADGROUP_MEMORY) {
-    warnings.push({
-      code: 'threadgroup-memory-above-hardware',
-      message: `threadgroup memory ${profile.maxThreadgroupMemoryLength} bytes is above ${APPLE_GPU_THREADGROUP_MEMORY}, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)`,
-    });
-  }
-  for (const device of stock) {
-    if (!isParavirtualDevice(device) && changes.some((c) => c.device === device.index && isRaise(c))) {
-      warnings.push({
-        code: 'not-paravirtual',
-        message: `device ${device.index} (${device.name}, ${device.className}) is not the paravirtual device; raising its answers claims features its GPU may not have`,
-      });
-    }
-  }
-  for (const consumer of loadedConsumers) {
-    warnings.push({
-      code: 'consumer-already-loaded',
-      message: `${consumer} is already loaded in this process: if that engine has initialised Metal, it cached the old answers; apply before the first getLlama() / backend load`,
-    });
-  }
-  if (changes.length === 0) {
-    warnings.push({ code: 'no-change', message: 'the profile changes no answer on this device' });
-  }
-  return warnings;
-}
-
-/** The raised answers, device by device: `device 0 (AGXG13DDevice): apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536`. */
-function raisedAnswers(changes: AnswerChange[]): string {
-  const byDevice = new Map<string, string[]>();
-  for (const c of changes.filter(isRaise)) {
-    const device = `device ${c.device} (${c.className})`;
-    const what = c.field.startsWith('families.')
-      ? c.field.slice('families.'.length)
-      : `${c.field} ${String(c.from)} → ${String(c.to)}`;
-    byDevice.set(device, [...(byDevice.get(device) ?? []), what]);
-  }
-  return [...byDevice].map(([device, list]) => `${device}: ${list.join(', ')}`).join('; ');
-}
-
-/**
- * Why raising answers must be refused on this host (it is not known to be a virtual machine and `force` is off), or
- * null when it may go ahead. A profile that raises no answer is allowed anywhere. The reason names what would be
- * raised: an exact profile can raise too, e.g. mask-apple5 claims Apple1–5 on an Intel or AMD GPU, which claims no
- * Apple family, so there it needs force like any raise.
- */
-export function refusalFor(host: HostInfo, changes: AnswerChange[], force: boolean): string | null {
-  if (force || host.isVirtualMachine === true || !changes.some(isRaise)) return null;
-  const where =
-    host.isVirtualMachine === false
-      ? 'this host is not a virtual machine'
-      : 'this host could not be identified as a virtual machine';
-  return `refusing to raise Metal answers: ${where} (hw.model ${host.model ?? 'unknown'}), so the GPU really is what it reports. The profile would raise ${raisedAnswers(changes)}. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.`;
-}
-
 const STRICT_CODES = {
   'native-module-unavailable': 'ERR_NATIVE_UNAVAILABLE',
   'no-device': 'ERR_NO_DEVICE',
@@ -457,25 +308,17 @@ export function applyPatchOver(
   const binding = native.binding;
   const stock = known ?? stockReport(binding);
   if (!stock.supported) return notApplied(requested, 'no-device', stock.detail, strict);
-  // 'host' values become this host's chip and family here, or the profile is not applied: never a guess.
-  const bound = bindToHost(requested, stock.host);
-  if (!bound.ok) return notApplied(requested, bound.reason, bound.detail, strict);
-  const normalized = bound.profile;
-  const { expected, changes: changesFromStock } = planProfile(stock.devices, normalized);
+  // 'host' values become this host's chip and family here, or the profile is not applied: never a guess. The family
+  // warning names llama.cpp's tuning under the loaded llama.cpp's rules, else the newest.
+  const plan = planPatch(stock, requested, {
+    force,
+    consumers: binding.loadedConsumers(),
+    rules: loadedLlamaCpp(binding)[0]?.rules ?? 'current',
+  });
+  if (!plan.accepted) return notApplied(plan.profile, plan.reason, plan.detail, strict);
+  const { profile: normalized, expected, warnings } = plan;
   const stockDefault = separateDefault(binding, stock.devices, true);
   const expectedDefault = stockDefault === null ? null : planProfile([stockDefault], normalized).expected;
-  const refusal = refusalFor(hostOf(stock), changesFromStock, force);
-  if (refusal !== null) return notApplied(normalized, 'refused-bare-metal', refusal, strict);
-  // The family warning names llama.cpp's tuning under the loaded llama.cpp's rules, else the newest.
-  const llamaRules = loadedLlamaCpp(binding)[0]?.rules ?? 'current';
-  const warnings = profileWarnings(
-    normalized,
-    stock.devices,
-    changesFromStock,
-    binding.loadedConsumers(),
-    stock.host,
-    llamaRules,
-  );
   binding.baseline(JSON.stringify(stock));
   const previousStatus = binding.status();
   const previous = previousStatus.profileJson;

@@ -22,7 +22,7 @@ describe.skipIf(!isMac)('doctor() and profile auto on real Metal (macOS only)', 
     const r = jsonFrom<{ report: DoctorReport; status: { active: boolean; hooks: unknown[] } }>(
       runNode(
         `const m = await import(${index});
-         const report = m.doctor({ mmapSize: 64 * 1024 * 1024, timeoutMs: 20000 });
+         const report = await m.doctor({ mmapSize: 64 * 1024 * 1024, timeoutMs: 20000 });
          console.log(JSON.stringify({ report, status: m.status() }));`,
         { HOME: h },
       ),
