@@ -483,7 +483,10 @@ describeSim(
           id: 'threadgroup-memory',
           stock: 'pass',
           patched: 'pass',
-          measured: [{ field: 'failedThreadgroupMemory', stock: 40960, patched: null }],
+          measured: [
+            { field: 'acceptedThreadgroupMemory', stock: null, patched: 65536 },
+            { field: 'failedThreadgroupMemory', stock: 40960, patched: null },
+          ],
         },
       ]);
       // Under cua-release 65536 bytes ran and computed right: accepted, not proven (no size above 32768 is).
@@ -493,7 +496,7 @@ describeSim(
       );
     });
 
-    it('through the CLI: the difference line names the failed size of each run', () => {
+    it('through the CLI: the difference line names the accepted and failed sizes of each run', () => {
       const r = runCli(['doctor', '--device', '1', '--mmap-size', '1M'], {
         METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT,
         XDG_CACHE_HOME: temp,
@@ -501,7 +504,7 @@ describeSim(
       });
       expect(r.status).toBe(0);
       expect(r.stdout.split('\n').filter((l) => l.includes('≠'))).toEqual([
-        "  ≠ threadgroup-memory: failed from 40960 bytes with stock answers, no size failed under cua-release: Metal's behaviour depends on what the device answers",
+        "  ≠ threadgroup-memory: no size accepted, failed from 40960 bytes with stock answers, accepted 65536 bytes, no size failed under cua-release: Metal's behaviour depends on what the device answers",
       ]);
     });
   },

@@ -295,7 +295,8 @@ export function recommendationsFor(
 /**
  * doctor's findings on one device from its judged probes: the verified profile and why, the recommendations, the
  * faults and the runs that differed. `patched` is the device as it answered under the candidate profile (named
- * `candidate`), if it did. `force` lets the verified profile claim more threadgroup memory than any Apple GPU has.
+ * `candidate`), if it did. `force` changes nothing here: no verified profile claims more threadgroup memory than any
+ * Apple GPU has.
  */
 export function assessDevice(
   stock: DeviceReport,

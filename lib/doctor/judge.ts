@@ -32,14 +32,19 @@ export function runFrom(outcome: RawOutcome, stock?: DeviceReport): DoctorRun {
     detail: absent
       ? `the device does not claim ${gates.map(familyLabel).join(' or ')}, which gates this feature: ${outcome.detail}`
       : outcome.detail,
-    ms: outcome.ms,
-    compileMs: outcome.compileMs,
+    // A probe that never ran (skipped) or whose runner died (aborted) has no time of its own.
+    ms: notTimed(outcome) ? null : outcome.ms,
+    compileMs: notTimed(outcome) ? null : outcome.compileMs,
     provenThreadgroupMemory: outcome.provenThreadgroupMemory,
     acceptedThreadgroupMemory: outcome.acceptedThreadgroupMemory,
     failedThreadgroupMemory: outcome.failedThreadgroupMemory,
     bufferLength: outcome.bufferLength,
     maxAbsError: outcome.maxAbsError,
   };
+}
+
+function notTimed(outcome: RawOutcome): boolean {
+  return outcome.status === 'skipped' || outcome.status === 'aborted';
 }
 
 /** A raw outcome's status: a failed command buffer's is named after its MTLCommandBufferError code (read by code). */
@@ -111,7 +116,7 @@ export function judgeProbe(
 export function differencesOf(probes: DoctorProbe[]): ProbeDifference[] {
   // The threadgroup sizes are where Metal may follow the answered limit. An error bound (maxAbsError) is left out: it
   // may vary from run to run whatever the answers, as a time always does.
-  const fields: MeasuredField[] = ['provenThreadgroupMemory', 'failedThreadgroupMemory'];
+  const fields: MeasuredField[] = ['provenThreadgroupMemory', 'acceptedThreadgroupMemory', 'failedThreadgroupMemory'];
   const out: ProbeDifference[] = [];
   for (const p of probes) {
     if (p.stock === undefined || p.patched === undefined) continue;

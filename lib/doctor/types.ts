@@ -54,7 +54,7 @@ export interface DoctorProbe extends DoctorRun {
 }
 
 /** The measurements compared between a probe's stock and patched runs. */
-export type MeasuredField = 'provenThreadgroupMemory' | 'failedThreadgroupMemory';
+export type MeasuredField = 'provenThreadgroupMemory' | 'acceptedThreadgroupMemory' | 'failedThreadgroupMemory';
 
 /** A measurement that differs between the two runs (`null`: that run did not measure it). */
 export interface MeasuredDifference {

@@ -22,6 +22,7 @@ const ms = (v: number | null) => (v === null ? '–' : v.toFixed(1));
 
 function measuredText(field: MeasuredField, bytes: number | null): string {
   if (field === 'provenThreadgroupMemory') return bytes === null ? 'no size proven' : `proven ${bytes} bytes`;
+  if (field === 'acceptedThreadgroupMemory') return bytes === null ? 'no size accepted' : `accepted ${bytes} bytes`;
   return bytes === null ? 'no size failed' : `failed from ${bytes} bytes`;
 }
 
