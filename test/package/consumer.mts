@@ -50,7 +50,7 @@ if (report.supported) {
 }
 
 // doctor() narrows on `supported` like probe(), and its patchedRun on `ran`.
-const checkup = doctor({ probes: ['bfloat'], cache: false });
+const checkup = await doctor({ probes: ['bfloat'], cache: false });
 if (checkup.supported) {
   const model: string | null = checkup.host.model;
   seen.doctor = { model, reason: checkup.reason satisfies null, devices: checkup.devices.length };
@@ -62,7 +62,7 @@ if (checkup.supported) {
 }
 // @ts-expect-error without narrowing, host may be null
 seen.doctorUnnarrowed = () => checkup.host.model;
-const replayed = doctor({ snapshot: 'vz-guest-m1-ultra-tahoe-stock' });
+const replayed = await doctor({ snapshot: 'vz-guest-m1-ultra-tahoe-stock' });
 if (replayed.supported) seen.doctorReplay = replayed.host.model;
 if (!replayed.patchedRun.ran) seen.doctorReplayWhy = replayed.patchedRun.why satisfies string;
 
@@ -105,7 +105,7 @@ function codeOf(err: unknown): ErrorCode | null {
 // Each subclass narrows `code` to its own codes.
 function nativeCode(
   err: NativeError,
-): 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'ERR_NO_DEVICE' | 'ERR_NATIVE_UNAVAILABLE' {
+): 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'ERR_NO_DEVICE' | 'ERR_NATIVE_UNAVAILABLE' | 'ERR_DOCTOR_RUNNER' {
   // @ts-expect-error a NativeError never carries a usage code
   if (err.code === 'ERR_USAGE') throw err;
   return err.code;
@@ -122,7 +122,7 @@ try {
 }
 
 // buildMatrix takes what fieldReport returns, and { where, report } for a report read from a file.
-const fresh = fieldReport({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', hostLabel: 'type test' });
+const fresh = await fieldReport({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', hostLabel: 'type test' });
 const matrix = buildMatrix([fresh, { where: 'copy.json', report: JSON.parse(JSON.stringify(fresh)) as unknown }]);
 seen.matrix = {
   rows: matrix.rows.length,
