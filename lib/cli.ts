@@ -1,15 +1,9 @@
 import { parseArgs } from 'node:util';
-import { EXIT } from './cli/exit.js';
+import { EXEC_EXIT, EXIT, NO_METAL_CODES } from './cli/exit.js';
 import type { Command, Values } from './cli/shared.js';
 import { MetalCapShimError, UsageError } from './core/errors.js';
 import { clip, escapeControl, jsonText } from './core/input.js';
 import { didYouMean } from './core/suggest.js';
-
-/**
- * exec's own exit codes, as env(1), timeout(1) and nice(1) have them, so that they cannot be mistaken for the
- * program's: 125 exec itself failed, 126 the program is there but cannot be run, 127 it is not found.
- */
-const EXEC_EXIT = { failed: 125, notRunnable: 126, notFound: 127 } as const;
 
 /** The exit code of an exec that failed before (or instead of) its program: never one the program could give. */
 function execFailureCode(code: string | undefined): number {
@@ -214,6 +208,19 @@ async function applyColor(value: string | boolean | string[] | undefined): Promi
 }
 
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. */
+/** The options that read a file, where `-` means standard input. */
+const FILE_OPTIONS = ['snapshot', 'profile', 'mmap-file'] as const;
+
+/** Standard input can be read once: two options asking for it is a usage error, not the second one's bad JSON. */
+function checkOneStdin(values: Record<string, unknown>): void {
+  const asking = FILE_OPTIONS.filter((o) => typeof values[o] === 'string' && (values[o] as string).trim() === '-');
+  if (asking.length > 1) {
+    throw new UsageError(
+      `only one input can be standard input: ${asking.map((o) => `--${o}`).join(' and ')} both read -; give the others as files`,
+    );
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const { globals, name, rest } = splitGlobals(argv);
   const has = (...flags: string[]) => flags.some((f) => globals.includes(f));
@@ -253,6 +260,7 @@ export async function main(argv: string[]): Promise<number> {
       await printVersion(invocation.values.json === true);
       return EXIT.ok;
     }
+    checkOneStdin(invocation.values);
     return await command.run(invocation);
   } catch (e) {
     if (!(e instanceof MetalCapShimError)) throw e;
@@ -267,8 +275,10 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (name === 'exec') return execFailureCode(e.code);
     if (USAGE_CODES.has(e.code)) return EXIT.usage;
-    if (e.code === 'ERR_REFUSED_BARE_METAL' || e.code === 'ERR_INJECTION_BLOCKED') return EXIT.refused;
-    return command?.failureExit ?? EXIT.failure;
+    if (e.code === 'ERR_REFUSED_BARE_METAL' || e.code === 'ERR_INJECTION_BLOCKED' || e.code === 'ERR_HOST_UNKNOWN')
+      return EXIT.refused;
+    if (NO_METAL_CODES.has(e.code)) return EXIT.noMetal;
+    return EXIT.finding;
   }
 }
 
@@ -282,7 +292,7 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   err(
     `metal-cap-shim: cannot write to stdout: ${e.code === 'ENOSPC' ? 'no space left on the device' : e.message} (${e.code ?? 'error'})`,
   );
-  process.exit(EXIT.failure);
+  process.exit(EXIT.finding);
 });
 
 main(process.argv.slice(2)).then(
@@ -292,6 +302,6 @@ main(process.argv.slice(2)).then(
   (e: unknown) => {
     err(`metal-cap-shim: internal error: ${e instanceof Error ? (e.stack ?? e.message).split('\n')[0] : String(e)}`);
     if (e instanceof Error && e.stack) errText(e.stack.split('\n').slice(1).join('\n'));
-    process.exitCode = process.argv[2] === 'exec' ? execFailureCode(undefined) : EXIT.failure;
+    process.exitCode = process.argv[2] === 'exec' ? execFailureCode(undefined) : EXIT.finding;
   },
 );

@@ -132,3 +132,6 @@ export const reportFromSnapshot: typeof snapshots.reportFromSnapshot = (snapshot
   });
   return snapshots.reportFromSnapshot(snapshots.validateSnapshot(snapshot), { allDevices });
 };
+
+/** The CLI's exit codes, one table for every command (`exec` passes the program's through; its own are EXEC_EXIT). */
+export { EXEC_EXIT, EXIT, EXIT_TABLE } from './cli/exit.js';

@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { FieldReport, Matrix } from '../lib/audit/field-report.js';
 import { listSnapshots } from '../lib/device/snapshots.js';
 import { cli, describeSim, requireSimBuild, root, runCli } from './helpers.js';
+import { EXIT } from '../lib/cli/exit.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-details-'));
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
@@ -26,7 +27,7 @@ describe('--json failures are JSON on stdout, the message on stderr, exit codes 
     [['audit', '--json', '--snapshot', STOCK, '--engine', 'mlx', '--rules', 'legacy'], 2, 'ERR_USAGE'],
     [['report', '--json', '--snapshot', '/nonexistent/x.json'], 2, 'ERR_SNAPSHOT_NOT_FOUND'],
     [['matrix', '--json', '/nonexistent/report.json'], 2, 'ERR_FILE'],
-    [['audit', '--json'], 1, 'ERR_UNSUPPORTED_PLATFORM'],
+    [['audit', '--json'], EXIT.noMetal, 'ERR_UNSUPPORTED_PLATFORM'],
   ])('%j: exit %i, {"error": {"code": %s, …}}', (args, status, code) => {
     const r = runCli(args as string[], NO_SIM);
     expect(r.status).toBe(status);
@@ -57,9 +58,9 @@ describe('--json failures are JSON on stdout, the message on stderr, exit codes 
 });
 
 describe('a tested checkout still behaves like Linux', () => {
-  it('without METAL_CAP_SHIM_SIM_SNAPSHOT, probe --json reports unsupported-platform (exit 1), though build/Release exists', () => {
+  it('without METAL_CAP_SHIM_SIM_SNAPSHOT, probe --json reports unsupported-platform (exit 4, no Metal), though build/Release exists', () => {
     const r = runCli(['probe', '--json'], NO_SIM);
-    expect(r.status).toBe(1);
+    expect(r.status).toBe(EXIT.noMetal);
     expect(JSON.parse(r.stdout)).toEqual({
       schema: 'metal-cap-shim/report@1',
       supported: false,
@@ -266,7 +267,7 @@ describe('a write error on stdout is one line and exit 1; a reader that went awa
     expect({ status, stderr }).toEqual({ status: 0, stderr: '' });
   });
 
-  it('a closed pipe keeps a command’s own exit code: probe where nothing can be asked still exits 1', async () => {
+  it('a closed pipe keeps a command’s own exit code: probe where nothing can be asked still exits 4 (no Metal)', async () => {
     const child = spawn(process.execPath, [cli, 'probe'], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: undefined },
@@ -275,7 +276,7 @@ describe('a write error on stdout is one line and exit 1; a reader that went awa
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const status = await new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-    expect({ status, stderr }).toEqual({ status: 1, stderr: '' });
+    expect({ status, stderr }).toEqual({ status: EXIT.noMetal, stderr: '' });
   });
 });
 

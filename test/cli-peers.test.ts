@@ -12,6 +12,7 @@ import type { Matrix } from '../lib/audit/field-report.js';
 import { colorWanted, stylerFor } from '../lib/format/text.js';
 import { closest, editDistance } from '../lib/core/suggest.js';
 import { cli, describeSim, dist, requireSimBuild, root, runCli } from './helpers.js';
+import { EXIT } from '../lib/cli/exit.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-peers-'));
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
@@ -125,7 +126,7 @@ describe('did you mean', () => {
   });
 });
 
-describe('doctor exit codes mean one thing each: 0 no fault, 1 a fault, 2 usage, 3 cannot run', () => {
+describe('doctor exit codes, from the one table: 0 no fault, 1 a fault, 2 usage, 4 no Metal', () => {
   it('0: a recording with no fault', () => {
     expect(runCli(['doctor', '--snapshot', 'm1-ultra-bare-metal']).status).toBe(0);
   });
@@ -148,18 +149,18 @@ describe('doctor exit codes mean one thing each: 0 no fault, 1 a fault, 2 usage,
     expect(runCli(['doctor', '--frobnicate']).status).toBe(2);
   });
 
-  it('3: no Metal here, with or without --json', () => {
-    expect(runCli(['doctor'], NO_SIM).status).toBe(3);
-    expect(runCli(['doctor', '--json'], NO_SIM).status).toBe(3);
+  it('4: no Metal here, with or without --json', () => {
+    expect(runCli(['doctor'], NO_SIM).status).toBe(EXIT.noMetal);
+    expect(runCli(['doctor', '--json'], NO_SIM).status).toBe(EXIT.noMetal);
   });
 
   it('--help documents them', () => {
     expect(
       runCli(['doctor', '--help']).stdout,
-    ).toContain(`Exit codes: 0 no probe found a fault (each is proven, absent from this OS, or says why it taught nothing);
-1 a probe found a fault (with --snapshot: the recording holds one, and the output says it was replayed);
-2 usage (an unknown option, a bad number, a profile or snapshot that cannot be used); 3 doctor cannot run here
-(no Metal, no device, the native module will not load).`);
+    ).toContain(`Exit codes (every command's): 0 no probe found a fault (each is proven, absent from this OS, or says why it
+taught nothing); 1 a probe found a fault (with --snapshot: the recording holds one, and the output says it was
+replayed); 2 usage (an unknown option, a bad number, a profile or snapshot that cannot be used); 4 no Metal here
+(no device, the native module will not load).`);
   });
 });
 

@@ -4,6 +4,7 @@ import { createGenerator } from 'ts-json-schema-generator';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { listSnapshots } from '../lib/device/snapshots.js';
 import { describeSim, requireSimBuild, root, runCli } from './helpers.js';
+import { EXIT } from '../lib/cli/exit.js';
 
 /** JSON Schema generated from the exported TypeScript type, so the check follows the types, not a second copy. */
 function schemaFor(type: string) {
@@ -91,9 +92,9 @@ describeSim('metal-cap-shim probe on the simulated build', () => {
     ]);
   });
 
-  it('exits 1 with the reason when there is no device', () => {
+  it('exits 4 (no Metal) with the reason when there is no device', () => {
     const r = runCli(['probe'], { METAL_CAP_SHIM_SIM_SNAPSHOT: '' });
-    expect(r.status).toBe(1);
+    expect(r.status).toBe(EXIT.noMetal);
     expect(r.stdout).toContain('no-device');
   });
 });

@@ -14,6 +14,7 @@ import { probeSnapshot } from '../lib/device/probe.js';
 import { listSnapshots, validateSnapshot, type Snapshot } from '../lib/device/snapshots.js';
 import type { CapabilityReport } from '../lib/device/types.js';
 import { buildConsumer, describeSim, dist, jsonFrom, requireSimBuild, root, runCli, runNode } from './helpers.js';
+import { EXIT } from '../lib/cli/exit.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-roundtrip-'));
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
@@ -107,14 +108,14 @@ describeSim('snapshot: record this machine, read it back (simulated Metal)', () 
 });
 
 describe('snapshot where there is no Metal', () => {
-  it('exits 1 with ERR_UNSUPPORTED_PLATFORM and prints nothing on stdout; with --json the error is JSON', () => {
+  it('exits 4 (no Metal) with ERR_UNSUPPORTED_PLATFORM and prints nothing on stdout; with --json the error is JSON', () => {
     const env = { METAL_CAP_SHIM_SIM_SNAPSHOT: undefined };
     const r = runCli(['snapshot'], env);
-    expect(r.status).toBe(1);
+    expect(r.status).toBe(EXIT.noMetal);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/^metal-cap-shim: ERR_UNSUPPORTED_PLATFORM: /);
     const j = runCli(['snapshot', '--json'], env);
-    expect(j.status).toBe(1);
+    expect(j.status).toBe(EXIT.noMetal);
     expect(JSON.parse(j.stdout)).toEqual({
       error: { code: 'ERR_UNSUPPORTED_PLATFORM', message: expect.stringContaining('no Metal device here to record') },
     });

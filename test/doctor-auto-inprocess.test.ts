@@ -10,8 +10,8 @@ import { restore, status } from '../lib/patch/apply.js';
 import { applyProfile, isAuto, profileForExec, resolveAutoProfile } from '../lib/apply/auto.js';
 import { doctor } from '../lib/doctor/index.js';
 import { cacheKeyFor, doctorCacheDir, readCache, type DoctorCacheEntry } from '../lib/doctor/cache.js';
-import { InvalidOptionsError, InvalidProfileError, UsageError } from '../lib/core/errors.js';
-import { DEFAULT_PROFILE, profiles } from '../lib/patch/profiles.js';
+import { InvalidOptionsError, InvalidProfileError } from '../lib/core/errors.js';
+import { DEFAULT_PROFILE, profiles, resolveProfile } from '../lib/patch/profiles.js';
 import { stockDevices } from './doctor-helpers.js';
 import { describeSim, requireSimBuild, thrown } from './helpers.js';
 
@@ -351,13 +351,12 @@ describeSim('profileForExec: --profile, else METAL_CAP_SHIM_PROFILE, else the de
     expect(profileForExec(undefined, {})).toEqual(fallback);
   });
 
-  it('off in the environment is a usage error; as a flag it is no profile name', () => {
-    const err = thrown(() => profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: 'off' }));
-    expect(err).toBeInstanceOf(UsageError);
-    expect((err as Error).message).toBe(
-      'METAL_CAP_SHIM_PROFILE=off: exec always injects a profile; unset METAL_CAP_SHIM_PROFILE or pass --profile',
-    );
+  it('off in the environment (any case) is no profile: the program runs unpatched; as a flag it is no profile name', () => {
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: 'off' })).toEqual({ profile: null, auto: null });
+    expect(profileForExec(undefined, { METAL_CAP_SHIM_PROFILE: ' OFF ' })).toEqual({ profile: null, auto: null });
     expect(thrown(() => profileForExec('off', {}))).toBeInstanceOf(InvalidProfileError);
+    // --profile wins over the variable, off or not.
+    expect(profileForExec(resolveProfile('apple7'), { METAL_CAP_SHIM_PROFILE: 'off' }).profile?.name).toBe('apple7');
   });
 
   it('auto, from the flag or the environment, is measured here (and says where it came from) and nothing is applied in this process', () => {

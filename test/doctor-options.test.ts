@@ -14,6 +14,7 @@ import { InvalidOptionsError, InvalidProfileError } from '../lib/core/errors.js'
 import { probeSnapshot } from '../lib/device/probe.js';
 import { profiles, resolveProfile } from '../lib/patch/profiles.js';
 import { jsonFrom, root, runCli, runNode } from './helpers.js';
+import { EXIT } from '../lib/cli/exit.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-options-'));
 const model = path.join(dir, 'model.gguf');
@@ -286,7 +287,7 @@ describe('InvalidOptionsError from the API, before anything runs', () => {
 });
 
 describe('without the native build (any non-Mac install)', () => {
-  it('doctor() reports supported: false, auto applies nothing (strict: throws), the CLI exits 3 (cannot run here)', () => {
+  it('doctor() reports supported: false, auto applies nothing (strict: throws), the CLI exits 4 (no Metal)', () => {
     const pkg = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-nobuild-'));
     for (const part of ['dist', 'snapshots', 'package.json'])
       cpSync(path.join(root, part), path.join(pkg, part), { recursive: true });
@@ -314,7 +315,7 @@ describe('without the native build (any non-Mac install)', () => {
       encoding: 'utf8',
       env: { ...process.env, NO_COLOR: '1' },
     });
-    expect(cli.status).toBe(3);
+    expect(cli.status).toBe(EXIT.noMetal);
     expect(cli.stdout).toContain(`not supported: ${reason}: `);
     expect(cli.stdout).toContain('Offline: metal-cap-shim doctor --snapshot github-macos-14-arm64-runner');
   });

@@ -172,7 +172,8 @@ describe('a field report read as a snapshot, in-process', () => {
       'field report offline.json, lab host',
       report.generatedAt.slice(0, 10),
       'darwin',
-      [false],
+      // The report's doctor section (a replay of the snapshot's recording) comes along, as matrix reads it.
+      [true],
     ]);
   });
 
@@ -204,13 +205,15 @@ describe('a field report read as a snapshot, in-process', () => {
     ).toEqual(['2025-07-04', '2025-07-04', today, today, today, today, today]);
   });
 
-  it('a doctor that measured brings each device’s results; a replay brings none', () => {
+  it('a doctor that measured brings each device’s results, and so does a replay (matrix reads the same)', () => {
     const measured = { ...report, doctor: { ...report.doctor!, source: 'simulated' } };
     const snap = loadSnapshot(write('measured.json', measured));
     expect(snap.devices[0]!.doctor).toEqual(recordingOf(report.doctor!.devices[0]!.probes));
     const live = loadSnapshot(write('live.json', { ...report, doctor: { ...report.doctor!, source: 'live' } }));
     expect(live.devices[0]!.doctor).toEqual(recordingOf(report.doctor!.devices[0]!.probes));
-    expect('doctor' in loadSnapshot(write('replayed.json', report)).devices[0]!).toBe(false);
+    expect(loadSnapshot(write('replayed.json', report)).devices[0]!.doctor).toEqual(
+      recordingOf(report.doctor!.devices[0]!.probes),
+    );
   });
 
   it('doctor results for another device index, or without probes, record nothing for the device', () => {

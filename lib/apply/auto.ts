@@ -4,7 +4,7 @@
  * goes through applyProfile like any profile: refused on bare metal when it raises, verified on fresh devices.
  */
 import { applyPatch, applyPatchOver, type ApplyOptions, type ApplyResult } from '../patch/apply.js';
-import { UnsupportedPlatformError, UsageError } from '../core/errors.js';
+import { InvalidProfileError, UnsupportedPlatformError } from '../core/errors.js';
 import { loadNative } from '../device/native.js';
 import { checkOptions } from '../core/options.js';
 import { stockReport } from '../device/probe.js';
@@ -21,6 +21,12 @@ export const AUTO_PROFILE = 'auto';
 
 /** The environment variable `metal-cap-shim/register` (and `exec` without `--profile`) reads. */
 export const PROFILE_ENV = 'METAL_CAP_SHIM_PROFILE';
+
+/**
+ * The value of METAL_CAP_SHIM_PROFILE that turns the shim off (in any case, as `auto`): register applies nothing, and
+ * exec runs the program unpatched.
+ */
+export const OFF = 'off';
 
 /** True when a profile input asks for `auto`. */
 export function isAuto(profile: unknown): boolean {
@@ -173,21 +179,28 @@ export function autoCacheNotices(auto: AutoSource): AutoCacheNotice[] {
 }
 
 /**
- * The profile `exec` injects: `--profile` when given, else METAL_CAP_SHIM_PROFILE, else the default. `auto` is
- * resolved here, in the CLI's process, before the program starts; `auto` then says where it came from (null for any
- * other profile, and where there is no Metal to measure).
+ * The profile `exec` injects: `--profile` when given, else METAL_CAP_SHIM_PROFILE, else the default. `profile` null:
+ * METAL_CAP_SHIM_PROFILE=off, the kill switch register honours too, so the program runs unpatched. `auto` is resolved
+ * here, in the CLI's process, before the program starts; `auto` then says where it came from (null for any other
+ * profile, and where there is no Metal to measure). A value from the variable that is no profile is an error naming
+ * the variable.
  */
 export function profileForExec(
   flag: ProfileInput | undefined,
   env: NodeJS.ProcessEnv = process.env,
   force = false,
-): { profile: Profile; auto: AutoSource | null } {
-  const fromEnv = env[PROFILE_ENV]?.trim();
+): { profile: Profile | null; auto: AutoSource | null } {
+  const fromEnv = flag === undefined ? env[PROFILE_ENV]?.trim() : undefined;
+  if (fromEnv !== undefined && fromEnv.toLowerCase() === OFF) return { profile: null, auto: null };
   const value = flag ?? (fromEnv || DEFAULT_PROFILE);
-  if (flag === undefined && typeof value === 'string' && value.toLowerCase() === 'off') {
-    throw new UsageError(`${PROFILE_ENV}=off: exec always injects a profile; unset ${PROFILE_ENV} or pass --profile`);
+  if (!isAuto(value)) {
+    try {
+      return { profile: resolveProfile(value), auto: null };
+    } catch (e) {
+      if (!fromEnv || !(e instanceof InvalidProfileError)) throw e;
+      throw new InvalidProfileError(e.field, `${PROFILE_ENV}: ${e.message}`);
+    }
   }
-  if (!isAuto(value)) return { profile: resolveProfile(value), auto: null };
   // Nothing to measure here: auto claims nothing, and exec decides as for any profile (--allow-unpatched runs the
   // program unpatched, otherwise it says there is no Metal).
   const native = loadNative();

@@ -2,7 +2,7 @@
  * What `metal-cap-shim/register` decides and does, as a function a test can call in-process. The side effect on
  * import lives in register.ts, which only reports this function's outcome.
  */
-import { applyProfile, AUTO_PROFILE, isAuto, PROFILE_ENV, type AutoApplyResult, type AutoSource } from './auto.js';
+import { applyProfile, AUTO_PROFILE, isAuto, OFF, PROFILE_ENV, type AutoApplyResult, type AutoSource } from './auto.js';
 import { InvalidProfileError } from '../core/errors.js';
 import { clip } from '../core/input.js';
 import { loadNative } from '../device/native.js';
@@ -11,8 +11,7 @@ import { DEFAULT_PROFILE, resolveProfile } from '../patch/profiles.js';
 import { hostFromNative } from '../device/report.js';
 import type { HostInfo } from '../device/types.js';
 
-/** The value of METAL_CAP_SHIM_PROFILE that disables register (in any case, as `auto`). */
-export const OFF = 'off';
+export { OFF };
 
 /** What registerFromEnvironment() did. */
 export type RegisterOutcome =

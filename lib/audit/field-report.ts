@@ -12,7 +12,7 @@ import { packageVersion } from '../device/native.js';
 
 export { packageVersion };
 import { checkOptions } from '../core/options.js';
-import { HOST_VALUE, resolveProfile, type ProfileInput, type Profile } from '../patch/profiles.js';
+import { HOST_VALUE, profileAnswers, resolveProfile, type ProfileInput, type Profile } from '../patch/profiles.js';
 import { FIELD_REPORT_SCHEMA } from '../device/report.js';
 import type { HostInfo } from '../device/types.js';
 
@@ -132,6 +132,11 @@ export interface Matrix {
   rows: MatrixRow[];
   /** Reports given more than once (the same file twice, or a copy): each is counted once, here is what was skipped. */
   duplicates: { where: string; sameAs: string }[];
+  /**
+   * What each custom profile's column stands for (`custom-<8 hex digits>`): its answers. Built-in columns are named
+   * by the profile itself. Absent from matrices made before it existed.
+   */
+  legend?: Record<string, Omit<Profile, 'name'>>;
 }
 
 /** A report read from somewhere (a file) that `where` names in errors; `report` is checked, not trusted. */
@@ -291,6 +296,7 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
   const rows = new Map<string, MatrixRow>();
   const doctors = new Map<string, DoctorReport[]>();
   const profileNames = new Set<string>();
+  const legend = new Map<string, Omit<Profile, 'name'>>();
   const seen = new Map<string, string>();
   const duplicates: Matrix['duplicates'] = [];
   list.forEach((entry: unknown, i) => {
@@ -310,8 +316,10 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     const row = rows.get(id) ?? { ...key, cells: {}, doctor: null };
     rows.set(id, row);
     if (r.doctor) doctors.set(id, [...(doctors.get(id) ?? []), r.doctor]);
-    const name = profileColumn(resolveProfile(r.audit.profile));
+    const resolved = resolveProfile(r.audit.profile);
+    const name = profileColumn(resolved);
     profileNames.add(name);
+    if (resolved.name === null) legend.set(name, profileAnswers(resolved));
     const cell = row.cells[name] ?? { reports: 0, verified: 0, refused: 0, offline: 0, gatesOn: [] };
     const device = r.audit.devices.find((d) => d.isDefault) ?? r.audit.devices[0];
     const llama = device?.engines.find((e) => e.engine === 'llama.cpp');
@@ -330,7 +338,14 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
   });
   for (const [id, list] of doctors) rows.get(id)!.doctor = matrixDoctor(list);
   const sorted = [...rows.values()].sort((a, b) => a.host.localeCompare(b.host) || a.guestOs.localeCompare(b.guestOs));
-  return { schema: 'metal-cap-shim/matrix@1', profiles: [...profileNames].sort(), rows: sorted, duplicates };
+  return {
+    schema: 'metal-cap-shim/matrix@1',
+    profiles: [...profileNames].sort(),
+    rows: sorted,
+    duplicates,
+    // Built from entries: a column name is never an assignment to a prototype key.
+    legend: Object.fromEntries([...legend].sort(([a], [b]) => a.localeCompare(b))),
+  };
 }
 
 /**
@@ -490,5 +505,10 @@ export function matrixTable(m: Matrix): string {
     const d = doctorText(r.doctor);
     lines.push(row([r.host, r.guestOs, ...m.profiles.map((p) => cellText(own(r.cells, p))), d.proven, d.faults]));
   }
+  const custom = m.profiles.flatMap((p) => {
+    const answers = m.legend === undefined ? undefined : own(m.legend, p);
+    return answers === undefined ? [] : [`- \`${p}\`: \`${JSON.stringify(answers)}\``];
+  });
+  if (custom.length > 0) lines.push('', 'Custom profiles:', ...custom.map(escapeControl));
   return lines.join('\n');
 }

@@ -69,7 +69,7 @@ ${bundledSnapshotsHelp()}`,
     if (values.json) printJson(result);
     else out(formatAudit(result, styler()));
     if (result.refused) return EXIT.refused;
-    return result.verdict.ok ? EXIT.ok : EXIT.failure;
+    return result.verdict.ok ? EXIT.ok : EXIT.finding;
   },
 };
 

@@ -7,8 +7,6 @@ import { progressLine } from './progress.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
 
-/** doctor's exit codes: 1 is a fault and nothing else; usage is 2 as for every command; 3 is "cannot run here". */
-export const DOCTOR_EXIT = { ok: EXIT.ok, fault: 1, usage: EXIT.usage, cannotRun: 3 } as const;
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 const command: Command = {
@@ -35,10 +33,10 @@ faults found.
   --snapshot S       replay the result a snapshot records (bundled name or .json path), on any OS
 Results are cached for profile auto. On a terminal, stderr shows which probe is running (not with --json).
 
-Exit codes: 0 no probe found a fault (each is proven, absent from this OS, or says why it taught nothing);
-1 a probe found a fault (with --snapshot: the recording holds one, and the output says it was replayed);
-2 usage (an unknown option, a bad number, a profile or snapshot that cannot be used); 3 doctor cannot run here
-(no Metal, no device, the native module will not load).
+Exit codes (every command's): 0 no probe found a fault (each is proven, absent from this OS, or says why it
+taught nothing); 1 a probe found a fault (with --snapshot: the recording holds one, and the output says it was
+replayed); 2 usage (an unknown option, a bad number, a profile or snapshot that cannot be used); 4 no Metal here
+(no device, the native module will not load).
 
 ${bundledSnapshotsHelp()}`,
   options: {
@@ -76,10 +74,9 @@ ${bundledSnapshotsHelp()}`,
     }
     if (values.json) printJson(report);
     else out(formatDoctor(report, styler()));
-    if (!report.supported) return DOCTOR_EXIT.cannotRun;
-    return report.devices.some((d) => d.faults.length > 0) ? DOCTOR_EXIT.fault : DOCTOR_EXIT.ok;
+    if (!report.supported) return EXIT.noMetal;
+    return report.devices.some((d) => d.faults.length > 0) ? EXIT.finding : EXIT.ok;
   },
-  failureExit: DOCTOR_EXIT.cannotRun,
 };
 
 export default command;

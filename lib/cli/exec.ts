@@ -3,7 +3,7 @@ import { preloadVariable } from '../exec/injector.js';
 import { prepareExec } from '../exec/prepare.js';
 import { runWithInjector } from '../exec/run.js';
 import { signalExitStatus } from '../exec/signals.js';
-import { autoCacheNotices, profileForExec } from '../apply/auto.js';
+import { autoCacheNotices, PROFILE_ENV, profileForExec } from '../apply/auto.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { err, EXIT, text, type Command } from './shared.js';
 
@@ -65,7 +65,9 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     // exec itself or of the injector still prints.
     const notice = values.quiet === true ? () => {} : err;
     const prepared = prepareExec(options);
-    if (prepared.unpatched !== null) notice(`metal-cap-shim: ${prepared.unpatched}`);
+    // METAL_CAP_SHIM_PROFILE=off: the kill switch, said once (not with --quiet), and the program runs as it is.
+    if (profile === null) notice(`metal-cap-shim: ${PROFILE_ENV}=off: running ${options.command} unpatched`);
+    else if (prepared.unpatched !== null) notice(`metal-cap-shim: ${prepared.unpatched}`);
     // Said once, before the program runs: the other warnings are in the --json summary.
     for (const w of prepared.warnings) if (w.code === 'above-host-family') err(`metal-cap-shim: warning: ${w.message}`);
     const run = prepared.injector === null ? options : { ...options, profile: prepared.profile };
@@ -87,7 +89,7 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
       process.kill(process.pid, outcome.signal);
       return signalExitStatus(outcome.signal);
     }
-    return outcome.exitCode ?? EXIT.failure;
+    return outcome.exitCode ?? EXIT.finding;
   },
 };
 

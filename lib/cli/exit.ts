@@ -1,5 +1,53 @@
 /**
- * Exit codes, as documented in the README. A module of its own, importing nothing, so that lib/cli.ts can use them
- * without loading a command's shared helpers at start-up.
+ * The exit codes every command shares, defined once: the commands return them, lib/cli.ts maps errors to them, and
+ * the README's table is generated from EXIT_TABLE (scripts/exit-table.mjs; test/docs.test.ts checks it is current).
+ * A module of its own, importing nothing, so that lib/cli.ts can use them without loading a command's helpers.
+ * `exec` passes the program's own code through instead; its own failures are EXEC_EXIT's.
  */
-export const EXIT = { ok: 0, failure: 1, usage: 2, refused: 3 } as const;
+export const EXIT = Object.freeze({ ok: 0, finding: 1, usage: 2, refused: 3, noMetal: 4 });
+
+/** What each code means, in the order of the README's table. */
+export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; meaning: string }[] = Object.freeze([
+  {
+    code: EXIT.ok,
+    name: 'ok',
+    meaning:
+      'done: the profile verifies, no fault was found, or the data was collected (`snapshot` and `report` record a refusal as data)',
+  },
+  {
+    code: EXIT.finding,
+    name: 'finding',
+    meaning:
+      '`audit`: the profile does not verify; `doctor`: a probe found a fault (also a replayed one); or the work itself failed (a hook could not be installed, the probe runner would not start)',
+  },
+  {
+    code: EXIT.usage,
+    name: 'usage',
+    meaning:
+      'a bad option, an invalid profile, or a snapshot, report or file that does not exist or cannot be used (`matrix`: a report it skipped)',
+  },
+  {
+    code: EXIT.refused,
+    name: 'refused',
+    meaning:
+      'refused: raising answers on a host that is not known to be a VM without `--force`, or injection that cannot work',
+  },
+  {
+    code: EXIT.noMetal,
+    name: 'noMetal',
+    meaning: 'no Metal here: not macOS (and no simulated Metal), no device, or the native module will not load',
+  },
+]);
+
+/** The error codes that mean there is no Metal to work with here. */
+export const NO_METAL_CODES: ReadonlySet<string> = new Set([
+  'ERR_UNSUPPORTED_PLATFORM',
+  'ERR_NO_DEVICE',
+  'ERR_NATIVE_UNAVAILABLE',
+]);
+
+/**
+ * exec's own exit codes, as env(1), timeout(1) and nice(1) have them, so that they cannot be mistaken for the
+ * program's: 125 exec itself failed, 126 the program is there but cannot be run, 127 it is not found.
+ */
+export const EXEC_EXIT = Object.freeze({ failed: 125, notRunnable: 126, notFound: 127 });

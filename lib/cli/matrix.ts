@@ -1,4 +1,4 @@
-import { FileError, UsageError } from '../core/errors.js';
+import { FileError, MetalCapShimError, UsageError } from '../core/errors.js';
 import { buildMatrix, matrixTable, type MatrixInput } from '../audit/field-report.js';
 import { readJsonFile } from '../core/jsonfile.js';
 import { err, EXIT, out, printJson, type Command } from './shared.js';
@@ -7,22 +7,41 @@ const command: Command = {
   help: () => `Usage: metal-cap-shim matrix [--json] FILE…
 
 Merges field reports (metal-cap-shim report --json) into a host × guest OS × profile table (Markdown, or JSON).
-The same report given twice (the same file, or a copy) is counted once.`,
+The same report given twice (the same file, or a copy) is counted once. A file that cannot be read or is no
+field report is skipped with one warning naming it; the table of the others is printed, and the exit code is 2.
+A custom profile's column (custom-<hash>) is listed below the table with its answers (--json: legend).`,
   options: { json: { type: 'boolean' } },
   positionals: 'files',
   run({ values, positionals }) {
     if (positionals.length === 0) throw new UsageError('matrix needs at least one report file');
-    const reports: MatrixInput[] = positionals.map((file) => {
+    // Each file on its own: one that cannot be read or is no field report is skipped, said once, and the rest counted.
+    const skipped: MetalCapShimError[] = [];
+    const reports: MatrixInput[] = positionals.flatMap((file) => {
       const read = readJsonFile(file);
-      if (!read.ok) throw new FileError(`${file} ${read.problem}`);
-      return { where: file, report: read.value };
+      if (!read.ok) {
+        skipped.push(new FileError(`${file} ${read.problem}`));
+        return [];
+      }
+      const input = { where: file, report: read.value };
+      try {
+        buildMatrix([input]);
+      } catch (e) {
+        if (!(e instanceof MetalCapShimError)) throw e;
+        skipped.push(e);
+        return [];
+      }
+      return [input];
     });
+    // Nothing to table: a single file's error is the error, as for any command given one file.
+    if (reports.length === 0 && skipped.length === 1) throw skipped[0]!;
+    for (const e of skipped) err(`metal-cap-shim: warning: skipped ${e.message}`);
+    if (reports.length === 0) throw new FileError(`no report could be read (${skipped.length} skipped)`);
     const matrix = buildMatrix(reports);
     for (const d of matrix.duplicates)
       err(`metal-cap-shim: ${d.where} is the same report as ${d.sameAs}: counted once`);
     if (values.json) printJson(matrix);
     else out(matrixTable(matrix));
-    return EXIT.ok;
+    return skipped.length > 0 ? EXIT.usage : EXIT.ok;
   },
 };
 

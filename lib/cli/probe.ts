@@ -48,7 +48,7 @@ ${bundledSnapshotsHelp()}`,
     if (values.json) printJson(report);
     else if (profile !== null && report.supported) out((await import('./probe-short.js')).formatShort(report, profile));
     else out(formatReport(report, styler()));
-    return report.supported ? EXIT.ok : EXIT.failure;
+    return report.supported ? EXIT.ok : EXIT.noMetal;
   },
 };
 

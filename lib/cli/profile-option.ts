@@ -1,7 +1,8 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { InvalidProfileError } from '../core/errors.js';
 import { fileLabel, readJsonFile, STDIN } from '../core/jsonfile.js';
-import { DEFAULT_PROFILE, resolveProfile, type ProfileInput } from '../patch/profiles.js';
+import { DEFAULT_PROFILE, profiles, resolveProfile, type ProfileInput } from '../patch/profiles.js';
 
 /** The help lines for --profile, shared by every command that takes one; `width` is the option column's width. */
 export function profileHelp(width: number): string {
@@ -9,16 +10,27 @@ export function profileHelp(width: number): string {
   ${' '.repeat(width)}a profile object printed by \`profiles --json\` or \`audit --json\` is accepted back as it is`;
 }
 
+/** Names --profile takes that are no built-in profile and no file: `auto`, and `off` (METAL_CAP_SHIM_PROFILE). */
+const SPECIAL_NAMES: readonly string[] = ['auto', 'off'];
+
 /**
  * A --profile value as a profile: a file when it reads like a path (a `/`, or a `.json` ending) or is `-` (standard
- * input), its content read as a profile, and anything else (a built-in name, JSON text, `auto`) as it is.
+ * input), or when it is no built-in name and a file of that name exists (`myprof`); its content read as a profile.
+ * Anything else (a built-in name, JSON text, `auto`) as it is.
  */
 export function profileArgument(value: string): ProfileInput {
   const text = value.trim();
-  const isFile =
+  const looksLikePath =
     text === STDIN ||
     (!text.startsWith('{') && (text.includes('/') || text.includes(path.sep) || text.endsWith('.json')));
-  if (!isFile) return value;
+  const existingFile =
+    !looksLikePath &&
+    !text.startsWith('{') &&
+    text !== '' &&
+    !Object.hasOwn(profiles, text) &&
+    !SPECIAL_NAMES.includes(text.toLowerCase()) &&
+    existsSync(path.resolve(text));
+  if (!looksLikePath && !existingFile) return value;
   const read = readJsonFile(text);
   if (!read.ok) throw new InvalidProfileError(null, `profile file ${fileLabel(text)} ${read.problem}`);
   try {

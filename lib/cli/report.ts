@@ -68,8 +68,8 @@ ${bundledSnapshotsHelp()}`,
         ].join('\n'),
       );
     }
-    if (report.audit.refused) return EXIT.refused;
-    return report.audit.verdict.ok ? EXIT.ok : EXIT.failure;
+    // Collecting is the job: the report was written, with a refusal or a failed verification recorded in it as data.
+    return EXIT.ok;
   },
 };
 

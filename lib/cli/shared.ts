@@ -24,8 +24,6 @@ export interface Command {
   options: NonNullable<ParseArgsConfig['options']>;
   /** `files`: takes positionals (matrix); `after-dashdash`: takes a program after `--` (exec); default: none. */
   positionals?: 'files' | 'after-dashdash';
-  /** The exit code of a failure that is not a usage error or a refusal; default 1 (doctor: 3, as 1 means a fault). */
-  failureExit?: number;
   run(invocation: Invocation): number | Promise<number>;
 }
 

@@ -208,6 +208,9 @@ export function resolveSnapshotPath(selector: string): string {
     return file;
   }
   const file = path.join(snapshotsDir(), `${selector}.json`);
+  // A bundled name first; then a file of that name (`snapshot > guest` writes one without .json): never "not found"
+  // for a file that is there.
+  if (!existsSync(file) && existsSync(path.resolve(selector))) return path.resolve(selector);
   if (!existsSync(file)) {
     throw new SnapshotNotFoundError(
       `no bundled snapshot named '${clip(selector)}'${bundledSuggestion(selector)}; bundled snapshots: ${listSnapshots().join(', ')} (or pass a path to a .json file)`,
@@ -226,8 +229,7 @@ const SNAPSHOT_INPUTS: Record<string, string> = {
 /**
  * Reads and validates a snapshot by bundled name or by path (`-`: standard input). A path may also name a
  * `probe --json` report (`metal-cap-shim/report@1`), read as a snapshot of the devices it lists, or a field report
- * (`metal-cap-shim/field-report@1`), read as a snapshot of its stock devices and, when doctor measured them, their
- * doctor results. Any other JSON is refused naming the schema it has and the ones accepted.
+ * (`metal-cap-shim/field-report@1`), read as a snapshot of its stock devices and their doctor results. Any other JSON is refused naming the schema it has and the ones accepted.
  */
 export function loadSnapshot(selector: string): Snapshot {
   const file = resolveSnapshotPath(selector);
@@ -346,8 +348,8 @@ function snapshotFromReportFile(data: Record<string, unknown>, file: string, mod
 
 /**
  * A field report (`report --json`) as a snapshot: the host it describes, each device's stock answers from its audit,
- * and, when its doctor measured (a live or simulated run, not a replay), each device's doctor results, so
- * `audit --snapshot` and `doctor --snapshot` re-read a fleet's reports offline.
+ * and each device's doctor results when it has them (measured, or replayed from a recording), so `audit --snapshot` and
+ * `doctor --snapshot` re-read a fleet's reports offline as `matrix` reads them.
  */
 function snapshotFromFieldReport(data: Record<string, unknown>, file: string, modified: Date | null): Snapshot {
   const label = fileLabel(file);
@@ -392,10 +394,10 @@ function snapshotFromFieldReport(data: Record<string, unknown>, file: string, mo
     describe: `metal-cap-shim field report ${label}`,
     where: label,
   });
+  // The report's doctor results, measured or replayed from a recording: what `matrix` reads of the same report, so a
+  // fault one shows the other shows too.
   const doctor = data.doctor;
-  const measured =
-    isObject(doctor) && (doctor.source === 'live' || doctor.source === 'simulated') && Array.isArray(doctor.devices);
-  if (!measured) return snapshot;
+  if (!isObject(doctor) || !Array.isArray(doctor.devices)) return snapshot;
   const byIndex = new Map<unknown, unknown>(
     (doctor.devices as unknown[]).map((d) => [isObject(d) ? d.index : undefined, d]),
   );

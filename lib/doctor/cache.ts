@@ -10,7 +10,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { isObject, readInput } from '../core/input.js';
 import { optionFailure } from '../core/options.js';
-import { resolveProfile, type Profile } from '../patch/profiles.js';
+import { profileAnswers, resolveProfile, type Profile } from '../patch/profiles.js';
 import { makeFolders, readOwnFile, untrustedBecause, writeNewFile } from '../core/safefs.js';
 import type { DeviceReport, SupportedReport } from '../device/types.js';
 import { packageVersion } from '../device/native.js';
@@ -261,11 +261,6 @@ function problemWith(data: unknown, key: DoctorCacheKey, stock: DeviceReport, fo
     return `the verified profile ${JSON.stringify(profileAnswers(stored))} does not follow from the probe results stored with it (they prove ${JSON.stringify(profileAnswers(derived))}): edited or damaged`;
   }
   return derived;
-}
-
-function profileAnswers(p: Profile): Omit<Profile, 'name'> {
-  const { name: _name, ...answers } = p;
-  return answers;
 }
 
 /**

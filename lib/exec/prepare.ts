@@ -17,8 +17,11 @@ import { checkTraceFile } from './trace.js';
 
 /** What exec() needs. */
 export interface ExecOptions {
-  /** A resolved profile (resolveProfile, or profileForExec for the CLI's); prepareExec binds it to this host. */
-  profile: Profile;
+  /**
+   * A resolved profile (resolveProfile, or profileForExec for the CLI's); prepareExec binds it to this host. Null: no
+   * profile (METAL_CAP_SHIM_PROFILE=off), so the program runs unpatched.
+   */
+  profile: Profile | null;
   /** The program as the user typed it: looked up on PATH, and the program's argv[0]. */
   command: string;
   args: string[];
@@ -58,6 +61,13 @@ export function prepareExec(
   if (options.traceFile !== undefined) checkTraceFile(options.traceFile);
   const resolved = resolveCommand(options.command, process.env, platform);
   if (resolved === null) throw commandError(options.command, process.env, platform);
+  if (options.profile === null)
+    return {
+      injector: null,
+      resolved,
+      warnings: [],
+      unpatched: `no profile (off): running ${options.command} unpatched`,
+    };
   const injector = injectorPath();
   if (injector === null) {
     const why = missingInjectorReason();

@@ -89,7 +89,9 @@ export function runWithInjector(
   injector: string | null,
   warnings: ApplyWarning[],
 ): Promise<ExecOutcome> {
-  if (injector === null) return runUnpatched(options);
+  // No injector, or no profile to inject (off): the program runs as it is.
+  if (injector === null || options.profile === null) return runUnpatched(options);
+  const profile = options.profile;
   // Its folder resolved here, once: every write checks it is still that folder.
   const traceFile = options.traceFile === undefined ? undefined : checkTraceFile(options.traceFile);
   const { stdio, statusFd } = childDescriptors(options.passFds ?? [], true);
@@ -97,7 +99,7 @@ export function runWithInjector(
   // Never throws: the program may have made the folder unremovable; what went wrong is returned for the summary.
   const removeFolder = (): string[] => (traceFolder === undefined ? [] : removeTraceFolder(traceFolder));
   const env = childEnvironment(
-    { profile: options.profile, statusFd: statusFd!, ...(traceFolder === undefined ? {} : { traceFolder }) },
+    { profile, statusFd: statusFd!, ...(traceFolder === undefined ? {} : { traceFolder }) },
     injector,
   );
   return new Promise((resolve, reject) => {

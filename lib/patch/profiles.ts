@@ -529,3 +529,9 @@ export function isRaise(change: AnswerChange): boolean {
   if (typeof change.from === 'boolean') return change.from === false && change.to === true;
   return typeof change.from === 'number' && typeof change.to === 'number' && change.to > change.from;
 }
+
+/** A profile's answers: everything but its name (what a custom profile's matrix column and a cache message show). */
+export function profileAnswers(p: Profile): Omit<Profile, 'name'> {
+  const { name: _name, ...answers } = p;
+  return answers;
+}
