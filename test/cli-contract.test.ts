@@ -1,7 +1,7 @@
 // The command contract: one exit-code table (lib/cli/exit.ts) that every command uses, and the decisions users met
 // differently per command (the kill switch, a file named like a bundled snapshot, a report's doctor results, matrix
 // inputs that cannot be read, where a bad value came from).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -24,6 +24,11 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}): string {
 }
 
 describe('one exit-code table for every command', () => {
+  it('the README’s table is generated from it, and is current (else: npm run build && node scripts/exit-table.mjs)', () => {
+    const r = spawnSync(process.execPath, [path.join(root, 'scripts/exit-table.mjs'), '--check'], { encoding: 'utf8' });
+    expect([r.status, r.stderr]).toEqual([0, '']);
+  });
+
   it('the table names each code once, in order', () => {
     expect(EXIT_TABLE.map((r) => [r.code, r.name])).toEqual(Object.entries(EXIT).map(([name, code]) => [code, name]));
   });
