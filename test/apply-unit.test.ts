@@ -408,6 +408,7 @@ describe('without the addon (not macOS, no simulated Metal)', () => {
   });
 
   it('a bad profile or bad options still throw first', () => {
+    // @ts-expect-error a misspelt name does not compile; at run time it is a typed error
     expect(() => applyProfile('apple99')).toThrow(InvalidProfileError);
     for (const option of ['force', 'trace', 'strict']) {
       expect(() => applyProfile('apple7', { [option]: 'yes' })).toThrow(

@@ -17,7 +17,7 @@ import { runDoctorLiveSync } from '../doctor/run.js';
 import type { Recommendation } from '../doctor/types.js';
 
 /** The profile name that asks for the verified profile. */
-export const AUTO_PROFILE = 'auto';
+export const AUTO_PROFILE = 'auto' as const;
 
 /** The environment variable `metal-cap-shim/register` (and `exec` without `--profile`) reads. */
 export const PROFILE_ENV = 'METAL_CAP_SHIM_PROFILE';
@@ -50,7 +50,7 @@ export interface AutoSource {
 /** Options for applyProfile('auto'): applyProfile's, and the probes' deadline for a fresh run. */
 export interface AutoApplyOptions extends ApplyOptions {
   /** Per-probe deadline in milliseconds when the probes must run; default 5000. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** applyProfile()'s result; with `auto`, also where the profile came from. */
@@ -132,9 +132,15 @@ export function resolveAutoProfile(options?: { force?: boolean; timeoutMs?: numb
  * cached from an earlier doctor run or measured now, synchronously, in doctor's probe runner (a child process, which
  * measures stock answers whatever this process has applied).
  */
-export function applyProfile(profile: ProfileInput = DEFAULT_PROFILE, options?: AutoApplyOptions): AutoApplyResult {
+export function applyProfile(profile: typeof AUTO_PROFILE, options?: AutoApplyOptions): AutoApplyResult;
+/** A named (or JSON, or object) profile: applyProfile's options, without `timeoutMs`, which only `auto` takes. */
+export function applyProfile(profile?: ProfileInput, options?: ApplyOptions): ApplyResult;
+export function applyProfile(
+  profile: ProfileInput | typeof AUTO_PROFILE = DEFAULT_PROFILE,
+  options?: AutoApplyOptions,
+): AutoApplyResult {
   // A named profile goes straight through; applyPatch rejects timeoutMs, which only `auto` uses.
-  if (!isAuto(profile)) return applyPatch(profile, options);
+  if (!isAuto(profile)) return applyPatch(profile as ProfileInput, options);
   const o = checkOptions<AutoApplyOptions>('applyProfile', options, {
     force: 'boolean',
     trace: 'boolean',
@@ -186,7 +192,7 @@ export function autoCacheNotices(auto: AutoSource): AutoCacheNotice[] {
  * the variable.
  */
 export function profileForExec(
-  flag: ProfileInput | undefined,
+  flag: ProfileInput | string | undefined,
   env: NodeJS.ProcessEnv = process.env,
   force = false,
 ): { profile: Profile | null; auto: AutoSource | null } {

@@ -7,7 +7,7 @@ import { InvalidProfileError } from '../core/errors.js';
 import { clip } from '../core/input.js';
 import { loadNative } from '../device/native.js';
 import { checkSimulatedSnapshot } from '../device/probe.js';
-import { DEFAULT_PROFILE, resolveProfile } from '../patch/profiles.js';
+import { DEFAULT_PROFILE, resolveProfile, type ProfileInput } from '../patch/profiles.js';
 import { hostFromNative } from '../device/report.js';
 import type { HostInfo } from '../device/types.js';
 
@@ -62,7 +62,8 @@ export function registerFromEnvironment(env: NodeJS.ProcessEnv = process.env): R
   checkSimulatedSnapshot(native.binding);
   const host = hostFromNative(native.binding.host().host);
   if (host.isVirtualMachine !== true) return { action: 'not-a-vm', host };
-  const result = applyProfile(value);
+  // Any text from the environment: applyProfile checks it at run time, as the types cannot.
+  const result: AutoApplyResult = applyProfile(value as ProfileInput);
   return result.applied
     ? { action: 'applied', result }
     : { action: 'not-applied', why: `${result.reason}: ${result.detail}`, auto: result.auto ?? null };

@@ -39,19 +39,19 @@ import type { DeviceReport, HostInfo, SupportedReport } from '../device/types.js
 /** Options for audit(). */
 export interface AuditOptions {
   /** Profile to audit; default cua-release. */
-  profile?: ProfileInput;
+  profile?: ProfileInput | undefined;
   /** Audit a recorded snapshot offline (any OS) instead of this process's devices. */
-  snapshot?: string;
+  snapshot?: string | undefined;
   /** Engines to predict for; default both. */
-  engines?: Engine[];
+  engines?: Engine[] | undefined;
   /** llama.cpp rule set; default: the loaded llama.cpp's (live audits), else current. */
-  rules?: LlamaCppRuleSet;
+  rules?: LlamaCppRuleSet | undefined;
   /** A llama.cpp release (`b4753`, `v0.4.0`) whose rules to use; not together with `rules`. */
-  release?: string;
+  release?: string | undefined;
   /** Allow raising on a host that is not a VM (live mode applies the profile). */
-  force?: boolean;
+  force?: boolean | undefined;
   /** Environment the engines would see; default process.env. */
-  env?: EnvMap;
+  env?: EnvMap | undefined;
 }
 
 /** One engine value that differs between stock and patched. */

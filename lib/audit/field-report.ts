@@ -36,20 +36,20 @@ export interface FieldReport {
 
 /** Options for fieldReport(). */
 export interface FieldReportOptions {
-  profile?: ProfileInput;
+  profile?: ProfileInput | undefined;
   /** Report on a recorded snapshot instead of this machine. */
-  snapshot?: string;
+  snapshot?: string | undefined;
   /** Describe the physical host, e.g. `M1 Ultra, macOS 26.6.1`. */
-  hostLabel?: string;
-  force?: boolean;
+  hostLabel?: string | undefined;
+  force?: boolean | undefined;
   /** Run doctor too (live: every probe, the profile as its candidate; offline: the snapshot's recording). Default true. */
-  doctor?: boolean;
+  doctor?: boolean | undefined;
   /** doctor's nocopy-mmap probe maps this file (your model, read only) instead of a generated one. */
-  mmapFile?: string;
+  mmapFile?: string | undefined;
   /** Bytes of the file doctor's nocopy-mmap probe generates (default 1 GiB). */
-  mmapSize?: number;
+  mmapSize?: number | undefined;
   /** Called as each of doctor's live probes starts. */
-  onProgress?: (event: DoctorProgress) => void;
+  onProgress?: ((event: DoctorProgress) => void) | undefined;
 }
 
 /** Builds a field report: on a Mac it applies the profile, verifies and restores; with `snapshot`, offline. */

@@ -10,17 +10,17 @@ import { recordingOf, snapshotFromReport, snapshotId, validateSnapshot, type Sna
 /** Options for recordSnapshot(). */
 export interface RecordOptions {
   /** A title for the snapshot, e.g. `M1 Ultra guest, Tahoe 26.5.2`; its id is made from it. */
-  label?: string;
+  label?: string | undefined;
   /** Also run doctor on every device and record its results, so `doctor --snapshot` replays them. Default false. */
-  doctor?: boolean;
+  doctor?: boolean | undefined;
   /** With `doctor`: its nocopy-mmap probe maps this file (your model, read only) instead of a generated one. */
-  mmapFile?: string;
+  mmapFile?: string | undefined;
   /** With `doctor`: bytes of the file its nocopy-mmap probe generates (default 1 GiB). */
-  mmapSize?: number;
+  mmapSize?: number | undefined;
   /** With `doctor`: the deadline of each probe in milliseconds (default 5000). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** With `doctor`: called as each of its probes starts. */
-  onProgress?: (event: DoctorProgress) => void;
+  onProgress?: ((event: DoctorProgress) => void) | undefined;
 }
 
 /**

@@ -30,7 +30,8 @@ export function profileArgument(value: string): ProfileInput {
     !Object.hasOwn(profiles, text) &&
     !SPECIAL_NAMES.includes(text.toLowerCase()) &&
     existsSync(path.resolve(text));
-  if (!looksLikePath && !existingFile) return value;
+  // A name or JSON text from the command line: checked where it is used (resolveProfile), as the types cannot.
+  if (!looksLikePath && !existingFile) return value as ProfileInput;
   const read = readJsonFile(text);
   if (!read.ok) throw new InvalidProfileError(null, `profile file ${fileLabel(text)} ${read.problem}`);
   try {

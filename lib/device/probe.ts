@@ -10,7 +10,7 @@ import type { CapabilityReport, SupportedReport } from './types.js';
 /** Options for probe(). */
 export interface ProbeOptions {
   /** Report every device in MTLCopyAllDevices() order, not only the default one. */
-  allDevices?: boolean;
+  allDevices?: boolean | undefined;
 }
 
 /**

@@ -18,25 +18,25 @@ import type { DoctorProgress } from './types.js';
 /** Options for doctor(). */
 export interface DoctorOptions {
   /** The candidate profile installed for the second run of the capability probes; default cua-release. */
-  profile?: ProfileInput;
+  profile?: ProfileInput | undefined;
   /** One device, by its index in MTLCopyAllDevices() order; default every device. */
-  device?: number;
+  device?: number | undefined;
   /** Per-probe deadline in milliseconds (compile + dispatch + completion); default 5000. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** nocopy-mmap maps this file (a real model file), read only, instead of a generated one. */
-  mmapFile?: string;
+  mmapFile?: string | undefined;
   /** nocopy-mmap: bytes of the generated file (default 1 GiB, deleted after); a multiple of 16384. */
-  mmapSize?: number;
+  mmapSize?: number | undefined;
   /** The probes to run; default all. */
-  probes?: DoctorProbeId[];
+  probes?: DoctorProbeId[] | undefined;
   /** Also run the probes under a raising candidate profile on a host not known to be a VM. */
-  force?: boolean;
+  force?: boolean | undefined;
   /** Replay the doctor result a snapshot records (bundled name or path) instead of running anything. */
-  snapshot?: string;
+  snapshot?: string | undefined;
   /** Write each device's result to the cache that `auto` reads; default true (live runs only). */
-  cache?: boolean;
+  cache?: boolean | undefined;
   /** Called as each live probe starts (not for a replay), e.g. to show progress. */
-  onProgress?: (event: DoctorProgress) => void;
+  onProgress?: ((event: DoctorProgress) => void) | undefined;
 }
 
 /** doctor()'s options, checked and with defaults filled in. */

@@ -32,11 +32,11 @@ export {
 /** Options for applyProfile(). */
 export interface ApplyOptions {
   /** Allow raising answers on a host that is not a virtual machine. */
-  force?: boolean;
+  force?: boolean | undefined;
   /** Count every intercepted query (see status({ trace: true })). Off: the hot path does no counting. */
-  trace?: boolean;
+  trace?: boolean | undefined;
   /** Throw instead of returning `applied: false` when nothing can be patched. */
-  strict?: boolean;
+  strict?: boolean | undefined;
 }
 
 /** Why applyProfile() did not apply. */

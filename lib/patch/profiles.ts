@@ -75,10 +75,21 @@ export interface BuiltinProfile {
 }
 
 /** What applyProfile accepts: a built-in name, a JSON string, a spec object, or an already resolved Profile. */
-export type ProfileInput = string | ProfileSpec | Profile;
+/** The built-in profiles' names: `profiles` holds exactly one profile for each, as the compiler checks. */
+export type BuiltinProfileName = 'cua-release' | 'apple9-hw-tg' | 'apple7' | 'mask-apple5' | 'host';
+
+/** A profile written as JSON text: an object, so it starts with `{`. */
+export type JsonProfileText = `{${string}`;
+
+/**
+ * What the profile-taking functions accept: a built-in name (editors offer them), JSON object text, a ProfileSpec or
+ * a Profile read back. A misspelt name does not compile; a name from elsewhere (a file, the environment) is checked at
+ * run time, and `resolveProfile` takes any value for that.
+ */
+export type ProfileInput = BuiltinProfileName | JsonProfileText | ProfileSpec | Profile;
 
 /** The profile applied when none is named. */
-export const DEFAULT_PROFILE = 'cua-release';
+export const DEFAULT_PROFILE: BuiltinProfileName = 'cua-release';
 
 /** Bounds for threadgroup memory: Metal allocates it in 16-byte units; 1 MiB is far above any GPU. */
 export const THREADGROUP_MEMORY_RANGE = { min: 1024, max: 1 << 20, multipleOf: 16 } as const;
@@ -118,7 +129,7 @@ function builtin(name: string, spec: ProfileSpec, text: Omit<BuiltinProfile, 'na
 }
 
 /** The built-in profiles, by name. */
-export const profiles: Readonly<Record<string, BuiltinProfile>> = Object.freeze({
+export const profiles: Readonly<Record<BuiltinProfileName, BuiltinProfile>> = Object.freeze({
   'cua-release': builtin(
     'cua-release',
     { appleFamilyMax: FAMILY_VALUES.apple9, maxThreadgroupMemoryLength: 65536, mode: 'raise' },
@@ -309,7 +320,8 @@ function resolveObject(input: object): Profile {
   }
   const spec = Object.fromEntries(Object.entries(rest).filter(([k, v]) => !(v === null && NULLABLE_KEYS.includes(k))));
   const resolved = checkProfileObject(spec, null);
-  const builtin = typeof name === 'string' && Object.hasOwn(profiles, name) ? profiles[name] : undefined;
+  const builtin =
+    typeof name === 'string' && Object.hasOwn(profiles, name) ? profiles[name as BuiltinProfileName] : undefined;
   if (builtin && sameSettings(builtin.profile, resolved)) resolved.name = builtin.name;
   return resolved;
 }
@@ -329,7 +341,7 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
         return checkProfileObject(parsed.value, null);
       return resolveObject(parsed.value);
     }
-    const found = Object.hasOwn(profiles, text) ? profiles[text] : undefined;
+    const found = Object.hasOwn(profiles, text) ? profiles[text as BuiltinProfileName] : undefined;
     if (!found) {
       const names = Object.keys(profiles);
       throw new InvalidProfileError(

@@ -20,6 +20,7 @@ import {
 import { cli, describeSim, requireSimBuild, root } from '../helpers.js';
 import { buildConformance, buildLauncher, type BuiltEra } from './build.mjs';
 import { ERAS, type Era } from './eras.mjs';
+import type { ProfileInput } from '../../lib/patch/profiles.js';
 
 type Props = Record<string, unknown>;
 
@@ -349,7 +350,7 @@ describeSim("conformance: llama.cpp's own device code against predictGates and a
         props.forEach((p, i) => {
           const a = audit({
             snapshot,
-            profile: profile ?? STOCK_PROFILE,
+            profile: (profile ?? STOCK_PROFILE) as ProfileInput,
             env: CASES[i]!,
             release: eraDef.id,
             engines: ['llama.cpp'],

@@ -23,7 +23,10 @@ import { loadSnapshot, probeSnapshot } from 'metal-cap-shim/tables';
 
 const seen: Record<string, unknown> = {};
 
-const applied = applyProfile('cua-release');
+// An optional option given as undefined compiles under exactOptionalPropertyTypes, as the checks accept it.
+const applied = applyProfile('cua-release', { force: undefined });
+// @ts-expect-error timeoutMs is only for 'auto'
+void (() => applyProfile('cua-release', { timeoutMs: 100 }));
 if (applied.applied) {
   const ok: true = applied.verification.ok;
   seen.apply = {
@@ -116,6 +119,7 @@ function refusedCode(err: RefusedError): 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTI
 seen.subclassCodes = [nativeCode(new NativeError('ERR_NO_DEVICE', 'x')), refusedCode(new RefusedError('x'))];
 
 try {
+  // @ts-expect-error a misspelt name does not compile (at run time: ERR_INVALID_PROFILE)
   applyProfile('no-such-profile');
 } catch (err) {
   seen.invalidProfile = codeOf(err);

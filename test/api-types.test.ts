@@ -1,0 +1,44 @@
+// The API's types say what its checks accept (checked by `npm run typecheck`, which compiles this file with the rest
+// of test/): a misspelt profile name, or an option a call does not take, does not compile; what the checks accept at
+// run time, `undefined` for an optional option included, compiles.
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { applyProfile, type AutoApplyResult } from '../lib/apply/auto.js';
+import { InvalidOptionsError, InvalidProfileError } from '../lib/core/errors.js';
+import type { ApplyResult } from '../lib/patch/apply.js';
+import { profiles, resolveProfile, type BuiltinProfileName, type ProfileInput } from '../lib/patch/profiles.js';
+
+describe('profile names and options in the types', () => {
+  it('the built-in names are the profile table’s keys, and editors offer them', () => {
+    expectTypeOf<BuiltinProfileName>().toEqualTypeOf<
+      'cua-release' | 'apple9-hw-tg' | 'apple7' | 'mask-apple5' | 'host'
+    >();
+    expect(Object.keys(profiles).sort()).toEqual(
+      (['cua-release', 'apple9-hw-tg', 'apple7', 'mask-apple5', 'host'] satisfies BuiltinProfileName[]).sort(),
+    );
+    expectTypeOf<'cua-release'>().toMatchTypeOf<ProfileInput>();
+    expectTypeOf<'{"appleFamilyMax": 1007}'>().toMatchTypeOf<ProfileInput>();
+    expectTypeOf<{ appleFamilyMax: 1007 }>().toMatchTypeOf<ProfileInput>();
+    expectTypeOf<'cua-relase'>().not.toMatchTypeOf<ProfileInput>();
+  });
+
+  it('a misspelt name does not compile, and at run time is a typed error', () => {
+    // resolveProfile takes any value, for names read at run time (a file, the environment).
+    expect(() => resolveProfile('cua-relase')).toThrow(InvalidProfileError);
+    // @ts-expect-error 'cua-relase' is no profile
+    expect(() => applyProfile('cua-relase')).toThrow(InvalidProfileError);
+  });
+
+  it('timeoutMs is auto’s alone: with a named profile it does not compile, and at run time is refused', () => {
+    // @ts-expect-error timeoutMs is only for 'auto'
+    expect(() => applyProfile('cua-release', { timeoutMs: 100 })).toThrow(InvalidOptionsError);
+    expectTypeOf(applyProfile('auto')).toEqualTypeOf<AutoApplyResult>();
+    expectTypeOf(applyProfile('apple7')).toEqualTypeOf<ApplyResult>();
+  });
+
+  it('an optional option given as undefined compiles (exactOptionalPropertyTypes too), as the checks accept it', () => {
+    const result: ApplyResult = applyProfile('apple7', { force: undefined, trace: undefined, strict: undefined });
+    expect(result.applied).toBe(false);
+    const auto = (): AutoApplyResult => applyProfile('auto', { timeoutMs: undefined });
+    expectTypeOf(auto).returns.toEqualTypeOf<AutoApplyResult>();
+  });
+});
