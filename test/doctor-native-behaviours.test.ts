@@ -10,7 +10,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = new URL(
   import.meta.url,
 ).pathname;
 
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
 import { applyProfile } from '../lib/apply/auto.js';
@@ -202,6 +202,19 @@ describeSim('native doctor() over simulated behaviours: a Metal exception, a lim
     const before = fixture.noCopyAfterUnmap();
     expect(binding.doctor(options(ANSWERED_LIMIT, { probes: ['nocopy-mmap'] })).outcomes).toEqual([PASSES.nocopy]);
     expect(fixture.noCopyAfterUnmap() - before).toBe(0);
+  });
+
+  it('the NoCopy buffer owns its mapping: made with a deallocator, which has unmapped the generated file once the buffer is released', () => {
+    const fixture = loadFixture();
+    const withoutBefore = fixture.noCopyWithoutDeallocator();
+    const mapped = () =>
+      readFileSync('/proc/self/maps', 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('metal-cap-shim-doctor-'));
+    expect(mapped()).toEqual([]);
+    expect(binding.doctor(options(ANSWERED_LIMIT, { probes: ['nocopy-mmap'] })).outcomes).toEqual([PASSES.nocopy]);
+    expect(mapped()).toEqual([]);
+    expect(fixture.noCopyWithoutDeallocator() - withoutBefore).toBe(0);
   });
 
   it("the generated file's descriptors are close-on-exec while the NoCopy buffer is made: a program started then inherits neither", () => {

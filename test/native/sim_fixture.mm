@@ -255,6 +255,11 @@ Napi::Value DeviceCalls(const Napi::CallbackInfo &info) {
   return o;
 }
 
+// noCopyWithoutDeallocator(): NoCopy buffers made without a deallocator, so far in this process.
+Napi::Value NoCopyWithoutDeallocator(const Napi::CallbackInfo &info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(MTLSimGetNoCopyWithoutDeallocator()));
+}
+
 // noCopyAfterUnmap(): NoCopy buffers released after their memory was unmapped, so far in this process.
 Napi::Value NoCopyAfterUnmap(const Napi::CallbackInfo &info) {
   return Napi::Number::New(info.Env(), static_cast<double>(MTLSimGetNoCopyAfterUnmap()));
@@ -268,6 +273,7 @@ Napi::Value InheritableDoctorFiles(const Napi::CallbackInfo &info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("noCopyAfterUnmap", Napi::Function::New(env, NoCopyAfterUnmap));
+  exports.Set("noCopyWithoutDeallocator", Napi::Function::New(env, NoCopyWithoutDeallocator));
   exports.Set("inheritableDoctorFiles", Napi::Function::New(env, InheritableDoctorFiles));
   exports.Set("query", Napi::Function::New(env, Query));
   exports.Set("startHammer", Napi::Function::New(env, StartHammer));

@@ -115,6 +115,7 @@ struct ComputeDevice {
 };
 
 std::atomic<unsigned long> gNoCopyAfterUnmap{0};
+std::atomic<unsigned long> gNoCopyWithoutDeallocator{0};
 std::atomic<unsigned long> gInheritableDoctorFiles{0};
 
 // Counts this process's descriptors on a doctor-generated file that a program started now would inherit (no
@@ -1243,7 +1244,10 @@ static id simNewBufferNoCopy(id self, SEL, void *pointer, NSUInteger length, MTL
     return nil;
   SimBuffer *buffer = simBuffer(self, length);
   buffer->_contents = buffer->_gpu = pointer;
-  if (deallocator != nil) buffer->_deallocator = Block_copy(deallocator);
+  if (deallocator != nil)
+    buffer->_deallocator = Block_copy(deallocator);
+  else
+    gNoCopyWithoutDeallocator.fetch_add(1);
   bool faulty = fault.behaviour == Behaviour::WrongResult;
   if (faulty && fault.fault == "stale") {
     buffer->_gpu = malloc(length);
@@ -1354,6 +1358,10 @@ void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVers
 
 extern "C" unsigned long MTLSimGetNoCopyAfterUnmap(void) {
   return gNoCopyAfterUnmap.load();
+}
+
+extern "C" unsigned long MTLSimGetNoCopyWithoutDeallocator(void) {
+  return gNoCopyWithoutDeallocator.load();
 }
 
 extern "C" unsigned long MTLSimGetInheritableDoctorFiles(void) {

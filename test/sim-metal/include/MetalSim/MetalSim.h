@@ -40,6 +40,8 @@ void MTLSimGetDeviceCalls(MTLSimDeviceCalls *out);
 /* Test-only: how many NoCopy buffers were released after the memory under them had been unmapped (Metal may read a
    buffer until it is released; unmapping first is the crash AdaptiveCpp PR 2067 describes). */
 unsigned long MTLSimGetNoCopyAfterUnmap(void);
+/* NoCopy buffers created without a deallocator (nil): their memory then belongs to no one once Metal lets go. */
+unsigned long MTLSimGetNoCopyWithoutDeallocator(void);
 /* Descriptors on a file doctor generated (a name with "metal-cap-shim-doctor-") that were open without close-on-exec
    when a NoCopy buffer was made, so far in this process: a program started then would have inherited them. Counted
    from /proc/self/fd (Linux). */
