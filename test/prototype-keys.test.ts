@@ -9,7 +9,10 @@ import { MetalCapShimError } from '../lib/core/errors.js';
 import { jsonText, own } from '../lib/core/input.js';
 import { buildMatrix, matrixMarkdown } from '../lib/audit/field-report.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
-import { loadSnapshot, validateSnapshot } from '../lib/device/snapshots.js';
+import { loadSnapshot, reportFromSnapshot, validateSnapshot } from '../lib/device/snapshots.js';
+import { readCache } from '../lib/doctor/cache.js';
+import { doctor } from '../lib/doctor/index.js';
+import { CAPABILITY_PROBE_IDS } from '../lib/doctor/probes.js';
 import { root, runCli } from './helpers.js';
 
 const KEYS = ['__proto__', 'toString', 'constructor', 'hasOwnProperty', 'valueOf'];
@@ -99,6 +102,37 @@ describe('prototype-named keys in JSON inputs', () => {
     const table: Record<string, number> = { a: 1 };
     expect(KEYS.map((k) => own(table, k))).toEqual(KEYS.map(() => undefined));
     expect(own(table, 'a')).toBe(1);
+  });
+});
+
+describe('prototype-named keys in a doctor cache file', () => {
+  it('each key at every place of a cached result: ignored with a reason, or used, never a crash', async () => {
+    const cacheHome = mkdtempSync(path.join(tmpdir(), 'mcs-proto-cache-'));
+    const saved = { ...process.env };
+    process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
+    process.env.XDG_CACHE_HOME = cacheHome;
+    try {
+      const report = await doctor({ probes: [...CAPABILITY_PROBE_IDS] });
+      const file = report.cache!.written[0]!;
+      const entry = JSON.parse(readFileSync(file, 'utf8'));
+      const stock = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock'), { allDevices: true }).devices[0]!;
+      expect(readCache(entry.key, stock, path.dirname(file)).entry).not.toBe(null);
+      const outcomes = new Set<string>();
+      for (const at of objectPaths(entry)) {
+        for (const key of ['__proto__', 'toString', 'constructor']) {
+          writeFileSync(file, JSON.stringify(withKey(entry, at, key, 1)), { mode: 0o600 });
+          const read = readCache(entry.key, stock, path.dirname(file));
+          outcomes.add(read.entry === null ? 'ignored' : 'used');
+          if (read.entry === null) expect(typeof read.ignored).toBe('string');
+        }
+      }
+      expect(outcomes.has('ignored')).toBe(true);
+    } finally {
+      process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = saved.METAL_CAP_SHIM_SIM_SNAPSHOT;
+      process.env.XDG_CACHE_HOME = saved.XDG_CACHE_HOME;
+      if (saved.METAL_CAP_SHIM_SIM_SNAPSHOT === undefined) delete process.env.METAL_CAP_SHIM_SIM_SNAPSHOT;
+      if (saved.XDG_CACHE_HOME === undefined) delete process.env.XDG_CACHE_HOME;
+    }
   });
 });
 
