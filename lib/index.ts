@@ -39,6 +39,8 @@ export {
   type HostBinding,
   type BuiltinProfile,
   type Profile,
+  type BuiltinProfileName,
+  type JsonProfileText,
   type ProfileInput,
   type ProfileMode,
   type ProfileSpec,

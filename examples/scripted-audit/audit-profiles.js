@@ -15,6 +15,7 @@ import { audit, MetalCapShimError, profiles } from 'metal-cap-shim';
 
 /** @typedef {import('metal-cap-shim').AuditResult} AuditResult */
 /** @typedef {import('metal-cap-shim').ProfileSpec} ProfileSpec */
+/** @typedef {import('metal-cap-shim').BuiltinProfileName} BuiltinProfileName */
 
 const DEFAULT_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
@@ -72,9 +73,10 @@ function main() {
     return 2;
   }
 
-  /** @type {{ label: string; profile: string | ProfileSpec }[]} */
+  /** @type {{ label: string; profile: BuiltinProfileName | ProfileSpec }[]} */
   const inputs = [
-    ...Object.keys(profiles).map((name) => ({ label: name, profile: name })),
+    // The profile table's keys are exactly the built-in names.
+    .../** @type {BuiltinProfileName[]} */ (Object.keys(profiles)).map((name) => ({ label: name, profile: name })),
     { label: CUSTOM.label, profile: CUSTOM.spec },
   ];
 
