@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { EXEC_EXIT, EXIT, NO_METAL_CODES } from './cli/exit.js';
+import { EXEC_EXIT, EXIT, EXIT_TABLE, NO_METAL_CODES } from './cli/exit.js';
 import type { Command, Values } from './cli/shared.js';
 import { MetalCapShimError, UsageError } from './core/errors.js';
 import { clip, escapeControl, jsonText } from './core/input.js';
@@ -70,11 +70,12 @@ ${Object.entries(COMMANDS)
   .join('\n')}
 
 Options: --help (also after a command), --version (also after a command), --json (every command; with
---version, the version as JSON), --color=auto|always|never (every command; auto: colour on a terminal, none with
-a non-empty NO_COLOR or TERM=dumb, forced by FORCE_COLOR)
-Exit codes: 0 ok, 1 failure, 2 usage, 3 refused; exec passes its program's code through, and its own
-failures are 125 (126: the program cannot be run, 127: not found); doctor: 0 no fault, 1 a fault found,
-2 usage, 3 no Metal (see metal-cap-shim doctor --help).
+--version, the version as JSON), --color[=auto|always|never] and --no-color (every command; --color alone is
+always; auto: colour on a terminal, none with a non-empty NO_COLOR or TERM=dumb; FORCE_COLOR wins over both,
+and FORCE_COLOR=0 turns colour off)
+Exit codes (every command): ${EXIT_TABLE.map((r) => `${r.code} ${r.short}`).join(', ')}.
+exec passes its program's code through; its own failures are ${EXEC_EXIT.failed} (${EXEC_EXIT.notRunnable}: the program cannot be run,
+${EXEC_EXIT.notFound}: not found).
 With --json, a failure is {"error": {"code", "message"}} on stdout (exec: on stderr) and the message on stderr.
 A file argument (--snapshot, --profile, matrix's files) can be - for standard input.
 
@@ -221,8 +222,27 @@ function checkOneStdin(values: Record<string, unknown>): void {
   }
 }
 
+/** The colour modes `--color` takes (format/text.ts COLOR_MODES, spelled here so start-up loads nothing more). */
+const COLOR_WORDS: readonly string[] = ['auto', 'always', 'never'];
+
+/**
+ * `--color` alone means `--color=always` and `--no-color` means `--color=never`, as in Node's own tools and most
+ * CLIs; only before `--` (what follows is exec's program's).
+ */
+export function colorArgs(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') return [...out, ...argv.slice(i)];
+    if (a === '--no-color') out.push('--color=never');
+    else if (a === '--color' && !COLOR_WORDS.includes(argv[i + 1] ?? '')) out.push('--color=always');
+    else out.push(a);
+  }
+  return out;
+}
+
 export async function main(argv: string[]): Promise<number> {
-  const { globals, name, rest } = splitGlobals(argv);
+  const { globals, name, rest } = splitGlobals(colorArgs(argv));
   const has = (...flags: string[]) => flags.some((f) => globals.includes(f));
   let command: Command | undefined;
   let hint = 'metal-cap-shim --help';

@@ -13,6 +13,7 @@ import { colorWanted, stylerFor } from '../lib/format/text.js';
 import { closest, editDistance } from '../lib/core/suggest.js';
 import { cli, describeSim, dist, requireSimBuild, root, runCli } from './helpers.js';
 import { EXIT } from '../lib/cli/exit.js';
+import { colorArgs } from '../lib/cli.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-peers-'));
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
@@ -261,15 +262,38 @@ describe('colour', () => {
     expect(stylerFor({ isTTY: true }, { NO_COLOR: '1' }).bold('x')).toBe('x');
   });
 
-  it('auto: a TTY colours, a pipe does not, FORCE_COLOR forces (but 0 does not), TERM=dumb never', () => {
+  it('auto, as Node has it: a TTY colours, a pipe does not; FORCE_COLOR wins (0 and false turn colour off, on a terminal too) over NO_COLOR and TERM=dumb', () => {
     expect([
       colorWanted({ isTTY: true }, {}),
       colorWanted({ isTTY: false }, {}),
       colorWanted({ isTTY: false }, { FORCE_COLOR: '1' }),
       colorWanted({ isTTY: false }, { FORCE_COLOR: '' }),
       colorWanted({ isTTY: true }, { FORCE_COLOR: '0' }),
+      colorWanted({ isTTY: true }, { FORCE_COLOR: 'false' }),
       colorWanted({ isTTY: true }, { TERM: 'dumb' }),
-    ]).toEqual([true, false, true, true, true, false]);
+      colorWanted({ isTTY: true }, { NO_COLOR: '1' }),
+      colorWanted({ isTTY: false }, { NO_COLOR: '1', FORCE_COLOR: '1' }),
+      colorWanted({ isTTY: false }, { TERM: 'dumb', FORCE_COLOR: '2' }),
+    ]).toEqual([true, false, true, true, false, false, false, false, true, true]);
+  });
+
+  it('--color alone is always and --no-color is never, before the command or after it; after exec’s -- they are the program’s', () => {
+    expect(colorArgs(['probe', '--color'])).toEqual(['probe', '--color=always']);
+    expect(colorArgs(['--color', 'probe'])).toEqual(['--color=always', 'probe']);
+    expect(colorArgs(['probe', '--color', 'never'])).toEqual(['probe', '--color', 'never']);
+    expect(colorArgs(['--no-color', 'probe'])).toEqual(['--color=never', 'probe']);
+    expect(colorArgs(['exec', '--no-color', '--', 'prog', '--color', '--no-color'])).toEqual([
+      'exec',
+      '--color=never',
+      '--',
+      'prog',
+      '--color',
+      '--no-color',
+    ]);
+    const bare = runCli(['probe', '--snapshot', 'm1-ultra-bare-metal', '--color'], { NO_COLOR: '1' });
+    expect([bare.status, /\u001b\[/.test(bare.stdout)]).toEqual([0, true]);
+    const off = runCli(['--no-color', 'probe', '--snapshot', 'm1-ultra-bare-metal'], { FORCE_COLOR: '1' });
+    expect([off.status, /\u001b\[/.test(off.stdout)]).toEqual([0, false]);
   });
 
   it('on a terminal with NO_COLOR empty, probe is coloured', () => {

@@ -47,13 +47,15 @@ describe('metal-cap-shim probe', () => {
     expect(r.stdout).toContain('VirtualMac2,1');
   });
 
-  it('is plain text when not a TTY or with NO_COLOR, and colours only when forced', () => {
+  it('is plain text when not a TTY or with NO_COLOR, and colours when forced (FORCE_COLOR wins over NO_COLOR)', () => {
     const plain = runCli(['probe', '--snapshot', 'm1-ultra-bare-metal']);
     expect(plain.stdout).not.toMatch(/\x1b\[/);
     const forced = runCli(['probe', '--snapshot', 'm1-ultra-bare-metal'], { NO_COLOR: '', FORCE_COLOR: '1' });
     expect(forced.stdout).toMatch(/\x1b\[/);
-    const noColor = runCli(['probe', '--snapshot', 'm1-ultra-bare-metal'], { NO_COLOR: '1', FORCE_COLOR: '1' });
+    const noColor = runCli(['probe', '--snapshot', 'm1-ultra-bare-metal'], { NO_COLOR: '1', FORCE_COLOR: undefined });
     expect(noColor.stdout).not.toMatch(/\x1b\[/);
+    const both = runCli(['probe', '--snapshot', 'm1-ultra-bare-metal'], { NO_COLOR: '1', FORCE_COLOR: '1' });
+    expect(both.stdout).toMatch(/\x1b\[/);
   });
 
   it('--help prints usage and exits 0', () => {

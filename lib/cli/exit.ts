@@ -7,37 +7,43 @@
 export const EXIT = Object.freeze({ ok: 0, finding: 1, usage: 2, refused: 3, noMetal: 4 });
 
 /** What each code means, in the order of the README's table. */
-export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; meaning: string }[] = Object.freeze([
-  {
-    code: EXIT.ok,
-    name: 'ok',
-    meaning:
-      'done: the profile verifies, no fault was found, or the data was collected (`snapshot` and `report` record a refusal as data)',
-  },
-  {
-    code: EXIT.finding,
-    name: 'finding',
-    meaning:
-      '`audit`: the profile does not verify; `doctor`: a probe found a fault (also a replayed one); or the work itself failed (a hook could not be installed, the probe runner would not start)',
-  },
-  {
-    code: EXIT.usage,
-    name: 'usage',
-    meaning:
-      'a bad option, an invalid profile, or a snapshot, report or file that does not exist or cannot be used (`matrix`: a report it skipped)',
-  },
-  {
-    code: EXIT.refused,
-    name: 'refused',
-    meaning:
-      'refused: raising answers on a host that is not known to be a VM without `--force`, or injection that cannot work',
-  },
-  {
-    code: EXIT.noMetal,
-    name: 'noMetal',
-    meaning: 'no Metal here: not macOS (and no simulated Metal), no device, or the native module will not load',
-  },
-]);
+export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; short: string; meaning: string }[] =
+  Object.freeze([
+    {
+      code: EXIT.ok,
+      name: 'ok',
+      short: 'ok',
+      meaning:
+        'done: the profile verifies, no fault was found, or the data was collected (`snapshot` and `report` record a refusal as data)',
+    },
+    {
+      code: EXIT.finding,
+      name: 'finding',
+      short: 'a finding (does not verify, a fault) or a failure',
+      meaning:
+        '`audit`: the profile does not verify; `doctor`: a probe found a fault (also a replayed one); or the work itself failed (a hook could not be installed, the probe runner would not start)',
+    },
+    {
+      code: EXIT.usage,
+      name: 'usage',
+      short: 'usage',
+      meaning:
+        'a bad option, an invalid profile, or a snapshot, report or file that does not exist or cannot be used (`matrix`: a report it skipped)',
+    },
+    {
+      code: EXIT.refused,
+      name: 'refused',
+      short: 'refused',
+      meaning:
+        'refused: raising answers on a host that is not known to be a VM without `--force`, or injection that cannot work',
+    },
+    {
+      code: EXIT.noMetal,
+      name: 'noMetal',
+      short: 'no Metal here',
+      meaning: 'no Metal here: not macOS (and no simulated Metal), no device, or the native module will not load',
+    },
+  ]);
 
 /** The error codes that mean there is no Metal to work with here. */
 export const NO_METAL_CODES: ReadonlySet<string> = new Set([

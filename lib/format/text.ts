@@ -22,12 +22,14 @@ export type ColorMode = 'auto' | 'always' | 'never';
 export const COLOR_MODES: readonly ColorMode[] = ['auto', 'always', 'never'];
 
 /**
- * Whether `auto` colours a stream: never with a non-empty NO_COLOR (https://no-color.org: an empty one is unset) or
- * TERM=dumb; otherwise with FORCE_COLOR set to anything but `0`, or on a TTY.
+ * Whether `auto` colours a stream: as FORCE_COLOR says when it is set (anything but `0` or `false` is on, a terminal
+ * or not, whatever NO_COLOR says); else never with a non-empty NO_COLOR (https://no-color.org: an empty one is unset)
+ * or TERM=dumb; else on a TTY.
  */
 export function colorWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {
+  // Node's convention: FORCE_COLOR wins over NO_COLOR and TERM, and `0` or `false` turns colour off.
+  if (env.FORCE_COLOR !== undefined) return env.FORCE_COLOR !== '0' && env.FORCE_COLOR !== 'false';
   if ((env.NO_COLOR ?? '') !== '' || env.TERM === 'dumb') return false;
-  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
   return stream.isTTY === true;
 }
 
