@@ -5,14 +5,15 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { applyPatch, restore, status } from '../lib/patch/apply.js';
 import { probe } from '../lib/device/probe.js';
 import { loadNative } from '../lib/device/native.js';
 import { doctor } from '../lib/doctor/index.js';
 import { leftGpuUnusable, runFrom } from '../lib/doctor/judge.js';
 import { checkDoctorOptions } from '../lib/doctor/options.js';
-import { probeBudgetMs, type DoctorProbeId } from '../lib/doctor/probes.js';
+import { PROBE_GATING_FAMILIES, probeBudgetMs, type DoctorProbeId } from '../lib/doctor/probes.js';
+import { LLAMA_CPP_RULES, MLX_RULES } from '../lib/engines/index.js';
 import { parseRunnerLine, runDoctorLiveSync, runnerEnvironment } from '../lib/doctor/run.js';
 import { runPhases } from '../lib/doctor/runner.js';
 import type { DoctorReport } from '../lib/doctor/types.js';
@@ -248,5 +249,22 @@ describeSim('doctor: the probes run in a child process', () => {
     expect(parseRunnerLine('{"type":"start"')).toBe(null);
     expect(parseRunnerLine('Metal: a log line')).toBe(null);
     expect(parseRunnerLine(' {"type":"done"}')).toBe(null);
+  });
+});
+
+describe('the families that gate each probe come from the engine rules', () => {
+  it('llama.cpp’s newest rules decide reduction, matrix and bfloat; MLX’s residency rule, with any Apple GPU, the residency set', () => {
+    const familiesOf = (flag: string) => LLAMA_CPP_RULES.current.find((r) => r.flag === flag)!.families;
+    const sorted = (xs: readonly string[]) => [...xs].sort();
+    expect(sorted(PROBE_GATING_FAMILIES['simdgroup-reduction'])).toEqual(sorted(familiesOf('has_simdgroup_reduction')));
+    expect(sorted(PROBE_GATING_FAMILIES['simdgroup-matrix'])).toEqual(sorted(familiesOf('has_simdgroup_mm')));
+    expect(sorted(PROBE_GATING_FAMILIES.bfloat)).toEqual(sorted(familiesOf('has_bfloat')));
+    const mlx = MLX_RULES.find((r) => r.flag === 'residencySets')!.families;
+    expect(sorted(PROBE_GATING_FAMILIES['residency-set'])).toEqual(sorted(['apple1', ...mlx]));
+    expect([
+      PROBE_GATING_FAMILIES['threadgroup-memory'],
+      PROBE_GATING_FAMILIES['nocopy-mmap'],
+      PROBE_GATING_FAMILIES.heap,
+    ]).toEqual([[], [], []]);
   });
 });

@@ -9,7 +9,8 @@ import {
   type DoctorProbeId,
   type DoctorStatus,
 } from '../device/doctor-vocabulary.js';
-import type { FamilyName } from '../core/families.js';
+import { FAMILY_NAMES, type FamilyName } from '../core/families.js';
+import { LLAMA_CPP_RULES, MLX_RULES } from '../engines/index.js';
 
 export { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus };
 
@@ -126,6 +127,19 @@ export const STATUS_SEVERITY: readonly RecordedStatus[] = Object.freeze([
   'pass',
 ]);
 
+/** Family names in the order of the family table (Apple first, Metal3 last), each once. */
+function inFamilyOrder(names: readonly FamilyName[]): FamilyName[] {
+  return FAMILY_NAMES.filter((f) => names.includes(f));
+}
+
+/**
+ * The families that turn on one of llama.cpp's gates under its newest rules: read from the rule itself, so doctor's
+ * judgement follows the engine rules rather than a copy of them.
+ */
+function llamaCppGate(flag: 'has_simdgroup_reduction' | 'has_simdgroup_mm' | 'has_bfloat'): FamilyName[] {
+  return inFamilyOrder(LLAMA_CPP_RULES.current.find((r) => r.flag === flag)!.families);
+}
+
 /** The threadgroup sizes the threadgroup-memory probe tries, ascending: 16 KiB to 64 KiB in 8 KiB steps. */
 export const THREADGROUP_CANDIDATES: readonly number[] = Object.freeze([
   16384, 24576, 32768, 40960, 49152, 57344, 65536,
@@ -144,15 +158,15 @@ export const THREADGROUP_PROBE_GROUPS = 1024;
  * device must run the probe.
  */
 export const PROBE_GATING_FAMILIES: Readonly<Record<DoctorProbeId, readonly FamilyName[]>> = Object.freeze({
-  'simdgroup-reduction': ['apple7', 'metal3'],
-  'simdgroup-matrix': ['apple7'],
-  bfloat: ['apple6', 'metal3'],
+  'simdgroup-reduction': llamaCppGate('has_simdgroup_reduction'),
+  'simdgroup-matrix': llamaCppGate('has_simdgroup_mm'),
+  bfloat: llamaCppGate('has_bfloat'),
   'threadgroup-memory': [],
   'nocopy-mmap': [],
-  // ggml-metal creates residency sets on any Apple GPU (arm64 builds against a macOS 15+ SDK ask for no family), and
-  // MLX wherever Metal3 is answered: so every Apple GPU (each claims Apple1), a paravirtual one included, and any
-  // Metal3 GPU. An Intel or AMD GPU without Metal3 is left.
-  'residency-set': ['apple1', 'metal3'],
+  // ggml-metal creates residency sets on any Apple GPU (arm64 builds against a macOS 15+ SDK ask for no family, so
+  // its rule names none), and MLX wherever its residency rule's families are answered: so every Apple GPU (each
+  // claims Apple1), a paravirtual one included, and any Metal3 GPU. An Intel or AMD GPU without Metal3 is left.
+  'residency-set': inFamilyOrder(['apple1', ...MLX_RULES.find((r) => r.flag === 'residencySets')!.families]),
   // MTLHeap is not gated by a family in MLX: it makes its heap on every device but one named "Apple Paravirtual device".
   heap: [],
 });
