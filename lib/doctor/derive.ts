@@ -3,7 +3,7 @@
  * engine settings that avoid the faults found. Pure functions of a device's stock answers and its probes.
  */
 import { chipFamily } from '../device/chips.js';
-import { FAMILY_VALUES, familyLabel, familyNameOf } from '../core/families.js';
+import { FAMILY_VALUES, familyLabel, familyNameOf, type FamilyName } from '../core/families.js';
 import { predictGates } from '../engines/index.js';
 import {
   APPLE_GPU_THREADGROUP_MEMORY,
@@ -16,7 +16,7 @@ import {
 } from '../patch/profiles.js';
 import type { DeviceReport, HostInfo } from '../device/types.js';
 import { differencesOf, faultsOf } from './judge.js';
-import type { DoctorProbeId } from './probes.js';
+import { PROBE_GATING_FAMILIES, type DoctorProbeId } from './probes.js';
 import type { DoctorDevice, DoctorProbe, Recommendation, ReportedAnswers } from './types.js';
 
 /** What the derivation reads of the host: its chip, and the brand string it came from (for the reason only). */
@@ -66,6 +66,23 @@ function finish(spec: ProfileSpec | Profile): Profile {
   const profile = resolveProfile(spec);
   return { ...profile, name: builtinNameOf(profile) };
 }
+
+/** The lowest Apple family that turns on a gate (the Apple families among its gating families), e.g. apple7. */
+function lowestAppleFamily(families: readonly FamilyName[]): FamilyName {
+  const apple = families.filter((f) => f.startsWith('apple'));
+  return apple.reduce((a, b) => (FAMILY_VALUES[a] <= FAMILY_VALUES[b] ? a : b));
+}
+
+/**
+ * The Apple family a verified profile claims for each proven path, read from the families that gate the probes (the
+ * engine rules, PROBE_GATING_FAMILIES): reduction and matrix need the higher of their lowest Apple families (Apple7),
+ * bfloat its lowest (Apple6).
+ */
+const SIMD_GATE_FAMILY: FamilyName = [
+  lowestAppleFamily(PROBE_GATING_FAMILIES['simdgroup-reduction']),
+  lowestAppleFamily(PROBE_GATING_FAMILIES['simdgroup-matrix']),
+].reduce((a, b) => (FAMILY_VALUES[a] >= FAMILY_VALUES[b] ? a : b));
+const BFLOAT_GATE_FAMILY: FamilyName = lowestAppleFamily(PROBE_GATING_FAMILIES.bfloat);
 
 function alreadyAnswered(stock: DeviceReport, family: keyof typeof FAMILY_VALUES): string {
   return stock.families[family] === true ? ` (the device already answers ${familyLabel(family)}: no change here)` : '';
@@ -124,18 +141,20 @@ export function deriveVerifiedProfile(
   const matrix = proven(probes, 'simdgroup-matrix');
   const bfloat = proven(probes, 'bfloat');
 
+  const simd = familyLabel(SIMD_GATE_FAMILY);
+  const bfl = familyLabel(BFLOAT_GATE_FAMILY);
   if (reduction && matrix) {
-    spec.appleFamilyMax = FAMILY_VALUES.apple7;
+    spec.appleFamilyMax = FAMILY_VALUES[SIMD_GATE_FAMILY];
     const bf = bfloat
-      ? 'bfloat proven too (Apple7 includes Apple6, llama.cpp’s bfloat rule)'
-      : `Apple7 includes Apple6, which also turns on llama.cpp’s bfloat, not proven here (${statusText(probes, 'bfloat')}): see the recommendations`;
+      ? `bfloat proven too (${simd} includes ${bfl}, llama.cpp’s bfloat rule)`
+      : `${simd} includes ${bfl}, which also turns on llama.cpp’s bfloat, not proven here (${statusText(probes, 'bfloat')}): see the recommendations`;
     reasons.push(
-      `Apple7: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; ${bf}${alreadyAnswered(stock, 'apple7')}`,
+      `${simd}: SIMD-group reduction and matrix computed right, llama.cpp’s gates for both; ${bf}${alreadyAnswered(stock, SIMD_GATE_FAMILY)}`,
     );
   } else if (bfloat) {
-    spec.appleFamilyMax = FAMILY_VALUES.apple6;
+    spec.appleFamilyMax = FAMILY_VALUES[BFLOAT_GATE_FAMILY];
     reasons.push(
-      `Apple6: bfloat computed right (llama.cpp’s bfloat rule); not Apple7, which would also claim SIMD-group reduction and matrix (${statusText(probes, 'simdgroup-reduction')}, ${statusText(probes, 'simdgroup-matrix')})${alreadyAnswered(stock, 'apple6')}`,
+      `${bfl}: bfloat computed right (llama.cpp’s bfloat rule); not ${simd}, which would also claim SIMD-group reduction and matrix (${statusText(probes, 'simdgroup-reduction')}, ${statusText(probes, 'simdgroup-matrix')})${alreadyAnswered(stock, BFLOAT_GATE_FAMILY)}`,
     );
   } else {
     reasons.push(
