@@ -23,7 +23,7 @@ import {
   RUNNER_START_MS,
   type DoctorProbeId,
 } from './probes.js';
-import type { RunKind, RunnerMessage } from './runner.js';
+import { runnerOutcome, type RunKind, type RunnerMessage } from './runner.js';
 import {
   DOCTOR_SCHEMA,
   type DoctorDevice,
@@ -262,10 +262,11 @@ export function reportFromRunner(
       type: 'outcome',
       device: r.device,
       run: r.run,
-      outcome: {
-        ...abortedOutcome(r.probe),
-        detail: `the probe runner ${how} while it ran this probe (${r.run} run); this process was not touched`,
-      },
+      outcome: runnerOutcome(
+        r.probe,
+        'aborted',
+        `the probe runner ${how} while it ran this probe (${r.run} run); this process was not touched`,
+      ),
     });
   }
   const missing =
@@ -303,24 +304,6 @@ export function reportFromRunner(
     devices: assessed,
     restore: session.restored,
     cache,
-  };
-}
-
-function abortedOutcome(id: DoctorProbeId): NativeProbeOutcome {
-  return {
-    id,
-    status: 'aborted',
-    detail: '',
-    ms: 0,
-    compileMs: 0,
-    buildFailed: false,
-    commandBufferError: null,
-    gpuTimedOut: false,
-    provenThreadgroupMemory: null,
-    acceptedThreadgroupMemory: null,
-    failedThreadgroupMemory: null,
-    bufferLength: null,
-    maxAbsError: null,
   };
 }
 
