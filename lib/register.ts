@@ -8,6 +8,7 @@ import { autoCacheNotices, PROFILE_ENV as PROFILE_VARIABLE } from './apply/auto.
 import { MetalCapShimError } from './core/errors.js';
 import { escapeControl } from './core/input.js';
 import { registerFromEnvironment } from './apply/registration.js';
+import { SAID_ONCE, saidOnce } from './patch/plan.js';
 
 /** The environment variable register reads. Typed as its literal so this entry's declarations stand alone. */
 export const PROFILE_ENV: 'METAL_CAP_SHIM_PROFILE' = PROFILE_VARIABLE;
@@ -45,11 +46,9 @@ try {
       code: n.code === 'cache-ignored' ? 'METAL_CAP_SHIM_CACHE_IGNORED' : 'METAL_CAP_SHIM_CACHE_NOT_WRITTEN',
     });
   }
-  // Applied, but claiming a newer GPU than the host's: said once, in one line.
-  const above =
-    outcome.action === 'applied' ? outcome.result.warnings.find((w) => w.code === 'above-host-family') : undefined;
-  if (above !== undefined)
-    process.emitWarning(`metal-cap-shim/register: ${above.message}`, { code: 'METAL_CAP_SHIM_ABOVE_HOST_FAMILY' });
+  // Applied, but with a fallback profile or claiming a newer GPU than the host's: each said once, in one line.
+  for (const w of outcome.action === 'applied' ? saidOnce(outcome.result.warnings) : [])
+    process.emitWarning(`metal-cap-shim/register: ${w.message}`, { code: SAID_ONCE[w.code]! });
 } catch (err) {
   if (!(err instanceof MetalCapShimError)) throw err;
   // Written whole before exiting. Through a pipe, Node writes what the pipe takes (64 KiB less what it already

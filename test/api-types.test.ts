@@ -39,3 +39,32 @@ describe('profile names and options in the types', () => {
     expectTypeOf(auto).returns.toEqualTypeOf<AutoApplyResult>();
   });
 });
+
+describe('predictGates: the rule set names the prediction type', () => {
+  it('each rule set gives its own prediction type, read from one table; none gives the newest rules', async () => {
+    const { predictGates } = await import('../lib/engines/index.js');
+    const { loadSnapshot, reportFromSnapshot } = await import('../lib/device/snapshots.js');
+    const device = reportFromSnapshot(loadSnapshot('vz-guest-m1-ultra-tahoe-stock')).devices[0]!;
+    type Engines = typeof import('../lib/engines/index.js');
+    const legacy = predictGates(device, 'llama.cpp', { rules: 'legacy', env: {} });
+    expectTypeOf(legacy).toEqualTypeOf<import('../lib/engines/index.js').LlamaCppLegacyPrediction>();
+    const withId = predictGates(device, 'llama.cpp', { rules: 'device', env: {} });
+    expectTypeOf(withId).toEqualTypeOf<import('../lib/engines/index.js').LlamaCppDeviceIdPrediction>();
+    expectTypeOf(predictGates(device, 'llama.cpp', { rules: 'device-b7411', env: {} })).toEqualTypeOf<
+      import('../lib/engines/index.js').LlamaCppDevicePrediction
+    >();
+    expectTypeOf(predictGates(device, 'llama.cpp')).toEqualTypeOf<
+      import('../lib/engines/index.js').LlamaCppCurrentPrediction
+    >();
+    expectTypeOf<ReturnType<Engines['predictGates']>>().toMatchTypeOf<
+      import('../lib/engines/index.js').GatePrediction
+    >();
+    // The values follow the types: device_id exists from the device rules on, the legacy flags are legacy's own.
+    expect([legacy.rules, 'use_bfloat' in legacy.flags, withId.rules, withId.flags.device_id.value]).toEqual([
+      'legacy',
+      true,
+      'device',
+      'GGML_METAL_DEVICE_GENERIC',
+    ]);
+  });
+});

@@ -391,8 +391,8 @@ describe('without the addon (not macOS, no simulated Metal)', () => {
     verification: null,
   });
 
-  it('applyProfile() does not apply, and says why; the default profile is cua-release', () => {
-    expect(applyProfile()).toEqual(unsupported('cua-release'));
+  it('applyProfile() does not apply, and says why; the default profile is host-family', () => {
+    expect(applyProfile()).toEqual(unsupported('host-family'));
     expect(applyProfile('apple7', { force: true, trace: true })).toEqual(unsupported('apple7'));
   });
 

@@ -44,7 +44,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
   });
 
   it('the same in human output: the gates side by side, every changed answer marked, a verdict line', () => {
-    const r = runCli(['audit', '--snapshot', STOCK]);
+    const r = runCli(['audit', '--snapshot', STOCK, '--profile', 'cua-release']);
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/has_simdgroup_reduction\s+false\s+true \*/);
     expect(r.stdout).toMatch(/has_simdgroup_mm\s+false\s+true \*/);
@@ -106,7 +106,9 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
   });
 
   it('cua-release under v0.4.0 rules tunes the guest as an M4 Max, and the one warning says so', () => {
-    const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--rules', 'v0.4.0', '--json']).stdout) as AuditResult;
+    const a = JSON.parse(
+      runCli(['audit', '--snapshot', STOCK, '--profile', 'cua-release', '--rules', 'v0.4.0', '--json']).stdout,
+    ) as AuditResult;
     expect(a.warnings.filter((w) => w.code !== 'threadgroup-memory-above-hardware')).toEqual([
       {
         code: 'above-host-family',
@@ -119,7 +121,17 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
   it('raising the bare-metal M1 Ultra to Apple9: v0.4 keeps its own rows, v0.5 tunes it with the Apple9 table; one warning each', () => {
     const run = (rules: string) =>
       JSON.parse(
-        runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--force', '--rules', rules, '--json']).stdout,
+        runCli([
+          'audit',
+          '--snapshot',
+          'm1-ultra-bare-metal',
+          '--profile',
+          'cua-release',
+          '--force',
+          '--rules',
+          rules,
+          '--json',
+        ]).stdout,
       ) as AuditResult;
     const family = (a: AuditResult) =>
       a.warnings.filter((w) => w.code === 'above-host-family' || w.code === 'tuned-for-other-chip');
@@ -291,11 +303,21 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(mlx.flipped).toContainEqual({ flag: 'residencySets', from: false, to: true });
   });
 
-  it('raising on bare metal is refused (exit 3) unless --force', () => {
-    const refused = runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--json']);
+  it('raising on bare metal is refused (exit 3) unless --force; the default (host-family) raises nothing there', () => {
+    const refused = runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--profile', 'cua-release', '--json']);
     expect(refused.status).toBe(3);
     expect(JSON.parse(refused.stdout)).toMatchObject({ refused: true, verdict: { ok: false } });
-    expect(runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--force']).status).toBe(0);
+    expect(runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--profile', 'cua-release', '--force']).status).toBe(
+      0,
+    );
+    const byDefault = JSON.parse(
+      runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--json']).stdout,
+    ) as AuditResult;
+    expect([byDefault.refused, byDefault.profile.appleFamilyMax, byDefault.warnings.map((w) => w.code)]).toEqual([
+      false,
+      1007,
+      ['no-change'],
+    ]);
     expect(runCli(['audit', '--snapshot', 'm1-ultra-bare-metal', '--profile', 'mask-apple5']).status).toBe(0);
   });
 
@@ -312,7 +334,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect({ status: bad.status, error: bad.stderr.split('\n')[0] }).toEqual({
       status: 2,
       error:
-        "metal-cap-shim: ERR_USAGE: --rules must be legacy, device-b6673, device-b6968, device-b7010, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
+        "metal-cap-shim: ERR_USAGE: --rules must be legacy, device-b6673, device-b6968, device-b7010, device-b7411, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
     });
   });
 
@@ -337,7 +359,8 @@ describeSim('metal-cap-shim audit on the simulated build (live: apply, verify, r
     expect(a.mode).toBe('live');
     expect(a.verification?.apply?.ok).toBe(true);
     expect(a.verification?.restore?.ok).toBe(true);
-    expect(a.devices[0]!.patched.families.apple9).toBe(true);
+    // host-family on an M1 Ultra guest: Apple7, the host's own family, and nothing above it.
+    expect([a.devices[0]!.patched.families.apple7, a.devices[0]!.patched.families.apple8]).toEqual([true, false]);
     expect(a.verdict.summary).toContain('verified and restored');
   });
 });
@@ -371,23 +394,23 @@ describe('metal-cap-shim report and matrix', () => {
       make('a', ['--snapshot', STOCK, '--host-label', 'M1 Ultra, macOS 26.6.1']),
       make('b', ['--snapshot', STOCK, '--host-label', 'M1 Ultra, macOS 26.6.1', '--profile', 'apple7']),
       make('c', ['--snapshot', 'github-macos-14-arm64-runner', '--host-label', 'GitHub macos-14 runner']),
-      make('d', ['--snapshot', 'm1-ultra-bare-metal']),
+      make('d', ['--snapshot', 'm1-ultra-bare-metal', '--profile', 'cua-release']),
     ];
     const md = runCli(['matrix', ...files]);
     expect(md.status, md.stderr).toBe(0);
     expect(md.stdout.trim()).toBe(
       [
-        '| Host | Guest OS | apple7 | cua-release | Proven profile (doctor) | Faults (doctor) |',
-        '| --- | --- | --- | --- | --- | --- |',
-        '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (1) | nocopy-mmap: wrong-result (1/1) |',
-        '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | predicted offline (1); gates: reduction, mm, bfloat | predicted offline (1); gates: reduction, mm, bfloat | not measured (2) | residency-set: fail (2/2) |',
-        '| Mac13,2 | macOS 26.6.1 (bare metal) | – | refused (1) | not measured (1) | none found |',
+        '| Host | Guest OS | apple7 | cua-release | host-family | Proven profile (doctor) | Faults (doctor) |',
+        '| --- | --- | --- | --- | --- | --- | --- |',
+        '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | – | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (1) | nocopy-mmap: wrong-result (1/1) |',
+        '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | predicted offline (1); gates: reduction, mm, bfloat | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (2) | residency-set: fail (2/2) |',
+        '| Mac13,2 | macOS 26.6.1 (bare metal) | – | refused (1) | – | not measured (1) | none found |',
       ].join('\n'),
     );
     const json = JSON.parse(runCli(['matrix', '--json', ...files]).stdout) as Matrix;
-    expect(json.profiles).toEqual(['apple7', 'cua-release']);
+    expect(json.profiles).toEqual(['apple7', 'cua-release', 'host-family']);
     expect(json.rows).toHaveLength(3);
-    expect(json.rows[1]!.cells['cua-release']).toMatchObject({ reports: 1, offline: 1, verified: 0 });
+    expect(json.rows[1]!.cells['host-family']).toMatchObject({ reports: 1, offline: 1, verified: 0 });
     expect(json.rows[1]!.doctor).toEqual({
       reports: 2,
       measured: 0,
@@ -465,7 +488,7 @@ describeSim('metal-cap-shim report on the simulated build', () => {
     expect(report.doctor!.settings.mmapSize).toBe(1 << 20);
     expect(report.doctor!.devices[0]!.faults).toEqual(['residency-set: fail']);
     const m = JSON.parse(runCli(['matrix', '--json', file]).stdout) as Matrix;
-    expect(m.rows[0]!.cells['cua-release']).toEqual({
+    expect(m.rows[0]!.cells['host-family']).toEqual({
       reports: 1,
       verified: 1,
       refused: 0,
@@ -515,16 +538,28 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
       default: string;
       profiles: { name: string; rationale: string; profile: { appleFamilyMax: number | 'host' } }[];
     };
-    expect(out.default).toBe('cua-release');
-    expect(out.profiles.map((p) => p.name)).toEqual(['cua-release', 'apple9-hw-tg', 'apple7', 'mask-apple5', 'host']);
-    expect(out.profiles.map((p) => p.profile.appleFamilyMax)).toEqual([1009, 1009, 1007, 1005, 'host']);
+    expect(out.default).toBe('host-family');
+    expect(out.profiles.map((p) => p.name)).toEqual([
+      'host-family',
+      'cua-release',
+      'apple9-hw-tg',
+      'apple7',
+      'mask-apple5',
+      'host',
+    ]);
+    expect(out.profiles.map((p) => p.profile.appleFamilyMax)).toEqual(['host', 1009, 1009, 1007, 1005, 'host']);
     expect(out.profiles.every((p) => p.rationale.length > 20)).toBe(true);
   });
 
   it('profiles in human form name each profile and its risks', () => {
     const r = runCli(['profiles']);
-    expect(r.stdout).toContain('cua-release (default)');
-    expect(r.stdout).toContain('risks:');
+    const lines = r.stdout.split('\n');
+    expect(lines.slice(0, 2)).toEqual([
+      'host-family (default) — The host chip’s true Apple family; threadgroup memory and name left as the device answers (apple7 where the chip is unknown)',
+      '  mode raise, Apple families up to the host chip’s true family; apple7 where the host’s chip is unknown',
+    ]);
+    expect(lines.filter((l) => l.includes('(default)'))).toHaveLength(1);
+    expect(lines.filter((l) => l.startsWith('  risks: '))).toHaveLength(6);
   });
 
   it('--version prints the package version', () => {
@@ -560,7 +595,7 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
     ],
     [
       ['audit', '--rules', 'ancient'],
-      "--rules must be legacy, device-b6673, device-b6968, device-b7010, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
+      "--rules must be legacy, device-b6673, device-b6968, device-b7010, device-b7411, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
       'metal-cap-shim audit --help',
     ],
     [

@@ -234,7 +234,7 @@ describe('matrix counts the same report once', () => {
     const r = runCli(['matrix', '--json', a, a, copy, b]);
     expect(r.status).toBe(0);
     const m = JSON.parse(r.stdout) as Matrix;
-    expect(m.rows[0]!.cells['cua-release']!.reports).toBe(2);
+    expect(m.rows[0]!.cells['host-family']!.reports).toBe(2);
     expect(m.duplicates).toEqual([
       { where: a, sameAs: a },
       { where: copy, sameAs: a },
@@ -303,9 +303,12 @@ describe('exec --allow-unpatched: a cross-platform wrapper', () => {
 describeSim('exec --allow-unpatched where the profile would be refused (simulated bare metal)', () => {
   beforeAll(requireSimBuild);
   it('runs the program without the injector, one notice, exit code passed through', () => {
-    const r = runCli(['exec', '--allow-unpatched', '--', 'sh', '-c', 'printf %s "$LD_PRELOAD"; exit 3'], {
-      METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal',
-    });
+    const r = runCli(
+      ['exec', '--allow-unpatched', '--profile', 'cua-release', '--', 'sh', '-c', 'printf %s "$LD_PRELOAD"; exit 3'],
+      {
+        METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal',
+      },
+    );
     expect(r.status).toBe(3);
     expect(r.stdout).toBe('');
     const lines = r.stderr.trim().split('\n');

@@ -33,24 +33,35 @@ function onTerminal(command: string, env: NodeJS.ProcessEnv): string {
 const quoted = (args: string[]) => [process.execPath, cli, ...args].map((a) => `'${a}'`).join(' ');
 
 describe('probe --short: one line per device', () => {
-  it('a stock VM guest: Apple5 → Apple9 under cua-release, 32 → 64 KiB, VM, the three gates turning on', () => {
+  it('a stock VM guest: Apple5 → Apple7 under the default (the M1 Ultra host’s own family), VM, the three gates turning on', () => {
     const r = runCli(['probe', '--short', '--snapshot', STOCK]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(
+      '0*: Apple Paravirtual device · Apple5 → Apple7 (host-family) · threadgroup memory 32 KiB · VM · llama.cpp reduction no → yes, mm no → yes, bfloat no → yes\n',
+    );
+  });
+
+  it('cua-release: Apple5 → Apple9, 32 → 64 KiB', () => {
+    const r = runCli(['probe', '--short', '--snapshot', STOCK, '--profile', 'cua-release']);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe(
       '0*: Apple Paravirtual device · Apple5 → Apple9 (cua-release) · threadgroup memory 32 KiB → 64 KiB · VM · llama.cpp reduction no → yes, mm no → yes, bfloat no → yes\n',
     );
   });
 
-  it('bare metal: the raise would be refused, so the line shows the stock values and says so', () => {
-    expect(runCli(['probe', '--short', '--snapshot', 'm1-ultra-bare-metal']).stdout).toBe(
+  it('bare metal: the raise would be refused, so the line shows the stock values and says so; the default changes nothing there', () => {
+    expect(runCli(['probe', '--short', '--snapshot', 'm1-ultra-bare-metal', '--profile', 'cua-release']).stdout).toBe(
       '0*: Apple M1 Ultra · Apple7 (cua-release refused: not a VM) · threadgroup memory 32 KiB · not a VM · llama.cpp reduction yes, mm yes, bfloat yes\n',
+    );
+    expect(runCli(['probe', '--short', '--snapshot', 'm1-ultra-bare-metal']).stdout).toBe(
+      '0*: Apple M1 Ultra · Apple7 (host-family) · threadgroup memory 32 KiB · not a VM · llama.cpp reduction yes, mm yes, bfloat yes\n',
     );
   });
 
-  it('every device of a two-GPU Mac, one line each', () => {
+  it('every device of a two-GPU Mac, one line each; the default, with no Apple chip to bind, names its fallback', () => {
     expect(runCli(['probe', '--short', '--snapshot', 'macbookpro16-intel-amd-two-gpus']).stdout).toBe(
-      '0: Intel(R) UHD Graphics 630 · no Apple family (cua-release refused: not a VM) · threadgroup memory 64 KiB · not a VM · llama.cpp reduction yes, mm no, bfloat yes\n' +
-        '1*: AMD Radeon Pro 5500M · no Apple family (cua-release refused: not a VM) · threadgroup memory 64 KiB · not a VM · llama.cpp reduction yes, mm no, bfloat yes\n',
+      '0: Intel(R) UHD Graphics 630 · no Apple family (host-family → apple7 refused: not a VM) · threadgroup memory 64 KiB · not a VM · llama.cpp reduction yes, mm no, bfloat yes\n' +
+        '1*: AMD Radeon Pro 5500M · no Apple family (host-family → apple7 refused: not a VM) · threadgroup memory 64 KiB · not a VM · llama.cpp reduction yes, mm no, bfloat yes\n',
     );
   });
 
@@ -83,7 +94,7 @@ describe('did you mean', () => {
     [
       ['audit', '--snapshot', STOCK, '--profile', 'cua-relase'],
       'ERR_INVALID_PROFILE',
-      "unknown profile 'cua-relase' (did you mean 'cua-release'?); built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object",
+      "unknown profile 'cua-relase' (did you mean 'cua-release'?); built-in profiles are host-family, cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object",
     ],
     [['probe', '--snapshto', STOCK], 'ERR_USAGE', "unknown option '--snapshto' (did you mean '--snapshot'?)"],
     [

@@ -31,7 +31,7 @@ writeFileSync(process.env.METAL_CAP_SHIM_SIM_SNAPSHOT, JSON.stringify(snapshot))
 const BF16 = {
   engine: 'llama.cpp',
   setting: 'GGML_METAL_BF16_DISABLE=1',
-  why: 'bfloat timeout: stock: timeout (the bfloat dispatch did not complete within 150 ms); under cua-release: skipped (not run: the GPU was left unusable by bfloat (timeout in the stock run)). ggml-metal turns bfloat on for Apple6 or Metal3 devices; this variable keeps BF16 kernels off (node-llama-cpp reads it too)',
+  why: 'bfloat timeout: stock: timeout (the bfloat dispatch did not complete within 150 ms); under host-family: skipped (not run: the GPU was left unusable by bfloat (timeout in the stock run)). ggml-metal turns bfloat on for Apple6 or Metal3 devices; this variable keeps BF16 kernels off (node-llama-cpp reads it too)',
 };
 
 describeSim('auto’s deadline', () => {

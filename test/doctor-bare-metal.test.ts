@@ -1,6 +1,6 @@
 // doctor and profile auto on bare metal (the simulated M1 Ultra host, in this process): a candidate that raises
-// answers is not installed unless forced, so the probes run once, with stock answers; a masking candidate needs no
-// force; no threadgroup size above the device's own limit is dispatched, so auto's verified profile raises nothing
+// answers (cua-release) is not installed unless forced, so the probes run once, with stock answers; a masking candidate
+// needs no force, and the default (host-family) changes nothing here; no threadgroup size above the device's own limit is dispatched, so auto's verified profile raises nothing
 // the M1 Ultra does not already answer, and applies without force.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,7 +40,7 @@ describeSim('on bare metal', () => {
   });
 
   it('doctor: a raising candidate is not installed without force; the stock run alone decides', async () => {
-    const r = await doctor({ mmapSize: 1 << 20, cache: false });
+    const r = await doctor({ profile: 'cua-release', mmapSize: 1 << 20, cache: false });
     expect({ ...r, devices: r.devices.length }).toEqual({
       schema: 'metal-cap-shim/doctor@1',
       packageVersion: packageVersion(),
@@ -76,7 +76,7 @@ describeSim('on bare metal', () => {
   });
 
   it('doctor with force: measured under the candidate too, then restored', async () => {
-    const r = await doctor({ probes: ['bfloat', 'residency-set'], force: true, cache: false });
+    const r = await doctor({ probes: ['bfloat', 'residency-set'], profile: 'cua-release', force: true, cache: false });
     expect(r.patchedRun).toEqual({ ran: true, why: null });
     expect(r.restore).toEqual({
       restoredHooks: HOOKS.map((selector) => ({ className: 'AGXG13DDevice', selector })),
@@ -98,7 +98,7 @@ describeSim('on bare metal', () => {
     expect(status().active).toBe(false);
   });
 
-  it('doctor: a custom raising candidate is named as such; a masking one needs no force', async () => {
+  it('doctor: a custom raising candidate is named as such; a masking one needs no force; the default changes nothing here', async () => {
     expect((await doctor({ probes: ['bfloat'], profile: { appleFamilyMax: 1008 }, cache: false })).patchedRun).toEqual({
       ran: false,
       why: 'the candidate profile raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too',
@@ -107,6 +107,12 @@ describeSim('on bare metal', () => {
       ran: true,
       why: null,
     });
+    // The default, host-family, claims the M1 Ultra's own Apple7, which it already answers: nothing to refuse or run.
+    const byDefault = await doctor({ probes: ['bfloat'], cache: false });
+    expect([byDefault.candidateProfile, byDefault.patchedRun]).toEqual([
+      profiles['host-family']!.profile,
+      { ran: false, why: 'host-family changes no answer on this machine' },
+    ]);
   });
 
   it('doctor: only nocopy-mmap asked, so nothing runs twice', async () => {
@@ -121,7 +127,7 @@ describeSim('on bare metal', () => {
   });
 
   it('doctor with force still dispatches no threadgroup size above the stock limit here (force only lets the candidate be installed for the patched run)', async () => {
-    const r = await doctor({ probes: ['threadgroup-memory'], force: true, cache: false });
+    const r = await doctor({ probes: ['threadgroup-memory'], profile: 'cua-release', force: true, cache: false });
     const tg = r.devices[0]!.probes.find((p) => p.id === 'threadgroup-memory')!;
     expect([
       r.patchedRun.ran,

@@ -10,7 +10,7 @@ import { status } from '../lib/patch/apply.js';
 import { doctor } from '../lib/doctor/index.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import type { DoctorDevice } from '../lib/doctor/types.js';
-import { resolveProfile } from '../lib/patch/profiles.js';
+import { resolveProfile, type ProfileInput } from '../lib/patch/profiles.js';
 import { describeSim, dist, jsonFrom, requireSimBuild, root, runCli, runNode } from './helpers.js';
 
 const FIXTURE = path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-faults.json');
@@ -25,8 +25,8 @@ const BF16 = ['GGML_METAL_BF16_DISABLE=1'];
 const KEEP_NAME = ['leave the device name alone (no deviceName in the profile)'];
 const NOTHING = resolveProfile({});
 
-async function run(device: number, timeoutMs = 5000): Promise<DoctorDevice> {
-  const r = await doctor({ device, mmapSize: MMAP, timeoutMs, cache: false });
+async function run(device: number, timeoutMs = 5000, profile?: ProfileInput): Promise<DoctorDevice> {
+  const r = await doctor({ device, mmapSize: MMAP, timeoutMs, profile, cache: false });
   expect(r.patchedRun).toEqual({ ran: true, why: null });
   return r.devices[0]!;
 }
@@ -37,7 +37,8 @@ describeSim('every simulated fault leads to its status, judgement and recommenda
   beforeAll(requireSimBuild);
 
   it('(a) a lost SIMD lane, a matrix pipeline error, truncating bfloat, a 32 KiB threadgroup limit, stale pages, no residency set, a lost write to a heap', async () => {
-    const d = await run(1);
+    // Under cua-release, which raises threadgroup memory to 65536: the verified size stays at what was proven.
+    const d = await run(1, 5000, 'cua-release');
     // The guest claims no Apple7: a SIMD-group matrix pipeline it cannot build is not its feature (unsupported).
     expect(verdicts(d)).toEqual([
       ['simdgroup-reduction', 'wrong-result', 'faulty'],
@@ -472,7 +473,7 @@ describeSim(
       }>(
         runNode(
           `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
-         const d = (await m.doctor({ device: 1, mmapSize: ${MMAP}, cache: false })).devices[0];
+         const d = (await m.doctor({ device: 1, profile: 'cua-release', mmapSize: ${MMAP}, cache: false })).devices[0];
          const p = d.probes.find((x) => x.id === 'threadgroup-memory');
          console.log(JSON.stringify({ differences: d.differences, reasons: d.verifiedProfileReasons, tg: d.verifiedProfile.maxThreadgroupMemoryLength, stock: p.stock.provenThreadgroupMemory, patched: p.patched.provenThreadgroupMemory, accepted: [p.stock.acceptedThreadgroupMemory, p.patched.acceptedThreadgroupMemory] }));`,
           { METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT, XDG_CACHE_HOME: temp },
@@ -497,7 +498,7 @@ describeSim(
     });
 
     it('through the CLI: the difference line names the accepted and failed sizes of each run', () => {
-      const r = runCli(['doctor', '--device', '1', '--mmap-size', '1M'], {
+      const r = runCli(['doctor', '--device', '1', '--profile', 'cua-release', '--mmap-size', '1M'], {
         METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT,
         XDG_CACHE_HOME: temp,
         NO_COLOR: '1',

@@ -42,7 +42,8 @@ describeSim('doctor() over the simulated Metal', () => {
   let report: DoctorReport;
   beforeAll(async () => {
     requireSimBuild();
-    report = await doctor({ mmapSize: MMAP });
+    // The candidate named: cua-release raises the guest's answers past its own (Apple9, 65536 bytes).
+    report = await doctor({ profile: 'cua-release', mmapSize: MMAP });
   });
 
   it('runs every probe, the capability probes twice, proves what the simulated GPU computes right, and finds the recorded fault', () => {
@@ -216,7 +217,7 @@ describeSim('doctor --json (CLI) over the simulated Metal', () => {
   });
 
   it('human output: the probe table with both runs, the verified profile and its reasons', () => {
-    const r = runCli(['doctor', '--mmap-size', '1M'], {
+    const r = runCli(['doctor', '--profile', 'cua-release', '--mmap-size', '1M'], {
       METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock',
       XDG_CACHE_HOME: tempDir(),
     });
@@ -249,7 +250,9 @@ describeSim('doctor on bare metal', () => {
 
   it('measures stock answers only, unless --force also runs the raising candidate (and takes it out again)', () => {
     const env = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal', XDG_CACHE_HOME: tempDir() };
-    const plain = jsonFrom<DoctorReport>(runCli(['doctor', '--json', '--mmap-size', '1M'], env));
+    const plain = jsonFrom<DoctorReport>(
+      runCli(['doctor', '--json', '--profile', 'cua-release', '--mmap-size', '1M'], env),
+    );
     expect(plain.patchedRun).toEqual({
       ran: false,
       why: 'cua-release raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too',
@@ -261,7 +264,9 @@ describeSim('doctor on bare metal', () => {
     // No threadgroup size above the M1 Ultra's own 32768 is dispatched here: Apple7, which it already answers. The
     // device already is the chip: no name is claimed.
     expect(plain.devices[0]!.verifiedProfile).toEqual({ ...VERIFIED, name: 'apple7', deviceName: null });
-    const forced = jsonFrom<DoctorReport>(runCli(['doctor', '--json', '--mmap-size', '1M', '--force'], env));
+    const forced = jsonFrom<DoctorReport>(
+      runCli(['doctor', '--json', '--profile', 'cua-release', '--mmap-size', '1M', '--force'], env),
+    );
     expect(forced.patchedRun).toEqual({ ran: true, why: null });
     expect(forced.restore!.conflicts).toEqual([]);
     expect(forced.restore!.restoredHooks.length).toBeGreaterThan(0);

@@ -36,7 +36,7 @@ describe.skipIf(!isSimulatedPlatform)('without Metal', () => {
       source: 'none',
       snapshot: null,
       host: null,
-      candidateProfile: profiles['cua-release']!.profile,
+      candidateProfile: profiles['host-family']!.profile,
       replayed: false,
       patchedRun: { ran: false, why: DETAIL },
       settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: 5000, mmapFile: null, mmapSize: 1 << 30, device: null },

@@ -33,7 +33,7 @@ function optionError(options: unknown): { option: string; message: string } {
 describe('doctor() options', () => {
   it('defaults', () => {
     expect(checkDoctorOptions(undefined)).toEqual({
-      candidate: profiles['cua-release']!.profile,
+      candidate: profiles['host-family']!.profile,
       device: null,
       timeoutMs: 5000,
       mmapFile: null,
@@ -128,7 +128,7 @@ describe('doctor --snapshot: a recording replayed, never guessed', () => {
       source: 'snapshot',
       snapshot: 'm1-ultra-bare-metal',
       host: probeSnapshot('m1-ultra-bare-metal').host,
-      candidateProfile: profiles['cua-release']!.profile,
+      candidateProfile: profiles['host-family']!.profile,
       replayed: true,
       patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },
       settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: null, mmapFile: null, mmapSize: null, device: null },

@@ -151,7 +151,7 @@ describe('doctor({ snapshot }) replays a recording', () => {
       source: 'snapshot',
       snapshot: 'github-macos-14-arm64-runner',
       host: probeSnapshot('github-macos-14-arm64-runner').host,
-      candidateProfile: profiles['cua-release']!.profile,
+      candidateProfile: profiles['host-family']!.profile,
       replayed: true,
       patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },
       settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: null, mmapFile: null, mmapSize: null, device: null },

@@ -14,14 +14,30 @@ describeSim('prepareExec with no Metal device here', () => {
   beforeAll(() => requireSimBuild());
 
   it('no refusal without --force and no warnings: the injector, the program, nothing else', () => {
-    expect(prepareExec({ profile: resolveProfile(), command: 'true', args: [] }, 'linux')).toEqual({
+    expect(prepareExec({ profile: resolveProfile('cua-release'), command: 'true', args: [] }, 'linux')).toEqual({
       injector: injectorPath(),
       resolved: resolveCommand('true'),
-      profile: resolveProfile(),
+      profile: resolveProfile('cua-release'),
       warnings: [],
       unpatched: null,
     });
     expect(injectorPath()).not.toBeNull();
+  });
+
+  it('the default with no chip to read: apple7, and the one warning that says so', () => {
+    expect(prepareExec({ profile: resolveProfile(), command: 'true', args: [] }, 'linux')).toEqual({
+      injector: injectorPath(),
+      resolved: resolveCommand('true'),
+      profile: resolveProfile('apple7'),
+      warnings: [
+        {
+          code: 'host-unknown-fallback',
+          message:
+            'host-family claims the host chip’s own family, but this host’s chip is unknown (it reports no machdep.cpu.brand_string): profile apple7 is used instead (name a profile to choose another)',
+        },
+      ],
+      unpatched: null,
+    });
   });
 
   it('profile host with no chip to read: refused (ERR_HOST_UNKNOWN), or run unpatched with --allow-unpatched, never a guess', () => {

@@ -851,7 +851,7 @@ describe('the injector there but not the native module (macOS: an addon that wil
 });
 
 describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the blockers, the order of the checks', () => {
-  const profile = resolveProfile();
+  const profile = resolveProfile('cua-release');
   const TRUE = resolveCommand('true')!;
   const REFUSAL =
     'refusing to raise Metal answers: this host is not a virtual machine (hw.model Mac13,2), so the GPU really is what it reports. The profile would raise device 0 (AGXG13DDevice): apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.';
@@ -861,6 +861,16 @@ describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the block
     const e = thrown(() => prepareExec({ profile, command: 'true', args: [] }, 'linux'));
     expect(e).toBeInstanceOf(RefusedError);
     expect(e).toMatchObject({ code: 'ERR_REFUSED_BARE_METAL', message: REFUSAL });
+  });
+
+  it('the default profile changes nothing on bare metal, so it is never refused there: the injector, one no-change warning', () => {
+    expect(prepareExec({ profile: resolveProfile(), command: 'true', args: [] }, 'linux')).toEqual({
+      injector: injectorPath(),
+      resolved: TRUE,
+      profile: { ...resolveProfile(), appleFamilyMax: 1007 },
+      warnings: [{ code: 'no-change', message: 'the profile changes no answer on this device' }],
+      unpatched: null,
+    });
   });
 
   it('--allow-unpatched turns the refusal into a notice and runs the program without the injector', () => {

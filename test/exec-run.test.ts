@@ -24,7 +24,7 @@ import { runWithInjector, type ExecOutcome } from '../lib/exec/run.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild } from './helpers.js';
 
-const profile = resolveProfile();
+const profile = resolveProfile('cua-release');
 const SLICE = process.arch === 'x64' ? 'x86_64' : process.arch;
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'] as const;
 const WARNING: ApplyWarning = { code: 'no-change', message: 'a warning prepareExec found, carried through' };

@@ -21,7 +21,7 @@ import { runWithInjector, STATUS_DRAIN_MS } from '../lib/exec/run.js';
 import { encodeNativeProfile, resolveProfile } from '../lib/patch/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild } from './helpers.js';
 
-const profile = resolveProfile();
+const profile = resolveProfile('cua-release');
 const SLICE = process.arch === 'x64' ? 'x86_64' : process.arch;
 const PATCHED = ['AppleParavirtDevice'];
 

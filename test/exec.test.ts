@@ -74,15 +74,24 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
     )[0] as ConsumerDevice;
     expect(gates(plain)).toEqual([false, false, false]);
     expect(plain.maxThreadgroupMemoryLength).toBe(32768);
+    // The default (host-family): the M1 Ultra host's own Apple7, the three gates on, nothing said.
     const r = runCli(['exec', '--', consumer], VM);
     expect(r.status, r.stderr).toBe(0);
-    // Nothing but the program's own output: it must still parse. On stderr one line before the program runs:
-    // cua-release claims Apple9, and the guest's host is an M1 Ultra (Apple7).
-    expect(r.stderr).toBe(`metal-cap-shim: warning: ${APPLE9_ABOVE_M1_ULTRA.message}\n`);
+    expect(r.stderr).toBe('');
     const patched = JSON.parse(r.stdout)[0] as ConsumerDevice;
     expect(gates(patched)).toEqual([true, true, true]);
-    expect(patched.maxThreadgroupMemoryLength).toBe(65536);
-    expect(patched.families[String(FAMILY_VALUES.apple10)]).toBe(false);
+    expect(patched.maxThreadgroupMemoryLength).toBe(32768);
+    expect(patched.families[String(FAMILY_VALUES.apple8)]).toBe(false);
+    // cua-release: nothing but the program's own output on stdout, which must still parse. On stderr one line before
+    // the program runs: cua-release claims Apple9, and the guest's host is an M1 Ultra (Apple7).
+    const cua = runCli(['exec', '--profile', 'cua-release', '--', consumer], VM);
+    expect(cua.status, cua.stderr).toBe(0);
+    expect(cua.stderr).toBe(`metal-cap-shim: warning: ${APPLE9_ABOVE_M1_ULTRA.message}\n`);
+    const raised = JSON.parse(cua.stdout)[0] as ConsumerDevice;
+    expect(gates(raised)).toEqual([true, true, true]);
+    expect(raised.maxThreadgroupMemoryLength).toBe(65536);
+    expect(raised.families[String(FAMILY_VALUES.apple9)]).toBe(true);
+    expect(raised.families[String(FAMILY_VALUES.apple10)]).toBe(false);
   });
 
   it('applies the named profile, and every device the program enumerates', () => {
@@ -97,7 +106,7 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
 
   it('--trace FILE records what the program asked and what it was told', () => {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-trace-')), 'trace.json');
-    const r = runCli(['exec', '--trace', file, '--', consumer], VM);
+    const r = runCli(['exec', '--profile', 'cua-release', '--trace', file, '--', consumer], VM);
     expect(r.status, r.stderr).toBe(0);
     const trace = JSON.parse(readFileSync(file, 'utf8'));
     expect(trace.profileApplied).toBe(true);
@@ -150,7 +159,7 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
 
   it('refuses to raise on bare metal without --force (exit 125, exec’s own failure), and runs nothing', () => {
     const marker = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-ran-')), 'ran');
-    const r = runCli(['exec', '--', 'sh', '-c', `touch ${marker}`], {
+    const r = runCli(['exec', '--profile', 'cua-release', '--', 'sh', '-c', `touch ${marker}`], {
       METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal',
     });
     expect(r.status).toBe(125);
@@ -551,7 +560,7 @@ describeSim('exec --json', () => {
   });
 
   it('leaves stdout to the program and writes one summary line on stderr', () => {
-    const r = runCli(['exec', '--json', '--', consumer], VM);
+    const r = runCli(['exec', '--json', '--profile', 'cua-release', '--', consumer], VM);
     expect(r.status).toBe(0);
     expect(JSON.parse(r.stdout)[0].families['1007']).toBe(true);
     const lines = r.stderr.trim().split('\n');

@@ -582,6 +582,50 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
         ).map((r) => [r.flag, r.source, r.rule, r.families, r.properties, r.env]),
       ]),
     );
+    // b7411's rows; the device rules (b9333) add device_id after them.
+    const B7411_ROWS = [
+      [
+        'has_simdgroup_reduction',
+        'ggml-metal-device.m ggml_metal_device_init',
+        'supportsFamily(Apple7) OR supportsFamily(Metal3)',
+        ['apple7', 'metal3'],
+        [],
+        [],
+      ],
+      ['has_simdgroup_mm', 'ggml-metal-device.m ggml_metal_device_init', 'supportsFamily(Apple7)', ['apple7'], [], []],
+      [
+        'has_bfloat',
+        'ggml-metal-device.m ggml_metal_device_init',
+        '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset',
+        ['metal3', 'apple6'],
+        [],
+        ['GGML_METAL_BF16_DISABLE'],
+      ],
+      [
+        'has_tensor',
+        'ggml-metal-device.m ggml_metal_device_init',
+        'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)',
+        ['metal4'],
+        ['name'],
+        ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE'],
+      ],
+      [
+        'use_residency_sets',
+        'ggml-metal-device.m ggml_metal_device_init',
+        'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
+        [],
+        ['host.osVersion', 'host.arch', 'host.translated'],
+        ['GGML_METAL_NO_RESIDENCY'],
+      ],
+      [
+        'use_shared_buffers',
+        'ggml-metal-device.m ggml_metal_device_init',
+        '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true',
+        [],
+        ['hasUnifiedMemory', 'location'],
+        ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE'],
+      ],
+    ];
     expect(rows).toEqual({
       legacy: [
         [
@@ -767,54 +811,16 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
           ['GGML_METAL_SHARED_BUFFERS_DISABLE'],
         ],
       ],
+      'device-b7411': B7411_ROWS,
       device: [
+        ...B7411_ROWS,
         [
-          'has_simdgroup_reduction',
-          'ggml-metal-device.m ggml_metal_device_init',
-          'supportsFamily(Apple7) OR supportsFamily(Metal3)',
-          ['apple7', 'metal3'],
+          'device_id',
+          'ggml-metal-device.m ggml_metal_device_init (ggml_metal_device_id_parse)',
+          'name is "Apple " followed by exactly one of M1, M1 Pro, M1 Max, M1 Ultra, M2, M2 Pro, M2 Max, M2 Ultra, M3, M3 Pro, M3 Max, M3 Ultra, M4, M4 Pro, M4 Max, M5, M5 Pro, M5 Max, M5 Ultra; otherwise GGML_METAL_DEVICE_GENERIC',
           [],
-          [],
-        ],
-        [
-          'has_simdgroup_mm',
-          'ggml-metal-device.m ggml_metal_device_init',
-          'supportsFamily(Apple7)',
-          ['apple7'],
-          [],
-          [],
-        ],
-        [
-          'has_bfloat',
-          'ggml-metal-device.m ggml_metal_device_init',
-          '(supportsFamily(Metal3) OR supportsFamily(Apple6)) AND GGML_METAL_BF16_DISABLE unset',
-          ['metal3', 'apple6'],
-          [],
-          ['GGML_METAL_BF16_DISABLE'],
-        ],
-        [
-          'has_tensor',
-          'ggml-metal-device.m ggml_metal_device_init',
-          'supportsFamily(Metal4) AND GGML_METAL_TENSOR_DISABLE unset AND (name contains M5/M6/A19/A20 OR GGML_METAL_TENSOR_ENABLE set)',
-          ['metal4'],
           ['name'],
-          ['GGML_METAL_TENSOR_DISABLE', 'GGML_METAL_TENSOR_ENABLE'],
-        ],
-        [
-          'use_residency_sets',
-          'ggml-metal-device.m ggml_metal_device_init',
-          'true; arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset (x86_64, also under Rosetta: always true). Sets are created only by such arm64 builds on macOS ≥ 15',
           [],
-          ['host.osVersion', 'host.arch', 'host.translated'],
-          ['GGML_METAL_NO_RESIDENCY'],
-        ],
-        [
-          'use_shared_buffers',
-          'ggml-metal-device.m ggml_metal_device_init',
-          '(hasUnifiedMemory OR location == external); GGML_METAL_SHARED_BUFFERS_DISABLE → false, then GGML_METAL_SHARED_BUFFERS_ENABLE → true',
-          [],
-          ['hasUnifiedMemory', 'location'],
-          ['GGML_METAL_SHARED_BUFFERS_DISABLE', 'GGML_METAL_SHARED_BUFFERS_ENABLE'],
         ],
       ],
       'chip-tuning': [
@@ -967,6 +973,7 @@ describe('llama.cpp, the rule tables as audit and the CLI print them', () => {
         "device-b6673": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
         "device-b6968": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
         "device-b7010": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
+        "device-b7411": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), CUMSUM (has_simdgroup_reduction), ARGMAX (has_simdgroup_reduction), COUNT_EQUAL (has_simdgroup_reduction), SSM_CONV (has_simdgroup_reduction), SSM_SCAN (has_simdgroup_reduction), SOLVE_TRI (has_simdgroup_reduction), OPT_STEP_ADAMW (has_simdgroup_reduction), OPT_STEP_SGD (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
         "legacy": "MUL_MAT (has_simdgroup_reduction), MUL_MAT_ID (has_simdgroup_reduction), SOFT_MAX (has_simdgroup_reduction), RMS_NORM (has_simdgroup_reduction), NORM (has_simdgroup_reduction), GROUP_NORM (has_simdgroup_reduction), L2_NORM (has_simdgroup_reduction), SUM_ROWS (has_simdgroup_reduction), MEAN (has_simdgroup_reduction), FLASH_ATTN_EXT (has_simdgroup_mm)",
       }
     `);
@@ -1033,7 +1040,9 @@ describe('llama.cpp, the rules of a release', () => {
     ['b7009', 'device-b6968', []],
     ['b7010', 'device-b7010', []],
     ['b7410', 'device-b7010', []],
-    ['b7411', 'device', []],
+    ['b7411', 'device-b7411', []],
+    ['b9332', 'device-b7411', []],
+    ['b9333', 'device', []],
     ['b10361', 'device', []],
     [
       'b10362',
@@ -1064,7 +1073,7 @@ describe('llama.cpp, the rules of a release', () => {
     ['b6967', 'b6673 to b6967 (ggml-metal-device.m, before the tensor API)', false],
     ['b6968', 'b6968 to b7009 (ggml-metal-device.m, tensor API on M5/M6 only)', true],
     ['b7010', 'b7010 to b7410 (ggml-metal-device.m, before eGPU shared buffers)', true],
-    ['b8000', 'b7411 to b10361 (ggml-metal-device.m, before per-chip tuning)', true],
+    ['b8000', 'b7411 to b9332 (ggml-metal-device.m, before device_id)', true],
   ])(
     '%s: the flags of ggml-metal-device.m without gpu_family and device_id, has_tensor only from b6968',
     (release, releases, tensor) => {
@@ -1106,6 +1115,28 @@ describe('llama.cpp, the device rules on both sides of each boundary', () => {
   };
   const p = (device: DeviceReport, release: string, env: Record<string, string> = {}) =>
     predictGates(device, 'llama.cpp', { env, host: m1.host, release });
+
+  it.each<[string, string, string | undefined]>([
+    ['b9332', 'Apple M1 Ultra', undefined],
+    ['b9333', 'Apple M1 Ultra', 'GGML_METAL_DEVICE_M1_ULTRA'],
+    // b9333's chip table has no A18 Pro (v0.4.0 adds it, #28152): GENERIC there, the A18 Pro from v0.4.0.
+    ['b9333', 'Apple A18 Pro', 'GGML_METAL_DEVICE_GENERIC'],
+    ['b10361', 'Apple A18 Pro', 'GGML_METAL_DEVICE_GENERIC'],
+    ['v0.4.0', 'Apple A18 Pro', 'GGML_METAL_DEVICE_A18_PRO'],
+    ['b9333', 'Apple Paravirtual device', 'GGML_METAL_DEVICE_GENERIC'],
+  ])('%s: device_id of %j is %s, and no gpu_family before v0.4.0', (release, name, id) => {
+    const prediction = p(withFamilies(name, {}), release);
+    const flags = prediction.flags as Record<string, { value: unknown } | undefined>;
+    expect({
+      device_id: flags.device_id?.value,
+      gpu_family: flags.gpu_family === undefined ? undefined : 'set',
+      tuning: prediction.tuning === null ? null : 'set',
+    }).toEqual({
+      device_id: id,
+      gpu_family: release === 'v0.4.0' ? 'set' : undefined,
+      tuning: release === 'v0.4.0' ? 'set' : null,
+    });
+  });
 
   it('b6967: no has_tensor, and GGML_METAL_BF16_DISABLE is not read, even on an M5 with Metal4', () => {
     expect(p(metal4('Apple M5'), 'b6967', { GGML_METAL_BF16_DISABLE: '1' })).toEqual({
@@ -1679,13 +1710,13 @@ describe('predictGates: the whole error for each bad argument', () => {
       'rules as a number',
       { rules: 1 },
       'rules',
-      'rules must be one of "legacy", "device-b6673", "device-b6968", "device-b7010", "device", "chip-tuning", "current"; got number 1',
+      'rules must be one of "legacy", "device-b6673", "device-b6968", "device-b7010", "device-b7411", "device", "chip-tuning", "current"; got number 1',
     ],
     [
       'an unknown rule set',
       { rules: 'old' },
       'rules',
-      'rules must be one of "legacy", "device-b6673", "device-b6968", "device-b7010", "device", "chip-tuning", "current"; got the string "old"',
+      'rules must be one of "legacy", "device-b6673", "device-b6968", "device-b7010", "device-b7411", "device", "chip-tuning", "current"; got the string "old"',
     ],
     [
       'a release that is no tag',

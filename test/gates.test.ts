@@ -5,6 +5,7 @@ import {
   ENGINES,
   LLAMA_CPP_CHIP_TUNING_RULES,
   LLAMA_CPP_CURRENT_RULES,
+  LLAMA_CPP_DEVICE_B7411_RULES,
   LLAMA_CPP_DEVICE_RULES,
   LLAMA_CPP_LEGACY_RULES,
   LLAMA_CPP_OP_GATES,
@@ -602,7 +603,7 @@ describe('predictGates: invalid arguments', () => {
     expectInvalid(
       () => predictGates(dev, 'llama.cpp', { rules: 'old' as unknown as 'legacy' }),
       'rules',
-      /"legacy", "device-b6673", "device-b6968", "device-b7010", "device", "chip-tuning", "current"/,
+      /"legacy", "device-b6673", "device-b6968", "device-b7010", "device-b7411", "device", "chip-tuning", "current"/,
     );
     expectInvalid(() => predictGates(dev, 'mlx', { rules: 'legacy' }), 'rules', /llama\.cpp/);
     expect(predictGates(dev, 'mlx', { rules: 'current', env: {} }).engine).toBe('mlx');
@@ -653,7 +654,8 @@ describe('rule tables', () => {
       'use_residency_sets',
       'use_shared_buffers',
     ];
-    expect(LLAMA_CPP_DEVICE_RULES.map((r) => r.flag)).toEqual(deviceFlags);
+    expect(LLAMA_CPP_DEVICE_B7411_RULES.map((r) => r.flag)).toEqual(deviceFlags);
+    expect(LLAMA_CPP_DEVICE_RULES.map((r) => r.flag)).toEqual([...deviceFlags, 'device_id']);
     expect(LLAMA_CPP_CHIP_TUNING_RULES.map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id']);
     expect(LLAMA_CPP_CURRENT_RULES.map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id']);
     expect(

@@ -76,6 +76,30 @@ describeSim('the host profile where the chip is unknown', () => {
     expect([unpatched.status, unpatched.stdout]).toEqual([0, 'ran\n']);
   });
 
+  it('the default (host-family) falls back to apple7 and says so once: applyProfile, exec and audit alike', () => {
+    const FALLBACK =
+      'host-family claims the host chip’s own family, but this host’s chip is unknown (it reports no machdep.cpu.brand_string): profile apple7 is used instead (name a profile to choose another)';
+    const r = applyProfile();
+    expect([r.applied, r.profile, r.warnings]).toEqual([
+      true,
+      resolveProfile('apple7'),
+      [{ code: 'host-unknown-fallback', message: FALLBACK }],
+    ]);
+    restore();
+    const env = { METAL_CAP_SHIM_SIM_SNAPSHOT: process.env.METAL_CAP_SHIM_SIM_SNAPSHOT };
+    const ran = runCli(['exec', '--', process.execPath, '-e', 'console.log("ran")'], env);
+    expect([ran.status, ran.stdout, ran.stderr]).toEqual([0, 'ran\n', `metal-cap-shim: warning: ${FALLBACK}\n`]);
+    const quiet = runCli(['exec', '-q', '--', process.execPath, '-e', 'console.log("ran")'], env);
+    expect([quiet.status, quiet.stdout, quiet.stderr]).toEqual([0, 'ran\n', `metal-cap-shim: warning: ${FALLBACK}\n`]);
+    const audit = JSON.parse(
+      runCli(['audit', '--json', '--snapshot', process.env.METAL_CAP_SHIM_SIM_SNAPSHOT!], env).stdout,
+    );
+    expect([audit.profile, audit.warnings[0]]).toEqual([
+      resolveProfile('apple7'),
+      { code: 'host-unknown-fallback', message: FALLBACK },
+    ]);
+  });
+
   it('register: not applied, and why', () => {
     expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'host' })).toEqual({
       action: 'not-applied',

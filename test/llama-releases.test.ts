@@ -53,7 +53,7 @@ describe('parseRelease', () => {
 });
 
 const GGML_094_WARNING = (v: string) =>
-  `ggml ${v} shipped with llama.cpp b6526 to b7595, across ggml-metal-device.m's arrival (b6673), the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411): the oldest ggml-metal-device.m rules (b6673 to b6967 (ggml-metal-device.m, before the tensor API)) assumed; a build before b6673 follows the legacy rules`;
+  `ggml ${v} shipped with llama.cpp b6526 to b7595, across ggml-metal-device.m's arrival (b6673), the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411): the older device-b6673 rules (b6673 to b6967 (ggml-metal-device.m, before the tensor API)) assumed; a build before b6673 follows the legacy rules`;
 
 describe('ruleSetForGgmlVersion', () => {
   it.each<[string, unknown]>([
@@ -63,14 +63,27 @@ describe('ruleSetForGgmlVersion', () => {
     ['0.24.9', { ruleSet: 'chip-tuning', warning: null }],
     ['0.23.0', { ruleSet: 'chip-tuning', warning: null }],
     ['0.22.9', { ruleSet: 'device', warning: null }],
-    // ggml 0.9.5 arrived in b7596, after the last device boundary (b7411); 0.9.0 to 0.9.4 span them all.
-    ['0.9.5', { ruleSet: 'device', warning: null }],
+    // ggml 0.14.0 arrived in b9560, after device_id (b9333); 0.13.0 (b9325 to b9559) spans that boundary.
+    ['0.14.0', { ruleSet: 'device', warning: null }],
+    [
+      '0.13.0',
+      {
+        ruleSet: 'device-b7411',
+        warning:
+          'ggml 0.13.0 shipped with llama.cpp b9325 to b9559, across device_id (b9333): the older device-b7411 rules (b7411 to b9332 (ggml-metal-device.m, before device_id)) assumed',
+      },
+    ],
+    ['0.12.9', { ruleSet: 'device-b7411', warning: null }],
+    // ggml 0.9.5 arrived in b7596, after eGPU shared buffers (b7411); 0.9.0 to 0.9.4 span every boundary before.
+    ['0.9.5', { ruleSet: 'device-b7411', warning: null }],
     ['0.9.4-dirty', { ruleSet: 'device-b6673', warning: GGML_094_WARNING('0.9.4-dirty') }],
     ['0.9.0', { ruleSet: 'device-b6673', warning: GGML_094_WARNING('0.9.0') }],
     // Before ggml 0.9 its version was 0.0.<llama.cpp build number>.
     ['0.0.6431', { ruleSet: 'legacy', warning: null }],
     ['0.0.7000', { ruleSet: 'device-b6968', warning: null }],
-    ['0.0.7411', { ruleSet: 'device', warning: null }],
+    ['0.0.7411', { ruleSet: 'device-b7411', warning: null }],
+    ['0.0.9332', { ruleSet: 'device-b7411', warning: null }],
+    ['0.0.9333', { ruleSet: 'device', warning: null }],
     ['0.8.0', null],
     ['unknown', null],
     ['', null],
@@ -117,7 +130,7 @@ describe('rulesOfLoaded', () => {
         nodeLlamaCppRelease: null,
       }),
     ).toEqual({
-      ruleSet: 'device',
+      ruleSet: 'device-b7411',
       release: null,
       detail:
         'libggml-metal.so: ggml 0.9.5; it exports ggml_metal_device_init: ggml-metal-device.m; rules by its ggml version',
@@ -142,17 +155,17 @@ describe('rulesOfLoaded', () => {
       ruleSet: 'device',
       release: null,
       detail:
-        'libggml-metal.so: no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (no release or ggml version says which: the newest device rules (b7411 to b10361 (ggml-metal-device.m, before per-chip tuning)) assumed)',
+        'libggml-metal.so: no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (no release or ggml version says which: the newest device rules (b9333 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)',
     });
     // A release or version of another generation does not override what the binary exports, and the detail says so.
     expect(device(null, 'v0.5.0')).toEqual({
       ruleSet: 'device',
       release: 'v0.5.0',
       detail:
-        "libggml-metal.so: llama.cpp v0.5.0 (node-llama-cpp's build metadata), no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (its release points to the current rules, which its exports contradict: the newest device rules (b7411 to b10361 (ggml-metal-device.m, before per-chip tuning)) assumed)",
+        "libggml-metal.so: llama.cpp v0.5.0 (node-llama-cpp's build metadata), no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (its release points to the current rules, which its exports contradict: the newest device rules (b9333 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)",
     });
     expect(device('0.23.0', null).detail).toBe(
-      'libggml-metal.so: ggml 0.23.0; it exports ggml_metal_device_init: ggml-metal-device.m (its ggml version points to the chip-tuning rules, which its exports contradict: the newest device rules (b7411 to b10361 (ggml-metal-device.m, before per-chip tuning)) assumed)',
+      'libggml-metal.so: ggml 0.23.0; it exports ggml_metal_device_init: ggml-metal-device.m (its ggml version points to the chip-tuning rules, which its exports contradict: the newest device rules (b9333 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)',
     );
   });
 
@@ -210,6 +223,7 @@ describe('the rule sets', () => {
         "device-b6673",
         "device-b6968",
         "device-b7010",
+        "device-b7411",
         "device",
         "chip-tuning",
         "current",

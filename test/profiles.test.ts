@@ -149,7 +149,7 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
     });
     a.families.metal3 = true;
     expect(resolveProfile('mask-apple5').families.metal3).toBe(false);
-    expect(resolveProfile()).toEqual(resolveProfile('cua-release'));
+    expect(resolveProfile()).toEqual(resolveProfile('host-family'));
   });
 
   it('a JSON object string, also with surrounding blanks', () => {
@@ -183,7 +183,7 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
     const unknown = (name: string) =>
       invalid(
         null,
-        `unknown profile '${name}'; built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object`,
+        `unknown profile '${name}'; built-in profiles are host-family, cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object`,
       );
     expect(thrown(() => resolveProfile('apple99'))).toEqual(unknown('apple99'));
     expect(thrown(() => resolveProfile(' toString '))).toEqual(unknown(' toString '));
@@ -730,6 +730,7 @@ describe('the host profile and "host" values, bound to a host', () => {
     const unknown = (why: string, label = 'host') => ({
       ok: false,
       reason: 'host-unknown',
+      cause: `this host’s chip is unknown (${why})`,
       detail: `${label} claims the host chip’s own answers, but this host’s chip is unknown (${why}), so nothing is claimed rather than a guess`,
     });
     expect(bindToHost(HOST, host(null))).toEqual(unknown('it reports no machdep.cpu.brand_string'));
@@ -742,6 +743,7 @@ describe('the host profile and "host" values, bound to a host', () => {
     expect(bindToHost(HOST, host('Apple M9 (Virtual)'))).toEqual({
       ok: false,
       reason: 'host-unknown',
+      cause: 'Apple M9 is not in the chip table (lib/device/chips.ts)',
       detail:
         'host claims the host chip’s true Apple family, but Apple M9 is not in the chip table (lib/device/chips.ts), so nothing is claimed rather than a guess',
     });
@@ -750,6 +752,32 @@ describe('the host profile and "host" values, bound to a host', () => {
       ok: true,
       profile: resolveProfile({ deviceName: 'Apple M9' }),
     });
+  });
+
+  it('a built-in bound to a host reads back under its name; other values, or a value where the built-in has none, are custom', () => {
+    const bound = (p: string, host_: string) => {
+      const b = bindToHost(resolveProfile(p), host(host_));
+      if (!b.ok) throw new Error(b.detail);
+      return JSON.parse(JSON.stringify(b.profile)) as object;
+    };
+    expect(resolveProfile(bound('host-family', 'Apple M1 (Virtual)'))).toEqual({
+      ...resolveProfile('host-family'),
+      appleFamilyMax: 1007,
+    });
+    expect(resolveProfile(bound('host', 'Apple M4 Max (Virtual)'))).toEqual({
+      ...resolveProfile('host'),
+      appleFamilyMax: 1009,
+      deviceName: 'Apple M4 Max',
+    });
+    // host-family leaves the name alone: a name makes it custom; so does a size it does not set.
+    expect(resolveProfile({ name: 'host-family', appleFamilyMax: 1007, deviceName: 'Apple M1' }).name).toBeNull();
+    expect(
+      resolveProfile({ name: 'host-family', appleFamilyMax: 1007, maxThreadgroupMemoryLength: 32768 }).name,
+    ).toBeNull();
+    // A family left alone is not host-family bound to anything.
+    expect(resolveProfile({ name: 'host-family' }).name).toBeNull();
+    // The name of another built-in does not borrow host-family's binding.
+    expect(resolveProfile({ name: 'apple7', appleFamilyMax: 1009 }).name).toBeNull();
   });
 
   it('an unbound "host" value is never predicted or encoded: a typed error says to bind it first', () => {

@@ -19,8 +19,30 @@ function run(env: NodeJS.ProcessEnv, preload = ['--import', register]) {
 describeSim('metal-cap-shim/register', () => {
   beforeAll(requireSimBuild);
 
-  it('applies cua-release by default inside a VM, with one line on stderr: it claims Apple9 on an M1 Ultra (Apple7)', () => {
-    const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: '' });
+  it('applies host-family by default inside a VM, without a word: Apple7, the M1 Ultra host’s own family', () => {
+    for (const value of [undefined, '']) {
+      const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: value });
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual({
+        active: true,
+        profile: {
+          name: 'host-family',
+          appleFamilyMax: 1007,
+          maxThreadgroupMemoryLength: null,
+          recommendedMaxWorkingSetSize: null,
+          deviceName: null,
+          families: {},
+          mode: 'raise',
+        },
+        apple9: false,
+        tg: 32768,
+      });
+      expect(r.stderr).toBe('');
+    }
+  });
+
+  it('cua-release claims Apple9 on an M1 Ultra (Apple7): applied, with one line on stderr', () => {
+    const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: 'cua-release' });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({
       active: true,

@@ -18,8 +18,8 @@ describeSim('kern.hv_vmm_present = 1 alone', () => {
     restore();
   });
 
-  it('register applies the default profile: the kernel’s word is enough', () => {
-    expect(registerFromEnvironment({})).toMatchObject({
+  it('register applies a raising profile: the kernel’s word is enough', () => {
+    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'cua-release' })).toMatchObject({
       action: 'applied',
       result: {
         applied: true,

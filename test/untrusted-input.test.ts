@@ -458,7 +458,7 @@ describe('an error quotes at most 200 characters of its input', () => {
   it('an unknown profile name of 100 000 characters', () => {
     const e = thrown(() => resolveProfile(long)) as InvalidProfileError;
     expect(e.message).toBe(
-      `unknown profile '${'x'.repeat(200)}… (100000 characters)'; built-in profiles are cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object`,
+      `unknown profile '${'x'.repeat(200)}… (100000 characters)'; built-in profiles are host-family, cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object`,
     );
   });
 

@@ -30,6 +30,22 @@ function rulesOf(value: string | undefined, engines: Engine[]): { rules?: LlamaC
   return isSet ? { rules: value as LlamaCppRuleSet } : { release: value };
 }
 
+/** The rule sets, newest first, as the registry lists them; wrapped to the help's option column. */
+function rulesList(): string {
+  const names = [...LLAMA_CPP_RULE_SETS].reverse();
+  const lines: string[] = [];
+  let line = '';
+  for (const name of names) {
+    const next = line === '' ? name : `${line}, ${name}`;
+    // The first line follows "llama.cpp rules (newest first): " (50 columns in), the others start at column 19.
+    if (next.length > (lines.length === 0 ? 62 : 92) && line !== '') {
+      lines.push(`${line},`);
+      line = name;
+    } else line = next;
+  }
+  return [...lines, line].join(`\n${' '.repeat(19)}`);
+}
+
 const command: Command = {
   help: () => `Usage: metal-cap-shim audit [--profile P] [--snapshot S] [--engine E] [--rules R] [--force] [--json]
 
@@ -37,8 +53,8 @@ const command: Command = {
   --snapshot S     audit a recorded snapshot offline (any OS); without it the profile is applied in this
                    process, verified and restored (macOS)
   --engine E       llama.cpp, mlx or all (default all)
-  --rules R        llama.cpp rules: current, chip-tuning, device, device-b7010, device-b6968, device-b6673
-                   or legacy, or a release (b4753, v0.4.0); default: the loaded llama.cpp's (live), else
+  --rules R        llama.cpp rules (newest first): ${rulesList()},
+                   or a release (b4753, v0.4.0); default: the loaded llama.cpp's (live), else
                    current; llama.cpp only
   --force          allow raising answers on a host that is not a VM
   --json           machine-readable result (schema metal-cap-shim/audit@1)

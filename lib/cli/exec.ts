@@ -3,6 +3,7 @@ import { preloadVariable } from '../exec/injector.js';
 import { prepareExec } from '../exec/prepare.js';
 import { runWithInjector } from '../exec/run.js';
 import { signalExitStatus } from '../exec/signals.js';
+import { saidOnce } from '../patch/plan.js';
 import { autoCacheNotices, PROFILE_ENV, profileForExec } from '../apply/auto.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { err, EXIT, text, type Command } from './shared.js';
@@ -69,7 +70,7 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     if (profile === null) notice(`metal-cap-shim: ${PROFILE_ENV}=off: running ${options.command} unpatched`);
     else if (prepared.unpatched !== null) notice(`metal-cap-shim: ${prepared.unpatched}`);
     // Said once, before the program runs: the other warnings are in the --json summary.
-    for (const w of prepared.warnings) if (w.code === 'above-host-family') err(`metal-cap-shim: warning: ${w.message}`);
+    for (const w of saidOnce(prepared.warnings)) err(`metal-cap-shim: warning: ${w.message}`);
     const run = prepared.injector === null ? options : { ...options, profile: prepared.profile };
     // The file prepareExec checked is the file that runs: PATH is not searched again.
     const outcome = await runWithInjector({ ...run, program: prepared.resolved }, prepared.injector, prepared.warnings);

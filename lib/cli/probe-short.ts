@@ -39,7 +39,9 @@ export function formatShort(
   const plan = planPatch(report, profile, { force: false });
   const { expected } = plan;
   const refused = !plan.accepted;
-  const name = profile.name ?? 'custom profile';
+  // A fallback (host-family on a host whose chip is unknown) is named with what it fell back to.
+  const requested = profile.name ?? 'custom profile';
+  const name = plan.profile.name !== profile.name ? `${requested} → ${plan.profile.name ?? 'custom'}` : requested;
   const vm = host.isVirtualMachine === null ? 'VM: unknown' : host.isVirtualMachine ? 'VM' : 'not a VM';
   return report.devices
     .map((stock, i) => {

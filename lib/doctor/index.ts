@@ -9,7 +9,7 @@ import type { DoctorReport } from './types.js';
 
 /**
  * Runs the probes on every device (or `device`) in a child process, never in this one: each with stock answers, the
- * capability probes again with the candidate profile installed there (default cua-release). Resolves to the judged
+ * capability probes again with the candidate profile installed there (default host-family). Resolves to the judged
  * results, each device's verified profile and the engine settings that avoid the faults found; `onProgress` is told
  * as each probe starts, and the event loop keeps turning meanwhile. A probe that hangs past its deadline, crashes or
  * aborts ends the child, not this process, and is reported as `aborted`. This process's devices and any profile

@@ -17,7 +17,7 @@ import type { DoctorProgress } from './types.js';
 
 /** Options for doctor(). */
 export interface DoctorOptions {
-  /** The candidate profile installed for the second run of the capability probes; default cua-release. */
+  /** The candidate profile installed for the second run of the capability probes; default DEFAULT_PROFILE (host-family). */
   profile?: ProfileInput | undefined;
   /** One device, by its index in MTLCopyAllDevices() order; default every device. */
   device?: number | undefined;

@@ -13,10 +13,8 @@ import {
   LLAMA_CPP_RULES,
   predictLlamaCpp,
   type LlamaCppCurrentPrediction,
-  type LlamaCppDevicePrediction,
-  type LlamaCppEarlyDevicePrediction,
-  type LlamaCppLegacyPrediction,
   type LlamaCppPrediction,
+  type LlamaCppPredictionFor,
 } from './llama-cpp.js';
 import { LLAMA_CPP_RULE_SETS, parseRelease, ruleSetForRelease, type LlamaCppRuleSet } from './llama-cpp-releases.js';
 import { MLX_RULES, predictMlx, type MlxPrediction } from './mlx.js';
@@ -171,30 +169,21 @@ function checkPredictOptions(options: unknown, engine: Engine): ValidOptions {
   return { env, host: checkHost(o.host), ...checkRules(o, engine) };
 }
 
-/** Predicts llama.cpp's current-rule flags; every overload throws `InvalidOptionsError` on a bad engine, device or option. */
+/**
+ * Predicts llama.cpp's flags under the newest rules (no `rules`, no `release`), or under the rule set `rules` names,
+ * typed for it: `{ rules: 'legacy' }` gives a LlamaCppLegacyPrediction. Every overload throws `InvalidOptionsError` on
+ * a bad engine, device or option.
+ */
 export function predictGates(
   device: DeviceReport,
   engine: 'llama.cpp',
-  options?: PredictOptions & { rules?: 'current' | 'chip-tuning'; release?: undefined },
+  options?: PredictOptions & { rules?: undefined; release?: undefined },
 ): LlamaCppCurrentPrediction;
-/** Predicts llama.cpp's flags under the device (pre-tuning ggml-metal-device.m) rules with the tensor API. */
-export function predictGates(
+export function predictGates<R extends LlamaCppRuleSet>(
   device: DeviceReport,
   engine: 'llama.cpp',
-  options: PredictOptions & { rules: 'device' | 'device-b7010' | 'device-b6968' },
-): LlamaCppDevicePrediction;
-/** Predicts llama.cpp's flags under the first ggml-metal-device.m rules (b6673 to b6967, no has_tensor). */
-export function predictGates(
-  device: DeviceReport,
-  engine: 'llama.cpp',
-  options: PredictOptions & { rules: 'device-b6673' },
-): LlamaCppEarlyDevicePrediction;
-/** Predicts llama.cpp's flags under the legacy (ggml-metal.m) rules. */
-export function predictGates(
-  device: DeviceReport,
-  engine: 'llama.cpp',
-  options: PredictOptions & { rules: 'legacy' },
-): LlamaCppLegacyPrediction;
+  options: PredictOptions & { rules: R },
+): LlamaCppPredictionFor<R>;
 /** Predicts llama.cpp's flags under a rule set or release chosen at run time. */
 export function predictGates(device: DeviceReport, engine: 'llama.cpp', options?: PredictOptions): LlamaCppPrediction;
 /** Predicts MLX's init-time values. */

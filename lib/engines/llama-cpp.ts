@@ -110,9 +110,16 @@ export interface LlamaCppCurrentPrediction extends LlamaCppPredictionBase {
   tuning: Derived<TuningTier>;
 }
 
-/** llama.cpp prediction under the device rules with the tensor API (ggml-metal-device.m b6968 to b10361). */
+/** llama.cpp prediction under the device rules with device_id (b9333 to v0.3.x): no gpu_family, no tuning. */
+export interface LlamaCppDeviceIdPrediction extends LlamaCppPredictionBase {
+  rules: 'device';
+  flags: Record<LlamaCppDeviceFlag, GateFlag> & { device_id: Derived<string> };
+  tuning: null;
+}
+
+/** llama.cpp prediction under the device rules with the tensor API, before device_id (b6968 to b9332). */
 export interface LlamaCppDevicePrediction extends LlamaCppPredictionBase {
-  rules: 'device' | 'device-b7010' | 'device-b6968';
+  rules: 'device-b7411' | 'device-b7010' | 'device-b6968';
   flags: Record<LlamaCppDeviceFlag, GateFlag>;
   tuning: null;
 }
@@ -134,9 +141,28 @@ export interface LlamaCppLegacyPrediction extends LlamaCppPredictionBase {
 /** llama.cpp prediction under any rule set (discriminated by `rules`). */
 export type LlamaCppPrediction =
   | LlamaCppCurrentPrediction
+  | LlamaCppDeviceIdPrediction
   | LlamaCppDevicePrediction
   | LlamaCppEarlyDevicePrediction
   | LlamaCppLegacyPrediction;
+
+/** A table with a prediction type for every rule set: a rule set without one does not compile. */
+type EveryRuleSet<T extends Record<LlamaCppRuleSet, LlamaCppPrediction>> = T;
+
+/** Each rule set's prediction type. */
+type LlamaCppPredictions = EveryRuleSet<{
+  legacy: LlamaCppLegacyPrediction;
+  'device-b6673': LlamaCppEarlyDevicePrediction;
+  'device-b6968': LlamaCppDevicePrediction;
+  'device-b7010': LlamaCppDevicePrediction;
+  'device-b7411': LlamaCppDevicePrediction;
+  device: LlamaCppDeviceIdPrediction;
+  'chip-tuning': LlamaCppCurrentPrediction;
+  current: LlamaCppCurrentPrediction;
+}>;
+
+/** The prediction a rule set gives: `LlamaCppPredictionFor<'legacy'>` is LlamaCppLegacyPrediction. */
+export type LlamaCppPredictionFor<R extends LlamaCppRuleSet> = LlamaCppPredictions[R];
 
 // ---------------------------------------------------------------------------------------------------------------
 // Shared pieces.
@@ -396,16 +422,22 @@ export const LLAMA_CPP_CHIPS: readonly string[] = Object.freeze([
   'A18 Pro',
 ]);
 
+/** The chips of b9333's first ggml_metal_device_id_parse (the device rules): v0.4.0's list but the A18 Pro (#28152). */
+export const LLAMA_CPP_CHIPS_B9333: readonly string[] = Object.freeze(LLAMA_CPP_CHIPS.filter((c) => c !== 'A18 Pro'));
+
 /** llama.cpp's token for a chip: `M1 Ultra` → `GGML_METAL_DEVICE_M1_ULTRA`; null → `GGML_METAL_DEVICE_GENERIC`. */
 export function deviceIdToken(chip: string | null): string {
   return `GGML_METAL_DEVICE_${chip === null ? 'GENERIC' : chip.toUpperCase().replace(/ /g, '_')}`;
 }
 
-/** The chip a device name parses to: "Apple " and then exactly one of LLAMA_CPP_CHIPS; otherwise null (GENERIC). */
-export function chipOfName(name: string): string | null {
+/**
+ * The chip a device name parses to: "Apple " and then exactly one of `chips` (by default v0.4.0's, LLAMA_CPP_CHIPS);
+ * otherwise null (GENERIC).
+ */
+export function chipOfName(name: string, chips: readonly string[] = LLAMA_CPP_CHIPS): string | null {
   if (!name.startsWith('Apple ')) return null;
   const suffix = name.slice('Apple '.length);
-  return LLAMA_CPP_CHIPS.includes(suffix) ? suffix : null;
+  return chips.includes(suffix) ? suffix : null;
 }
 
 /** v0.4.0's tuning table has rows for every chip but the M5 Ultra; its family representative: Apple9 → M4 Max. */
@@ -439,22 +471,25 @@ const gpuFamilyRule: LlamaCppRule<'gpu_family', number> = {
   },
 };
 
-const deviceIdRule: LlamaCppRule<'device_id', string> = {
-  flag: 'device_id',
-  source: `${SRC_DEVICE_INIT} (ggml_metal_device_id_parse)`,
-  rule: `name is "Apple " followed by exactly one of ${LLAMA_CPP_CHIPS.join(', ')}; otherwise GGML_METAL_DEVICE_GENERIC`,
-  families: [],
-  properties: ['name'],
-  env: [],
-  compute: ({ device }) => {
-    const chip = chipOfName(device.name);
-    return result(deviceIdToken(chip), [
-      chip === null
-        ? `name ${JSON.stringify(device.name)} is not "Apple " and a chip llama.cpp knows`
-        : `name ${JSON.stringify(device.name)} is the ${chip}`,
-    ]);
-  },
-};
+/** device_id as ggml_metal_device_id_parse computes it from the device name, knowing `chips`. */
+function deviceIdRule(chips: readonly string[]): LlamaCppRule<'device_id', string> {
+  return {
+    flag: 'device_id',
+    source: `${SRC_DEVICE_INIT} (ggml_metal_device_id_parse)`,
+    rule: `name is "Apple " followed by exactly one of ${chips.join(', ')}; otherwise GGML_METAL_DEVICE_GENERIC`,
+    families: [],
+    properties: ['name'],
+    env: [],
+    compute: ({ device }) => {
+      const chip = chipOfName(device.name, chips);
+      return result(deviceIdToken(chip), [
+        chip === null
+          ? `name ${JSON.stringify(device.name)} is not "Apple " and a chip llama.cpp knows`
+          : `name ${JSON.stringify(device.name)} is the ${chip}`,
+      ]);
+    },
+  };
+}
 
 /** The tuning tier under the chip-tuning (v0.4) or current (v0.5) rules, from the predicted device_id and gpu_family. */
 function tuningTier(ruleSet: 'chip-tuning' | 'current', chip: string | null, family: number): Derived<TuningTier> {
@@ -539,8 +574,8 @@ export const LLAMA_CPP_DEVICE_B7010_RULES: readonly LlamaCppRule<LlamaCppDeviceF
   unifiedOnly,
 ]);
 
-/** Device rules (b7411 to b10361, ggml-metal-device.m before per-chip tuning): eGPU shared buffers and their ENABLE switch. */
-export const LLAMA_CPP_DEVICE_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[] = Object.freeze([
+/** b7411 to b9332: eGPU shared buffers and their ENABLE switch. */
+export const LLAMA_CPP_DEVICE_B7411_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[] = Object.freeze([
   simdgroupReductionRule(SRC_DEVICE_INIT),
   simdgroupMmRule,
   bfloatRule,
@@ -554,6 +589,10 @@ type AnyCurrentRule =
   | LlamaCppRule<'gpu_family', number>
   | LlamaCppRule<'device_id', string>;
 
+/** Device rules (b9333 to v0.3.x, before per-chip tuning): device_id from the name, with b9333's chip table. */
+export const LLAMA_CPP_DEVICE_RULES: readonly (LlamaCppRule<LlamaCppDeviceFlag> | LlamaCppRule<'device_id', string>)[] =
+  Object.freeze([...LLAMA_CPP_DEVICE_B7411_RULES, deviceIdRule(LLAMA_CPP_CHIPS_B9333)]);
+
 /** Chip-tuning rules (v0.4.x). */
 export const LLAMA_CPP_CHIP_TUNING_RULES: readonly AnyCurrentRule[] = Object.freeze([
   simdgroupReductionRule(SRC_DEVICE_INIT),
@@ -563,7 +602,7 @@ export const LLAMA_CPP_CHIP_TUNING_RULES: readonly AnyCurrentRule[] = Object.fre
   residencySetsRule,
   locationEverywhere,
   gpuFamilyRule,
-  deviceIdRule,
+  deviceIdRule(LLAMA_CPP_CHIPS),
 ]);
 
 /** Current rules (v0.5.0 and later). */
@@ -575,7 +614,7 @@ export const LLAMA_CPP_CURRENT_RULES: readonly AnyCurrentRule[] = Object.freeze(
   residencySetsRule,
   sharedBuffersRule('location-x86'),
   gpuFamilyRule,
-  deviceIdRule,
+  deviceIdRule(LLAMA_CPP_CHIPS),
 ]);
 
 /** Legacy rules (ggml-metal.m). */
@@ -617,16 +656,17 @@ export const LLAMA_CPP_LEGACY_RULES: readonly LlamaCppRule<LlamaCppLegacyFlag>[]
   ),
 ]);
 
-/** Every llama.cpp rule table, by rule set. */
+/** Every llama.cpp rule table, by rule set (every id of LLAMA_CPP_RULE_SET_REGISTRY has one). */
 export const LLAMA_CPP_RULES = Object.freeze({
   legacy: LLAMA_CPP_LEGACY_RULES,
   'device-b6673': LLAMA_CPP_DEVICE_B6673_RULES,
   'device-b6968': LLAMA_CPP_DEVICE_B6968_RULES,
   'device-b7010': LLAMA_CPP_DEVICE_B7010_RULES,
+  'device-b7411': LLAMA_CPP_DEVICE_B7411_RULES,
   device: LLAMA_CPP_DEVICE_RULES,
   'chip-tuning': LLAMA_CPP_CHIP_TUNING_RULES,
   current: LLAMA_CPP_CURRENT_RULES,
-});
+} satisfies Record<LlamaCppRuleSet, readonly unknown[]>);
 
 const reductionOps = (ops: readonly string[]): OpGate[] => ops.map((op) => ({ op, needs: 'has_simdgroup_reduction' }));
 
@@ -673,6 +713,7 @@ export const LLAMA_CPP_OP_GATES: Readonly<Record<LlamaCppRuleSet, readonly OpGat
   'device-b6673': DEVICE_OP_GATES,
   'device-b6968': DEVICE_OP_GATES,
   'device-b7010': DEVICE_OP_GATES,
+  'device-b7411': DEVICE_OP_GATES,
   device: DEVICE_OP_GATES,
   'chip-tuning': DEVICE_OP_GATES,
   current: DEVICE_OP_GATES,
@@ -791,6 +832,7 @@ export function predictLlamaCpp(
       created,
     );
     return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings } as
+      | LlamaCppDeviceIdPrediction
       | LlamaCppDevicePrediction
       | LlamaCppEarlyDevicePrediction;
   }

@@ -96,7 +96,6 @@ export function prepareExec(
   if (native.binding === null)
     return { injector: null, resolved, warnings: [], unpatched: unguardedInjection(native, options) };
   // The guard uses this process's view of the devices: the same machine the child will run on.
-  let warnings: ApplyWarning[] = [];
   const stock = stockReport(native.binding);
   // 'host' values become the chip of the machine the child runs on, or nothing is injected: never a guess. The
   // child's llama.cpp is not loaded yet: the family warning names the newest rules' tuning, as audit does. Without a
@@ -117,7 +116,10 @@ export function prepareExec(
     throw new RefusedError(`${plan.detail} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN');
   if (!plan.accepted) throw new RefusedError(plan.detail);
   const profile = plan.profile;
-  if (stock.supported) warnings = plan.warnings;
+  // Without a device nothing is changed or warned of, but which profile the child gets is still said.
+  const warnings: ApplyWarning[] = stock.supported
+    ? plan.warnings
+    : plan.warnings.filter((w) => w.code === 'host-unknown-fallback');
   const blocker = injectionBlocker(resolved, platform, codesign);
   if (blocker?.launchFails && options.allowUnpatched) {
     // With the injector inserted the program would not start at all: run it without.

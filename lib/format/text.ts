@@ -209,7 +209,7 @@ export function formatProfiles(list: BuiltinProfile[], defaultName: string, s: S
     .map((p) =>
       [
         `${s.bold(p.name)}${p.name === defaultName ? s.dim(' (default)') : ''} — ${p.summary}`,
-        `  ${profileLine(p.profile)}`,
+        `  ${profileLine(p.profile)}${p.fallback === undefined ? '' : `; ${p.fallback} where the host’s chip is unknown`}`,
         `  why: ${p.rationale}`,
         `  source: ${p.source}`,
         `  risks: ${p.risks}`,

@@ -15,7 +15,10 @@ import {
   bindToHost,
   isRaise,
   planProfile,
+  profiles,
+  resolveProfile,
   type AnswerChange,
+  type BuiltinProfileName,
   type Profile,
 } from './profiles.js';
 
@@ -29,8 +32,24 @@ export interface ApplyWarning {
     | 'tuned-for-other-chip'
     | 'heap-in-vm'
     | 'above-host-family'
+    | 'host-unknown-fallback'
     | 'no-change';
   message: string;
+}
+
+/**
+ * The warnings a command says aloud once when it applies a profile (exec before the program runs, register on
+ * import), with the process-warning code register gives each: the ones a user must hear to know what the program
+ * gets. The others are in the results (`--json`, `warnings`).
+ */
+export const SAID_ONCE: Readonly<Partial<Record<ApplyWarning['code'], string>>> = Object.freeze({
+  'host-unknown-fallback': 'METAL_CAP_SHIM_HOST_UNKNOWN_FALLBACK',
+  'above-host-family': 'METAL_CAP_SHIM_ABOVE_HOST_FAMILY',
+});
+
+/** The warnings of `warnings` that are said aloud once (SAID_ONCE), in their order. */
+export function saidOnce(warnings: readonly ApplyWarning[]): ApplyWarning[] {
+  return warnings.filter((w) => Object.hasOwn(SAID_ONCE, w.code));
 }
 
 /** The highest Apple family a change turns on (an `apple<N>` answer NO→YES), or null. */
@@ -204,6 +223,12 @@ export type PatchPlan =
       claimsAboveHost: boolean;
     };
 
+/** The built-in planned instead of `profile` where its host values cannot be bound, if it names one. */
+function fallbackFor(profile: Profile): BuiltinProfileName | undefined {
+  const name = profile.name;
+  return name !== null && Object.hasOwn(profiles, name) ? profiles[name as BuiltinProfileName].fallback : undefined;
+}
+
 /** What planPatch needs besides the stock answers and the profile. */
 export interface PlanOptions {
   /** Raise answers even where the host is not known to be a VM. */
@@ -224,6 +249,15 @@ export function planPatch(
   options: PlanOptions,
 ): PatchPlan {
   const bound = bindToHost(requested, stock.host);
+  const fallback = bound.ok ? undefined : fallbackFor(requested);
+  if (!bound.ok && fallback !== undefined) {
+    const plan = planPatch(stock, resolveProfile(fallback), options);
+    const warning: ApplyWarning = {
+      code: 'host-unknown-fallback',
+      message: `${requested.name} claims the host chip’s own family, but ${bound.cause}: profile ${fallback} is used instead (name a profile to choose another)`,
+    };
+    return { ...plan, warnings: [warning, ...plan.warnings] };
+  }
   if (!bound.ok) {
     return {
       accepted: false,

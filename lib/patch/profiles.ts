@@ -71,12 +71,13 @@ export interface BuiltinProfile {
   rationale: string;
   source: string;
   risks: string;
+  /** The built-in planned instead where this one needs the host's chip and the chip is unknown (said in a warning). */
+  fallback?: BuiltinProfileName;
   profile: Profile;
 }
 
-/** What applyProfile accepts: a built-in name, a JSON string, a spec object, or an already resolved Profile. */
 /** The built-in profiles' names: `profiles` holds exactly one profile for each, as the compiler checks. */
-export type BuiltinProfileName = 'cua-release' | 'apple9-hw-tg' | 'apple7' | 'mask-apple5' | 'host';
+export type BuiltinProfileName = 'host-family' | 'cua-release' | 'apple9-hw-tg' | 'apple7' | 'mask-apple5' | 'host';
 
 /** A profile written as JSON text: an object, so it starts with `{`. */
 export type JsonProfileText = `{${string}`;
@@ -88,8 +89,14 @@ export type JsonProfileText = `{${string}`;
  */
 export type ProfileInput = BuiltinProfileName | JsonProfileText | ProfileSpec | Profile;
 
-/** The profile applied when none is named. */
-export const DEFAULT_PROFILE: BuiltinProfileName = 'cua-release';
+/**
+ * The profile applied when none is named: the host chip's own Apple family and nothing else. On a stock guest it
+ * turns on the same llama.cpp gates as cua-release (reduction and SIMD-group matrix need Apple7, bfloat Apple6, and
+ * every Apple Silicon Mac is Apple7 or newer), gives llama.cpp's tuning the host's own family, and claims nothing the
+ * host GPU lacks; on bare metal it changes nothing, so it is never refused there. Where the chip is unknown it falls
+ * back to apple7 and says so.
+ */
+export const DEFAULT_PROFILE: BuiltinProfileName = 'host-family';
 
 /** Bounds for threadgroup memory: Metal allocates it in 16-byte units; 1 MiB is far above any GPU. */
 export const THREADGROUP_MEMORY_RANGE = { min: 1024, max: 1 << 20, multipleOf: 16 } as const;
@@ -130,6 +137,21 @@ function builtin(name: string, spec: ProfileSpec, text: Omit<BuiltinProfile, 'na
 
 /** The built-in profiles, by name. */
 export const profiles: Readonly<Record<BuiltinProfileName, BuiltinProfile>> = Object.freeze({
+  'host-family': builtin(
+    'host-family',
+    { appleFamilyMax: HOST_VALUE, mode: 'raise' },
+    {
+      summary:
+        'The host chip’s true Apple family; threadgroup memory and name left as the device answers (apple7 where the chip is unknown)',
+      rationale:
+        'A guest’s machdep.cpu.brand_string names its host’s chip, and every Apple Silicon chip is Apple7 or newer, so on a stock guest this turns on llama.cpp’s SIMD-group reduction, SIMD-group matrix (Apple7) and bfloat (Apple6) paths like cua-release, while llama.cpp’s tuning by family gets the host’s own family and no feature the host GPU lacks is claimed. On bare metal the device already answers its family: nothing changes, nothing is refused.',
+      source:
+        'chip → family: Apple Metal Feature Set Tables; llama.cpp’s gates: ggml/src/ggml-metal/ggml-metal-device.m ggml_metal_device_init',
+      risks:
+        'Claims the host’s Apple7–Apple10 features, some of which the paravirtual device may not implement (doctor tests the ones engines use). Where the host’s chip is unknown (an unrecognised brand string, a chip newer than the table) apple7 is planned instead, with a host-unknown-fallback warning.',
+      fallback: 'apple7',
+    },
+  ),
   'cua-release': builtin(
     'cua-release',
     { appleFamilyMax: FAMILY_VALUES.apple9, maxThreadgroupMemoryLength: 65536, mode: 'raise' },
@@ -300,6 +322,21 @@ function sameSettings(a: Profile, b: Profile): boolean {
   return JSON.stringify({ ...a, name: null }) === JSON.stringify({ ...b, name: null });
 }
 
+/**
+ * `profile` with the fields its built-in leaves to the host (`'host'`) set back to `'host'`, where it has a value
+ * there: a built-in bound to a host (printed by audit or a report) reads back under its own name.
+ */
+function unbind(profile: Profile, builtin: BuiltinProfile): Profile {
+  const hostField = (mine: unknown, theirs: unknown) => theirs === HOST_VALUE && mine !== null;
+  return {
+    ...profile,
+    appleFamilyMax: hostField(profile.appleFamilyMax, builtin.profile.appleFamilyMax)
+      ? HOST_VALUE
+      : profile.appleFamilyMax,
+    deviceName: hostField(profile.deviceName, builtin.profile.deviceName) ? HOST_VALUE : profile.deviceName,
+  };
+}
+
 /** The size fields a resolved Profile writes as `null` ("leave this answer alone"). */
 const NULLABLE_KEYS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'deviceName'];
 
@@ -307,7 +344,8 @@ const NULLABLE_KEYS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommen
  * A profile object as this package prints it (`profiles --json`, `audit --json`, status(), a field report), or as a
  * user writes it. The printed form carries `name` and `null` for answers left alone; both are accepted, so anything
  * printed as a profile is accepted back as the same profile. A built-in name is kept only when the settings still say
- * exactly what that built-in says; any other name is dropped (the profile is custom).
+ * exactly what that built-in says, or what it says bound to a host (`host-family` with `appleFamilyMax` 1007 on an
+ * M1); any other name is dropped (the profile is custom).
  */
 function resolveObject(input: object): Profile {
   // Read once into plain data: a getter or Proxy that throws is this profile's error, naming the field.
@@ -322,7 +360,8 @@ function resolveObject(input: object): Profile {
   const resolved = checkProfileObject(spec, null);
   const builtin =
     typeof name === 'string' && Object.hasOwn(profiles, name) ? profiles[name as BuiltinProfileName] : undefined;
-  if (builtin && sameSettings(builtin.profile, resolved)) resolved.name = builtin.name;
+  if (builtin && (sameSettings(builtin.profile, resolved) || sameSettings(builtin.profile, unbind(resolved, builtin))))
+    resolved.name = builtin.name;
   return resolved;
 }
 
@@ -361,7 +400,15 @@ export function needsHost(profile: Profile): boolean {
 }
 
 /** What bindToHost() made of a profile: the profile with the host's values, or why there are none. */
-export type HostBinding = { ok: true; profile: Profile } | { ok: false; reason: 'host-unknown'; detail: string };
+export type HostBinding =
+  | { ok: true; profile: Profile }
+  | {
+      ok: false;
+      reason: 'host-unknown';
+      /** Why the host's values are unknown: "this host's chip is unknown (it reports no machdep.cpu.brand_string)". */
+      cause: string;
+      detail: string;
+    };
 
 /**
  * The profile with its `'host'` values replaced by this host's: `appleFamilyMax` by the chip's true Apple family,
@@ -379,17 +426,21 @@ export function bindToHost(profile: Profile, host: HostInfo | null): HostBinding
       ? 'it reports no machdep.cpu.brand_string'
       : `machdep.cpu.brand_string ${JSON.stringify(brand)} names no Apple chip`;
   if (chip === null) {
+    const cause = `this host’s chip is unknown (${why})`;
     return {
       ok: false,
       reason: 'host-unknown',
-      detail: `${label} claims the host chip’s own answers, but this host’s chip is unknown (${why}), so nothing is claimed rather than a guess`,
+      cause,
+      detail: `${label} claims the host chip’s own answers, but ${cause}, so nothing is claimed rather than a guess`,
     };
   }
   if (profile.appleFamilyMax === HOST_VALUE && family === null) {
+    const cause = `${chip} is not in the chip table (lib/device/chips.ts)`;
     return {
       ok: false,
       reason: 'host-unknown',
-      detail: `${label} claims the host chip’s true Apple family, but ${chip} is not in the chip table (lib/device/chips.ts), so nothing is claimed rather than a guess`,
+      cause,
+      detail: `${label} claims the host chip’s true Apple family, but ${cause}, so nothing is claimed rather than a guess`,
     };
   }
   return {
