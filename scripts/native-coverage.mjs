@@ -146,9 +146,20 @@ function preparePackageCopy() {
 }
 
 function runSuite() {
-  const env = { ...process.env, LLVM_PROFILE_FILE: path.join(rawDir, 'suite-%c%m-%p.profraw') };
+  // METAL_CAP_SHIM_INSTRUMENTED_BUILD: test/global-setup.ts then leaves build/ as it is (it would rebuild the normal,
+  // uninstrumented addon and injector over these, and the suite would write no profile at all).
+  const env = {
+    ...process.env,
+    LLVM_PROFILE_FILE: path.join(rawDir, 'suite-%c%m-%p.profraw'),
+    METAL_CAP_SHIM_INSTRUMENTED_BUILD: '1',
+  };
   // These suites examine other builds (the sanitizer binaries, the normal build's object files), never this one.
-  const elsewhere = ['test/sanitizers.test.ts', 'test/doctor-sanitizers.test.ts', 'test/static-destructors.test.ts'];
+  const elsewhere = [
+    'test/sanitizers.test.ts',
+    'test/doctor-sanitizers.test.ts',
+    'test/static-destructors.test.ts',
+    'test/mac-dialect.test.ts',
+  ];
   const vitest = path.join(pkg, 'node_modules', 'vitest', 'vitest.mjs');
   const r = run(process.execPath, [vitest, 'run', '--project', 'unit', ...elsewhere.flatMap((f) => ['--exclude', f])], {
     cwd: pkg,
@@ -213,9 +224,20 @@ function report(objects) {
     list.reduce((a, r) => ({ covered: a.covered + r.covered, count: a.count + r.count }), { covered: 0, count: 0 });
   const pct = ({ covered, count }) => (count === 0 ? 100 : (100 * covered) / count);
   const line = (name, r) => `${name.padEnd(28)} ${pct(r).toFixed(2).padStart(6)} % of lines (${r.covered}/${r.count})`;
+  const counts = new Map();
+  for (const f of raws) {
+    const source = path.basename(f).replace(/-.*$/, '');
+    counts.set(source, (counts.get(source) ?? 0) + 1);
+  }
+  const bySource = [...counts].map(([source, n]) => `${source} ${n}`);
   say(
-    `line coverage under the simulated build, ${raws.length} profiles (HTML: ${path.relative(repoRoot, path.join(out, 'html', 'index.html'))})`,
+    `line coverage under the simulated build, ${raws.length} profiles (${bySource.join(', ')}; HTML: ${path.relative(repoRoot, path.join(out, 'html', 'index.html'))})`,
   );
+  // A source that wrote nothing measured nothing: fail rather than report the others' coverage as the suite's.
+  for (const source of has('--skip-suite') ? ['stress'] : ['suite', 'stress']) {
+    if (!raws.some((f) => path.basename(f).startsWith(`${source}-`)))
+      throw new Error(`no ${source}-*.profraw was written: the ${source} run did not load the instrumented build`);
+  }
   for (const r of rows) process.stdout.write(`  ${line(r.file, r)}\n`);
   const engineTotal = sum(engineRows);
   process.stdout.write(`  ${line('engine (swizzle+profile+patch)', engineTotal)}\n`);

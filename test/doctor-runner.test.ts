@@ -12,7 +12,7 @@ import { loadNative } from '../lib/device/native.js';
 import { doctor } from '../lib/doctor/index.js';
 import { leftGpuUnusable, runFrom } from '../lib/doctor/judge.js';
 import { checkDoctorOptions } from '../lib/doctor/options.js';
-import { PROBE_GATING_FAMILIES, probeBudgetMs, type DoctorProbeId } from '../lib/doctor/probes.js';
+import { PROBE_GATING_FAMILIES, probeBudgetFor, probeBudgetMs, type DoctorProbeId } from '../lib/doctor/probes.js';
 import { LLAMA_CPP_RULES, MLX_RULES } from '../lib/engines/index.js';
 import { parseRunnerLine, runDoctorLiveSync, runnerEnvironment } from '../lib/doctor/run.js';
 import { runPhases } from '../lib/doctor/runner.js';
@@ -179,6 +179,17 @@ describeSim('doctor: the probes run in a child process', () => {
       why: 'the probe runner died of SIGABRT (its last words: simulated Metal assertion at commit, recorded in the snapshot: a Metal debug-layer assertion calls abort()) before the patched run',
     });
     expect(report.cache).toBe(null);
+  });
+
+  it('a probe’s budget: three deadlines and a second; nocopy-mmap with a generated file also its write at 20 MiB/s', () => {
+    const o = { timeoutMs: 100, mmapFile: null, mmapSize: 256 << 20 };
+    expect([
+      probeBudgetFor(o, 'bfloat'),
+      probeBudgetFor(o, 'nocopy-mmap'),
+      probeBudgetFor({ ...o, mmapSize: 20 << 20 }, 'nocopy-mmap'),
+      probeBudgetFor({ ...o, mmapSize: (20 << 20) + 1 }, 'nocopy-mmap'),
+      probeBudgetFor({ ...o, mmapFile: '/models/m.gguf' }, 'nocopy-mmap'),
+    ]).toEqual([1300, 1300 + 12_800, 1300 + 1000, 1300 + 1001, 1300]);
   });
 
   it('kills a probe that never returns at its deadline, and reports it aborted', async () => {

@@ -24,7 +24,9 @@ export default function setup(): void {
     if (again.status !== 0)
       throw new Error(`dist/ still does not match lib/ after npm run build: ${again.output.trim()}`);
   }
-  if (process.platform === 'linux') {
+  // scripts/native-coverage.mjs runs the suite against its own instrumented build in a copy of the worktree, and says
+  // so: rebuilding here would replace it with the normal build, and the suite would measure nothing.
+  if (process.platform === 'linux' && process.env.METAL_CAP_SHIM_INSTRUMENTED_BUILD !== '1') {
     const sim = run([process.execPath, 'scripts/build-sim.mjs']);
     if (sim.status !== 0)
       throw new Error(`npm run build:sim failed; the suite cannot run against a stale native build:\n${sim.output}`);

@@ -184,6 +184,26 @@ export function probeBudgetMs(timeoutMs: number): number {
 }
 
 /**
+ * The slowest writing of nocopy-mmap's generated file allowed for, in bytes per millisecond (20 MiB/s): the write is
+ * the runner's own work, outside the GPU's deadline, so a slow disk must not get the runner killed and the device
+ * blamed for it.
+ */
+export const GENERATED_FILE_BYTES_PER_MS = (20 * 1024 * 1024) / 1000;
+
+/**
+ * The budget of one probe under `o`: probeBudgetMs, and for nocopy-mmap with a generated file the time to write it at
+ * GENERATED_FILE_BYTES_PER_MS.
+ */
+export function probeBudgetFor(
+  o: { timeoutMs: number; mmapFile: string | null; mmapSize: number },
+  probe: DoctorProbeId,
+): number {
+  const write =
+    probe === 'nocopy-mmap' && o.mmapFile === null ? Math.ceil(o.mmapSize / GENERATED_FILE_BYTES_PER_MS) : 0;
+  return probeBudgetMs(o.timeoutMs) + write;
+}
+
+/**
  * How long the runner may take to start and read the devices before its first probe: Node's start-up, loading the
  * addon and Metal's device list.
  */

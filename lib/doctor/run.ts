@@ -19,6 +19,7 @@ import type { CheckedDoctorOptions } from './options.js';
 import {
   CAPABILITY_PROBE_IDS,
   DOCTOR_PROBE_IDS,
+  probeBudgetFor,
   probeBudgetMs,
   RUNNER_START_MS,
   type DoctorProbeId,
@@ -320,7 +321,7 @@ function runnerFailedToStart(err: Error): NativeError {
 /**
  * Runs the probes in the runner and reports them: every asked probe with stock answers, the capability probes again
  * with the candidate profile installed there. Between two messages the runner has RUNNER_START_MS (before the first
- * probe) or probeBudgetMs(timeoutMs) (a probe); past that it is killed, and the probe it was running is `aborted`.
+ * probe) or probeBudgetFor(o, probe) (a probe: probeBudgetMs, and the time to write nocopy-mmap's file); past that it is killed, and the probe it was running is `aborted`.
  * The event loop keeps turning meanwhile; `listener` is told as each probe starts.
  */
 export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener): Promise<DoctorReport> {
@@ -362,7 +363,13 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
         const { device, devices, probe, run } = message;
         listener?.({ device, devices, probe, run });
       }
-      arm(message.type === 'stock' || message.type === 'start' ? probeBudgetMs(o.timeoutMs) : RUNNER_START_MS);
+      arm(
+        message.type === 'start'
+          ? probeBudgetFor(o, message.probe)
+          : message.type === 'stock'
+            ? probeBudgetMs(o.timeoutMs)
+            : RUNNER_START_MS,
+      );
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
@@ -381,7 +388,8 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
  */
 export function runDoctorLiveSync(o: CheckedDoctorOptions, devices: number): DoctorReport {
   const generatedAt = new Date().toISOString();
-  const deadline = RUNNER_START_MS + probeBudgetMs(o.timeoutMs) * o.probes.length * 2 * Math.max(1, devices);
+  const perRun = o.probes.reduce((sum, probe) => sum + probeBudgetFor(o, probe), 0);
+  const deadline = RUNNER_START_MS + perRun * 2 * Math.max(1, devices);
   const r = spawnSync(process.execPath, [runnerPath()], {
     input: JSON.stringify(o),
     env: runnerEnvironment(),

@@ -37,13 +37,26 @@ const missing = TOOLS.filter((tool) => {
 const tool = (name: string, args: string[]) => execFileSync(name, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
 /** Symbols a Mach-O image imports (`llvm-nm -u`) or defines and exports (`-gU`), without Mach-O's leading underscore. */
 const stripped = (symbols: string[]) => symbols.map((s) => s.replace(/^_/, ''));
-const imports = (file: string) =>
-  stripped(
-    tool('llvm-nm-19', ['-u', file])
-      .split('\n')
-      .map((l) => l.trim())
-      .filter(Boolean),
-  );
+/**
+ * What each of `files` imports: one llvm-nm for all of them (each start of an llvm tool costs a tenth of a second),
+ * whose output heads each file's list with "<file>:".
+ */
+function importsOf(files: string[]): Map<string, string[]> {
+  const out = new Map(files.map((f) => [f, [] as string[]]));
+  if (files.length === 0) return out;
+  let current: string[] | undefined = files.length === 1 ? out.get(files[0]!) : undefined;
+  for (const line of tool('llvm-nm-19', ['-u', ...files]).split('\n')) {
+    const trimmed = line.trim();
+    if (trimmed === '') continue;
+    if (files.length > 1 && trimmed.endsWith(':') && out.has(trimmed.slice(0, -1))) {
+      current = out.get(trimmed.slice(0, -1));
+      continue;
+    }
+    current?.push(trimmed);
+  }
+  for (const [f, symbols] of out) out.set(f, stripped(symbols));
+  return out;
+}
 /** Symbols an image defines and exports, as llvm-nm names them (Mach-O's with their leading underscore). */
 const defined = (file: string) =>
   tool('llvm-nm-19', ['-gU', file])
@@ -73,15 +86,19 @@ function scanTargets(): { imagePrefixes: string[]; ggmlMetalSymbols: string[] } 
 }
 
 /** The device functions exec's injector defines in place of Metal's: the MTL* functions its Linux build exports. */
+let interposedOnce: string[] | undefined;
 function interposed(): string[] {
-  return defined(path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so'))
+  interposedOnce ??= defined(path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so'))
     .filter((s) => s.startsWith('MTL'))
     .sort();
+  return interposedOnce;
 }
 
 /** The SDK each binary was built with, and so whether its residency switch exists (read once from the binaries). */
 const BUILT_WITH: Record<string, { sdk: string; readsSwitch: boolean }> = {
   b4753: { sdk: '14.5', readsSwitch: false },
+  b8390: { sdk: '26.2', readsSwitch: true },
+  b10361: { sdk: '26.5', readsSwitch: true },
   'v0.4.0': { sdk: '26.5', readsSwitch: true },
 };
 
@@ -124,11 +141,13 @@ describe.skipIf(skipReason !== null)(`node-llama-cpp's Mach-O binaries, read wit
       const file = (name: string) => path.join(dirs.get(era.id)!, name);
 
       it('every image that asks Metal for a device asks through the interposed functions, and ggml-metal is one', () => {
-        const askers = readdirSync(dirs.get(era.id)!)
-          .filter((name) => isMachO(file(name)))
+        const images = readdirSync(dirs.get(era.id)!).filter((name) => isMachO(file(name)));
+        const imported = importsOf(images.map(file));
+        const askers = images
           .map((name) => ({
             name,
-            calls: imports(file(name))
+            calls: imported
+              .get(file(name))!
               .filter((s) => /^MTL\w*Device/.test(s))
               .sort(),
           }))

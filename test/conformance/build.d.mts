@@ -8,6 +8,8 @@ export interface BuiltEra {
   release: string;
   commit: string;
   ggmlVersion: string | null;
+  /** The GGML_METAL_* names its ggml sources spell out (getenv("…"), @"…"): every switch it can read is among them. */
+  switches: string[];
   outputs: Record<'arm64' | 'x86_64', { lib: string; addon: string; cli: string }>;
 }
 export const conformanceRoot: string;

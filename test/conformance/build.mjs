@@ -5,7 +5,9 @@
 //   1. `npm pack` its node-llama-cpp tarball into build/conformance/cache/ (checked against the pinned integrity;
 //      never installed, never a dependency), unless a copy with that integrity is there;
 //   2. clone the tarball's llama/gitRelease.bundle and take the ggml sources out of it;
-//   3. configure what CMake would (ggml-version.h) and rewrite the Objective-C object subscripts (SUBSCRIPT_REWRITES);
+//   3. configure what CMake would (ggml-version.h, or the GGML_VERSION/GGML_COMMIT definitions before it) and rewrite
+//      the Objective-C object subscripts (SUBSCRIPT_REWRITES); what the era has (eras.mjs init, lacks, chips,
+//      tuning) reaches the driver as definitions (driverDefines);
 //   4. compile ggml-base and the ggml-metal device sources with clang-19 for GCC's runtime and GNUstep, once per build
 //      configuration (arm64 with the macOS 15 SDK, x86_64), and link
 //        build/conformance/<era>-<key>/<arch>/libggml-metal.so      ggml-base + ggml-metal's device code + the driver
@@ -198,17 +200,100 @@ async function extractSources(tgz, dir) {
   }
 }
 
-/** What CMake's configure step would write: ggml-version.h from its template. */
+/**
+ * What CMake's configure step gives ggml-base: ggml's version and the bundle's commit, written into ggml-version.h
+ * from its template (ggml 0.2x) or passed as GGML_VERSION / GGML_COMMIT compile definitions, as ggml/CMakeLists.txt
+ * does before the template (ggml 0.9 to 0.19). Returns the version (null for a ggml without ggml_version()) and the
+ * definitions ggml-base is compiled with.
+ */
 function configure(ggml, commit) {
-  const template = path.join(ggml, 'src', 'ggml-version.h.in');
-  if (!existsSync(template)) return null;
   const cmake = readFileSync(path.join(ggml, 'CMakeLists.txt'), 'utf8');
-  const version = ['MAJOR', 'MINOR', 'PATCH'].map((p) => cmakeVar(cmake, `GGML_VERSION_${p}`)).join('.');
-  const header = readFileSync(template, 'utf8')
-    .replace('@GGML_VERSION@', version)
-    .replace('@GGML_BUILD_COMMIT@', commit);
-  writeFileSync(path.join(ggml, 'src', 'ggml-version.h'), header);
-  return version;
+  const version = () => ['MAJOR', 'MINOR', 'PATCH'].map((p) => cmakeVar(cmake, `GGML_VERSION_${p}`)).join('.');
+  const template = path.join(ggml, 'src', 'ggml-version.h.in');
+  if (existsSync(template)) {
+    const header = readFileSync(template, 'utf8')
+      .replace('@GGML_VERSION@', version())
+      .replace('@GGML_BUILD_COMMIT@', commit);
+    writeFileSync(path.join(ggml, 'src', 'ggml-version.h'), header);
+    return { version: version(), defines: [] };
+  }
+  if (/target_compile_definitions\(ggml-base PRIVATE\s+GGML_VERSION=/.test(cmake)) {
+    const v = version();
+    return { version: v, defines: [`-DGGML_VERSION=${JSON.stringify(v)}`, `-DGGML_COMMIT=${JSON.stringify(commit)}`] };
+  }
+  return { version: null, defines: [] };
+}
+
+/** The props fields a device era's driver can read; eras.mjs `lacks` lists those an era does not have. */
+const ERA_FIELDS = ['has_tensor', 'desc', 'device_id', 'gpu_family'];
+
+/** The driver's view of a device era, as preprocessor definitions (src/driver-device.m). */
+function driverDefines(era) {
+  for (const field of era.lacks) {
+    if (!ERA_FIELDS.includes(field)) throw new Error(`${era.id}: unknown field ${field} in lacks (eras.mjs)`);
+  }
+  const has = (field) => (era.lacks.includes(field) ? 0 : 1);
+  if ((era.chips === null) !== era.lacks.includes('device_id'))
+    throw new Error(
+      `${era.id}: chips is ${era.chips}, but device_id is ${has('device_id') ? 'read' : 'absent'} (eras.mjs)`,
+    );
+  if (era.tuning !== null && (era.lacks.includes('device_id') || era.lacks.includes('gpu_family')))
+    throw new Error(`${era.id}: a tuning table needs device_id and gpu_family (eras.mjs)`);
+  const init = { void: 0, device: 1, devices: 2 }[era.init];
+  if (init === undefined) throw new Error(`${era.id}: init ${era.init} is none of void, device, devices (eras.mjs)`);
+  return [
+    `-DMCS_DEVICE_INIT=${init}`,
+    ...ERA_FIELDS.map((field) => `-DMCS_HAS_${field.toUpperCase()}=${has(field)}`),
+    `-DMCS_CHIPS=${{ table: 2, parser: 1 }[era.chips] ?? 0}`,
+    `-DMCS_TUNING=${era.tuning === null ? 0 : 1}`,
+  ];
+}
+
+/**
+ * llama.cpp's own device_id names, for an era whose driver reaches its parser but not ggml_metal_device_id_token
+ * (chips: parser): the enumerators of ggml_metal_device_id in ggml-metal-device.h, in order, as a C table written
+ * to `file`. Fails unless the enum counts up from GGML_METAL_DEVICE_GENERIC = 0 without other values.
+ */
+function writeDeviceIdNames(header, file) {
+  const m = /enum\s+ggml_metal_device_id\s*\{([^}]*)\}/.exec(readFileSync(header, 'utf8'));
+  if (m === null) throw new Error(`${path.basename(header)}: enum ggml_metal_device_id not found`);
+  const entries = m[1]
+    .replace(/\/\/.*$/gm, '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
+  const names = entries.map((e, i) => {
+    const [name, value] = e.split('=').map((x) => x.trim());
+    if (!/^GGML_METAL_DEVICE_\w+$/.test(name) || (value !== undefined && !(i === 0 && value === '0')))
+      throw new Error(`${path.basename(header)}: unexpected enumerator ${e} in ggml_metal_device_id`);
+    return name;
+  });
+  if (names[0] !== 'GGML_METAL_DEVICE_GENERIC')
+    throw new Error(`${path.basename(header)}: ggml_metal_device_id does not start at GGML_METAL_DEVICE_GENERIC`);
+  writeFileSync(
+    file,
+    `/* Written by build.mjs from ggml-metal-device.h: ggml_metal_device_id's enumerators, by value. */\n` +
+      `static const char *const mcs_device_id_names[] = {\n${names.map((n) => `    "${n}",\n`).join('')}};\n`,
+  );
+}
+
+/**
+ * The GGML_METAL_* names the era's ggml sources spell out as string literals (getenv("…"), @"…"), sorted: every
+ * switch it can read is among them. The conformance test runs every combination of the switches a release reads,
+ * and those it cannot read only together (conformance.test.ts `switchCases`).
+ */
+function namedSwitches(ggmlSrc) {
+  const names = new Set();
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (/\.(c|cc|cpp|h|hpp|m|mm)$/.test(entry.name))
+        for (const m of readFileSync(full, 'utf8').matchAll(/"(GGML_METAL_[A-Z0-9_]+)"/g)) names.add(m[1]);
+    }
+  };
+  walk(ggmlSrc);
+  return [...names].sort();
 }
 
 /** Applies the era's subscript rewrites to `file`, each exactly where it is found; fails when one is missing. */
@@ -268,8 +353,16 @@ async function buildEra(era, key, tools, queue) {
   const { tag, commit } = await extractSources(tgz, src);
   if (tag !== era.id) throw new Error(`${era.package} ships llama.cpp ${tag}, eras.mjs says ${era.id}`);
   const ggml = path.join(src, 'ggml');
-  const ggmlVersion = configure(ggml, commit);
+  const { version: ggmlVersion, defines: versionDefines } = configure(ggml, commit);
   const { base, metalCxx, deviceObjc } = sourcesOf(ggml, era);
+  const eraDefines = era.kind === 'device' ? driverDefines(era) : [];
+  const generated = path.join(dir, 'generated');
+  mkdirSync(generated, { recursive: true });
+  if (era.chips === 'parser')
+    writeDeviceIdNames(
+      path.join(ggml, 'src', 'ggml-metal', 'ggml-metal-device.h'),
+      path.join(generated, 'mcs-device-ids.h'),
+    );
   writeFileSync(
     deviceObjc,
     rewriteSubscripts(readFileSync(deviceObjc, 'utf8'), era.rewrites, path.basename(deviceObjc)),
@@ -318,12 +411,18 @@ async function buildEra(era, key, tools, queue) {
 
   const shared = [
     ...base.map((s) =>
-      compile(s, name(s), [s.endsWith('.c') ? '-std=gnu11' : '-std=gnu++17', ...ggmlIncludes], s.endsWith('.cpp')),
+      compile(
+        s,
+        name(s),
+        [s.endsWith('.c') ? '-std=gnu11' : '-std=gnu++17', ...ggmlIncludes, ...versionDefines],
+        s.endsWith('.cpp'),
+      ),
     ),
     ...metalCxx.map((s) => compile(s, name(s), ['-std=gnu++17', ...ggmlIncludes], true)),
     compile(path.join(harnessSrc, 'dispatch.m'), name('dispatch.m'), objcFlags('arm64')),
     compile(path.join(harnessSrc, 'driver.c'), name('driver.c'), ['-std=gnu11', ...ggmlIncludes]),
     compile(path.join(harnessSrc, 'link-stubs.m'), name('link-stubs.m'), objcFlags('arm64')),
+    compile(path.join(harnessSrc, 'foundation.m'), name('foundation.m'), objcFlags('arm64')),
   ];
   if (era.tuning !== null) {
     const probe = path.join(harnessSrc, `tuning-${era.tuning}.cpp`);
@@ -339,7 +438,13 @@ async function buildEra(era, key, tools, queue) {
     // The driver compiles the device source into itself (to reach its statics), once per build configuration.
     const driver = path.join(harnessSrc, era.kind === 'device' ? 'driver-device.m' : 'driver-legacy.m');
     return Promise.all([
-      compile(driver, name(driver, `-${arch}`), [...objcFlags(arch), ...ggmlIncludes, `-I${harnessSrc}`]),
+      compile(driver, name(driver, `-${arch}`), [
+        ...objcFlags(arch),
+        ...ggmlIncludes,
+        `-I${harnessSrc}`,
+        `-I${generated}`,
+        ...eraDefines,
+      ]),
     ]);
   });
 
@@ -399,7 +504,7 @@ async function buildEra(era, key, tools, queue) {
       ]);
     }),
   );
-  const identity = { release: tag, commit, ggmlVersion };
+  const identity = { release: tag, commit, ggmlVersion, switches: namedSwitches(path.join(ggml, 'src')) };
   writeFileSync(stampFile, `${JSON.stringify({ key, identity }, null, 2)}\n`);
   return { era, dir, cached: false, ...identity, outputs };
 }

@@ -1,5 +1,9 @@
-/* The libdispatch stand-in (include/dispatch/dispatch.h): one detached thread per async block, counted by its group.
-   Like libdispatch, it drains an autorelease pool around each block. */
+/* The libdispatch stand-in (include/dispatch/dispatch.h): each async block starts at once on a thread of its own,
+   counted by its group. Like libdispatch's, the threads are kept and reused: a block goes to an idle thread, or to a
+   new one when none is idle, so no block ever waits for another (ggml's residency heartbeat runs until it is told to
+   stop). Each ggml initialisation loads its kernel sources on about twenty blocks; starting a thread for each made
+   thread creation most of the time a conformance case took. Like libdispatch, it drains an autorelease pool around
+   each block. */
 #include <dispatch/dispatch.h>
 
 #import <Foundation/Foundation.h>
@@ -75,8 +79,7 @@ struct job {
   dispatch_group_t group;
 };
 
-static void *run_job(void *arg) {
-  struct job *job = arg;
+static void run_job(struct job *job) {
   int serial = !job->queue->concurrent;
   if (serial) pthread_mutex_lock(&job->queue->serial);
   NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
@@ -92,6 +95,31 @@ static void *run_job(void *arg) {
   }
   dispatch_release(job->queue);
   free(job);
+}
+
+/* A kept thread: waits, idle, for its next job. */
+struct worker {
+  pthread_cond_t wake;
+  struct job *job;
+  struct worker *next;
+};
+
+static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct worker *idle_workers;
+
+static void *worker_main(void *arg) {
+  struct worker *w = arg;
+  pthread_mutex_lock(&workers_lock);
+  for (;;) {
+    struct job *job = w->job;
+    pthread_mutex_unlock(&workers_lock);
+    run_job(job);
+    pthread_mutex_lock(&workers_lock);
+    w->job = NULL;
+    w->next = idle_workers;
+    idle_workers = w;
+    while (w->job == NULL) pthread_cond_wait(&w->wake, &workers_lock);
+  }
   return NULL;
 }
 
@@ -108,11 +136,25 @@ static void start(dispatch_queue_t queue, dispatch_group_t group, dispatch_block
     group->count++;
     pthread_mutex_unlock(&group->lock);
   }
+  pthread_mutex_lock(&workers_lock);
+  struct worker *w = idle_workers;
+  if (w != NULL) {
+    idle_workers = w->next;
+    w->job = job;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&workers_lock);
+    return;
+  }
+  pthread_mutex_unlock(&workers_lock);
+  w = calloc(1, sizeof *w);
+  if (w == NULL) abort();
+  pthread_cond_init(&w->wake, NULL);
+  w->job = job;
   pthread_t thread;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&thread, &attr, run_job, job) != 0) abort();
+  if (pthread_create(&thread, &attr, worker_main, w) != 0) abort();
   pthread_attr_destroy(&attr);
 }
 

@@ -6,7 +6,7 @@
 
 /* ggml_version() arrived with ggml 0.9 (2025): this era's ggml-base does not export it. */
 void mcs_era_identity(struct mcs_out *out) {
-  mcs_write_identity(out, NULL);
+  mcs_write_identity(out, NULL, "[]");
 }
 
 void mcs_era_props(struct mcs_out *out) {

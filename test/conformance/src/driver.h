@@ -33,8 +33,9 @@ void mcs_era_identity(struct mcs_out *out);
 
 #ifdef MCS_RELEASE
 /* What each era's mcs_era_identity writes: the release and build configuration the build defines (MCS_RELEASE,
-   MCS_TARGET_X86_64, MCS_MACOS_SDK), and ggml's version (NULL: a ggml without ggml_version()). */
-static inline void mcs_write_identity(struct mcs_out *out, const char *ggml_version) {
+   MCS_TARGET_X86_64, MCS_MACOS_SDK), ggml's version (NULL: a ggml without ggml_version()), and `absent`, a JSON array
+   of the fields this era's llama.cpp does not have, which its props leave out. */
+static inline void mcs_write_identity(struct mcs_out *out, const char *ggml_version, const char *absent) {
   mcs_out_printf(out, "{\"release\":");
   mcs_out_json_string(out, MCS_RELEASE);
   mcs_out_printf(out, ",\"ggmlVersion\":");
@@ -42,14 +43,15 @@ static inline void mcs_write_identity(struct mcs_out *out, const char *ggml_vers
     mcs_out_json_string(out, ggml_version);
   else
     mcs_out_printf(out, "null");
-  mcs_out_printf(out, ",\"build\":{\"arch\":\"%s\",\"sdk\":%d}}", MCS_TARGET_X86_64 ? "x86_64" : "arm64",
-                 MCS_MACOS_SDK);
+  mcs_out_printf(out, ",\"build\":{\"arch\":\"%s\",\"sdk\":%d},\"absent\":%s}", MCS_TARGET_X86_64 ? "x86_64" : "arm64",
+                 MCS_MACOS_SDK, absent);
 }
 #endif
 
-/* Era-specific: llama.cpp's own chip table and what it makes of names and families, as one JSON object (null before
-   v0.4.0): {"chips":[{"name","token"}], "parsed":[{"name","device_id"}],
-   "tiers":[{"device_id","gpu_family","tuning"}]}. `names` holds one device name per line. */
+/* Era-specific: llama.cpp's own chip table and what it makes of names and families, as one JSON object (null without
+   device_id): {"chips":[{"name","token"}], "parsed":[{"name","device_id"}], "tiers":[{"device_id","gpu_family",
+   "tuning"}]}; "chips" is null where the table is local to the parser, "tiers" null without a tuning table. `names`
+   holds one device name per line. */
 void mcs_era_tables(struct mcs_out *out, const char *names);
 
 /* Runs every case: `cases` holds one line per case, each a space-separated list of NAME=VALUE environment settings

@@ -79,8 +79,9 @@ typedef NS_ENUM(NSInteger, MTLCaptureDestination) {
 @protocol MTLAllocation <NSObject>
 @end
 
-/* Every MTLBuffer is an MTLAllocation (macOS 15). */
+/* Every MTLBuffer is an MTLAllocation (macOS 15). gpuAddress: MTLResource's (macOS 13), which b6673 reads. */
 @protocol MTLBuffer <MCSSimMTLBuffer, MTLAllocation>
+@property (readonly) uint64_t gpuAddress;
 @end
 
 @protocol MTLResidencySet <NSObject>
