@@ -1,6 +1,6 @@
 /**
  * `import 'metal-cap-shim/register'` (or `node --import metal-cap-shim/register app.js`): applies the profile named by
- * METAL_CAP_SHIM_PROFILE (a built-in name, JSON, or `auto` for the verified profile; default cua-release; `off`
+ * METAL_CAP_SHIM_PROFILE (a built-in name, JSON, or `auto` for the verified profile; default host-family; `off`
  * disables) when the process runs inside a macOS virtual machine, and does nothing elsewhere. It must run before any
  * engine initialises Metal.
  */

@@ -1,15 +1,15 @@
 #!/usr/bin/env node
-// The README's API tables, generated from docs/api.json (one row per export cell, keyed by that cell) and checked
-// against what each entry point exports:
+// docs/api.md's API tables, generated from docs/api.json (one row per export cell, keyed by that cell) and checked
+// against what each entry point exports. scripts/docs.mjs runs it with every other generated part of the docs; alone:
 //
 //   node scripts/api-table.mjs           rewrites the regions between `<!-- api:start ENTRY -->` and
-//                                        `<!-- api:end ENTRY -->` in README.md (after `npm run build`)
-//   node scripts/api-table.mjs --check   exits 1 when README.md differs from what it would write, or when an export
+//                                        `<!-- api:end ENTRY -->` in docs/api.md (after `npm run build`)
+//   node scripts/api-table.mjs --check   exits 1 when docs/api.md differs from what it would write, or when an export
 //                                        has no row or a row names no export
 //
 // The names a row documents are the leading identifiers of the code spans in its first cell (`probe(options?)` is
 // probe, `applyProfile('auto', …)` is applyProfile). test/exports.test.ts runs the same check against lib/ and pins
-// the export lists themselves.
+// the export lists themselves; test/docs.test.ts runs scripts/docs.mjs --check.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -49,43 +49,61 @@ export function renderTable(entryRows) {
   return lines.join('\n');
 }
 
-/** README.md with each entry's region replaced by its generated table. A missing region is an error. */
-export function rewriteReadme(readme, rows) {
-  let out = readme;
+/** The file that holds the API tables, relative to the repository. */
+export const API_DOC = 'docs/api.md';
+
+/** `text` (the file `file`) with each entry's region replaced by its generated table. A missing region is an error. */
+export function rewriteApiDoc(text, rows, file = API_DOC) {
+  let out = text;
   for (const entry of Object.keys(rows)) {
     const start = `<!-- api:start ${entry} -->`;
     const end = `<!-- api:end ${entry} -->`;
     const from = out.indexOf(start);
     const to = out.indexOf(end);
-    if (from < 0 || to < from) throw new Error(`README.md has no region ${start} … ${end}`);
+    if (from < 0 || to < from) throw new Error(`${file} has no region ${start} … ${end}`);
     out = `${out.slice(0, from + start.length)}\n${renderTable(rows[entry])}\n${out.slice(to)}`;
   }
   return out;
 }
 
-function main() {
+/** rewriteApiDoc with README.md named in its error: the name test/exports.test.ts calls. */
+export function rewriteReadme(readme, rows) {
+  return rewriteApiDoc(readme, rows, 'README.md');
+}
+
+/**
+ * docs/api.md as it should be, and the problems of docs/api.json against the built entry points' exports (one line
+ * each; empty when every export has a row and every row names exports only).
+ */
+export function generateApiDoc(dir = root) {
   const require = createRequire(import.meta.url);
-  const rows = JSON.parse(readFileSync(path.join(root, 'docs', 'api.json'), 'utf8'));
+  const rows = JSON.parse(readFileSync(path.join(dir, 'docs', 'api.json'), 'utf8'));
   const exportsByEntry = Object.fromEntries(
-    Object.entries(ENTRIES).map(([entry, file]) => [entry, Object.keys(require(path.join(root, file)))]),
+    Object.entries(ENTRIES).map(([entry, file]) => [entry, Object.keys(require(path.join(dir, file)))]),
   );
-  const readmeFile = path.join(root, 'README.md');
-  const readme = readFileSync(readmeFile, 'utf8');
-  const generated = rewriteReadme(readme, rows);
-  let failed = false;
+  const problems = [];
   for (const [entry, { noRow, noExport }] of Object.entries(apiProblems(rows, exportsByEntry))) {
-    if (noRow.length) console.error(`api-table: ${entry} exports ${noRow.join(', ')} with no row in docs/api.json`);
+    if (noRow.length) problems.push(`${entry} exports ${noRow.join(', ')} with no row in docs/api.json`);
     if (noExport.length)
-      console.error(`api-table: docs/api.json documents ${noExport.join(', ')}, which ${entry} does not export`);
-    failed ||= noRow.length > 0 || noExport.length > 0;
+      problems.push(`docs/api.json documents ${noExport.join(', ')}, which ${entry} does not export`);
   }
+  const current = readFileSync(path.join(dir, API_DOC), 'utf8');
+  return { current, generated: rewriteApiDoc(current, rows), problems };
+}
+
+function main() {
+  const { current, generated, problems } = generateApiDoc();
+  for (const p of problems) console.error(`api-table: ${p}`);
+  const failed = problems.length > 0;
   if (process.argv.includes('--check')) {
-    if (generated !== readme)
-      console.error('api-table: README.md’s API tables differ from docs/api.json; run `node scripts/api-table.mjs`');
-    process.exit(failed || generated !== readme ? 1 : 0);
+    if (generated !== current)
+      console.error(
+        `api-table: ${API_DOC}’s API tables differ from docs/api.json; run \`npm run build && node scripts/docs.mjs\``,
+      );
+    process.exit(failed || generated !== current ? 1 : 0);
   }
-  if (generated !== readme) writeFileSync(readmeFile, generated);
-  console.log(`api-table: README.md ${generated === readme ? 'already up to date' : 'rewritten'}`);
+  if (generated !== current) writeFileSync(path.join(root, API_DOC), generated);
+  console.log(`api-table: ${API_DOC} ${generated === current ? 'already up to date' : 'rewritten'}`);
   process.exit(failed ? 1 : 0);
 }
 

@@ -12,7 +12,9 @@
 #    one): only its type definitions are needed to type-check. The same flags keep this repo's own install script
 #    (native addon) from running through the link.
 # 3. Checks that `metal-cap-shim` resolves, from examples/, to this repository (a symlink), not to a registry copy.
-# 4. tsc -p examples/tsconfig.json with the examples' pinned TypeScript (the examples are JavaScript with JSDoc types).
+# 4. tsc -p examples/tsconfig.json with the examples' pinned TypeScript (the examples are JavaScript with JSDoc types),
+#    then the same tsc over the ```ts blocks of README.md and docs/*.md, each a module of its own
+#    (scripts/docs/snippets.mjs writes them into examples/node_modules/.doc-snippets, where the package resolves).
 # 5. Runs scripted-audit and fleet-report's build-matrix with plain `node`, as examples/README.md says.
 # 6. shellcheck on the example shell script, when shellcheck is installed.
 # 7. The tracked files under examples/ are as they were before the install.
@@ -54,6 +56,13 @@ echo "   $resolved"
 echo "== tsc -p examples/tsconfig.json ($(npx --prefix examples tsc --version))"
 t=$(now)
 npx --prefix examples tsc -p examples/tsconfig.json
+echo "   typecheck: $(elapsed "$t")"
+
+echo "== the TypeScript blocks of README.md and docs/*.md type-check"
+t=$(now)
+snippets=examples/node_modules/.doc-snippets
+node scripts/docs/snippets.mjs "$snippets"
+npx --prefix examples tsc -p "$snippets/tsconfig.json"
 echo "   typecheck: $(elapsed "$t")"
 
 echo "== the any-OS examples run on $(node --version) with plain node"

@@ -27,6 +27,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -126,6 +127,10 @@ const forbidden = [
   /host_sim\.mm$/,
   /^scripts\/(?!install\.cjs)/,
 ];
+// The user docs the README links: every docs/*.md page (test/docs.test.ts checks the links themselves).
+for (const page of readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md'))) {
+  check(files.includes(`docs/${page}`), `contains docs/${page}`);
+}
 for (const pattern of forbidden) {
   const hits = files.filter((f) => pattern.test(f));
   check(hits.length === 0, `contains nothing matching ${pattern}${hits.length ? `: ${hits.join(', ')}` : ''}`);
@@ -285,6 +290,8 @@ const cjsOut = run(process.execPath, ['-e', `console.log(require('metal-cap-shim
   env: cleanEnv,
 });
 check(cjsOut.stdout.trim() === 'false', 'require() works there too');
+// The profile an audit without --profile names: the package's default (dist/index.cjs, built above by npm pack).
+const { DEFAULT_PROFILE: defaultProfile } = createRequire(import.meta.url)(path.join(root, 'dist', 'index.cjs'));
 const auditOut = run(
   path.join(bin, 'npx'),
   ['--no-install', 'metal-cap-shim', 'audit', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock'],
@@ -294,7 +301,7 @@ const auditOut = run(
   },
 );
 check(
-  auditOut.status === 0 && /Verdict: cua-release/.test(auditOut.stdout),
+  auditOut.status === 0 && new RegExp(`^Verdict: ${defaultProfile} `, 'm').test(auditOut.stdout),
   'the CLI’s offline audit of a bundled snapshot works',
 );
 console.log(

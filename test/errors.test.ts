@@ -30,9 +30,9 @@ const ONE_OF_EACH: errors.PackageError[] = [
   new errors.UsageError('m'),
 ];
 
-/** The codes of the README's error table, in its order, with the class each row names. */
+/** The codes of docs/api.md's error table, in its order, with the class each row names. */
 function readmeErrorTable(): [string, string][] {
-  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+  const readme = readFileSync(path.join(root, 'docs', 'api.md'), 'utf8');
   const rows: [string, string][] = [];
   for (const line of readme.split('\n')) {
     const m = /^\| `(\w+Error)` \| ((?:`ERR_\w+`(?:, )?)+) \|/.exec(line);
@@ -54,7 +54,7 @@ describe('error classes', () => {
     );
   });
 
-  it('the README documents every code under the class that throws it, and no other', () => {
+  it('docs/api.md documents every code under the class that throws it, and no other', () => {
     expect(readmeErrorTable().sort()).toEqual(ONE_OF_EACH.map((e) => [e.name, e.code] as [string, string]).sort());
   });
 

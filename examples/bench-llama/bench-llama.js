@@ -25,7 +25,7 @@ import { parseArgs } from 'node:util';
 const USAGE = `usage: bench-llama --model PATH [--profile NAME] [--llama-bench PATH] [--repetitions N]
 
   --model PATH          GGUF model to benchmark (required)
-  --profile NAME        metal-cap-shim profile for the shim run (default cua-release)
+  --profile NAME        metal-cap-shim profile for the shim run (default cua-release, the configuration behind Cua's published numbers)
   --llama-bench PATH    llama-bench binary (default: llama-bench on PATH)
   --repetitions N, -r   llama-bench repetitions per test (default: llama-bench's own, 5)`;
 

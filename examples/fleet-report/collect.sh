@@ -23,13 +23,13 @@
 #   node build-matrix.js REPORTS_DIR
 #
 # Environment:
-#   PROFILE  profile to report on, a built-in name (default: the CLI's default, cua-release)
+#   PROFILE  profile to report on, a built-in name (default: the CLI's default, host-family)
 #   NPX      npx on the remote machines (default npx). Non-interactive ssh sessions often lack the login PATH, e.g.
 #            NPX=/opt/homebrew/bin/npx for Homebrew's Node.
 #
-# A report whose verdict is not ok (exit 1) or that was refused (exit 3: a raising profile on bare metal) is still a
-# valid report and is kept: the matrix shows it as ✗ or "refused". Any other failure (ssh, npx, no JSON) is reported
-# and the host skipped; the script exits 1 at the end if any host failed.
+# `report` exits 0 when it collected a report: a verdict that is not ok, or a refusal (a raising profile on bare
+# metal), is recorded in the report as data, and the matrix shows it as ✗ or "refused". Any other outcome (ssh, npx,
+# no JSON, no Metal: exit 4) is reported and the host skipped; the script exits 1 at the end if any host failed.
 set -euo pipefail
 
 hosts_file=${1:-hosts.txt}
@@ -74,10 +74,9 @@ while IFS= read -r line <&3 || [[ -n $line ]]; do
   echo "collect.sh: $host${label:+ ($label)}" >&2
   status=0
   ssh -n -o BatchMode=yes -o ConnectTimeout=15 "$host" "$remote" >"$tmp" || status=$?
-  if { [[ $status -eq 0 || $status -eq 1 || $status -eq 3 ]]; } && grep -q '"metal-cap-shim/field-report@1"' "$tmp"; then
+  if [[ $status -eq 0 ]] && grep -q '"metal-cap-shim/field-report@1"' "$tmp"; then
     mv "$tmp" "$out"
     collected=$((collected + 1))
-    [[ $status -ne 0 ]] && echo "collect.sh:   kept (exit $status: verdict not ok or refused; see the report)" >&2
   else
     rm -f "$tmp"
     echo "collect.sh:   FAILED (line $line_no, exit $status); no report written" >&2

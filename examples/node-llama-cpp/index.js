@@ -25,7 +25,7 @@
  * metal-cap-shim/register app.js`, which runs it before the entry module; see index-explicit.js for the explicit API.
  *
  * What `metal-cap-shim/register` does: it reads METAL_CAP_SHIM_PROFILE (a built-in profile name or a JSON object;
- * default `cua-release`; `off` disables it) and applies that profile ONLY when the process runs inside a virtual
+ * default `host-family`, the host chip's own family; `off` disables it) and applies that profile ONLY when the process runs inside a virtual
  * machine (sysctl kern.hv_vmm_present = 1). On a real Mac the GPU really is what it reports, so raising its answers
  * would claim features it lacks: there it does nothing, and the same program runs unchanged on bare metal and in a VM.
  * A malformed METAL_CAP_SHIM_PROFILE stops the process (exit 1) instead of running unpatched by surprise.
@@ -61,7 +61,7 @@ console.log(
 // there is no Metal (`supported` false).
 const shim = status();
 console.log('\nmetal-cap-shim status()');
-console.log(`  METAL_CAP_SHIM_PROFILE: ${process.env.METAL_CAP_SHIM_PROFILE ?? '(unset: cua-release)'}`);
+console.log(`  METAL_CAP_SHIM_PROFILE: ${process.env.METAL_CAP_SHIM_PROFILE ?? '(unset: host-family)'}`);
 console.log(
   `  supported: ${shim.supported}, active: ${shim.active}, profile: ${shim.profile?.name ?? (shim.profile ? 'custom' : 'none')}`,
 );

@@ -36,7 +36,7 @@ function variableError(value: string, e: InvalidProfileError): InvalidProfileErr
 }
 
 /**
- * Applies the profile named by METAL_CAP_SHIM_PROFILE (default cua-release; `auto`: the verified profile; `off`:
+ * Applies the profile named by METAL_CAP_SHIM_PROFILE (default host-family; `auto`: the verified profile; `off`:
  * nothing; both in any case) when this process runs inside a macOS virtual machine. Host facts are read first,
  * without touching Metal: on bare metal no device is ever created, since MTLCreateSystemDefaultDevice() switches a
  * dual-GPU Mac to its discrete GPU. Where Metal exists, throws InvalidProfileError for a malformed value (and

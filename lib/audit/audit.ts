@@ -38,7 +38,7 @@ import type { DeviceReport, HostInfo, SupportedReport } from '../device/types.js
 
 /** Options for audit(). */
 export interface AuditOptions {
-  /** Profile to audit; default cua-release. */
+  /** Profile to audit; default DEFAULT_PROFILE (host-family). */
   profile?: ProfileInput | undefined;
   /** Audit a recorded snapshot offline (any OS) instead of this process's devices. */
   snapshot?: string | undefined;

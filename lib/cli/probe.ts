@@ -24,7 +24,7 @@ const command: Command = {
                    marks default); a built-in name, JSON, or a .json file
   --all-devices    every device, not only the default one
   --snapshot S     a recorded snapshot (bundled name or .json path, - for stdin) instead of this machine; any OS
-Exit code 1 when nothing can be asked here (not macOS, no device, no native module): the report says why.
+Exit code ${EXIT.noMetal} when nothing can be asked here (not macOS, no device, no native module): the report says why.
 
 ${bundledSnapshotsHelp()}`,
   options: {

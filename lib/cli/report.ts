@@ -22,7 +22,8 @@ const command: Command = {
   --mmap-file F      doctor maps your model file (read only) to test the NoCopy path, instead of a generated file
   --mmap-size BYTES  size of doctor's generated file (default 1G)
   --no-doctor        leave doctor's results out (they are in by default; see metal-cap-shim doctor --help)
-Exit code 3 when the profile would be refused on that host, 1 when it does not verify.
+Exit code ${EXIT.ok} when the report was collected: a refusal or a failed verification is recorded in it, as data;
+${EXIT.noMetal} where there is nothing to report on (no Metal, no device).
 
 ${bundledSnapshotsHelp()}`,
   options: {

@@ -9,5 +9,6 @@ export function bundledSnapshotsHelp(): string {
     names = [];
   }
   return `Bundled snapshots: ${names.length ? names.join(', ') : '(none found)'}
-  --snapshot also takes a .json path: a snapshot file, or a \`metal-cap-shim probe --json\` report.`;
+  --snapshot also takes a .json path: a snapshot file, a \`metal-cap-shim probe --json\` report, or a field report
+  (\`metal-cap-shim report --json\`).`;
 }

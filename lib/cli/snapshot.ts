@@ -20,7 +20,7 @@ snapshots' format (schema metal-cap-shim/snapshot@1), with the provenance "recor
   --mmap-size BYTES  with --with-doctor: size of doctor's generated file (default 1G)
   --timeout-ms N     with --with-doctor: deadline per probe (default 5000)
   --json             accepted for symmetry: the output is JSON either way
-Exit code 1 where there is no Metal device to record.`,
+Exit code ${EXIT.noMetal} where there is no Metal device to record.`,
   options: {
     label: { type: 'string' },
     json: { type: 'boolean' },

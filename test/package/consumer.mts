@@ -130,7 +130,7 @@ const fresh = await fieldReport({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', hos
 const matrix = buildMatrix([fresh, { where: 'copy.json', report: JSON.parse(JSON.stringify(fresh)) as unknown }]);
 seen.matrix = {
   rows: matrix.rows.length,
-  cell: matrix.rows[0]?.cells['cua-release']?.reports,
+  cell: matrix.rows[0]?.cells['host-family']?.reports,
   duplicates: matrix.duplicates,
 };
 
