@@ -165,7 +165,8 @@ function runSuite() {
     cwd: pkg,
     env,
   });
-  if (r.status !== 0) throw new Error(`the unit suite failed with the instrumented build (exit ${r.status})`);
+  // Reported after the coverage: what the suite measured is still worth seeing when a test failed.
+  return r.status === 0 ? null : `the unit suite failed with the instrumented build (exit ${r.status})`;
 }
 
 function runStress(stress) {
@@ -349,10 +350,14 @@ function main() {
     const started = Date.now();
     if (!has('--skip-suite')) preparePackageCopy();
     const objects = buildInstrumented();
-    if (!has('--skip-suite')) runSuite();
+    const suiteFailed = has('--skip-suite') ? null : runSuite();
     runStress(objects[2]);
     const enginePct = report(objects);
     say(`coverage run took ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    if (suiteFailed !== null) {
+      process.stderr.write(`native-coverage: ${suiteFailed}\n`);
+      status = 1;
+    }
     if (enginePct < minEngine) {
       process.stderr.write(
         `native-coverage: the engine's line coverage ${enginePct.toFixed(2)} % is below ${minEngine} %\n`,
