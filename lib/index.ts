@@ -68,7 +68,7 @@ export {
   type MatrixInput,
   type MatrixRow,
 } from './audit/field-report.js';
-export { applyProfile, type AutoApplyOptions, type AutoApplyResult, type AutoSource } from './apply/auto.js';
+export { applyProfile, type AutoApplyOptions, type AutoApplyResult, type AutoSource } from './select/auto.js';
 export {
   doctor,
   type DoctorDevice,

@@ -4,10 +4,10 @@
  * disables) when the process runs inside a macOS virtual machine, and does nothing elsewhere. It must run before any
  * engine initialises Metal.
  */
-import { autoCacheNotices, PROFILE_ENV as PROFILE_VARIABLE } from './apply/auto.js';
+import { autoCacheNotices, PROFILE_ENV as PROFILE_VARIABLE } from './select/auto.js';
 import { MetalCapShimError } from './core/errors.js';
 import { escapeControl } from './core/input.js';
-import { registerFromEnvironment } from './apply/registration.js';
+import { registerFromEnvironment } from './select/registration.js';
 import { SAID_ONCE, saidOnce } from './patch/plan.js';
 
 /** The environment variable register reads. Typed as its literal so this entry's declarations stand alone. */

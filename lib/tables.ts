@@ -24,7 +24,7 @@ export { CHIP_FAMILIES } from './device/chips.js';
 export { SIMD_RULES } from './device/report.js';
 export { ENGINES, LLAMA_CPP_RULE_SET_INFO, LLAMA_CPP_RULE_SETS, RULE_TABLES } from './engines/index.js';
 export { HOST_VALUE } from './patch/profiles.js';
-export { AUTO_PROFILE, resolveAutoProfile } from './apply/auto.js';
+export { AUTO_PROFILE, resolveAutoProfile } from './select/auto.js';
 export {
   CAPABILITY_PROBE_IDS,
   doctorCacheDir,

@@ -2,7 +2,7 @@
 // of test/): a misspelt profile name, or an option a call does not take, does not compile; what the checks accept at
 // run time, `undefined` for an optional option included, compiles.
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { applyProfile, type AutoApplyResult } from '../lib/apply/auto.js';
+import { applyProfile, type AutoApplyResult } from '../lib/select/auto.js';
 import { InvalidOptionsError, InvalidProfileError } from '../lib/core/errors.js';
 import type { ApplyResult } from '../lib/patch/apply.js';
 import { profiles, resolveProfile, type BuiltinProfileName, type ProfileInput } from '../lib/patch/profiles.js';

@@ -10,7 +10,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = defaultObjectGuest('default-object-dri
 
 import { beforeAll, expect, it } from 'vitest';
 import { status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { FAMILY_NAMES } from '../lib/core/families.js';
 import { probe } from '../lib/device/probe.js';
 import { predictPatchedDevice, resolveProfile } from '../lib/patch/profiles.js';

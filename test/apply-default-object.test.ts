@@ -7,7 +7,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = defaultObjectGuest('default-object-gue
 
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { FAMILY_NAMES } from '../lib/core/families.js';
 import { probe } from '../lib/device/probe.js';
 import { describeSim, requireSimBuild } from './helpers.js';

@@ -14,12 +14,12 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot('vz-guest-m1-ultra-taho
 
 import { beforeAll, expect, it } from 'vitest';
 import { status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { audit } from '../lib/audit/audit.js';
 import { NativeError } from '../lib/core/errors.js';
 import { probe } from '../lib/device/probe.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
-import { registerFromEnvironment } from '../lib/apply/registration.js';
+import { registerFromEnvironment } from '../lib/select/registration.js';
 import { importRegister } from './apply-helpers.js';
 import { describeSim, requireSimBuild, runCli } from './helpers.js';
 

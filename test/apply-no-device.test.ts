@@ -4,11 +4,11 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = '';
 
 import { beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { NativeError } from '../lib/core/errors.js';
 import { probe } from '../lib/device/probe.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
-import { registerFromEnvironment } from '../lib/apply/registration.js';
+import { registerFromEnvironment } from '../lib/select/registration.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 describeSim('no Metal device', () => {

@@ -4,7 +4,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'macbookpro16-intel-amd-two-gpus';
 
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { restore } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { RefusedError } from '../lib/core/errors.js';
 import { FAMILY_NAMES } from '../lib/core/families.js';
 import { resolveProfile } from '../lib/patch/profiles.js';

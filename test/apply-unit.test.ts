@@ -5,12 +5,12 @@ delete process.env.METAL_CAP_SHIM_SIM_SNAPSHOT;
 
 import { describe, expect, it } from 'vitest';
 import { profileWarnings, refusalFor, restore, status, verifyAnswers } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { InvalidOptionsError, InvalidProfileError, UnsupportedPlatformError } from '../lib/core/errors.js';
 import { probeSnapshot } from '../lib/device/probe.js';
 import { chipFromBrand } from '../lib/device/chips.js';
 import { planProfile, resolveProfile, type ProfileInput } from '../lib/patch/profiles.js';
-import { registerFromEnvironment } from '../lib/apply/registration.js';
+import { registerFromEnvironment } from '../lib/select/registration.js';
 import type { DeviceReport, HostInfo } from '../lib/device/types.js';
 import type { LlamaCppRuleSet } from '../lib/engines/index.js';
 import { importRegister, invalidProfileError } from './apply-helpers.js';

@@ -7,13 +7,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import type { DoctorCacheEntry } from '../lib/doctor/cache.js';
 import { InvalidProfileError } from '../lib/core/errors.js';
 import { FAMILY_NAMES } from '../lib/core/families.js';
 import { probe } from '../lib/device/probe.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
-import { registerFromEnvironment } from '../lib/apply/registration.js';
+import { registerFromEnvironment } from '../lib/select/registration.js';
 import { APPLE9_ABOVE_M1_ULTRA, importRegister, invalidProfileError } from './apply-helpers.js';
 import { describeSim, loadFixture, requireSimBuild, type SimFixture } from './helpers.js';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AuditResult } from '../lib/audit/audit.js';
-import { profileForExec } from '../lib/apply/auto.js';
+import { profileForExec } from '../lib/select/auto.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/core/families.js';
 import type { BuiltinProfile, Profile } from '../lib/patch/profiles.js';
 import { bindToHost, resolveProfile } from '../lib/patch/profiles.js';

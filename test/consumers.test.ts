@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { restore } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { describeSim, loadLibrary, requireSimBuild } from './helpers.js';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { restore } from '../lib/patch/apply.js';
-import { applyProfile, resolveAutoProfile } from '../lib/apply/auto.js';
+import { applyProfile, resolveAutoProfile } from '../lib/select/auto.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import { describeSim, requireSimBuild, root } from './helpers.js';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
-import { applyProfile, isAuto, profileForExec, resolveAutoProfile } from '../lib/apply/auto.js';
+import { applyProfile, isAuto, profileForExec, resolveAutoProfile } from '../lib/select/auto.js';
 import { doctor } from '../lib/doctor/index.js';
 import { cacheKeyFor, doctorCacheDir, readCache, type DoctorCacheEntry } from '../lib/doctor/cache.js';
 import { InvalidOptionsError, InvalidProfileError } from '../lib/core/errors.js';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
 import { doctor } from '../lib/doctor/index.js';
-import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/apply/auto.js';
+import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/select/auto.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import { packageVersion } from '../lib/device/native.js';
 import { probeSnapshot } from '../lib/device/probe.js';

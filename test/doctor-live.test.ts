@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { doctor } from '../lib/doctor/index.js';
 import { cacheKeyFor, doctorCacheDir, readCache } from '../lib/doctor/cache.js';
 import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS, THREADGROUP_CANDIDATES } from '../lib/doctor/probes.js';

@@ -13,7 +13,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = new URL(
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { DOCTOR_PROBE_IDS } from '../lib/device/doctor-vocabulary.js';
 import { APPLE_GPU_THREADGROUP_MEMORY } from '../lib/patch/profiles.js';
 import type { NativeBinding } from '../types/binding.js';

@@ -5,7 +5,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { restore } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import type { NativeBinding } from '../types/binding.js';
 import { doctorOptions, nativeBinding, outcome, PASSES, removeTempDirs } from './doctor-helpers.js';
 import { describeSim, requireSimBuild } from './helpers.js';

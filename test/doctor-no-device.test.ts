@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { doctor } from '../lib/doctor/index.js';
-import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/apply/auto.js';
+import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/select/auto.js';
 import { UnsupportedPlatformError } from '../lib/core/errors.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import { packageVersion } from '../lib/device/native.js';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { doctor } from '../lib/doctor/index.js';
-import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/apply/auto.js';
+import { applyProfile, profileForExec, resolveAutoProfile } from '../lib/select/auto.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import { type InvalidOptionsError, UnsupportedPlatformError } from '../lib/core/errors.js';
 import { packageVersion } from '../lib/device/native.js';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { restore } from '../lib/patch/apply.js';
 import { doctor } from '../lib/doctor/index.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { cacheKeyFor, readCache } from '../lib/doctor/cache.js';
 import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import { stockDevices } from './doctor-helpers.js';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { RefusedError } from '../lib/core/errors.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
 import { describeSim, loadLibrary, requireSimBuild } from './helpers.js';

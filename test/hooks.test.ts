@@ -6,7 +6,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'macbookpro16-intel-amd-two-gpus';
 import fc from 'fast-check';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { audit } from '../lib/audit/audit.js';
 import { InvalidOptionsError, InvalidProfileError } from '../lib/core/errors.js';
 import { FAMILY_NAMES, FAMILY_VALUES } from '../lib/core/families.js';

@@ -5,7 +5,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
 
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { FAMILY_NAMES } from '../lib/core/families.js';
 import { probe } from '../lib/device/probe.js';
 import { resolveProfile } from '../lib/patch/profiles.js';

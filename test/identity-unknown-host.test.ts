@@ -15,10 +15,10 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot(
 );
 
 const { restore, status } = await import('../lib/patch/apply.js');
-const { applyProfile } = await import('../lib/apply/auto.js');
+const { applyProfile } = await import('../lib/select/auto.js');
 const { RefusedError } = await import('../lib/core/errors.js');
 const { resolveProfile } = await import('../lib/patch/profiles.js');
-const { registerFromEnvironment } = await import('../lib/apply/registration.js');
+const { registerFromEnvironment } = await import('../lib/select/registration.js');
 const { describeSim, requireSimBuild, runCli, thrown } = await import('./helpers.js');
 
 const DETAIL =

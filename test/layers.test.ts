@@ -14,7 +14,7 @@ const LAYERS: Readonly<Record<string, number>> = Object.freeze({
   patch: 3,
   exec: 4,
   doctor: 4,
-  apply: 5,
+  select: 5,
   audit: 5,
   format: 6,
   cli: 7,
@@ -114,7 +114,7 @@ describe('lib/ imports go down the layers', () => {
 
   it('the check reads lib/ for real: the graph holds the imports of a file known to have them', () => {
     expect(graph.get('cli/audit.ts')).toContain('audit/audit.ts');
-    expect(graph.get('index.ts')).toContain('apply/auto.ts');
+    expect(graph.get('index.ts')).toContain('select/auto.ts');
   });
 
   it('a planted import against the order is found: core/errors.ts importing the CLI', () => {

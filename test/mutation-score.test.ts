@@ -150,7 +150,7 @@ describe("issue 10's minimums", () => {
     expect(
       [
         'lib/patch/apply.ts',
-        'lib/apply/auto.ts',
+        'lib/select/auto.ts',
         'lib/exec/run.ts',
         'lib/engines/llama-cpp.ts',
         'lib/device/snapshots.ts',

@@ -5,7 +5,7 @@ delete process.env.METAL_CAP_SHIM_SIM_SNAPSHOT;
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { notAppliedError } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { NativeError, RefusedError, UnsupportedPlatformError } from '../lib/core/errors.js';
 import { recordSnapshot } from '../lib/audit/record-snapshot.js';
 import { describeSim, dist, requireSimBuild, runNode, thrown } from './helpers.js';

@@ -9,7 +9,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = editedSnapshot('vz-guest-m1-ultra-taho
 
 import { beforeAll, expect, it } from 'vitest';
 import { status } from '../lib/patch/apply.js';
-import { registerFromEnvironment } from '../lib/apply/registration.js';
+import { registerFromEnvironment } from '../lib/select/registration.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 describeSim('registerFromEnvironment when verification fails', () => {

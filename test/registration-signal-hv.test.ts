@@ -6,9 +6,9 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = oneSignalHost('hv_vmm_present');
 
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { restore, status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
+import { applyProfile } from '../lib/select/auto.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
-import { registerFromEnvironment } from '../lib/apply/registration.js';
+import { registerFromEnvironment } from '../lib/select/registration.js';
 import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 

@@ -6,8 +6,8 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = oneSignalHost('hw.model');
 
 import { beforeAll, expect, it } from 'vitest';
 import { status } from '../lib/patch/apply.js';
-import { applyProfile } from '../lib/apply/auto.js';
-import { registerFromEnvironment } from '../lib/apply/registration.js';
+import { applyProfile } from '../lib/select/auto.js';
+import { registerFromEnvironment } from '../lib/select/registration.js';
 import { describeSim, loadFixture, requireSimBuild } from './helpers.js';
 
 describeSim('hw.model VirtualMac2,1 alone', () => {

@@ -4,7 +4,7 @@ process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
 import { beforeAll, expect, it } from 'vitest';
 import { status } from '../lib/patch/apply.js';
 import { InvalidProfileError } from '../lib/core/errors.js';
-import { registerFromEnvironment } from '../lib/apply/registration.js';
+import { registerFromEnvironment } from '../lib/select/registration.js';
 import { describeSim, loadFixture, requireSimBuild, type SimFixture } from './helpers.js';
 
 let fixture: SimFixture;

@@ -4,7 +4,7 @@ import { prepareExec } from '../exec/prepare.js';
 import { runWithInjector } from '../exec/run.js';
 import { signalExitStatus } from '../exec/signals.js';
 import { saidOnce } from '../patch/plan.js';
-import { autoCacheNotices, PROFILE_ENV, profileForExec } from '../apply/auto.js';
+import { autoCacheNotices, PROFILE_ENV, profileForExec } from '../select/auto.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { err, EXIT, text, type Command } from './shared.js';
 

@@ -274,7 +274,7 @@ function notApplied(
 }
 
 /**
- * applyProfile() for a profile that needs no measuring (every profile but `auto`; lib/apply/auto.ts is the public
+ * applyProfile() for a profile that needs no measuring (every profile but `auto`; lib/select/auto.ts is the public
  * applyProfile and resolves `auto` first), and what the doctor and audit apply.
  * Patches every Metal device class in this process to answer as the profile says, then verifies the answers on
  * freshly obtained devices. Call it before any engine initialises Metal (for node-llama-cpp: before the first

@@ -12,7 +12,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { restore, status } from '../../lib/patch/apply.js';
-import { applyProfile } from '../../lib/apply/auto.js';
+import { applyProfile } from '../../lib/select/auto.js';
 import {
   LLAMA_CPP_GENERATION_MARKERS,
   parseRelease,
