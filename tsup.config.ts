@@ -21,10 +21,10 @@ export default defineConfig([
     splitting: true,
   },
   {
-    // Each command's module is a dynamic import in lib/cli.ts; splitting turns each into its own chunk, so a command
+    // Each command's module is a dynamic import in lib/cli/main.ts; splitting turns each into its own chunk, so a command
     // loads only its own code (CLI start-up is measured by bench/cli.mjs).
     // The probe runner (lib/doctor/runner-main.ts) is built here too: doctor starts it as a process of its own.
-    entry: { cli: 'lib/cli.ts', 'doctor-runner': 'lib/doctor/runner-main.ts' },
+    entry: { cli: 'lib/cli/main.ts', 'doctor-runner': 'lib/doctor/runner-main.ts' },
     format: ['esm'],
     target: 'node20',
     platform: 'node',

@@ -13,7 +13,7 @@ import { colorWanted, stylerFor } from '../lib/format/text.js';
 import { closest, editDistance } from '../lib/core/suggest.js';
 import { cli, describeSim, dist, requireSimBuild, root, runCli } from './helpers.js';
 import { EXIT } from '../lib/cli/exit.js';
-import { colorArgs } from '../lib/cli.js';
+import { colorArgs } from '../lib/cli/main.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-peers-'));
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';

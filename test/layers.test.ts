@@ -18,7 +18,7 @@ const LAYERS: Readonly<Record<string, number>> = Object.freeze({
   audit: 5,
   format: 6,
   cli: 7,
-  // lib/index.ts, lib/register.ts, lib/cli.ts: the package's entry points (tsup's entries).
+  // lib/index.ts, lib/register.ts: the package's entry points (tsup's entries; the CLI's is lib/cli/main.ts).
   '.': 8,
 });
 

@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
-import { EXEC_EXIT, EXIT, EXIT_TABLE, NO_METAL_CODES } from './cli/exit.js';
-import type { Command, Values } from './cli/shared.js';
-import { MetalCapShimError, UsageError } from './core/errors.js';
-import { clip, escapeControl, jsonText } from './core/input.js';
-import { didYouMean } from './core/suggest.js';
+import { EXEC_EXIT, EXIT, EXIT_TABLE, NO_METAL_CODES } from './exit.js';
+import type { Command, Values } from './shared.js';
+import { MetalCapShimError, UsageError } from '../core/errors.js';
+import { clip, escapeControl, jsonText } from '../core/input.js';
+import { didYouMean } from '../core/suggest.js';
 
 /** The exit code of an exec that failed before (or instead of) its program: never one the program could give. */
 function execFailureCode(code: string | undefined): number {
@@ -17,22 +17,22 @@ function execFailureCode(code: string | undefined): number {
  * pays for `exec` or the gate tables). Adding a command is one entry here plus one module in lib/cli/.
  */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default: Command }> }> = {
-  probe: { summary: 'what Metal reports here (or in a recorded snapshot)', load: () => import('./cli/probe.js') },
+  probe: { summary: 'what Metal reports here (or in a recorded snapshot)', load: () => import('./probe.js') },
   audit: {
     summary: 'stock vs a profile: changed answers, engine flags before/after, warnings, verdict',
-    load: () => import('./cli/audit.js'),
+    load: () => import('./audit.js'),
   },
-  exec: { summary: 'run a program with a profile injected into it', load: () => import('./cli/exec.js') },
-  report: { summary: 'a field report to attach to an issue', load: () => import('./cli/report.js') },
+  exec: { summary: 'run a program with a profile injected into it', load: () => import('./exec.js') },
+  report: { summary: 'a field report to attach to an issue', load: () => import('./report.js') },
   matrix: {
     summary: 'merge field reports into a host × guest OS × profile table',
-    load: () => import('./cli/matrix.js'),
+    load: () => import('./matrix.js'),
   },
-  profiles: { summary: 'the built-in profiles and why they exist', load: () => import('./cli/profiles.js') },
-  snapshot: { summary: 'record this machine as a snapshot (JSON on stdout)', load: () => import('./cli/snapshot.js') },
+  profiles: { summary: 'the built-in profiles and why they exist', load: () => import('./profiles.js') },
+  snapshot: { summary: 'record this machine as a snapshot (JSON on stdout)', load: () => import('./snapshot.js') },
   doctor: {
     summary: 'real Metal work on each device: what is proven, the faults, the verified profile',
-    load: () => import('./cli/doctor.js'),
+    load: () => import('./doctor.js'),
   },
 };
 
@@ -54,7 +54,7 @@ const err = (s: string) => process.stderr.write(`${escapeControl(s)}\n`);
 const errText = (s: string) => process.stderr.write(`${s}\n`);
 
 async function listSnapshotNames(): Promise<string> {
-  const { bundledSnapshotsHelp } = await import('./cli/snapshot-help.js');
+  const { bundledSnapshotsHelp } = await import('./snapshot-help.js');
   return bundledSnapshotsHelp();
 }
 
@@ -84,7 +84,7 @@ ${await listSnapshotNames()}`;
 
 /** The package version; with --json, as `{ schema, name, version }`. */
 async function printVersion(json: boolean): Promise<void> {
-  const { packageVersion } = await import('./device/native.js');
+  const { packageVersion } = await import('../device/native.js');
   const version = packageVersion();
   process.stdout.write(
     json
@@ -200,11 +200,11 @@ function suggestDashDash(name: string, command: Command, argv: string[]): void {
 /** Reads `--color` (from before or after the command) and sets it for the command's output. */
 async function applyColor(value: string | boolean | string[] | undefined): Promise<void> {
   if (typeof value !== 'string') return;
-  const { COLOR_MODES } = await import('./format/text.js');
+  const { COLOR_MODES } = await import('../format/text.js');
   if (!(COLOR_MODES as readonly string[]).includes(value)) {
     throw new UsageError(`--color takes ${COLOR_MODES.join(', ')}, got '${clip(value, 40)}'`);
   }
-  const { setColorMode } = await import('./cli/shared.js');
+  const { setColorMode } = await import('./shared.js');
   setColorMode(value as 'auto' | 'always' | 'never');
 }
 
