@@ -24,6 +24,9 @@ compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/
 command -v clang-19 >/dev/null || need+=(clang-19)
 command -v llvm-objdump-19 >/dev/null || need+=(llvm-19)
 command -v git >/dev/null || need+=(git)
+# Native coverage (scripts/native-coverage.mjs, run by .ci/run): llvm-14's llvm-profdata and llvm-cov read what the
+# clang-14 build wrote (clang-14 only recommends them).
+command -v llvm-profdata-14 >/dev/null || need+=(llvm-14)
 # GNU make: test/exec-security.test.ts runs a sub-make through exec to show make's jobserver reaches it.
 command -v make >/dev/null || need+=(make)
 if [ ${#need[@]} -gt 0 ]; then
