@@ -7,7 +7,7 @@ import {
   LLAMA_CPP_RULE_SET_INFO,
   LLAMA_CPP_RULE_SETS,
   parseRelease,
-  predictGates,
+  predictChecked,
   ruleSetForRelease,
   tuningFor,
   tuningPhrase,
@@ -15,6 +15,7 @@ import {
   type Engine,
   type GatePrediction,
   type LlamaCppRuleSet,
+  type ValidOptions,
 } from '../engines/index.js';
 import { loadedLlamaCpp } from '../engines/loaded-llama.js';
 import { chipFamily } from '../device/chips.js';
@@ -167,16 +168,13 @@ function compareEngines(
   stock: DeviceReport,
   patched: DeviceReport,
   host: HostInfo | null,
-  engines: Engine[],
-  rules: LlamaCppRulesUsed,
-  env: EnvMap,
+  opts: BuildOptions,
 ): EngineComparison[] {
-  const llamaOptions =
-    rules.source === 'option' && rules.release !== null ? { release: rules.release } : { rules: rules.rules };
-  return engines.map((engine) => {
-    const opts = { host, env, ...(engine === 'llama.cpp' ? llamaOptions : {}) };
-    const before = predictGates(stock, engine, opts);
-    const after = predictGates(patched, engine, opts);
+  // Checked once, when the audit read its options: the predictions below take them unchecked.
+  const checked: ValidOptions = { host, env: opts.env, rules: opts.rules.rules, release: opts.release };
+  return opts.engines.map((engine) => {
+    const before = predictChecked(stock, engine, checked);
+    const after = predictChecked(patched, engine, checked);
     const a = gateValues(before);
     const b = gateValues(after);
     const flipped = Object.keys(b)
@@ -226,7 +224,15 @@ function summarize(
   return { ok: true, summary: parts.join('; ') };
 }
 
-type BuildOptions = { engines: Engine[]; rules: LlamaCppRulesUsed; env: EnvMap; force: boolean; consumers: string[] };
+type BuildOptions = {
+  engines: Engine[];
+  rules: LlamaCppRulesUsed;
+  /** The release asked for, parsed once (askedRules); null: rules named, loaded or the default. */
+  release: ValidOptions['release'];
+  env: EnvMap;
+  force: boolean;
+  consumers: string[];
+};
 
 /**
  * llama.cpp v0.4+ picks its flash-attention kernels by chip and GPU family, so a profile can make it tune for a chip
@@ -304,7 +310,7 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], pl
       stock: d,
       patched,
       changes: diffAnswers([d], [patched]),
-      engines: compareEngines(d, patched, stock.host, opts.engines, opts.rules, opts.env),
+      engines: compareEngines(d, patched, stock.host, opts),
     };
   });
   return {
@@ -368,7 +374,8 @@ function defaultRules(): LlamaCppRulesUsed {
   };
 }
 
-function askedRules(o: AuditOptions): LlamaCppRulesUsed | null {
+/** The rules asked for with `rules` or `release`, and the release parsed (once per audit), or null: none asked. */
+function askedRules(o: AuditOptions): { used: LlamaCppRulesUsed; release: ValidOptions['release'] } | null {
   if (o.rules !== undefined && o.release !== undefined) {
     throw new InvalidOptionsError(
       'rules',
@@ -386,11 +393,14 @@ function askedRules(o: AuditOptions): LlamaCppRulesUsed | null {
     const { ruleSet, warning } = ruleSetForRelease(release);
     const detail = `llama.cpp ${release.text} asked for${warning === null ? '' : `; ${warning}`}`;
     return {
-      rules: ruleSet,
-      releases: LLAMA_CPP_RULE_SET_INFO[ruleSet].releases,
-      release: release.text,
-      source: 'option',
-      detail,
+      used: {
+        rules: ruleSet,
+        releases: LLAMA_CPP_RULE_SET_INFO[ruleSet].releases,
+        release: release.text,
+        source: 'option',
+        detail,
+      },
+      release: { text: release.text, warning },
     };
   }
   if (o.rules === undefined) return null;
@@ -399,11 +409,14 @@ function askedRules(o: AuditOptions): LlamaCppRulesUsed | null {
   }
   const info = LLAMA_CPP_RULE_SET_INFO[o.rules];
   return {
-    rules: o.rules,
-    releases: info.releases,
+    used: {
+      rules: o.rules,
+      releases: info.releases,
+      release: null,
+      source: 'option',
+      detail: `${o.rules} rules asked for`,
+    },
     release: null,
-    source: 'option',
-    detail: `${o.rules} rules asked for`,
   };
 }
 
@@ -444,7 +457,8 @@ export function audit(options?: AuditOptions): AuditResult {
   if (o.snapshot !== undefined) {
     const snapshot = loadSnapshot(o.snapshot);
     const stock = reportFromSnapshot(snapshot, { allDevices: true });
-    return offline(stock, snapshot.id, profile, { ...settings, rules: asked ?? defaultRules(), consumers: [] });
+    const rules = asked?.used ?? defaultRules();
+    return offline(stock, snapshot.id, profile, { ...settings, rules, release: asked?.release ?? null, consumers: [] });
   }
   const native = loadNative();
   if (native.binding === null) {
@@ -460,8 +474,8 @@ export function audit(options?: AuditOptions): AuditResult {
   const stock = stockReport(native.binding);
   if (!stock.supported) throw new UnsupportedPlatformError(stock.detail);
   const consumers = native.binding.loadedConsumers();
-  const rules = asked ?? loadedRules(native.binding) ?? defaultRules();
-  const opts = { ...settings, rules, consumers };
+  const rules = asked?.used ?? loadedRules(native.binding) ?? defaultRules();
+  const opts = { ...settings, rules, release: asked?.release ?? null, consumers };
   const plan = planFor(stock, profile, opts);
   if (!plan.accepted) return live(stock, [], plan, opts, null);
   const applied = applyPatch(plan.profile, { force: settings.force });

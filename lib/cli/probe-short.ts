@@ -4,7 +4,7 @@
  */
 import { planPatch } from '../patch/plan.js';
 import { familyLabel } from '../core/families.js';
-import { predictGates } from '../engines/index.js';
+import { predictChecked } from '../engines/index.js';
 import { inert } from '../core/input.js';
 import type { Profile } from '../patch/profiles.js';
 import { hostOf } from '../device/report.js';
@@ -42,12 +42,14 @@ export function formatShort(
   // A fallback (host-family on a host whose chip is unknown) is named with what it fell back to.
   const requested = profile.name ?? 'custom profile';
   const name = plan.profile.name !== profile.name ? `${requested} → ${plan.profile.name ?? 'custom'}` : requested;
+  // The report was checked as it was read: the predictions take it unchecked, under the newest rules.
+  const newest = { host, env, rules: 'current', release: null } as const;
   const vm = host.isVirtualMachine === null ? 'VM: unknown' : host.isVirtualMachine ? 'VM' : 'not a VM';
   return report.devices
     .map((stock, i) => {
       const patched = refused ? stock : expected[i]!;
-      const before = predictGates(stock, 'llama.cpp', { host, env });
-      const after = predictGates(patched, 'llama.cpp', { host, env });
+      const before = predictChecked(stock, 'llama.cpp', newest);
+      const after = predictChecked(patched, 'llama.cpp', newest);
       const gates = GATES.map(
         ([flag, label]) => `${label} ${change(before.flags[flag].value, after.flags[flag].value, yesNo)}`,
       );

@@ -4,7 +4,7 @@
  */
 import { chipFamily } from '../device/chips.js';
 import { FAMILY_VALUES, familyLabel, familyNameOf, type FamilyName } from '../core/families.js';
-import { predictGates } from '../engines/index.js';
+import { predictChecked } from '../engines/index.js';
 import {
   APPLE_GPU_THREADGROUP_MEMORY,
   familyCeiling,
@@ -271,8 +271,9 @@ export function recommendationsFor(
     });
   } else if (bfloat?.judgement !== 'proven') {
     // Only when the profile is what turns bfloat on: a device that claims it by itself was not contradicted here.
-    const before = predictGates(stock, 'llama.cpp', { env: {}, host });
-    const gates = predictGates(predictPatchedDevice(stock, verified), 'llama.cpp', { env: {}, host });
+    const newest = { env: {}, host, rules: 'current', release: null } as const;
+    const before = predictChecked(stock, 'llama.cpp', newest);
+    const gates = predictChecked(predictPatchedDevice(stock, verified), 'llama.cpp', newest);
     if (gates.flags.has_bfloat.value && !before.flags.has_bfloat.value) {
       out.push({
         engine: 'llama.cpp',

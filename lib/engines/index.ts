@@ -54,10 +54,12 @@ export const RULE_TABLES = Object.freeze({
   mlx: MLX_RULES,
 });
 
-interface ValidOptions {
+/** What a prediction is computed from, checked: predictGates checks its arguments into this. */
+export interface ValidOptions {
   env: EnvMap;
   host: HostInfo | null;
   rules: LlamaCppRuleSet;
+  /** The release asked for, parsed once, with its rule set's warning; null: the rules were named or defaulted. */
   release: { text: string; warning: string | null } | null;
 }
 
@@ -192,8 +194,16 @@ export function predictGates(device: DeviceReport, engine: 'mlx', options?: Pred
 export function predictGates(device: DeviceReport, engine: Engine, options?: PredictOptions): GatePrediction;
 export function predictGates(device: unknown, engine: unknown, options?: unknown): GatePrediction {
   const eng = checkEngine(engine);
-  const dev = checkDevice(device);
-  const opts = checkPredictOptions(options, eng);
-  const ctx: RuleContext = { device: dev, env: opts.env, host: opts.host, macos: parseMacos(opts.host) };
-  return eng === 'mlx' ? predictMlx(ctx) : predictLlamaCpp(ctx, opts.rules, opts.release);
+  return predictChecked(checkDevice(device), eng, checkPredictOptions(options, eng));
+}
+
+/**
+ * predictGates inside the package, where the device and the options are already checked (a report this package
+ * read, a release parsed once per audit): the house rule is checks at the public entry, unchecked inside.
+ */
+export function predictChecked(device: DeviceReport, engine: 'llama.cpp', options: ValidOptions): LlamaCppPrediction;
+export function predictChecked(device: DeviceReport, engine: Engine, options: ValidOptions): GatePrediction;
+export function predictChecked(device: DeviceReport, engine: Engine, options: ValidOptions): GatePrediction {
+  const ctx: RuleContext = { device, env: options.env, host: options.host, macos: parseMacos(options.host) };
+  return engine === 'mlx' ? predictMlx(ctx) : predictLlamaCpp(ctx, options.rules, options.release);
 }
