@@ -9,6 +9,7 @@ export default {
   // callable in-process). The globs pick up each engine's file (lib/engines/) and doctor's files as they arrive.
   mutate: [
     'lib/patch/profiles.ts',
+    'lib/patch/plan.ts',
     'lib/engines/*.ts',
     'lib/device/chips.ts',
     'lib/device/paravirtual.ts',

@@ -22,18 +22,22 @@ import {
   type Profile,
 } from './profiles.js';
 
+/** Every code an ApplyWarning can have: stable, and documented in docs/profiles.md. */
+export const APPLY_WARNING_CODES = Object.freeze([
+  'advertises-metal3',
+  'threadgroup-memory-above-hardware',
+  'not-paravirtual',
+  'consumer-already-loaded',
+  'tuned-for-other-chip',
+  'heap-in-vm',
+  'above-host-family',
+  'host-unknown-fallback',
+  'no-change',
+] as const);
+
 /** A warning about a profile or the process it is applied in; `code` is stable. */
 export interface ApplyWarning {
-  code:
-    | 'advertises-metal3'
-    | 'threadgroup-memory-above-hardware'
-    | 'not-paravirtual'
-    | 'consumer-already-loaded'
-    | 'tuned-for-other-chip'
-    | 'heap-in-vm'
-    | 'above-host-family'
-    | 'host-unknown-fallback'
-    | 'no-change';
+  code: (typeof APPLY_WARNING_CODES)[number];
   message: string;
 }
 
