@@ -1,23 +1,23 @@
 // Helpers for the in-process suites of applyProfile / restore / status and of register (apply-*.test.ts,
 // registration-*.test.ts): snapshot files edited from a bundled one, and importing `metal-cap-shim/register` in this
 // process with its effects on the process captured.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { vi } from 'vitest';
 import { InvalidProfileError } from '../lib/core/errors.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
-import type { Snapshot } from '../lib/device/snapshots.js';
+import { type Simulation, writeSimulation } from './sim-metal/simulation.js';
 import { root } from './helpers.js';
 
-/** A bundled snapshot, edited, written to a fresh temporary file: returns the file's path (a valid selector). */
-export function editedSnapshot(bundled: string, id: string, edit: (s: Snapshot) => void): string {
-  const snapshot = JSON.parse(readFileSync(path.join(root, 'snapshots', `${bundled}.json`), 'utf8')) as Snapshot;
+/**
+ * A bundled snapshot, edited (the simulation's extension allowed), written to a fresh temporary file: returns the
+ * file's path, a valid selector for the simulation and, without the extension, for `--snapshot`.
+ */
+export function editedSnapshot(bundled: string, id: string, edit: (s: Simulation) => void): string {
+  const snapshot = JSON.parse(readFileSync(path.join(root, 'snapshots', `${bundled}.json`), 'utf8')) as Simulation;
   snapshot.id = id;
   edit(snapshot);
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-apply-')), `${id}.json`);
-  writeFileSync(file, JSON.stringify(snapshot));
-  return file;
+  return writeSimulation(snapshot, id);
 }
 
 /**
@@ -75,6 +75,21 @@ export const APPLE9_ABOVE_M1_ULTRA = {
   message:
     "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.5.0 and later will tune with its Apple9 table (swept on the A18 Pro, M3 Max, M3 Pro, M3 Ultra, M4, M4 Max, M4 Pro), not this host's Apple M1 Ultra (profile host claims exactly the host's)",
 } as const;
+
+/** What applying cua-release to the bundled bare-metal M1 Ultra warns of, in order. */
+export const CUA_RELEASE_ON_M1_ULTRA = [
+  APPLE9_ABOVE_M1_ULTRA,
+  {
+    code: 'threadgroup-memory-above-hardware',
+    message:
+      'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
+  },
+  {
+    code: 'not-paravirtual',
+    message:
+      'device 0 (Apple M1 Ultra, AGXG13DDevice) is not the paravirtual device; raising its answers claims features its GPU may not have',
+  },
+] as const;
 
 /** What importing lib/register.ts did to the process. */
 export interface RegisterEffects {

@@ -12,7 +12,7 @@ const snapshotFile = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-default-')),
   );
   base.id = 'wrapped-default';
   base.devices[0].simulation = { methodsOnConcreteClass: false, defaultObjectClass: 'MTLDebugDevice' };
-  writeFileSync(snapshotFile, JSON.stringify(base));
+  writeFileSync(snapshotFile, simulationJson(base));
 }
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = snapshotFile;
 
@@ -22,6 +22,7 @@ import { applyProfile } from '../lib/select/auto.js';
 import { FAMILY_NAMES } from '../lib/core/families.js';
 import { probe } from '../lib/device/probe.js';
 import { describeSim, loadFixture, requireSimBuild, type SimFixture } from './helpers.js';
+import { simulationJson } from './sim-metal/simulation.js';
 
 let fixture: SimFixture;
 

@@ -13,6 +13,7 @@ import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import { packageVersion } from '../lib/device/native.js';
 import { probeSnapshot } from '../lib/device/probe.js';
 import { profiles } from '../lib/patch/profiles.js';
+import { CUA_RELEASE_ON_M1_ULTRA } from './apply-helpers.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
@@ -52,6 +53,8 @@ describeSim('on bare metal', () => {
       snapshot: 'm1-ultra-bare-metal',
       host: probeSnapshot('m1-ultra-bare-metal').host,
       candidateProfile: profiles['cua-release']!.profile,
+      // What applying it here would warn of, as applyProfile would say it.
+      candidateWarnings: [...CUA_RELEASE_ON_M1_ULTRA],
       replayed: false,
       patchedRun: {
         ran: false,
@@ -109,8 +112,10 @@ describeSim('on bare metal', () => {
     });
     // The default, host-family, claims the M1 Ultra's own Apple7, which it already answers: nothing to refuse or run.
     const byDefault = await doctor({ probes: ['bfloat'], cache: false });
-    expect([byDefault.candidateProfile, byDefault.patchedRun]).toEqual([
-      profiles['host-family']!.profile,
+    // The report names it bound to this host: the M1 Ultra's Apple7.
+    expect([byDefault.candidateProfile, byDefault.candidateWarnings, byDefault.patchedRun]).toEqual([
+      { ...profiles['host-family']!.profile, appleFamilyMax: 1007 },
+      [{ code: 'no-change', message: 'the profile changes no answer on this device' }],
       { ran: false, why: 'host-family changes no answer on this machine' },
     ]);
   });

@@ -12,6 +12,7 @@ import { DOCTOR_PROBE_IDS } from '../lib/doctor/probes.js';
 import type { DoctorDevice } from '../lib/doctor/types.js';
 import { resolveProfile, type ProfileInput } from '../lib/patch/profiles.js';
 import { describeSim, dist, jsonFrom, requireSimBuild, root, runCli, runNode } from './helpers.js';
+import { simulationJson } from './sim-metal/simulation.js';
 
 const FIXTURE = path.join(root, 'test', 'fixtures', 'snapshots', 'doctor-faults.json');
 const temp = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-faults-'));
@@ -239,7 +240,7 @@ describeSim(
       s.id = name;
       edit(s);
       const file = path.join(temp, `${name}.json`);
-      writeFileSync(file, JSON.stringify(s));
+      writeFileSync(file, simulationJson(s));
       return file;
     }
 

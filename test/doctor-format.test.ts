@@ -111,6 +111,7 @@ function liveReport(): SupportedDoctorReport {
     replayed: false,
     host: vz.host,
     candidateProfile: profiles['cua-release']!.profile,
+    candidateWarnings: [],
     patchedRun: { ran: true, why: null },
     settings: { probes: [], timeoutMs: 5000, mmapFile: null, mmapSize: null, device: null },
     devices: [first, second],

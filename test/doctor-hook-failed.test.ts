@@ -8,6 +8,7 @@ import { beforeAll, expect, it } from 'vitest';
 import { status } from '../lib/patch/apply.js';
 import { doctor } from '../lib/doctor/index.js';
 import { describeSim, requireSimBuild, root } from './helpers.js';
+import { simulationJson } from './sim-metal/simulation.js';
 
 const temp = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-hook-failed-'));
 const snapshot = JSON.parse(readFileSync(path.join(root, 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));
@@ -19,7 +20,7 @@ delete broken.doctor;
 snapshot.devices.push(broken);
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = path.join(temp, 'doctor-lacks.json');
 process.env.XDG_CACHE_HOME = temp;
-writeFileSync(process.env.METAL_CAP_SHIM_SIM_SNAPSHOT, JSON.stringify(snapshot));
+writeFileSync(process.env.METAL_CAP_SHIM_SIM_SNAPSHOT, simulationJson(snapshot));
 
 describeSim('a candidate profile that cannot be installed', () => {
   beforeAll(requireSimBuild);

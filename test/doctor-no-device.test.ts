@@ -44,6 +44,7 @@ describeSim('Metal without a device', () => {
         chip: null,
       },
       candidateProfile: profiles['host-family']!.profile,
+      candidateWarnings: [],
       replayed: false,
       patchedRun: { ran: false, why: DETAIL },
       settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: 5000, mmapFile: null, mmapSize: 1 << 30, device: null },

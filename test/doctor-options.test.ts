@@ -128,7 +128,9 @@ describe('doctor --snapshot: a recording replayed, never guessed', () => {
       source: 'snapshot',
       snapshot: 'm1-ultra-bare-metal',
       host: probeSnapshot('m1-ultra-bare-metal').host,
-      candidateProfile: profiles['host-family']!.profile,
+      // Bound to the recorded M1 Ultra host: its own Apple7, which it already answers.
+      candidateProfile: { ...profiles['host-family']!.profile, appleFamilyMax: 1007 },
+      candidateWarnings: [{ code: 'no-change', message: 'the profile changes no answer on this device' }],
       replayed: true,
       patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },
       settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: null, mmapFile: null, mmapSize: null, device: null },

@@ -111,7 +111,7 @@ describeSim('doctor: the probes run in a child process', () => {
     const probes = probesOf(report);
     expect(probes.bfloat!.detail).toBe(left);
     expect(probes['simdgroup-reduction']!.detail).toBe(
-      `stock: pass (simd_sum and simd_max over 256 threads in SIMD-groups of 32 equal the CPU's); under host-family: skipped (${left})`,
+      `stock: pass (simd_sum and simd_max over 256 threads in SIMD-groups of 32 equal the CPU's); under apple7: skipped (${left})`,
     );
     if (!report.supported) throw new Error('unreachable');
     expect(report.devices[0]!.faults).toEqual(['simdgroup-matrix: timeout']);

@@ -8,6 +8,7 @@ import { beforeAll, expect, it } from 'vitest';
 import { status } from '../lib/patch/apply.js';
 import { doctor } from '../lib/doctor/index.js';
 import { describeSim, requireSimBuild, root } from './helpers.js';
+import { simulationJson } from './sim-metal/simulation.js';
 
 const temp = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-verify-failed-'));
 const snapshot = JSON.parse(readFileSync(path.join(root, 'snapshots', 'vz-guest-m1-ultra-tahoe-stock.json'), 'utf8'));
@@ -15,7 +16,7 @@ snapshot.id = 'doctor-drift';
 snapshot.devices[0].simulation = { methodsOnConcreteClass: false, driftAfter: 2 };
 process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = path.join(temp, 'doctor-drift.json');
 process.env.XDG_CACHE_HOME = temp;
-writeFileSync(process.env.METAL_CAP_SHIM_SIM_SNAPSHOT, JSON.stringify(snapshot));
+writeFileSync(process.env.METAL_CAP_SHIM_SIM_SNAPSHOT, simulationJson(snapshot));
 
 describeSim('a candidate profile that does not verify', () => {
   beforeAll(requireSimBuild);

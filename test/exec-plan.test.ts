@@ -46,7 +46,7 @@ import {
 } from '../lib/exec/signals.js';
 import { checkTraceFile, sharedFolderProblem, writeTrace } from '../lib/exec/trace.js';
 import { encodeNativeProfile, resolveProfile } from '../lib/patch/profiles.js';
-import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
+import { CUA_RELEASE_ON_M1_ULTRA } from './apply-helpers.js';
 import { installFakeCodesign, signedProgram } from './codesign-fake.js';
 import { describeSim, requireSimBuild, root, thrown } from './helpers.js';
 import { SYSTEM_TOOLS } from '../lib/exec/system-tools.js';
@@ -58,20 +58,8 @@ const [ALLOW_DYLD, DISABLE_LV] = INJECTION_ENTITLEMENTS;
 const SIM = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
 const SO = path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so');
 
-/** What applying the default profile to the bare-metal M1 Ultra warns about. */
-const WARNINGS_FORCED = [
-  APPLE9_ABOVE_M1_ULTRA,
-  {
-    code: 'threadgroup-memory-above-hardware',
-    message:
-      'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
-  },
-  {
-    code: 'not-paravirtual',
-    message:
-      'device 0 (Apple M1 Ultra, AGXG13DDevice) is not the paravirtual device; raising its answers claims features its GPU may not have',
-  },
-];
+/** What applying cua-release to the bare-metal M1 Ultra warns about. */
+const WARNINGS_FORCED = CUA_RELEASE_ON_M1_ULTRA;
 
 let tmp: string;
 beforeAll(() => {

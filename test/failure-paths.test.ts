@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { describeSim, dist, jsonFrom, requireSimBuild, root, runNode } from './helpers.js';
+import { simulationJson } from './sim-metal/simulation.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-failure-'));
 const stockGuest = () =>
@@ -16,7 +17,7 @@ function snapshotFile(name: string, edit: (s: ReturnType<typeof stockGuest>) => 
   s.id = name;
   edit(s);
   const file = path.join(dir, `${name}.json`);
-  writeFileSync(file, JSON.stringify(s));
+  writeFileSync(file, simulationJson(s));
   return file;
 }
 

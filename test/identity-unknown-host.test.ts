@@ -1,5 +1,8 @@
 // The host profile where the host's chip is unknown: the stock Tahoe guest with no brand string recorded. Resolving
 // it is a result (`host-unknown`), never a guess: applyProfile, strict, register and a custom 'host' value alike.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { editedSnapshot } from './apply-helpers.js';
 
@@ -97,6 +100,29 @@ describeSim('the host profile where the chip is unknown', () => {
     expect([audit.profile, audit.warnings[0]]).toEqual([
       resolveProfile('apple7'),
       { code: 'host-unknown-fallback', message: FALLBACK },
+    ]);
+  });
+
+  it('doctor names the profile it ran under, the fallback, and says why: live and replayed alike', () => {
+    const FALLBACK =
+      'host-family claims the host chip’s own family, but this host’s chip is unknown (it reports no machdep.cpu.brand_string): profile apple7 is used instead (name a profile to choose another)';
+    const file = process.env.METAL_CAP_SHIM_SIM_SNAPSHOT!;
+    const env = { METAL_CAP_SHIM_SIM_SNAPSHOT: file, XDG_CACHE_HOME: mkdtempSync(path.join(tmpdir(), 'mcs-cache-')) };
+    const live = runCli(['doctor', '--json', '--mmap-size', '1M'], env);
+    const replayed = runCli(['doctor', '--json', '--snapshot', file], env);
+    // Exit 1 for both: the stock guest's recorded residency-set failure is a fault found.
+    for (const r of [live, replayed]) {
+      const report = JSON.parse(r.stdout);
+      expect([r.status, report.candidateProfile, report.candidateWarnings]).toEqual([
+        1,
+        resolveProfile('apple7'),
+        [{ code: 'host-unknown-fallback', message: FALLBACK }],
+      ]);
+    }
+    const text = runCli(['doctor', '--mmap-size', '1M'], env).stdout.split('\n');
+    expect(text.filter((l) => l.startsWith('Patched runs') || l.includes('[host-unknown-fallback]'))).toEqual([
+      'Patched runs: under apple7, then restored',
+      `  ! ${FALLBACK} [host-unknown-fallback]`,
     ]);
   });
 

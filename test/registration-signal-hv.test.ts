@@ -9,7 +9,7 @@ import { restore, status } from '../lib/patch/apply.js';
 import { applyProfile } from '../lib/select/auto.js';
 import { resolveProfile } from '../lib/patch/profiles.js';
 import { registerFromEnvironment } from '../lib/select/registration.js';
-import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
+import { CUA_RELEASE_ON_M1_ULTRA } from './apply-helpers.js';
 import { describeSim, requireSimBuild } from './helpers.js';
 
 describeSim('kern.hv_vmm_present = 1 alone', () => {
@@ -24,19 +24,7 @@ describeSim('kern.hv_vmm_present = 1 alone', () => {
       result: {
         applied: true,
         profile: resolveProfile('cua-release'),
-        warnings: [
-          APPLE9_ABOVE_M1_ULTRA,
-          {
-            code: 'threadgroup-memory-above-hardware',
-            message:
-              'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
-          },
-          {
-            code: 'not-paravirtual',
-            message:
-              'device 0 (Apple M1 Ultra, AGXG13DDevice) is not the paravirtual device; raising its answers claims features its GPU may not have',
-          },
-        ],
+        warnings: [...CUA_RELEASE_ON_M1_ULTRA],
       },
     });
     expect(status().profile).toEqual(resolveProfile('cua-release'));

@@ -24,6 +24,12 @@ export function packageRoot(): string {
 export const SIM_SNAPSHOT_ENV = 'METAL_CAP_SHIM_SIM_SNAPSHOT';
 
 /**
+ * The schema of the simulated Metal's own files (test/sim-metal/README.md): a snapshot plus the class layouts, test
+ * aids and simulated faults that only the simulation reads. Never a snapshot: the package's readers refuse it.
+ */
+export const SIMULATION_FILE_SCHEMA = 'metal-cap-shim/simulation@1';
+
+/**
  * True when this process should use the simulated Metal: only outside macOS, and only when METAL_CAP_SHIM_SIM_SNAPSHOT
  * is set (the empty string selects a simulated Metal with no device). Without it a checkout whose tests have run
  * behaves like any other Linux install, whatever sits in build/Release.

@@ -1,10 +1,12 @@
 import type { NativeBinding } from '../../types/binding.js';
-import { loadNative, SIM_SNAPSHOT_ENV } from './native.js';
+import { loadNative, SIM_SNAPSHOT_ENV, SIMULATION_FILE_SCHEMA } from './native.js';
 
 export { SIM_SNAPSHOT_ENV };
 import { checkOptions } from '../core/options.js';
 import { reportFromNative, unsupportedReport } from './report.js';
-import { loadSnapshot, reportFromSnapshot } from './snapshots.js';
+import { isObject } from '../core/input.js';
+import { readJsonFile } from '../core/jsonfile.js';
+import { loadSnapshot, reportFromSnapshot, resolveSnapshotPath, SNAPSHOT_LIMITS } from './snapshots.js';
 import type { CapabilityReport, SupportedReport } from './types.js';
 
 /** Options for probe(). */
@@ -15,13 +17,15 @@ export interface ProbeOptions {
 
 /**
  * In the simulated build, the snapshot named by METAL_CAP_SHIM_SIM_SNAPSHOT is validated here, before native code
- * reads it, so a bad name or file is a typed error rather than a device-less report.
+ * reads it, so a bad name or file is a typed error rather than a device-less report. A simulation file is the
+ * simulated Metal's own format, validated by the tests that write it (test/sim-metal/simulation.ts).
  */
 export function checkSimulatedSnapshot(binding: NativeBinding): void {
   const selector = process.env[SIM_SNAPSHOT_ENV];
   // The simulated library reads its snapshot once per process, so one check per selector is enough.
   if (!selector || selector === checkedSelector || binding.info().platform !== 'simulated') return;
-  loadSnapshot(selector);
+  const read = readJsonFile(resolveSnapshotPath(selector), SNAPSHOT_LIMITS);
+  if (!(read.ok && isObject(read.value) && read.value.schema === SIMULATION_FILE_SCHEMA)) loadSnapshot(selector);
   checkedSelector = selector;
 }
 

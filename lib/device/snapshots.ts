@@ -4,9 +4,7 @@ import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatu
 import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from '../core/errors.js';
 import { APPLE_GPU_THREADGROUP_MEMORY, chipFromBrand } from './chips.js';
 import {
-  bool,
   count,
-  CLASS_NAME,
   DEVICE_FIELD_NAMES,
   DEVICE_FIELDS,
   HOST_FIELD_NAMES,
@@ -44,43 +42,22 @@ const NOCOPY_FAULTS = ['stale', 'zero-length'] as const;
 /** How a NoCopy buffer over an mmap went wrong: stale pages, or a buffer that reports length 0. */
 export type NocopyFault = (typeof NOCOPY_FAULTS)[number];
 
-const THREADGROUP_FAULTS = ['answered-limit', 'threadgroups-overlap'] as const;
-/**
- * threadgroup-memory, simulation only: `answered-limit` (with pass): dispatches above the device's answered
- * maxThreadgroupMemoryLength fail; `threadgroups-overlap` (with wrong-result and provenThreadgroupMemory N):
- * threadgroups running at the same time corrupt each other above N bytes, while a lone threadgroup works.
- */
-export type ThreadgroupFault = (typeof THREADGROUP_FAULTS)[number];
-
-/** Any probe, simulation only, with `timeout`: Metal's compiler never finishes the probe's kernel (the GPU works). */
-const COMPILE_FAULT = 'compile';
-/**
- * Any probe, simulation only, with `timeout`: committing the probe's command buffer never returns, a blocking call no
- * per-probe deadline bounds (the parent of doctor's probe runner kills it).
- */
-const COMMIT_FAULT = 'commit';
-/** The simulated faults any probe may have, each only with `timeout`. */
-const HANG_FAULTS: readonly string[] = [COMPILE_FAULT, COMMIT_FAULT];
-
 /** One probe's recorded outcome (snapshots/README.md says which fields belong to which probe). */
 export interface SnapshotDoctorProbe {
   status: SnapshotDoctorStatus;
   /** One line, as a source reports it. */
   detail?: string;
-  /** threadgroup-memory: the largest size that worked. In the simulation, larger dispatches fail (or, with
-   * `wrong-result`, compute wrong). */
+  /** threadgroup-memory: the largest size that worked. */
   provenThreadgroupMemory?: number;
   /** threadgroup-memory: the largest size above 32768 bytes that ran and computed right (unverifiable: threadgroups
-   * that large may never share a core). In the simulation, larger dispatches fail. */
+   * that large may never share a core). */
   acceptedThreadgroupMemory?: number;
   /** threadgroup-memory: the smallest size that failed. */
   failedThreadgroupMemory?: number;
   /** nocopy-mmap: the length the NoCopy buffer reported. */
   bufferLength?: number;
-  /** nocopy-mmap, exactly when `status` is `wrong-result`: what went wrong; threadgroup-memory: a simulated fault
-   * (ThreadgroupFault); any probe, with `timeout`: `compile`, the simulated compiler never finishes, or `commit`,
-   * committing never returns. */
-  fault?: NocopyFault | ThreadgroupFault | typeof COMPILE_FAULT | typeof COMMIT_FAULT;
+  /** nocopy-mmap, exactly when `status` is `wrong-result`: what went wrong. */
+  fault?: NocopyFault;
   /** simdgroup-matrix, bfloat: the worst deviation from the CPU reference. */
   maxAbsError?: number;
 }
@@ -94,26 +71,7 @@ export interface SnapshotDoctor {
 
 /** One device as recorded: the facts lib/fields.ts lists, with their provenance. */
 export interface SnapshotDevice extends RecordedDeviceFacts {
-  /** How the Linux simulation lays out the device class; no meaning on a Mac. The other keys are test aids: a class
-   * missing one query, a threadgroup-memory answer that changes after N calls, a class that subclasses another
-   * device's class, and (default device only) the class of a second object MTLCreateSystemDefaultDevice() returns
-   * in place of the listed one, as a validation or capture layer does. */
-  simulation?: {
-    methodsOnConcreteClass: boolean;
-    lacks?: string;
-    driftAfter?: number;
-    subclassOf?: string;
-    defaultObjectClass?: string;
-    /** The SIMD-group width of the device's pipelines (threadExecutionWidth); default 32, Apple GPUs' width. */
-    threadExecutionWidth?: number;
-    /** How long each asynchronous library compile takes, in milliseconds; default 0. */
-    compileMs?: number;
-    /** How long each command buffer runs after its commit, in milliseconds; default 0. */
-    gpuMs?: number;
-    /** Once a command buffer of the device has hung, every later one fails with AccessRevoked; default false. */
-    revokesAfterTimeout?: boolean;
-  };
-  /** A recorded doctor result; absent: none. The Linux simulation takes its faults from it. */
+  /** A recorded doctor result; absent: none. */
   doctor?: SnapshotDoctor;
   provenance: Record<string, string>;
 }
@@ -136,19 +94,15 @@ export interface Snapshot {
 const SNAPSHOT_HOST_FIELDS = ['platform', ...HOST_FIELD_NAMES] as const;
 /** The optional fields of a recorded doctor probe, per probe (`status` and `detail` belong to every probe). */
 const DOCTOR_PROBE_FIELDS: Record<DoctorProbeId, string[]> = {
-  'simdgroup-reduction': ['fault'],
-  'simdgroup-matrix': ['maxAbsError', 'fault'],
-  bfloat: ['maxAbsError', 'fault'],
-  'threadgroup-memory': ['provenThreadgroupMemory', 'acceptedThreadgroupMemory', 'failedThreadgroupMemory', 'fault'],
+  'simdgroup-reduction': [],
+  'simdgroup-matrix': ['maxAbsError'],
+  bfloat: ['maxAbsError'],
+  'threadgroup-memory': ['provenThreadgroupMemory', 'acceptedThreadgroupMemory', 'failedThreadgroupMemory'],
   'nocopy-mmap': ['bufferLength', 'fault'],
-  'residency-set': ['fault'],
-  heap: ['fault'],
+  'residency-set': [],
+  heap: [],
 };
 const SNAPSHOT_DOCTOR_STATUSES: readonly string[] = [...DOCTOR_STATUSES, 'not-recorded'];
-const FAULTS: Partial<Record<DoctorProbeId, readonly string[]>> = {
-  'nocopy-mmap': NOCOPY_FAULTS,
-  'threadgroup-memory': THREADGROUP_FAULTS,
-};
 /**
  * What a snapshot may be: a file of at most `maxBytes` whose JSON nests at most `maxDepth` levels (loadSnapshot), with
  * at most `maxDevices` devices (validateSnapshot). A Mac has a handful of GPUs and a snapshot is a few kilobytes; the
@@ -160,9 +114,6 @@ export interface SnapshotLimits extends JsonLimits {
 
 /** 16 MiB, 64 levels, 64 devices. */
 export const SNAPSHOT_LIMITS: Readonly<SnapshotLimits> = Object.freeze({ ...JSON_LIMITS, maxDevices: 64 });
-
-/** Queries a simulated device class can be made to lack (`simulation.lacks`). */
-const SIMULATED_QUERIES = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
 
 /** The folder of bundled snapshots. */
 export function snapshotsDir(): string {
@@ -516,47 +467,6 @@ function checkProvenance(
   }
 }
 
-/**
- * The devices whose `simulation.subclassOf` chain runs into a loop of classes (the simulated Metal cannot make a class
- * its own superclass, however many links away). A link leads to the first device with that className, as the
- * simulation resolves it. Each device is visited once: a chain walk stops at a device whose answer is known, so the
- * whole check is linear in the number of devices.
- */
-function devicesInSubclassLoops(devices: Record<string, unknown>[]): Set<number> {
-  const byClass = new Map<unknown, number>();
-  devices.forEach((d, i) => {
-    if (!byClass.has(d.className)) byClass.set(d.className, i);
-  });
-  const parentOf = (i: number): number | undefined => {
-    const sim = devices[i]!.simulation;
-    return isObject(sim) && 'subclassOf' in sim ? byClass.get(sim.subclassOf) : undefined;
-  };
-  // Per device: unvisited, on the chain being walked, or done (leads into a loop, or does not).
-  const UNVISITED = 0,
-    WALKING = 1,
-    NO_LOOP = 2,
-    LOOP = 3;
-  const state = new Uint8Array(devices.length);
-  const chain: number[] = [];
-  for (let start = 0; start < devices.length; start++) {
-    let at: number | undefined = start;
-    while (at !== undefined && state[at] === UNVISITED) {
-      state[at] = WALKING;
-      chain.push(at);
-      at = parentOf(at);
-    }
-    // Back on the chain itself: a loop. At a device already done: its answer. Off the end: none.
-    const answer = at === undefined ? NO_LOOP : state[at] === WALKING ? LOOP : state[at]!;
-    for (const i of chain) state[i] = answer;
-    chain.length = 0;
-  }
-  const loops = new Set<number>();
-  state.forEach((s, i) => {
-    if (s === LOOP) loops.add(i);
-  });
-  return loops;
-}
-
 const doctorFieldChecks: Record<string, Check> = {
   detail: (v) => (typeof v === 'string' && v.trim() !== '' && !/[\r\n]/.test(v) ? null : 'one non-empty line of text'),
   provenThreadgroupMemory: count(1),
@@ -577,12 +487,11 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
     if (p.status === 'not-recorded') {
       fail(where, `${prefix}${key}`, 'is not allowed: a not-recorded probe carries only its status');
     }
-    const faults = [...(FAULTS[id] ?? []), ...HANG_FAULTS];
     const problem =
       key === 'fault'
-        ? faults.includes(p[key] as string)
+        ? NOCOPY_FAULTS.includes(p[key] as NocopyFault)
           ? null
-          : `one of ${faults.join(', ')}`
+          : `one of ${NOCOPY_FAULTS.join(', ')}`
         : (own(doctorFieldChecks, key) ?? (() => 'a known field'))(p[key]);
     if (problem) fail(where, `${prefix}${key}`, `must be ${problem}`);
   }
@@ -608,28 +517,11 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
       `must be larger than ${typeof accepted === 'number' ? 'acceptedThreadgroupMemory' : 'provenThreadgroupMemory'}`,
     );
   }
-  if (HANG_FAULTS.includes(p.fault as string)) {
-    if (p.status !== 'timeout') fail(where, `${prefix}fault`, `${p.fault as string} is only for a timeout`);
-    return;
-  }
-  // The simulation needs to know which fault a recorded nocopy-mmap wrong-result was.
+  // A recorded nocopy-mmap wrong-result says which fault it was: a replay and the simulation show that fault.
   if (id === 'nocopy-mmap' && (p.status === 'wrong-result') !== 'fault' in p) {
     const problem =
       'fault' in p ? 'is only for a wrong-result' : 'is missing: a wrong-result says which (stale or zero-length)';
     fail(where, `${prefix}fault`, problem);
-  }
-  if (id === 'threadgroup-memory' && p.fault === 'answered-limit' && p.status !== 'pass')
-    fail(where, `${prefix}fault`, 'is only for a pass');
-  if (
-    id === 'threadgroup-memory' &&
-    p.fault === 'threadgroups-overlap' &&
-    (p.status !== 'wrong-result' || typeof proven !== 'number')
-  ) {
-    fail(
-      where,
-      `${prefix}fault`,
-      'threadgroups-overlap is only for a wrong-result with provenThreadgroupMemory (where the overlap starts)',
-    );
   }
 }
 
@@ -700,9 +592,6 @@ export function validateSnapshot(
     },
   });
   const snap = data as Record<string, unknown> & { sources: Record<string, unknown>; devices: unknown[] };
-  // Built once for every device's checks below (per device, they made validation quadratic).
-  let classNames: Set<unknown> | undefined;
-  let inLoops: Set<number> | undefined;
   for (const reserved of ['assumed', 'unrecorded']) {
     if (reserved in snap.sources) fail(where, `sources.${reserved}`, 'is a reserved word, not a source key');
   }
@@ -711,63 +600,10 @@ export function validateSnapshot(
   checkProvenance(where, 'host.', snap.host as Record<string, unknown>, SNAPSHOT_HOST_FIELDS, snap.sources);
   snap.devices.forEach((device, i) => {
     const prefix = `devices[${i}].`;
-    checkFields(where, prefix, device, { ...recordedChecks(DEVICE_FIELDS), provenance: () => null }, [
-      'simulation',
-      'doctor',
-    ]);
+    checkFields(where, prefix, device, { ...recordedChecks(DEVICE_FIELDS), provenance: () => null }, ['doctor']);
     const d = device as Record<string, unknown>;
     for (const [f, spec] of Object.entries(DEVICE_FIELDS)) {
       if (spec.members) checkFields(where, `${prefix}${f}.`, d[f], spec.members);
-    }
-    if ('simulation' in d) {
-      checkFields(where, `${prefix}simulation.`, d.simulation, { methodsOnConcreteClass: bool }, [
-        'lacks',
-        'driftAfter',
-        'subclassOf',
-        'defaultObjectClass',
-        'threadExecutionWidth',
-        'compileMs',
-        'gpuMs',
-        'revokesAfterTimeout',
-      ]);
-      const sim = d.simulation as Record<string, unknown>;
-      if ('revokesAfterTimeout' in sim && typeof sim.revokesAfterTimeout !== 'boolean') {
-        fail(where, `${prefix}simulation.revokesAfterTimeout`, 'must be true or false');
-      }
-      for (const key of ['compileMs', 'gpuMs']) {
-        if (
-          key in sim &&
-          !(Number.isSafeInteger(sim[key]) && (sim[key] as number) >= 0 && (sim[key] as number) <= 60_000)
-        ) {
-          fail(where, `${prefix}simulation.${key}`, 'must be an integer from 0 to 60000 (milliseconds)');
-        }
-      }
-      if ('threadExecutionWidth' in sim && count(1)(sim.threadExecutionWidth) !== null) {
-        fail(where, `${prefix}simulation.threadExecutionWidth`, 'must be an integer ≥ 1');
-      }
-      if ('lacks' in sim && !SIMULATED_QUERIES.includes(sim.lacks as string)) {
-        fail(where, `${prefix}simulation.lacks`, `must be one of ${SIMULATED_QUERIES.join(', ')}`);
-      }
-      if ('driftAfter' in sim && count(0)(sim.driftAfter) !== null)
-        fail(where, `${prefix}simulation.driftAfter`, 'must be an integer ≥ 0');
-      // Every device before this one has passed its checks, and the ones after are read only for their className.
-      classNames ??= new Set((snap.devices as unknown[]).map((x) => (isObject(x) ? x.className : undefined)));
-      if ('subclassOf' in sim && (sim.subclassOf === d.className || !classNames.has(sim.subclassOf))) {
-        fail(where, `${prefix}simulation.subclassOf`, "must name another device's className");
-      }
-      // The simulated Metal cannot make a class its own superclass, however many links away.
-      inLoops ??= devicesInSubclassLoops((snap.devices as unknown[]).map((x) => (isObject(x) ? x : {})));
-      if ('subclassOf' in sim && inLoops.has(i)) {
-        fail(where, `${prefix}simulation.subclassOf`, 'must not lead back into a loop of subclassOf links');
-      }
-      if ('defaultObjectClass' in sim) {
-        const name = sim.defaultObjectClass;
-        if (typeof name !== 'string' || !CLASS_NAME.test(name) || classNames.has(name)) {
-          fail(where, `${prefix}simulation.defaultObjectClass`, 'must be an Objective-C class name no device has');
-        }
-        if (i !== snap.defaultDevice)
-          fail(where, `${prefix}simulation.defaultObjectClass`, 'belongs on the default device only');
-      }
     }
     if ('doctor' in d) checkDoctor(where, `${prefix}doctor.`, d.doctor, snap.sources);
     checkProvenance(where, prefix, d, DEVICE_FIELD_NAMES, snap.sources);

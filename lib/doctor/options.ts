@@ -4,6 +4,8 @@ import { InvalidOptionsError } from '../core/errors.js';
 import { readInput } from '../core/input.js';
 import { checkOptions, optionFailure } from '../core/options.js';
 import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../patch/profiles.js';
+import { planPatch, type PatchPlan } from '../patch/plan.js';
+import type { DeviceReport, HostInfo } from '../device/types.js';
 import {
   CAPABILITY_PROBE_IDS,
   DEVICE_INDEX,
@@ -192,3 +194,16 @@ export function checkDoctorCall(options: unknown): {
 
 /** The probes `auto` runs when nothing is cached: every capability probe, not nocopy-mmap. */
 export const AUTO_PROBES: readonly DoctorProbeId[] = CAPABILITY_PROBE_IDS;
+
+/**
+ * The candidate as this host gets it, decided once by planPatch for the runner's patched run and for the report: bound
+ * to the host (`host-family`: the chip's own family), or its fallback where the host chip is unknown (with the
+ * `host-unknown-fallback` warning). The report names the profile that was used, never only the one asked for.
+ */
+export function candidateFor(
+  o: CheckedDoctorOptions,
+  stock: { devices: DeviceReport[]; host: HostInfo | null },
+): { profile: Profile; name: string; plan: PatchPlan } {
+  const plan = planPatch(stock, o.candidate, { force: o.force });
+  return { profile: plan.profile, name: plan.profile.name ?? 'the candidate profile', plan };
+}

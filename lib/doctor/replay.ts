@@ -7,7 +7,7 @@ import { loadSnapshot, reportFromSnapshot, type SnapshotDoctorProbe } from '../d
 import { packageVersion } from '../device/native.js';
 import { assessDevice } from './derive.js';
 import { judgeProbe } from './judge.js';
-import type { CheckedDoctorOptions } from './options.js';
+import { candidateFor, type CheckedDoctorOptions } from './options.js';
 import { DOCTOR_PROBE_IDS, JUDGEMENTS, type DoctorProbeId } from './probes.js';
 import { DOCTOR_SCHEMA, type DoctorReport, type DoctorRun } from './types.js';
 
@@ -53,6 +53,8 @@ export function doctorFromSnapshot(o: CheckedDoctorOptions & { snapshot: string 
       );
       return assessDevice(stock, null, order([...probes, ...unasked]), report.host);
     });
+  // The candidate as this recorded host would get it (its fallback, where the host chip is unknown).
+  const candidate = candidateFor(o, report);
   return {
     schema: DOCTOR_SCHEMA,
     packageVersion: packageVersion(),
@@ -64,7 +66,8 @@ export function doctorFromSnapshot(o: CheckedDoctorOptions & { snapshot: string 
     snapshot: snapshot.id,
     replayed: true,
     host: report.host,
-    candidateProfile: o.candidate,
+    candidateProfile: candidate.profile,
+    candidateWarnings: candidate.plan.warnings,
     patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },
     settings: { probes: o.probes, timeoutMs: null, mmapFile: null, mmapSize: null, device: o.device },
     devices,

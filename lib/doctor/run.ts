@@ -15,7 +15,8 @@ import type { NativeProbeOutcome } from '../../types/binding.js';
 import { cacheKeyFor, writeCache } from './cache.js';
 import { assessDevice } from './derive.js';
 import { judgeProbe, runFrom } from './judge.js';
-import type { CheckedDoctorOptions } from './options.js';
+import { candidateFor, type CheckedDoctorOptions } from './options.js';
+import type { ApplyWarning } from '../patch/plan.js';
 import {
   CAPABILITY_PROBE_IDS,
   DOCTOR_PROBE_IDS,
@@ -51,13 +52,18 @@ function notRun(detail: string): DoctorRun {
 function baseReport(
   o: CheckedDoctorOptions,
   generatedAt: string,
-): Pick<DoctorReport, 'schema' | 'packageVersion' | 'generatedAt' | 'replayed' | 'candidateProfile' | 'settings'> {
+  warnings: ApplyWarning[] = [],
+): Pick<
+  DoctorReport,
+  'schema' | 'packageVersion' | 'generatedAt' | 'replayed' | 'candidateProfile' | 'candidateWarnings' | 'settings'
+> {
   return {
     schema: DOCTOR_SCHEMA,
     packageVersion: packageVersion(),
     generatedAt,
     replayed: false,
     candidateProfile: o.candidate,
+    candidateWarnings: warnings,
     settings: {
       probes: o.probes,
       timeoutMs: o.timeoutMs,
@@ -274,16 +280,19 @@ export function reportFromRunner(
     how === null ? undefined : notRun(`not run: the probe runner stopped before it (it ${how.split(' (')[0]})`);
   const devices = stock.devices.filter((d) => o.device === null || d.index === o.device);
   const patchedDevices = session.patched?.devices ?? null;
+  // The candidate as the runner installed it on this host (its fallback, where the host chip is unknown).
+  const candidate = candidateFor(o, stock);
+  const bound: CheckedDoctorOptions = { ...o, candidate: candidate.profile };
   const assessed = devices.map((d) => {
     const probes = judgeDevice(
-      o,
+      bound,
       session.outcomesOf('stock', d.index),
       patchedDevices === null ? null : session.outcomesOf('patched', d.index),
       d,
       missing,
     );
     const patched = patchedDevices?.find((p) => p.index === d.index) ?? null;
-    return assessDevice(d, patched, probes, stock.host, o.candidate.name ?? 'the candidate profile', o.force);
+    return assessDevice(d, patched, probes, stock.host, candidate.name, o.force);
   });
   const patchedWhy =
     patchedDevices !== null
@@ -294,7 +303,7 @@ export function reportFromRunner(
   const cache =
     o.cache && how === null && asksEveryCapabilityProbe(o.probes) ? writeAll(stock, assessed, generatedAt) : null;
   return {
-    ...baseReport(o, generatedAt),
+    ...baseReport(bound, generatedAt, candidate.plan.warnings),
     supported: true,
     reason: null,
     detail: null,

@@ -6,14 +6,13 @@
  */
 import { tmpdir } from 'node:os';
 import { applyPatch, restore } from '../patch/apply.js';
-import { planPatch } from '../patch/plan.js';
 import { loadNative } from '../device/native.js';
 import { stockReport } from '../device/probe.js';
 import type { CapabilityReport, DeviceReport, HostInfo, UnsupportedReason } from '../device/types.js';
 import type { NativeDoctorOptions, NativeProbeOutcome } from '../../types/binding.js';
 import type { HookRef } from '../patch/apply.js';
 import { leftGpuUnusable } from './judge.js';
-import type { CheckedDoctorOptions } from './options.js';
+import { candidateFor, type CheckedDoctorOptions } from './options.js';
 import {
   CAPABILITY_PROBE_IDS,
   PAST_STOCK_LIMIT_PROBES,
@@ -47,8 +46,7 @@ export type RunnerMessage =
 /** Why the capability probes do not also run under the candidate profile here, or null when they do. */
 export function whyNoPatchedRun(o: CheckedDoctorOptions, stock: CapabilityReport & { supported: true }): string | null {
   if (!o.probes.some((id) => CAPABILITY_PROBE_IDS.includes(id))) return 'no capability probe was asked';
-  const name = o.candidate.name ?? 'the candidate profile';
-  const plan = planPatch(stock, o.candidate, { force: o.force });
+  const { name, plan } = candidateFor(o, stock);
   if (plan.reason === 'host-unknown') return plan.detail;
   if (plan.changes.length === 0) return `${name} changes no answer on this machine`;
   if (plan.reason === 'refused-bare-metal') {
@@ -150,7 +148,7 @@ export function runProbes(o: CheckedDoctorOptions, emit: (message: RunnerMessage
       if (patchedWhy !== null) continue;
       const applied = applyPatch(o.candidate, { force: o.force });
       if (!applied.applied) {
-        patchedWhy = `${o.candidate.name ?? 'the candidate profile'} was not applied (${applied.reason}: ${applied.detail})`;
+        patchedWhy = `${candidateFor(o, stock).name} was not applied (${applied.reason}: ${applied.detail})`;
         continue;
       }
       if (!patchedTold) emit({ type: 'patched', devices: applied.after.devices, why: null });

@@ -1,6 +1,7 @@
 import type { HookRef } from '../patch/apply.js';
 import type { FamilyName } from '../core/families.js';
 import type { Profile } from '../patch/profiles.js';
+import type { ApplyWarning } from '../patch/plan.js';
 import type { HostInfo, ReportSource, UnsupportedReason } from '../device/types.js';
 import type { DoctorProbeId, Judgement, RecordedStatus } from './probes.js';
 
@@ -137,8 +138,10 @@ interface DoctorReportBase {
    * fault was found when the recording was made, not now.
    */
   replayed: boolean;
-  /** The profile installed for the patched runs. */
+  /** The profile installed for the patched runs, bound to the host (its fallback where the host chip is unknown). */
   candidateProfile: Profile;
+  /** What planPatch warned of the candidate on this machine (its fallback, claims above the host), as applyProfile does. */
+  candidateWarnings: ApplyWarning[];
   patchedRun: PatchedRun;
   settings: DoctorSettings;
   /** After the patched runs: the hooks taken out, and any left because another library hooked on top. */

@@ -94,6 +94,8 @@ export function formatDoctor(untrusted: DoctorReport, s: Styler): string {
   lines.push(
     r.patchedRun.ran ? `Patched runs: under ${candidate}, then restored` : `Patched runs: none (${r.patchedRun.why})`,
   );
+  // Reports written before the field existed have none.
+  for (const w of r.candidateWarnings ?? []) lines.push(`  ${s.warn('!')} ${w.message} ${s.dim(`[${w.code}]`)}`);
   for (const d of r.devices) lines.push(...formatDevice(d, r, s));
   if (r.restore?.conflicts.length) {
     lines.push(

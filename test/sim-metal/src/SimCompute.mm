@@ -5,7 +5,8 @@
  * never parses MSL beyond finding `kernel void NAME`. What it tests is doctor's plumbing and decisions. Whether the
  * MSL is right, and what a real GPU computes, only a Mac can tell (test/live/).
  *
- * Faults come from the device's `doctor` section in the snapshot (snapshots/README.md), the one source of truth:
+ * Faults come from the device's `doctor` section (snapshots/README.md; the simulated-only faults and the `simulation`
+ * settings below are a simulation file's, test/sim-metal/README.md):
  *   wrong-result  the kernel computes a wrong answer (bfloat: truncates instead of rounding to nearest even; heap:
  *                 the write to the placed buffer's first word is lost;
  *                 threadgroup-memory with provenThreadgroupMemory N: memory past N reads as zero)

@@ -133,6 +133,18 @@ MTLDeviceLocation locationFrom(const std::string &s) {
   return MTLDeviceLocationUnspecified;
 }
 
+// The classes whose queries the simulation implements on the class itself rather than inheriting them from
+// `_MTLDevice`, when a simulation file does not say (`simulation.methodsOnConcreteClass`): the GPU drivers' own classes
+// of the bundled snapshots, so that the bundled snapshots alone exercise both of the hook engine's paths (add a
+// method to the class; replace the class's own method).
+bool implementsQueriesItself(const std::string &className) {
+  static const char *const kOwnQueries[] = {"AGXG13DDevice", "AMDRadeonX6000_AMDNavi14GraphicsDevice"};
+  for (const char *name : kOwnQueries) {
+    if (className == name) return true;
+  }
+  return false;
+}
+
 SimDevice deviceFrom(NSDictionary *d) {
   SimDevice dev;
   stringAt(d, @"name", &dev.name);
@@ -153,7 +165,9 @@ SimDevice deviceFrom(NSDictionary *d) {
   if (stringAt(d, @"location", &location)) dev.location = locationFrom(location);
   dev.hasArchitecture = stringAt(d, @"architecture", &dev.architecture);
   NSDictionary *simulation = dictAt(d, @"simulation");
-  dev.methodsOnConcreteClass = boolAt(simulation, @"methodsOnConcreteClass");
+  id own = [simulation objectForKey:@"methodsOnConcreteClass"];
+  dev.methodsOnConcreteClass =
+      [own isKindOfClass:[NSNumber class]] ? [(NSNumber *)own boolValue] : implementsQueriesItself(dev.className);
   stringAt(simulation, @"lacks", &dev.lacks);
   stringAt(simulation, @"subclassOf", &dev.subclassOf);
   stringAt(simulation, @"defaultObjectClass", &dev.defaultObjectClass);
