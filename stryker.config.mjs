@@ -1,4 +1,4 @@
-// Mutation testing (`npm run test:mutation`; scripts/mutation.mjs builds first, then runs this, then prints the
+// Mutation testing (`npm run test:mutation`; scripts/measure/mutation.mjs builds first, then runs this, then prints the
 // per-file score). CONTRIBUTING.md explains the runner setup.
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
@@ -48,7 +48,7 @@ export default {
   jsonReporter: { fileName: 'build/mutation/mutation.json' },
   clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
   // No `break`: Stryker's one number is over all files, and issue 10's minimums are per file (85 %, exec's files 75 %).
-  // scripts/mutation.mjs checks those with scripts/mutation-score.mjs --check and fails below them.
+  // scripts/measure/mutation.mjs checks those with scripts/measure/mutation-score.mjs --check and fails below them.
   thresholds: { high: 90, low: 85, break: null },
   // Spawn tests start a Node process each; a mutant that makes one hang must time out, not stall the run.
   timeoutMS: 60_000,

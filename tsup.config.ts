@@ -10,7 +10,7 @@ export default defineConfig([
     // The library's entry points. Their CommonJS builds share chunks (esbuild's splitting, which tsup also applies to
     // CommonJS), so `metal-cap-shim`, `metal-cap-shim/tables` and `metal-cap-shim/register` load one copy of the
     // library: an error thrown through one entry is an instance of the class the other exports, and the native
-    // addon's loader state is one. scripts/post-build.mjs turns the ESM entries into wrappers over these.
+    // addon's loader state is one. scripts/build/post-build.mjs turns the ESM entries into wrappers over these.
     entry: { index: 'lib/index.ts', tables: 'lib/tables.ts', register: 'lib/register.ts' },
     format: ['esm', 'cjs'],
     dts: true,

@@ -15,7 +15,7 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     hookTimeout: 60_000,
     // Off unless asked (`--coverage.enabled`, as scripts/test.sh does): the in-process half of the coverage that
-    // scripts/coverage.mjs merges with the spawned processes' (NODE_V8_COVERAGE).
+    // scripts/measure/coverage.mjs merges with the spawned processes' (NODE_V8_COVERAGE).
     coverage: {
       provider: 'v8',
       include: ['lib/**/*.ts'],

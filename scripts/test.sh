@@ -4,7 +4,7 @@
 # conformance suite clang-19, llvm-19's tools and git; apt, as root), installs npm dependencies, builds the TypeScript,
 # the simulated native build and its sanitizer builds, type-checks, builds llama.cpp's own device code for the
 # conformance suite (test/conformance/, in the background meanwhile), runs the whole vitest suite, and prints the line
-# and branch coverage of lib/ over the suite and every Node process it starts (scripts/coverage.mjs).
+# and branch coverage of lib/ over the suite and every Node process it starts (scripts/measure/coverage.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,8 +24,8 @@ compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/
 command -v clang-19 >/dev/null || need+=(clang-19)
 command -v llvm-objdump-19 >/dev/null || need+=(llvm-19)
 command -v git >/dev/null || need+=(git)
-# Native coverage (scripts/native-coverage.mjs, run by .ci/run): llvm-14's llvm-profdata and llvm-cov read what the
-# clang-14 build wrote (clang-14 only recommends them).
+# Native coverage (scripts/measure/native-coverage.mjs, run by .ci/run): llvm-14's llvm-profdata and llvm-cov read what
+# the clang-14 build wrote (clang-14 only recommends them).
 command -v llvm-profdata-14 >/dev/null || need+=(llvm-14)
 # GNU make: test/exec-security.test.ts runs a sub-make through exec to show make's jobserver reaches it.
 command -v make >/dev/null || need+=(make)
@@ -47,15 +47,15 @@ npm run build:sim
 mkdir -p build
 node test/conformance/build.mjs > build/conformance-build.log 2>&1 &
 conformance_build=$!
-node scripts/build-sim.mjs --sanitize
+node scripts/build/build-sim.mjs --sanitize
 npm run typecheck
 wait "$conformance_build" || echo "conformance build failed (build/conformance-build.log); the conformance suite will say why" >&2
 # Every Node process the tests start (CLI runs, `node -e` children, register preloads) leaves its V8 coverage here;
-# vitest's --coverage measures the test files' own imports of lib/. scripts/coverage.mjs merges the two and fails
-# below 90 % of lines or 80 % of branches.
+# vitest's --coverage measures the test files' own imports of lib/. scripts/measure/coverage.mjs merges the two and
+# fails below 90 % of lines or 80 % of branches.
 rm -rf build/coverage
 # Writable by anyone, like /tmp: a test runs the CLI as nobody, and Node complains on stderr when it cannot write.
 mkdir -p build/coverage/v8
 chmod 1777 build/coverage/v8
 NODE_V8_COVERAGE="$PWD/build/coverage/v8" npm run test:ci -- --coverage.enabled
-node scripts/coverage.mjs --check-lines 90 --check-branches 80
+node scripts/measure/coverage.mjs --check-lines 90 --check-branches 80

@@ -24,8 +24,10 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}): string {
 }
 
 describe('one exit-code table for every command', () => {
-  it('the README’s table is generated from it, and is current (else: npm run build && node scripts/exit-table.mjs)', () => {
-    const r = spawnSync(process.execPath, [path.join(root, 'scripts/exit-table.mjs'), '--check'], { encoding: 'utf8' });
+  it('the README’s table is generated from it, and is current (else: npm run build && node scripts/check/exit-table.mjs)', () => {
+    const r = spawnSync(process.execPath, [path.join(root, 'scripts/check/exit-table.mjs'), '--check'], {
+      encoding: 'utf8',
+    });
     expect([r.status, r.stderr]).toEqual([0, '']);
   });
 

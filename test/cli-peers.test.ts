@@ -328,6 +328,121 @@ describe('colour', () => {
     ).not.toContain('\u001b[');
   });
 
+  it('one function decides (colorWanted), each rule on both sides: FORCE_COLOR=0 is off on a terminal too, a set FORCE_COLOR wins over NO_COLOR, always and never decide alone', () => {
+    const tty = { isTTY: true };
+    const pipe = { isTTY: false };
+    expect({
+      terminal: colorWanted(tty, {}),
+      terminalForceZero: colorWanted(tty, { FORCE_COLOR: '0' }),
+      terminalForceFalse: colorWanted(tty, { FORCE_COLOR: 'false' }),
+      pipe: colorWanted(pipe, {}),
+      pipeForceOne: colorWanted(pipe, { FORCE_COLOR: '1' }),
+      terminalNoColor: colorWanted(tty, { NO_COLOR: '1' }),
+      terminalNoColorForceOne: colorWanted(tty, { NO_COLOR: '1', FORCE_COLOR: '1' }),
+      pipeNoColorForceThree: colorWanted(pipe, { NO_COLOR: '1', FORCE_COLOR: '3' }),
+      terminalNoColorForceZero: colorWanted(tty, { NO_COLOR: '1', FORCE_COLOR: '0' }),
+      autoIsTheDefault: colorWanted(tty, { FORCE_COLOR: '0' }, 'auto'),
+      alwaysOnAPipeWithNoColorAndForceZero: colorWanted(pipe, { NO_COLOR: '1', FORCE_COLOR: '0' }, 'always'),
+      neverOnATerminalWithForceOne: colorWanted(tty, { FORCE_COLOR: '1' }, 'never'),
+    }).toEqual({
+      terminal: true,
+      terminalForceZero: false,
+      terminalForceFalse: false,
+      pipe: false,
+      pipeForceOne: true,
+      terminalNoColor: false,
+      terminalNoColorForceOne: true,
+      pipeNoColorForceThree: true,
+      terminalNoColorForceZero: false,
+      autoIsTheDefault: false,
+      alwaysOnAPipeWithNoColorAndForceZero: true,
+      neverOnATerminalWithForceOne: false,
+    });
+    // The styler a command gets is that decision, nothing more.
+    expect({
+      on: stylerFor(pipe, { FORCE_COLOR: '1', NO_COLOR: '1' }).bold('x'),
+      off: stylerFor(tty, { FORCE_COLOR: '0' }).bold('x'),
+      always: stylerFor(pipe, { FORCE_COLOR: '0' }, 'always').good('x'),
+      never: stylerFor(tty, { FORCE_COLOR: '1' }, 'never').good('x'),
+    }).toEqual({ on: '\u001b[1mx\u001b[22m', off: 'x', always: '\u001b[32mx\u001b[39m', never: 'x' });
+  });
+
+  it('--color alone is --color=always and --no-color is --color=never; --color=auto|always|never and --color VALUE are kept', () => {
+    const forms = [
+      ['--color'],
+      ['--no-color'],
+      ['--color=auto'],
+      ['--color=always'],
+      ['--color=never'],
+      ['--color', 'auto'],
+      ['--color', 'always'],
+      ['--color', 'never'],
+    ];
+    expect(forms.map((f) => colorArgs(['probe', ...f]))).toEqual([
+      ['probe', '--color=always'],
+      ['probe', '--color=never'],
+      ['probe', '--color=auto'],
+      ['probe', '--color=always'],
+      ['probe', '--color=never'],
+      ['probe', '--color', 'auto'],
+      ['probe', '--color', 'always'],
+      ['probe', '--color', 'never'],
+    ]);
+  });
+
+  it('the CLI on a pipe: --color prints what --color=always prints and --no-color what --color=never prints, whatever the environment says; FORCE_COLOR=1 wins over NO_COLOR', () => {
+    const probe = (args: string[], env: NodeJS.ProcessEnv) => {
+      const r = runCli(['probe', '--snapshot', 'm1-ultra-bare-metal', ...args], { TERM: 'xterm', ...env });
+      return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+    };
+    const unset = { NO_COLOR: undefined, FORCE_COLOR: undefined };
+    const always = probe(['--color=always'], unset);
+    const never = probe(['--color=never'], unset);
+    expect([always.status, always.stdout.includes('\u001b['), never.status, never.stdout.includes('\u001b[')]).toEqual([
+      0,
+      true,
+      0,
+      false,
+    ]);
+    expect({
+      colorAlone: probe(['--color'], { NO_COLOR: '1', FORCE_COLOR: '0' }),
+      colorAloneBeforeTheCommand: runCli(['--color', 'probe', '--snapshot', 'm1-ultra-bare-metal'], {
+        NO_COLOR: '1',
+        FORCE_COLOR: '0',
+      }).stdout,
+      noColor: probe(['--no-color'], { NO_COLOR: undefined, FORCE_COLOR: '1' }),
+      colorAuto: probe(['--color=auto'], unset),
+      forceOverNoColor: probe([], { NO_COLOR: '1', FORCE_COLOR: '1' }),
+      noColorAlone: probe([], { NO_COLOR: '1', FORCE_COLOR: undefined }),
+      forceZero: probe([], { NO_COLOR: undefined, FORCE_COLOR: '0' }),
+    }).toEqual({
+      colorAlone: always,
+      colorAloneBeforeTheCommand: always.stdout,
+      noColor: never,
+      colorAuto: never,
+      forceOverNoColor: always,
+      noColorAlone: never,
+      forceZero: never,
+    });
+  });
+
+  it('the CLI on a terminal: colour by default, none with FORCE_COLOR=0 (or false) or --no-color', () => {
+    const args = ['probe', '--snapshot', 'm1-ultra-bare-metal'];
+    const env = { NO_COLOR: '', FORCE_COLOR: undefined, TERM: 'xterm' };
+    const always = onTerminal(quoted([...args, '--color=always']), env);
+    const never = onTerminal(quoted([...args, '--color=never']), env);
+    expect([always.includes('\u001b[1mmetal-cap-shim probe\u001b[22m'), never.includes('\u001b[')]).toEqual([
+      true,
+      false,
+    ]);
+    expect({
+      byDefault: onTerminal(quoted(args), env),
+      forceZero: onTerminal(quoted(args), { ...env, FORCE_COLOR: '0' }),
+      forceFalse: onTerminal(quoted(args), { ...env, FORCE_COLOR: 'false' }),
+      noColorFlag: onTerminal(quoted([...args, '--no-color']), env),
+    }).toEqual({ byDefault: always, forceZero: never, forceFalse: never, noColorFlag: never });
+  });
+
   it('--color takes auto, always or never', () => {
     expect(runCli(['probe', '--color=rainbow']).stderr.split('\n')[0]).toBe(
       "metal-cap-shim: ERR_USAGE: --color takes auto, always, never, got 'rainbow'",

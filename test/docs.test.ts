@@ -1,6 +1,6 @@
 // The docs held to the code. The generated parts (README's command table, docs/cli.md's help and exit codes,
 // docs/api.md's tables, docs/profiles.md, docs/engines.md's rule sets, docs/fleet.md's sample matrix) are what
-// scripts/docs.mjs writes, and a stale one fails naming the command that regenerates it. Every relative link and
+// scripts/check/docs.mjs writes, and a stale one fails naming the command that regenerates it. Every relative link and
 // anchor resolves, and what the README links ships in the package. The README keeps its order and length, every
 // docs/ page says who it is for, and no page narrates history. The commands a user follows without a Mac run as
 // written, the install notes cover npm 11's allowScripts warning, and the hand-written tables that restate a lib/
@@ -32,14 +32,14 @@ const DOC_PAGES = readdirSync(path.join(root, 'docs'))
   .sort()
   .map((f) => `docs/${f}`);
 const PAGES = ['README.md', 'CONTRIBUTING.md', ...DOC_PAGES];
-const REGENERATE = 'npm run build && node scripts/docs.mjs';
+const REGENERATE = 'npm run build && node scripts/check/docs.mjs';
 
 interface DocsScript {
   REGENERATE: string;
   staleness(files: Map<string, { current: string; generated: string }>): string[];
 }
-const docsScript = (await import(path.join(root, 'scripts', 'docs.mjs'))) as DocsScript;
-const { anchorOf } = (await import(path.join(root, 'scripts', 'docs', 'render.mjs'))) as {
+const docsScript = (await import(path.join(root, 'scripts', 'check', 'docs.mjs'))) as DocsScript;
+const { anchorOf } = (await import(path.join(root, 'scripts', 'check', 'docs', 'render.mjs'))) as {
   anchorOf(heading: string): string;
 };
 
@@ -139,9 +139,9 @@ function run(line: string, where: { cwd: string; env: NodeJS.ProcessEnv }) {
   });
 }
 
-describe('generated docs (scripts/docs.mjs)', () => {
+describe('generated docs (scripts/check/docs.mjs)', () => {
   it(`are what the code generates (else: ${REGENERATE})`, () => {
-    const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'docs.mjs'), '--check'], {
+    const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'check', 'docs.mjs'), '--check'], {
       cwd: root,
       encoding: 'utf8',
     });
@@ -159,16 +159,21 @@ describe('generated docs (scripts/docs.mjs)', () => {
     ]);
   });
 
-  it('scripts/exit-table.mjs --check and scripts/api-table.mjs --check pass on their own', () => {
+  it('scripts/check/exit-table.mjs --check and scripts/check/api-table.mjs --check pass on their own', () => {
     for (const script of ['exit-table.mjs', 'api-table.mjs']) {
-      const r = spawnSync(process.execPath, [path.join(root, 'scripts', script), '--check'], { encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'check', script), '--check'], {
+        encoding: 'utf8',
+      });
       expect([script, r.status, r.stderr]).toEqual([script, 0, '']);
     }
   });
 
   it('package.json runs them as npm run docs and npm run docs:check', () => {
     const { scripts } = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
-    expect([scripts.docs, scripts['docs:check']]).toEqual(['node scripts/docs.mjs', 'node scripts/docs.mjs --check']);
+    expect([scripts.docs, scripts['docs:check']]).toEqual([
+      'node scripts/check/docs.mjs',
+      'node scripts/check/docs.mjs --check',
+    ]);
   });
 });
 
@@ -401,7 +406,7 @@ describeSim('docs/simulation.md: the simulated Metal commands of a checkout', ()
 });
 
 describe('examples/README.md: installing on Linux', () => {
-  it('gives the install scripts/check-examples.sh runs: --ignore-scripts and --omit=optional', () => {
+  it('gives the install scripts/check/check-examples.sh runs: --ignore-scripts and --omit=optional', () => {
     const examples = read('examples/README.md');
     const linux = section(
       examples.replace(/\n### /g, '\n## '),
@@ -410,7 +415,7 @@ describe('examples/README.md: installing on Linux', () => {
     const documented = shellCommands(linux)
       .map((c) => c.line)
       .find((l) => l.startsWith('npm ci'));
-    const checked = read('scripts/check-examples.sh').match(/^npm ci .*$/m)?.[0];
+    const checked = read('scripts/check/check-examples.sh').match(/^npm ci .*$/m)?.[0];
     const flags = (line: string | undefined) =>
       (line ?? '').split(/\s+/).filter((w) => w === '--ignore-scripts' || w.startsWith('--omit='));
     expect(flags(documented)).toEqual(['--ignore-scripts', '--omit=optional']);

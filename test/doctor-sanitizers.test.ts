@@ -1,7 +1,7 @@
 // The native doctor without Node under AddressSanitizer + UndefinedBehaviorSanitizer (test/native/doctor_run.mm,
-// built by `node scripts/build-sim.mjs --sanitize`): every probe on every device of the fault fixture, three rounds.
-// It watches doctor's manual retain/release, its NoCopy mapping and its file handling; GNUstep and the simulated
-// Metal are not instrumented. GCC's runtime.
+// built by `node scripts/build/build-sim.mjs --sanitize`): every probe on every device of the fault fixture, three
+// rounds. It watches doctor's manual retain/release, its NoCopy mapping and its file handling; GNUstep and the
+// simulated Metal are not instrumented. GCC's runtime.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -95,7 +95,7 @@ describeSim('doctor under AddressSanitizer + UndefinedBehaviorSanitizer (GCC run
     180_000,
   );
 
-  it.skipIf(built)('the sanitizer build is missing: run `node scripts/build-sim.mjs --sanitize`', () => {
+  it.skipIf(built)('the sanitizer build is missing: run `node scripts/build/build-sim.mjs --sanitize`', () => {
     expect(built).toBe(true);
   });
 });

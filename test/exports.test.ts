@@ -1,6 +1,6 @@
 // The public surface: what `metal-cap-shim` and `metal-cap-shim/tables` export, pinned here so that any change to
 // either list shows in the diff of this file, and the README's API tables generated from docs/api.json
-// (scripts/api-table.mjs) row for row against those lists.
+// (scripts/check/api-table.mjs) row for row against those lists.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ interface ApiTable {
   ): Record<string, { noRow: string[]; noExport: string[] }>;
   rewriteReadme(readme: string, rows: Rows): string;
 }
-const script = path.join(root, 'scripts', 'api-table.mjs');
+const script = path.join(root, 'scripts', 'check', 'api-table.mjs');
 const api = (await import(script)) as ApiTable;
 const rows = JSON.parse(readFileSync(path.join(root, 'docs', 'api.json'), 'utf8')) as Rows;
 /** The names a built declaration file exports (tsup writes them as `export { a as Name, type Other, … } from './chunk'`). */
@@ -246,7 +246,7 @@ describe('the export lists', () => {
   });
 });
 
-describe("the README's API tables (scripts/api-table.mjs, docs/api.json)", () => {
+describe("the README's API tables (scripts/check/api-table.mjs, docs/api.json)", () => {
   it('every export has a row, and every row names exports only', () => {
     expect(api.apiProblems(rows, EXPORTS)).toEqual({
       'metal-cap-shim': { noRow: [], noExport: [] },

@@ -1,6 +1,6 @@
 // The Linux test build compiles src-native/ in the C++ dialect node-gyp uses on a Mac, derived from Node's own
-// common.gypi and binding.gyp (scripts/mac-dialect.mjs), so a construct that cannot build on a Mac fails here too.
-// build-sim.mjs records every compile line it used in build/sim-flags.json; these tests read that record.
+// common.gypi and binding.gyp (scripts/build/mac-dialect.mjs), so a construct that cannot build on a Mac fails here
+// too. build-sim.mjs records every compile line it used in build/sim-flags.json; these tests read that record.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -63,7 +63,9 @@ describeSim('the simulated build compiles src-native/ in the Mac dialect', () =>
   beforeAll(async () => {
     requireSimBuild();
     record = JSON.parse(readFileSync(path.join(root, 'build', 'sim-flags.json'), 'utf8')) as FlagsRecord;
-    dialect = (await import(pathToFileURL(path.join(root, 'scripts', 'mac-dialect.mjs')).href)) as DialectModule;
+    dialect = (await import(
+      pathToFileURL(path.join(root, 'scripts', 'build', 'mac-dialect.mjs')).href
+    )) as DialectModule;
   });
 
   it('every src-native file of the addon and the injector was compiled with -fno-exceptions, -fno-rtti, -fno-strict-aliasing and the target’s switches', () => {

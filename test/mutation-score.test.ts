@@ -1,6 +1,6 @@
-// scripts/mutation-score.mjs: issue 10's score (timeouts detected, no coverage not, static left out) and its
+// scripts/measure/mutation-score.mjs: issue 10's score (timeouts detected, no coverage not, static left out) and its
 // per-file minimums (85 %, exec 75 %, 90 % for the files raised), over a small synthetic Stryker report, both
-// in-process and as the command scripts/mutation.mjs and the weekly workflow run.
+// in-process and as the command scripts/measure/mutation.mjs and the weekly workflow run.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,7 +35,7 @@ interface ScoreModule {
   parseArgs(argv: string[]): { file: string; minimums: Record<string, number> | null; json: boolean };
 }
 
-const script = path.join(root, 'scripts', 'mutation-score.mjs');
+const script = path.join(root, 'scripts', 'measure', 'mutation-score.mjs');
 // A path in a variable: the script is plain JavaScript, typed here by the interface above.
 const m = (await import(script)) as ScoreModule;
 
@@ -97,7 +97,7 @@ const row = (file: string, c: Partial<Scored>, counted: number, score: number | 
 const GATES_BELOW = { file: 'lib/gates.ts', score: 75, minimum: 85 };
 const PROFILES_BELOW = { file: 'lib/profiles.ts', score: 84, minimum: 85 };
 const LLAMA_BELOW = { file: 'lib/engines/llama-cpp.ts', score: 89, minimum: 90 };
-/** The minimums scripts/mutation-score.mjs holds the files to. */
+/** The minimums scripts/measure/mutation-score.mjs holds the files to. */
 const MINIMUMS_NOW = {
   default: 85,
   'lib/exec/': 75,

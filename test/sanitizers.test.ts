@@ -1,6 +1,6 @@
 // The hook engine without Node, under AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer
 // (test/native/engine_stress.mm), and the injector's trace at exit under ThreadSanitizer (test/native/inject_exit.mm);
-// built by `node scripts/build-sim.mjs --sanitize`, which scripts/test.sh runs.
+// built by `node scripts/build/build-sim.mjs --sanitize`, which scripts/test.sh runs.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -79,7 +79,7 @@ describeSim('hook engine under sanitizers (GCC runtime, simulated Metal)', () =>
   );
 
   it.skipIf(built && existsSync(exitBinary))(
-    'sanitizer builds are missing: run `node scripts/build-sim.mjs --sanitize`',
+    'sanitizer builds are missing: run `node scripts/build/build-sim.mjs --sanitize`',
     () => {
       expect(built && existsSync(exitBinary)).toBe(true);
     },

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { root } from './helpers.js';
 
-// scripts/source-stamp.mjs decides whether dist/ matches lib/ (test/global-setup.ts rebuilds when it does not). Each
-// test runs a copy of it in a private tree of its own, where sources and builds can be edited freely.
+// scripts/build/source-stamp.mjs decides whether dist/ matches lib/ (test/global-setup.ts rebuilds when it does not).
+// Each test runs a copy of it in a private tree of its own, where sources and builds can be edited freely.
 let tree: string;
 
 function write(file: string, text: string): void {
@@ -15,7 +15,9 @@ function write(file: string, text: string): void {
 }
 
 function check(): { status: number | null; stderr: string } {
-  const r = spawnSync(process.execPath, [path.join(tree, 'scripts', 'source-stamp.mjs')], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [path.join(tree, 'scripts', 'build', 'source-stamp.mjs')], {
+    encoding: 'utf8',
+  });
   return { status: r.status, stderr: r.stderr };
 }
 
@@ -25,7 +27,7 @@ function stamp(): void {
     '-e',
     `
     import { writeFileSync } from 'node:fs';
-    const m = await import(${JSON.stringify(path.join(tree, 'scripts', 'source-stamp.mjs'))});
+    const m = await import(${JSON.stringify(path.join(tree, 'scripts', 'build', 'source-stamp.mjs'))});
     writeFileSync(m.stampFile, JSON.stringify({ sources: m.sourceStamp() }));`,
   ]);
   expect(r.status).toBe(0);
@@ -33,15 +35,18 @@ function stamp(): void {
 
 beforeEach(() => {
   tree = mkdtempSync(path.join(tmpdir(), 'mcs-stamp-'));
-  mkdirSync(path.join(tree, 'scripts'));
+  mkdirSync(path.join(tree, 'scripts', 'build'), { recursive: true });
   mkdirSync(path.join(tree, 'build'));
-  copyFileSync(path.join(root, 'scripts', 'source-stamp.mjs'), path.join(tree, 'scripts', 'source-stamp.mjs'));
+  copyFileSync(
+    path.join(root, 'scripts', 'build', 'source-stamp.mjs'),
+    path.join(tree, 'scripts', 'build', 'source-stamp.mjs'),
+  );
   write('lib/index.ts', 'export const a = 1;\n');
   write('lib/cli/probe.ts', 'export const b = 2;\n');
   write('types/binding.d.ts', 'export interface B {}\n');
   write('tsup.config.ts', 'export default {};\n');
   write('tsconfig.json', '{}\n');
-  write('scripts/post-build.mjs', '// post-build\n');
+  write('scripts/build/post-build.mjs', '// post-build\n');
   write('package.json', '{"name":"x"}\n');
   write('dist/index.cjs', '');
   write('dist/cli.js', '');
@@ -49,7 +54,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(tree, { recursive: true, force: true }));
 
-describe('scripts/source-stamp.mjs', () => {
+describe('scripts/build/source-stamp.mjs', () => {
   it('a build stamped from the sources as they are is current', () => {
     expect(check()).toEqual({ status: 0, stderr: '' });
   });
@@ -60,7 +65,7 @@ describe('scripts/source-stamp.mjs', () => {
     ['an edited tsup configuration', 'tsup.config.ts', 'export default { a: 1 };\n'],
     ['an edited declaration of the addon', 'types/binding.d.ts', 'export interface B { a: 1 }\n'],
     ['an edited TypeScript configuration', 'tsconfig.json', '{"compilerOptions":{}}\n'],
-    ['an edited post-build step', 'scripts/post-build.mjs', '// changed\n'],
+    ['an edited post-build step', 'scripts/build/post-build.mjs', '// changed\n'],
     ['an edited package.json', 'package.json', '{"name":"y"}\n'],
   ])('%s makes dist/ stale', (_what, file, text) => {
     write(file, text);
@@ -91,7 +96,9 @@ describe('scripts/source-stamp.mjs', () => {
 
 describe('the suite itself', () => {
   it('ran against the dist/ its sources build (the global setup checked it first)', () => {
-    const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'source-stamp.mjs')], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'build', 'source-stamp.mjs')], {
+      encoding: 'utf8',
+    });
     expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The exit codes every command shares, defined once: the commands return them, lib/cli/main.ts maps errors to them, and
- * the README's table is generated from EXIT_TABLE (scripts/exit-table.mjs; test/docs.test.ts checks it is current).
- * A module of its own, importing nothing, so that lib/cli/main.ts can use them without loading a command's helpers.
- * `exec` passes the program's own code through instead; its own failures are EXEC_EXIT's.
+ * the README's table is generated from EXIT_TABLE (scripts/check/exit-table.mjs; test/docs.test.ts checks it is
+ * current). A module of its own, importing nothing, so that lib/cli/main.ts can use them without loading a command's
+ * helpers. `exec` passes the program's own code through instead; its own failures are EXEC_EXIT's.
  */
 export const EXIT = Object.freeze({ ok: 0, finding: 1, usage: 2, refused: 3, noMetal: 4 });
 

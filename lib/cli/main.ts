@@ -71,8 +71,9 @@ ${Object.entries(COMMANDS)
 
 Options: --help (also after a command), --version (also after a command), --json (every command; with
 --version, the version as JSON), --color[=auto|always|never] and --no-color (every command; --color alone is
-always; auto: colour on a terminal, none with a non-empty NO_COLOR or TERM=dumb; FORCE_COLOR wins over both,
-and FORCE_COLOR=0 turns colour off)
+always and --no-color is never, whatever the environment says; auto, the default, follows Node: colour on a
+terminal, none with a non-empty NO_COLOR or TERM=dumb; a set FORCE_COLOR wins over those, and FORCE_COLOR=0 or
+false turns colour off, on a terminal too)
 Exit codes (every command): ${EXIT_TABLE.map((r) => `${r.code} ${r.short}`).join(', ')}.
 exec passes its program's code through; its own failures are ${EXEC_EXIT.failed} (${EXEC_EXIT.notRunnable}: the program cannot be run,
 ${EXEC_EXIT.notFound}: not found).

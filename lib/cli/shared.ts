@@ -52,7 +52,7 @@ export function setColorMode(mode: ColorMode): void {
   colorMode = mode;
 }
 
-/** Styling for stdout: `--color`, else plain when it is not a TTY or NO_COLOR is set (FORCE_COLOR forces it). */
+/** Styling for stdout, coloured as `--color` and the environment say (format/text.ts colorWanted decides). */
 export function styler(): Styler {
   return stylerFor(process.stdout, process.env, colorMode);
 }

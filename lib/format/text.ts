@@ -6,7 +6,7 @@ import { plural } from '../core/words.js';
 import { HOST_VALUE, type BuiltinProfile, type Profile } from '../patch/profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from '../device/types.js';
 
-/** Text styling for one output stream: plain when it is not a TTY, when NO_COLOR is set, or TERM is dumb. */
+/** Text styling for one output stream, coloured or plain as colorWanted decides. */
 export interface Styler {
   bold(s: string): string;
   dim(s: string): string;
@@ -22,11 +22,14 @@ export type ColorMode = 'auto' | 'always' | 'never';
 export const COLOR_MODES: readonly ColorMode[] = ['auto', 'always', 'never'];
 
 /**
- * Whether `auto` colours a stream: as FORCE_COLOR says when it is set (anything but `0` or `false` is on, a terminal
- * or not, whatever NO_COLOR says); else never with a non-empty NO_COLOR (https://no-color.org: an empty one is unset)
- * or TERM=dumb; else on a TTY.
+ * Whether output to `stream` is coloured: the one place the CLI decides it. `always` and `never` (what `--color` alone
+ * and `--no-color` mean, lib/cli/main.ts colorArgs) decide alone, whatever the environment says. `auto` follows
+ * Node's conventions: as FORCE_COLOR says when it is set (anything but `0` or `false` is on, a terminal or not,
+ * whatever NO_COLOR says; `0` and `false` are off, on a terminal too); else never with a non-empty NO_COLOR
+ * (https://no-color.org: an empty one is unset) or TERM=dumb; else on a TTY.
  */
-export function colorWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {
+export function colorWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv, mode: ColorMode = 'auto'): boolean {
+  if (mode !== 'auto') return mode === 'always';
   // Node's convention: FORCE_COLOR wins over NO_COLOR and TERM, and `0` or `false` turns colour off.
   if (env.FORCE_COLOR !== undefined) return env.FORCE_COLOR !== '0' && env.FORCE_COLOR !== 'false';
   if ((env.NO_COLOR ?? '') !== '' || env.TERM === 'dumb') return false;
@@ -42,7 +45,7 @@ export function stylerFor(
   env: NodeJS.ProcessEnv = process.env,
   mode: ColorMode = 'auto',
 ): Styler {
-  const enabled = mode === 'always' || (mode === 'auto' && colorWanted(stream, env));
+  const enabled = colorWanted(stream, env, mode);
   const wrap = (format: 'bold' | 'dim' | 'green' | 'red' | 'yellow') => {
     const [open, close] = inspect.colors[format]!;
     return (s: string): string => (enabled ? `\x1b[${open}m${s}\x1b[${close}m` : s);

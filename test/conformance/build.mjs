@@ -44,7 +44,7 @@ import {
   repoRoot,
   simLibDir,
   simRoot,
-} from '../../scripts/sim-toolchain.mjs';
+} from '../../scripts/build/sim-toolchain.mjs';
 import { BUILD_ARCHES, ERAS, SUBSCRIPT_REWRITES } from './eras.mjs';
 
 const run = promisify(execFile);

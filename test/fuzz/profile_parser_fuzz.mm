@@ -2,7 +2,7 @@
 // the exec injector run on the compact profile text. TypeScript only ever sends text it made from a validated profile,
 // but the injector reads it from the environment of a program anyone can start, so any bytes must give either a
 // profile or an error, never a crash, and an accepted profile must keep the invariants the replacements rely on.
-// Built and run by scripts/native-coverage.mjs (clang-14 -fsanitize=fuzzer,address,undefined).
+// Built and run by scripts/measure/native-coverage.mjs (clang-14 -fsanitize=fuzzer,address,undefined).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // classes from a snapshot's JSON. The TypeScript side validates snapshots before a probe, but a hand-run consumer
 // (test/native/consumer.mm, the flags script's users) hands the loader any file: each input must load as devices
 // that answer every query they implement, or load nothing and say why, never crash.
-// Built and run by scripts/native-coverage.mjs (clang-14 -fsanitize=fuzzer,address,undefined). The library is
+// Built and run by scripts/measure/native-coverage.mjs (clang-14 -fsanitize=fuzzer,address,undefined). The library is
 // compiled into this file so the harness can load from bytes and start over between inputs.
 //
 // An input is either JSON, read as a snapshot file (first byte below 0x80, as '{' is), or, from a first byte of 0x80

@@ -1,4 +1,4 @@
-// The native doctor without Node, for AddressSanitizer + UndefinedBehaviorSanitizer (scripts/build-sim.mjs
+// The native doctor without Node, for AddressSanitizer + UndefinedBehaviorSanitizer (scripts/build/build-sim.mjs
 // --sanitize): every probe on every device of the selected snapshot, several rounds, so manual retain/release, the
 // NoCopy mapping and the temporary files are exercised under the sanitizers. Prints one line per outcome of the
 // first round, then a summary. Only doctor's own code is instrumented, not GNUstep or the simulated Metal.

@@ -1,5 +1,5 @@
 // A stress run of the hook engine without Node, built with AddressSanitizer + UndefinedBehaviorSanitizer and,
-// separately, ThreadSanitizer (scripts/build-sim.mjs --sanitize). Reader threads ask every device while the main
+// separately, ThreadSanitizer (scripts/build/build-sim.mjs --sanitize). Reader threads ask every device while the main
 // thread installs, swaps and removes profiles; at the end every device must answer exactly as it did at the start.
 // The sanitizers see the engine's own memory and atomics; GCC's libobjc and GNUstep are not instrumented.
 #import <Foundation/Foundation.h>

@@ -1,4 +1,4 @@
-// The injector's trace at exit under ThreadSanitizer (scripts/build-sim.mjs --sanitize builds
+// The injector's trace at exit under ThreadSanitizer (scripts/build/build-sim.mjs --sanitize builds
 // build/sanitize/inject_exit-tsan: this file, src-native/inject/inject.mm and the hook engine, linked to the simulated
 // Metal). A thread asks for the devices, so the injector patches their classes and records them, then sleeps; the main
 // thread never touches Metal and exits while that thread is still alive, so the injector's atexit handler writes the

@@ -1,4 +1,4 @@
-// A strict TypeScript consumer of the packed package (scripts/check-package.mjs compiles it with `tsc --strict`
+// A strict TypeScript consumer of the packed package (scripts/check/check-package.mjs compiles it with `tsc --strict`
 // against the installed tarball, then runs it). Each result narrows on its flag with no `!`; an error code that the
 // package never throws does not compile (the `@ts-expect-error` lines fail the build if they ever compile cleanly).
 import {

@@ -2,20 +2,21 @@
 // Every generated part of the docs, from the code that holds its facts. It reads the built package, so run it after
 // `npm run build`:
 //
-//   node scripts/docs.mjs           rewrites every generated region          (npm run docs)
-//   node scripts/docs.mjs --check   exits 1 naming each stale file and the    (npm run docs:check; test/docs.test.ts)
-//                                   command that regenerates it
+//   node scripts/check/docs.mjs           rewrites every generated region          (npm run docs)
+//   node scripts/check/docs.mjs --check   exits 1 naming each stale file and the    (npm run docs:check;
+//                                         command that regenerates it               test/docs.test.ts)
 //
 // What is generated, and from what:
 //   README.md         region commands        the commands `dist/cli.js --help` lists, one line each
 //   docs/cli.md       region help            `dist/cli.js --help` and each command's `--help`
-//                     exit:start … exit:end  EXIT_TABLE and EXEC_EXIT (scripts/exit-table.mjs)
-//   docs/api.md       api:start … api:end    docs/api.json, checked against each entry's exports (scripts/api-table.mjs)
+//                     exit:start … exit:end  EXIT_TABLE and EXEC_EXIT (scripts/check/exit-table.mjs)
+//   docs/api.md       api:start … api:end    docs/api.json, checked against each entry's exports
+//                                            (scripts/check/api-table.mjs)
 //   docs/profiles.md  region profiles        `profiles` and DEFAULT_PROFILE (dist/index.js)
 //   docs/engines.md   region rule-sets       LLAMA_CPP_RULE_SETS and LLAMA_CPP_RULE_SET_INFO (dist/tables.js): the
 //                                            registry lib/engines/llama-cpp-releases.ts declares
 //   docs/fleet.md     region matrix-sample   `report --json` on bundled snapshots, then `matrix`
-// A region runs from `<!-- docs:start NAME … -->` to `<!-- docs:end NAME -->` (scripts/docs/regions.mjs).
+// A region runs from `<!-- docs:start NAME … -->` to `<!-- docs:end NAME -->` (scripts/check/docs/regions.mjs).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -24,10 +25,10 @@ import { replaceRegion } from './docs/regions.mjs';
 import { renderCommands, renderHelp, renderMatrixSample, renderProfiles, renderRuleSets } from './docs/render.mjs';
 import { rewriteExitTable } from './exit-table.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** The command that regenerates the docs, as the check names it. */
-export const REGENERATE = 'npm run build && node scripts/docs.mjs';
+export const REGENERATE = 'npm run build && node scripts/check/docs.mjs';
 
 /** Each generated region: its file, its name, and what renders it from the built package. */
 function regions(dir, index, tables) {

@@ -38,7 +38,7 @@ const force = process.argv.includes('--force');
 
 const napiIncludes = napiIncludesOf();
 const common = [...simCompileFlags(), '-O2'];
-// The shipped sources compile in the C++ dialect node-gyp gives them on a Mac (scripts/mac-dialect.mjs: Node's
+// The shipped sources compile in the C++ dialect node-gyp gives them on a Mac (scripts/build/mac-dialect.mjs: Node's
 // common.gypi and binding.gyp's xcode_settings, so -fno-exceptions, -fno-rtti, -fno-strict-aliasing and each
 // target's own switches such as -Werror=exit-time-destructors). Test code (the simulated Metal, fixtures, harnesses)
 // keeps the flags above. Every compile line is recorded in build/sim-flags.json (test/mac-dialect.test.ts reads it).

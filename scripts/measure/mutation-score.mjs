@@ -7,7 +7,7 @@
 // counts as not killed; static mutants (ignoreStatic) and other ignored mutants are left out, as are mutants that
 // do not compile or break the module before any test runs (they say nothing about the tests).
 //
-//   node scripts/mutation-score.mjs [report.json] [--check] [--min N] [--min-file FILE=N] [--json]
+//   node scripts/measure/mutation-score.mjs [report.json] [--check] [--min N] [--min-file FILE=N] [--json]
 //
 // --check enforces the minimums (MINIMUMS below: 85 % per file, the files of lib/exec/ 75 %, 90 % for the engines,
 // the profiles, apply and the snapshots); --min N sets the minimum of every file not named otherwise, --min-file
@@ -18,7 +18,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
  * The minimum scores, in percent: `default` for every file not listed. A key ending in '/' is a folder's, for each

@@ -31,8 +31,8 @@ import {
   simLibDir,
   simLibPath,
   simRoot,
-} from './sim-toolchain.mjs';
-import { macDialect } from './mac-dialect.mjs';
+} from '../build/sim-toolchain.mjs';
+import { macDialect } from '../build/mac-dialect.mjs';
 
 const args = process.argv.slice(2);
 const has = (flag) => args.includes(flag);

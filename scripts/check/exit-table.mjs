@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 // docs/cli.md's exit-code table, generated from the table the CLI uses (lib/cli/exit.ts, exported by
 // metal-cap-shim/tables as EXIT_TABLE and EXEC_EXIT), between `<!-- exit:start -->` and `<!-- exit:end -->`.
-// scripts/docs.mjs writes it with every other generated part of the docs; alone:
-//   node scripts/exit-table.mjs           rewrites the region (after `npm run build`)
-//   node scripts/exit-table.mjs --check   exits 1 when docs/cli.md differs from what it would write
+// scripts/check/docs.mjs writes it with every other generated part of the docs; alone:
+//   node scripts/check/exit-table.mjs           rewrites the region (after `npm run build`)
+//   node scripts/check/exit-table.mjs --check   exits 1 when docs/cli.md differs from what it would write
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** The file that holds the exit-code table, relative to the repository. */
 export const EXIT_DOC = 'docs/cli.md';
@@ -56,7 +56,7 @@ async function main() {
   if (process.argv.includes('--check')) {
     if (generated !== current) {
       console.error(
-        `exit-table: ${EXIT_DOC}'s exit-code table differs from lib/cli/exit.ts; run \`npm run build && node scripts/docs.mjs\``,
+        `exit-table: ${EXIT_DOC}'s exit-code table differs from lib/cli/exit.ts; run \`npm run build && node scripts/check/docs.mjs\``,
       );
       process.exit(1);
     }

@@ -1,12 +1,12 @@
 // The Linux test build's toolchain: clang-14 compiling Objective-C++ for GCC's runtime with GNUstep Foundation.
-// test/sim-metal/flags, scripts/build-sim.mjs and scripts/native-coverage.mjs take their flags from here.
+// test/sim-metal/flags, scripts/build/build-sim.mjs and scripts/measure/native-coverage.mjs take their flags from here.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const simRoot = path.join(repoRoot, 'test', 'sim-metal');
 export const buildRoot = path.join(repoRoot, 'build');
 export const simLibDir = path.join(buildRoot, 'sim-metal', 'lib');

@@ -1,14 +1,14 @@
 // The fingerprint of what `npm run build` reads: every file under lib/ and types/ (the addon's declarations, which
 // the built .d.ts files import), the tsup and TypeScript configurations, the post-build step and package.json.
-// scripts/post-build.mjs records it in build/dist-stamp.json; the test suite's global setup (test/global-setup.ts)
-// compares it with the sources as they are now and rebuilds dist/ when they differ, so a test that runs the built
-// CLI can never pass against a stale build.
+// scripts/build/post-build.mjs records it in build/dist-stamp.json; the test suite's global setup
+// (test/global-setup.ts) compares it with the sources as they are now and rebuilds dist/ when they differ, so a test
+// that runs the built CLI can never pass against a stale build.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const stampFile = path.join(root, 'build', 'dist-stamp.json');
 
 function filesUnder(folder) {
@@ -24,7 +24,7 @@ export function sourceStamp() {
     ...filesUnder('types'),
     'tsup.config.ts',
     'tsconfig.json',
-    'scripts/post-build.mjs',
+    'scripts/build/post-build.mjs',
     'package.json',
   ].sort();
   const hash = createHash('sha256');
@@ -50,7 +50,7 @@ export function staleReason() {
   return recorded === sourceStamp() ? null : 'lib/ (or the build configuration) changed since dist/ was built';
 }
 
-// `node scripts/source-stamp.mjs`: exit 0 when dist/ matches the sources, 1 (with the reason on stderr) when not.
+// `node scripts/build/source-stamp.mjs`: exit 0 when dist/ matches the sources, 1 (with the reason on stderr) when not.
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const reason = staleReason();
   if (reason) process.stderr.write(`${reason}\n`);

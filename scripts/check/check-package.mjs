@@ -30,7 +30,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
 const NODE_MAJORS = ['22', '24'];
 /**
@@ -92,7 +92,7 @@ for (const required of [
   'README.md',
   'LICENSE',
   'binding.gyp',
-  'scripts/install.cjs',
+  'scripts/build/install.cjs',
   'dist/index.js',
   'dist/index.cjs',
   'dist/index.d.ts',
@@ -125,7 +125,7 @@ const forbidden = [
   /^\.ci\//,
   /^\.github\//,
   /host_sim\.mm$/,
-  /^scripts\/(?!install\.cjs)/,
+  /^scripts\/(?!build\/install\.cjs$)/,
 ];
 // The user docs the README links: every docs/*.md page (test/docs.test.ts checks the links themselves).
 for (const page of readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md'))) {

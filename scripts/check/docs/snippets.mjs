@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 // The TypeScript blocks (```ts) of README.md and docs/*.md, written out one module each so that tsc can check them
-// against the package as built here and node-llama-cpp's types. scripts/check-examples.sh runs it into the examples'
-// node_modules (where `metal-cap-shim` and `node-llama-cpp` resolve) and type-checks the result:
+// against the package as built here and node-llama-cpp's types. scripts/check/check-examples.sh runs it into the
+// examples' node_modules (where `metal-cap-shim` and `node-llama-cpp` resolve) and type-checks the result:
 //
-//   node scripts/docs/snippets.mjs OUT_DIR    writes OUT_DIR/<page>-<n>.mts and OUT_DIR/tsconfig.json
+//   node scripts/check/docs/snippets.mjs OUT_DIR    writes OUT_DIR/<page>-<n>.mts and OUT_DIR/tsconfig.json
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /** The Markdown files whose TypeScript blocks are checked, relative to the repository. */
 export function documents(dir = root) {
@@ -27,7 +27,7 @@ export function tsBlocks(markdown) {
 function main() {
   const out = process.argv[2];
   if (out === undefined) {
-    console.error('usage: node scripts/docs/snippets.mjs OUT_DIR');
+    console.error('usage: node scripts/check/docs/snippets.mjs OUT_DIR');
     process.exit(2);
   }
   rmSync(out, { recursive: true, force: true });

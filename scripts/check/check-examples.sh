@@ -2,7 +2,7 @@
 # Type-checks the examples against the package as built in this repository, runs the ones that work on any OS with
 # the Node that runs this script (Node 20 in CI: the engines floor), and lints the example shell script.
 #
-#   npm run build && bash scripts/check-examples.sh
+#   npm run build && bash scripts/check/check-examples.sh
 #
 # 1. dist/ must exist: the examples import `metal-cap-shim`, which examples/package.json takes from `file:..`, i.e.
 #    this repository's package.json exports, which point into dist/.
@@ -14,13 +14,13 @@
 # 3. Checks that `metal-cap-shim` resolves, from examples/, to this repository (a symlink), not to a registry copy.
 # 4. tsc -p examples/tsconfig.json with the examples' pinned TypeScript (the examples are JavaScript with JSDoc types),
 #    then the same tsc over the ```ts blocks of README.md and docs/*.md, each a module of its own
-#    (scripts/docs/snippets.mjs writes them into examples/node_modules/.doc-snippets, where the package resolves).
+#    (scripts/check/docs/snippets.mjs writes them into examples/node_modules/.doc-snippets, where the package resolves).
 # 5. Runs scripted-audit and fleet-report's build-matrix with plain `node`, as examples/README.md says.
 # 6. shellcheck on the example shell script, when shellcheck is installed.
 # 7. The tracked files under examples/ are as they were before the install.
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
 cd "$root"
 
 now() { date +%s.%N; }
@@ -61,7 +61,7 @@ echo "   typecheck: $(elapsed "$t")"
 echo "== the TypeScript blocks of README.md and docs/*.md type-check"
 t=$(now)
 snippets=examples/node_modules/.doc-snippets
-node scripts/docs/snippets.mjs "$snippets"
+node scripts/check/docs/snippets.mjs "$snippets"
 npx --prefix examples tsc -p "$snippets/tsconfig.json"
 echo "   typecheck: $(elapsed "$t")"
 

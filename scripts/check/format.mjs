@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const check = process.argv.includes('--check');
 const CLANG_FORMAT = process.env.CLANG_FORMAT ?? 'clang-format-19';
 const NATIVE = /\.(mm|m|h|c|cc|cpp)$/;

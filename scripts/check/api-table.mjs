@@ -1,21 +1,22 @@
 #!/usr/bin/env node
 // docs/api.md's API tables, generated from docs/api.json (one row per export cell, keyed by that cell) and checked
-// against what each entry point exports. scripts/docs.mjs runs it with every other generated part of the docs; alone:
+// against what each entry point exports. scripts/check/docs.mjs runs it with every other generated part of the docs;
+// alone:
 //
-//   node scripts/api-table.mjs           rewrites the regions between `<!-- api:start ENTRY -->` and
-//                                        `<!-- api:end ENTRY -->` in docs/api.md (after `npm run build`)
-//   node scripts/api-table.mjs --check   exits 1 when docs/api.md differs from what it would write, or when an export
-//                                        has no row or a row names no export
+//   node scripts/check/api-table.mjs           rewrites the regions between `<!-- api:start ENTRY -->` and
+//                                              `<!-- api:end ENTRY -->` in docs/api.md (after `npm run build`)
+//   node scripts/check/api-table.mjs --check   exits 1 when docs/api.md differs from what it would write, or when
+//                                              an export has no row or a row names no export
 //
 // The names a row documents are the leading identifiers of the code spans in its first cell (`probe(options?)` is
 // probe, `applyProfile('auto', …)` is applyProfile). test/exports.test.ts runs the same check against lib/ and pins
-// the export lists themselves; test/docs.test.ts runs scripts/docs.mjs --check.
+// the export lists themselves; test/docs.test.ts runs scripts/check/docs.mjs --check.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** Each public entry point: its import specifier and the built CommonJS file whose keys are its value exports. */
 export const ENTRIES = { 'metal-cap-shim': 'dist/index.cjs', 'metal-cap-shim/tables': 'dist/tables.cjs' };
@@ -98,7 +99,7 @@ function main() {
   if (process.argv.includes('--check')) {
     if (generated !== current)
       console.error(
-        `api-table: ${API_DOC}’s API tables differ from docs/api.json; run \`npm run build && node scripts/docs.mjs\``,
+        `api-table: ${API_DOC}’s API tables differ from docs/api.json; run \`npm run build && node scripts/check/docs.mjs\``,
       );
     process.exit(failed || generated !== current ? 1 : 0);
   }

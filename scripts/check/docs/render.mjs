@@ -1,5 +1,5 @@
 // The generated parts of the docs, each rendered from what the built package (dist/) holds: the CLI's --help, the
-// built-in profiles, the llama.cpp rule-set registry and a sample matrix. scripts/docs.mjs writes them into their
+// built-in profiles, the llama.cpp rule-set registry and a sample matrix. scripts/check/docs.mjs writes them into their
 // regions; nothing here writes a file.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
 // Generated regions of a Markdown file: the text between `<!-- docs:start NAME … -->` and `<!-- docs:end NAME -->` is
-// written by scripts/docs.mjs and nothing else. The start marker may carry a note after the name (where the region
-// comes from); the note is kept as it is.
+// written by scripts/check/docs.mjs and nothing else. The start marker may carry a note after the name (where the
+// region comes from); the note is kept as it is.
 
 /** The start marker of region `name` (with or without a note), as a pattern, and its end marker. */
 function markers(name) {
