@@ -25,7 +25,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['test/*.test.ts'] },
+        test: { name: 'unit', include: ['test/*.test.ts', 'test/bench/*.test.ts'] },
       },
       {
         extends: true,

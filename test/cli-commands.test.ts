@@ -567,11 +567,14 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
     expect(runCli(['--version']).stdout.trim()).toBe(pkg.version);
   });
 
-  it.each(['probe', 'audit', 'exec', 'report', 'matrix', 'profiles'])('%s --help exits 0 with usage', (cmd) => {
-    const r = runCli([cmd, '--help']);
-    expect(r.status).toBe(0);
-    expect(r.stdout).toContain(`Usage: metal-cap-shim ${cmd}`);
-  });
+  it.each(['probe', 'audit', 'exec', 'bench', 'report', 'matrix', 'profiles'])(
+    '%s --help exits 0 with usage',
+    (cmd) => {
+      const r = runCli([cmd, '--help']);
+      expect(r.status).toBe(0);
+      expect(r.stdout).toContain(`Usage: metal-cap-shim ${cmd}`);
+    },
+  );
 
   it('no command prints the help on stderr, exit 2', () => {
     const r = runCli([]);
@@ -584,7 +587,7 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
   it.each([
     [
       ['frobnicate'],
-      "unknown command 'frobnicate'; commands: probe, audit, exec, report, matrix, profiles, snapshot, doctor",
+      "unknown command 'frobnicate'; commands: probe, audit, exec, bench, report, matrix, profiles, snapshot, doctor",
       'metal-cap-shim --help',
     ],
     [['probe', '--all-devices=yes'], "--all-devices takes no value, got 'yes'", 'metal-cap-shim probe --help'],

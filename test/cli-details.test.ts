@@ -17,7 +17,7 @@ const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
 const NO_SIM = { METAL_CAP_SHIM_SIM_SNAPSHOT: undefined };
 const version = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
 // Every command of lib/cli/main.ts, in the order of its table; the main-help test below fails when the two differ.
-const COMMANDS = ['probe', 'audit', 'exec', 'report', 'matrix', 'profiles', 'snapshot', 'doctor'];
+const COMMANDS = ['probe', 'audit', 'exec', 'bench', 'report', 'matrix', 'profiles', 'snapshot', 'doctor'];
 
 describe('--json failures are JSON on stdout, the message on stderr, exit codes as documented', () => {
   it.each([

@@ -149,3 +149,14 @@ export function thrown(fn: () => unknown): unknown {
   }
   throw new Error('expected an error, none was thrown');
 }
+
+/** What a caller sees of the error a call throws: its class, code and message (fails when nothing is thrown). */
+export function caught(fn: () => unknown): { name: string; code: string; message: string } {
+  try {
+    fn();
+  } catch (e) {
+    const err = e as Error & { code: string };
+    return { name: err.constructor.name, code: err.code, message: err.message };
+  }
+  throw new Error('expected an error, and nothing was thrown');
+}

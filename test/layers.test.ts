@@ -16,6 +16,7 @@ const LAYERS: Readonly<Record<string, number>> = Object.freeze({
   doctor: 4,
   select: 5,
   audit: 5,
+  bench: 5,
   format: 6,
   cli: 7,
   // lib/index.ts, lib/register.ts: the package's entry points (tsup's entries; the CLI's is lib/cli/main.ts).

@@ -23,6 +23,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default:
     load: () => import('./audit.js'),
   },
   exec: { summary: 'run a program with a profile injected into it', load: () => import('./exec.js') },
+  bench: {
+    summary: 'llama-bench / llama-perplexity stock vs each profile: tokens/s speed-ups, or output fidelity',
+    load: () => import('./bench.js'),
+  },
   report: { summary: 'a field report to attach to an issue', load: () => import('./report.js') },
   matrix: {
     summary: 'merge field reports into a host × guest OS × profile table',

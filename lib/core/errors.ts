@@ -19,6 +19,7 @@ export type PackageError =
   | SpawnError
   | TraceFileError
   | FileError
+  | BenchError
   | UsageError;
 
 /** The codes a NativeError carries: the native engine's failures, and `strict: true` failures to apply. */
@@ -32,6 +33,9 @@ export type NativeErrorCode =
 
 /** The codes a RefusedError carries. */
 export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' | 'ERR_HOST_UNKNOWN';
+
+/** The codes a BenchError carries: the tool failed (exit status, signal) or printed nothing `bench` can read. */
+export type BenchErrorCode = 'ERR_BENCH_TOOL' | 'ERR_BENCH_OUTPUT';
 
 /** The codes a SpawnError carries. */
 export type SpawnErrorCode = 'ERR_COMMAND_NOT_FOUND' | 'ERR_SPAWN';
@@ -190,5 +194,16 @@ export class FileError extends MetalCapShimError {
   declare readonly code: 'ERR_FILE';
   constructor(message: string) {
     super('ERR_FILE', message);
+  }
+}
+
+/**
+ * `bench`: a run of the measured tool failed (`ERR_BENCH_TOOL`: its exit status or signal; never taken as a result)
+ * or printed nothing `bench` can read (`ERR_BENCH_OUTPUT`).
+ */
+export class BenchError extends MetalCapShimError {
+  declare readonly code: BenchErrorCode;
+  constructor(code: BenchErrorCode, message: string) {
+    super(code, message);
   }
 }

@@ -12,12 +12,17 @@ import { fstatSync, readdirSync, statSync, type Stats } from 'node:fs';
 export function childDescriptors(
   passFds: readonly number[],
   statusPipe: boolean,
+  output: { stdout?: number | undefined; stderr?: number | undefined } = {},
 ): { stdio: ('inherit' | 'ignore' | 'pipe' | number)[]; statusFd: number | null } {
   const passed = new Set(passFds.filter((fd) => Number.isSafeInteger(fd) && fd >= 3));
   let statusFd: number | null = null;
   if (statusPipe) for (statusFd = 3; passed.has(statusFd); statusFd++);
   const top = Math.max(2, statusFd ?? 2, ...passed);
-  const stdio: ('inherit' | 'ignore' | 'pipe' | number)[] = ['inherit', 'inherit', 'inherit'];
+  const stdio: ('inherit' | 'ignore' | 'pipe' | number)[] = [
+    'inherit',
+    output.stdout ?? 'inherit',
+    output.stderr ?? 'inherit',
+  ];
   for (let fd = 3; fd <= top; fd++) stdio.push(fd === statusFd ? 'pipe' : passed.has(fd) ? fd : 'ignore');
   return { stdio, statusFd };
 }

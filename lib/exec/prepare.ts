@@ -35,6 +35,10 @@ export interface ExecOptions {
   allowUnpatched?: boolean;
   /** Descriptors ≥ 3 to hand on to the program under their own numbers (the CLI passes inheritedDescriptors()). */
   passFds?: number[];
+  /** Descriptors (files this process opened) the program's stdout and stderr go to instead of ours: `bench` reads
+   * a tool's output from them. */
+  stdout?: number;
+  stderr?: number;
   /** Where the CLI's own notices go (never the child's streams). */
   notice?: (line: string) => void;
 }

@@ -94,7 +94,7 @@ export function runWithInjector(
   const profile = options.profile;
   // Its folder resolved here, once: every write checks it is still that folder.
   const traceFile = options.traceFile === undefined ? undefined : checkTraceFile(options.traceFile);
-  const { stdio, statusFd } = childDescriptors(options.passFds ?? [], true);
+  const { stdio, statusFd } = childDescriptors(options.passFds ?? [], true, options);
   const traceFolder = traceFile === undefined ? undefined : makeTraceFolder();
   // Never throws: the program may have made the folder unremovable; what went wrong is returned for the summary.
   const removeFolder = (): string[] => (traceFolder === undefined ? [] : removeTraceFolder(traceFolder));
@@ -171,7 +171,7 @@ export const STATUS_DRAIN_MS = 250;
 function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
   // Its folder resolved here, once: every write checks it is still that folder.
   const traceFile = options.traceFile === undefined ? undefined : checkTraceFile(options.traceFile);
-  const { stdio } = childDescriptors(options.passFds ?? [], false);
+  const { stdio } = childDescriptors(options.passFds ?? [], false, options);
   return new Promise((resolve, reject) => {
     const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio });
     child.on('error', (err: NodeJS.ErrnoException) => {

@@ -1,0 +1,63 @@
+import type { BenchResult } from '../bench/run.js';
+import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
+import type { Styler } from './text.js';
+
+const ts = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '–');
+const times = (n: number | null) => (n !== null && Number.isFinite(n) ? `${n.toFixed(2)}x` : '–');
+
+/** A Markdown table: header, rule, rows. Cells never hold a `|` or a line break. */
+function table(head: string[], rows: string[][]): string[] {
+  const cell = (s: string) => s.replace(/[|\r\n]/g, ' ');
+  return [
+    `| ${head.map(cell).join(' | ')} |`,
+    `|${head.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`),
+  ];
+}
+
+/**
+ * The result as a person reads it: for speed, one row per llama-bench test (stock t/s, each profile's t/s and
+ * speed-up with its spread over the rounds, Cua's table); for fidelity, one row per profile with its verdict.
+ */
+export function formatBench(r: BenchResult, s: Styler): string {
+  const lines = [s.bold('metal-cap-shim bench')];
+  const applied = r.profiles.map((p) => p.name).join(', ') || 'none';
+  lines.push(`Command: ${r.command.join(' ')}`, `Profiles: ${applied}; rounds: ${r.rounds}`);
+  if (r.speed !== null) {
+    const first = r.speed[0];
+    if (first !== undefined)
+      lines.push(
+        `Model: ${first.model ?? first.modelType ?? 'unknown'}; build: ${first.build ?? 'unknown'}; backend: ${first.backend ?? 'unknown'}`,
+      );
+    const names = r.profiles.map((p) => p.name);
+    const head = ['test', 'stock t/s', ...names.flatMap((n) => [`${n} t/s`, `${n} speed-up (min–max)`])];
+    const rows = r.speed.map((row) => [
+      row.test,
+      ts(row.stock.ts),
+      ...row.profiles.flatMap((p) => [ts(p.ts), `${times(p.speedup)} (${times(p.spread.min)}–${times(p.spread.max)})`]),
+    ]);
+    lines.push('', ...table(head, rows));
+  }
+  if (r.fidelity !== null) {
+    const t = FIDELITY_TOLERANCE;
+    const rows = r.fidelity.map((f) => [
+      f.name,
+      f.meanKld.toFixed(6),
+      f.kld99 === null ? '–' : f.kld99.toFixed(6),
+      `${f.sameTopP.toFixed(3)} %`,
+      f.pplRatio.toFixed(4),
+      f.verdict === 'within-tolerance' ? s.good('within tolerance') : s.bad(`differs: ${f.reasons.join('; ')}`),
+    ]);
+    lines.push(
+      '',
+      ...table(['profile', 'mean KLD', '99 % KLD', 'same top p', 'PPL ratio', 'verdict'], rows),
+      '',
+      `Tolerance: mean KLD ≤ ${t.meanKld}, same top token ≥ ${t.sameTopP} %, PPL ratio within 1 ± ${t.pplRatio}.`,
+    );
+  }
+  const unloaded = r.runs.filter((x) => x.side !== 'stock' && !x.injectorLoaded).map((x) => x.side);
+  if (unloaded.length > 0)
+    lines.push('', s.warn(`The shim did not load into the tool for: ${[...new Set(unloaded)].join(', ')}`));
+  if (r.interrupted) lines.push('', s.warn('Interrupted: the table holds the runs that finished.'));
+  return lines.join('\n');
+}

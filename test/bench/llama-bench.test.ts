@@ -1,0 +1,131 @@
+// llama-bench's command line and records (lib/bench/llama-bench.ts): the output option bench adds or refuses, and
+// records of each era's shape read into one.
+import { describe, expect, it } from 'vitest';
+import { parseLlamaBench, testName, withReadableOutput } from '../../lib/bench/llama-bench.js';
+import { caught } from '../helpers.js';
+
+describe('the output option', () => {
+  it('adds -o json when none is given, keeps json and jsonl as given', () => {
+    expect(withReadableOutput(['-m', 'x.gguf'])).toEqual({ args: ['-m', 'x.gguf', '-o', 'json'], format: 'json' });
+    expect(withReadableOutput(['-o', 'jsonl', '-m', 'x'])).toEqual({
+      args: ['-o', 'jsonl', '-m', 'x'],
+      format: 'jsonl',
+    });
+    expect(withReadableOutput(['--output', 'json'])).toEqual({ args: ['--output', 'json'], format: 'json' });
+    expect(withReadableOutput(['--output=jsonl'])).toEqual({ args: ['--output=jsonl'], format: 'jsonl' });
+    // The last one given is the one llama-bench uses.
+    expect(withReadableOutput(['-o', 'md', '-o', 'json'])).toEqual({
+      args: ['-o', 'md', '-o', 'json'],
+      format: 'json',
+    });
+  });
+
+  it('refuses a format it cannot read, and an option without its value, saying what to do', () => {
+    const refused = (f: string) => ({
+      name: 'UsageError',
+      code: 'ERR_USAGE',
+      message: `bench reads llama-bench's json or jsonl output, not ${f}: drop the output option (bench adds -o json) or give -o json`,
+    });
+    expect(caught(() => withReadableOutput(['-o', 'md']))).toEqual(refused("'md'"));
+    expect(caught(() => withReadableOutput(['--output=csv']))).toEqual(refused("'csv'"));
+    expect(caught(() => withReadableOutput(['-o', 'sql']))).toEqual(refused("'sql'"));
+    expect(caught(() => withReadableOutput(['-o', 'yaml']))).toEqual(refused("'yaml' (not a format)"));
+    expect(caught(() => withReadableOutput(['-m', 'x', '-o']))).toEqual({
+      name: 'UsageError',
+      code: 'ERR_USAGE',
+      message: "llama-bench's -o needs a format (json or jsonl for bench)",
+    });
+  });
+});
+
+describe('test names, as llama-bench prints them', () => {
+  it.each([
+    [512, 0, 0, 'pp512'],
+    [0, 128, 0, 'tg128'],
+    [512, 128, 0, 'pp512+tg128'],
+    [512, 0, 4096, 'pp512 @ d4096'],
+    [0, 0, 0, 'pp0'],
+  ])('n_prompt %i, n_gen %i, n_depth %i: %s', (p, g, d, name) => {
+    expect(testName(p, g, d)).toBe(name);
+  });
+});
+
+describe('records of each era', () => {
+  it('current: backends as one string, n_depth, build number and commit', () => {
+    const text = JSON.stringify([
+      {
+        build_commit: '3f9da22',
+        build_number: 7010,
+        backends: 'Metal,BLAS',
+        model_filename: 'models/m.gguf',
+        model_type: 'llama 8B Q4_K - Medium',
+        n_prompt: 512,
+        n_gen: 0,
+        n_depth: 0,
+        avg_ts: 1234.5,
+        stddev_ts: 3.25,
+        samples_ts: [1230, 1239],
+      },
+      { build_number: 7010, n_prompt: 0, n_gen: 128, n_depth: 0, avg_ts: 55.5, stddev_ts: 0.5 },
+    ]);
+    expect(parseLlamaBench(text, 'json')).toEqual([
+      {
+        test: 'pp512',
+        nPrompt: 512,
+        nGen: 0,
+        nDepth: 0,
+        avgTs: 1234.5,
+        stddevTs: 3.25,
+        model: 'models/m.gguf',
+        modelType: 'llama 8B Q4_K - Medium',
+        build: 'b7010 (3f9da22)',
+        backend: 'Metal,BLAS',
+      },
+      {
+        test: 'tg128',
+        nPrompt: 0,
+        nGen: 128,
+        nDepth: 0,
+        avgTs: 55.5,
+        stddevTs: 0.5,
+        model: null,
+        modelType: null,
+        build: 'b7010',
+        backend: null,
+      },
+    ]);
+  });
+
+  it('older: a boolean per backend, no n_depth, a commit without a number; JSON lines', () => {
+    const lines = [
+      { build_commit: 'a1b2c3d', metal: true, gpu_blas: true, cuda: false, n_prompt: 512, n_gen: 0, avg_ts: 100 },
+      { build_commit: 'a1b2c3d', metal: false, n_prompt: 0, n_gen: 128, avg_ts: 10, stddev_ts: 'x' },
+    ]
+      .map((r) => JSON.stringify(r))
+      .join('\n');
+    expect(
+      parseLlamaBench(`${lines}\n\n`, 'jsonl').map((r) => [r.test, r.build, r.backend, r.nDepth, r.stddevTs]),
+    ).toEqual([
+      ['pp512', 'a1b2c3d', 'METAL,GPU_BLAS', 0, null],
+      ['tg128', 'a1b2c3d', null, 0, null],
+    ]);
+  });
+
+  it('output that is no result is an error, never an empty table', () => {
+    const bad = (message: string) => ({ name: 'BenchError', code: 'ERR_BENCH_OUTPUT', message });
+    expect(caught(() => parseLlamaBench('', 'json'))).toMatchObject({ code: 'ERR_BENCH_OUTPUT' });
+    expect(caught(() => parseLlamaBench('[]', 'json'))).toEqual(bad('llama-bench printed no test'));
+    expect(caught(() => parseLlamaBench('{"avg_ts": 1}', 'json'))).toEqual(
+      bad("llama-bench's output is not a JSON array (not an array)"),
+    );
+    expect(caught(() => parseLlamaBench('[1]', 'json'))).toEqual(bad('llama-bench record 0 is not an object'));
+    const lacking = bad(
+      'llama-bench record 0 lacks n_prompt, n_gen or avg_ts as llama-bench writes them (numbers ≥ 0)',
+    );
+    expect(caught(() => parseLlamaBench('[{"n_prompt": 1, "n_gen": 0}]', 'json'))).toEqual(lacking);
+    expect(caught(() => parseLlamaBench('[{"n_prompt": -1, "n_gen": 0, "avg_ts": 1}]', 'json'))).toEqual(lacking);
+    expect(caught(() => parseLlamaBench('[{"n_prompt": 1, "n_gen": 0, "avg_ts": -1}]', 'json'))).toEqual(lacking);
+    expect(caught(() => parseLlamaBench('[{"n_prompt": 1.5, "n_gen": 0, "avg_ts": 1}]', 'json'))).toEqual(lacking);
+    expect(parseLlamaBench('[{"n_prompt": 1, "n_gen": 0, "avg_ts": 0}]', 'json')[0]!.avgTs).toBe(0);
+  });
+});

@@ -1,0 +1,248 @@
+// `bench` end to end through the CLI over the simulated Metal (lib/bench/run.ts, lib/cli/bench.ts): the orchestration,
+// the interleaved rounds, the statistics and the verdicts, with small scripts standing in for llama-bench and
+// llama-perplexity (the real tools run in test/bench-tools.test.ts). A script sees whether the shim was injected
+// (LD_PRELOAD, as the injector is preloaded on Linux) and answers accordingly, so a speed-up or a divergence is the
+// injection's doing.
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { describeSim, requireSimBuild, runCli } from '../helpers.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'mcs-bench-'));
+const GUEST = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
+
+function script(name: string, body: string): string {
+  const file = path.join(dir, name);
+  writeFileSync(file, `#!/bin/sh\n${body}\n`);
+  chmodSync(file, 0o755);
+  return file;
+}
+
+/** llama-bench: pp512 at 100 t/s and tg128 at 10 stock; twice that with the shim; each run appends its side to LOG. */
+const LOG = path.join(dir, 'runs.log');
+const FAKE_BENCH = script(
+  'llama-bench',
+  `ts=100; side=stock
+[ -n "$LD_PRELOAD" ] && ts=200 && side=patched
+echo "$side $*" >> ${JSON.stringify(LOG)}
+echo '[{"build_commit":"abc1234","build_number":7010,"backends":"CPU","model_filename":"tiny.gguf","model_type":"llama ?B F32","n_prompt":512,"n_gen":0,"avg_ts":'$ts',"stddev_ts":1},{"build_number":7010,"build_commit":"abc1234","n_prompt":0,"n_gen":128,"avg_ts":'$((ts / 10))',"stddev_ts":0.1}]'`,
+);
+
+/** llama-perplexity: saves "logits" with --kl-divergence-base alone; compares with --kl-divergence. KLD as $KLD. */
+const FAKE_PERPLEXITY = script(
+  'llama-perplexity',
+  `base=""; kld=0; prev=""
+for a in "$@"; do
+  [ "$prev" = "--kl-divergence-base" ] && base="$a"
+  [ "$a" = "--kl-divergence" ] && kld=1
+  prev="$a"
+done
+if [ $kld = 0 ]; then echo "_logits_" > "$base"; echo "Final estimate: PPL = 5.4 +/- 0.6"; exit 0; fi
+[ -s "$base" ] || { echo "failed to open $base" >&2; exit 0; }
+k=0.00000; top=100.000
+[ -n "$LD_PRELOAD" ] && [ -n "$DIVERGE" ] && k=0.50000 && top=62.500
+echo "chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS            Same top p"
+echo "   1       1.9283 ±    0.3726       0.00000 ±    0.00003       $k ±    0.00000     0.000 ±  0.000 %    $top ±  0.000 %"`,
+);
+
+const bench = (args: string[], env: Record<string, string> = {}) => runCli(['bench', ...args], { ...GUEST, ...env });
+
+describeSim('bench, end to end over the simulated Metal', () => {
+  beforeAll(requireSimBuild);
+
+  it('speed: interleaved rounds, the order turning, each profile injected; speed-ups from each round against its stock', () => {
+    writeFileSync(LOG, '');
+    const r = bench([
+      '--rounds',
+      '3',
+      '--profile',
+      'host-family,apple7',
+      '--json',
+      '--',
+      FAKE_BENCH,
+      '-m',
+      'tiny.gguf',
+    ]);
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    const result = JSON.parse(r.stdout);
+    expect(result.runs.map((x: { round: number; side: string }) => `${x.round}:${x.side}`)).toEqual([
+      '1:stock',
+      '1:host-family',
+      '1:apple7',
+      '2:host-family',
+      '2:apple7',
+      '2:stock',
+      '3:apple7',
+      '3:stock',
+      '3:host-family',
+    ]);
+    expect(result.runs.map((x: { injectorLoaded: boolean }) => x.injectorLoaded)).toEqual([
+      false,
+      true,
+      true,
+      true,
+      true,
+      false,
+      true,
+      false,
+      true,
+    ]);
+    // The tool saw -o json added, and nothing else changed.
+    expect(readFileSync(LOG, 'utf8').trim().split('\n')[0]).toBe('stock -m tiny.gguf -o json');
+    expect(result.command).toEqual([FAKE_BENCH, '-m', 'tiny.gguf', '-o', 'json']);
+    expect(result.speed).toEqual(
+      ['pp512', 'tg128'].map((test, i) => ({
+        test,
+        model: i === 0 ? 'tiny.gguf' : null,
+        modelType: i === 0 ? 'llama ?B F32' : null,
+        build: 'b7010 (abc1234)',
+        backend: i === 0 ? 'CPU' : null,
+        stock: {
+          ts: [100, 10][i],
+          samples: [
+            [100, 100, 100],
+            [10, 10, 10],
+          ][i],
+        },
+        profiles: ['host-family', 'apple7'].map((name) => ({
+          name,
+          ts: [200, 20][i],
+          samples: [
+            [200, 200, 200],
+            [20, 20, 20],
+          ][i],
+          speedup: 2,
+          spread: { min: 2, max: 2 },
+        })),
+      })),
+    );
+    expect([result.schema, result.mode, result.rounds, result.interrupted, result.fidelity]).toEqual([
+      'metal-cap-shim/bench@1',
+      'speed',
+      3,
+      false,
+      null,
+    ]);
+    expect(result.records).toHaveLength(9);
+    expect(
+      result.profiles.map((p: { name: string; profile: { appleFamilyMax: unknown } }) => [
+        p.name,
+        p.profile.appleFamilyMax,
+      ]),
+    ).toEqual([
+      ['host-family', 1007],
+      ['apple7', 1007],
+    ]);
+    expect(result.stock.map((d: { families: { apple7: boolean } }) => d.families.apple7)).toEqual([false]);
+    expect(result.profiles[0].expected.map((d: { families: { apple7: boolean } }) => d.families.apple7)).toEqual([
+      true,
+    ]);
+  });
+
+  it('speed, as a table: one row per test, stock and each profile with its speed-up', () => {
+    const r = bench(['--rounds', '1', '--', FAKE_BENCH]);
+    expect(r.status).toBe(0);
+    expect(r.stdout.split('\n').filter((l) => l.startsWith('|'))).toEqual([
+      '| test | stock t/s | host-family t/s | host-family speed-up (min–max) |',
+      '|---|---|---|---|',
+      '| pp512 | 100.00 | 200.00 | 2.00x (2.00x–2.00x) |',
+      '| tg128 | 10.00 | 20.00 | 2.00x (2.00x–2.00x) |',
+    ]);
+  });
+
+  it('fidelity: the same answers are within tolerance; the logits are saved in a private folder and removed', () => {
+    const r = bench(['--fidelity', '--json', '--', FAKE_PERPLEXITY, '-m', 'tiny.gguf', '-f', 'text.txt']);
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    const result = JSON.parse(r.stdout);
+    expect(result.fidelity).toEqual([
+      {
+        name: 'host-family',
+        meanKld: 0,
+        kld99: null,
+        maxKld: null,
+        sameTopP: 100,
+        pplRatio: 1,
+        chunks: 1,
+        verdict: 'within-tolerance',
+        reasons: [],
+      },
+    ]);
+    expect(result.command).toEqual([
+      FAKE_PERPLEXITY,
+      '-m',
+      'tiny.gguf',
+      '-f',
+      'text.txt',
+      '--kl-divergence-base',
+      '<logits>',
+    ]);
+  });
+
+  it('fidelity: a patched side that computes something else differs, and bench exits 1', () => {
+    const r = bench(['--fidelity', '--', FAKE_PERPLEXITY, '-m', 'tiny.gguf'], { DIVERGE: '1' });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toContain(
+      '| host-family | 0.500000 | – | 62.500 % | 1.0000 | differs: mean KLD 0.5 is above 0.001; same top token 62.5 % is below 99 % |',
+    );
+  });
+
+  it('a tool that fails is reported with its exit status, never as a result', () => {
+    const failing = script('failing-bench', 'echo "error: failed to load model" >&2; exit 3');
+    const r = bench(['--json', '--', failing, '-m', 'missing.gguf']);
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout)).toEqual({
+      error: {
+        code: 'ERR_BENCH_TOOL',
+        message: `${failing} (stock) exited with code 3; its last words: error: failed to load model`,
+      },
+    });
+  });
+
+  it('refused before anything runs: a raising profile on bare metal; an output bench cannot read', () => {
+    writeFileSync(LOG, '');
+    const bare = runCli(['bench', '--profile', 'cua-release', '--', FAKE_BENCH], {
+      METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal',
+    });
+    expect(bare.status).toBe(3);
+    expect(bare.stderr).toMatch(/^metal-cap-shim: ERR_REFUSED_BARE_METAL: /);
+    const md = bench(['--', FAKE_BENCH, '-o', 'md']);
+    expect(md.status).toBe(2);
+    expect(readFileSync(LOG, 'utf8')).toBe('');
+  });
+});
+
+describe('bench options', () => {
+  it('--rounds is a whole number from 1 to 100; --rounds with --fidelity and a profile named twice are usage errors', () => {
+    const said = (args: string[]) => {
+      const r = runCli(['bench', ...args, '--', '/bin/true']);
+      return [r.status, r.stderr.split('\n')[0]];
+    };
+    expect(said(['--rounds', '0'])).toEqual([
+      2,
+      "metal-cap-shim: ERR_USAGE: --rounds takes a whole number from 1 to 100, not '0'",
+    ]);
+    expect(said(['--rounds', '101'])).toEqual([
+      2,
+      "metal-cap-shim: ERR_USAGE: --rounds takes a whole number from 1 to 100, not '101'",
+    ]);
+    expect(said(['--rounds', '2.5'])).toEqual([
+      2,
+      "metal-cap-shim: ERR_USAGE: --rounds takes a whole number from 1 to 100, not '2.5'",
+    ]);
+    expect(said(['--fidelity', '--rounds', '2'])).toEqual([
+      2,
+      'metal-cap-shim: ERR_USAGE: --rounds is for speed: --fidelity compares one run of each profile with stock',
+    ]);
+    expect(said(['--profile', 'apple7,apple7'])).toEqual([
+      2,
+      'metal-cap-shim: ERR_USAGE: --profile names apple7 twice: each profile is measured once a round',
+    ]);
+    expect(said(['--profile', 'apple7,'])).toEqual([
+      2,
+      "metal-cap-shim: ERR_USAGE: --profile 'apple7,' has an empty name between commas",
+    ]);
+    expect(said(['--profile', 'nope'])[0]).toBe(2);
+    expect(existsSync(dir)).toBe(true);
+  });
+});
