@@ -400,11 +400,11 @@ describe('metal-cap-shim report and matrix', () => {
     expect(md.status, md.stderr).toBe(0);
     expect(md.stdout.trim()).toBe(
       [
-        '| Host | Guest OS | apple7 | cua-release | host-family | Proven profile (doctor) | Faults (doctor) |',
-        '| --- | --- | --- | --- | --- | --- | --- |',
-        '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | – | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (1) | nocopy-mmap: wrong-result (1/1) |',
-        '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | predicted offline (1); gates: reduction, mm, bfloat | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (2) | residency-set: fail (2/2) |',
-        '| Mac13,2 | macOS 26.6.1 (bare metal) | – | refused (1) | – | not measured (1) | none found |',
+        '| Host | Guest OS | apple7 | cua-release | host-family | Proven profile (doctor) | Faults (doctor) | Speed-up (bench) | Fidelity (bench) |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+        '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | – | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (1) | nocopy-mmap: wrong-result (1/1) | – | – |',
+        '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | predicted offline (1); gates: reduction, mm, bfloat | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (2) | residency-set: fail (2/2) | – | – |',
+        '| Mac13,2 | macOS 26.6.1 (bare metal) | – | refused (1) | – | not measured (1) | none found | – | – |',
       ].join('\n'),
     );
     const json = JSON.parse(runCli(['matrix', '--json', ...files]).stdout) as Matrix;

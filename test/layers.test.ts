@@ -15,12 +15,12 @@ const LAYERS: Readonly<Record<string, number>> = Object.freeze({
   exec: 4,
   doctor: 4,
   select: 5,
-  audit: 5,
   bench: 5,
-  format: 6,
-  cli: 7,
+  audit: 6,
+  format: 7,
+  cli: 8,
   // lib/index.ts, lib/register.ts: the package's entry points (tsup's entries; the CLI's is lib/cli/main.ts).
-  '.': 8,
+  '.': 9,
 });
 
 const libDir = path.join(root, 'lib');

@@ -3,6 +3,8 @@ import { audit, type AuditResult } from './audit.js';
 import { doctor, type DoctorProgress, type DoctorReport } from '../doctor/index.js';
 import { leastProfile } from '../doctor/derive.js';
 import { DOCTOR_SCHEMA } from '../doctor/types.js';
+import { checkBenchResult } from '../bench/result.js';
+import type { BenchResult } from '../bench/run.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
 import { clip, describeValue, escapeControl, isObject, own, quote, readInput } from '../core/input.js';
 import { schemaProblem } from '../core/jsonfile.js';
@@ -32,6 +34,9 @@ export interface FieldReport {
   /** doctor's results on this machine (replayed from the snapshot offline); null when skipped. Reports made before
    * doctor existed have no such field. */
   doctor: DoctorReport | null;
+  /** `bench` results measured on this machine (`report --bench FILE`), each as `bench --json` wrote it; absent in
+   * reports made before bench existed. */
+  bench?: BenchResult[];
 }
 
 /** Options for fieldReport(). */
@@ -50,6 +55,8 @@ export interface FieldReportOptions {
   mmapSize?: number | undefined;
   /** Called as each of doctor's live probes starts. */
   onProgress?: ((event: DoctorProgress) => void) | undefined;
+  /** bench results to attach (parsed `bench --json` output), checked first. */
+  bench?: unknown[] | undefined;
 }
 
 /** Builds a field report: on a Mac it applies the profile, verifies and restores; with `snapshot`, offline. */
@@ -63,7 +70,11 @@ export async function fieldReport(options?: FieldReportOptions): Promise<FieldRe
     mmapFile: 'string',
     mmapSize: 'number',
     onProgress: 'function',
+    bench: 'any',
   });
+  if (o.bench !== undefined && !Array.isArray(o.bench))
+    throw new InvalidOptionsError('bench', 'fieldReport() option bench takes an array of bench results (bench --json)');
+  const bench = (o.bench ?? []).map((b, i) => checkBenchResult(b, `bench result ${i + 1}`));
   const result = audit({
     ...(o.profile !== undefined ? { profile: o.profile } : {}),
     ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : {}),
@@ -89,6 +100,7 @@ export async function fieldReport(options?: FieldReportOptions): Promise<FieldRe
     host: result.host,
     audit: result,
     doctor: doctorReport,
+    ...(bench.length > 0 ? { bench } : {}),
   };
 }
 
@@ -116,6 +128,16 @@ export interface MatrixDoctor {
   faults: { fault: string; reports: number }[];
 }
 
+/**
+ * What bench measured on one host and guest OS pair, over every report that carries a bench result: per profile and
+ * llama-bench test the median speed-up and the llama.cpp builds that measured it (does it transfer, per release?);
+ * per profile the fidelity verdict (differs when any report differs) and the largest mean KLD.
+ */
+export interface MatrixBench {
+  speed: { profile: string; test: string; speedup: number; reports: number; builds: string[] }[];
+  fidelity: { profile: string; verdict: 'within-tolerance' | 'differs'; meanKld: number; reports: number }[];
+}
+
 /** One row: a host and guest OS pair. */
 export interface MatrixRow {
   host: string;
@@ -123,6 +145,8 @@ export interface MatrixRow {
   cells: Record<string, MatrixCell>;
   /** Null when no report of the row carries a doctor result. */
   doctor: MatrixDoctor | null;
+  /** Null when no report of the row carries a bench result. */
+  bench: MatrixBench | null;
 }
 
 /** The tested matrix built from field reports. */
@@ -244,6 +268,16 @@ function checkReport(input: unknown, where: string): FieldReport {
       }
     });
   }
+  if (r.bench !== undefined) {
+    if (!Array.isArray(r.bench)) fail('bench', 'bench must be an array of bench results');
+    (r.bench as unknown[]).forEach((b, i) => {
+      try {
+        checkBenchResult(b, `${where} bench[${i}]`);
+      } catch (e) {
+        fail(`bench[${i}]`, (e as Error).message);
+      }
+    });
+  }
   return value as unknown as FieldReport;
 }
 
@@ -295,6 +329,7 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
   if (!Array.isArray(list)) throw new InvalidOptionsError('reports', usage);
   const rows = new Map<string, MatrixRow>();
   const doctors = new Map<string, DoctorReport[]>();
+  const benches = new Map<string, BenchResult[]>();
   const profileNames = new Set<string>();
   const legend = new Map<string, Omit<Profile, 'name'>>();
   const seen = new Map<string, string>();
@@ -313,9 +348,10 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     seen.set(identity, where);
     const key = rowKey(r);
     const id = `${key.host}\u0000${key.guestOs}`;
-    const row = rows.get(id) ?? { ...key, cells: {}, doctor: null };
+    const row = rows.get(id) ?? { ...key, cells: {}, doctor: null, bench: null };
     rows.set(id, row);
     if (r.doctor) doctors.set(id, [...(doctors.get(id) ?? []), r.doctor]);
+    if (r.bench?.length) benches.set(id, [...(benches.get(id) ?? []), ...r.bench]);
     const resolved = resolveProfile(r.audit.profile);
     const name = profileColumn(resolved);
     profileNames.add(name);
@@ -337,6 +373,7 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     row.cells[name] = cell;
   });
   for (const [id, list] of doctors) rows.get(id)!.doctor = matrixDoctor(list);
+  for (const [id, list] of benches) rows.get(id)!.bench = matrixBench(list);
   const sorted = [...rows.values()].sort((a, b) => a.host.localeCompare(b.host) || a.guestOs.localeCompare(b.guestOs));
   return {
     schema: 'metal-cap-shim/matrix@1',
@@ -374,6 +411,65 @@ function matrixDoctor(list: DoctorReport[]): MatrixDoctor {
         : leastProfile(measured.flatMap((r) => r.devices.map((d) => resolveProfile(d.verifiedProfile)))),
     faults: [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([fault, reports]) => ({ fault, reports })),
   };
+}
+
+/** A row's bench results merged: see MatrixBench. */
+function matrixBench(results: readonly BenchResult[]): MatrixBench {
+  const speed = new Map<string, { profile: string; test: string; ratios: number[]; builds: Set<string> }>();
+  const fidelity = new Map<string, MatrixBench['fidelity'][number]>();
+  for (const b of results) {
+    for (const row of b.speed ?? []) {
+      for (const p of row.profiles) {
+        const key = `${p.name}\u0000${row.test}`;
+        const entry = speed.get(key) ?? { profile: p.name, test: row.test, ratios: [], builds: new Set<string>() };
+        entry.ratios.push(p.speedup);
+        if (row.build !== null) entry.builds.add(row.build);
+        speed.set(key, entry);
+      }
+    }
+    for (const f of b.fidelity ?? []) {
+      const was = fidelity.get(f.name);
+      fidelity.set(f.name, {
+        profile: f.name,
+        verdict: was?.verdict === 'differs' || f.verdict === 'differs' ? 'differs' : 'within-tolerance',
+        meanKld: Math.max(was?.meanKld ?? 0, f.meanKld),
+        reports: (was?.reports ?? 0) + 1,
+      });
+    }
+  }
+  const middle = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    const m = Math.floor(s.length / 2);
+    return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  };
+  return {
+    speed: [...speed.values()]
+      .map((e) => ({
+        profile: e.profile,
+        test: e.test,
+        speedup: middle(e.ratios),
+        reports: e.ratios.length,
+        builds: [...e.builds].sort(),
+      }))
+      .sort((a, b) => a.profile.localeCompare(b.profile) || a.test.localeCompare(b.test)),
+    fidelity: [...fidelity.values()].sort((a, b) => a.profile.localeCompare(b.profile)),
+  };
+}
+
+/** The bench columns of a row as Markdown text. */
+export function benchText(b: MatrixBench | null | undefined): { speed: string; fidelity: string } {
+  if (b === null || b === undefined) return { speed: '–', fidelity: '–' };
+  const byProfile = new Map<string, string[]>();
+  for (const e of b.speed) {
+    const builds = e.builds.length > 0 ? ` (${e.builds.map((x) => x.split(' ')[0]).join(', ')})` : '';
+    byProfile.set(e.profile, [...(byProfile.get(e.profile) ?? []), `${e.test} ${e.speedup.toFixed(2)}x${builds}`]);
+  }
+  const speed = [...byProfile].map(([p, tests]) => `${p}: ${tests.join(', ')}`).join('; ') || '–';
+  const fidelity =
+    b.fidelity
+      .map((f) => `${f.profile}: ${f.verdict === 'differs' ? 'differs' : 'within'} (KLD ≤ ${f.meanKld.toFixed(6)})`)
+      .join('; ') || '–';
+  return { speed, fidelity };
 }
 
 /** A verified profile in a few words: its built-in name, or what it raises. */
@@ -467,6 +563,26 @@ function checkMatrix(value: unknown): Matrix {
       for (const k of ['reports', 'verified', 'refused', 'offline']) count(cell[k], `${field}.cells.${name}.${k}`);
       list(cell.gatesOn, `${field}.cells.${name}.gatesOn`, text);
     }
+    // A matrix written before bench existed has no bench: read as null.
+    if (row.bench === undefined) row.bench = null;
+    if (row.bench !== null) {
+      const b = object(row.bench, `${field}.bench`);
+      list(b.speed, `${field}.bench.speed`, (e, ef) => {
+        const x = object(e, ef);
+        text(x.profile, `${ef}.profile`);
+        text(x.test, `${ef}.test`);
+        want(typeof x.speedup === 'number' && Number.isFinite(x.speedup), `${ef}.speedup`, 'a number', x.speedup);
+        count(x.reports, `${ef}.reports`);
+        list(x.builds, `${ef}.builds`, text);
+      });
+      list(b.fidelity, `${field}.bench.fidelity`, (e, ef) => {
+        const x = object(e, ef);
+        text(x.profile, `${ef}.profile`);
+        want(x.verdict === 'within-tolerance' || x.verdict === 'differs', `${ef}.verdict`, 'a verdict', x.verdict);
+        want(typeof x.meanKld === 'number' && Number.isFinite(x.meanKld), `${ef}.meanKld`, 'a number', x.meanKld);
+        count(x.reports, `${ef}.reports`);
+      });
+    }
     if (row.doctor === null) return;
     const d = object(row.doctor, `${field}.doctor`);
     count(d.reports, `${field}.doctor.reports`);
@@ -498,12 +614,31 @@ export function matrixMarkdown(matrix: Matrix): string {
 
 /** The Markdown table of a matrix buildMatrix returned (unchecked: see matrixMarkdown). */
 export function matrixTable(m: Matrix): string {
-  const header = ['Host', 'Guest OS', ...m.profiles, 'Proven profile (doctor)', 'Faults (doctor)'];
+  const header = [
+    'Host',
+    'Guest OS',
+    ...m.profiles,
+    'Proven profile (doctor)',
+    'Faults (doctor)',
+    'Speed-up (bench)',
+    'Fidelity (bench)',
+  ];
   const row = (cells: string[]) => `| ${cells.map(markdownCell).join(' | ')} |`;
   const lines = [row(header), `| ${header.map(() => '---').join(' | ')} |`];
   for (const r of m.rows) {
     const d = doctorText(r.doctor);
-    lines.push(row([r.host, r.guestOs, ...m.profiles.map((p) => cellText(own(r.cells, p))), d.proven, d.faults]));
+    const b = benchText(r.bench);
+    lines.push(
+      row([
+        r.host,
+        r.guestOs,
+        ...m.profiles.map((p) => cellText(own(r.cells, p))),
+        d.proven,
+        d.faults,
+        b.speed,
+        b.fidelity,
+      ]),
+    );
   }
   const custom = m.profiles.flatMap((p) => {
     const answers = m.legend === undefined ? undefined : own(m.legend, p);

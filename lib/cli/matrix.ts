@@ -1,16 +1,22 @@
 import { FileError, MetalCapShimError, UsageError } from '../core/errors.js';
 import { buildMatrix, matrixTable, type MatrixInput } from '../audit/field-report.js';
 import { readJsonFile } from '../core/jsonfile.js';
-import { err, EXIT, out, printJson, type Command } from './shared.js';
+import { writeFileSafely } from '../core/safefs.js';
+import { matrixSvg } from '../format/svg.js';
+import { err, EXIT, out, printJson, text, type Command } from './shared.js';
 
 const command: Command = {
-  help: () => `Usage: metal-cap-shim matrix [--json] FILE…
+  help: () => `Usage: metal-cap-shim matrix [--json] [--svg OUT] FILE…
 
 Merges field reports (metal-cap-shim report --json) into a host × guest OS × profile table (Markdown, or JSON).
 The same report given twice (the same file, or a copy) is counted once. A file that cannot be read or is no
 field report is skipped with one warning naming it; the table of the others is printed, and the exit code is 2.
-A custom profile's column (custom-<hash>) is listed below the table with its answers (--json: legend).`,
-  options: { json: { type: 'boolean' } },
+A custom profile's column (custom-<hash>) is listed below the table with its answers (--json: legend).
+Reports with bench results (report --bench) add a speed-up column (median per profile and llama-bench test,
+with the llama.cpp builds that measured it) and a fidelity column (differs when any report differs).
+  --svg OUT   also draw the speed-ups as a bar chart (by host, guest OS and profile; stock = 1x) to OUT, a new
+              file or a regular file of yours (never a link); nothing is written when no report has a speed result`,
+  options: { json: { type: 'boolean' }, svg: { type: 'string' } },
   positionals: 'files',
   run({ values, positionals }) {
     if (positionals.length === 0) throw new UsageError('matrix needs at least one report file');
@@ -41,6 +47,18 @@ A custom profile's column (custom-<hash>) is listed below the table with its ans
       err(`metal-cap-shim: ${d.where} is the same report as ${d.sameAs}: counted once`);
     if (values.json) printJson(matrix);
     else out(matrixTable(matrix));
+    const svgFile = text(values, 'svg');
+    if (svgFile !== undefined) {
+      const svg = matrixSvg(matrix);
+      if (svg === null) err('metal-cap-shim: warning: --svg: no report has a bench speed result; nothing written');
+      else {
+        try {
+          writeFileSafely(svgFile, svg);
+        } catch (e) {
+          throw new FileError(`--svg ${(e as Error).message}`);
+        }
+      }
+    }
     return skipped.length > 0 ? EXIT.usage : EXIT.ok;
   },
 };

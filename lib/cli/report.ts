@@ -1,3 +1,7 @@
+import { checkBenchResult } from '../bench/result.js';
+import { FileError } from '../core/errors.js';
+import { readJsonFile } from '../core/jsonfile.js';
+import { formatBench } from '../format/bench.js';
 import { formatDoctor } from '../format/doctor.js';
 import { fieldReport } from '../audit/field-report.js';
 import { formatAudit } from '../format/text.js';
@@ -11,7 +15,7 @@ import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 const command: Command = {
   help: () => `Usage: metal-cap-shim report [--profile P] [--snapshot S] [--host-label TEXT] [--force] [--json]
-                             [--mmap-file F | --mmap-size BYTES] [--no-doctor]
+                             [--mmap-file F | --mmap-size BYTES] [--no-doctor] [--bench FILE]…
 
   ${profileHelp(19)}
                      On a Mac it is applied in this process, verified and restored.
@@ -22,6 +26,7 @@ const command: Command = {
   --mmap-file F      doctor maps your model file (read only) to test the NoCopy path, instead of a generated file
   --mmap-size BYTES  size of doctor's generated file (default 1G)
   --no-doctor        leave doctor's results out (they are in by default; see metal-cap-shim doctor --help)
+  --bench FILE       attach a result of \`metal-cap-shim bench --json\` (speed or fidelity); give it once per file
 Exit code ${EXIT.ok} when the report was collected: a refusal or a failed verification is recorded in it, as data;
 ${EXIT.noMetal} where there is nothing to report on (no Metal, no device).
 
@@ -35,6 +40,7 @@ ${bundledSnapshotsHelp()}`,
     'mmap-file': { type: 'string' },
     'mmap-size': { type: 'string' },
     'no-doctor': { type: 'boolean' },
+    bench: { type: 'string', multiple: true },
   },
   async run({ values }) {
     const snapshot = text(values, 'snapshot');
@@ -43,7 +49,15 @@ ${bundledSnapshotsHelp()}`,
     // A live doctor takes seconds: a terminal sees which probe runs (not with --json, whose stdout may be a file).
     const live = snapshot === undefined && values['no-doctor'] !== true;
     const progress = live && !values.json && process.stderr.isTTY ? progressLine(process.stderr) : undefined;
+    // Each file read and checked before anything runs: a bad one is a usage error naming it.
+    const benchFiles = values.bench === undefined ? [] : (values.bench as string[]);
+    const bench = benchFiles.map((file) => {
+      const read = readJsonFile(file);
+      if (!read.ok) throw new FileError(`--bench ${file} ${read.problem}`);
+      return checkBenchResult(read.value, file);
+    });
     const report = await fieldReport({
+      ...(bench.length > 0 ? { bench } : {}),
       ...(progress !== undefined ? { onProgress: progress.show } : {}),
       profile: profile !== undefined ? profileArgument(profile) : DEFAULT_PROFILE,
       force: values.force === true,
@@ -64,6 +78,7 @@ ${bundledSnapshotsHelp()}`,
           '',
           formatAudit(report.audit, s),
           ...(report.doctor ? ['', formatDoctor(report.doctor, s)] : []),
+          ...(report.bench ?? []).flatMap((b) => ['', formatBench(b, s)]),
           '',
           s.dim('Attach `metal-cap-shim report --json --host-label "…"` output to an issue.'),
         ].join('\n'),

@@ -246,3 +246,74 @@ describe('bench options', () => {
     expect(existsSync(dir)).toBe(true);
   });
 });
+
+describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, SVG)', () => {
+  beforeAll(requireSimBuild);
+
+  it('a field report carries both results, and the matrix shows speed-up and fidelity per host and profile', async () => {
+    const { matrixMarkdown } = await import('../../lib/audit/field-report.js');
+    const speed = path.join(dir, 'speed.json');
+    const fidelity = path.join(dir, 'fidelity.json');
+    writeFileSync(speed, bench(['--rounds', '2', '--json', '--', FAKE_BENCH]).stdout);
+    writeFileSync(fidelity, bench(['--fidelity', '--json', '--', FAKE_PERPLEXITY, '-m', 'tiny.gguf']).stdout);
+    const made = runCli(
+      [
+        'report',
+        '--json',
+        '--no-doctor',
+        '--host-label',
+        'M1 Ultra, macOS 26.6.1',
+        '--bench',
+        speed,
+        '--bench',
+        fidelity,
+      ],
+      GUEST,
+    );
+    expect([made.status, made.stderr]).toEqual([0, '']);
+    const report = path.join(dir, 'report.json');
+    writeFileSync(report, made.stdout);
+    expect(JSON.parse(made.stdout).bench.map((b: { mode: string }) => b.mode)).toEqual(['speed', 'fidelity']);
+
+    const json = runCli(['matrix', '--json', report]);
+    expect(json.status).toBe(0);
+    const matrix = JSON.parse(json.stdout);
+    expect(matrix.rows.map((r: { bench: unknown }) => r.bench)).toEqual([
+      {
+        speed: [
+          { profile: 'host-family', test: 'pp512', speedup: 2, reports: 1, builds: ['b7010 (abc1234)'] },
+          { profile: 'host-family', test: 'tg128', speedup: 2, reports: 1, builds: ['b7010 (abc1234)'] },
+        ],
+        fidelity: [{ profile: 'host-family', verdict: 'within-tolerance', meanKld: 0, reports: 1 }],
+      },
+    ]);
+    const md = runCli(['matrix', report]);
+    const [header, , row] = md.stdout.split('\n');
+    expect(header!.split(' | ').slice(-2)).toEqual(['Speed-up (bench)', 'Fidelity (bench) |']);
+    expect(row!.split(' | ').slice(-2)).toEqual([
+      'host-family: pp512 2.00x (b7010), tg128 2.00x (b7010)',
+      'host-family: within (KLD ≤ 0.000000) |',
+    ]);
+    // The JSON read back prints the same table.
+    expect(matrixMarkdown(matrix)).toBe(md.stdout.trimEnd());
+
+    const svgFile = path.join(dir, 'speedups.svg');
+    const drawn = runCli(['matrix', '--svg', svgFile, report]);
+    expect([drawn.status, drawn.stderr]).toEqual([0, '']);
+    const svg = readFileSync(svgFile, 'utf8');
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg.match(/<rect x="430"[^>]*>/g)).toHaveLength(2);
+    expect(svg).toContain('M1 Ultra, macOS 26.6.1 · macOS 26.5.2 (VirtualMac2,1) — host-family pp512');
+    expect(svg).toContain('>2.00x (b7010)<');
+  });
+
+  it('a file that is no bench result is a usage error naming it, before anything runs', () => {
+    const wrong = path.join(dir, 'not-bench.json');
+    writeFileSync(wrong, '{"schema": "metal-cap-shim/report@1"}');
+    const r = runCli(['report', '--no-doctor', '--bench', wrong], GUEST);
+    expect(r.status).toBe(2);
+    expect(r.stderr.split('\n')[0]).toMatch(
+      /^metal-cap-shim: ERR_INVALID_REPORT: .*not-bench\.json is not a usable bench result/,
+    );
+  });
+});

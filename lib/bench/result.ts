@@ -1,0 +1,54 @@
+/**
+ * A bench result read back (`report --bench FILE`, a field report's `bench` section, `matrix`): checked before it is
+ * trusted, since it comes from a file someone sent. Only what the report and the matrix read is checked.
+ */
+import { InvalidReportError } from '../core/errors.js';
+import { clip, isObject } from '../core/input.js';
+import { schemaProblem } from '../core/jsonfile.js';
+import { BENCH_SCHEMA, type BenchResult } from './run.js';
+
+/** Checks parsed JSON as a bench result; `where` names it in messages. Throws InvalidReportError naming the field. */
+export function checkBenchResult(value: unknown, where: string): BenchResult {
+  const fail = (field: string, what: string): never => {
+    throw new InvalidReportError(
+      field,
+      `${clip(where)} is not a usable bench result (${what}); make one with \`metal-cap-shim bench --json\``,
+    );
+  };
+  if (!isObject(value)) return fail('(root)', 'not a JSON object');
+  const wrongKind = schemaProblem(value, { [BENCH_SCHEMA]: 'metal-cap-shim bench --json' });
+  if (wrongKind !== null) fail('schema', `it ${wrongKind}`);
+  if (value.mode !== 'speed' && value.mode !== 'fidelity') fail('mode', "mode must be 'speed' or 'fidelity'");
+  const finite = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+  const positive = (v: unknown) => finite(v) && (v as number) > 0;
+  if (value.mode === 'speed') {
+    if (!Array.isArray(value.speed)) fail('speed', 'speed must be an array');
+    for (const [i, row] of (value.speed as unknown[]).entries()) {
+      const field = `speed[${i}]`;
+      if (!isObject(row) || typeof row.test !== 'string') fail(field, `${field} must name its test`);
+      const r = row as Record<string, unknown>;
+      if (r.build !== null && typeof r.build !== 'string')
+        fail(`${field}.build`, `${field}.build must be text or null`);
+      if (!Array.isArray(r.profiles)) fail(`${field}.profiles`, `${field}.profiles must be an array`);
+      for (const [j, p] of (r.profiles as unknown[]).entries()) {
+        const pf = `${field}.profiles[${j}]`;
+        if (!isObject(p) || typeof p.name !== 'string' || !positive(p.speedup))
+          fail(pf, `${pf} must have a name and a speed-up above 0`);
+      }
+    }
+  } else {
+    if (!Array.isArray(value.fidelity)) fail('fidelity', 'fidelity must be an array');
+    (value.fidelity as unknown[]).forEach((f, i) => {
+      const field = `fidelity[${i}]`;
+      if (
+        !isObject(f) ||
+        typeof f.name !== 'string' ||
+        (f.verdict !== 'within-tolerance' && f.verdict !== 'differs') ||
+        !finite(f.meanKld) ||
+        !finite(f.sameTopP)
+      )
+        fail(field, `${field} must have a name, a verdict, meanKld and sameTopP`);
+    });
+  }
+  return value as unknown as BenchResult;
+}
