@@ -33,12 +33,12 @@ describeSim('hook engine under sanitizers (GCC runtime, simulated Metal)', () =>
     ['tsan', 'macbookpro16-intel-amd-two-gpus', 200],
     ['tsan', 'vz-guest-m1-ultra-tahoe-stock', 200],
   ])(
-    '%s, %s: no report, every answer stock or the profile’s, stock again after restore',
+    '%s, %s: no report, every answer stock or the profile’s, stock again after restore, every traced query counted',
     (kind, snapshot, rounds) => {
       const r = run(kind, snapshot, rounds);
       expect(r.stderr).not.toMatch(/ERROR: AddressSanitizer|runtime error:|WARNING: ThreadSanitizer/);
       expect(r.status, r.stderr.slice(-3000)).toBe(0);
-      expect(r.stdout).toMatch(/bad answers 0, conflicts 0, answers changed after restore 0/);
+      expect(r.stdout).toMatch(/bad answers 0, conflicts 0, answers changed after restore 0, trace count errors 0/);
     },
     300_000,
   );

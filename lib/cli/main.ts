@@ -205,7 +205,7 @@ function suggestDashDash(name: string, command: Command, argv: string[]): void {
 /** Reads `--color` (from before or after the command) and sets it for the command's output. */
 async function applyColor(value: string | boolean | string[] | undefined): Promise<void> {
   if (typeof value !== 'string') return;
-  const { COLOR_MODES } = await import('../format/text.js');
+  const { COLOR_MODES } = await import('../format/style.js');
   if (!(COLOR_MODES as readonly string[]).includes(value)) {
     throw new UsageError(`--color takes ${COLOR_MODES.join(', ')}, got '${clip(value, 40)}'`);
   }
@@ -227,7 +227,7 @@ function checkOneStdin(values: Record<string, unknown>): void {
   }
 }
 
-/** The colour modes `--color` takes (format/text.ts COLOR_MODES, spelled here so start-up loads nothing more). */
+/** The colour modes `--color` takes (format/style.ts COLOR_MODES, spelled here so start-up loads nothing more). */
 const COLOR_WORDS: readonly string[] = ['auto', 'always', 'never'];
 
 /**
@@ -263,7 +263,7 @@ export async function main(argv: string[]): Promise<number> {
         errText(await mainHelp());
         return EXIT.usage;
       }
-      process.stdout.write(`${topic ? (await topic.load()).default.help() : await mainHelp()}\n`);
+      process.stdout.write(`${topic ? await (await topic.load()).default.help() : await mainHelp()}\n`);
       return EXIT.ok;
     }
     const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
@@ -278,7 +278,7 @@ export async function main(argv: string[]): Promise<number> {
     const invocation = parseCommand(name, command, [...globals, ...rest]);
     await applyColor(invocation.values.color);
     if (invocation.values.help) {
-      process.stdout.write(`${command.help()}\n`);
+      process.stdout.write(`${await command.help()}\n`);
       return EXIT.ok;
     }
     if (invocation.values.version) {

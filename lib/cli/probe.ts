@@ -1,9 +1,7 @@
-import { formatReport } from '../format/text.js';
 import { probe, probeSnapshot } from '../device/probe.js';
 import { UsageError } from '../core/errors.js';
 import type { Profile } from '../patch/profiles.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
-import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 /** The profile `probe --short` shows the arrows for. */
 async function shortProfile(flag: string | undefined): Promise<Profile> {
@@ -15,7 +13,7 @@ async function shortProfile(flag: string | undefined): Promise<Profile> {
 }
 
 const command: Command = {
-  help: () => `Usage: metal-cap-shim probe [--json | --short [--profile P]] [--all-devices] [--snapshot NAME|PATH]
+  help: async () => `Usage: metal-cap-shim probe [--json | --short [--profile P]] [--all-devices] [--snapshot NAME|PATH]
 
   --json           machine-readable report (schema metal-cap-shim/report@1)
   --short          one line per device (every device): name, Apple family stock → under the profile,
@@ -26,7 +24,7 @@ const command: Command = {
   --snapshot S     a recorded snapshot (bundled name or .json path, - for stdin) instead of this machine; any OS
 Exit code ${EXIT.noMetal} when nothing can be asked here (not macOS, no device, no native module): the report says why.
 
-${bundledSnapshotsHelp()}`,
+${(await import('./snapshot-help.js')).bundledSnapshotsHelp()}`,
   options: {
     json: { type: 'boolean' },
     short: { type: 'boolean' },
@@ -42,12 +40,13 @@ ${bundledSnapshotsHelp()}`,
       throw new UsageError('--profile goes with --short (probe itself reports stock answers)');
     const opts = { allDevices: short || values['all-devices'] === true };
     const snapshot = text(values, 'snapshot');
-    // Loaded only for --short, so `probe --json` starts no slower; the profile is checked before anything is asked.
+    // Profiles and the text formatter load only when asked for, so `probe --json` starts without them; the profile is
+    // checked before anything is asked.
     const profile = short ? await shortProfile(profileFlag) : null;
     const report = snapshot !== undefined ? probeSnapshot(snapshot, opts) : probe(opts);
     if (values.json) printJson(report);
     else if (profile !== null && report.supported) out((await import('./probe-short.js')).formatShort(report, profile));
-    else out(formatReport(report, styler()));
+    else out((await import('../format/text.js')).formatReport(report, styler()));
     return report.supported ? EXIT.ok : EXIT.noMetal;
   },
 };

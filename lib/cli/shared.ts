@@ -1,5 +1,5 @@
 import type { ParseArgsConfig } from 'node:util';
-import { stylerFor, type ColorMode, type Styler } from '../format/text.js';
+import { stylerFor, type ColorMode, type Styler } from '../format/style.js';
 import { escapeControl, jsonText } from '../core/input.js';
 
 export { EXIT } from './exit.js';
@@ -19,8 +19,11 @@ export interface Invocation {
  * does the parsing (`--help`, `--version`, repeated options, `--json` errors) the same way for every command.
  */
 export interface Command {
-  /** The text `--help` prints. A function, so text that reads files (bundled snapshot names) is built only then. */
-  help(): string;
+  /**
+   * The text `--help` prints. A function, so text that reads files (bundled snapshot names) is built only then, and
+   * may load its module (a promise) so that running the command does not.
+   */
+  help(): string | Promise<string>;
   options: NonNullable<ParseArgsConfig['options']>;
   /** `files`: takes positionals (matrix); `after-dashdash`: takes a program after `--` (exec); default: none. */
   positionals?: 'files' | 'after-dashdash';

@@ -14,6 +14,7 @@ std::vector<std::string> consumerImages(const std::vector<std::string> &paths);
 // consumerImages(loadedImagePaths()) plus, as "symbol (in image)", a ggml-metal or MLX symbol defined in an image not
 // named after its engine (a static build has no image of its own), found through the global scope and through each
 // loaded image's own handle (an image loaded RTLD_LOCAL is outside the global scope); the OS's libraries are skipped.
+// While the list of loaded images is the same as at the last call, the last answer is returned without a new walk.
 std::vector<std::string> loadedConsumers();
 
 // One loaded ggml-metal: the image that holds it, ggml_version() of its ggml, and which of the `markers` symbols it
@@ -27,6 +28,7 @@ struct LoadedGgmlMetal {
 
 // Every loaded image named like ggml-metal (libggml-metal*) or defining a ggml-metal symbol, outside the OS's own
 // libraries, with what it exports of `markers`. Calls the image's ggml_version(), which returns a constant string.
+// Like loadedConsumers(), answers again from the last walk while the image list and `markers` are the same.
 std::vector<LoadedGgmlMetal> loadedGgmlMetal(const std::vector<std::string> &markers);
 
 }  // namespace mcs

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "../platform/host.h"
 
@@ -77,18 +78,26 @@ std::string definingImage(void *handle, const char *symbol) {
   return dladdr(address, &info) != 0 && info.dli_fname != nullptr ? info.dli_fname : "";
 }
 
-}  // namespace
+// The last walk's answer and the image list it walked. Each walk opens every loaded image and searches it with its
+// dependencies, and applyProfile() and status() walk each time they run, while a process's image list rarely
+// changes; the same list gives the same answer, so it is reused. Immortal, like the engine's own state (exit-time
+// destructors would race a query on another thread).
+struct ConsumerScan {
+  bool valid = false;
+  std::vector<std::string> images;
+  std::vector<std::string> consumers;
+};
+struct GgmlMetalScan {
+  bool valid = false;
+  std::vector<std::string> images;
+  std::vector<std::string> markers;
+  std::vector<LoadedGgmlMetal> found;
+};
+[[clang::no_destroy]] std::mutex gScanMutex;
+[[clang::no_destroy]] ConsumerScan gConsumerScan;
+[[clang::no_destroy]] GgmlMetalScan gGgmlMetalScan;
 
-std::vector<std::string> consumerImages(const std::vector<std::string> &paths) {
-  std::vector<std::string> found;
-  for (const std::string &path : paths) {
-    if (isConsumerImage(path)) found.push_back(baseName(path) + " (" + path + ")");
-  }
-  return found;
-}
-
-std::vector<std::string> loadedConsumers() {
-  std::vector<std::string> images = loadedImagePaths();
+std::vector<std::string> scanConsumers(const std::vector<std::string> &images) {
   std::vector<std::string> found = consumerImages(images);
   // The global scope: the main program and every image loaded RTLD_GLOBAL.
   addEngines(RTLD_DEFAULT, found);
@@ -104,9 +113,10 @@ std::vector<std::string> loadedConsumers() {
   return found;
 }
 
-std::vector<LoadedGgmlMetal> loadedGgmlMetal(const std::vector<std::string> &markers) {
+std::vector<LoadedGgmlMetal> scanGgmlMetal(const std::vector<std::string> &images,
+                                           const std::vector<std::string> &markers) {
   std::vector<LoadedGgmlMetal> found;
-  for (const std::string &path : loadedImagePaths()) {
+  for (const std::string &path : images) {
     if (hasAnyPrefix(path, kSystemImagePrefixes)) continue;
     void *handle = dlopen(path.c_str(), RTLD_NOLOAD | RTLD_LAZY);
     if (handle == nullptr) continue;
@@ -131,6 +141,39 @@ std::vector<LoadedGgmlMetal> loadedGgmlMetal(const std::vector<std::string> &mar
     dlclose(handle);
   }
   return found;
+}
+
+}  // namespace
+
+std::vector<std::string> consumerImages(const std::vector<std::string> &paths) {
+  std::vector<std::string> found;
+  for (const std::string &path : paths) {
+    if (isConsumerImage(path)) found.push_back(baseName(path) + " (" + path + ")");
+  }
+  return found;
+}
+
+std::vector<std::string> loadedConsumers() {
+  std::vector<std::string> images = loadedImagePaths();
+  std::lock_guard<std::mutex> lock(gScanMutex);
+  if (!gConsumerScan.valid || gConsumerScan.images != images) {
+    gConsumerScan.consumers = scanConsumers(images);
+    gConsumerScan.images = images;
+    gConsumerScan.valid = true;
+  }
+  return gConsumerScan.consumers;
+}
+
+std::vector<LoadedGgmlMetal> loadedGgmlMetal(const std::vector<std::string> &markers) {
+  std::vector<std::string> images = loadedImagePaths();
+  std::lock_guard<std::mutex> lock(gScanMutex);
+  if (!gGgmlMetalScan.valid || gGgmlMetalScan.images != images || gGgmlMetalScan.markers != markers) {
+    gGgmlMetalScan.found = scanGgmlMetal(images, markers);
+    gGgmlMetalScan.images = images;
+    gGgmlMetalScan.markers = markers;
+    gGgmlMetalScan.valid = true;
+  }
+  return gGgmlMetalScan.found;
 }
 
 }  // namespace mcs

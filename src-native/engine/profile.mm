@@ -2,6 +2,8 @@
 
 #import <Foundation/Foundation.h>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -31,6 +33,19 @@ std::atomic<const Profile *> gActive{nullptr};
 
 thread_local int tlsStockDepth MCS_FAST_TLS = 0;
 thread_local int tlsUntracedDepth MCS_FAST_TLS = 0;
+// How many scopes are open in the whole process. A hooked query reads its thread's depth only while some thread has
+// one open: the thread-local read costs a call on macOS (a tlv thunk). A thread always sees its own increment (one
+// atomic object, sequenced before), so a scope is never missed by the thread that opened it; another thread's scope
+// only sends a query on to its own depth, which is 0.
+std::atomic<int> gStockScopes{0};
+std::atomic<int> gUntracedScopes{0};
+
+inline bool answeringStock() {
+  return gStockScopes.load(std::memory_order_relaxed) != 0 && tlsStockDepth != 0;
+}
+inline bool untraced() {
+  return gUntracedScopes.load(std::memory_order_relaxed) != 0 && tlsUntracedDepth != 0;
+}
 
 // Decimal digits only: strtoull alone would take leading white space and a sign ("-5" wraps to 2^64 - 5).
 bool parseUnsigned(const std::string &s, uint64_t *out) {
@@ -161,8 +176,8 @@ bool applyField(const std::string &key, const std::string &value, Profile *out, 
 
 constexpr int kTraceSlots = 256;
 
-// One cache line per slot: threads counting different queries never write to the same line, so a traced engine
-// that asks from several threads does not make them fight over it.
+// One cache line per slot: threads tracing different queries never write to the same line. A fixed slot's calls are
+// counted per thread (ThreadCounts) and `calls` here is unused; a hashed slot counts here.
 struct alignas(64) TraceSlot {
   std::atomic<uint64_t> key{0};
   std::atomic<uint64_t> calls{0};
@@ -177,6 +192,69 @@ TraceSlot gFixedTrace[kFixedTraceSlots];
 TraceSlot gTrace[kTraceSlots];
 std::atomic<uint64_t> gTraceDropped{0};
 
+// The fixed slots' call counts of one thread: only that thread writes them, so a count is a plain load and store
+// (exact, with no locked read-modify-write on the hot path), and a reader adds up every block. A block outlives its
+// thread: at thread exit it goes to a free list and the next thread that traces takes it over, counts included, so
+// totals never drop and the number of blocks stays at the most threads tracing at once. Never freed, like profiles.
+struct ThreadCounts {
+  std::atomic<uint64_t> calls[kFixedTraceSlots];
+  ThreadCounts *next = nullptr;      // every block ever made; set before the block is published, then immutable
+  ThreadCounts *nextFree = nullptr;  // under gCountsMutex
+  char pad[64];                      // keeps the next allocation's counters off this block's last cache line
+  ThreadCounts() {
+    for (auto &c : calls) c.store(0, std::memory_order_relaxed);
+  }
+};
+std::atomic<ThreadCounts *> gAllCounts{nullptr};
+[[clang::no_destroy]] std::mutex gCountsMutex;
+ThreadCounts *gFreeCounts = nullptr;
+// What resetTrace() saw per fixed slot: the counts shown are the totals since then.
+std::atomic<uint64_t> gResetBase[kFixedTraceSlots];
+thread_local ThreadCounts *tlsCounts MCS_FAST_TLS = nullptr;
+pthread_key_t gCountsKey;
+pthread_once_t gCountsKeyOnce = PTHREAD_ONCE_INIT;
+
+// Runs at thread exit (a pthread key destructor, so no C++ thread_local destructor and no guard on the hot path).
+void releaseThreadCounts(void *block) {
+  std::lock_guard<std::mutex> lock(gCountsMutex);
+  auto *counts = static_cast<ThreadCounts *>(block);
+  counts->nextFree = gFreeCounts;
+  gFreeCounts = counts;
+  // A query traced by a later exit-time destructor on this thread takes a block again (and registers it again).
+  tlsCounts = nullptr;
+}
+
+void makeCountsKey() {
+  pthread_key_create(&gCountsKey, releaseThreadCounts);
+}
+
+__attribute__((noinline)) ThreadCounts *takeThreadCounts() {
+  pthread_once(&gCountsKeyOnce, makeCountsKey);
+  ThreadCounts *counts = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(gCountsMutex);
+    if (gFreeCounts != nullptr) {
+      counts = gFreeCounts;
+      gFreeCounts = counts->nextFree;
+    } else {
+      counts = new ThreadCounts();
+      counts->next = gAllCounts.load(std::memory_order_relaxed);
+      gAllCounts.store(counts, std::memory_order_release);
+    }
+  }
+  pthread_setspecific(gCountsKey, counts);
+  tlsCounts = counts;
+  return counts;
+}
+
+uint64_t fixedCalls(int fixed) {
+  uint64_t sum = 0;
+  for (ThreadCounts *c = gAllCounts.load(std::memory_order_acquire); c != nullptr; c = c->next) {
+    sum += c->calls[fixed].load(std::memory_order_relaxed);
+  }
+  return sum;
+}
+
 uint64_t traceKey(HookedSelector s, long family) {
   return (static_cast<uint64_t>(s) + 1) << 32 | static_cast<uint32_t>(family);
 }
@@ -186,10 +264,11 @@ constexpr int sizeTraceSlot(HookedSelector s) {
   return static_cast<int>(kFamilyCount) + static_cast<int>(s) - 1;
 }
 
-inline void countInto(TraceSlot &slot, uint64_t stock, uint64_t given) {
-  slot.calls.fetch_add(1, std::memory_order_relaxed);
-  slot.lastStock.store(stock, std::memory_order_relaxed);
-  slot.lastGiven.store(given, std::memory_order_relaxed);
+// The last answers are stored only when they change: a query asked again and again (the usual case) then only reads
+// the line, and threads asking the same query do not pass it back and forth.
+inline void noteLast(TraceSlot &slot, uint64_t stock, uint64_t given) {
+  if (slot.lastStock.load(std::memory_order_relaxed) != stock) slot.lastStock.store(stock, std::memory_order_relaxed);
+  if (slot.lastGiven.load(std::memory_order_relaxed) != given) slot.lastGiven.store(given, std::memory_order_relaxed);
 }
 
 // Lock-free: a hashed slot is claimed once with a compare-and-swap on its key, then only counted into. Out of line:
@@ -209,7 +288,8 @@ __attribute__((noinline)) void recordHashedTrace(HookedSelector s, long family, 
       }
     }
     if (seen != key) continue;
-    countInto(slot, stock, given);
+    slot.calls.fetch_add(1, std::memory_order_relaxed);
+    noteLast(slot, stock, given);
     return;
   }
   gTraceDropped.fetch_add(1, std::memory_order_relaxed);
@@ -223,7 +303,11 @@ inline void recordTrace(HookedSelector s, int fixed, long family, uint64_t stock
   }
   TraceSlot &slot = gFixedTrace[fixed];
   if (slot.key.load(std::memory_order_relaxed) == 0) slot.key.store(traceKey(s, family), std::memory_order_release);
-  countInto(slot, stock, given);
+  ThreadCounts *counts = tlsCounts;
+  if (counts == nullptr) counts = takeThreadCounts();
+  std::atomic<uint64_t> &calls = counts->calls[fixed];
+  calls.store(calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  noteLast(slot, stock, given);
 }
 
 // ---- replacements, one function per slot ----
@@ -239,7 +323,7 @@ BOOL supportsFamilyHook(id self, SEL cmd, NSInteger family) {
   using Original = BOOL (*)(id, SEL, NSInteger);
   // One load: everything below answers from this profile, whatever another thread swaps in meanwhile.
   const Profile *p = answeringProfile(Slot);
-  if (p == nullptr || tlsStockDepth != 0) {
+  if (p == nullptr || answeringStock()) {
     return reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd, family);
   }
   int index = familyIndex(static_cast<long>(family));
@@ -249,7 +333,7 @@ BOOL supportsFamilyHook(id self, SEL cmd, NSInteger family) {
   if (decided >= 0 && !p->trace) return decided == 1 ? YES : NO;
   BOOL stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd, family);
   BOOL given = decided < 0 ? stock : (decided == 1 ? YES : NO);
-  if (p->trace && tlsUntracedDepth == 0) {
+  if (p->trace && !untraced()) {
     recordTrace(HookedSelector::SupportsFamily, index, static_cast<long>(family), stock, given);
   }
   return given;
@@ -260,7 +344,7 @@ template <typename Size, HookedSelector Selector, int Slot>
 Size sizeHook(id self, SEL cmd) {
   using Original = Size (*)(id, SEL);
   const Profile *p = answeringProfile(Slot);
-  bool answering = p != nullptr && tlsStockDepth == 0;
+  bool answering = p != nullptr && !answeringStock();
   uint64_t configured = 0;
   if (answering && !p->trace && p->mode == ProfileMode::Exact && configuredSize(*p, Selector, &configured)) {
     return static_cast<Size>(configured);
@@ -268,7 +352,7 @@ Size sizeHook(id self, SEL cmd) {
   Size stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
   if (!answering) return stock;
   Size given = static_cast<Size>(sizeAnswer(*p, Selector, stock));
-  if (p->trace && tlsUntracedDepth == 0) recordTrace(Selector, sizeTraceSlot(Selector), 0, stock, given);
+  if (p->trace && !untraced()) recordTrace(Selector, sizeTraceSlot(Selector), 0, stock, given);
   return given;
 }
 
@@ -286,11 +370,11 @@ template <int Slot>
 id nameHook(id self, SEL cmd) {
   using Original = id (*)(id, SEL);
   const Profile *p = answeringProfile(Slot);
-  if (p == nullptr || tlsStockDepth != 0) return reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
+  if (p == nullptr || answeringStock()) return reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
   if (!p->trace && p->nameObject != nil) return p->nameObject;
   id stock = reinterpret_cast<Original>(originalImplementation(Slot))(self, cmd);
   id given = p->nameObject != nil ? p->nameObject : stock;
-  if (p->trace && tlsUntracedDepth == 0) {
+  if (p->trace && !untraced()) {
     // Converting may autorelease temporaries, and an engine may ask outside any pool. The getter's own result stays
     // outside this pool: it is the caller's, and may be what this hook returns.
     std::string stockText, givenText;
@@ -467,27 +551,38 @@ IMP replacementFor(HookedSelector s, int slot) {
 }
 
 StockAnswersScope::StockAnswersScope() {
+  gStockScopes.fetch_add(1, std::memory_order_relaxed);
   tlsStockDepth++;
 }
 StockAnswersScope::~StockAnswersScope() {
   tlsStockDepth--;
+  gStockScopes.fetch_sub(1, std::memory_order_relaxed);
 }
 UntracedScope::UntracedScope() {
+  gUntracedScopes.fetch_add(1, std::memory_order_relaxed);
   tlsUntracedDepth++;
 }
 UntracedScope::~UntracedScope() {
   tlsUntracedDepth--;
+  gUntracedScopes.fetch_sub(1, std::memory_order_relaxed);
 }
 
 std::vector<TraceRow> traceRows() {
   std::vector<TraceRow> rows;
-  auto add = [&rows](const TraceSlot &slot) {
+  // `fixed`: the slot's index in gFixedTrace, or -1 for a hashed slot.
+  auto add = [&rows](const TraceSlot &slot, int fixed) {
     uint64_t key = slot.key.load(std::memory_order_acquire);
     if (key == 0) return;
     auto selector = static_cast<HookedSelector>((key >> 32) - 1);
+    uint64_t calls = slot.calls.load(std::memory_order_relaxed);
+    if (fixed >= 0) {
+      // A reset racing this read can leave its base above the sum read before it.
+      uint64_t total = fixedCalls(fixed), base = gResetBase[fixed].load(std::memory_order_relaxed);
+      calls = total > base ? total - base : 0;
+    }
     TraceRow row{selector,
                  static_cast<long>(static_cast<int32_t>(key & 0xffffffffu)),
-                 slot.calls.load(std::memory_order_relaxed),
+                 calls,
                  slot.lastStock.load(std::memory_order_relaxed),
                  slot.lastGiven.load(std::memory_order_relaxed),
                  std::string(),
@@ -499,14 +594,14 @@ std::vector<TraceRow> traceRows() {
     }
     rows.push_back(row);
   };
-  for (const TraceSlot &slot : gFixedTrace) add(slot);
-  for (const TraceSlot &slot : gTrace) add(slot);
+  for (int i = 0; i < kFixedTraceSlots; i++) add(gFixedTrace[i], i);
+  for (const TraceSlot &slot : gTrace) add(slot, -1);
   return rows;
 }
 
 // Clears counts, not claimed keys: a concurrent recorder may be mid-update on a slot.
 void resetTrace() {
-  for (TraceSlot &slot : gFixedTrace) slot.calls.store(0, std::memory_order_relaxed);
+  for (int i = 0; i < kFixedTraceSlots; i++) gResetBase[i].store(fixedCalls(i), std::memory_order_relaxed);
   for (TraceSlot &slot : gTrace) slot.calls.store(0, std::memory_order_relaxed);
   gTraceDropped.store(0, std::memory_order_relaxed);
 }

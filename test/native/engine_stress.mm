@@ -1,6 +1,7 @@
 // A stress run of the hook engine without Node, built with AddressSanitizer + UndefinedBehaviorSanitizer and,
 // separately, ThreadSanitizer (scripts/build/build-sim.mjs --sanitize). Reader threads ask every device while the main
-// thread installs, swaps and removes profiles; at the end every device must answer exactly as it did at the start.
+// thread installs, swaps and removes profiles; at the end every device must answer exactly as it did at the start,
+// and the trace must count every query that threads coming and going made.
 // The sanitizers see the engine's own memory and atomics; GCC's libobjc and GNUstep are not instrumented.
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
@@ -51,6 +52,47 @@ void reader(std::vector<id> devices, std::vector<Expected> expected) {
     }
     [pool release];
   }
+}
+
+// Traced queries from threads that come and go (later waves take over the counts of threads that ended): the trace
+// must count every query exactly, and a reset must start again from zero. Returns the number of wrong counts.
+int traceCountErrors(const std::vector<id> &devices, const std::vector<Class> &classes, const mcs::Profile &traced) {
+  const int kWaves = 3, kThreads = 4, kQueries = 5000;
+  mcs::PatchResult patched = mcs::patchClasses(classes);
+  if (!patched.ok) return 1;
+  mcs::setActiveProfile(&traced);
+  mcs::resetTrace();
+  auto ask = [&devices]() {
+    for (int q = 0; q < kQueries; q++) {
+      for (id device : devices) {
+        id<MTLDevice> d = (id<MTLDevice>)device;
+        (void)[d supportsFamily:(MTLGPUFamily)1009];
+        (void)d.maxThreadgroupMemoryLength;
+      }
+    }
+  };
+  for (int w = 0; w < kWaves; w++) {
+    std::vector<std::thread> wave;
+    for (int t = 0; t < kThreads; t++) wave.emplace_back(ask);
+    for (std::thread &t : wave) t.join();
+  }
+  const uint64_t expected = static_cast<uint64_t>(kWaves) * kThreads * kQueries * devices.size();
+  int errors = 0;
+  uint64_t apple9 = 0, threadgroup = 0;
+  for (const mcs::TraceRow &row : mcs::traceRows()) {
+    if (row.selector == mcs::HookedSelector::SupportsFamily && row.family == 1009) apple9 = row.calls;
+    if (row.selector == mcs::HookedSelector::MaxThreadgroupMemoryLength) threadgroup = row.calls;
+  }
+  if (apple9 != expected || threadgroup != expected) {
+    fprintf(stderr, "trace counted %llu and %llu queries, expected %llu each\n", (unsigned long long)apple9,
+            (unsigned long long)threadgroup, (unsigned long long)expected);
+    errors++;
+  }
+  mcs::resetTrace();
+  for (const mcs::TraceRow &row : mcs::traceRows()) errors += row.calls != 0;
+  mcs::setActiveProfile(nullptr);
+  mcs::restoreAllHooks();
+  return errors;
 }
 
 bool parse(const char *text, mcs::Profile *out) {
@@ -123,9 +165,11 @@ int main(int argc, char **argv) {
     changed += after.recommendedMaxWorkingSetSize != before[i].recommendedMaxWorkingSetSize;
     changed += after.name != before[i].name;
   }
-  printf("rounds %d, queries %lu, bad answers %d, conflicts %d, answers changed after restore %d\n", rounds,
-         gQueries.load(), gBadAnswers.load(), conflicts, changed);
+  int traceErrors = traceCountErrors(devices, classes, b);
+  printf(
+      "rounds %d, queries %lu, bad answers %d, conflicts %d, answers changed after restore %d, trace count errors %d\n",
+      rounds, gQueries.load(), gBadAnswers.load(), conflicts, changed, traceErrors);
   mcs::releaseDevices(list);
   [pool release];
-  return gBadAnswers.load() == 0 && conflicts == 0 && changed == 0 ? 0 : 1;
+  return gBadAnswers.load() == 0 && conflicts == 0 && changed == 0 && traceErrors == 0 ? 0 : 1;
 }
