@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The test command: on a fresh Debian 12 machine it installs the toolchain of the Linux test build (clang-14,
 # GNUstep Foundation, GCC's libobjc, the blocks runtime, clang's sanitizer runtimes, libc++'s headers, make; for the
-# conformance suite clang-19, llvm-19's tools and git; apt, as root), installs npm dependencies, builds the TypeScript,
-# the simulated native build and its sanitizer builds, type-checks, builds llama.cpp's own device code for the
-# conformance suite (test/conformance/, in the background meanwhile), runs the whole vitest suite, and prints the line
-# and branch coverage of lib/ over the suite and every Node process it starts (scripts/measure/coverage.mjs).
+# conformance suite clang-19, llvm-19's tools and git; for the real llama.cpp tools cmake and ninja; apt, as root),
+# installs npm dependencies, builds the TypeScript, the simulated native build and its sanitizer builds, type-checks,
+# builds llama.cpp's own device code for the conformance suite (test/conformance/) and finds or builds llama-bench and
+# llama-perplexity for the CPU (scripts/build/llama-tools.mjs; both in the background meanwhile), runs the whole vitest
+# suite, and prints the line and branch coverage of lib/ over the suite and every Node process it starts
+# (scripts/measure/coverage.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +26,9 @@ compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/
 command -v clang-19 >/dev/null || need+=(clang-19)
 command -v llvm-objdump-19 >/dev/null || need+=(llvm-19)
 command -v git >/dev/null || need+=(git)
+# The real llama.cpp tools (scripts/build/llama-tools.mjs, test/bench-tools.test.ts): CMake and Ninja, with clang-19.
+command -v cmake >/dev/null || need+=(cmake)
+command -v ninja >/dev/null || need+=(ninja-build)
 # Native coverage (scripts/measure/native-coverage.mjs, run by .ci/run): llvm-14's llvm-profdata and llvm-cov read what
 # the clang-14 build wrote (clang-14 only recommends them).
 command -v llvm-profdata-14 >/dev/null || need+=(llvm-14)
@@ -47,9 +52,14 @@ npm run build:sim
 mkdir -p build
 node test/conformance/build.mjs > build/conformance-build.log 2>&1 &
 conformance_build=$!
+# llama-bench and llama-perplexity for the CPU (test/bench-tools.test.ts): found at once in
+# ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/llama-tools/, else built there (minutes on a cold cache: docs/testing.md).
+node scripts/build/llama-tools.mjs > build/llama-tools.log 2>&1 &
+llama_tools_build=$!
 node scripts/build/build-sim.mjs --sanitize
 npm run typecheck
 wait "$conformance_build" || echo "conformance build failed (build/conformance-build.log); the conformance suite will say why" >&2
+wait "$llama_tools_build" || echo "llama.cpp tools build failed (build/llama-tools.log); test/bench-tools.test.ts will say why" >&2
 # Every Node process the tests start (CLI runs, `node -e` children, register preloads) leaves its V8 coverage here;
 # vitest's --coverage measures the test files' own imports of lib/. scripts/measure/coverage.mjs merges the two and
 # fails below 90 % of lines or 80 % of branches.

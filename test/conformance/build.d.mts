@@ -19,3 +19,5 @@ export function rewriteSubscripts(text: string, ids: readonly string[], file: st
 export function fetchBinaries(era: Era): Promise<string | null>;
 export function buildLauncher(): Promise<string>;
 export function buildConformance(options?: { eras?: readonly Era[] }): Promise<BuiltEra[]>;
+export function cloneBundle(tgz: string, work: string): Promise<{ repo: string; tag: string; commit: string }>;
+export function archiveTree(repo: string, dir: string, paths?: readonly string[]): Promise<void>;

@@ -163,15 +163,43 @@ function cmakeVar(text, name) {
   return m[1];
 }
 
+/**
+ * Unpacks the tarball's llama.cpp bundle (`llama/gitRelease.bundle`, `llama/llama.cpp.info.json`) into `work` and
+ * clones it bare there; returns the clone, the release tag the tarball names and the bundle's (short) commit.
+ */
+export async function cloneBundle(tgz, work) {
+  await run('tar', ['-xzf', tgz, '-C', work, 'package/llama/gitRelease.bundle', 'package/llama/llama.cpp.info.json']);
+  const info = JSON.parse(readFileSync(path.join(work, 'package/llama/llama.cpp.info.json'), 'utf8'));
+  const repo = path.join(work, 'repo.git');
+  await run('git', ['clone', '--quiet', '--bare', path.join(work, 'package/llama/gitRelease.bundle'), repo]);
+  const { stdout: commit } = await run('git', ['-C', repo, 'rev-parse', '--short', 'HEAD']);
+  return { repo, tag: info.tag, commit: commit.trim() };
+}
+
+/** Writes the clone's tree at HEAD into `dir` (created if needed): only `paths` when given, else all of it. */
+export async function archiveTree(repo, dir, paths = []) {
+  mkdirSync(dir, { recursive: true });
+  await new Promise((resolve, reject) => {
+    const archive = spawn('git', ['-C', repo, 'archive', '--format=tar', 'HEAD', ...paths], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const untar = spawn('tar', ['-x', '-C', dir], { stdio: ['pipe', 'inherit', 'inherit'] });
+    archive.stdout.pipe(untar.stdin);
+    let pending = 2;
+    const done = (name) => (code) => {
+      if (code !== 0) reject(new Error(`${name} exited with ${code}`));
+      else if (--pending === 0) resolve();
+    };
+    archive.on('close', done('git archive'));
+    untar.on('close', done('tar'));
+  });
+}
+
 /** Takes the ggml sources out of the tarball's git bundle into `dir/ggml`; returns the release tag and commit. */
 async function extractSources(tgz, dir) {
   const work = mkdtempSync(path.join(conformanceRoot, 'extract-'));
   try {
-    await run('tar', ['-xzf', tgz, '-C', work, 'package/llama/gitRelease.bundle', 'package/llama/llama.cpp.info.json']);
-    const info = JSON.parse(readFileSync(path.join(work, 'package/llama/llama.cpp.info.json'), 'utf8'));
-    const repo = path.join(work, 'repo.git');
-    await run('git', ['clone', '--quiet', '--bare', path.join(work, 'package/llama/gitRelease.bundle'), repo]);
-    const { stdout: commit } = await run('git', ['-C', repo, 'rev-parse', '--short', 'HEAD']);
+    const { repo, tag, commit } = await cloneBundle(tgz, work);
     const { stdout: listing } = await run('git', ['-C', repo, 'ls-tree', 'HEAD', 'ggml/src/']);
     const topFiles = listing
       .split('\n')
@@ -179,22 +207,8 @@ async function extractSources(tgz, dir) {
       .map((l) => l.split('\t')[1]);
     // ggml-cpu/ for the headers the older ggml-quants.c includes.
     const paths = ['ggml/include', 'ggml/CMakeLists.txt', 'ggml/src/ggml-metal', 'ggml/src/ggml-cpu', ...topFiles];
-    mkdirSync(dir, { recursive: true });
-    await new Promise((resolve, reject) => {
-      const archive = spawn('git', ['-C', repo, 'archive', '--format=tar', 'HEAD', ...paths], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      const untar = spawn('tar', ['-x', '-C', dir], { stdio: ['pipe', 'inherit', 'inherit'] });
-      archive.stdout.pipe(untar.stdin);
-      let pending = 2;
-      const done = (name) => (code) => {
-        if (code !== 0) reject(new Error(`${name} exited with ${code}`));
-        else if (--pending === 0) resolve();
-      };
-      archive.on('close', done('git archive'));
-      untar.on('close', done('tar'));
-    });
-    return { tag: info.tag, commit: commit.trim() };
+    await archiveTree(repo, dir, paths);
+    return { tag, commit };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
