@@ -75,7 +75,8 @@ function backendOf(r: Record<string, unknown>): string | null {
 }
 
 function buildOf(r: Record<string, unknown>): string | null {
-  const n = count(r.build_number);
+  // A build made outside llama.cpp's own release tree (a tagged package release) has build number 0.
+  const n = count(r.build_number) || null;
   const commit = str(r.build_commit);
   if (n !== null && commit !== null) return `b${n} (${commit})`;
   return n !== null ? `b${n}` : commit;
