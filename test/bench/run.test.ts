@@ -7,7 +7,8 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { describeSim, requireSimBuild, runCli } from '../helpers.js';
+import { spawn } from 'node:child_process';
+import { cli, describeSim, requireSimBuild, runCli } from '../helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-bench-'));
 const GUEST = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
@@ -210,6 +211,51 @@ describeSim('bench, end to end over the simulated Metal', () => {
     expect(md.status).toBe(2);
     expect(readFileSync(LOG, 'utf8')).toBe('');
   });
+});
+
+describeSim('Ctrl-C', () => {
+  beforeAll(requireSimBuild);
+
+  it('stops the tool, prints what was measured so far, and exits 130', async () => {
+    // Each run prints its record at once, then waits: the first run ends, the second is interrupted.
+    const slow = script(
+      'slow-bench',
+      `echo '[{"n_prompt":512,"n_gen":0,"avg_ts":100}]'; [ -n "$LD_PRELOAD" ] && exec sleep 30; exit 0`,
+    );
+    const child = spawn(process.execPath, [cli, 'bench', '--json', '--rounds', '2', '--', slow], {
+      env: { ...process.env, ...GUEST },
+    });
+    let stdout = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    // The patched run has started when its sleep is running under bench.
+    const started = Date.now();
+    while (Date.now() - started < 20_000) {
+      await new Promise((r) => setTimeout(r, 100));
+      const ps = await new Promise<string>((done) => {
+        const p = spawn('ps', ['-o', 'args=', '--ppid', String(child.pid)]);
+        let out = '';
+        p.stdout.on('data', (d) => {
+          out += d;
+        });
+        p.on('close', () => done(out));
+      });
+      if (ps.includes('sleep 30')) break;
+    }
+    child.kill('SIGINT');
+    const status = await new Promise<number | null>((done) => child.on('close', (code) => done(code)));
+    const result = JSON.parse(stdout);
+    expect([status, result.interrupted, result.runs.map((r: { side: string }) => r.side)]).toEqual([
+      130,
+      true,
+      ['stock', 'host-family'],
+    ]);
+    expect(result.runs[1].signal).toBe('SIGINT');
+    expect(result.speed.map((r: { test: string; stock: { ts: number } }) => [r.test, r.stock.ts])).toEqual([
+      ['pp512', 100],
+    ]);
+  }, 40_000);
 });
 
 describe('bench options', () => {
