@@ -17,7 +17,7 @@ command -v gnustep-config >/dev/null || need+=(gnustep-make)
 # -fblocks needs this runtime.
 [ -f /usr/include/Block.h ] || need+=(libblocksruntime-dev)
 compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/dev/null || need+=(libclang-rt-14-dev)
-# libc++'s headers: test/static-destructors.test.ts compiles the engine against libc++ as Apple configures it.
+# libc++'s headers: test/native/static-destructors.test.ts compiles the engine against libc++ as Apple configures it.
 [ -f /usr/lib/llvm-14/include/c++/v1/__config ] || need+=(libc++-14-dev)
 # The conformance suite (test/conformance/): llama.cpp's sources need clang-19 (and the blocks runtime above);
 # node-llama-cpp's Mach-O binaries are read with llvm-19's nm and objdump.
@@ -27,7 +27,7 @@ command -v git >/dev/null || need+=(git)
 # Native coverage (scripts/measure/native-coverage.mjs, run by .ci/run): llvm-14's llvm-profdata and llvm-cov read what
 # the clang-14 build wrote (clang-14 only recommends them).
 command -v llvm-profdata-14 >/dev/null || need+=(llvm-14)
-# GNU make: test/exec-security.test.ts runs a sub-make through exec to show make's jobserver reaches it.
+# GNU make: test/security/exec-two-users.test.ts runs a sub-make through exec to show make's jobserver reaches it.
 command -v make >/dev/null || need+=(make)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

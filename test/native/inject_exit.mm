@@ -4,7 +4,7 @@
 // thread never touches Metal and exits while that thread is still alive, so the injector's atexit handler writes the
 // trace with no other synchronisation between the two threads than the injector's own lock. Without that lock,
 // ThreadSanitizer reports the list of patched classes as raced. Run with METAL_CAP_SHIM_PROFILE_NATIVE,
-// METAL_CAP_SHIM_TRACE_DIR and METAL_CAP_SHIM_SIM_SNAPSHOT set (test/sanitizers.test.ts).
+// METAL_CAP_SHIM_TRACE_DIR and METAL_CAP_SHIM_SIM_SNAPSHOT set (test/sanitizers/engine.test.ts).
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
 
