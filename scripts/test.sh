@@ -19,20 +19,20 @@ command -v gnustep-config >/dev/null || need+=(gnustep-make)
 # -fblocks needs this runtime.
 [ -f /usr/include/Block.h ] || need+=(libblocksruntime-dev)
 compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/dev/null || need+=(libclang-rt-14-dev)
-# libc++'s headers: test/static-destructors.test.ts compiles the engine against libc++ as Apple configures it.
+# libc++'s headers: test/native/static-destructors.test.ts compiles the engine against libc++ as Apple configures it.
 [ -f /usr/lib/llvm-14/include/c++/v1/__config ] || need+=(libc++-14-dev)
 # The conformance suite (test/conformance/): llama.cpp's sources need clang-19 (and the blocks runtime above);
 # node-llama-cpp's Mach-O binaries are read with llvm-19's nm and objdump.
 command -v clang-19 >/dev/null || need+=(clang-19)
 command -v llvm-objdump-19 >/dev/null || need+=(llvm-19)
 command -v git >/dev/null || need+=(git)
-# The real llama.cpp tools (scripts/build/llama-tools.mjs, test/bench-tools.test.ts): CMake and Ninja, with clang-19.
+# The real llama.cpp tools (scripts/build/llama-tools.mjs, test/repo/llama-tools.test.ts): CMake and Ninja, with clang-19.
 command -v cmake >/dev/null || need+=(cmake)
 command -v ninja >/dev/null || need+=(ninja-build)
 # Native coverage (scripts/measure/native-coverage.mjs, run by .ci/run): llvm-14's llvm-profdata and llvm-cov read what
 # the clang-14 build wrote (clang-14 only recommends them).
 command -v llvm-profdata-14 >/dev/null || need+=(llvm-14)
-# GNU make: test/exec-security.test.ts runs a sub-make through exec to show make's jobserver reaches it.
+# GNU make: test/security/exec-two-users.test.ts runs a sub-make through exec to show make's jobserver reaches it.
 command -v make >/dev/null || need+=(make)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -52,14 +52,14 @@ npm run build:sim
 mkdir -p build
 node test/conformance/build.mjs > build/conformance-build.log 2>&1 &
 conformance_build=$!
-# llama-bench and llama-perplexity for the CPU (test/bench-tools.test.ts): found at once in
+# llama-bench and llama-perplexity for the CPU (test/repo/llama-tools.test.ts): found at once in
 # ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/llama-tools/, else built there (minutes on a cold cache: docs/testing.md).
 node scripts/build/llama-tools.mjs > build/llama-tools.log 2>&1 &
 llama_tools_build=$!
 node scripts/build/build-sim.mjs --sanitize
 npm run typecheck
 wait "$conformance_build" || echo "conformance build failed (build/conformance-build.log); the conformance suite will say why" >&2
-wait "$llama_tools_build" || echo "llama.cpp tools build failed (build/llama-tools.log); test/bench-tools.test.ts will say why" >&2
+wait "$llama_tools_build" || echo "llama.cpp tools build failed (build/llama-tools.log); test/repo/llama-tools.test.ts will say why" >&2
 # Every Node process the tests start (CLI runs, `node -e` children, register preloads) leaves its V8 coverage here;
 # vitest's --coverage measures the test files' own imports of lib/. scripts/measure/coverage.mjs merges the two and
 # fails below 90 % of lines or 80 % of branches.

@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { APPLE9_ABOVE_M1_ULTRA } from './apply-helpers.js';
-import { describeSim, dist, requireSimBuild, runNode } from './helpers.js';
+import { APPLE9_ABOVE_M1_ULTRA } from './support/apply-helpers.js';
+import { describeSim, dist, requireSimBuild, runNode } from './support/helpers.js';
 
 const register = path.join(dist, 'register.js');
 const registerCjs = path.join(dist, 'register.cjs');

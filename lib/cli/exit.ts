@@ -1,6 +1,6 @@
 /**
  * The exit codes every command shares, defined once: the commands return them, lib/cli/main.ts maps errors to them, and
- * the README's table is generated from EXIT_TABLE (scripts/check/exit-table.mjs; test/docs.test.ts checks it is
+ * the README's table is generated from EXIT_TABLE (scripts/check/exit-table.mjs; test/repo/docs.test.ts checks it is
  * current). A module of its own, importing nothing, so that lib/cli/main.ts can use them without loading a command's
  * helpers. `exec` passes the program's own code through instead; its own failures are EXEC_EXIT's.
  */

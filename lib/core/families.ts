@@ -1,7 +1,7 @@
 /**
  * MTLGPUFamily values, as Apple's MTLDevice.h defines them (metal-cpp MTLDevice.hpp carries the same numbers).
  * This table is the TypeScript side's single source for family names and numbers; the native module has its own
- * copy (src-native/engine/families.h) and test/probe.test.ts asserts the two agree.
+ * copy (src-native/engine/families.h) and test/device/probe.test.ts asserts the two agree.
  */
 export const FAMILY_VALUES = {
   apple1: 1001,

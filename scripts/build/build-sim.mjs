@@ -41,7 +41,8 @@ const common = [...simCompileFlags(), '-O2'];
 // The shipped sources compile in the C++ dialect node-gyp gives them on a Mac (scripts/build/mac-dialect.mjs: Node's
 // common.gypi and binding.gyp's xcode_settings, so -fno-exceptions, -fno-rtti, -fno-strict-aliasing and each
 // target's own switches such as -Werror=exit-time-destructors). Test code (the simulated Metal, fixtures, harnesses)
-// keeps the flags above. Every compile line is recorded in build/sim-flags.json (test/mac-dialect.test.ts reads it).
+// keeps the flags above. Every compile line is recorded in build/sim-flags.json (test/native/mac-dialect.test.ts reads
+// it).
 const dialects = { addon: macDialect('metal_cap_shim'), inject: macDialect('metal_cap_shim_inject') };
 const flagsRecord = path.join(buildRoot, 'sim-flags.json');
 const recorded = {};

@@ -2,7 +2,7 @@
 // The real llama.cpp tools for the Linux CPU: llama-bench and llama-perplexity, built from the llama.cpp release of the
 // newest era of the conformance suite (test/conformance/eras.mjs), out of its node-llama-cpp tarball's
 // llama/gitRelease.bundle (fetched and checked by test/conformance/build.mjs). They are what `metal-cap-shim bench` is
-// tested with on Linux (test/bench-tools.test.ts, with the tiny models of scripts/build/tiny-gguf.mjs).
+// tested with on Linux (test/repo/llama-tools.test.ts, with the tiny models of scripts/build/tiny-gguf.mjs).
 //
 //   1. fetch the tarball (pinned integrity), clone its bundle and write the whole tree at the release into a private
 //      temporary folder;

@@ -3,7 +3,7 @@
 // random F32 weights from a fixed seed and the tokenizer of a vocab-only GGUF (the release's
 // models/ggml-vocab-llama-spm.gguf, which llamaTools() puts in its cache as vocab.gguf). llama-bench and
 // llama-perplexity load it like any model; two seeds give two models whose next-token distributions differ widely
-// (test/bench-tools.test.ts).
+// (test/repo/llama-tools.test.ts).
 //
 // The format, as llama.cpp's ggml/include/gguf.h and ggml/src/gguf.cpp define it (little-endian): "GGUF", version
 // (u32), tensor count (i64), KV count (i64); each KV a key (string: u64 length + bytes), a type (u32) and its value

@@ -9,8 +9,8 @@
 //                                              an export has no row or a row names no export
 //
 // The names a row documents are the leading identifiers of the code spans in its first cell (`probe(options?)` is
-// probe, `applyProfile('auto', …)` is applyProfile). test/exports.test.ts runs the same check against lib/ and pins
-// the export lists themselves; test/docs.test.ts runs scripts/check/docs.mjs --check.
+// probe, `applyProfile('auto', …)` is applyProfile). test/repo/exports.test.ts runs the same check against lib/ and
+// pins the export lists themselves; test/repo/docs.test.ts runs scripts/check/docs.mjs --check.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -67,7 +67,7 @@ export function rewriteApiDoc(text, rows, file = API_DOC) {
   return out;
 }
 
-/** rewriteApiDoc with README.md named in its error: the name test/exports.test.ts calls. */
+/** rewriteApiDoc with README.md named in its error: the name test/repo/exports.test.ts calls. */
 export function rewriteReadme(readme, rows) {
   return rewriteApiDoc(readme, rows, 'README.md');
 }

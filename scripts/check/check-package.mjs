@@ -41,28 +41,28 @@ const NODE_MAJORS = ['22', '24'];
  * gives the same answer on every Node and runs once, on Node 20, in the test command; so does the conformance suite.
  */
 const NODE_MAJORS_FILES = [
-  'test/probe.test.ts',
-  'test/hooks.test.ts',
-  'test/guards.test.ts',
-  'test/default-device.test.ts',
-  'test/sim-metal.test.ts',
-  'test/consumers.test.ts',
-  'test/apply-unit.test.ts',
-  'test/apply-vm.test.ts',
-  'test/apply-two-gpus.test.ts',
-  'test/apply-hook-failure.test.ts',
-  'test/failure-paths.test.ts',
+  'test/device/probe.test.ts',
+  'test/native/hooks.test.ts',
+  'test/patch/apply.guards.test.ts',
+  'test/patch/apply.default-device.test.ts',
+  'test/sim-metal/loader.test.ts',
+  'test/patch/apply.consumers.test.ts',
+  'test/patch/apply.test.ts',
+  'test/patch/apply.vm.test.ts',
+  'test/patch/apply.two-gpus.test.ts',
+  'test/patch/apply.hook-failure.test.ts',
+  'test/patch/apply.failure-paths.test.ts',
   'test/register.test.ts',
-  'test/registration.test.ts',
-  'test/doctor-native.test.ts',
-  'test/doctor-live.test.ts',
-  'test/exec.test.ts',
-  'test/exec-run.test.ts',
-  'test/exec-status.test.ts',
-  'test/exec-security.test.ts',
-  'test/injector.test.ts',
-  'test/safefs.test.ts',
-  'test/exports.test.ts',
+  'test/select/registration.test.ts',
+  'test/native/doctor.test.ts',
+  'test/doctor/index.test.ts',
+  'test/e2e/exec.test.ts',
+  'test/exec/run.test.ts',
+  'test/exec/run.status-fd.test.ts',
+  'test/security/exec-two-users.test.ts',
+  'test/native/injector.test.ts',
+  'test/core/safefs.test.ts',
+  'test/repo/exports.test.ts',
 ];
 let failures = 0;
 
@@ -127,7 +127,7 @@ const forbidden = [
   /host_sim\.mm$/,
   /^scripts\/(?!build\/install\.cjs$)/,
 ];
-// The user docs the README links: every docs/*.md page (test/docs.test.ts checks the links themselves).
+// The user docs the README links: every docs/*.md page (test/repo/docs.test.ts checks the links themselves).
 for (const page of readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md'))) {
   check(files.includes(`docs/${page}`), `contains docs/${page}`);
 }

@@ -4,7 +4,7 @@
 //
 //   node scripts/check/docs.mjs           rewrites every generated region          (npm run docs)
 //   node scripts/check/docs.mjs --check   exits 1 naming each stale file and the    (npm run docs:check;
-//                                         command that regenerates it               test/docs.test.ts)
+//                                         command that regenerates it               test/repo/docs.test.ts)
 //
 // What is generated, and from what:
 //   README.md         region commands        the commands `dist/cli.js --help` lists, one line each

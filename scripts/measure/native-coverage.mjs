@@ -157,10 +157,10 @@ function runSuite() {
   };
   // These suites examine other builds (the sanitizer binaries, the normal build's object files), never this one.
   const elsewhere = [
-    'test/sanitizers.test.ts',
-    'test/doctor-sanitizers.test.ts',
-    'test/static-destructors.test.ts',
-    'test/mac-dialect.test.ts',
+    'test/sanitizers/engine.test.ts',
+    'test/sanitizers/doctor.test.ts',
+    'test/native/static-destructors.test.ts',
+    'test/native/mac-dialect.test.ts',
   ];
   const vitest = path.join(pkg, 'node_modules', 'vitest', 'vitest.mjs');
   const r = run(process.execPath, [vitest, 'run', '--project', 'unit', ...elsewhere.flatMap((f) => ['--exclude', f])], {

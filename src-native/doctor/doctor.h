@@ -28,7 +28,7 @@ bool parseDoctorProbe(const std::string &id, DoctorProbe *out);
 const char *doctorStatusName(DoctorStatus status);
 
 // No Apple GPU has more threadgroup memory than this (lib/patch/profiles.ts APPLE_GPU_THREADGROUP_MEMORY, the same
-// number; test/doctor-native-behaviours.test.ts holds the two together): the threadgroup-memory probe's ceiling where
+// number; test/native/doctor.behaviours.test.ts holds the two together): the threadgroup-memory probe's ceiling where
 // sizes above the stock limit may not be dispatched and the device reports no limit, and the largest size it can
 // prove. Threadgroups larger than this may never share a GPU core, so no number of concurrent threadgroups shows that
 // the memory exists: a larger size that computes right is only accepted.

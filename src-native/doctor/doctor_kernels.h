@@ -1,7 +1,7 @@
 // The doctor's Metal kernels, written once as MSL source and compiled at run time with
 // newLibraryWithSource:options:completionHandler:. Each entry names the function the runner asks for and the language
-// version it needs. test/doctor-msl.test.ts extracts every R"MSL(...)MSL" block and compiles it as C++ against
-// test/msl/metal_stdlib (a declaration-only subset), so a typo fails on Linux; only a Mac compiles them as MSL.
+// version it needs. test/native/doctor-kernels.test.ts extracts every R"MSL(...)MSL" block and compiles it as C++
+// against test/msl/metal_stdlib (a declaration-only subset), so a typo fails on Linux; only a Mac compiles them as MSL.
 #pragma once
 
 namespace mcs {

@@ -1,6 +1,6 @@
 // MTLGPUFamily values by name, as Apple's MTLDevice.h defines them. Numbers, not the SDK's enum constants, so the
 // addon compiles against SDKs that predate Apple10 and Metal4. lib/core/families.ts holds the same table for
-// TypeScript; test/probe.test.ts asserts the two agree.
+// TypeScript; test/device/probe.test.ts asserts the two agree.
 #pragma once
 
 #include <cstddef>

@@ -43,7 +43,7 @@ struct Profile {
 
 // The ranges TypeScript validates a profile against (lib/patch/profiles.ts: APPLE_FAMILY_MAX_KNOWN,
 // THREADGROUP_MEMORY_RANGE, WORKING_SET_RANGE). The parser checks them again, because the exec injector reads the text
-// from an environment anyone can set; test/injector.test.ts feeds it each bound from the TypeScript constants.
+// from an environment anyone can set; test/native/injector.test.ts feeds it each bound from the TypeScript constants.
 inline constexpr long kProfileFamilyMaxLast = 1010;
 inline constexpr uint64_t kThreadgroupMemoryMin = 1024;
 inline constexpr uint64_t kThreadgroupMemoryMax = 1u << 20;

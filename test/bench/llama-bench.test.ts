@@ -2,7 +2,7 @@
 // records of each era's shape read into one.
 import { describe, expect, it } from 'vitest';
 import { parseLlamaBench, testName, withReadableOutput } from '../../lib/bench/llama-bench.js';
-import { caught } from '../helpers.js';
+import { caught } from '../support/helpers.js';
 
 describe('the output option', () => {
   it('adds -o json when none is given, keeps json and jsonl as given', () => {

@@ -9,7 +9,7 @@ import {
   perplexityArgs,
   type Fidelity,
 } from '../../lib/bench/perplexity.js';
-import { caught } from '../helpers.js';
+import { caught } from '../support/helpers.js';
 
 const HEADER =
   'chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS            Same top p';

@@ -1,6 +1,6 @@
 // `bench` end to end through the CLI over the simulated Metal (lib/bench/run.ts, lib/cli/bench.ts): the orchestration,
 // the interleaved rounds, the statistics and the verdicts, with small scripts standing in for llama-bench and
-// llama-perplexity (the real tools run in test/bench-tools.test.ts). A script sees whether the shim was injected
+// llama-perplexity (the real tools run in test/bench/run.real-tools.test.ts). A script sees whether the shim was injected
 // (LD_PRELOAD, as the injector is preloaded on Linux) and answers accordingly, so a speed-up or a divergence is the
 // injection's doing.
 import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { cli, describeSim, requireSimBuild, runCli } from '../helpers.js';
+import { cli, describeSim, requireSimBuild, runCli } from '../support/helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-bench-'));
 const GUEST = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };

@@ -20,7 +20,7 @@ import {
   rulesOfLoaded,
 } from '../../lib/engines/index.js';
 import { nodeLlamaCppRelease } from '../../lib/engines/loaded-llama.js';
-import { requireSimBuild, root } from '../helpers.js';
+import { requireSimBuild, root } from '../support/helpers.js';
 import { fetchBinaries } from './build.mjs';
 import { ERAS } from './eras.mjs';
 

@@ -17,7 +17,7 @@ import {
   ruleSetForRelease,
   type LlamaCppPrediction,
 } from '../../lib/engines/index.js';
-import { cli, describeSim, requireSimBuild, root } from '../helpers.js';
+import { cli, describeSim, requireSimBuild, root } from '../support/helpers.js';
 import { buildConformance, buildLauncher, type BuiltEra } from './build.mjs';
 import { absentFields, ERAS, type Era } from './eras.mjs';
 import type { ProfileInput } from '../../lib/patch/profiles.js';

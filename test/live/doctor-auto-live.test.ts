@@ -1,6 +1,6 @@
 // doctor() and profile auto through the TypeScript API on real Metal (macOS only; skipped, visibly, elsewhere). The
-// native probes themselves are tested in doctor-live.test.ts; this checks the orchestration around them on a real
-// device: stock and patched runs, judging, the verified profile, restore, the cache in ~/Library/Caches and auto.
+// native probes themselves are tested in test/live/doctor-live.test.ts; this checks the orchestration around them on a
+// real device: stock and patched runs, judging, the verified profile, restore, the cache in ~/Library/Caches and auto.
 // Nothing here hard-codes a device's results: expectations come from the machine, and each run is logged for the CI
 // record. Each case runs in its own Node process with HOME in a temporary folder, so the user's cache is untouched.
 import { mkdtempSync, readdirSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES } from '../../lib/device/doctor-vocabulary.js';
 import type { DoctorReport } from '../../lib/doctor/types.js';
 import { resolveProfile } from '../../lib/patch/profiles.js';
-import { dist, jsonFrom, runNode } from '../helpers.js';
+import { dist, jsonFrom, runNode } from '../support/helpers.js';
 
 const isMac = process.platform === 'darwin';
 const index = JSON.stringify(path.join(dist, 'index.js'));

@@ -38,7 +38,7 @@ import {
 import { FAMILY_NAMES, FAMILY_VALUES } from '../../lib/tables.js';
 import { chipFamily } from '../../lib/device/chips.js';
 import { diffAnswers, familyAnswer, isRaise, predictPatchedDevice, resolveProfile } from '../../lib/patch/profiles.js';
-import { dist, root, runCli } from '../helpers.js';
+import { dist, root, runCli } from '../support/helpers.js';
 
 const isMac = process.platform === 'darwin';
 

@@ -6,7 +6,7 @@
 // ThreadSanitizer reports the list of patched classes as raced. The main thread waits for the patching to be done
 // through a relaxed atomic, which orders nothing (to ThreadSanitizer neither): a fixed wait was too short on a
 // loaded machine, where the run then wrote no trace at all. Run with METAL_CAP_SHIM_PROFILE_NATIVE,
-// METAL_CAP_SHIM_TRACE_DIR and METAL_CAP_SHIM_SIM_SNAPSHOT set (test/sanitizers.test.ts).
+// METAL_CAP_SHIM_TRACE_DIR and METAL_CAP_SHIM_SIM_SNAPSHOT set (test/sanitizers/engine.test.ts).
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
 

@@ -1,0 +1,140 @@
+// `bench` with llama.cpp's real tools (llama-bench and llama-perplexity built for the CPU from the source
+// node-llama-cpp bundles, scripts/build/llama-tools.mjs) on tiny deterministic models (scripts/build/tiny-gguf.mjs),
+// stock and patched over the simulated Metal. The CPU tools never ask Metal anything, so the speed-ups are about 1
+// and a model against itself is exact; a patched side given another model (another seed) must differ. The parsers
+// also read what these tools printed (test/fixtures/bench/).
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseLlamaBench } from '../../lib/bench/llama-bench.js';
+import { parseKlDivergence } from '../../lib/bench/perplexity.js';
+import {
+  type LlamaTools,
+  llamaTools,
+  llamaToolsPrerequisites,
+  ToolsUnavailable,
+} from '../../scripts/build/llama-tools.mjs';
+import { writeTinyModel } from '../../scripts/build/tiny-gguf.mjs';
+import { isSimulatedPlatform, requireSimBuild, root, runCli } from '../support/helpers.js';
+
+const fixtures = path.join(root, 'test', 'fixtures', 'bench');
+const GUEST = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
+
+let skipReason: string | null = null;
+try {
+  await llamaToolsPrerequisites();
+} catch (err) {
+  if (!(err instanceof ToolsUnavailable)) throw err;
+  skipReason = `the real llama.cpp tools cannot be built here: ${err.message}`;
+  console.warn(`test/bench/run.real-tools.test.ts skipped: ${skipReason}`);
+}
+
+describe("the parsers read what llama.cpp's own tools printed", () => {
+  it('llama-bench -o json: one record per test, the build from its commit (a package release has build number 0)', () => {
+    const records = parseLlamaBench(readFileSync(path.join(fixtures, 'llama-bench.json'), 'utf8'), 'json');
+    expect(records.map((r) => [r.test, r.nPrompt, r.nGen, r.avgTs > 0, r.build, r.backend])).toEqual([
+      ['pp32', 32, 0, true, 'de3ff81', 'CPU'],
+      ['tg8', 0, 8, true, 'de3ff81', 'CPU'],
+    ]);
+  });
+
+  it('llama-perplexity --kl-divergence: the statistics section, a model against itself and against another seed', () => {
+    const same = parseKlDivergence(readFileSync(path.join(fixtures, 'perplexity-kld-same.txt'), 'utf8'));
+    const other = parseKlDivergence(readFileSync(path.join(fixtures, 'perplexity-kld-other.txt'), 'utf8'));
+    expect([same.meanKld, same.sameTopP, same.chunks]).toEqual([-0, 100, 7]);
+    expect(same.pplRatio).toBeGreaterThan(0.9999);
+    expect(same.pplRatio).toBeLessThan(1.0001);
+    expect(other.meanKld).toBeGreaterThan(1);
+    expect(other.sameTopP).toBeLessThan(5);
+    expect(other.kld99).toBeGreaterThan(other.meanKld);
+  });
+});
+
+describe.skipIf(skipReason !== null || !isSimulatedPlatform)('bench with the real tools, stock and patched', () => {
+  let tools: LlamaTools;
+  const dir = mkdtempSync(path.join(tmpdir(), 'mcs-bench-real-'));
+  const model = path.join(dir, 'tiny-1.gguf');
+  const text = path.join(fixtures, 'text.txt');
+
+  beforeAll(async () => {
+    requireSimBuild();
+    tools = await llamaTools();
+    writeTinyModel(model, { seed: 1, vocab: tools.vocab });
+    writeTinyModel(path.join(dir, 'tiny-2.gguf'), { seed: 2, vocab: tools.vocab });
+  }, 1_800_000);
+
+  it('speed: the real llama-bench, both sides injected as exec injects, each test a row', () => {
+    const r = runCli(
+      ['bench', '--rounds', '2', '--json', '--', tools.bench, '-m', model, '-p', '32', '-n', '8', '-r', '1'],
+      GUEST,
+    );
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    const result = JSON.parse(r.stdout);
+    expect(
+      result.runs.map((x: { side: string; injectorLoaded: boolean; exitCode: number }) => [
+        x.side,
+        x.injectorLoaded,
+        x.exitCode,
+      ]),
+    ).toEqual([
+      ['stock', false, 0],
+      ['host-family', true, 0],
+      ['host-family', true, 0],
+      ['stock', false, 0],
+    ]);
+    expect(
+      result.speed.map((row: { test: string; build: string; backend: string; stock: { samples: number[] } }) => [
+        row.test,
+        row.build,
+        row.backend,
+        row.stock.samples.length,
+      ]),
+    ).toEqual([
+      ['pp32', tools.commit.slice(0, 7), 'CPU', 2],
+      ['tg8', tools.commit.slice(0, 7), 'CPU', 2],
+    ]);
+    for (const row of result.speed) {
+      const p = row.profiles[0];
+      expect(p.speedup).toBeGreaterThan(0);
+      expect(p.spread.min).toBeLessThanOrEqual(p.speedup);
+      expect(p.spread.max).toBeGreaterThanOrEqual(p.speedup);
+    }
+  });
+
+  it('fidelity: the same model on both sides is exact, within tolerance', () => {
+    const r = runCli(
+      ['bench', '--fidelity', '--json', '--', tools.perplexity, '-m', model, '-f', text, '-c', '64'],
+      GUEST,
+    );
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    const [row] = JSON.parse(r.stdout).fidelity;
+    expect([row.name, row.sameTopP, row.verdict, row.reasons, Math.abs(row.meanKld)]).toEqual([
+      'host-family',
+      100,
+      'within-tolerance',
+      [],
+      0,
+    ]);
+  });
+
+  it('fidelity, the real negative: a patched side that runs another model differs, and bench exits 1', () => {
+    // Patched (the shim preloaded), the wrapper swaps in the model of another seed: real numbers of another model.
+    const wrapper = path.join(dir, 'llama-perplexity-other-when-patched');
+    writeFileSync(
+      wrapper,
+      `#!/bin/sh\nif [ -n "$LD_PRELOAD" ]; then\n  for a in "$@"; do shift; [ "$a" = ${JSON.stringify(model)} ] && a=${JSON.stringify(path.join(dir, 'tiny-2.gguf'))}; set -- "$@" "$a"; done\nfi\nexec ${JSON.stringify(tools.perplexity)} "$@"\n`,
+    );
+    chmodSync(wrapper, 0o755);
+    const r = runCli(['bench', '--fidelity', '--json', '--', wrapper, '-m', model, '-f', text, '-c', '64'], GUEST);
+    expect(r.status).toBe(1);
+    const [row] = JSON.parse(r.stdout).fidelity;
+    expect(row.verdict).toBe('differs');
+    expect(row.meanKld).toBeGreaterThan(0.1);
+    expect(row.sameTopP).toBeLessThan(99);
+    expect(row.reasons.slice(0, 2)).toEqual([
+      `mean KLD ${row.meanKld} is above 0.001`,
+      `same top token ${row.sameTopP} % is below 99 %`,
+    ]);
+  });
+});

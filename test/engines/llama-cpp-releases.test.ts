@@ -1,0 +1,264 @@
+// Which llama.cpp rules apply to a release, a ggml version or a loaded ggml-metal (lib/engines/llama-cpp-releases.ts).
+// The module is imported afresh before each test, so its tables (rule sets, markers, ggml versions) are built inside
+// the tests that pin them, as in test/engines/llama-cpp.test.ts.
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type * as Releases from '../../lib/engines/llama-cpp-releases.js';
+
+let LLAMA_CPP_GENERATION_MARKERS: typeof Releases.LLAMA_CPP_GENERATION_MARKERS;
+let LLAMA_CPP_RULE_SET_INFO: typeof Releases.LLAMA_CPP_RULE_SET_INFO;
+let LLAMA_CPP_RULE_SETS: typeof Releases.LLAMA_CPP_RULE_SETS;
+let parseRelease: typeof Releases.parseRelease;
+let ruleSetForGgmlVersion: typeof Releases.ruleSetForGgmlVersion;
+let rulesOfLoaded: typeof Releases.rulesOfLoaded;
+beforeEach(async () => {
+  vi.resetModules();
+  ({
+    LLAMA_CPP_GENERATION_MARKERS,
+    LLAMA_CPP_RULE_SET_INFO,
+    LLAMA_CPP_RULE_SETS,
+    parseRelease,
+    ruleSetForGgmlVersion,
+    rulesOfLoaded,
+  } = await import('../../lib/engines/llama-cpp-releases.js'));
+});
+
+describe('parseRelease', () => {
+  it.each<[string, unknown]>([
+    ['b4753', { kind: 'build', build: 4753, text: 'b4753' }],
+    ['b1', { kind: 'build', build: 1, text: 'b1' }],
+    ['v0.4.0', { kind: 'version', version: [0, 4, 0], text: 'v0.4.0' }],
+    ['v12.345.6789', { kind: 'version', version: [12, 345, 6789], text: 'v12.345.6789' }],
+  ])('%s', (text, parsed) => {
+    expect(parseRelease(text)).toEqual(parsed);
+  });
+
+  it.each([
+    '4753',
+    'b',
+    'b4753x',
+    ' b4753',
+    'xb4753',
+    'B4753',
+    'b12345678',
+    'v0.4',
+    '0.4.0',
+    'xv0.4.0',
+    'v0.4.0-rc1',
+    'v0.4.0 ',
+    'v12345.0.0',
+    '',
+  ])('is null for %j', (text) => {
+    expect(parseRelease(text)).toBeNull();
+  });
+});
+
+const GGML_094_WARNING = (v: string) =>
+  `ggml ${v} shipped with llama.cpp b6526 to b7595, across ggml-metal-device.m's arrival (b6673), the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411): the older device-b6673 rules (b6673 to b6967 (ggml-metal-device.m, before the tensor API)) assumed; a build before b6673 follows the legacy rules`;
+
+describe('ruleSetForGgmlVersion', () => {
+  it.each<[string, unknown]>([
+    ['0.25.1', { ruleSet: 'current', warning: null }],
+    ['0.25.0', { ruleSet: 'current', warning: null }],
+    ['1.0.0', { ruleSet: 'current', warning: null }],
+    ['0.24.9', { ruleSet: 'chip-tuning', warning: null }],
+    ['0.23.0', { ruleSet: 'chip-tuning', warning: null }],
+    ['0.22.9', { ruleSet: 'device', warning: null }],
+    // ggml 0.14.0 arrived in b9560, after device_id (b9333); 0.13.0 (b9325 to b9559) spans that boundary.
+    ['0.14.0', { ruleSet: 'device', warning: null }],
+    [
+      '0.13.0',
+      {
+        ruleSet: 'device-b7411',
+        warning:
+          'ggml 0.13.0 shipped with llama.cpp b9325 to b9559, across device_id (b9333): the older device-b7411 rules (b7411 to b9332 (ggml-metal-device.m, before device_id)) assumed',
+      },
+    ],
+    ['0.12.9', { ruleSet: 'device-b7411', warning: null }],
+    // ggml 0.9.5 arrived in b7596, after eGPU shared buffers (b7411); 0.9.0 to 0.9.4 span every boundary before.
+    ['0.9.5', { ruleSet: 'device-b7411', warning: null }],
+    ['0.9.4-dirty', { ruleSet: 'device-b6673', warning: GGML_094_WARNING('0.9.4-dirty') }],
+    ['0.9.0', { ruleSet: 'device-b6673', warning: GGML_094_WARNING('0.9.0') }],
+    // Before ggml 0.9 its version was 0.0.<llama.cpp build number>.
+    ['0.0.6431', { ruleSet: 'legacy', warning: null }],
+    ['0.0.7000', { ruleSet: 'device-b6968', warning: null }],
+    ['0.0.7411', { ruleSet: 'device-b7411', warning: null }],
+    ['0.0.9332', { ruleSet: 'device-b7411', warning: null }],
+    ['0.0.9333', { ruleSet: 'device', warning: null }],
+    ['0.8.0', null],
+    ['unknown', null],
+    ['', null],
+  ])('%j', (version, result) => {
+    expect(ruleSetForGgmlVersion(version)).toEqual(result);
+  });
+});
+
+describe('rulesOfLoaded', () => {
+  const image = '/opt/app/node_modules/@node-llama-cpp/mac-arm64-metal/bins/mac-arm64-metal/libggml-metal.so';
+  /** A marker's symbol: its Darwin spelling, or with `linux` its last (Linux) one. */
+  const symbolOf = (ruleSet: string, linux = false) => {
+    const symbols = LLAMA_CPP_GENERATION_MARKERS.find((m) => m.ruleSet === ruleSet)!.symbols;
+    return symbols[linux ? symbols.length - 1 : 0]!;
+  };
+
+  it('the markers decide first: the newest one exported wins, whatever the release says', () => {
+    expect(
+      rulesOfLoaded({
+        image,
+        ggmlVersion: '0.23.0',
+        markers: [symbolOf('device'), symbolOf('chip-tuning')],
+        nodeLlamaCppRelease: 'b4753',
+      }),
+    ).toEqual({
+      ruleSet: 'chip-tuning',
+      release: 'b4753',
+      detail:
+        "libggml-metal.so: llama.cpp b4753 (node-llama-cpp's build metadata), ggml 0.23.0; it exports ggml_metal_tuning::fa_vec_pick(ggml_metal_device_id, …): tuning by chip",
+    });
+    expect(
+      rulesOfLoaded({ image, ggmlVersion: null, markers: [symbolOf('current', true)], nodeLlamaCppRelease: null }),
+    ).toEqual({
+      ruleSet: 'current',
+      release: null,
+      detail:
+        'libggml-metal.so: no ggml_version(); it exports ggml_metal_tuning::fa_vec_pick(int gpu_family, …): tuning by GPU family',
+    });
+    expect(
+      rulesOfLoaded({
+        image: 'libggml-metal.so',
+        ggmlVersion: '0.9.5',
+        markers: [symbolOf('device')],
+        nodeLlamaCppRelease: null,
+      }),
+    ).toEqual({
+      ruleSet: 'device-b7411',
+      release: null,
+      detail:
+        'libggml-metal.so: ggml 0.9.5; it exports ggml_metal_device_init: ggml-metal-device.m; rules by its ggml version',
+    });
+  });
+
+  it('ggml_metal_device_init alone does not say which device rules: the release, then the version picks them', () => {
+    const device = (ggmlVersion: string | null, nodeLlamaCppRelease: string | null) =>
+      rulesOfLoaded({ image, ggmlVersion, markers: [symbolOf('device')], nodeLlamaCppRelease });
+    expect(device('0.9.4', 'b7000')).toEqual({
+      ruleSet: 'device-b6968',
+      release: 'b7000',
+      detail:
+        "libggml-metal.so: llama.cpp b7000 (node-llama-cpp's build metadata), ggml 0.9.4; it exports ggml_metal_device_init: ggml-metal-device.m; rules by its release",
+    });
+    expect(device('0.9.4', null)).toEqual({
+      ruleSet: 'device-b6673',
+      release: null,
+      detail: `libggml-metal.so: ggml 0.9.4; it exports ggml_metal_device_init: ggml-metal-device.m; rules by its ggml version (${GGML_094_WARNING('0.9.4')})`,
+    });
+    expect(device(null, null)).toEqual({
+      ruleSet: 'device',
+      release: null,
+      detail:
+        'libggml-metal.so: no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (no release or ggml version says which: the newest device rules (b9333 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)',
+    });
+    // A release or version of another generation does not override what the binary exports, and the detail says so.
+    expect(device(null, 'v0.5.0')).toEqual({
+      ruleSet: 'device',
+      release: 'v0.5.0',
+      detail:
+        "libggml-metal.so: llama.cpp v0.5.0 (node-llama-cpp's build metadata), no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (its release points to the current rules, which its exports contradict: the newest device rules (b9333 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)",
+    });
+    expect(device('0.23.0', null).detail).toBe(
+      'libggml-metal.so: ggml 0.23.0; it exports ggml_metal_device_init: ggml-metal-device.m (its ggml version points to the chip-tuning rules, which its exports contradict: the newest device rules (b9333 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)',
+    );
+  });
+
+  it.each<[string, number]>([
+    ['current', 0],
+    ['current', 1],
+    ['chip-tuning', 0],
+    ['chip-tuning', 1],
+    ['device', 0],
+  ])('each spelling of each marker decides alone: %s, spelling %i', (ruleSet, spelling) => {
+    const symbol = LLAMA_CPP_GENERATION_MARKERS.find((m) => m.ruleSet === ruleSet)!.symbols[spelling]!;
+    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [symbol], nodeLlamaCppRelease: null }).ruleSet).toBe(
+      ruleSet,
+    );
+  });
+
+  it("without markers, node-llama-cpp's release decides, with its warning", () => {
+    expect(rulesOfLoaded({ image, ggmlVersion: '0.25.1', markers: [], nodeLlamaCppRelease: 'b6500' })).toEqual({
+      ruleSet: 'legacy',
+      release: 'b6500',
+      detail:
+        "libggml-metal.so: llama.cpp b6500 (node-llama-cpp's build metadata), ggml 0.25.1; rules by its release (llama.cpp b6500 lies between b6431 (the last ggml-metal.m release seen) and b6673 (the first ggml-metal-device.m release seen): legacy rules assumed)",
+    });
+    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [], nodeLlamaCppRelease: 'v0.5.0' }).ruleSet).toBe(
+      'current',
+    );
+  });
+
+  it('then the ggml version; a release node-llama-cpp wrote that is no tag is passed on but not used', () => {
+    expect(rulesOfLoaded({ image, ggmlVersion: '0.23.0', markers: [], nodeLlamaCppRelease: 'master' })).toEqual({
+      ruleSet: 'chip-tuning',
+      release: 'master',
+      detail:
+        "libggml-metal.so: llama.cpp master (node-llama-cpp's build metadata), ggml 0.23.0; rules by its ggml version",
+    });
+  });
+
+  it('with nothing to go by: legacy ggml-metal.m, which had neither', () => {
+    expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [], nodeLlamaCppRelease: null })).toEqual({
+      ruleSet: 'legacy',
+      release: null,
+      detail: 'libggml-metal.so: no ggml_version(); no ggml-metal-device.m symbol, release or version: legacy rules',
+    });
+    expect(rulesOfLoaded({ image, ggmlVersion: 'custom', markers: [], nodeLlamaCppRelease: null }).ruleSet).toBe(
+      'legacy',
+    );
+  });
+});
+
+describe('the rule sets', () => {
+  it('are ordered oldest first and each says what it covers and on what evidence', () => {
+    expect(LLAMA_CPP_RULE_SETS).toMatchInlineSnapshot(`
+      [
+        "legacy",
+        "device-b6673",
+        "device-b6968",
+        "device-b7010",
+        "device-b7411",
+        "device",
+        "chip-tuning",
+        "current",
+      ]
+    `);
+    expect(LLAMA_CPP_RULE_SET_INFO).toMatchSnapshot();
+  });
+
+  it('each generation marker has its Darwin (int64_t = long long) and Linux (long) spelling, or a C name', () => {
+    expect(LLAMA_CPP_GENERATION_MARKERS).toMatchInlineSnapshot(`
+      [
+        {
+          "meaning": "ggml_metal_tuning::fa_vec_pick(int gpu_family, …): tuning by GPU family",
+          "ruleSet": "current",
+          "symbols": [
+            "_ZN17ggml_metal_tuning11fa_vec_pickEiiiixx",
+            "_ZN17ggml_metal_tuning11fa_vec_pickEiiiill",
+          ],
+        },
+        {
+          "meaning": "ggml_metal_tuning::fa_vec_pick(ggml_metal_device_id, …): tuning by chip",
+          "ruleSet": "chip-tuning",
+          "symbols": [
+            "_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiixx",
+            "_ZN17ggml_metal_tuning11fa_vec_pickE20ggml_metal_device_idiiiill",
+          ],
+        },
+        {
+          "meaning": "ggml_metal_device_init: ggml-metal-device.m",
+          "ruleSet": "device",
+          "symbols": [
+            "ggml_metal_device_init",
+          ],
+        },
+      ]
+    `);
+  });
+});

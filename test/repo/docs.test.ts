@@ -1,0 +1,425 @@
+// The docs held to the code. The generated parts (README's command table, docs/cli.md's help and exit codes,
+// docs/api.md's tables, docs/profiles.md, docs/engines.md's rule sets, docs/fleet.md's sample matrix) are what
+// scripts/check/docs.mjs writes, and a stale one fails naming the command that regenerates it. Every relative link and
+// anchor resolves, and what the README links ships in the package. The README keeps its order and length, every
+// docs/ page says who it is for, and no page narrates history. The commands a user follows without a Mac run as
+// written, the install notes cover npm 11's allowScripts warning, and the hand-written tables that restate a lib/
+// table (doctor's probes, the warnings, the error example) match it.
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { DOCTOR_PROBE_IDS } from '../../lib/device/doctor-vocabulary.js';
+import { audit } from '../../lib/index.js';
+import { APPLY_WARNING_CODES } from '../../lib/patch/plan.js';
+import { buildConsumer, cli, describeSim, dist, requireSimBuild, root, thrown } from '../support/helpers.js';
+
+const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
+const readme = read('README.md');
+const contributing = read('CONTRIBUTING.md');
+const DOC_PAGES = readdirSync(path.join(root, 'docs'))
+  .filter((f) => f.endsWith('.md'))
+  .sort()
+  .map((f) => `docs/${f}`);
+const PAGES = ['README.md', 'CONTRIBUTING.md', ...DOC_PAGES];
+const REGENERATE = 'npm run build && node scripts/check/docs.mjs';
+
+interface DocsScript {
+  REGENERATE: string;
+  staleness(files: Map<string, { current: string; generated: string }>): string[];
+}
+const docsScript = (await import(path.join(root, 'scripts', 'check', 'docs.mjs'))) as DocsScript;
+const { anchorOf } = (await import(path.join(root, 'scripts', 'check', 'docs', 'render.mjs'))) as {
+  anchorOf(heading: string): string;
+};
+
+/** The text of a `## ` section of a Markdown document, up to the next one. */
+function section(text: string, title: string): string {
+  const start = text.indexOf(`\n## ${title}\n`);
+  expect(start, `no section "${title}"`).toBeGreaterThan(-1);
+  const end = text.indexOf('\n## ', start + 1);
+  return text.slice(start, end === -1 ? undefined : end);
+}
+
+/** The `## ` headings of a document, in order. */
+function h2(text: string): string[] {
+  return [...text.matchAll(/^## (.+)$/gm)].map((m) => m[1]!);
+}
+
+/** Each command of the ```sh blocks with the exit code its comment gives (`# exit 1: …`), 0 by default. */
+function shellCommands(text: string): { line: string; exit: number }[] {
+  return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) =>
+    m[1]!
+      .split('\n')
+      .map((raw) => ({
+        line: raw.replace(/\s+#.*$/, '').trim(),
+        exit: Number(/#\s*exit (\d+)/.exec(raw)?.[1] ?? 0),
+      }))
+      .filter((c) => c.line !== ''),
+  );
+}
+
+/** The Markdown text outside fenced code blocks (links and headings in code are not links and headings). */
+function prose(text: string): string {
+  return text.replace(/^```[\s\S]*?^```$/gm, '');
+}
+
+/** GitHub's anchors of a document's headings, duplicates numbered as GitHub numbers them. */
+function anchors(text: string): Set<string> {
+  const seen = new Map<string, number>();
+  const out = new Set<string>();
+  for (const m of prose(text).matchAll(/^#{1,6} (.+)$/gm)) {
+    const base = anchorOf(m[1]!.replace(/`/g, ''));
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    out.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return out;
+}
+
+/** The relative links of a Markdown document: [text](target), not URLs, not in code blocks. */
+function relativeLinks(text: string): string[] {
+  return [...prose(text).matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!).filter((t) => !/^[a-z]+:/i.test(t));
+}
+
+/** Whether package.json's `files` (and npm's own rules) put a repository file into the tarball. */
+function ships(file: string): boolean {
+  if (['README.md', 'LICENSE', 'package.json'].includes(file)) return true;
+  const patterns = (JSON.parse(read('package.json')) as { files: string[] }).files;
+  const matches = (pattern: string) => {
+    const re = new RegExp(
+      `^${pattern
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '[^/]*')
+        .replace(/\?/g, '[^/]')}(?:/.*)?$`,
+    );
+    return re.test(file);
+  };
+  const included = patterns.filter((p) => !p.startsWith('!')).some(matches);
+  const excluded = patterns.filter((p) => p.startsWith('!')).some((p) => matches(p.slice(1)));
+  return included && !excluded;
+}
+
+/** A folder to run documented commands in: `metal-cap-shim` on PATH, and `dist` and `build` as a checkout has them. */
+function sandbox(): { cwd: string; env: NodeJS.ProcessEnv } {
+  const cwd = mkdtempSync(path.join(tmpdir(), 'mcs-docs-'));
+  const bin = path.join(cwd, '.bin');
+  mkdirSync(bin);
+  writeFileSync(path.join(bin, 'metal-cap-shim'), `#!/bin/sh\nexec '${process.execPath}' '${cli}' "$@"\n`);
+  chmodSync(path.join(bin, 'metal-cap-shim'), 0o755);
+  symlinkSync(dist, path.join(cwd, 'dist'));
+  symlinkSync(path.join(root, 'build'), path.join(cwd, 'build'));
+  const {
+    METAL_CAP_SHIM_SIM_SNAPSHOT: _sim,
+    METAL_CAP_SHIM_PROFILE: _profile,
+    FORCE_COLOR: _color,
+    ...env
+  } = process.env;
+  return {
+    cwd,
+    env: { ...env, NO_COLOR: '1', PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` },
+  };
+}
+
+function run(line: string, where: { cwd: string; env: NodeJS.ProcessEnv }) {
+  return spawnSync('sh', ['-c', line.replace(/^npx metal-cap-shim /, 'metal-cap-shim ')], {
+    ...where,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+}
+
+describe('generated docs (scripts/check/docs.mjs)', () => {
+  it(`are what the code generates (else: ${REGENERATE})`, () => {
+    const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'check', 'docs.mjs'), '--check'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
+    expect([r.status, r.stderr]).toEqual([0, '']);
+  });
+
+  it('a stale file is named with the command that regenerates it', () => {
+    const files = new Map([
+      ['docs/cli.md', { current: 'old', generated: 'new' }],
+      ['docs/api.md', { current: 'same', generated: 'same' }],
+    ]);
+    expect(docsScript.REGENERATE).toBe(REGENERATE);
+    expect(docsScript.staleness(files)).toEqual([
+      `docs: docs/cli.md is out of date with the code it is generated from; run \`${REGENERATE}\``,
+    ]);
+  });
+
+  it('scripts/check/exit-table.mjs --check and scripts/check/api-table.mjs --check pass on their own', () => {
+    for (const script of ['exit-table.mjs', 'api-table.mjs']) {
+      const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'check', script), '--check'], {
+        encoding: 'utf8',
+      });
+      expect([script, r.status, r.stderr]).toEqual([script, 0, '']);
+    }
+  });
+
+  it('package.json runs them as npm run docs and npm run docs:check', () => {
+    const { scripts } = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+    expect([scripts.docs, scripts['docs:check']]).toEqual([
+      'node scripts/check/docs.mjs',
+      'node scripts/check/docs.mjs --check',
+    ]);
+  });
+});
+
+describe('README: the first screen', () => {
+  it('is at most 250 lines', () => {
+    expect(readme.split('\n').length).toBeLessThanOrEqual(250);
+  });
+
+  it('opens with the two commands CI and users run, exactly', () => {
+    const first = /```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(first).toBe(
+      [
+        'npm ci && npm run build && node dist/cli.js audit --snapshot vz-guest-m1-ultra-tahoe-stock   # main job: offline audit',
+        'bash scripts/test.sh                                                                         # the tests',
+        '',
+      ].join('\n'),
+    );
+    expect(readme.indexOf('```sh')).toBeLessThan(readme.indexOf('\n## '));
+  });
+
+  it('keeps its order: why, status and limits, install, use, the CLI, the docs', () => {
+    expect(h2(readme)).toEqual([
+      'What it does, and why',
+      'Status and limits',
+      'Install',
+      'Use',
+      'The CLI at a glance',
+      'Documentation',
+    ]);
+  });
+
+  it('says first that it is not on npm and has never run on a Mac, and what to run first on one', () => {
+    const status = section(readme, 'Status and limits');
+    expect(status).toContain('Not yet published to npm');
+    expect(status).toContain('Nothing of it has run on a real Mac yet');
+    const first = shellCommands(status).map((c) => c.line.split(/\s+/).slice(0, 3).join(' '));
+    expect(first).toEqual(['npx metal-cap-shim probe', 'npx metal-cap-shim doctor', 'npx metal-cap-shim report']);
+    expect(status).toMatch(/report --json .*> report\.json/);
+    expect(section(readme, 'Install')).toContain('npm pack');
+  });
+
+  it('the install notes say what npm 11’s allowScripts warning is, that it applies everywhere, and how to answer it', () => {
+    const install = section(readme, 'Install');
+    expect(install).toMatch(/npm 11, on every OS,/);
+    expect(install).toContain('not yet covered by allowScripts');
+    expect(install).toContain('npm install-scripts approve metal-cap-shim');
+    expect(install).toContain('npm install-scripts deny metal-cap-shim');
+  });
+
+  it('links every docs/ page', () => {
+    const linked = new Set(relativeLinks(readme));
+    expect(DOC_PAGES.filter((p) => !linked.has(p))).toEqual([]);
+  });
+});
+
+describe('CONTRIBUTING.md', () => {
+  it('is at most about 2,500 words', () => {
+    expect(contributing.split(/\s+/).filter(Boolean).length).toBeLessThanOrEqual(2500);
+  });
+
+  it('gives the loop first, then the recipes in the order a newcomer needs them', () => {
+    expect(h2(contributing)).toEqual(['The loop', 'Layout', 'Recipes']);
+    const recipes = [...contributing.matchAll(/^### (.+)$/gm)].map((m) => m[1]);
+    expect(recipes.slice(0, 6)).toEqual([
+      'A new Metal property',
+      'A new llama.cpp release or rule set',
+      'A new profile',
+      'A new doctor probe',
+      'A new CLI command',
+      'A new snapshot',
+    ]);
+    const loop = section(contributing, 'The loop');
+    for (const step of [
+      'npm run build',
+      'bash scripts/test.sh',
+      'npm run build:sim',
+      'MACOS_SDK=<dir> node ../shared/tools/macos-cross-build.mjs',
+      'npm run lint',
+      'npm run format',
+    ])
+      expect(loop).toContain(step);
+  });
+});
+
+describe('every page', () => {
+  it.each(DOC_PAGES)('%s opens with one line saying who it is for', (page) => {
+    const lines = read(page).split('\n');
+    expect(lines[0]).toMatch(/^# /);
+    expect(lines[1]).toBe('');
+    expect(lines[2]).toMatch(/^For /);
+  });
+
+  it('narrates no history (docs/measurements.md keeps its dated runs)', () => {
+    const narration = /before the change|\bissues? \d+|issues were silent|measured when it was/i;
+    const found = PAGES.filter((p) => p !== 'docs/measurements.md').flatMap((p) =>
+      read(p)
+        .split('\n')
+        .filter((l) => narration.test(l))
+        .map((l) => `${p}: ${l.trim()}`),
+    );
+    expect(found).toEqual([]);
+  });
+
+  it('links only to files and headings that exist', () => {
+    const broken: string[] = [];
+    for (const page of [...PAGES, 'examples/fleet-report/README.md']) {
+      for (const link of relativeLinks(read(page))) {
+        const [target, hash] = link.split('#') as [string, string | undefined];
+        const file = target === '' ? page : path.posix.normalize(path.posix.join(path.posix.dirname(page), target));
+        if (!existsSync(path.join(root, file))) {
+          broken.push(`${page}: ${link} (no ${file})`);
+          continue;
+        }
+        if (hash !== undefined && file.endsWith('.md') && !anchors(read(file)).has(hash))
+          broken.push(`${page}: ${link} (no heading #${hash} in ${file})`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('what the README links under docs/ and snapshots/ ships in the package, and so does what those pages link there', () => {
+    const seen = new Set<string>();
+    const queue = ['README.md'];
+    while (queue.length > 0) {
+      const page = queue.shift()!;
+      for (const link of relativeLinks(read(page))) {
+        const file = path.posix.normalize(path.posix.join(path.posix.dirname(page), link.split('#')[0]!));
+        if (!/^(docs|snapshots)\//.test(file) || seen.has(file)) continue;
+        seen.add(file);
+        if (file.endsWith('.md')) queue.push(file);
+      }
+    }
+    expect([...seen].filter((f) => !ships(f))).toEqual([]);
+    expect(seen.size).toBeGreaterThanOrEqual(DOC_PAGES.length);
+  });
+
+  it('names only repository paths that exist (docs/measurements.md records the paths of its day)', () => {
+    const missing = PAGES.filter((p) => p !== 'docs/measurements.md').flatMap((page) =>
+      [...read(page).matchAll(/`((?:lib|test|scripts|src-native|snapshots|docs|examples|bench|types)\/[\w./-]+)`/g)]
+        .map((m) => m[1]!.replace(/[.:]$/, ''))
+        .filter((p) => !p.includes('<') && !/\*/.test(p) && !existsSync(path.join(root, p)))
+        .map((p) => `${page}: ${p}`),
+    );
+    expect(missing).toEqual([]);
+  });
+});
+
+describe('hand-written tables that restate lib/', () => {
+  it('docs/doctor.md lists every probe, in DOCTOR_PROBE_IDS order, and doctor --help names each', () => {
+    const rows = [...read('docs/doctor.md').matchAll(/^\| `([a-z-]+)` \|/gm)].map((m) => m[1]);
+    expect(rows).toEqual([...DOCTOR_PROBE_IDS]);
+    const help = spawnSync(process.execPath, [cli, 'doctor', '--help'], { encoding: 'utf8' }).stdout;
+    const words: Record<string, RegExp> = {
+      'simdgroup-reduction': /SIMD-group reduction/,
+      'simdgroup-matrix': /SIMD-group reduction and matrix|SIMD-group matrix/,
+      bfloat: /bfloat/,
+      'threadgroup-memory': /threadgroup memory/,
+      'nocopy-mmap': /NoCopy buffer/,
+      'residency-set': /residency set/,
+      heap: /heap/,
+    };
+    expect(DOCTOR_PROBE_IDS.filter((id) => !(words[id] ?? new RegExp(id)).test(help))).toEqual([]);
+  });
+
+  it('docs/profiles.md lists every warning code ApplyWarning has', () => {
+    const codes = [...APPLY_WARNING_CODES].sort();
+    const table = section(read('docs/profiles.md'), 'Warnings');
+    const documented = [...table.matchAll(/^\| `([a-z0-9-]+)` \|/gm)].map((m) => m[1]).sort();
+    expect(codes.length).toBeGreaterThan(5);
+    expect(documented).toEqual(codes);
+  });
+
+  it('docs/api.md’s error example catches the code audit() throws for a missing file', () => {
+    const block = [...read('docs/api.md').matchAll(/```ts\n([\s\S]*?)```/g)]
+      .map((m) => m[1]!)
+      .find((b) => b.includes("audit({ snapshot: 'my.json' })"));
+    const caught = /err\.code === '(ERR_\w+)'/.exec(block ?? '')?.[1];
+    expect(existsSync(path.join(process.cwd(), 'my.json'))).toBe(false);
+    expect((thrown(() => audit({ snapshot: 'my.json' })) as { code: string }).code).toBe(caught);
+  });
+});
+
+describe('docs/simulation.md: trying it without a Mac', () => {
+  const text = section(read('docs/simulation.md'), 'Trying it without a Mac');
+
+  it('says what an installed package does offline, on any OS', () => {
+    expect(text).toMatch(/installed package on any OS, offline/);
+  });
+
+  it('the offline commands run as written from an installed package: exit 0, nothing on stderr', () => {
+    const offline = shellCommands(text)
+      .map((c) => c.line)
+      .filter((l) => l.startsWith('npx metal-cap-shim '));
+    expect(offline.length).toBeGreaterThanOrEqual(4);
+    const where = sandbox();
+    for (const line of offline) {
+      const r = run(line, where);
+      expect([line, r.status, r.stderr]).toEqual([line, 0, '']);
+    }
+  });
+});
+
+describeSim('docs/simulation.md: the simulated Metal commands of a checkout', () => {
+  const sim = section(read('docs/simulation.md'), 'The simulated Metal');
+  beforeAll(() => {
+    requireSimBuild();
+    buildConsumer();
+  });
+
+  it('names the switch, the build, and the simulated Metal’s own README', () => {
+    expect(sim).toContain('`METAL_CAP_SHIM_SIM_SNAPSHOT`');
+    expect(sim).toContain('npm run build:sim');
+    expect(sim).toContain('(../test/sim-metal/README.md)');
+  });
+
+  it('run as written once built: the exit code their comment gives (0 unless said), nothing on stderr', () => {
+    const commands = shellCommands(sim).filter((c) => c.line.startsWith('METAL_CAP_SHIM_SIM_SNAPSHOT='));
+    expect(commands.length).toBeGreaterThanOrEqual(5);
+    const where = sandbox();
+    const consumer: string[] = [];
+    for (const { line, exit } of commands) {
+      const r = run(line, { ...where, env: { ...where.env, XDG_CACHE_HOME: where.cwd } });
+      expect([line, r.status, r.stderr]).toEqual([line, exit, '']);
+      if (line.includes('build/test/consumer')) consumer.push(r.stdout);
+    }
+    // The patch can be seen: the consumer's Apple7 answer, stock and under exec, as the text says.
+    expect(consumer).toEqual(['"1007":false\n', '"1007":true\n']);
+    expect(sim).toContain('The first run prints `"1007":false`');
+  });
+});
+
+describe('examples/README.md: installing on Linux', () => {
+  it('gives the install scripts/check/check-examples.sh runs: --ignore-scripts and --omit=optional', () => {
+    const examples = read('examples/README.md');
+    const linux = section(
+      examples.replace(/\n### /g, '\n## '),
+      'On Linux (or Windows, or a Mac without the Metal binaries)',
+    );
+    const documented = shellCommands(linux)
+      .map((c) => c.line)
+      .find((l) => l.startsWith('npm ci'));
+    const checked = read('scripts/check/check-examples.sh').match(/^npm ci .*$/m)?.[0];
+    const flags = (line: string | undefined) =>
+      (line ?? '').split(/\s+/).filter((w) => w === '--ignore-scripts' || w.startsWith('--omit='));
+    expect(flags(documented)).toEqual(['--ignore-scripts', '--omit=optional']);
+    expect(flags(documented)).toEqual(flags(checked));
+    expect(linux).toContain('compiles llama.cpp from source');
+  });
+});
