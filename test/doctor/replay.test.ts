@@ -151,7 +151,9 @@ describe('doctor({ snapshot }) replays a recording', () => {
       source: 'snapshot',
       snapshot: 'github-macos-14-arm64-runner',
       host: probeSnapshot('github-macos-14-arm64-runner').host,
-      candidateProfile: profiles['host-family']!.profile,
+      // Bound to the recorded host, an M1 guest: its own Apple7.
+      candidateProfile: { ...profiles['host-family']!.profile, appleFamilyMax: 1007 },
+      candidateWarnings: [],
       replayed: true,
       patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },
       settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: null, mmapFile: null, mmapSize: null, device: null },

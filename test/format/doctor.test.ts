@@ -189,6 +189,8 @@ describe('formatDoctor', () => {
         '<b>metal-cap-shim doctor</> — snapshot m1-ultra-bare-metal (recorded result, replayed: nothing ran)',
         'Host: Mac13,2 · macOS 26.6.1 · arm64 · not a VM · Apple M1 Ultra',
         'Patched runs: none (a recorded result is replayed: nothing runs)',
+        // The default bound to the M1 Ultra claims its own Apple7, which it already answers.
+        '  <warn>!</> the profile changes no answer on this device <dim>[no-change]</>',
         '',
         '<b>Device 0 (default)</>: Apple M1 Ultra [AGXG13DDevice]',
         '  <dim>probe</>                <dim>result</>        <dim>stock</>  <dim>patched</>  <dim>ms</>  <dim>compile ms</>  <dim>detail</>',
