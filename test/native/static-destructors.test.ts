@@ -111,11 +111,15 @@ describeSim('static destructors in the native engine', () => {
     expect(sites.map((s) => `${s.source}: ${s.text.replace(/[;(].*$/, '')}`)).toEqual([
       'addon/addon.mm: [[clang::no_destroy]] std::mutex gBaselineMutex',
       'addon/addon.mm: [[clang::no_destroy]] std::string gBaseline',
+      'addon/consumers.mm: [[clang::no_destroy]] std::mutex gScanMutex',
+      'addon/consumers.mm: [[clang::no_destroy]] ConsumerScan gConsumerScan',
+      'addon/consumers.mm: [[clang::no_destroy]] GgmlMetalScan gGgmlMetalScan',
       'engine/profile.mm: [[clang::no_destroy]] std::mutex gRetiredMutex',
       'engine/profile.mm: [[clang::no_destroy]] std::vector<std::unique_ptr<Profile>> gRetired',
       'engine/profile.mm: [[clang::no_destroy]] std::mutex gNameTraceMutex',
       'engine/profile.mm: [[clang::no_destroy]] std::string gNameStock',
       'engine/profile.mm: [[clang::no_destroy]] std::string gNameGiven',
+      'engine/profile.mm: [[clang::no_destroy]] std::mutex gCountsMutex',
       'engine/swizzle.mm: [[clang::no_destroy]] std::mutex gInstallMutex',
       'inject/inject.mm: [[clang::no_destroy]] std::mutex gPatchMutex',
     ]);
