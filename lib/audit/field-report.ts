@@ -5,6 +5,7 @@ import { leastProfile } from '../doctor/derive.js';
 import { DOCTOR_SCHEMA } from '../doctor/types.js';
 import { checkBenchResult } from '../bench/result.js';
 import type { BenchResult } from '../bench/run.js';
+import { median } from '../bench/stats.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
 import { clip, describeValue, escapeControl, isObject, own, quote, readInput } from '../core/input.js';
 import { schemaProblem } from '../core/jsonfile.js';
@@ -437,17 +438,12 @@ function matrixBench(results: readonly BenchResult[]): MatrixBench {
       });
     }
   }
-  const middle = (xs: number[]) => {
-    const s = [...xs].sort((a, b) => a - b);
-    const m = Math.floor(s.length / 2);
-    return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-  };
   return {
     speed: [...speed.values()]
       .map((e) => ({
         profile: e.profile,
         test: e.test,
-        speedup: middle(e.ratios),
+        speedup: median(e.ratios),
         reports: e.ratios.length,
         builds: [...e.builds].sort(),
       }))

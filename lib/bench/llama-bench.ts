@@ -110,10 +110,10 @@ function recordOf(value: unknown, where: string): BenchRecord {
 }
 
 /**
- * llama-bench's records from its stdout in `format`. Throws BenchError ERR_BENCH_OUTPUT when the text is not that
- * format or holds no record: a run that printed nothing is never a result. Linear in the text.
+ * llama-bench's stdout in `format` as the values it printed, one per test. Throws BenchError ERR_BENCH_OUTPUT when
+ * the text is not that format or holds no record: a run that printed nothing is never a result. Linear in the text.
  */
-export function parseLlamaBench(text: string, format: ReadableFormat): BenchRecord[] {
+export function llamaBenchValues(text: string, format: ReadableFormat): unknown[] {
   let values: unknown[];
   try {
     if (format === 'json') {
@@ -133,5 +133,15 @@ export function parseLlamaBench(text: string, format: ReadableFormat): BenchReco
     );
   }
   if (values.length === 0) throw new BenchError('ERR_BENCH_OUTPUT', 'llama-bench printed no test');
+  return values;
+}
+
+/** The records of llamaBenchValues' values; throws BenchError ERR_BENCH_OUTPUT naming a record that is not one. */
+export function benchRecords(values: readonly unknown[]): BenchRecord[] {
   return values.map((v, i) => recordOf(v, `llama-bench record ${i}`));
+}
+
+/** llama-bench's records from its stdout in `format` (llamaBenchValues, then benchRecords). */
+export function parseLlamaBench(text: string, format: ReadableFormat): BenchRecord[] {
+  return benchRecords(llamaBenchValues(text, format));
 }

@@ -14,7 +14,7 @@ import { prepareExec, type PreparedExec } from '../exec/prepare.js';
 import { runWithInjector, type ExecOutcome } from '../exec/run.js';
 import { planPatch, type ApplyWarning } from '../patch/plan.js';
 import type { Profile } from '../patch/profiles.js';
-import { parseLlamaBench, withReadableOutput, type BenchRecord } from './llama-bench.js';
+import { benchRecords, llamaBenchValues, withReadableOutput, type BenchRecord } from './llama-bench.js';
 import { fidelityVerdict, parseKlDivergence, perplexityArgs, type Fidelity } from './perplexity.js';
 import { median, rotation, spreadOf, type Spread } from './stats.js';
 
@@ -248,9 +248,10 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
             break;
           }
           checkEnded(p.side.name, o.command, r.outcome, r.stderr);
-          const records = parseLlamaBench(r.stdout, format);
-          byRun.push({ round: round + 1, side: p.side.name, records });
-          raw.push({ round: round + 1, side: p.side.name, records: rawRecords(r.stdout, format) });
+          // Parsed once: the records bench reads, and the values as llama-bench printed them for --json.
+          const values = llamaBenchValues(r.stdout, format);
+          byRun.push({ round: round + 1, side: p.side.name, records: benchRecords(values) });
+          raw.push({ round: round + 1, side: p.side.name, records: values });
         }
       }
       return {
@@ -323,13 +324,4 @@ function runRecord(round: number, side: string, r: { outcome: ExecOutcome; secon
     injectorLoaded: r.outcome.injectorLoaded,
     seconds: Number(r.seconds.toFixed(3)),
   };
-}
-
-function rawRecords(text: string, format: 'json' | 'jsonl'): unknown[] {
-  return format === 'json'
-    ? (JSON.parse(text) as unknown[])
-    : text
-        .split('\n')
-        .filter((l) => l.trim() !== '')
-        .map((l) => JSON.parse(l) as unknown);
 }
