@@ -12,6 +12,8 @@ import {
   MLX_RULES,
   type LlamaCppCurrentPrediction,
   type LlamaCppLegacyPrediction,
+  type LlamaCppRuleSet,
+  type OpGate,
 } from '../../lib/engines/index.js';
 import { FAMILY_NAMES, type FamilyName } from '../../lib/core/families.js';
 import type { DeviceReport, FamilyAnswers, HostInfo } from '../../lib/device/types.js';
@@ -76,6 +78,10 @@ const M1_LIKE: FamilyName[] = [...APPLE_1_5, 'apple6', 'apple7', 'mac2', 'common
 const TAHOE = host('26.5.2');
 const VM_HOST = host('26.5.2', { model: 'VirtualMac2,1', isVirtualMachine: true });
 
+/** The op types a rule set's supports_op gates on a SIMD-group flag (on `needs` alone, if given), in its order. */
+const gatedOps = (set: LlamaCppRuleSet, needs?: OpGate['needs']) =>
+  LLAMA_CPP_OP_GATES[set].filter((g) => needs === undefined || g.needs === needs).map((g) => g.op);
+
 function llama(
   dev: DeviceReport,
   env: Record<string, string | undefined> = {},
@@ -119,20 +125,8 @@ describe('predictGates: llama.cpp current rules', () => {
     expect(p.flags.has_bfloat.reason).toContain('supportsFamily(Apple6)=NO');
 
     const c = p.consequences;
-    for (const op of [
-      'MUL_MAT',
-      'MUL_MAT_ID',
-      'SOFT_MAX',
-      'RMS_NORM',
-      'NORM',
-      'GROUP_NORM',
-      'L2_NORM',
-      'SUM_ROWS',
-      'ARGMAX',
-      'FLASH_ATTN_EXT',
-    ]) {
-      expect(c.cpuFallbackOps).toContain(op);
-    }
+    // Both SIMD-group flags off: every op supports_op gates goes to the CPU, in the table's order.
+    expect(c.cpuFallbackOps).toEqual(gatedOps('current'));
     expect(c.matMulKernels).toBe('mat-vec-only');
     expect(c.flashAttentionOnGpu).toBe(false);
     expect(c.bf16Ops).toBe('rejected');
@@ -168,7 +162,7 @@ describe('predictGates: llama.cpp current rules', () => {
     expect(p.flags.has_bfloat.value).toBe(true);
     expect(p.flags.has_bfloat.reason).toContain('supportsFamily(Apple6)=YES');
     expect(p.consequences.bf16Ops).toBe('supported');
-    expect(p.consequences.cpuFallbackOps).toContain('MUL_MAT');
+    expect(p.consequences.cpuFallbackOps).toEqual(gatedOps('current'));
   });
 
   it('Metal3 without Apple7: reduction and bfloat, not mm; only flash attention leaves the GPU', () => {
@@ -177,7 +171,7 @@ describe('predictGates: llama.cpp current rules', () => {
     expect(p.flags.has_simdgroup_mm.value).toBe(false);
     expect(p.flags.has_bfloat.value).toBe(true);
     expect(p.flags.has_simdgroup_reduction.reason).toBe('supportsFamily(Apple7)=NO, supportsFamily(Metal3)=YES');
-    expect(p.consequences.cpuFallbackOps).toEqual(['FLASH_ATTN_EXT']);
+    expect(p.consequences.cpuFallbackOps).toEqual(gatedOps('current', 'has_simdgroup_mm'));
     expect(p.consequences.matMulKernels).toBe('mat-vec-only');
     expect(p.consequences.flashAttentionOnGpu).toBe(false);
     expect(p.consequences.summary).toMatch(/mat-vec/);
@@ -400,8 +394,8 @@ describe('predictGates: llama.cpp legacy rules', () => {
 
     const stockOld = legacy(device({ yes: STOCK_GUEST }));
     const stockCur = llama(device({ yes: STOCK_GUEST }));
-    expect(stockOld.consequences.cpuFallbackOps).toContain('MUL_MAT');
-    expect(stockOld.consequences.cpuFallbackOps).toContain('SOFT_MAX');
+    expect(stockOld.consequences.cpuFallbackOps).toEqual(gatedOps('legacy'));
+    expect(stockCur.consequences.cpuFallbackOps).toEqual(gatedOps('current'));
     expect(stockOld.consequences.cpuFallbackOps).not.toContain('ARGMAX');
     expect(stockCur.consequences.cpuFallbackOps).toContain('ARGMAX');
     expect(stockOld.consequences.cpuFallbackOps.length).toBeLessThan(stockCur.consequences.cpuFallbackOps.length);
