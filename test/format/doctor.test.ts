@@ -5,7 +5,7 @@ import { doctor } from '../../lib/doctor/index.js';
 import { assessDevice } from '../../lib/doctor/derive.js';
 import { formatDoctor } from '../../lib/format/doctor.js';
 import { judgeProbe } from '../../lib/doctor/judge.js';
-import type { RecordedStatus } from '../../lib/doctor/probes.js';
+import { DOCTOR_PROBE_IDS, type RecordedStatus } from '../../lib/doctor/probes.js';
 import type { DoctorReport, DoctorRun, SupportedDoctorReport } from '../../lib/doctor/types.js';
 import { hostLine, plain, type Styler } from '../../lib/format/text.js';
 import { profiles, resolveProfile } from '../../lib/patch/profiles.js';
@@ -161,13 +161,12 @@ describe('formatDoctor', () => {
         '',
         'Device 0 (default): Apple Paravirtual device [AppleParavirtDevice]',
         '  probe                result        stock  patched  ms  compile ms  detail',
-        '  simdgroup-reduction  not-recorded  –      –        –   –           not recorded in this snapshot',
-        '  simdgroup-matrix     not-recorded  –      –        –   –           not recorded in this snapshot',
-        '  bfloat               not-recorded  –      –        –   –           not recorded in this snapshot',
-        '  threadgroup-memory   not-recorded  –      –        –   –           not recorded in this snapshot',
-        `  nocopy-mmap          wrong-result  –      –        –   –           ${nocopy}`,
-        '  residency-set        not-recorded  –      –        –   –           not recorded in this snapshot',
-        '  heap                 not-recorded  –      –        –   –           not recorded in this snapshot',
+        // One row per probe, in DOCTOR_PROBE_IDS order; the recording holds nocopy-mmap's result only.
+        ...DOCTOR_PROBE_IDS.map((id) =>
+          id === 'nocopy-mmap'
+            ? `  nocopy-mmap          wrong-result  –      –        –   –           ${nocopy}`
+            : `  ${id.padEnd(19)}  not-recorded  –      –        –   –           not recorded in this snapshot`,
+        ),
         '  Verified profile: mode raise',
         '    · no Apple family raised: nothing an Apple family gates was proven (simdgroup-reduction not-recorded, simdgroup-matrix not-recorded, bfloat not-recorded)',
         '    · threadgroup memory left as reported: no size proven (threadgroup-memory not-recorded)',
@@ -194,15 +193,7 @@ describe('formatDoctor', () => {
         '',
         '<b>Device 0 (default)</>: Apple M1 Ultra [AGXG13DDevice]',
         '  <dim>probe</>                <dim>result</>        <dim>stock</>  <dim>patched</>  <dim>ms</>  <dim>compile ms</>  <dim>detail</>',
-        ...[
-          'simdgroup-reduction',
-          'simdgroup-matrix',
-          'bfloat',
-          'threadgroup-memory',
-          'nocopy-mmap',
-          'residency-set',
-          'heap',
-        ].map(notRecorded),
+        ...DOCTOR_PROBE_IDS.map(notRecorded),
         '  <b>Verified profile:</> mode raise',
         '    · no Apple family raised: nothing an Apple family gates was proven (simdgroup-reduction not-recorded, simdgroup-matrix not-recorded, bfloat not-recorded)',
         '    · threadgroup memory left as reported: no size proven (threadgroup-memory not-recorded)',
