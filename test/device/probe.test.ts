@@ -11,6 +11,7 @@ import { probe } from '../../lib/device/probe.js';
 import { listSnapshots, loadSnapshot, reportFromSnapshot } from '../../lib/device/snapshots.js';
 import type { CapabilityReport } from '../../lib/device/types.js';
 import { buildConsumer, describeSim, dist, jsonFrom, requireSimBuild, root, runNode } from '../support/helpers.js';
+import { NO_ADDON_STATUS } from '../support/status.js';
 
 const probeIn = (snapshot: string, allDevices: boolean) =>
   jsonFrom<CapabilityReport>(
@@ -147,16 +148,7 @@ describe('without the native build (any non-Mac install)', () => {
       conflicts: [],
       verification: null,
     });
-    expect(esm.status).toEqual({
-      supported: false,
-      active: false,
-      profile: null,
-      patchedClasses: [],
-      hooks: [],
-      tracing: false,
-      trace: null,
-      llamaCpp: [],
-    });
+    expect(esm.status).toEqual(NO_ADDON_STATUS);
     expect(esm.report.supported).toBe(false);
     expect(esm.report.reason).toBe(
       process.platform === 'darwin' ? 'native-module-unavailable' : 'unsupported-platform',
