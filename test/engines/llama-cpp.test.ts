@@ -911,16 +911,16 @@ describe('predictGates: the whole error for each bad argument', () => {
     }
   });
 
-  it('device: an absent family answer and keys that name no family are accepted', () => {
+  it('device: an absent family answer and keys that name no family are accepted, the answer read as unanswered', () => {
     const d = device() as unknown as { families: Record<string, unknown> };
     d.families.apple7 = undefined;
     d.families.futureFamily = 'whatever';
-    expect(
-      predictGates(d as unknown as DeviceReport, 'llama.cpp', { env: {}, host: m1.host }).flags.has_simdgroup_mm,
-    ).toEqual({
-      value: false,
-      reason: 'supportsFamily(Apple7)=unknown (treated as NO)',
-    });
+    const unanswered = device();
+    unanswered.families.apple7 = null;
+    const mm = (x: unknown) =>
+      predictGates(x as DeviceReport, 'llama.cpp', { env: {}, host: m1.host }).flags.has_simdgroup_mm;
+    expect(mm(d).value).toBe(false);
+    expect(mm(d)).toEqual(mm(unanswered));
   });
 
   it.each<[string, unknown, string, string]>([
