@@ -103,12 +103,11 @@ export function missingLine(missing, command = 'build:sim') {
   return `${command}: missing ${what}; install ${them} with: sudo apt-get install -y ${packages.join(' ')}`;
 }
 
-/** The C++ compiler: clang++-14 as Debian 12 names it, else any clang++. */
+/** The C++ compiler: clang++-14, as Debian 12 names it (the first of SIM_REQUIREMENTS). */
 export function compiler() {
-  for (const candidate of ['clang++-14', 'clang++']) {
-    if (firstLine('sh', ['-c', `command -v ${candidate}`])) return candidate;
-  }
-  throw new Error('clang++-14 not found: install it with `apt-get install clang-14` (see .ci/run)');
+  const clang = SIM_REQUIREMENTS[0];
+  if (!clang.present(process.env)) throw new Error(missingLine([clang], 'the simulated build'));
+  return clang.what;
 }
 
 /** GNUstep Foundation's header folder. */
