@@ -10,15 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need=()
-command -v clang++-14 >/dev/null || need+=(clang-14)
-[ -f /usr/include/GNUstep/Foundation/Foundation.h ] || need+=(libgnustep-base-dev)
-[ -f "$(gcc -print-file-name=include 2>/dev/null)/objc/runtime.h" ] || need+=(libobjc-12-dev)
-command -v gnustep-config >/dev/null || need+=(gnustep-make)
-# Blocks (Metal's asynchronous compile takes a completion handler; llama.cpp's device code uses them too): clang's
-# -fblocks needs this runtime.
-[ -f /usr/include/Block.h ] || need+=(libblocksruntime-dev)
-compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/dev/null || need+=(libclang-rt-14-dev)
+# The simulated build's own toolchain, with its sanitizer runtimes, as scripts/build/sim-toolchain.mjs decides it
+# (clang-14, gcc, GCC's libobjc, GNUstep Foundation and gnustep-make, the blocks runtime, libclang-rt-14-dev).
+read -ra need <<<"$(node scripts/build/sim-toolchain.mjs --packages --sanitize)"
 # libc++'s headers: test/native/static-destructors.test.ts compiles the engine against libc++ as Apple configures it.
 [ -f /usr/lib/llvm-14/include/c++/v1/__config ] || need+=(libc++-14-dev)
 # The conformance suite (test/conformance/): llama.cpp's sources need clang-19 (and the blocks runtime above);

@@ -4,6 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { isMainThread } from 'node:worker_threads';
 import { packageRoot, simulationSelected } from '../device/native.js';
 import { encodeNativeProfile, type Profile } from '../patch/profiles.js';
 
@@ -17,6 +18,11 @@ export const INJECT_ENV = {
   statusId: 'METAL_CAP_SHIM_STATUS_ID',
   /** exec's private folder (mkdtemp, 0700) where each process writes its trace; exec then writes the --trace file(s). */
   traceFolder: 'METAL_CAP_SHIM_TRACE_DIR',
+  /**
+   * exec's pid, when exec runs on Node's main thread: on Linux the program exec starts (its child, that pid) asks the
+   * kernel for SIGKILL when exec dies, so it does not run on, orphaned; every process that loads the injector unsets it.
+   */
+  execPid: 'METAL_CAP_SHIM_EXEC_PID',
 } as const;
 
 /** At most this much of the status pipe is read; the rest is drained and dropped (a program may write anything). */
@@ -77,12 +83,17 @@ export function preloadListProblem(injector: string, platform: NodeJS.Platform =
  * (an inherited one is dropped otherwise, so the injector never writes a trace nobody asked for). The profile is
  * prepareExec()'s: resolved once (profileForExec) and bound to this host, so it is encoded as it is, not validated
  * again; an unbound `'host'` value still throws.
+ *
+ * On Node's main thread it names this process as the one the program dies with (INJECT_ENV.execPid). Linux sends the
+ * parent-death signal when the thread that started the child ends, and a worker thread may end while the process
+ * lives on: from a worker (`mainThread` false) the variable is left out, and an inherited one is dropped.
  */
 export function childEnvironment(
   options: { profile: Profile; traceFolder?: string; statusFd?: number },
   injector: string,
   env: NodeJS.ProcessEnv = process.env,
   platform: NodeJS.Platform = process.platform,
+  mainThread: boolean = isMainThread,
 ): NodeJS.ProcessEnv {
   const key = preloadVariable(platform);
   const existing = env[key];
@@ -94,6 +105,8 @@ export function childEnvironment(
   delete child[INJECT_ENV.statusId];
   if (options.traceFolder !== undefined) child[INJECT_ENV.traceFolder] = options.traceFolder;
   else delete child[INJECT_ENV.traceFolder];
+  if (mainThread) child[INJECT_ENV.execPid] = String(process.pid);
+  else delete child[INJECT_ENV.execPid];
   return child;
 }
 

@@ -8,6 +8,7 @@
 //   METAL_CAP_SHIM_STATUS_PID      the pid of the process that handed the fd down: the CLI, then each injected process
 //   METAL_CAP_SHIM_STATUS_ID       below the CLI's child: the fd's identity (device:inode) as the parent had it
 //   METAL_CAP_SHIM_TRACE_DIR       exec's private folder (0700) to write the trace into as JSON at exit (optional)
+//   METAL_CAP_SHIM_EXEC_PID        exec's pid: the program it starts dies with it (Linux; see dieWithExec)
 //
 // The status fd is trusted only through a chain of injected processes. A process takes it when its parent is the
 // process the environment names (the CLI passes its own pid) or it is that process after an exec in place, the fd is
@@ -24,6 +25,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+#include <csignal>
 
 #include <cerrno>
 
@@ -62,6 +67,7 @@ char gEnvId[96];
 constexpr const char *kFdVar = "METAL_CAP_SHIM_STATUS_FD";
 constexpr const char *kPidVar = "METAL_CAP_SHIM_STATUS_PID";
 constexpr const char *kIdVar = "METAL_CAP_SHIM_STATUS_ID";
+constexpr const char *kExecPidVar = "METAL_CAP_SHIM_EXEC_PID";
 constexpr int kPidDigits = 10;
 
 // A status line is `PID WORD REST`: the pid of the process that writes it, at the time it writes (a fork child
@@ -156,6 +162,27 @@ int takeStatusFd() {
   putenv(gEnvPid);
   pthread_atfork(NULL, NULL, forkedChild);
   return taken;
+}
+
+// The program exec started must not run on, orphaned, when exec is killed with SIGKILL. On Linux the process exec
+// started (its parent is the pid METAL_CAP_SHIM_EXEC_PID names) asks for SIGKILL when its parent dies: the parent
+// death signal outlives an exec in place, and is cleared for fork children and when a set-user-ID or set-group-ID
+// program runs or the credentials change. SIGKILL, not SIGTERM: a supervisor that kills exec with SIGKILL has usually
+// sent SIGTERM first (which exec passed on), so the program has had its chance to stop. If exec died between the
+// check and the request, the parent is no longer exec: the program stops now. The variable is unset in every process
+// that loads the injector, so the programs this one starts never compare their parent with a pid that is not it.
+// macOS has no parent-death signal, and a watch on the parent would be a thread or a dispatch source in every
+// injected program: it is left undone there (docs/cli.md, "If exec itself is killed").
+void dieWithExec() {
+  long execPid = wholeNumber(getenv(kExecPidVar), 0x7fffffffL);
+  unsetenv(kExecPidVar);
+#if defined(__linux__)
+  if (execPid <= 0 || static_cast<long>(getppid()) != execPid) return;
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return;
+  if (static_cast<long>(getppid()) != execPid) raise(SIGKILL);
+#else
+  (void)execPid;
+#endif
 }
 
 // Which slice of this library the loader picked. dyld matches the process, not a preference order: an arm64 process
@@ -304,6 +331,7 @@ void patchDeviceClassesLocked(const std::vector<id> &devices) {
 }
 
 __attribute__((constructor)) void injectorLoaded() {
+  dieWithExec();
   gStatusFd = takeStatusFd();
   const char *trace = getenv("METAL_CAP_SHIM_TRACE_DIR");
   if (trace != NULL && strlen(trace) < sizeof(gTraceDir)) strcpy(gTraceDir, trace);

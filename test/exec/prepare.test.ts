@@ -354,6 +354,7 @@ describe('the child’s environment', () => {
       [INJECT_ENV.profile]: encodeNativeProfile(profile, false),
       [INJECT_ENV.statusFd]: '3',
       [INJECT_ENV.statusPid]: String(process.pid),
+      [INJECT_ENV.execPid]: String(process.pid),
     });
   });
 
@@ -380,6 +381,7 @@ describe('the child’s environment', () => {
       [INJECT_ENV.profile]: encodeNativeProfile(profile, false),
       [INJECT_ENV.statusFd]: '3',
       [INJECT_ENV.statusPid]: String(process.pid),
+      [INJECT_ENV.execPid]: String(process.pid),
     });
     expect(childEnvironment({ profile }, dylib, {}, 'darwin').DYLD_INSERT_LIBRARIES).toBe(dylib);
     expect(preloadVariable('darwin')).toBe('DYLD_INSERT_LIBRARIES');
@@ -395,6 +397,7 @@ describe('the child’s environment', () => {
       [INJECT_ENV.statusFd]: '5',
       [INJECT_ENV.statusPid]: String(process.pid),
       [INJECT_ENV.traceFolder]: '/tmp/metal-cap-shim-trace-x1',
+      [INJECT_ENV.execPid]: String(process.pid),
     });
     // The two encodings differ, so the assertions above tell them apart.
     expect(encodeNativeProfile(profile, true)).not.toBe(encodeNativeProfile(profile, false));
@@ -418,6 +421,14 @@ describe('the child’s environment', () => {
       String(process.pid),
       false,
     ]);
+  });
+
+  it('exec’s pid for the parent-death signal on the main thread; from a worker thread none, and an inherited one is dropped', () => {
+    const env = { [INJECT_ENV.execPid]: '4242' };
+    expect(childEnvironment({ profile }, INJ, env, 'linux', true)[INJECT_ENV.execPid]).toBe(String(process.pid));
+    const fromWorker = childEnvironment({ profile }, INJ, env, 'linux', false);
+    expect(INJECT_ENV.execPid in fromWorker).toBe(false);
+    expect(env).toEqual({ [INJECT_ENV.execPid]: '4242' });
   });
 });
 

@@ -403,6 +403,24 @@ describeSim('docs/simulation.md: the simulated Metal commands of a checkout', ()
     expect(consumer).toEqual(['"1007":false\n', '"1007":true\n']);
     expect(sim).toContain('The first run prints `"1007":false`');
   });
+
+  it('the pasted runs (`$ ` lines of its text blocks) print what the page shows, and nothing on stderr', () => {
+    const pasted = [...sim.matchAll(/```text\n([\s\S]*?)```/g)]
+      .flatMap((m) => m[1]!.split(/^\$ /m).slice(1))
+      .map((run) => {
+        const [line, ...output] = run.split('\n');
+        return { line: line!, output: output.join('\n') };
+      });
+    expect(pasted.map((p) => p.line.split(' ').slice(1, 4).join(' '))).toEqual([
+      'build/test/consumer',
+      'node dist/cli.js exec',
+    ]);
+    const where = sandbox();
+    for (const { line, output } of pasted) {
+      const r = run(line, { ...where, env: { ...where.env, XDG_CACHE_HOME: where.cwd } });
+      expect([line, r.status, r.stdout, r.stderr]).toEqual([line, 0, output, '']);
+    }
+  });
 });
 
 describe('examples/README.md: installing on Linux', () => {
