@@ -110,3 +110,43 @@ describeSim('bench on a terminal', () => {
     expect(JSON.parse(r.bytes).runs.length).toBe(6);
   }, 60_000);
 });
+
+describeSim('bench --node-llama-cpp: its options, checked before anything runs', () => {
+  beforeAll(requireSimBuild);
+
+  it.each([
+    [['--node-llama-cpp'], '--node-llama-cpp needs --model MODEL (the GGUF file to load)'],
+    [
+      ['--node-llama-cpp', '--model', 'm.gguf', '--', 'llama-bench'],
+      '--node-llama-cpp runs no program: drop `--` and what follows it',
+    ],
+    [
+      ['--node-llama-cpp', '--fidelity', '--model', 'm.gguf'],
+      '--fidelity is for llama-perplexity; --node-llama-cpp measures on its own',
+    ],
+    [
+      ['--model', 'm.gguf', '--', 'llama-bench'],
+      '--model is for --node-llama-cpp; a llama.cpp tool takes its own options after `--`',
+    ],
+    [
+      ['--threads', '2', '--', 'llama-bench'],
+      '--threads is for --node-llama-cpp; a llama.cpp tool takes its own options after `--`',
+    ],
+    [
+      ['--node-llama-cpp', '--model', 'm.gguf', '--prompt-tokens', '0'],
+      "--prompt-tokens takes a whole number from 1 to 65536, not '0'",
+    ],
+    [
+      ['--node-llama-cpp', '--model', 'm.gguf', '--gen-tokens', '1.5'],
+      "--gen-tokens takes a whole number from 1 to 65536, not '1.5'",
+    ],
+    [
+      ['--node-llama-cpp', '--model', 'm.gguf', '--threads', '0'],
+      "--threads takes a whole number from 1 to 1024, not '0'",
+    ],
+    [['--model', 'm.gguf'], 'bench needs a program after `--`: metal-cap-shim bench [options] -- program [args…]'],
+  ])('%j: %s', (args, message) => {
+    const r = runCli(['bench', ...args], GUEST);
+    expect([r.status, r.stdout, r.stderr.split('\n')[0]]).toEqual([2, '', `metal-cap-shim: ERR_USAGE: ${message}`]);
+  });
+});
