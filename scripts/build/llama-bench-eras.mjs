@@ -60,22 +60,25 @@ export const SOURCES = Object.freeze([
   ...ERAS.map((e) => ({ id: e.id, package: e.package, integrity: e.integrity })),
 ]);
 
-/**
- * The tests the fixtures hold, as get_values() gives their values (text), on a Mac: Metal and BLAS (Accelerate), as
- * one `backends` string or as the older booleans. Fields a release lacks are left out.
- */
+/** What both tests of the fixtures share: the build, and a Mac's Metal and BLAS (Accelerate), as one `backends` string
+ * or as the older booleans. */
+const RUN = {
+  build_commit: '1a2b3c4',
+  build_number: '7010',
+  backends: 'Metal,BLAS',
+  metal: '1',
+  blas: '1',
+  model_filename: '/Users/me/models/llama "3.2" 1B\\Q4_K_M.gguf',
+  model_type: 'llama 1B Q4_K - Medium',
+  n_depth: '0',
+};
+
+/** The tests the fixtures hold, as get_values() gives their values (text). Fields a release lacks are left out. */
 export const SAMPLE_RECORDS = Object.freeze([
   {
-    build_commit: '1a2b3c4',
-    build_number: '7010',
-    backends: 'Metal,BLAS',
-    metal: '1',
-    blas: '1',
-    model_filename: '/Users/me/models/llama "3.2" 1B\\Q4_K_M.gguf',
-    model_type: 'llama 1B Q4_K - Medium',
+    ...RUN,
     n_prompt: '512',
     n_gen: '0',
-    n_depth: '0',
     test_time: '2026-12-02T16:00:00Z',
     avg_ns: '110803000',
     stddev_ns: '353553',
@@ -85,16 +88,9 @@ export const SAMPLE_RECORDS = Object.freeze([
     samples_ts: ['4631.23', '4610.39'],
   },
   {
-    build_commit: '1a2b3c4',
-    build_number: '7010',
-    backends: 'Metal,BLAS',
-    metal: '1',
-    blas: '1',
-    model_filename: '/Users/me/models/llama "3.2" 1B\\Q4_K_M.gguf',
-    model_type: 'llama 1B Q4_K - Medium',
+    ...RUN,
     n_prompt: '0',
     n_gen: '128',
-    n_depth: '0',
     test_time: '2026-12-02T16:00:02Z',
     avg_ns: '1347368000',
     stddev_ns: '2121320',

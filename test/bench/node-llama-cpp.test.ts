@@ -4,7 +4,7 @@
 // (scripts/build/tiny-gguf.mjs), stock and patched over the simulated Metal. The CPU build asks Metal nothing, so the
 // same model gives the same greedy tokens on both sides; a patched side that loads another model (a node-llama-cpp
 // wrapper that swaps the model when the shim is active) diverges; a child that dies is reported with how it ended.
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
