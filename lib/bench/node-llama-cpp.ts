@@ -80,9 +80,13 @@ export interface GreedyComparison {
   profiles: GreedyRow[];
 }
 
+/** node-llama-cpp 3.x's oldest minor version bench drives (package.json's peer range says the same: >=3.6.0). */
+const OLDEST_MINOR = 6;
+
 /**
  * node-llama-cpp's entry as the user's project in `cwd` resolves it; throws BenchError ERR_BENCH_NO_NODE_LLAMA_CPP
- * saying how to install it when it is not there. This package never installs it (an optional peer dependency).
+ * saying what to do when it is not there or older than 3.6.0. This package never installs it (an optional peer
+ * dependency).
  */
 export function resolveNodeLlamaCpp(cwd: string): { entry: string; version: string } {
   let entry: string;
@@ -104,6 +108,12 @@ export function resolveNodeLlamaCpp(cwd: string): { entry: string; version: stri
   } catch {
     // A layout without its package.json: the version stays unknown.
   }
+  const [major = 0, minor = 0] = version.split('.').map((n) => Number.parseInt(n, 10));
+  if (version !== 'unknown' && (major < 3 || (major === 3 && minor < OLDEST_MINOR)))
+    throw new BenchError(
+      'ERR_BENCH_NO_NODE_LLAMA_CPP',
+      `node-llama-cpp ${version} in ${cwd} is older than 3.${OLDEST_MINOR}.0, the first bench --node-llama-cpp can drive (evaluateWithMetadata): update it there with \`npm install node-llama-cpp@latest\``,
+    );
   return { entry, version };
 }
 

@@ -71,6 +71,24 @@ describe('a project without node-llama-cpp', () => {
     const json = benchIn(empty, ['--node-llama-cpp', '--model', 'm.gguf', '--json']);
     expect([json.status, JSON.parse(json.stdout).error.code]).toEqual([2, 'ERR_BENCH_NO_NODE_LLAMA_CPP']);
   });
+
+  it('one older than 3.6.0 is refused the same way, saying to update it', () => {
+    requireSimBuild();
+    const old = mkdtempSync(path.join(tmpdir(), 'mcs-old-nlc-'));
+    const pkg = path.join(old, 'node_modules', 'node-llama-cpp');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(
+      path.join(pkg, 'package.json'),
+      JSON.stringify({ name: 'node-llama-cpp', version: '3.5.2', type: 'module', exports: { '.': './index.js' } }),
+    );
+    writeFileSync(path.join(pkg, 'index.js'), 'export {};\n');
+    const r = benchIn(old, ['--node-llama-cpp', '--model', 'm.gguf']);
+    expect([r.status, r.stdout, r.stderr]).toEqual([
+      2,
+      '',
+      `metal-cap-shim: ERR_BENCH_NO_NODE_LLAMA_CPP: node-llama-cpp 3.5.2 in ${old} is older than 3.6.0, the first bench --node-llama-cpp can drive (evaluateWithMetadata): update it there with \`npm install node-llama-cpp@latest\`\n`,
+    ]);
+  });
 });
 
 let skipReason: string | null = null;
