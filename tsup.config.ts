@@ -24,7 +24,12 @@ export default defineConfig([
     // Each command's module is a dynamic import in lib/cli/main.ts; splitting turns each into its own chunk, so a command
     // loads only its own code (CLI start-up is measured by bench/cli.mjs).
     // The probe runner (lib/doctor/runner-main.ts) is built here too: doctor starts it as a process of its own.
-    entry: { cli: 'lib/cli/main.ts', 'doctor-runner': 'lib/doctor/runner-main.ts' },
+    // So is bench --node-llama-cpp's child (lib/bench/node-llama-cpp-child.ts), one process per side and round.
+    entry: {
+      cli: 'lib/cli/main.ts',
+      'doctor-runner': 'lib/doctor/runner-main.ts',
+      'bench-node-llama-cpp': 'lib/bench/node-llama-cpp-child.ts',
+    },
     format: ['esm'],
     target: 'node20',
     platform: 'node',

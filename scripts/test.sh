@@ -4,7 +4,8 @@
 # conformance suite clang-19, llvm-19's tools and git; for the real llama.cpp tools cmake and ninja; apt, as root),
 # installs npm dependencies, builds the TypeScript, the simulated native build and its sanitizer builds, type-checks,
 # builds llama.cpp's own device code for the conformance suite (test/conformance/) and finds or builds llama-bench and
-# llama-perplexity for the CPU (scripts/build/llama-tools.mjs; both in the background meanwhile), runs the whole vitest
+# llama-perplexity for the CPU (scripts/build/llama-tools.mjs) and installs node-llama-cpp with its CPU prebuilt
+# (scripts/build/node-llama-cpp-prebuilt.mjs; all three in the background meanwhile), runs the whole vitest
 # suite, and prints the line and branch coverage of lib/ over the suite and every Node process it starts
 # (scripts/measure/coverage.mjs).
 set -euo pipefail
@@ -50,10 +51,15 @@ conformance_build=$!
 # ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/llama-tools/, else built there (minutes on a cold cache: docs/testing.md).
 node scripts/build/llama-tools.mjs > build/llama-tools.log 2>&1 &
 llama_tools_build=$!
+# node-llama-cpp with its Linux CPU prebuilt, for bench --node-llama-cpp (test/bench/node-llama-cpp.test.ts): found in
+# ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/node-llama-cpp/, else installed there with npm (about a minute).
+node scripts/build/node-llama-cpp-prebuilt.mjs > build/node-llama-cpp-prebuilt.log 2>&1 &
+nlc_prebuilt=$!
 node scripts/build/build-sim.mjs --sanitize
 npm run typecheck
 wait "$conformance_build" || echo "conformance build failed (build/conformance-build.log); the conformance suite will say why" >&2
 wait "$llama_tools_build" || echo "llama.cpp tools build failed (build/llama-tools.log); test/repo/llama-tools.test.ts will say why" >&2
+wait "$nlc_prebuilt" || echo "node-llama-cpp prebuilt install failed (build/node-llama-cpp-prebuilt.log); test/bench/node-llama-cpp.test.ts will say why" >&2
 # Every Node process the tests start (CLI runs, `node -e` children, register preloads) leaves its V8 coverage here;
 # vitest's --coverage measures the test files' own imports of lib/. scripts/measure/coverage.mjs merges the two and
 # fails below 90 % of lines or 80 % of branches.

@@ -5,7 +5,8 @@
  * llama-bench prints one record per test (`test::get_fields()` in tools/llama-bench/llama-bench.cpp): `n_prompt`,
  * `n_gen` (and, from late 2025, `n_depth`) say which test, `avg_ts` / `stddev_ts` / `samples_ts` its tokens per second,
  * and `model_type`, `model_filename`, `build_commit`, `build_number` and the backend what ran. The backend is one
- * string `backends` in current releases; older ones had a boolean per backend (`cuda`, `metal`, `gpu_blas`, …).
+ * string `backends` from late 2024 (b4753 has it); older releases (b3658) had a boolean per backend (`cuda`, `metal`,
+ * `blas`, …). test/fixtures/bench/llama-bench-eras/ holds each release's shape, derived from its llama-bench.cpp.
  */
 import { BenchError, UsageError } from '../core/errors.js';
 import { clip, isObject } from '../core/input.js';
@@ -32,8 +33,20 @@ const FORMATS = ['csv', 'json', 'jsonl', 'md', 'sql'] as const;
 const READABLE = ['json', 'jsonl'] as const;
 export type ReadableFormat = (typeof READABLE)[number];
 
-/** Backends older releases named by one boolean field each. */
-const LEGACY_BACKENDS = ['cuda', 'vulkan', 'kompute', 'metal', 'sycl', 'rpc', 'gpu_blas', 'blas'] as const;
+/**
+ * Backends older releases named by one boolean field each, with the name llama-bench gave each backend (its
+ * get_backend()), which is the name the `backends` string uses since: Metal with Accelerate reads `Metal,BLAS` from
+ * either shape. (`rpc` was a string of servers there, not a backend flag.)
+ */
+const LEGACY_BACKENDS = [
+  ['cuda', 'CUDA'],
+  ['vulkan', 'Vulkan'],
+  ['kompute', 'Kompute'],
+  ['metal', 'Metal'],
+  ['sycl', 'SYCL'],
+  ['gpu_blas', 'GPU BLAS'],
+  ['blas', 'BLAS'],
+] as const;
 
 /**
  * The arguments to run: the user's, with `-o json` added when they gave no output format. A format `bench` cannot
@@ -70,7 +83,7 @@ export function testName(nPrompt: number, nGen: number, nDepth: number): string 
 function backendOf(r: Record<string, unknown>): string | null {
   const named = str(r.backends) ?? str(r.backend);
   if (named !== null) return named;
-  const legacy = LEGACY_BACKENDS.filter((b) => r[b] === true).map((b) => b.toUpperCase());
+  const legacy = LEGACY_BACKENDS.filter(([field]) => r[field] === true).map(([, name]) => name);
   return legacy.length > 0 ? legacy.join(',') : null;
 }
 

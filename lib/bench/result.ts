@@ -18,10 +18,12 @@ export function checkBenchResult(value: unknown, where: string): BenchResult {
   if (!isObject(value)) return fail('(root)', 'not a JSON object');
   const wrongKind = schemaProblem(value, { [BENCH_SCHEMA]: 'metal-cap-shim bench --json' });
   if (wrongKind !== null) fail('schema', `it ${wrongKind}`);
-  if (value.mode !== 'speed' && value.mode !== 'fidelity') fail('mode', "mode must be 'speed' or 'fidelity'");
+  if (value.mode !== 'speed' && value.mode !== 'fidelity' && value.mode !== 'node-llama-cpp')
+    fail('mode', "mode must be 'speed', 'fidelity' or 'node-llama-cpp'");
   const finite = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
   const positive = (v: unknown) => finite(v) && (v as number) > 0;
-  if (value.mode === 'speed') {
+  // node-llama-cpp's rows are speed rows (its tests named `node-llama-cpp pp512`, …): the matrix reads them alike.
+  if (value.mode === 'speed' || value.mode === 'node-llama-cpp') {
     if (!Array.isArray(value.speed)) fail('speed', 'speed must be an array');
     for (const [i, row] of (value.speed as unknown[]).entries()) {
       const field = `speed[${i}]`;
@@ -35,6 +37,14 @@ export function checkBenchResult(value: unknown, where: string): BenchResult {
         if (!isObject(p) || typeof p.name !== 'string' || !positive(p.speedup))
           fail(pf, `${pf} must have a name and a speed-up above 0`);
       }
+    }
+    if (value.greedy !== undefined && value.greedy !== null) {
+      const g = value.greedy;
+      if (!isObject(g) || !Array.isArray(g.profiles) || !Array.isArray(g.stock))
+        fail('greedy', 'greedy must have the stock tokens and the profiles');
+      for (const [j, p] of ((g as Record<string, unknown>).profiles as unknown[]).entries())
+        if (!isObject(p) || typeof p.name !== 'string' || (p.divergence !== null && !isObject(p.divergence)))
+          fail(`greedy.profiles[${j}]`, `greedy.profiles[${j}] must have a name and a divergence (or null)`);
     }
   } else {
     if (!Array.isArray(value.fidelity)) fail('fidelity', 'fidelity must be an array');

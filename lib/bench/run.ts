@@ -6,7 +6,7 @@
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BenchError } from '../core/errors.js';
+import { BenchError, RefusedError } from '../core/errors.js';
 import { loadNative, packageRoot, packageVersion } from '../device/native.js';
 import { probe } from '../device/probe.js';
 import type { DeviceReport, HostInfo } from '../device/types.js';
@@ -15,6 +15,14 @@ import { runWithInjector, type ExecOutcome } from '../exec/run.js';
 import { planPatch, type ApplyWarning } from '../patch/plan.js';
 import type { Profile } from '../patch/profiles.js';
 import { benchRecords, llamaBenchValues, withReadableOutput, type BenchRecord } from './llama-bench.js';
+import {
+  firstDivergence,
+  GREEDY_PROMPT,
+  resolveNodeLlamaCpp,
+  runChild,
+  type ChildResult,
+  type GreedyComparison,
+} from './node-llama-cpp.js';
 import { fidelityVerdict, parseKlDivergence, perplexityArgs, type Fidelity } from './perplexity.js';
 import { median, rotation, spreadOf, type Spread } from './stats.js';
 
@@ -63,7 +71,8 @@ export interface BenchResult {
   schema: typeof BENCH_SCHEMA;
   packageVersion: string;
   generatedAt: string;
-  mode: 'speed' | 'fidelity';
+  /** `node-llama-cpp`: bench --node-llama-cpp (speed rows from node-llama-cpp, and `greedy`). */
+  mode: 'speed' | 'fidelity' | 'node-llama-cpp';
   /** The tool and its arguments as run (bench's additions included; the logits path as `<logits>`). */
   command: string[];
   rounds: number;
@@ -72,10 +81,12 @@ export interface BenchResult {
   stock: DeviceReport[];
   profiles: { name: string; profile: Profile; warnings: ApplyWarning[]; expected: DeviceReport[] }[];
   runs: BenchRun[];
-  /** llama-bench's records of every run, as it printed them (speed only). */
+  /** llama-bench's records of every run, as it printed them (speed); node-llama-cpp: each child's measurement. */
   records: { round: number; side: string; records: unknown[] }[];
   speed: SpeedRow[] | null;
   fidelity: FidelityRow[] | null;
+  /** node-llama-cpp: the greedy generations compared (absent from results of the other modes). */
+  greedy?: GreedyComparison | null;
   /** Stopped by a signal (Ctrl-C) before every run was made: what is here was measured. */
   interrupted: boolean;
 }
@@ -150,15 +161,24 @@ function readBounded(file: string): string {
 }
 
 /** A run that did not end with exit 0 is the tool failing, never a result: the error names it and how it ended. */
-function checkEnded(side: string, command: string, outcome: ExecOutcome, stderr: string): void {
+function checkEnded(
+  side: string,
+  command: string,
+  outcome: { exitCode: number | null; signal: string | null },
+  stderr: string,
+): void {
   if (outcome.exitCode === 0 && outcome.signal === null) return;
   const how = outcome.signal !== null ? `was killed by ${outcome.signal}` : `exited with code ${outcome.exitCode}`;
   const last = stderr.trim().split('\n').slice(-3).join(' | ');
   throw new BenchError('ERR_BENCH_TOOL', `${command} (${side}) ${how}${last ? `; its last words: ${last}` : ''}`);
 }
 
-/** The devices and host as the plan sees them: stock answers, and what each profile makes of them. */
-function devicesAndPlans(sides: Prepared[], force: boolean) {
+/**
+ * The devices and host as the plan sees them: stock answers, and what each profile makes of them. A side's own
+ * warnings (exec's, for a tool, which prepareExec has already refused or not) are kept; a side without them gets the
+ * plan's, and a refused plan is refused here, by exec's rule.
+ */
+function devicesAndPlans(sides: { side: BenchSide; warnings?: ApplyWarning[] }[], force: boolean) {
   const report = loadNative().binding === null ? null : probe({ allDevices: true });
   const stock = report?.supported ? report.devices : [];
   const host = report?.host ?? null;
@@ -166,7 +186,14 @@ function devicesAndPlans(sides: Prepared[], force: boolean) {
     .filter((p) => p.side.profile !== null)
     .map((p) => {
       const plan = planPatch({ devices: stock, host }, p.side.profile!, { force });
-      return { name: p.side.name, profile: plan.profile, warnings: p.prepared.warnings, expected: plan.expected };
+      if (!plan.accepted && p.warnings === undefined)
+        throw new RefusedError(plan.detail, plan.reason === 'host-unknown' ? 'ERR_HOST_UNKNOWN' : undefined);
+      return {
+        name: p.side.name,
+        profile: plan.profile,
+        warnings: p.warnings ?? plan.warnings,
+        expected: plan.expected,
+      };
     });
   return { stock, host, profiles };
 }
@@ -212,7 +239,10 @@ function speedRows(sides: BenchSide[], byRun: { round: number; side: string; rec
 /** Runs the comparison. Throws before any run for what exec would refuse; a tool that fails is ERR_BENCH_TOOL. */
 export async function runBench(o: BenchOptions): Promise<BenchResult> {
   const sides = prepareSides(o);
-  const { stock, host, profiles } = devicesAndPlans(sides, o.force);
+  const { stock, host, profiles } = devicesAndPlans(
+    sides.map((p) => ({ side: p.side, warnings: p.prepared.warnings })),
+    o.force,
+  );
   o.onPlanned?.(profiles);
   const folder = mkdtempSync(path.join(tmpdir(), 'metal-cap-shim-bench-'));
   const runs: BenchRun[] = [];
@@ -323,5 +353,152 @@ function runRecord(round: number, side: string, r: { outcome: ExecOutcome; secon
     signal: r.outcome.signal,
     injectorLoaded: r.outcome.injectorLoaded,
     seconds: Number(r.seconds.toFixed(3)),
+  };
+}
+
+export interface NodeLlamaCppBenchOptions {
+  /** The GGUF model, as given. */
+  model: string;
+  /** The user's project: node-llama-cpp is resolved from here, and each child runs here. */
+  cwd: string;
+  sides: BenchSide[];
+  rounds: number;
+  force: boolean;
+  promptTokens: number;
+  genTokens: number;
+  threads: number | null;
+  onPlanned?: BenchOptions['onPlanned'];
+  onRun?: BenchOptions['onRun'];
+  stopped?: () => boolean;
+}
+
+/** A child's measurement as the records speedRows reads: `node-llama-cpp pp512` and `node-llama-cpp tg128`. */
+function nodeLlamaCppRecords(model: string, r: ChildResult): BenchRecord[] {
+  const common = {
+    nDepth: 0,
+    stddevTs: null,
+    model,
+    modelType: null,
+    build: `${r.llamaCpp ?? 'unknown'} (node-llama-cpp ${r.nodeLlamaCpp})`,
+    backend: r.gpu === false ? 'CPU' : r.gpu,
+  };
+  return [
+    {
+      ...common,
+      test: `node-llama-cpp pp${r.pp.tokens}`,
+      nPrompt: r.pp.tokens,
+      nGen: 0,
+      avgTs: r.pp.tokens / r.pp.seconds,
+    },
+    {
+      ...common,
+      test: `node-llama-cpp tg${r.tg.tokens}`,
+      nPrompt: 0,
+      nGen: r.tg.tokens,
+      avgTs: r.tg.tokens / r.tg.seconds,
+    },
+  ];
+}
+
+/**
+ * bench --node-llama-cpp: a child per side and round (rounds interleaved as for llama-bench), each timing prompt
+ * processing and generation and generating greedily; throws ERR_BENCH_NO_NODE_LLAMA_CPP before anything runs when the
+ * project has no node-llama-cpp, and ERR_BENCH_TOOL for a child that does not end with exit 0 (never a result).
+ */
+export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise<BenchResult> {
+  const found = resolveNodeLlamaCpp(o.cwd);
+  const { stock, host, profiles } = devicesAndPlans(
+    o.sides.map((side) => ({ side })),
+    o.force,
+  );
+  o.onPlanned?.(profiles);
+  const applied = new Map(profiles.map((p) => [p.name, p.profile]));
+  const runs: BenchRun[] = [];
+  const byRun: { round: number; side: string; records: BenchRecord[] }[] = [];
+  const raw: BenchResult['records'] = [];
+  const firstOf = new Map<string, ChildResult>();
+  const text = readFileSync(defaultFidelityText(), 'utf8');
+  const total = o.rounds * o.sides.length;
+  let interrupted = false;
+  for (let round = 0; round < o.rounds && !interrupted; round++) {
+    for (const i of rotation(o.sides.length, round)) {
+      if (o.stopped?.()) {
+        interrupted = true;
+        break;
+      }
+      const side = o.sides[i]!;
+      o.onRun?.({ round: round + 1, rounds: o.rounds, side: side.name, index: runs.length + 1, total });
+      const r = await runChild({
+        cwd: o.cwd,
+        model: path.resolve(o.cwd, o.model),
+        profile: side.profile === null ? null : applied.get(side.name)!,
+        force: o.force,
+        promptTokens: o.promptTokens,
+        genTokens: o.genTokens,
+        threads: o.threads,
+        text,
+      });
+      runs.push({
+        round: round + 1,
+        side: side.name,
+        exitCode: r.exitCode,
+        signal: r.signal,
+        injectorLoaded: r.result?.applied ?? false,
+        seconds: Number(r.seconds.toFixed(3)),
+      });
+      if (o.stopped?.()) {
+        interrupted = true;
+        break;
+      }
+      checkEnded(side.name, `node-llama-cpp ${found.version}`, r, r.stderr);
+      if (r.result === null)
+        throw new BenchError(
+          'ERR_BENCH_OUTPUT',
+          `the node-llama-cpp run (${side.name}) exited 0 but printed no result`,
+        );
+      byRun.push({ round: round + 1, side: side.name, records: nodeLlamaCppRecords(o.model, r.result) });
+      raw.push({ round: round + 1, side: side.name, records: [r.result] });
+      if (!firstOf.has(side.name)) firstOf.set(side.name, r.result);
+    }
+  }
+  const stockFirst = firstOf.get('stock');
+  const greedy: GreedyComparison | null =
+    stockFirst === undefined
+      ? null
+      : {
+          prompt: GREEDY_PROMPT,
+          stock: stockFirst.greedy,
+          profiles: o.sides
+            .filter((s) => s.profile !== null && firstOf.has(s.name))
+            .map((s) => {
+              const mine = firstOf.get(s.name)!.greedy;
+              return { name: s.name, tokens: mine.length, divergence: firstDivergence(stockFirst.greedy, mine) };
+            }),
+        };
+  return {
+    schema: BENCH_SCHEMA,
+    packageVersion: packageVersion(),
+    generatedAt: new Date().toISOString(),
+    mode: 'node-llama-cpp',
+    command: [
+      `node-llama-cpp@${found.version}`,
+      '--model',
+      o.model,
+      '--prompt-tokens',
+      String(o.promptTokens),
+      '--gen-tokens',
+      String(o.genTokens),
+      ...(o.threads === null ? [] : ['--threads', String(o.threads)]),
+    ],
+    rounds: o.rounds,
+    host,
+    stock,
+    profiles,
+    runs,
+    records: raw,
+    speed: speedRows(o.sides, byRun),
+    fidelity: null,
+    greedy,
+    interrupted,
   };
 }

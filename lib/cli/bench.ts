@@ -1,4 +1,5 @@
-import { runBench, type BenchSide } from '../bench/run.js';
+import { runBench, runNodeLlamaCppBench, type BenchResult, type BenchSide } from '../bench/run.js';
+import { GREEDY_TOKENS } from '../bench/node-llama-cpp.js';
 import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
 import { UsageError } from '../core/errors.js';
 import { formatBench } from '../format/bench.js';
@@ -26,18 +27,28 @@ export function benchProfiles(given: string | undefined): BenchSide[] {
   return sides;
 }
 
-/** `--rounds N`: a whole number from 1 to MAX_ROUNDS. */
-export function benchRounds(given: string | undefined): number {
-  if (given === undefined) return DEFAULT_ROUNDS;
+/** A whole-number option from `min` to `max`; `fallback` when not given. */
+function wholeNumber(option: string, given: string | undefined, fallback: number, min: number, max: number): number {
+  if (given === undefined) return fallback;
   const n = Number(given);
-  if (!/^\d+$/.test(given.trim()) || n < 1 || n > MAX_ROUNDS)
-    throw new UsageError(`--rounds takes a whole number from 1 to ${MAX_ROUNDS}, not '${given}'`);
+  if (!/^\d+$/.test(given.trim()) || n < min || n > max)
+    throw new UsageError(`--${option} takes a whole number from ${min} to ${max}, not '${given}'`);
   return n;
 }
+
+/** `--rounds N`: a whole number from 1 to MAX_ROUNDS. */
+export function benchRounds(given: string | undefined): number {
+  return wholeNumber('rounds', given, DEFAULT_ROUNDS, 1, MAX_ROUNDS);
+}
+
+/** node-llama-cpp's tests, as llama-bench's defaults: pp512 and tg128. */
+const NLC_DEFAULTS = { promptTokens: 512, genTokens: 128 };
+const MAX_TOKENS = 65536;
 
 const command: Command = {
   help: () => `Usage: metal-cap-shim bench [--profile P[,Q…]] [--rounds N] [--json] -- llama-bench [its args…]
        metal-cap-shim bench --fidelity [--profile P[,Q…]] [--json] -- llama-perplexity -m MODEL [-f TEXT] [its args…]
+       metal-cap-shim bench --node-llama-cpp --model MODEL [--profile P[,Q…]] [--rounds N] [--json]
 
 Runs a llama.cpp tool stock and under each profile (injected as exec injects it) and compares what it measured.
 
@@ -48,6 +59,14 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
   --fidelity         llama-perplexity: stock saves its logits (--kl-divergence-base, in a private folder,
                      removed after), each profile is compared with them (--kl-divergence); without -f, the
                      package's README is the text
+  --node-llama-cpp   the same for apps that embed node-llama-cpp: the project's own node-llama-cpp (found from
+                     the current folder; this package never installs it), a process per side and round, the
+                     profile applied before getLlama(); prompt processing and generation t/s, and ${GREEDY_TOKENS} tokens
+                     generated greedily after a fixed prompt, each profile's compared with stock's
+  --model MODEL      node-llama-cpp: the GGUF model
+  --prompt-tokens N  node-llama-cpp: the prompt-processing test's tokens (default ${NLC_DEFAULTS.promptTokens})
+  --gen-tokens N     node-llama-cpp: the generation test's tokens (default ${NLC_DEFAULTS.genTokens})
+  --threads N        node-llama-cpp: its threads (default its own)
   --force            allow raising answers on a host that is not a VM
   --json             the result as JSON (schema metal-cap-shim/bench@1): llama-bench's records, every run,
                      the profiles as applied, the device's stock and patched answers
@@ -55,24 +74,41 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
 Speed: one row per llama-bench test (pp512, tg128, …): stock t/s, each profile's t/s and its speed-up, the
 median of each round's ratio to that round's stock run, with the lowest and highest. bench adds -o json when
 no output format is given; csv, md and sql are refused (it reads json or jsonl).
+node-llama-cpp: the same rows (node-llama-cpp pp512, tg128), then per profile the first token where its greedy
+generation leaves stock's, with each side's token, probability and margin over its runner-up there.
 Fidelity: mean KL divergence, its 99th percentile, how often the top token is the same, the perplexity ratio,
 and a verdict: within tolerance when mean KLD ≤ ${FIDELITY_TOLERANCE.meanKld}, same top token ≥ ${FIDELITY_TOLERANCE.sameTopP} % and PPL ratio within
 1 ± ${FIDELITY_TOLERANCE.pplRatio}; else differs.
 Ctrl-C stops the tool and prints what was measured so far (exit 130).
-Exit ${EXIT.ok} when measured (fidelity: every profile within tolerance); ${EXIT.finding} when a profile differs or the tool
-failed (its exit status is named, never taken as a result); ${EXIT.usage} usage; ${EXIT.refused} refused; ${EXIT.noMetal} no Metal here.`,
+Exit ${EXIT.ok} when measured (fidelity: every profile within tolerance; node-llama-cpp: the same greedy tokens); ${EXIT.finding}
+when a profile differs or the tool failed (its exit status is named, never taken as a result); ${EXIT.usage} usage
+(node-llama-cpp not installed: ERR_BENCH_NO_NODE_LLAMA_CPP); ${EXIT.refused} refused; ${EXIT.noMetal} no Metal here.`,
   options: {
     profile: { type: 'string' },
     rounds: { type: 'string' },
     fidelity: { type: 'boolean' },
+    'node-llama-cpp': { type: 'boolean' },
+    model: { type: 'string' },
+    'prompt-tokens': { type: 'string' },
+    'gen-tokens': { type: 'string' },
+    threads: { type: 'string' },
     force: { type: 'boolean' },
     json: { type: 'boolean' },
   },
   positionals: 'after-dashdash',
+  noProgramWith: 'node-llama-cpp',
   async run({ values, rest }) {
     const fidelity = values.fidelity === true;
+    const nlc = values['node-llama-cpp'] === true;
+    if (fidelity && nlc)
+      throw new UsageError('--fidelity is for llama-perplexity; --node-llama-cpp measures on its own');
     if (fidelity && values.rounds !== undefined)
       throw new UsageError('--rounds is for speed: --fidelity compares one run of each profile with stock');
+    if (nlc && values.model === undefined)
+      throw new UsageError('--node-llama-cpp needs --model MODEL (the GGUF file to load)');
+    for (const o of ['model', 'prompt-tokens', 'gen-tokens', 'threads'])
+      if (!nlc && values[o] !== undefined)
+        throw new UsageError(`--${o} is for --node-llama-cpp; a llama.cpp tool takes its own options after \`--\``);
     const rounds = fidelity ? 1 : benchRounds(text(values, 'rounds'));
     const profiles = benchProfiles(text(values, 'profile'));
     let stopped = false;
@@ -82,36 +118,63 @@ failed (its exit status is named, never taken as a result); ${EXIT.usage} usage;
     process.on('SIGINT', stop);
     const progress = process.stderr.isTTY && values.json !== true;
     const started = Date.now();
+    const sides = [{ name: 'stock', profile: null }, ...profiles];
+    const shared = {
+      rounds,
+      force: values.force === true,
+      stopped: () => stopped,
+      // Said once, before the first run.
+      onPlanned: (planned: BenchResult['profiles']) => {
+        for (const p of planned)
+          for (const w of saidOnce(p.warnings)) err(`metal-cap-shim: warning: ${p.name}: ${w.message}`);
+      },
+      ...(progress
+        ? {
+            onRun: (r: { round: number; rounds: number; side: string; index: number; total: number }) => {
+              const s = ((Date.now() - started) / 1000).toFixed(0);
+              process.stderr.write(
+                `\r\x1b[Kbench: round ${r.round}/${r.rounds}, ${r.side} (${r.index}/${r.total}) … ${s} s`,
+              );
+            },
+          }
+        : {}),
+    };
     try {
-      const result = await runBench({
-        command: rest[0]!,
-        args: rest.slice(1),
-        sides: [{ name: 'stock', profile: null }, ...profiles],
-        rounds,
-        mode: fidelity ? 'fidelity' : 'speed',
-        force: values.force === true,
-        stopped: () => stopped,
-        // Said once, before the first run.
-        onPlanned: (planned) => {
-          for (const p of planned)
-            for (const w of saidOnce(p.warnings)) err(`metal-cap-shim: warning: ${p.name}: ${w.message}`);
-        },
-        ...(progress
-          ? {
-              onRun: (r) => {
-                const s = ((Date.now() - started) / 1000).toFixed(0);
-                process.stderr.write(
-                  `\r\x1b[Kbench: round ${r.round}/${r.rounds}, ${r.side} (${r.index}/${r.total}) … ${s} s`,
-                );
-              },
-            }
-          : {}),
-      });
+      const result = nlc
+        ? await runNodeLlamaCppBench({
+            ...shared,
+            model: text(values, 'model')!,
+            cwd: process.cwd(),
+            sides,
+            promptTokens: wholeNumber(
+              'prompt-tokens',
+              text(values, 'prompt-tokens'),
+              NLC_DEFAULTS.promptTokens,
+              1,
+              MAX_TOKENS,
+            ),
+            genTokens: wholeNumber('gen-tokens', text(values, 'gen-tokens'), NLC_DEFAULTS.genTokens, 1, MAX_TOKENS),
+            threads: values.threads === undefined ? null : wholeNumber('threads', text(values, 'threads'), 0, 1, 1024),
+          })
+        : await runBench({
+            ...shared,
+            command: rest[0]!,
+            args: rest.slice(1),
+            sides,
+            mode: fidelity ? 'fidelity' : 'speed',
+          });
       if (progress) process.stderr.write('\r\x1b[K');
       if (values.json) printJson(result);
       else out(formatBench(result, styler()));
       if (result.interrupted) return 130;
-      return result.fidelity?.some((f) => f.verdict === 'differs') ? EXIT.finding : EXIT.ok;
+      const differs =
+        result.fidelity?.some((f) => f.verdict === 'differs') ||
+        result.greedy?.profiles.some((p) => p.divergence !== null);
+      return differs ? EXIT.finding : EXIT.ok;
+    } catch (e) {
+      // The line goes before the error is said, as before a result.
+      if (progress) process.stderr.write('\r\x1b[K');
+      throw e;
     } finally {
       process.off('SIGINT', stop);
     }

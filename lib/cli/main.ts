@@ -50,6 +50,7 @@ const USAGE_CODES = new Set([
   'ERR_INVALID_REPORT',
   'ERR_FILE',
   'ERR_TRACE_FILE',
+  'ERR_BENCH_NO_NODE_LLAMA_CPP',
 ]);
 
 /** One line on stderr, control characters escaped (a message quotes input: file names, profiles, commands). */
@@ -176,7 +177,10 @@ function parseCommand(
       throw new UsageError(`--${option} is given ${n} times; give it once`);
   }
   if (command.positionals === 'after-dashdash') {
-    if (rest.length === 0)
+    const noProgram = command.noProgramWith !== undefined && values[command.noProgramWith] === true;
+    if (noProgram && dash !== -1)
+      throw new UsageError(`--${command.noProgramWith} runs no program: drop \`--\` and what follows it`);
+    if (rest.length === 0 && !noProgram)
       throw new UsageError(`${name} needs a program after \`--\`: metal-cap-shim ${name} [options] -- program [args…]`);
   }
   return { values, positionals: parsed.positionals, rest };

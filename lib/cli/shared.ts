@@ -27,6 +27,8 @@ export interface Command {
   options: NonNullable<ParseArgsConfig['options']>;
   /** `files`: takes positionals (matrix); `after-dashdash`: takes a program after `--` (exec); default: none. */
   positionals?: 'files' | 'after-dashdash';
+  /** after-dashdash: the boolean option with which the command runs no program (bench --node-llama-cpp). */
+  noProgramWith?: string;
   run(invocation: Invocation): number | Promise<number>;
 }
 

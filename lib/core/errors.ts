@@ -34,8 +34,11 @@ export type NativeErrorCode =
 /** The codes a RefusedError carries. */
 export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' | 'ERR_HOST_UNKNOWN';
 
-/** The codes a BenchError carries: the tool failed (exit status, signal) or printed nothing `bench` can read. */
-export type BenchErrorCode = 'ERR_BENCH_TOOL' | 'ERR_BENCH_OUTPUT';
+/**
+ * The codes a BenchError carries: the tool failed (exit status, signal) or printed nothing `bench` can read;
+ * `bench --node-llama-cpp` found no node-llama-cpp in the user's project.
+ */
+export type BenchErrorCode = 'ERR_BENCH_TOOL' | 'ERR_BENCH_OUTPUT' | 'ERR_BENCH_NO_NODE_LLAMA_CPP';
 
 /** The codes a SpawnError carries. */
 export type SpawnErrorCode = 'ERR_COMMAND_NOT_FOUND' | 'ERR_SPAWN';
@@ -199,7 +202,8 @@ export class FileError extends MetalCapShimError {
 
 /**
  * `bench`: a run of the measured tool failed (`ERR_BENCH_TOOL`: its exit status or signal; never taken as a result)
- * or printed nothing `bench` can read (`ERR_BENCH_OUTPUT`).
+ * or printed nothing `bench` can read (`ERR_BENCH_OUTPUT`); `bench --node-llama-cpp` found no node-llama-cpp where it
+ * runs (`ERR_BENCH_NO_NODE_LLAMA_CPP`: install it in the project).
  */
 export class BenchError extends MetalCapShimError {
   declare readonly code: BenchErrorCode;

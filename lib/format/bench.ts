@@ -1,9 +1,13 @@
 import type { BenchResult } from '../bench/run.js';
 import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
+import { marginOf, type GreedyStep } from '../bench/node-llama-cpp.js';
 import type { Styler } from './text.js';
 
 const ts = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '–');
 const times = (n: number | null) => (n !== null && Number.isFinite(n) ? `${n.toFixed(2)}x` : '–');
+/** A greedy step as a cell: the token's text (JSON-quoted: it may be a space or a byte), id, probability, margin. */
+const step = (g: GreedyStep) =>
+  `${JSON.stringify(g.text)} (${g.token}) p ${g.probability.toFixed(4)}, margin ${marginOf(g).toFixed(4)}`;
 
 /** A Markdown table: header, rule, rows. Cells never hold a `|` or a line break. */
 function table(head: string[], rows: string[][]): string[] {
@@ -55,9 +59,28 @@ export function formatBench(r: BenchResult, s: Styler): string {
       `Tolerance: mean KLD ≤ ${t.meanKld}, same top token ≥ ${t.sameTopP} %, PPL ratio within 1 ± ${t.pplRatio}.`,
     );
   }
+  if (r.greedy !== undefined && r.greedy !== null) {
+    const g = r.greedy;
+    const rows = g.profiles.map((p) =>
+      p.divergence === null
+        ? [p.name, `all ${p.tokens} the same`, '–', '–']
+        : [p.name, `token ${p.divergence.index} of ${p.tokens}`, step(p.divergence.stock), step(p.divergence.patched)],
+    );
+    lines.push(
+      '',
+      `Greedy generation after ${JSON.stringify(g.prompt)}, ${g.stock.length} tokens, each profile against stock:`,
+      '',
+      ...table(['profile', 'first divergence', 'stock chose', 'patched chose'], rows),
+    );
+  }
   const unloaded = r.runs.filter((x) => x.side !== 'stock' && !x.injectorLoaded).map((x) => x.side);
   if (unloaded.length > 0)
-    lines.push('', s.warn(`The shim did not load into the tool for: ${[...new Set(unloaded)].join(', ')}`));
+    lines.push(
+      '',
+      s.warn(
+        `${r.mode === 'node-llama-cpp' ? 'The profile was not applied before getLlama() for' : 'The shim did not load into the tool for'}: ${[...new Set(unloaded)].join(', ')}`,
+      ),
+    );
   if (r.interrupted) lines.push('', s.warn('Interrupted: the table holds the runs that finished.'));
   return lines.join('\n');
 }

@@ -109,6 +109,8 @@ for (const required of [
   'dist/cli.js',
   // doctor's probe runner, started as a process of its own (lib/doctor/runner-main.ts).
   'dist/doctor-runner.js',
+  // bench --node-llama-cpp's child, one process per side and round (lib/bench/node-llama-cpp-child.ts).
+  'dist/bench-node-llama-cpp.js',
   'snapshots/vz-guest-m1-ultra-tahoe-stock.json',
   'src-native/addon/addon.mm',
   'src-native/platform/host_darwin.mm',
@@ -391,6 +393,7 @@ for (const required of [
   'dist/cli.js',
   // doctor's probe runner, started as a process of its own (lib/doctor/runner-main.ts).
   'dist/doctor-runner.js',
+  'dist/bench-node-llama-cpp.js',
 ]) {
   check(freshFiles.includes(required), `the tarball contains ${required}`);
 }

@@ -1,8 +1,11 @@
 // llama-bench's command line and records (lib/bench/llama-bench.ts): the output option bench adds or refuses, and
 // records of each era's shape read into one.
 import { describe, expect, it } from 'vitest';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { parseLlamaBench, testName, withReadableOutput } from '../../lib/bench/llama-bench.js';
-import { caught } from '../support/helpers.js';
+import { fixturesDir, SOURCES } from '../../scripts/build/llama-bench-eras.mjs';
+import { caught, root } from '../support/helpers.js';
 
 describe('the output option', () => {
   it('adds -o json when none is given, keeps json and jsonl as given', () => {
@@ -96,17 +99,17 @@ describe('records of each era', () => {
     ]);
   });
 
-  it('older: a boolean per backend, no n_depth, a commit without a number; JSON lines', () => {
+  it('JSON lines with blank lines between records; a field of the wrong type is read as absent', () => {
     const lines = [
-      { build_commit: 'a1b2c3d', metal: true, gpu_blas: true, cuda: false, n_prompt: 512, n_gen: 0, avg_ts: 100 },
-      { build_commit: 'a1b2c3d', metal: false, n_prompt: 0, n_gen: 128, avg_ts: 10, stddev_ts: 'x' },
+      { build_commit: 'a1b2c3d', metal: true, cuda: false, n_prompt: 512, n_gen: 0, avg_ts: 100 },
+      { build_commit: 'a1b2c3d', backends: '', n_prompt: 0, n_gen: 128, n_depth: 'x', avg_ts: 10, stddev_ts: 'x' },
     ]
       .map((r) => JSON.stringify(r))
-      .join('\n');
+      .join('\n\n');
     expect(
       parseLlamaBench(`${lines}\n\n`, 'jsonl').map((r) => [r.test, r.build, r.backend, r.nDepth, r.stddevTs]),
     ).toEqual([
-      ['pp512', 'a1b2c3d', 'METAL,GPU_BLAS', 0, null],
+      ['pp512', 'a1b2c3d', 'Metal', 0, null],
       ['tg128', 'a1b2c3d', null, 0, null],
     ]);
   });
@@ -127,5 +130,106 @@ describe('records of each era', () => {
     expect(caught(() => parseLlamaBench('[{"n_prompt": 1, "n_gen": 0, "avg_ts": -1}]', 'json'))).toEqual(lacking);
     expect(caught(() => parseLlamaBench('[{"n_prompt": 1.5, "n_gen": 0, "avg_ts": 1}]', 'json'))).toEqual(lacking);
     expect(parseLlamaBench('[{"n_prompt": 1, "n_gen": 0, "avg_ts": 0}]', 'json')[0]!.avgTs).toBe(0);
+  });
+});
+
+/** A release's llama-bench shape (scripts/build/llama-bench-eras.mjs), derived from its llama-bench.cpp. */
+interface EraFixture {
+  source: { id: string; package: string; release: string; commit: string; file: string };
+  fields: Record<string, 'STRING' | 'BOOL' | 'INT' | 'FLOAT'>;
+  json: string;
+  jsonl: string | null;
+}
+
+const eraFixtures: EraFixture[] = readdirSync(fixturesDir)
+  .sort()
+  .map((f) => JSON.parse(readFileSync(path.join(fixturesDir, f), 'utf8')));
+
+/** What every release's output of the same two tests (SAMPLE_RECORDS, on a Mac) reads as. */
+const SAME_TWO_TESTS = [
+  {
+    test: 'pp512',
+    nPrompt: 512,
+    nGen: 0,
+    nDepth: 0,
+    avgTs: 4620.810059,
+    stddevTs: 14.7427,
+    model: '/Users/me/models/llama "3.2" 1B\\Q4_K_M.gguf',
+    modelType: 'llama 1B Q4_K - Medium',
+    build: 'b7010 (1a2b3c4)',
+    backend: 'Metal,BLAS',
+  },
+  {
+    test: 'tg128',
+    nPrompt: 0,
+    nGen: 128,
+    nDepth: 0,
+    avgTs: 95.000002,
+    stddevTs: 0.149571,
+    model: '/Users/me/models/llama "3.2" 1B\\Q4_K_M.gguf',
+    modelType: 'llama 1B Q4_K - Medium',
+    build: 'b7010 (1a2b3c4)',
+    backend: 'Metal,BLAS',
+  },
+];
+
+describe("each release's own shape, derived from its llama-bench.cpp (test/fixtures/bench/llama-bench-eras/)", () => {
+  it('there is one fixture per release the repository fetches: every conformance era and the older ones', () => {
+    expect(eraFixtures.map((f) => f.source.id).sort()).toEqual(SOURCES.map((s) => s.id).sort());
+  });
+
+  it.each(eraFixtures.map((f) => [`${f.source.release} (${f.source.package}, ${f.source.file})`, f] as const))(
+    '%s: json and jsonl read to the same records as every other release',
+    (_, fixture) => {
+      expect(parseLlamaBench(fixture.json, 'json')).toEqual(SAME_TWO_TESTS);
+      if (fixture.jsonl !== null) expect(parseLlamaBench(fixture.jsonl, 'jsonl')).toEqual(SAME_TWO_TESTS);
+    },
+  );
+
+  it('the shapes differ where llama-bench changed: the backend booleans, n_depth, JSON lines, flash_attn a number', () => {
+    const byRelease = new Map(eraFixtures.map((f) => [f.source.release, f]));
+    const shape = (release: string) => {
+      const f = byRelease.get(release)!;
+      return [
+        'metal' in f.fields,
+        'backends' in f.fields,
+        'n_depth' in f.fields,
+        f.jsonl !== null,
+        f.fields.flash_attn,
+      ];
+    };
+    expect(['b3658', 'b4753', 'b6673', 'b10361', 'v0.5.0'].map(shape)).toEqual([
+      [true, false, false, false, 'BOOL'],
+      [false, true, false, true, 'BOOL'],
+      [false, true, true, true, 'BOOL'],
+      [false, true, true, true, 'INT'],
+      [false, true, true, true, 'INT'],
+    ]);
+  });
+
+  it("the newest release's derived shape is what its real llama-bench printed: the same fields, in order, of the same types", () => {
+    const real = JSON.parse(readFileSync(path.join(root, 'test', 'fixtures', 'bench', 'llama-bench.json'), 'utf8'));
+    const derived = eraFixtures.find((f) => f.source.release === 'v0.5.0')!;
+    const jsonType = (v: unknown) =>
+      typeof v === 'string'
+        ? 'STRING'
+        : typeof v === 'boolean'
+          ? 'BOOL'
+          : Number.isInteger(v)
+            ? 'INT'
+            : typeof v === 'number'
+              ? 'FLOAT'
+              : 'other';
+    for (const record of real as Record<string, unknown>[]) {
+      const { samples_ns, samples_ts, ...fields } = record;
+      expect([Array.isArray(samples_ns), Array.isArray(samples_ts)]).toEqual([true, true]);
+      // A FLOAT that happens to be whole prints without a fraction: read it as FLOAT when the source says so.
+      expect(
+        Object.entries(fields).map(([k, v]) => [
+          k,
+          derived.fields[k] === 'FLOAT' && jsonType(v) === 'INT' ? 'FLOAT' : jsonType(v),
+        ]),
+      ).toEqual(Object.entries(derived.fields));
+    }
   });
 });

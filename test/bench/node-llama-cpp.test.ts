@@ -1,0 +1,304 @@
+// bench --node-llama-cpp (lib/bench/node-llama-cpp.ts, its child node-llama-cpp-child.ts, runNodeLlamaCppBench in
+// run.ts) with node-llama-cpp's real Linux CPU prebuilt: node-llama-cpp 3.22.1 and @node-llama-cpp/linux-x64 installed
+// once into a project outside the clone (scripts/build/node-llama-cpp-prebuilt.mjs), on tiny deterministic models
+// (scripts/build/tiny-gguf.mjs), stock and patched over the simulated Metal. The CPU build asks Metal nothing, so the
+// same model gives the same greedy tokens on both sides; a patched side that loads another model (a node-llama-cpp
+// wrapper that swaps the model when the shim is active) diverges; a child that dies is reported with how it ended.
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { firstDivergence, GREEDY_TOKENS, marginOf, type GreedyStep } from '../../lib/bench/node-llama-cpp.js';
+import {
+  type NodeLlamaCppProject,
+  nodeLlamaCppProject,
+  PrebuiltUnavailable,
+} from '../../scripts/build/node-llama-cpp-prebuilt.mjs';
+import { writeTinyModel } from '../../scripts/build/tiny-gguf.mjs';
+import { cli, isSimulatedPlatform, requireSimBuild, root, runCli } from '../support/helpers.js';
+import { spawnSync } from 'node:child_process';
+
+const GUEST = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
+const dir = mkdtempSync(path.join(tmpdir(), 'mcs-bench-nlc-'));
+
+/** The CLI run in `cwd` (the user's project), over the simulated guest. */
+function benchIn(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}) {
+  return spawnSync(process.execPath, [cli, 'bench', ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1', ...GUEST, ...env },
+    timeout: 300_000,
+  });
+}
+
+const step = (token: number, probability: number, runnerUp: number | null): GreedyStep => ({
+  token,
+  text: `t${token}`,
+  probability,
+  runnerUp: runnerUp === null ? null : { token: token + 1, text: `t${token + 1}`, probability: runnerUp },
+});
+
+describe('comparing greedy generations', () => {
+  it('the first index where the tokens differ, with both steps there; null when all agree over the shorter', () => {
+    const a = [step(1, 0.5, 0.2), step(2, 0.4, 0.39), step(3, 0.9, 0.05)];
+    const b = [step(1, 0.5, 0.2), step(7, 0.41, 0.4), step(3, 0.9, 0.05)];
+    expect(firstDivergence(a, b)).toEqual({ index: 1, stock: a[1], patched: b[1] });
+    expect(firstDivergence(a, a.slice(0, 2))).toBeNull();
+    expect(firstDivergence([], a)).toBeNull();
+    expect(firstDivergence([step(4, 1, null)], [step(5, 1, null)])).toEqual({
+      index: 0,
+      stock: step(4, 1, null),
+      patched: step(5, 1, null),
+    });
+  });
+
+  it("a step's margin is its probability above the runner-up's (all of it without one)", () => {
+    expect(marginOf(step(1, 0.5, 0.25))).toBe(0.25);
+    expect(marginOf(step(1, 0.75, null))).toBe(0.75);
+  });
+});
+
+describe('a project without node-llama-cpp', () => {
+  it('is told to install it, with a stable code, before anything runs (exit 2)', () => {
+    requireSimBuild();
+    const empty = mkdtempSync(path.join(tmpdir(), 'mcs-no-nlc-'));
+    const r = benchIn(empty, ['--node-llama-cpp', '--model', 'm.gguf']);
+    expect([r.status, r.stdout]).toEqual([2, '']);
+    expect(r.stderr).toBe(
+      `metal-cap-shim: ERR_BENCH_NO_NODE_LLAMA_CPP: node-llama-cpp is not installed in ${empty} (bench --node-llama-cpp uses your project's own): run bench from your project's folder, or install it there with \`npm install node-llama-cpp\`\n`,
+    );
+    const json = benchIn(empty, ['--node-llama-cpp', '--model', 'm.gguf', '--json']);
+    expect([json.status, JSON.parse(json.stdout).error.code]).toEqual([2, 'ERR_BENCH_NO_NODE_LLAMA_CPP']);
+  });
+
+  it('one older than 3.6.0 is refused the same way, saying to update it', () => {
+    requireSimBuild();
+    const old = mkdtempSync(path.join(tmpdir(), 'mcs-old-nlc-'));
+    const pkg = path.join(old, 'node_modules', 'node-llama-cpp');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(
+      path.join(pkg, 'package.json'),
+      JSON.stringify({ name: 'node-llama-cpp', version: '3.5.2', type: 'module', exports: { '.': './index.js' } }),
+    );
+    writeFileSync(path.join(pkg, 'index.js'), 'export {};\n');
+    const r = benchIn(old, ['--node-llama-cpp', '--model', 'm.gguf']);
+    expect([r.status, r.stdout, r.stderr]).toEqual([
+      2,
+      '',
+      `metal-cap-shim: ERR_BENCH_NO_NODE_LLAMA_CPP: node-llama-cpp 3.5.2 in ${old} is older than 3.6.0, the first bench --node-llama-cpp can drive (evaluateWithMetadata): update it there with \`npm install node-llama-cpp@latest\`\n`,
+    ]);
+  });
+});
+
+let skipReason: string | null = null;
+let project: NodeLlamaCppProject;
+try {
+  project = await nodeLlamaCppProject();
+} catch (err) {
+  if (!(err instanceof PrebuiltUnavailable)) throw err;
+  skipReason = `node-llama-cpp's Linux CPU prebuilt cannot be had here: ${err.message}`;
+  console.warn(`test/bench/node-llama-cpp.test.ts skipped: ${skipReason}`);
+}
+
+/**
+ * A project whose node-llama-cpp is the real one wrapped: when the shim is active in the process (the patched side),
+ * `behaviour` decides what getLlama does: load `other` instead of the model asked for, or end the process.
+ */
+function wrappedProject(name: string, body: string): string {
+  const p = path.join(dir, name);
+  const pkg = path.join(p, 'node_modules', 'node-llama-cpp');
+  mkdirSync(pkg, { recursive: true });
+  writeFileSync(path.join(p, 'package.json'), '{"private": true, "type": "module"}\n');
+  writeFileSync(
+    path.join(pkg, 'package.json'),
+    JSON.stringify({
+      name: 'node-llama-cpp',
+      version: '3.22.1-wrapped',
+      type: 'module',
+      exports: { '.': './index.js' },
+    }),
+  );
+  const real = pathToFileURL(path.join(project.dir, 'node_modules', 'node-llama-cpp', 'dist', 'index.js')).href;
+  const shim = pathToFileURL(path.join(root, 'dist', 'index.js')).href;
+  writeFileSync(
+    path.join(pkg, 'index.js'),
+    `import * as real from ${JSON.stringify(real)};
+import { status } from ${JSON.stringify(shim)};
+export * from ${JSON.stringify(real)};
+export async function getLlama(options) {
+  const llama = await real.getLlama(options);
+  if (status().active) {
+${body}
+  }
+  return llama;
+}
+`,
+  );
+  return p;
+}
+
+describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
+  "bench --node-llama-cpp with node-llama-cpp's real prebuilt",
+  () => {
+    const model = path.join(dir, 'tiny-1.gguf');
+    const other = path.join(dir, 'tiny-2.gguf');
+    const SMALL = ['--prompt-tokens', '32', '--gen-tokens', '8', '--threads', '1'];
+
+    beforeAll(() => {
+      requireSimBuild();
+      writeTinyModel(model, { seed: 1, vocab: project.vocab });
+      writeTinyModel(other, { seed: 2, vocab: project.vocab });
+    });
+
+    it('stock and patched in interleaved rounds, the profile applied before getLlama(); the same greedy tokens', () => {
+      const r = benchIn(project.dir, ['--node-llama-cpp', '--model', model, '--rounds', '2', '--json', ...SMALL]);
+      expect([r.status, r.stderr]).toEqual([0, '']);
+      const result = JSON.parse(r.stdout);
+      expect([result.schema, result.mode, result.command, result.rounds, result.fidelity, result.interrupted]).toEqual([
+        'metal-cap-shim/bench@1',
+        'node-llama-cpp',
+        ['node-llama-cpp@3.22.1', '--model', model, '--prompt-tokens', '32', '--gen-tokens', '8', '--threads', '1'],
+        2,
+        null,
+        false,
+      ]);
+      expect(
+        result.runs.map((x: { side: string; injectorLoaded: boolean; exitCode: number; signal: null }) => [
+          x.side,
+          x.injectorLoaded,
+          x.exitCode,
+          x.signal,
+        ]),
+      ).toEqual([
+        ['stock', false, 0, null],
+        ['host-family', true, 0, null],
+        ['host-family', true, 0, null],
+        ['stock', false, 0, null],
+      ]);
+      const build = `${project.release} (node-llama-cpp ${project.version})`;
+      expect(
+        result.speed.map((row: { test: string; build: string; backend: string; model: string }) => [
+          row.test,
+          row.build,
+          row.backend,
+          row.model,
+        ]),
+      ).toEqual([
+        ['node-llama-cpp pp32', build, 'CPU', model],
+        ['node-llama-cpp tg8', build, 'CPU', model],
+      ]);
+      for (const row of result.speed) {
+        expect(row.stock.samples).toHaveLength(2);
+        expect(row.stock.ts).toBeGreaterThan(0);
+        const p = row.profiles[0];
+        expect(p.speedup).toBeGreaterThan(0);
+        expect(p.spread.min).toBeLessThanOrEqual(p.speedup);
+        expect(p.spread.max).toBeGreaterThanOrEqual(p.speedup);
+      }
+      // Each run's own measurement, as the child reported it.
+      for (const run of result.records) {
+        const [m] = run.records;
+        expect([m.nodeLlamaCpp, m.llamaCpp, m.gpu, m.applied, m.pp.tokens, m.tg.tokens, m.greedy.length]).toEqual([
+          project.version,
+          project.release,
+          false,
+          run.side !== 'stock',
+          32,
+          8,
+          GREEDY_TOKENS,
+        ]);
+        expect(m.notApplied).toBeNull();
+      }
+      const { greedy } = result;
+      expect(greedy.profiles).toEqual([{ name: 'host-family', tokens: GREEDY_TOKENS, divergence: null }]);
+      expect(greedy.stock).toHaveLength(GREEDY_TOKENS);
+      for (const s of greedy.stock as GreedyStep[]) {
+        expect(s.probability).toBeGreaterThan(0);
+        expect(s.probability).toBeLessThanOrEqual(1);
+        expect(s.runnerUp!.probability).toBeGreaterThan(0);
+        expect(s.runnerUp!.probability).toBeLessThanOrEqual(s.probability);
+        expect(s.runnerUp!.token).not.toBe(s.token);
+      }
+      // Every run of the same model made the same tokens: stock against stock too.
+      const tokensOf = (m: { greedy: GreedyStep[] }) => m.greedy.map((s) => s.token);
+      const all = result.records.map((x: { records: { greedy: GreedyStep[] }[] }) => tokensOf(x.records[0]!));
+      expect(new Set(all.map((t: number[]) => t.join(','))).size).toBe(1);
+
+      // The result travels like llama-bench's: report --bench, then the matrix's speed-ups per test.
+      const file = path.join(dir, 'nlc.json');
+      writeFileSync(file, r.stdout);
+      const made = runCli(['report', '--json', '--no-doctor', '--bench', file], GUEST);
+      expect([made.status, made.stderr]).toEqual([0, '']);
+      const report = path.join(dir, 'nlc-report.json');
+      writeFileSync(report, made.stdout);
+      const matrix = JSON.parse(runCli(['matrix', '--json', report]).stdout);
+      expect(
+        matrix.rows[0].bench.speed.map((s: { profile: string; test: string; builds: string[] }) => [
+          s.profile,
+          s.test,
+          s.builds,
+        ]),
+      ).toEqual([
+        ['host-family', 'node-llama-cpp pp32', [build]],
+        ['host-family', 'node-llama-cpp tg8', [build]],
+      ]);
+    }, 300_000);
+
+    it('a patched side that runs another model diverges: the first diverging index and both choices there; exit 1', () => {
+      const p = wrappedProject(
+        'other-model',
+        `    const load = llama.loadModel.bind(llama);
+    llama.loadModel = (o) => load({ ...o, modelPath: ${JSON.stringify(other)} });`,
+      );
+      const r = benchIn(p, ['--node-llama-cpp', '--model', model, '--rounds', '1', '--json', ...SMALL]);
+      expect([r.status, r.stderr]).toEqual([1, '']);
+      const result = JSON.parse(r.stdout);
+      const [stockRun, patchedRun] = result.records.map((x: { records: { greedy: GreedyStep[] }[] }) => x.records[0]);
+      const [row] = result.greedy.profiles;
+      const i = row.divergence.index;
+      expect(i).toBeGreaterThanOrEqual(0);
+      expect(i).toBeLessThan(GREEDY_TOKENS);
+      const stockTokens = stockRun.greedy.map((s: GreedyStep) => s.token);
+      const patchedTokens = patchedRun.greedy.map((s: GreedyStep) => s.token);
+      // Index i is the first difference: the same tokens before it, another one at it.
+      expect(patchedTokens.slice(0, i)).toEqual(stockTokens.slice(0, i));
+      expect(patchedTokens[i]).not.toBe(stockTokens[i]);
+      expect(row).toEqual({
+        name: 'host-family',
+        tokens: GREEDY_TOKENS,
+        divergence: { index: i, stock: stockRun.greedy[i], patched: patchedRun.greedy[i] },
+      });
+      // The table names it, with each side's token and margin there.
+      const table = benchIn(p, ['--node-llama-cpp', '--model', model, '--rounds', '1', ...SMALL]);
+      expect(table.status).toBe(1);
+      expect(table.stdout).toMatch(
+        new RegExp(
+          `\\| host-family \\| token ${i} of ${GREEDY_TOKENS} \\| ".*" \\(${stockTokens[i]}\\) p 0\\.\\d{4}, margin 0\\.\\d{4} \\| ".*" \\(\\d+\\) p 0\\.\\d{4}, margin 0\\.\\d{4} \\|`,
+        ),
+      );
+    }, 300_000);
+
+    it('a child that dies is reported with how it ended, never as a result', () => {
+      const killed = wrappedProject('killed', "    process.kill(process.pid, 'SIGKILL');");
+      const r = benchIn(killed, ['--node-llama-cpp', '--model', model, '--rounds', '1', '--json', ...SMALL]);
+      expect(r.status).toBe(1);
+      const { error } = JSON.parse(r.stdout);
+      expect([error.code, error.message]).toEqual([
+        'ERR_BENCH_TOOL',
+        'node-llama-cpp 3.22.1-wrapped (host-family) was killed by SIGKILL',
+      ]);
+      expect(r.stdout).not.toContain('"speed"');
+
+      const exited = wrappedProject(
+        'exited',
+        "    process.stderr.write('out of memory, say\\n');\n    process.exit(7);",
+      );
+      const e = benchIn(exited, ['--node-llama-cpp', '--model', model, '--rounds', '1', ...SMALL]);
+      expect([e.status, e.stdout]).toEqual([1, '']);
+      expect(e.stderr).toBe(
+        'metal-cap-shim: ERR_BENCH_TOOL: node-llama-cpp 3.22.1-wrapped (host-family) exited with code 7; its last words: out of memory, say\n',
+      );
+    }, 300_000);
+  },
+);
