@@ -32,7 +32,8 @@ export function simControl(): SimControl {
  * Makes `selector` (a bundled snapshot's name, the path of a snapshot or simulation file, or '' for a simulated Metal
  * without a device) this process's snapshot, now. Refused, with nothing changed, while a profile is applied or a hook is
  * installed (hooks are per class, and a class can serve the next snapshot's devices: restore() first), and for a
- * selector the environment would be refused for, with the same typed error (lib/device/probe.ts checks both).
+ * selector the environment would be refused for, with the same typed error (lib/device/probe.ts checks both). The
+ * engine's trace is emptied, as a new process has it.
  */
 export function loadSimulation(selector: string): void {
   const previous = process.env[SIM_SNAPSHOT_ENV];
@@ -63,6 +64,8 @@ export function loadSimulation(selector: string): void {
     putBack();
     throw err;
   }
+  // A new snapshot starts as a new process would: nothing traced yet.
+  binding.trace(true);
   const problem = simControl().loadSnapshot(selector);
   if (problem !== null) throw new Error(`the simulation loaded no device from '${selector}': ${problem}`);
 }
