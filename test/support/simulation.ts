@@ -49,6 +49,8 @@ export function loadSimulation(selector: string): void {
     throw new Error(`the simulated build is not loaded: ${native.detail}`);
   }
   const binding = native.binding;
+  // The simulation reads the environment's selector at its first call: that is the one before this switch.
+  simControl().loads();
   const state = binding.status();
   if (state.active || state.hooks.length > 0) {
     putBack();
