@@ -589,7 +589,7 @@ describeSim('a guest whose device answer drifts under the patch', () => {
     beforeAll(requireSimBuild);
 
     // The drift lasts, so only the first apply in a process fails (each doctor() call has a fresh runner): a custom
-    // candidate (test/doctor/index.faults.test.ts has a named one through the CLI).
+    // candidate (the block over doctor-faults.json below has a named one through the CLI).
     it('no patched run, and why; nothing left to restore', async () => {
       const r = await doctor({ probes: ['bfloat', 'residency-set'], profile: { appleFamilyMax: 1009 }, cache: false });
       expect(r.patchedRun).toEqual({
@@ -617,8 +617,7 @@ describeSim('a guest whose device answer drifts under the patch', () => {
 
 // doctor when the candidate profile cannot be installed in its probe runner: one device class lacks a query, so
 // installing the hooks fails (reason hook-failed) and applyProfile installs none. doctor reports the stock run, says
-// why there was no patched run, and leaves nothing behind. (test/doctor/index.verify-failed.test.ts: installed, then
-// taken out.)
+// why there was no patched run, and leaves nothing behind. (The block before: installed, then taken out.)
 describeSim('a guest with a device class that lacks a query', () => {
   useSimulation(() => snapshotFile);
 

@@ -781,7 +781,7 @@ describeSim('test/fixtures/snapshots/doctor-sim-behaviours.json', () => {
 
     it("a hung compile uses up only its own probe's deadline: the next probe gets a whole one", () => {
       // The hung compile of bfloat took the whole 300 ms; the reduction probe after it had its own budget (how one
-      // probe's compile and GPU work share a deadline: test/native/doctor.deadline.test.ts).
+      // probe's compile and GPU work share a deadline: the block over doctor-sim-slow.json).
       const r = binding.doctor(options(SLOW_COMPILER, { probes: ['bfloat', 'simdgroup-reduction'], timeoutMs: 300 }));
       expect(r.outcomes.map((o) => o.status)).toEqual(['timeout', 'pass']);
     });
