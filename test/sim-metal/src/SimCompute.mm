@@ -138,8 +138,8 @@ void countInheritableDoctorFiles() {
   closedir(dir);
 }
 
-// By device record index; reserved for kSimMaxDeviceRecords at the first device and never reallocated, so a record stays
-// where it is while the GPU thread of an earlier snapshot's device still reads it.
+// By device record index; reserved for kSimMaxDeviceRecords at the first device and never reallocated, so a record
+// stays where it is while the GPU thread of an earlier snapshot's device still reads it.
 std::vector<ComputeDevice> gCompute;
 
 const ProbeFault &faultOf(size_t device, Probe probe) {

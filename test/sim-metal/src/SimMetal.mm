@@ -4,8 +4,8 @@
  * layout like Apple's: a private base class `_MTLDevice` implements the queries, and each device's concrete class
  * (named as in the snapshot, e.g. `AppleParavirtDevice`) is created at run time as its subclass. A device whose
  * snapshot says `simulation.methodsOnConcreteClass` gets its own copies of the hooked queries (`name` included), so
- * hook tests meet both an inherited and an own method. A device responds to `architecture` only where the snapshot records
- * one, the way a pre-macOS-14 device does not. A device whose snapshot names `simulation.defaultObjectClass` is
+ * hook tests meet both an inherited and an own method. A device responds to `architecture` only where the snapshot
+ * records one, the way a pre-macOS-14 device does not. A device whose snapshot names `simulation.defaultObjectClass` is
  * handed out by MTLCreateSystemDefaultDevice() as a second object of that class (as a validation or capture layer wraps
  * the default device), while MTLCopyAllDevices() lists the plain one.
  *
@@ -523,8 +523,8 @@ void addArchitecture(Class cls, const SimDevice &dev) {
 Class reuseClass(Class existing, const std::string &name, const std::string &layout) {
   auto made = gClassLayouts.find(name);
   if (made == gClassLayouts.end() || made->second == layout) return existing;
-  simFail("class '" + name + "' was made for an earlier snapshot as " + made->second + ", and this one needs " + layout +
-          ": a class cannot change in a running process; give the device another className");
+  simFail("class '" + name + "' was made for an earlier snapshot as " + made->second + ", and this one needs " +
+          layout + ": a class cannot change in a running process; give the device another className");
   return Nil;
 }
 
@@ -594,7 +594,8 @@ Class defaultObjectClassFor(const SimDevice &dev) {
   const std::string layout = "a subclass of _MTLDevice inheriting its queries";
   if (existing != Nil) {
     if (!isSimDeviceClass(existing)) {
-      simFail("defaultObjectClass '" + dev.defaultObjectClass + "' is an existing class that is not a simulated device");
+      simFail("defaultObjectClass '" + dev.defaultObjectClass +
+              "' is an existing class that is not a simulated device");
       return Nil;
     }
     Class cls = reuseClass(existing, dev.defaultObjectClass, layout);
