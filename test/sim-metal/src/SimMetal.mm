@@ -400,6 +400,8 @@ static const SimDevice &simDeviceOf(id self) {
 // Whether device record `index` answers `sel`: NO for what its snapshot lacks although its class, made or reused for
 // another snapshot, has the method (`architecture`, heaps, residency sets).
 static bool simResponds(size_t index, SEL sel) {
+  // An object asked before its record is set (or a test's stray object past the records) has no say.
+  if (index >= gRecords.size()) return true;
   if (strcmp(sel_getName(sel), "architecture") == 0) return gRecords[index].hasArchitecture;
   return simComputeResponds(index, sel);
 }
