@@ -30,8 +30,8 @@ export function simControl(): SimControl {
 
 /**
  * Makes `selector` (a bundled snapshot's name, the path of a snapshot or simulation file, or '' for a simulated Metal
- * without a device) this process's snapshot, now. Refused, with nothing changed, while a profile is applied or a hook is
- * installed (hooks are per class, and a class can serve the next snapshot's devices: restore() first), and for a
+ * without a device) this process's snapshot, now. Refused, with nothing changed, while a profile is applied or a hook
+ * is installed (hooks are per class, and a class can serve the next snapshot's devices: restore() first), and for a
  * selector the environment would be refused for, with the same typed error (lib/device/probe.ts checks both). The
  * engine's trace is emptied, as a new process has it.
  */
