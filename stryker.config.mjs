@@ -29,8 +29,8 @@ export default {
   // each one; the score leaves them out, so they are not run.
   ignoreStatic: true,
   // The sandbox is a copy of the worktree. It must carry build/Release (the simulated addon), build/sim-metal
-  // (the libMetal.so it links through $ORIGIN), build/test (the fixture addon) and dist/ (what spawn tests run),
-  // and nothing Stryker itself writes.
+  // (the libMetal.so it links through $ORIGIN), build/test (the fixture and control addons) and dist/ (what spawn
+  // tests run), and nothing Stryker itself writes.
   tempDirName: 'build/stryker-tmp',
   ignorePatterns: [
     'build/obj',

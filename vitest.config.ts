@@ -1,8 +1,9 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
-// Native addons want separate processes: the default `forks` pool gives each test file its own, so each file can
-// pick its own simulated snapshot (the simulated Metal reads METAL_CAP_SHIM_SIM_SNAPSHOT once per process).
+// Native addons want separate processes: the default `forks` pool gives each test file its own, so what one file loads
+// into its process (the addon, libraries, hooks) never meets another file's tests. A describe block chooses its
+// simulated snapshot with useSimulation() (test/support/simulation.ts).
 export default defineConfig({
   test: {
     pool: 'forks',

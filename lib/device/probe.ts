@@ -22,7 +22,8 @@ export interface ProbeOptions {
  */
 export function checkSimulatedSnapshot(binding: NativeBinding): void {
   const selector = process.env[SIM_SNAPSHOT_ENV];
-  // The simulated library reads its snapshot once per process, so one check per selector is enough.
+  // The simulated library reads the variable at its first call (tests load others through it, test/sim-metal/), so a
+  // selector is checked when it differs from the last one checked.
   if (!selector || selector === checkedSelector || binding.info().platform !== 'simulated') return;
   const read = readJsonFile(resolveSnapshotPath(selector), SNAPSHOT_LIMITS);
   if (!(read.ok && isObject(read.value) && read.value.schema === SIMULATION_FILE_SCHEMA)) loadSnapshot(selector);

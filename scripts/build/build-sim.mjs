@@ -6,6 +6,7 @@
 //   build/Release/metal_cap_shim.node        the addon (node-gyp-build finds it here)
 //   build/Release/libmetal_cap_shim_inject.so  the exec injector, loaded with LD_PRELOAD
 //   build/test/sim_fixture.node              a separately compiled Metal consumer used by the tests
+//   build/test/sim_control.node              the tests' control of the simulation: loads another snapshot
 //   build/sanitize/engine_stress-{asan,tsan}  with --sanitize: the engine under sanitizers, without Node
 //   build/sanitize/inject_exit-tsan           with --sanitize: the injector's trace at exit, under ThreadSanitizer
 //   build/sanitize/doctor_run-asan           with --sanitize: the doctor under ASan + UBSan, without Node
@@ -306,16 +307,23 @@ function stages() {
       ldflags: ['-lBlocksRuntime', '-lgnustep-base', '-lobjc', '-lpthread', '-ldl'],
     },
   );
+  const testAddon = {
+    cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
+    ldflags: [...linkSim, originRpath('../sim-metal/lib')],
+  };
   const fixture = plan(
     'fixture',
     path.join(buildRoot, 'test', 'sim_fixture.node'),
     [path.join(repoRoot, 'test', 'native', 'sim_fixture.mm')],
-    {
-      cflags: [...napiIncludes, '-DNAPI_VERSION=8', '-fvisibility=hidden'],
-      ldflags: [...linkSim, originRpath('../sim-metal/lib')],
-    },
+    testAddon,
   );
-  return [[metal], [addon, inject, fixture]];
+  const control = plan(
+    'control',
+    path.join(buildRoot, 'test', 'sim_control.node'),
+    [path.join(simRoot, 'src', 'SimControl.mm')],
+    testAddon,
+  );
+  return [[metal], [addon, inject, fixture, control]];
 }
 
 /** Whether node-addon-api's and node-api-headers' headers can be found (npm ci installs them). */

@@ -141,7 +141,8 @@ function preparePackageCopy() {
     mkdirSync(path.dirname(path.join(pkg, f)), { recursive: true });
     cpSync(path.join(repoRoot, f), path.join(pkg, f));
   }
-  for (const dir of ['dist', path.join('build', 'sim-metal'), path.join('build', 'test', 'sim_fixture.node')]) {
+  const testAddons = ['sim_fixture.node', 'sim_control.node'].map((f) => path.join('build', 'test', f));
+  for (const dir of ['dist', path.join('build', 'sim-metal'), ...testAddons]) {
     cpSync(path.join(repoRoot, dir), path.join(pkg, dir), { recursive: true });
   }
   symlinkSync(path.join(repoRoot, 'node_modules'), path.join(pkg, 'node_modules'));

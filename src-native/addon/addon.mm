@@ -37,6 +37,7 @@ class AutoreleasePool {
 // threads may still call in, and libc++'s std::mutex (macOS) has a real destructor, so a destroyed one would throw.
 [[clang::no_destroy]] std::mutex gBaselineMutex;
 [[clang::no_destroy]] std::string gBaseline;  // JSON of the stock probe taken before the first apply; empty when none
+uint64_t gBaselineDevices = 0;                // the deviceSetGeneration() gBaseline was read from
 
 Napi::Value throwError(Napi::Env env, const char *code, const std::string &message, bool typeError = false) {
   Napi::Error error = typeError ? Napi::TypeError::New(env, message) : Napi::Error::New(env, message);
@@ -302,7 +303,13 @@ Napi::Value Trace(const Napi::CallbackInfo &info) {
 Napi::Value Baseline(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   std::lock_guard<std::mutex> lock(gBaselineMutex);
-  if (info.Length() > 0 && info[0].IsString() && gBaseline.empty()) gBaseline = info[0].As<Napi::String>().Utf8Value();
+  // A baseline read from another device set (the test build's simulation loaded another snapshot) is none.
+  uint64_t devices = deviceSetGeneration();
+  if (gBaselineDevices != devices) gBaseline.clear();
+  if (info.Length() > 0 && info[0].IsString() && gBaseline.empty()) {
+    gBaseline = info[0].As<Napi::String>().Utf8Value();
+    gBaselineDevices = devices;
+  }
   return gBaseline.empty() ? env.Null() : Napi::Value(Napi::String::New(env, gBaseline));
 }
 

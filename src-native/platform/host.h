@@ -36,4 +36,8 @@ HostFacts readHostFacts();
 // Metal consumers, so a path the loader cannot name is left out.
 std::vector<std::string> loadedImagePaths();
 
+// Which set of Metal devices the process has: the same number for the life of a process on macOS; in the test build, a
+// new one each time the simulated Metal loads another snapshot. A stock baseline belongs to the set it was read from.
+uint64_t deviceSetGeneration();
+
 }  // namespace mcs

@@ -91,6 +91,10 @@ HostFacts readHostFacts() {
   return facts;
 }
 
+uint64_t deviceSetGeneration() {
+  return 0;
+}
+
 std::vector<std::string> loadedImagePaths() {
   std::vector<std::string> paths;
   // dyld.h: another thread may load or unload an image during the walk; an index that is no longer valid gives NULL,

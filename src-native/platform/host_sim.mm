@@ -47,6 +47,10 @@ HostFacts readHostFacts() {
   return facts;
 }
 
+uint64_t deviceSetGeneration() {
+  return MTLSimGetLoads();
+}
+
 std::vector<std::string> loadedImagePaths() {
   std::vector<std::string> paths;
   dl_iterate_phdr(addImage, &paths);

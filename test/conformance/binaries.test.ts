@@ -4,9 +4,7 @@
 // it was built with decides whether its residency switch exists. Skipped off Linux (it reads the injector's Linux
 // build and applies over the simulated Metal, which only the Linux build has) and where llvm-nm-19 or
 // llvm-objdump-19 is missing; the skipped test's name says which. The hooked selectors are the native engine's own
-// (status() after an apply over the simulated Metal).
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
-
+// (status() after an apply over the simulated stock Tahoe guest).
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -21,6 +19,7 @@ import {
 } from '../../lib/engines/index.js';
 import { nodeLlamaCppRelease } from '../../lib/engines/loaded-llama.js';
 import { requireSimBuild, root } from '../support/helpers.js';
+import { useSimulation } from '../support/simulation.js';
 import { fetchBinaries } from './build.mjs';
 import { ERAS } from './eras.mjs';
 
@@ -113,6 +112,7 @@ const skipReason =
       : null;
 
 describe.skipIf(skipReason !== null)(`node-llama-cpp's Mach-O binaries, read with ${TOOLS.join(' and ')}`, () => {
+  useSimulation('vz-guest-m1-ultra-tahoe-stock');
   const dirs = new Map<string, string>();
   let hooked: string[] = [];
 

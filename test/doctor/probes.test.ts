@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, expect, it, vi } from 'vitest';
 import { describeSim, requireSimBuild } from '../support/helpers.js';
-
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
+import { useSimulation } from '../support/simulation.js';
 
 describeSim('the doctor’s vocabulary, read afresh', () => {
+  useSimulation('vz-guest-m1-ultra-tahoe-stock');
   beforeEach(() => {
     requireSimBuild();
     vi.resetModules();

@@ -5,7 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, beforeAll } from 'vitest';
 import { applyPatch, restore, status } from '../../lib/patch/apply.js';
 import { probe } from '../../lib/device/probe.js';
 import { loadNative } from '../../lib/device/native.js';
@@ -18,12 +18,11 @@ import { parseRunnerLine, runDoctorLiveSync, runnerEnvironment } from '../../lib
 import { runPhases } from '../../lib/doctor/runner.js';
 import type { DoctorReport } from '../../lib/doctor/types.js';
 import { describeSim, requireSimBuild, root } from '../support/helpers.js';
+import { useSimulation } from '../support/simulation.js';
 
 const FIXTURE = path.join(root, 'test/fixtures/snapshots/doctor-runner-faults.json');
-// This process's own simulated Metal answers from the fixture too (read once, at the first native call): the native
-// runner is called in-process only to show what it reports, and the caller's patch state is checked against it.
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = FIXTURE;
-process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-runner-'));
+// This process's own simulated Metal answers from the fixture too (useSimulation): the native runner is called
+// in-process only to show what it reports, and the caller's patch state is checked against it.
 
 const MMAP = 1 << 20;
 const TIMEOUT = 200;
@@ -44,6 +43,10 @@ afterEach(() => {
 });
 
 describeSim('doctor: the probes run in a child process', () => {
+  useSimulation(() => FIXTURE);
+  beforeAll(() => {
+    process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-runner-'));
+  });
   requireSimBuild();
 
   it('is a Promise, and the event loop keeps turning while the probes run', async () => {

@@ -3,7 +3,6 @@
 // follow, in status() and in a live audit. The libraries here are stand-ins built for the test; the conformance
 // suite loads llama.cpp's own (test/conformance/). The tests share one process: each sees the libraries loaded
 // before it.
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 import { mkdirSync, mkdtempSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +12,7 @@ import { status } from '../../lib/patch/apply.js';
 import { audit } from '../../lib/audit/audit.js';
 import { nodeLlamaCppRelease } from '../../lib/engines/loaded-llama.js';
 import { describeSim, loadLibrarySource, requireSimBuild } from '../support/helpers.js';
+import { useSimulation } from '../support/simulation.js';
 
 let dir: string;
 const version = (v: string) => `const char *ggml_version(void) { return "${v}"; }\n`;
@@ -30,6 +30,7 @@ function folder(name: string, nlc?: string): string {
 }
 
 describeSim('the loaded llama.cpp: release, ggml version and rules', () => {
+  useSimulation('vz-guest-m1-ultra-tahoe-stock');
   beforeAll(() => {
     requireSimBuild();
     dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-loaded-llama-')));
@@ -106,6 +107,7 @@ describeSim('the loaded llama.cpp: release, ggml version and rules', () => {
 });
 
 describeSim("node-llama-cpp's build metadata", () => {
+  useSimulation('vz-guest-m1-ultra-tahoe-stock');
   beforeAll(() => {
     dir ??= realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-loaded-llama-')));
   });

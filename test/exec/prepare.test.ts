@@ -1,8 +1,7 @@
 // exec's planning, in-process: what runs, with which environment, or why not. The simulated Metal answers from the
-// bare-metal M1 Ultra snapshot, so the bare-metal guard has something to refuse. The spawn suite
-// (test/e2e/exec.test.ts) keeps the CLI's end-to-end behaviour.
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
-
+// bare-metal M1 Ultra snapshot, so the bare-metal guard has something to refuse, and from no snapshot at all, so there
+// is nothing to guard (useSimulation, per describe block). The spawn suite (test/e2e/exec.test.ts) keeps the CLI's
+// end-to-end behaviour.
 import { execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
@@ -55,6 +54,7 @@ import { encodeNativeProfile, resolveProfile } from '../../lib/patch/profiles.js
 import { CUA_RELEASE_ON_M1_ULTRA } from '../support/apply-helpers.js';
 import { installFakeCodesign, signedProgram } from '../support/codesign-fake.js';
 import { describeSim, requireSimBuild, root, thrown } from '../support/helpers.js';
+import { useSimulation } from '../support/simulation.js';
 import { SYSTEM_TOOLS } from '../../lib/exec/system-tools.js';
 
 /** The codesign the signature checks ask: the system's, or a suite's fake. */
@@ -119,6 +119,7 @@ describe('where the injector is looked for', () => {
 });
 
 describeSim('the injector of this checkout (simulated build)', () => {
+  useSimulation('m1-ultra-bare-metal');
   beforeAll(() => requireSimBuild());
 
   it('is the local build while a simulated snapshot is selected, and none without', () => {
@@ -860,6 +861,7 @@ describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the block
   const TRUE = resolveCommand('true')!;
   const REFUSAL =
     'refusing to raise Metal answers: this host is not a virtual machine (hw.model Mac13,2), so the GPU really is what it reports. The profile would raise device 0 (AGXG13DDevice): apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.';
+  useSimulation('m1-ultra-bare-metal');
   beforeAll(() => requireSimBuild());
 
   it('raising answers on bare metal is refused (ERR_REFUSED_BARE_METAL), before anything runs', () => {
@@ -954,5 +956,55 @@ describeSim('prepareExec on bare metal (M1 Ultra snapshot): the guard, the block
     } finally {
       process.env[SIM] = saved;
     }
+  });
+});
+
+// Over a simulated Metal with no device (the empty snapshot): nothing to guard and nothing to warn about, so the
+// program runs with the injector, which then patches whatever device the program finds.
+describeSim('prepareExec with no Metal device here', () => {
+  useSimulation('');
+  beforeAll(() => requireSimBuild());
+
+  it('no refusal without --force and no warnings: the injector, the program, nothing else', () => {
+    expect(prepareExec({ profile: resolveProfile('cua-release'), command: 'true', args: [] }, 'linux')).toEqual({
+      injector: injectorPath(),
+      resolved: resolveCommand('true'),
+      profile: resolveProfile('cua-release'),
+      warnings: [],
+      unpatched: null,
+    });
+    expect(injectorPath()).not.toBeNull();
+  });
+
+  it('the default with no chip to read: apple7, and the one warning that says so', () => {
+    expect(prepareExec({ profile: resolveProfile(), command: 'true', args: [] }, 'linux')).toEqual({
+      injector: injectorPath(),
+      resolved: resolveCommand('true'),
+      profile: resolveProfile('apple7'),
+      warnings: [
+        {
+          code: 'host-unknown-fallback',
+          message:
+            'host-family claims the host chip’s own family, but this host’s chip is unknown (it reports no machdep.cpu.brand_string): profile apple7 is used instead (name a profile to choose another)',
+        },
+      ],
+      unpatched: null,
+    });
+  });
+
+  it('profile host with no chip to read: refused (ERR_HOST_UNKNOWN), or run unpatched with --allow-unpatched, never a guess', () => {
+    const why =
+      'host claims the host chip’s own answers, but this host’s chip is unknown (it reports no machdep.cpu.brand_string), so nothing is claimed rather than a guess';
+    expect(thrown(() => prepareExec({ profile: resolveProfile('host'), command: 'true', args: [] }, 'linux'))).toEqual(
+      new RefusedError(`${why} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN'),
+    );
+    expect(
+      prepareExec({ profile: resolveProfile('host'), command: 'true', args: [], allowUnpatched: true }, 'linux'),
+    ).toEqual({
+      injector: null,
+      resolved: resolveCommand('true'),
+      warnings: [],
+      unpatched: `${why}. Running true unpatched (--allow-unpatched).`,
+    });
   });
 });

@@ -3,7 +3,6 @@
 // very object its parent held), reports under its own pid, and hands the fd down to the programs it starts. A planted
 // fd 3 is never touched. Real processes with the simulated build's injector preloaded (Linux), over the stock Tahoe
 // VM snapshot.
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,6 +19,7 @@ import {
 import { runWithInjector, STATUS_DRAIN_MS } from '../../lib/exec/run.js';
 import { encodeNativeProfile, resolveProfile } from '../../lib/patch/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild } from '../support/helpers.js';
+import { useSimulation } from '../support/simulation.js';
 
 const profile = resolveProfile('cua-release');
 const SLICE = process.arch === 'x64' ? 'x86_64' : process.arch;
@@ -140,6 +140,7 @@ function loaded(patchedClasses: string[] = []): InjectorProcess {
 }
 
 describeSim('the status fd across the processes of a run', () => {
+  useSimulation('vz-guest-m1-ultra-tahoe-stock');
   beforeAll(() => {
     requireSimBuild();
     consumer = buildConsumer();

@@ -1,7 +1,6 @@
 // runWithInjector in-process: the child is a real process with the simulated build's injector preloaded (Linux), but
 // the code that starts it, reads its status fd, writes the fallback trace and forwards signals runs in this process.
 // The simulated Metal answers from the stock Tahoe VM snapshot (one paravirtual device).
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
 
 import { execFileSync } from 'node:child_process';
 import {
@@ -23,6 +22,7 @@ import { INJECT_ENV, injectorPath } from '../../lib/exec/injector.js';
 import { runWithInjector, type ExecOutcome } from '../../lib/exec/run.js';
 import { resolveProfile } from '../../lib/patch/profiles.js';
 import { buildConsumer, describeSim, requireSimBuild } from '../support/helpers.js';
+import { useSimulation } from '../support/simulation.js';
 
 const profile = resolveProfile('cua-release');
 const SLICE = process.arch === 'x64' ? 'x86_64' : process.arch;
@@ -93,6 +93,7 @@ const NOTHING_LOADED = {
 };
 
 describeSim('runWithInjector, in-process over the simulated injector', () => {
+  useSimulation('vz-guest-m1-ultra-tahoe-stock');
   beforeAll(() => {
     requireSimBuild();
     consumer = buildConsumer();

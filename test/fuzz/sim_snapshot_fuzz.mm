@@ -107,11 +107,6 @@ NSData *recipeSnapshot(FuzzedDataProvider &in) {
   return [NSJSONSerialization dataWithJSONObject:snapshot options:0 error:NULL];
 }
 
-void startOver() {
-  forgetSnapshot();
-  for (std::atomic<long> &calls : gThreadgroupCalls) calls.store(0);
-}
-
 void ask(id<MTLDevice> device) {
   NSObject *object = (NSObject *)device;
   if ([object respondsToSelector:@selector(name)]) (void)[[device name] length];
@@ -142,7 +137,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   NSAutoreleasePool *pool = [NSAutoreleasePool new];
-  startOver();
+  forgetSnapshot();
   NSData *bytes;
   if (size > 0 && data[0] >= 0x80) {
     FuzzedDataProvider in(data + 1, size - 1);

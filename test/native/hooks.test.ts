@@ -1,7 +1,6 @@
 // The hook engine over the simulated Metal, in this process. Snapshot: an Intel Mac with two GPUs whose device
 // classes are siblings under _MTLDevice: MTLIGAccelDevice inherits the queries, AMDRadeonX6000_… implements them
 // itself. Both class layouts of the engine (add a method vs. replace one) run here, on GCC's runtime.
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'macbookpro16-intel-amd-two-gpus';
 
 import fc from 'fast-check';
 import { afterEach, beforeAll, expect, it } from 'vitest';
@@ -13,6 +12,7 @@ import { FAMILY_NAMES, FAMILY_VALUES } from '../../lib/core/families.js';
 import { probe } from '../../lib/device/probe.js';
 import { predictPatchedDevice, resolveProfile, type ProfileSpec } from '../../lib/patch/profiles.js';
 import { describeSim, loadFixture, requireSimBuild, type FixtureAnswers, type SimFixture } from '../support/helpers.js';
+import { useSimulation } from '../support/simulation.js';
 
 const INTEL = 'MTLIGAccelDevice';
 const AMD = 'AMDRadeonX6000_AMDNavi14GraphicsDevice';
@@ -20,6 +20,7 @@ const APPLE7 = String(FAMILY_VALUES.apple7);
 let fixture: SimFixture;
 
 describeSim('hook engine (simulated Metal, GCC runtime)', () => {
+  useSimulation('macbookpro16-intel-amd-two-gpus');
   beforeAll(() => {
     requireSimBuild();
     fixture = loadFixture();

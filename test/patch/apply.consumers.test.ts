@@ -1,8 +1,7 @@
 // "Consumer already loaded", over the simulated VM guest: ggml's dynamic backend loader (node-llama-cpp's prebuilt
 // binaries) loads libggml-metal.* with RTLD_LOCAL, where dlsym(RTLD_DEFAULT, …) cannot see its symbols; an app
 // library with ggml-metal or MLX linked in statically may be loaded that way too. The tests share one process, so
-// each one's list holds the libraries loaded before it.
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
+// each one's list holds the libraries loaded before it, and a library stays loaded: a process of its own.
 
 import { mkdtempSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +11,7 @@ import { restore } from '../../lib/patch/apply.js';
 import { applyProfile } from '../../lib/select/auto.js';
 import { APPLE9_ABOVE_M1_ULTRA } from '../support/apply-helpers.js';
 import { describeSim, loadLibrary, requireSimBuild } from '../support/helpers.js';
+import { useSimulation } from '../support/simulation.js';
 
 let dir: string;
 const ggmlMetal = ['ggml_backend_metal_reg', 'ggml_backend_metal_init'];
@@ -30,6 +30,7 @@ const consumers = (profile: 'cua-release' | 'apple9-hw-tg') =>
   applyProfile(profile).warnings.filter((w) => w.code === 'consumer-already-loaded');
 
 describeSim('consumer-already-loaded sees libraries loaded RTLD_LOCAL', () => {
+  useSimulation('vz-guest-m1-ultra-tahoe-stock');
   beforeAll(() => {
     requireSimBuild();
     dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-consumers-')));

@@ -1,7 +1,8 @@
 // test/ is laid out like lib/: the tests of lib/<layer>/<file>.ts are test/<layer>/<file>.test.ts, or
-// test/<layer>/<file>.<aspect>.test.ts when a suite needs a process of its own (its own simulated snapshot, read once
-// per process), so a file's tests are found by its name; those of lib/<file>.ts are test/<file>.test.ts. Suites about
-// a scenario rather than one file have folders of their own. docs/testing.md ("Where a test lives") has the list.
+// test/<layer>/<file>.<aspect>.test.ts when a suite needs a process of its own (one that never loads the addon, or that
+// loads libraries for good), so a file's tests are found by its name; those of lib/<file>.ts are test/<file>.test.ts.
+// Suites about a scenario rather than one file have folders of their own. docs/testing.md ("Where a test lives") has
+// the list.
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -28,7 +29,7 @@ function filesUnder(dir: string): string[] {
     .sort();
 }
 
-/** The lib/ file a test file is named for: `patch/apply.two-gpus.test.ts` → `patch/apply.ts`. */
+/** The lib/ file a test file is named for: `patch/apply.no-addon.test.ts` → `patch/apply.ts`. */
 function libFileFor(testFile: string): string {
   const dir = path.posix.dirname(testFile);
   const name = path.posix.basename(testFile).split('.')[0]!;
@@ -98,7 +99,7 @@ describe('test/ is laid out like lib/', () => {
     expect(
       [
         'patch/apply.test.ts',
-        'patch/apply.two-gpus.test.ts',
+        'patch/apply.no-addon.test.ts',
         'engines/llama-cpp-releases.test.ts',
         'register.test.ts',
       ].map(libFileFor),

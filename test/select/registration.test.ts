@@ -1,15 +1,20 @@
-// registerFromEnvironment() in-process, over the simulated bare-metal M1 Ultra (not a VM).
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'm1-ultra-bare-metal';
-
-import { beforeAll, expect, it } from 'vitest';
-import { status } from '../../lib/patch/apply.js';
+// registerFromEnvironment() in-process, over the simulated Metal: the bare-metal M1 Ultra (not a VM), the Tahoe guest
+// whose device changes its answer under the patch, and the M1 Ultra showing exactly one VM signal (each its own
+// describe block and snapshot: useSimulation).
+import { afterEach, beforeAll, expect, it } from 'vitest';
+import { restore, status } from '../../lib/patch/apply.js';
 import { InvalidProfileError } from '../../lib/core/errors.js';
+import { resolveProfile } from '../../lib/patch/profiles.js';
+import { applyProfile } from '../../lib/select/auto.js';
 import { registerFromEnvironment } from '../../lib/select/registration.js';
+import { CUA_RELEASE_ON_M1_ULTRA, editedSnapshot, M1_HOST, oneSignalHost } from '../support/apply-helpers.js';
 import { describeSim, loadFixture, requireSimBuild, type SimFixture } from '../support/helpers.js';
+import { useSimulation } from '../support/simulation.js';
 
 let fixture: SimFixture;
 
 describeSim('registerFromEnvironment on bare metal', () => {
+  useSimulation('m1-ultra-bare-metal');
   beforeAll(() => {
     requireSimBuild();
     fixture = loadFixture();
@@ -41,5 +46,105 @@ describeSim('registerFromEnvironment on bare metal', () => {
   it('a malformed value throws before anything else, even where nothing would be applied', () => {
     expect(() => registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'apple99' })).toThrow(InvalidProfileError);
     expect(fixture.deviceCalls()).toEqual({ MTLCreateSystemDefaultDevice: 0, MTLCopyAllDevices: 0 });
+  });
+});
+
+// Inside a VM whose device changes its answer under the patch: verification fails, nothing stays installed, and
+// register reports why instead of throwing.
+describeSim('registerFromEnvironment when verification fails', () => {
+  useSimulation(() =>
+    editedSnapshot('vz-guest-m1-ultra-tahoe-stock', 'drifting-guest', (s) => {
+      // Threadgroup memory answers its recorded 32768 twice (the stock read and the "before" read), then 32784.
+      s.devices[0]!.simulation = { methodsOnConcreteClass: false, driftAfter: 2 };
+    }),
+  );
+  beforeAll(requireSimBuild);
+
+  it('not-applied, with the reason and the detail of applyProfile’s result; nothing installed', () => {
+    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'apple9-hw-tg' })).toEqual({
+      action: 'not-applied',
+      why: 'verification-failed: device 0 (AppleParavirtDevice) answered maxThreadgroupMemoryLength=32784, expected 32768; the patch was taken out',
+      auto: null,
+    });
+    expect(status()).toEqual({
+      supported: true,
+      active: false,
+      profile: null,
+      patchedClasses: [],
+      hooks: [],
+      tracing: false,
+      trace: null,
+      llamaCpp: [],
+    });
+  });
+});
+
+// VM detection from kern.hv_vmm_present alone: an M1 Ultra whose hw.model and device name are a real Mac's, but
+// whose kernel says it runs under a hypervisor. register applies, and the device gets its not-paravirtual warning.
+describeSim('kern.hv_vmm_present = 1 alone', () => {
+  useSimulation(() => oneSignalHost('hv_vmm_present'));
+  beforeAll(requireSimBuild);
+  afterEach(() => {
+    restore();
+  });
+
+  it('register applies a raising profile: the kernel’s word is enough', () => {
+    expect(registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: 'cua-release' })).toMatchObject({
+      action: 'applied',
+      result: {
+        applied: true,
+        profile: resolveProfile('cua-release'),
+        warnings: [...CUA_RELEASE_ON_M1_ULTRA],
+      },
+    });
+    expect(status().profile).toEqual(resolveProfile('cua-release'));
+  });
+
+  it('applyProfile raises without force', () => {
+    expect(applyProfile('cua-release')).toMatchObject({ applied: true, reason: null });
+  });
+});
+
+// VM detection: hw.model VirtualMac2,1 alone (kern.hv_vmm_present = 0, the device an M1's) is not a VM.
+// register creates no Metal device, and applyProfile refuses to raise without force.
+describeSim('hw.model VirtualMac2,1 alone', () => {
+  useSimulation(() => oneSignalHost('hw.model'));
+  beforeAll(requireSimBuild);
+
+  it('register: not-a-vm, and not one Metal device created', () => {
+    expect(registerFromEnvironment({})).toEqual({ action: 'not-a-vm', host: { ...M1_HOST, model: 'VirtualMac2,1' } });
+    expect(loadFixture().deviceCalls()).toEqual({ MTLCreateSystemDefaultDevice: 0, MTLCopyAllDevices: 0 });
+    expect(status().active).toBe(false);
+  });
+
+  it('applyProfile refuses to raise without force', () => {
+    expect(applyProfile('cua-release')).toMatchObject({
+      applied: false,
+      reason: 'refused-bare-metal',
+      detail:
+        'refusing to raise Metal answers: this host is not a virtual machine (hw.model VirtualMac2,1), so the GPU really is what it reports. The profile would raise device 0 (AGXG13DDevice): apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.',
+    });
+  });
+});
+
+// VM detection: a device named "Apple Paravirtual device" alone (kern.hv_vmm_present = 0, hw.model Mac13,2) is not a VM.
+// register creates no Metal device, and applyProfile refuses to raise without force.
+describeSim('a paravirtual device name alone', () => {
+  useSimulation(() => oneSignalHost('device-name'));
+  beforeAll(requireSimBuild);
+
+  it('register: not-a-vm, and not one Metal device created', () => {
+    expect(registerFromEnvironment({})).toEqual({ action: 'not-a-vm', host: M1_HOST });
+    expect(loadFixture().deviceCalls()).toEqual({ MTLCreateSystemDefaultDevice: 0, MTLCopyAllDevices: 0 });
+    expect(status().active).toBe(false);
+  });
+
+  it('applyProfile refuses to raise without force', () => {
+    expect(applyProfile('cua-release')).toMatchObject({
+      applied: false,
+      reason: 'refused-bare-metal',
+      detail:
+        'refusing to raise Metal answers: this host is not a virtual machine (hw.model Mac13,2), so the GPU really is what it reports. The profile would raise device 0 (AGXG13DDevice): apple8, apple9, maxThreadgroupMemoryLength 32768 → 65536. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.',
+    });
   });
 });

@@ -1,5 +1,5 @@
-// Helpers for the in-process suites of applyProfile / restore / status and of register (apply-*.test.ts,
-// registration-*.test.ts): snapshot files edited from a bundled one, and importing `metal-cap-shim/register` in this
+// Helpers for the in-process suites of applyProfile / restore / status and of register (test/patch/apply*.test.ts,
+// test/select/registration.test.ts): snapshot files edited from a bundled one, and importing `metal-cap-shim/register` in this
 // process with its effects on the process captured.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

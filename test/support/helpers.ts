@@ -17,7 +17,12 @@ export const describeSim = describe.skipIf(!isSimulatedPlatform);
 
 /** Fails the suite early with a clear message when the test build is missing. */
 export function requireSimBuild(): void {
-  for (const f of ['build/Release/metal_cap_shim.node', 'build/test/sim_fixture.node', 'dist/index.js']) {
+  for (const f of [
+    'build/Release/metal_cap_shim.node',
+    'build/test/sim_fixture.node',
+    'build/test/sim_control.node',
+    'dist/index.js',
+  ]) {
     if (!existsSync(path.join(root, f))) {
       throw new Error(`${f} is missing: run \`npm run build && npm run build:sim\` before the tests`);
     }
@@ -104,7 +109,7 @@ export function runCli(
   });
 }
 
-/** Runs an ES module snippet in a fresh Node process (so it gets its own simulated snapshot). */
+/** Runs an ES module snippet in a fresh Node process (with `env`, e.g. its own simulated snapshot). */
 export function runNode(code: string, env: NodeJS.ProcessEnv = {}, extraArgs: string[] = []): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, [...extraArgs, '--input-type=module', '-e', code], {
     encoding: 'utf8',

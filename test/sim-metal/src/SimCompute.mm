@@ -138,6 +138,8 @@ void countInheritableDoctorFiles() {
   closedir(dir);
 }
 
+// By device record index; reserved for kSimMaxDeviceRecords at the first device and never reallocated, so a record
+// stays where it is while the GPU thread of an earlier snapshot's device still reads it.
 std::vector<ComputeDevice> gCompute;
 
 const ProbeFault &faultOf(size_t device, Probe probe) {
@@ -1316,6 +1318,7 @@ std::string types(std::initializer_list<const char *> parts) {
 }  // namespace
 
 void simComputeReadDevice(size_t index, NSDictionary *device, const char *osVersion) {
+  if (gCompute.capacity() < kSimMaxDeviceRecords) gCompute.reserve(kSimMaxDeviceRecords);
   if (gCompute.size() <= index) gCompute.resize(index + 1);
   ComputeDevice &compute = gCompute[index];
   compute.osMajor = osVersion != NULL ? atoi(osVersion) : 0;
@@ -1369,6 +1372,32 @@ extern "C" unsigned long MTLSimGetInheritableDoctorFiles(void) {
   return gInheritableDoctorFiles.load();
 }
 
+namespace {
+
+bool hasHeaps(size_t index) {
+  return faultOf(index, Probe::Heap).behaviour != Behaviour::Unsupported;
+}
+
+// Residency sets exist from macOS 15, unless the snapshot records the API as missing.
+bool hasResidencySets(size_t index) {
+  int os = gCompute[index].osMajor;
+  return (os == 0 || os >= 15) && faultOf(index, Probe::Residency).behaviour != Behaviour::Unsupported;
+}
+
+}  // namespace
+
+bool simComputeResponds(size_t index, SEL sel) {
+  if (index >= gCompute.size()) return true;
+  const char *name = sel_getName(sel);
+  if (strcmp(name, "newHeapWithDescriptor:") == 0) return hasHeaps(index);
+  if (strcmp(name, "newResidencySetWithDescriptor:error:") == 0) return hasResidencySets(index);
+  return true;
+}
+
+void simComputeForget(void) {
+  gCompute.clear();
+}
+
 void simComputeAttachDevice(id device, size_t index) {
   if (gCompute.size() <= index) gCompute.resize(index + 1);
   gCompute[index].object = device;
@@ -1390,13 +1419,10 @@ void simComputeAttachDevice(id device, size_t index) {
                   types({ o, o, s, @encode(const void *), u, u }).c_str());
   class_addMethod(cls, @selector(newBufferWithBytesNoCopy:length:options:deallocator:), (IMP)simNewBufferNoCopy,
                   types({ o, o, s, @encode(void *), u, u, o }).c_str());
-  if (faultOf(index, Probe::Heap).behaviour != Behaviour::Unsupported) {
+  if (hasHeaps(index)) {
     class_addMethod(cls, @selector(newHeapWithDescriptor:), (IMP)simNewHeap, types({o, o, s, o}).c_str());
   }
-  // Residency sets exist from macOS 15, unless the snapshot records the API as missing.
-  int os = gCompute[index].osMajor;
-  bool residency = (os == 0 || os >= 15) && faultOf(index, Probe::Residency).behaviour != Behaviour::Unsupported;
-  if (residency) {
+  if (hasResidencySets(index)) {
     class_addMethod(cls, sel_registerName("newResidencySetWithDescriptor:error:"), (IMP)simNewResidencySet,
                     types({o, o, s, o, e}).c_str());
   }

@@ -1,12 +1,18 @@
 /*
- * The simulated Metal library. Devices are built from one snapshot (snapshots/README.md) per process, with a class
+ * The simulated Metal library. Devices are built from a snapshot (snapshots/README.md): the one the environment names,
+ * read at the first call, or the one a test loads later with MTLSimLoadSnapshot() (MetalSim.h). Classes have a
  * layout like Apple's: a private base class `_MTLDevice` implements the queries, and each device's concrete class
  * (named as in the snapshot, e.g. `AppleParavirtDevice`) is created at run time as its subclass. A device whose
  * snapshot says `simulation.methodsOnConcreteClass` gets its own copies of the hooked queries (`name` included), so
- * hook tests meet both an inherited and an own method. `architecture` is added only where the snapshot records one, the
- * way a pre-macOS-14 device does not respond to it. A device whose snapshot names `simulation.defaultObjectClass` is
+ * hook tests meet both an inherited and an own method. A device responds to `architecture` only where the snapshot
+ * records one, the way a pre-macOS-14 device does not. A device whose snapshot names `simulation.defaultObjectClass` is
  * handed out by MTLCreateSystemDefaultDevice() as a second object of that class (as a validation or capture layer wraps
  * the default device), while MTLCopyAllDevices() lists the plain one.
+ *
+ * Loading another snapshot never frees what an earlier one made: its device records, objects and host strings stay
+ * (a test may still hold a device, and the hook engine's records name classes), and a class another snapshot made is
+ * reused when its layout (superclass and own queries) is the same, refused otherwise. What differs between snapshots
+ * without a class of its own (`architecture`, heaps, residency sets) is answered per device by -respondsToSelector:.
  */
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
@@ -26,6 +32,8 @@
 #include <cstdlib>
 #include <atomic>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -68,12 +76,29 @@ struct SimHost {
 };
 
 std::once_flag gLoadOnce;
+// Serialises loads (the environment's and MTLSimLoadSnapshot()'s). Queries do not take it: no other thread may use
+// Metal while a test loads another snapshot.
+std::mutex gLoadMutex;
 bool gLoaded = false;
-SimHost gHost;
-std::vector<SimDevice> gDevices;
+// Every device record this process loaded, addressed by the objects' _simIndex. Reserved once and never reallocated,
+// so a record stays where it is while another thread reads it and after a later load.
+constexpr size_t kMaxDeviceRecords = kSimMaxDeviceRecords;
+std::vector<SimDevice> gRecords;
+std::atomic<long> gThreadgroupCalls[kMaxDeviceRecords];
+// The loaded snapshot's devices: indexes into gRecords, in the snapshot's order.
+std::vector<size_t> gDevices;
+// Every host this process loaded (MTLSimGetHostFacts hands out its strings); gHost is the loaded snapshot's.
+std::vector<std::unique_ptr<SimHost>> gHosts;
+const SimHost kNoHost{};
+const SimHost *gHost = &kNoHost;
 size_t gDefaultDevice = 0;
 std::atomic<unsigned long> gCreateDefaultCalls{0};
 std::atomic<unsigned long> gCopyAllCalls{0};
+std::atomic<unsigned long> gLoads{0};
+// The layout each device class was made with (its superclass and own queries), by class name.
+std::map<std::string, std::string> gClassLayouts;
+// Where simFail() writes while MTLSimLoadSnapshot() runs (its caller gets the reason); stderr otherwise.
+std::string *gProblemSink = nullptr;
 // Set by the load-time constructor, before C++ globals of this library may exist: plain data only.
 char gCountsFile[4096];
 
@@ -93,7 +118,12 @@ __attribute__((constructor)) void simMetalLoaded() {
 }
 
 void simFail(const std::string &message) {
-  // The TypeScript layer validates snapshots before native code sees them, so this only fires for a hand-run consumer.
+  // The TypeScript layer validates snapshots before native code sees them, so this only fires for a hand-run consumer
+  // (or, through MTLSimLoadSnapshot(), for the test that loaded the snapshot).
+  if (gProblemSink != nullptr) {
+    if (gProblemSink->empty()) *gProblemSink = message;
+    return;
+  }
   fprintf(stderr, "sim-metal: %s\n", message.c_str());
 }
 
@@ -176,36 +206,48 @@ SimDevice deviceFrom(NSDictionary *d) {
   return dev;
 }
 
-void hostFrom(NSDictionary *snapshot, NSDictionary *h) {
-  stringAt(snapshot, @"id", &gHost.snapshotId);
-  stringAt(h, @"platform", &gHost.platform);
-  gHost.hasOsVersion = stringAt(h, @"osVersion", &gHost.osVersion);
-  gHost.hasOsBuild = stringAt(h, @"osBuild", &gHost.osBuild);
-  gHost.hasModel = stringAt(h, @"model", &gHost.model);
-  gHost.hasArch = stringAt(h, @"arch", &gHost.arch);
-  gHost.hasCpuBrand = stringAt(h, @"cpuBrand", &gHost.cpuBrand);
+SimHost hostFrom(NSDictionary *snapshot, NSDictionary *h) {
+  SimHost host;
+  stringAt(snapshot, @"id", &host.snapshotId);
+  stringAt(h, @"platform", &host.platform);
+  host.hasOsVersion = stringAt(h, @"osVersion", &host.osVersion);
+  host.hasOsBuild = stringAt(h, @"osBuild", &host.osBuild);
+  host.hasModel = stringAt(h, @"model", &host.model);
+  host.hasArch = stringAt(h, @"arch", &host.arch);
+  host.hasCpuBrand = stringAt(h, @"cpuBrand", &host.cpuBrand);
   id vm = [h objectForKey:@"isVirtualMachine"];
-  if ([vm isKindOfClass:[NSNumber class]]) gHost.isVirtualMachine = [(NSNumber *)vm boolValue] ? 1 : 0;
+  if ([vm isKindOfClass:[NSNumber class]]) host.isVirtualMachine = [(NSNumber *)vm boolValue] ? 1 : 0;
   id memory = [h objectForKey:@"memoryBytes"];
   if ([memory isKindOfClass:[NSNumber class]]) {
-    gHost.hasMemoryBytes = true;
-    gHost.memoryBytes = [(NSNumber *)memory unsignedLongLongValue];
+    host.hasMemoryBytes = true;
+    host.memoryBytes = [(NSNumber *)memory unsignedLongLongValue];
   }
   id translated = [h objectForKey:@"translated"];
-  if ([translated isKindOfClass:[NSNumber class]]) gHost.translated = [(NSNumber *)translated boolValue] ? 1 : 0;
+  if ([translated isKindOfClass:[NSNumber class]]) host.translated = [(NSNumber *)translated boolValue] ? 1 : 0;
+  return host;
 }
 
 bool createDeviceObjects();
 
-void forgetSnapshot() {
-  for (SimDevice &dev : gDevices) {
+// No snapshot is loaded any more; what the earlier one made stays (see the top of this file).
+void unloadSnapshot() {
+  gDevices.clear();
+  gHost = &kNoHost;
+  gDefaultDevice = 0;
+  gLoaded = false;
+}
+
+// Back to a new process's state, records and all (the fuzz harness, between inputs: it holds no device).
+[[maybe_unused]] void forgetSnapshot() {
+  for (SimDevice &dev : gRecords) {
     [dev.object release];
     [dev.defaultObject release];
   }
-  gDevices.clear();
-  gHost = SimHost();
-  gDefaultDevice = 0;
-  gLoaded = false;
+  unloadSnapshot();
+  gRecords.clear();
+  gHosts.clear();
+  for (std::atomic<long> &calls : gThreadgroupCalls) calls.store(0);
+  simComputeForget();
 }
 
 // Builds the devices from a snapshot's bytes (`where` names it in messages). A snapshot the simulation cannot lay out
@@ -217,20 +259,31 @@ bool loadSnapshotData(NSData *data, const std::string &where) {
     return false;
   }
   NSDictionary *snapshot = (NSDictionary *)root;
-  hostFrom(snapshot, dictAt(snapshot, @"host"));
+  gHosts.push_back(std::make_unique<SimHost>(hostFrom(snapshot, dictAt(snapshot, @"host"))));
+  const SimHost &host = *gHosts.back();
+  std::vector<NSDictionary *> entries;
   id devices = [snapshot objectForKey:@"devices"];
   if ([devices isKindOfClass:[NSArray class]]) {
     for (id d in (NSArray *)devices) {
-      if (![d isKindOfClass:[NSDictionary class]]) continue;
-      gDevices.push_back(deviceFrom((NSDictionary *)d));
-      simComputeReadDevice(gDevices.size() - 1, (NSDictionary *)d, gHost.hasOsVersion ? gHost.osVersion.c_str() : NULL);
+      if ([d isKindOfClass:[NSDictionary class]]) entries.push_back((NSDictionary *)d);
     }
   }
+  if (gRecords.capacity() < kMaxDeviceRecords) gRecords.reserve(kMaxDeviceRecords);
+  if (entries.size() > kMaxDeviceRecords - gRecords.size()) {
+    simFail("more than " + std::to_string(kMaxDeviceRecords) + " simulated devices loaded in one process");
+    return false;
+  }
+  for (NSDictionary *d : entries) {
+    gDevices.push_back(gRecords.size());
+    gRecords.push_back(deviceFrom(d));
+    simComputeReadDevice(gDevices.back(), d, host.hasOsVersion ? host.osVersion.c_str() : NULL);
+  }
+  gHost = &host;
   gDefaultDevice = (size_t)u64At(snapshot, @"defaultDevice");
   if (gDefaultDevice >= gDevices.size()) gDefaultDevice = 0;
   gLoaded = true;
   if (!createDeviceObjects()) {
-    forgetSnapshot();
+    unloadSnapshot();
     return false;
   }
   return true;
@@ -264,19 +317,29 @@ NSData *readRegularFile(const std::string &path, std::string *problem) {
   return [NSData dataWithBytes:bytes.data() length:got];
 }
 
-void loadSnapshot() {
-  const char *selector = getenv("METAL_CAP_SHIM_SIM_SNAPSHOT");
-  if (selector == NULL || *selector == '\0') return;
+// Loads the snapshot `selector` names (a bundled name or a path; empty: none), in place of the loaded one. Caller holds
+// gLoadMutex.
+bool loadSelected(const char *selector) {
+  unloadSnapshot();
+  gLoads.fetch_add(1);
+  if (selector == NULL || *selector == '\0') return true;
   NSAutoreleasePool *pool = [NSAutoreleasePool new];
   std::string path = snapshotPath(selector);
   std::string problem;
   NSData *data = readRegularFile(path, &problem);
+  bool loaded = false;
   if (data == nil) {
     simFail("cannot read snapshot " + path + ": " + problem);
   } else {
-    loadSnapshotData(data, path);
+    loaded = loadSnapshotData(data, path);
   }
   [pool release];
+  return loaded;
+}
+
+void loadSnapshot() {
+  std::lock_guard<std::mutex> lock(gLoadMutex);
+  loadSelected(getenv("METAL_CAP_SHIM_SIM_SNAPSHOT"));
 }
 
 void ensureLoaded() {
@@ -331,15 +394,28 @@ void ensureLoaded() {
 @end
 
 static const SimDevice &simDeviceOf(id self) {
-  return gDevices[((_MTLDevice *)self)->_simIndex];
+  return gRecords[((_MTLDevice *)self)->_simIndex];
 }
 
-static std::atomic<long> gThreadgroupCalls[64];
+// Whether device record `index` answers `sel`: NO for what its snapshot lacks although its class, made or reused for
+// another snapshot, has the method (`architecture`, heaps, residency sets).
+static bool simResponds(size_t index, SEL sel) {
+  // An object asked before its record is set (or a test's stray object past the records) has no say.
+  if (index >= gRecords.size()) return true;
+  if (strcmp(sel_getName(sel), "architecture") == 0) return gRecords[index].hasArchitecture;
+  return simComputeResponds(index, sel);
+}
+
+@implementation _MTLPartialDevice (SimResponds)
+- (BOOL)respondsToSelector:(SEL)sel {
+  return simResponds(_simIndex, sel) && [super respondsToSelector:sel];
+}
+@end
 
 static NSUInteger simThreadgroupMemory(id self) {
   size_t index = ((_MTLDevice *)self)->_simIndex;
-  const SimDevice &dev = gDevices[index];
-  long calls = index < 64 ? gThreadgroupCalls[index].fetch_add(1) + 1 : 0;
+  const SimDevice &dev = gRecords[index];
+  long calls = gThreadgroupCalls[index].fetch_add(1) + 1;
   bool drifted = dev.driftAfter >= 0 && calls > dev.driftAfter;
   return (NSUInteger)dev.maxThreadgroupMemoryLength + (drifted ? 16 : 0);
 }
@@ -380,6 +456,9 @@ static BOOL simSupportsFamily(id self, NSInteger family) {
 }
 - (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily {
   return simSupportsFamily(self, gpuFamily);
+}
+- (BOOL)respondsToSelector:(SEL)sel {
+  return simResponds(_simIndex, sel) && [super respondsToSelector:sel];
 }
 @end
 
@@ -433,17 +512,37 @@ Class allocateClass(Class base, const std::string &name) {
   return cls;
 }
 
+// Gives a device class `architecture` when its device has one (the class may have it already; a device that has none
+// does not respond to it: simResponds).
+void addArchitecture(Class cls, const SimDevice &dev) {
+  if (!dev.hasArchitecture) return;
+  std::string types = std::string(@encode(id)) + @encode(id) + @encode(SEL);
+  class_addMethod(cls, @selector(architecture), (IMP)simArchitecture, types.c_str());
+}
+
+// A class made for an earlier snapshot serves this one when it was made with the same layout; nothing can be taken
+// out of a class, so another layout under the same name is refused (Nil, after saying why).
+Class reuseClass(Class existing, const std::string &name, const std::string &layout) {
+  auto made = gClassLayouts.find(name);
+  if (made == gClassLayouts.end() || made->second == layout) return existing;
+  simFail("class '" + name + "' was made for an earlier snapshot as " + made->second + ", and this one needs " +
+          layout + ": a class cannot change in a running process; give the device another className");
+  return Nil;
+}
+
 // Nil, after saying why, for a class the simulation cannot make: a name some other class already has (its instances
-// have no _simIndex), a name the runtime refuses, or a `subclassOf` chain that loops back (`depth` counts the links).
+// have no _simIndex), a name the runtime refuses, a `subclassOf` chain that loops back (`depth` counts the links), or
+// the name of a class an earlier snapshot made with another layout.
 Class concreteClassFor(const SimDevice &dev, size_t depth = 0) {
   Class existing = objc_getClass(dev.className.c_str());
-  if (existing != Nil) {
-    if (isSimDeviceClass(existing)) return existing;
+  if (existing != Nil && !isSimDeviceClass(existing)) {
     simFail("className '" + dev.className + "' is an existing class that is not a simulated device");
     return Nil;
   }
   Class base = [_MTLDevice class];
   if (!dev.lacks.empty()) {
+    std::string layout = "a subclass of _MTLPartialDevice without " + dev.lacks;
+    if (existing != Nil) return reuseClass(existing, dev.className, layout);
     Class cls = allocateClass([_MTLPartialDevice class], dev.className);
     if (cls == Nil) return Nil;
     for (const char *name : kQuerySelectors) {
@@ -452,6 +551,7 @@ Class concreteClassFor(const SimDevice &dev, size_t depth = 0) {
       class_addMethod(cls, sel, class_getMethodImplementation(base, sel), typesOf(base, sel));
     }
     objc_registerClassPair(cls);
+    gClassLayouts[dev.className] = layout;
     return cls;
   }
   if (!dev.subclassOf.empty()) {
@@ -459,11 +559,18 @@ Class concreteClassFor(const SimDevice &dev, size_t depth = 0) {
       simFail("simulation.subclassOf of '" + dev.className + "' loops back to itself");
       return Nil;
     }
-    for (const SimDevice &other : gDevices) {
-      if (other.className != dev.subclassOf) continue;
-      base = concreteClassFor(other, depth + 1);
+    for (size_t other : gDevices) {
+      if (gRecords[other].className != dev.subclassOf) continue;
+      base = concreteClassFor(gRecords[other], depth + 1);
       if (base == Nil) return Nil;
     }
+  }
+  std::string layout = std::string("a subclass of ") + class_getName(base) +
+                       (dev.methodsOnConcreteClass ? " with queries of its own" : " inheriting its queries");
+  if (existing != Nil) {
+    Class cls = reuseClass(existing, dev.className, layout);
+    if (cls != Nil) addArchitecture(cls, dev);
+    return cls;
   }
   Class cls = allocateClass(base, dev.className);
   if (cls == Nil) return Nil;
@@ -475,11 +582,9 @@ Class concreteClassFor(const SimDevice &dev, size_t depth = 0) {
     class_addMethod(cls, @selector(recommendedMaxWorkingSetSize), (IMP)ownRecommendedMaxWorkingSetSize,
                     typesOf(base, @selector(recommendedMaxWorkingSetSize)));
   }
-  if (dev.hasArchitecture) {
-    std::string types = std::string(@encode(id)) + @encode(id) + @encode(SEL);
-    class_addMethod(cls, @selector(architecture), (IMP)simArchitecture, types.c_str());
-  }
+  addArchitecture(cls, dev);
   objc_registerClassPair(cls);
+  gClassLayouts[dev.className] = layout;
   return cls;
 }
 
@@ -487,24 +592,30 @@ Class concreteClassFor(const SimDevice &dev, size_t depth = 0) {
 // for a name that some class other than a simulated device already has.
 Class defaultObjectClassFor(const SimDevice &dev) {
   Class existing = objc_getClass(dev.defaultObjectClass.c_str());
+  // The layout of a concrete class that inherits its queries: one name may serve as either.
+  const std::string layout = "a subclass of _MTLDevice inheriting its queries";
   if (existing != Nil) {
-    if (isSimDeviceClass(existing)) return existing;
-    simFail("defaultObjectClass '" + dev.defaultObjectClass + "' is an existing class that is not a simulated device");
-    return Nil;
+    if (!isSimDeviceClass(existing)) {
+      simFail("defaultObjectClass '" + dev.defaultObjectClass +
+              "' is an existing class that is not a simulated device");
+      return Nil;
+    }
+    Class cls = reuseClass(existing, dev.defaultObjectClass, layout);
+    if (cls != Nil) addArchitecture(cls, dev);
+    return cls;
   }
   Class cls = allocateClass([_MTLDevice class], dev.defaultObjectClass);
   if (cls == Nil) return Nil;
-  if (dev.hasArchitecture) {
-    std::string types = std::string(@encode(id)) + @encode(id) + @encode(SEL);
-    class_addMethod(cls, @selector(architecture), (IMP)simArchitecture, types.c_str());
-  }
+  addArchitecture(cls, dev);
   objc_registerClassPair(cls);
+  gClassLayouts[dev.defaultObjectClass] = layout;
   return cls;
 }
 
 bool createDeviceObjects() {
   std::vector<Class> classes, defaultClasses;
-  for (const SimDevice &dev : gDevices) {
+  for (size_t index : gDevices) {
+    const SimDevice &dev = gRecords[index];
     Class cls = concreteClassFor(dev);
     Class defaultCls = dev.defaultObjectClass.empty() ? Nil : defaultObjectClassFor(dev);
     if (cls == Nil || (!dev.defaultObjectClass.empty() && defaultCls == Nil)) return false;
@@ -512,15 +623,16 @@ bool createDeviceObjects() {
     defaultClasses.push_back(defaultCls);
   }
   for (size_t i = 0; i < gDevices.size(); i++) {
+    size_t index = gDevices[i];
     _MTLDevice *object = (_MTLDevice *)[[classes[i] alloc] init];
-    object->_simIndex = i;
-    gDevices[i].object = object;
+    object->_simIndex = index;
+    gRecords[index].object = object;
     if (defaultClasses[i] != Nil) {
       _MTLDevice *wrapper = (_MTLDevice *)[[defaultClasses[i] alloc] init];
-      wrapper->_simIndex = i;
-      gDevices[i].defaultObject = wrapper;
+      wrapper->_simIndex = index;
+      gRecords[index].defaultObject = wrapper;
     }
-    simComputeAttachDevice(object, i);
+    simComputeAttachDevice(object, index);
   }
   return true;
 }
@@ -531,7 +643,7 @@ MTL_EXTERN id<MTLDevice> MTLCreateSystemDefaultDevice(void) {
   gCreateDefaultCalls.fetch_add(1);
   ensureLoaded();
   if (gDevices.empty()) return nil;
-  const SimDevice &dev = gDevices[gDefaultDevice];
+  const SimDevice &dev = gRecords[gDevices[gDefaultDevice]];
   return [(dev.defaultObject != nil ? dev.defaultObject : dev.object) retain];
 }
 
@@ -539,7 +651,7 @@ MTL_EXTERN NSArray<id<MTLDevice>> *MTLCopyAllDevices(void) {
   gCopyAllCalls.fetch_add(1);
   ensureLoaded();
   NSMutableArray *all = [[NSMutableArray alloc] initWithCapacity:gDevices.size()];
-  for (const SimDevice &dev : gDevices) [all addObject:dev.object];
+  for (size_t index : gDevices) [all addObject:gRecords[index].object];
   return all;
 }
 
@@ -549,21 +661,42 @@ extern "C" int MTLSimGetHostFacts(MTLSimHostFacts *out) {
   out->isVirtualMachine = -1;
   out->translated = -1;
   if (!gLoaded) return 0;
-  out->snapshotId = gHost.snapshotId.c_str();
-  out->platform = gHost.platform.c_str();
-  out->osVersion = gHost.hasOsVersion ? gHost.osVersion.c_str() : NULL;
-  out->osBuild = gHost.hasOsBuild ? gHost.osBuild.c_str() : NULL;
-  out->model = gHost.hasModel ? gHost.model.c_str() : NULL;
-  out->arch = gHost.hasArch ? gHost.arch.c_str() : NULL;
-  out->isVirtualMachine = gHost.isVirtualMachine;
-  out->hasMemoryBytes = gHost.hasMemoryBytes ? 1 : 0;
-  out->memoryBytes = gHost.memoryBytes;
-  out->translated = gHost.translated;
-  out->cpuBrand = gHost.hasCpuBrand ? gHost.cpuBrand.c_str() : NULL;
+  const SimHost &host = *gHost;
+  out->snapshotId = host.snapshotId.c_str();
+  out->platform = host.platform.c_str();
+  out->osVersion = host.hasOsVersion ? host.osVersion.c_str() : NULL;
+  out->osBuild = host.hasOsBuild ? host.osBuild.c_str() : NULL;
+  out->model = host.hasModel ? host.model.c_str() : NULL;
+  out->arch = host.hasArch ? host.arch.c_str() : NULL;
+  out->isVirtualMachine = host.isVirtualMachine;
+  out->hasMemoryBytes = host.hasMemoryBytes ? 1 : 0;
+  out->memoryBytes = host.memoryBytes;
+  out->translated = host.translated;
+  out->cpuBrand = host.hasCpuBrand ? host.cpuBrand.c_str() : NULL;
   return 1;
 }
 
 extern "C" void MTLSimGetDeviceCalls(MTLSimDeviceCalls *out) {
   out->createSystemDefaultDevice = gCreateDefaultCalls.load();
   out->copyAllDevices = gCopyAllCalls.load();
+}
+
+extern "C" const char *MTLSimLoadSnapshot(const char *selector) {
+  // Uses up the environment's load, so it never replaces this one later.
+  std::call_once(gLoadOnce, [] {});
+  std::lock_guard<std::mutex> lock(gLoadMutex);
+  static std::string problem;
+  problem.clear();
+  gProblemSink = &problem;
+  bool loaded = loadSelected(selector);
+  gProblemSink = nullptr;
+  gCreateDefaultCalls.store(0);
+  gCopyAllCalls.store(0);
+  if (!loaded && problem.empty()) problem = "the snapshot loaded no device";
+  return loaded ? NULL : problem.c_str();
+}
+
+extern "C" unsigned long MTLSimGetLoads(void) {
+  ensureLoaded();
+  return gLoads.load();
 }

@@ -37,6 +37,19 @@ typedef struct {
 
 void MTLSimGetDeviceCalls(MTLSimDeviceCalls *out);
 
+/* Test-only: loads the snapshot `selector` names (a name from snapshots/, or the path of a snapshot or of a simulation
+   file, as METAL_CAP_SHIM_SIM_SNAPSHOT takes; NULL or empty: no device) in place of the loaded one, and sets the
+   device-call counts above back to zero. The environment's snapshot is never loaded after this. Returns NULL when the
+   snapshot loaded, or why not (valid until the next call), after which no device is loaded, as a process started with
+   that selector has none. What the earlier snapshot made stays: its device objects keep answering as its devices, its
+   host facts' strings stay valid, and its classes serve a later snapshot's devices of the same name and layout (another
+   layout under a name already used is refused). Call it only while no other thread uses Metal. */
+const char *MTLSimLoadSnapshot(const char *selector);
+
+/* Test-only: how many times this process loaded a snapshot (or selected none): the environment's at the first call,
+   and each MTLSimLoadSnapshot(). A stock answer recorded under one count is not about the devices of another. */
+unsigned long MTLSimGetLoads(void);
+
 /* Test-only: how many NoCopy buffers were released after the memory under them had been unmapped (Metal may read a
    buffer until it is released; unmapping first is the crash AdaptiveCpp PR 2067 describes). */
 unsigned long MTLSimGetNoCopyAfterUnmap(void);

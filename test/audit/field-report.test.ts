@@ -14,8 +14,7 @@ import {
 } from '../../lib/audit/field-report.js';
 import type { Profile } from '../../lib/patch/profiles.js';
 import { describeSim, requireSimBuild } from '../support/helpers.js';
-
-process.env.METAL_CAP_SHIM_SIM_SNAPSHOT = 'vz-guest-m1-ultra-tahoe-stock';
+import { useSimulation } from '../support/simulation.js';
 
 const LABEL = 'M1 Ultra, macOS 26.6.1';
 // The simulated guest proves Apple7's features; threadgroup memory stays at the 32768 it reports (no more is claimed).
@@ -47,6 +46,7 @@ function learntNothing(live: FieldReport): FieldReport {
 }
 
 describeSim('matrix: the proven profile comes from reports that measured something', () => {
+  useSimulation('vz-guest-m1-ultra-tahoe-stock');
   let live: FieldReport;
   let replay: FieldReport;
   beforeAll(async () => {
