@@ -160,6 +160,7 @@ describeSim('npm run sim on a checkout that is built', () => {
         'up to date  build/Release/metal_cap_shim.node',
         'up to date  build/Release/libmetal_cap_shim_inject.so',
         'up to date  build/test/sim_fixture.node',
+        'up to date  build/test/sim_control.node',
         'npm run sim: ready. Try, in this folder (docs/simulation.md says what each shows):',
         `  ${vm} node dist/cli.js probe --short`,
         `  ${vm} build/test/consumer | grep -o '"1007":[a-z]*'`,
