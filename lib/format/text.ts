@@ -4,6 +4,7 @@ import { inert } from '../core/input.js';
 import { plural } from '../core/words.js';
 import { HOST_VALUE, type BuiltinProfile, type Profile } from '../patch/profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from '../device/types.js';
+import { MLX_ARCHITECTURE_FLAGS, type MlxPrediction } from '../engines/index.js';
 import { stylerFor, type Styler } from './style.js';
 
 export { COLOR_MODES, colorWanted, stylerFor, type ColorMode, type Styler } from './style.js';
@@ -182,6 +183,16 @@ const show = (v: boolean | number | null | undefined, field = '') => {
   return String(v);
 };
 
+/** Where MLX's architecture-driven values come from under the profile, and which of them the offer changes. */
+function mlxArchitectureLine(p: MlxPrediction): string {
+  const name = p.flags.architectureName;
+  const from =
+    p.offeredArchitecture === null
+      ? `MLX parses ${name.value === null ? 'an architecture name this report does not hold' : JSON.stringify(name.value)} (${name.reason}); no architecture offered`
+      : `offered MLX_METAL_GPU_ARCH=${JSON.stringify(p.offeredArchitecture)}: ${name.reason}`;
+  return `${from}. Architecture-driven: ${MLX_ARCHITECTURE_FLAGS.join(', ')}.`;
+}
+
 /** The human-readable audit: every changed answer, engine flags before and after, verification, warnings, verdict. */
 export function formatAudit(untrusted: AuditResult, s: Styler): string {
   const a = inert(untrusted);
@@ -212,23 +223,15 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
     for (const e of d.engines) {
       const before = e.before;
       const after = e.after;
-      const label = before.engine === 'llama.cpp' ? `llama.cpp (${before.rules} rules: ${before.releases})` : 'MLX';
+      const label =
+        before.engine === 'llama.cpp'
+          ? `llama.cpp (${before.rules} rules: ${before.releases})`
+          : `MLX (${before.rules} rules: ${before.releases})`;
       const rowsE: string[][] = [[s.dim(label), s.dim('stock'), s.dim('patched')]];
-      const entries: [string, { value: unknown; reason: string }, { value: unknown }][] =
-        before.engine === 'llama.cpp' && after.engine === 'llama.cpp'
-          ? Object.entries(before.flags).map(([k, v]) => [
-              k,
-              v,
-              (after.flags as Record<string, { value: unknown }>)[k]!,
-            ])
-          : before.engine === 'mlx' && after.engine === 'mlx'
-            ? [
-                ['residencySets', before.residencySets, after.residencySets],
-                ['architectureGeneration', before.architectureGeneration, after.architectureGeneration],
-                ['allocatorLimitBytes', before.allocatorLimitBytes, after.allocatorLimitBytes],
-                ['heapSkipped', before.heapSkipped, after.heapSkipped],
-              ]
-            : [];
+      const afterFlags = after.flags as Record<string, { value: unknown }>;
+      const entries: [string, { value: unknown; reason: string }, { value: unknown }][] = Object.entries(
+        before.flags as Record<string, { value: unknown; reason: string }>,
+      ).map(([k, v]) => [k, v, afterFlags[k]!]);
       for (const [flag, b, aft] of entries) {
         const changed = b.value !== aft.value;
         const to = String(aft.value ?? 'unknown');
@@ -239,6 +242,7 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
         ]);
       }
       lines.push(table(rowsE));
+      if (after.engine === 'mlx') lines.push(`  ${s.dim(mlxArchitectureLine(after))}`);
       if (after.engine === 'llama.cpp') {
         lines.push(`  ${s.dim(after.consequences.summary)}`);
         if (after.tuning !== null)
