@@ -22,7 +22,15 @@ import { resolveProfile } from './patch/profiles.js';
 export { FAMILY_NAMES, FAMILY_VALUES } from './core/families.js';
 export { CHIP_FAMILIES } from './device/chips.js';
 export { SIMD_RULES } from './device/report.js';
-export { ENGINES, LLAMA_CPP_RULE_SET_INFO, LLAMA_CPP_RULE_SETS, RULE_TABLES } from './engines/index.js';
+export {
+  ENGINES,
+  LLAMA_CPP_RULE_SET_INFO,
+  LLAMA_CPP_RULE_SETS,
+  MLX_RULE_SET_INFO,
+  MLX_RULE_SETS,
+  MLX_SWITCHES,
+  RULE_TABLES,
+} from './engines/index.js';
 export { HOST_VALUE } from './patch/profiles.js';
 export { AUTO_PROFILE, resolveAutoProfile } from './select/auto.js';
 export {

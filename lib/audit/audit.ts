@@ -6,6 +6,7 @@ import {
   ENGINES,
   LLAMA_CPP_RULE_SET_INFO,
   LLAMA_CPP_RULE_SETS,
+  MLX_ARCHITECTURE_FLAGS,
   mlxRulesFor,
   parseRelease,
   predictChecked,
@@ -16,6 +17,7 @@ import {
   type Engine,
   type GatePrediction,
   type LlamaCppRuleSet,
+  type MlxFlag,
   type ValidOptions,
 } from '../engines/index.js';
 import { loadedLlamaCpp } from '../engines/loaded-llama.js';
@@ -220,6 +222,16 @@ function summarize(
     if (turnedOn.length) parts.push(`llama.cpp turns on ${turnedOn.join(', ')}`);
     if (turnedOff.length) parts.push(`llama.cpp turns off ${turnedOff.join(', ')}`);
     if (!turnedOn.length && !turnedOff.length) parts.push('llama.cpp gates unchanged');
+  }
+  const mlx = main?.engines.find((e) => e.engine === 'mlx');
+  if (mlx?.after.engine === 'mlx' && mlx.after.offeredArchitecture !== null) {
+    const offered = JSON.stringify(mlx.after.offeredArchitecture);
+    const paths = mlx.flipped.filter((f) => MLX_ARCHITECTURE_FLAGS.includes(f.flag as MlxFlag)).length;
+    parts.push(
+      mlx.after.ignored.some((i) => i.name === 'MLX_METAL_GPU_ARCH')
+        ? `MLX ignores the offered ${offered}`
+        : `MLX offered ${offered}: ${plural(paths, 'architecture-driven value changes', 'architecture-driven values change')}`,
+    );
   }
   if (result.mode === 'live') parts.push('verified and restored');
   if (result.warnings.length) parts.push(plural(result.warnings.length, 'warning', 'warnings'));

@@ -159,7 +159,7 @@ function archName({ device, env, ruleSet }: MlxRuleContext): ArchName {
   const override = env.MLX_METAL_GPU_ARCH;
   if (override === undefined) return { name: reported, origin: reportedText };
   if (!mlxAtLeast(ruleSet, 'v0.31.0')) {
-    return { name: reported, origin: `${reportedText} (MLX ${ruleSet} does not read MLX_METAL_GPU_ARCH)` };
+    return { name: reported, origin: `${reportedText} (MLX reads MLX_METAL_GPU_ARCH only from v0.31.0)` };
   }
   if (override === '') return { name: reported, origin: `${reportedText} (MLX_METAL_GPU_ARCH empty, ignored)` };
   return { name: override, origin: `MLX_METAL_GPU_ARCH=${JSON.stringify(override)} replaces ${reportedText}` };

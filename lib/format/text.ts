@@ -4,7 +4,7 @@ import { inert } from '../core/input.js';
 import { plural } from '../core/words.js';
 import { HOST_VALUE, type BuiltinProfile, type Profile } from '../patch/profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from '../device/types.js';
-import { MLX_ARCHITECTURE_FLAGS, type MlxPrediction } from '../engines/index.js';
+import { LLAMA_CPP_OTHER_WORKLOADS, MLX_ARCHITECTURE_FLAGS, type MlxPrediction } from '../engines/index.js';
 import { stylerFor, type Styler } from './style.js';
 
 export { COLOR_MODES, colorWanted, stylerFor, type ColorMode, type Styler } from './style.js';
@@ -183,14 +183,12 @@ const show = (v: boolean | number | null | undefined, field = '') => {
   return String(v);
 };
 
-/** Where MLX's architecture-driven values come from under the profile, and which of them the offer changes. */
-function mlxArchitectureLine(p: MlxPrediction): string {
-  const name = p.flags.architectureName;
-  const from =
-    p.offeredArchitecture === null
-      ? `MLX parses ${name.value === null ? 'an architecture name this report does not hold' : JSON.stringify(name.value)} (${name.reason}); no architecture offered`
-      : `offered MLX_METAL_GPU_ARCH=${JSON.stringify(p.offeredArchitecture)}: ${name.reason}`;
-  return `${from}. Architecture-driven: ${MLX_ARCHITECTURE_FLAGS.join(', ')}.`;
+/** Where MLX's architecture name comes from, stock and under the profile, and which values an offered name changes. */
+function mlxArchitectureLine(before: MlxPrediction, after: MlxPrediction): string {
+  const stock = `MLX parses ${before.flags.architectureName.reason}`;
+  if (after.offeredArchitecture === null) return `${stock}; no architecture offered.`;
+  const changed = MLX_ARCHITECTURE_FLAGS.filter((f) => before.flags[f].value !== after.flags[f].value);
+  return `${stock}; offered: ${after.flags.architectureName.reason}; architecture-driven values that change: ${changed.length === 0 ? 'none' : changed.join(', ')}.`;
 }
 
 /** The human-readable audit: every changed answer, engine flags before and after, verification, warnings, verdict. */
@@ -242,9 +240,10 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
         ]);
       }
       lines.push(table(rowsE));
-      if (after.engine === 'mlx') lines.push(`  ${s.dim(mlxArchitectureLine(after))}`);
+      if (before.engine === 'mlx' && after.engine === 'mlx')
+        lines.push(`  ${s.dim(mlxArchitectureLine(before, after))}`);
       if (after.engine === 'llama.cpp') {
-        lines.push(`  ${s.dim(after.consequences.summary)}`);
+        lines.push(`  ${s.dim(after.consequences.summary)}`, `  ${s.dim(LLAMA_CPP_OTHER_WORKLOADS)}`);
         if (after.tuning !== null)
           lines.push(`  ${s.dim(`Flash-attention tuning: ${after.tuning.value.tier} (${after.tuning.reason}).`)}`);
       }
