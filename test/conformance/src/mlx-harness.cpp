@@ -29,7 +29,7 @@ struct MTLDevice {
   Architecture a;
   const Architecture *architecture() const { return &a; }
 };
-} // namespace harness
+}  // namespace harness
 
 namespace mlx::core {
 
@@ -39,7 +39,7 @@ struct Device {
 
 namespace env {
 #include "mlx-env.inc"
-} // namespace env
+}  // namespace env
 
 namespace metal {
 
@@ -58,15 +58,17 @@ struct Device {
 };
 
 static Device *the_device = nullptr;
-Device &device(mlx::core::Device::DeviceType) { return *the_device; }
+Device &device(mlx::core::Device::DeviceType) {
+  return *the_device;
+}
 
 #include "mlx-nax.inc"
 
-} // namespace metal
+}  // namespace metal
 
 #include "mlx-qmv.inc"
 
-} // namespace mlx::core
+}  // namespace mlx::core
 
 int main(int argc, char **argv) {
   if (argc != 3) {
