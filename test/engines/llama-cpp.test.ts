@@ -772,16 +772,18 @@ describe('MLX, whole predictions', () => {
   });
 
   const generation = (architecture: unknown, env: Record<string, string>) =>
-    mlx({ ...structuredClone(m1.devices[0]!), architecture } as DeviceReport, m1.host, env).flags.architectureGeneration;
+    mlx({ ...structuredClone(m1.devices[0]!), architecture } as DeviceReport, m1.host, env).flags
+      .architectureGeneration;
   const GENERATIONS: [string, string | null, Record<string, string>, number | null][] = [
     ['an override', 'applegpu_g13s', { MLX_METAL_GPU_ARCH: 'applegpu_g16s' }, 16],
     ['an override with no reported architecture', null, { MLX_METAL_GPU_ARCH: 'applegpu_g15g' }, 15],
     ['an empty override', 'applegpu_g14p', { MLX_METAL_GPU_ARCH: '' }, 14],
     ['an unknown class letter', 'applegpu_g17x', {}, 17],
     ['the shortest name with two digits', '13s', {}, 13],
-    ['a name one character shorter', '3s', {}, null],
-    ['a non-digit tens place', 'applegpu_gx3s', {}, null],
-    ['a non-digit ones place', 'applegpu_g1xs', {}, null],
+    // The newest rules count a name shorter than 3 as generation 0, and a character that is no digit as 0.
+    ['a name one character shorter', '3s', {}, 0],
+    ['a non-digit tens place', 'applegpu_gx3s', {}, 3],
+    ['a non-digit ones place', 'applegpu_g1xs', {}, 10],
     ['an empty override and none reported', null, { MLX_METAL_GPU_ARCH: '' }, null],
   ];
   it.each(GENERATIONS)('architectureGeneration: %s', (_what, architecture, env, value) => {
