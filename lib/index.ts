@@ -94,7 +94,11 @@ export type {
   LlamaCppPrediction,
   LlamaCppRuleSet,
   LlamaCppRuleSetInfo,
+  MlxFlag,
+  MlxIgnoredSwitch,
   MlxPrediction,
+  MlxRuleSet,
+  MlxRuleSetInfo,
   PredictOptions,
   TuningTier,
 } from './engines/index.js';

@@ -22,7 +22,15 @@ import { resolveProfile } from './patch/profiles.js';
 export { FAMILY_NAMES, FAMILY_VALUES } from './core/families.js';
 export { CHIP_FAMILIES } from './device/chips.js';
 export { SIMD_RULES } from './device/report.js';
-export { ENGINES, LLAMA_CPP_RULE_SET_INFO, LLAMA_CPP_RULE_SETS, RULE_TABLES } from './engines/index.js';
+export {
+  ENGINES,
+  LLAMA_CPP_RULE_SET_INFO,
+  LLAMA_CPP_RULE_SETS,
+  MLX_RULE_SET_INFO,
+  MLX_RULE_SETS,
+  MLX_SWITCHES,
+  RULE_TABLES,
+} from './engines/index.js';
 export { HOST_VALUE } from './patch/profiles.js';
 export { AUTO_PROFILE, resolveAutoProfile } from './select/auto.js';
 export {
@@ -58,15 +66,11 @@ function deviceList(fn: string, field: string, value: unknown): DeviceReport[] {
   return v.map((d, i) => checkDevice(d, `${field}[${i}]`));
 }
 
-/** A prediction as gateValues reads it: MLX's four values, or llama.cpp's `flags`, each an object with a `value`. */
+/** A prediction as gateValues reads it: its `flags` (MLX's values, llama.cpp's flags), each an object with a `value`. */
 function checkPrediction(value: unknown): GatePrediction {
   const p = read('gateValues', 'prediction', value);
   const entries = (o: unknown) => (isObject(o) ? Object.entries(o) : null);
-  const fields = isObject(p)
-    ? p.engine === 'mlx'
-      ? ['residencySets', 'architectureGeneration', 'allocatorLimitBytes', 'heapSkipped'].map((k) => [k, p[k]] as const)
-      : entries(p.flags)
-    : null;
+  const fields = isObject(p) ? entries(p.flags) : null;
   const bad = fields?.find(([, v]) => !isObject(v) || !('value' in v));
   if (fields === null || fields === undefined || bad !== undefined) {
     throw new InvalidOptionsError(

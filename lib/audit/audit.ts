@@ -6,6 +6,8 @@ import {
   ENGINES,
   LLAMA_CPP_RULE_SET_INFO,
   LLAMA_CPP_RULE_SETS,
+  MLX_ARCHITECTURE_FLAGS,
+  mlxRulesFor,
   parseRelease,
   predictChecked,
   ruleSetForRelease,
@@ -15,6 +17,7 @@ import {
   type Engine,
   type GatePrediction,
   type LlamaCppRuleSet,
+  type MlxFlag,
   type ValidOptions,
 } from '../engines/index.js';
 import { loadedLlamaCpp } from '../engines/loaded-llama.js';
@@ -53,6 +56,13 @@ export interface AuditOptions {
   force?: boolean | undefined;
   /** Environment the engines would see; default process.env. */
   env?: EnvMap | undefined;
+  /** An MLX release (`v0.31.0`, `0.31.0`) whose rules to use; default the newest. */
+  mlxRelease?: string | undefined;
+  /**
+   * An architecture name offered to MLX as MLX_METAL_GPU_ARCH under the profile (`applegpu_g13s`): the patched
+   * prediction sees it, the stock one does not; default none.
+   */
+  mlxArchitecture?: string | null | undefined;
 }
 
 /** One engine value that differs between stock and patched. */
@@ -151,16 +161,8 @@ export type AuditResult = OfflineAudit | LiveAudit | RefusedLiveAudit;
 
 /** Flattens a prediction into flag → value, for comparing two predictions. */
 export function gateValues(p: GatePrediction): Record<string, boolean | number | string | null> {
-  if (p.engine === 'mlx') {
-    return {
-      residencySets: p.residencySets.value,
-      architectureGeneration: p.architectureGeneration.value,
-      allocatorLimitBytes: p.allocatorLimitBytes.value,
-      heapSkipped: p.heapSkipped.value,
-    };
-  }
   return Object.fromEntries(
-    Object.entries(p.flags).map(([k, v]) => [k, (v as { value: boolean | number | string }).value]),
+    Object.entries(p.flags).map(([k, v]) => [k, (v as { value: boolean | number | string | null }).value]),
   );
 }
 
@@ -170,11 +172,13 @@ function compareEngines(
   host: HostInfo | null,
   opts: BuildOptions,
 ): EngineComparison[] {
-  // Checked once, when the audit read its options: the predictions below take them unchecked.
+  // Checked once, when the audit read its options: the predictions below take them unchecked. The offered MLX
+  // architecture is part of the profile's effect, so only the patched prediction sees it.
   const checked: ValidOptions = { host, env: opts.env, rules: opts.rules.rules, release: opts.release };
+  const mlx = (architectureName: string | null) => ({ release: opts.mlx.release, architectureName });
   return opts.engines.map((engine) => {
-    const before = predictChecked(stock, engine, checked);
-    const after = predictChecked(patched, engine, checked);
+    const before = predictChecked(stock, engine, { ...checked, mlx: mlx(null) });
+    const after = predictChecked(patched, engine, { ...checked, mlx: mlx(opts.mlx.architectureName) });
     const a = gateValues(before);
     const b = gateValues(after);
     const flipped = Object.keys(b)
@@ -219,6 +223,16 @@ function summarize(
     if (turnedOff.length) parts.push(`llama.cpp turns off ${turnedOff.join(', ')}`);
     if (!turnedOn.length && !turnedOff.length) parts.push('llama.cpp gates unchanged');
   }
+  const mlx = main?.engines.find((e) => e.engine === 'mlx');
+  if (mlx?.after.engine === 'mlx' && mlx.after.offeredArchitecture !== null) {
+    const offered = JSON.stringify(mlx.after.offeredArchitecture);
+    const paths = mlx.flipped.filter((f) => MLX_ARCHITECTURE_FLAGS.includes(f.flag as MlxFlag)).length;
+    parts.push(
+      mlx.after.ignored.some((i) => i.name === 'MLX_METAL_GPU_ARCH')
+        ? `MLX ignores the offered ${offered}`
+        : `MLX offered ${offered}: ${plural(paths, 'architecture-driven value changes', 'architecture-driven values change')}`,
+    );
+  }
   if (result.mode === 'live') parts.push('verified and restored');
   if (result.warnings.length) parts.push(plural(result.warnings.length, 'warning', 'warnings'));
   return { ok: true, summary: parts.join('; ') };
@@ -232,6 +246,8 @@ type BuildOptions = {
   env: EnvMap;
   force: boolean;
   consumers: string[];
+  /** MLX's release (checked) and the architecture offered to it. */
+  mlx: { release: string | undefined; architectureName: string | null };
 };
 
 /**
@@ -282,13 +298,23 @@ function tuningWarnings(
 }
 
 /**
+ * What MLX ignores under the profile: a switch set in the environment, or the offered architecture, that the MLX
+ * release reads only from a later release. MLX uses MTLCopyAllDevices()[0].
+ */
+function mlxIgnoredWarnings(devices: { index: number; engines: EngineComparison[] }[]): ApplyWarning[] {
+  const mlx = devices.find((d) => d.index === 0)?.engines.find((e) => e.engine === 'mlx');
+  if (mlx === undefined || mlx.after.engine !== 'mlx') return [];
+  return mlx.after.ignored.map((i) => ({ code: 'mlx-switch-ignored' as const, message: i.message }));
+}
+
+/**
  * MLX skips its buffer heap when the device is named exactly "Apple Paravirtual device", on purpose: a profile whose
  * deviceName renames that device makes MLX create the heap in a VM. MLX uses MTLCopyAllDevices()[0].
  */
 function heapWarnings(devices: { index: number; engines: EngineComparison[] }[]): ApplyWarning[] {
   const mlx = devices.find((d) => d.index === 0)?.engines.find((e) => e.engine === 'mlx');
   if (mlx === undefined || mlx.before.engine !== 'mlx' || mlx.after.engine !== 'mlx') return [];
-  if (!mlx.before.heapSkipped.value || mlx.after.heapSkipped.value) return [];
+  if (mlx.before.flags.heapSkipped.value !== true || mlx.after.flags.heapSkipped.value === true) return [];
   return [
     {
       code: 'heap-in-vm',
@@ -326,6 +352,7 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], pl
             ...plan.warnings,
             ...tuningWarnings(devices, stock.host, plan.claimsAboveHost, opts.rules.rules),
             ...heapWarnings(devices),
+            ...mlxIgnoredWarnings(devices),
           ],
     llamaCppRules: opts.rules,
     refused: !plan.accepted,
@@ -420,6 +447,19 @@ function askedRules(o: AuditOptions): { used: LlamaCppRulesUsed; release: ValidO
   };
 }
 
+/** MLX's release, checked once per audit (a release that is no version throws), and the offered architecture. */
+function checkedMlx(o: AuditOptions): BuildOptions['mlx'] {
+  const arch = o.mlxArchitecture;
+  if (arch !== undefined && arch !== null && typeof arch !== 'string') {
+    throw new InvalidOptionsError(
+      'mlxArchitecture',
+      `audit() option 'mlxArchitecture' must be an architecture name like "applegpu_g13s", or null`,
+    );
+  }
+  mlxRulesFor(o.mlxRelease, 'mlxRelease');
+  return { release: o.mlxRelease, architectureName: arch ?? null };
+}
+
 /** The rules of the llama.cpp loaded in this process (the first found), if any. */
 function loadedRules(binding: Parameters<typeof loadedLlamaCpp>[0]): LlamaCppRulesUsed | null {
   const first = loadedLlamaCpp(binding)[0];
@@ -446,6 +486,8 @@ export function audit(options?: AuditOptions): AuditResult {
     release: 'string',
     force: 'boolean',
     env: 'object',
+    mlxRelease: 'string',
+    mlxArchitecture: 'any',
   });
   const profile = resolveProfile(o.profile ?? DEFAULT_PROFILE);
   const engines = o.engines === undefined ? [...ENGINES] : readInput(o.engines, optionFailure('audit'), {}, 'engines');
@@ -453,7 +495,7 @@ export function audit(options?: AuditOptions): AuditResult {
     throw new InvalidOptionsError('engines', `audit() option 'engines' must be an array of ${ENGINES.join(', ')}`);
   }
   const asked = askedRules(o);
-  const settings = { engines, env: o.env ?? process.env, force: o.force ?? false };
+  const settings = { engines, env: o.env ?? process.env, force: o.force ?? false, mlx: checkedMlx(o) };
   if (o.snapshot !== undefined) {
     const snapshot = loadSnapshot(o.snapshot);
     const stock = reportFromSnapshot(snapshot, { allDevices: true });

@@ -1,7 +1,14 @@
 import { audit } from '../audit/audit.js';
 import { UsageError } from '../core/errors.js';
 import { formatAudit } from '../format/text.js';
-import { ENGINES, LLAMA_CPP_RULE_SETS, parseRelease, type Engine, type LlamaCppRuleSet } from '../engines/index.js';
+import {
+  ENGINES,
+  LLAMA_CPP_RULE_SETS,
+  parseMlxRelease,
+  parseRelease,
+  type Engine,
+  type LlamaCppRuleSet,
+} from '../engines/index.js';
 import { DEFAULT_PROFILE, resolveProfile } from '../patch/profiles.js';
 import { profileArgument, profileHelp } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
@@ -30,6 +37,13 @@ function rulesOf(value: string | undefined, engines: Engine[]): { rules?: LlamaC
   return isSet ? { rules: value as LlamaCppRuleSet } : { release: value };
 }
 
+/** An MLX option, refused without MLX among the engines. */
+function mlxOption(value: string | undefined, flag: string, engines: Engine[]): string | undefined {
+  if (value !== undefined && !engines.includes('mlx'))
+    throw new UsageError(`${flag} applies to MLX only, but --engine is ${engines.join(', ')}`);
+  return value;
+}
+
 /** The rule sets, newest first, as the registry lists them; wrapped to the help's option column. */
 function rulesList(): string {
   const names = [...LLAMA_CPP_RULE_SETS].reverse();
@@ -47,7 +61,8 @@ function rulesList(): string {
 }
 
 const command: Command = {
-  help: () => `Usage: metal-cap-shim audit [--profile P] [--snapshot S] [--engine E] [--rules R] [--force] [--json]
+  help: () => `Usage: metal-cap-shim audit [--profile P] [--snapshot S] [--engine E] [--rules R]
+                            [--mlx-release V] [--mlx-arch NAME] [--force] [--json]
 
   ${profileHelp(17)}
   --snapshot S     audit a recorded snapshot offline (any OS); without it the profile is applied in this
@@ -56,6 +71,9 @@ const command: Command = {
   --rules R        llama.cpp rules (newest first): ${rulesList()},
                    or a release (b4753, v0.4.0); default: the loaded llama.cpp's (live), else
                    current; llama.cpp only
+  --mlx-release V  MLX's rules for release V (v0.31.0 or 0.31.0); default the newest
+  --mlx-arch NAME  offer MLX the architecture NAME (as MLX_METAL_GPU_ARCH) under the profile:
+                   MLX's architecture-driven paths stock and offered
   --force          allow raising answers on a host that is not a VM
   --json           machine-readable result (schema metal-cap-shim/audit@1)
 Exit code 3 when the profile would be refused on that host, 1 when it does not verify.
@@ -66,6 +84,8 @@ ${bundledSnapshotsHelp()}`,
     snapshot: { type: 'string' },
     engine: { type: 'string' },
     rules: { type: 'string' },
+    'mlx-release': { type: 'string' },
+    'mlx-arch': { type: 'string' },
     force: { type: 'boolean' },
     json: { type: 'boolean' },
   },
@@ -75,10 +95,17 @@ ${bundledSnapshotsHelp()}`,
     const given = text(values, 'profile');
     const profile = resolveProfile(given !== undefined ? profileArgument(given) : DEFAULT_PROFILE);
     const snapshot = text(values, 'snapshot');
+    const mlxRelease = mlxOption(text(values, 'mlx-release'), '--mlx-release', engines);
+    const mlxArchitecture = mlxOption(text(values, 'mlx-arch'), '--mlx-arch', engines);
+    if (mlxRelease !== undefined && parseMlxRelease(mlxRelease) === null) {
+      throw new UsageError(`--mlx-release must be an MLX release like v0.31.0 or 0.31.0, got '${mlxRelease}'`);
+    }
     const result = audit({
       profile,
       engines,
       ...rules,
+      ...(mlxRelease !== undefined ? { mlxRelease } : {}),
+      ...(mlxArchitecture !== undefined ? { mlxArchitecture } : {}),
       force: values.force === true,
       ...(snapshot !== undefined ? { snapshot } : {}),
     });

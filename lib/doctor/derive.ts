@@ -298,7 +298,7 @@ export function recommendationsFor(
     out.push({
       engine: 'mlx',
       setting: 'never advertise Metal3 (profile {"families":{"metal3":false}})',
-      why: `${evidence(residency)}. MLX creates residency sets when the device answers Metal3 on macOS 15+, and throws when that fails; it has no switch of its own for this`,
+      why: `${evidence(residency)}. MLX (from v0.19.2) creates residency sets when the device answers Metal3 on macOS 15+, and throws when that fails; no switch of its own turns them off (MLX_RESIDENCY_SET_MAX_PCT, from v0.32.1, only spreads them over several sets)`,
     });
   }
   const heap = probeOf(probes, 'heap');

@@ -93,8 +93,8 @@ export function envSet(env: EnvMap, name: string): EnvAnswer {
 /** The macOS release from which residency sets exist (llama.cpp and MLX both gate them on it). */
 export const RESIDENCY_MIN_MACOS = 15;
 
-/** Whether the host runs at least macOS `major`; an unknown version counts as met (see the module comment). */
-export function macosAtLeast(ctx: RuleContext, major: number): { ok: boolean; text: string } {
+/** Whether the host runs at least macOS `major.minor`; an unknown version counts as met (see the module comment). */
+export function macosAtLeast(ctx: RuleContext, major: number, minor = 0): { ok: boolean; text: string } {
   if (ctx.macos === null) {
     const why =
       ctx.host === null
@@ -102,10 +102,10 @@ export function macosAtLeast(ctx: RuleContext, major: number): { ok: boolean; te
         : ctx.host.osVersion == null
           ? 'host.osVersion is null'
           : `host.osVersion ${JSON.stringify(ctx.host.osVersion)} not parseable`;
-    return { ok: true, text: `unknown macOS version (${why}; assumed ≥ ${major}.0)` };
+    return { ok: true, text: `unknown macOS version (${why}; assumed ≥ ${major}.${minor})` };
   }
-  const ok = ctx.macos.major >= major;
-  return { ok, text: `macOS ${ctx.macos.text} ${ok ? '≥' : '<'} ${major}.0` };
+  const ok = ctx.macos.major > major || (ctx.macos.major === major && ctx.macos.minor >= minor);
+  return { ok, text: `macOS ${ctx.macos.text} ${ok ? '≥' : '<'} ${major}.${minor}` };
 }
 
 /** `host.osVersion` as numbers; null when absent or not a version. */

@@ -1,7 +1,7 @@
 /**
  * Predicts, from a device's reported answers, the values llama.cpp (ggml-metal) and MLX compute when they initialise
- * Metal. Each engine's rules live in its own file (llama-cpp.ts with its releases in llama-cpp-releases.ts,
- * mlx.ts), in tables the CLI can print; this file validates the input and dispatches.
+ * Metal. Each engine's rules live in its own file (llama-cpp.ts with its releases in llama-cpp-releases.ts, mlx.ts
+ * with its releases in mlx-releases.ts), in tables the CLI can print; this file validates the input and dispatches.
  */
 import type { DeviceReport, HostInfo } from '../device/types.js';
 import { isFamilyName } from '../core/families.js';
@@ -17,12 +17,13 @@ import {
   type LlamaCppPredictionFor,
 } from './llama-cpp.js';
 import { LLAMA_CPP_RULE_SETS, parseRelease, ruleSetForRelease, type LlamaCppRuleSet } from './llama-cpp-releases.js';
-import { MLX_RULES, predictMlx, type MlxPrediction } from './mlx.js';
+import { MLX_RULES, mlxRulesFor, predictMlx, type MlxPrediction } from './mlx.js';
 
 export * from './common.js';
 export * from './llama-cpp.js';
 export * from './llama-cpp-releases.js';
 export * from './mlx.js';
+export * from './mlx-releases.js';
 
 /** An inference engine whose Metal init this module predicts. */
 export type Engine = 'llama.cpp' | 'mlx';
@@ -41,8 +42,13 @@ export interface PredictOptions {
    * `device-b6968`, `device-b7010`, `device` and `chip-tuning` for the releases between. MLX accepts only `current`.
    */
   rules?: LlamaCppRuleSet;
-  /** A llama.cpp release (`b4753`, `v0.4.0`): its rule set. Not together with `rules`; llama.cpp only. */
+  /**
+   * A release: for llama.cpp a tag (`b4753`, `v0.4.0`) whose rule set to use, not together with `rules`; for MLX a
+   * version (`v0.31.0` or pip's `0.31.0`); default the newest rules.
+   */
   release?: string;
+  /** MLX only: an architecture name offered to MLX as MLX_METAL_GPU_ARCH (as `exec` would set it); default none. */
+  mlxArchitecture?: string | null;
 }
 
 /** Any prediction `predictGates` returns. */
@@ -61,6 +67,8 @@ export interface ValidOptions {
   rules: LlamaCppRuleSet;
   /** The release asked for, parsed once, with its rule set's warning; null: the rules were named or defaulted. */
   release: { text: string; warning: string | null } | null;
+  /** MLX: the release whose rules to use (checked), and the architecture name offered; absent: newest, none. */
+  mlx?: { release: string | undefined; architectureName: string | null };
 }
 
 function checkEngine(engine: unknown): Engine {
@@ -129,6 +137,7 @@ function checkRules(options: Record<string, unknown>, engine: Engine): Pick<Vali
   if (options.rules !== undefined && options.release !== undefined) {
     throw new InvalidOptionsError('rules', 'give either rules or release, not both: a release decides its rule set');
   }
+  if (options.release !== undefined && engine === 'mlx') return { rules: 'current', release: null };
   if (options.release !== undefined) {
     const release = typeof options.release === 'string' ? parseRelease(options.release) : null;
     if (release === null) {
@@ -137,8 +146,6 @@ function checkRules(options: Record<string, unknown>, engine: Engine): Pick<Vali
         `release must be a llama.cpp release tag like "b4753" or "v0.4.0"; got ${describeValue(options.release)}`,
       );
     }
-    if (engine === 'mlx')
-      throw new InvalidOptionsError('release', 'release names a llama.cpp release: engine "llama.cpp" only');
     const { ruleSet, warning } = ruleSetForRelease(release);
     return { rules: ruleSet, release: { text: release.text, warning } };
   }
@@ -159,6 +166,31 @@ function checkRules(options: Record<string, unknown>, engine: Engine): Pick<Vali
   return { rules, release: null };
 }
 
+/** MLX's release and offered architecture: a release that is no version, or a name that is no string, is refused. */
+function checkMlx(options: Record<string, unknown>, engine: Engine): Pick<ValidOptions, 'mlx'> {
+  const arch = options.mlxArchitecture;
+  if (arch !== undefined && arch !== null && typeof arch !== 'string') {
+    throw new InvalidOptionsError(
+      'mlxArchitecture',
+      `mlxArchitecture must be an architecture name like "applegpu_g13s", or null; got ${describeValue(arch)}`,
+    );
+  }
+  if (engine !== 'mlx') {
+    if (arch !== undefined && arch !== null)
+      throw new InvalidOptionsError('mlxArchitecture', 'mlxArchitecture is offered to MLX: engine "mlx" only');
+    return {};
+  }
+  const release = options.release;
+  if (release !== undefined && typeof release !== 'string') {
+    throw new InvalidOptionsError(
+      'release',
+      `release must be an MLX version like "v0.31.0" or "0.31.0"; got ${describeValue(release)}`,
+    );
+  }
+  mlxRulesFor(release);
+  return { mlx: { release, architectureName: arch ?? null } };
+}
+
 function checkPredictOptions(options: unknown, engine: Engine): ValidOptions {
   // The options object itself is checked as every entry point's is; each option then by its own rule.
   const o = checkOptions<Record<string, unknown>>('predictGates', options, {
@@ -166,9 +198,10 @@ function checkPredictOptions(options: unknown, engine: Engine): ValidOptions {
     host: 'any',
     rules: 'any',
     release: 'any',
+    mlxArchitecture: 'any',
   });
   const env = o.env === undefined ? process.env : checkEnv(o.env);
-  return { env, host: checkHost(o.host), ...checkRules(o, engine) };
+  return { env, host: checkHost(o.host), ...checkRules(o, engine), ...checkMlx(o, engine) };
 }
 
 /**
@@ -205,5 +238,11 @@ export function predictChecked(device: DeviceReport, engine: 'llama.cpp', option
 export function predictChecked(device: DeviceReport, engine: Engine, options: ValidOptions): GatePrediction;
 export function predictChecked(device: DeviceReport, engine: Engine, options: ValidOptions): GatePrediction {
   const ctx: RuleContext = { device, env: options.env, host: options.host, macos: parseMacos(options.host) };
-  return engine === 'mlx' ? predictMlx(ctx) : predictLlamaCpp(ctx, options.rules, options.release);
+  if (engine === 'mlx') {
+    return predictMlx(ctx, {
+      release: options.mlx?.release,
+      architectureName: options.mlx?.architectureName ?? null,
+    });
+  }
+  return predictLlamaCpp(ctx, options.rules, options.release);
 }

@@ -164,6 +164,15 @@ type LlamaCppPredictions = EveryRuleSet<{
 /** The prediction a rule set gives: `LlamaCppPredictionFor<'legacy'>` is LlamaCppLegacyPrediction. */
 export type LlamaCppPredictionFor<R extends LlamaCppRuleSet> = LlamaCppPredictions[R];
 
+/**
+ * llama.cpp's other Metal workloads, in a line: the draft model of speculative decoding (a second
+ * llama_model_load_from_file, common/speculative.cpp) and the multimodal projector (clip_ctx, tools/mtmd/clip.cpp)
+ * take their devices from the same ggml-metal registry, whose devices compute their props once
+ * (ggml_backend_metal_reg, ggml_metal_device_init), so the same gates hold for them (read in llama.cpp v0.5.0).
+ */
+export const LLAMA_CPP_OTHER_WORKLOADS =
+  'The draft model (speculative decoding) and the multimodal projector (mtmd clip) run on this same ggml-metal device, whose props are computed once per process, so these gates are theirs too (unless kept off the GPU).';
+
 // ---------------------------------------------------------------------------------------------------------------
 // Shared pieces.
 

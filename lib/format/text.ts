@@ -4,6 +4,7 @@ import { inert } from '../core/input.js';
 import { plural } from '../core/words.js';
 import { HOST_VALUE, type BuiltinProfile, type Profile } from '../patch/profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from '../device/types.js';
+import { LLAMA_CPP_OTHER_WORKLOADS, MLX_ARCHITECTURE_FLAGS, type MlxPrediction } from '../engines/index.js';
 import { stylerFor, type Styler } from './style.js';
 
 export { COLOR_MODES, colorWanted, stylerFor, type ColorMode, type Styler } from './style.js';
@@ -182,6 +183,14 @@ const show = (v: boolean | number | null | undefined, field = '') => {
   return String(v);
 };
 
+/** Where MLX's architecture name comes from, stock and under the profile, and which values an offered name changes. */
+function mlxArchitectureLine(before: MlxPrediction, after: MlxPrediction): string {
+  const stock = `MLX parses ${before.flags.architectureName.reason}`;
+  if (after.offeredArchitecture === null) return `${stock}; no architecture offered.`;
+  const changed = MLX_ARCHITECTURE_FLAGS.filter((f) => before.flags[f].value !== after.flags[f].value);
+  return `${stock}; offered: ${after.flags.architectureName.reason}; architecture-driven values that change: ${changed.length === 0 ? 'none' : changed.join(', ')}.`;
+}
+
 /** The human-readable audit: every changed answer, engine flags before and after, verification, warnings, verdict. */
 export function formatAudit(untrusted: AuditResult, s: Styler): string {
   const a = inert(untrusted);
@@ -212,23 +221,15 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
     for (const e of d.engines) {
       const before = e.before;
       const after = e.after;
-      const label = before.engine === 'llama.cpp' ? `llama.cpp (${before.rules} rules: ${before.releases})` : 'MLX';
+      const label =
+        before.engine === 'llama.cpp'
+          ? `llama.cpp (${before.rules} rules: ${before.releases})`
+          : `MLX (${before.rules} rules: ${before.releases})`;
       const rowsE: string[][] = [[s.dim(label), s.dim('stock'), s.dim('patched')]];
-      const entries: [string, { value: unknown; reason: string }, { value: unknown }][] =
-        before.engine === 'llama.cpp' && after.engine === 'llama.cpp'
-          ? Object.entries(before.flags).map(([k, v]) => [
-              k,
-              v,
-              (after.flags as Record<string, { value: unknown }>)[k]!,
-            ])
-          : before.engine === 'mlx' && after.engine === 'mlx'
-            ? [
-                ['residencySets', before.residencySets, after.residencySets],
-                ['architectureGeneration', before.architectureGeneration, after.architectureGeneration],
-                ['allocatorLimitBytes', before.allocatorLimitBytes, after.allocatorLimitBytes],
-                ['heapSkipped', before.heapSkipped, after.heapSkipped],
-              ]
-            : [];
+      const afterFlags = after.flags as Record<string, { value: unknown }>;
+      const entries: [string, { value: unknown; reason: string }, { value: unknown }][] = Object.entries(
+        before.flags as Record<string, { value: unknown; reason: string }>,
+      ).map(([k, v]) => [k, v, afterFlags[k]!]);
       for (const [flag, b, aft] of entries) {
         const changed = b.value !== aft.value;
         const to = String(aft.value ?? 'unknown');
@@ -239,8 +240,10 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
         ]);
       }
       lines.push(table(rowsE));
+      if (before.engine === 'mlx' && after.engine === 'mlx')
+        lines.push(`  ${s.dim(mlxArchitectureLine(before, after))}`);
       if (after.engine === 'llama.cpp') {
-        lines.push(`  ${s.dim(after.consequences.summary)}`);
+        lines.push(`  ${s.dim(after.consequences.summary)}`, `  ${s.dim(LLAMA_CPP_OTHER_WORKLOADS)}`);
         if (after.tuning !== null)
           lines.push(`  ${s.dim(`Flash-attention tuning: ${after.tuning.value.tier} (${after.tuning.reason}).`)}`);
       }

@@ -30,6 +30,7 @@ export const APPLY_WARNING_CODES = Object.freeze([
   'consumer-already-loaded',
   'tuned-for-other-chip',
   'heap-in-vm',
+  'mlx-switch-ignored',
   'above-host-family',
   'host-unknown-fallback',
   'no-change',

@@ -15,6 +15,9 @@
 //   docs/profiles.md  region profiles        `profiles` and DEFAULT_PROFILE (dist/index.js)
 //   docs/engines.md   region rule-sets       LLAMA_CPP_RULE_SETS and LLAMA_CPP_RULE_SET_INFO (dist/tables.js): the
 //                                            registry lib/engines/llama-cpp-releases.ts declares
+//                     region mlx-rule-sets   MLX_RULE_SETS, MLX_RULE_SET_INFO and MLX_SWITCHES (dist/tables.js): the
+//                                            registry lib/engines/mlx-releases.ts declares
+//                     region mlx-rules       RULE_TABLES.mlx (dist/tables.js): lib/engines/mlx.ts's rules
 //   docs/fleet.md     region matrix-sample   `report --json` on bundled snapshots, then `matrix`
 // A region runs from `<!-- docs:start NAME … -->` to `<!-- docs:end NAME -->` (scripts/check/docs/regions.mjs).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -22,7 +25,15 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { generateApiDoc } from './api-table.mjs';
 import { replaceRegion } from './docs/regions.mjs';
-import { renderCommands, renderHelp, renderMatrixSample, renderProfiles, renderRuleSets } from './docs/render.mjs';
+import {
+  renderCommands,
+  renderHelp,
+  renderMatrixSample,
+  renderMlxRules,
+  renderMlxRuleSets,
+  renderProfiles,
+  renderRuleSets,
+} from './docs/render.mjs';
 import { rewriteExitTable } from './exit-table.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -41,6 +52,12 @@ function regions(dir, index, tables) {
       name: 'rule-sets',
       render: () => renderRuleSets(tables.LLAMA_CPP_RULE_SETS, tables.LLAMA_CPP_RULE_SET_INFO),
     },
+    {
+      file: 'docs/engines.md',
+      name: 'mlx-rule-sets',
+      render: () => renderMlxRuleSets(tables.MLX_RULE_SETS, tables.MLX_RULE_SET_INFO, tables.MLX_SWITCHES),
+    },
+    { file: 'docs/engines.md', name: 'mlx-rules', render: () => renderMlxRules(tables.RULE_TABLES.mlx) },
     { file: 'docs/fleet.md', name: 'matrix-sample', render: () => renderMatrixSample(dir) },
   ];
 }

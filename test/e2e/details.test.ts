@@ -146,6 +146,14 @@ describe('usage details', () => {
       ['audit', '--snapshot', STOCK, '--rules', 'current', '--engine', 'mlx'],
       '--rules current applies to llama.cpp only, but --engine is mlx',
     ],
+    [
+      ['audit', '--snapshot', STOCK, '--engine', 'llama.cpp', '--mlx-arch', 'applegpu_g13d'],
+      '--mlx-arch applies to MLX only, but --engine is llama.cpp',
+    ],
+    [
+      ['audit', '--snapshot', STOCK, '--mlx-release', 'latest'],
+      "--mlx-release must be an MLX release like v0.31.0 or 0.31.0, got 'latest'",
+    ],
   ])('%j is a usage error: %s', (args, message) => {
     const r = runCli(args as string[]);
     expect(r.status).toBe(2);

@@ -426,8 +426,8 @@ describe('predictGates: MLX', () => {
       },
     );
     expect(p.engine).toBe('mlx');
-    expect(p.residencySets.value).toBe(true);
-    expect(p.residencySets.reason).toContain('supportsFamily(Metal3)=YES');
+    expect(p.flags.residencySets.value).toBe(true);
+    expect(p.flags.residencySets.reason).toContain('supportsFamily(Metal3)=YES');
     expect(p.warnings).toEqual([
       'advertising metal3 makes MLX create residency sets; the paravirtual device cannot ("Unable to construct residency set")',
       'supportsFamily(Metal3)=YES on a virtual machine: MLX on macOS 15+ then creates residency sets and throws if the VM GPU cannot; answer Apple families only, never Metal3',
@@ -439,7 +439,7 @@ describe('predictGates: MLX', () => {
       env: {},
       host: host('14.6', { isVirtualMachine: true }),
     });
-    expect(p.residencySets.value).toBe(false);
+    expect(p.flags.residencySets.value).toBe(false);
     expect(p.warnings).toEqual([
       'supportsFamily(Metal3)=YES on a virtual machine: MLX on macOS 15+ then creates residency sets and throws if the VM GPU cannot; answer Apple families only, never Metal3',
     ]);
@@ -450,48 +450,18 @@ describe('predictGates: MLX', () => {
       env: {},
       host: VM_HOST,
     });
-    expect(p.residencySets.value).toBe(false);
-    expect(p.residencySets.reason).toContain('supportsFamily(Metal3)=NO');
+    expect(p.flags.residencySets.value).toBe(false);
+    expect(p.flags.residencySets.reason).toContain('supportsFamily(Metal3)=NO');
     expect(p.warnings).toEqual([]);
   });
 
   it('bare-metal metal3 on macOS 15+: residency sets on, no warning', () => {
     const p = predictGates(device({ yes: M1_LIKE, name: 'Apple M1 Ultra' }), 'mlx', { env: {}, host: TAHOE });
-    expect(p.residencySets.value).toBe(true);
+    expect(p.flags.residencySets.value).toBe(true);
     expect(p.warnings).toEqual([]);
     const unknownHost = predictGates(device({ yes: M1_LIKE }), 'mlx', { env: {} });
-    expect(unknownHost.residencySets.value).toBe(true);
-    expect(unknownHost.residencySets.reason).toContain('unknown macOS version');
-  });
-
-  it('parses the architecture generation', () => {
-    const gen = (architecture: string | null, env: Record<string, string> = {}) =>
-      predictGates(device({ architecture }), 'mlx', { env, host: TAHOE }).architectureGeneration;
-    expect(gen('applegpu_g13s').value).toBe(13);
-    expect(gen('applegpu_g13s').reason).toContain('class max');
-    expect(gen('applegpu_g14d').value).toBe(14);
-    expect(gen('applegpu_g16p').value).toBe(16);
-    expect(gen('applegpu_g17g').value).toBe(17);
-
-    const unknown = gen(null);
-    expect(unknown.value).toBeNull();
-    expect(unknown.reason).toContain('architecture.name=unknown');
-    expect(gen('paravirt').value).toBeNull();
-    expect(gen('x').value).toBeNull();
-  });
-
-  it('MLX_METAL_GPU_ARCH overrides the reported architecture; an empty value is ignored', () => {
-    const dev = device({ architecture: 'applegpu_g13s' });
-    const over = predictGates(dev, 'mlx', { env: { MLX_METAL_GPU_ARCH: 'applegpu_g16s' } }).architectureGeneration;
-    expect(over.value).toBe(16);
-    expect(over.reason).toContain('MLX_METAL_GPU_ARCH');
-    const noArch = predictGates(device({ architecture: null }), 'mlx', {
-      env: { MLX_METAL_GPU_ARCH: 'applegpu_g15g' },
-    });
-    expect(noArch.architectureGeneration.value).toBe(15);
-    const empty = predictGates(dev, 'mlx', { env: { MLX_METAL_GPU_ARCH: '' } }).architectureGeneration;
-    expect(empty.value).toBe(13);
-    expect(empty.reason).toContain('ignored');
+    expect(unknownHost.flags.residencySets.value).toBe(true);
+    expect(unknownHost.flags.residencySets.reason).toContain('unknown macOS version');
   });
 
   it('allocator gc limit is min(0.95 × wss, 1.5 × wss, 0.95 × RAM), each term truncated as MLX does', () => {
@@ -499,7 +469,7 @@ describe('predictGates: MLX', () => {
       predictGates(device({ recommendedMaxWorkingSetSize: bytes }), 'mlx', {
         env: {},
         host: host('26.5.2', { memoryBytes }),
-      }).allocatorLimitBytes;
+      }).flags.allocatorLimitBytes;
     // RAM large enough: the working-set term decides.
     expect(lim(12_009_603_072, 17_179_869_184)).toEqual({
       value: 11_409_122_918,
@@ -518,7 +488,8 @@ describe('predictGates: MLX', () => {
 
   it('allocator gc limit without hw.memsize: the RAM bound is left out and the reason says so', () => {
     const lim = (bytes: number | null) =>
-      predictGates(device({ recommendedMaxWorkingSetSize: bytes }), 'mlx', { env: {}, host: null }).allocatorLimitBytes;
+      predictGates(device({ recommendedMaxWorkingSetSize: bytes }), 'mlx', { env: {}, host: null }).flags
+        .allocatorLimitBytes;
     expect(lim(1_000_000_000)).toEqual({
       value: 950_000_000,
       reason:
@@ -528,7 +499,7 @@ describe('predictGates: MLX', () => {
   });
 
   it('reports that MLX skips its heap when the name is exactly "Apple Paravirtual device"', () => {
-    const heap = (name: string) => predictGates(device({ name }), 'mlx', { env: {}, host: VM_HOST }).heapSkipped;
+    const heap = (name: string) => predictGates(device({ name }), 'mlx', { env: {}, host: VM_HOST }).flags.heapSkipped;
     expect(heap('Apple Paravirtual device')).toEqual({
       value: true,
       reason:
@@ -540,7 +511,7 @@ describe('predictGates: MLX', () => {
       reason:
         'name "Apple M1 Ultra" is not "Apple Paravirtual device", in this VM MLX creates its heap and adds it to its residency set: the name no longer tells it it is in a VM, and it skips the heap there on purpose (doctor\'s heap probe tests that path)',
     });
-    expect(predictGates(device({ name: 'Apple M1 Ultra' }), 'mlx', { env: {}, host: null }).heapSkipped).toEqual({
+    expect(predictGates(device({ name: 'Apple M1 Ultra' }), 'mlx', { env: {}, host: null }).flags.heapSkipped).toEqual({
       value: false,
       reason:
         'name "Apple M1 Ultra" is not "Apple Paravirtual device", MLX creates its heap and adds it to its residency set',
@@ -655,12 +626,7 @@ describe('rule tables', () => {
     expect(
       LLAMA_CPP_CURRENT_RULES.every((r) => r.source.startsWith('ggml-metal-device.m ggml_metal_device_init')),
     ).toBe(true);
-    expect(MLX_RULES.map((r) => r.flag)).toEqual([
-      'residencySets',
-      'architectureGeneration',
-      'allocatorLimitBytes',
-      'heapSkipped',
-    ]);
+    expect(Object.keys(predictGates(device(), 'mlx', { env: {} }).flags)).toEqual(MLX_RULES.map((r) => r.flag));
   });
 
   it('the prediction carries exactly the flags of its table', () => {

@@ -676,10 +676,10 @@ describe('llama.cpp, legacy rules, whole predictions', () => {
 
 describe('MLX, whole predictions', () => {
   const values = (p: ReturnType<typeof mlx>) => ({
-    residencySets: p.residencySets.value,
-    architectureGeneration: p.architectureGeneration.value,
-    allocatorLimitBytes: p.allocatorLimitBytes.value,
-    heapSkipped: p.heapSkipped.value,
+    residencySets: p.flags.residencySets.value,
+    architectureGeneration: p.flags.architectureGeneration.value,
+    allocatorLimitBytes: p.flags.allocatorLimitBytes.value,
+    heapSkipped: p.flags.heapSkipped.value,
     warnings: p.warnings.length,
   });
   const mlx = (device: DeviceReport, host: HostInfo | null, env: Record<string, string> = {}) =>
@@ -718,7 +718,7 @@ describe('MLX, whole predictions', () => {
 
   it('the Intel Mac’s second device: not the device MLX picks, and macOS 13 has no residency sets', async () => {
     const p = mlx(intelMac.devices[1]!, intelMac.host);
-    expect({ residencySets: p.residencySets.value, warnings: p.warnings.length }).toEqual({
+    expect({ residencySets: p.flags.residencySets.value, warnings: p.warnings.length }).toEqual({
       residencySets: false,
       warnings: 1,
     });
@@ -764,7 +764,7 @@ describe('MLX, whole predictions', () => {
     const device = paravirt();
     device.families.metal3 = true;
     const p = mlx(device, { ...guest.host, osVersion: '14.6' });
-    expect({ residencySets: p.residencySets.value, warnings: p.warnings }).toEqual({
+    expect({ residencySets: p.flags.residencySets.value, warnings: p.warnings }).toEqual({
       residencySets: false,
       warnings: [metal3OnVm().vm],
     });
@@ -772,16 +772,18 @@ describe('MLX, whole predictions', () => {
   });
 
   const generation = (architecture: unknown, env: Record<string, string>) =>
-    mlx({ ...structuredClone(m1.devices[0]!), architecture } as DeviceReport, m1.host, env).architectureGeneration;
+    mlx({ ...structuredClone(m1.devices[0]!), architecture } as DeviceReport, m1.host, env).flags
+      .architectureGeneration;
   const GENERATIONS: [string, string | null, Record<string, string>, number | null][] = [
     ['an override', 'applegpu_g13s', { MLX_METAL_GPU_ARCH: 'applegpu_g16s' }, 16],
     ['an override with no reported architecture', null, { MLX_METAL_GPU_ARCH: 'applegpu_g15g' }, 15],
     ['an empty override', 'applegpu_g14p', { MLX_METAL_GPU_ARCH: '' }, 14],
     ['an unknown class letter', 'applegpu_g17x', {}, 17],
     ['the shortest name with two digits', '13s', {}, 13],
-    ['a name one character shorter', '3s', {}, null],
-    ['a non-digit tens place', 'applegpu_gx3s', {}, null],
-    ['a non-digit ones place', 'applegpu_g1xs', {}, null],
+    // The newest rules count a name shorter than 3 as generation 0, and a character that is no digit as 0.
+    ['a name one character shorter', '3s', {}, 0],
+    ['a non-digit tens place', 'applegpu_gx3s', {}, 3],
+    ['a non-digit ones place', 'applegpu_g1xs', {}, 10],
     ['an empty override and none reported', null, { MLX_METAL_GPU_ARCH: '' }, null],
   ];
   it.each(GENERATIONS)('architectureGeneration: %s', (_what, architecture, env, value) => {
@@ -800,7 +802,7 @@ describe('MLX, whole predictions', () => {
 
   const allocator = (wss: unknown) =>
     mlx({ ...structuredClone(m1.devices[0]!), recommendedMaxWorkingSetSize: wss } as unknown as DeviceReport, m1.host)
-      .allocatorLimitBytes;
+      .flags.allocatorLimitBytes;
   const WORKING_SETS: [string, unknown, number | null][] = [
     ['zero', 0, 0],
     ['one MiB', 1048576, 996147],
@@ -827,7 +829,7 @@ describe('MLX allocator limit: the RAM bound', () => {
     predictGates({ ...structuredClone(m1.devices[0]!), recommendedMaxWorkingSetSize: wss }, 'mlx', {
       env: {},
       host: { ...m1.host, memoryBytes } as unknown as HostInfo,
-    }).allocatorLimitBytes;
+    }).flags.allocatorLimitBytes;
 
   it('wins when 0.95 × RAM is below 0.95 × the working set', async () => {
     const bound = limit(68719476736, 34359738368);
@@ -930,7 +932,7 @@ describe('predictGates: the whole error for each bad argument', () => {
       'an unknown option',
       { envv: {} },
       'envv',
-      "predictGates() has no option 'envv' (did you mean 'env'?); its options are env, host, rules, release",
+      "predictGates() has no option 'envv' (did you mean 'env'?); its options are env, host, rules, release, mlxArchitecture",
     ],
     [
       'env as a string',
@@ -1011,8 +1013,8 @@ describe('predictGates: the whole error for each bad argument', () => {
   });
 
   it('a llama.cpp release for MLX', () => {
-    expect(thrown(call(device(), 'mlx', { release: 'v0.5.0' }))).toEqual(
-      invalid('release', 'release names a llama.cpp release: engine "llama.cpp" only'),
+    expect(thrown(call(device(), 'mlx', { release: 'b4753' }))).toEqual(
+      invalid('release', 'release must be an MLX release like "v0.31.0" or "0.31.0"; got the string "b4753"'),
     );
   });
 

@@ -129,7 +129,7 @@ function liveReport(): SupportedDoctorReport {
 const RESIDENCY_WHY = {
   llama:
     'residency-set fail: fail here. ggml-metal creates residency sets by default (arm64 builds with a macOS 15+ SDK); node-llama-cpp 3.19 already sets this while it loads backends',
-  mlx: 'residency-set fail: fail here. MLX creates residency sets when the device answers Metal3 on macOS 15+, and throws when that fails; it has no switch of its own for this',
+  mlx: 'residency-set fail: fail here. MLX (from v0.19.2) creates residency sets when the device answers Metal3 on macOS 15+, and throws when that fails; no switch of its own turns them off (MLX_RESIDENCY_SET_MAX_PCT, from v0.32.1, only spreads them over several sets)',
 };
 const MMAP_WHY =
   'llama.cpp hands Metal its mmap-ed weights through newBufferWithBytesNoCopy by default; without mmap it reads them into buffers Metal owns';

@@ -555,11 +555,7 @@ describe('metal-cap-shim/tables: each helper checks its arguments as the root do
       () => tables.gateValues({ engine: 'llama.cpp', flags: { a: 1 } } as never),
       options('prediction'),
     ],
-    [
-      'gateValues of MLX without its four values',
-      () => tables.gateValues({ engine: 'mlx' } as never),
-      options('prediction'),
-    ],
+    ['gateValues of MLX without its flags', () => tables.gateValues({ engine: 'mlx' } as never), options('prediction')],
     ['reportFromSnapshot(null)', () => tables.reportFromSnapshot(null as never), snapshot],
     ['reportFromSnapshot(a trap)', () => tables.reportFromSnapshot(trap as never), snapshot],
     [

@@ -44,7 +44,7 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
     {
       engine: 'mlx',
       setting: 'never advertise Metal3 (profile {"families":{"metal3":false}})',
-      why: `residency-set fail: ${RESIDENCY_DETAIL}. MLX creates residency sets when the device answers Metal3 on macOS 15+, and throws when that fails; it has no switch of its own for this`,
+      why: `residency-set fail: ${RESIDENCY_DETAIL}. MLX (from v0.19.2) creates residency sets when the device answers Metal3 on macOS 15+, and throws when that fails; no switch of its own turns them off (MLX_RESIDENCY_SET_MAX_PCT, from v0.32.1, only spreads them over several sets)`,
     },
   ];
 

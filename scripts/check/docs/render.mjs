@@ -163,6 +163,32 @@ export function renderRuleSets(ruleSets, info) {
   ].join('\n');
 }
 
+/** docs/engines.md's region `mlx-rule-sets`: the MLX rule sets, oldest first, each with the switches it reads. */
+export function renderMlxRuleSets(ruleSets, info, switches) {
+  const reads = (id) => {
+    const at = ruleSets.indexOf(id);
+    return switches.filter((s) => ruleSets.indexOf(s.since) <= at).map((s) => `\`${s.name}\``);
+  };
+  const rows = ruleSets.map((id) => {
+    const r = info[id];
+    return `| \`${r.id}\` | ${cell(r.releases)} | ${cell(r.summary)} | ${reads(id).join(', ')} | ${cell(r.evidence.join('; '))} |`;
+  });
+  return [
+    '| rule set | releases | what sets it apart | switches read | read in MLX’s source |',
+    '|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
+/** docs/engines.md's region `mlx-rules`: each value MLX computes, where, from which rule set, and how it changed. */
+export function renderMlxRules(rules) {
+  const rows = rules.map((r) => {
+    const changes = r.changes.map((c) => `from ${c.from}: ${c.what}`).join('; ');
+    return `| \`${r.flag}\`${r.byArchitecture ? ' (A)' : ''} | ${r.since} | \`${r.source}\` | ${cell(r.rule)}${changes === '' ? '' : ` (${cell(changes)})`} |`;
+  });
+  return ['| value | from | computed in | rule (changes) |', '|---|---|---|---|', ...rows].join('\n');
+}
+
 /** The reports of the sample matrix: `report` arguments, each on a bundled snapshot (offline, any OS). */
 export const SAMPLE_REPORTS = [
   ['guest.json', ['--snapshot', 'vz-guest-m1-ultra-tahoe-stock', '--host-label', 'M1 Ultra, macOS 26.6.1']],
