@@ -14,3 +14,5 @@ export function extractParts(
   pin: MlxPin,
 ): { init: string; nax: string; qmv: string; env: string };
 export function buildMlxHarness(commits?: readonly MlxPin[]): Promise<(MlxPin & { exe: string; hasQmv: boolean })[]>;
+
+export class MlxSourceUnreachable extends Error {}

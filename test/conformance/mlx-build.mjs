@@ -82,6 +82,12 @@ export const MLX_COMMITS = Object.freeze([
 
 const sha256 = (text) => createHash('sha256').update(text).digest('hex');
 
+/**
+ * MLX's sources could not be reached (no cache, no MLX_SOURCE_GIT, GitHub unreachable): the conformance test skips and
+ * says this message. A file that arrives with another hash is never this: it is an error.
+ */
+export class MlxSourceUnreachable extends Error {}
+
 /** One MLX file at a commit, checked against its pin: from the cache, a local clone, or GitHub. */
 export async function readMlxFile(commit, file, expected) {
   const cached = path.join(cacheDir, commit, file);
@@ -95,11 +101,11 @@ export async function readMlxFile(commit, file, expected) {
     text = (await run('git', ['--git-dir', gitDir, 'show', `${commit}:${file}`], { maxBuffer: 64 << 20 })).stdout;
   } else {
     const url = `https://raw.githubusercontent.com/ml-explore/mlx/${commit}/${file}`;
-    const res = await fetch(url);
-    if (!res.ok)
-      throw new Error(
-        `${url}: HTTP ${res.status} (set MLX_SOURCE_GIT to a clone of ml-explore/mlx to read it offline)`,
-      );
+    const offline = '(set MLX_SOURCE_GIT to a clone of ml-explore/mlx to read it offline)';
+    const res = await fetch(url).catch((e) => {
+      throw new MlxSourceUnreachable(`${url}: ${e.cause?.code ?? e.message} ${offline}`);
+    });
+    if (!res.ok) throw new MlxSourceUnreachable(`${url}: HTTP ${res.status} ${offline}`);
     text = await res.text();
   }
   const got = sha256(text);
