@@ -91,6 +91,7 @@ const NOTHING_LOADED = {
   patchedClasses: [],
   injectorErrors: [],
   processes: [],
+  mlxArchitecture: null,
 };
 
 describeSim('runWithInjector, in-process over the simulated injector', () => {
