@@ -486,7 +486,7 @@ describe('matrix keeps custom profiles apart', () => {
     expect(m.profiles).toEqual(['apple7', c1006, c1008].sort());
     expect(m.rows[0]!.cells[c1008]!.reports).toBe(2);
     expect(runCli(['matrix', ...files]).stdout.split('\n')[0]).toBe(
-      `| Host | Guest OS | ${m.profiles.join(' | ')} | Proven profile (doctor) | Faults (doctor) | Speed-up (bench) | Fidelity (bench) |`,
+      `| Host | Guest OS | Architecture | ${m.profiles.join(' | ')} | Proven profile (doctor) | Faults (doctor) | Speed-up (bench) | Fidelity (bench) |`,
     );
   });
 
