@@ -425,42 +425,21 @@ export function planPatch(
     ...mlx.warnings,
   ];
   const claimsAboveHost = claimsAboveHostFamily(changes, stock.host);
+  const found = { expected, changes, warnings, claimsAboveHost };
   const refusal = refusalFor(hostOf(stock), changes, options.force);
-  if (refusal !== null) {
+  if (refusal !== null)
     return {
       accepted: false,
       reason: 'refused-bare-metal',
       detail: refusal,
       profile,
-      expected,
-      changes,
-      warnings,
-      claimsAboveHost,
+      ...found,
       mlxArchitecture: mlx.offered,
     };
-  }
+  // The refused architecture stays in the profile the plan names, so the reason and the profile agree.
   if (mlx.refusal !== null) {
-    return {
-      accepted: false,
-      reason: 'mlx-architecture-refused',
-      detail: mlx.refusal,
-      profile: bound.profile,
-      expected,
-      changes,
-      warnings,
-      claimsAboveHost,
-      mlxArchitecture: null,
-    };
+    const reason = 'mlx-architecture-refused';
+    return { accepted: false, reason, detail: mlx.refusal, profile: bound.profile, ...found, mlxArchitecture: null };
   }
-  return {
-    accepted: true,
-    reason: null,
-    detail: null,
-    profile,
-    expected,
-    changes,
-    warnings,
-    claimsAboveHost,
-    mlxArchitecture: mlx.offered,
-  };
+  return { accepted: true, reason: null, detail: null, profile, ...found, mlxArchitecture: mlx.offered };
 }

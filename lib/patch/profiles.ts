@@ -541,7 +541,8 @@ function hexOf(text: string): string {
  * The compact text the native engine and the exec injector read (src-native/engine/profile.h), made from a profile
  * this package resolved (resolveProfile, then bindToHost), so the native parser never sees user input: applyPatch and
  * exec resolve their profile once and encode that value, rather than validating it again. Never pass it anything that
- * did not come out of resolveProfile. An unbound `'host'` value throws.
+ * did not come out of resolveProfile. An unbound `'host'` value throws. `mlxArchitecture` is left out on purpose: it
+ * is no Metal answer, and reaches MLX through its environment (MLX_METAL_GPU_ARCH), never the native engine.
  */
 export function encodeNativeProfile(profile: Profile, trace: boolean): string {
   const ceiling = familyCeiling(profile);

@@ -10,18 +10,13 @@ import {
   naxAvailable,
   readsArchitectureEnv,
 } from '../../lib/engines/mlx-architecture.js';
+import { probeSnapshot } from '../../lib/device/probe.js';
 import type { HostInfo } from '../../lib/device/types.js';
 
+/** The stock guest's host on another macOS version. */
 const onMacos = (osVersion: string | null): HostInfo => ({
+  ...probeSnapshot('vz-guest-m1-ultra-tahoe-stock').host!,
   osVersion,
-  osBuild: null,
-  model: 'VirtualMac2,1',
-  isVirtualMachine: true,
-  arch: 'arm64',
-  memoryBytes: null,
-  translated: false,
-  cpuBrand: null,
-  chip: null,
 });
 
 describe('mlxArchitectureOf: what MLX reads from a name', () => {
