@@ -87,7 +87,7 @@ export {
 export type { Snapshot, SnapshotLimits } from './device/snapshots.js';
 export { recordSnapshot, type RecordOptions } from './audit/record-snapshot.js';
 export type { FamilyName } from './core/families.js';
-export type { ChipFamilyRow } from './device/chips.js';
+export type { ChipArchitectureRow, ChipFamilyRow, ChipGpuGenerationRow } from './device/chips.js';
 export type {
   Engine,
   GatePrediction,

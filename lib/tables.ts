@@ -20,7 +20,7 @@ import * as profiles from './patch/profiles.js';
 import { resolveProfile } from './patch/profiles.js';
 
 export { FAMILY_NAMES, FAMILY_VALUES } from './core/families.js';
-export { CHIP_FAMILIES } from './device/chips.js';
+export { CHIP_ARCHITECTURES, CHIP_FAMILIES, CHIP_GPU_GENERATIONS } from './device/chips.js';
 export { SIMD_RULES } from './device/report.js';
 export {
   ENGINES,

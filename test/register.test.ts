@@ -9,7 +9,7 @@ const register = path.join(dist, 'register.js');
 const registerCjs = path.join(dist, 'register.cjs');
 const printStatus = `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
   const s = m.status(); const d = m.probe().devices[0];
-  console.log(JSON.stringify({ active: s.active, profile: s.profile, apple9: d.families.apple9, tg: d.maxThreadgroupMemoryLength }));`;
+  console.log(JSON.stringify({ active: s.active, profile: s.profile, apple9: d.families.apple9, tg: d.maxThreadgroupMemoryLength, mlx: process.env.MLX_METAL_GPU_ARCH ?? null }));`;
 const VM = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
 
 function run(env: NodeJS.ProcessEnv, preload = ['--import', register]) {
@@ -19,9 +19,9 @@ function run(env: NodeJS.ProcessEnv, preload = ['--import', register]) {
 describeSim('metal-cap-shim/register', () => {
   beforeAll(requireSimBuild);
 
-  it('applies host-family by default inside a VM, without a word: Apple7, the M1 Ultra host’s own family', () => {
+  it('applies host-family by default inside a VM, without a word: Apple7 and applegpu_g13d, the M1 Ultra host’s own', () => {
     for (const value of [undefined, '']) {
-      const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: value });
+      const r = run({ ...VM, METAL_CAP_SHIM_PROFILE: value, MLX_METAL_GPU_ARCH: undefined });
       expect(r.status, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toEqual({
         active: true,
@@ -33,12 +33,35 @@ describeSim('metal-cap-shim/register', () => {
           deviceName: null,
           families: {},
           mode: 'raise',
+          mlxArchitecture: 'applegpu_g13d',
         },
         apple9: false,
         tg: 32768,
+        // Set in the environment before the program's MLX could read it.
+        mlx: 'applegpu_g13d',
       });
       expect(r.stderr).toBe('');
     }
+  });
+
+  it('the user’s own MLX_METAL_GPU_ARCH wins: kept, with one process warning', () => {
+    const r = run({ ...VM, MLX_METAL_GPU_ARCH: 'applegpu_g13s' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      active: true,
+      profile: { name: 'host-family' },
+      mlx: 'applegpu_g13s',
+    });
+    expect(r.stderr.split('\n').filter((line) => line.includes('metal-cap-shim'))).toEqual([
+      `(node:${r.pid}) [METAL_CAP_SHIM_MLX_ARCHITECTURE_USER_SET] Warning: metal-cap-shim/register: MLX_METAL_GPU_ARCH is already set to "applegpu_g13s": that value is kept, and the profile's applegpu_g13d is not offered to MLX (unset it to offer the profile's)`,
+    ]);
+  });
+
+  it('a profile that offers no architecture sets none; on bare metal nothing is set', () => {
+    const apple7 = run({ ...VM, METAL_CAP_SHIM_PROFILE: 'apple7', MLX_METAL_GPU_ARCH: undefined });
+    expect(JSON.parse(apple7.stdout)).toMatchObject({ active: true, mlx: null });
+    const bare = run({ METAL_CAP_SHIM_SIM_SNAPSHOT: 'm1-ultra-bare-metal', MLX_METAL_GPU_ARCH: undefined });
+    expect(JSON.parse(bare.stdout)).toMatchObject({ active: false, mlx: null });
   });
 
   it('cua-release claims Apple9 on an M1 Ultra (Apple7): applied, with one line on stderr', () => {

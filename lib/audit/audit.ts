@@ -105,8 +105,11 @@ export interface DeviceAudit {
   engines: EngineComparison[];
 }
 
-/** Why an audit's profile would not be applied: raising on bare metal, or a `'host'` value on a host whose chip is unknown. */
-export type AuditRefusal = 'refused-bare-metal' | 'host-unknown';
+/**
+ * Why an audit's profile would not be applied: raising on bare metal, a `'host'` value on a host whose chip is unknown,
+ * or an `mlxArchitecture` refused on this host (above its GPU generation, or turning on MLX's NAX kernels).
+ */
+export type AuditRefusal = 'refused-bare-metal' | 'host-unknown' | 'mlx-architecture-refused';
 
 /** Fields every audit has. */
 interface AuditBase {
@@ -201,6 +204,9 @@ function summarize(
       ok: false,
       summary: `refused: ${name} claims the host's chip, and this host's chip is unknown (nothing is guessed)`,
     };
+  }
+  if (result.refusedReason === 'mlx-architecture-refused') {
+    return { ok: false, summary: `refused: ${name} offers MLX a GPU architecture this host cannot take (see --json)` };
   }
   if (result.refused) {
     return {

@@ -16,7 +16,7 @@ import { packageVersion } from '../device/native.js';
 export { packageVersion };
 import { checkOptions } from '../core/options.js';
 import { HOST_VALUE, profileAnswers, resolveProfile, type ProfileInput, type Profile } from '../patch/profiles.js';
-import { FIELD_REPORT_SCHEMA } from '../device/report.js';
+import { architectureText, FIELD_REPORT_SCHEMA } from '../device/report.js';
 import type { HostInfo } from '../device/types.js';
 
 export { FIELD_REPORT_SCHEMA };
@@ -143,6 +143,12 @@ export interface MatrixBench {
 export interface MatrixRow {
   host: string;
   guestOs: string;
+  /**
+   * The GPU architecture (`architecture.name`) the default device reported, stock, in the row's reports: each value
+   * once, sorted, null (unrecorded: a snapshot without it, or macOS before 14) last. What a real guest's paravirtual
+   * device reports is what field reports tell. Absent from matrices made before it existed.
+   */
+  architectures?: (string | null)[];
   cells: Record<string, MatrixCell>;
   /** Null when no report of the row carries a doctor result. */
   doctor: MatrixDoctor | null;
@@ -349,8 +355,14 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     seen.set(identity, where);
     const key = rowKey(r);
     const id = `${key.host}\u0000${key.guestOs}`;
-    const row = rows.get(id) ?? { ...key, cells: {}, doctor: null, bench: null };
+    const row = rows.get(id) ?? { ...key, architectures: [], cells: {}, doctor: null, bench: null };
     rows.set(id, row);
+    const stock = (r.audit.devices.find((d) => d.isDefault) ?? r.audit.devices[0])?.stock as
+      | { architecture?: unknown }
+      | undefined;
+    const architecture = typeof stock?.architecture === 'string' ? stock.architecture : null;
+    if (!row.architectures!.includes(architecture))
+      row.architectures = sortArchitectures([...row.architectures!, architecture]);
     if (r.doctor) doctors.set(id, [...(doctors.get(id) ?? []), r.doctor]);
     if (r.bench?.length) benches.set(id, [...(benches.get(id) ?? []), ...r.bench]);
     const resolved = resolveProfile(r.audit.profile);
@@ -384,6 +396,16 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     // Built from entries: a column name is never an assignment to a prototype key.
     legend: Object.fromEntries([...legend].sort(([a], [b]) => a.localeCompare(b))),
   };
+}
+
+/** Architectures sorted by name, null (unrecorded) last. */
+function sortArchitectures(list: (string | null)[]): (string | null)[] {
+  return [...list].sort((a, b) => (a === null ? 1 : b === null ? -1 : a.localeCompare(b)));
+}
+
+/** A row's architectures as Markdown text: `applegpu_g13d`, `unrecorded`, both, or – for a matrix made before them. */
+export function architecturesText(list: readonly (string | null)[] | undefined): string {
+  return list === undefined || list.length === 0 ? '–' : list.map(architectureText).join(', ');
 }
 
 /**
@@ -553,6 +575,10 @@ function checkMatrix(value: unknown): Matrix {
     const row = object(r, field);
     text(row.host, `${field}.host`);
     text(row.guestOs, `${field}.guestOs`);
+    if (row.architectures !== undefined)
+      list(row.architectures, `${field}.architectures`, (a, af) =>
+        want(a === null || typeof a === 'string', af, 'a string or null', a),
+      );
     const cells = object(row.cells, `${field}.cells`);
     for (const [name, c] of Object.entries(cells)) {
       const cell = object(c, `${field}.cells.${name}`);
@@ -613,6 +639,7 @@ export function matrixTable(m: Matrix): string {
   const header = [
     'Host',
     'Guest OS',
+    'Architecture',
     ...m.profiles,
     'Proven profile (doctor)',
     'Faults (doctor)',
@@ -628,6 +655,7 @@ export function matrixTable(m: Matrix): string {
       row([
         r.host,
         r.guestOs,
+        architecturesText(r.architectures),
         ...m.profiles.map((p) => cellText(own(r.cells, p))),
         d.proven,
         d.faults,

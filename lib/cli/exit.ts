@@ -35,7 +35,7 @@ export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; short
       name: 'refused',
       short: 'refused',
       meaning:
-        'refused: raising answers on a host that is not known to be a VM without `--force`, or injection that cannot work',
+        'refused: raising answers on a host that is not known to be a VM without `--force`, a `"host"` value where the host’s chip is unknown, an MLX architecture the host cannot take, or injection that cannot work',
     },
     {
       code: EXIT.noMetal,

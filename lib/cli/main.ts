@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { EXEC_EXIT, EXIT, EXIT_TABLE, NO_METAL_CODES } from './exit.js';
 import type { Command, Values } from './shared.js';
-import { MetalCapShimError, UsageError } from '../core/errors.js';
+import { MetalCapShimError, RefusedError, UsageError } from '../core/errors.js';
 import { clip, escapeControl, jsonText } from '../core/input.js';
 import { didYouMean } from '../core/suggest.js';
 
@@ -304,8 +304,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (name === 'exec') return execFailureCode(e.code);
     if (USAGE_CODES.has(e.code)) return EXIT.usage;
-    if (e.code === 'ERR_REFUSED_BARE_METAL' || e.code === 'ERR_INJECTION_BLOCKED' || e.code === 'ERR_HOST_UNKNOWN')
-      return EXIT.refused;
+    if (e instanceof RefusedError) return EXIT.refused;
     if (NO_METAL_CODES.has(e.code)) return EXIT.noMetal;
     return EXIT.finding;
   }

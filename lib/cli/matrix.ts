@@ -9,6 +9,8 @@ const command: Command = {
   help: () => `Usage: metal-cap-shim matrix [--json] [--svg OUT] FILE…
 
 Merges field reports (metal-cap-shim report --json) into a host × guest OS × profile table (Markdown, or JSON).
+The Architecture column is the GPU architecture (architecture.name) each row's default device reported, stock:
+every value once, unrecorded where a report has none (a snapshot that did not record it, or macOS before 14).
 The same report given twice (the same file, or a copy) is counted once. A file that cannot be read or is no
 field report is skipped with one warning naming it; the table of the others is printed, and the exit code is 2.
 A custom profile's column (custom-<hash>) is listed below the table with its answers (--json: legend).

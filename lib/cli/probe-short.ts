@@ -7,7 +7,7 @@ import { familyLabel } from '../core/families.js';
 import { predictChecked } from '../engines/index.js';
 import { inert } from '../core/input.js';
 import type { Profile } from '../patch/profiles.js';
-import { hostOf } from '../device/report.js';
+import { architectureText, hostOf } from '../device/report.js';
 import type { DeviceReport, SupportedReport } from '../device/types.js';
 
 /** llama.cpp's three gates, as the short line names them. */
@@ -23,10 +23,18 @@ const yesNo = (v: boolean | null) => (v === null ? 'unknown' : v ? 'yes' : 'no')
 const change = <T>(from: T, to: T, show: (v: T) => string) =>
   from === to ? show(from) : `${show(from)} → ${show(to)}`;
 
+/** Why the plan refused, in the words of the short line. */
+const REFUSED: Record<'host-unknown' | 'refused-bare-metal' | 'mlx-architecture-refused', string> = {
+  'host-unknown': "this host's chip is unknown",
+  'refused-bare-metal': 'not a VM',
+  'mlx-architecture-refused': 'its MLX architecture',
+};
+
 /**
- * Each device on one line: name, highest Apple family stock → under the profile, threadgroup memory, VM or not, and
- * llama.cpp's three gates stock → patched. Where the profile would be refused (it raises answers on a host that is not
- * a VM), the line says so and shows the stock values only.
+ * Each device on one line: name, highest Apple family stock → under the profile, threadgroup memory, the GPU
+ * architecture it reports (→ the one the profile offers MLX as MLX_METAL_GPU_ARCH), VM or not, and llama.cpp's three
+ * gates stock → patched. Where the profile would be refused (it raises answers on a host that is not a VM), the line
+ * says so and shows the stock values only.
  */
 export function formatShort(
   untrusted: SupportedReport,
@@ -54,12 +62,15 @@ export function formatShort(
         ([flag, label]) => `${label} ${change(before.flags[flag].value, after.flags[flag].value, yesNo)}`,
       );
       const families = refused
-        ? `${family(stock)} (${name} refused: ${plan.reason === 'host-unknown' ? "this host's chip is unknown" : 'not a VM'})`
+        ? `${family(stock)} (${name} refused: ${REFUSED[plan.reason]})`
         : `${change(family(stock), family(patched), (f) => f)} (${name})`;
+      const offered = refused ? null : plan.mlxArchitecture;
+      const architecture = `architecture ${architectureText(stock.architecture)}${offered === null ? '' : ` → ${offered} (MLX)`}`;
       return [
         `${stock.index}${stock.isDefault ? '*' : ''}: ${stock.name}`,
         families,
         `threadgroup memory ${change(stock.maxThreadgroupMemoryLength, patched.maxThreadgroupMemoryLength, size)}`,
+        architecture,
         vm,
         `llama.cpp ${gates.join(', ')}`,
       ].join(' · ');

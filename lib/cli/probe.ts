@@ -17,7 +17,8 @@ const command: Command = {
 
   --json           machine-readable report (schema metal-cap-shim/report@1)
   --short          one line per device (every device): name, Apple family stock → under the profile,
-                   threadgroup memory, VM or not, and llama.cpp's three gates stock → patched
+                   threadgroup memory, the GPU architecture (→ the one offered to MLX), VM or not, and
+                   llama.cpp's three gates stock → patched
   --profile P      with --short: the profile the arrows show (default: the one \`metal-cap-shim profiles\`
                    marks default); a built-in name, JSON, or a .json file
   --all-devices    every device, not only the default one

@@ -32,7 +32,11 @@ export type NativeErrorCode =
   | 'ERR_DOCTOR_RUNNER';
 
 /** The codes a RefusedError carries. */
-export type RefusedErrorCode = 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' | 'ERR_HOST_UNKNOWN';
+export type RefusedErrorCode =
+  | 'ERR_REFUSED_BARE_METAL'
+  | 'ERR_INJECTION_BLOCKED'
+  | 'ERR_HOST_UNKNOWN'
+  | 'ERR_MLX_ARCHITECTURE_REFUSED';
 
 /**
  * The codes a BenchError carries: the tool failed (exit status, signal) or printed nothing `bench` can read;
@@ -130,7 +134,9 @@ export class InvalidReportError extends MetalCapShimError {
 /**
  * Raising answers on a host that is not a virtual machine without `force` (thrown only with `strict: true`; otherwise
  * applyProfile() returns `reason: 'refused-bare-metal'`), a profile claiming the host's chip where it is unknown
- * (`ERR_HOST_UNKNOWN`; otherwise `reason: 'host-unknown'`), or `exec` of a program macOS would strip of the injector.
+ * (`ERR_HOST_UNKNOWN`; otherwise `reason: 'host-unknown'`), a profile offering MLX an architecture this host cannot take
+ * (`ERR_MLX_ARCHITECTURE_REFUSED`; otherwise `reason: 'mlx-architecture-refused'`), or `exec` of a program macOS would
+ * strip of the injector.
  */
 export class RefusedError extends MetalCapShimError {
   declare readonly code: RefusedErrorCode;

@@ -114,3 +114,145 @@ export function hostChipFacts(cpuBrand: string | null): Pick<HostInfo, 'cpuBrand
  * doctor run can prove, and the most a verified profile claims.
  */
 export const APPLE_GPU_THREADGROUP_MEMORY = 32768;
+
+/** One row of the chip generation → GPU architecture generation table, with where it comes from. */
+export interface ChipGpuGenerationRow {
+  /** Chip generations (`M1`): every tier of a generation shares its GPU generation. */
+  generations: readonly string[];
+  /** The number in `applegpu_g<N><class>`, as Metal's `architecture.name` gives it and MLX parses it. */
+  gpuGeneration: number;
+  source: string;
+}
+
+const MLX_SOURCE = 'ml-explore/mlx (commit 846d176)';
+/** Published `mx.device_info()` output (MLX's own copy of `architecture.name` and the device name), GitHub, 2026. */
+const DEVICE_INFO = 'mx.device_info() output published on GitHub (device_name and architecture printed together)';
+
+/**
+ * The GPU generation of each Mac chip generation: the two digits MLX reads from `architecture.name`. Only the Mac's M
+ * series: a guest's host is a Mac.
+ */
+export const CHIP_GPU_GENERATIONS: readonly ChipGpuGenerationRow[] = Object.freeze([
+  {
+    generations: ['M1'],
+    gpuGeneration: 13,
+    source: `${DEVICE_INFO}: Apple M1 applegpu_g13g, Apple M1 Max applegpu_g13s, Apple M1 Ultra applegpu_g13d`,
+  },
+  {
+    generations: ['M2'],
+    gpuGeneration: 14,
+    source: `${DEVICE_INFO}: Apple M2 applegpu_g14g, Apple M2 Pro applegpu_g14s`,
+  },
+  {
+    generations: ['M3'],
+    gpuGeneration: 15,
+    source: `${MLX_SOURCE} mlx/backend/metal/matmul.cpp: "Pre-M3 generations" are those with get_architecture_gen() < 15; ${DEVICE_INFO}: Apple M3 Max applegpu_g15s, Apple M3 Ultra applegpu_g15d`,
+  },
+  {
+    generations: ['M4'],
+    gpuGeneration: 16,
+    source: `ml-explore/mlx issue 3885 (2026-07-24: "M4 Max reports applegpu_g16s"); ${DEVICE_INFO}: Apple M4 applegpu_g16g, Apple M4 Pro applegpu_g16s`,
+  },
+  {
+    generations: ['M5'],
+    gpuGeneration: 17,
+    source: `${MLX_SOURCE} mlx/backend/metal/quantized.cpp: "M5 Max GPUs" are get_architecture_gen() == 17 with class 's'; ml-explore/mlx issue 3897 (Apple M5, applegpu_g17g)`,
+  },
+]);
+
+/** One chip whose GPU's `architecture.name` is known from a device that reported it. */
+export interface ChipArchitectureRow {
+  /** The chip as `chipFromBrand` names it: `Apple M1 Ultra`. */
+  chip: string;
+  /** Its GPU's `architecture.name`: `applegpu_g13d`. */
+  architecture: string;
+  source: string;
+}
+
+/**
+ * The `architecture.name` of each chip a real device has been seen to report. The class letter after the generation
+ * is not the tier's by rule: MLX's own comments (mlx/backend/metal/device.cpp) call `g` "base, pro", but an M2 Pro, an
+ * M4 Pro and an M5 Pro report `s`, and Asahi Linux's hardware names (G13G M1, G13S M1 Pro, G13C M1 Max, G13D M1 Ultra)
+ * are not Metal's (an M1 Max reports `applegpu_g13s`). So a chip no device has been seen to report (the M1 Pro, the
+ * M2 Max and Ultra, the M3 and M3 Pro, the M5 Ultra) is not in the table, and nothing is guessed for it.
+ */
+export const CHIP_ARCHITECTURES: readonly ChipArchitectureRow[] = Object.freeze([
+  {
+    chip: 'Apple M1',
+    architecture: 'applegpu_g13g',
+    source: `${DEVICE_INFO}: {'architecture': 'applegpu_g13g', 'device_name': 'Apple M1'} (mlx 0.29.3, macOS 13.7.8, machdep.cpu.brand_string "Apple M1")`,
+  },
+  {
+    chip: 'Apple M1 Max',
+    architecture: 'applegpu_g13s',
+    source: `${DEVICE_INFO}: "Apple M1 Max (applegpu_g13s)" (two machines, macOS 15.7.4 and 26.6.2)`,
+  },
+  {
+    chip: 'Apple M1 Ultra',
+    architecture: 'applegpu_g13d',
+    source: `${DEVICE_INFO}: "Apple M1 Ultra (applegpu_g13d)", a Mac Studio on macOS 26.6.2 with mlx 0.32.2`,
+  },
+  {
+    chip: 'Apple M2',
+    architecture: 'applegpu_g14g',
+    source: `${DEVICE_INFO}: {:architecture "applegpu_g14g" :device-name "Apple M2"}; "Apple M2 (applegpu_g14g)" from a Swift probe of MTLDevice.architecture`,
+  },
+  {
+    chip: 'Apple M2 Pro',
+    architecture: 'applegpu_g14s',
+    source: `${DEVICE_INFO}: "an Apple M2 Pro (16 GB, applegpu_g14s)"`,
+  },
+  {
+    chip: 'Apple M3 Max',
+    architecture: 'applegpu_g15s',
+    source: `${DEVICE_INFO}: "Apple M3 Max (applegpu_g15s)", macOS 26.5, mlx 0.32.2`,
+  },
+  {
+    chip: 'Apple M3 Ultra',
+    architecture: 'applegpu_g15d',
+    source: `${DEVICE_INFO}: {'architecture': 'applegpu_g15d', 'device_name': 'Apple M3 Ultra'}`,
+  },
+  {
+    chip: 'Apple M4',
+    architecture: 'applegpu_g16g',
+    source: `${DEVICE_INFO}: {'device_name': 'Apple M4', 'architecture': 'applegpu_g16g'}`,
+  },
+  {
+    chip: 'Apple M4 Pro',
+    architecture: 'applegpu_g16s',
+    source: `${DEVICE_INFO}: {'architecture': 'applegpu_g16s', 'device_name': 'Apple M4 Pro'} (two machines)`,
+  },
+  {
+    chip: 'Apple M4 Max',
+    architecture: 'applegpu_g16s',
+    source: 'ml-explore/mlx issue 3885 (2026-07-24: "M4 Max reports applegpu_g16s")',
+  },
+  {
+    chip: 'Apple M5',
+    architecture: 'applegpu_g17g',
+    source: 'ml-explore/mlx issue 3897 (environment: "Apple M5, 32 GB, macOS 26.5.2 (build 25F84), applegpu_g17g")',
+  },
+  {
+    chip: 'Apple M5 Pro',
+    architecture: 'applegpu_g17s',
+    source:
+      'nathansutton/chad issue 45 (mx.device_info(): "architecture: applegpu_g17s, device_name: Apple M5 Pro", macOS 26.6.2)',
+  },
+  {
+    chip: 'Apple M5 Max',
+    architecture: 'applegpu_g17s',
+    source: `${MLX_SOURCE} mlx/backend/metal/quantized.cpp ("M5 Max GPUs": generation 17, class 's'); ${DEVICE_INFO}: {'device_name': 'Apple M5 Max', 'architecture': 'applegpu_g17s'} (mlx 0.32.2)`,
+  },
+]);
+
+/** The GPU generation of a chip (13 for any M1), or null where its generation is not in CHIP_GPU_GENERATIONS. */
+export function chipGpuGeneration(chip: string | null): number | null {
+  const generation = chip === null ? null : chipGeneration(chip);
+  if (generation === null) return null;
+  return CHIP_GPU_GENERATIONS.find((r) => r.generations.includes(generation))?.gpuGeneration ?? null;
+}
+
+/** The row of CHIP_ARCHITECTURES for a chip, or undefined where no device of that chip has been seen to report one. */
+export function chipArchitectureRow(chip: string | null): ChipArchitectureRow | undefined {
+  return chip === null ? undefined : CHIP_ARCHITECTURES.find((r) => r.chip === chip);
+}

@@ -47,7 +47,7 @@ export type RunnerMessage =
 export function whyNoPatchedRun(o: CheckedDoctorOptions, stock: CapabilityReport & { supported: true }): string | null {
   if (!o.probes.some((id) => CAPABILITY_PROBE_IDS.includes(id))) return 'no capability probe was asked';
   const { name, plan } = candidateFor(o, stock);
-  if (plan.reason === 'host-unknown') return plan.detail;
+  if (plan.reason === 'host-unknown' || plan.reason === 'mlx-architecture-refused') return plan.detail;
   if (plan.changes.length === 0) return `${name} changes no answer on this machine`;
   if (plan.reason === 'refused-bare-metal') {
     return `${name} raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too`;

@@ -8,10 +8,12 @@
 import { InvalidOptionsError } from '../core/errors.js';
 import { describeValue } from '../core/input.js';
 import { isVmHost, namedParavirtual, PARAVIRTUAL_DEVICE_NAME } from '../device/paravirtual.js';
+import type { DeviceReport, HostInfo } from '../device/types.js';
 import {
   ask,
   macosAtLeast,
   nullFamilyWarnings,
+  parseMacos,
   RESIDENCY_MIN_MACOS,
   result,
   type Derived,
@@ -386,6 +388,31 @@ function naxRule(ctx: MlxRuleContext): Derived<boolean | null> {
     cls.text,
     `generation ${g} ${g >= min ? '≥' : '<'} ${min}${cls.letter === 'p' ? ' (class p)' : ''}`,
   ]);
+}
+
+/** What MLX reads from one architecture name on a host under a rule set: its generation, class letter and NAX. */
+export interface MlxArchitectureReading {
+  /** The generation as Device::Device computes it; null where MLX's result is undefined. */
+  generation: number | null;
+  /** The last character (`g`, `s`, `d`, `p` …); null for an empty name. */
+  cls: string | null;
+  /** is_nax_available(); an unknown macOS version counts as new enough (macosAtLeast). */
+  nax: boolean | null;
+}
+
+/**
+ * The architecture name `name` as MLX under `ruleSet` (the newest by default) reads it on `host`: the same rules
+ * predictMlx applies to a device's architecture.name, for callers that hold a name rather than a device (the profile's
+ * offered architecture).
+ */
+export function readMlxArchitecture(
+  name: string,
+  host: HostInfo | null,
+  ruleSet: MlxRuleSet = MLX_NEWEST,
+): MlxArchitectureReading {
+  const device = { architecture: name } as DeviceReport;
+  const ctx: MlxRuleContext = { device, env: {}, host, macos: parseMacos(host), ruleSet };
+  return { generation: generation(ctx).value, cls: archClass(ctx).letter, nax: naxRule(ctx).value };
 }
 
 function sdpaBlocksRule(ctx: MlxRuleContext): Derived<string | null> {

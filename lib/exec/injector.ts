@@ -6,7 +6,9 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { packageRoot, simulationSelected } from '../device/native.js';
-import { encodeNativeProfile, type Profile } from '../patch/profiles.js';
+import { encodeNativeProfile, offeredMlxArchitecture, type Profile } from '../patch/profiles.js';
+import { mlxArchitectureEnv } from '../patch/plan.js';
+import { MLX_ARCHITECTURE_ENV } from '../engines/mlx-architecture.js';
 
 /** Environment variables the injector reads (src-native/inject/inject.mm). */
 export const INJECT_ENV = {
@@ -79,8 +81,10 @@ export function preloadListProblem(injector: string, platform: NodeJS.Platform =
 
 /**
  * The environment the child runs with: `env`, the injector preloaded ahead of any library the caller already
- * preloads, the profile and the status fd the injector reads, and exec's private trace folder when there is a --trace
- * (an inherited one is dropped otherwise, so the injector never writes a trace nobody asked for). The profile is
+ * preloads, the profile and the status fd the injector reads, exec's private trace folder when there is a --trace
+ * (an inherited one is dropped otherwise, so the injector never writes a trace nobody asked for), and the architecture
+ * the profile offers MLX as MLX_METAL_GPU_ARCH, unless `env` sets that variable itself (mlxArchitectureEnv: the
+ * user's value wins). The injector never sees the architecture: it is no Metal answer. The profile is
  * prepareExec()'s: resolved once (profileForExec) and bound to this host, so it is encoded as it is, not validated
  * again; an unbound `'host'` value still throws.
  *
@@ -99,6 +103,8 @@ export function childEnvironment(
   const existing = env[key];
   const child: NodeJS.ProcessEnv = { ...env, [key]: existing ? `${injector}:${existing}` : injector };
   child[INJECT_ENV.profile] = encodeNativeProfile(options.profile, options.traceFolder !== undefined);
+  const mlx = mlxArchitectureEnv(offeredMlxArchitecture(options.profile), env).set;
+  if (mlx !== null) child[MLX_ARCHITECTURE_ENV] = mlx;
   child[INJECT_ENV.statusFd] = String(options.statusFd ?? 3);
   // The child takes the status fd only if its parent is this process; an identity is for the levels below it.
   child[INJECT_ENV.statusPid] = String(process.pid);

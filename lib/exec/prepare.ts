@@ -3,7 +3,7 @@
  * profile may be applied on this host (bound to its chip, refused on bare metal). Nothing runs until this has passed.
  */
 import { notAppliedError } from '../patch/apply.js';
-import { planPatch, type ApplyWarning } from '../patch/plan.js';
+import { mlxArchitectureEnv, planPatch, type ApplyWarning } from '../patch/plan.js';
 import { RefusedError, UnsupportedPlatformError } from '../core/errors.js';
 import { loadNative } from '../device/native.js';
 import { stockReport } from '../device/probe.js';
@@ -118,12 +118,20 @@ export function prepareExec(
   }
   if (!plan.accepted && plan.reason === 'host-unknown')
     throw new RefusedError(`${plan.detail} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN');
+  if (!plan.accepted && plan.reason === 'mlx-architecture-refused')
+    throw new RefusedError(
+      `${plan.detail} (--allow-unpatched runs the program unpatched)`,
+      'ERR_MLX_ARCHITECTURE_REFUSED',
+    );
   if (!plan.accepted) throw new RefusedError(plan.detail);
   const profile = plan.profile;
+  // The variable is the program's environment: a value the user set there wins (childEnvironment keeps it).
+  const userSet = mlxArchitectureEnv(plan.mlxArchitecture, process.env).warning;
   // Without a device nothing is changed or warned of, but which profile the child gets is still said.
-  const warnings: ApplyWarning[] = stock.supported
-    ? plan.warnings
-    : plan.warnings.filter((w) => w.code === 'host-unknown-fallback');
+  const warnings: ApplyWarning[] = [
+    ...(stock.supported ? plan.warnings : plan.warnings.filter((w) => w.code === 'host-unknown-fallback')),
+    ...(userSet === null ? [] : [userSet]),
+  ];
   const blocker = injectionBlocker(resolved, platform, codesign);
   if (blocker?.launchFails && options.allowUnpatched) {
     // With the injector inserted the program would not start at all: run it without.

@@ -4,6 +4,8 @@
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import type { ApplyWarning } from '../patch/apply.js';
+import { mlxArchitectureEnv } from '../patch/plan.js';
+import { offeredMlxArchitecture } from '../patch/profiles.js';
 import { SpawnError } from '../core/errors.js';
 import { loadNative } from '../device/native.js';
 import { commandError, resolveCommand } from './command.js';
@@ -24,6 +26,9 @@ export interface ExecOutcome extends InjectorStatus {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
   warnings: ApplyWarning[];
+  /** The MLX_METAL_GPU_ARCH exec set for the program (the profile's offer), or null: none set (none offered, the
+   * user's own value kept, or the program ran unpatched). */
+  mlxArchitecture: string | null;
 }
 
 /** The error for a program that could not be started: ERR_COMMAND_NOT_FOUND when it is not there, else ERR_SPAWN. */
@@ -152,6 +157,7 @@ export function runWithInjector(
           ...reported,
           injectorErrors: [...reported.injectorErrors, ...overflow, ...traceErrors, ...folderErrors],
           warnings,
+          mlxArchitecture: mlxArchitectureEnv(offeredMlxArchitecture(profile), process.env).set,
         });
       });
     });
@@ -190,6 +196,7 @@ function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
         injectorErrors,
         processes: [],
         warnings: [],
+        mlxArchitecture: null,
       });
     });
   });

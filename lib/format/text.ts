@@ -158,6 +158,11 @@ export function profileLine(p: Profile): string {
           .map(([k, v]) => `${k}=${v ? 'YES' : 'NO'}`)
           .join(' ')}`
       : null,
+    p.mlxArchitecture === undefined
+      ? null
+      : p.mlxArchitecture === HOST_VALUE
+        ? 'MLX offered the host chip’s GPU architecture'
+        : `MLX offered ${p.mlxArchitecture}`,
   ];
   return parts.filter(Boolean).join(', ');
 }

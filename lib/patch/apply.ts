@@ -49,7 +49,9 @@ export type ApplyFailureReason =
   /** The profile raises answers on a host that is not known to be a virtual machine, and `force` was not given. */
   | 'refused-bare-metal'
   /** The profile claims the host chip's name or family (`'host'`), and this host's chip is unknown: nothing is guessed. */
-  | 'host-unknown';
+  | 'host-unknown'
+  /** The profile's `mlxArchitecture` is above the host's GPU generation, or would turn on MLX's NAX kernels. */
+  | 'mlx-architecture-refused';
 
 /** A device class the engine hooked, with how each selector was reached. */
 export interface PatchedClass {
@@ -242,7 +244,10 @@ const STRICT_CODES = {
   'hook-failed': 'ERR_HOOK_FAILED',
   'verification-failed': 'ERR_VERIFICATION_FAILED',
 } as const satisfies Record<
-  Exclude<ApplyFailureReason, 'unsupported-platform' | 'refused-bare-metal' | 'host-unknown'>,
+  Exclude<
+    ApplyFailureReason,
+    'unsupported-platform' | 'refused-bare-metal' | 'host-unknown' | 'mlx-architecture-refused'
+  >,
   NativeErrorCode
 >;
 
@@ -254,6 +259,7 @@ export function notAppliedError(
   if (reason === 'unsupported-platform') return new UnsupportedPlatformError(detail);
   if (reason === 'refused-bare-metal') return new RefusedError(detail);
   if (reason === 'host-unknown') return new RefusedError(detail, 'ERR_HOST_UNKNOWN');
+  if (reason === 'mlx-architecture-refused') return new RefusedError(detail, 'ERR_MLX_ARCHITECTURE_REFUSED');
   return new NativeError(STRICT_CODES[reason], detail);
 }
 

@@ -4,15 +4,23 @@
  * without force), and warn. Pure: every command that applies, audits, injects, measures or summarises a profile asks
  * planPatch, and installing takes its plan.
  */
-import { chipFamily } from '../device/chips.js';
+import { chipFamily, chipGpuGeneration } from '../device/chips.js';
 import { isParavirtualDevice } from '../device/paravirtual.js';
 import { hostOf } from '../device/report.js';
 import type { DeviceReport, HostInfo } from '../device/types.js';
 import { LLAMA_CPP_RULE_SET_INFO, tuningFor, tuningPhrase, type LlamaCppRuleSet } from '../engines/index.js';
+import {
+  MLX_ARCHITECTURE_ENV,
+  MLX_ARCHITECTURE_ENV_FIRST_RELEASE,
+  mlxArchitectureOf,
+  naxAvailable,
+  readsArchitectureEnv,
+} from '../engines/mlx-architecture.js';
 import { FAMILY_VALUES, familyLabel, familyNameOf, isAppleFamilyValue, type FamilyName } from '../core/families.js';
 import {
   APPLE_GPU_THREADGROUP_MEMORY,
   bindToHost,
+  HOST_VALUE,
   isRaise,
   planProfile,
   profiles,
@@ -34,6 +42,9 @@ export const APPLY_WARNING_CODES = Object.freeze([
   'above-host-family',
   'host-unknown-fallback',
   'no-change',
+  'mlx-architecture-not-offered',
+  'mlx-architecture-ignored',
+  'mlx-architecture-user-set',
 ] as const);
 
 /** A warning about a profile or the process it is applied in; `code` is stable. */
@@ -50,6 +61,7 @@ export interface ApplyWarning {
 export const SAID_ONCE: Readonly<Partial<Record<ApplyWarning['code'], string>>> = Object.freeze({
   'host-unknown-fallback': 'METAL_CAP_SHIM_HOST_UNKNOWN_FALLBACK',
   'above-host-family': 'METAL_CAP_SHIM_ABOVE_HOST_FAMILY',
+  'mlx-architecture-user-set': 'METAL_CAP_SHIM_MLX_ARCHITECTURE_USER_SET',
 });
 
 /** The warnings of `warnings` that are said aloud once (SAID_ONCE), in their order. */
@@ -197,6 +209,119 @@ export function refusalFor(host: HostInfo, changes: AnswerChange[], force: boole
   return `refusing to raise Metal answers: ${where} (hw.model ${host.model ?? 'unknown'}), so the GPU really is what it reports. The profile would raise ${raisedAnswers(changes)}. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.`;
 }
 
+/** What a profile offers MLX on a host: the architecture (or none), why none where a `'host'` value gave none, or why
+ * an explicit one is refused. */
+export type MlxArchitectureDecision =
+  | { offered: string | null; warnings: ApplyWarning[]; refusal: null }
+  | { offered: null; warnings: []; refusal: string };
+
+const NAX_RULE =
+  'on macOS 26.2 or later MLX turns on its NAX kernels for GPU generation 17 and later (18 for class p; mlx/backend/metal/device.cpp is_nax_available)';
+const NAX_UNPROVEN = 'no guest has been shown to run them: doctor has no NAX probe';
+
+/**
+ * Why offering `name` would turn on MLX's NAX kernels on this host, or null when it would not: NAX on with `name`
+ * (or possibly, where the host's macOS version is unknown) and not already on with the default device's own
+ * architecture (unknown in a guest, so counted as off).
+ */
+function turnsOnNax(name: string, stock: { devices: DeviceReport[]; host: HostInfo | null }): string | null {
+  const nax = naxAvailable(name, stock.host);
+  if (nax === false) return null;
+  const own = (stock.devices.find((d) => d.isDefault) ?? stock.devices[0])?.architecture ?? null;
+  if (own !== null && naxAvailable(own, stock.host) === true) return null;
+  const os =
+    nax === 'unknown'
+      ? `this host's macOS version is unknown, so MLX may turn on its NAX kernels for ${name}`
+      : `${NAX_RULE}, so ${name} turns them on here (macOS ${stock.host!.osVersion})`;
+  return `${os}, and ${NAX_UNPROVEN}`;
+}
+
+/**
+ * The one decision about `mlxArchitecture` on a host, for the profile as requested and as bound (bindToHost). A bound
+ * `'host'` value (the host chip's architecture, CHIP_ARCHITECTURES) is offered only inside a VM (on bare metal MLX
+ * reads the GPU's own `architecture.name`), and never where it would turn on MLX's NAX kernels: there it is left out
+ * with a warning, as where the host's architecture is unknown. An architecture named explicitly is refused when its
+ * generation is above the host's own GPU generation (or that is unknown) or when it would turn on NAX. Where the MLX
+ * release is known (`mlxRelease`) and reads no MLX_METAL_GPU_ARCH (before v0.31.0), what is offered carries a warning.
+ */
+export function decideMlxArchitecture(
+  requested: Profile,
+  bound: Profile,
+  stock: { devices: DeviceReport[]; host: HostInfo | null },
+  mlxRelease: string | null = null,
+): MlxArchitectureDecision {
+  const host = stock.host;
+  const chip = host?.chip ?? null;
+  const name = bound.mlxArchitecture ?? null;
+  const fromHost = requested.mlxArchitecture === HOST_VALUE;
+  const notOffered = (why: string): MlxArchitectureDecision => ({
+    offered: null,
+    warnings: [{ code: 'mlx-architecture-not-offered', message: `no GPU architecture is offered to MLX: ${why}` }],
+    refusal: null,
+  });
+  if (fromHost && host?.isVirtualMachine !== true) return { offered: null, warnings: [], refusal: null };
+  if (fromHost && name === null) {
+    const cause =
+      chip === null
+        ? "this host's chip is unknown"
+        : `no ${chip} has been seen to report its architecture (lib/device/chips.ts CHIP_ARCHITECTURES)`;
+    return notOffered(`${cause}, so none is offered rather than a guess; MLX reads the device's own architecture.name`);
+  }
+  if (name === null) return { offered: null, warnings: [], refusal: null };
+  const refuse = (why: string): MlxArchitectureDecision => ({
+    offered: null,
+    warnings: [],
+    refusal: `refusing to offer MLX the GPU architecture ${name} (${MLX_ARCHITECTURE_ENV}): ${why}`,
+  });
+  const hostGeneration = chipGpuGeneration(chip);
+  const { generation } = mlxArchitectureOf(name);
+  if (!fromHost && hostGeneration === null) {
+    return refuse(
+      `this host's GPU generation is unknown (${chip === null ? 'its chip is unknown' : `${chip} is not in lib/device/chips.ts CHIP_GPU_GENERATIONS`}), so ${name} cannot be shown not to be above it`,
+    );
+  }
+  if (!fromHost && generation > hostGeneration!) {
+    return refuse(
+      `its generation ${generation} is above ${hostGeneration}, the GPU generation of this host's ${chip}: MLX would pick kernels tuned for a newer GPU than the one doing the work (mlxArchitecture "host" offers the host's own)`,
+    );
+  }
+  const nax = turnsOnNax(name, stock);
+  if (nax !== null && fromHost) return notOffered(`the host's ${name} is left out: ${nax}`);
+  if (nax !== null) return refuse(nax);
+  const ignored = mlxRelease !== null && readsArchitectureEnv(mlxRelease) === false;
+  const warnings: ApplyWarning[] = ignored
+    ? [
+        {
+          code: 'mlx-architecture-ignored',
+          message: `MLX ${mlxRelease} ignores the offered ${name}: MLX reads ${MLX_ARCHITECTURE_ENV} from ${MLX_ARCHITECTURE_ENV_FIRST_RELEASE}, so it reads the device's own architecture.name`,
+        },
+      ]
+    : [];
+  return { offered: name, warnings, refusal: null };
+}
+
+/**
+ * What the program's MLX is given for MLX_METAL_GPU_ARCH: the offered architecture, unless the environment already
+ * sets the variable to a value of its own (the user's, which wins, with a warning). An empty value is no value: MLX
+ * reads the device's own architecture then, so the offered one is set.
+ */
+export function mlxArchitectureEnv(
+  offered: string | null,
+  env: NodeJS.ProcessEnv,
+): { set: string | null; warning: ApplyWarning | null } {
+  const own = env[MLX_ARCHITECTURE_ENV];
+  if (offered === null) return { set: null, warning: null };
+  if (own === undefined || own === '') return { set: offered, warning: null };
+  if (own === offered) return { set: null, warning: null };
+  return {
+    set: null,
+    warning: {
+      code: 'mlx-architecture-user-set',
+      message: `${MLX_ARCHITECTURE_ENV} is already set to ${JSON.stringify(own)}: that value is kept, and the profile's ${offered} is not offered to MLX (unset it to offer the profile's)`,
+    },
+  };
+}
+
 /** What planPatch decided: accepted, or refused with the reason and what to do. Narrow it on `accepted`. */
 export type PatchPlan =
   | {
@@ -211,12 +336,15 @@ export type PatchPlan =
       warnings: ApplyWarning[];
       /** The profile claims a family above the host chip's true family. */
       claimsAboveHost: boolean;
+      /** The GPU architecture offered to MLX (MLX_METAL_GPU_ARCH), or null: none (see decideMlxArchitecture). */
+      mlxArchitecture: string | null;
     }
   | {
       accepted: false;
       /** `host-unknown`: a `'host'` value on a host whose chip is unknown; `refused-bare-metal`: raising where the host
-       * is not known to be a VM, without force. */
-      reason: 'host-unknown' | 'refused-bare-metal';
+       * is not known to be a VM, without force; `mlx-architecture-refused`: an `mlxArchitecture` above the host's GPU
+       * generation, or one that would turn on MLX's NAX kernels. */
+      reason: 'host-unknown' | 'refused-bare-metal' | 'mlx-architecture-refused';
       detail: string;
       /** The bound profile (the requested one when it could not be bound). */
       profile: Profile;
@@ -226,6 +354,8 @@ export type PatchPlan =
       /** What the profile would warn of, were it applied (none when it could not be bound). */
       warnings: ApplyWarning[];
       claimsAboveHost: boolean;
+      /** What would be offered to MLX were it applied (null when refused for it, or when it could not be bound). */
+      mlxArchitecture: string | null;
     };
 
 /** The built-in planned instead of `profile` where its host values cannot be bound, if it names one. */
@@ -242,6 +372,9 @@ export interface PlanOptions {
   consumers?: readonly string[];
   /** The llama.cpp rules whose tuning the family warning names; default the newest. */
   rules?: LlamaCppRuleSet;
+  /** The MLX release the offered architecture is for, where known (`0.30.6`): one before v0.31.0 ignores it, and a
+   * warning says so. */
+  mlxRelease?: string | null;
 }
 
 /**
@@ -273,31 +406,41 @@ export function planPatch(
       changes: [],
       warnings: [],
       claimsAboveHost: false,
+      mlxArchitecture: null,
     };
   }
-  const profile = bound.profile;
+  const mlx = decideMlxArchitecture(requested, bound.profile, stock, options.mlxRelease ?? null);
+  // The bound profile holds what is offered: a 'host' architecture left out is not in it.
+  const { mlxArchitecture: _bound, ...rest } = bound.profile;
+  const profile: Profile = mlx.offered === null ? rest : { ...rest, mlxArchitecture: mlx.offered };
   const { expected, changes } = planProfile(stock.devices, profile);
-  const warnings = profileWarnings(
-    profile,
-    stock.devices,
-    changes,
-    [...(options.consumers ?? [])],
-    stock.host,
-    options.rules ?? 'current',
-  );
+  const warnings = [
+    ...profileWarnings(
+      profile,
+      stock.devices,
+      changes,
+      [...(options.consumers ?? [])],
+      stock.host,
+      options.rules ?? 'current',
+    ),
+    ...mlx.warnings,
+  ];
   const claimsAboveHost = claimsAboveHostFamily(changes, stock.host);
+  const found = { expected, changes, warnings, claimsAboveHost };
   const refusal = refusalFor(hostOf(stock), changes, options.force);
-  if (refusal !== null) {
+  if (refusal !== null)
     return {
       accepted: false,
       reason: 'refused-bare-metal',
       detail: refusal,
       profile,
-      expected,
-      changes,
-      warnings,
-      claimsAboveHost,
+      ...found,
+      mlxArchitecture: mlx.offered,
     };
+  // The refused architecture stays in the profile the plan names, so the reason and the profile agree.
+  if (mlx.refusal !== null) {
+    const reason = 'mlx-architecture-refused';
+    return { accepted: false, reason, detail: mlx.refusal, profile: bound.profile, ...found, mlxArchitecture: null };
   }
-  return { accepted: true, reason: null, detail: null, profile, expected, changes, warnings, claimsAboveHost };
+  return { accepted: true, reason: null, detail: null, profile, ...found, mlxArchitecture: mlx.offered };
 }

@@ -9,7 +9,8 @@ import {
   isFamilyName,
   type FamilyName,
 } from '../core/families.js';
-import { APPLE_GPU_THREADGROUP_MEMORY, chipFamily } from '../device/chips.js';
+import { APPLE_GPU_THREADGROUP_MEMORY, chipArchitectureRow, chipFamily } from '../device/chips.js';
+import { MLX_ARCHITECTURE_NAME } from '../engines/mlx-architecture.js';
 import { clip, describeValue, isObject, quote, readInput } from '../core/input.js';
 import { parseJsonText } from '../core/jsonfile.js';
 import { rederive } from '../device/report.js';
@@ -49,6 +50,12 @@ export interface ProfileSpec {
   /** Explicit answers for named families, applied last: `{ metal3: false }`. */
   families?: Partial<Record<FamilyName, boolean>>;
   mode?: ProfileMode;
+  /**
+   * The GPU architecture offered to MLX as MLX_METAL_GPU_ARCH (not a Metal answer: no hook changes
+   * `architecture.name`): a name MLX reads (`applegpu_g13d`: `applegpu_g`, two digits, a class letter), `'host'` (the
+   * host chip's own, where a device of that chip has been seen to report it), or null (offer nothing).
+   */
+  mlxArchitecture?: string | typeof HOST_VALUE | null;
 }
 
 /** A validated profile with every field present (`null` = leave that answer alone). */
@@ -62,6 +69,11 @@ export interface Profile {
   deviceName: string | null;
   families: Partial<Record<FamilyName, boolean>>;
   mode: ProfileMode;
+  /**
+   * The architecture offered to MLX (MLX_METAL_GPU_ARCH); `'host'` until bound to a host. Absent when nothing is
+   * offered, so profiles without it print as they always have.
+   */
+  mlxArchitecture?: string;
 }
 
 /** A built-in profile with the reasoning behind it. */
@@ -90,7 +102,8 @@ export type JsonProfileText = `{${string}`;
 export type ProfileInput = BuiltinProfileName | JsonProfileText | ProfileSpec | Profile;
 
 /**
- * The profile applied when none is named: the host chip's own Apple family and nothing else. On a stock guest it
+ * The profile applied when none is named: the host chip's own Apple family, and its GPU architecture offered to MLX
+ * (where known, and not where it would turn on MLX's NAX kernels). On a stock guest it
  * turns on the same llama.cpp gates as cua-release (reduction and SIMD-group matrix need Apple7, bfloat Apple6, and
  * every Apple Silicon Mac is Apple7 or newer), gives llama.cpp's tuning the host's own family, and claims nothing the
  * host GPU lacks; on bare metal it changes nothing, so it is never refused there. Where the chip is unknown it falls
@@ -113,6 +126,7 @@ const SPEC_KEYS = [
   'deviceName',
   'families',
   'mode',
+  'mlxArchitecture',
 ];
 // Printable ASCII: what Metal's device names use, and what engines compare byte for byte.
 const DEVICE_NAME = /^[\x20-\x7e]+$/;
@@ -129,6 +143,14 @@ function checkDeviceName(v: unknown): string {
   return v;
 }
 
+function checkMlxArchitecture(v: unknown): string {
+  if (v === HOST_VALUE || (typeof v === 'string' && MLX_ARCHITECTURE_NAME.test(v))) return v;
+  throw new InvalidProfileError(
+    'mlxArchitecture',
+    `mlxArchitecture must be a GPU architecture name as MLX reads it: "applegpu_g", two digits (the generation) and a lowercase class letter (e.g. "applegpu_g13d"), or "host" (the host chip's own), or null, got ${quote(v)}`,
+  );
+}
+
 function builtin(name: string, spec: ProfileSpec, text: Omit<BuiltinProfile, 'name' | 'profile'>): BuiltinProfile {
   const profile = checkProfileObject(spec, name);
   Object.freeze(profile.families);
@@ -139,16 +161,16 @@ function builtin(name: string, spec: ProfileSpec, text: Omit<BuiltinProfile, 'na
 export const profiles: Readonly<Record<BuiltinProfileName, BuiltinProfile>> = Object.freeze({
   'host-family': builtin(
     'host-family',
-    { appleFamilyMax: HOST_VALUE, mode: 'raise' },
+    { appleFamilyMax: HOST_VALUE, mode: 'raise', mlxArchitecture: HOST_VALUE },
     {
       summary:
-        'The host chip’s true Apple family; threadgroup memory and name left as the device answers (apple7 where the chip is unknown)',
+        'The host chip’s true Apple family, and its GPU architecture offered to MLX; threadgroup memory and name left as the device answers (apple7 where the chip is unknown)',
       rationale:
-        'A guest’s machdep.cpu.brand_string names its host’s chip, and every Apple Silicon chip is Apple7 or newer, so on a stock guest this turns on llama.cpp’s SIMD-group reduction, SIMD-group matrix (Apple7) and bfloat (Apple6) paths like cua-release, while llama.cpp’s tuning by family gets the host’s own family and no feature the host GPU lacks is claimed. On bare metal the device already answers its family: nothing changes, nothing is refused.',
+        'A guest’s machdep.cpu.brand_string names its host’s chip, and every Apple Silicon chip is Apple7 or newer, so on a stock guest this turns on llama.cpp’s SIMD-group reduction, SIMD-group matrix (Apple7) and bfloat (Apple6) paths like cua-release, while llama.cpp’s tuning by family gets the host’s own family and no feature the host GPU lacks is claimed. MLX tunes by the GPU architecture instead (tile sizes, the wide matrix-vector kernels from generation 15, command-buffer sizes by class), read from architecture.name or MLX_METAL_GPU_ARCH: the host’s own architecture is that of the GPU that does the guest’s work, and what MLX picks by it runs on any Apple GPU (MLX’s source: tile sizes, kernel variants, buffer limits), except its NAX kernels, which are never offered. On bare metal the device already answers its family and its architecture: nothing changes, nothing is refused.',
       source:
-        'chip → family: Apple Metal Feature Set Tables; llama.cpp’s gates: ggml/src/ggml-metal/ggml-metal-device.m ggml_metal_device_init',
+        'chip → family: Apple Metal Feature Set Tables; llama.cpp’s gates: ggml/src/ggml-metal/ggml-metal-device.m ggml_metal_device_init; chip → architecture: CHIP_ARCHITECTURES (devices that reported it); MLX’s reading: mlx/backend/metal/device.cpp Device::Device, is_nax_available',
       risks:
-        'Claims the host’s Apple7–Apple10 features, some of which the paravirtual device may not implement (doctor tests the ones engines use). Where the host’s chip is unknown (an unrecognised brand string, a chip newer than the table) apple7 is planned instead, with a host-unknown-fallback warning.',
+        'Claims the host’s Apple7–Apple10 features, some of which the paravirtual device may not implement (doctor tests the ones engines use). Where the host’s chip is unknown (an unrecognised brand string, a chip newer than the table) apple7 is planned instead, with a host-unknown-fallback warning. The architecture offered to MLX is unmeasured in a guest (what the paravirtual device’s own architecture.name is, and whether MLX is faster with the host’s, only a Mac can show); MLX’s documentation warns that an architecture that does not match the GPU can select incompatible kernels. It is not offered where the host’s is unknown, nor where it would turn on MLX’s NAX kernels, which no doctor probe has shown to run in a guest.',
       fallback: 'apple7',
     },
   ),
@@ -206,15 +228,16 @@ export const profiles: Readonly<Record<BuiltinProfileName, BuiltinProfile>> = Ob
   ),
   host: builtin(
     'host',
-    { appleFamilyMax: HOST_VALUE, deviceName: HOST_VALUE, mode: 'raise' },
+    { appleFamilyMax: HOST_VALUE, deviceName: HOST_VALUE, mode: 'raise', mlxArchitecture: HOST_VALUE },
     {
-      summary: 'The host chip’s true Apple family and its name; threadgroup memory left as the device answers',
+      summary:
+        'The host chip’s true Apple family, its name and its GPU architecture offered to MLX; threadgroup memory left as the device answers',
       rationale:
-        'A guest’s machdep.cpu.brand_string is its host’s with " (Virtual)" appended, so the guest knows the chip that runs its GPU work. Claiming exactly that chip’s family (Apple7 on an M1, per Apple’s Metal Feature Set Tables) and its name lets engines that tune by chip pick the host’s own tuning instead of a newer chip’s, and claims no feature the host GPU lacks.',
+        'A guest’s machdep.cpu.brand_string is its host’s with " (Virtual)" appended, so the guest knows the chip that runs its GPU work. Claiming exactly that chip’s family (Apple7 on an M1, per Apple’s Metal Feature Set Tables), its name and, for MLX, its GPU architecture lets engines that tune by chip pick the host’s own tuning instead of a newer chip’s, and claims no feature the host GPU lacks.',
       source:
-        'machdep.cpu.brand_string in a Virtualization.framework guest (GitHub’s macOS arm64 runners report "Apple M1 (Virtual)"); chip → family: Apple Metal Feature Set Tables',
+        'machdep.cpu.brand_string in a Virtualization.framework guest (GitHub’s macOS arm64 runners report "Apple M1 (Virtual)"); chip → family: Apple Metal Feature Set Tables; chip → architecture: CHIP_ARCHITECTURES (devices that reported it)',
       risks:
-        'With the chip’s name, MLX no longer recognises the VM and creates its buffer heap there, which it skips on "Apple Paravirtual device" on purpose (doctor’s heap probe tests that path). On an M1 host it turns on llama.cpp’s gates like apple7; on an M3 or newer host it claims Apple9 or Apple10 features the paravirtual device may not implement. Where the host’s chip is unknown (an Intel host, an unrecognised brand string) it is not applied (host-unknown).',
+        'With the chip’s name, MLX no longer recognises the VM and creates its buffer heap there, which it skips on "Apple Paravirtual device" on purpose (doctor’s heap probe tests that path). On an M1 host it turns on llama.cpp’s gates like apple7; on an M3 or newer host it claims Apple9 or Apple10 features the paravirtual device may not implement. Where the host’s chip is unknown (an Intel host, an unrecognised brand string) it is not applied (host-unknown). The architecture offered to MLX is unmeasured in a guest, and is not offered where it is unknown or would turn on MLX’s NAX kernels.',
     },
   ),
 });
@@ -315,6 +338,9 @@ function checkProfileObject(spec: unknown, name: string | null): Profile {
     }
     profile.mode = s.mode;
   }
+  // Last, so that a profile's printed form keeps its fields' order; absent when null (nothing offered).
+  if (s.mlxArchitecture !== undefined && s.mlxArchitecture !== null)
+    profile.mlxArchitecture = checkMlxArchitecture(s.mlxArchitecture);
   return profile;
 }
 
@@ -334,11 +360,19 @@ function unbind(profile: Profile, builtin: BuiltinProfile): Profile {
       ? HOST_VALUE
       : profile.appleFamilyMax,
     deviceName: hostField(profile.deviceName, builtin.profile.deviceName) ? HOST_VALUE : profile.deviceName,
+    // A built-in's 'host' architecture binds to nothing where the host's is unknown or refused: either reads back.
+    ...(builtin.profile.mlxArchitecture === HOST_VALUE ? { mlxArchitecture: HOST_VALUE } : {}),
   };
 }
 
 /** The size fields a resolved Profile writes as `null` ("leave this answer alone"). */
-const NULLABLE_KEYS = ['appleFamilyMax', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize', 'deviceName'];
+const NULLABLE_KEYS = [
+  'appleFamilyMax',
+  'maxThreadgroupMemoryLength',
+  'recommendedMaxWorkingSetSize',
+  'deviceName',
+  'mlxArchitecture',
+];
 
 /**
  * A profile object as this package prints it (`profiles --json`, `audit --json`, status(), a field report), or as a
@@ -396,7 +430,9 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
 
 /** True when a profile has a `'host'` value, so it must be bound to a host before it says anything. */
 export function needsHost(profile: Profile): boolean {
-  return profile.appleFamilyMax === HOST_VALUE || profile.deviceName === HOST_VALUE;
+  return (
+    profile.appleFamilyMax === HOST_VALUE || profile.deviceName === HOST_VALUE || profile.mlxArchitecture === HOST_VALUE
+  );
 }
 
 /** What bindToHost() made of a profile: the profile with the host's values, or why there are none. */
@@ -412,12 +448,21 @@ export type HostBinding =
 
 /**
  * The profile with its `'host'` values replaced by this host's: `appleFamilyMax` by the chip's true Apple family,
- * `deviceName` by the chip's name. A profile without them comes back as it is. Where the chip (or its family) is
- * unknown, the result says so (`host-unknown`) and nothing is guessed. The bound profile keeps its name (`host`).
+ * `deviceName` by the chip's name, `mlxArchitecture` by the architecture a device of that chip reports
+ * (CHIP_ARCHITECTURES). A profile without them comes back as it is. Where the chip (or its family) is unknown, the
+ * result says so (`host-unknown`) and nothing is guessed; an architecture that is not known is no Metal answer, so it
+ * is left out (nothing offered, which planPatch says in a warning) rather than failing the profile. The bound profile
+ * keeps its name (`host`).
  */
 export function bindToHost(profile: Profile, host: HostInfo | null): HostBinding {
   if (!needsHost(profile)) return { ok: true, profile };
   const chip = host?.chip ?? null;
+  const { mlxArchitecture: _offered, ...rest } = profile;
+  const architecture =
+    profile.mlxArchitecture === HOST_VALUE ? chipArchitectureRow(chip)?.architecture : profile.mlxArchitecture;
+  const offered = architecture === undefined ? {} : { mlxArchitecture: architecture };
+  if (profile.appleFamilyMax !== HOST_VALUE && profile.deviceName !== HOST_VALUE)
+    return { ok: true, profile: { ...rest, families: { ...profile.families }, ...offered } };
   const family = chipFamily(chip);
   const label = profile.name ?? 'the profile';
   const brand = host?.cpuBrand ?? null;
@@ -446,10 +491,11 @@ export function bindToHost(profile: Profile, host: HostInfo | null): HostBinding
   return {
     ok: true,
     profile: {
-      ...profile,
+      ...rest,
       appleFamilyMax: profile.appleFamilyMax === HOST_VALUE ? family : profile.appleFamilyMax,
       deviceName: profile.deviceName === HOST_VALUE ? chip : profile.deviceName,
       families: { ...profile.families },
+      ...offered,
     },
   };
 }
@@ -459,6 +505,15 @@ function unbound(field: string): InvalidProfileError {
     field,
     `${field} is "host": bind the profile to a host (bindToHost) before it is predicted or installed`,
   );
+}
+
+/**
+ * The architecture a bound profile offers MLX (MLX_METAL_GPU_ARCH), or null when it offers none. Throws for an
+ * unbound `'host'`.
+ */
+export function offeredMlxArchitecture(profile: Profile): string | null {
+  if (profile.mlxArchitecture === HOST_VALUE) throw unbound('mlxArchitecture');
+  return profile.mlxArchitecture ?? null;
 }
 
 /** A bound profile's Apple family ceiling (null: none). Throws for an unbound `'host'`. */
@@ -486,7 +541,8 @@ function hexOf(text: string): string {
  * The compact text the native engine and the exec injector read (src-native/engine/profile.h), made from a profile
  * this package resolved (resolveProfile, then bindToHost), so the native parser never sees user input: applyPatch and
  * exec resolve their profile once and encode that value, rather than validating it again. Never pass it anything that
- * did not come out of resolveProfile. An unbound `'host'` value throws.
+ * did not come out of resolveProfile. An unbound `'host'` value throws. `mlxArchitecture` is left out on purpose: it
+ * is no Metal answer, and reaches MLX through its environment (MLX_METAL_GPU_ARCH), never the native engine.
  */
 export function encodeNativeProfile(profile: Profile, trace: boolean): string {
   const ceiling = familyCeiling(profile);

@@ -8,7 +8,15 @@ import { InvalidProfileError, UnsupportedPlatformError } from '../core/errors.js
 import { loadNative } from '../device/native.js';
 import { checkOptions } from '../core/options.js';
 import { stockReport } from '../device/probe.js';
-import { DEFAULT_PROFILE, resolveProfile, type Profile, type ProfileInput } from '../patch/profiles.js';
+import {
+  DEFAULT_PROFILE,
+  offeredMlxArchitecture,
+  resolveProfile,
+  type Profile,
+  type ProfileInput,
+} from '../patch/profiles.js';
+import { mlxArchitectureEnv } from '../patch/plan.js';
+import { MLX_ARCHITECTURE_ENV } from '../engines/mlx-architecture.js';
 import type { SupportedReport } from '../device/types.js';
 import { cacheKeyFor, doctorCacheDir, readCache } from '../doctor/cache.js';
 import { leastProfile } from '../doctor/derive.js';
@@ -140,7 +148,7 @@ export function applyProfile(
   options?: AutoApplyOptions,
 ): AutoApplyResult {
   // A named profile goes straight through; applyPatch rejects timeoutMs, which only `auto` uses.
-  if (!isAuto(profile)) return applyPatch(profile as ProfileInput, options);
+  if (!isAuto(profile)) return offerToMlx(applyPatch(profile as ProfileInput, options));
   const o = checkOptions<AutoApplyOptions>('applyProfile', options, {
     force: 'boolean',
     trace: 'boolean',
@@ -158,7 +166,20 @@ export function applyProfile(
     force: applyOptions.force ?? false,
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   });
-  return { ...applyPatchOver(stock, verified, applyOptions), auto };
+  return { ...offerToMlx(applyPatchOver(stock, verified, applyOptions)), auto };
+}
+
+/**
+ * An applied profile's architecture for MLX, put where MLX reads it: MLX_METAL_GPU_ARCH in this process's environment
+ * (MLX reads it once, when it first uses the GPU, so this must come before). A value the environment already holds is
+ * the user's and wins, with a warning in the result (mlxArchitectureEnv). Not undone by restore(): an MLX that has
+ * started has read it already.
+ */
+function offerToMlx(result: ApplyResult): ApplyResult {
+  if (!result.applied) return result;
+  const { set, warning } = mlxArchitectureEnv(offeredMlxArchitecture(result.profile), process.env);
+  if (set !== null) process.env[MLX_ARCHITECTURE_ENV] = set;
+  return warning === null ? result : { ...result, warnings: [...result.warnings, warning] };
 }
 
 /** Something `auto` has to tell the user about the cache: a file it ignored, or why nothing could be cached. */

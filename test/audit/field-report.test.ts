@@ -73,7 +73,7 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
       faults: 'residency-set: fail (2/2)',
     });
     expect(matrixMarkdown(m).split('\n')[2]).toBe(
-      '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | ✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, name "Apple M1 Ultra" (1 of 2 measured) | residency-set: fail (2/2) | – | – |',
+      '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | unrecorded | ✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, name "Apple M1 Ultra" (1 of 2 measured) | residency-set: fail (2/2) | – | – |',
     );
   });
 

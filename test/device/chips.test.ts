@@ -113,3 +113,65 @@ describe('the chip → family table', () => {
     expect(chipGeneration('Intel')).toBeNull();
   });
 });
+
+// The GPU architecture MLX reads (`applegpu_g13d`): a generation per chip generation, and the whole name only for the
+// chips a device has been seen to report. Both tables are pinned whole; the tests hold them to the rules they encode.
+describe('the chip → GPU architecture tables', () => {
+  let chips: typeof import('../../lib/device/chips.js');
+  let mlx: typeof import('../../lib/engines/mlx-architecture.js');
+  beforeEach(async () => {
+    chips = await import('../../lib/device/chips.js');
+    mlx = await import('../../lib/engines/mlx-architecture.js');
+  });
+
+  it('are pinned whole, each row with its source', () => {
+    expect({ generations: chips.CHIP_GPU_GENERATIONS, architectures: chips.CHIP_ARCHITECTURES }).toMatchSnapshot();
+    for (const row of [...chips.CHIP_GPU_GENERATIONS, ...chips.CHIP_ARCHITECTURES])
+      expect(row.source.length).toBeGreaterThan(40);
+  });
+
+  it('every name is one MLX reads, of a Mac chip the brand parser names, in its generation, and of a Mac class', () => {
+    for (const row of chips.CHIP_ARCHITECTURES) {
+      expect(row.architecture).toMatch(mlx.MLX_ARCHITECTURE_NAME);
+      expect(chipFromBrand(`${row.chip} (Virtual)`)).toBe(row.chip);
+      const { generation, cls } = mlx.mlxArchitectureOf(row.architecture);
+      expect([row.chip, generation]).toEqual([row.chip, chips.chipGpuGeneration(row.chip)]);
+      // Macs are base (g), Pro and Max (s) or Ultra (d); p is a phone's.
+      expect(['g', 's', 'd']).toContain(cls);
+      expect(chips.chipArchitectureRow(row.chip)).toBe(row);
+    }
+    expect(new Set(chips.CHIP_ARCHITECTURES.map((r) => r.chip)).size).toBe(chips.CHIP_ARCHITECTURES.length);
+  });
+
+  it('generations follow the chips: one more for each M generation, from the M1’s 13', () => {
+    const rows = chips.CHIP_GPU_GENERATIONS;
+    expect(rows.map((r) => [r.generations, r.gpuGeneration])).toEqual(rows.map((_, i) => [[`M${i + 1}`], 13 + i]));
+  });
+
+  it.each([
+    ['Apple M1', 13, 'applegpu_g13g'],
+    ['Apple M1 Ultra', 13, 'applegpu_g13d'],
+    ['Apple M1 Pro', 13, undefined],
+    ['Apple M2 Max', 14, undefined],
+    ['Apple M3', 15, undefined],
+    ['Apple M4 Pro', 16, 'applegpu_g16s'],
+    ['Apple M5', 17, 'applegpu_g17g'],
+    ['Apple M6', null, undefined],
+    ['Apple A17 Pro', null, undefined],
+  ])('%s: generation %j, architecture %j', (chip, generation, architecture) => {
+    expect([chips.chipGpuGeneration(chip), chips.chipArchitectureRow(chip)?.architecture]).toEqual([
+      generation,
+      architecture,
+    ]);
+  });
+
+  it('no chip: nothing', () => {
+    expect([chips.chipGpuGeneration(null), chips.chipArchitectureRow(null)]).toEqual([null, undefined]);
+  });
+
+  it('the bundled M1 Ultra snapshot records what the table says an M1 Ultra reports', async () => {
+    const { loadSnapshot } = await import('../../lib/device/snapshots.js');
+    const snap = loadSnapshot('m1-ultra-bare-metal');
+    expect(chips.chipArchitectureRow(snap.host.chip)?.architecture).toBe(snap.devices[0]!.architecture);
+  });
+});

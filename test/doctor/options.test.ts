@@ -129,7 +129,8 @@ describe('doctor --snapshot: a recording replayed, never guessed', () => {
       snapshot: 'm1-ultra-bare-metal',
       host: probeSnapshot('m1-ultra-bare-metal').host,
       // Bound to the recorded M1 Ultra host: its own Apple7, which it already answers.
-      candidateProfile: { ...profiles['host-family']!.profile, appleFamilyMax: 1007 },
+      // Bare metal: the host's architecture is not offered (MLX reads the GPU's own).
+      candidateProfile: resolveProfile({ name: 'host-family', appleFamilyMax: 1007 }),
       candidateWarnings: [{ code: 'no-change', message: 'the profile changes no answer on this device' }],
       replayed: true,
       patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },

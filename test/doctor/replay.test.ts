@@ -152,7 +152,7 @@ describe('doctor({ snapshot }) replays a recording', () => {
       snapshot: 'github-macos-14-arm64-runner',
       host: probeSnapshot('github-macos-14-arm64-runner').host,
       // Bound to the recorded host, an M1 guest: its own Apple7.
-      candidateProfile: { ...profiles['host-family']!.profile, appleFamilyMax: 1007 },
+      candidateProfile: { ...profiles['host-family']!.profile, appleFamilyMax: 1007, mlxArchitecture: 'applegpu_g13g' },
       candidateWarnings: [],
       replayed: true,
       patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },

@@ -216,7 +216,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(r.status, r.stderr).toBe(0);
     const a = JSON.parse(r.stdout) as AuditResult;
     expect([a.profile, a.refused, a.refusedReason, a.warnings]).toEqual([
-      { ...resolveProfile('host'), appleFamilyMax: 1007, deviceName: 'Apple M1' },
+      { ...resolveProfile('host'), appleFamilyMax: 1007, deviceName: 'Apple M1', mlxArchitecture: 'applegpu_g13g' },
       false,
       null,
       [
@@ -400,16 +400,22 @@ describe('metal-cap-shim report and matrix', () => {
     expect(md.status, md.stderr).toBe(0);
     expect(md.stdout.trim()).toBe(
       [
-        '| Host | Guest OS | apple7 | cua-release | host-family | Proven profile (doctor) | Faults (doctor) | Speed-up (bench) | Fidelity (bench) |',
-        '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
-        '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | – | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (1) | nocopy-mmap: wrong-result (1/1) | – | – |',
-        '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | predicted offline (1); gates: reduction, mm, bfloat | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (2) | residency-set: fail (2/2) | – | – |',
-        '| Mac13,2 | macOS 26.6.1 (bare metal) | – | refused (1) | – | not measured (1) | none found | – | – |',
+        '| Host | Guest OS | Architecture | apple7 | cua-release | host-family | Proven profile (doctor) | Faults (doctor) | Speed-up (bench) | Fidelity (bench) |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+        '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | unrecorded | – | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (1) | nocopy-mmap: wrong-result (1/1) | – | – |',
+        '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | unrecorded | predicted offline (1); gates: reduction, mm, bfloat | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (2) | residency-set: fail (2/2) | – | – |',
+        '| Mac13,2 | macOS 26.6.1 (bare metal) | applegpu\\_g13d | – | refused (1) | – | not measured (1) | none found | – | – |',
       ].join('\n'),
     );
     const json = JSON.parse(runCli(['matrix', '--json', ...files]).stdout) as Matrix;
     expect(json.profiles).toEqual(['apple7', 'cua-release', 'host-family']);
     expect(json.rows).toHaveLength(3);
+    // As each snapshot records it: both VM snapshots lack it; the bare-metal one has it.
+    expect(json.rows.map((r) => [r.host, r.architectures])).toEqual([
+      ['GitHub macos-14 runner', [null]],
+      ['M1 Ultra, macOS 26.6.1', [null]],
+      ['Mac13,2', ['applegpu_g13d']],
+    ]);
     expect(json.rows[1]!.cells['host-family']).toMatchObject({ reports: 1, offline: 1, verified: 0 });
     expect(json.rows[1]!.doctor).toEqual({
       reports: 2,
@@ -555,8 +561,8 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
     const r = runCli(['profiles']);
     const lines = r.stdout.split('\n');
     expect(lines.slice(0, 2)).toEqual([
-      'host-family (default) — The host chip’s true Apple family; threadgroup memory and name left as the device answers (apple7 where the chip is unknown)',
-      '  mode raise, Apple families up to the host chip’s true family; apple7 where the host’s chip is unknown',
+      'host-family (default) — The host chip’s true Apple family, and its GPU architecture offered to MLX; threadgroup memory and name left as the device answers (apple7 where the chip is unknown)',
+      '  mode raise, Apple families up to the host chip’s true family, MLX offered the host chip’s GPU architecture; apple7 where the host’s chip is unknown',
     ]);
     expect(lines.filter((l) => l.includes('(default)'))).toHaveLength(1);
     expect(lines.filter((l) => l.startsWith('  risks: '))).toHaveLength(6);

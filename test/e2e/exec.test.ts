@@ -145,6 +145,57 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
     });
   });
 
+  // The program's MLX reads MLX_METAL_GPU_ARCH once, at its first GPU use: exec puts the profile's offer there.
+  const PRINT_ARCH = ['node', '-e', 'console.log(String(process.env.MLX_METAL_GPU_ARCH))'];
+  const NO_ARCH = { MLX_METAL_GPU_ARCH: undefined };
+
+  it('passes the default profile’s architecture to the program as MLX_METAL_GPU_ARCH, and says so in --json', () => {
+    const r = runCli(['exec', '--json', '--', ...PRINT_ARCH], { ...VM, ...NO_ARCH });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe('applegpu_g13d\n');
+    const summary = JSON.parse(r.stderr.trim());
+    expect([summary.mlxArchitecture, summary.warnings]).toEqual(['applegpu_g13d', []]);
+    // The M1 runner's own.
+    expect(runCli(['exec', '--profile', 'host', '--', ...PRINT_ARCH], { ...RUNNER, ...NO_ARCH }).stdout).toBe(
+      'applegpu_g13g\n',
+    );
+  });
+
+  it('a profile that offers none sets none; an architecture named in the profile is passed as it is', () => {
+    const none = runCli(['exec', '--json', '--profile', 'apple7', '--', ...PRINT_ARCH], { ...VM, ...NO_ARCH });
+    expect([none.stdout, JSON.parse(none.stderr.trim()).mlxArchitecture]).toEqual(['undefined\n', null]);
+    const named = runCli(['exec', '--profile', '{"mlxArchitecture": "applegpu_g13s"}', '--', ...PRINT_ARCH], {
+      ...VM,
+      ...NO_ARCH,
+    });
+    expect([named.status, named.stdout, named.stderr]).toEqual([0, 'applegpu_g13s\n', '']);
+  });
+
+  it('the user’s own MLX_METAL_GPU_ARCH wins: kept, and one warning before the program runs', () => {
+    const r = runCli(['exec', '--json', '--', ...PRINT_ARCH], { ...VM, MLX_METAL_GPU_ARCH: 'applegpu_g13s' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe('applegpu_g13s\n');
+    const [warning, summary] = r.stderr.trim().split('\n') as [string, string];
+    const message =
+      'MLX_METAL_GPU_ARCH is already set to "applegpu_g13s": that value is kept, and the profile\'s applegpu_g13d is not offered to MLX (unset it to offer the profile\'s)';
+    expect(warning).toBe(`metal-cap-shim: warning: ${message}`);
+    expect([JSON.parse(summary).mlxArchitecture, JSON.parse(summary).warnings]).toEqual([
+      null,
+      [{ code: 'mlx-architecture-user-set', message }],
+    ]);
+  });
+
+  it('an architecture above the host’s generation is refused before anything runs (exit 125)', () => {
+    const r = runCli(['exec', '--profile', '{"mlxArchitecture": "applegpu_g14g"}', '--', ...PRINT_ARCH], {
+      ...VM,
+      ...NO_ARCH,
+    });
+    expect([r.status, r.stdout]).toEqual([125, '']);
+    expect(r.stderr).toBe(
+      'metal-cap-shim: ERR_MLX_ARCHITECTURE_REFUSED: refusing to offer MLX the GPU architecture applegpu_g14g (MLX_METAL_GPU_ARCH): its generation 14 is above 13, the GPU generation of this host\'s Apple M1 Ultra: MLX would pick kernels tuned for a newer GPU than the one doing the work (mlxArchitecture "host" offers the host\'s own) (--allow-unpatched runs the program unpatched)\n',
+    );
+  });
+
   it('passes the exit code through', () => {
     expect(runCli(['exec', '--', 'sh', '-c', 'exit 7'], VM).status).toBe(7);
     expect(runCli(['exec', '--', 'true'], VM).status).toBe(0);
@@ -230,6 +281,7 @@ describe('exec --allow-unpatched --trace where there is no Metal (Linux, no simu
       injectorErrors: [],
       processes: [],
       warnings: [],
+      mlxArchitecture: null,
       auto: null,
     });
     expect(lines).toHaveLength(2);

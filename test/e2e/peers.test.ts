@@ -37,7 +37,7 @@ describe('probe --short: one line per device', () => {
     const r = runCli(['probe', '--short', '--snapshot', STOCK]);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe(
-      '0*: Apple Paravirtual device · Apple5 → Apple7 (host-family) · threadgroup memory 32 KiB · VM · llama.cpp reduction no → yes, mm no → yes, bfloat no → yes\n',
+      '0*: Apple Paravirtual device · Apple5 → Apple7 (host-family) · threadgroup memory 32 KiB · architecture unrecorded → applegpu_g13d (MLX) · VM · llama.cpp reduction no → yes, mm no → yes, bfloat no → yes\n',
     );
   });
 
@@ -45,29 +45,40 @@ describe('probe --short: one line per device', () => {
     const r = runCli(['probe', '--short', '--snapshot', STOCK, '--profile', 'cua-release']);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe(
-      '0*: Apple Paravirtual device · Apple5 → Apple9 (cua-release) · threadgroup memory 32 KiB → 64 KiB · VM · llama.cpp reduction no → yes, mm no → yes, bfloat no → yes\n',
+      '0*: Apple Paravirtual device · Apple5 → Apple9 (cua-release) · threadgroup memory 32 KiB → 64 KiB · architecture unrecorded · VM · llama.cpp reduction no → yes, mm no → yes, bfloat no → yes\n',
     );
   });
 
   it('bare metal: the raise would be refused, so the line shows the stock values and says so; the default changes nothing there', () => {
     expect(runCli(['probe', '--short', '--snapshot', 'm1-ultra-bare-metal', '--profile', 'cua-release']).stdout).toBe(
-      '0*: Apple M1 Ultra · Apple7 (cua-release refused: not a VM) · threadgroup memory 32 KiB · not a VM · llama.cpp reduction yes, mm yes, bfloat yes\n',
+      '0*: Apple M1 Ultra · Apple7 (cua-release refused: not a VM) · threadgroup memory 32 KiB · architecture applegpu_g13d · not a VM · llama.cpp reduction yes, mm yes, bfloat yes\n',
     );
     expect(runCli(['probe', '--short', '--snapshot', 'm1-ultra-bare-metal']).stdout).toBe(
-      '0*: Apple M1 Ultra · Apple7 (host-family) · threadgroup memory 32 KiB · not a VM · llama.cpp reduction yes, mm yes, bfloat yes\n',
+      '0*: Apple M1 Ultra · Apple7 (host-family) · threadgroup memory 32 KiB · architecture applegpu_g13d · not a VM · llama.cpp reduction yes, mm yes, bfloat yes\n',
     );
   });
 
   it('every device of a two-GPU Mac, one line each; the default, with no Apple chip to bind, names its fallback', () => {
     expect(runCli(['probe', '--short', '--snapshot', 'macbookpro16-intel-amd-two-gpus']).stdout).toBe(
-      '0: Intel(R) UHD Graphics 630 · no Apple family (host-family → apple7 refused: not a VM) · threadgroup memory 64 KiB · not a VM · llama.cpp reduction yes, mm no, bfloat yes\n' +
-        '1*: AMD Radeon Pro 5500M · no Apple family (host-family → apple7 refused: not a VM) · threadgroup memory 64 KiB · not a VM · llama.cpp reduction yes, mm no, bfloat yes\n',
+      '0: Intel(R) UHD Graphics 630 · no Apple family (host-family → apple7 refused: not a VM) · threadgroup memory 64 KiB · architecture unrecorded · not a VM · llama.cpp reduction yes, mm no, bfloat yes\n' +
+        '1*: AMD Radeon Pro 5500M · no Apple family (host-family → apple7 refused: not a VM) · threadgroup memory 64 KiB · architecture unrecorded · not a VM · llama.cpp reduction yes, mm no, bfloat yes\n',
     );
   });
 
   it('--profile sets what the arrows show', () => {
     expect(runCli(['probe', '--short', '--snapshot', STOCK, '--profile', 'apple7']).stdout).toBe(
-      '0*: Apple Paravirtual device · Apple5 → Apple7 (apple7) · threadgroup memory 32 KiB · VM · llama.cpp reduction no → yes, mm no → yes, bfloat no → yes\n',
+      '0*: Apple Paravirtual device · Apple5 → Apple7 (apple7) · threadgroup memory 32 KiB · architecture unrecorded · VM · llama.cpp reduction no → yes, mm no → yes, bfloat no → yes\n',
+    );
+  });
+
+  it('the architecture each device reports, and the one the profile offers MLX; a refused offer says so', () => {
+    expect(runCli(['probe', '--short', '--snapshot', 'github-macos-14-arm64-runner', '--profile', 'host']).stdout).toBe(
+      '0*: Apple Paravirtual device · no Apple family → Apple7 (host) · threadgroup memory 32 KiB · architecture unrecorded → applegpu_g13g (MLX) · VM · llama.cpp reduction no → yes, mm no → yes, bfloat no → yes\n',
+    );
+    expect(
+      runCli(['probe', '--short', '--snapshot', STOCK, '--profile', '{"mlxArchitecture": "applegpu_g14g"}']).stdout,
+    ).toBe(
+      '0*: Apple Paravirtual device · Apple5 (custom profile refused: its MLX architecture) · threadgroup memory 32 KiB · architecture unrecorded · VM · llama.cpp reduction no, mm no, bfloat no\n',
     );
   });
 
@@ -475,7 +486,7 @@ describe('matrix keeps custom profiles apart', () => {
     expect(m.profiles).toEqual(['apple7', c1006, c1008].sort());
     expect(m.rows[0]!.cells[c1008]!.reports).toBe(2);
     expect(runCli(['matrix', ...files]).stdout.split('\n')[0]).toBe(
-      `| Host | Guest OS | ${m.profiles.join(' | ')} | Proven profile (doctor) | Faults (doctor) | Speed-up (bench) | Fidelity (bench) |`,
+      `| Host | Guest OS | Architecture | ${m.profiles.join(' | ')} | Proven profile (doctor) | Faults (doctor) | Speed-up (bench) | Fidelity (bench) |`,
     );
   });
 

@@ -182,11 +182,13 @@ describe('profiles printed by the CLI are accepted back as the same profile', ()
       deviceName: 'host',
       families: {},
       mode: 'raise',
+      mlxArchitecture: 'host',
     });
     expect(onStockHost(resolveProfile('host'))).toMatchObject({
       name: 'host',
       appleFamilyMax: 1007,
       deviceName: 'Apple M1 Ultra',
+      mlxArchitecture: 'applegpu_g13d',
     });
   });
 

@@ -79,6 +79,7 @@ function outcome(fields: Partial<ExecOutcome>): ExecOutcome {
       { pid: expect.any(Number) as number, slice: SLICE, patchedClasses: fields.patchedClasses ?? [], errors: [] },
     ],
     warnings: [WARNING],
+    mlxArchitecture: null,
     ...fields,
   };
 }
@@ -90,6 +91,7 @@ const NOTHING_LOADED = {
   patchedClasses: [],
   injectorErrors: [],
   processes: [],
+  mlxArchitecture: null,
 };
 
 describeSim('runWithInjector, in-process over the simulated injector', () => {

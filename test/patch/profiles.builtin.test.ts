@@ -47,6 +47,7 @@ describe('what a profile may say, after a fresh import', () => {
       deviceName: 'Apple M2',
       families: { metal3: false },
       mode: 'exact',
+      mlxArchitecture: 'applegpu_g14g',
     } as const;
     expect(m.resolveProfile(spec)).toEqual({ name: null, ...spec });
   });

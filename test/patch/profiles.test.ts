@@ -9,6 +9,7 @@ import {
   familyCeiling,
   isRaise,
   needsHost,
+  offeredMlxArchitecture,
   patchedName,
   planProfile,
   predictPatchedDevice,
@@ -203,7 +204,7 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
     expect(thrown(() => resolveProfile('{"a": 1}'))).toEqual(
       invalid(
         'a',
-        "unknown profile field 'a'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, deviceName, families, mode",
+        "unknown profile field 'a'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, deviceName, families, mode, mlxArchitecture",
       ),
     );
   });
@@ -212,7 +213,7 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
     expect(thrown(() => resolveProfile({ appleFamilyMax: 1009, turbo: true }))).toEqual(
       invalid(
         'turbo',
-        "unknown profile field 'turbo'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, deviceName, families, mode",
+        "unknown profile field 'turbo'; profile fields are appleFamilyMax, maxThreadgroupMemoryLength, recommendedMaxWorkingSetSize, deviceName, families, mode, mlxArchitecture",
       ),
     );
   });
@@ -656,6 +657,62 @@ describe('deviceName', () => {
   });
 });
 
+describe('mlxArchitecture', () => {
+  const wrong = (got: string) =>
+    invalid(
+      'mlxArchitecture',
+      `mlxArchitecture must be a GPU architecture name as MLX reads it: "applegpu_g", two digits (the generation) and a lowercase class letter (e.g. "applegpu_g13d"), or "host" (the host chip's own), or null, got ${got}`,
+    );
+
+  it('takes a name MLX reads as a generation and a class, and "host"; null and absence offer nothing', () => {
+    for (const name of ['applegpu_g13g', 'applegpu_g13d', 'applegpu_g17s', 'applegpu_g18p', 'applegpu_g10c', 'host']) {
+      expect(resolveProfile({ mlxArchitecture: name })).toStrictEqual({ ...resolveProfile({}), mlxArchitecture: name });
+    }
+    // null, as a printed profile writes "nothing offered", is absence: the profile prints as it always has.
+    expect(resolveProfile({ mlxArchitecture: null })).toStrictEqual(resolveProfile({}));
+    expect('mlxArchitecture' in resolveProfile({ mlxArchitecture: null })).toBe(false);
+    expect(resolveProfile('{"mlxArchitecture": "applegpu_g14s"}').mlxArchitecture).toBe('applegpu_g14s');
+  });
+
+  it.each([
+    ['applegpu_g9p', '"applegpu_g9p"'],
+    ['applegpu_g100s', '"applegpu_g100s"'],
+    ['applegpu_g05g', '"applegpu_g05g"'],
+    ['applegpu_g13', '"applegpu_g13"'],
+    ['applegpu_g13G', '"applegpu_g13G"'],
+    ['applegpu_g13gs', '"applegpu_g13gs"'],
+    ['applegpu_g11g_8fstp', '"applegpu_g11g_8fstp"'],
+    ['APPLEGPU_G13G', '"APPLEGPU_G13G"'],
+    [' applegpu_g13g', '" applegpu_g13g"'],
+    ['x', '"x"'],
+    ['', '""'],
+    ['Host', '"Host"'],
+  ])('refuses %j, naming the field and the form', (name, got) => {
+    expect(thrown(() => resolveProfile({ mlxArchitecture: name }))).toEqual(wrong(got));
+  });
+
+  it('refuses a value that is no string', () => {
+    expect(thrown(() => resolveProfile({ mlxArchitecture: 13 }))).toEqual(wrong('13'));
+    expect(thrown(() => resolveProfile({ mlxArchitecture: true }))).toEqual(wrong('true'));
+  });
+
+  it('is never in the native text: the native engine reads Metal answers only', () => {
+    const p = resolveProfile({ appleFamilyMax: 1007, mlxArchitecture: 'applegpu_g13g' });
+    expect(encodeNativeProfile(p, false)).toBe(encodeNativeProfile(resolveProfile({ appleFamilyMax: 1007 }), false));
+  });
+
+  it('an unbound "host" is never offered: a typed error says to bind it first', () => {
+    expect(thrown(() => offeredMlxArchitecture(resolveProfile({ mlxArchitecture: 'host' })))).toEqual(
+      invalid(
+        'mlxArchitecture',
+        'mlxArchitecture is "host": bind the profile to a host (bindToHost) before it is predicted or installed',
+      ),
+    );
+    expect(offeredMlxArchitecture(resolveProfile({ mlxArchitecture: 'applegpu_g13g' }))).toBe('applegpu_g13g');
+    expect(offeredMlxArchitecture(resolveProfile({}))).toBeNull();
+  });
+});
+
 describe('the host profile and "host" values, bound to a host', () => {
   const host = (cpuBrand: string | null): HostInfo => ({
     osVersion: '14.5',
@@ -679,24 +736,43 @@ describe('the host profile and "host" values, bound to a host', () => {
       deviceName: 'host',
       families: {},
       mode: 'raise',
+      mlxArchitecture: 'host',
     });
     expect(resolveProfile({ appleFamilyMax: 'host' }).appleFamilyMax).toBe('host');
     expect(resolveProfile(JSON.stringify(HOST))).toEqual(HOST);
   });
 
-  it('on an M1 host: Apple7 and "Apple M1"; an M2 Max: Apple8 and its name; an M5: Apple10', () => {
+  it('on an M1 host: Apple7, "Apple M1" and applegpu_g13g; an M2 Max: Apple8, its name, no architecture; an M5: Apple10 and applegpu_g17g', () => {
+    const { mlxArchitecture: _host, ...withoutArchitecture } = HOST;
     expect(bindToHost(HOST, host('Apple M1 (Virtual)'))).toEqual({
       ok: true,
-      profile: { ...HOST, appleFamilyMax: 1007, deviceName: 'Apple M1' },
+      profile: { ...HOST, appleFamilyMax: 1007, deviceName: 'Apple M1', mlxArchitecture: 'applegpu_g13g' },
     });
+    // No M2 Max has been seen to report its architecture: nothing is offered, rather than a guess.
     expect(bindToHost(HOST, host('Apple M2 Max (Virtual)'))).toEqual({
       ok: true,
-      profile: { ...HOST, appleFamilyMax: 1008, deviceName: 'Apple M2 Max' },
+      profile: { ...withoutArchitecture, appleFamilyMax: 1008, deviceName: 'Apple M2 Max' },
     });
     expect(bindToHost(HOST, host('Apple M5'))).toEqual({
       ok: true,
-      profile: { ...HOST, appleFamilyMax: 1010, deviceName: 'Apple M5' },
+      profile: { ...HOST, appleFamilyMax: 1010, deviceName: 'Apple M5', mlxArchitecture: 'applegpu_g17g' },
     });
+  });
+
+  it('mlxArchitecture "host" alone binds to the chip’s architecture, to nothing where it is unknown, and never fails', () => {
+    const alone = resolveProfile({ mlxArchitecture: 'host' });
+    expect(alone).toEqual({ ...resolveProfile({}), mlxArchitecture: 'host' });
+    expect(needsHost(alone)).toBe(true);
+    expect(bindToHost(alone, host('Apple M1 Ultra (Virtual)'))).toEqual({
+      ok: true,
+      profile: resolveProfile({ mlxArchitecture: 'applegpu_g13d' }),
+    });
+    for (const brand of ['Apple M1 Pro (Virtual)', 'Apple M9 (Virtual)', 'Intel(R) Core(TM) i7', null]) {
+      expect(bindToHost(alone, host(brand))).toEqual({ ok: true, profile: resolveProfile({}) });
+    }
+    // A name is no 'host' value: it comes back as it is.
+    const named = resolveProfile({ mlxArchitecture: 'applegpu_g15s' });
+    expect(bindToHost(named, host(null))).toEqual({ ok: true, profile: named });
   });
 
   it('the explicit family answers stay with the bound profile', () => {
@@ -763,12 +839,22 @@ describe('the host profile and "host" values, bound to a host', () => {
     expect(resolveProfile(bound('host-family', 'Apple M1 (Virtual)'))).toEqual({
       ...resolveProfile('host-family'),
       appleFamilyMax: 1007,
+      mlxArchitecture: 'applegpu_g13g',
     });
     expect(resolveProfile(bound('host', 'Apple M4 Max (Virtual)'))).toEqual({
       ...resolveProfile('host'),
       appleFamilyMax: 1009,
       deviceName: 'Apple M4 Max',
+      mlxArchitecture: 'applegpu_g16s',
     });
+    // Bound where the host's architecture is unknown, it offers none, and still reads back as the built-in.
+    const { mlxArchitecture: _host, ...hostFamily } = resolveProfile('host-family');
+    expect(resolveProfile(bound('host-family', 'Apple M2 Max (Virtual)'))).toStrictEqual({
+      ...hostFamily,
+      appleFamilyMax: 1008,
+    });
+    // An architecture where the built-in offers none makes it custom.
+    expect(resolveProfile({ name: 'apple7', appleFamilyMax: 1007, mlxArchitecture: 'applegpu_g13g' }).name).toBeNull();
     // host-family leaves the name alone: a name makes it custom; so does a size it does not set.
     expect(resolveProfile({ name: 'host-family', appleFamilyMax: 1007, deviceName: 'Apple M1' }).name).toBeNull();
     expect(

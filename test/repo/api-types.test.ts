@@ -5,7 +5,13 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import { applyProfile, type AutoApplyResult } from '../../lib/select/auto.js';
 import { InvalidOptionsError, InvalidProfileError } from '../../lib/core/errors.js';
 import type { ApplyResult } from '../../lib/patch/apply.js';
-import { profiles, resolveProfile, type BuiltinProfileName, type ProfileInput } from '../../lib/patch/profiles.js';
+import {
+  profiles,
+  resolveProfile,
+  type BuiltinProfileName,
+  type Profile,
+  type ProfileInput,
+} from '../../lib/patch/profiles.js';
 
 describe('profile names and options in the types', () => {
   it('each key of the profile table is a built-in name that resolves to itself, and such names are what ProfileInput takes', () => {
@@ -16,6 +22,15 @@ describe('profile names and options in the types', () => {
     expectTypeOf<'{"appleFamilyMax": 1007}'>().toMatchTypeOf<ProfileInput>();
     expectTypeOf<{ appleFamilyMax: 1007 }>().toMatchTypeOf<ProfileInput>();
     expectTypeOf<'cua-relase'>().not.toMatchTypeOf<ProfileInput>();
+  });
+
+  it('mlxArchitecture takes a name, "host" or null in a spec; a resolved profile holds a name or nothing', () => {
+    expectTypeOf<{ mlxArchitecture: 'applegpu_g13d' }>().toMatchTypeOf<ProfileInput>();
+    expectTypeOf<{ mlxArchitecture: 'host' }>().toMatchTypeOf<ProfileInput>();
+    expectTypeOf<{ mlxArchitecture: null }>().toMatchTypeOf<ProfileInput>();
+    expectTypeOf<{ mlxArchitecture: 13 }>().not.toMatchTypeOf<ProfileInput>();
+    expectTypeOf<Profile['mlxArchitecture']>().toEqualTypeOf<string | undefined>();
+    expect(resolveProfile({ mlxArchitecture: null }).mlxArchitecture).toBeUndefined();
   });
 
   it('a misspelt name does not compile, and at run time is a typed error', () => {

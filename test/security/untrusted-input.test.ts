@@ -594,7 +594,12 @@ describe('metal-cap-shim/tables: each helper checks its arguments as the root do
     const bound = tables.bindToHost(resolveProfile('host'), probeSnapshot('github-macos-14-arm64-runner').host);
     expect(bound).toEqual({
       ok: true,
-      profile: { ...resolveProfile('host'), appleFamilyMax: 1007, deviceName: 'Apple M1' },
+      profile: {
+        ...resolveProfile('host'),
+        appleFamilyMax: 1007,
+        deviceName: 'Apple M1',
+        mlxArchitecture: 'applegpu_g13g',
+      },
     });
     expect([
       tables.chipFromBrand('Apple M1 (Virtual)'),

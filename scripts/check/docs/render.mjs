@@ -120,6 +120,8 @@ export function profileAnswers(p) {
     if (no.length > 0) parts.push(`${no.join(', ')} NO`);
     if (yes.length > 0) parts.push(`${yes.join(', ')} YES`);
   }
+  if (p.mlxArchitecture === 'host') parts.push('the host chip’s GPU architecture offered to MLX');
+  else if (p.mlxArchitecture !== undefined) parts.push(`${p.mlxArchitecture} offered to MLX`);
   return parts.join(', ');
 }
 
