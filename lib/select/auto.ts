@@ -177,10 +177,29 @@ export function applyProfile(
  */
 function offerToMlx(result: ApplyResult): ApplyResult {
   if (!result.applied) return result;
+  // A value this process set for an earlier profile is not the user's: the new profile's offer replaces it, and a
+  // profile that offers nothing takes it away, so MLX never reads an architecture no applied profile offers.
+  const offeredHere = OFFERED_HERE.value;
+  if (offeredHere !== null && process.env[MLX_ARCHITECTURE_ENV] === offeredHere)
+    delete process.env[MLX_ARCHITECTURE_ENV];
+  OFFERED_HERE.value = null;
   const { set, warning } = mlxArchitectureEnv(offeredMlxArchitecture(result.profile), process.env);
-  if (set !== null) process.env[MLX_ARCHITECTURE_ENV] = set;
+  if (set !== null) {
+    process.env[MLX_ARCHITECTURE_ENV] = set;
+    OFFERED_HERE.value = set;
+  }
   return warning === null ? result : { ...result, warnings: [...result.warnings, warning] };
 }
+
+/**
+ * The MLX_METAL_GPU_ARCH value this process set (offerToMlx). One per process, like the native state: the ESM and the
+ * CommonJS build (or two copies of the package) loaded in one process share it through a global symbol.
+ */
+const OFFERED_HERE: { value: string | null } = ((g: Record<symbol, { value: string | null } | undefined>) => {
+  const key = Symbol.for('metal-cap-shim.mlx-architecture-offered');
+  g[key] ??= { value: null };
+  return g[key];
+})(globalThis as unknown as Record<symbol, { value: string | null } | undefined>);
 
 /** Something `auto` has to tell the user about the cache: a file it ignored, or why nothing could be cached. */
 export interface AutoCacheNotice {

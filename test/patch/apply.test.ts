@@ -752,7 +752,7 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
             applied: true,
             reason: null,
             detail: null,
-            profile: { ...resolveProfile('host-family'), appleFamilyMax: 1007 },
+            profile: { ...resolveProfile('host-family'), appleFamilyMax: 1007, mlxArchitecture: 'applegpu_g13d' },
             patchedClasses: [
               {
                 className: CLASS,
@@ -894,7 +894,11 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
 
     it('importing register applies with one warning when the profile claims above the host’s family, none otherwise; a malformed value exits 1 with its code and message', async () => {
       expect(await importRegister(undefined)).toEqual({ exits: [], warnings: [], stderr: '' });
-      expect(status().profile).toEqual({ ...resolveProfile('host-family'), appleFamilyMax: 1007 });
+      expect(status().profile).toEqual({
+        ...resolveProfile('host-family'),
+        appleFamilyMax: 1007,
+        mlxArchitecture: 'applegpu_g13d',
+      });
       restore();
       expect(await importRegister('cua-release')).toEqual({
         exits: [],
@@ -1106,7 +1110,12 @@ describeSim('the device name as an answer on the bare-metal M1 Ultra (m1-ultra-b
       const r = applyProfile('host');
       expect(r).toMatchObject({
         applied: true,
-        profile: { ...resolveProfile('host'), appleFamilyMax: 1007, deviceName: 'Apple M1 Ultra' },
+        // On bare metal MLX reads the GPU's own architecture: nothing is offered, so the bound profile has no field.
+        profile: (({ mlxArchitecture: _, ...bound }) => bound)({
+          ...resolveProfile('host'),
+          appleFamilyMax: 1007,
+          deviceName: 'Apple M1 Ultra',
+        }),
         changed: [],
         warnings: [{ code: 'no-change', message: 'the profile changes no answer on this device' }],
         verification: VERIFIED,
@@ -1156,7 +1165,12 @@ describeSim('the device name as an answer in a guest of an M1 (github-macos-14-a
   const STOCK_NAME = 'Apple Paravirtual device';
   const ANSWERS = ['supportsFamily:', 'maxThreadgroupMemoryLength', 'recommendedMaxWorkingSetSize'];
   const VERIFIED = { ok: true, checked: FAMILY_NAMES.length + 3, mismatches: [] };
-  const HOST = { ...resolveProfile('host'), appleFamilyMax: 1007, deviceName: 'Apple M1' };
+  const HOST = {
+    ...resolveProfile('host'),
+    appleFamilyMax: 1007,
+    deviceName: 'Apple M1',
+    mlxArchitecture: 'applegpu_g13g',
+  };
 
   let fixture: SimFixture;
 

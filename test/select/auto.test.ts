@@ -323,7 +323,36 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
       const r = applyProfile('apple7', { strict: true });
       expect([r.applied, r.profile, 'auto' in r]).toEqual([true, profiles.apple7!.profile, false]);
       // The default, host-family, is applied bound to this guest's host: an M1 Ultra, Apple7.
-      expect(applyProfile().profile).toEqual({ ...profiles[DEFAULT_PROFILE]!.profile, appleFamilyMax: 1007 });
+      expect(applyProfile().profile).toEqual({
+        ...profiles[DEFAULT_PROFILE]!.profile,
+        appleFamilyMax: 1007,
+        mlxArchitecture: 'applegpu_g13d',
+      });
+    });
+
+    it('MLX_METAL_GPU_ARCH: set to what the applied profile offers, replaced or taken away by the next profile; a value of the user’s wins', () => {
+      const saved = process.env.MLX_METAL_GPU_ARCH;
+      try {
+        delete process.env.MLX_METAL_GPU_ARCH;
+        const seen = [];
+        for (const p of ['host-family', 'apple7', 'host-family', 'host-family'] as const) {
+          const r = applyProfile(p);
+          seen.push([p, process.env.MLX_METAL_GPU_ARCH, r.warnings.map((w) => w.code)]);
+        }
+        process.env.MLX_METAL_GPU_ARCH = 'applegpu_g13s';
+        const mine = applyProfile('host-family');
+        seen.push(['user', process.env.MLX_METAL_GPU_ARCH, mine.warnings.map((w) => w.code)]);
+        expect(seen).toEqual([
+          ['host-family', 'applegpu_g13d', []],
+          ['apple7', undefined, []],
+          ['host-family', 'applegpu_g13d', []],
+          ['host-family', 'applegpu_g13d', []],
+          ['user', 'applegpu_g13s', ['mlx-architecture-user-set']],
+        ]);
+      } finally {
+        if (saved === undefined) delete process.env.MLX_METAL_GPU_ARCH;
+        else process.env.MLX_METAL_GPU_ARCH = saved;
+      }
     });
 
     it('a fresh measurement while a profile is applied measures the stock answers in its runner and swaps in over it; so does a cached one', () => {
