@@ -9,6 +9,7 @@ import { InvalidOptionsError, InvalidProfileError, UnsupportedPlatformError } fr
 import { resolveProfile, type ProfileInput } from '../../lib/patch/profiles.js';
 import { registerFromEnvironment } from '../../lib/select/registration.js';
 import { importRegister, invalidProfileError } from '../support/apply-helpers.js';
+import { NO_ADDON_STATUS } from '../support/status.js';
 
 describe('without the addon (not macOS, no simulated Metal)', () => {
   const detail = `Metal exists only on macOS; this is ${process.platform}`;
@@ -65,16 +66,7 @@ describe('without the addon (not macOS, no simulated Metal)', () => {
   });
 
   it('status() is unsupported, with or without the trace', () => {
-    const none = {
-      supported: false,
-      active: false,
-      profile: null,
-      patchedClasses: [],
-      hooks: [],
-      tracing: false,
-      trace: null,
-      llamaCpp: [],
-    };
+    const none = NO_ADDON_STATUS;
     expect(status()).toEqual(none);
     expect(status({ trace: true })).toEqual(none);
     expect(() => status({ trace: 1 } as never)).toThrow("status() option 'trace' must be a boolean, got number 1");

@@ -52,6 +52,7 @@ import {
 import { simulationJson } from '../sim-metal/simulation.js';
 import { audit } from '../../lib/audit/audit.js';
 import { useSimulation } from '../support/simulation.js';
+import { INACTIVE_STATUS } from '../support/status.js';
 
 const devicesOf = (snapshot: string) => probeSnapshot(snapshot, { allDevices: true }).devices;
 const guest = () => devicesOf('vz-guest-m1-ultra-tahoe-stock');
@@ -563,16 +564,7 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
 
     // First: nothing has been applied in this process yet (a filtered run starts a fresh process too).
     it('before any apply: status is inactive, and restore has nothing to take out and nothing to compare with', () => {
-      expect(status()).toEqual({
-        supported: true,
-        active: false,
-        profile: null,
-        patchedClasses: [],
-        hooks: [],
-        tracing: false,
-        trace: null,
-        llamaCpp: [],
-      });
+      expect(status()).toEqual(INACTIVE_STATUS);
       expect(status({ trace: true }).trace).toEqual([]);
       expect(restore()).toEqual({
         restored: false,
@@ -684,16 +676,7 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
         conflicts: [],
         verification: VERIFIED,
       });
-      expect(status()).toEqual({
-        supported: true,
-        active: false,
-        profile: null,
-        patchedClasses: [],
-        hooks: [],
-        tracing: false,
-        trace: null,
-        llamaCpp: [],
-      });
+      expect(status()).toEqual(INACTIVE_STATUS);
     });
 
     it('a hook on top of ours: restore leaves it working, reports the conflict, and verification fails on its answer', () => {
@@ -1053,16 +1036,7 @@ describeSim('no snapshot: no Metal device', () => {
         conflicts: [],
         verification: null,
       });
-      expect(status({ trace: true })).toEqual({
-        supported: true,
-        active: false,
-        profile: null,
-        patchedClasses: [],
-        hooks: [],
-        tracing: false,
-        trace: [],
-        llamaCpp: [],
-      });
+      expect(status({ trace: true })).toEqual({ ...INACTIVE_STATUS, trace: [] });
     });
 
     it('register: a host with no recorded VM status is not taken for a VM', () => {
@@ -1633,16 +1607,7 @@ describeSim('a device class that lacks a query (the Tahoe guest and SimBrokenDev
     message:
       'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
   };
-  const INACTIVE = {
-    supported: true,
-    active: false,
-    profile: null,
-    patchedClasses: [],
-    hooks: [],
-    tracing: false,
-    trace: null,
-    llamaCpp: [],
-  };
+  const INACTIVE = INACTIVE_STATUS;
 
   function thrownBy(fn: () => unknown): unknown {
     try {

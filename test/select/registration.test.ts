@@ -10,6 +10,7 @@ import { registerFromEnvironment } from '../../lib/select/registration.js';
 import { CUA_RELEASE_ON_M1_ULTRA, editedSnapshot, M1_HOST, oneSignalHost } from '../support/apply-helpers.js';
 import { describeSim, loadFixture, requireSimBuild, type SimFixture } from '../support/helpers.js';
 import { useSimulation } from '../support/simulation.js';
+import { INACTIVE_STATUS } from '../support/status.js';
 
 let fixture: SimFixture;
 
@@ -66,16 +67,7 @@ describeSim('registerFromEnvironment when verification fails', () => {
       why: 'verification-failed: device 0 (AppleParavirtDevice) answered maxThreadgroupMemoryLength=32784, expected 32768; the patch was taken out',
       auto: null,
     });
-    expect(status()).toEqual({
-      supported: true,
-      active: false,
-      profile: null,
-      patchedClasses: [],
-      hooks: [],
-      tracing: false,
-      trace: null,
-      llamaCpp: [],
-    });
+    expect(status()).toEqual(INACTIVE_STATUS);
   });
 });
 
