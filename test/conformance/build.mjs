@@ -147,14 +147,18 @@ export async function fetchTarball(spec, integrity) {
   }
 }
 
-/** Names, sizes and times of the files under `dir`: what a package upgrade changes in a system header folder. */
+/** The names and contents of the files under `dir` (a header folder): node_modules is unpacked anew by every
+ * `npm ci`, with new times, so only the bytes say whether it changed. */
 function treeStamp(dir, hash) {
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile()) continue;
-    const full = path.join(entry.parentPath, entry.name);
-    const st = statSync(full);
-    hash.update(`${path.relative(dir, full)}\0${st.size}\0${st.mtimeMs}\0`);
-  }
+  const files = readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.join(e.parentPath, e.name))
+    .sort();
+  for (const full of files)
+    hash
+      .update(`${path.relative(dir, full)}\0`)
+      .update(readFileSync(full))
+      .update('\0');
 }
 
 /**
