@@ -40,10 +40,13 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 [ -d node_modules ] || npm ci --no-audit --no-fund
-npm run build
+# dist/ only when it does not match lib/ (scripts/build/source-stamp.mjs, the check the suite's global setup makes):
+# .ci/run has just built it for the docs check, and a rebuild is about 23 CPU-seconds (docs/measurements.md).
+node scripts/build/source-stamp.mjs 2>/dev/null || npm run build
 npm run build:sim
 # llama.cpp's device code for the conformance suite (npm pack, git, clang-19), while the sanitizer builds and the type
-# check run; the suite reuses it (build/conformance/, keyed by tarball integrity) or says why it failed.
+# check run: compiled once into ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/conformance/ (keyed by tarball integrity,
+# harness and compiler) and linked into build/conformance/; the suite reuses it or says why it failed.
 mkdir -p build
 node test/conformance/build.mjs > build/conformance-build.log 2>&1 &
 conformance_build=$!

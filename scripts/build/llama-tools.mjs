@@ -21,18 +21,18 @@ import {
   copyFileSync,
   createWriteStream,
   lstatSync,
-  mkdirSync,
   mkdtempSync,
   readFileSync,
   renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { availableParallelism, homedir, tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { archiveTree, cloneBundle, fetchTarball } from '../../test/conformance/build.mjs';
 import { ERAS } from '../../test/conformance/eras.mjs';
+import { assertPrivate, privateCacheRoot, userCachePath } from './user-cache.mjs';
 
 const self = fileURLToPath(import.meta.url);
 
@@ -103,36 +103,9 @@ function checkToolchain() {
   return `${versionOf(CC, 'clang-19')}\0${versionOf(CXX, 'clang-19')}`;
 }
 
-/** The cache root: ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/llama-tools (an XDG_CACHE_HOME that is not absolute
- * is ignored, as the XDG specification says). */
+/** The cache root: ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/llama-tools (user-cache.mjs). */
 export function toolsCacheRoot(env = process.env) {
-  const xdg = env.XDG_CACHE_HOME;
-  const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(homedir(), '.cache');
-  return path.join(base, 'metal-cap-shim', 'llama-tools');
-}
-
-/** Fails unless `dir` is a real folder (not a link) of this user that nobody else can write. */
-function assertPrivate(dir) {
-  const st = lstatSync(dir);
-  if (!st.isDirectory()) throw new Error(`${dir} is not a folder (a link?): remove it`);
-  if (typeof process.getuid === 'function' && st.uid !== process.getuid())
-    throw new Error(`${dir} belongs to uid ${st.uid}, not to this user: remove it`);
-  if ((st.mode & 0o022) !== 0) throw new Error(`${dir} is writable by others (mode ${(st.mode & 0o777).toString(8)})`);
-}
-
-/** Creates the cache root's own two levels (metal-cap-shim/llama-tools) private, and checks them. */
-function privateCacheRoot(root) {
-  const mine = path.dirname(root);
-  mkdirSync(path.dirname(mine), { recursive: true, mode: 0o700 });
-  for (const dir of [mine, root]) {
-    try {
-      mkdirSync(dir, { mode: 0o700 });
-    } catch (err) {
-      if (err.code !== 'EEXIST') throw err;
-    }
-    assertPrivate(dir);
-  }
-  return root;
+  return userCachePath('llama-tools', env);
 }
 
 /** The cache key: the tarball's integrity, the compilers and this script. */

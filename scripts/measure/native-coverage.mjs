@@ -4,17 +4,19 @@
 //
 //   1. Builds the addon, the exec injector and test/native/engine_stress.mm with clang-14
 //      `-fprofile-instr-generate -fcoverage-mapping` against the simulated Metal.
-//   2. Runs the unit suite with those builds (in a copy of the worktree under build/native-coverage/pkg, so the
-//      normal build/Release is never swapped out), and engine_stress over two snapshots. Counters are written in
-//      LLVM's continuous mode (%c), so processes the tests end with a signal still count.
+//   2. Runs the test files that reach the native code (nativeTestFiles(); the whole unit suite with --whole-suite) with
+//      those builds (in a copy of the worktree under build/native-coverage/pkg, so the normal build/Release is never
+//      swapped out), and engine_stress over two snapshots. Counters are written in LLVM's continuous mode (%c), so
+//      processes the tests end with a signal still count.
 //   3. Reports line coverage per file with llvm-cov-14 (HTML in build/native-coverage/html) and checks the portable
 //      engine (swizzle, profile, patch) against --min-engine and all of it against --min-all.
 //   4. Fuzzes test/fuzz/*_fuzz.mm for FUZZ_SECONDS each (default 30), after replaying the committed regression
 //      inputs (test/fuzz/regressions/<target>/). A crash fails the script and leaves its input in
 //      build/native-coverage/fuzz/<target>/.
 //
-// Options: --skip-suite (engine_stress only), --skip-fuzz, --fuzz-only, --min-engine N (default 95), --min-all N
-// (all of src-native/ built here; default 90). Environment: FUZZ_SECONDS.
+// Options: --whole-suite (every file of the unit project, not nativeTestFiles()), --skip-suite (engine_stress only),
+// --skip-fuzz, --fuzz-only, --min-engine N (default 95), --min-all N (all of src-native/ built here; default 90).
+// Environment: FUZZ_SECONDS.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -33,6 +35,7 @@ import {
   simRoot,
 } from '../build/sim-toolchain.mjs';
 import { macDialect } from '../build/mac-dialect.mjs';
+import { staleReason } from '../build/source-stamp.mjs';
 
 const args = process.argv.slice(2);
 const has = (flag) => args.includes(flag);
@@ -126,6 +129,32 @@ function buildInstrumented() {
 
 // ---- 2. the suite in a copy of the worktree ----
 
+/**
+ * The test files run against the instrumented build (unless --whole-suite): every file of the folders whose tests
+ * call the addon or start programs with the injector, and the exec scenarios elsewhere (`exec*.test.ts`: the injector
+ * inside real programs, under a terminal, for two users). Measured 2026-12-02 with one profile folder per test file
+ * (docs/measurements.md): each of these folders covers lines no other file does, and the exec scenarios 24 lines of
+ * the injector's (a second process's trace name, MTLCopyAllDevices, the controlling terminal); test/select/ (its 8
+ * files together), test/e2e/commands and test/e2e/peers cover none of their own, and test/sim-metal/ loads neither
+ * build. The files left out took 65 % of the suite's file time; those not named here were not measured file by
+ * file. Whole folders and a name pattern, so a new test there is measured without being listed; the weekly workflow
+ * runs --whole-suite, where whatever the rest adds is seen.
+ */
+const NATIVE_FOLDERS = Object.freeze(['device', 'doctor', 'exec', 'native', 'patch']);
+const EXEC_SCENARIO = /^exec.*\.test\.ts$/;
+
+/** The unit project's files NATIVE_FOLDERS and EXEC_SCENARIO select, relative to the repository, sorted. */
+function nativeTestFiles() {
+  return readdirSync(path.join(repoRoot, 'test'), { recursive: true })
+    .map((f) => path.join('test', f))
+    .filter((f) => {
+      const [, folder, ...rest] = f.split(path.sep);
+      if (rest.length === 0 || !f.endsWith('.test.ts') || ['live', 'conformance'].includes(folder)) return false;
+      return NATIVE_FOLDERS.includes(folder) || EXEC_SCENARIO.test(path.basename(f));
+    })
+    .sort();
+}
+
 function trackedFiles() {
   const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
     cwd: repoRoot,
@@ -164,10 +193,16 @@ function runSuite() {
     'test/native/mac-dialect.test.ts',
   ];
   const vitest = path.join(pkg, 'node_modules', 'vitest', 'vitest.mjs');
-  const r = run(process.execPath, [vitest, 'run', '--project', 'unit', ...elsewhere.flatMap((f) => ['--exclude', f])], {
-    cwd: pkg,
-    env,
-  });
+  // Each file by its path from the repository (vitest matches a filter anywhere in the path: these match themselves).
+  const filters = has('--whole-suite') ? [] : nativeTestFiles();
+  const r = run(
+    process.execPath,
+    [vitest, 'run', '--project', 'unit', ...filters, ...elsewhere.flatMap((f) => ['--exclude', f])],
+    {
+      cwd: pkg,
+      env,
+    },
+  );
   // Reported after the coverage: what the suite measured is still worth seeing when a test failed.
   return r.status === 0 ? null : `the unit suite failed with the instrumented build (exit ${r.status})`;
 }
@@ -342,7 +377,10 @@ function fuzz(targets) {
 
 function main() {
   if (process.platform !== 'linux') throw new Error('test:native-coverage runs on Linux, against the simulated Metal');
-  for (const step of ['build', 'build:sim']) {
+  // dist/ only when it does not match lib/ (scripts/build/source-stamp.mjs): in .ci/run the test command has just
+  // built it, and a rebuild is about 23 CPU-seconds. The simulated build checks itself (about a second).
+  const steps = staleReason() === null ? ['build:sim'] : ['build', 'build:sim'];
+  for (const step of steps) {
     if (run('npm', ['run', '--silent', step], { cwd: repoRoot }).status !== 0)
       throw new Error(`npm run ${step} failed`);
   }

@@ -4,7 +4,12 @@ import type { Era } from './eras.mjs';
 export interface BuiltEra {
   era: Era;
   dir: string;
+  /** Nothing was compiled: the clone's links were up to date, or the objects came from the object cache. */
   cached: boolean;
+  /** Linked just now (from cached or freshly compiled objects), rather than found up to date in the clone. */
+  linked: boolean;
+  /** The folder holding the era's objects: the object cache's entry, or `dir` when built in the clone. */
+  objects: string;
   release: string;
   commit: string;
   ggmlVersion: string | null;
@@ -18,6 +23,7 @@ export function fetchTarball(spec: string, integrity: string): Promise<string>;
 export function rewriteSubscripts(text: string, ids: readonly string[], file: string): string;
 export function fetchBinaries(era: Era): Promise<string | null>;
 export function buildLauncher(): Promise<string>;
-export function buildConformance(options?: { eras?: readonly Era[] }): Promise<BuiltEra[]>;
+/** `cache: false` compiles in build/conformance/<era>-<key>/ instead of the object cache outside the clone. */
+export function buildConformance(options?: { eras?: readonly Era[]; cache?: boolean }): Promise<BuiltEra[]>;
 export function cloneBundle(tgz: string, work: string): Promise<{ repo: string; tag: string; commit: string }>;
 export function archiveTree(repo: string, dir: string, paths?: readonly string[]): Promise<void>;

@@ -2,21 +2,29 @@
 // Builds llama.cpp's own Metal device code against the simulated Metal, for the conformance suite
 // (test/conformance/README.md). For each era of eras.mjs:
 //
-//   1. `npm pack` its node-llama-cpp tarball into build/conformance/cache/ (checked against the pinned integrity;
-//      never installed, never a dependency), unless a copy with that integrity is there;
+//   1. `npm pack` its node-llama-cpp tarball into ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/tarballs/ (checked
+//      against the pinned integrity; never installed, never a dependency), unless a copy with that integrity is there;
 //   2. clone the tarball's llama/gitRelease.bundle and take the ggml sources out of it;
 //   3. configure what CMake would (ggml-version.h, or the GGML_VERSION/GGML_COMMIT definitions before it) and rewrite
 //      the Objective-C object subscripts (SUBSCRIPT_REWRITES); what the era has (eras.mjs init, lacks, chips,
 //      tuning) reaches the driver as definitions (driverDefines);
 //   4. compile ggml-base and the ggml-metal device sources with clang-19 for GCC's runtime and GNUstep, once per build
-//      configuration (arm64 with the macOS 15 SDK, x86_64), and link
+//      configuration (arm64 with the macOS 15 SDK, x86_64), into the object cache
+//      ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/conformance/<era>-<key>/ (steps 1 to 4 are skipped when it holds
+//      the era's objects already), and link in the clone
 //        build/conformance/<era>-<key>/<arch>/libggml-metal.so      ggml-base + ggml-metal's device code + the driver
 //        build/conformance/<era>-<key>/<arch>/conformance.node      the driver as a Node addon (in-process cases)
 //        build/conformance/<era>-<key>/<arch>/ggml-metal-driver     the driver as a program (cases through `exec`)
 //
-// <key> hashes the tarball's integrity and the harness (this folder, the simulated Metal's headers), so a warm
-// build/ is reused and a change to either rebuilds. Every compile of every era goes through one job pool as wide as
-// the machine. Run directly (`node test/conformance/build.mjs`) it builds and prints what it built.
+// <key> hashes the tarball's integrity, the harness (this folder, the simulated Metal's headers, the toolchain
+// script), clang-19's version and the system headers compiled against, so a warm cache or build/ is reused and a
+// change to any of them rebuilds. The objects are cached outside the clone, like the real llama.cpp tools
+// (scripts/build/llama-tools.mjs), because CI starts from a fresh clone every time and compiling them is about 115 s
+// of clang-19 on two cores (docs/measurements.md); the links stay in the clone (about a second per era) because
+// they name the clone's own simulated Metal (-rpath). When the cache folder cannot be used (not private, not
+// writable) or `--no-cache` is given, everything is built in build/conformance/ as before. Every compile of every
+// era goes through one job pool as wide as the machine. Run directly (`node test/conformance/build.mjs [--no-cache]`)
+// it builds and prints what it built.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -45,12 +53,25 @@ import {
   simLibDir,
   simRoot,
 } from '../../scripts/build/sim-toolchain.mjs';
+import { privateCacheRoot, userCachePath } from '../../scripts/build/user-cache.mjs';
 import { BUILD_ARCHES, ERAS, SUBSCRIPT_REWRITES } from './eras.mjs';
 
 const run = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const conformanceRoot = path.join(repoRoot, 'build', 'conformance');
-const cacheDir = path.join(conformanceRoot, 'cache');
+
+/** A folder of the per-user cache (user-cache.mjs), or `fallback` (a folder in the clone, or null: the era's own
+ * folder there) when that cannot be used, with a line saying why. */
+function cacheFolder(name, fallback) {
+  try {
+    return privateCacheRoot(userCachePath(name));
+  } catch (err) {
+    const instead = fallback === null ? 'build/conformance/<era>-<key>/' : path.relative(repoRoot, fallback);
+    process.stderr.write(`conformance build: ${err.message}; building in ${instead} instead\n`);
+    if (fallback !== null) mkdirSync(fallback, { recursive: true });
+    return fallback;
+  }
+}
 const harnessInclude = path.join(here, 'include');
 const harnessSrc = path.join(here, 'src');
 
@@ -109,7 +130,8 @@ export function tarballName(spec) {
 
 /** Fetches `spec` with `npm pack` into the cache folder, unless a copy with `integrity` is there; returns its path. */
 export async function fetchTarball(spec, integrity) {
-  mkdirSync(cacheDir, { recursive: true });
+  // Shared by every clone: a tarball is only ever taken when its integrity matches.
+  const cacheDir = cacheFolder('tarballs', path.join(conformanceRoot, 'cache'));
   const file = path.join(cacheDir, tarballName(spec));
   if (existsSync(file) && (await sha512File(file)) === integrity) return file;
   const staging = mkdtempSync(path.join(cacheDir, 'pack-'));
@@ -125,9 +147,31 @@ export async function fetchTarball(spec, integrity) {
   }
 }
 
-/** Hashes the harness: a change here or in the simulated Metal's headers rebuilds every era. */
-function harnessKey() {
+/** The names and contents of the files under `dir` (a header folder): node_modules is unpacked anew by every
+ * `npm ci`, with new times, so only the bytes say whether it changed. */
+function treeStamp(dir, hash) {
+  const files = readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.join(e.parentPath, e.name))
+    .sort();
+  for (const full of files)
+    hash
+      .update(`${path.relative(dir, full)}\0`)
+      .update(readFileSync(full))
+      .update('\0');
+}
+
+/**
+ * Hashes what the objects are made from besides the tarball: the harness (this folder, the simulated Metal's headers,
+ * the toolchain script whose options every compile uses), the compilers' versions and the system headers (GNUstep,
+ * GCC's objc/, Node-API's). A change to any of them rebuilds every era, in the clone and in the cache.
+ */
+function harnessKey(tools) {
   const hash = createHash('sha256');
+  for (const cmd of [tools.cc, tools.cxx]) hash.update(execFileSync(cmd, ['--version'], { encoding: 'utf8' }));
+  for (const dir of [gnustepHeaders(), path.join(gccObjcHeaders(), 'objc'), ...napiIncludes().map((f) => f.slice(2))])
+    treeStamp(dir, hash);
+  hash.update(readFileSync(path.join(repoRoot, 'scripts', 'build', 'sim-toolchain.mjs')));
   const walk = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const full = path.join(dir, entry.name);
@@ -197,7 +241,7 @@ export async function archiveTree(repo, dir, paths = []) {
 
 /** Takes the ggml sources out of the tarball's git bundle into `dir/ggml`; returns the release tag and commit. */
 async function extractSources(tgz, dir) {
-  const work = mkdtempSync(path.join(conformanceRoot, 'extract-'));
+  const work = mkdtempSync(path.join(path.dirname(dir), 'extract-'));
   try {
     const { repo, tag, commit } = await cloneBundle(tgz, work);
     const { stdout: listing } = await run('git', ['-C', repo, 'ls-tree', 'HEAD', 'ggml/src/']);
@@ -341,27 +385,58 @@ function sourcesOf(ggml, era) {
   return { base, metalCxx, deviceObjc: path.join(ggml, 'src', 'ggml-metal', 'ggml-metal-device.m') };
 }
 
-async function buildEra(era, key, tools, queue) {
-  const dir = path.join(conformanceRoot, `${era.id}-${key.slice(0, 12)}`);
-  const stampFile = path.join(dir, 'stamp.json');
-  const outputs = Object.fromEntries(
-    BUILD_ARCHES.map((arch) => [
-      arch,
-      {
-        lib: path.join(dir, arch, 'libggml-metal.so'),
-        addon: path.join(dir, arch, 'conformance.node'),
-        cli: path.join(dir, arch, 'ggml-metal-driver'),
-      },
-    ]),
-  );
-  if (existsSync(stampFile)) {
-    const stamp = JSON.parse(readFileSync(stampFile, 'utf8'));
-    if (stamp.key === key) return { era, dir, cached: true, ...stamp.identity, outputs };
+/**
+ * The era's compiled objects, from the object cache (`cacheRoot`/<era>-<key>/, `objects.json` written last) or
+ * compiled there through a private staging folder renamed into place (a concurrent build of the same key that
+ * finishes first is kept). Returns the folder, the objects (paths inside it) and the era's identity.
+ */
+async function compiledEra(era, key, tools, queue, cacheRoot) {
+  const entry = path.join(cacheRoot, `${era.id}-${key.slice(0, 12)}`);
+  const made = readCompiled(entry, key);
+  if (made !== null) return { ...made, compiled: false };
+  const staging = mkdtempSync(path.join(cacheRoot, `.staging-${era.id}-`));
+  try {
+    const built = await compileEra(era, tools, queue, staging);
+    writeFileSync(path.join(staging, 'objects.json'), `${JSON.stringify({ key, ...built }, null, 2)}\n`);
+    try {
+      renameSync(staging, entry);
+    } catch (err) {
+      if (err.code !== 'EEXIST' && err.code !== 'ENOTEMPTY') throw err;
+    }
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
   }
-  // Earlier builds of this era (another harness or tarball) go.
-  for (const old of readdirSync(conformanceRoot)) {
-    if (old.startsWith(`${era.id}-`)) rmSync(path.join(conformanceRoot, old), { recursive: true, force: true });
+  const done = readCompiled(entry, key);
+  if (done === null) throw new Error(`${entry} is incomplete after the build`);
+  return { ...done, compiled: true };
+}
+
+/** compileEra's objects, named relative to `dir`, as paths. */
+function absolute(dir, objects) {
+  const at = (f) => path.join(dir, f);
+  return {
+    shared: objects.shared.map(at),
+    addon: at(objects.addon),
+    cli: at(objects.cli),
+    arch: Object.fromEntries(Object.entries(objects.arch).map(([arch, list]) => [arch, list.map(at)])),
+  };
+}
+
+/** A complete object cache entry for `key` (objects.json names every object, relative to the entry), or null. */
+function readCompiled(entry, key) {
+  const file = path.join(entry, 'objects.json');
+  if (!existsSync(file)) return null;
+  const stamp = JSON.parse(readFileSync(file, 'utf8'));
+  if (stamp.key !== key) return null;
+  const objects = absolute(entry, stamp.objects);
+  for (const f of [...objects.shared, objects.addon, objects.cli, ...Object.values(objects.arch).flat()]) {
+    if (!existsSync(f)) return null;
   }
+  return { entry, identity: stamp.identity, objects };
+}
+
+/** Steps 1 to 4 for one era, in `dir`: fetch, extract, configure and compile; the objects are named relative to it. */
+async function compileEra(era, tools, queue, dir) {
   const tgz = await fetchTarball(era.package, era.integrity);
   const src = path.join(dir, 'src');
   const { tag, commit } = await extractSources(tgz, src);
@@ -468,6 +543,61 @@ async function buildEra(era, key, tools, queue) {
     cliObj,
     ...perArch,
   ]);
+  const switches = namedSwitches(path.join(ggml, 'src'));
+  // The sources are not needed once compiled: the cache keeps the objects alone.
+  rmSync(src, { recursive: true, force: true });
+  rmSync(generated, { recursive: true, force: true });
+  rmSync(objcDir, { recursive: true, force: true });
+  const rel = (f) => path.relative(dir, f);
+  return {
+    identity: { release: tag, commit, ggmlVersion, switches },
+    objects: {
+      shared: sharedObjects.map(rel),
+      addon: rel(addonObject),
+      cli: rel(cliObject),
+      arch: Object.fromEntries(BUILD_ARCHES.map((arch, i) => [arch, archObjects[i].map(rel)])),
+    },
+  };
+}
+
+/**
+ * One era in the clone: build/conformance/<era>-<key>/<arch>/ linked from the era's objects (the object cache's, or
+ * compiled in build/conformance/<era>-<key>/ when `cacheRoot` is null). `stamp.json`, written last, holds the key and
+ * the era's identity; a stamp with this key is the era built already.
+ */
+async function buildEra(era, key, tools, queue, cacheRoot) {
+  const dir = path.join(conformanceRoot, `${era.id}-${key.slice(0, 12)}`);
+  const stampFile = path.join(dir, 'stamp.json');
+  const outputs = Object.fromEntries(
+    BUILD_ARCHES.map((arch) => [
+      arch,
+      {
+        lib: path.join(dir, arch, 'libggml-metal.so'),
+        addon: path.join(dir, arch, 'conformance.node'),
+        cli: path.join(dir, arch, 'ggml-metal-driver'),
+      },
+    ]),
+  );
+  if (existsSync(stampFile)) {
+    const stamp = JSON.parse(readFileSync(stampFile, 'utf8'));
+    if (stamp.key === key)
+      return { era, dir, cached: true, linked: false, objects: stamp.objects, ...stamp.identity, outputs };
+  }
+  // Earlier builds of this era (another harness or tarball) go.
+  for (const old of readdirSync(conformanceRoot)) {
+    if (old.startsWith(`${era.id}-`)) rmSync(path.join(conformanceRoot, old), { recursive: true, force: true });
+  }
+  let made;
+  if (cacheRoot === null) {
+    mkdirSync(dir, { recursive: true });
+    const built = await compileEra(era, tools, queue, dir);
+    made = { entry: dir, identity: built.identity, objects: absolute(dir, built.objects), compiled: true };
+  } else {
+    made = await compiledEra(era, key, tools, queue, cacheRoot);
+  }
+  const tag = made.identity.release;
+  const { shared: sharedObjects, addon: addonObject, cli: cliObject } = made.objects;
+  const archObjects = BUILD_ARCHES.map((arch) => made.objects.arch[arch]);
   await Promise.all(
     BUILD_ARCHES.map(async (arch, i) => {
       const out = outputs[arch];
@@ -518,9 +648,8 @@ async function buildEra(era, key, tools, queue) {
       ]);
     }),
   );
-  const identity = { release: tag, commit, ggmlVersion, switches: namedSwitches(path.join(ggml, 'src')) };
-  writeFileSync(stampFile, `${JSON.stringify({ key, identity }, null, 2)}\n`);
-  return { era, dir, cached: false, ...identity, outputs };
+  writeFileSync(stampFile, `${JSON.stringify({ key, identity: made.identity, objects: made.entry }, null, 2)}\n`);
+  return { era, dir, cached: !made.compiled, linked: true, objects: made.entry, ...made.identity, outputs };
 }
 
 /**
@@ -553,28 +682,31 @@ export async function buildLauncher() {
 }
 
 /** Builds every era (or those given) and returns, per era, its identity and the outputs of each build arch. */
-export async function buildConformance({ eras = ERAS } = {}) {
+export async function buildConformance({ eras = ERAS, cache = true } = {}) {
   if (process.platform !== 'linux')
     throw new Error('the conformance build is Linux-only (it builds against the simulated Metal)');
   if (!existsSync(path.join(simLibDir, 'libMetal.so'))) throw new Error('run `npm run build:sim` first');
   const tools = toolchain();
-  const key = harnessKey();
+  const key = harnessKey(tools);
   const queue = pool(Math.max(1, availableParallelism()));
   mkdirSync(conformanceRoot, { recursive: true });
+  // The in-clone build, when asked or when the cache cannot be used: the objects next to the links.
+  const cacheRoot = cache ? cacheFolder('conformance', null) : null;
   return Promise.all(
     eras.map((era) =>
-      buildEra(era, createHash('sha256').update(`${era.integrity}\0${key}`).digest('hex'), tools, queue),
+      buildEra(era, createHash('sha256').update(`${era.integrity}\0${key}`).digest('hex'), tools, queue, cacheRoot),
     ),
   );
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const started = Date.now();
-  buildConformance()
+  buildConformance({ cache: !process.argv.includes('--no-cache') })
     .then((built) => {
       for (const b of built) {
+        const how = !b.linked ? 'up to date' : b.cached ? `linked from ${b.objects}` : 'built';
         console.log(
-          `${b.cached ? 'up to date' : 'built'}  ${b.era.id} (${b.era.package}, ggml ${b.ggmlVersion ?? 'without ggml_version'})  ${path.relative(repoRoot, b.dir)}`,
+          `${how}  ${b.era.id} (${b.era.package}, ggml ${b.ggmlVersion ?? 'without ggml_version'})  ${path.relative(repoRoot, b.dir)}`,
         );
       }
       console.log(`${((Date.now() - started) / 1000).toFixed(1)} s`);
