@@ -117,6 +117,20 @@ async function killHard(parent: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** Whether `pid` runs the program named `comm` (it has exec'd it) within `bound` ms, polled every 10 ms. */
+async function execdWithin(pid: number, comm: string, bound: number): Promise<boolean> {
+  const start = Date.now();
+  while (Date.now() - start <= bound) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === comm) return true;
+    } catch {
+      return false;
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return false;
+}
+
 /** Milliseconds until `pid` no longer runs, polled every 10 ms; null when it still runs after `bound`. */
 async function goneWithin(pid: number, bound: number): Promise<number | null> {
   const start = Date.now();
@@ -194,6 +208,9 @@ describeSim('exec killed with SIGKILL (Linux: the parent-death signal the inject
     // The static forker keeps the variable; the sleep it starts loads the injector, sees a parent that is not exec.
     const { child: exec, printed } = await startExec([forker, '/bin/sleep', '60']);
     const [grandchild] = printed as [number];
+    // The forker prints the pid once it forked: wait until the child has exec'd sleep (before that, and while execve
+    // replaces its memory, /proc/PID/environ may read empty).
+    expect(await execdWithin(grandchild, 'sleep', GONE_WITHIN_MS)).toBe(true);
     const forkerPid = stat(grandchild)!.ppid;
     expect(stat(forkerPid)?.ppid).toBe(exec.pid);
     expect(startEnvironment(grandchild)).toContain(INJECT_ENV.execPid);
