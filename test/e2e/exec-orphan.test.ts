@@ -193,6 +193,8 @@ describeSim('exec killed with SIGKILL (Linux: the parent-death signal the inject
     const { child: exec, printed } = await startExec(['sh', '-c', 'sleep 60 & echo $$; echo $!; wait'], VM, 2);
     const [program, own] = printed as [number, number];
     expect(stat(own)?.ppid).toBe(program);
+    // $! is printed once sh forked: until the child has exec'd sleep, /proc/PID/environ still shows sh's first block.
+    expect(await execdWithin(own, 'sleep', GONE_WITHIN_MS)).toBe(true);
     // The program unset it before it started anything.
     expect(startEnvironment(program)).toContain(INJECT_ENV.execPid);
     expect(startEnvironment(own)).not.toContain(INJECT_ENV.execPid);
