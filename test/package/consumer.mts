@@ -113,7 +113,11 @@ function nativeCode(
   if (err.code === 'ERR_USAGE') throw err;
   return err.code;
 }
-function refusedCode(err: RefusedError): 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' | 'ERR_HOST_UNKNOWN' {
+function refusedCode(
+  err: RefusedError,
+): 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' | 'ERR_HOST_UNKNOWN' | 'ERR_MLX_ARCHITECTURE_REFUSED' {
+  // @ts-expect-error a RefusedError never carries a usage code
+  if (err.code === 'ERR_USAGE') throw err;
   return err.code;
 }
 seen.subclassCodes = [nativeCode(new NativeError('ERR_NO_DEVICE', 'x')), refusedCode(new RefusedError('x'))];
