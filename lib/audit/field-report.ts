@@ -132,11 +132,17 @@ export interface MatrixDoctor {
 /**
  * What bench measured on one host and guest OS pair, over every report that carries a bench result: per profile and
  * llama-bench test the median speed-up and the llama.cpp builds that measured it (does it transfer, per release?);
- * per profile the fidelity verdict (differs when any report differs) and the largest mean KLD.
+ * per profile the fidelity verdict (differs when any report differs) and the largest mean KLD; per profile the greedy
+ * generation of bench --node-llama-cpp against stock's (the earliest token where any report's left stock's).
  */
 export interface MatrixBench {
   speed: { profile: string; test: string; speedup: number; reports: number; builds: string[] }[];
   fidelity: { profile: string; verdict: 'within-tolerance' | 'differs'; meanKld: number; reports: number }[];
+  /**
+   * bench --node-llama-cpp's greedy comparison per profile: the fewest tokens any report compared, the earliest index
+   * where a report's tokens left stock's (null when every report's matched), and how many reports matched.
+   */
+  greedy: { profile: string; tokens: number; firstDivergence: number | null; same: number; reports: number }[];
 }
 
 /** One row: a host and guest OS pair. */
@@ -440,7 +446,20 @@ function matrixDoctor(list: DoctorReport[]): MatrixDoctor {
 function matrixBench(results: readonly BenchResult[]): MatrixBench {
   const speed = new Map<string, { profile: string; test: string; ratios: number[]; builds: Set<string> }>();
   const fidelity = new Map<string, MatrixBench['fidelity'][number]>();
+  const greedy = new Map<string, MatrixBench['greedy'][number]>();
   for (const b of results) {
+    for (const g of b.greedy?.profiles ?? []) {
+      const was = greedy.get(g.name);
+      const at = g.divergence?.index ?? null;
+      const before = was?.firstDivergence ?? null;
+      greedy.set(g.name, {
+        profile: g.name,
+        tokens: Math.min(was?.tokens ?? g.tokens, g.tokens),
+        firstDivergence: at === null ? before : before === null ? at : Math.min(before, at),
+        same: (was?.same ?? 0) + (at === null ? 1 : 0),
+        reports: (was?.reports ?? 0) + 1,
+      });
+    }
     for (const row of b.speed ?? []) {
       for (const p of row.profiles) {
         const key = `${p.name}\u0000${row.test}`;
@@ -471,6 +490,7 @@ function matrixBench(results: readonly BenchResult[]): MatrixBench {
       }))
       .sort((a, b) => a.profile.localeCompare(b.profile) || a.test.localeCompare(b.test)),
     fidelity: [...fidelity.values()].sort((a, b) => a.profile.localeCompare(b.profile)),
+    greedy: [...greedy.values()].sort((a, b) => a.profile.localeCompare(b.profile)),
   };
 }
 
@@ -483,10 +503,19 @@ export function benchText(b: MatrixBench | null | undefined): { speed: string; f
     byProfile.set(e.profile, [...(byProfile.get(e.profile) ?? []), `${e.test} ${e.speedup.toFixed(2)}x${builds}`]);
   }
   const speed = [...byProfile].map(([p, tests]) => `${p}: ${tests.join(', ')}`).join('; ') || '–';
+  const greedy = b.greedy.map((g) => {
+    const of = g.reports > 1 ? ` (${g.same} of ${g.reports} reports the same)` : '';
+    return g.firstDivergence === null
+      ? `${g.profile}: greedy same ${g.tokens} tokens${of}`
+      : `${g.profile}: greedy leaves stock at token ${g.firstDivergence} of ${g.tokens}${of}`;
+  });
   const fidelity =
-    b.fidelity
-      .map((f) => `${f.profile}: ${f.verdict === 'differs' ? 'differs' : 'within'} (KLD ≤ ${f.meanKld.toFixed(6)})`)
-      .join('; ') || '–';
+    [
+      ...b.fidelity.map(
+        (f) => `${f.profile}: ${f.verdict === 'differs' ? 'differs' : 'within'} (KLD ≤ ${f.meanKld.toFixed(6)})`,
+      ),
+      ...greedy,
+    ].join('; ') || '–';
   return { speed, fidelity };
 }
 
@@ -603,6 +632,14 @@ function checkMatrix(value: unknown): Matrix {
         want(x.verdict === 'within-tolerance' || x.verdict === 'differs', `${ef}.verdict`, 'a verdict', x.verdict);
         want(typeof x.meanKld === 'number' && Number.isFinite(x.meanKld), `${ef}.meanKld`, 'a number', x.meanKld);
         count(x.reports, `${ef}.reports`);
+      });
+      // A matrix written before the greedy comparison was merged has none.
+      if (b.greedy === undefined) b.greedy = [];
+      list(b.greedy, `${field}.bench.greedy`, (e, ef) => {
+        const x = object(e, ef);
+        text(x.profile, `${ef}.profile`);
+        for (const k of ['tokens', 'same', 'reports']) count(x[k], `${ef}.${k}`);
+        if (x.firstDivergence !== null) count(x.firstDivergence, `${ef}.firstDivergence`);
       });
     }
     if (row.doctor === null) return;

@@ -147,8 +147,11 @@ export interface ChildOutcome {
 /** The most of a child's output kept (its result is a few kilobytes; node-llama-cpp's log can be more). */
 const OUTPUT_LIMIT = 16 * 1024 * 1024;
 
-/** Runs one child for `job` in `job.cwd`; never throws for how it ended (the caller decides). */
-export function runChild(job: ChildJob): Promise<ChildOutcome> {
+/**
+ * Runs one child for `job` in `job.cwd`; never throws for how it ended (the caller decides). When `stop` aborts (bench
+ * was sent SIGINT, which a terminal's Ctrl-C also sends the child itself), the child is sent SIGINT too.
+ */
+export function runChild(job: ChildJob, stop?: AbortSignal): Promise<ChildOutcome> {
   const started = process.hrtime.bigint();
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [childEntry()], {
@@ -170,7 +173,11 @@ export function runChild(job: ChildJob): Promise<ChildOutcome> {
       // A child that died before reading its job: its exit status says why.
     });
     child.stdin.end(JSON.stringify(job));
+    const interrupt = () => child.kill('SIGINT');
+    if (stop?.aborted) interrupt();
+    else stop?.addEventListener('abort', interrupt, { once: true });
     child.on('close', (exitCode, signal) => {
+      stop?.removeEventListener('abort', interrupt);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const stdout = Buffer.concat(out).toString('utf8');
       const last = stdout.trim().split('\n').at(-1) ?? '';

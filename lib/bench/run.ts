@@ -370,6 +370,8 @@ export interface NodeLlamaCppBenchOptions {
   onPlanned?: BenchOptions['onPlanned'];
   onRun?: BenchOptions['onRun'];
   stopped?: () => boolean;
+  /** Aborted on SIGINT: the running child is sent SIGINT too. */
+  stop?: AbortSignal;
 }
 
 /** A child's measurement as the records speedRows reads: `node-llama-cpp pp512` and `node-llama-cpp tg128`. */
@@ -428,16 +430,19 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
       }
       const side = o.sides[i]!;
       o.onRun?.({ round: round + 1, rounds: o.rounds, side: side.name, index: runs.length + 1, total });
-      const r = await runChild({
-        cwd: o.cwd,
-        model: path.resolve(o.cwd, o.model),
-        profile: side.profile === null ? null : applied.get(side.name)!,
-        force: o.force,
-        promptTokens: o.promptTokens,
-        genTokens: o.genTokens,
-        threads: o.threads,
-        text,
-      });
+      const r = await runChild(
+        {
+          cwd: o.cwd,
+          model: path.resolve(o.cwd, o.model),
+          profile: side.profile === null ? null : applied.get(side.name)!,
+          force: o.force,
+          promptTokens: o.promptTokens,
+          genTokens: o.genTokens,
+          threads: o.threads,
+          text,
+        },
+        o.stop,
+      );
       runs.push({
         round: round + 1,
         side: side.name,

@@ -112,8 +112,11 @@ when a profile differs or the tool failed (its exit status is named, never taken
     const rounds = fidelity ? 1 : benchRounds(text(values, 'rounds'));
     const profiles = benchProfiles(text(values, 'profile'));
     let stopped = false;
+    // node-llama-cpp's children are sent the SIGINT bench gets; exec forwards it to a llama.cpp tool.
+    const interrupted = new AbortController();
     const stop = () => {
       stopped = true;
+      interrupted.abort();
     };
     process.on('SIGINT', stop);
     const progress = process.stderr.isTTY && values.json !== true;
@@ -143,6 +146,7 @@ when a profile differs or the tool failed (its exit status is named, never taken
       const result = nlc
         ? await runNodeLlamaCppBench({
             ...shared,
+            stop: interrupted.signal,
             model: text(values, 'model')!,
             cwd: process.cwd(),
             sides,

@@ -15,7 +15,8 @@ The same report given twice (the same file, or a copy) is counted once. A file t
 field report is skipped with one warning naming it; the table of the others is printed, and the exit code is 2.
 A custom profile's column (custom-<hash>) is listed below the table with its answers (--json: legend).
 Reports with bench results (report --bench) add a speed-up column (median per profile and llama-bench test,
-with the llama.cpp builds that measured it) and a fidelity column (differs when any report differs).
+with the llama.cpp builds that measured it) and a fidelity column (differs when any report differs; for
+bench --node-llama-cpp, the earliest token where a report's greedy generation left stock's).
   --svg OUT   also draw the speed-ups as a bar chart (by host, guest OS and profile; stock = 1x) to OUT, a new
               file or a regular file of yours (never a link); nothing is written when no report has a speed result`,
   options: { json: { type: 'boolean' }, svg: { type: 'string' } },

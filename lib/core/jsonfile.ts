@@ -44,11 +44,11 @@ const READ_ERRORS: Record<string, string> = {
 
 const WAIT = new Int32Array(new SharedArrayBuffer(4));
 
-/** All of standard input, read once per process: `-` given twice reads the same text (null: more than the limit). */
-let stdinText: string | null | undefined;
+/** All of standard input, read once per process: `-` given twice reads the same bytes (null: more than the limit). */
+let stdinBytes: Buffer | null | undefined;
 
-function readStdin(maxBytes: number): string | null {
-  if (stdinText !== undefined) return stdinText;
+function readStdin(maxBytes: number): Buffer | null {
+  if (stdinBytes !== undefined) return stdinBytes;
   const chunks: Buffer[] = [];
   const chunk = Buffer.alloc(1 << 16);
   let total = 0;
@@ -70,12 +70,27 @@ function readStdin(maxBytes: number): string | null {
     chunks.push(Buffer.from(chunk.subarray(0, n)));
     total += n;
     if (total > maxBytes) {
-      stdinText = null;
-      return stdinText;
+      stdinBytes = null;
+      return stdinBytes;
     }
   }
-  stdinText = Buffer.concat(chunks).toString('utf8');
-  return stdinText;
+  stdinBytes = Buffer.concat(chunks);
+  return stdinBytes;
+}
+
+/** What a file that is not UTF-8 text is (JSON is UTF-8): its bytes must not reach the terminal. */
+const BINARY = 'is not a text file (it holds binary data), so it is not JSON';
+
+/**
+ * The bytes as UTF-8 text, or null when they are not UTF-8. An invalid sequence is what marks a binary file; a
+ * U+FFFD written as text (a model's token for a partial character, say) is text like any other.
+ */
+function utf8Text(bytes: Buffer): string | null {
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -139,13 +154,11 @@ function readText(
     problem: `is larger than ${maxBytes} bytes, far more than any metal-cap-shim file`,
   };
   try {
-    if (file === STDIN) {
-      const text = readStdin(maxBytes);
-      return text === null ? tooLarge : { ok: true, text, modified: null };
-    }
-    const { bytes, modified } = readBounded(file, maxBytes);
+    const { bytes, modified } =
+      file === STDIN ? { bytes: readStdin(maxBytes), modified: null } : readBounded(file, maxBytes);
     if (bytes === null) return tooLarge;
-    return { ok: true, text: bytes.toString('utf8'), modified };
+    const text = utf8Text(bytes);
+    return text === null ? { ok: false, problem: BINARY } : { ok: true, text, modified };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? '';
     return {
@@ -281,9 +294,8 @@ export function parseJsonText(raw: string, limits: JsonLimits = JSON_LIMITS): Js
       problem: `nests arrays and objects more than ${limits.maxDepth} levels deep, far more than any metal-cap-shim file`,
     };
   }
-  // A NUL or an invalid UTF-8 sequence (decoded as U+FFFD): a binary file, whose bytes must not reach the terminal.
-  if (text.includes('\u0000') || text.includes('\uFFFD'))
-    return { ok: false, problem: 'is not a text file (it holds binary data), so it is not JSON' };
+  // A NUL: a binary file (a file's invalid UTF-8 is found where it is read), whose bytes must not reach the terminal.
+  if (text.includes('\u0000')) return { ok: false, problem: BINARY };
   try {
     return { ok: true, value: JSON.parse(text) as unknown, modified: null };
   } catch (err) {

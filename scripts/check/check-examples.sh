@@ -73,7 +73,7 @@ reports=$(mktemp -d)
 node dist/cli.js report --json --snapshot vz-guest-m1-ultra-tahoe-stock --host-label "example host" > "$reports/a.json"
 node dist/cli.js report --json --snapshot vz-guest-m1-ultra-tahoe-stock --host-label "example host" --profile apple7 > "$reports/b.json"
 table=$(cd examples && node fleet-report/build-matrix.js "$reports")
-grep -q '^| example host | macOS 26.5.2 (VirtualMac2,1) | predicted offline (1); gates: reduction, mm, bfloat | predicted offline (1); gates: reduction, mm, bfloat | not measured (2) | residency-set: fail (2\/2) | – | – |$' <<<"$table" || {
+grep -q '^| example host | macOS 26.5.2 (VirtualMac2,1) | unrecorded | predicted offline (1); gates: reduction, mm, bfloat | predicted offline (1); gates: reduction, mm, bfloat | not measured (2) | residency-set: fail (2\/2) | – | – |$' <<<"$table" || {
   echo "check-examples: build-matrix printed an unexpected table:" >&2
   echo "$table" >&2
   exit 1

@@ -4,12 +4,14 @@
 // (scripts/build/tiny-gguf.mjs), stock and patched over the simulated Metal. The CPU build asks Metal nothing, so the
 // same model gives the same greedy tokens on both sides; a patched side that loads another model (a node-llama-cpp
 // wrapper that swaps the model when the shim is active) diverges; a child that dies is reported with how it ended.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { buildMatrix, fieldReport, matrixMarkdown } from '../../lib/audit/field-report.js';
 import { firstDivergence, GREEDY_TOKENS, marginOf, type GreedyStep } from '../../lib/bench/node-llama-cpp.js';
+import { BENCH_SCHEMA } from '../../lib/bench/run.js';
 import {
   type NodeLlamaCppProject,
   nodeLlamaCppProject,
@@ -17,7 +19,7 @@ import {
 } from '../../scripts/build/node-llama-cpp-prebuilt.mjs';
 import { writeTinyModel } from '../../scripts/build/tiny-gguf.mjs';
 import { cli, isSimulatedPlatform, requireSimBuild, root, runCli } from '../support/helpers.js';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
 const GUEST = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-bench-nlc-'));
@@ -30,6 +32,17 @@ function benchIn(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}) {
     env: { ...process.env, NO_COLOR: '1', ...GUEST, ...env },
     timeout: 300_000,
   });
+}
+
+/** A bench result attached to a field report (report --bench), then the matrix of that report (--json). */
+function matrixOf(name: string, benchJson: string) {
+  const file = path.join(dir, `${name}.json`);
+  writeFileSync(file, benchJson);
+  const made = runCli(['report', '--json', '--no-doctor', '--bench', file], GUEST);
+  expect([made.status, made.stderr]).toEqual([0, '']);
+  const report = path.join(dir, `${name}-report.json`);
+  writeFileSync(report, made.stdout);
+  return JSON.parse(runCli(['matrix', '--json', report]).stdout);
 }
 
 const step = (token: number, probability: number, runnerUp: number | null): GreedyStep => ({
@@ -56,6 +69,62 @@ describe('comparing greedy generations', () => {
   it("a step's margin is its probability above the runner-up's (all of it without one)", () => {
     expect(marginOf(step(1, 0.5, 0.25))).toBe(0.25);
     expect(marginOf(step(1, 0.75, null))).toBe(0.75);
+  });
+});
+
+describe('the matrix merges greedy comparisons per host and profile', () => {
+  /** A bench --node-llama-cpp result with one greedy row per [profile, tokens, first diverging index or null]. */
+  const result = (...rows: [string, number, number | null][]) => ({
+    schema: BENCH_SCHEMA,
+    mode: 'node-llama-cpp',
+    speed: [],
+    greedy: {
+      prompt: 'p',
+      stock: [],
+      profiles: rows.map(([name, tokens, at]) => ({
+        name,
+        tokens,
+        divergence: at === null ? null : { index: at, stock: step(1, 0.5, 0.2), patched: step(2, 0.4, 0.3) },
+      })),
+    },
+  });
+  const report = (...rows: [string, number, number | null][]) =>
+    fieldReport({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', hostLabel: 'M2 Pro', bench: [result(...rows)] });
+
+  it('the earliest divergence and the fewest tokens over the reports, with how many matched; JSON and Markdown', async () => {
+    const m = buildMatrix([
+      await report(['host-family', 16, null], ['cua-release', 16, 9]),
+      await report(['host-family', 12, 4], ['cua-release', 16, 11]),
+      await report(['host-family', 16, 7]),
+    ]);
+    expect(m.rows.map((r) => r.bench?.greedy)).toEqual([
+      [
+        { profile: 'cua-release', tokens: 16, firstDivergence: 9, same: 0, reports: 2 },
+        { profile: 'host-family', tokens: 12, firstDivergence: 4, same: 1, reports: 3 },
+      ],
+    ]);
+    const fidelity = matrixMarkdown(m).split('\n')[2]!.split(' | ').at(-1);
+    expect(fidelity).toBe(
+      'cua-release: greedy leaves stock at token 9 of 16 (0 of 2 reports the same); host-family: greedy leaves stock at token 4 of 12 (1 of 3 reports the same) |',
+    );
+    const one = buildMatrix([await report(['host-family', 16, null])]);
+    expect(one.rows[0]!.bench!.greedy).toEqual([
+      { profile: 'host-family', tokens: 16, firstDivergence: null, same: 1, reports: 1 },
+    ]);
+    expect(matrixMarkdown(one).split('\n')[2]!.split(' | ').at(-1)).toBe('host-family: greedy same 16 tokens |');
+  });
+
+  it('a matrix read back checks the greedy rows, and one written before them reads as none', async () => {
+    const m = buildMatrix([await report(['host-family', 16, 3])]);
+    const older = structuredClone(m);
+    delete (older.rows[0]!.bench as { greedy?: unknown }).greedy;
+    expect(matrixMarkdown(older).split('\n')[2]!.split(' | ').at(-1)).toBe('– |');
+    const bad = structuredClone(m);
+    bad.rows[0]!.bench!.greedy[0]!.firstDivergence = -1;
+    expect(() => matrixMarkdown(bad)).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_OPTIONS', option: 'rows[0].bench.greedy[0].firstDivergence' }),
+    );
+    expect(matrixMarkdown(structuredClone(m))).toBe(matrixMarkdown(m));
   });
 });
 
@@ -226,13 +295,7 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
       expect(new Set(all.map((t: number[]) => t.join(','))).size).toBe(1);
 
       // The result travels like llama-bench's: report --bench, then the matrix's speed-ups per test.
-      const file = path.join(dir, 'nlc.json');
-      writeFileSync(file, r.stdout);
-      const made = runCli(['report', '--json', '--no-doctor', '--bench', file], GUEST);
-      expect([made.status, made.stderr]).toEqual([0, '']);
-      const report = path.join(dir, 'nlc-report.json');
-      writeFileSync(report, made.stdout);
-      const matrix = JSON.parse(runCli(['matrix', '--json', report]).stdout);
+      const matrix = matrixOf('nlc', r.stdout);
       expect(
         matrix.rows[0].bench.speed.map((s: { profile: string; test: string; builds: string[] }) => [
           s.profile,
@@ -242,6 +305,9 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
       ).toEqual([
         ['host-family', 'node-llama-cpp pp32', [build]],
         ['host-family', 'node-llama-cpp tg8', [build]],
+      ]);
+      expect(matrix.rows[0].bench.greedy).toEqual([
+        { profile: 'host-family', tokens: GREEDY_TOKENS, firstDivergence: null, same: 1, reports: 1 },
       ]);
     }, 300_000);
 
@@ -269,6 +335,10 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
         tokens: GREEDY_TOKENS,
         divergence: { index: i, stock: stockRun.greedy[i], patched: patchedRun.greedy[i] },
       });
+      // The matrix keeps where it left stock.
+      expect(matrixOf('nlc-other', r.stdout).rows[0].bench.greedy).toEqual([
+        { profile: 'host-family', tokens: GREEDY_TOKENS, firstDivergence: i, same: 0, reports: 1 },
+      ]);
       // The table names it, with each side's token and margin there.
       const table = benchIn(p, ['--node-llama-cpp', '--model', model, '--rounds', '1', ...SMALL]);
       expect(table.status).toBe(1);
@@ -278,6 +348,37 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
         ),
       );
     }, 300_000);
+
+    it('SIGINT to bench alone stops the running child too, prints what was measured so far, and exits 130', async () => {
+      // The patched child says it is running, then waits ten minutes: only a forwarded SIGINT ends it in time.
+      const running = path.join(dir, 'patched-running');
+      const hangs = wrappedProject(
+        'hangs',
+        `    (await import('node:fs')).writeFileSync(${JSON.stringify(running)}, '');
+    await new Promise((r) => setTimeout(r, 600_000));`,
+      );
+      const child = spawn(
+        process.execPath,
+        [cli, 'bench', '--node-llama-cpp', '--model', model, '--rounds', '2', '--json', ...SMALL],
+        { cwd: hangs, env: { ...process.env, NO_COLOR: '1', ...GUEST } },
+      );
+      let stdout = '';
+      child.stdout.on('data', (d) => {
+        stdout += d;
+      });
+      const closed = new Promise<number | null>((done) => child.on('close', (code) => done(code)));
+      for (let waited = 0; !existsSync(running) && waited < 600; waited++) await new Promise((r) => setTimeout(r, 100));
+      child.kill('SIGINT');
+      const status = await closed;
+      const result = JSON.parse(stdout);
+      expect([status, result.interrupted]).toEqual([130, true]);
+      expect(result.runs.map((r: { side: string; signal: string | null }) => [r.side, r.signal])).toEqual([
+        ['stock', null],
+        ['host-family', 'SIGINT'],
+      ]);
+      expect(result.speed.map((r: { test: string }) => r.test)).toEqual(['node-llama-cpp pp32', 'node-llama-cpp tg8']);
+      expect(result.greedy.profiles).toEqual([]);
+    }, 120_000);
 
     it('a child that dies is reported with how it ended, never as a result', () => {
       const killed = wrappedProject('killed', "    process.kill(process.pid, 'SIGKILL');");

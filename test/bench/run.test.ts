@@ -331,6 +331,7 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
           { profile: 'host-family', test: 'tg128', speedup: 2, reports: 1, builds: ['b7010 (abc1234)'] },
         ],
         fidelity: [{ profile: 'host-family', verdict: 'within-tolerance', meanKld: 0, reports: 1 }],
+        greedy: [],
       },
     ]);
     const md = runCli(['matrix', report]);

@@ -5,12 +5,13 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { jsonSyntaxError, parseJsonText, schemaProblem } from '../../lib/core/jsonfile.js';
+import { jsonSyntaxError, parseJsonText, readJsonFile, schemaProblem } from '../../lib/core/jsonfile.js';
 import type { FieldReport, Matrix } from '../../lib/audit/field-report.js';
 import type { DoctorReport } from '../../lib/doctor/index.js';
 import { loadSnapshot, validateSnapshot } from '../../lib/device/snapshots.js';
 import { InvalidSnapshotError } from '../../lib/core/errors.js';
-import { describeSim, requireSimBuild, root, runCli } from '../support/helpers.js';
+import { cli, describeSim, requireSimBuild, root, runCli } from '../support/helpers.js';
+import { spawnSync } from 'node:child_process';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-json-inputs-'));
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
@@ -21,6 +22,47 @@ const write = (name: string, text: string) => {
   return file;
 };
 const bundled = (name: string) => readFileSync(path.join(root, 'snapshots', `${name}.json`), 'utf8');
+
+describe('a binary file is one that is not UTF-8 (or holds a NUL); U+FFFD written as text is text', () => {
+  const BINARY = { ok: false, problem: 'is not a text file (it holds binary data), so it is not JSON' };
+  const bytes = (name: string, ...parts: (string | number[])[]) => {
+    const file = path.join(dir, name);
+    writeFileSync(file, Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p)))));
+    return file;
+  };
+
+  it('a file: U+FFFD (a model token for part of a character) reads; an invalid byte or a NUL is binary', () => {
+    expect(readJsonFile(bytes('fffd.json', '{"t": "a\uFFFDb"}'))).toEqual({
+      ok: true,
+      value: { t: 'a\uFFFDb' },
+      modified: expect.any(Date),
+    });
+    expect(readJsonFile(bytes('invalid.json', '{"t": "', [0xff], '"}'))).toEqual(BINARY);
+    expect(readJsonFile(bytes('truncated-char.json', '{"t": "', [0xe2, 0x82], '"}'))).toEqual(BINARY);
+    expect(readJsonFile(bytes('nul.json', '{"t": "', [0x00], '"}'))).toEqual(BINARY);
+    expect(parseJsonText('{"t": "\u0000"}')).toEqual(BINARY);
+    expect(parseJsonText('{"t": "\uFFFD"}')).toEqual({ ok: true, value: { t: '\uFFFD' }, modified: null });
+  });
+
+  it('standard input alike: matrix - reads a report whose text holds U+FFFD, and refuses invalid bytes', () => {
+    const report = runCli(['report', '--json', '--snapshot', STOCK, '--host-label', 'M2 \uFFFD host']).stdout;
+    const read = runCli(['matrix', '--json', '-'], {}, report);
+    expect([read.status, read.stderr]).toEqual([0, '']);
+    expect(JSON.parse(read.stdout).rows.map((r: { host: string }) => r.host)).toEqual(['M2 \uFFFD host']);
+    const invalid = spawnSync(process.execPath, [cli, 'matrix', '-'], {
+      input: Buffer.concat([
+        Buffer.from(report.slice(0, 20)),
+        Buffer.from([0xc3, 0x28]),
+        Buffer.from(report.slice(20)),
+      ]),
+      encoding: 'utf8',
+    });
+    expect([invalid.status, invalid.stderr]).toEqual([
+      2,
+      'metal-cap-shim: ERR_FILE: - is not a text file (it holds binary data), so it is not JSON\n',
+    ]);
+  });
+});
 
 describe('a UTF-8 byte order mark at the start of a JSON file is accepted', () => {
   it('--snapshot', () => {
