@@ -1,8 +1,7 @@
 import { applyPatch, notAppliedError, restore, status, type Verification } from '../patch/apply.js';
-import { planPatch, type ApplyWarning, type PatchPlan } from '../patch/plan.js';
+import { planPatch, predictedMlxArchitecture, type ApplyWarning, type PatchPlan } from '../patch/plan.js';
 import { InvalidOptionsError, ProfileActiveError, UnsupportedPlatformError } from '../core/errors.js';
 import {
-  chipOfName,
   ENGINES,
   LLAMA_CPP_RULE_SET_INFO,
   LLAMA_CPP_RULE_SETS,
@@ -11,8 +10,6 @@ import {
   parseRelease,
   predictChecked,
   ruleSetForRelease,
-  tuningFor,
-  tuningPhrase,
   type EnvMap,
   type Engine,
   type GatePrediction,
@@ -21,9 +18,6 @@ import {
   type ValidOptions,
 } from '../engines/index.js';
 import { loadedLlamaCpp } from '../engines/loaded-llama.js';
-import { chipFamily } from '../device/chips.js';
-import { isVmHost } from '../device/paravirtual.js';
-import { FAMILY_VALUES } from '../core/families.js';
 import { plural } from '../core/words.js';
 import { loadNative } from '../device/native.js';
 import { readInput } from '../core/input.js';
@@ -173,7 +167,7 @@ function compareEngines(
   stock: DeviceReport,
   patched: DeviceReport,
   host: HostInfo | null,
-  opts: BuildOptions,
+  opts: Omit<BuildOptions, 'mlx'> & { mlx: { release: string | undefined; architectureName: string | null } },
 ): EngineComparison[] {
   // Checked once, when the audit read its options: the predictions below take them unchecked. The offered MLX
   // architecture is part of the profile's effect, so only the patched prediction sees it.
@@ -253,85 +247,14 @@ type BuildOptions = {
   force: boolean;
   consumers: string[];
   /** MLX's release (checked) and the architecture offered to it. */
-  mlx: { release: string | undefined; architectureName: string | null };
+  /** MLX's release (checked), and the what-if architecture (`--mlx-arch`); undefined: the one the plan offers. */
+  mlx: { release: string | undefined; architectureName: string | null | undefined };
 };
-
-/**
- * llama.cpp v0.4+ picks its flash-attention kernels by chip and GPU family, so a profile can make it tune for a chip
- * other than the host's. The host's chip is `host.chip` (a guest's brand string names its host's), else the stock
- * device's name where llama.cpp knows it (bare metal). One warning per fact: where the claimed family is above the
- * chip's, `above-host-family` already names the tuning, and this one is left out.
- */
-function tuningWarnings(
-  devices: { stock: DeviceReport; isDefault: boolean; engines: EngineComparison[] }[],
-  host: HostInfo | null,
-  claimsAboveHost: boolean,
-  rules: LlamaCppRuleSet,
-): ApplyWarning[] {
-  const main = devices.find((d) => d.isDefault) ?? devices[0];
-  const llama = main?.engines.find((e) => e.engine === 'llama.cpp');
-  if (
-    main === undefined ||
-    llama === undefined ||
-    llama.before.engine !== 'llama.cpp' ||
-    llama.after.engine !== 'llama.cpp'
-  )
-    return [];
-  const before = llama.before.tuning;
-  const after = llama.after.tuning;
-  if (before === null || after === null || claimsAboveHost) return [];
-  if (JSON.stringify(before.value) === JSON.stringify(after.value) || after.value.tier === 'baseline') return [];
-  const family = llama.after.flags.gpu_family.value;
-  const lead = `llama.cpp ${llama.before.releases}: with Apple${family} claimed, flash attention is tuned ${tuningPhrase(after.value)}`;
-  const stockText = `stock tuning: ${tuningPhrase(before.value)}`;
-  const hostChip = host?.chip ?? (chipOfName(main.stock.name) === null ? null : main.stock.name);
-  const trueFamily = chipFamily(hostChip);
-  if (hostChip !== null) {
-    const own = trueFamily === null ? null : tuningFor(rules, hostChip, trueFamily - FAMILY_VALUES.apple1 + 1)!;
-    // The host's own tuning: exactly what the host's name and true family give.
-    if (own !== null && JSON.stringify(own.value) === JSON.stringify(after.value)) return [];
-    return [{ code: 'tuned-for-other-chip', message: `${lead}, not for this host's ${hostChip}; ${stockText}` }];
-  }
-  const where = isVmHost(host, main.stock)
-    ? "this host's chip is unknown (its brand string names no Apple chip, or was not recorded)"
-    : `the host's GPU (${main.stock.name}) is no chip llama.cpp tunes for`;
-  return [
-    {
-      code: 'tuned-for-other-chip',
-      message: `${lead}; ${stockText}; ${where}, so that tuning may be for another chip`,
-    },
-  ];
-}
-
-/**
- * What MLX ignores under the profile: a switch set in the environment, or the offered architecture, that the MLX
- * release reads only from a later release. MLX uses MTLCopyAllDevices()[0].
- */
-function mlxIgnoredWarnings(devices: { index: number; engines: EngineComparison[] }[]): ApplyWarning[] {
-  const mlx = devices.find((d) => d.index === 0)?.engines.find((e) => e.engine === 'mlx');
-  if (mlx === undefined || mlx.after.engine !== 'mlx') return [];
-  return mlx.after.ignored.map((i) => ({ code: 'mlx-switch-ignored' as const, message: i.message }));
-}
-
-/**
- * MLX skips its buffer heap when the device is named exactly "Apple Paravirtual device", on purpose: a profile whose
- * deviceName renames that device makes MLX create the heap in a VM. MLX uses MTLCopyAllDevices()[0].
- */
-function heapWarnings(devices: { index: number; engines: EngineComparison[] }[]): ApplyWarning[] {
-  const mlx = devices.find((d) => d.index === 0)?.engines.find((e) => e.engine === 'mlx');
-  if (mlx === undefined || mlx.before.engine !== 'mlx' || mlx.after.engine !== 'mlx') return [];
-  if (mlx.before.flags.heapSkipped.value !== true || mlx.after.flags.heapSkipped.value === true) return [];
-  return [
-    {
-      code: 'heap-in-vm',
-      message: `MLX: the device answers ${JSON.stringify(mlx.after.deviceName)} instead of ${JSON.stringify(mlx.before.deviceName)}, so in this VM MLX creates the buffer heap it skips there on purpose and adds it to its residency set; check it with doctor's heap probe, or leave deviceName null where MLX runs`,
-    },
-  ];
-}
 
 function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], plan: PatchPlan, opts: BuildOptions) {
   // A 'host' value on a host whose chip is unknown: nothing would be applied, so the devices stay as they are.
   const { profile, expected } = plan;
+  const mlx = { ...opts.mlx, architectureName: predictedMlxArchitecture(plan, opts.mlx.architectureName) };
   const devices = stock.devices.map((d, i) => {
     const patched = patchedDevices[i] ?? expected[i]!;
     return {
@@ -342,7 +265,7 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], pl
       stock: d,
       patched,
       changes: diffAnswers([d], [patched]),
-      engines: compareEngines(d, patched, stock.host, opts),
+      engines: compareEngines(d, patched, stock.host, { ...opts, mlx }),
     };
   });
   return {
@@ -351,15 +274,7 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], pl
     profile,
     host: stock.host,
     devices,
-    warnings:
-      plan.reason === 'host-unknown'
-        ? []
-        : [
-            ...plan.warnings,
-            ...tuningWarnings(devices, stock.host, plan.claimsAboveHost, opts.rules.rules),
-            ...heapWarnings(devices),
-            ...mlxIgnoredWarnings(devices),
-          ],
+    warnings: plan.warnings,
     llamaCppRules: opts.rules,
     refused: !plan.accepted,
     refusedReason: plan.reason satisfies AuditRefusal | null,
@@ -368,7 +283,16 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], pl
 
 /** The audit's one call into lib/patch: the plan for `profile` on `stock` under the audit's settings. */
 function planFor(stock: SupportedReport, profile: Profile, opts: BuildOptions): PatchPlan {
-  return planPatch(stock, profile, { force: opts.force, consumers: opts.consumers, rules: opts.rules.rules });
+  return planPatch(stock, profile, {
+    force: opts.force,
+    consumers: opts.consumers,
+    rules: opts.rules.rules,
+    engines: opts.engines,
+    env: opts.env,
+    release: opts.release,
+    mlxRelease: opts.mlx.release ?? null,
+    ...(opts.mlx.architectureName === undefined ? {} : { mlxArchitecture: opts.mlx.architectureName }),
+  });
 }
 
 function offline(stock: SupportedReport, snapshotId: string, profile: Profile, opts: BuildOptions): OfflineAudit {
@@ -463,7 +387,7 @@ function checkedMlx(o: AuditOptions): BuildOptions['mlx'] {
     );
   }
   mlxRulesFor(o.mlxRelease, 'mlxRelease');
-  return { release: o.mlxRelease, architectureName: arch ?? null };
+  return { release: o.mlxRelease, architectureName: arch };
 }
 
 /** The rules of the llama.cpp loaded in this process (the first found), if any. */

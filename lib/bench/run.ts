@@ -6,13 +6,13 @@
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BenchError, RefusedError } from '../core/errors.js';
+import { BenchError } from '../core/errors.js';
 import { loadNative, packageRoot, packageVersion } from '../device/native.js';
 import { probe } from '../device/probe.js';
 import type { DeviceReport, HostInfo } from '../device/types.js';
 import { prepareExec, type PreparedExec } from '../exec/prepare.js';
 import { runWithInjector, type ExecOutcome } from '../exec/run.js';
-import { planPatch, type ApplyWarning } from '../patch/plan.js';
+import { planPatch, refusedError, type ApplyWarning } from '../patch/plan.js';
 import type { Profile } from '../patch/profiles.js';
 import { benchRecords, llamaBenchValues, withReadableOutput, type BenchRecord } from './llama-bench.js';
 import {
@@ -185,9 +185,8 @@ function devicesAndPlans(sides: { side: BenchSide; warnings?: ApplyWarning[] }[]
   const profiles = sides
     .filter((p) => p.side.profile !== null)
     .map((p) => {
-      const plan = planPatch({ devices: stock, host }, p.side.profile!, { force });
-      if (!plan.accepted && p.warnings === undefined)
-        throw new RefusedError(plan.detail, plan.reason === 'host-unknown' ? 'ERR_HOST_UNKNOWN' : undefined);
+      const plan = planPatch({ devices: stock, host }, p.side.profile!, { force, env: process.env });
+      if (!plan.accepted && p.warnings === undefined) throw refusedError(plan.reason, plan.detail);
       return {
         name: p.side.name,
         profile: plan.profile,

@@ -44,7 +44,7 @@ export function formatShort(
   const report = inert(untrusted);
   const host = hostOf(report);
   // The same decision as apply, audit and exec: bound to the host ('host' values), refused where they would refuse.
-  const plan = planPatch(report, profile, { force: false });
+  const plan = planPatch(report, profile, { force: false, env });
   const { expected } = plan;
   const refused = !plan.accepted;
   // A fallback (host-family on a host whose chip is unknown) is named with what it fell back to.

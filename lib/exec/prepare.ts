@@ -3,7 +3,7 @@
  * profile may be applied on this host (bound to its chip, refused on bare metal). Nothing runs until this has passed.
  */
 import { notAppliedError } from '../patch/apply.js';
-import { mlxArchitectureEnv, planPatch, type ApplyWarning } from '../patch/plan.js';
+import { mlxArchitectureEnv, planPatch, refusedError, type ApplyWarning } from '../patch/plan.js';
 import { RefusedError, UnsupportedPlatformError } from '../core/errors.js';
 import { loadNative } from '../device/native.js';
 import { stockReport } from '../device/probe.js';
@@ -106,6 +106,7 @@ export function prepareExec(
   // device there is nothing to raise, so nothing to refuse but an unbindable profile.
   const plan = planPatch({ devices: stock.supported ? stock.devices : [], host: stock.host }, options.profile, {
     force: options.force ?? false,
+    env: process.env,
   });
   if (!plan.accepted && options.allowUnpatched) {
     const said = plan.reason === 'host-unknown' ? `${plan.detail}.` : plan.detail;
@@ -116,14 +117,13 @@ export function prepareExec(
       unpatched: `${said} Running ${options.command} unpatched (--allow-unpatched).`,
     };
   }
-  if (!plan.accepted && plan.reason === 'host-unknown')
-    throw new RefusedError(`${plan.detail} (--allow-unpatched runs the program unpatched)`, 'ERR_HOST_UNKNOWN');
-  if (!plan.accepted && plan.reason === 'mlx-architecture-refused')
-    throw new RefusedError(
-      `${plan.detail} (--allow-unpatched runs the program unpatched)`,
-      'ERR_MLX_ARCHITECTURE_REFUSED',
+  if (!plan.accepted)
+    throw refusedError(
+      plan.reason,
+      plan.reason === 'refused-bare-metal'
+        ? plan.detail
+        : `${plan.detail} (--allow-unpatched runs the program unpatched)`,
     );
-  if (!plan.accepted) throw new RefusedError(plan.detail);
   const profile = plan.profile;
   // The variable is the program's environment: a value the user set there wins (childEnvironment keeps it).
   const userSet = mlxArchitectureEnv(plan.mlxArchitecture, process.env).warning;

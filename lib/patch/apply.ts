@@ -1,6 +1,6 @@
 import type { NativeBinding, NativeSelectorPatch } from '../../types/binding.js';
 import { loadedLlamaCpp, type LoadedLlamaCpp } from '../engines/loaded-llama.js';
-import { NativeError, RefusedError, UnsupportedPlatformError, type NativeErrorCode } from '../core/errors.js';
+import { NativeError, type RefusedError, UnsupportedPlatformError, type NativeErrorCode } from '../core/errors.js';
 import { familyNameOf, type FamilyName } from '../core/families.js';
 import { loadNative } from '../device/native.js';
 import { checkOptions } from '../core/options.js';
@@ -17,7 +17,7 @@ import {
 } from './profiles.js';
 import { reportFromNative } from '../device/report.js';
 import type { CapabilityReport, DeviceReport, SupportedReport, UnsupportedReason } from '../device/types.js';
-import { planPatch, type ApplyWarning } from './plan.js';
+import { planPatch, refusedError, type ApplyWarning } from './plan.js';
 
 export {
   aboveHostFamilyMessage,
@@ -257,9 +257,8 @@ export function notAppliedError(
   detail: string,
 ): UnsupportedPlatformError | RefusedError | NativeError {
   if (reason === 'unsupported-platform') return new UnsupportedPlatformError(detail);
-  if (reason === 'refused-bare-metal') return new RefusedError(detail);
-  if (reason === 'host-unknown') return new RefusedError(detail, 'ERR_HOST_UNKNOWN');
-  if (reason === 'mlx-architecture-refused') return new RefusedError(detail, 'ERR_MLX_ARCHITECTURE_REFUSED');
+  if (reason === 'refused-bare-metal' || reason === 'host-unknown' || reason === 'mlx-architecture-refused')
+    return refusedError(reason, detail);
   return new NativeError(STRICT_CODES[reason], detail);
 }
 
@@ -320,6 +319,7 @@ export function applyPatchOver(
     force,
     consumers: binding.loadedConsumers(),
     rules: loadedLlamaCpp(binding)[0]?.rules ?? 'current',
+    env: process.env,
   });
   if (!plan.accepted) return notApplied(plan.profile, plan.reason, plan.detail, strict);
   const { profile: normalized, expected, warnings } = plan;

@@ -4,11 +4,23 @@
  * without force), and warn. Pure: every command that applies, audits, injects, measures or summarises a profile asks
  * planPatch, and installing takes its plan.
  */
+import { RefusedError } from '../core/errors.js';
 import { chipFamily, chipGpuGeneration } from '../device/chips.js';
 import { isParavirtualDevice } from '../device/paravirtual.js';
 import { hostOf } from '../device/report.js';
 import type { DeviceReport, HostInfo } from '../device/types.js';
-import { LLAMA_CPP_RULE_SET_INFO, tuningFor, tuningPhrase, type LlamaCppRuleSet } from '../engines/index.js';
+import {
+  ENGINES,
+  LLAMA_CPP_RULE_SET_INFO,
+  tuningFor,
+  tuningPhrase,
+  type Engine,
+  type EnvMap,
+  type LlamaCppRuleSet,
+  type ValidOptions,
+} from '../engines/index.js';
+import { engineWarnings } from './engine-warnings.js';
+import type { ApplyWarning } from './warning.js';
 import {
   MLX_ARCHITECTURE_ENV,
   MLX_ARCHITECTURE_ENV_FIRST_RELEASE,
@@ -30,28 +42,7 @@ import {
   type Profile,
 } from './profiles.js';
 
-/** Every code an ApplyWarning can have: stable, and documented in docs/profiles.md. */
-export const APPLY_WARNING_CODES = Object.freeze([
-  'advertises-metal3',
-  'threadgroup-memory-above-hardware',
-  'not-paravirtual',
-  'consumer-already-loaded',
-  'tuned-for-other-chip',
-  'heap-in-vm',
-  'mlx-switch-ignored',
-  'above-host-family',
-  'host-unknown-fallback',
-  'no-change',
-  'mlx-architecture-not-offered',
-  'mlx-architecture-ignored',
-  'mlx-architecture-user-set',
-] as const);
-
-/** A warning about a profile or the process it is applied in; `code` is stable. */
-export interface ApplyWarning {
-  code: (typeof APPLY_WARNING_CODES)[number];
-  message: string;
-}
+export { APPLY_WARNING_CODES, type ApplyWarning } from './warning.js';
 
 /**
  * The warnings a command says aloud once when it applies a profile (exec before the program runs, register on
@@ -364,6 +355,16 @@ function fallbackFor(profile: Profile): BuiltinProfileName | undefined {
   return name !== null && Object.hasOwn(profiles, name) ? profiles[name as BuiltinProfileName].fallback : undefined;
 }
 
+/** Why planPatch refused. */
+export type PlanRefusalReason = Extract<PatchPlan, { accepted: false }>['reason'];
+
+/** The error a refusal is, by its reason: the one mapping applyProfile, exec and bench share. */
+export function refusedError(reason: PlanRefusalReason, detail: string): RefusedError {
+  if (reason === 'host-unknown') return new RefusedError(detail, 'ERR_HOST_UNKNOWN');
+  if (reason === 'mlx-architecture-refused') return new RefusedError(detail, 'ERR_MLX_ARCHITECTURE_REFUSED');
+  return new RefusedError(detail, 'ERR_REFUSED_BARE_METAL');
+}
+
 /** What planPatch needs besides the stock answers and the profile. */
 export interface PlanOptions {
   /** Raise answers even where the host is not known to be a VM. */
@@ -373,8 +374,22 @@ export interface PlanOptions {
   /** The llama.cpp rules whose tuning the family warning names; default the newest. */
   rules?: LlamaCppRuleSet;
   /** The MLX release the offered architecture is for, where known (`0.30.6`): one before v0.31.0 ignores it, and a
-   * warning says so. */
+   * warning says so. The engine warnings predict MLX under this release's rules (default the newest). */
   mlxRelease?: string | null;
+  /** The engines whose warnings the plan gives (engine-warnings.ts); default every engine. */
+  engines?: readonly Engine[];
+  /** The environment the engines would see (MLX's switches); default none. */
+  env?: EnvMap;
+  /** The llama.cpp release asked for, parsed (audit's `release`); default none: `rules` alone. */
+  release?: ValidOptions['release'];
+  /** An architecture to predict MLX with instead of the one the plan offers (audit's what-if, `--mlx-arch`): it
+   * changes the engine warnings, never the decision or what is offered. */
+  mlxArchitecture?: string | null;
+}
+
+/** The architecture MLX's patched side is predicted with: the what-if one, else the one the plan offers. */
+export function predictedMlxArchitecture(plan: PatchPlan, whatIf: string | null | undefined): string | null {
+  return whatIf !== undefined ? whatIf : plan.mlxArchitecture;
 }
 
 /**
@@ -414,6 +429,7 @@ export function planPatch(
   const { mlxArchitecture: _bound, ...rest } = bound.profile;
   const profile: Profile = mlx.offered === null ? rest : { ...rest, mlxArchitecture: mlx.offered };
   const { expected, changes } = planProfile(stock.devices, profile);
+  const claimsAboveHost = claimsAboveHostFamily(changes, stock.host);
   const warnings = [
     ...profileWarnings(
       profile,
@@ -424,8 +440,21 @@ export function planPatch(
       options.rules ?? 'current',
     ),
     ...mlx.warnings,
+    ...engineWarnings(stock.devices, expected, {
+      engines: options.engines ?? ENGINES,
+      env: options.env ?? {},
+      host: stock.host,
+      rules: options.rules ?? 'current',
+      release: options.release ?? null,
+      mlx: {
+        release: options.mlxRelease ?? undefined,
+        architectureName: options.mlxArchitecture !== undefined ? options.mlxArchitecture : mlx.offered,
+      },
+      offerIgnoredWarned:
+        options.mlxArchitecture === undefined && mlx.warnings.some((w) => w.code === 'mlx-architecture-ignored'),
+      claimsAboveHost,
+    }),
   ];
-  const claimsAboveHost = claimsAboveHostFamily(changes, stock.host);
   const found = { expected, changes, warnings, claimsAboveHost };
   const refusal = refusalFor(hostOf(stock), changes, options.force);
   if (refusal !== null)

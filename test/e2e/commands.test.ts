@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { AuditResult } from '../../lib/audit/audit.js';
 import type { FieldReport, Matrix } from '../../lib/audit/field-report.js';
 import { resolveProfile } from '../../lib/patch/profiles.js';
+import { MLX_ARCHITECTURE_FLAGS, type MlxFlag } from '../../lib/engines/index.js';
 import { describeSim, requireSimBuild, root, runCli } from '../support/helpers.js';
 
 const STOCK = 'vz-guest-m1-ultra-tahoe-stock';
@@ -251,10 +252,17 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       { flag: 'gpu_family', from: 0, to: 7 },
       { flag: 'device_id', from: 'GGML_METAL_DEVICE_GENERIC', to: 'GGML_METAL_DEVICE_M1' },
     ]);
-    // MLX skips its heap only on the paravirtual device's name: with the chip's name it creates one.
-    expect(d.engines.find((e) => e.engine === 'mlx')!.flipped).toEqual([
+    // MLX skips its heap only on the paravirtual device's name: with the chip's name it creates one. The rest it
+    // changes is what the offered architecture (the M1's) drives, in place of the device's own, unrecorded here.
+    const mlxFlips = d.engines.find((e) => e.engine === 'mlx')!.flipped;
+    expect(mlxFlips.filter((f) => !MLX_ARCHITECTURE_FLAGS.includes(f.flag as MlxFlag))).toEqual([
       { flag: 'heapSkipped', from: true, to: false },
     ]);
+    expect(mlxFlips.find((f) => f.flag === 'architectureName')).toEqual({
+      flag: 'architectureName',
+      from: null,
+      to: 'applegpu_g13g',
+    });
     const human = runCli(['audit', '--snapshot', 'github-macos-14-arm64-runner', '--profile', 'host']).stdout;
     expect(human).toMatch(/^ {2}name +Apple Paravirtual device +Apple M1 \*$/m);
     expect(human).toContain('Host: VirtualMac2,1 · macOS 14.5 · arm64 · virtual machine · Apple M1\n');

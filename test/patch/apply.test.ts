@@ -1149,6 +1149,12 @@ describeSim('the device name as an answer in a guest of an M1 (github-macos-14-a
   let fixture: SimFixture;
 
   describeSim('the host profile in a guest of an M1', () => {
+    /** The chip's name in place of the paravirtual device's: MLX creates the heap it skips in a VM (as audit says). */
+    const HEAP_IN_VM = {
+      code: 'heap-in-vm',
+      message:
+        'MLX: the device answers "Apple M1" instead of "Apple Paravirtual device", so in this VM MLX creates the buffer heap it skips there on purpose and adds it to its residency set; check it with doctor\'s heap probe, or leave deviceName null where MLX runs',
+    };
     beforeAll(() => {
       requireSimBuild();
       fixture = loadFixture();
@@ -1160,7 +1166,7 @@ describeSim('the device name as an answer in a guest of an M1 (github-macos-14-a
     it('claims Apple7 and the name "Apple M1", verified on fresh devices: the name among the answers checked', () => {
       const stock = probe({ allDevices: true });
       const r = applyProfile('host');
-      expect(r).toMatchObject({ applied: true, profile: HOST, verification: VERIFIED, warnings: [] });
+      expect(r).toMatchObject({ applied: true, profile: HOST, verification: VERIFIED, warnings: [HEAP_IN_VM] });
       expect(r.patchedClasses).toEqual([
         {
           className: CLASS,
@@ -1309,15 +1315,25 @@ describeSim('a guest whose host chip is unknown (the Tahoe guest without a brand
       expect([unpatched.status, unpatched.stdout]).toEqual([0, 'ran\n']);
     });
 
+    /** The fallback, and what llama.cpp then tunes for (said aloud: the fallback alone, SAID_ONCE). */
+    const FALLBACK_WARNINGS = [
+      {
+        code: 'host-unknown-fallback',
+        message:
+          'host-family claims the host chip’s own family, but this host’s chip is unknown (it reports no machdep.cpu.brand_string): profile apple7 is used instead (name a profile to choose another)',
+      },
+      {
+        code: 'tuned-for-other-chip',
+        message:
+          "llama.cpp v0.5.0 and later: with Apple7 claimed, flash attention is tuned with its Apple7 table (swept on the M1, M1 Ultra); stock tuning: with its baseline kernels; this host's chip is unknown (its brand string names no Apple chip, or was not recorded), so that tuning may be for another chip",
+      },
+    ];
+
     it('the default (host-family) falls back to apple7 and says so once: applyProfile, exec and audit alike', () => {
       const FALLBACK =
         'host-family claims the host chip’s own family, but this host’s chip is unknown (it reports no machdep.cpu.brand_string): profile apple7 is used instead (name a profile to choose another)';
       const r = applyProfile();
-      expect([r.applied, r.profile, r.warnings]).toEqual([
-        true,
-        resolveProfile('apple7'),
-        [{ code: 'host-unknown-fallback', message: FALLBACK }],
-      ]);
+      expect([r.applied, r.profile, r.warnings]).toEqual([true, resolveProfile('apple7'), FALLBACK_WARNINGS]);
       restore();
       const env = { METAL_CAP_SHIM_SIM_SNAPSHOT: process.env.METAL_CAP_SHIM_SIM_SNAPSHOT };
       const ran = runCli(['exec', '--', process.execPath, '-e', 'console.log("ran")'], env);
@@ -1331,10 +1347,7 @@ describeSim('a guest whose host chip is unknown (the Tahoe guest without a brand
       const audit = JSON.parse(
         runCli(['audit', '--json', '--snapshot', process.env.METAL_CAP_SHIM_SIM_SNAPSHOT!], env).stdout,
       );
-      expect([audit.profile, audit.warnings[0]]).toEqual([
-        resolveProfile('apple7'),
-        { code: 'host-unknown-fallback', message: FALLBACK },
-      ]);
+      expect([audit.profile, audit.warnings]).toEqual([resolveProfile('apple7'), FALLBACK_WARNINGS]);
     });
 
     it('doctor names the profile it ran under, the fallback, and says why: live and replayed alike', () => {
@@ -1350,7 +1363,7 @@ describeSim('a guest whose host chip is unknown (the Tahoe guest without a brand
         expect([r.status, report.candidateProfile, report.candidateWarnings]).toEqual([
           1,
           resolveProfile('apple7'),
-          [{ code: 'host-unknown-fallback', message: FALLBACK }],
+          FALLBACK_WARNINGS,
         ]);
       }
       const text = runCli(['doctor', '--mmap-size', '1M'], env).stdout.split('\n');
