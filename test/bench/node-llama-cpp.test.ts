@@ -128,6 +128,29 @@ describe('the matrix merges greedy comparisons per host and profile', () => {
   });
 });
 
+describe('a refused profile, before any child runs', () => {
+  it('is refused with the code of its reason, as exec refuses it (exit 3)', () => {
+    requireSimBuild();
+    const project = mkdtempSync(path.join(tmpdir(), 'mcs-refused-nlc-'));
+    const pkg = path.join(project, 'node_modules', 'node-llama-cpp');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(
+      path.join(pkg, 'package.json'),
+      JSON.stringify({ name: 'node-llama-cpp', version: '3.6.0', type: 'module', exports: { '.': './index.js' } }),
+    );
+    writeFileSync(path.join(pkg, 'index.js'), 'throw new Error("no child may load node-llama-cpp here");\n');
+    const refused = (profile: string, snapshot = GUEST.METAL_CAP_SHIM_SIM_SNAPSHOT) => {
+      const args = ['--node-llama-cpp', '--model', 'm.gguf', '--json', '--profile', profile];
+      const r = benchIn(project, args, { METAL_CAP_SHIM_SIM_SNAPSHOT: snapshot });
+      return [r.status, (JSON.parse(r.stdout) as { error: { code: string } }).error.code];
+    };
+    // Generation 17 is above the M1 Ultra host's 13.
+    expect(refused('{"mlxArchitecture": "applegpu_g17s"}')).toEqual([3, 'ERR_MLX_ARCHITECTURE_REFUSED']);
+    expect(refused('cua-release', 'm1-ultra-bare-metal')).toEqual([3, 'ERR_REFUSED_BARE_METAL']);
+    expect(refused('host', 'macbookpro16-intel-amd-two-gpus')).toEqual([3, 'ERR_HOST_UNKNOWN']);
+  });
+});
+
 describe('a project without node-llama-cpp', () => {
   it('is told to install it, with a stable code, before anything runs (exit 2)', () => {
     requireSimBuild();
