@@ -10,6 +10,7 @@ export default {
   mutate: [
     'lib/patch/profiles.ts',
     'lib/patch/plan.ts',
+    'lib/patch/engine-warnings.ts',
     'lib/engines/*.ts',
     'lib/device/chips.ts',
     'lib/device/paravirtual.ts',
