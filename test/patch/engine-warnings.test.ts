@@ -109,7 +109,11 @@ describe("MLX's heap and the switches a release ignores", () => {
   });
 
   it('the architecture predicted, for a release that ignores it: warned here unless the plan already said so', () => {
-    const c = { snapshot: GUEST, profile: 'apple7', mlx: { release: 'v0.30.6', architectureName: 'applegpu_g13d' } };
+    const c: Case = {
+      snapshot: GUEST,
+      profile: 'apple7',
+      mlx: { release: 'v0.30.6', architectureName: 'applegpu_g13d' },
+    };
     const w = warn(c);
     expect(w.map((x) => x.code)).toEqual(['mlx-switch-ignored']);
     expect(w[0]!.message).toMatchSnapshot();
