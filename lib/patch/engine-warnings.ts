@@ -9,13 +9,15 @@ import type { DeviceReport, HostInfo } from '../device/types.js';
 import { FAMILY_VALUES } from '../core/families.js';
 import {
   chipOfName,
-  predictChecked,
+  parseMacos,
+  predictLlamaCpp,
+  predictMlx,
   tuningFor,
   tuningPhrase,
   type Engine,
   type EnvMap,
-  type GatePrediction,
   type LlamaCppRuleSet,
+  type RuleContext,
   type ValidOptions,
 } from '../engines/index.js';
 import { MLX_ARCHITECTURE_ENV } from '../engines/mlx-architecture.js';
@@ -38,12 +40,9 @@ export interface EngineWarningContext {
   claimsAboveHost: boolean;
 }
 
-/** One engine's prediction stock and patched, for one device (the patched side sees the offered MLX architecture). */
-function predicted(stock: DeviceReport, patched: DeviceReport, engine: Engine, c: EngineWarningContext) {
-  const options: ValidOptions = { host: c.host, env: c.env, rules: c.rules, release: c.release };
-  const before = predictChecked(stock, engine, { ...options, mlx: { release: c.mlx.release, architectureName: null } });
-  const after = predictChecked(patched, engine, { ...options, mlx: c.mlx });
-  return { before, after };
+/** What an engine's rules read of a device, on this host, in this environment. */
+function contextOf(device: DeviceReport, c: EngineWarningContext): RuleContext {
+  return { device, env: c.env, host: c.host, macos: parseMacos(c.host) };
 }
 
 /**
@@ -52,12 +51,11 @@ function predicted(stock: DeviceReport, patched: DeviceReport, engine: Engine, c
  * device's name where llama.cpp knows it (bare metal). One warning per fact: where the claimed family is above the
  * chip's, `above-host-family` already names the tuning, and this one is left out. llama.cpp uses the default device.
  */
-function tuningWarnings(
-  main: DeviceReport,
-  llama: { before: GatePrediction; after: GatePrediction },
-  c: EngineWarningContext,
-): ApplyWarning[] {
-  if (llama.before.engine !== 'llama.cpp' || llama.after.engine !== 'llama.cpp') return [];
+function tuningWarnings(main: DeviceReport, patched: DeviceReport, c: EngineWarningContext): ApplyWarning[] {
+  const llama = {
+    before: predictLlamaCpp(contextOf(main, c), c.rules, c.release),
+    after: predictLlamaCpp(contextOf(patched, c), c.rules, c.release),
+  };
   const before = llama.before.tuning;
   const after = llama.after.tuning;
   if (before === null || after === null || c.claimsAboveHost) return [];
@@ -89,8 +87,12 @@ function tuningWarnings(
  * deviceName renames that device makes MLX create the heap in a VM. Then the switches MLX's release ignores: one set
  * in the environment, or the architecture predicted (unless the plan already said the release ignores its offer).
  */
-function mlxWarnings(mlx: { before: GatePrediction; after: GatePrediction }, c: EngineWarningContext): ApplyWarning[] {
-  if (mlx.before.engine !== 'mlx' || mlx.after.engine !== 'mlx') return [];
+function mlxWarnings(stock: DeviceReport, patched: DeviceReport, c: EngineWarningContext): ApplyWarning[] {
+  // The stock side is MLX on the device's own architecture name; the patched side sees the one predicted with.
+  const mlx = {
+    before: predictMlx(contextOf(stock, c), { release: c.mlx.release, architectureName: null }),
+    after: predictMlx(contextOf(patched, c), c.mlx),
+  };
   const heap: ApplyWarning[] =
     mlx.before.flags.heapSkipped.value === true && mlx.after.flags.heapSkipped.value !== true
       ? [
@@ -119,12 +121,12 @@ export function engineWarnings(
   );
   const main = stock[mainIndex];
   if (main !== undefined && c.engines.includes('llama.cpp')) {
-    warnings.push(...tuningWarnings(main, predicted(main, expected[mainIndex]!, 'llama.cpp', c), c));
+    warnings.push(...tuningWarnings(main, expected[mainIndex]!, c));
   }
   // MLX uses MTLCopyAllDevices()[0].
   const first = stock.findIndex((d) => d.index === 0);
   if (first !== -1 && c.engines.includes('mlx')) {
-    warnings.push(...mlxWarnings(predicted(stock[first]!, expected[first]!, 'mlx', c), c));
+    warnings.push(...mlxWarnings(stock[first]!, expected[first]!, c));
   }
   return warnings;
 }

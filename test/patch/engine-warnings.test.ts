@@ -48,6 +48,19 @@ function warn(c: Case) {
 
 const codes = (c: Case) => warn(c).map((w) => w.code);
 
+/** Both engines, the newest rules, no environment, nothing offered, no host. */
+const CONTEXT: EngineWarningContext = {
+  engines: ['llama.cpp', 'mlx'],
+  env: {},
+  host: null,
+  rules: 'current',
+  release: null,
+  mlx: { release: undefined, architectureName: null },
+  offerIgnoredWarned: false,
+  claimsAboveHost: false,
+};
+const renamedProfile = { deviceName: 'Apple M1' };
+
 describe('llama.cpp tuned for another chip', () => {
   it("none where the claim gives the host chip's own tuning (Apple7 on an M1 Ultra guest)", () => {
     expect(warn({ snapshot: GUEST, profile: 'apple7' })).toEqual([]);
@@ -80,6 +93,35 @@ describe('llama.cpp tuned for another chip', () => {
     expect(codes({ snapshot: BARE, profile: 'apple7', host: { chip: null } })).toEqual([]);
   });
 
+  it("bare metal with an unrecorded host chip names the device's own, the M1 Ultra (Apple9's tuning claimed)", () => {
+    // claimsAboveHost false: the warning as it would be where above-host-family is not given.
+    const w = warn({ snapshot: BARE, profile: 'apple9-hw-tg', host: { chip: null } });
+    expect(w.map((x) => x.code)).toEqual(['tuned-for-other-chip']);
+    expect(w[0]!.message).toMatchSnapshot();
+  });
+
+  it('no host at all: the chip is read from the device name, the M1 Ultra, as with an unrecorded one', () => {
+    const stock = stockOf(BARE);
+    const context = { ...CONTEXT, host: null };
+    expect(engineWarnings(stock.devices, stock.devices, context)).toEqual([]);
+    const { expected } = planProfile(stock.devices, resolveProfile('apple9-hw-tg'));
+    expect(engineWarnings(stock.devices, expected, context)).toEqual(
+      warn({ snapshot: BARE, profile: 'apple9-hw-tg', host: { chip: null } }),
+    );
+  });
+
+  it('a host chip whose family is not known yet (an M9): never its own tuning, so the claimed one is named', () => {
+    const w = warn({ snapshot: GUEST, profile: 'apple7', host: { chip: 'Apple M9' } });
+    expect(w.map((x) => x.code)).toEqual(['tuned-for-other-chip']);
+    expect(w[0]!.message).toMatchSnapshot();
+  });
+
+  it("unchanged tuning that is not the host's own is not this profile's doing: none (the M1 Ultra's on an M3 Max)", () => {
+    expect(
+      codes({ snapshot: BARE, profile: { maxThreadgroupMemoryLength: 16384 }, host: { chip: 'Apple M3 Max' } }),
+    ).toEqual([]);
+  });
+
   it('no change of tuning (the stock answers), a baseline tuning (Apple5 masked), or llama.cpp not asked: none', () => {
     expect(codes({ snapshot: GUEST, profile: { appleFamilyMax: 1005 }, host: { chip: 'Apple M3 Max' } })).toEqual([]);
     expect(codes({ snapshot: BARE, profile: 'mask-apple5', host: { chip: 'Apple M3 Max' } })).toEqual([]);
@@ -97,6 +139,10 @@ describe("MLX's heap and the switches a release ignores", () => {
     expect(codes({ snapshot: GUEST, profile: 'apple7' })).toEqual([]);
     expect(codes({ snapshot: BARE, profile: renamed })).toEqual([]);
     expect(codes({ snapshot: GUEST, profile: renamed, engines: ['llama.cpp'] })).toEqual([]);
+  });
+
+  it('a release without the heap (before v0.23.2) creates none under any name: no heap-in-vm', () => {
+    expect(codes({ snapshot: GUEST, profile: renamed, mlx: { release: 'v0.19.2' } })).toEqual([]);
   });
 
   it('a switch set for a release that reads it only later is ignored; one it reads is not', () => {
@@ -134,18 +180,16 @@ describe('which device each engine is asked about', () => {
     expect(warn({ snapshot: TWO_GPUS, profile: 'apple7' })[0]!.message).toContain('AMD Radeon Pro 5500M');
   });
 
+  it('MLX asks device 0 wherever it is in the list: the paravirtual device listed after another GPU', () => {
+    const paravirtual = stockOf(GUEST).devices[0]!;
+    const amd = { ...stockOf(TWO_GPUS).devices[1]!, index: 1, isDefault: false };
+    const devices = [amd, paravirtual];
+    const { expected } = planProfile(devices, resolveProfile(renamedProfile));
+    const context = { ...CONTEXT, host: stockOf(GUEST).host, engines: ['mlx'] as Engine[] };
+    expect(engineWarnings(devices, expected, context).map((w) => w.code)).toEqual(['heap-in-vm']);
+  });
+
   it('no device: no warning', () => {
-    expect(
-      engineWarnings([], [], {
-        engines: ['llama.cpp', 'mlx'],
-        env: {},
-        host: null,
-        rules: 'current',
-        release: null,
-        mlx: { release: undefined, architectureName: null },
-        offerIgnoredWarned: false,
-        claimsAboveHost: false,
-      }),
-    ).toEqual([]);
+    expect(engineWarnings([], [], CONTEXT)).toEqual([]);
   });
 });
