@@ -254,7 +254,10 @@ type BuildOptions = {
 function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], plan: PatchPlan, opts: BuildOptions) {
   // A 'host' value on a host whose chip is unknown: nothing would be applied, so the devices stay as they are.
   const { profile, expected } = plan;
-  const mlx = { ...opts.mlx, architectureName: predictedMlxArchitecture(plan, opts.mlx.architectureName) };
+  const mlx = {
+    ...opts.mlx,
+    architectureName: predictedMlxArchitecture(plan.mlxArchitecture, opts.mlx.architectureName),
+  };
   const devices = stock.devices.map((d, i) => {
     const patched = patchedDevices[i] ?? expected[i]!;
     return {

@@ -387,9 +387,9 @@ export interface PlanOptions {
   mlxArchitecture?: string | null;
 }
 
-/** The architecture MLX's patched side is predicted with: the what-if one, else the one the plan offers. */
-export function predictedMlxArchitecture(plan: PatchPlan, whatIf: string | null | undefined): string | null {
-  return whatIf !== undefined ? whatIf : plan.mlxArchitecture;
+/** The architecture MLX's patched side is predicted with: the what-if one, else the one offered. */
+export function predictedMlxArchitecture(offered: string | null, whatIf: string | null | undefined): string | null {
+  return whatIf !== undefined ? whatIf : offered;
 }
 
 /**
@@ -448,7 +448,7 @@ export function planPatch(
       release: options.release ?? null,
       mlx: {
         release: options.mlxRelease ?? undefined,
-        architectureName: options.mlxArchitecture !== undefined ? options.mlxArchitecture : mlx.offered,
+        architectureName: predictedMlxArchitecture(mlx.offered, options.mlxArchitecture),
       },
       offerIgnoredWarned:
         options.mlxArchitecture === undefined && mlx.warnings.some((w) => w.code === 'mlx-architecture-ignored'),
