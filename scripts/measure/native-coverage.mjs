@@ -15,7 +15,9 @@
 //      build/native-coverage/fuzz/<target>/.
 //
 // Options: --whole-suite (every file of the unit project, not nativeTestFiles()), --skip-suite (engine_stress only),
-// --skip-fuzz, --fuzz-only, --min-engine N (default 95), --min-all N (all of src-native/ built here; default 90).
+// --skip-fuzz, --fuzz-only, --min-engine N (default 95), --min-all N (all of src-native/ built here; default 90),
+// --node-major N (the suite runs on that Node, one of scripts/build/node-versions.mjs's NODE_MAJORS, with the files
+// rerun there added: .ci/run gives this run one of the majors, so the package checks need not rerun the files on it).
 // Environment: FUZZ_SECONDS.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -36,6 +38,7 @@ import {
 } from '../build/sim-toolchain.mjs';
 import { macDialect } from '../build/mac-dialect.mjs';
 import { staleReason } from '../build/source-stamp.mjs';
+import { majorsOption, NODE_MAJORS_FILES, nodeBinary } from '../build/node-versions.mjs';
 
 const args = process.argv.slice(2);
 const has = (flag) => args.includes(flag);
@@ -46,6 +49,17 @@ const optionValue = (flag, fallback) => {
 const minEngine = optionValue('--min-engine', 95);
 const minAll = optionValue('--min-all', 90);
 const fuzzSeconds = Number(process.env.FUZZ_SECONDS ?? 30);
+/** The Node major the suite runs on (--node-major), or null for the Node running this script. */
+const nodeMajor = (() => {
+  try {
+    const majors = majorsOption(args, '--node-major', []);
+    if (majors.length > 1) throw new Error(`--node-major ${majors.join(',')}: name one major`);
+    return majors[0] ?? null;
+  } catch (err) {
+    process.stderr.write(`native-coverage: ${err.message}\n`);
+    process.exit(2);
+  }
+})();
 
 const out = path.join(repoRoot, 'build', 'native-coverage');
 const pkg = path.join(out, 'pkg');
@@ -171,7 +185,9 @@ function preparePackageCopy() {
     cpSync(path.join(repoRoot, f), path.join(pkg, f));
   }
   const testAddons = ['sim_fixture.node', 'sim_control.node'].map((f) => path.join('build', 'test', f));
-  for (const dir of ['dist', path.join('build', 'sim-metal'), ...testAddons]) {
+  // The stamp too: the global setup would otherwise rebuild dist/ in the copy, though it matches the sources.
+  const stamp = path.join('build', 'dist-stamp.json');
+  for (const dir of ['dist', stamp, path.join('build', 'sim-metal'), ...testAddons]) {
     cpSync(path.join(repoRoot, dir), path.join(pkg, dir), { recursive: true });
   }
   symlinkSync(path.join(repoRoot, 'node_modules'), path.join(pkg, 'node_modules'));
@@ -194,17 +210,21 @@ function runSuite() {
   ];
   const vitest = path.join(pkg, 'node_modules', 'vitest', 'vitest.mjs');
   // Each file by its path from the repository (vitest matches a filter anywhere in the path: these match themselves).
-  const filters = has('--whole-suite') ? [] : nativeTestFiles();
-  const r = run(
-    process.execPath,
-    [vitest, 'run', '--project', 'unit', ...filters, ...elsewhere.flatMap((f) => ['--exclude', f])],
-    {
-      cwd: pkg,
-      env,
-    },
-  );
+  // On another major, the files rerun there too (NODE_MAJORS_FILES): this run stands in for the package checks' rerun.
+  const selected = nativeTestFiles();
+  const extra = nodeMajor === null ? [] : NODE_MAJORS_FILES.filter((f) => !selected.includes(f));
+  const filters = has('--whole-suite') ? [] : [...selected, ...extra];
+  const node = nodeMajor === null ? process.execPath : nodeBinary(nodeMajor);
+  const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  say(`the suite runs on Node ${version}${extra.length > 0 ? `, with ${extra.length} more files rerun there` : ''}`);
+  const r = run(node, [vitest, 'run', '--project', 'unit', ...filters, ...elsewhere.flatMap((f) => ['--exclude', f])], {
+    cwd: pkg,
+    env,
+  });
   // Reported after the coverage: what the suite measured is still worth seeing when a test failed.
-  return r.status === 0 ? null : `the unit suite failed with the instrumented build (exit ${r.status})`;
+  return r.status === 0
+    ? null
+    : `the unit suite failed with the instrumented build on Node ${version} (exit ${r.status})`;
 }
 
 function runStress(stress) {
