@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Prints the mutation score per file from Stryker's JSON report, computed as issue 10 defines it:
+// Prints the mutation score per file from Stryker's JSON report, computed as the project defines it:
 //
 //   score = detected ÷ (detected + survived + no coverage)
 //

@@ -107,7 +107,8 @@ describeSim('static destructors in the native engine', () => {
         .split('\n')
         .flatMap((text, i) => (text.startsWith('[[clang::no_destroy]] ') ? [{ source, line: i + 1, text }] : [])),
     );
-    // The globals issue 8 names, so a new attribute is checked too but none can quietly disappear.
+    // Every global that must outlive static destruction, by name: a new attribute is checked too, and none can quietly
+    // disappear.
     expect(sites.map((s) => `${s.source}: ${s.text.replace(/[;(].*$/, '')}`)).toEqual([
       'addon/addon.mm: [[clang::no_destroy]] std::mutex gBaselineMutex',
       'addon/addon.mm: [[clang::no_destroy]] std::string gBaseline',

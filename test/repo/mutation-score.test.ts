@@ -1,4 +1,4 @@
-// scripts/measure/mutation-score.mjs: issue 10's score (timeouts detected, no coverage not, static left out) and its
+// scripts/measure/mutation-score.mjs: the project's score (timeouts detected, no coverage not, static left out) and its
 // per-file minimums (85 %, exec 75 %, 90 % for the files raised), over a small synthetic Stryker report, both
 // in-process and as the command scripts/measure/mutation.mjs and the weekly workflow run.
 import { spawnSync } from 'node:child_process';
@@ -62,7 +62,7 @@ const REPORT = {
     // Exactly exec's 75 %.
     'lib/exec/run.ts': { mutants: [...many('Killed', 3), ...many('Survived', 1)] },
     // 75 %, but the default minimum is 85 %; no coverage counts as not killed.
-    'lib/gates.ts': {
+    'lib/format/text.ts': {
       mutants: [...many('Killed', 5), ...many('Timeout', 1), ...many('NoCoverage', 1), ...many('Survived', 1)],
     },
     // Not listed: exactly the default 85 %.
@@ -94,7 +94,7 @@ const row = (file: string, c: Partial<Scored>, counted: number, score: number | 
   counted,
   score,
 });
-const GATES_BELOW = { file: 'lib/gates.ts', score: 75, minimum: 85 };
+const TEXT_BELOW = { file: 'lib/format/text.ts', score: 75, minimum: 85 };
 const PROFILES_BELOW = { file: 'lib/profiles.ts', score: 84, minimum: 85 };
 const LLAMA_BELOW = { file: 'lib/engines/llama-cpp.ts', score: 89, minimum: 90 };
 /** The minimums scripts/measure/mutation-score.mjs holds the files to. */
@@ -113,7 +113,7 @@ function runScript(args: string[]) {
   return spawnSync(process.execPath, [script, reportFile, ...args], { encoding: 'utf8' });
 }
 
-describe('the score, as issue 10 defines it', () => {
+describe('the score: detected over detected, survived and not covered', () => {
   it('every file and the total: detected = killed + timeout over detected + survived + no coverage', () => {
     expect(m.scoreReport(REPORT)).toEqual({
       files: [
@@ -128,7 +128,7 @@ describe('the score, as issue 10 defines it', () => {
         row('lib/engines/index.ts', { killed: 9, survived: 1 }, 10, 90),
         row('lib/engines/llama-cpp.ts', { killed: 89, survived: 11 }, 100, 89),
         row('lib/exec/run.ts', { killed: 3, survived: 1 }, 4, 75),
-        row('lib/gates.ts', { killed: 5, timeout: 1, survived: 1, noCoverage: 1 }, 8, 75),
+        row('lib/format/text.ts', { killed: 5, timeout: 1, survived: 1, noCoverage: 1 }, 8, 75),
         row('lib/profiles.ts', { killed: 84, survived: 16 }, 100, 84),
       ],
       total: row(
@@ -146,7 +146,7 @@ describe('the score, as issue 10 defines it', () => {
   });
 });
 
-describe("issue 10's minimums", () => {
+describe('the per-file minimums', () => {
   it('85 % for every file, 75 % for exec, 90 % for the files raised; a file not listed gets the default', () => {
     expect(m.MINIMUMS).toEqual(MINIMUMS_NOW);
     expect(
@@ -182,13 +182,13 @@ describe("issue 10's minimums", () => {
   });
 
   it('the files below their minimum, on both sides of each bound (75 passes for exec, fails elsewhere; 85 passes, 84 fails; 90 passes, 89 fails where raised)', () => {
-    expect(m.belowMinimum(m.scoreReport(REPORT).files, m.MINIMUMS)).toEqual([LLAMA_BELOW, GATES_BELOW, PROFILES_BELOW]);
+    expect(m.belowMinimum(m.scoreReport(REPORT).files, m.MINIMUMS)).toEqual([LLAMA_BELOW, TEXT_BELOW, PROFILES_BELOW]);
     expect(m.belowMinimum(m.scoreReport(REPORT).files, { default: 75 })).toEqual([]);
     expect(m.belowMinimum(m.scoreReport(REPORT).files, { default: 90, 'lib/exec/': 76 })).toEqual([
       { file: 'lib/doctor/new.ts', score: 85, minimum: 90 },
       LLAMA_BELOW,
       { file: 'lib/exec/run.ts', score: 75, minimum: 76 },
-      { ...GATES_BELOW, minimum: 90 },
+      { ...TEXT_BELOW, minimum: 90 },
       { ...PROFILES_BELOW, minimum: 90 },
     ]);
   });
@@ -201,9 +201,9 @@ describe("issue 10's minimums", () => {
       minimums: MINIMUMS_NOW,
       json: true,
     });
-    expect(m.parseArgs(['--min', '90', '--min-file', 'lib/gates.ts=70'])).toEqual({
+    expect(m.parseArgs(['--min', '90', '--min-file', 'lib/format/text.ts=70'])).toEqual({
       file,
-      minimums: { ...MINIMUMS_NOW, default: 90, 'lib/gates.ts': 70 },
+      minimums: { ...MINIMUMS_NOW, default: 90, 'lib/format/text.ts': 70 },
       json: false,
     });
     expect(m.MINIMUMS).toEqual(MINIMUMS_NOW);
@@ -237,7 +237,7 @@ describe('as a command', () => {
       ['lib/engines/index.ts', '90.00 %'],
       ['lib/engines/llama-cpp.ts', '89.00 %'],
       ['lib/exec/run.ts', '75.00 %'],
-      ['lib/gates.ts', '75.00 %'],
+      ['lib/format/text.ts', '75.00 %'],
       ['lib/profiles.ts', '84.00 %'],
     ]);
     expect(r.stderr).toBe(
@@ -245,7 +245,7 @@ describe('as a command', () => {
         'mutation-score: 3 of 8 files below their minimum',
         'below its minimum           score  minimum',
         'lib/engines/llama-cpp.ts  89.00 %     90 %',
-        'lib/gates.ts              75.00 %     85 %',
+        'lib/format/text.ts        75.00 %     85 %',
         'lib/profiles.ts           84.00 %     85 %',
         '',
       ].join('\n'),
@@ -260,7 +260,7 @@ describe('as a command', () => {
       [
         '--check',
         '--min-file',
-        'lib/gates.ts=75',
+        'lib/format/text.ts=75',
         '--min-file',
         'lib/profiles.ts=84',
         '--min-file',
@@ -277,7 +277,7 @@ describe('as a command', () => {
     const r = runScript(['--check', '--json']);
     expect(r.status).toBe(1);
     const printed = JSON.parse(r.stdout) as { minimums: unknown; below: unknown };
-    expect([printed.minimums, printed.below]).toEqual([MINIMUMS_NOW, [LLAMA_BELOW, GATES_BELOW, PROFILES_BELOW]]);
+    expect([printed.minimums, printed.below]).toEqual([MINIMUMS_NOW, [LLAMA_BELOW, TEXT_BELOW, PROFILES_BELOW]]);
   });
 
   it('bad arguments or an unusable report: exit 2 and one line', () => {
