@@ -277,6 +277,30 @@ describe('every page', () => {
     expect(found).toEqual([]);
   });
 
+  it("no project file names the issue that asked for it; another project's issue is cited as owner/name issue N", () => {
+    // A walk rather than `git ls-files`: Stryker's sandbox, where this suite also runs, is no git checkout.
+    const skipped = new Set(['node_modules', 'build', 'dist', '.git']);
+    const walk = (dir: string): string[] =>
+      readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((e) => {
+        const rel = dir === '' ? e.name : `${dir}/${e.name}`;
+        if (e.isDirectory()) return skipped.has(e.name) ? [] : walk(rel);
+        return e.isFile() ? [rel] : [];
+      });
+    const tracked = walk('')
+      .filter((f) => /\.(ts|mts|mjs|cjs|mm|h|sh|ya?ml|json|md)$|^\.ci\/run$/.test(f))
+      .filter((f) => f !== 'docs/measurements.md' && !f.endsWith('package-lock.json'));
+    expect(tracked.length).toBeGreaterThan(200);
+    // "ml-explore/mlx issue 3885", "actions/runner-images issue 10663": a citation, which stays.
+    const own = /(?<![\w.-]+\/[\w.-]+ )\bissues? \d+/i;
+    const found = tracked.flatMap((f) =>
+      readFileSync(path.join(root, f), 'utf8')
+        .split('\n')
+        .filter((l) => own.test(l))
+        .map((l) => `${f}: ${l.trim()}`),
+    );
+    expect(found).toEqual([]);
+  });
+
   it('links only to files and headings that exist', () => {
     const broken: string[] = [];
     for (const page of [...PAGES, 'examples/fleet-report/README.md']) {
