@@ -24,6 +24,11 @@ export default {
     'lib/device/doctor-vocabulary.ts',
     'lib/select/auto.ts',
     'lib/format/doctor.ts',
+    // bench's readers and verdicts; run.ts, which starts the tools and the children, is tested through the CLI.
+    'lib/bench/llama-bench.ts',
+    'lib/bench/perplexity.ts',
+    'lib/bench/result.ts',
+    'lib/bench/stats.ts',
   ],
   coverageAnalysis: 'perTest',
   // A static mutant (a module-level table, the built-in profiles) can only be tested by reloading every module for

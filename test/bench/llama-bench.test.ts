@@ -99,13 +99,13 @@ describe('records of each era', () => {
     ]);
   });
 
-  it('JSON lines with blank lines between records; a field of the wrong type is read as absent', () => {
+  it('JSON lines with blank lines (spaces, a CR) between records; a field of the wrong type is read as absent', () => {
     const lines = [
       { build_commit: 'a1b2c3d', metal: true, cuda: false, n_prompt: 512, n_gen: 0, avg_ts: 100 },
       { build_commit: 'a1b2c3d', backends: '', n_prompt: 0, n_gen: 128, n_depth: 'x', avg_ts: 10, stddev_ts: 'x' },
     ]
       .map((r) => JSON.stringify(r))
-      .join('\n\n');
+      .join('\n  \r\n');
     expect(
       parseLlamaBench(`${lines}\n\n`, 'jsonl').map((r) => [r.test, r.build, r.backend, r.nDepth, r.stddevTs]),
     ).toEqual([
@@ -116,7 +116,19 @@ describe('records of each era', () => {
 
   it('output that is no result is an error, never an empty table', () => {
     const bad = (message: string) => ({ name: 'BenchError', code: 'ERR_BENCH_OUTPUT', message });
-    expect(caught(() => parseLlamaBench('', 'json'))).toMatchObject({ code: 'ERR_BENCH_OUTPUT' });
+    // The parser's own words follow in parentheses; they differ between Node releases.
+    for (const [text, format, what] of [
+      ['', 'json', 'a JSON array'],
+      ['[{"n_prompt": 1,', 'json', 'a JSON array'],
+      ['{"n_prompt": 1}\n{bad', 'jsonl', 'JSON lines'],
+    ] as const) {
+      const e = caught(() => parseLlamaBench(text, format));
+      expect([e.name, e.code, e.message.startsWith(`llama-bench's output is not ${what} (`)]).toEqual([
+        'BenchError',
+        'ERR_BENCH_OUTPUT',
+        true,
+      ]);
+    }
     expect(caught(() => parseLlamaBench('[]', 'json'))).toEqual(bad('llama-bench printed no test'));
     expect(caught(() => parseLlamaBench('{"avg_ts": 1}', 'json'))).toEqual(
       bad("llama-bench's output is not a JSON array (not an array)"),
@@ -126,6 +138,8 @@ describe('records of each era', () => {
       'llama-bench record 0 lacks n_prompt, n_gen or avg_ts as llama-bench writes them (numbers ≥ 0)',
     );
     expect(caught(() => parseLlamaBench('[{"n_prompt": 1, "n_gen": 0}]', 'json'))).toEqual(lacking);
+    expect(caught(() => parseLlamaBench('[{"n_prompt": 1, "avg_ts": 1}]', 'json'))).toEqual(lacking);
+    expect(caught(() => parseLlamaBench('[{"n_gen": 1, "avg_ts": 1}]', 'json'))).toEqual(lacking);
     expect(caught(() => parseLlamaBench('[{"n_prompt": -1, "n_gen": 0, "avg_ts": 1}]', 'json'))).toEqual(lacking);
     expect(caught(() => parseLlamaBench('[{"n_prompt": 1, "n_gen": 0, "avg_ts": -1}]', 'json'))).toEqual(lacking);
     expect(caught(() => parseLlamaBench('[{"n_prompt": 1.5, "n_gen": 0, "avg_ts": 1}]', 'json'))).toEqual(lacking);

@@ -82,6 +82,38 @@ describe('reading a run', () => {
       code: 'ERR_BENCH_OUTPUT',
     });
   });
+
+  it('a last row with nan in any column the result needs is no result, and the message quotes the row', () => {
+    const rows = [
+      row(3, '   1.9', '      nan', '   0.1', '0.0', '100.000'),
+      row(3, '   1.9', '   0.0100', '      nan', '0.0', '100.000'),
+      row(3, '   1.9', '   0.0100', '   0.1', '0.0', '    nan'),
+    ];
+    for (const last of rows) {
+      expect(caught(() => parseKlDivergence(`${HEADER}\n${last}  \n`))).toEqual({
+        name: 'BenchError',
+        code: 'ERR_BENCH_OUTPUT',
+        message: `llama-perplexity's last KL-divergence row has no number: ${last.trim()}`,
+      });
+    }
+  });
+
+  it('a statistics line read with its indentation (a log prefix of spaces)', () => {
+    const text = [
+      HEADER,
+      row(2, '   2.0429', '   0.01000', '   0.00125', '0.500', ' 98.500'),
+      '   Mean    KLD:   0.000500 ±   0.000010',
+      '  Same top p: 99.500 ± 0.100 %',
+    ].join('\n');
+    expect(parseKlDivergence(text)).toEqual({
+      meanKld: 0.0005,
+      kld99: null,
+      maxKld: null,
+      sameTopP: 99.5,
+      pplRatio: Math.exp(0.01),
+      chunks: 2,
+    });
+  });
 });
 
 describe('the verdict, at both sides of each tolerance', () => {
@@ -142,5 +174,18 @@ describe("llama-perplexity's arguments", () => {
       code: 'ERR_USAGE',
       message: "llama-perplexity's -f needs a text file",
     });
+    expect(caught(() => perplexityArgs(['--file'], '/d'))).toEqual({
+      name: 'UsageError',
+      code: 'ERR_USAGE',
+      message: "llama-perplexity's --file needs a text file",
+    });
+  });
+
+  it('-f first is read as the text too; no arguments at all get the default text', () => {
+    expect(perplexityArgs(['-f', 't.txt', '-m', 'm'], '/d')).toEqual({
+      args: ['-f', 't.txt', '-m', 'm'],
+      text: 't.txt',
+    });
+    expect(perplexityArgs([], '/d')).toEqual({ args: ['-f', '/d'], text: '/d' });
   });
 });

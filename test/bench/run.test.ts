@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
+import { matrixMarkdown } from '../../lib/audit/field-report.js';
 import { cli, describeSim, requireSimBuild, runCli } from '../support/helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-bench-'));
@@ -297,7 +298,6 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
   beforeAll(requireSimBuild);
 
   it('a field report carries both results, and the matrix shows speed-up and fidelity per host and profile', async () => {
-    const { matrixMarkdown } = await import('../../lib/audit/field-report.js');
     const speed = path.join(dir, 'speed.json');
     const fidelity = path.join(dir, 'fidelity.json');
     writeFileSync(speed, bench(['--rounds', '2', '--json', '--', FAKE_BENCH]).stdout);
