@@ -37,7 +37,7 @@ export default defineConfig({
       },
       {
         // llama.cpp's own device code from node-llama-cpp's npm tarballs (test/conformance/README.md). Once per run:
-        // the package checks' reruns on Node 22 and 24 run the unit project only.
+        // the reruns on other Node majors (the native coverage run, the package checks) run the unit project only.
         extends: true,
         test: { name: 'conformance', include: ['test/conformance/*.test.ts'] },
       },

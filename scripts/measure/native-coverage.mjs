@@ -54,6 +54,10 @@ const nodeMajor = (() => {
   try {
     const majors = majorsOption(args, '--node-major', []);
     if (majors.length > 1) throw new Error(`--node-major ${majors.join(',')}: name one major`);
+    if (majors.length > 0 && (has('--skip-suite') || has('--fuzz-only')))
+      throw new Error(
+        '--node-major chooses the Node the suite runs on, and --skip-suite or --fuzz-only runs none: drop one',
+      );
     return majors[0] ?? null;
   } catch (err) {
     process.stderr.write(`native-coverage: ${err.message}\n`);
@@ -193,7 +197,8 @@ function preparePackageCopy() {
   symlinkSync(path.join(repoRoot, 'node_modules'), path.join(pkg, 'node_modules'));
 }
 
-function runSuite() {
+/** Runs the suite on `node` (this script's Node, or --node-major's binary, fetched before the builds). */
+function runSuite(node) {
   // METAL_CAP_SHIM_INSTRUMENTED_BUILD: test/global-setup.ts then leaves build/ as it is (it would rebuild the normal,
   // uninstrumented addon and injector over these, and the suite would write no profile at all).
   const env = {
@@ -214,8 +219,8 @@ function runSuite() {
   const selected = nativeTestFiles();
   const extra = nodeMajor === null ? [] : NODE_MAJORS_FILES.filter((f) => !selected.includes(f));
   const filters = has('--whole-suite') ? [] : [...selected, ...extra];
-  const node = nodeMajor === null ? process.execPath : nodeBinary(nodeMajor);
-  const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  const version =
+    node === process.execPath ? process.version : execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
   say(`the suite runs on Node ${version}${extra.length > 0 ? `, with ${extra.length} more files rerun there` : ''}`);
   const r = run(node, [vitest, 'run', '--project', 'unit', ...filters, ...elsewhere.flatMap((f) => ['--exclude', f])], {
     cwd: pkg,
@@ -410,9 +415,11 @@ function main() {
     rmSync(out, { recursive: true, force: true });
     mkdirSync(rawDir, { recursive: true });
     const started = Date.now();
+    // Another major's Node first: a failed download ends the run before minutes of builds.
+    const node = nodeMajor === null ? process.execPath : nodeBinary(nodeMajor);
     if (!has('--skip-suite')) preparePackageCopy();
     const objects = buildInstrumented();
-    const suiteFailed = has('--skip-suite') ? null : runSuite();
+    const suiteFailed = has('--skip-suite') ? null : runSuite(node);
     runStress(objects[2]);
     const measured = report(objects);
     say(`coverage run took ${((Date.now() - started) / 1000).toFixed(0)} s`);

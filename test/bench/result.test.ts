@@ -139,7 +139,7 @@ describe('what is refused, naming the field', () => {
       expect(refusal(nlc({ stock: [], profiles: [{ name: 'ok', divergence: null }, p] }))).toEqual(
         says('greedy.profiles[1]', 'greedy.profiles[1] must have a name and a divergence (or null)'),
       );
-    // A profile without a divergence field is read as one without divergence data: undefined is not null.
+    // A profile with no divergence says so with null: a missing field is refused, since undefined is not null.
     expect(refusal(nlc({ stock: [], profiles: [{ name: 'a' }] }))).toEqual(
       says('greedy.profiles[0]', 'greedy.profiles[0] must have a name and a divergence (or null)'),
     );

@@ -76,6 +76,16 @@ describe('the other Node majors', () => {
       '',
       'native-coverage: --node-major 22,24: name one major\n',
     ]);
+    const noSuite = spawnSync(
+      process.execPath,
+      [path.join(root, 'scripts', 'measure', 'native-coverage.mjs'), '--node-major', '22', '--fuzz-only'],
+      { encoding: 'utf8' },
+    );
+    expect([noSuite.status, noSuite.stdout, noSuite.stderr]).toEqual([
+      2,
+      '',
+      'native-coverage: --node-major chooses the Node the suite runs on, and --skip-suite or --fuzz-only runs none: drop one\n',
+    ]);
     expect([checks.status, checks.stdout, checks.stderr]).toEqual([
       2,
       '',
