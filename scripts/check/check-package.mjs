@@ -180,14 +180,14 @@ if (args.includes('--skip-node-versions')) {
   console.log('skipped (--skip-node-versions)');
 } else {
   for (const major of majors) {
-    let binary;
+    let node;
     try {
-      binary = nodeBinary(major);
+      node = nodeBinary(major);
     } catch (err) {
       check(false, `Node ${major}: ${err.message}`);
       continue;
     }
-    const version = run(binary, ['--version']).stdout.trim();
+    const { binary, version } = node;
     const suite = run(
       binary,
       [
@@ -208,7 +208,7 @@ if (args.includes('--skip-node-versions')) {
       .filter((l) => /Test Files|Tests\s/.test(l))
       .join(' | ')
       .replace(/\s+/g, ' ');
-    check(version.startsWith(`v${major}.`) && suite.status === 0, `Node ${version}: ${summary.trim()}`);
+    check(suite.status === 0, `Node ${version}: ${summary.trim()}`);
     if (suite.status !== 0) console.log(suite.stdout.slice(-4000), suite.stderr.slice(-4000));
   }
 }

@@ -24,7 +24,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
  * The minimum scores, in percent: `default` for every file not listed. A key ending in '/' is a folder's, for each
  * file under it. exec is held to less because part of it is reached only through a terminal or macOS's codesign
  * (docs/testing.md lists what survives there). The engines, the profiles, the patch plan and its engine warnings,
- * apply and the snapshots measured above 90 % and are held to it (docs/measurements.md); a file not measured there keeps the default.
+ * apply and the snapshots measured above 90 % and are held to it (docs/measurements.md); a file not measured there
+ * keeps the default.
  */
 export const MINIMUMS = Object.freeze({
   default: 85,

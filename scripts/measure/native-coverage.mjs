@@ -197,7 +197,7 @@ function preparePackageCopy() {
   symlinkSync(path.join(repoRoot, 'node_modules'), path.join(pkg, 'node_modules'));
 }
 
-/** Runs the suite on `node` (this script's Node, or --node-major's binary, fetched before the builds). */
+/** Runs the suite on `node` (this script's Node, or --node-major's, fetched before the builds). */
 function runSuite(node) {
   // METAL_CAP_SHIM_INSTRUMENTED_BUILD: test/global-setup.ts then leaves build/ as it is (it would rebuild the normal,
   // uninstrumented addon and injector over these, and the suite would write no profile at all).
@@ -219,13 +219,16 @@ function runSuite(node) {
   const selected = nativeTestFiles();
   const extra = nodeMajor === null ? [] : NODE_MAJORS_FILES.filter((f) => !selected.includes(f));
   const filters = has('--whole-suite') ? [] : [...selected, ...extra];
-  const version =
-    node === process.execPath ? process.version : execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  const { binary, version } = node;
   say(`the suite runs on Node ${version}${extra.length > 0 ? `, with ${extra.length} more files rerun there` : ''}`);
-  const r = run(node, [vitest, 'run', '--project', 'unit', ...filters, ...elsewhere.flatMap((f) => ['--exclude', f])], {
-    cwd: pkg,
-    env,
-  });
+  const r = run(
+    binary,
+    [vitest, 'run', '--project', 'unit', ...filters, ...elsewhere.flatMap((f) => ['--exclude', f])],
+    {
+      cwd: pkg,
+      env,
+    },
+  );
   // Reported after the coverage: what the suite measured is still worth seeing when a test failed.
   return r.status === 0
     ? null
@@ -416,7 +419,7 @@ function main() {
     mkdirSync(rawDir, { recursive: true });
     const started = Date.now();
     // Another major's Node first: a failed download ends the run before minutes of builds.
-    const node = nodeMajor === null ? process.execPath : nodeBinary(nodeMajor);
+    const node = nodeMajor === null ? { binary: process.execPath, version: process.version } : nodeBinary(nodeMajor);
     if (!has('--skip-suite')) preparePackageCopy();
     const objects = buildInstrumented();
     const suiteFailed = has('--skip-suite') ? null : runSuite(node);
