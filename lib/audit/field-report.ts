@@ -5,10 +5,12 @@ import { leastProfile } from '../doctor/derive.js';
 import { DOCTOR_SCHEMA } from '../doctor/types.js';
 import { checkBenchResult } from '../bench/result.js';
 import type { BenchResult } from '../bench/run.js';
-import { median } from '../bench/stats.js';
+import { keyText } from '../bench/rows.js';
+import { pairedSpeedup, type SpeedupEstimate } from '../bench/stats.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
 import { clip, describeValue, escapeControl, isObject, own, quote, readInput } from '../core/input.js';
 import { schemaProblem } from '../core/jsonfile.js';
+import { shapeReader } from '../core/shape.js';
 
 export { InvalidReportError };
 import { packageVersion } from '../device/native.js';
@@ -81,6 +83,7 @@ export async function fieldReport(options?: FieldReportOptions): Promise<FieldRe
     ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : {}),
     force: o.force ?? false,
   });
+  bench.forEach((b, i) => refuseForeignBench(result.host, b, `bench result ${i + 1}`));
   // After the audit, which has restored the process: doctor measures stock answers first.
   const doctorReport =
     o.doctor === false
@@ -105,12 +108,52 @@ export async function fieldReport(options?: FieldReportOptions): Promise<FieldRe
   };
 }
 
+/**
+ * How the host a bench result was measured on differs from a report's host (the chip, the model, the macOS build,
+ * guest or not), one `field: bench's vs the report's` each; empty when it is the same host. A result measured
+ * elsewhere would put another machine's speed-ups in this machine's row.
+ */
+export function benchHostDifferences(reportHost: HostInfo | null, benchHost: HostInfo | null): string[] {
+  const fields = ['cpuBrand', 'model', 'osBuild', 'isVirtualMachine'] as const;
+  const shown = (v: unknown) => (v === null || v === undefined ? 'unrecorded' : JSON.stringify(v));
+  return fields.flatMap((f) => {
+    const a = benchHost?.[f] ?? null;
+    const b = reportHost?.[f] ?? null;
+    return a === b ? [] : [`${f}: ${shown(a)} (bench) vs ${shown(b)} (report)`];
+  });
+}
+
+/** Throws InvalidReportError when `bench` was measured on another host than `host` (benchHostDifferences). */
+function refuseForeignBench(host: HostInfo | null, bench: BenchResult, where: string): void {
+  const diff = benchHostDifferences(host, bench.host);
+  if (diff.length > 0)
+    throw new InvalidReportError(
+      'bench.host',
+      `${clip(where)} was measured on another host than the report's (${clip(diff.join('; '), 400)}): attach a bench result to a report made on the machine that measured it`,
+    );
+}
+
+/**
+ * Where a report's answers come from: `measured` by a live audit on macOS, `simulated` by a live audit over the
+ * simulated Metal (Linux test build), `predicted` from a recorded snapshot offline (answers replayed, engines
+ * predicted).
+ */
+export type ReportProvenance = 'measured' | 'simulated' | 'predicted';
+
+/** The provenance of a report's audit (see ReportProvenance). */
+export function reportProvenance(r: Pick<FieldReport, 'audit'>): ReportProvenance {
+  if (r.audit.mode === 'offline') return 'predicted';
+  return r.audit.snapshot === null ? 'measured' : 'simulated';
+}
+
 /** One cell of the matrix: every report for one host, guest OS and profile. */
 export interface MatrixCell {
   reports: number;
   verified: number;
   refused: number;
   offline: number;
+  /** Live reports made over the simulated Metal (counted in `verified` when they verified): never a Mac's answer. */
+  simulated: number;
   /** llama.cpp flags true after the profile on the default device, in every report of the cell. */
   gatesOn: string[];
 }
@@ -123,6 +166,8 @@ export interface MatrixDoctor {
    * was proven or faulty. Only these set `provenProfile`: a replay or a run that learnt nothing proves nothing.
    */
   measured: number;
+  /** The reports whose doctor ran over the simulated Metal: they prove nothing about a Mac, and set no proven profile. */
+  simulated: number;
   /** The least of the measured reports' verified profiles (over every device); null when none measured anything. */
   provenProfile: Profile | null;
   /** Each fault (`probe: status`) with the number of reports that found it. */
@@ -136,13 +181,39 @@ export interface MatrixDoctor {
  * generation of bench --node-llama-cpp against stock's (the earliest token where any report's left stock's).
  */
 export interface MatrixBench {
-  speed: { profile: string; test: string; speedup: number; reports: number; builds: string[] }[];
+  speed: MatrixSpeed[];
   fidelity: { profile: string; verdict: 'within-tolerance' | 'differs'; meanKld: number; reports: number }[];
   /**
    * bench --node-llama-cpp's greedy comparison per profile: the fewest tokens any report compared, the earliest index
    * where a report's tokens left stock's (null when every report's matched), and how many reports matched.
    */
   greedy: { profile: string; tokens: number; firstDivergence: number | null; same: number; reports: number }[];
+}
+
+/**
+ * One profile's speed-up on one test over a row's bench results: the per-round ratios of every result pooled (each is
+ * a paired round), so the centre and the 95 % interval are computed as for one result. Results are pooled only when
+ * their tests are the same test (the same llama-bench key: model, settings, sizes).
+ */
+export interface MatrixSpeed {
+  profile: string;
+  /** The test as its results labelled it, with the model's file name. */
+  test: string;
+  /** The llama-bench key of the test (lib/bench/rows.ts keyText). */
+  key: string;
+  speedup: number | null;
+  low: number | null;
+  high: number | null;
+  verdict: SpeedupEstimate['verdict'];
+  rounds: number;
+  reports: number;
+  builds: string[];
+  /** `measured` (macOS), `simulated`, or `mixed` when the pooled results disagree. */
+  provenance: 'measured' | 'simulated' | 'mixed';
+  /** How many of the pooled results were partial. */
+  partial: number;
+  /** False when the tool ran on a backend no profile changes (the CPU): the ratios are noise. */
+  affected: boolean | null;
 }
 
 /** One row: a host and guest OS pair. */
@@ -164,7 +235,7 @@ export interface MatrixRow {
 
 /** The tested matrix built from field reports. */
 export interface Matrix {
-  schema: 'metal-cap-shim/matrix@1';
+  schema: 'metal-cap-shim/matrix@2';
   profiles: string[];
   rows: MatrixRow[];
   /** Reports given more than once (the same file twice, or a copy): each is counted once, here is what was skipped. */
@@ -283,11 +354,14 @@ function checkReport(input: unknown, where: string): FieldReport {
   }
   if (r.bench !== undefined) {
     if (!Array.isArray(r.bench)) fail('bench', 'bench must be an array of bench results');
-    (r.bench as unknown[]).forEach((b, i) => {
+    // The checked results replace what was written: their speed-ups and verdicts are computed again.
+    r.bench = (r.bench as unknown[]).map((b, i) => {
       try {
-        checkBenchResult(b, `${where} bench[${i}]`);
+        const checked = checkBenchResult(b, `${where} bench[${i}]`);
+        refuseForeignBench((r.host ?? null) as HostInfo | null, checked, `${where} bench[${i}]`);
+        return checked;
       } catch (e) {
-        fail(`bench[${i}]`, (e as Error).message);
+        return fail(`bench[${i}]`, (e as Error).message);
       }
     });
   }
@@ -375,7 +449,7 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     const name = profileColumn(resolved);
     profileNames.add(name);
     if (resolved.name === null) legend.set(name, profileAnswers(resolved));
-    const cell = row.cells[name] ?? { reports: 0, verified: 0, refused: 0, offline: 0, gatesOn: [] };
+    const cell = row.cells[name] ?? { reports: 0, verified: 0, refused: 0, offline: 0, simulated: 0, gatesOn: [] };
     const device = r.audit.devices.find((d) => d.isDefault) ?? r.audit.devices[0];
     const llama = device?.engines.find((e) => e.engine === 'llama.cpp');
     const on =
@@ -388,14 +462,17 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     cell.reports++;
     if (r.audit.refused) cell.refused++;
     else if (r.audit.mode === 'offline') cell.offline++;
-    else if (r.audit.verdict.ok) cell.verified++;
+    else {
+      if (reportProvenance(r) === 'simulated') cell.simulated++;
+      if (r.audit.verdict.ok) cell.verified++;
+    }
     row.cells[name] = cell;
   });
   for (const [id, list] of doctors) rows.get(id)!.doctor = matrixDoctor(list);
   for (const [id, list] of benches) rows.get(id)!.bench = matrixBench(list);
   const sorted = [...rows.values()].sort((a, b) => a.host.localeCompare(b.host) || a.guestOs.localeCompare(b.guestOs));
   return {
-    schema: 'metal-cap-shim/matrix@1',
+    schema: 'metal-cap-shim/matrix@2',
     profiles: [...profileNames].sort(),
     rows: sorted,
     duplicates,
@@ -415,12 +492,12 @@ export function architecturesText(list: readonly (string | null)[] | undefined):
 }
 
 /**
- * True when a doctor result ran on Metal and learnt something. A replay's verified profile claims nothing for the
- * probes its recording leaves out, and a run where every probe errored claims nothing at all: either would pull the
- * row's proven profile down to no raise.
+ * True when a doctor result ran on a Mac's Metal and learnt something. A replay's verified profile claims nothing for
+ * the probes its recording leaves out, a run over the simulated Metal ran no GPU, and a run where every probe errored
+ * claims nothing at all: each would pass off as a measurement what is not one.
  */
 function measuredSomething(r: DoctorReport): boolean {
-  if (r.source !== 'live' && r.source !== 'simulated') return false;
+  if (r.source !== 'live') return false;
   return r.devices.some((d) => d.faults.length > 0 || d.probes.some((p) => p.judgement === 'proven'));
 }
 
@@ -434,6 +511,7 @@ function matrixDoctor(list: DoctorReport[]): MatrixDoctor {
   return {
     reports: list.length,
     measured: measured.length,
+    simulated: list.filter((r) => r.source === 'simulated').length,
     provenProfile:
       measured.length === 0
         ? null
@@ -442,9 +520,22 @@ function matrixDoctor(list: DoctorReport[]): MatrixDoctor {
   };
 }
 
-/** A row's bench results merged: see MatrixBench. */
+/** A row's bench results merged: see MatrixBench and MatrixSpeed. */
 function matrixBench(results: readonly BenchResult[]): MatrixBench {
-  const speed = new Map<string, { profile: string; test: string; ratios: number[]; builds: Set<string> }>();
+  const speed = new Map<
+    string,
+    {
+      profile: string;
+      test: string;
+      key: string;
+      ratios: number[];
+      reports: number;
+      builds: Set<string>;
+      provenance: Set<BenchResult['provenance']>;
+      partial: number;
+      affected: (boolean | null)[];
+    }
+  >();
   const fidelity = new Map<string, MatrixBench['fidelity'][number]>();
   const greedy = new Map<string, MatrixBench['greedy'][number]>();
   for (const b of results) {
@@ -461,12 +552,29 @@ function matrixBench(results: readonly BenchResult[]): MatrixBench {
       });
     }
     for (const row of b.speed ?? []) {
+      const key = keyText(row.key);
+      // The model's file name always shows: one result's label leaves it out when it measured one model.
+      const test = row.model === null || row.label.includes(row.model) ? row.label : `${row.label} ${row.model}`;
       for (const p of row.profiles) {
-        const key = `${p.name}\u0000${row.test}`;
-        const entry = speed.get(key) ?? { profile: p.name, test: row.test, ratios: [], builds: new Set<string>() };
-        entry.ratios.push(p.speedup);
+        const id = `${p.name}\u0000${key}`;
+        const entry = speed.get(id) ?? {
+          profile: p.name,
+          test,
+          key,
+          ratios: [],
+          reports: 0,
+          builds: new Set<string>(),
+          provenance: new Set<BenchResult['provenance']>(),
+          partial: 0,
+          affected: [],
+        };
+        entry.ratios.push(...p.ratios);
+        entry.reports++;
         if (row.build !== null) entry.builds.add(row.build);
-        speed.set(key, entry);
+        entry.provenance.add(b.provenance);
+        if (b.partial) entry.partial++;
+        entry.affected.push(b.validity.affected);
+        speed.set(id, entry);
       }
     }
     for (const f of b.fidelity ?? []) {
@@ -481,27 +589,65 @@ function matrixBench(results: readonly BenchResult[]): MatrixBench {
   }
   return {
     speed: [...speed.values()]
-      .map((e) => ({
-        profile: e.profile,
-        test: e.test,
-        speedup: median(e.ratios),
-        reports: e.ratios.length,
-        builds: [...e.builds].sort(),
-      }))
-      .sort((a, b) => a.profile.localeCompare(b.profile) || a.test.localeCompare(b.test)),
+      .map((e): MatrixSpeed => {
+        const estimate = pairedSpeedup(e.ratios);
+        const [only] = e.provenance;
+        return {
+          profile: e.profile,
+          test: e.test,
+          key: e.key,
+          speedup: estimate.centre,
+          low: estimate.low,
+          high: estimate.high,
+          verdict: estimate.verdict,
+          rounds: estimate.rounds,
+          reports: e.reports,
+          builds: [...e.builds].sort(),
+          provenance: e.provenance.size === 1 ? only! : 'mixed',
+          partial: e.partial,
+          affected: e.affected.includes(false) ? false : e.affected.includes(null) ? null : true,
+        };
+      })
+      .sort((a, b) => a.profile.localeCompare(b.profile) || a.test.localeCompare(b.test) || a.key.localeCompare(b.key)),
     fidelity: [...fidelity.values()].sort((a, b) => a.profile.localeCompare(b.profile)),
     greedy: [...greedy.values()].sort((a, b) => a.profile.localeCompare(b.profile)),
   };
+}
+
+/** A speed entry's markers: where its evidence came from and what it is worth, as the legend explains them. */
+export function speedMarkers(e: Pick<MatrixSpeed, 'provenance' | 'partial' | 'affected'>): string[] {
+  return [
+    e.provenance === 'measured' ? null : e.provenance,
+    e.partial > 0 ? 'partial' : null,
+    e.affected === false ? 'CPU' : null,
+  ].filter((m): m is string => m !== null);
+}
+
+/** What each marker the matrix prints means (the legend under the table). */
+export const MATRIX_MARKERS: Readonly<Record<string, string>> = {
+  simulated:
+    'made over the simulated Metal of the Linux test build: the tools ran, no GPU did; it says nothing about a Mac',
+  mixed: 'pooled from results measured on macOS and results made over the simulated Metal',
+  partial: 'from a result whose measuring stopped early (a signal, a failed run): the rounds that finished',
+  CPU: 'the tool ran on a backend no profile can change (the CPU): the speed-up is noise around 1x',
+  predicted: 'predicted offline from a recorded snapshot: nothing ran',
+};
+
+/** A speed entry as Markdown text: `pp512 1.41x [1.22x, 1.68x] faster (b7010)`, with its markers. */
+function speedText(e: MatrixSpeed): string {
+  const x = (n: number | null) => (n === null ? '–' : `${n.toFixed(2)}x`);
+  const interval = e.low === null ? ' (no interval)' : ` [${x(e.low)}, ${x(e.high)}]`;
+  const words = e.verdict === 'no-difference-shown' ? ' no difference shown' : e.verdict === 'no-interval' ? '' : ` ${e.verdict}`;
+  const builds = e.builds.length > 0 ? ` (${e.builds.map((b) => b.split(' ')[0]).join(', ')})` : '';
+  const markers = speedMarkers(e);
+  return `${e.test} ${x(e.speedup)}${interval}${words}${builds}${markers.length > 0 ? ` [${markers.join(', ')}]` : ''}`;
 }
 
 /** The bench columns of a row as Markdown text. */
 export function benchText(b: MatrixBench | null | undefined): { speed: string; fidelity: string } {
   if (b === null || b === undefined) return { speed: '–', fidelity: '–' };
   const byProfile = new Map<string, string[]>();
-  for (const e of b.speed) {
-    const builds = e.builds.length > 0 ? ` (${e.builds.map((x) => x.split(' ')[0]).join(', ')})` : '';
-    byProfile.set(e.profile, [...(byProfile.get(e.profile) ?? []), `${e.test} ${e.speedup.toFixed(2)}x${builds}`]);
-  }
+  for (const e of b.speed) byProfile.set(e.profile, [...(byProfile.get(e.profile) ?? []), speedText(e)]);
   const speed = [...byProfile].map(([p, tests]) => `${p}: ${tests.join(', ')}`).join('; ') || '–';
   const greedy = b.greedy.map((g) => {
     const of = g.reports > 1 ? ` (${g.same} of ${g.reports} reports the same)` : '';
@@ -540,8 +686,9 @@ export function doctorText(d: MatrixDoctor | null): { proven: string; faults: st
   if (d === null) return { proven: '–', faults: '–' };
   const faults = d.faults.map((f) => `${f.fault} (${f.reports}/${d.reports})`).join('; ');
   const count = d.measured === d.reports ? `${d.reports}` : `${d.measured} of ${d.reports} measured`;
-  const proven =
-    d.provenProfile === null ? `not measured (${d.reports})` : `${provenProfileText(d.provenProfile)} (${count})`;
+  const simulated = d.simulated ?? 0;
+  const notMeasured = simulated > 0 ? `not measured (${d.reports}; ${simulated} simulated)` : `not measured (${d.reports})`;
+  const proven = d.provenProfile === null ? notMeasured : `${provenProfileText(d.provenProfile)} (${count})`;
   return { proven, faults: faults || 'none found' };
 }
 
@@ -561,7 +708,10 @@ export function cellText(cell: MatrixCell | undefined): string {
   if (cell.offline === cell.reports) return `predicted offline (${cell.reports})${gateText}`;
   const live = cell.reports - cell.offline - cell.refused;
   const mark = cell.verified === live ? '✓' : '✗';
-  return `${mark} verified ${cell.verified}/${live}${gateText}`;
+  // A matrix written before simulated reports were counted apart has no count: none is claimed.
+  const simulated = cell.simulated ?? 0;
+  const where = simulated === 0 ? '' : simulated === live ? ' [simulated]' : ` [${simulated} of ${live} simulated]`;
+  return `${mark} verified ${cell.verified}/${live}${where}${gateText}`;
 }
 
 /**
@@ -612,19 +762,25 @@ function checkMatrix(value: unknown): Matrix {
     for (const [name, c] of Object.entries(cells)) {
       const cell = object(c, `${field}.cells.${name}`);
       for (const k of ['reports', 'verified', 'refused', 'offline']) count(cell[k], `${field}.cells.${name}.${k}`);
+      if (cell.simulated !== undefined) count(cell.simulated, `${field}.cells.${name}.simulated`);
       list(cell.gatesOn, `${field}.cells.${name}.gatesOn`, text);
     }
     // A matrix written before bench existed has no bench: read as null.
     if (row.bench === undefined) row.bench = null;
     if (row.bench !== null) {
       const b = object(row.bench, `${field}.bench`);
+      const shape = shapeReader(fail);
       list(b.speed, `${field}.bench.speed`, (e, ef) => {
         const x = object(e, ef);
         text(x.profile, `${ef}.profile`);
         text(x.test, `${ef}.test`);
-        want(typeof x.speedup === 'number' && Number.isFinite(x.speedup), `${ef}.speedup`, 'a number', x.speedup);
-        count(x.reports, `${ef}.reports`);
+        text(x.key, `${ef}.key`);
+        for (const k of ['speedup', 'low', 'high']) shape.numberOrNull(x[k], `${ef}.${k}`, { above: 0 });
+        shape.oneOf(x.verdict, `${ef}.verdict`, ['faster', 'slower', 'no-difference-shown', 'no-interval'] as const);
+        for (const k of ['rounds', 'reports', 'partial']) count(x[k], `${ef}.${k}`);
         list(x.builds, `${ef}.builds`, text);
+        shape.oneOf(x.provenance, `${ef}.provenance`, ['measured', 'simulated', 'mixed'] as const);
+        shape.boolOrNull(x.affected, `${ef}.affected`);
       });
       list(b.fidelity, `${field}.bench.fidelity`, (e, ef) => {
         const x = object(e, ef);
@@ -646,6 +802,7 @@ function checkMatrix(value: unknown): Matrix {
     const d = object(row.doctor, `${field}.doctor`);
     count(d.reports, `${field}.doctor.reports`);
     count(d.measured, `${field}.doctor.measured`);
+    if (d.simulated !== undefined) count(d.simulated, `${field}.doctor.simulated`);
     list(d.faults, `${field}.doctor.faults`, (f, ff) => {
       const fault = object(f, ff);
       text(fault.fault, `${ff}.fault`);
@@ -706,5 +863,15 @@ export function matrixTable(m: Matrix): string {
     return answers === undefined ? [] : [`- \`${p}\`: \`${JSON.stringify(answers)}\``];
   });
   if (custom.length > 0) lines.push('', 'Custom profiles:', ...custom.map(escapeControl));
+  const used = new Set(m.rows.flatMap((r) => (r.bench?.speed ?? []).flatMap(speedMarkers)));
+  if (m.rows.some((r) => Object.values(r.cells).some((c) => (c.simulated ?? 0) > 0))) used.add('simulated');
+  if (m.rows.some((r) => Object.values(r.cells).some((c) => c.offline > 0))) used.add('predicted');
+  const legend = Object.entries(MATRIX_MARKERS).filter(([marker]) => used.has(marker));
+  if (legend.length > 0)
+    lines.push(
+      '',
+      'Where the evidence comes from: unmarked is measured on macOS; speed-ups are geometric means with their 95 % interval (paired t on log ratios).',
+      ...legend.map(([marker, meaning]) => `- ${marker}: ${meaning}`),
+    );
   return lines.join('\n');
 }

@@ -21,11 +21,76 @@ export interface BenchRecord {
   /** Tokens per second, llama-bench's mean over its repetitions. */
   avgTs: number;
   stddevTs: number | null;
+  /** The model's file name, without its folders. */
   model: string | null;
   modelType: string | null;
+  /**
+   * What identifies the test among the run's records: every KEY_PROPERTIES field the record has, as llama-bench
+   * printed it. Two records are the same test, in any run, exactly when their keys are equal.
+   */
+  key: Record<string, unknown>;
   /** `b6673 (abc1234)`, or what of it the record has. */
   build: string | null;
   backend: string | null;
+}
+
+/**
+ * The properties by which llama.cpp's own scripts/compare-llama-bench.py tells one llama-bench test from another
+ * (LLAMA_BENCH_KEY_PROPERTIES at v0.5.0, de3ff81; older releases print a subset, newer may add some): the model and
+ * every setting llama-bench can sweep. Left out are the three that describe the machine and the build (`cpu_info`,
+ * `gpu_info`, `backends`): the script compares builds on one machine, bench compares sides of one build on one
+ * machine, and a profile that renames the device changes `gpu_info` between the sides of one test.
+ */
+export const KEY_PROPERTIES = [
+  'model_filename',
+  'model_type',
+  'n_gpu_layers',
+  'n_cpu_moe',
+  'tensor_buft_overrides',
+  'n_batch',
+  'n_ubatch',
+  'embeddings',
+  'cpu_mask',
+  'cpu_strict',
+  'poll',
+  'n_threads',
+  'type_k',
+  'type_v',
+  'load_mode',
+  'use_mmap',
+  'no_kv_offload',
+  'split_mode',
+  'main_gpu',
+  'tensor_split',
+  'flash_attn',
+  'n_prompt',
+  'n_gen',
+  'n_depth',
+  'fit_target',
+  'fit_min_ctx',
+] as const;
+
+/** The short names llama-bench's own Markdown table gives the properties a sweep varies most. */
+const SHORT_NAMES: Readonly<Record<string, string>> = {
+  model_filename: 'model',
+  model_type: 'type',
+  n_gpu_layers: 'ngl',
+  n_batch: 'b',
+  n_ubatch: 'ub',
+  n_threads: 't',
+  type_k: 'ctk',
+  type_v: 'ctv',
+  flash_attn: 'fa',
+  use_mmap: 'mmap',
+  no_kv_offload: 'nkvo',
+  split_mode: 'sm',
+  main_gpu: 'mg',
+  embeddings: 'embd',
+};
+
+/** A property's name as a row label shows it. */
+export function shortName(property: string): string {
+  return Object.hasOwn(SHORT_NAMES, property) ? SHORT_NAMES[property]! : property;
 }
 
 /** The output formats llama-bench has (`-o`, `--output`), and the ones `bench` reads. */
@@ -69,6 +134,16 @@ export function withReadableOutput(args: readonly string[]): { args: string[]; f
   );
 }
 
+/**
+ * The last part of a path: after the last `/`, or, in a path with no `/` (one llama-bench printed on Windows,
+ * `C:\\m\\x.gguf`), after the last backslash, which on macOS and Linux is a character a file name may hold.
+ */
+export function fileName(file: string | null): string | null {
+  if (file === null) return null;
+  const last = file.split(file.includes('/') ? '/' : '\\').at(-1)!;
+  return last === '' ? file : last;
+}
+
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const count = (v: unknown): number | null => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : null);
 const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
@@ -108,6 +183,10 @@ function recordOf(value: unknown, where: string): BenchRecord {
     );
   }
   const nDepth = count(value.n_depth) ?? 0;
+  // The folders are where the model lies on this machine, not which model it is (and a report travels).
+  const model = fileName(str(value.model_filename));
+  const key: Record<string, unknown> = {};
+  for (const p of KEY_PROPERTIES) if (Object.hasOwn(value, p)) key[p] = p === 'model_filename' ? model : value[p];
   return {
     test: testName(nPrompt, nGen, nDepth),
     nPrompt,
@@ -115,8 +194,9 @@ function recordOf(value: unknown, where: string): BenchRecord {
     nDepth,
     avgTs,
     stddevTs: num(value.stddev_ts),
-    model: str(value.model_filename),
+    model,
     modelType: str(value.model_type),
+    key,
     build: buildOf(value),
     backend: backendOf(value),
   };

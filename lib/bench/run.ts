@@ -6,10 +6,11 @@
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BenchError } from '../core/errors.js';
+import { BenchError, NativeError, UnsupportedPlatformError } from '../core/errors.js';
+import { JSON_LIMITS } from '../core/jsonfile.js';
 import { loadNative, packageRoot, packageVersion } from '../device/native.js';
 import { probe } from '../device/probe.js';
-import type { DeviceReport, HostInfo } from '../device/types.js';
+import type { DeviceReport, HostInfo, UnsupportedReason } from '../device/types.js';
 import { prepareExec, type PreparedExec } from '../exec/prepare.js';
 import { runWithInjector, type ExecOutcome } from '../exec/run.js';
 import { planPatch, refusedError, type ApplyWarning } from '../patch/plan.js';
@@ -24,12 +25,19 @@ import {
   type GreedyComparison,
 } from './node-llama-cpp.js';
 import { fidelityVerdict, parseKlDivergence, perplexityArgs, type Fidelity } from './perplexity.js';
-import { median, rotation, spreadOf, type Spread } from './stats.js';
+import { speedRows, type RunRecords, type SpeedRow } from './rows.js';
+import { CONFIDENCE, INTERVAL_METHOD, relativeHalfWidth, rotation } from './stats.js';
 
-export const BENCH_SCHEMA = 'metal-cap-shim/bench@1' as const;
+export const BENCH_SCHEMA = 'metal-cap-shim/bench@2' as const;
 
 /** The most of a tool's output `bench` reads (llama-bench's JSON is kilobytes; a perplexity run's log, megabytes). */
 const OUTPUT_LIMIT = 64 * 1024 * 1024;
+
+/**
+ * The most of llama-bench's records a result keeps, in bytes of JSON: half of what `report` and `matrix` read back
+ * (JSON_LIMITS), so a report that carries the result and its own sections still reads. Adaptive rounds stop before it.
+ */
+export const RECORDS_BUDGET = JSON_LIMITS.maxBytes / 2;
 
 /** A side of the comparison: stock (no profile), or one profile. */
 export interface BenchSide {
@@ -44,21 +52,72 @@ export interface BenchRun {
   side: string;
   exitCode: number | null;
   signal: string | null;
-  /** The shim loaded into the tool (always false for stock). */
+  /** The shim loaded into the tool (always false for stock); node-llama-cpp: the profile was applied before getLlama(). */
   injectorLoaded: boolean;
+  /** The device classes the shim patched in that run (empty when the tool created no Metal device, and for stock). */
+  patchedClasses: string[];
+  /** What the injector reported as failing in that run. */
+  injectorErrors: string[];
   seconds: number;
 }
 
-/** One llama-bench test compared: stock tokens/s, and each profile's with its speed-up over the rounds. */
-export interface SpeedRow {
-  test: string;
-  model: string | null;
-  modelType: string | null;
-  build: string | null;
-  backend: string | null;
-  stock: { ts: number; samples: number[] };
-  profiles: { name: string; ts: number; samples: number[]; speedup: number; spread: Spread }[];
+/**
+ * Where a result's numbers come from: `measured` on macOS's own Metal, `simulated` over the Linux test build's
+ * simulated Metal (the tool ran, but no GPU did: a speed-up there says nothing about a Mac).
+ */
+export type BenchProvenance = 'measured' | 'simulated';
+
+/** The signals that stop bench cleanly, with what was measured kept. */
+export type BenchSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
+
+/**
+ * Why the rounds stopped. Complete: `rounds` (the rounds asked), `precision` (every interval narrower than asked),
+ * `max-rounds` or `max-time` (a cap reached first: the precision was not). Partial: `interrupted` (a signal),
+ * `failed` (a run of the tool failed), `not-patched` (a patched side was not patched), `size-limit` (another round
+ * would make the result larger than report and matrix read back).
+ */
+export type StopReason =
+  | 'rounds'
+  | 'precision'
+  | 'max-rounds'
+  | 'max-time'
+  | 'interrupted'
+  | 'failed'
+  | 'not-patched'
+  | 'size-limit';
+
+/** How the measuring ended: the reason, one line saying it, and the signal when one stopped it. */
+export interface BenchStop {
+  reason: StopReason;
+  detail: string;
+  signal: BenchSignal | null;
 }
+
+/** The run that failed: which side and round, how it ended, and why it is not a result. */
+export interface BenchFailure {
+  side: string;
+  round: number;
+  exitCode: number | null;
+  signal: string | null;
+  code: 'ERR_BENCH_TOOL' | 'ERR_BENCH_OUTPUT' | 'ERR_BENCH_NOT_PATCHED';
+  message: string;
+}
+
+/**
+ * Whether the result is what it says. `valid` is false when a patched side was not patched in one of its runs: the
+ * result then compares stock with stock and is refused by `report` and `matrix`. `affected` says whether the tool
+ * measured on a backend a profile can change (Metal): false for a CPU-only build (valid, but no profile can speed it
+ * up), null when the tool did not say which backend it used.
+ */
+export interface BenchValidity {
+  valid: boolean;
+  reason: string | null;
+  affected: boolean | null;
+  /** Every backend the tool named, once each. */
+  backends: string[];
+}
+
+export type { SpeedRow };
 
 /** One profile's fidelity against stock. */
 export interface FidelityRow extends Fidelity {
@@ -75,8 +134,12 @@ export interface BenchResult {
   mode: 'speed' | 'fidelity' | 'node-llama-cpp';
   /** The tool and its arguments as run (bench's additions included; the logits path as `<logits>`). */
   command: string[];
+  /** The rounds completed (every side ran): the rows are made of these. */
   rounds: number;
   host: HostInfo | null;
+  provenance: BenchProvenance;
+  /** How the speed-ups' intervals are computed. */
+  interval: { method: typeof INTERVAL_METHOD; confidence: number };
   /** Each device's stock answers, and each profile as applied (bound to this host) with the answers it gives. */
   stock: DeviceReport[];
   profiles: { name: string; profile: Profile; warnings: ApplyWarning[]; expected: DeviceReport[] }[];
@@ -87,24 +150,41 @@ export interface BenchResult {
   fidelity: FidelityRow[] | null;
   /** node-llama-cpp: the greedy generations compared (absent from results of the other modes). */
   greedy?: GreedyComparison | null;
-  /** Stopped by a signal (Ctrl-C) before every run was made: what is here was measured. */
-  interrupted: boolean;
+  stop: BenchStop;
+  /** True when the measuring stopped before it was done (`stop` says why): what is here was measured. */
+  partial: boolean;
+  /** The run that failed, when one did. */
+  failure: BenchFailure | null;
+  validity: BenchValidity;
 }
 
-export interface BenchOptions {
+/** Rounds: at least `rounds`; with `precision`, more until every interval is that narrow or a cap is reached. */
+export interface RoundOptions {
+  rounds: number;
+  /** The widest relative half-width of a speed-up's interval accepted (0.02 for ±2 %); null: exactly `rounds`. */
+  precision?: number | null;
+  /** The most rounds `precision` may run (default MAX_ADAPTIVE_ROUNDS). */
+  maxRounds?: number;
+  /** No round is started after this many seconds of measuring (`precision` only); null: no time cap. */
+  maxSeconds?: number | null;
+}
+
+export interface BenchOptions extends RoundOptions {
   command: string;
   args: string[];
   sides: BenchSide[];
-  rounds: number;
   mode: 'speed' | 'fidelity';
   force: boolean;
   /** Told once every side is checked, before the first run: the profiles as applied, with their warnings. */
   onPlanned?: (profiles: BenchResult['profiles']) => void;
-  /** Told as each run starts. */
+  /** Told as each run starts (`rounds`: the rounds planned so far). */
   onRun?: (run: { round: number; rounds: number; side: string; index: number; total: number }) => void;
-  /** Asked between runs: true stops (Ctrl-C), with what was measured so far. */
-  stopped?: () => boolean;
+  /** Asked between runs: a signal stops the measuring, with what was measured so far. */
+  stopped?: () => BenchSignal | null;
 }
+
+/** The most rounds `--precision` runs unless told otherwise. */
+export const MAX_ADAPTIVE_ROUNDS = 30;
 
 /** The text `bench --fidelity` compares on when no `-f` is given: the package's README, shipped with it. */
 export function defaultFidelityText(): string {
@@ -161,27 +241,54 @@ function readBounded(file: string): string {
 }
 
 /** A run that did not end with exit 0 is the tool failing, never a result: the error names it and how it ended. */
+function endedProblem(
+  side: string,
+  command: string,
+  outcome: { exitCode: number | null; signal: string | null },
+  stderr: string,
+): string | null {
+  if (outcome.exitCode === 0 && outcome.signal === null) return null;
+  const how = outcome.signal !== null ? `was killed by ${outcome.signal}` : `exited with code ${outcome.exitCode}`;
+  const last = stderr.trim().split('\n').slice(-3).join(' | ');
+  return `${command} (${side}) ${how}${last ? `; its last words: ${last}` : ''}`;
+}
+
+/** endedProblem as a thrown ERR_BENCH_TOOL (fidelity, whose stock run every profile needs). */
 function checkEnded(
   side: string,
   command: string,
   outcome: { exitCode: number | null; signal: string | null },
   stderr: string,
 ): void {
-  if (outcome.exitCode === 0 && outcome.signal === null) return;
-  const how = outcome.signal !== null ? `was killed by ${outcome.signal}` : `exited with code ${outcome.exitCode}`;
-  const last = stderr.trim().split('\n').slice(-3).join(' | ');
-  throw new BenchError('ERR_BENCH_TOOL', `${command} (${side}) ${how}${last ? `; its last words: ${last}` : ''}`);
+  const problem = endedProblem(side, command, outcome, stderr);
+  if (problem !== null) throw new BenchError('ERR_BENCH_TOOL', problem);
+}
+
+/** The error for a machine with no Metal to measure on, with the code every command uses for it (exit 4). */
+function noMetalError(reason: UnsupportedReason, why: string): Error {
+  const detail = `no Metal here (${why}): no profile can change what bench measures`;
+  if (reason === 'unsupported-platform') return new UnsupportedPlatformError(detail);
+  return new NativeError(reason === 'no-device' ? 'ERR_NO_DEVICE' : 'ERR_NATIVE_UNAVAILABLE', detail);
 }
 
 /**
  * The devices and host as the plan sees them: stock answers, and what each profile makes of them. A side's own
  * warnings (exec's, for a tool, which prepareExec has already refused or not) are kept; a side without them gets the
- * plan's, and a refused plan is refused here, by exec's rule.
+ * plan's, and a refused plan is refused here, by exec's rule. `requireMetal`: no Metal is an error (exit 4) rather
+ * than a plan over no device.
  */
-function devicesAndPlans(sides: { side: BenchSide; warnings?: ApplyWarning[] }[], force: boolean) {
-  const report = loadNative().binding === null ? null : probe({ allDevices: true });
+function devicesAndPlans(
+  sides: { side: BenchSide; warnings?: ApplyWarning[] }[],
+  force: boolean,
+  requireMetal: boolean,
+) {
+  const native = loadNative();
+  const report = native.binding === null ? null : probe({ allDevices: true });
+  if (requireMetal && native.binding === null) throw noMetalError(native.reason, native.detail);
+  if (requireMetal && report !== null && !report.supported) throw noMetalError(report.reason, report.detail);
   const stock = report?.supported ? report.devices : [];
   const host = report?.host ?? null;
+  const provenance: BenchProvenance = report?.source === 'simulated' ? 'simulated' : 'measured';
   const profiles = sides
     .filter((p) => p.side.profile !== null)
     .map((p) => {
@@ -194,53 +301,157 @@ function devicesAndPlans(sides: { side: BenchSide; warnings?: ApplyWarning[] }[]
         expected: plan.expected,
       };
     });
-  return { stock, host, profiles };
+  return { stock, host, provenance, profiles };
 }
 
-function speedRows(sides: BenchSide[], byRun: { round: number; side: string; records: BenchRecord[] }[]): SpeedRow[] {
-  const stockRuns = byRun.filter((r) => r.side === 'stock');
-  const tests = stockRuns[0]?.records ?? [];
-  return tests.map((first) => {
-    const tsOf = (side: string) =>
-      byRun
-        .filter((r) => r.side === side)
-        .map((r) => ({ round: r.round, ts: r.records.find((x) => x.test === first.test)?.avgTs }))
-        .filter((x): x is { round: number; ts: number } => x.ts !== undefined);
-    const stock = tsOf('stock');
-    const stockByRound = new Map(stock.map((s) => [s.round, s.ts]));
-    return {
-      test: first.test,
-      model: first.model,
-      modelType: first.modelType,
-      build: first.build,
-      backend: first.backend,
-      stock: { ts: median(stock.map((s) => s.ts)), samples: stock.map((s) => s.ts) },
-      profiles: sides
-        .filter((s) => s.profile !== null)
-        .map((s) => {
-          const runs = tsOf(s.name);
-          // Each round's speed-up against the stock run of the same round: drift between rounds cancels.
-          const ratios = runs
-            .filter((r) => (stockByRound.get(r.round) ?? 0) > 0)
-            .map((r) => r.ts / stockByRound.get(r.round)!);
-          return {
-            name: s.name,
-            ts: median(runs.map((r) => r.ts)),
-            samples: runs.map((r) => r.ts),
-            speedup: median(ratios),
-            spread: spreadOf(ratios),
-          };
-        }),
-    };
-  });
+/** A backend a profile can change: Metal (llama-bench's `backends` names it; node-llama-cpp's `gpu` is `metal`). */
+export function isMetalBackend(backend: string): boolean {
+  return /\bmetal\b/i.test(backend);
 }
 
-/** Runs the comparison. Throws before any run for what exec would refuse; a tool that fails is ERR_BENCH_TOOL. */
+/**
+ * Whether the result is what it says (see BenchValidity), from its runs and the backends the tool named. A patched
+ * run is patched when the shim loaded, reported no error, and, where the tool used Metal, patched a device class.
+ */
+export function validityOf(runs: readonly BenchRun[], backendsSeen: readonly (string | null)[], mode: BenchResult['mode']): BenchValidity {
+  const backends = [...new Set(backendsSeen.filter((b): b is string => b !== null))];
+  const unknown = backendsSeen.some((b) => b === null);
+  const affected = backends.some(isMetalBackend) ? true : unknown || mode === 'fidelity' ? null : false;
+  const problem = runs.map((r) => notPatchedReason(r, affected)).find((x) => x !== null) ?? null;
+  return { valid: problem === null, reason: problem, affected, backends };
+}
+
+/** Why a patched run was not patched, or null (stock runs, and patched ones that were). */
+function notPatchedReason(r: BenchRun, affected: boolean | null): string | null {
+  if (r.side === 'stock') return null;
+  const at = `${r.side}, round ${r.round}`;
+  if (!r.injectorLoaded) return `${at}: the profile was not in force (the shim did not load, or was not applied)`;
+  if (r.injectorErrors.length > 0) return `${at}: the shim reported errors: ${r.injectorErrors.join('; ')}`;
+  if (affected === true && r.patchedClasses.length === 0)
+    return `${at}: the tool used Metal but the shim patched no device class`;
+  return null;
+}
+
+/** A stop by a signal, said as a person would. */
+function stoppedBy(signal: BenchSignal): BenchStop {
+  return { reason: 'interrupted', detail: `stopped by ${signal}: the runs that finished are kept`, signal };
+}
+
+/** The fields every result derives from how it stopped. */
+function ended(stop: BenchStop): { stop: BenchStop; partial: boolean } {
+  const complete: StopReason[] = ['rounds', 'precision', 'max-rounds', 'max-time'];
+  return { stop, partial: !complete.includes(stop.reason) };
+}
+
+/** Thrown by a run to stop the rounds: the stop, and the failed run when there is one. */
+class RoundsStopped extends Error {
+  constructor(
+    readonly stop: BenchStop,
+    readonly failure: BenchFailure | null,
+  ) {
+    super(stop.detail);
+  }
+}
+
+/** A failed run as the stop it causes. */
+function failed(failure: BenchFailure): RoundsStopped {
+  const reason: StopReason = failure.code === 'ERR_BENCH_NOT_PATCHED' ? 'not-patched' : 'failed';
+  return new RoundsStopped(
+    {
+      reason,
+      detail: `${failure.message} (round ${failure.round}); ${failure.round > 1 ? `rounds 1 to ${failure.round - 1} are kept` : 'no round finished'}`,
+      signal: null,
+    },
+    failure,
+  );
+}
+
+/**
+ * Runs interleaved rounds, the order of the sides turning each round (rotation), until the plan is done: `rounds`
+ * rounds, then with `precision` more until `precise()` says every interval is narrow enough or a cap is reached.
+ * `runSide` measures one side in one round, or throws RoundsStopped; `size()` is the bytes kept so far, and a round
+ * that would pass RECORDS_BUDGET (by the largest round so far) is not started. Returns how it stopped and the rounds
+ * completed.
+ */
+async function interleave(
+  plan: RoundOptions,
+  sides: readonly BenchSide[],
+  hooks: Pick<BenchOptions, 'onRun' | 'stopped'>,
+  runSide: (side: BenchSide, round: number, index: number) => Promise<void>,
+  precise: () => boolean,
+  size: () => number,
+): Promise<{ stop: BenchStop; completed: number; failure: BenchFailure | null }> {
+  const precision = plan.precision ?? null;
+  const maxRounds = precision === null ? plan.rounds : Math.max(plan.rounds, plan.maxRounds ?? MAX_ADAPTIVE_ROUNDS);
+  const started = process.hrtime.bigint();
+  const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
+  let completed = 0;
+  let index = 0;
+  let largestRound = 0;
+  for (;;) {
+    if (completed >= plan.rounds) {
+      if (precision === null) return { stop: { reason: 'rounds', detail: `${completed} rounds, as asked`, signal: null }, completed, failure: null };
+      if (precise())
+        return { stop: { reason: 'precision', detail: `every interval within ±${percent(precision)} after ${completed} rounds`, signal: null }, completed, failure: null };
+      if (completed >= maxRounds)
+        return { stop: { reason: 'max-rounds', detail: `${completed} rounds, the most allowed, before every interval was within ±${percent(precision)}`, signal: null }, completed, failure: null };
+      if (plan.maxSeconds != null && elapsed() >= plan.maxSeconds)
+        return { stop: { reason: 'max-time', detail: `${Math.round(elapsed())} s, the time allowed, before every interval was within ±${percent(precision)}`, signal: null }, completed, failure: null };
+    }
+    const before = size();
+    if (completed > 0 && before + largestRound > RECORDS_BUDGET)
+      return {
+        stop: { reason: 'size-limit', detail: `another round would make the result larger than report and matrix read back (${RECORDS_BUDGET} bytes of records); ${completed} rounds kept`, signal: null },
+        completed,
+        failure: null,
+      };
+    const total = (precision === null ? plan.rounds : Math.max(plan.rounds, completed + 1)) * sides.length;
+    for (const i of rotation(sides.length, completed)) {
+      const signal = hooks.stopped?.() ?? null;
+      if (signal !== null) return { stop: stoppedBy(signal), completed, failure: null };
+      const side = sides[i]!;
+      index++;
+      hooks.onRun?.({ round: completed + 1, rounds: total / sides.length, side: side.name, index, total });
+      try {
+        await runSide(side, completed + 1, i);
+      } catch (e) {
+        if (e instanceof RoundsStopped) return { stop: e.stop, completed, failure: e.failure };
+        throw e;
+      }
+    }
+    const signal = hooks.stopped?.() ?? null;
+    completed++;
+    largestRound = Math.max(largestRound, size() - before);
+    if (signal !== null) return { stop: stoppedBy(signal), completed, failure: null };
+  }
+}
+
+const percent = (fraction: number) => `${Number((fraction * 100).toPrecision(3))} %`;
+
+/** True when every profile's speed-up in every row has an interval within ±precision. */
+function allPrecise(rows: readonly SpeedRow[], precision: number | null | undefined): boolean {
+  if (precision == null) return true;
+  return rows.every((r) => r.profiles.every((p) => relativeHalfWidth(p.speedup) <= precision));
+}
+
+/** llama-bench's record reduced to flat values (a number, a string, a list of them): what a record is. */
+function flatRecord(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const flat: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (v === null || typeof v !== 'object') flat[k] = v;
+    else if (Array.isArray(v) && v.every((x) => x === null || typeof x !== 'object')) flat[k] = v;
+  }
+  return flat;
+}
+
+/** Runs the comparison. Throws before any run for what exec would refuse; a failed run ends it with a partial result. */
 export async function runBench(o: BenchOptions): Promise<BenchResult> {
   const sides = prepareSides(o);
-  const { stock, host, profiles } = devicesAndPlans(
+  const { stock, host, provenance, profiles } = devicesAndPlans(
     sides.map((p) => ({ side: p.side, warnings: p.prepared.warnings })),
     o.force,
+    false,
   );
   o.onPlanned?.(profiles);
   const folder = mkdtempSync(path.join(tmpdir(), 'metal-cap-shim-bench-'));
@@ -251,6 +462,8 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     generatedAt: new Date().toISOString(),
     mode: o.mode,
     host,
+    provenance,
+    interval: { method: INTERVAL_METHOD, confidence: CONFIDENCE },
     stock,
     profiles,
     runs,
@@ -258,42 +471,59 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
   try {
     if (o.mode === 'speed') {
       const { args, format } = withReadableOutput(o.args);
-      const byRun: { round: number; side: string; records: BenchRecord[] }[] = [];
+      const byRun: RunRecords[] = [];
       const raw: BenchResult['records'] = [];
-      const total = o.rounds * sides.length;
-      let interrupted = false;
-      for (let round = 0; round < o.rounds && !interrupted; round++) {
-        for (const i of rotation(sides.length, round)) {
-          if (o.stopped?.()) {
-            interrupted = true;
-            break;
-          }
+      let bytes = 0;
+      const names = sides.map((s) => s.side.name);
+      const rowsSoFar = (upTo: number) => speedRows(names, byRun.filter((r) => r.round <= upTo));
+      const backendsSeen: (string | null)[] = [];
+      let completed = 0;
+      const outcome = await interleave(
+        o,
+        sides.map((s) => s.side),
+        o,
+        async (_side, round, i) => {
           const p = sides[i]!;
-          o.onRun?.({ round: round + 1, rounds: o.rounds, side: p.side.name, index: runs.length + 1, total });
           const r = await runOnce(o, p, args, folder);
-          runs.push(runRecord(round + 1, p.side.name, r));
-          if (o.stopped?.()) {
-            interrupted = true;
-            break;
+          const run = runRecord(round, p.side.name, r);
+          runs.push(run);
+          // A signal that arrived during the run ended it: the run is not a result, and not a failure either.
+          const signal = o.stopped?.() ?? null;
+          if (signal !== null) throw new RoundsStopped(stoppedBy(signal), null);
+          const problem = endedProblem(p.side.name, o.command, r.outcome, r.stderr);
+          const fail = (code: BenchFailure['code'], message: string) =>
+            failed({ side: p.side.name, round, exitCode: run.exitCode, signal: run.signal, code, message });
+          if (problem !== null) throw fail('ERR_BENCH_TOOL', problem);
+          let values: unknown[];
+          let records: BenchRecord[];
+          try {
+            values = llamaBenchValues(r.stdout, format).map(flatRecord);
+            records = benchRecords(values);
+          } catch (e) {
+            if (!(e instanceof BenchError)) throw e;
+            throw fail('ERR_BENCH_OUTPUT', `${o.command} (${p.side.name}): ${e.message}`);
           }
-          checkEnded(p.side.name, o.command, r.outcome, r.stderr);
-          // Parsed once: the records bench reads, and the values as llama-bench printed them for --json.
-          const values = llamaBenchValues(r.stdout, format);
-          byRun.push({ round: round + 1, side: p.side.name, records: benchRecords(values) });
-          raw.push({ round: round + 1, side: p.side.name, records: values });
-        }
-      }
+          for (const rec of records) backendsSeen.push(rec.backend);
+          const notPatched = notPatchedReason(run, validityOf([], records.map((x) => x.backend), 'speed').affected);
+          if (notPatched !== null) throw fail('ERR_BENCH_NOT_PATCHED', notPatched);
+          byRun.push({ round, side: p.side.name, records });
+          raw.push({ round, side: p.side.name, records: values });
+          bytes += JSON.stringify(values).length;
+        },
+        () => allPrecise(rowsSoFar(Number.POSITIVE_INFINITY), o.precision),
+        () => bytes,
+      );
+      completed = outcome.completed;
       return {
         ...base,
         command: [o.command, ...args],
-        rounds: o.rounds,
+        rounds: completed,
         records: raw,
-        speed: speedRows(
-          sides.map((s) => s.side),
-          byRun,
-        ),
+        speed: rowsSoFar(completed),
         fidelity: null,
-        interrupted,
+        ...ended(outcome.stop),
+        failure: outcome.failure,
+        validity: validityOf(runs, backendsSeen, 'speed'),
       };
     }
     const { args } = perplexityArgs(o.args, defaultFidelityText());
@@ -304,7 +534,8 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     const first = await runOnce(o, stockSide!, [...args, '--kl-divergence-base', logits], folder);
     runs.push(runRecord(1, 'stock', first));
     const rows: FidelityRow[] = [];
-    let interrupted = o.stopped?.() ?? false;
+    let signal = o.stopped?.() ?? null;
+    let interrupted = signal !== null;
     if (!interrupted) {
       checkEnded('stock', o.command, first.outcome, first.stderr);
       const saved = statSync(logits, { throwIfNoEntry: false });
@@ -315,14 +546,16 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
         );
     }
     for (const p of patched) {
-      if (interrupted || o.stopped?.()) {
+      signal ??= o.stopped?.() ?? null;
+      if (interrupted || signal !== null) {
         interrupted = true;
         break;
       }
       o.onRun?.({ round: 1, rounds: 1, side: p.side.name, index: runs.length + 1, total });
       const r = await runOnce(o, p, [...args, '--kl-divergence-base', logits, '--kl-divergence'], folder);
       runs.push(runRecord(1, p.side.name, r));
-      if (o.stopped?.()) {
+      signal ??= o.stopped?.() ?? null;
+      if (signal !== null) {
         interrupted = true;
         break;
       }
@@ -337,7 +570,9 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       records: [],
       speed: null,
       fidelity: rows,
-      interrupted,
+      ...ended(interrupted ? stoppedBy(signal ?? 'SIGINT') : { reason: 'rounds', detail: 'every profile compared', signal: null }),
+      failure: null,
+      validity: validityOf(runs, [], 'fidelity'),
     };
   } finally {
     rmSync(folder, { recursive: true, force: true });
@@ -351,34 +586,37 @@ function runRecord(round: number, side: string, r: { outcome: ExecOutcome; secon
     exitCode: r.outcome.exitCode,
     signal: r.outcome.signal,
     injectorLoaded: r.outcome.injectorLoaded,
+    patchedClasses: r.outcome.patchedClasses,
+    injectorErrors: r.outcome.injectorErrors,
     seconds: Number(r.seconds.toFixed(3)),
   };
 }
 
-export interface NodeLlamaCppBenchOptions {
+export interface NodeLlamaCppBenchOptions extends RoundOptions {
   /** The GGUF model, as given. */
   model: string;
   /** The user's project: node-llama-cpp is resolved from here, and each child runs here. */
   cwd: string;
   sides: BenchSide[];
-  rounds: number;
   force: boolean;
   promptTokens: number;
   genTokens: number;
   threads: number | null;
   onPlanned?: BenchOptions['onPlanned'];
   onRun?: BenchOptions['onRun'];
-  stopped?: () => boolean;
+  stopped?: BenchOptions['stopped'];
   /** Aborted on SIGINT: the running child is sent SIGINT too. */
   stop?: AbortSignal;
 }
 
 /** A child's measurement as the records speedRows reads: `node-llama-cpp pp512` and `node-llama-cpp tg128`. */
 function nodeLlamaCppRecords(model: string, r: ChildResult): BenchRecord[] {
+  const file = path.basename(model);
+  const key = (nPrompt: number, nGen: number) => ({ model_filename: file, n_prompt: nPrompt, n_gen: nGen, n_depth: 0 });
   const common = {
     nDepth: 0,
     stddevTs: null,
-    model,
+    model: file,
     modelType: null,
     build: `${r.llamaCpp ?? 'unknown'} (node-llama-cpp ${r.nodeLlamaCpp})`,
     backend: r.gpu === false ? 'CPU' : r.gpu,
@@ -389,6 +627,7 @@ function nodeLlamaCppRecords(model: string, r: ChildResult): BenchRecord[] {
       test: `node-llama-cpp pp${r.pp.tokens}`,
       nPrompt: r.pp.tokens,
       nGen: 0,
+      key: key(r.pp.tokens, 0),
       avgTs: r.pp.tokens / r.pp.seconds,
     },
     {
@@ -396,6 +635,7 @@ function nodeLlamaCppRecords(model: string, r: ChildResult): BenchRecord[] {
       test: `node-llama-cpp tg${r.tg.tokens}`,
       nPrompt: 0,
       nGen: r.tg.tokens,
+      key: key(0, r.tg.tokens),
       avgTs: r.tg.tokens / r.tg.seconds,
     },
   ];
@@ -404,31 +644,32 @@ function nodeLlamaCppRecords(model: string, r: ChildResult): BenchRecord[] {
 /**
  * bench --node-llama-cpp: a child per side and round (rounds interleaved as for llama-bench), each timing prompt
  * processing and generation and generating greedily; throws ERR_BENCH_NO_NODE_LLAMA_CPP before anything runs when the
- * project has no node-llama-cpp, and ERR_BENCH_TOOL for a child that does not end with exit 0 (never a result).
+ * project has no node-llama-cpp, and a no-Metal error (exit 4) where there is no Metal for a profile to change. A
+ * child that does not end with exit 0 ends the rounds with a partial result (never a result of its own).
  */
 export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise<BenchResult> {
   const found = resolveNodeLlamaCpp(o.cwd);
-  const { stock, host, profiles } = devicesAndPlans(
+  const { stock, host, provenance, profiles } = devicesAndPlans(
     o.sides.map((side) => ({ side })),
     o.force,
+    true,
   );
   o.onPlanned?.(profiles);
   const applied = new Map(profiles.map((p) => [p.name, p.profile]));
   const runs: BenchRun[] = [];
-  const byRun: { round: number; side: string; records: BenchRecord[] }[] = [];
+  const byRun: RunRecords[] = [];
   const raw: BenchResult['records'] = [];
   const firstOf = new Map<string, ChildResult>();
   const text = readFileSync(defaultFidelityText(), 'utf8');
-  const total = o.rounds * o.sides.length;
-  let interrupted = false;
-  for (let round = 0; round < o.rounds && !interrupted; round++) {
-    for (const i of rotation(o.sides.length, round)) {
-      if (o.stopped?.()) {
-        interrupted = true;
-        break;
-      }
-      const side = o.sides[i]!;
-      o.onRun?.({ round: round + 1, rounds: o.rounds, side: side.name, index: runs.length + 1, total });
+  const names = o.sides.map((s) => s.name);
+  const rowsSoFar = (upTo: number) => speedRows(names, byRun.filter((r) => r.round <= upTo));
+  const backendsSeen: string[] = [];
+  let bytes = 0;
+  const outcome = await interleave(
+    o,
+    o.sides,
+    o,
+    async (side, round) => {
       const r = await runChild(
         {
           cwd: o.cwd,
@@ -442,29 +683,39 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
         },
         o.stop,
       );
-      runs.push({
-        round: round + 1,
+      const run: BenchRun = {
+        round,
         side: side.name,
         exitCode: r.exitCode,
         signal: r.signal,
         injectorLoaded: r.result?.applied ?? false,
+        // Applied in the child's own process: the classes are the profile's business there, not reported.
+        patchedClasses: [],
+        injectorErrors: r.result?.notApplied ? [r.result.notApplied] : [],
         seconds: Number(r.seconds.toFixed(3)),
-      });
-      if (o.stopped?.()) {
-        interrupted = true;
-        break;
-      }
-      checkEnded(side.name, `node-llama-cpp ${found.version}`, r, r.stderr);
+      };
+      runs.push(run);
+      const signal = o.stopped?.() ?? null;
+      if (signal !== null) throw new RoundsStopped(stoppedBy(signal), null);
+      const fail = (code: BenchFailure['code'], message: string) =>
+        failed({ side: side.name, round, exitCode: r.exitCode, signal: r.signal, code, message });
+      const problem = endedProblem(side.name, `node-llama-cpp ${found.version}`, r, r.stderr);
+      if (problem !== null) throw fail('ERR_BENCH_TOOL', problem);
       if (r.result === null)
-        throw new BenchError(
-          'ERR_BENCH_OUTPUT',
-          `the node-llama-cpp run (${side.name}) exited 0 but printed no result`,
-        );
-      byRun.push({ round: round + 1, side: side.name, records: nodeLlamaCppRecords(o.model, r.result) });
-      raw.push({ round: round + 1, side: side.name, records: [r.result] });
+        throw fail('ERR_BENCH_OUTPUT', `the node-llama-cpp run (${side.name}) exited 0 but printed no result`);
+      const backend = r.result.gpu === false ? 'CPU' : r.result.gpu;
+      backendsSeen.push(backend);
+      // node-llama-cpp applies the profile itself: whether it took is what the child said, not a device class.
+      const notPatched = notPatchedReason({ ...run, patchedClasses: ['(applied in process)'] }, isMetalBackend(backend));
+      if (notPatched !== null) throw fail('ERR_BENCH_NOT_PATCHED', notPatched);
+      byRun.push({ round, side: side.name, records: nodeLlamaCppRecords(o.model, r.result) });
+      raw.push({ round, side: side.name, records: [r.result] });
+      bytes += JSON.stringify(r.result).length;
       if (!firstOf.has(side.name)) firstOf.set(side.name, r.result);
-    }
-  }
+    },
+    () => allPrecise(rowsSoFar(Number.POSITIVE_INFINITY), o.precision),
+    () => bytes,
+  );
   const stockFirst = firstOf.get('stock');
   const greedy: GreedyComparison | null =
     stockFirst === undefined
@@ -479,6 +730,12 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
               return { name: s.name, tokens: mine.length, divergence: firstDivergence(stockFirst.greedy, mine) };
             }),
         };
+  // A run that was applied in process reports no classes: validity reads `injectorLoaded` (applied) alone there.
+  const validity = validityOf(
+    runs.map((r) => ({ ...r, patchedClasses: r.injectorLoaded ? ['(applied in process)'] : [] })),
+    backendsSeen,
+    'node-llama-cpp',
+  );
   return {
     schema: BENCH_SCHEMA,
     packageVersion: packageVersion(),
@@ -487,22 +744,26 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
     command: [
       `node-llama-cpp@${found.version}`,
       '--model',
-      o.model,
+      path.basename(o.model),
       '--prompt-tokens',
       String(o.promptTokens),
       '--gen-tokens',
       String(o.genTokens),
       ...(o.threads === null ? [] : ['--threads', String(o.threads)]),
     ],
-    rounds: o.rounds,
+    rounds: outcome.completed,
     host,
+    provenance,
+    interval: { method: INTERVAL_METHOD, confidence: CONFIDENCE },
     stock,
     profiles,
     runs,
     records: raw,
-    speed: speedRows(o.sides, byRun),
+    speed: rowsSoFar(outcome.completed),
     fidelity: null,
     greedy,
-    interrupted,
+    ...ended(outcome.stop),
+    failure: outcome.failure,
+    validity,
   };
 }

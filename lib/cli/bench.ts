@@ -1,4 +1,13 @@
-import { runBench, runNodeLlamaCppBench, type BenchResult, type BenchSide } from '../bench/run.js';
+import {
+  MAX_ADAPTIVE_ROUNDS,
+  runBench,
+  runNodeLlamaCppBench,
+  type BenchResult,
+  type BenchSide,
+  type BenchSignal,
+  type RoundOptions,
+} from '../bench/run.js';
+import { CONFIDENCE, INTERVAL_METHOD } from '../bench/stats.js';
 import { GREEDY_TOKENS } from '../bench/node-llama-cpp.js';
 import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
 import { UsageError } from '../core/errors.js';
@@ -6,10 +15,18 @@ import { formatBench } from '../format/bench.js';
 import { saidOnce } from '../patch/plan.js';
 import { DEFAULT_PROFILE, resolveProfile } from '../patch/profiles.js';
 import { profileArgument } from './profile-option.js';
-import { err, EXIT, out, printJson, styler, text, type Command } from './shared.js';
+import { SIGNAL_EXIT } from './exit.js';
+import { err, EXIT, out, printJson, styler, text, type Command, type Values } from './shared.js';
 
-const DEFAULT_ROUNDS = 3;
+/**
+ * Five rounds: with llama-bench's usual round-to-round noise on a quiet Mac (a few per cent), a paired 95 % interval
+ * over five rounds (t = 2.78 on 4 degrees of freedom) is narrow enough to find a true 1.10x in most rows, where three
+ * (t = 4.30) would call most of them "no difference shown" (docs/bench.md works it through).
+ */
+const DEFAULT_ROUNDS = 5;
 const MAX_ROUNDS = 100;
+/** The signals bench stops on cleanly, keeping what was measured. */
+const STOP_SIGNALS: readonly BenchSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 /** `--profile P[,Q…]`: the profiles, in order; a JSON profile or a file is one profile (never split at commas). */
 export function benchProfiles(given: string | undefined): BenchSide[] {
@@ -41,12 +58,38 @@ export function benchRounds(given: string | undefined): number {
   return wholeNumber('rounds', given, DEFAULT_ROUNDS, 1, MAX_ROUNDS);
 }
 
+/** `--precision P%` as a fraction: a number above 0 and at most 50, with or without `%`; undefined when not given. */
+export function benchPrecision(given: string | undefined): number | null {
+  if (given === undefined) return null;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*%?\s*$/.exec(given);
+  const n = m === null ? Number.NaN : Number(m[1]);
+  if (!(n > 0 && n <= 50))
+    throw new UsageError(`--precision takes a percentage above 0 and at most 50 (such as 2%), not '${given}'`);
+  return n / 100;
+}
+
+/** The rounds options: --rounds, and --precision with its caps (which need it). */
+export function roundOptions(values: Values): RoundOptions {
+  const rounds = benchRounds(text(values, 'rounds'));
+  const precision = benchPrecision(text(values, 'precision'));
+  for (const o of ['max-rounds', 'max-time'])
+    if (precision === null && values[o] !== undefined)
+      throw new UsageError(`--${o} caps --precision's adaptive rounds: give --precision too, or use --rounds alone`);
+  const maxRounds = wholeNumber('max-rounds', text(values, 'max-rounds'), Math.max(rounds, MAX_ADAPTIVE_ROUNDS), 2, MAX_ROUNDS);
+  if (maxRounds < rounds)
+    throw new UsageError(`--max-rounds ${maxRounds} is below --rounds ${rounds}: the cap cannot be under the rounds always run`);
+  const maxSeconds =
+    values['max-time'] === undefined ? null : wholeNumber('max-time', text(values, 'max-time'), 0, 1, 7 * 24 * 3600);
+  return { rounds, precision, maxRounds, maxSeconds };
+}
+
 /** node-llama-cpp's tests, as llama-bench's defaults: pp512 and tg128. */
 const NLC_DEFAULTS = { promptTokens: 512, genTokens: 128 };
 const MAX_TOKENS = 65536;
 
 const command: Command = {
-  help: () => `Usage: metal-cap-shim bench [--profile P[,Q…]] [--rounds N] [--json] -- llama-bench [its args…]
+  help: () => `Usage: metal-cap-shim bench [--profile P[,Q…]] [--rounds N] [--precision P% [--max-rounds N] [--max-time S]]
+                             [--json] -- llama-bench [its args…]
        metal-cap-shim bench --fidelity [--profile P[,Q…]] [--json] -- llama-perplexity -m MODEL [-f TEXT] [its args…]
        metal-cap-shim bench --node-llama-cpp --model MODEL [--profile P[,Q…]] [--rounds N] [--json]
 
@@ -56,6 +99,10 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
                      name, JSON or a .json file each, as exec takes them
   --rounds N         speed: interleaved rounds (default ${DEFAULT_ROUNDS}; 1 to ${MAX_ROUNDS}); each round runs stock and every
                      profile, the order turning by one each round, so drift and heat fall on all alike
+  --precision P%     speed: after --rounds, more rounds until every speed-up's 95 % interval is within ±P %
+                     (such as 2%), or a cap is reached; the result says which
+  --max-rounds N     with --precision: the most rounds (default ${MAX_ADAPTIVE_ROUNDS})
+  --max-time S       with --precision: no round starts after S seconds of measuring
   --fidelity         llama-perplexity: stock saves its logits (--kl-divergence-base, in a private folder,
                      removed after), each profile is compared with them (--kl-divergence); without -f, the
                      package's README is the text
@@ -71,21 +118,31 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
   --json             the result as JSON (schema metal-cap-shim/bench@1): llama-bench's records, every run,
                      the profiles as applied, the device's stock and patched answers
 
-Speed: one row per llama-bench test (pp512, tg128, …): stock t/s, each profile's t/s and its speed-up, the
-median of each round's ratio to that round's stock run, with the lowest and highest. bench adds -o json when
-no output format is given; csv, md and sql are refused (it reads json or jsonl).
+Speed: one row per llama-bench test and setting (pp512, tg128, each -fa, -t, -m … of a sweep: rows are keyed
+by every property llama-bench varies, as llama.cpp's compare-llama-bench.py keys them): each side's t/s (the
+geometric mean over the rounds, ± llama-bench's own deviation) and each profile's speed-up, the geometric mean
+of each round's ratio to that round's stock run, with its ${CONFIDENCE * 100} % interval (${INTERVAL_METHOD}): faster or
+slower when the interval excludes 1x, else "no difference shown"; one round gives no interval. A run the
+profile did not patch makes the result invalid (exit ${EXIT.finding}); a CPU-only tool, which no profile can change,
+is said in the first line. bench adds -o json when no output format is given; csv, md and sql are refused
+(it reads json or jsonl).
 node-llama-cpp: the same rows (node-llama-cpp pp512, tg128), then per profile the first token where its greedy
 generation leaves stock's, with each side's token, probability and margin over its runner-up there.
 Fidelity: mean KL divergence, its 99th percentile, how often the top token is the same, the perplexity ratio,
 and a verdict: within tolerance when mean KLD ≤ ${FIDELITY_TOLERANCE.meanKld}, same top token ≥ ${FIDELITY_TOLERANCE.sameTopP} % and PPL ratio within
 1 ± ${FIDELITY_TOLERANCE.pplRatio}; else differs.
-Ctrl-C stops the tool and prints what was measured so far (exit 130).
+Ctrl-C, SIGTERM and SIGHUP stop the tool; the rounds that finished are printed and written, marked partial
+(exit ${EXIT.interrupted}, ${EXIT.terminated}, ${EXIT.hangUp}). A run that fails ends the rounds the same way: its side, round
+and exit status are named, and the finished rounds kept (exit ${EXIT.finding}).
 Exit ${EXIT.ok} when measured (fidelity: every profile within tolerance; node-llama-cpp: the same greedy tokens); ${EXIT.finding}
-when a profile differs or the tool failed (its exit status is named, never taken as a result); ${EXIT.usage} usage
+when a profile differs, a run failed, or a patched side was not patched; ${EXIT.usage} usage
 (node-llama-cpp not installed: ERR_BENCH_NO_NODE_LLAMA_CPP); ${EXIT.refused} refused; ${EXIT.noMetal} no Metal here.`,
   options: {
     profile: { type: 'string' },
     rounds: { type: 'string' },
+    precision: { type: 'string' },
+    'max-rounds': { type: 'string' },
+    'max-time': { type: 'string' },
     fidelity: { type: 'boolean' },
     'node-llama-cpp': { type: 'boolean' },
     model: { type: 'string' },
@@ -102,28 +159,32 @@ when a profile differs or the tool failed (its exit status is named, never taken
     const nlc = values['node-llama-cpp'] === true;
     if (fidelity && nlc)
       throw new UsageError('--fidelity is for llama-perplexity; --node-llama-cpp measures on its own');
-    if (fidelity && values.rounds !== undefined)
-      throw new UsageError('--rounds is for speed: --fidelity compares one run of each profile with stock');
+    for (const o of ['rounds', 'precision', 'max-rounds', 'max-time'])
+      if (fidelity && values[o] !== undefined)
+        throw new UsageError(`--${o} is for speed: --fidelity compares one run of each profile with stock`);
     if (nlc && values.model === undefined)
       throw new UsageError('--node-llama-cpp needs --model MODEL (the GGUF file to load)');
     for (const o of ['model', 'prompt-tokens', 'gen-tokens', 'threads'])
       if (!nlc && values[o] !== undefined)
         throw new UsageError(`--${o} is for --node-llama-cpp; a llama.cpp tool takes its own options after \`--\``);
-    const rounds = fidelity ? 1 : benchRounds(text(values, 'rounds'));
+    const plan: RoundOptions = fidelity ? { rounds: 1 } : roundOptions(values);
     const profiles = benchProfiles(text(values, 'profile'));
-    let stopped = false;
-    // node-llama-cpp's children are sent the SIGINT bench gets; exec forwards it to a llama.cpp tool.
+    let stopped: BenchSignal | null = null;
+    // node-llama-cpp's children are sent the signal bench gets; exec forwards it to a llama.cpp tool.
     const interrupted = new AbortController();
-    const stop = () => {
-      stopped = true;
-      interrupted.abort();
-    };
-    process.on('SIGINT', stop);
+    const handlers = STOP_SIGNALS.map((signal) => {
+      const h = () => {
+        stopped ??= signal;
+        interrupted.abort(signal);
+      };
+      process.on(signal, h);
+      return [signal, h] as const;
+    });
     const progress = process.stderr.isTTY && values.json !== true;
     const started = Date.now();
     const sides = [{ name: 'stock', profile: null }, ...profiles];
     const shared = {
-      rounds,
+      ...plan,
       force: values.force === true,
       stopped: () => stopped,
       // Said once, before the first run.
@@ -170,19 +231,34 @@ when a profile differs or the tool failed (its exit status is named, never taken
       if (progress) process.stderr.write('\r\x1b[K');
       if (values.json) printJson(result);
       else out(formatBench(result, styler()));
-      if (result.interrupted) return 130;
-      const differs =
-        result.fidelity?.some((f) => f.verdict === 'differs') ||
-        result.greedy?.profiles.some((p) => p.divergence !== null);
-      return differs ? EXIT.finding : EXIT.ok;
+      return benchExit(result, (line) => err(line));
     } catch (e) {
       // The line goes before the error is said, as before a result.
       if (progress) process.stderr.write('\r\x1b[K');
       throw e;
     } finally {
-      process.off('SIGINT', stop);
+      for (const [signal, h] of handlers) process.off(signal, h);
     }
   },
 };
+
+/**
+ * bench's exit code for a result, saying on stderr (`say`) the one line a script needs when it is not 0: a signal's
+ * code, 1 for a failed run or a patched side not patched (the result is refused), 1 for a profile that differs.
+ */
+export function benchExit(result: BenchResult, say: (line: string) => void): number {
+  if (result.stop.signal !== null) return SIGNAL_EXIT[result.stop.signal];
+  if (result.failure !== null) {
+    say(`metal-cap-shim: ${result.failure.code}: ${result.stop.detail}`);
+    return EXIT.finding;
+  }
+  if (!result.validity.valid) {
+    say(`metal-cap-shim: ERR_BENCH_NOT_PATCHED: the result is not a comparison: ${result.validity.reason}`);
+    return EXIT.finding;
+  }
+  const differs =
+    result.fidelity?.some((f) => f.verdict === 'differs') || result.greedy?.profiles.some((p) => p.divergence !== null);
+  return differs ? EXIT.finding : EXIT.ok;
+}
 
 export default command;

@@ -4,7 +4,16 @@
  * current). A module of its own, importing nothing, so that lib/cli/main.ts can use them without loading a command's
  * helpers. `exec` passes the program's own code through instead; its own failures are EXEC_EXIT's.
  */
-export const EXIT = Object.freeze({ ok: 0, finding: 1, usage: 2, refused: 3, noMetal: 4 });
+export const EXIT = Object.freeze({
+  ok: 0,
+  finding: 1,
+  usage: 2,
+  refused: 3,
+  noMetal: 4,
+  hangUp: 129,
+  interrupted: 130,
+  terminated: 143,
+});
 
 /** What each code means, in the order of the README's table. */
 export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; short: string; meaning: string }[] =
@@ -21,7 +30,7 @@ export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; short
       name: 'finding',
       short: 'a finding (does not verify, a fault) or a failure',
       meaning:
-        '`audit`: the profile does not verify; `doctor`: a probe found a fault (also a replayed one); or the work itself failed (a hook could not be installed, the probe runner would not start)',
+        '`audit`: the profile does not verify; `doctor`: a probe found a fault (also a replayed one); `bench`: a profile differs in fidelity or greedy tokens; or the work itself failed (a hook could not be installed, the probe runner would not start, a run of `bench`\'s tool failed, or a patched side of `bench` was not patched: the result is refused)',
     },
     {
       code: EXIT.usage,
@@ -43,7 +52,33 @@ export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; short
       short: 'no Metal here',
       meaning: 'no Metal here: not macOS (and no simulated Metal), no device, or the native module will not load',
     },
+    {
+      code: EXIT.hangUp,
+      name: 'hangUp',
+      short: 'hung up (SIGHUP)',
+      meaning:
+        '`bench` stopped by SIGHUP (its terminal closed): what was measured is printed and written, marked partial (128 + the signal number, as a shell reports it)',
+    },
+    {
+      code: EXIT.interrupted,
+      name: 'interrupted',
+      short: 'interrupted (SIGINT)',
+      meaning: '`bench` stopped by Ctrl-C (SIGINT): what was measured is printed and written, marked partial',
+    },
+    {
+      code: EXIT.terminated,
+      name: 'terminated',
+      short: 'terminated (SIGTERM)',
+      meaning: '`bench` stopped by SIGTERM (a supervisor, `kill`): what was measured is printed and written, marked partial',
+    },
   ]);
+
+/** The exit code of a command stopped cleanly by a signal it handles (128 + the signal's number, as a shell says). */
+export const SIGNAL_EXIT = Object.freeze({
+  SIGHUP: EXIT.hangUp,
+  SIGINT: EXIT.interrupted,
+  SIGTERM: EXIT.terminated,
+});
 
 /** The error codes that mean there is no Metal to work with here. */
 export const NO_METAL_CODES: ReadonlySet<string> = new Set([

@@ -1,10 +1,50 @@
 import type { BenchResult } from '../bench/run.js';
+import type { SpeedupEstimate } from '../bench/stats.js';
 import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
 import { marginOf, type GreedyStep } from '../bench/node-llama-cpp.js';
 import type { Styler } from './text.js';
 
-const ts = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '–');
+const ts = (n: number | null) => (n !== null && Number.isFinite(n) ? n.toFixed(2) : '–');
 const times = (n: number | null) => (n !== null && Number.isFinite(n) ? `${n.toFixed(2)}x` : '–');
+
+/** Tokens per second with the tool's own ± when it printed one. */
+const tsCell = (side: { ts: number | null; stddevTs: number | null }) =>
+  side.stddevTs === null ? ts(side.ts) : `${ts(side.ts)} ± ${side.stddevTs.toFixed(2)}`;
+
+/** What a speed-up's interval says, in words. */
+export const VERDICT_WORDS: Readonly<Record<SpeedupEstimate['verdict'], string>> = {
+  faster: 'faster',
+  slower: 'slower',
+  'no-difference-shown': 'no difference shown',
+  'no-interval': 'no interval (one round)',
+};
+
+/** A speed-up as a cell: the centre and its 95 % interval, or the centre alone, said so, without one. */
+export function speedupCell(e: SpeedupEstimate): string {
+  if (e.centre === null) return '–';
+  if (e.low === null || e.high === null) return `${times(e.centre)} (no interval)`;
+  return `${times(e.centre)} [${times(e.low)}, ${times(e.high)}]`;
+}
+
+/**
+ * The result's first line after the title: what it is worth. Refused (a patched side not patched), partial (and why),
+ * a backend no profile can change, then where it was measured and how the rounds ended.
+ */
+export function benchHeadline(r: BenchResult): string {
+  const where =
+    r.provenance === 'simulated'
+      ? 'simulated Metal (Linux test build: no GPU ran, so the numbers say nothing about a Mac)'
+      : 'measured on macOS';
+  const parts = [
+    r.validity.valid ? null : `NOT A COMPARISON: a patched side was not patched (${r.validity.reason})`,
+    r.partial ? `PARTIAL: ${r.stop.detail}` : null,
+    r.validity.affected === false
+      ? `the tool ran on ${r.validity.backends.join(', ') || 'the CPU'}, which no profile can change: any speed-up is noise`
+      : null,
+    `${where}; ${r.partial ? `${r.rounds} complete rounds` : r.stop.detail}`,
+  ];
+  return parts.filter((p): p is string => p !== null).join('; ');
+}
 /** A greedy step as a cell: the token's text (JSON-quoted: it may be a space or a byte), id, probability, margin. */
 const step = (g: GreedyStep) =>
   `${JSON.stringify(g.text)} (${g.token}) p ${g.probability.toFixed(4)}, margin ${marginOf(g).toFixed(4)}`;
@@ -24,7 +64,9 @@ function table(head: string[], rows: string[][]): string[] {
  * speed-up with its spread over the rounds, Cua's table); for fidelity, one row per profile with its verdict.
  */
 export function formatBench(r: BenchResult, s: Styler): string {
-  const lines = [s.bold('metal-cap-shim bench')];
+  const headline = benchHeadline(r);
+  const bad = !r.validity.valid || r.partial;
+  const lines = [`${s.bold('metal-cap-shim bench')}: ${bad ? s.bad(headline) : headline}`];
   const applied = r.profiles.map((p) => p.name).join(', ') || 'none';
   lines.push(`Command: ${r.command.join(' ')}`, `Profiles: ${applied}; rounds: ${r.rounds}`);
   if (r.speed !== null) {
@@ -34,13 +76,22 @@ export function formatBench(r: BenchResult, s: Styler): string {
         `Model: ${first.model ?? first.modelType ?? 'unknown'}; build: ${first.build ?? 'unknown'}; backend: ${first.backend ?? 'unknown'}`,
       );
     const names = r.profiles.map((p) => p.name);
-    const head = ['test', 'stock t/s', ...names.flatMap((n) => [`${n} t/s`, `${n} speed-up (min–max)`])];
+    const head = [
+      'test',
+      'stock t/s',
+      ...names.flatMap((n) => [`${n} t/s`, `${n} speed-up [${r.interval.confidence * 100} % interval]`, `${n}`]),
+    ];
     const rows = r.speed.map((row) => [
-      row.test,
-      ts(row.stock.ts),
-      ...row.profiles.flatMap((p) => [ts(p.ts), `${times(p.speedup)} (${times(p.spread.min)}–${times(p.spread.max)})`]),
+      row.label,
+      tsCell(row.stock),
+      ...row.profiles.flatMap((p) => [tsCell(p), speedupCell(p.speedup), VERDICT_WORDS[p.speedup.verdict]]),
     ]);
     lines.push('', ...table(head, rows));
+    if (r.speed.length > 0)
+      lines.push(
+        '',
+        `t/s: geometric mean over the rounds, ± the tool's own standard deviation (root mean square over the rounds). Speed-up: geometric mean of each round's ratio to stock's run of the same round, with its ${r.interval.confidence * 100} % interval (${r.interval.method}, ${r.rounds} rounds); "no difference shown" when the interval holds 1x.`,
+      );
   }
   if (r.fidelity !== null) {
     const t = FIDELITY_TOLERANCE;
@@ -81,6 +132,13 @@ export function formatBench(r: BenchResult, s: Styler): string {
         `${r.mode === 'node-llama-cpp' ? 'The profile was not applied before getLlama() for' : 'The shim did not load into the tool for'}: ${[...new Set(unloaded)].join(', ')}`,
       ),
     );
-  if (r.interrupted) lines.push('', s.warn('Interrupted: the table holds the runs that finished.'));
+  if (r.failure !== null)
+    lines.push(
+      '',
+      s.warn(
+        `Failed run: ${r.failure.side}, round ${r.failure.round} (${r.failure.signal !== null ? `killed by ${r.failure.signal}` : `exit ${r.failure.exitCode}`}): ${r.failure.message}`,
+      ),
+    );
+  if (r.partial) lines.push('', s.warn(`Partial: ${r.stop.detail}. The table holds the rounds that finished.`));
   return lines.join('\n');
 }

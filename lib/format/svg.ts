@@ -23,11 +23,11 @@ const TOP = 56;
  */
 export function matrixSvg(m: Matrix): string | null {
   const bars = m.rows.flatMap((r) =>
-    (r.bench?.speed ?? []).map((e) => ({
+    (r.bench?.speed ?? []).flatMap((e) => e.speedup === null ? [] : [{
       label: `${r.host} · ${r.guestOs} — ${e.profile} ${e.test}`,
       speedup: e.speedup,
       note: `${e.speedup.toFixed(2)}x${e.builds.length > 0 ? ` (${e.builds.map((b) => b.split(' ')[0]).join(', ')})` : ''}${e.reports > 1 ? `, ${e.reports} reports` : ''}`,
-    })),
+    }]),
   );
   if (bars.length === 0) return null;
   const top = Math.max(2, ...bars.map((b) => b.speedup)) * 1.1;

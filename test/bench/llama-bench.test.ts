@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseLlamaBench, testName, withReadableOutput } from '../../lib/bench/llama-bench.js';
+import { fileName, KEY_PROPERTIES, parseLlamaBench, testName, withReadableOutput } from '../../lib/bench/llama-bench.js';
 import { fixturesDir, SOURCES } from '../../scripts/build/llama-bench-eras.mjs';
 import { caught, root } from '../support/helpers.js';
 
@@ -79,8 +79,9 @@ describe('records of each era', () => {
         nDepth: 0,
         avgTs: 1234.5,
         stddevTs: 3.25,
-        model: 'models/m.gguf',
+        model: 'm.gguf',
         modelType: 'llama 8B Q4_K - Medium',
+        key: { model_filename: 'm.gguf', model_type: 'llama 8B Q4_K - Medium', n_prompt: 512, n_gen: 0, n_depth: 0 },
         build: 'b7010 (3f9da22)',
         backend: 'Metal,BLAS',
       },
@@ -93,10 +94,41 @@ describe('records of each era', () => {
         stddevTs: 0.5,
         model: null,
         modelType: null,
+        key: { n_prompt: 0, n_gen: 128, n_depth: 0 },
         build: 'b7010',
         backend: null,
       },
     ]);
+  });
+
+  it("a model's file name without its folders: after the last /, or after the last backslash in a path without /", () => {
+    expect(['/Users/me/1B\\Q4.gguf', 'C:\\m\\x.gguf', 'x.gguf', 'dir/', null].map(fileName)).toEqual([
+      '1B\\Q4.gguf',
+      'x.gguf',
+      'x.gguf',
+      'dir/',
+      null,
+    ]);
+  });
+
+  it('the key holds every key property the record has, in any order, and nothing else', () => {
+    const record = {
+      avg_ts: 1,
+      n_threads: 4,
+      flash_attn: true,
+      n_prompt: 512,
+      n_gen: 0,
+      gpu_info: 'Apple M1',
+      backends: 'Metal',
+      build_commit: 'x',
+      test_time: 't',
+    };
+    expect(parseLlamaBench(JSON.stringify([record]), 'json')[0]!.key).toEqual({
+      n_threads: 4,
+      flash_attn: true,
+      n_prompt: 512,
+      n_gen: 0,
+    });
   });
 
   it('JSON lines with blank lines (spaces, a CR) between records; a field of the wrong type is read as absent', () => {
@@ -168,7 +200,7 @@ const SAME_TWO_TESTS = [
     nDepth: 0,
     avgTs: 4620.810059,
     stddevTs: 14.7427,
-    model: '/Users/me/models/llama "3.2" 1B\\Q4_K_M.gguf',
+    model: 'llama "3.2" 1B\\Q4_K_M.gguf',
     modelType: 'llama 1B Q4_K - Medium',
     build: 'b7010 (1a2b3c4)',
     backend: 'Metal,BLAS',
@@ -180,7 +212,7 @@ const SAME_TWO_TESTS = [
     nDepth: 0,
     avgTs: 95.000002,
     stddevTs: 0.149571,
-    model: '/Users/me/models/llama "3.2" 1B\\Q4_K_M.gguf',
+    model: 'llama "3.2" 1B\\Q4_K_M.gguf',
     modelType: 'llama 1B Q4_K - Medium',
     build: 'b7010 (1a2b3c4)',
     backend: 'Metal,BLAS',
@@ -193,10 +225,18 @@ describe("each release's own shape, derived from its llama-bench.cpp (test/fixtu
   });
 
   it.each(eraFixtures.map((f) => [`${f.source.release} (${f.source.package}, ${f.source.file})`, f] as const))(
-    '%s: json and jsonl read to the same records as every other release',
+    '%s: json and jsonl read to the same records as every other release, each keyed by what that release prints',
     (_, fixture) => {
-      expect(parseLlamaBench(fixture.json, 'json')).toEqual(SAME_TWO_TESTS);
-      if (fixture.jsonl !== null) expect(parseLlamaBench(fixture.jsonl, 'jsonl')).toEqual(SAME_TWO_TESTS);
+      // The key is every key property the release's llama-bench prints (its own fields), the model without folders.
+      const printed = KEY_PROPERTIES.filter((p) => Object.hasOwn(fixture.fields, p));
+      for (const format of ['json', 'jsonl'] as const) {
+        const text = format === 'json' ? fixture.json : fixture.jsonl;
+        if (text === null) continue;
+        const records = parseLlamaBench(text, format);
+        expect(records.map(({ key, ...rest }) => rest)).toEqual(SAME_TWO_TESTS);
+        expect(records.map((r) => Object.keys(r.key))).toEqual([printed, printed]);
+        expect(records.map((r) => r.key.model_filename)).toEqual(SAME_TWO_TESTS.map((t) => t.model));
+      }
     },
   );
 

@@ -8,8 +8,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { matrixMarkdown } from '../../lib/audit/field-report.js';
-import { cli, describeSim, requireSimBuild, runCli } from '../support/helpers.js';
+import { MATRIX_MARKERS, matrixMarkdown } from '../../lib/audit/field-report.js';
+import { keyText } from '../../lib/bench/rows.js';
+import { buildConsumer, cli, describeSim, requireSimBuild, runCli } from '../support/helpers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-bench-'));
 const GUEST = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
@@ -28,7 +29,7 @@ const FAKE_BENCH = script(
   `ts=100; side=stock
 [ -n "$LD_PRELOAD" ] && ts=200 && side=patched
 echo "$side $*" >> ${JSON.stringify(LOG)}
-echo '[{"build_commit":"abc1234","build_number":7010,"backends":"CPU","model_filename":"tiny.gguf","model_type":"llama ?B F32","n_prompt":512,"n_gen":0,"avg_ts":'$ts',"stddev_ts":1},{"build_number":7010,"build_commit":"abc1234","n_prompt":0,"n_gen":128,"avg_ts":'$((ts / 10))',"stddev_ts":0.1}]'`,
+echo '[{"build_commit":"abc1234","build_number":7010,"backends":"CPU","model_filename":"tiny.gguf","model_type":"llama ?B F32","n_prompt":512,"n_gen":0,"avg_ts":'$ts',"stddev_ts":'$((ts / 100))'},{"build_number":7010,"build_commit":"abc1234","backends":"CPU","n_prompt":0,"n_gen":128,"avg_ts":'$((ts / 10))',"stddev_ts":0.'$((ts / 100))'}]'`,
 );
 
 /** llama-perplexity: saves "logits" with --kl-divergence-base alone; compares with --kl-divergence. KLD as $KLD. */
@@ -93,38 +94,42 @@ describeSim('bench, end to end over the simulated Metal', () => {
     // The tool saw -o json added, and nothing else changed.
     expect(readFileSync(LOG, 'utf8').trim().split('\n')[0]).toBe('stock -m tiny.gguf -o json');
     expect(result.command).toEqual([FAKE_BENCH, '-m', 'tiny.gguf', '-o', 'json']);
+    const side = (ts: number) => ({ ts, samples: [ts, ts, ts], rounds: [1, 2, 3], stddevTs: ts / 100 });
     expect(result.speed).toEqual(
       ['pp512', 'tg128'].map((test, i) => ({
+        key:
+          i === 0
+            ? { model_filename: 'tiny.gguf', model_type: 'llama ?B F32', n_prompt: 512, n_gen: 0 }
+            : { n_prompt: 0, n_gen: 128 },
+        // The model and its type differ between the two records: the label says so.
+        label: i === 0 ? 'pp512 model=tiny.gguf type=llama ?B F32' : 'tg128 model=none type=none',
         test,
         model: i === 0 ? 'tiny.gguf' : null,
         modelType: i === 0 ? 'llama ?B F32' : null,
         build: 'b7010 (abc1234)',
-        backend: i === 0 ? 'CPU' : null,
-        stock: {
-          ts: [100, 10][i],
-          samples: [
-            [100, 100, 100],
-            [10, 10, 10],
-          ][i],
-        },
+        backend: 'CPU',
+        stock: side([100, 10][i]!),
         profiles: ['host-family', 'apple7'].map((name) => ({
           name,
-          ts: [200, 20][i],
-          samples: [
-            [200, 200, 200],
-            [20, 20, 20],
-          ][i],
-          speedup: 2,
-          spread: { min: 2, max: 2 },
+          ...side([200, 20][i]!),
+          ratios: [2, 2, 2],
+          speedup: { centre: 2, low: 2, high: 2, rounds: 3, verdict: 'faster' },
         })),
       })),
     );
-    expect([result.schema, result.mode, result.rounds, result.interrupted, result.fidelity]).toEqual([
-      'metal-cap-shim/bench@1',
+    expect([result.schema, result.mode, result.rounds, result.partial, result.failure, result.fidelity]).toEqual([
+      'metal-cap-shim/bench@2',
       'speed',
       3,
       false,
       null,
+      null,
+    ]);
+    expect([result.stop, result.provenance, result.interval, result.validity]).toEqual([
+      { reason: 'rounds', detail: '3 rounds, as asked', signal: null },
+      'simulated',
+      { method: 'paired t interval on log ratios', confidence: 0.95 },
+      { valid: true, reason: null, affected: false, backends: ['CPU'] },
     ]);
     expect(result.records).toHaveLength(9);
     expect(
@@ -142,14 +147,67 @@ describeSim('bench, end to end over the simulated Metal', () => {
     ]);
   });
 
-  it('speed, as a table: one row per test, stock and each profile with its speed-up', () => {
-    const r = bench(['--rounds', '1', '--', FAKE_BENCH]);
+  it('speed, as a table: the first line says what the result is worth; one row per test with its 95 % interval', () => {
+    const r = bench(['--rounds', '2', '--', FAKE_BENCH]);
     expect(r.status).toBe(0);
+    expect(r.stdout.split('\n')[0]).toBe(
+      'metal-cap-shim bench: the tool ran on CPU, which no profile can change: any speed-up is noise; simulated Metal (Linux test build: no GPU ran, so the numbers say nothing about a Mac); 2 rounds, as asked',
+    );
     expect(r.stdout.split('\n').filter((l) => l.startsWith('|'))).toEqual([
-      '| test | stock t/s | host-family t/s | host-family speed-up (min–max) |',
-      '|---|---|---|---|',
-      '| pp512 | 100.00 | 200.00 | 2.00x (2.00x–2.00x) |',
-      '| tg128 | 10.00 | 20.00 | 2.00x (2.00x–2.00x) |',
+      '| test | stock t/s | host-family t/s | host-family speed-up [95 % interval] | host-family |',
+      '|---|---|---|---|---|',
+      '| pp512 model=tiny.gguf type=llama ?B F32 | 100.00 ± 1.00 | 200.00 ± 2.00 | 2.00x [2.00x, 2.00x] | faster |',
+      '| tg128 model=none type=none | 10.00 ± 0.10 | 20.00 ± 0.20 | 2.00x [2.00x, 2.00x] | faster |',
+    ]);
+    const one = bench(['--rounds', '1', '--', FAKE_BENCH]);
+    expect(one.stdout).toContain('| 100.00 ± 1.00 | 200.00 ± 2.00 | 2.00x (no interval) | no interval (one round) |');
+  });
+
+  it('a sweep gives one row per combination: -fa 0,1 and two models never share a row, each with its own numbers', () => {
+    // Four records per run (two models × flash attention off and on), each with its own t/s; the shim doubles them.
+    const sweep = script(
+      'sweep-bench',
+      `k=1; [ -n "$LD_PRELOAD" ] && k=2
+rec() { echo '{"backends":"CPU","model_filename":"/m/'$1'","n_threads":4,"flash_attn":'$2',"n_prompt":512,"n_gen":0,"avg_ts":'$(( $3 * k ))'}'; }
+echo "[$(rec a.gguf 0 100),$(rec a.gguf 1 150),$(rec b.gguf 0 300),$(rec b.gguf 1 450)]"`,
+    );
+    const result = JSON.parse(bench(['--rounds', '2', '--json', '--', sweep]).stdout);
+    expect(
+      result.speed.map((row: { label: string; stock: { ts: number }; profiles: { ts: number }[] }) => [
+        row.label,
+        row.stock.ts,
+        row.profiles[0]!.ts,
+      ]),
+    ).toEqual([
+      ['pp512 model=a.gguf fa=0', 100, 200],
+      ['pp512 model=a.gguf fa=1', 150, 300],
+      ['pp512 model=b.gguf fa=0', 300, 600],
+      ['pp512 model=b.gguf fa=1', 450, 900],
+    ]);
+  });
+
+  it('--precision: more rounds until every interval is that narrow, or a cap; the result says which', () => {
+    // Noise-free ratios: precise as soon as there are two rounds.
+    const precise = JSON.parse(bench(['--rounds', '2', '--precision', '2%', '--json', '--', FAKE_BENCH]).stdout);
+    expect([precise.rounds, precise.stop]).toEqual([
+      2,
+      { reason: 'precision', detail: 'every interval within ±2 % after 2 rounds', signal: null },
+    ]);
+    // Ratios of 2, 3, 2, 3 …: never within ±1 %, so the cap ends it.
+    const noisy = script(
+      'noisy-bench',
+      `n=$(cat ${JSON.stringify(path.join(dir, 'noisy.count'))} 2>/dev/null || echo 0); echo $((n + 1)) > ${JSON.stringify(path.join(dir, 'noisy.count'))}
+ts=100; [ -n "$LD_PRELOAD" ] && ts=$((200 + (n % 4) * 50))
+echo '[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":'$ts'}]'`,
+    );
+    const capped = JSON.parse(
+      bench(['--rounds', '2', '--precision', '1', '--max-rounds', '4', '--json', '--', noisy]).stdout,
+    );
+    expect([capped.rounds, capped.stop.reason, capped.stop.detail, capped.partial]).toEqual([
+      4,
+      'max-rounds',
+      '4 rounds, the most allowed, before every interval was within ±1 %',
+      false,
     ]);
   });
 
@@ -189,16 +247,84 @@ describeSim('bench, end to end over the simulated Metal', () => {
     );
   });
 
-  it('a tool that fails is reported with its exit status, never as a result', () => {
-    const failing = script('failing-bench', 'echo "error: failed to load model" >&2; exit 3');
-    const r = bench(['--json', '--', failing, '-m', 'missing.gguf']);
+  it('a run that fails ends the rounds: the finished rounds are kept, the failed run named with its side and round', () => {
+    const count = path.join(dir, 'fails.count');
+    writeFileSync(count, '0');
+    // Runs 1 to 4 (rounds 1 and 2) succeed; the fifth, round 3's first (stock, the order having turned back), fails.
+    const failing = script(
+      'failing-bench',
+      `n=$(($(cat ${JSON.stringify(count)}) + 1)); echo $n > ${JSON.stringify(count)}
+[ $n -ge 5 ] && { echo "error: failed to load model" >&2; exit 3; }
+ts=100; [ -n "$LD_PRELOAD" ] && ts=150
+echo '[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":'$ts'}]'`,
+    );
+    const r = bench(['--rounds', '3', '--json', '--', failing, '-m', 'missing.gguf']);
     expect(r.status).toBe(1);
-    expect(JSON.parse(r.stdout)).toEqual({
-      error: {
+    expect(r.stderr).toBe(
+      `metal-cap-shim: ERR_BENCH_TOOL: ${failing} (stock) exited with code 3; its last words: error: failed to load model (round 3); rounds 1 to 2 are kept\n`,
+    );
+    const result = JSON.parse(r.stdout);
+    expect([result.rounds, result.partial, result.stop.reason, result.failure]).toEqual([
+      2,
+      true,
+      'failed',
+      {
+        side: 'stock',
+        round: 3,
+        exitCode: 3,
+        signal: null,
         code: 'ERR_BENCH_TOOL',
         message: `${failing} (stock) exited with code 3; its last words: error: failed to load model`,
       },
-    });
+    ]);
+    expect(result.speed[0].profiles[0].ratios).toEqual([1.5, 1.5]);
+    // The human output says it too, and the first line says it is partial.
+    writeFileSync(count, '0');
+    const text = bench(['--rounds', '3', '--', failing]);
+    expect(text.stdout.split('\n')[0]).toMatch(/^metal-cap-shim bench: PARTIAL: .* \(round 3\); rounds 1 to 2 are kept; /);
+    expect(text.stdout).toContain('Failed run: stock, round 3 (exit 3): ');
+  });
+
+  it('a patched side that was not patched makes the result no comparison: refused, exit 1, the run named', () => {
+    // The tool says it ran on Metal but created no device: nothing was patched, so its "patched" side is stock.
+    const unpatched = script(
+      'metal-bench',
+      `echo '[{"backends":"Metal,BLAS","n_prompt":512,"n_gen":0,"avg_ts":100}]'`,
+    );
+    const r = bench(['--json', '--', unpatched]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe(
+      'metal-cap-shim: ERR_BENCH_NOT_PATCHED: host-family, round 1: the tool used Metal but the shim patched no device class (round 1); no round finished\n',
+    );
+    const result = JSON.parse(r.stdout);
+    expect([result.stop.reason, result.failure.code, result.rounds]).toEqual(['not-patched', 'ERR_BENCH_NOT_PATCHED', 0]);
+    // report refuses such a result.
+    const file = path.join(dir, 'unpatched.json');
+    writeFileSync(file, r.stdout);
+    const attached = runCli(['report', '--no-doctor', '--bench', file], GUEST);
+    expect(attached.status).toBe(2);
+    expect(attached.stderr).toMatch(/^metal-cap-shim: ERR_INVALID_REPORT: .*unpatched\.json is not a usable bench result/);
+  });
+
+  it('a tool that uses Metal and is patched is a valid, affected comparison', () => {
+    // The stand-in starts a real Metal program first (the simulated device), so the shim patches a class.
+    const metal = script(
+      'patched-metal-bench',
+      `${JSON.stringify(buildConsumer())} > /dev/null
+ts=100; [ -n "$LD_PRELOAD" ] && ts=300
+echo '[{"backends":"Metal,BLAS","n_prompt":512,"n_gen":0,"avg_ts":'$ts'}]'`,
+    );
+    const r = bench(['--rounds', '2', '--json', '--', metal]);
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    const result = JSON.parse(r.stdout);
+    expect(result.validity).toEqual({ valid: true, reason: null, affected: true, backends: ['Metal,BLAS'] });
+    expect(result.runs.map((x: { patchedClasses: string[] }) => x.patchedClasses)).toEqual([
+      [],
+      ['AppleParavirtDevice'],
+      ['AppleParavirtDevice'],
+      [],
+    ]);
+    expect(result.speed[0].profiles[0].speedup).toEqual({ centre: 3, low: 3, high: 3, rounds: 2, verdict: 'faster' });
   });
 
   it('refused before anything runs: a raising profile on bare metal; an output bench cannot read', () => {
@@ -214,16 +340,18 @@ describeSim('bench, end to end over the simulated Metal', () => {
   });
 });
 
-describeSim('Ctrl-C', () => {
+describeSim('signals: Ctrl-C, SIGTERM and SIGHUP stop cleanly, with what was measured', () => {
   beforeAll(requireSimBuild);
 
-  it('stops the tool, prints what was measured so far, and exits 130', async () => {
-    // Each run prints its record at once, then waits: the first run ends, the second is interrupted.
-    const slow = script(
+  // Each run prints its record at once, then the patched one waits: the first run ends, the second is stopped.
+  const slow = () =>
+    script(
       'slow-bench',
-      `echo '[{"n_prompt":512,"n_gen":0,"avg_ts":100}]'; [ -n "$LD_PRELOAD" ] && exec sleep 30; exit 0`,
+      `echo '[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":100}]'; [ -n "$LD_PRELOAD" ] && exec sleep 30; exit 0`,
     );
-    const child = spawn(process.execPath, [cli, 'bench', '--json', '--rounds', '2', '--', slow], {
+
+  async function stopWith(signal: NodeJS.Signals): Promise<{ status: number | null; result: Record<string, any> }> {
+    const child = spawn(process.execPath, [cli, 'bench', '--json', '--rounds', '2', '--', slow()], {
       env: { ...process.env, ...GUEST },
     });
     let stdout = '';
@@ -244,18 +372,31 @@ describeSim('Ctrl-C', () => {
       });
       if (ps.includes('sleep 30')) break;
     }
-    child.kill('SIGINT');
+    child.kill(signal);
     const status = await new Promise<number | null>((done) => child.on('close', (code) => done(code)));
-    const result = JSON.parse(stdout);
-    expect([status, result.interrupted, result.runs.map((r: { side: string }) => r.side)]).toEqual([
-      130,
+    return { status, result: JSON.parse(stdout) };
+  }
+
+  it.each([
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const)('%s stops the tool, prints what was measured so far (partial), and exits %i', async (signal, code) => {
+    const { status, result } = await stopWith(signal);
+    expect([status, result.partial, result.stop.reason, result.stop.signal, result.failure]).toEqual([
+      code,
       true,
+      'interrupted',
+      signal,
+      null,
+    ]);
+    expect([result.runs.map((r: { side: string }) => r.side), result.runs[1].signal, result.rounds]).toEqual([
       ['stock', 'host-family'],
+      signal,
+      0,
     ]);
-    expect(result.runs[1].signal).toBe('SIGINT');
-    expect(result.speed.map((r: { test: string; stock: { ts: number } }) => [r.test, r.stock.ts])).toEqual([
-      ['pp512', 100],
-    ]);
+    // No complete round: a row with stock's run alone, no speed-up.
+    expect(result.speed.map((r: { test: string; stock: { ts: number | null } }) => [r.test, r.stock.ts])).toEqual([]);
   }, 40_000);
 });
 
@@ -280,6 +421,23 @@ describe('bench options', () => {
     expect(said(['--fidelity', '--rounds', '2'])).toEqual([
       2,
       'metal-cap-shim: ERR_USAGE: --rounds is for speed: --fidelity compares one run of each profile with stock',
+    ]);
+    expect(said(['--fidelity', '--precision', '2%'])).toEqual([
+      2,
+      'metal-cap-shim: ERR_USAGE: --precision is for speed: --fidelity compares one run of each profile with stock',
+    ]);
+    for (const bad of ['0', '0%', '50.5', 'x', '-2%'])
+      expect(said(['--precision', bad])).toEqual([
+        2,
+        `metal-cap-shim: ERR_USAGE: --precision takes a percentage above 0 and at most 50 (such as 2%), not '${bad}'`,
+      ]);
+    expect(said(['--max-rounds', '10'])).toEqual([
+      2,
+      "metal-cap-shim: ERR_USAGE: --max-rounds caps --precision's adaptive rounds: give --precision too, or use --rounds alone",
+    ]);
+    expect(said(['--precision', '2', '--rounds', '8', '--max-rounds', '5'])).toEqual([
+      2,
+      'metal-cap-shim: ERR_USAGE: --max-rounds 5 is below --rounds 8: the cap cannot be under the rounds always run',
     ]);
     expect(said(['--profile', 'apple7,apple7'])).toEqual([
       2,
@@ -324,22 +482,48 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
     const json = runCli(['matrix', '--json', report]);
     expect(json.status).toBe(0);
     const matrix = JSON.parse(json.stdout);
+    const entry = (test: string, key: string) => ({
+      profile: 'host-family',
+      test,
+      key,
+      speedup: 2,
+      low: 2,
+      high: 2,
+      verdict: 'faster',
+      rounds: 2,
+      reports: 1,
+      builds: ['b7010 (abc1234)'],
+      provenance: 'simulated',
+      partial: 0,
+      affected: false,
+    });
     expect(matrix.rows.map((r: { bench: unknown }) => r.bench)).toEqual([
       {
         speed: [
-          { profile: 'host-family', test: 'pp512', speedup: 2, reports: 1, builds: ['b7010 (abc1234)'] },
-          { profile: 'host-family', test: 'tg128', speedup: 2, reports: 1, builds: ['b7010 (abc1234)'] },
+          entry('pp512 model=tiny.gguf type=llama ?B F32', keyText({ model_filename: 'tiny.gguf', model_type: 'llama ?B F32', n_prompt: 512, n_gen: 0 })),
+          entry('tg128 model=none type=none', keyText({ n_prompt: 0, n_gen: 128 })),
         ],
         fidelity: [{ profile: 'host-family', verdict: 'within-tolerance', meanKld: 0, reports: 1 }],
         greedy: [],
       },
     ]);
+    // The report's own audit ran over the simulated Metal: its cell says so, never a plain "verified".
+    expect(matrix.rows[0].cells['host-family']).toMatchObject({ reports: 1, verified: 1, simulated: 1 });
     const md = runCli(['matrix', report]);
-    const [header, , row] = md.stdout.split('\n');
+    const lines = md.stdout.split('\n');
+    const [header, , row] = lines;
     expect(header!.split(' | ').slice(-2)).toEqual(['Speed-up (bench)', 'Fidelity (bench) |']);
     expect(row!.split(' | ').slice(-2)).toEqual([
-      'host-family: pp512 2.00x (b7010), tg128 2.00x (b7010)',
+      'host-family: pp512 model=tiny.gguf type=llama ?B F32 2.00x \\[2.00x, 2.00x\\] faster (b7010) \\[simulated, CPU\\], tg128 model=none type=none 2.00x \\[2.00x, 2.00x\\] faster (b7010) \\[simulated, CPU\\]',
       'host-family: within (KLD ≤ 0.000000) |',
+    ]);
+    expect(row).toContain('✓ verified 1/1 \\[simulated\\]');
+    // The legend says what each marker means.
+    expect(lines.slice(lines.indexOf('') + 1)).toEqual([
+      'Where the evidence comes from: unmarked is measured on macOS; speed-ups are geometric means with their 95 % interval (paired t on log ratios).',
+      `- simulated: ${MATRIX_MARKERS.simulated}`,
+      `- CPU: ${MATRIX_MARKERS.CPU}`,
+      '',
     ]);
     // The JSON read back prints the same table.
     expect(matrixMarkdown(matrix)).toBe(md.stdout.trimEnd());
@@ -349,9 +533,43 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
     expect([drawn.status, drawn.stderr]).toEqual([0, '']);
     const svg = readFileSync(svgFile, 'utf8');
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
-    expect(svg.match(/<rect x="430"[^>]*>/g)).toHaveLength(2);
-    expect(svg).toContain('M1 Ultra, macOS 26.6.1 · macOS 26.5.2 (VirtualMac2,1) — host-family pp512');
-    expect(svg).toContain('>2.00x (b7010)<');
+  });
+
+  it('a bench result measured on another host is refused by report and by matrix, the difference named', () => {
+    const speed = JSON.parse(bench(['--rounds', '2', '--json', '--', FAKE_BENCH]).stdout);
+    const foreign = path.join(dir, 'foreign.json');
+    writeFileSync(foreign, JSON.stringify({ ...speed, host: { ...speed.host, cpuBrand: 'Apple M4 Max (Virtual)' } }));
+    const r = runCli(['report', '--no-doctor', '--bench', foreign], GUEST);
+    expect(r.status).toBe(2);
+    expect(r.stderr.split('\n')[0]).toBe(
+      `metal-cap-shim: ERR_INVALID_REPORT: bench result 1 was measured on another host than the report's (cpuBrand: "Apple M4 Max (Virtual)" (bench) vs ${JSON.stringify(speed.host.cpuBrand)} (report)): attach a bench result to a report made on the machine that measured it`,
+    );
+    // A snapshot's report is another host too (no cpuBrand of this machine's there): offline rows show no borrowed speed-ups.
+    const offline = runCli(['report', '--no-doctor', '--snapshot', 'm1-ultra-bare-metal', '--bench', foreign], GUEST);
+    expect(offline.status).toBe(2);
+    // A report edited to carry it is refused by matrix.
+    const made = JSON.parse(runCli(['report', '--json', '--no-doctor'], GUEST).stdout);
+    const edited = path.join(dir, 'edited-report.json');
+    writeFileSync(edited, JSON.stringify({ ...made, bench: [{ ...speed, host: { ...speed.host, osBuild: '99Z99' } }] }));
+    const m = runCli(['matrix', edited]);
+    expect(m.status).toBe(2);
+    expect(m.stderr).toContain('was measured on another host than the report');
+  });
+
+  it('a partial result attaches, and the matrix marks it partial', () => {
+    const speed = JSON.parse(bench(['--rounds', '2', '--json', '--', FAKE_BENCH]).stdout);
+    const partial = path.join(dir, 'partial.json');
+    writeFileSync(
+      partial,
+      JSON.stringify({ ...speed, partial: true, stop: { reason: 'interrupted', detail: 'stopped by SIGINT', signal: 'SIGINT' } }),
+    );
+    const made = runCli(['report', '--json', '--no-doctor', '--bench', partial], GUEST);
+    expect([made.status, made.stderr]).toEqual([0, '']);
+    const file = path.join(dir, 'partial-report.json');
+    writeFileSync(file, made.stdout);
+    const md = runCli(['matrix', file]).stdout;
+    expect(md).toContain('faster (b7010) \\[simulated, partial, CPU\\]');
+    expect(md).toContain(`- partial: ${MATRIX_MARKERS.partial}`);
   });
 
   it('a file that is no bench result is a usage error naming it, before anything runs', () => {
