@@ -1,7 +1,10 @@
-// A bench result read back from a file (lib/bench/result.ts): what `report --bench` and `matrix` trust is checked
-// field by field, and every refusal names the field and says how to make a usable result.
+// A bench result read back from a file (lib/bench/result.ts): every field `report --bench`, the formatter and
+// `matrix` read is checked, each refusal names the field and says how to make a usable result, the speed-ups and
+// verdicts are computed again from what they claim to come from, and a result that is no comparison is refused.
 import { describe, expect, it } from 'vitest';
 import { checkBenchResult } from '../../lib/bench/result.js';
+import { BENCH_SCHEMA } from '../../lib/bench/run.js';
+import { pairedSpeedup } from '../../lib/bench/stats.js';
 import { InvalidReportError } from '../../lib/core/errors.js';
 
 const WHERE = 'speed.json';
@@ -20,152 +23,247 @@ function refusal(value: unknown, where = WHERE): { field: string | null; message
 }
 const says = (field: string, what: string, where = WHERE) => ({
   field,
-  message: `${where} is not a usable bench result (${what}); ${HOW}`,
+  message: `${where} is not a usable bench result (${field} ${what}); ${HOW}`,
 });
 
-const speedRow = (over: Record<string, unknown> = {}) => ({
-  test: 'pp512',
-  build: 'b9333',
-  profiles: [{ name: 'host-family', speedup: 1.5 }],
-  ...over,
-});
-const speed = (over: Record<string, unknown> = {}) => ({
-  schema: 'metal-cap-shim/bench@1',
-  mode: 'speed',
-  speed: [speedRow()],
-  ...over,
-});
-const fidelityRow = (over: Record<string, unknown> = {}) => ({
-  name: 'host-family',
-  verdict: 'within-tolerance',
-  meanKld: 0.0001,
-  sameTopP: 99.9,
-  ...over,
-});
-const fidelity = (over: Record<string, unknown> = {}) => ({
-  schema: 'metal-cap-shim/bench@1',
-  mode: 'fidelity',
-  fidelity: [fidelityRow()],
-  ...over,
-});
+const side = (ts: number) => ({ ts, samples: [ts, ts], rounds: [1, 2], stddevTs: 1 });
+/** A speed result as bench writes it: two paired rounds, host-family 1.5x on pp512. */
+function speed(): Record<string, any> {
+  return {
+    schema: BENCH_SCHEMA,
+    packageVersion: '0.1.0',
+    generatedAt: '2026-12-06T00:00:00.000Z',
+    mode: 'speed',
+    command: ['llama-bench', '-o', 'json'],
+    rounds: 2,
+    host: { model: 'VirtualMac2,1', osVersion: '26.5.2', osBuild: '25F80', cpuBrand: 'Apple M1 Ultra (Virtual)', isVirtualMachine: true },
+    provenance: 'measured',
+    interval: { method: 'paired t interval on log ratios', confidence: 0.95 },
+    stock: [],
+    profiles: [{ name: 'host-family', profile: {}, warnings: [{ code: 'x', message: 'a warning' }], expected: [] }],
+    runs: [
+      { round: 1, side: 'stock', exitCode: 0, signal: null, injectorLoaded: false, patchedClasses: [], injectorErrors: [], seconds: 1 },
+      { round: 1, side: 'host-family', exitCode: 0, signal: null, injectorLoaded: true, patchedClasses: ['AppleParavirtDevice'], injectorErrors: [], seconds: 1 },
+    ],
+    records: [],
+    speed: [
+      {
+        key: { n_prompt: 512, n_gen: 0 },
+        label: 'pp512',
+        test: 'pp512',
+        model: 'tiny.gguf',
+        modelType: null,
+        build: 'b9333',
+        backend: 'Metal,BLAS',
+        stock: side(100),
+        profiles: [{ name: 'host-family', ...side(150), ratios: [1.5, 1.5], speedup: pairedSpeedup([1.5, 1.5]) }],
+      },
+    ],
+    fidelity: null,
+    stop: { reason: 'rounds', detail: '2 rounds, as asked', signal: null },
+    partial: false,
+    failure: null,
+    validity: { valid: true, reason: null, affected: true, backends: ['Metal,BLAS'] },
+  };
+}
+/** A fidelity result. */
+function fidelity(): Record<string, any> {
+  return {
+    ...speed(),
+    mode: 'fidelity',
+    speed: null,
+    fidelity: [
+      {
+        name: 'host-family',
+        meanKld: 0.0001,
+        kld99: 0.001,
+        maxKld: 0.01,
+        sameTopP: 99.9,
+        pplRatio: 1.0001,
+        chunks: 4,
+        verdict: 'within-tolerance',
+        reasons: [],
+      },
+    ],
+  };
+}
+/** A node-llama-cpp result with its greedy comparison. */
+function greedy(): Record<string, any> {
+  const step = { token: 5, text: ' a', probability: 0.5, runnerUp: { token: 6, text: ' b', probability: 0.25 } };
+  return {
+    ...speed(),
+    mode: 'node-llama-cpp',
+    greedy: {
+      prompt: 'Once',
+      stock: [step],
+      profiles: [{ name: 'host-family', tokens: 1, divergence: { index: 0, stock: step, patched: { ...step, runnerUp: null } } }],
+    },
+  };
+}
 
-describe('a usable result is returned as it is', () => {
-  it('speed, node-llama-cpp (with and without its greedy comparison) and fidelity', () => {
-    const results = [
-      speed(),
-      speed({ speed: [speedRow({ build: null }), speedRow({ test: 'tg128', profiles: [] })] }),
-      speed({ speed: [] }),
-      speed({ mode: 'node-llama-cpp', greedy: null }),
-      speed({
-        mode: 'node-llama-cpp',
-        greedy: {
-          stock: [1, 2, 3],
-          profiles: [
-            { name: 'host-family', divergence: null },
-            { name: 'cua-release', divergence: { index: 2 } },
-          ],
-        },
-      }),
-      fidelity(),
-      fidelity({ fidelity: [fidelityRow({ verdict: 'differs', meanKld: 0.5, sameTopP: 80 })] }),
-      fidelity({ fidelity: [] }),
-    ];
-    for (const r of results) expect(checkBenchResult(r, WHERE)).toBe(r);
+describe('a usable result is read, its derived numbers computed again', () => {
+  it('speed, fidelity and node-llama-cpp results read back as written when their numbers agree', () => {
+    for (const r of [speed(), fidelity(), greedy()]) expect(checkBenchResult(r, WHERE)).toEqual(r);
+    const partial = { ...speed(), partial: true, stop: { reason: 'interrupted', detail: 'SIGINT', signal: 'SIGINT' } };
+    expect(checkBenchResult(partial, WHERE)).toEqual(partial);
+  });
+
+  it('a speed-up, interval or verdict that does not follow from its ratios is replaced by what does', () => {
+    const edited = speed();
+    edited.speed[0].profiles[0].speedup = { centre: 9, low: 8, high: 10, rounds: 2, verdict: 'faster' };
+    edited.speed[0].profiles[0].ratios = [1.2, 1.3];
+    expect(checkBenchResult(edited, WHERE).speed![0]!.profiles[0]!.speedup).toEqual(pairedSpeedup([1.2, 1.3]));
+  });
+
+  it('a fidelity verdict that does not follow from its numbers is replaced by the tolerance’s', () => {
+    const edited = fidelity();
+    edited.fidelity[0].meanKld = 0.5;
+    const read = checkBenchResult(edited, WHERE).fidelity![0]!;
+    expect([read.verdict, read.reasons]).toEqual(['differs', ['mean KLD 0.5 is above 0.001']]);
+  });
+
+  it('what it reads is a copy: a getter is called once, and changing the input later changes nothing', () => {
+    let calls = 0;
+    const input = speed();
+    Object.defineProperty(input, 'rounds', {
+      enumerable: true,
+      get: () => {
+        calls++;
+        return calls === 1 ? 2 : -5;
+      },
+    });
+    const read = checkBenchResult(input, WHERE);
+    input.speed[0].label = 'changed';
+    expect([read.rounds, read.speed![0]!.label, calls]).toEqual([2, 'pp512', 1]);
   });
 });
 
-describe('what is refused, naming the field', () => {
-  it('not an object, or not a bench result', () => {
-    for (const value of [null, [], 'text', 3]) expect(refusal(value)).toEqual(says('(root)', 'not a JSON object'));
-    expect(refusal({ mode: 'speed' })).toEqual(
-      says('schema', 'it has no "schema" field; expected metal-cap-shim/bench@1 (metal-cap-shim bench --json)'),
+describe('a result that is not what it says is refused', () => {
+  it('a patched side that was not patched: no comparison, whatever else it holds', () => {
+    const r = speed();
+    r.validity = { valid: false, reason: 'host-family, round 1: the shim did not load', affected: true, backends: [] };
+    expect(refusal(r)).toEqual(
+      says('validity', 'is not a comparison: a patched side was not patched (host-family, round 1: the shim did not load)'),
     );
-    expect(refusal(speed({ schema: 'metal-cap-shim/report@1' }))).toEqual(
-      says(
-        'schema',
-        'it has schema "metal-cap-shim/report@1"; expected metal-cap-shim/bench@1 (metal-cap-shim bench --json)',
-      ),
+  });
+
+  it('partial must agree with how the measuring stopped, both ways', () => {
+    expect(refusal({ ...speed(), partial: true })).toEqual(says('partial', "must be false when the measuring stopped for 'rounds'"));
+    const stopped = { ...speed(), stop: { reason: 'failed', detail: 'x', signal: null } };
+    expect(refusal(stopped)).toEqual(says('partial', "must be true when the measuring stopped for 'failed'"));
+  });
+
+  it('speed rows and fidelity rows belong to their modes', () => {
+    expect(refusal({ ...speed(), speed: null })).toEqual(says('speed', 'must be an array in mode speed'));
+    expect(refusal({ ...fidelity(), speed: [] })).toEqual(says('speed', 'must be null in mode fidelity'));
+    expect(refusal({ ...speed(), fidelity: [] })).toEqual(says('fidelity', 'must be null in mode speed'));
+  });
+});
+
+describe('each field is checked, named, with what it must be', () => {
+  const cases: [string, (r: Record<string, any>) => void, string, string][] = [
+    ['schema', (r) => (r.schema = 'metal-cap-shim/bench@1'), 'schema', ''],
+    ['mode', (r) => (r.mode = 'fast'), 'mode', "must be one of 'speed', 'fidelity', 'node-llama-cpp', got the string \"fast\""],
+    ['command', (r) => (r.command = [1]), 'command[0]', 'must be a string, got number 1'],
+    ['rounds', (r) => (r.rounds = -1), 'rounds', 'must be a whole number ≥ 0, got number -1'],
+    ['provenance', (r) => (r.provenance = 'hearsay'), 'provenance', "must be one of 'measured', 'simulated', got the string \"hearsay\""],
+    ['confidence', (r) => (r.interval.confidence = 0), 'interval.confidence', 'must be a finite number above 0 and at most 1, got number 0'],
+    ['a run', (r) => (r.runs[1].injectorLoaded = 'yes'), 'runs[1].injectorLoaded', 'must be true or false, got the string "yes"'],
+    ['a ratio', (r) => (r.speed[0].profiles[0].ratios = [0]), 'speed[0].profiles[0].ratios[0]', 'must be a finite number above 0, got number 0'],
+    ['t/s', (r) => (r.speed[0].stock.ts = -1), 'speed[0].stock.ts', 'must be a finite number at least 0, got number -1'],
+    ['rounds per sample', (r) => (r.speed[0].stock.rounds = [1]), 'speed[0].stock.rounds', 'must name one round per sample (2)'],
+    ['a label', (r) => (r.speed[0].label = null), 'speed[0].label', 'must be a string, got null'],
+    ['a key', (r) => (r.speed[0].key = 'pp512'), 'speed[0].key', 'must be an object, got the string "pp512"'],
+    ['a warning', (r) => (r.profiles[0].warnings = [{}]), 'profiles[0].warnings[0].message', 'must be a string, got undefined'],
+    ['stop', (r) => (r.stop.signal = 'SIGKILL'), 'stop.signal', "must be one of 'SIGINT', 'SIGTERM', 'SIGHUP', got the string \"SIGKILL\""],
+    ['failure', (r) => (r.failure = { side: 's', round: 1, exitCode: 1, signal: null, code: 'X', message: 'm' }), 'failure.code', "must be one of 'ERR_BENCH_TOOL', 'ERR_BENCH_OUTPUT', 'ERR_BENCH_NOT_PATCHED', got the string \"X\""],
+    ['host', (r) => (r.host.cpuBrand = 7), 'host.cpuBrand', 'must be a string, got number 7'],
+  ];
+  it.each(cases)('%s', (_, edit, field, what) => {
+    const r = speed();
+    edit(r);
+    const got = refusal(r);
+    if (field === 'schema') expect([got.field, got.message.startsWith(`${WHERE} is not a usable bench result (schema `)]).toEqual(['schema', true]);
+    else expect(got).toEqual(says(field, what));
+  });
+
+  it('fidelity: KLD at least 0, same top token from 0 to 100 %, a PPL ratio above 0', () => {
+    const edit = (f: (row: Record<string, any>) => void) => {
+      const r = fidelity();
+      f(r.fidelity[0]);
+      return refusal(r);
+    };
+    expect(edit((x) => (x.meanKld = -0.1))).toEqual(says('fidelity[0].meanKld', 'must be a finite number at least 0, got number -0.1'));
+    expect(edit((x) => (x.sameTopP = 100.5))).toEqual(
+      says('fidelity[0].sameTopP', 'must be a finite number at least 0 and at most 100, got number 100.5'),
     );
-    for (const mode of [undefined, 'Speed', 'perplexity'])
-      expect(refusal(speed({ mode }))).toEqual(says('mode', "mode must be 'speed', 'fidelity' or 'node-llama-cpp'"));
+    expect(edit((x) => (x.sameTopP = -1))).toEqual(says('fidelity[0].sameTopP', 'must be a finite number at least 0 and at most 100, got number -1'));
+    expect(edit((x) => (x.pplRatio = 0))).toEqual(says('fidelity[0].pplRatio', 'must be a finite number above 0, got number 0'));
+    // The bounds themselves are accepted.
+    const edge = fidelity();
+    Object.assign(edge.fidelity[0], { meanKld: 0, sameTopP: 100 });
+    expect(checkBenchResult(edge, WHERE).fidelity![0]!.sameTopP).toBe(100);
   });
 
-  it('the file is named as given, and clipped when long', () => {
-    const long = `${'x'.repeat(300)}.json`;
-    const { message } = refusal(null, long);
-    expect(message.startsWith(`${'x'.repeat(200)}… (305 characters) is not a usable bench result`)).toBe(true);
+  it('greedy: each step a token, its text and a probability from 0 to 1', () => {
+    const r = greedy();
+    r.greedy.stock[0].probability = 1.5;
+    expect(refusal(r)).toEqual(says('greedy.stock[0].probability', 'must be a finite number at least 0 and at most 1, got number 1.5'));
+    const t = greedy();
+    t.greedy.profiles[0].divergence.patched.token = { id: 1 };
+    expect(refusal(t)).toEqual(says('greedy.profiles[0].divergence.patched.token', 'must be a whole number ≥ 0, got an object'));
   });
 
-  it('speed rows: an array of rows, each naming its test, a build of text or null, profiles with a speed-up above 0', () => {
-    for (const mode of ['speed', 'node-llama-cpp']) {
-      expect(refusal(speed({ mode, speed: undefined }))).toEqual(says('speed', 'speed must be an array'));
-      expect(refusal(speed({ mode, speed: { 0: speedRow() } }))).toEqual(says('speed', 'speed must be an array'));
+  it('not an object, or nested past what any result needs', () => {
+    expect(refusal([])).toEqual({
+      field: '(root)',
+      message: `${WHERE} is not a usable bench result (it must be an object, got an array); ${HOW}`,
+    });
+    let deep: unknown = 1;
+    for (let i = 0; i < 100; i++) deep = [deep];
+    const r = speed();
+    r.records = [{ round: 1, side: 'stock', records: [deep] }];
+    const got = refusal(r);
+    expect([got.field!.startsWith('records[0].records[0][0]'), got.message.includes('is nested more than 64 levels deep')]).toEqual([
+      true,
+      true,
+    ]);
+  });
+});
+
+describe('hostile values of every JSON type at every path: a typed refusal or a correct result, never anything else', () => {
+  /** Every path to a value in `v`, as a list of keys. */
+  function paths(v: unknown, at: (string | number)[] = []): (string | number)[][] {
+    if (v === null || typeof v !== 'object') return [at];
+    const entries = Array.isArray(v) ? v.map((x, i) => [i, x] as const) : Object.entries(v);
+    return [at, ...entries.flatMap(([k, x]) => paths(x, [...at, k]))];
+  }
+  const HOSTILE = [null, true, 0, -1, 1e308, Number.NaN, '', 'x', [], {}, [[[]]], { __proto__: null, constructor: 1 }];
+
+  it.each([
+    ['speed', speed],
+    ['fidelity', fidelity],
+    ['greedy', greedy],
+  ] as const)('%s', (_, make) => {
+    let refused = 0;
+    let read = 0;
+    for (const p of paths(make()).filter((x) => x.length > 0)) {
+      for (const value of HOSTILE) {
+        const r = make();
+        let target: any = r;
+        for (const k of p.slice(0, -1)) target = target[k];
+        target[p.at(-1)!] = value;
+        try {
+          const result = checkBenchResult(r, WHERE);
+          // Accepted: what the formatters read is what its checks promise.
+          expect(result.runs.every((x) => typeof x.side === 'string')).toBe(true);
+          read++;
+        } catch (e) {
+          expect(e).toBeInstanceOf(InvalidReportError);
+          refused++;
+        }
+      }
     }
-    for (const row of [null, 'pp512', speedRow({ test: undefined }), speedRow({ test: 512 })])
-      expect(refusal(speed({ speed: [speedRow(), row] }))).toEqual(says('speed[1]', 'speed[1] must name its test'));
-    for (const build of [undefined, 9333, false])
-      expect(refusal(speed({ speed: [speedRow({ build })] }))).toEqual(
-        says('speed[0].build', 'speed[0].build must be text or null'),
-      );
-    for (const profiles of [undefined, null, { name: 'host' }])
-      expect(refusal(speed({ speed: [speedRow({ profiles })] }))).toEqual(
-        says('speed[0].profiles', 'speed[0].profiles must be an array'),
-      );
-    const bad = [
-      null,
-      { speedup: 1.5 },
-      { name: 7, speedup: 1.5 },
-      { name: 'host' },
-      { name: 'host', speedup: '1.5' },
-      { name: 'host', speedup: 0 },
-      { name: 'host', speedup: -1 },
-      { name: 'host', speedup: Number.POSITIVE_INFINITY },
-      { name: 'host', speedup: Number.NaN },
-    ];
-    for (const p of bad)
-      expect(refusal(speed({ speed: [speedRow({ profiles: [{ name: 'a', speedup: 1 }, p] })] }))).toEqual(
-        says('speed[0].profiles[1]', 'speed[0].profiles[1] must have a name and a speed-up above 0'),
-      );
-    // Any speed-up above 0 is accepted, however small.
-    const tiny = speed({ speed: [speedRow({ profiles: [{ name: 'a', speedup: Number.MIN_VALUE }] })] });
-    expect(checkBenchResult(tiny, WHERE)).toBe(tiny);
-  });
-
-  it('greedy: the stock tokens and the profiles, each with a name and a divergence or null', () => {
-    const nlc = (greedy: unknown) => speed({ mode: 'node-llama-cpp', greedy });
-    for (const greedy of ['x', [], { stock: [] }, { profiles: [] }, { stock: 'abc', profiles: [] }])
-      expect(refusal(nlc(greedy))).toEqual(says('greedy', 'greedy must have the stock tokens and the profiles'));
-    for (const p of [null, { divergence: null }, { name: 1, divergence: null }, { name: 'a', divergence: 3 }])
-      expect(refusal(nlc({ stock: [], profiles: [{ name: 'ok', divergence: null }, p] }))).toEqual(
-        says('greedy.profiles[1]', 'greedy.profiles[1] must have a name and a divergence (or null)'),
-      );
-    // A profile with no divergence says so with null: a missing field is refused, since undefined is not null.
-    expect(refusal(nlc({ stock: [], profiles: [{ name: 'a' }] }))).toEqual(
-      says('greedy.profiles[0]', 'greedy.profiles[0] must have a name and a divergence (or null)'),
-    );
-  });
-
-  it('fidelity rows: an array, each with a name, a verdict, and finite meanKld and sameTopP', () => {
-    for (const value of [undefined, {}, 'x'])
-      expect(refusal(fidelity({ fidelity: value }))).toEqual(says('fidelity', 'fidelity must be an array'));
-    const bad = [
-      null,
-      fidelityRow({ name: undefined }),
-      fidelityRow({ verdict: 'same' }),
-      fidelityRow({ verdict: undefined }),
-      fidelityRow({ meanKld: '0.1' }),
-      fidelityRow({ meanKld: Number.NaN }),
-      fidelityRow({ sameTopP: undefined }),
-      fidelityRow({ sameTopP: Number.NEGATIVE_INFINITY }),
-    ];
-    for (const row of bad)
-      expect(refusal(fidelity({ fidelity: [fidelityRow(), row] }))).toEqual(
-        says('fidelity[1]', 'fidelity[1] must have a name, a verdict, meanKld and sameTopP'),
-      );
-    // A speed result's fields are not asked of a fidelity result, and the other way round.
-    const f = fidelity({ speed: 'not read' });
-    expect(checkBenchResult(f, WHERE)).toBe(f);
-    const s = speed({ fidelity: 'not read' });
-    expect(checkBenchResult(s, WHERE)).toBe(s);
+    expect([refused > 100, read > 0]).toEqual([true, true]);
   });
 });
