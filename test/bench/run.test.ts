@@ -349,9 +349,16 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
     expect([drawn.status, drawn.stderr]).toEqual([0, '']);
     const svg = readFileSync(svgFile, 'utf8');
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
-    expect(svg.match(/<rect x="430"[^>]*>/g)).toHaveLength(2);
-    expect(svg).toContain('M1 Ultra, macOS 26.6.1 · macOS 26.5.2 (VirtualMac2,1) — host-family pp512');
-    expect(svg).toContain('>2.00x (b7010)<');
+    // Two grey bars (today's matrix has no interval), one a test.
+    expect(
+      svg
+        .split('<g id="plot">')[1]!
+        .split('</g>')[0]!
+        .match(/<rect [^>]*fill="#9e9e9e"\/>/g),
+    ).toHaveLength(2);
+    expect(svg).toContain('<title>M1 Ultra, macOS 26.6.1 · macOS 26.5.2 (VirtualMac2,1)</title>');
+    expect(svg).toContain('<title>host-family · pp512</title>');
+    expect(svg).toContain('<title>2.00x (no interval) · b7010</title>');
   });
 
   it('a file that is no bench result is a usage error naming it, before anything runs', () => {
