@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: on a fresh Debian 12 machine it installs the toolchain of the Linux test build (clang-14,
 # GNUstep Foundation, GCC's libobjc, the blocks runtime, clang's sanitizer runtimes, libc++'s headers, make; for the
-# conformance suite clang-19, llvm-19's tools and git; for the real llama.cpp tools cmake and ninja; apt, as root),
+# conformance suite clang-19, llvm-19's tools and git; for the real llama.cpp tools cmake and ninja; librsvg2-bin,
+# python3-git and python3-tabulate for the chart's rendering and llama.cpp's compare-llama-bench.py; apt, as root),
 # installs npm dependencies, builds the TypeScript, the simulated native build and its sanitizer builds, type-checks,
 # builds llama.cpp's own device code for the conformance suite (test/conformance/) and finds or builds llama-bench and
 # llama-perplexity for the CPU (scripts/build/llama-tools.mjs) and installs node-llama-cpp with its CPU prebuilt

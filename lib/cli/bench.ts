@@ -1,7 +1,9 @@
 import { runBench, runNodeLlamaCppBench, type BenchResult, type BenchSide } from '../bench/run.js';
+import { llamaBenchExport, resultCommits } from '../bench/export.js';
 import { GREEDY_TOKENS } from '../bench/node-llama-cpp.js';
 import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
-import { UsageError } from '../core/errors.js';
+import { FileError, UsageError } from '../core/errors.js';
+import { writeFileSafely } from '../core/safefs.js';
 import { formatBench } from '../format/bench.js';
 import { saidOnce } from '../patch/plan.js';
 import { DEFAULT_PROFILE, resolveProfile } from '../patch/profiles.js';
@@ -45,6 +47,20 @@ export function benchRounds(given: string | undefined): number {
 const NLC_DEFAULTS = { promptTokens: 512, genTokens: 128 };
 const MAX_TOKENS = 65536;
 
+/** Writes the export for compare-llama-bench.py to `file` and says which commit is which side. */
+function writeExport(file: string, result: BenchResult): void {
+  const jsonl = llamaBenchExport(result);
+  try {
+    writeFileSafely(file, jsonl);
+  } catch (e) {
+    throw new FileError(`--export-llama-bench ${(e as Error).message}`);
+  }
+  const [stock, ...profiles] = [...resultCommits(result).values()];
+  err(
+    `metal-cap-shim: wrote ${file}; llama.cpp's scripts/compare-llama-bench.py -t llama-bench -i ${file} -b ${stock} -c P compares stock with P, P one of: ${profiles.join(', ')}`,
+  );
+}
+
 const command: Command = {
   help: () => `Usage: metal-cap-shim bench [--profile P[,Q…]] [--rounds N] [--json] -- llama-bench [its args…]
        metal-cap-shim bench --fidelity [--profile P[,Q…]] [--json] -- llama-perplexity -m MODEL [-f TEXT] [its args…]
@@ -70,6 +86,11 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
   --force            allow raising answers on a host that is not a VM
   --json             the result as JSON (schema metal-cap-shim/bench@1): llama-bench's records, every run,
                      the profiles as applied, the device's stock and patched answers
+  --export-llama-bench FILE
+                     speed: also write llama-bench's records of every run as JSONL to FILE (a new file or a
+                     regular file of yours, never a link) for llama.cpp's scripts/compare-llama-bench.py, each
+                     side its own build_commit (stock and each profile's name, padded to one length), the
+                     model's file name without its folders
 
 Speed: one row per llama-bench test (pp512, tg128, …): stock t/s, each profile's t/s and its speed-up, the
 median of each round's ratio to that round's stock run, with the lowest and highest. bench adds -o json when
@@ -94,6 +115,7 @@ when a profile differs or the tool failed (its exit status is named, never taken
     threads: { type: 'string' },
     force: { type: 'boolean' },
     json: { type: 'boolean' },
+    'export-llama-bench': { type: 'string' },
   },
   positionals: 'after-dashdash',
   noProgramWith: 'node-llama-cpp',
@@ -109,6 +131,9 @@ when a profile differs or the tool failed (its exit status is named, never taken
     for (const o of ['model', 'prompt-tokens', 'gen-tokens', 'threads'])
       if (!nlc && values[o] !== undefined)
         throw new UsageError(`--${o} is for --node-llama-cpp; a llama.cpp tool takes its own options after \`--\``);
+    const exportFile = text(values, 'export-llama-bench');
+    if (exportFile !== undefined && (fidelity || nlc))
+      throw new UsageError('--export-llama-bench writes llama-bench records: it is for speed (bench -- llama-bench)');
     const rounds = fidelity ? 1 : benchRounds(text(values, 'rounds'));
     const profiles = benchProfiles(text(values, 'profile'));
     let stopped = false;
@@ -170,6 +195,7 @@ when a profile differs or the tool failed (its exit status is named, never taken
       if (progress) process.stderr.write('\r\x1b[K');
       if (values.json) printJson(result);
       else out(formatBench(result, styler()));
+      if (exportFile !== undefined) writeExport(exportFile, result);
       if (result.interrupted) return 130;
       const differs =
         result.fidelity?.some((f) => f.verdict === 'differs') ||
