@@ -200,6 +200,13 @@ const LEGEND: { verdict: ChartBar['verdict']; text: string }[] = [
 const LEGEND_SIZE = 11;
 const SWATCH = 10;
 
+/** The largest of `floor` and `of` each item: a loop, not Math.max(...items), which a long list overflows. */
+function largest<T>(items: readonly T[], floor: number, of: (item: T) => number): number {
+  let most = floor;
+  for (const item of items) most = Math.max(most, of(item));
+  return most;
+}
+
 /** Pixels with one decimal. */
 const n = (v: number) => v.toFixed(1);
 
@@ -228,12 +235,15 @@ export function speedupChart(bars: readonly ChartBar[]): string | null {
     return { bar: b, group, label, value, note: showable(b.note) };
   });
   const labelWidth = Math.ceil(
-    Math.min(LABEL_WIDTH.max, Math.max(LABEL_WIDTH.min, ...rows.map((r) => textWidth(r.label, SIZE)))),
+    Math.min(
+      LABEL_WIDTH.max,
+      largest(rows, LABEL_WIDTH.min, (r) => textWidth(r.label, SIZE)),
+    ),
   );
   const valueWidth = Math.ceil(
     Math.min(
       VALUE_WIDTH.max,
-      Math.max(VALUE_WIDTH.min, ...rows.map((r) => Math.max(textWidth(r.value, SIZE), textWidth(r.note, SIZE)))),
+      largest(rows, VALUE_WIDTH.min, (r) => Math.max(textWidth(r.value, SIZE), textWidth(r.note, SIZE))),
     ),
   );
   const plotX = MARGIN + labelWidth + GAP;
@@ -244,8 +254,8 @@ export function speedupChart(bars: readonly ChartBar[]): string | null {
   );
 
   const axis = logAxis(
-    Math.min(...bars.map((b) => b.low ?? b.centre)),
-    Math.max(...bars.map((b) => b.high ?? b.centre)),
+    -largest(bars, -1, (b) => -(b.low ?? b.centre)),
+    largest(bars, 1, (b) => b.high ?? b.centre),
   );
   const span = Math.log(axis.max / axis.min);
   const x = (v: number) => plotX + (Math.log(Math.min(axis.max, Math.max(axis.min, v)) / axis.min) / span) * PLOT_WIDTH;
