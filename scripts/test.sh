@@ -30,8 +30,9 @@ command -v ninja >/dev/null || need+=(ninja-build)
 command -v llvm-profdata-14 >/dev/null || need+=(llvm-14)
 # GNU make: test/security/exec-two-users.test.ts runs a sub-make through exec to show make's jobserver reaches it.
 command -v make >/dev/null || need+=(make)
-# The chart's rendering test (test/format/svg.test.ts) draws it with rsvg-convert.
+# The chart's rendering test (test/format/svg.test.ts) draws it with rsvg-convert, in the font it declares.
 command -v rsvg-convert >/dev/null || need+=(librsvg2-bin)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 # llama.cpp's own scripts/compare-llama-bench.py reads bench's export (test/bench/export.test.ts): GitPython, tabulate.
 /usr/bin/python3 -c 'import git' 2>/dev/null || need+=(python3-git)
 /usr/bin/python3 -c 'import tabulate' 2>/dev/null || need+=(python3-tabulate)

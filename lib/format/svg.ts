@@ -51,11 +51,19 @@ function advance(cp: number): number {
   return OTHER_ADVANCE[cp] ?? UNKNOWN_ADVANCE;
 }
 
-/** The width in pixels of `text` (already made safe) at `size` pixels. */
+/**
+ * The width in pixels of character `c` at `size` pixels: rounded up to a whole pixel, since a renderer that hints
+ * (librsvg through Pango, at the size it draws) rounds each advance to a whole pixel, up as often as down.
+ */
+function charWidth(c: string, size: number): number {
+  return Math.ceil((advance(c.codePointAt(0)!) * size) / 1000);
+}
+
+/** The width in pixels of `text` (already made safe) at `size` pixels: an upper bound for the declared font. */
 export function textWidth(text: string, size: number): number {
-  let units = 0;
-  for (const c of text) units += advance(c.codePointAt(0)!);
-  return (units * size) / 1000;
+  let width = 0;
+  for (const c of text) width += charWidth(c, size);
+  return width;
 }
 
 // What XML 1.0 cannot hold or a viewer would act on rather than show. Controls (C0, DEL, C1), lone surrogates and
@@ -87,7 +95,7 @@ function xml(text: string): string {
  */
 export function wrapText(text: string, width: number, size: number, maxLines: number): string[] {
   const chars = Array.from(text.trim());
-  const px = chars.map((c) => (advance(c.codePointAt(0)!) * size) / 1000);
+  const px = chars.map((c) => charWidth(c, size));
   const lines: string[] = [];
   let start = 0;
   while (start < chars.length && lines.length < maxLines) {
@@ -114,7 +122,7 @@ export function wrapText(text: string, width: number, size: number, maxLines: nu
 function withEllipsis(line: string, width: number, size: number): string {
   const chars = Array.from(line);
   let used = textWidth(line, size) + textWidth('…', size);
-  while (chars.length > 0 && used > width) used -= (advance(chars.pop()!.codePointAt(0)!) * size) / 1000;
+  while (chars.length > 0 && used > width) used -= charWidth(chars.pop()!, size);
   return `${chars.join('').trimEnd()}…`;
 }
 

@@ -89,11 +89,11 @@ describe('the export', () => {
     );
   });
 
-  it('takes a Windows path to its file name too, and leaves a record without one as it is', () => {
+  it('takes a Windows path to its file name too, leaves a record without one as it is, skips what is no record', () => {
     const result = fixtureResult();
     result.records = [
       { round: 1, side: 'stock', records: [{ ...REAL[0], model_filename: 'C:\\models\\q4\\tiny.gguf' }] },
-      { round: 1, side: 'host-family', records: [{ n_prompt: 32, avg_ts: 5 }] },
+      { round: 1, side: 'host-family', records: [{ n_prompt: 32, avg_ts: 5 }, 'not a record', null] },
     ];
     expect(
       llamaBenchExport(result)

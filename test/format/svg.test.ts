@@ -362,4 +362,38 @@ describe.skipIf(!haveRsvg && process.env.CI === undefined)('the chart rendered b
     // And the long host names, in full, each over at most two lines.
     expect(texts(svg, 'headings').lines.join(' ')).toBe(HOSTS.join(' '));
   });
+
+  it('measures no character narrower than DejaVu Sans draws it, Book or Bold', () => {
+    // Each printable character of ASCII and Latin-1 twenty times on a line of its own: the ink must end within the
+    // measured width (a pixel of slack for a glyph's overhang past its advance).
+    const chars = [...Array.from({ length: 95 }, (_, i) => 0x20 + i), ...Array.from({ length: 96 }, (_, i) => 0xa0 + i)]
+      .map((cp) => String.fromCodePoint(cp))
+      .filter((c) => c.trim() !== '' && showable(c) === c);
+    // At the chart's size, where a hinting renderer's rounding of each advance weighs most.
+    const [size, line, x0] = [12, 30, 10];
+    for (const weight of ['normal', 'bold']) {
+      const width = x0 + Math.ceil(Math.max(...chars.map((c) => textWidth(c.repeat(20), size)))) + 20;
+      const height = chars.length * line + 10;
+      const lines = chars.map(
+        (c, i) =>
+          `<text x="${x0}" y="${(i + 1) * line}">${c.repeat(20).replace(/&/g, '&amp;').replace(/</g, '&lt;')}</text>`,
+      );
+      const png = render(
+        `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="DejaVu Sans" font-size="${size}" font-weight="${weight}">${lines.join('')}</svg>`,
+        `advances-${weight}`,
+      );
+      const right = new Array<number>(chars.length).fill(-1);
+      for (const [x, y] of ink(png)) {
+        // Lines far apart, so a descender or an accent is counted with its own line.
+        const i = Math.min(chars.length - 1, Math.max(0, Math.round(y / line) - 1));
+        right[i] = Math.max(right[i]!, x);
+      }
+      const over = chars
+        .map((c, i) => ({ c, drawn: right[i]! - x0, measured: textWidth(c.repeat(20), size) }))
+        .filter((r) => r.drawn > r.measured + 1);
+      expect([weight, over]).toEqual([weight, []]);
+      // Every line drew something: the font was found.
+      expect([weight, right.filter((r) => r < 0)]).toEqual([weight, []]);
+    }
+  });
 });
