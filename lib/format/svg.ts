@@ -130,16 +130,16 @@ function withEllipsis(line: string, width: number, size: number): string {
 export const AXIS_LIMITS = { min: 1e-3, max: 1e3 } as const;
 const NICE_MANTISSAS = [1, 2, 5];
 
-/** 10^e exactly for small integers, so ticks print as 0.002, not 0.0020000000000000005. */
-function pow10(e: number): number {
-  return e >= 0 ? 10 ** e : 1 / 10 ** -e;
+/** m·10^e as the double nearest it (a quotient below 1), so a tick prints as 0.005x, never as a neighbour of it. */
+function nice(m: number, e: number): number {
+  return e >= 0 ? m * 10 ** e : m / 10 ** -e;
 }
 
 /** The 1–2–5 values from the largest at or below `lo` to the smallest at or above `hi`. */
 function niceValues(lo: number, hi: number): number[] {
   const values: number[] = [];
   for (let e = Math.floor(Math.log10(lo)) - 1; e <= Math.ceil(Math.log10(hi)); e++)
-    for (const m of NICE_MANTISSAS) values.push(e >= 0 ? m * pow10(e) : m / 10 ** -e);
+    for (const m of NICE_MANTISSAS) values.push(nice(m, e));
   let first = values.length - 1;
   while (first > 0 && values[first]! > lo * (1 + 1e-9)) first--;
   const last = values.findIndex((v) => v >= hi * (1 - 1e-9));
@@ -158,7 +158,7 @@ export function logAxis(lo: number, hi: number): { min: number; max: number; tic
   if (ticks.length < 3) ticks = niceValues(a / 2, b * 2);
   if (Math.log10(ticks[ticks.length - 1]! / ticks[0]!) > 2 + 1e-9) {
     ticks = [];
-    for (let e = Math.floor(Math.log10(a) + 1e-9); e <= Math.ceil(Math.log10(b) - 1e-9); e++) ticks.push(pow10(e));
+    for (let e = Math.floor(Math.log10(a) + 1e-9); e <= Math.ceil(Math.log10(b) - 1e-9); e++) ticks.push(nice(1, e));
   }
   return { min: ticks[0]!, max: ticks[ticks.length - 1]!, ticks };
 }
