@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: on a fresh Debian 12 machine it installs the toolchain of the Linux test build (clang-14,
 # GNUstep Foundation, GCC's libobjc, the blocks runtime, clang's sanitizer runtimes, libc++'s headers, make; for the
-# conformance suite clang-19, llvm-19's tools and git; for the real llama.cpp tools cmake and ninja; apt, as root),
+# conformance suite clang-19, llvm-19's tools and git; for the real llama.cpp tools cmake and ninja; librsvg2-bin,
+# python3-git and python3-tabulate for the chart's rendering and llama.cpp's compare-llama-bench.py; apt, as root),
 # installs npm dependencies, builds the TypeScript, the simulated native build and its sanitizer builds, type-checks,
 # builds llama.cpp's own device code for the conformance suite (test/conformance/) and finds or builds llama-bench and
 # llama-perplexity for the CPU (scripts/build/llama-tools.mjs) and installs node-llama-cpp with its CPU prebuilt
@@ -29,6 +30,12 @@ command -v ninja >/dev/null || need+=(ninja-build)
 command -v llvm-profdata-14 >/dev/null || need+=(llvm-14)
 # GNU make: test/security/exec-two-users.test.ts runs a sub-make through exec to show make's jobserver reaches it.
 command -v make >/dev/null || need+=(make)
+# The chart's rendering test (test/format/svg.test.ts) draws it with rsvg-convert, in the font it declares.
+command -v rsvg-convert >/dev/null || need+=(librsvg2-bin)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
+# llama.cpp's own scripts/compare-llama-bench.py reads bench's export (test/bench/export.test.ts): GitPython, tabulate.
+/usr/bin/python3 -c 'import git' 2>/dev/null || need+=(python3-git)
+/usr/bin/python3 -c 'import tabulate' 2>/dev/null || need+=(python3-tabulate)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing packages: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2

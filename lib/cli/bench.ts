@@ -7,10 +7,12 @@ import {
   type BenchSignal,
   type RoundOptions,
 } from '../bench/run.js';
+import { llamaBenchExport, resultCommits } from '../bench/export.js';
 import { CONFIDENCE, INTERVAL_METHOD } from '../bench/stats.js';
 import { GREEDY_TOKENS } from '../bench/node-llama-cpp.js';
 import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
-import { UsageError } from '../core/errors.js';
+import { FileError, UsageError } from '../core/errors.js';
+import { writeFileSafely } from '../core/safefs.js';
 import { formatBench } from '../format/bench.js';
 import { saidOnce } from '../patch/plan.js';
 import { DEFAULT_PROFILE, resolveProfile } from '../patch/profiles.js';
@@ -87,6 +89,20 @@ export function roundOptions(values: Values): RoundOptions {
 const NLC_DEFAULTS = { promptTokens: 512, genTokens: 128 };
 const MAX_TOKENS = 65536;
 
+/** Writes the export for compare-llama-bench.py to `file` and says which commit is which side. */
+function writeExport(file: string, result: BenchResult): void {
+  const jsonl = llamaBenchExport(result);
+  try {
+    writeFileSafely(file, jsonl);
+  } catch (e) {
+    throw new FileError(`--export-llama-bench ${(e as Error).message}`);
+  }
+  const [stock, ...profiles] = [...resultCommits(result).values()];
+  err(
+    `metal-cap-shim: wrote ${file}; llama.cpp's scripts/compare-llama-bench.py -t llama-bench -i ${file} -b ${stock} -c P compares stock with P, P one of: ${profiles.join(', ')}`,
+  );
+}
+
 const command: Command = {
   help: () => `Usage: metal-cap-shim bench [--profile P[,Q…]] [--rounds N] [--precision P% [--max-rounds N] [--max-time S]]
                              [--json] -- llama-bench [its args…]
@@ -117,6 +133,11 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
   --force            allow raising answers on a host that is not a VM
   --json             the result as JSON (schema metal-cap-shim/bench@1): llama-bench's records, every run,
                      the profiles as applied, the device's stock and patched answers
+  --export-llama-bench FILE
+                     speed: also write llama-bench's records of every run as JSONL to FILE (a new file or a
+                     regular file of yours, never a link) for llama.cpp's scripts/compare-llama-bench.py, each
+                     side its own build_commit (stock and each profile's name, padded to one length), the
+                     model's file name without its folders
 
 Speed: one row per llama-bench test and setting (pp512, tg128, each -fa, -t, -m … of a sweep: rows are keyed
 by every property llama-bench varies, as llama.cpp's compare-llama-bench.py keys them): each side's t/s (the
@@ -151,6 +172,7 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
     threads: { type: 'string' },
     force: { type: 'boolean' },
     json: { type: 'boolean' },
+    'export-llama-bench': { type: 'string' },
   },
   positionals: 'after-dashdash',
   noProgramWith: 'node-llama-cpp',
@@ -167,6 +189,9 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
     for (const o of ['model', 'prompt-tokens', 'gen-tokens', 'threads'])
       if (!nlc && values[o] !== undefined)
         throw new UsageError(`--${o} is for --node-llama-cpp; a llama.cpp tool takes its own options after \`--\``);
+    const exportFile = text(values, 'export-llama-bench');
+    if (exportFile !== undefined && (fidelity || nlc))
+      throw new UsageError('--export-llama-bench writes llama-bench records: it is for speed (bench -- llama-bench)');
     const plan: RoundOptions = fidelity ? { rounds: 1 } : roundOptions(values);
     const profiles = benchProfiles(text(values, 'profile'));
     let stopped: BenchSignal | null = null;
@@ -231,6 +256,7 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
       if (progress) process.stderr.write('\r\x1b[K');
       if (values.json) printJson(result);
       else out(formatBench(result, styler()));
+      if (exportFile !== undefined) writeExport(exportFile, result);
       return benchExit(result, (line) => err(line));
     } catch (e) {
       // The line goes before the error is said, as before a result.

@@ -17,8 +17,9 @@ A custom profile's column (custom-<hash>) is listed below the table with its ans
 Reports with bench results (report --bench) add a speed-up column (median per profile and llama-bench test,
 with the llama.cpp builds that measured it) and a fidelity column (differs when any report differs; for
 bench --node-llama-cpp, the earliest token where a report's greedy generation left stock's).
-  --svg OUT   also draw the speed-ups as a bar chart (by host, guest OS and profile; stock = 1x) to OUT, a new
-              file or a regular file of yours (never a link); nothing is written when no report has a speed result`,
+  --svg OUT   also draw the speed-ups as a bar chart (by host, guest OS and profile; log scale, stock = 1x) to
+              OUT, a new file or a regular file of yours (never a link); when no report has a speed result,
+              nothing is written and the exit code is 2`,
   options: { json: { type: 'boolean' }, svg: { type: 'string' } },
   positionals: 'files',
   run({ values, positionals }) {
@@ -53,13 +54,15 @@ bench --node-llama-cpp, the earliest token where a report's greedy generation le
     const svgFile = text(values, 'svg');
     if (svgFile !== undefined) {
       const svg = matrixSvg(matrix);
-      if (svg === null) err('metal-cap-shim: warning: --svg: no report has a bench speed result; nothing written');
-      else {
-        try {
-          writeFileSafely(svgFile, svg);
-        } catch (e) {
-          throw new FileError(`--svg ${(e as Error).message}`);
-        }
+      // Nothing to draw is a usage error: a script that asked for a chart must not take a missing one for a chart.
+      if (svg === null) {
+        err('metal-cap-shim: --svg: no report has a bench speed result, so there is no chart; nothing written');
+        return EXIT.usage;
+      }
+      try {
+        writeFileSafely(svgFile, svg);
+      } catch (e) {
+        throw new FileError(`--svg ${(e as Error).message}`);
       }
     }
     return skipped.length > 0 ? EXIT.usage : EXIT.ok;

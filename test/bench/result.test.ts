@@ -238,7 +238,7 @@ describe('hostile values of every JSON type at every path: a typed refusal or a 
     const entries = Array.isArray(v) ? v.map((x, i) => [i, x] as const) : Object.entries(v);
     return [at, ...entries.flatMap(([k, x]) => paths(x, [...at, k]))];
   }
-  const HOSTILE = [null, true, 0, -1, 1e308, Number.NaN, '', 'x', [], {}, [[[]]], { __proto__: null, constructor: 1 }];
+  const HOSTILE: unknown[] = [null, true, 0, -1, 1e308, Number.NaN, '', 'x', [], {}, [[[]]], { __proto__: null, constructor: 1 }];
 
   it.each([
     ['speed', speed],

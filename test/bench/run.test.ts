@@ -533,6 +533,16 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
     expect([drawn.status, drawn.stderr]).toEqual([0, '']);
     const svg = readFileSync(svgFile, 'utf8');
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    // Two green bars (faster: each interval is above 1x), one a test.
+    expect(
+      svg
+        .split('<g id="plot">')[1]!
+        .split('</g>')[0]!
+        .match(/<rect [^>]*fill="#2e7d32"\/>/g),
+    ).toHaveLength(2);
+    expect(svg).toContain('<title>M1 Ultra, macOS 26.6.1 · macOS 26.5.2 (VirtualMac2,1)</title>');
+    expect(svg).toContain('<title>host-family · pp512 model=tiny.gguf type=llama ?B F32</title>');
+    expect(svg).toContain('<title>2.00x [2.00x, 2.00x] simulated, CPU · b7010</title>');
   });
 
   it('a bench result measured on another host is refused by report and by matrix, the difference named', () => {
