@@ -1,3 +1,4 @@
+import path from 'node:path';
 import {
   MAX_ADAPTIVE_ROUNDS,
   runBench,
@@ -131,7 +132,9 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
   --gen-tokens N     node-llama-cpp: the generation test's tokens (default ${NLC_DEFAULTS.genTokens})
   --threads N        node-llama-cpp: its threads (default its own)
   --force            allow raising answers on a host that is not a VM
-  --json             the result as JSON (schema metal-cap-shim/bench@1): llama-bench's records, every run,
+  --keep-paths       keep the folders of the tool's and model's paths in the result's command (by default
+                     each path is reduced to its file name: a result is meant to be sent to others)
+  --json             the result as JSON (schema metal-cap-shim/bench@2): llama-bench's records, every run,
                      the profiles as applied, the device's stock and patched answers
   --export-llama-bench FILE
                      speed: also write llama-bench's records of every run as JSONL to FILE (a new file or a
@@ -254,6 +257,8 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
             mode: fidelity ? 'fidelity' : 'speed',
           });
       if (progress) process.stderr.write('\r\x1b[K');
+      // A result is sent to others: where the tool and the model lie on this machine stays here.
+      if (values['keep-paths'] !== true) result.command = withoutFolders(result.command);
       if (values.json) printJson(result);
       else out(formatBench(result, styler()));
       if (exportFile !== undefined) writeExport(exportFile, result);
@@ -267,6 +272,11 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
     }
   },
 };
+
+/** A command line with every argument that is a path (holds a `/`) reduced to its file name. */
+export function withoutFolders(argv: readonly string[]): string[] {
+  return argv.map((a) => (a.includes('/') ? path.basename(a) || a : a));
+}
 
 /**
  * bench's exit code for a result, saying on stderr (`say`) the one line a script needs when it is not 0: a signal's

@@ -29,6 +29,18 @@ const PROVEN: Profile = {
   mode: 'raise',
 };
 
+/**
+ * The simulated live report as a Mac would have written it: the same answers and probes, its doctor run `live` and its
+ * audit made on Metal rather than the simulation. The matrix counts only such runs as measured.
+ */
+function asMac(simulated: FieldReport): FieldReport {
+  const r = structuredClone(simulated);
+  r.doctor!.source = 'live';
+  r.doctor!.snapshot = null;
+  if (r.audit.mode === 'live') r.audit.snapshot = null;
+  return r;
+}
+
 /** A live report whose doctor run learnt nothing: every probe an error, so no fault and nothing proven. */
 function learntNothing(live: FieldReport): FieldReport {
   const r = structuredClone(live);
@@ -47,16 +59,32 @@ function learntNothing(live: FieldReport): FieldReport {
 
 describeSim('matrix: the proven profile comes from reports that measured something', () => {
   useSimulation('vz-guest-m1-ultra-tahoe-stock');
+  let simulated: FieldReport;
   let live: FieldReport;
   let replay: FieldReport;
   beforeAll(async () => {
     requireSimBuild();
     process.env.XDG_CACHE_HOME = mkdtempSync(path.join(tmpdir(), 'mcs-matrix-doctor-'));
-    live = await fieldReport({ hostLabel: LABEL, mmapSize: 1 << 20 });
+    simulated = await fieldReport({ hostLabel: LABEL, mmapSize: 1 << 20 });
+    live = asMac(simulated);
     replay = await fieldReport({ hostLabel: LABEL, snapshot: 'vz-guest-m1-ultra-tahoe-stock' });
   });
   beforeEach(() => {
-    expect([live.doctor?.source, replay.doctor?.source]).toEqual(['simulated', 'snapshot']);
+    expect([simulated.doctor?.source, live.doctor?.source, replay.doctor?.source]).toEqual(['simulated', 'live', 'snapshot']);
+  });
+
+  it('a run over the simulated Metal measured nothing about a Mac: counted as simulated, never as measured or verified plainly', () => {
+    const m = buildMatrix([simulated]);
+    expect(m.rows[0]!.doctor).toEqual({
+      reports: 1,
+      measured: 0,
+      simulated: 1,
+      provenProfile: null,
+      faults: [{ fault: 'residency-set: fail', reports: 1 }],
+    });
+    expect(doctorText(m.rows[0]!.doctor).proven).toBe('not measured (1; 1 simulated)');
+    expect(m.rows[0]!.cells['host-family']).toMatchObject({ reports: 1, verified: 1, simulated: 1 });
+    expect(matrixMarkdown(m).split('\n')[2]).toContain('✓ verified 1/1 \\[simulated\\]; gates: reduction, mm, bfloat');
   });
 
   it('a live report and a replay of the same guest: one row, proven as the live report proved it', () => {
@@ -65,6 +93,7 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
     expect(m.rows[0]!.doctor).toEqual({
       reports: 2,
       measured: 1,
+      simulated: 0,
       provenProfile: PROVEN,
       faults: [{ fault: 'residency-set: fail', reports: 2 }],
     });
@@ -82,6 +111,7 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
     expect(m.rows[0]!.doctor).toEqual({
       reports: 3,
       measured: 1,
+      simulated: 0,
       provenProfile: PROVEN,
       faults: [{ fault: 'residency-set: fail', reports: 2 }],
     });
@@ -106,6 +136,7 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
     expect(d).toEqual({
       reports: 2,
       measured: 2,
+      simulated: 0,
       provenProfile: { ...PROVEN, maxThreadgroupMemoryLength: 24576 },
       faults: [{ fault: 'residency-set: fail', reports: 2 }],
     });

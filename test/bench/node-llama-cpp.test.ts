@@ -11,13 +11,13 @@ import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildMatrix, fieldReport, matrixMarkdown } from '../../lib/audit/field-report.js';
 import { firstDivergence, GREEDY_TOKENS, marginOf, type GreedyStep } from '../../lib/bench/node-llama-cpp.js';
-import { BENCH_SCHEMA } from '../../lib/bench/run.js';
 import {
   type NodeLlamaCppProject,
   nodeLlamaCppProject,
   PrebuiltUnavailable,
 } from '../../scripts/build/node-llama-cpp-prebuilt.mjs';
 import { writeTinyModel } from '../../scripts/build/tiny-gguf.mjs';
+import { benchResult } from '../support/bench-result.js';
 import { cli, isSimulatedPlatform, requireSimBuild, root, runCli } from '../support/helpers.js';
 import { spawn, spawnSync } from 'node:child_process';
 
@@ -74,8 +74,8 @@ describe('comparing greedy generations', () => {
 
 describe('the matrix merges greedy comparisons per host and profile', () => {
   /** A bench --node-llama-cpp result with one greedy row per [profile, tokens, first diverging index or null]. */
-  const result = (...rows: [string, number, number | null][]) => ({
-    schema: BENCH_SCHEMA,
+  const result = (...rows: [string, number, number | null][]) =>
+    benchResult({
     mode: 'node-llama-cpp',
     speed: [],
     greedy: {
@@ -87,7 +87,7 @@ describe('the matrix merges greedy comparisons per host and profile', () => {
         divergence: at === null ? null : { index: at, stock: step(1, 0.5, 0.2), patched: step(2, 0.4, 0.3) },
       })),
     },
-  });
+    });
   const report = (...rows: [string, number, number | null][]) =>
     fieldReport({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', hostLabel: 'M2 Pro', bench: [result(...rows)] });
 
@@ -247,14 +247,17 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
       const r = benchIn(project.dir, ['--node-llama-cpp', '--model', model, '--rounds', '2', '--json', ...SMALL]);
       expect([r.status, r.stderr]).toEqual([0, '']);
       const result = JSON.parse(r.stdout);
-      expect([result.schema, result.mode, result.command, result.rounds, result.fidelity, result.interrupted]).toEqual([
-        'metal-cap-shim/bench@1',
+      expect([result.schema, result.mode, result.command, result.rounds, result.fidelity, result.partial]).toEqual([
+        'metal-cap-shim/bench@2',
         'node-llama-cpp',
-        ['node-llama-cpp@3.22.1', '--model', model, '--prompt-tokens', '32', '--gen-tokens', '8', '--threads', '1'],
+        // The model's file name: where it lies on this machine stays here.
+        ['node-llama-cpp@3.22.1', '--model', 'tiny-1.gguf', '--prompt-tokens', '32', '--gen-tokens', '8', '--threads', '1'],
         2,
         null,
         false,
       ]);
+      // node-llama-cpp's CPU prebuilt: a backend no profile changes, valid, and said.
+      expect(result.validity).toEqual({ valid: true, reason: null, affected: false, backends: ['CPU'] });
       expect(
         result.runs.map((x: { side: string; injectorLoaded: boolean; exitCode: number; signal: null }) => [
           x.side,
@@ -277,16 +280,17 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
           row.model,
         ]),
       ).toEqual([
-        ['node-llama-cpp pp32', build, 'CPU', model],
-        ['node-llama-cpp tg8', build, 'CPU', model],
+        ['node-llama-cpp pp32', build, 'CPU', 'tiny-1.gguf'],
+        ['node-llama-cpp tg8', build, 'CPU', 'tiny-1.gguf'],
       ]);
       for (const row of result.speed) {
         expect(row.stock.samples).toHaveLength(2);
         expect(row.stock.ts).toBeGreaterThan(0);
         const p = row.profiles[0];
-        expect(p.speedup).toBeGreaterThan(0);
-        expect(p.spread.min).toBeLessThanOrEqual(p.speedup);
-        expect(p.spread.max).toBeGreaterThanOrEqual(p.speedup);
+        expect(p.ratios).toHaveLength(2);
+        expect(p.speedup.centre).toBeGreaterThan(0);
+        expect(p.speedup.low).toBeLessThanOrEqual(p.speedup.centre);
+        expect(p.speedup.high).toBeGreaterThanOrEqual(p.speedup.centre);
       }
       // Each run's own measurement, as the child reported it.
       for (const run of result.records) {
@@ -326,8 +330,8 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
           s.builds,
         ]),
       ).toEqual([
-        ['host-family', 'node-llama-cpp pp32', [build]],
-        ['host-family', 'node-llama-cpp tg8', [build]],
+        ['host-family', 'node-llama-cpp pp32 tiny-1.gguf', [build]],
+        ['host-family', 'node-llama-cpp tg8 tiny-1.gguf', [build]],
       ]);
       expect(matrix.rows[0].bench.greedy).toEqual([
         { profile: 'host-family', tokens: GREEDY_TOKENS, firstDivergence: null, same: 1, reports: 1 },
@@ -394,12 +398,13 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
       child.kill('SIGINT');
       const status = await closed;
       const result = JSON.parse(stdout);
-      expect([status, result.interrupted]).toEqual([130, true]);
+      expect([status, result.partial, result.stop.signal]).toEqual([130, true, 'SIGINT']);
       expect(result.runs.map((r: { side: string; signal: string | null }) => [r.side, r.signal])).toEqual([
         ['stock', null],
         ['host-family', 'SIGINT'],
       ]);
-      expect(result.speed.map((r: { test: string }) => r.test)).toEqual(['node-llama-cpp pp32', 'node-llama-cpp tg8']);
+      // No round finished: no row, and no greedy comparison to make.
+      expect(result.speed).toEqual([]);
       expect(result.greedy.profiles).toEqual([]);
     }, 120_000);
 
@@ -407,21 +412,29 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
       const killed = wrappedProject('killed', "    process.kill(process.pid, 'SIGKILL');");
       const r = benchIn(killed, ['--node-llama-cpp', '--model', model, '--rounds', '1', '--json', ...SMALL]);
       expect(r.status).toBe(1);
-      const { error } = JSON.parse(r.stdout);
-      expect([error.code, error.message]).toEqual([
-        'ERR_BENCH_TOOL',
-        'node-llama-cpp 3.22.1-wrapped (host-family) was killed by SIGKILL',
+      const { failure, partial, speed } = JSON.parse(r.stdout);
+      expect([failure, partial, speed]).toEqual([
+        {
+          side: 'host-family',
+          round: 1,
+          exitCode: null,
+          signal: 'SIGKILL',
+          code: 'ERR_BENCH_TOOL',
+          message: 'node-llama-cpp 3.22.1-wrapped (host-family) was killed by SIGKILL',
+        },
+        true,
+        [],
       ]);
-      expect(r.stdout).not.toContain('"speed"');
 
       const exited = wrappedProject(
         'exited',
         "    process.stderr.write('out of memory, say\\n');\n    process.exit(7);",
       );
       const e = benchIn(exited, ['--node-llama-cpp', '--model', model, '--rounds', '1', ...SMALL]);
-      expect([e.status, e.stdout]).toEqual([1, '']);
+      expect(e.status).toBe(1);
+      expect(e.stdout).toContain('Failed run: host-family, round 1 (exit 7): ');
       expect(e.stderr).toBe(
-        'metal-cap-shim: ERR_BENCH_TOOL: node-llama-cpp 3.22.1-wrapped (host-family) exited with code 7; its last words: out of memory, say\n',
+        'metal-cap-shim: ERR_BENCH_TOOL: node-llama-cpp 3.22.1-wrapped (host-family) exited with code 7; its last words: out of memory, say (round 1); no round finished\n',
       );
     }, 300_000);
   },

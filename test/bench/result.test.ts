@@ -3,9 +3,9 @@
 // verdicts are computed again from what they claim to come from, and a result that is no comparison is refused.
 import { describe, expect, it } from 'vitest';
 import { checkBenchResult } from '../../lib/bench/result.js';
-import { BENCH_SCHEMA } from '../../lib/bench/run.js';
 import { pairedSpeedup } from '../../lib/bench/stats.js';
 import { InvalidReportError } from '../../lib/core/errors.js';
+import { benchResult } from '../support/bench-result.js';
 
 const WHERE = 'speed.json';
 const HOW = 'make one with `metal-cap-shim bench --json`';
@@ -26,46 +26,7 @@ const says = (field: string, what: string, where = WHERE) => ({
   message: `${where} is not a usable bench result (${field} ${what}); ${HOW}`,
 });
 
-const side = (ts: number) => ({ ts, samples: [ts, ts], rounds: [1, 2], stddevTs: 1 });
-/** A speed result as bench writes it: two paired rounds, host-family 1.5x on pp512. */
-function speed(): Record<string, any> {
-  return {
-    schema: BENCH_SCHEMA,
-    packageVersion: '0.1.0',
-    generatedAt: '2026-12-06T00:00:00.000Z',
-    mode: 'speed',
-    command: ['llama-bench', '-o', 'json'],
-    rounds: 2,
-    host: { model: 'VirtualMac2,1', osVersion: '26.5.2', osBuild: '25F80', cpuBrand: 'Apple M1 Ultra (Virtual)', isVirtualMachine: true },
-    provenance: 'measured',
-    interval: { method: 'paired t interval on log ratios', confidence: 0.95 },
-    stock: [],
-    profiles: [{ name: 'host-family', profile: {}, warnings: [{ code: 'x', message: 'a warning' }], expected: [] }],
-    runs: [
-      { round: 1, side: 'stock', exitCode: 0, signal: null, injectorLoaded: false, patchedClasses: [], injectorErrors: [], seconds: 1 },
-      { round: 1, side: 'host-family', exitCode: 0, signal: null, injectorLoaded: true, patchedClasses: ['AppleParavirtDevice'], injectorErrors: [], seconds: 1 },
-    ],
-    records: [],
-    speed: [
-      {
-        key: { n_prompt: 512, n_gen: 0 },
-        label: 'pp512',
-        test: 'pp512',
-        model: 'tiny.gguf',
-        modelType: null,
-        build: 'b9333',
-        backend: 'Metal,BLAS',
-        stock: side(100),
-        profiles: [{ name: 'host-family', ...side(150), ratios: [1.5, 1.5], speedup: pairedSpeedup([1.5, 1.5]) }],
-      },
-    ],
-    fidelity: null,
-    stop: { reason: 'rounds', detail: '2 rounds, as asked', signal: null },
-    partial: false,
-    failure: null,
-    validity: { valid: true, reason: null, affected: true, backends: ['Metal,BLAS'] },
-  };
-}
+const speed = () => benchResult();
 /** A fidelity result. */
 function fidelity(): Record<string, any> {
   return {

@@ -64,9 +64,31 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)('bench with the rea
     writeTinyModel(path.join(dir, 'tiny-2.gguf'), { seed: 2, vocab: tools.vocab });
   }, 1_800_000);
 
-  it('speed: the real llama-bench, both sides injected as exec injects, each test a row', () => {
+  it('speed: a sweep of the real llama-bench (two models, -fa 0,1, -t 1,2): one row per combination, its numbers the records\' own', () => {
+    const other = path.join(dir, 'tiny-2.gguf');
     const r = runCli(
-      ['bench', '--rounds', '2', '--json', '--', tools.bench, '-m', model, '-p', '32', '-n', '8', '-r', '1'],
+      [
+        'bench',
+        '--rounds',
+        '2',
+        '--json',
+        '--',
+        tools.bench,
+        '-m',
+        model,
+        '-m',
+        other,
+        '-fa',
+        '0,1',
+        '-t',
+        '1,2',
+        '-p',
+        '32',
+        '-n',
+        '0',
+        '-r',
+        '1',
+      ],
       GUEST,
     );
     expect([r.status, r.stderr]).toEqual([0, '']);
@@ -83,22 +105,39 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)('bench with the rea
       ['host-family', true, 0],
       ['stock', false, 0],
     ]);
-    expect(
-      result.speed.map((row: { test: string; build: string; backend: string; stock: { samples: number[] } }) => [
-        row.test,
-        row.build,
-        row.backend,
-        row.stock.samples.length,
-      ]),
-    ).toEqual([
-      ['pp32', tools.commit.slice(0, 7), 'CPU', 2],
-      ['tg8', tools.commit.slice(0, 7), 'CPU', 2],
-    ]);
+    // The CPU tools: valid, and said to be on a backend no profile changes.
+    expect(result.validity).toEqual({ valid: true, reason: null, affected: false, backends: ['CPU'] });
+    // Every combination once, in the order llama-bench ran them, labelled by what tells them apart.
+    const combos = [path.basename(model), 'tiny-2.gguf'].flatMap((m) =>
+      [1, 2].flatMap((t) => [0, 1].map((fa) => ({ m, t, fa }))),
+    );
+    const labels = result.speed.map((row: { label: string }) => row.label);
+    expect([...labels].sort()).toEqual(combos.map(({ m, t, fa }) => `pp32 model=${m} t=${t} fa=${fa}`).sort());
+    expect(result.speed.map((row: { build: string; backend: string }) => [row.build, row.backend])).toEqual(
+      combos.map(() => [tools.commit.slice(0, 7), 'CPU']),
+    );
+    // Each row's samples are the avg_ts of the raw records with the same model, threads and flash attention, per side.
+    const raw = (side: string, row: { key: Record<string, unknown> }) =>
+      result.records
+        .filter((x: { side: string }) => x.side === side)
+        .sort((a: { round: number }, b: { round: number }) => a.round - b.round)
+        .map(
+          (x: { records: Record<string, unknown>[] }) =>
+            x.records.find(
+              (rec) =>
+                path.basename(String(rec.model_filename)) === row.key.model_filename &&
+                rec.n_threads === row.key.n_threads &&
+                rec.flash_attn === row.key.flash_attn &&
+                rec.n_prompt === row.key.n_prompt,
+            )!.avg_ts,
+        );
     for (const row of result.speed) {
+      expect(row.stock.samples).toEqual(raw('stock', row));
+      expect(row.profiles[0].samples).toEqual(raw('host-family', row));
       const p = row.profiles[0];
-      expect(p.speedup).toBeGreaterThan(0);
-      expect(p.spread.min).toBeLessThanOrEqual(p.speedup);
-      expect(p.spread.max).toBeGreaterThanOrEqual(p.speedup);
+      expect(p.ratios).toEqual(p.samples.map((v: number, i: number) => v / row.stock.samples[i]));
+      expect(p.speedup.low).toBeLessThanOrEqual(p.speedup.centre);
+      expect(p.speedup.high).toBeGreaterThanOrEqual(p.speedup.centre);
     }
   });
 

@@ -93,7 +93,10 @@ describeSim('bench, end to end over the simulated Metal', () => {
     ]);
     // The tool saw -o json added, and nothing else changed.
     expect(readFileSync(LOG, 'utf8').trim().split('\n')[0]).toBe('stock -m tiny.gguf -o json');
-    expect(result.command).toEqual([FAKE_BENCH, '-m', 'tiny.gguf', '-o', 'json']);
+    // The tool's folders stay on this machine unless asked (--keep-paths).
+    expect(result.command).toEqual(['llama-bench', '-m', 'tiny.gguf', '-o', 'json']);
+    const kept = JSON.parse(bench(['--rounds', '1', '--keep-paths', '--json', '--', FAKE_BENCH, '-m', '/m/tiny.gguf']).stdout);
+    expect(kept.command).toEqual([FAKE_BENCH, '-m', '/m/tiny.gguf', '-o', 'json']);
     const side = (ts: number) => ({ ts, samples: [ts, ts, ts], rounds: [1, 2, 3], stddevTs: ts / 100 });
     expect(result.speed).toEqual(
       ['pp512', 'tg128'].map((test, i) => ({
@@ -229,7 +232,7 @@ echo '[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":'$ts'}]'`,
       },
     ]);
     expect(result.command).toEqual([
-      FAKE_PERPLEXITY,
+      'llama-perplexity',
       '-m',
       'tiny.gguf',
       '-f',
@@ -542,7 +545,7 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
     ).toHaveLength(2);
     expect(svg).toContain('<title>M1 Ultra, macOS 26.6.1 · macOS 26.5.2 (VirtualMac2,1)</title>');
     expect(svg).toContain('<title>host-family · pp512 model=tiny.gguf type=llama ?B F32</title>');
-    expect(svg).toContain('<title>2.00x [2.00x, 2.00x] simulated, CPU · b7010</title>');
+    expect(svg).toContain('<title>2.00x (2.00x–2.00x) simulated, CPU · b7010</title>');
   });
 
   it('a bench result measured on another host is refused by report and by matrix, the difference named', () => {

@@ -18,7 +18,7 @@ writeFileSync(
   `#!/bin/sh
 ts=100; [ -n "$LD_PRELOAD" ] && ts=200
 sleep 0.6
-echo '[{"build_commit":"abc1234","build_number":7010,"backends":"CPU","model_filename":"tiny.gguf","n_prompt":512,"n_gen":0,"avg_ts":'$ts'},{"n_prompt":0,"n_gen":128,"avg_ts":'$((ts / 10))'}]'
+echo '[{"build_commit":"abc1234","build_number":7010,"backends":"CPU","model_filename":"tiny.gguf","n_prompt":512,"n_gen":0,"avg_ts":'$ts'},{"backends":"CPU","model_filename":"tiny.gguf","n_prompt":0,"n_gen":128,"avg_ts":'$((ts / 10))'}]'
 `,
 );
 chmodSync(FAKE_BENCH, 0o755);
@@ -97,7 +97,9 @@ describeSim('bench on a terminal', () => {
     const tty = onTerminal(ARGS);
     const plain = runCli(ARGS, GUEST);
     expect([tty.status, plain.status, plain.stderr]).toEqual([0, 0, '']);
-    expect(plain.stdout).toContain('| pp512 | 100.00 | 200.00 | 2.00x (2.00x–2.00x) | 200.00 | 2.00x (2.00x–2.00x) |');
+    expect(plain.stdout).toContain(
+      '| pp512 | 100.00 | 200.00 | 2.00x [2.00x, 2.00x] | faster | 200.00 | 2.00x [2.00x, 2.00x] | faster |',
+    );
     expect(screen(tty.bytes)).toBe(plain.stdout);
     expect(screen(tty.bytes)).not.toContain('bench: round');
   }, 60_000);

@@ -30,7 +30,7 @@ describe('arrays are bounded before they are walked', () => {
       'matrixMarkdown profiles',
       () =>
         matrixMarkdown({
-          schema: 'metal-cap-shim/matrix@1',
+          schema: 'metal-cap-shim/matrix@2',
           profiles: sparse(2 ** 32 - 1),
           rows: [],
           duplicates: [],
