@@ -29,6 +29,8 @@ export default {
     'lib/bench/perplexity.ts',
     'lib/bench/result.ts',
     'lib/bench/stats.ts',
+    'lib/bench/rows.ts',
+    'lib/core/shape.ts',
   ],
   coverageAnalysis: 'perTest',
   // A static mutant (a module-level table, the built-in profiles) can only be tested by reloading every module for
