@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AuditResult } from '../../lib/audit/audit.js';
-import type { FieldReport, Matrix } from '../../lib/audit/field-report.js';
+import { MATRIX_MARKERS, type FieldReport, type Matrix } from '../../lib/audit/field-report.js';
 import { resolveProfile } from '../../lib/patch/profiles.js';
 import { MLX_ARCHITECTURE_FLAGS, type MlxFlag } from '../../lib/engines/index.js';
 import { describeSim, requireSimBuild, root, runCli } from '../support/helpers.js';
@@ -413,6 +413,9 @@ describe('metal-cap-shim report and matrix', () => {
         '| GitHub macos-14 runner | macOS 14.5 (VirtualMac2,1) | unrecorded | – | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (1) | nocopy-mmap: wrong-result (1/1) | – | – |',
         '| M1 Ultra, macOS 26.6.1 | macOS 26.5.2 (VirtualMac2,1) | unrecorded | predicted offline (1); gates: reduction, mm, bfloat | – | predicted offline (1); gates: reduction, mm, bfloat | not measured (2) | residency-set: fail (2/2) | – | – |',
         '| Mac13,2 | macOS 26.6.1 (bare metal) | applegpu\\_g13d | – | refused (1) | – | not measured (1) | none found | – | – |',
+        '',
+        'Where the evidence comes from: unmarked is measured on macOS; speed-ups are geometric means with their 95 % interval (paired t on log ratios).',
+        `- predicted: ${MATRIX_MARKERS.predicted}`,
       ].join('\n'),
     );
     const json = JSON.parse(runCli(['matrix', '--json', ...files]).stdout) as Matrix;
@@ -428,6 +431,7 @@ describe('metal-cap-shim report and matrix', () => {
     expect(json.rows[1]!.doctor).toEqual({
       reports: 2,
       measured: 0,
+      simulated: 0,
       provenProfile: null,
       faults: [{ fault: 'residency-set: fail', reports: 2 }],
     });
@@ -484,7 +488,7 @@ describe('metal-cap-shim report and matrix', () => {
 
 describeSim('metal-cap-shim report on the simulated build', () => {
   beforeAll(requireSimBuild);
-  it('live reports count as verified in the matrix', () => {
+  it('live reports over the simulated Metal: verified, marked simulated; their doctor proves nothing about a Mac', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'mcs-live-'));
     const file = path.join(dir, 'live.json');
     const r = runCli(['report', '--json', '--host-label', 'sim host', '--mmap-size', '1M'], {
@@ -507,6 +511,7 @@ describeSim('metal-cap-shim report on the simulated build', () => {
       verified: 1,
       refused: 0,
       offline: 0,
+      simulated: 1,
       gatesOn: [
         'has_simdgroup_reduction',
         'has_simdgroup_mm',
@@ -517,20 +522,13 @@ describeSim('metal-cap-shim report on the simulated build', () => {
     });
     expect(m.rows[0]!.doctor).toEqual({
       reports: 1,
-      measured: 1,
-      provenProfile: {
-        name: null,
-        appleFamilyMax: 1007,
-        maxThreadgroupMemoryLength: null,
-        recommendedMaxWorkingSetSize: null,
-        deviceName: 'Apple M1 Ultra',
-        families: {},
-        mode: 'raise',
-      },
+      measured: 0,
+      simulated: 1,
+      provenProfile: null,
       faults: [{ fault: 'residency-set: fail', reports: 1 }],
     });
     expect(runCli(['matrix', file]).stdout).toContain(
-      '✓ verified 1/1; gates: reduction, mm, bfloat | Apple7, name "Apple M1 Ultra" (1) | residency-set: fail (1/1) |',
+      '✓ verified 1/1 \\[simulated\\]; gates: reduction, mm, bfloat | not measured (1; 1 simulated) | residency-set: fail (1/1) |',
     );
   });
 
