@@ -20,10 +20,18 @@ import {
   GREEDY_PROMPT,
   resolveNodeLlamaCpp,
   runChild,
+  tokensPerSecond,
   type ChildResult,
   type GreedyComparison,
 } from './node-llama-cpp.js';
-import { fidelityVerdict, parseKlDivergence, perplexityArgs, type Fidelity } from './perplexity.js';
+import {
+  fidelityVerdict,
+  LOGITS_HEADER_BYTES,
+  parseKlDivergence,
+  perplexityArgs,
+  tooShortMessage,
+  type Fidelity,
+} from './perplexity.js';
 import { median, rotation, spreadOf, type Spread } from './stats.js';
 
 export const BENCH_SCHEMA = 'metal-cap-shim/bench@1' as const;
@@ -85,6 +93,8 @@ export interface BenchResult {
   records: { round: number; side: string; records: unknown[] }[];
   speed: SpeedRow[] | null;
   fidelity: FidelityRow[] | null;
+  /** fidelity --control: a second stock run against stock's logits, the noise floor (null when interrupted first). */
+  control?: FidelityRow | null;
   /** node-llama-cpp: the greedy generations compared (absent from results of the other modes). */
   greedy?: GreedyComparison | null;
   /** Stopped by a signal (Ctrl-C) before every run was made: what is here was measured. */
@@ -97,6 +107,8 @@ export interface BenchOptions {
   sides: BenchSide[];
   rounds: number;
   mode: 'speed' | 'fidelity';
+  /** fidelity: also compare a second stock run with stock's logits (the control row). */
+  control?: boolean;
   force: boolean;
   /** Told once every side is checked, before the first run: the profiles as applied, with their warnings. */
   onPlanned?: (profiles: BenchResult['profiles']) => void;
@@ -171,6 +183,25 @@ function checkEnded(
   const how = outcome.signal !== null ? `was killed by ${outcome.signal}` : `exited with code ${outcome.exitCode}`;
   const last = stderr.trim().split('\n').slice(-3).join(' | ');
   throw new BenchError('ERR_BENCH_TOOL', `${command} (${side}) ${how}${last ? `; its last words: ${last}` : ''}`);
+}
+
+/** The name of the control row of `bench --fidelity --control`: stock compared with its own logits. */
+export const CONTROL_ROW = 'stock (control)';
+
+/**
+ * The stock run of --fidelity saved logits to compare with. llama-perplexity exits 0 and leaves a 12-byte file (its
+ * magic and the context size) when the text has too few tokens: bench then ends with the tool's own words.
+ */
+function checkLogitsSaved(command: string, logits: string, output: string): void {
+  const saved = statSync(logits, { throwIfNoEntry: false });
+  if (saved !== undefined && saved.size > LOGITS_HEADER_BYTES) return;
+  const said = tooShortMessage(output);
+  throw new BenchError(
+    'ERR_BENCH_TOOL',
+    said !== null
+      ? `${command} (stock) saved no logits; it said: ${said} (give a longer -f text, or a smaller -c)`
+      : `${command} (stock) saved no logits: the text may be shorter than two contexts of tokens (give a longer -f, or a smaller -c)`,
+  );
 }
 
 /**
@@ -299,36 +330,41 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     const { args } = perplexityArgs(o.args, defaultFidelityText());
     const logits = path.join(folder, 'stock.kld');
     const [stockSide, ...patched] = sides;
-    const total = sides.length;
+    const compare = [...args, '--kl-divergence-base', logits, '--kl-divergence'];
+    // The control is stock again, compared with stock's own logits: the noise floor of the tool on this machine. Its
+    // run is a stock run (side `stock`, never injected); only its row is named CONTROL_ROW.
+    const comparisons = [
+      ...(o.control ? [{ name: CONTROL_ROW, p: stockSide! }] : []),
+      ...patched.map((p) => ({ name: p.side.name, p })),
+    ];
+    const total = 1 + comparisons.length;
     o.onRun?.({ round: 1, rounds: 1, side: 'stock', index: 1, total });
     const first = await runOnce(o, stockSide!, [...args, '--kl-divergence-base', logits], folder);
     runs.push(runRecord(1, 'stock', first));
     const rows: FidelityRow[] = [];
+    let control: FidelityRow | null = null;
     let interrupted = o.stopped?.() ?? false;
     if (!interrupted) {
       checkEnded('stock', o.command, first.outcome, first.stderr);
-      const saved = statSync(logits, { throwIfNoEntry: false });
-      if (saved === undefined || saved.size === 0)
-        throw new BenchError(
-          'ERR_BENCH_TOOL',
-          `${o.command} (stock) saved no logits: the text may be shorter than two contexts of tokens (give a longer -f, or a smaller -c)`,
-        );
+      checkLogitsSaved(o.command, logits, `${first.stdout}\n${first.stderr}`);
     }
-    for (const p of patched) {
+    for (const c of comparisons) {
       if (interrupted || o.stopped?.()) {
         interrupted = true;
         break;
       }
-      o.onRun?.({ round: 1, rounds: 1, side: p.side.name, index: runs.length + 1, total });
-      const r = await runOnce(o, p, [...args, '--kl-divergence-base', logits, '--kl-divergence'], folder);
-      runs.push(runRecord(1, p.side.name, r));
+      o.onRun?.({ round: 1, rounds: 1, side: c.name, index: runs.length + 1, total });
+      const r = await runOnce(o, c.p, compare, folder);
+      runs.push(runRecord(1, c.p.side.name, r));
       if (o.stopped?.()) {
         interrupted = true;
         break;
       }
-      checkEnded(p.side.name, o.command, r.outcome, r.stderr);
+      checkEnded(c.name, o.command, r.outcome, r.stderr);
       const f = parseKlDivergence(`${r.stdout}\n${r.stderr}`);
-      rows.push({ name: p.side.name, ...f, ...fidelityVerdict(f) });
+      const row = { name: c.name, ...f, ...fidelityVerdict(f) };
+      if (c.name === CONTROL_ROW) control = row;
+      else rows.push(row);
     }
     return {
       ...base,
@@ -337,6 +373,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       records: [],
       speed: null,
       fidelity: rows,
+      ...(o.control ? { control } : {}),
       interrupted,
     };
   } finally {
@@ -366,6 +403,8 @@ export interface NodeLlamaCppBenchOptions {
   promptTokens: number;
   genTokens: number;
   threads: number | null;
+  /** Timed evaluations per run, after its warm-up. */
+  repetitions: number;
   onPlanned?: BenchOptions['onPlanned'];
   onRun?: BenchOptions['onRun'];
   stopped?: () => boolean;
@@ -373,31 +412,21 @@ export interface NodeLlamaCppBenchOptions {
   stop?: AbortSignal;
 }
 
-/** A child's measurement as the records speedRows reads: `node-llama-cpp pp512` and `node-llama-cpp tg128`. */
+/**
+ * A child's measurement as the records speedRows reads: `node-llama-cpp pp512` and `node-llama-cpp tg128`, each the
+ * mean tokens/s of the run's timed repetitions with their standard deviation, as llama-bench's `avg_ts` / `stddev_ts`.
+ */
 function nodeLlamaCppRecords(model: string, r: ChildResult): BenchRecord[] {
   const common = {
     nDepth: 0,
-    stddevTs: null,
     model,
     modelType: null,
     build: `${r.llamaCpp ?? 'unknown'} (node-llama-cpp ${r.nodeLlamaCpp})`,
     backend: r.gpu === false ? 'CPU' : r.gpu,
   };
   return [
-    {
-      ...common,
-      test: `node-llama-cpp pp${r.pp.tokens}`,
-      nPrompt: r.pp.tokens,
-      nGen: 0,
-      avgTs: r.pp.tokens / r.pp.seconds,
-    },
-    {
-      ...common,
-      test: `node-llama-cpp tg${r.tg.tokens}`,
-      nPrompt: 0,
-      nGen: r.tg.tokens,
-      avgTs: r.tg.tokens / r.tg.seconds,
-    },
+    { ...common, test: `node-llama-cpp pp${r.pp.tokens}`, nPrompt: r.pp.tokens, nGen: 0, ...tokensPerSecond(r.pp) },
+    { ...common, test: `node-llama-cpp tg${r.tg.tokens}`, nPrompt: 0, nGen: r.tg.tokens, ...tokensPerSecond(r.tg) },
   ];
 }
 
@@ -438,6 +467,7 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
           promptTokens: o.promptTokens,
           genTokens: o.genTokens,
           threads: o.threads,
+          repetitions: o.repetitions,
           text,
         },
         o.stop,
@@ -458,7 +488,7 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
       if (r.result === null)
         throw new BenchError(
           'ERR_BENCH_OUTPUT',
-          `the node-llama-cpp run (${side.name}) exited 0 but printed no result`,
+          `the node-llama-cpp run (${side.name}) exited 0 but printed no result: ${r.problem ?? 'no output'}`,
         );
       byRun.push({ round: round + 1, side: side.name, records: nodeLlamaCppRecords(o.model, r.result) });
       raw.push({ round: round + 1, side: side.name, records: [r.result] });
@@ -493,6 +523,8 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
       '--gen-tokens',
       String(o.genTokens),
       ...(o.threads === null ? [] : ['--threads', String(o.threads)]),
+      '--repetitions',
+      String(o.repetitions),
     ],
     rounds: o.rounds,
     host,

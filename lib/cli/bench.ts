@@ -42,13 +42,14 @@ export function benchRounds(given: string | undefined): number {
 }
 
 /** node-llama-cpp's tests, as llama-bench's defaults: pp512 and tg128. */
-const NLC_DEFAULTS = { promptTokens: 512, genTokens: 128 };
+const NLC_DEFAULTS = { promptTokens: 512, genTokens: 128, repetitions: 3 };
+const MAX_REPETITIONS = 100;
 const MAX_TOKENS = 65536;
 
 const command: Command = {
   help: () => `Usage: metal-cap-shim bench [--profile P[,Q…]] [--rounds N] [--json] -- llama-bench [its args…]
-       metal-cap-shim bench --fidelity [--profile P[,Q…]] [--json] -- llama-perplexity -m MODEL [-f TEXT] [its args…]
-       metal-cap-shim bench --node-llama-cpp --model MODEL [--profile P[,Q…]] [--rounds N] [--json]
+       metal-cap-shim bench --fidelity [--control] [--profile P[,Q…]] [--json] -- llama-perplexity -m MODEL [-f TEXT] [its args…]
+       metal-cap-shim bench --node-llama-cpp --model MODEL [--profile P[,Q…]] [--rounds N] [--repetitions N] [--json]
 
 Runs a llama.cpp tool stock and under each profile (injected as exec injects it) and compares what it measured.
 
@@ -59,6 +60,8 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
   --fidelity         llama-perplexity: stock saves its logits (--kl-divergence-base, in a private folder,
                      removed after), each profile is compared with them (--kl-divergence); without -f, the
                      package's README is the text
+  --control          fidelity: also compare a second stock run with stock's logits, the row stock (control):
+                     the noise floor a profile's numbers are read against
   --node-llama-cpp   the same for apps that embed node-llama-cpp: the project's own node-llama-cpp (found from
                      the current folder; this package never installs it), a process per side and round, the
                      profile applied before getLlama(); prompt processing and generation t/s, and ${GREEDY_TOKENS} tokens
@@ -67,6 +70,8 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
   --prompt-tokens N  node-llama-cpp: the prompt-processing test's tokens (default ${NLC_DEFAULTS.promptTokens})
   --gen-tokens N     node-llama-cpp: the generation test's tokens (default ${NLC_DEFAULTS.genTokens})
   --threads N        node-llama-cpp: its threads (default its own)
+  --repetitions N    node-llama-cpp: timed evaluations per run, after one warm-up (default ${NLC_DEFAULTS.repetitions};
+                     1 to ${MAX_REPETITIONS}); each run's t/s is their mean, with their standard deviation
   --force            allow raising answers on a host that is not a VM
   --json             the result as JSON (schema metal-cap-shim/bench@1): llama-bench's records, every run,
                      the profiles as applied, the device's stock and patched answers
@@ -74,11 +79,12 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
 Speed: one row per llama-bench test (pp512, tg128, …): stock t/s, each profile's t/s and its speed-up, the
 median of each round's ratio to that round's stock run, with the lowest and highest. bench adds -o json when
 no output format is given; csv, md and sql are refused (it reads json or jsonl).
-node-llama-cpp: the same rows (node-llama-cpp pp512, tg128), then per profile the first token where its greedy
-generation leaves stock's, with each side's token, probability and margin over its runner-up there.
-Fidelity: mean KL divergence, its 99th percentile, how often the top token is the same, the perplexity ratio,
-and a verdict: within tolerance when mean KLD ≤ ${FIDELITY_TOLERANCE.meanKld}, same top token ≥ ${FIDELITY_TOLERANCE.sameTopP} % and PPL ratio within
-1 ± ${FIDELITY_TOLERANCE.pplRatio}; else differs.
+node-llama-cpp: the same rows (node-llama-cpp pp512, tg128; each run warmed up first, its warm-up time shown
+apart), then per profile the first token where its greedy generation leaves stock's, with each side's token,
+probability and margin over its runner-up there.
+Fidelity: mean KL divergence, its median, 99th and 99.9th percentiles, how often the top token is the same, the
+perplexity ratio and RMS Δp, each with its ± as llama-perplexity prints it, and a verdict: within tolerance
+when mean KLD ≤ ${FIDELITY_TOLERANCE.meanKld}, same top token ≥ ${FIDELITY_TOLERANCE.sameTopP} % and PPL ratio within 1 ± ${FIDELITY_TOLERANCE.pplRatio}; else differs.
 Ctrl-C stops the tool and prints what was measured so far (exit 130).
 Exit ${EXIT.ok} when measured (fidelity: every profile within tolerance; node-llama-cpp: the same greedy tokens); ${EXIT.finding}
 when a profile differs or the tool failed (its exit status is named, never taken as a result); ${EXIT.usage} usage
@@ -87,11 +93,13 @@ when a profile differs or the tool failed (its exit status is named, never taken
     profile: { type: 'string' },
     rounds: { type: 'string' },
     fidelity: { type: 'boolean' },
+    control: { type: 'boolean' },
     'node-llama-cpp': { type: 'boolean' },
     model: { type: 'string' },
     'prompt-tokens': { type: 'string' },
     'gen-tokens': { type: 'string' },
     threads: { type: 'string' },
+    repetitions: { type: 'string' },
     force: { type: 'boolean' },
     json: { type: 'boolean' },
   },
@@ -106,7 +114,9 @@ when a profile differs or the tool failed (its exit status is named, never taken
       throw new UsageError('--rounds is for speed: --fidelity compares one run of each profile with stock');
     if (nlc && values.model === undefined)
       throw new UsageError('--node-llama-cpp needs --model MODEL (the GGUF file to load)');
-    for (const o of ['model', 'prompt-tokens', 'gen-tokens', 'threads'])
+    if (!fidelity && values.control !== undefined)
+      throw new UsageError("--control is for --fidelity: a second stock run compared with stock's logits");
+    for (const o of ['model', 'prompt-tokens', 'gen-tokens', 'threads', 'repetitions'])
       if (!nlc && values[o] !== undefined)
         throw new UsageError(`--${o} is for --node-llama-cpp; a llama.cpp tool takes its own options after \`--\``);
     const rounds = fidelity ? 1 : benchRounds(text(values, 'rounds'));
@@ -159,6 +169,13 @@ when a profile differs or the tool failed (its exit status is named, never taken
             ),
             genTokens: wholeNumber('gen-tokens', text(values, 'gen-tokens'), NLC_DEFAULTS.genTokens, 1, MAX_TOKENS),
             threads: values.threads === undefined ? null : wholeNumber('threads', text(values, 'threads'), 0, 1, 1024),
+            repetitions: wholeNumber(
+              'repetitions',
+              text(values, 'repetitions'),
+              NLC_DEFAULTS.repetitions,
+              1,
+              MAX_REPETITIONS,
+            ),
           })
         : await runBench({
             ...shared,
@@ -166,6 +183,7 @@ when a profile differs or the tool failed (its exit status is named, never taken
             args: rest.slice(1),
             sides,
             mode: fidelity ? 'fidelity' : 'speed',
+            control: values.control === true,
           });
       if (progress) process.stderr.write('\r\x1b[K');
       if (values.json) printJson(result);
