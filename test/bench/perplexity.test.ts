@@ -187,6 +187,12 @@ describe('one run, numbers a KL divergence can be', () => {
     expect(caught(() => parseKlDivergence(stats('99.9%   KLD:  -1.000000')))).toEqual(
       error('llama-perplexity printed a 99.9% KLD of -1: a KL divergence is never negative'),
     );
+    expect(caught(() => parseKlDivergence(stats('99.0%   KLD:  -0.001000')))).toEqual(
+      error('llama-perplexity printed a 99.0% KLD of -0.001: a KL divergence is never negative'),
+    );
+    expect(caught(() => parseKlDivergence(stats('Maximum KLD:  -0.001000')))).toEqual(
+      error('llama-perplexity printed a maximum KLD of -0.001: a KL divergence is never negative'),
+    );
     const rowNegative = `${HEADER}\n${row(1, '   1.9', '   0.0', '  -0.01000', '0.0', '100.000')}`;
     expect(caught(() => parseKlDivergence(rowNegative))).toEqual(
       error('llama-perplexity printed a mean KLD of -0.01: a KL divergence is never negative'),
@@ -201,6 +207,13 @@ describe('one run, numbers a KL divergence can be', () => {
     expect(
       caught(() => parseKlDivergence(`${HEADER}\n${row(1, '   1.9', '   0.0', '   0.0', '0.0', '-1.000')}`)),
     ).toEqual(error('llama-perplexity printed a same-top-token rate of -1 %: a rate is from 0 to 100 %'));
+  });
+
+  it('a PPL ratio of 0 or below is refused; one just above 0 is read', () => {
+    expect(caught(() => parseKlDivergence(stats('Mean PPL(Q)/PPL(base)         :   0.000000 ±   0.000401')))).toEqual(
+      error('llama-perplexity printed a PPL ratio of 0: a ratio is above 0'),
+    );
+    expect(parseKlDivergence(stats('Mean PPL(Q)/PPL(base)         :   0.000001 ±   0.000401')).pplRatio).toBe(1e-6);
   });
 
   it('a statistic the result needs printed as nan is no result', () => {
@@ -228,6 +241,10 @@ describe("the tool's own words for a text too short", () => {
       `you need at least 1 tokens ${'a'.repeat(173)}… (327 characters)`,
     );
     expect(tooShortMessage('failed to open x.kld\n')).toBeNull();
+    // Its two lines, never more (a third, repeated, is left out).
+    expect(tooShortMessage(`${said}\nperplexity: you need at least 9 tokens`)).toBe(
+      'perplexity: you need at least 128 tokens to evaluate perplexity with a context of 64; perplexity: the data file you provided tokenizes to only 40 tokens',
+    );
   });
 });
 
