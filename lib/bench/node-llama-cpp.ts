@@ -2,9 +2,10 @@
  * `bench --node-llama-cpp`: the measurement for apps that embed node-llama-cpp. node-llama-cpp is the user's (an
  * optional peer dependency this package never installs), found from the folder bench runs in, as the user's own app
  * would find it. Each run is a child process (dist/bench-node-llama-cpp.js, node-llama-cpp-child.ts) for one side: stock,
- * or with the profile applied before getLlama(), as `metal-cap-shim/register` applies it in an app. It measures
- * prompt processing and generation in tokens per second, and generates GREEDY_TOKENS tokens greedily after a fixed
- * prompt; each profile's tokens are compared with stock's (the first divergence, with each side's margin there).
+ * or with the profile applied before getLlama(), as `metal-cap-shim/register` applies it in an app. It warms up (timed
+ * apart), then measures prompt processing and generation in tokens per second over several repetitions, as
+ * llama-bench does, and generates GREEDY_TOKENS tokens greedily after a fixed prompt; each profile's tokens are
+ * compared with stock's (the first divergence, with each side's margin there).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
