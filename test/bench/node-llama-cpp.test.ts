@@ -212,6 +212,21 @@ describe('a project without node-llama-cpp', () => {
     expect([json.status, JSON.parse(json.stdout).error.code]).toEqual([2, 'ERR_BENCH_NO_NODE_LLAMA_CPP']);
   });
 
+  it('--repetitions is a whole number from 1 to 100, checked before node-llama-cpp is looked for', () => {
+    requireSimBuild();
+    const empty = mkdtempSync(path.join(tmpdir(), 'mcs-no-nlc-'));
+    for (const bad of ['0', '101', '1.5']) {
+      const r = benchIn(empty, ['--node-llama-cpp', '--model', 'm.gguf', '--repetitions', bad]);
+      expect([r.status, r.stdout, r.stderr]).toEqual([
+        2,
+        '',
+        `metal-cap-shim: ERR_USAGE: --repetitions takes a whole number from 1 to 100, not '${bad}'\nRun \`metal-cap-shim bench --help\` for usage.\n`,
+      ]);
+    }
+    const edge = benchIn(empty, ['--node-llama-cpp', '--model', 'm.gguf', '--repetitions', '100', '--json']);
+    expect([edge.status, JSON.parse(edge.stdout).error.code]).toEqual([2, 'ERR_BENCH_NO_NODE_LLAMA_CPP']);
+  });
+
   it('one older than 3.6.0 is refused the same way, saying to update it', () => {
     requireSimBuild();
     const old = mkdtempSync(path.join(tmpdir(), 'mcs-old-nlc-'));
