@@ -228,17 +228,21 @@ export const LOGITS_HEADER_BYTES = 12;
 /** What llama-perplexity says when the text has too few tokens for two contexts (its two lines, as printed). */
 const TOO_SHORT = /you need at least \d+ tokens|tokenizes to only \d+ tokens/;
 
+/** The prefix llama.cpp's log puts before a line (common/log.cpp): the time `M.ss.mmm.uuu` when on, then the level. */
+const LOG_PREFIX = /^(?:\d+\.\d{2}\.\d{3}\.\d{3} )?[IWED] /;
+
 /**
  * The tool's own words when the text was too short (`perplexity()` in perplexity.cpp: "you need at least N tokens to
- * evaluate perplexity with a context of C" and "the data file you provided tokenizes to only M tokens"), control
- * characters escaped, each line clipped; null when it said no such thing. Linear in the text.
+ * evaluate perplexity with a context of C" and "the data file you provided tokenizes to only M tokens"), without the
+ * log's time and level, control characters escaped, each line clipped; null when it said no such thing. Linear in the
+ * text.
  */
 export function tooShortMessage(output: string): string | null {
   const said = output
     .split('\n')
     .filter((line) => TOO_SHORT.test(line))
     .slice(0, 2)
-    .map((line) => clip(escapeControl(line.trim()), 200));
+    .map((line) => clip(escapeControl(line.trim().replace(LOG_PREFIX, '')), 200));
   return said.length === 0 ? null : said.join('; ');
 }
 

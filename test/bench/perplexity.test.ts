@@ -241,6 +241,16 @@ describe("the tool's own words for a text too short", () => {
       `you need at least 1 tokens ${'a'.repeat(173)}… (327 characters)`,
     );
     expect(tooShortMessage('failed to open x.kld\n')).toBeNull();
+    // As llama-perplexity prints it: the log's time and level before each line are the log's, not the tool's words.
+    expect(
+      tooShortMessage(
+        '0.00.752.286 E perplexity: you need at least 128 tokens to evaluate perplexity with a context of 64\n0.00.752.311 E perplexity: the data file you provided tokenizes to only 6 tokens\n',
+      ),
+    ).toBe(
+      'perplexity: you need at least 128 tokens to evaluate perplexity with a context of 64; perplexity: the data file you provided tokenizes to only 6 tokens',
+    );
+    expect(tooShortMessage('E you need at least 2 tokens')).toBe('you need at least 2 tokens');
+    expect(tooShortMessage('X you need at least 2 tokens')).toBe('X you need at least 2 tokens');
     // Its two lines, never more (a third, repeated, is left out).
     expect(tooShortMessage(`${said}\nperplexity: you need at least 9 tokens`)).toBe(
       'perplexity: you need at least 128 tokens to evaluate perplexity with a context of 64; perplexity: the data file you provided tokenizes to only 40 tokens',
