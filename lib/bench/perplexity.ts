@@ -48,7 +48,7 @@ export interface Fidelity {
  * and one of them changes precision: with `has_simdgroup_mm` on, ggml-metal multiplies matrices of more than 8 rows in
  * `kernel_mul_mm`, which rounds both operands to half (11-bit significand) and accumulates in float, where the kernels
  * it replaces compute in float. That rounding moves the logits far less than 8-bit quantization does (llama.cpp's
- * published q8_0 against f16: mean KLD 0.001355, PPL ratio 1.0004), so anything above these bounds is a kernel
+ * published q8_0 against f16: mean KLD 0.001355, RMS Δp 1.2 %), so anything above these bounds is a kernel
  * computing something else. docs/bench.md gives the reasoning and the sources.
  */
 export const FIDELITY_TOLERANCE = Object.freeze({
