@@ -48,17 +48,28 @@ export function checkBenchResult(value: unknown, where: string): BenchResult {
     }
   } else {
     if (!Array.isArray(value.fidelity)) fail('fidelity', 'fidelity must be an array');
-    (value.fidelity as unknown[]).forEach((f, i) => {
-      const field = `fidelity[${i}]`;
+    // The statistics a result of this version adds (each ±, median, 99.9 %, RMS Δp): numbers or null when there;
+    // a result written before them has none.
+    const numberOrNull = (v: unknown) => v === undefined || v === null || finite(v);
+    const checkRow = (f: unknown, field: string) => {
       if (
         !isObject(f) ||
         typeof f.name !== 'string' ||
         (f.verdict !== 'within-tolerance' && f.verdict !== 'differs') ||
+        !Array.isArray(f.reasons) ||
         !finite(f.meanKld) ||
-        !finite(f.sameTopP)
+        !finite(f.sameTopP) ||
+        !finite(f.pplRatio)
       )
-        fail(field, `${field} must have a name, a verdict, meanKld and sameTopP`);
-    });
+        fail(field, `${field} must have a name, a verdict with its reasons, meanKld, sameTopP and pplRatio`);
+      const r = f as Record<string, unknown>;
+      const u = r.uncertainty;
+      const extra = [r.medianKld, r.kld99, r.kld999, r.maxKld, r.rmsDp];
+      if (!extra.every(numberOrNull) || !(u === undefined || (isObject(u) && Object.values(u).every(numberOrNull))))
+        fail(field, `${field}'s statistics and their ± must be numbers or null`);
+    };
+    (value.fidelity as unknown[]).forEach((f, i) => checkRow(f, `fidelity[${i}]`));
+    if (value.control !== undefined && value.control !== null) checkRow(value.control, 'control');
   }
   return value as unknown as BenchResult;
 }

@@ -38,8 +38,10 @@ const speed = (over: Record<string, unknown> = {}) => ({
 const fidelityRow = (over: Record<string, unknown> = {}) => ({
   name: 'host-family',
   verdict: 'within-tolerance',
+  reasons: [],
   meanKld: 0.0001,
   sameTopP: 99.9,
+  pplRatio: 1.0001,
   ...over,
 });
 const fidelity = (over: Record<string, unknown> = {}) => ({
@@ -145,7 +147,7 @@ describe('what is refused, naming the field', () => {
     );
   });
 
-  it('fidelity rows: an array, each with a name, a verdict, and finite meanKld and sameTopP', () => {
+  it('fidelity rows: an array, each with a name, a verdict with its reasons, and finite meanKld, sameTopP and pplRatio', () => {
     for (const value of [undefined, {}, 'x'])
       expect(refusal(fidelity({ fidelity: value }))).toEqual(says('fidelity', 'fidelity must be an array'));
     const bad = [
@@ -157,15 +159,60 @@ describe('what is refused, naming the field', () => {
       fidelityRow({ meanKld: Number.NaN }),
       fidelityRow({ sameTopP: undefined }),
       fidelityRow({ sameTopP: Number.NEGATIVE_INFINITY }),
+      fidelityRow({ reasons: undefined }),
+      fidelityRow({ reasons: 'none' }),
+      fidelityRow({ pplRatio: undefined }),
+      fidelityRow({ pplRatio: Number.NaN }),
     ];
     for (const row of bad)
       expect(refusal(fidelity({ fidelity: [fidelityRow(), row] }))).toEqual(
-        says('fidelity[1]', 'fidelity[1] must have a name, a verdict, meanKld and sameTopP'),
+        says('fidelity[1]', 'fidelity[1] must have a name, a verdict with its reasons, meanKld, sameTopP and pplRatio'),
       );
     // A speed result's fields are not asked of a fidelity result, and the other way round.
     const f = fidelity({ speed: 'not read' });
     expect(checkBenchResult(f, WHERE)).toBe(f);
     const s = speed({ fidelity: 'not read' });
     expect(checkBenchResult(s, WHERE)).toBe(s);
+  });
+});
+
+describe('the statistics of a fidelity row and the control', () => {
+  const full = {
+    medianKld: 0.0002,
+    kld99: 0.004,
+    kld999: null,
+    maxKld: 0.09,
+    rmsDp: 0.5,
+    uncertainty: { meanKld: 0.00001, sameTopP: null, pplRatio: 0.0004, rmsDp: 0.01 },
+  };
+
+  it('each ±, percentile and RMS Δp is a number or null; a row written before them has none', () => {
+    const r = fidelity({ fidelity: [fidelityRow(full)], control: fidelityRow({ ...full, name: 'stock (control)' }) });
+    expect(checkBenchResult(r, WHERE)).toBe(r);
+    const older = fidelity({ control: null });
+    expect(checkBenchResult(older, WHERE)).toBe(older);
+    for (const over of [
+      { medianKld: '0' },
+      { kld999: Number.POSITIVE_INFINITY },
+      { rmsDp: {} },
+      { uncertainty: 'small' },
+      { uncertainty: { meanKld: '±' } },
+      { uncertainty: null },
+    ])
+      expect(refusal(fidelity({ fidelity: [fidelityRow({ ...full, ...over })] }))).toEqual(
+        says('fidelity[0]', "fidelity[0]'s statistics and their ± must be numbers or null"),
+      );
+  });
+
+  it('the control row is checked as a profile row is', () => {
+    expect(refusal(fidelity({ control: fidelityRow({ verdict: 'maybe' }) }))).toEqual(
+      says('control', 'control must have a name, a verdict with its reasons, meanKld, sameTopP and pplRatio'),
+    );
+    expect(refusal(fidelity({ control: 'stock' }))).toEqual(
+      says('control', 'control must have a name, a verdict with its reasons, meanKld, sameTopP and pplRatio'),
+    );
+    expect(refusal(fidelity({ control: fidelityRow({ uncertainty: { rmsDp: Number.NaN } }) }))).toEqual(
+      says('control', "control's statistics and their ± must be numbers or null"),
+    );
   });
 });
