@@ -14,6 +14,8 @@ import {
   type ChildJob,
   type ChildResult,
   type GreedyStep,
+  type Timed,
+  WARMUP_GEN_TOKENS,
 } from './node-llama-cpp.js';
 
 /** The parts of node-llama-cpp's API used here (3.x). */
@@ -46,6 +48,13 @@ interface NodeLlamaCpp {
 }
 
 const seconds = (since: bigint) => Number(process.hrtime.bigint() - since) / 1e9;
+
+/** Generates `count` tokens greedily after `start`, one evaluation each; how many it made. */
+async function generate(sequence: Sequence, start: number[], count: number): Promise<number> {
+  let made = 0;
+  for await (const _ of sequence.evaluate(start, { temperature: 0 })) if (++made >= count) break;
+  return made;
+}
 
 async function main(job: ChildJob): Promise<ChildResult> {
   // Before getLlama(): ggml-metal reads the device once, when node-llama-cpp registers its backend.
@@ -80,17 +89,31 @@ async function main(job: ChildJob): Promise<ChildResult> {
   const textTokens = model.tokenize(job.text);
   if (textTokens.length === 0) throw new Error('the prompt text has no tokens');
   const prompt = Array.from({ length: job.promptTokens }, (_, i) => textTokens[i % textTokens.length]!);
+  // Generation: one token at a time after the first, as llama-bench's tg test does.
+  const start = [model.tokens.bos ?? textTokens[0]!];
+
+  // The warm-up, as llama-bench's: the whole prompt (so the prompt's own pipelines are compiled, whatever shapes they
+  // need) and a few tokens generated one at a time. Timed apart: on Metal it is mostly compiling pipelines.
   let t = process.hrtime.bigint();
   await sequence.evaluateWithoutGeneratingNewTokens(prompt);
-  const pp = { tokens: prompt.length, seconds: seconds(t) };
-
-  // Generation: one token at a time after the first, as llama-bench's tg test does.
   await sequence.clearHistory();
-  const start = [model.tokens.bos ?? textTokens[0]!];
-  let made = 0;
-  t = process.hrtime.bigint();
-  for await (const _ of sequence.evaluate(start, { temperature: 0 })) if (++made >= job.genTokens) break;
-  const tg = { tokens: made, seconds: seconds(t) };
+  await generate(sequence, start, WARMUP_GEN_TOKENS);
+  const warmup = { seconds: seconds(t) };
+
+  const pp: Timed = { tokens: prompt.length, seconds: [] };
+  const tg: Timed = { tokens: job.genTokens, seconds: [] };
+  for (let rep = 0; rep < job.repetitions; rep++) {
+    await sequence.clearHistory();
+    t = process.hrtime.bigint();
+    await sequence.evaluateWithoutGeneratingNewTokens(prompt);
+    pp.seconds.push(seconds(t));
+    await sequence.clearHistory();
+    t = process.hrtime.bigint();
+    const made = await generate(sequence, start, job.genTokens);
+    tg.seconds.push(seconds(t));
+    if (made !== job.genTokens)
+      throw new Error(`generation stopped after ${made} of ${job.genTokens} tokens: the tg test needs them all`);
+  }
 
   // The greedy comparison: the fixed prompt, the most likely token each time, with the runner-up's probability.
   await sequence.clearHistory();
@@ -119,6 +142,7 @@ async function main(job: ChildJob): Promise<ChildResult> {
     gpu: llama.gpu,
     applied,
     notApplied,
+    warmup,
     pp,
     tg,
     greedy,

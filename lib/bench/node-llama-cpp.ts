@@ -2,15 +2,17 @@
  * `bench --node-llama-cpp`: the measurement for apps that embed node-llama-cpp. node-llama-cpp is the user's (an
  * optional peer dependency this package never installs), found from the folder bench runs in, as the user's own app
  * would find it. Each run is a child process (dist/bench-node-llama-cpp.js, node-llama-cpp-child.ts) for one side: stock,
- * or with the profile applied before getLlama(), as `metal-cap-shim/register` applies it in an app. It measures
- * prompt processing and generation in tokens per second, and generates GREEDY_TOKENS tokens greedily after a fixed
- * prompt; each profile's tokens are compared with stock's (the first divergence, with each side's margin there).
+ * or with the profile applied before getLlama(), as `metal-cap-shim/register` applies it in an app. It warms up (timed
+ * apart), then measures prompt processing and generation in tokens per second over several repetitions, as
+ * llama-bench does, and generates GREEDY_TOKENS tokens greedily after a fixed prompt; each profile's tokens are
+ * compared with stock's (the first divergence, with each side's margin there).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { BenchError } from '../core/errors.js';
+import { isObject } from '../core/input.js';
 import { packageRoot } from '../device/native.js';
 import type { Profile } from '../patch/profiles.js';
 
@@ -30,6 +32,8 @@ export interface ChildJob {
   genTokens: number;
   /** node-llama-cpp's threads; null for its own default. */
   threads: number | null;
+  /** Timed evaluations of each test per run, after the warm-up. */
+  repetitions: number;
   /** The text whose tokens the prompt-processing test evaluates (repeated when it has too few). */
   text: string;
 }
@@ -53,9 +57,73 @@ export interface ChildResult {
   applied: boolean;
   /** Why it was not applied, when a profile was given. */
   notApplied: string | null;
-  pp: { tokens: number; seconds: number };
-  tg: { tokens: number; seconds: number };
+  /**
+   * The warm-up before the timed evaluations: the whole prompt and WARMUP_GEN_TOKENS generated tokens, so every
+   * pipeline the timed tests use is compiled (ggml-metal compiles each on first use); its time is that compile cost.
+   */
+  warmup: { seconds: number };
+  /** Each repetition's seconds for the same tokens. */
+  pp: Timed;
+  tg: Timed;
   greedy: GreedyStep[];
+}
+
+/** A test's tokens and each repetition's seconds. */
+export interface Timed {
+  tokens: number;
+  seconds: number[];
+}
+
+/** How many tokens the warm-up generates after its prompt (llama-bench's own warm-up generates one). */
+export const WARMUP_GEN_TOKENS = 4;
+
+/**
+ * A test's tokens per second as llama-bench reports them (`avg_ts`, `stddev_ts` in llama-bench.cpp): the mean of each
+ * repetition's tokens/seconds, and their sample standard deviation (0 for one repetition).
+ */
+export function tokensPerSecond(t: Timed): { avgTs: number; stddevTs: number } {
+  const ts = t.seconds.map((s) => t.tokens / s);
+  const n = ts.length;
+  const mean = ts.reduce((a, b) => a + b, 0) / n;
+  if (n <= 1) return { avgTs: mean, stddevTs: 0 };
+  const squares = ts.reduce((a, b) => a + (b - mean) ** 2, 0);
+  return { avgTs: mean, stddevTs: Math.sqrt(squares / (n - 1)) };
+}
+
+/**
+ * A child's last line read as its result, every field checked (it is another process's output): the result, or what is
+ * wrong with it. `repetitions` is how many timed evaluations the job asked for.
+ */
+export function readChildResult(line: string, repetitions: number): { result: ChildResult } | { problem: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    return { problem: 'its last line is not JSON' };
+  }
+  if (!isObject(v)) return { problem: 'its result is not an object' };
+  const positive = (x: unknown) => typeof x === 'number' && Number.isFinite(x) && x > 0;
+  const timed = (x: unknown) =>
+    isObject(x) &&
+    Number.isInteger(x.tokens) &&
+    (x.tokens as number) > 0 &&
+    Array.isArray(x.seconds) &&
+    x.seconds.length === repetitions &&
+    x.seconds.every(positive);
+  const problems = [
+    typeof v.nodeLlamaCpp === 'string' ? null : 'nodeLlamaCpp',
+    v.llamaCpp === null || typeof v.llamaCpp === 'string' ? null : 'llamaCpp',
+    v.gpu === false || typeof v.gpu === 'string' ? null : 'gpu',
+    typeof v.applied === 'boolean' ? null : 'applied',
+    v.notApplied === null || typeof v.notApplied === 'string' ? null : 'notApplied',
+    isObject(v.warmup) && positive(v.warmup.seconds) ? null : 'warmup.seconds',
+    timed(v.pp) ? null : `pp (its tokens and ${repetitions} times above 0)`,
+    timed(v.tg) ? null : `tg (its tokens and ${repetitions} times above 0)`,
+    Array.isArray(v.greedy) && v.greedy.every((g) => isObject(g) && Number.isInteger(g.token)) ? null : 'greedy',
+  ].filter((p): p is string => p !== null);
+  return problems.length === 0
+    ? { result: v as unknown as ChildResult }
+    : { problem: `its result has no usable ${problems.join(', ')}` };
 }
 
 /** The first token where a profile's greedy generation left stock's, with each side's choice there. */
@@ -140,6 +208,8 @@ export interface ChildOutcome {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
   result: ChildResult | null;
+  /** Why an exit-0 child has no result (null when it has one, or did not exit 0). */
+  problem: string | null;
   stderr: string;
   seconds: number;
 }
@@ -181,15 +251,15 @@ export function runChild(job: ChildJob, stop?: AbortSignal): Promise<ChildOutcom
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const stdout = Buffer.concat(out).toString('utf8');
       const last = stdout.trim().split('\n').at(-1) ?? '';
-      let result: ChildResult | null = null;
-      if (exitCode === 0 && signal === null) {
-        try {
-          result = JSON.parse(last) as ChildResult;
-        } catch {
-          result = null;
-        }
-      }
-      resolve({ exitCode, signal, result, stderr: Buffer.concat(err).toString('utf8'), seconds });
+      const read = exitCode === 0 && signal === null ? readChildResult(last, job.repetitions) : null;
+      resolve({
+        exitCode,
+        signal,
+        result: read !== null && 'result' in read ? read.result : null,
+        problem: read !== null && 'problem' in read ? read.problem : null,
+        stderr: Buffer.concat(err).toString('utf8'),
+        seconds,
+      });
     });
   });
 }

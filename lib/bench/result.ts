@@ -9,9 +9,9 @@ import { clip, readInput } from '../core/input.js';
 import { schemaProblem } from '../core/jsonfile.js';
 import { shapeReader, type ShapeReader } from '../core/shape.js';
 import type { GreedyStep } from './node-llama-cpp.js';
-import { fidelityVerdict } from './perplexity.js';
+import { fidelityVerdict, KLD_ROUNDING } from './perplexity.js';
 import type { ProfileSpeed, SideSpeed, SpeedRow } from './rows.js';
-import { BENCH_SCHEMA, type BenchResult, type BenchRun, type StopReason } from './run.js';
+import { BENCH_SCHEMA, type BenchResult, type BenchRun, type FidelityRow, type StopReason } from './run.js';
 import { pairedSpeedup } from './stats.js';
 
 const STOP_REASONS: readonly StopReason[] = [
@@ -80,6 +80,39 @@ function step(s: ShapeReader, v: unknown, field: string): GreedyStep {
     probability: s.number(o.probability, `${field}.probability`, { min: 0, max: 1 }),
     runnerUp,
   };
+}
+
+/**
+ * One fidelity row: the statistics the table prints, each in its range (a KL divergence may be below 0 by the tool's
+ * own rounding, KLD_ROUNDING), their ± (numbers, or null where the tool printed none), and the verdict computed
+ * again from them.
+ */
+function fidelityRow(s: ShapeReader, v: unknown, field: string): FidelityRow {
+  const r = s.object(v, field);
+  const kld = { min: -KLD_ROUNDING };
+  const optional = (x: unknown, f: string, bounds = {}) => s.numberOrNull(x, f, bounds);
+  const u = s.object(r.uncertainty, `${field}.uncertainty`);
+  const measured = {
+    meanKld: s.number(r.meanKld, `${field}.meanKld`, kld),
+    medianKld: optional(r.medianKld, `${field}.medianKld`, kld),
+    kld99: s.numberOrNull(r.kld99, `${field}.kld99`, kld),
+    kld999: optional(r.kld999, `${field}.kld999`, kld),
+    maxKld: s.numberOrNull(r.maxKld, `${field}.maxKld`, kld),
+    sameTopP: s.number(r.sameTopP, `${field}.sameTopP`, { min: 0, max: 100 }),
+    pplRatio: s.number(r.pplRatio, `${field}.pplRatio`, { above: 0 }),
+    rmsDp: s.number(r.rmsDp, `${field}.rmsDp`, { min: 0 }),
+    uncertainty: {
+      meanKld: optional(u.meanKld, `${field}.uncertainty.meanKld`, { min: 0 }),
+      sameTopP: optional(u.sameTopP, `${field}.uncertainty.sameTopP`, { min: 0 }),
+      pplRatio: optional(u.pplRatio, `${field}.uncertainty.pplRatio`, { min: 0 }),
+      rmsDp: optional(u.rmsDp, `${field}.uncertainty.rmsDp`, { min: 0 }),
+    },
+    chunks: s.count(r.chunks, `${field}.chunks`),
+    from: s.oneOf(r.from, `${field}.from`, ['statistics', 'last-row'] as const),
+  };
+  s.list(r.reasons, `${field}.reasons`, (y, yf) => s.text(y, yf));
+  // The verdict is the tolerance's, never taken as written.
+  return { ...measured, name: s.text(r.name, `${field}.name`), ...fidelityVerdict(measured) };
 }
 
 function run(s: ShapeReader, v: unknown, field: string): BenchRun {
@@ -193,27 +226,8 @@ export function checkBenchResult(value: unknown, where: string): BenchResult {
     profiles: profiles as unknown as BenchResult['profiles'],
     runs: s.list(o.runs, 'runs', (x, f) => run(s, x, f)),
     speed: speedIn === null ? null : s.list(speedIn, 'speed', (x, f) => speedRow(s, x, f)),
-    fidelity:
-      fidelityIn === null
-        ? null
-        : s.list(fidelityIn, 'fidelity', (x, f) => {
-            const r = s.object(x, f);
-            const measured = {
-              meanKld: s.number(r.meanKld, `${f}.meanKld`, { min: 0 }),
-              kld99: s.numberOrNull(r.kld99, `${f}.kld99`, { min: 0 }),
-              maxKld: s.numberOrNull(r.maxKld, `${f}.maxKld`, { min: 0 }),
-              sameTopP: s.number(r.sameTopP, `${f}.sameTopP`, { min: 0, max: 100 }),
-              pplRatio: s.number(r.pplRatio, `${f}.pplRatio`, { above: 0 }),
-              chunks: s.count(r.chunks, `${f}.chunks`),
-            };
-            // The verdict is the tolerance's, never taken as written.
-            return {
-              ...(r as unknown as NonNullable<BenchResult['fidelity']>[number]),
-              ...measured,
-              name: s.text(r.name, `${f}.name`),
-              ...fidelityVerdict(measured),
-            };
-          }),
+    fidelity: fidelityIn === null ? null : s.list(fidelityIn, 'fidelity', (x, f) => fidelityRow(s, x, f)),
+    ...(o.control === undefined || o.control === null ? {} : { control: fidelityRow(s, o.control, 'control') }),
     ...(greedy === undefined ? {} : { greedy: greedy as BenchResult['greedy'] }),
     stop,
     partial,

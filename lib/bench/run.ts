@@ -21,10 +21,18 @@ import {
   GREEDY_PROMPT,
   resolveNodeLlamaCpp,
   runChild,
+  tokensPerSecond,
   type ChildResult,
   type GreedyComparison,
 } from './node-llama-cpp.js';
-import { fidelityVerdict, parseKlDivergence, perplexityArgs, type Fidelity } from './perplexity.js';
+import {
+  fidelityVerdict,
+  LOGITS_HEADER_BYTES,
+  parseKlDivergence,
+  perplexityArgs,
+  tooShortMessage,
+  type Fidelity,
+} from './perplexity.js';
 import { speedRows, type RunRecords, type SpeedRow } from './rows.js';
 import { CONFIDENCE, INTERVAL_METHOD, relativeHalfWidth, rotation } from './stats.js';
 
@@ -148,6 +156,8 @@ export interface BenchResult {
   records: { round: number; side: string; records: unknown[] }[];
   speed: SpeedRow[] | null;
   fidelity: FidelityRow[] | null;
+  /** fidelity --control: a second stock run against stock's logits, the noise floor (null when interrupted first). */
+  control?: FidelityRow | null;
   /** node-llama-cpp: the greedy generations compared (absent from results of the other modes). */
   greedy?: GreedyComparison | null;
   stop: BenchStop;
@@ -174,6 +184,8 @@ export interface BenchOptions extends RoundOptions {
   args: string[];
   sides: BenchSide[];
   mode: 'speed' | 'fidelity';
+  /** fidelity: also compare a second stock run with stock's logits (the control row). */
+  control?: boolean;
   force: boolean;
   /** Told once every side is checked, before the first run: the profiles as applied, with their warnings. */
   onPlanned?: (profiles: BenchResult['profiles']) => void;
@@ -269,6 +281,25 @@ function noMetalError(reason: UnsupportedReason, why: string): Error {
   const detail = `no Metal here (${why}): no profile can change what bench measures`;
   if (reason === 'unsupported-platform') return new UnsupportedPlatformError(detail);
   return new NativeError(reason === 'no-device' ? 'ERR_NO_DEVICE' : 'ERR_NATIVE_UNAVAILABLE', detail);
+}
+
+/** The name of the control row of `bench --fidelity --control`: stock compared with its own logits. */
+export const CONTROL_ROW = 'stock (control)';
+
+/**
+ * The stock run of --fidelity saved logits to compare with. llama-perplexity exits 0 and leaves a 12-byte file (its
+ * magic and the context size) when the text has too few tokens: bench then ends with the tool's own words.
+ */
+function checkLogitsSaved(command: string, logits: string, output: string): void {
+  const saved = statSync(logits, { throwIfNoEntry: false });
+  if (saved !== undefined && saved.size > LOGITS_HEADER_BYTES) return;
+  const said = tooShortMessage(output);
+  throw new BenchError(
+    'ERR_BENCH_TOOL',
+    said !== null
+      ? `${command} (stock) saved no logits; it said: ${said} (give a longer -f text, or a smaller -c)`
+      : `${command} (stock) saved no logits: the text may be shorter than two contexts of tokens (give a longer -f, or a smaller -c)`,
+  );
 }
 
 /**
@@ -529,39 +560,44 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     const { args } = perplexityArgs(o.args, defaultFidelityText());
     const logits = path.join(folder, 'stock.kld');
     const [stockSide, ...patched] = sides;
-    const total = sides.length;
+    const compare = [...args, '--kl-divergence-base', logits, '--kl-divergence'];
+    // The control is stock again, compared with stock's own logits: the noise floor of the tool on this machine. Its
+    // run is a stock run (side `stock`, never injected); only its row is named CONTROL_ROW.
+    const comparisons = [
+      ...(o.control ? [{ name: CONTROL_ROW, p: stockSide! }] : []),
+      ...patched.map((p) => ({ name: p.side.name, p })),
+    ];
+    const total = 1 + comparisons.length;
     o.onRun?.({ round: 1, rounds: 1, side: 'stock', index: 1, total });
     const first = await runOnce(o, stockSide!, [...args, '--kl-divergence-base', logits], folder);
     runs.push(runRecord(1, 'stock', first));
     const rows: FidelityRow[] = [];
+    let control: FidelityRow | null = null;
     let signal = o.stopped?.() ?? null;
     let interrupted = signal !== null;
     if (!interrupted) {
       checkEnded('stock', o.command, first.outcome, first.stderr);
-      const saved = statSync(logits, { throwIfNoEntry: false });
-      if (saved === undefined || saved.size === 0)
-        throw new BenchError(
-          'ERR_BENCH_TOOL',
-          `${o.command} (stock) saved no logits: the text may be shorter than two contexts of tokens (give a longer -f, or a smaller -c)`,
-        );
+      checkLogitsSaved(o.command, logits, `${first.stdout}\n${first.stderr}`);
     }
-    for (const p of patched) {
+    for (const c of comparisons) {
       signal ??= o.stopped?.() ?? null;
       if (interrupted || signal !== null) {
         interrupted = true;
         break;
       }
-      o.onRun?.({ round: 1, rounds: 1, side: p.side.name, index: runs.length + 1, total });
-      const r = await runOnce(o, p, [...args, '--kl-divergence-base', logits, '--kl-divergence'], folder);
-      runs.push(runRecord(1, p.side.name, r));
+      o.onRun?.({ round: 1, rounds: 1, side: c.name, index: runs.length + 1, total });
+      const r = await runOnce(o, c.p, compare, folder);
+      runs.push(runRecord(1, c.p.side.name, r));
       signal ??= o.stopped?.() ?? null;
       if (signal !== null) {
         interrupted = true;
         break;
       }
-      checkEnded(p.side.name, o.command, r.outcome, r.stderr);
+      checkEnded(c.name, o.command, r.outcome, r.stderr);
       const f = parseKlDivergence(`${r.stdout}\n${r.stderr}`);
-      rows.push({ name: p.side.name, ...f, ...fidelityVerdict(f) });
+      const row = { name: c.name, ...f, ...fidelityVerdict(f) };
+      if (c.name === CONTROL_ROW) control = row;
+      else rows.push(row);
     }
     return {
       ...base,
@@ -570,6 +606,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       records: [],
       speed: null,
       fidelity: rows,
+      ...(o.control ? { control } : {}),
       ...ended(interrupted ? stoppedBy(signal ?? 'SIGINT') : { reason: 'rounds', detail: 'every profile compared', signal: null }),
       failure: null,
       validity: validityOf(runs, [], 'fidelity'),
@@ -602,6 +639,8 @@ export interface NodeLlamaCppBenchOptions extends RoundOptions {
   promptTokens: number;
   genTokens: number;
   threads: number | null;
+  /** Timed evaluations per run, after its warm-up. */
+  repetitions: number;
   onPlanned?: BenchOptions['onPlanned'];
   onRun?: BenchOptions['onRun'];
   stopped?: BenchOptions['stopped'];
@@ -609,13 +648,15 @@ export interface NodeLlamaCppBenchOptions extends RoundOptions {
   stop?: AbortSignal;
 }
 
-/** A child's measurement as the records speedRows reads: `node-llama-cpp pp512` and `node-llama-cpp tg128`. */
+/**
+ * A child's measurement as the records speedRows reads: `node-llama-cpp pp512` and `node-llama-cpp tg128`, each the
+ * mean tokens/s of the run's timed repetitions with their standard deviation, as llama-bench's `avg_ts` / `stddev_ts`.
+ */
 function nodeLlamaCppRecords(model: string, r: ChildResult): BenchRecord[] {
   const file = path.basename(model);
   const key = (nPrompt: number, nGen: number) => ({ model_filename: file, n_prompt: nPrompt, n_gen: nGen, n_depth: 0 });
   const common = {
     nDepth: 0,
-    stddevTs: null,
     model: file,
     modelType: null,
     build: `${r.llamaCpp ?? 'unknown'} (node-llama-cpp ${r.nodeLlamaCpp})`,
@@ -628,7 +669,7 @@ function nodeLlamaCppRecords(model: string, r: ChildResult): BenchRecord[] {
       nPrompt: r.pp.tokens,
       nGen: 0,
       key: key(r.pp.tokens, 0),
-      avgTs: r.pp.tokens / r.pp.seconds,
+      ...tokensPerSecond(r.pp),
     },
     {
       ...common,
@@ -636,7 +677,7 @@ function nodeLlamaCppRecords(model: string, r: ChildResult): BenchRecord[] {
       nPrompt: 0,
       nGen: r.tg.tokens,
       key: key(0, r.tg.tokens),
-      avgTs: r.tg.tokens / r.tg.seconds,
+      ...tokensPerSecond(r.tg),
     },
   ];
 }
@@ -679,6 +720,7 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
           promptTokens: o.promptTokens,
           genTokens: o.genTokens,
           threads: o.threads,
+          repetitions: o.repetitions,
           text,
         },
         o.stop,
@@ -702,7 +744,10 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
       const problem = endedProblem(side.name, `node-llama-cpp ${found.version}`, r, r.stderr);
       if (problem !== null) throw fail('ERR_BENCH_TOOL', problem);
       if (r.result === null)
-        throw fail('ERR_BENCH_OUTPUT', `the node-llama-cpp run (${side.name}) exited 0 but printed no result`);
+        throw fail(
+          'ERR_BENCH_OUTPUT',
+          `the node-llama-cpp run (${side.name}) exited 0 but printed no result: ${r.problem ?? 'no output'}`,
+        );
       const backend = r.result.gpu === false ? 'CPU' : r.result.gpu;
       backendsSeen.push(backend);
       // node-llama-cpp applies the profile itself: whether it took is what the child said, not a device class.
@@ -750,6 +795,8 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
       '--gen-tokens',
       String(o.genTokens),
       ...(o.threads === null ? [] : ['--threads', String(o.threads)]),
+      '--repetitions',
+      String(o.repetitions),
     ],
     rounds: outcome.completed,
     host,

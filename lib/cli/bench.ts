@@ -87,7 +87,8 @@ export function roundOptions(values: Values): RoundOptions {
 }
 
 /** node-llama-cpp's tests, as llama-bench's defaults: pp512 and tg128. */
-const NLC_DEFAULTS = { promptTokens: 512, genTokens: 128 };
+const NLC_DEFAULTS = { promptTokens: 512, genTokens: 128, repetitions: 3 };
+const MAX_REPETITIONS = 100;
 const MAX_TOKENS = 65536;
 
 /** Writes the export for compare-llama-bench.py to `file` and says which commit is which side. */
@@ -107,8 +108,8 @@ function writeExport(file: string, result: BenchResult): void {
 const command: Command = {
   help: () => `Usage: metal-cap-shim bench [--profile P[,Q…]] [--rounds N] [--precision P% [--max-rounds N] [--max-time S]]
                              [--json] -- llama-bench [its args…]
-       metal-cap-shim bench --fidelity [--profile P[,Q…]] [--json] -- llama-perplexity -m MODEL [-f TEXT] [its args…]
-       metal-cap-shim bench --node-llama-cpp --model MODEL [--profile P[,Q…]] [--rounds N] [--json]
+       metal-cap-shim bench --fidelity [--control] [--profile P[,Q…]] [--json] -- llama-perplexity -m MODEL [-f TEXT] [its args…]
+       metal-cap-shim bench --node-llama-cpp --model MODEL [--profile P[,Q…]] [--rounds N] [--repetitions N] [--json]
 
 Runs a llama.cpp tool stock and under each profile (injected as exec injects it) and compares what it measured.
 
@@ -123,6 +124,8 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
   --fidelity         llama-perplexity: stock saves its logits (--kl-divergence-base, in a private folder,
                      removed after), each profile is compared with them (--kl-divergence); without -f, the
                      package's README is the text
+  --control          fidelity: also compare a second stock run with stock's logits, the row stock (control):
+                     the noise floor a profile's numbers are read against
   --node-llama-cpp   the same for apps that embed node-llama-cpp: the project's own node-llama-cpp (found from
                      the current folder; this package never installs it), a process per side and round, the
                      profile applied before getLlama(); prompt processing and generation t/s, and ${GREEDY_TOKENS} tokens
@@ -131,6 +134,8 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
   --prompt-tokens N  node-llama-cpp: the prompt-processing test's tokens (default ${NLC_DEFAULTS.promptTokens})
   --gen-tokens N     node-llama-cpp: the generation test's tokens (default ${NLC_DEFAULTS.genTokens})
   --threads N        node-llama-cpp: its threads (default its own)
+  --repetitions N    node-llama-cpp: timed evaluations per run, after one warm-up (default ${NLC_DEFAULTS.repetitions};
+                     1 to ${MAX_REPETITIONS}); each run's t/s is their mean, with their standard deviation
   --force            allow raising answers on a host that is not a VM
   --keep-paths       keep the folders of the tool's and model's paths in the result's command (by default
                      each path is reduced to its file name: a result is meant to be sent to others)
@@ -150,11 +155,12 @@ slower when the interval excludes 1x, else "no difference shown"; one round give
 profile did not patch makes the result invalid (exit ${EXIT.finding}); a CPU-only tool, which no profile can change,
 is said in the first line. bench adds -o json when no output format is given; csv, md and sql are refused
 (it reads json or jsonl).
-node-llama-cpp: the same rows (node-llama-cpp pp512, tg128), then per profile the first token where its greedy
-generation leaves stock's, with each side's token, probability and margin over its runner-up there.
-Fidelity: mean KL divergence, its 99th percentile, how often the top token is the same, the perplexity ratio,
-and a verdict: within tolerance when mean KLD ≤ ${FIDELITY_TOLERANCE.meanKld}, same top token ≥ ${FIDELITY_TOLERANCE.sameTopP} % and PPL ratio within
-1 ± ${FIDELITY_TOLERANCE.pplRatio}; else differs.
+node-llama-cpp: the same rows (node-llama-cpp pp512, tg128; each run warmed up first, its warm-up time shown
+apart), then per profile the first token where its greedy generation leaves stock's, with each side's token,
+probability and margin over its runner-up there.
+Fidelity: mean KL divergence, its median, 99th and 99.9th percentiles, how often the top token is the same, the
+perplexity ratio and RMS Δp, each with its ± as llama-perplexity prints it, and a verdict: within tolerance
+when mean KLD ≤ ${FIDELITY_TOLERANCE.meanKld}, same top token ≥ ${FIDELITY_TOLERANCE.sameTopP} % and PPL ratio within 1 ± ${FIDELITY_TOLERANCE.pplRatio}; else differs.
 Ctrl-C, SIGTERM and SIGHUP stop the tool; the rounds that finished are printed and written, marked partial
 (exit ${EXIT.interrupted}, ${EXIT.terminated}, ${EXIT.hangUp}). A run that fails ends the rounds the same way: its side, round
 and exit status are named, and the finished rounds kept (exit ${EXIT.finding}).
@@ -168,11 +174,13 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
     'max-rounds': { type: 'string' },
     'max-time': { type: 'string' },
     fidelity: { type: 'boolean' },
+    control: { type: 'boolean' },
     'node-llama-cpp': { type: 'boolean' },
     model: { type: 'string' },
     'prompt-tokens': { type: 'string' },
     'gen-tokens': { type: 'string' },
     threads: { type: 'string' },
+    repetitions: { type: 'string' },
     force: { type: 'boolean' },
     json: { type: 'boolean' },
     'export-llama-bench': { type: 'string' },
@@ -189,7 +197,9 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
         throw new UsageError(`--${o} is for speed: --fidelity compares one run of each profile with stock`);
     if (nlc && values.model === undefined)
       throw new UsageError('--node-llama-cpp needs --model MODEL (the GGUF file to load)');
-    for (const o of ['model', 'prompt-tokens', 'gen-tokens', 'threads'])
+    if (!fidelity && values.control !== undefined)
+      throw new UsageError("--control is for --fidelity: a second stock run compared with stock's logits");
+    for (const o of ['model', 'prompt-tokens', 'gen-tokens', 'threads', 'repetitions'])
       if (!nlc && values[o] !== undefined)
         throw new UsageError(`--${o} is for --node-llama-cpp; a llama.cpp tool takes its own options after \`--\``);
     const exportFile = text(values, 'export-llama-bench');
@@ -248,6 +258,13 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
             ),
             genTokens: wholeNumber('gen-tokens', text(values, 'gen-tokens'), NLC_DEFAULTS.genTokens, 1, MAX_TOKENS),
             threads: values.threads === undefined ? null : wholeNumber('threads', text(values, 'threads'), 0, 1, 1024),
+            repetitions: wholeNumber(
+              'repetitions',
+              text(values, 'repetitions'),
+              NLC_DEFAULTS.repetitions,
+              1,
+              MAX_REPETITIONS,
+            ),
           })
         : await runBench({
             ...shared,
@@ -255,6 +272,7 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
             args: rest.slice(1),
             sides,
             mode: fidelity ? 'fidelity' : 'speed',
+            control: values.control === true,
           });
       if (progress) process.stderr.write('\r\x1b[K');
       // A result is sent to others: where the tool and the model lie on this machine stays here.

@@ -1,10 +1,18 @@
 import type { BenchResult } from '../bench/run.js';
 import type { SpeedupEstimate } from '../bench/stats.js';
 import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
-import { marginOf, type GreedyStep } from '../bench/node-llama-cpp.js';
+import { marginOf, type ChildResult, type GreedyStep } from '../bench/node-llama-cpp.js';
+import { median } from '../bench/stats.js';
 import type { Styler } from './text.js';
 
 const ts = (n: number | null) => (n !== null && Number.isFinite(n) ? n.toFixed(2) : '–');
+/** A statistic with its ± as llama-perplexity prints it (`0.000412 ± 0.000010`); the ± left out where there is none. */
+const pm = (value: number, plusMinus: number | null | undefined, digits: number) =>
+  plusMinus === null || plusMinus === undefined
+    ? value.toFixed(digits)
+    : `${value.toFixed(digits)} ± ${plusMinus.toFixed(digits)}`;
+const opt = (value: number | null | undefined, digits: number) =>
+  value === null || value === undefined ? '–' : value.toFixed(digits);
 const times = (n: number | null) => (n !== null && Number.isFinite(n) ? `${n.toFixed(2)}x` : '–');
 
 /** Tokens per second with the tool's own ± when it printed one. */
@@ -49,6 +57,23 @@ export function benchHeadline(r: BenchResult): string {
 const step = (g: GreedyStep) =>
   `${JSON.stringify(g.text)} (${g.token}) p ${g.probability.toFixed(4)}, margin ${marginOf(g).toFixed(4)}`;
 
+/**
+ * node-llama-cpp: each side's warm-up seconds (the pipeline compile cost, timed apart from the tests), the median over
+ * its rounds; null for other modes and for results written before runs were warmed up.
+ */
+function warmupLine(r: BenchResult): string | null {
+  if (r.mode !== 'node-llama-cpp') return null;
+  const sides = ['stock', ...r.profiles.map((p) => p.name)];
+  const cells = sides.flatMap((side) => {
+    const seconds = r.records
+      .filter((x) => x.side === side)
+      .map((x) => (x.records[0] as Partial<ChildResult> | undefined)?.warmup?.seconds)
+      .filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+    return seconds.length === 0 ? [] : [`${side} ${median(seconds).toFixed(2)} s`];
+  });
+  return cells.length === 0 ? null : `Warm-up (pipeline compile) per side: ${cells.join(', ')} (medians over rounds).`;
+}
+
 /** A Markdown table: header, rule, rows. Cells never hold a `|` or a line break. */
 function table(head: string[], rows: string[][]): string[] {
   const cell = (s: string) => s.replace(/[|\r\n]/g, ' ');
@@ -92,23 +117,37 @@ export function formatBench(r: BenchResult, s: Styler): string {
         '',
         `t/s: geometric mean over the rounds, ± the tool's own standard deviation (root mean square over the rounds). Speed-up: geometric mean of each round's ratio to stock's run of the same round, with its ${r.interval.confidence * 100} % interval (${r.interval.method}, ${r.rounds} rounds); "no difference shown" when the interval holds 1x.`,
       );
+    const warmups = warmupLine(r);
+    if (warmups !== null) lines.push('', warmups);
   }
   if (r.fidelity !== null) {
     const t = FIDELITY_TOLERANCE;
-    const rows = r.fidelity.map((f) => [
+    const control = r.control ?? null;
+    // A result attached to a report may predate the ± and RMS Δp: those cells then read –.
+    const rows = [...(control === null ? [] : [control]), ...r.fidelity].map((f) => [
       f.name,
-      f.meanKld.toFixed(6),
-      f.kld99 === null ? '–' : f.kld99.toFixed(6),
-      `${f.sameTopP.toFixed(3)} %`,
-      f.pplRatio.toFixed(4),
+      pm(f.meanKld, f.uncertainty?.meanKld, 6),
+      opt(f.medianKld, 6),
+      opt(f.kld99, 6),
+      opt(f.kld999, 6),
+      `${pm(f.sameTopP, f.uncertainty?.sameTopP, 3)} %`,
+      pm(f.pplRatio, f.uncertainty?.pplRatio, 6),
+      f.rmsDp === undefined ? '–' : `${pm(f.rmsDp, f.uncertainty?.rmsDp, 3)} %`,
       f.verdict === 'within-tolerance' ? s.good('within tolerance') : s.bad(`differs: ${f.reasons.join('; ')}`),
     ]);
+    const head = ['profile', 'mean KLD', 'median KLD', '99 % KLD', '99.9 % KLD', 'same top p', 'PPL ratio', 'RMS Δp'];
     lines.push(
       '',
-      ...table(['profile', 'mean KLD', '99 % KLD', 'same top p', 'PPL ratio', 'verdict'], rows),
+      ...table([...head, 'verdict'], rows),
       '',
-      `Tolerance: mean KLD ≤ ${t.meanKld}, same top token ≥ ${t.sameTopP} %, PPL ratio within 1 ± ${t.pplRatio}.`,
+      `Tolerance: mean KLD ≤ ${t.meanKld}, same top token ≥ ${t.sameTopP} %, PPL ratio within 1 ± ${t.pplRatio}; ± as llama-perplexity prints it.`,
     );
+    if (control?.verdict === 'differs')
+      lines.push(
+        s.warn(
+          'The control (stock against its own logits) differs: the tool does not repeat itself on this machine, so a profile cannot be told from that noise.',
+        ),
+      );
   }
   if (r.greedy !== undefined && r.greedy !== null) {
     const g = r.greedy;

@@ -10,7 +10,15 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildMatrix, fieldReport, matrixMarkdown } from '../../lib/audit/field-report.js';
-import { firstDivergence, GREEDY_TOKENS, marginOf, type GreedyStep } from '../../lib/bench/node-llama-cpp.js';
+import {
+  firstDivergence,
+  GREEDY_TOKENS,
+  marginOf,
+  readChildResult,
+  tokensPerSecond,
+  type ChildResult,
+  type GreedyStep,
+} from '../../lib/bench/node-llama-cpp.js';
 import {
   type NodeLlamaCppProject,
   nodeLlamaCppProject,
@@ -69,6 +77,46 @@ describe('comparing greedy generations', () => {
   it("a step's margin is its probability above the runner-up's (all of it without one)", () => {
     expect(marginOf(step(1, 0.5, 0.25))).toBe(0.25);
     expect(marginOf(step(1, 0.75, null))).toBe(0.75);
+  });
+});
+
+describe('a run measured like llama-bench', () => {
+  it("tokens/s: the mean of each repetition's tokens/seconds and their sample standard deviation (0 for one)", () => {
+    // 100 tokens in 1, 0.5 and 0.25 s: 100, 200 and 400 t/s.
+    const three = tokensPerSecond({ tokens: 100, seconds: [1, 0.5, 0.25] });
+    expect(three.avgTs).toBeCloseTo(700 / 3, 10);
+    // Sample variance: ((100 − 233.3)² + (200 − 233.3)² + (400 − 233.3)²) / 2 = 23333.3.
+    expect(three.stddevTs).toBeCloseTo(Math.sqrt(70000 / 3), 8);
+    expect(tokensPerSecond({ tokens: 64, seconds: [0.5] })).toEqual({ avgTs: 128, stddevTs: 0 });
+    expect(tokensPerSecond({ tokens: 10, seconds: [2, 2] })).toEqual({ avgTs: 5, stddevTs: 0 });
+  });
+
+  const good: ChildResult = {
+    nodeLlamaCpp: '3.22.1',
+    llamaCpp: 'v0.5.0',
+    gpu: false,
+    applied: false,
+    notApplied: null,
+    warmup: { seconds: 0.4 },
+    pp: { tokens: 32, seconds: [0.01, 0.02] },
+    tg: { tokens: 8, seconds: [0.1, 0.1] },
+    greedy: [step(1, 0.5, 0.2)],
+  };
+
+  it("a child's last line is its result only when every field is there, with one time per repetition", () => {
+    expect(readChildResult(JSON.stringify(good), 2)).toEqual({ result: good });
+    expect(readChildResult(JSON.stringify(good), 3)).toEqual({
+      problem: 'its result has no usable pp (its tokens and 3 times above 0), tg (its tokens and 3 times above 0)',
+    });
+    expect(readChildResult('node-llama-cpp warn: x', 2)).toEqual({ problem: 'its last line is not JSON' });
+    expect(readChildResult('[1]', 2)).toEqual({ problem: 'its result is not an object' });
+    const without = { ...good } as Partial<ChildResult>;
+    delete without.warmup;
+    expect(readChildResult(JSON.stringify(without), 2)).toEqual({ problem: 'its result has no usable warmup.seconds' });
+    const zero = { ...good, pp: { tokens: 32, seconds: [0, 0.02] }, gpu: 1, greedy: [{ token: 'a' }] };
+    expect(readChildResult(JSON.stringify(zero), 2)).toEqual({
+      problem: 'its result has no usable gpu, pp (its tokens and 2 times above 0), greedy',
+    });
   });
 });
 
@@ -164,6 +212,21 @@ describe('a project without node-llama-cpp', () => {
     expect([json.status, JSON.parse(json.stdout).error.code]).toEqual([2, 'ERR_BENCH_NO_NODE_LLAMA_CPP']);
   });
 
+  it('--repetitions is a whole number from 1 to 100, checked before node-llama-cpp is looked for', () => {
+    requireSimBuild();
+    const empty = mkdtempSync(path.join(tmpdir(), 'mcs-no-nlc-'));
+    for (const bad of ['0', '101', '1.5']) {
+      const r = benchIn(empty, ['--node-llama-cpp', '--model', 'm.gguf', '--repetitions', bad]);
+      expect([r.status, r.stdout, r.stderr]).toEqual([
+        2,
+        '',
+        `metal-cap-shim: ERR_USAGE: --repetitions takes a whole number from 1 to 100, not '${bad}'\nRun \`metal-cap-shim bench --help\` for usage.\n`,
+      ]);
+    }
+    const edge = benchIn(empty, ['--node-llama-cpp', '--model', 'm.gguf', '--repetitions', '100', '--json']);
+    expect([edge.status, JSON.parse(edge.stdout).error.code]).toEqual([2, 'ERR_BENCH_NO_NODE_LLAMA_CPP']);
+  });
+
   it('one older than 3.6.0 is refused the same way, saying to update it', () => {
     requireSimBuild();
     const old = mkdtempSync(path.join(tmpdir(), 'mcs-old-nlc-'));
@@ -244,14 +307,36 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
     });
 
     it('stock and patched in interleaved rounds, the profile applied before getLlama(); the same greedy tokens', () => {
-      const r = benchIn(project.dir, ['--node-llama-cpp', '--model', model, '--rounds', '2', '--json', ...SMALL]);
+      const r = benchIn(project.dir, [
+        '--node-llama-cpp',
+        '--model',
+        model,
+        '--rounds',
+        '2',
+        '--repetitions',
+        '2',
+        '--json',
+        ...SMALL,
+      ]);
       expect([r.status, r.stderr]).toEqual([0, '']);
       const result = JSON.parse(r.stdout);
       expect([result.schema, result.mode, result.command, result.rounds, result.fidelity, result.partial]).toEqual([
         'metal-cap-shim/bench@2',
         'node-llama-cpp',
         // The model's file name: where it lies on this machine stays here.
-        ['node-llama-cpp@3.22.1', '--model', 'tiny-1.gguf', '--prompt-tokens', '32', '--gen-tokens', '8', '--threads', '1'],
+        [
+          'node-llama-cpp@3.22.1',
+          '--model',
+          'tiny-1.gguf',
+          '--prompt-tokens',
+          '32',
+          '--gen-tokens',
+          '8',
+          '--threads',
+          '1',
+          '--repetitions',
+          '2',
+        ],
         2,
         null,
         false,
@@ -292,20 +377,37 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
         expect(p.speedup.low).toBeLessThanOrEqual(p.speedup.centre);
         expect(p.speedup.high).toBeGreaterThanOrEqual(p.speedup.centre);
       }
-      // Each run's own measurement, as the child reported it.
+      // Each run's own measurement, as the child reported it: a warm-up, then two timed repetitions of each test.
       for (const run of result.records) {
         const [m] = run.records;
-        expect([m.nodeLlamaCpp, m.llamaCpp, m.gpu, m.applied, m.pp.tokens, m.tg.tokens, m.greedy.length]).toEqual([
-          project.version,
-          project.release,
-          false,
-          run.side !== 'stock',
-          32,
-          8,
-          GREEDY_TOKENS,
-        ]);
+        expect([
+          m.nodeLlamaCpp,
+          m.llamaCpp,
+          m.gpu,
+          m.applied,
+          m.pp.tokens,
+          m.pp.seconds.length,
+          m.tg.tokens,
+          m.tg.seconds.length,
+          m.greedy.length,
+        ]).toEqual([project.version, project.release, false, run.side !== 'stock', 32, 2, 8, 2, GREEDY_TOKENS]);
         expect(m.notApplied).toBeNull();
+        expect(m.warmup.seconds).toBeGreaterThan(0);
+        expect(m.warmup.seconds).toBeLessThan(60);
       }
+      // A row's samples are each run's mean over its repetitions (llama-bench's avg_ts), in the order of the rounds.
+      const meansOf = (side: string, test: 'pp' | 'tg') =>
+        result.records
+          .filter((x: { side: string }) => x.side === side)
+          .map((x: { records: ChildResult[] }) => tokensPerSecond(x.records[0]![test]).avgTs);
+      expect(result.speed.map((row: { stock: { samples: number[] } }) => row.stock.samples)).toEqual([
+        meansOf('stock', 'pp'),
+        meansOf('stock', 'tg'),
+      ]);
+      expect(result.speed.map((row: { profiles: { samples: number[] }[] }) => row.profiles[0]!.samples)).toEqual([
+        meansOf('host-family', 'pp'),
+        meansOf('host-family', 'tg'),
+      ]);
       const { greedy } = result;
       expect(greedy.profiles).toEqual([{ name: 'host-family', tokens: GREEDY_TOKENS, divergence: null }]);
       expect(greedy.stock).toHaveLength(GREEDY_TOKENS);
@@ -369,6 +471,10 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
       // The table names it, with each side's token and margin there.
       const table = benchIn(p, ['--node-llama-cpp', '--model', model, '--rounds', '1', ...SMALL]);
       expect(table.status).toBe(1);
+      // Each side's warm-up, timed apart, one line after the speed table.
+      expect(table.stdout).toMatch(
+        /\|\n\nWarm-up \(pipeline compile\) per side: stock \d+\.\d\d s, host-family \d+\.\d\d s \(medians over rounds\)\.\n/,
+      );
       expect(table.stdout).toMatch(
         new RegExp(
           `\\| host-family \\| token ${i} of ${GREEDY_TOKENS} \\| ".*" \\(${stockTokens[i]}\\) p 0\\.\\d{4}, margin 0\\.\\d{4} \\| ".*" \\(\\d+\\) p 0\\.\\d{4}, margin 0\\.\\d{4} \\|`,

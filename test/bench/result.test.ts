@@ -34,18 +34,27 @@ function fidelity(): Record<string, any> {
     mode: 'fidelity',
     speed: null,
     fidelity: [
-      {
-        name: 'host-family',
-        meanKld: 0.0001,
-        kld99: 0.001,
-        maxKld: 0.01,
-        sameTopP: 99.9,
-        pplRatio: 1.0001,
-        chunks: 4,
-        verdict: 'within-tolerance',
-        reasons: [],
-      },
+      fidelityRow('host-family'),
     ],
+  };
+}
+/** A fidelity row as llama-perplexity's statistics section gives it, every statistic with its ± where it has one. */
+function fidelityRow(name: string): Record<string, any> {
+  return {
+    meanKld: 0.0001,
+    medianKld: 0.00005,
+    kld99: 0.001,
+    kld999: 0.002,
+    maxKld: 0.01,
+    sameTopP: 99.9,
+    pplRatio: 1.0001,
+    rmsDp: 0.5,
+    uncertainty: { meanKld: 0.00001, sameTopP: null, pplRatio: 0.0004, rmsDp: 0.01 },
+    chunks: 4,
+    from: 'statistics',
+    name,
+    verdict: 'within-tolerance',
+    reasons: [],
   };
 }
 /** A node-llama-cpp result with its greedy comparison. */
@@ -154,7 +163,9 @@ describe('each field is checked, named, with what it must be', () => {
       f(r.fidelity[0]);
       return refusal(r);
     };
-    expect(edit((x) => (x.meanKld = -0.1))).toEqual(says('fidelity[0].meanKld', 'must be a finite number at least 0, got number -0.1'));
+    expect(edit((x) => (x.meanKld = -0.1))).toEqual(
+      says('fidelity[0].meanKld', `must be a finite number at least ${-16 / 65535}, got number -0.1`),
+    );
     expect(edit((x) => (x.sameTopP = 100.5))).toEqual(
       says('fidelity[0].sameTopP', 'must be a finite number at least 0 and at most 100, got number 100.5'),
     );
@@ -164,6 +175,35 @@ describe('each field is checked, named, with what it must be', () => {
     const edge = fidelity();
     Object.assign(edge.fidelity[0], { meanKld: 0, sameTopP: 100 });
     expect(checkBenchResult(edge, WHERE).fidelity![0]!.sameTopP).toBe(100);
+  });
+
+  it('fidelity: each ± and percentile a number or null, the control row checked as a profile row is', () => {
+    const withControl: Record<string, any> = { ...fidelity(), control: fidelityRow('stock (control)') };
+    expect(checkBenchResult(withControl, WHERE)).toEqual(withControl);
+    const edit = (f: (r: Record<string, any>) => void) => {
+      const r = withControl;
+      const copy = structuredClone(r);
+      f(copy);
+      return refusal(copy);
+    };
+    expect(edit((r) => (r.fidelity[0].uncertainty.meanKld = '±'))).toEqual(
+      says('fidelity[0].uncertainty.meanKld', 'must be a finite number at least 0, got the string "±"'),
+    );
+    expect(edit((r) => (r.fidelity[0].kld999 = Number.POSITIVE_INFINITY))).toEqual(
+      says('fidelity[0].kld999', `must be a finite number at least ${-16 / 65535}, got number Infinity`),
+    );
+    // A verdict written in is not read: the control's is computed from its numbers, as a profile's is.
+    const verdict = structuredClone(withControl);
+    verdict.control.verdict = 'maybe';
+    expect((checkBenchResult(verdict, WHERE) as { control: { verdict: string } }).control.verdict).toBe('within-tolerance');
+    expect(edit((r) => (r.control.sameTopP = 101))).toEqual(
+      says('control.sameTopP', 'must be a finite number at least 0 and at most 100, got number 101'),
+    );
+    // A KL divergence a hair below 0 is the tool's own rounding of the saved logits; a full step below is not.
+    const rounding = structuredClone(withControl);
+    rounding.fidelity[0].medianKld = -0.000002;
+    expect(checkBenchResult(rounding, WHERE).fidelity![0]!.medianKld).toBe(-0.000002);
+    expect(edit((r) => (r.fidelity[0].medianKld = -0.001)).field).toBe('fidelity[0].medianKld');
   });
 
   it('greedy: each step a token, its text and a probability from 0 to 1', () => {

@@ -48,6 +48,20 @@ describe("the parsers read what llama.cpp's own tools printed", () => {
     expect(other.meanKld).toBeGreaterThan(1);
     expect(other.sameTopP).toBeLessThan(5);
     expect(other.kld99).toBeGreaterThan(other.meanKld);
+    // Every number as the tool printed it, with its ±.
+    expect(other).toEqual({
+      meanKld: 1.320544,
+      medianKld: 1.322021,
+      kld99: 1.354474,
+      kld999: 1.365479,
+      maxKld: 1.368311,
+      sameTopP: 0.922,
+      pplRatio: 1.113694,
+      rmsDp: 0.006,
+      uncertainty: { meanKld: 0.001061, sameTopP: 0.65, pplRatio: 0.127294, rmsDp: 0.001 },
+      chunks: 7,
+      from: 'statistics',
+    });
   });
 });
 
@@ -155,6 +169,49 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)('bench with the rea
       [],
       0,
     ]);
+  });
+
+  it('fidelity --control: stock against its own logits is exact, the row apart from the profiles', () => {
+    const r = runCli(
+      ['bench', '--fidelity', '--control', '--json', '--', tools.perplexity, '-m', model, '-f', text, '-c', '64'],
+      GUEST,
+    );
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    const result = JSON.parse(r.stdout);
+    expect(result.runs.map((x: { side: string; exitCode: number }) => [x.side, x.exitCode])).toEqual([
+      ['stock', 0],
+      ['stock', 0],
+      ['host-family', 0],
+    ]);
+    const c = result.control;
+    expect([c.name, c.from, c.chunks, c.sameTopP, c.verdict, Math.abs(c.meanKld), c.rmsDp]).toEqual([
+      'stock (control)',
+      'statistics',
+      7,
+      100,
+      'within-tolerance',
+      0,
+      0,
+    ]);
+    expect(result.fidelity.map((f: { name: string }) => f.name)).toEqual(['host-family']);
+  });
+
+  it("fidelity: a text too short for two contexts ends with llama-perplexity's own words", () => {
+    const short = path.join(dir, 'short.txt');
+    writeFileSync(short, 'Once upon a time.\n');
+    const r = runCli(
+      ['bench', '--fidelity', '--json', '--', tools.perplexity, '-m', model, '-f', short, '-c', '64'],
+      GUEST,
+    );
+    expect(r.status).toBe(1);
+    const { error } = JSON.parse(r.stdout);
+    expect(error.code).toBe('ERR_BENCH_TOOL');
+    const n = Number(/tokenizes to only (\d+) tokens/.exec(error.message)?.[1]);
+    expect(n).toBeGreaterThan(0);
+    expect(n).toBeLessThan(128);
+    expect(error.message).toBe(
+      `${tools.perplexity} (stock) saved no logits; it said: perplexity: you need at least 128 tokens to evaluate perplexity with a context of 64; perplexity: the data file you provided tokenizes to only ${n} tokens (give a longer -f text, or a smaller -c)`,
+    );
   });
 
   it('fidelity, the real negative: a patched side that runs another model differs, and bench exits 1', () => {

@@ -32,7 +32,11 @@ echo "$side $*" >> ${JSON.stringify(LOG)}
 echo '[{"build_commit":"abc1234","build_number":7010,"backends":"CPU","model_filename":"tiny.gguf","model_type":"llama ?B F32","n_prompt":512,"n_gen":0,"avg_ts":'$ts',"stddev_ts":'$((ts / 100))'},{"build_number":7010,"build_commit":"abc1234","backends":"CPU","n_prompt":0,"n_gen":128,"avg_ts":'$((ts / 10))',"stddev_ts":0.'$((ts / 100))'}]'`,
 );
 
-/** llama-perplexity: saves "logits" with --kl-divergence-base alone; compares with --kl-divergence. KLD as $KLD. */
+/**
+ * llama-perplexity: saves "logits" with --kl-divergence-base alone; compares with --kl-divergence: KLD 0.5 patched with
+ * $DIVERGE, 0.002 unpatched with $NOISY. With $SHORT, the stock run says the text is too short, in the tool's words, and
+ * leaves the 12-byte header the real tool leaves.
+ */
 const FAKE_PERPLEXITY = script(
   'llama-perplexity',
   `base=""; kld=0; prev=""
@@ -41,10 +45,17 @@ for a in "$@"; do
   [ "$a" = "--kl-divergence" ] && kld=1
   prev="$a"
 done
-if [ $kld = 0 ]; then echo "_logits_" > "$base"; echo "Final estimate: PPL = 5.4 +/- 0.6"; exit 0; fi
+if [ $kld = 0 ] && [ -n "$SHORT" ]; then
+  printf '_logits_\\100\\0\\0\\0' > "$base"
+  echo "perplexity: you need at least 128 tokens to evaluate perplexity with a context of 64" >&2
+  echo "perplexity: the data file you provided tokenizes to only 40 tokens" >&2
+  exit 0
+fi
+if [ $kld = 0 ]; then echo "_logits_ and every chunk's log-probabilities" > "$base"; echo "Final estimate: PPL = 5.4 +/- 0.6"; exit 0; fi
 [ -s "$base" ] || { echo "failed to open $base" >&2; exit 0; }
 k=0.00000; top=100.000
 [ -n "$LD_PRELOAD" ] && [ -n "$DIVERGE" ] && k=0.50000 && top=62.500
+[ -z "$LD_PRELOAD" ] && [ -n "$NOISY" ] && k=0.00200
 echo "chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS            Same top p"
 echo "   1       1.9283 ±    0.3726       0.00000 ±    0.00003       $k ±    0.00000     0.000 ±  0.000 %    $top ±  0.000 %"`,
 );
@@ -222,15 +233,21 @@ echo '[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":'$ts'}]'`,
       {
         name: 'host-family',
         meanKld: 0,
+        medianKld: null,
         kld99: null,
+        kld999: null,
         maxKld: null,
         sameTopP: 100,
         pplRatio: 1,
+        rmsDp: 0,
+        uncertainty: { meanKld: 0, sameTopP: 0, pplRatio: 0.00003, rmsDp: 0 },
         chunks: 1,
+        from: 'last-row',
         verdict: 'within-tolerance',
         reasons: [],
       },
     ]);
+    expect(result.control).toBeUndefined();
     expect(result.command).toEqual([
       'llama-perplexity',
       '-m',
@@ -246,8 +263,48 @@ echo '[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":'$ts'}]'`,
     const r = bench(['--fidelity', '--', FAKE_PERPLEXITY, '-m', 'tiny.gguf'], { DIVERGE: '1' });
     expect(r.status).toBe(1);
     expect(r.stdout).toContain(
-      '| host-family | 0.500000 | – | 62.500 % | 1.0000 | differs: mean KLD 0.5 is above 0.001; same top token 62.5 % is below 99 % |',
+      '| host-family | 0.500000 ± 0.000000 | – | – | – | 62.500 ± 0.000 % | 1.000000 ± 0.000030 | 0.000 ± 0.000 % | differs: mean KLD 0.5 is above 0.001; same top token 62.5 % is below 99 % |',
     );
+  });
+
+  it('fidelity --control: a second stock run against the stock logits, its row first and kept apart in the JSON', () => {
+    const r = bench(['--fidelity', '--control', '--json', '--', FAKE_PERPLEXITY, '-m', 'tiny.gguf'], { NOISY: '1' });
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    const result = JSON.parse(r.stdout);
+    // The control run is a stock run: never injected, recorded as stock.
+    expect(result.runs.map((x: { side: string; injectorLoaded: boolean }) => [x.side, x.injectorLoaded])).toEqual([
+      ['stock', false],
+      ['stock', false],
+      ['host-family', true],
+    ]);
+    expect([result.control.name, result.control.meanKld, result.control.verdict]).toEqual([
+      'stock (control)',
+      0.002,
+      'differs',
+    ]);
+    expect(result.fidelity.map((f: { name: string; verdict: string }) => [f.name, f.verdict])).toEqual([
+      ['host-family', 'within-tolerance'],
+    ]);
+    const table = bench(['--fidelity', '--control', '--', FAKE_PERPLEXITY, '-m', 'tiny.gguf'], { NOISY: '1' });
+    const rows = table.stdout.split('\n').filter((l) => l.startsWith('| '));
+    expect(rows.map((l) => l.split(' | ')[0])).toEqual(['| profile', '| stock (control)', '| host-family']);
+    expect(table.stdout).toContain(
+      'The control (stock against its own logits) differs: the tool does not repeat itself on this machine, so a profile cannot be told from that noise.',
+    );
+    const quiet = bench(['--fidelity', '--control', '--', FAKE_PERPLEXITY, '-m', 'tiny.gguf']);
+    expect(quiet.status).toBe(0);
+    expect(quiet.stdout).not.toContain('The control');
+  });
+
+  it("fidelity: a text too short ends with the tool's own words, not a guess", () => {
+    const r = bench(['--fidelity', '--json', '--', FAKE_PERPLEXITY, '-m', 'tiny.gguf'], { SHORT: '1' });
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout)).toEqual({
+      error: {
+        code: 'ERR_BENCH_TOOL',
+        message: `${FAKE_PERPLEXITY} (stock) saved no logits; it said: perplexity: you need at least 128 tokens to evaluate perplexity with a context of 64; perplexity: the data file you provided tokenizes to only 40 tokens (give a longer -f text, or a smaller -c)`,
+      },
+    });
   });
 
   it('a run that fails ends the rounds: the finished rounds are kept, the failed run named with its side and round', () => {
@@ -441,6 +498,14 @@ describe('bench options', () => {
     expect(said(['--precision', '2', '--rounds', '8', '--max-rounds', '5'])).toEqual([
       2,
       'metal-cap-shim: ERR_USAGE: --max-rounds 5 is below --rounds 8: the cap cannot be under the rounds always run',
+    ]);
+    expect(said(['--control'])).toEqual([
+      2,
+      "metal-cap-shim: ERR_USAGE: --control is for --fidelity: a second stock run compared with stock's logits",
+    ]);
+    expect(said(['--repetitions', '3'])).toEqual([
+      2,
+      'metal-cap-shim: ERR_USAGE: --repetitions is for --node-llama-cpp; a llama.cpp tool takes its own options after `--`',
     ]);
     expect(said(['--profile', 'apple7,apple7'])).toEqual([
       2,
