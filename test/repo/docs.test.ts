@@ -202,7 +202,76 @@ describe('README: the first screen', () => {
       'Use',
       'The CLI at a glance',
       'Documentation',
+      'Projects the docs cite',
     ]);
+  });
+
+  it('its first 25 lines say what it is, for whom, how far it has been tried, what the two commands cost, and where reports go', () => {
+    const top = readme.split('\n').slice(0, 25).join('\n').replace(/\s+/g, ' ');
+    const phrases = [
+      'Metal',
+      'in macOS virtual machines',
+      'for anyone who runs models in a macOS guest',
+      'not published to npm',
+      'never run on a real Mac',
+      'npm pack',
+      'npm install ./metal-cap-shim-0.1.0.tgz',
+      'node dist/cli.js audit --snapshot vz-guest-m1-ultra-tahoe-stock',
+      'bash scripts/test.sh',
+      'needs Node 20.12+ on any OS',
+      'the audit itself 0.4 s',
+      'need Debian or Ubuntu, root',
+      'GB of disk',
+      'min or more cold',
+      'min warm',
+      'send `report.json` to whoever gave you the package',
+    ];
+    expect(phrases.filter((p) => !top.includes(p))).toEqual([]);
+    // The status comes before the commands; the two commands' costs right after them.
+    expect(top.indexOf('not published to npm')).toBeLessThan(top.indexOf('```sh'));
+  });
+
+  it('names every apt package the test command installs', () => {
+    const script = read('scripts/test.sh');
+    const extra = [...script.matchAll(/need\+=\(([\w.+-]+)\)/g)].map((m) => m[1]!);
+    const sim = [...read('scripts/build/sim-toolchain.mjs').matchAll(/package: '([\w.+-]+)'/g)].map((m) => m[1]!);
+    expect(extra.length).toBeGreaterThan(5);
+    expect(sim.length).toBeGreaterThan(5);
+    const listed = section(readme, 'Install');
+    expect(
+      [...sim, ...extra].filter((pkg) => !new RegExp(`\\b${pkg.replace(/[.+]/g, '\\$&')}\\b`).test(listed)),
+    ).toEqual([]);
+  });
+
+  it('links every project, pull request and issue the docs cite, from one list', () => {
+    const cited = section(readme, 'Projects the docs cite');
+    const pages = [...PAGES, 'snapshots/README.md'].map(read).join('\n');
+    const missing: string[] = [];
+    // `owner/name PR 12`, `owner/name#12`, `owner/name issue 12`, `owner/name commit`: a citation of another project.
+    for (const m of pages.matchAll(/\b([\w-]+\/[\w.-]*\w)(?: PR (\d+)|#(\d+)| issues? (\d+)|,? commit)/g)) {
+      const [, repo, pr, issue, issue2] = m;
+      const want = pr
+        ? `https://github.com/${repo}/pull/${pr}`
+        : issue || issue2
+          ? `https://github.com/${repo}/issues/${issue ?? issue2}`
+          : `https://github.com/${repo}`;
+      if (!cited.includes(`(${want})`)) missing.push(`${m[0]} → ${want}`);
+    }
+    // llama.cpp's own pull requests are cited by number alone.
+    for (const m of pages.matchAll(/\bllama\.cpp #(\d+)/g)) {
+      const want = `https://github.com/ggml-org/llama.cpp/pull/${m[1]}`;
+      if (!cited.includes(`(${want})`)) missing.push(`${m[0]} → ${want}`);
+    }
+    expect([...new Set(missing)]).toEqual([]);
+    expect(cited).toContain('[trycua/cua PR 3070](https://github.com/trycua/cua/pull/3070)');
+  });
+
+  it('runs the CLI one way: npx metal-cap-shim, or node dist/cli.js in a clone; never a bare metal-cap-shim, which is not on PATH', () => {
+    const bare = shellCommands(readme)
+      .map((c) => c.line)
+      .filter((line) => /^metal-cap-shim\b/.test(line));
+    expect(bare).toEqual([]);
+    expect(shellCommands(readme).filter((c) => c.line.startsWith('npx metal-cap-shim ')).length).toBeGreaterThan(8);
   });
 
   it('says first that it is not on npm and has never run on a Mac, and what to run first on one', () => {
