@@ -342,7 +342,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect({ status: bad.status, error: bad.stderr.split('\n')[0] }).toEqual({
       status: 2,
       error:
-        "metal-cap-shim: ERR_USAGE: --rules must be legacy, device-b6673, device-b6968, device-b7010, device-b7411, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
+        "metal-cap-shim: ERR_USAGE: --rules takes legacy, device-b6673, device-b6968, device-b7010, device-b7411, device, chip-tuning or current, or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
     });
   });
 
@@ -607,12 +607,12 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
     [['probe', '--all-devices=yes'], "--all-devices takes no value, got 'yes'", 'metal-cap-shim probe --help'],
     [
       ['audit', '--engine', 'tensorflow'],
-      "--engine must be llama.cpp, mlx or all, got 'tensorflow'",
+      "--engine takes llama.cpp, mlx or all, got 'tensorflow'",
       'metal-cap-shim audit --help',
     ],
     [
       ['audit', '--rules', 'ancient'],
-      "--rules must be legacy, device-b6673, device-b6968, device-b7010, device-b7411, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
+      "--rules takes legacy, device-b6673, device-b6968, device-b7010, device-b7411, device, chip-tuning or current, or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
       'metal-cap-shim audit --help',
     ],
     [

@@ -110,6 +110,21 @@ function ships(file: string): boolean {
   return included && !excluded;
 }
 
+/** Output with its measured numbers (times, tokens per second) reduced to their shape: `12.3 t/s` → `#.# t/s`. */
+function measuredShape(text: string): string {
+  return text.replace(/\d+(?:\.\d+)?(?= ?(?:t\/s|ms|s)\b)/g, (n) => n.replace(/\d+/g, '#'));
+}
+
+/** The pasted runs of a page: each `$ ` line of its text blocks, with the output shown under it. */
+function pastedRuns(text: string): { line: string; output: string }[] {
+  return [...text.matchAll(/```text\n([\s\S]*?)```/g)]
+    .flatMap((m) => m[1]!.split(/^\$ /m).slice(1))
+    .map((run) => {
+      const [line, ...output] = run.split('\n');
+      return { line: line!, output: output.join('\n') };
+    });
+}
+
 /** A folder to run documented commands in: `metal-cap-shim` on PATH, and `dist` and `build` as a checkout has them. */
 function sandbox(): { cwd: string; env: NodeJS.ProcessEnv } {
   const cwd = mkdtempSync(path.join(tmpdir(), 'mcs-docs-'));
@@ -378,6 +393,31 @@ describe('every page', () => {
     expect(found).toEqual([]);
   });
 
+  // docs/simulation.md's runs need the simulated build (below); docs/bench.md's need llama.cpp's tools and a model.
+  const offlinePages = DOC_PAGES.filter((p) => !['docs/simulation.md', 'docs/bench.md'].includes(p));
+  it('the pasted runs (`$ npx metal-cap-shim …` in a text block) print what the page shows, measured numbers by shape', () => {
+    const runs = offlinePages.flatMap((page) => pastedRuns(read(page)).map((r) => ({ page, ...r })));
+    expect(runs.map((r) => r.page)).toContain('docs/cli.md');
+    const where = sandbox();
+    for (const { page, line, output } of runs) {
+      expect(line, `${page}: a pasted run is an npx metal-cap-shim command`).toMatch(/^npx metal-cap-shim /);
+      const r = run(line, where);
+      expect([page, line, r.status, measuredShape(r.stdout), r.stderr]).toEqual([
+        page,
+        line,
+        0,
+        measuredShape(output),
+        '',
+      ]);
+    }
+  });
+
+  it('measured numbers are compared by their shape only', () => {
+    expect(measuredShape('pp512 4871.99 t/s, 12 ms, 0.4 s; 32 KiB, b10167')).toBe(
+      'pp512 #.# t/s, # ms, #.# s; 32 KiB, b10167',
+    );
+  });
+
   it('links only to files and headings that exist', () => {
     const broken: string[] = [];
     for (const page of [...PAGES, 'examples/fleet-report/README.md']) {
@@ -464,16 +504,24 @@ describe('docs/simulation.md: trying it without a Mac', () => {
     expect(text).toMatch(/installed package on any OS, offline/);
   });
 
-  it('the offline commands run as written from an installed package: exit 0, nothing on stderr', () => {
-    const offline = shellCommands(text)
-      .map((c) => c.line)
-      .filter((l) => l.startsWith('npx metal-cap-shim '));
+  it('the offline commands run as written from an installed package: the exit code their comment gives (0 unless said), nothing on stderr', () => {
+    const offline = shellCommands(text).filter((c) => c.line.startsWith('npx metal-cap-shim '));
     expect(offline.length).toBeGreaterThanOrEqual(4);
     const where = sandbox();
-    for (const line of offline) {
+    for (const { line, exit } of offline) {
       const r = run(line, where);
-      expect([line, r.status, r.stderr]).toEqual([line, 0, '']);
+      expect([line, r.status, r.stderr]).toEqual([line, exit, '']);
     }
+  });
+
+  it('doctor is shown on a recording that holds doctor results, not one that records none', () => {
+    const line = shellCommands(text).find((c) => c.line.startsWith('npx metal-cap-shim doctor '))!;
+    const r = run(line.line, sandbox());
+    const rows = r.stdout
+      .split('\n')
+      .filter((l) => /^ {2}[a-z-]+ {2,}(pass|fail|wrong-result|not-recorded|unsupported)/.test(l));
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.filter((l) => !l.includes('not-recorded')).length).toBeGreaterThan(0);
   });
 });
 
@@ -506,12 +554,7 @@ describeSim('docs/simulation.md: the simulated Metal commands of a checkout', ()
   });
 
   it('the pasted runs (`$ ` lines of its text blocks) print what the page shows, and nothing on stderr', () => {
-    const pasted = [...sim.matchAll(/```text\n([\s\S]*?)```/g)]
-      .flatMap((m) => m[1]!.split(/^\$ /m).slice(1))
-      .map((run) => {
-        const [line, ...output] = run.split('\n');
-        return { line: line!, output: output.join('\n') };
-      });
+    const pasted = pastedRuns(sim);
     expect(pasted.map((p) => p.line.split(' ').slice(1, 4).join(' '))).toEqual([
       'build/test/consumer',
       'node dist/cli.js exec',
@@ -519,7 +562,7 @@ describeSim('docs/simulation.md: the simulated Metal commands of a checkout', ()
     const where = sandbox();
     for (const { line, output } of pasted) {
       const r = run(line, { ...where, env: { ...where.env, XDG_CACHE_HOME: where.cwd } });
-      expect([line, r.status, r.stdout, r.stderr]).toEqual([line, 0, output, '']);
+      expect([line, r.status, measuredShape(r.stdout), r.stderr]).toEqual([line, 0, measuredShape(output), '']);
     }
   });
 });
