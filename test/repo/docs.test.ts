@@ -16,6 +16,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -307,6 +308,22 @@ describe('README: the first screen', () => {
     expect(install).toContain('npm install-scripts deny metal-cap-shim');
   });
 
+  it('the install notes say what a fresh macOS guest needs, and what the install says without it', () => {
+    const install = section(readme, 'Install');
+    const { noAddonLine } = createRequire(import.meta.url)(path.join(root, 'scripts', 'build', 'install.cjs')) as {
+      noAddonLine(hasTools: boolean): string;
+    };
+    const said = noAddonLine(false);
+    for (const step of ['xcode-select --install', 'npm rebuild metal-cap-shim']) {
+      expect(said).toContain(`\`${step}\``);
+      expect(install).toContain(`\`${step}\``);
+    }
+    expect(install.replace(/\s+/g, ' ')).toContain(
+      "fresh macOS guest needs Node 20.12+ and, for that build, Xcode's Command Line Tools",
+    );
+    expect(install).toContain('ERR_NATIVE_UNAVAILABLE');
+  });
+
   it('links every docs/ page', () => {
     const linked = new Set(relativeLinks(readme));
     expect(DOC_PAGES.filter((p) => !linked.has(p))).toEqual([]);
@@ -485,6 +502,25 @@ describe('hand-written tables that restate lib/', () => {
     const documented = [...table.matchAll(/^\| `([a-z0-9-]+)` \|/gm)].map((m) => m[1]).sort();
     expect(codes.length).toBeGreaterThan(5);
     expect(documented).toEqual(codes);
+  });
+
+  it('docs/api.md’s applyProfile example lists every reason ApplyFailureReason has', () => {
+    /** The string members of an exported union type in a lib/ file, in order. */
+    const members = (file: string, type: string) => {
+      const code = read(file).replace(/\/\*[\s\S]*?\*\//g, '');
+      const body = new RegExp(`export type ${type} =([\\s\\S]*?);`).exec(code)?.[1] ?? '';
+      return [...body.matchAll(/'([a-z-]+)'/g)].map((m) => m[1]!);
+    };
+    const reasons = [
+      ...members('lib/device/types.ts', 'UnsupportedReason'),
+      ...members('lib/patch/apply.ts', 'ApplyFailureReason'),
+    ];
+    expect(reasons.length).toBeGreaterThanOrEqual(8);
+    const example = read('docs/api.md')
+      .split('```ts')
+      .find((b) => b.includes("applyProfile('apple9-hw-tg')"))!;
+    const listed = [.../\} else \{\n((?:\s*\/\/.*\n)+)/.exec(example)![1]!.matchAll(/'([a-z-]+)'/g)].map((m) => m[1]!);
+    expect([...listed].sort()).toEqual([...reasons].sort());
   });
 
   it('docs/api.md’s error example catches the code audit() throws for a missing file', () => {
