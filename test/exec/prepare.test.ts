@@ -1,6 +1,6 @@
 // exec's planning, in-process: what runs, with which environment, or why not. The simulated Metal answers from the
 // bare-metal M1 Ultra snapshot, so the bare-metal guard has something to refuse, and from no snapshot at all, so there
-// is nothing to guard (useSimulation, per describe block). The spawn suite (test/e2e/exec.test.ts) keeps the CLI's
+// is nothing to guard (useSimulation, per describe block). The spawn suite (test/cli/exec.test.ts) keeps the CLI's
 // end-to-end behaviour.
 import { execFileSync, spawn } from 'node:child_process';
 import {
