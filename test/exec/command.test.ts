@@ -1,3 +1,5 @@
+// lib/exec/command.ts: how exec finds the program it runs, as execvp does (and Windows' rules, applied here to files in
+// a temporary folder), and what it says when it cannot.
 import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
