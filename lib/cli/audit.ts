@@ -1,5 +1,6 @@
 import { audit } from '../audit/audit.js';
 import { UsageError } from '../core/errors.js';
+import { choiceMessage } from '../core/suggest.js';
 import { formatAudit } from '../format/text.js';
 import {
   ENGINES,
@@ -14,12 +15,12 @@ import { profileArgument, profileHelp } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
+/** What `--engine` takes: each engine, or all of them. */
+const ENGINE_CHOICES: readonly string[] = [...ENGINES, 'all'];
+
+/** `--engine`'s engines (its value one of ENGINE_CHOICES, which lib/cli/main.ts checks). */
 function engineList(value: string | undefined): Engine[] {
-  if (value === undefined || value === 'all') return [...ENGINES];
-  if (!(ENGINES as readonly string[]).includes(value)) {
-    throw new UsageError(`--engine must be ${ENGINES.join(', ')} or all, got '${value}'`);
-  }
-  return [value as Engine];
+  return value === undefined || value === 'all' ? [...ENGINES] : [value as Engine];
 }
 
 /** `--rules` takes a rule set or a llama.cpp release tag. */
@@ -28,7 +29,7 @@ function rulesOf(value: string | undefined, engines: Engine[]): { rules?: LlamaC
   const isSet = (LLAMA_CPP_RULE_SETS as readonly string[]).includes(value);
   if (!isSet && parseRelease(value) === null) {
     throw new UsageError(
-      `--rules must be ${LLAMA_CPP_RULE_SETS.join(', ')} or a llama.cpp release like b4753 or v0.4.0, got '${value}'`,
+      choiceMessage('--rules', value, LLAMA_CPP_RULE_SETS, ', or a llama.cpp release like b4753 or v0.4.0'),
     );
   }
   // The rule generations are llama.cpp's; asking for them without llama.cpp is a mistake worth saying.
@@ -82,7 +83,7 @@ ${bundledSnapshotsHelp()}`,
   options: {
     profile: { type: 'string' },
     snapshot: { type: 'string' },
-    engine: { type: 'string' },
+    engine: { type: 'string', choices: ENGINE_CHOICES },
     rules: { type: 'string' },
     'mlx-release': { type: 'string' },
     'mlx-arch': { type: 'string' },

@@ -72,9 +72,9 @@ ${bundledSnapshotsHelp()}`,
     } finally {
       progress?.done();
     }
+    if (!report.supported) throw (await import('../patch/apply.js')).notAppliedError(report.reason, report.detail);
     if (values.json) printJson(report);
     else out(formatDoctor(report, styler()));
-    if (!report.supported) return EXIT.noMetal;
     return report.devices.some((d) => d.faults.length > 0) ? EXIT.finding : EXIT.ok;
   },
 };

@@ -1,9 +1,10 @@
 import { parseArgs } from 'node:util';
 import { EXEC_EXIT, EXIT, EXIT_TABLE, NO_METAL_CODES } from './exit.js';
-import type { Command, Values } from './shared.js';
+import type { Command, OptionSpec, Values } from './shared.js';
+import { cliWords, offlineHint } from './wording.js';
 import { MetalCapShimError, RefusedError, UsageError } from '../core/errors.js';
 import { clip, escapeControl, jsonText } from '../core/input.js';
-import { didYouMean } from '../core/suggest.js';
+import { choiceMessage, didYouMean } from '../core/suggest.js';
 
 /** The exit code of an exec that failed before (or instead of) its program: never one the program could give. */
 function execFailureCode(code: string | undefined): number {
@@ -16,29 +17,90 @@ function execFailureCode(code: string | undefined): number {
  * Every command: one line for the main help, and its module, loaded only when that command runs (so `probe` never
  * pays for `exec` or the gate tables). Adding a command is one entry here plus one module in lib/cli/.
  */
-const COMMANDS: Record<string, { summary: string; load: () => Promise<{ default: Command }> }> = {
-  probe: { summary: 'what Metal reports here (or in a recorded snapshot)', load: () => import('./probe.js') },
+const COMMANDS: Record<
+  string,
+  { summary: string; examples: readonly string[]; load: () => Promise<{ default: Command }> }
+> = {
+  probe: {
+    summary: 'what Metal reports here (or in a recorded snapshot)',
+    examples: [
+      'probe                                          # this machine, the default device',
+      'probe --short                                  # one line per device, stock → under the default profile',
+      'probe --json --snapshot vz-guest-m1-ultra-tahoe-stock   # a recorded guest, on any OS',
+    ],
+    load: () => import('./probe.js'),
+  },
   audit: {
     summary: 'stock vs a profile: changed answers, engine flags before/after, warnings, verdict',
+    examples: [
+      'audit                                          # the default profile, applied here, verified, restored',
+      'audit --snapshot vz-guest-m1-ultra-tahoe-stock # a recorded stock guest, offline, on any OS',
+      'audit --snapshot m1-ultra-bare-metal --profile mask-apple5 --rules b4753',
+    ],
     load: () => import('./audit.js'),
   },
-  exec: { summary: 'run a program with a profile injected into it', load: () => import('./exec.js') },
+  exec: {
+    summary: 'run a program with a profile injected into it',
+    examples: [
+      'exec -- llama-bench -m model.gguf -p 512 -n 128',
+      'exec --profile apple9-hw-tg --trace trace.json -- llama-server -m model.gguf',
+      'METAL_CAP_SHIM_PROFILE=off metal-cap-shim exec -- llama-server -m model.gguf   # unpatched, said once',
+    ],
+    load: () => import('./exec.js'),
+  },
   bench: {
     summary: 'llama-bench / llama-perplexity stock vs each profile: tokens/s speed-ups, or output fidelity',
+    examples: [
+      'bench -- llama-bench -m model.gguf -p 512 -n 128',
+      'bench --fidelity -- llama-perplexity -m model.gguf -f text.txt',
+      'bench --node-llama-cpp --model model.gguf --profile host-family,cua-release',
+    ],
     load: () => import('./bench.js'),
   },
-  report: { summary: 'a field report to attach to an issue', load: () => import('./report.js') },
+  report: {
+    summary: 'a field report to attach to an issue',
+    examples: [
+      'report --json --host-label "M1 Ultra, macOS 26.6.1" > report.json   # on the Mac, to send back',
+      'report --snapshot vz-guest-m1-ultra-tahoe-stock --no-doctor          # a recorded guest, on any OS',
+    ],
+    load: () => import('./report.js'),
+  },
   matrix: {
     summary: 'merge field reports into a host × guest OS × profile table',
+    examples: ['matrix reports/*.json', 'matrix --svg matrix.svg reports/*.json'],
     load: () => import('./matrix.js'),
   },
-  profiles: { summary: 'the built-in profiles and why they exist', load: () => import('./profiles.js') },
-  snapshot: { summary: 'record this machine as a snapshot (JSON on stdout)', load: () => import('./snapshot.js') },
+  profiles: {
+    summary: 'the built-in profiles and why they exist',
+    examples: ['profiles', 'profiles --json'],
+    load: () => import('./profiles.js'),
+  },
+  snapshot: {
+    summary: 'record this machine as a snapshot (JSON on stdout)',
+    examples: [
+      'snapshot --label "M1 Ultra guest, Tahoe 26.5.2" > guest.json',
+      "snapshot --with-doctor --mmap-size 256M > guest.json   # with doctor's results",
+    ],
+    load: () => import('./snapshot.js'),
+  },
   doctor: {
     summary: 'real Metal work on each device: what is proven, the faults, the verified profile',
+    examples: [
+      'doctor                                         # every device, stock and under the default profile',
+      'doctor --mmap-size 256M --timeout-ms 5000',
+      'doctor --snapshot github-macos-14-arm64-runner # a recorded result with a fault, on any OS',
+    ],
     load: () => import('./doctor.js'),
   },
 };
+
+/** A command's `--help`: its own text, then its examples. */
+async function commandHelp(name: string, command: Command): Promise<string> {
+  const examples = COMMANDS[name]!.examples.map(
+    (e) => `  ${e.startsWith('METAL_CAP_SHIM') ? e : `metal-cap-shim ${e}`}`,
+  );
+  return `${(await command.help()).trimEnd()}\n\nExamples:\n${examples.join('\n')}`;
+}
 
 /** Errors that mean the command line asked for something that does not exist or cannot be read: exit 2. */
 const USAGE_CODES = new Set([
@@ -105,12 +167,18 @@ function wantsJson(argv: string[]): boolean {
   return (dash === -1 ? argv : argv.slice(0, dash)).includes('--json');
 }
 
+/** The colour modes `--color` takes (format/style.ts COLOR_MODES, spelled here so start-up loads nothing more). */
+const COLOR_WORDS: readonly string[] = ['auto', 'always', 'never'];
+
 /** Options every command takes, besides its own. */
-const COMMON_OPTIONS = {
+const COMMON_OPTIONS: Record<'help' | 'version' | 'color', OptionSpec> = {
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
-  color: { type: 'string' },
-} as const;
+  color: { type: 'string', choices: COLOR_WORDS },
+};
+
+/** What may stand before the command, for "did you mean" there. */
+const GLOBAL_WORDS: readonly string[] = ['--help', '--version', '--json', '--color', '--no-color'];
 
 /** The options before the command (`metal-cap-shim --json --version`, `--color never probe`), and the rest. */
 function splitGlobals(argv: string[]): { globals: string[]; name: string | undefined; rest: string[] } {
@@ -166,6 +234,8 @@ function parseCommand(
           `${t.rawName} needs a value, but is followed by the option ${clip(t.value, 80)} (write ${t.rawName}=VALUE for a value that starts with --)`,
         );
       }
+      if (spec.choices !== undefined && !spec.choices.includes(t.value))
+        throw new UsageError(choiceMessage(`--${t.name}`, t.value, spec.choices));
     }
     counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
   }
@@ -206,13 +276,9 @@ function suggestDashDash(name: string, command: Command, argv: string[]): void {
   }
 }
 
-/** Reads `--color` (from before or after the command) and sets it for the command's output. */
+/** Sets `--color` (from before or after the command, its value checked by parseCommand) for the command's output. */
 async function applyColor(value: string | boolean | string[] | undefined): Promise<void> {
   if (typeof value !== 'string') return;
-  const { COLOR_MODES } = await import('../format/style.js');
-  if (!(COLOR_MODES as readonly string[]).includes(value)) {
-    throw new UsageError(`--color takes ${COLOR_MODES.join(', ')}, got '${clip(value, 40)}'`);
-  }
   const { setColorMode } = await import('./shared.js');
   setColorMode(value as 'auto' | 'always' | 'never');
 }
@@ -231,9 +297,6 @@ function checkOneStdin(values: Record<string, unknown>): void {
   }
 }
 
-/** The colour modes `--color` takes (format/style.ts COLOR_MODES, spelled here so start-up loads nothing more). */
-const COLOR_WORDS: readonly string[] = ['auto', 'always', 'never'];
-
 /**
  * `--color` alone means `--color=always` and `--no-color` means `--color=never`, as in Node's own tools and most
  * CLIs; only before `--` (what follows is exec's program's).
@@ -250,6 +313,32 @@ export function colorArgs(argv: readonly string[]): string[] {
   return out;
 }
 
+/** `unknown command 'audti' (did you mean 'audit'?)`, or an unknown option before the command, with "did you mean". */
+function unknownCommand(word: string): UsageError {
+  const what = word.startsWith('-')
+    ? `unknown option '${clip(word, 80)}' before the command${didYouMean(word.split('=')[0]!, GLOBAL_WORDS)}`
+    : `unknown command '${clip(word, 80)}'${didYouMean(word, Object.keys(COMMANDS))}`;
+  return new UsageError(`${what}; commands: ${Object.keys(COMMANDS).join(', ')}`);
+}
+
+/** The `--color` mode the command line asks for (the last one given before `--`), for the error line. */
+function colorModeOf(argv: readonly string[]): 'auto' | 'always' | 'never' {
+  let mode: 'auto' | 'always' | 'never' = 'auto';
+  const args = colorArgs(argv);
+  for (let i = 0; i < args.length && args[i] !== '--'; i++) {
+    const value = args[i]!.startsWith('--color=') ? args[i]!.slice(8) : args[i] === '--color' ? args[i + 1] : undefined;
+    if (value !== undefined && COLOR_WORDS.includes(value)) mode = value as typeof mode;
+  }
+  return mode;
+}
+
+/** An error's message as the CLI shows it: in the words of the command that ran, with its options and no API names. */
+function messageFor(name: string | undefined, command: Command | undefined, e: MetalCapShimError): string {
+  if (name === undefined || command === undefined) return e.message;
+  const message = cliWords(e.message, name, Object.keys(command.options));
+  return NO_METAL_CODES.has(e.code) ? `${message}${offlineHint(name, Object.keys(command.options))}` : message;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const { globals, name, rest } = splitGlobals(colorArgs(argv));
   const has = (...flags: string[]) => flags.some((f) => globals.includes(f));
@@ -257,8 +346,8 @@ export async function main(argv: string[]): Promise<number> {
   let hint = 'metal-cap-shim --help';
   try {
     if (name === undefined || name === 'help') {
-      const topic =
-        name === 'help' && rest[0] !== undefined && Object.hasOwn(COMMANDS, rest[0]) ? COMMANDS[rest[0]] : undefined;
+      const topic = name === 'help' && rest[0] !== undefined ? rest[0] : undefined;
+      if (topic !== undefined && !Object.hasOwn(COMMANDS, topic)) throw unknownCommand(topic);
       if (name === undefined && has('--version', '-v')) {
         await printVersion(has('--json'));
         return EXIT.ok;
@@ -267,22 +356,18 @@ export async function main(argv: string[]): Promise<number> {
         errText(await mainHelp());
         return EXIT.usage;
       }
-      process.stdout.write(`${topic ? await (await topic.load()).default.help() : await mainHelp()}\n`);
+      const text = topic ? await commandHelp(topic, (await COMMANDS[topic]!.load()).default) : await mainHelp();
+      process.stdout.write(`${text}\n`);
       return EXIT.ok;
     }
     const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (!entry) {
-      const what = name.startsWith('-')
-        ? `unknown option '${clip(name, 80)}' before the command`
-        : `unknown command '${clip(name, 80)}'${didYouMean(name, Object.keys(COMMANDS))}`;
-      throw new UsageError(`${what}; commands: ${Object.keys(COMMANDS).join(', ')}`);
-    }
+    if (!entry) throw unknownCommand(name);
     hint = `metal-cap-shim ${name} --help`;
     command = (await entry.load()).default;
     const invocation = parseCommand(name, command, [...globals, ...rest]);
     await applyColor(invocation.values.color);
     if (invocation.values.help) {
-      process.stdout.write(`${await command.help()}\n`);
+      process.stdout.write(`${await commandHelp(name, command)}\n`);
       return EXIT.ok;
     }
     if (invocation.values.version) {
@@ -293,12 +378,16 @@ export async function main(argv: string[]): Promise<number> {
     return await command.run(invocation);
   } catch (e) {
     if (!(e instanceof MetalCapShimError)) throw e;
-    // One line on stderr, and for a usage error a second saying where the usage is. With --json a script also gets
-    // the error as JSON: on stdout, except for exec, whose stdout belongs to the program.
-    err(`metal-cap-shim: ${e.code}: ${e.message}`);
+    // One line on stderr, in the words of the command that ran (coloured as --color and the environment say), and for
+    // a usage error a second saying where the usage is. With --json a script also gets the error as JSON: on stdout,
+    // except for exec, whose stdout belongs to the program.
+    const message = messageFor(name, command, e);
+    const { stylerFor } = await import('../format/style.js');
+    const style = stylerFor(process.stderr, process.env, colorModeOf(argv));
+    errText(`${style.bad(`metal-cap-shim: ${e.code}:`)} ${escapeControl(message)}`);
     if (e.code === 'ERR_USAGE') errText(`Run \`${hint}\` for usage.`);
     if (has('--json') || wantsJson(rest)) {
-      const line = jsonText({ error: { code: e.code, message: e.message } });
+      const line = jsonText({ error: { code: e.code, message } });
       if (name === 'exec') err(line);
       else process.stdout.write(`${line}\n`);
     }

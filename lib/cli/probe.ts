@@ -23,7 +23,8 @@ const command: Command = {
                    marks default); a built-in name, JSON, or a .json file
   --all-devices    every device, not only the default one
   --snapshot S     a recorded snapshot (bundled name or .json path, - for stdin) instead of this machine; any OS
-Exit code ${EXIT.noMetal} when nothing can be asked here (not macOS, no device, no native module): the report says why.
+Exit code ${EXIT.noMetal} when nothing can be asked here (not macOS, no device, no native module): one line on
+stderr says why, as every command's failure does.
 
 ${(await import('./snapshot-help.js')).bundledSnapshotsHelp()}`,
   options: {
@@ -45,10 +46,11 @@ ${(await import('./snapshot-help.js')).bundledSnapshotsHelp()}`,
     // checked before anything is asked.
     const profile = short ? await shortProfile(profileFlag) : null;
     const report = snapshot !== undefined ? probeSnapshot(snapshot, opts) : probe(opts);
+    if (!report.supported) throw (await import('../patch/apply.js')).notAppliedError(report.reason, report.detail);
     if (values.json) printJson(report);
-    else if (profile !== null && report.supported) out((await import('./probe-short.js')).formatShort(report, profile));
+    else if (profile !== null) out((await import('./probe-short.js')).formatShort(report, profile));
     else out((await import('../format/text.js')).formatReport(report, styler()));
-    return report.supported ? EXIT.ok : EXIT.noMetal;
+    return EXIT.ok;
   },
 };
 

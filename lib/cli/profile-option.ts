@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { InvalidProfileError } from '../core/errors.js';
+import { clip } from '../core/input.js';
 import { fileLabel, readJsonFile, STDIN } from '../core/jsonfile.js';
 import { DEFAULT_PROFILE, profiles, resolveProfile, type ProfileInput } from '../patch/profiles.js';
 
@@ -10,8 +11,11 @@ export function profileHelp(width: number): string {
   ${' '.repeat(width)}a profile object printed by \`profiles --json\` or \`audit --json\` is accepted back as it is`;
 }
 
+/** METAL_CAP_SHIM_PROFILE's word for no shim (select/auto.ts OFF, spelled here so --profile loads no selection code). */
+const OFF = 'off';
+
 /** Names --profile takes that are no built-in profile and no file: `auto`, and `off` (METAL_CAP_SHIM_PROFILE). */
-const SPECIAL_NAMES: readonly string[] = ['auto', 'off'];
+const SPECIAL_NAMES: readonly string[] = ['auto', OFF];
 
 /**
  * A --profile value as a profile: a file when it reads like a path (a `/`, or a `.json` ending) or is `-` (standard
@@ -20,6 +24,13 @@ const SPECIAL_NAMES: readonly string[] = ['auto', 'off'];
  */
 export function profileArgument(value: string): ProfileInput {
   const text = value.trim();
+  // `off` turns the shim off where it is applied by itself (register, exec); as --profile it would patch nothing.
+  if (text.toLowerCase() === OFF) {
+    throw new InvalidProfileError(
+      'name',
+      `'${clip(text, 20)}' is no profile: to run unpatched, leave the shim out, or set METAL_CAP_SHIM_PROFILE=off where it is applied by itself (exec without --profile, metal-cap-shim/register)`,
+    );
+  }
   const looksLikePath =
     text === STDIN ||
     (!text.startsWith('{') && (text.includes('/') || text.includes(path.sep) || text.endsWith('.json')));

@@ -15,6 +15,12 @@ export interface Invocation {
 }
 
 /**
+ * One option of a command, as node:util's parseArgs takes it, with the values it takes when they are a closed list:
+ * lib/cli/main.ts refuses any other, with "did you mean", the same way for every command.
+ */
+export type OptionSpec = NonNullable<ParseArgsConfig['options']>[string] & { choices?: readonly string[] };
+
+/**
  * One CLI command, in its own module loaded only when that command runs: cli.ts names it in one table entry and
  * does the parsing (`--help`, `--version`, repeated options, `--json` errors) the same way for every command.
  */
@@ -24,7 +30,7 @@ export interface Command {
    * may load its module (a promise) so that running the command does not.
    */
   help(): string | Promise<string>;
-  options: NonNullable<ParseArgsConfig['options']>;
+  options: Record<string, OptionSpec>;
   /** `files`: takes positionals (matrix); `after-dashdash`: takes a program after `--` (exec); default: none. */
   positionals?: 'files' | 'after-dashdash';
   /** after-dashdash: the boolean option with which the command runs no program (bench --node-llama-cpp). */

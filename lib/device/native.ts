@@ -50,6 +50,26 @@ export function packageVersion(): string {
   return version;
 }
 
+/** What the install script says where no addon was built (scripts/build/install.cjs, shipped with the package). */
+interface InstallScript {
+  noAddonLine(hasTools: boolean): string;
+  hasBuildTools(): boolean;
+}
+
+/**
+ * Why the addon will not load on a Mac, and what to do. Where none was built (no prebuilt binary matched and the
+ * install had no compiler), the install script's own line: one wording at install and at the first live call.
+ */
+export function unloadableDetail(message: string, script?: InstallScript): string {
+  if (/No native build was found/i.test(message)) {
+    const install =
+      script ??
+      (createRequire(import.meta.url)(path.join(packageRoot(), 'scripts', 'build', 'install.cjs')) as InstallScript);
+    return install.noAddonLine(install.hasBuildTools());
+  }
+  return `the native module could not be loaded (${message}); reinstall metal-cap-shim or run \`npm rebuild metal-cap-shim\``;
+}
+
 /**
  * Loads the addon on first use, never at import. node-gyp-build (not `bindings`, which never looks in prebuilds/)
  * finds build/Release first, then prebuilds/<platform>-<arch>. Outside macOS there is no Metal: the only build that can
@@ -70,11 +90,7 @@ export function loadNative(): NativeLoad {
     const message = err instanceof Error ? err.message : String(err);
     cached =
       process.platform === 'darwin'
-        ? {
-            binding: null,
-            reason: 'native-module-unavailable',
-            detail: `the native module could not be loaded (${message}); reinstall metal-cap-shim or run \`npx node-gyp rebuild\` in its folder`,
-          }
+        ? { binding: null, reason: 'native-module-unavailable', detail: unloadableDetail(message) }
         : {
             binding: null,
             reason: 'unsupported-platform',

@@ -127,7 +127,7 @@ export function formatReport(untrusted: CapabilityReport, s: Styler): string {
         ['Max buffer', bytes(d.maxBufferLength)],
         ['Unified memory', yesNo(d.hasUnifiedMemory)],
         ['Location', d.location ?? 'unknown'],
-        ['Architecture', d.architecture ?? 'unknown'],
+        ['Architecture', d.architecture ?? 'unrecorded'],
         ['SIMD-group reduction', simd(d.simd.reduction)],
         ['SIMD-group matrix', simd(d.simd.matrix)],
         ['bfloat16', simd(d.simd.bfloat16)],

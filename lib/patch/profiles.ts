@@ -418,7 +418,7 @@ export function resolveProfile(input: unknown = DEFAULT_PROFILE): Profile {
     if (!found) {
       const names = Object.keys(profiles);
       throw new InvalidProfileError(
-        null,
+        'name',
         `unknown profile '${clip(input)}'${didYouMean(text, names)}; built-in profiles are ${names.join(', ')}, or pass a JSON object`,
       );
     }

@@ -31,7 +31,7 @@ export const NODE_MAJORS_FILES = Object.freeze([
   'test/select/registration.test.ts',
   'test/native/doctor.test.ts',
   'test/doctor/index.test.ts',
-  'test/e2e/exec.test.ts',
+  'test/cli/exec.test.ts',
   'test/exec/run.test.ts',
   'test/exec/run.status-fd.test.ts',
   'test/security/exec-two-users.test.ts',

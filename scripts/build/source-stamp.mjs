@@ -3,6 +3,7 @@
 // scripts/build/post-build.mjs records it in build/dist-stamp.json; the test suite's global setup
 // (test/global-setup.ts) compares it with the sources as they are now and rebuilds dist/ when they differ, so a test
 // that runs the built CLI can never pass against a stale build.
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -50,9 +51,26 @@ export function staleReason() {
   return recorded === sourceStamp() ? null : 'lib/ (or the build configuration) changed since dist/ was built';
 }
 
+/**
+ * `--build` (npm's prepack): `npm run build` only when dist/ is stale, its output on stderr (npm pack's stdout is the
+ * tarball's name), so that `npm run build && npm pack` builds once. npm runs it, so npm_execpath names npm's own script.
+ */
+function buildIfStale() {
+  if (staleReason() === null) return 0;
+  const npm = process.env.npm_execpath;
+  const r = npm
+    ? spawnSync(process.execPath, [npm, 'run', 'build'], { cwd: root, stdio: ['ignore', 2, 2] })
+    : spawnSync('npm', ['run', 'build'], { cwd: root, stdio: ['ignore', 2, 2], shell: process.platform === 'win32' });
+  return r.status ?? 1;
+}
+
 // `node scripts/build/source-stamp.mjs`: exit 0 when dist/ matches the sources, 1 (with the reason on stderr) when not.
+// With --build: builds when it does not, and exits as the build does.
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const reason = staleReason();
-  if (reason) process.stderr.write(`${reason}\n`);
-  process.exitCode = reason ? 1 : 0;
+  if (process.argv[2] === '--build') process.exitCode = buildIfStale();
+  else {
+    const reason = staleReason();
+    if (reason) process.stderr.write(`${reason}\n`);
+    process.exitCode = reason ? 1 : 0;
+  }
 }

@@ -278,6 +278,25 @@ console.log(
     .join('\n'),
 );
 check(readdirSync(path.join(installed, 'snapshots')).length >= 3, 'bundled snapshots are installed');
+// A Mac without Xcode's Command Line Tools, where no prebuilt binary matches (a tarball packed in a clone has none):
+// the installed install script, run as on macOS with this PATH (no xcode-select), succeeds, builds nothing and says
+// what to run (test/device/native.no-addon.test.ts shows the first live call saying the same).
+const asMac = run(
+  process.execPath,
+  [
+    '-e',
+    `Object.defineProperty(process, 'platform', { value: 'darwin' }); require(${JSON.stringify(path.join(installed, 'scripts', 'build', 'install.cjs'))}).install('darwin');`,
+  ],
+  { cwd: project, env: { ...cleanEnv, npm_config_platform: 'darwin' } },
+);
+check(
+  asMac.status === 0 &&
+    asMac.stderr.startsWith('metal-cap-shim: no prebuilt addon matches this Mac') &&
+    asMac.stderr.includes('run `xcode-select --install`, then `npm rebuild metal-cap-shim`') &&
+    asMac.stderr.split('\n').length === 2 &&
+    !existsSync(path.join(installed, 'build')),
+  'as a Mac without the Command Line Tools: the install script succeeds, builds nothing, and says what to run in one line',
+);
 
 // ---- 6. a strict TypeScript consumer of the installed tarball ----
 section('strict TypeScript consumer of the installed tarball (test/package/)');

@@ -58,22 +58,13 @@ describe('--json failures are JSON on stdout, the message on stderr, exit codes 
 });
 
 describe('a tested checkout still behaves like Linux', () => {
-  it('without METAL_CAP_SHIM_SIM_SNAPSHOT, probe --json reports unsupported-platform (exit 4, no Metal), though build/Release exists', () => {
+  it('without METAL_CAP_SHIM_SIM_SNAPSHOT, probe --json fails with ERR_UNSUPPORTED_PLATFORM (exit 4, no Metal), though build/Release exists', () => {
     const r = runCli(['probe', '--json'], NO_SIM);
     expect(r.status).toBe(EXIT.noMetal);
-    expect(JSON.parse(r.stdout)).toEqual({
-      schema: 'metal-cap-shim/report@1',
-      supported: false,
-      platform: process.platform,
-      source: 'none',
-      snapshot: null,
-      reason: 'unsupported-platform',
-      detail: `Metal exists only on macOS; this is ${process.platform}`,
-      host: null,
-      devices: [],
-    });
+    const message = `Metal exists only on macOS; this is ${process.platform}. Offline, on any OS: metal-cap-shim probe --snapshot vz-guest-m1-ultra-tahoe-stock`;
+    expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'ERR_UNSUPPORTED_PLATFORM', message } });
     const human = runCli(['probe'], NO_SIM);
-    expect(human.stdout).not.toMatch(/test build|build:sim|npm run|simulated/i);
+    expect(human.stderr).not.toMatch(/test build|build:sim|npm run|simulated/i);
   });
 });
 
@@ -275,8 +266,8 @@ describe('a write error on stdout is one line and exit 1; a reader that went awa
     expect({ status, stderr }).toEqual({ status: 0, stderr: '' });
   });
 
-  it('a closed pipe keeps a command’s own exit code: probe where nothing can be asked still exits 4 (no Metal)', async () => {
-    const child = spawn(process.execPath, [cli, 'probe'], {
+  it('a closed pipe keeps a command’s own exit code: probe --json where nothing can be asked still exits 4 (no Metal)', async () => {
+    const child = spawn(process.execPath, [cli, 'probe', '--json'], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, METAL_CAP_SHIM_SIM_SNAPSHOT: undefined },
     });
@@ -284,7 +275,10 @@ describe('a write error on stdout is one line and exit 1; a reader that went awa
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const status = await new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-    expect({ status, stderr }).toEqual({ status: EXIT.noMetal, stderr: '' });
+    expect({ status, stderr: stderr.split(': ').slice(0, 2) }).toEqual({
+      status: EXIT.noMetal,
+      stderr: ['metal-cap-shim', 'ERR_UNSUPPORTED_PLATFORM'],
+    });
   });
 });
 

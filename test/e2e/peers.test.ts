@@ -456,7 +456,7 @@ describe('colour', () => {
 
   it('--color takes auto, always or never', () => {
     expect(runCli(['probe', '--color=rainbow']).stderr.split('\n')[0]).toBe(
-      "metal-cap-shim: ERR_USAGE: --color takes auto, always, never, got 'rainbow'",
+      "metal-cap-shim: ERR_USAGE: --color takes auto, always or never, got 'rainbow'",
     );
   });
 });

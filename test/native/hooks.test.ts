@@ -224,7 +224,7 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     ['unknown family', { families: { apple11: true } }, 'families.apple11'],
     ['family answer not boolean', { families: { metal3: 'no' } }, 'families.metal3'],
     ['bad mode', { mode: 'lower' }, 'mode'],
-    ['unknown profile name', 'apple99', null],
+    ['unknown profile name', 'apple99', 'name'],
     ['malformed JSON', '{"appleFamilyMax": 1009', null],
     ['not an object', 42, null],
   ])('invalid input (%s) throws InvalidProfileError and leaves status unchanged', (_, input, field) => {

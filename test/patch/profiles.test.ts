@@ -180,10 +180,10 @@ describe('resolveProfile: what it accepts, as a whole value', () => {
     );
   });
 
-  it('an unknown name lists the built-ins; a JSON array or an Object.prototype key is no name either', () => {
+  it('an unknown name lists the built-ins and names the field (name); a JSON array or an Object.prototype key is no name either', () => {
     const unknown = (name: string) =>
       invalid(
-        null,
+        'name',
         `unknown profile '${name}'; built-in profiles are host-family, cua-release, apple9-hw-tg, apple7, mask-apple5, host, or pass a JSON object`,
       );
     expect(thrown(() => resolveProfile('apple99'))).toEqual(unknown('apple99'));

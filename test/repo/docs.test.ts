@@ -16,6 +16,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -110,6 +111,21 @@ function ships(file: string): boolean {
   return included && !excluded;
 }
 
+/** Output with its measured numbers (times, tokens per second) reduced to their shape: `12.3 t/s` → `#.# t/s`. */
+function measuredShape(text: string): string {
+  return text.replace(/\d+(?:\.\d+)?(?= ?(?:t\/s|ms|s)\b)/g, (n) => n.replace(/\d+/g, '#'));
+}
+
+/** The pasted runs of a page: each `$ ` line of its text blocks, with the output shown under it. */
+function pastedRuns(text: string): { line: string; output: string }[] {
+  return [...text.matchAll(/```text\n([\s\S]*?)```/g)]
+    .flatMap((m) => m[1]!.split(/^\$ /m).slice(1))
+    .map((run) => {
+      const [line, ...output] = run.split('\n');
+      return { line: line!, output: output.join('\n') };
+    });
+}
+
 /** A folder to run documented commands in: `metal-cap-shim` on PATH, and `dist` and `build` as a checkout has them. */
 function sandbox(): { cwd: string; env: NodeJS.ProcessEnv } {
   const cwd = mkdtempSync(path.join(tmpdir(), 'mcs-docs-'));
@@ -202,7 +218,76 @@ describe('README: the first screen', () => {
       'Use',
       'The CLI at a glance',
       'Documentation',
+      'Projects the docs cite',
     ]);
+  });
+
+  it('its first 25 lines say what it is, for whom, how far it has been tried, what the two commands cost, and where reports go', () => {
+    const top = readme.split('\n').slice(0, 25).join('\n').replace(/\s+/g, ' ');
+    const phrases = [
+      'Metal',
+      'in macOS virtual machines',
+      'for anyone who runs models in a macOS guest',
+      'not published to npm',
+      'never run on a real Mac',
+      'npm pack',
+      'npm install ./metal-cap-shim-0.1.0.tgz',
+      'node dist/cli.js audit --snapshot vz-guest-m1-ultra-tahoe-stock',
+      'bash scripts/test.sh',
+      'needs Node 20.12+ on any OS',
+      'the audit itself 0.4 s',
+      'need Debian or Ubuntu, root',
+      'GB of disk',
+      'min or more cold',
+      'min warm',
+      'send `report.json` to whoever gave you the package',
+    ];
+    expect(phrases.filter((p) => !top.includes(p))).toEqual([]);
+    // The status comes before the commands; the two commands' costs right after them.
+    expect(top.indexOf('not published to npm')).toBeLessThan(top.indexOf('```sh'));
+  });
+
+  it('names every apt package the test command installs', () => {
+    const script = read('scripts/test.sh');
+    const extra = [...script.matchAll(/need\+=\(([\w.+-]+)\)/g)].map((m) => m[1]!);
+    const sim = [...read('scripts/build/sim-toolchain.mjs').matchAll(/package: '([\w.+-]+)'/g)].map((m) => m[1]!);
+    expect(extra.length).toBeGreaterThan(5);
+    expect(sim.length).toBeGreaterThan(5);
+    const listed = section(readme, 'Install');
+    expect(
+      [...sim, ...extra].filter((pkg) => !new RegExp(`\\b${pkg.replace(/[.+]/g, '\\$&')}\\b`).test(listed)),
+    ).toEqual([]);
+  });
+
+  it('links every project, pull request and issue the docs cite, from one list', () => {
+    const cited = section(readme, 'Projects the docs cite');
+    const pages = [...PAGES, 'snapshots/README.md'].map(read).join('\n');
+    const missing: string[] = [];
+    // `owner/name PR 12`, `owner/name#12`, `owner/name issue 12`, `owner/name commit`: a citation of another project.
+    for (const m of pages.matchAll(/\b([\w-]+\/[\w.-]*\w)(?: PR (\d+)|#(\d+)| issues? (\d+)|,? commit)/g)) {
+      const [, repo, pr, issue, issue2] = m;
+      const want = pr
+        ? `https://github.com/${repo}/pull/${pr}`
+        : issue || issue2
+          ? `https://github.com/${repo}/issues/${issue ?? issue2}`
+          : `https://github.com/${repo}`;
+      if (!cited.includes(`(${want})`)) missing.push(`${m[0]} → ${want}`);
+    }
+    // llama.cpp's own pull requests are cited by number alone.
+    for (const m of pages.matchAll(/\bllama\.cpp #(\d+)/g)) {
+      const want = `https://github.com/ggml-org/llama.cpp/pull/${m[1]}`;
+      if (!cited.includes(`(${want})`)) missing.push(`${m[0]} → ${want}`);
+    }
+    expect([...new Set(missing)]).toEqual([]);
+    expect(cited).toContain('[trycua/cua PR 3070](https://github.com/trycua/cua/pull/3070)');
+  });
+
+  it('runs the CLI one way: npx metal-cap-shim, or node dist/cli.js in a clone; never a bare metal-cap-shim, which is not on PATH', () => {
+    const bare = shellCommands(readme)
+      .map((c) => c.line)
+      .filter((line) => /^metal-cap-shim\b/.test(line));
+    expect(bare).toEqual([]);
+    expect(shellCommands(readme).filter((c) => c.line.startsWith('npx metal-cap-shim ')).length).toBeGreaterThan(8);
   });
 
   it('says first that it is not on npm and has never run on a Mac, and what to run first on one', () => {
@@ -221,6 +306,22 @@ describe('README: the first screen', () => {
     expect(install).toContain('not yet covered by allowScripts');
     expect(install).toContain('npm install-scripts approve metal-cap-shim');
     expect(install).toContain('npm install-scripts deny metal-cap-shim');
+  });
+
+  it('the install notes say what a fresh macOS guest needs, and what the install says without it', () => {
+    const install = section(readme, 'Install');
+    const { noAddonLine } = createRequire(import.meta.url)(path.join(root, 'scripts', 'build', 'install.cjs')) as {
+      noAddonLine(hasTools: boolean): string;
+    };
+    const said = noAddonLine(false);
+    for (const step of ['xcode-select --install', 'npm rebuild metal-cap-shim']) {
+      expect(said).toContain(`\`${step}\``);
+      expect(install).toContain(`\`${step}\``);
+    }
+    expect(install.replace(/\s+/g, ' ')).toContain(
+      "fresh macOS guest needs Node 20.12+ and, for that build, Xcode's Command Line Tools",
+    );
+    expect(install).toContain('ERR_NATIVE_UNAVAILABLE');
   });
 
   it('links every docs/ page', () => {
@@ -309,6 +410,31 @@ describe('every page', () => {
     expect(found).toEqual([]);
   });
 
+  // docs/simulation.md's runs need the simulated build (below); docs/bench.md's need llama.cpp's tools and a model.
+  const offlinePages = DOC_PAGES.filter((p) => !['docs/simulation.md', 'docs/bench.md'].includes(p));
+  it('the pasted runs (`$ npx metal-cap-shim …` in a text block) print what the page shows, measured numbers by shape', () => {
+    const runs = offlinePages.flatMap((page) => pastedRuns(read(page)).map((r) => ({ page, ...r })));
+    expect(runs.map((r) => r.page)).toContain('docs/cli.md');
+    const where = sandbox();
+    for (const { page, line, output } of runs) {
+      expect(line, `${page}: a pasted run is an npx metal-cap-shim command`).toMatch(/^npx metal-cap-shim /);
+      const r = run(line, where);
+      expect([page, line, r.status, measuredShape(r.stdout), r.stderr]).toEqual([
+        page,
+        line,
+        0,
+        measuredShape(output),
+        '',
+      ]);
+    }
+  });
+
+  it('measured numbers are compared by their shape only', () => {
+    expect(measuredShape('pp512 4871.99 t/s, 12 ms, 0.4 s; 32 KiB, b10167')).toBe(
+      'pp512 #.# t/s, # ms, #.# s; 32 KiB, b10167',
+    );
+  });
+
   it('links only to files and headings that exist', () => {
     const broken: string[] = [];
     for (const page of [...PAGES, 'examples/fleet-report/README.md']) {
@@ -378,6 +504,25 @@ describe('hand-written tables that restate lib/', () => {
     expect(documented).toEqual(codes);
   });
 
+  it('docs/api.md’s applyProfile example lists every reason ApplyFailureReason has', () => {
+    /** The string members of an exported union type in a lib/ file, in order. */
+    const members = (file: string, type: string) => {
+      const code = read(file).replace(/\/\*[\s\S]*?\*\//g, '');
+      const body = new RegExp(`export type ${type} =([\\s\\S]*?);`).exec(code)?.[1] ?? '';
+      return [...body.matchAll(/'([a-z-]+)'/g)].map((m) => m[1]!);
+    };
+    const reasons = [
+      ...members('lib/device/types.ts', 'UnsupportedReason'),
+      ...members('lib/patch/apply.ts', 'ApplyFailureReason'),
+    ];
+    expect(reasons.length).toBeGreaterThanOrEqual(8);
+    const example = read('docs/api.md')
+      .split('```ts')
+      .find((b) => b.includes("applyProfile('apple9-hw-tg')"))!;
+    const listed = [.../\} else \{\n((?:\s*\/\/.*\n)+)/.exec(example)![1]!.matchAll(/'([a-z-]+)'/g)].map((m) => m[1]!);
+    expect([...listed].sort()).toEqual([...reasons].sort());
+  });
+
   it('docs/api.md’s error example catches the code audit() throws for a missing file', () => {
     const block = [...read('docs/api.md').matchAll(/```ts\n([\s\S]*?)```/g)]
       .map((m) => m[1]!)
@@ -395,16 +540,24 @@ describe('docs/simulation.md: trying it without a Mac', () => {
     expect(text).toMatch(/installed package on any OS, offline/);
   });
 
-  it('the offline commands run as written from an installed package: exit 0, nothing on stderr', () => {
-    const offline = shellCommands(text)
-      .map((c) => c.line)
-      .filter((l) => l.startsWith('npx metal-cap-shim '));
+  it('the offline commands run as written from an installed package: the exit code their comment gives (0 unless said), nothing on stderr', () => {
+    const offline = shellCommands(text).filter((c) => c.line.startsWith('npx metal-cap-shim '));
     expect(offline.length).toBeGreaterThanOrEqual(4);
     const where = sandbox();
-    for (const line of offline) {
+    for (const { line, exit } of offline) {
       const r = run(line, where);
-      expect([line, r.status, r.stderr]).toEqual([line, 0, '']);
+      expect([line, r.status, r.stderr]).toEqual([line, exit, '']);
     }
+  });
+
+  it('doctor is shown on a recording that holds doctor results, not one that records none', () => {
+    const line = shellCommands(text).find((c) => c.line.startsWith('npx metal-cap-shim doctor '))!;
+    const r = run(line.line, sandbox());
+    const rows = r.stdout
+      .split('\n')
+      .filter((l) => /^ {2}[a-z-]+ {2,}(pass|fail|wrong-result|not-recorded|unsupported)/.test(l));
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.filter((l) => !l.includes('not-recorded')).length).toBeGreaterThan(0);
   });
 });
 
@@ -437,12 +590,7 @@ describeSim('docs/simulation.md: the simulated Metal commands of a checkout', ()
   });
 
   it('the pasted runs (`$ ` lines of its text blocks) print what the page shows, and nothing on stderr', () => {
-    const pasted = [...sim.matchAll(/```text\n([\s\S]*?)```/g)]
-      .flatMap((m) => m[1]!.split(/^\$ /m).slice(1))
-      .map((run) => {
-        const [line, ...output] = run.split('\n');
-        return { line: line!, output: output.join('\n') };
-      });
+    const pasted = pastedRuns(sim);
     expect(pasted.map((p) => p.line.split(' ').slice(1, 4).join(' '))).toEqual([
       'build/test/consumer',
       'node dist/cli.js exec',
@@ -450,7 +598,7 @@ describeSim('docs/simulation.md: the simulated Metal commands of a checkout', ()
     const where = sandbox();
     for (const { line, output } of pasted) {
       const r = run(line, { ...where, env: { ...where.env, XDG_CACHE_HOME: where.cwd } });
-      expect([line, r.status, r.stdout, r.stderr]).toEqual([line, 0, output, '']);
+      expect([line, r.status, measuredShape(r.stdout), r.stderr]).toEqual([line, 0, measuredShape(output), '']);
     }
   });
 });

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -70,6 +70,30 @@ describe('scripts/build/source-stamp.mjs', () => {
   ])('%s makes dist/ stale', (_what, file, text) => {
     write(file, text);
     expect(check()).toEqual({ status: 1, stderr: 'lib/ (or the build configuration) changed since dist/ was built\n' });
+  });
+
+  it("--build (npm pack's prepack) builds only when dist/ is stale, through npm_execpath, its output on stderr", () => {
+    // A stand-in for npm: it records what it was asked and prints on stdout, which must reach stderr.
+    write(
+      'fake-npm.cjs',
+      "require('node:fs').appendFileSync(__dirname + '/asked.txt', process.argv.slice(2).join(' ') + '\\n'); console.log('built');\n",
+    );
+    const build = () =>
+      spawnSync(process.execPath, [path.join(tree, 'scripts', 'build', 'source-stamp.mjs'), '--build'], {
+        encoding: 'utf8',
+        env: { ...process.env, npm_execpath: path.join(tree, 'fake-npm.cjs') },
+      });
+    const current = build();
+    expect([current.status, current.stdout, current.stderr]).toEqual([0, '', '']);
+    expect(existsSync(path.join(tree, 'asked.txt'))).toBe(false);
+    write('lib/index.ts', 'export const a = 2;\n');
+    const stale = build();
+    expect([stale.status, stale.stdout, stale.stderr]).toEqual([0, '', 'built\n']);
+    expect(readFileSync(path.join(tree, 'asked.txt'), 'utf8')).toBe('run build\n');
+    const { scripts } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(scripts.prepack).toBe('node scripts/build/source-stamp.mjs --build');
   });
 
   it('a file moved to another folder makes dist/ stale (paths count, not only contents)', () => {

@@ -97,6 +97,6 @@ describeSim('metal-cap-shim probe on the simulated build', () => {
   it('exits 4 (no Metal) with the reason when there is no device', () => {
     const r = runCli(['probe'], { METAL_CAP_SHIM_SIM_SNAPSHOT: '' });
     expect(r.status).toBe(EXIT.noMetal);
-    expect(r.stdout).toContain('no-device');
+    expect([r.stdout, r.stderr.split(': ').slice(0, 2)]).toEqual(['', ['metal-cap-shim', 'ERR_NO_DEVICE']]);
   });
 });
