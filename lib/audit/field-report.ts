@@ -83,7 +83,7 @@ export async function fieldReport(options?: FieldReportOptions): Promise<FieldRe
     ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : {}),
     force: o.force ?? false,
   });
-  bench.forEach((b, i) => refuseForeignBench(result.host, b, `bench result ${i + 1}`));
+  for (const [i, b] of bench.entries()) refuseForeignBench(result.host, b, `bench result ${i + 1}`);
   // After the audit, which has restored the process: doctor measures stock answers first.
   const doctorReport =
     o.doctor === false
@@ -637,7 +637,8 @@ export const MATRIX_MARKERS: Readonly<Record<string, string>> = {
 function speedText(e: MatrixSpeed): string {
   const x = (n: number | null) => (n === null ? '–' : `${n.toFixed(2)}x`);
   const interval = e.low === null ? ' (no interval)' : ` [${x(e.low)}, ${x(e.high)}]`;
-  const words = e.verdict === 'no-difference-shown' ? ' no difference shown' : e.verdict === 'no-interval' ? '' : ` ${e.verdict}`;
+  const words =
+    e.verdict === 'no-difference-shown' ? ' no difference shown' : e.verdict === 'no-interval' ? '' : ` ${e.verdict}`;
   const builds = e.builds.length > 0 ? ` (${e.builds.map((b) => b.split(' ')[0]).join(', ')})` : '';
   const markers = speedMarkers(e);
   return `${e.test} ${x(e.speedup)}${interval}${words}${builds}${markers.length > 0 ? ` [${markers.join(', ')}]` : ''}`;
@@ -687,7 +688,8 @@ export function doctorText(d: MatrixDoctor | null): { proven: string; faults: st
   const faults = d.faults.map((f) => `${f.fault} (${f.reports}/${d.reports})`).join('; ');
   const count = d.measured === d.reports ? `${d.reports}` : `${d.measured} of ${d.reports} measured`;
   const simulated = d.simulated ?? 0;
-  const notMeasured = simulated > 0 ? `not measured (${d.reports}; ${simulated} simulated)` : `not measured (${d.reports})`;
+  const notMeasured =
+    simulated > 0 ? `not measured (${d.reports}; ${simulated} simulated)` : `not measured (${d.reports})`;
   const proven = d.provenProfile === null ? notMeasured : `${provenProfileText(d.provenProfile)} (${count})`;
   return { proven, faults: faults || 'none found' };
 }

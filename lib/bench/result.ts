@@ -150,12 +150,16 @@ export function checkBenchResult(value: unknown, where: string): BenchResult {
     backends: s.list(validityIn.backends, 'validity.backends', (x, f) => s.text(x, f)),
   };
   if (!validity.valid)
-    fail('validity', `is not a comparison: a patched side was not patched (${clip(validity.reason ?? 'no reason given')})`);
+    fail(
+      'validity',
+      `is not a comparison: a patched side was not patched (${clip(validity.reason ?? 'no reason given')})`,
+    );
   const stopIn = s.object(o.stop, 'stop');
   const stop = {
     reason: s.oneOf(stopIn.reason, 'stop.reason', STOP_REASONS),
     detail: s.text(stopIn.detail, 'stop.detail'),
-    signal: stopIn.signal === null ? null : s.oneOf(stopIn.signal, 'stop.signal', ['SIGINT', 'SIGTERM', 'SIGHUP'] as const),
+    signal:
+      stopIn.signal === null ? null : s.oneOf(stopIn.signal, 'stop.signal', ['SIGINT', 'SIGTERM', 'SIGHUP'] as const),
   };
   const failureIn = o.failure === null ? null : s.object(o.failure, 'failure');
   const failure =
@@ -166,7 +170,11 @@ export function checkBenchResult(value: unknown, where: string): BenchResult {
           round: s.count(failureIn.round, 'failure.round'),
           exitCode: failureIn.exitCode === null ? null : s.number(failureIn.exitCode, 'failure.exitCode'),
           signal: s.textOrNull(failureIn.signal, 'failure.signal'),
-          code: s.oneOf(failureIn.code, 'failure.code', ['ERR_BENCH_TOOL', 'ERR_BENCH_OUTPUT', 'ERR_BENCH_NOT_PATCHED'] as const),
+          code: s.oneOf(failureIn.code, 'failure.code', [
+            'ERR_BENCH_TOOL',
+            'ERR_BENCH_OUTPUT',
+            'ERR_BENCH_NOT_PATCHED',
+          ] as const),
           message: s.text(failureIn.message, 'failure.message'),
         };
   const interval = s.object(o.interval, 'interval');
@@ -178,8 +186,10 @@ export function checkBenchResult(value: unknown, where: string): BenchResult {
   });
   const speedIn = o.speed === null ? null : o.speed;
   const fidelityIn = o.fidelity === null ? null : o.fidelity;
-  if ((mode === 'fidelity') !== (speedIn === null)) fail('speed', `must be ${mode === 'fidelity' ? 'null' : 'an array'} in mode ${mode}`);
-  if ((mode === 'fidelity') !== (fidelityIn !== null)) fail('fidelity', `must be ${mode === 'fidelity' ? 'an array' : 'null'} in mode ${mode}`);
+  if ((mode === 'fidelity') !== (speedIn === null))
+    fail('speed', `must be ${mode === 'fidelity' ? 'null' : 'an array'} in mode ${mode}`);
+  if ((mode === 'fidelity') !== (fidelityIn !== null))
+    fail('fidelity', `must be ${mode === 'fidelity' ? 'an array' : 'null'} in mode ${mode}`);
   const greedyIn = o.greedy === undefined || o.greedy === null ? null : s.object(o.greedy, 'greedy');
   const greedy =
     greedyIn === null

@@ -63,7 +63,7 @@ const IN_TEST_NAME = new Set(['n_prompt', 'n_gen', 'n_depth']);
 
 /** A property's value as a label shows it. */
 function valueText(v: unknown): string {
-  return typeof v === 'string' ? v : JSON.stringify(v) ?? 'none';
+  return typeof v === 'string' ? v : (JSON.stringify(v) ?? 'none');
 }
 
 /** The key properties whose values are not the same in every row: what a label must show to tell rows apart. */
@@ -84,8 +84,7 @@ function sideSpeed(records: ReadonlyMap<number, BenchRecord>): SideSpeed {
     ts: Number.isNaN(ts) ? null : ts,
     samples,
     rounds: entries.map(([round]) => round),
-    stddevTs:
-      deviations.length === 0 ? null : Math.sqrt(deviations.reduce((s, d) => s + d * d, 0) / deviations.length),
+    stddevTs: deviations.length === 0 ? null : Math.sqrt(deviations.reduce((s, d) => s + d * d, 0) / deviations.length),
   };
 }
 

@@ -344,7 +344,11 @@ export function isMetalBackend(backend: string): boolean {
  * Whether the result is what it says (see BenchValidity), from its runs and the backends the tool named. A patched
  * run is patched when the shim loaded, reported no error, and, where the tool used Metal, patched a device class.
  */
-export function validityOf(runs: readonly BenchRun[], backendsSeen: readonly (string | null)[], mode: BenchResult['mode']): BenchValidity {
+export function validityOf(
+  runs: readonly BenchRun[],
+  backendsSeen: readonly (string | null)[],
+  mode: BenchResult['mode'],
+): BenchValidity {
   const backends = [...new Set(backendsSeen.filter((b): b is string => b !== null))];
   const unknown = backendsSeen.some((b) => b === null);
   const affected = backends.some(isMetalBackend) ? true : unknown || mode === 'fidelity' ? null : false;
@@ -421,18 +425,51 @@ async function interleave(
   let largestRound = 0;
   for (;;) {
     if (completed >= plan.rounds) {
-      if (precision === null) return { stop: { reason: 'rounds', detail: `${completed} rounds, as asked`, signal: null }, completed, failure: null };
+      if (precision === null)
+        return {
+          stop: { reason: 'rounds', detail: `${completed} rounds, as asked`, signal: null },
+          completed,
+          failure: null,
+        };
       if (precise())
-        return { stop: { reason: 'precision', detail: `every interval within ±${percent(precision)} after ${completed} rounds`, signal: null }, completed, failure: null };
+        return {
+          stop: {
+            reason: 'precision',
+            detail: `every interval within ±${percent(precision)} after ${completed} rounds`,
+            signal: null,
+          },
+          completed,
+          failure: null,
+        };
       if (completed >= maxRounds)
-        return { stop: { reason: 'max-rounds', detail: `${completed} rounds, the most allowed, before every interval was within ±${percent(precision)}`, signal: null }, completed, failure: null };
+        return {
+          stop: {
+            reason: 'max-rounds',
+            detail: `${completed} rounds, the most allowed, before every interval was within ±${percent(precision)}`,
+            signal: null,
+          },
+          completed,
+          failure: null,
+        };
       if (plan.maxSeconds != null && elapsed() >= plan.maxSeconds)
-        return { stop: { reason: 'max-time', detail: `${Math.round(elapsed())} s, the time allowed, before every interval was within ±${percent(precision)}`, signal: null }, completed, failure: null };
+        return {
+          stop: {
+            reason: 'max-time',
+            detail: `${Math.round(elapsed())} s, the time allowed, before every interval was within ±${percent(precision)}`,
+            signal: null,
+          },
+          completed,
+          failure: null,
+        };
     }
     const before = size();
     if (completed > 0 && before + largestRound > RECORDS_BUDGET)
       return {
-        stop: { reason: 'size-limit', detail: `another round would make the result larger than report and matrix read back (${RECORDS_BUDGET} bytes of records); ${completed} rounds kept`, signal: null },
+        stop: {
+          reason: 'size-limit',
+          detail: `another round would make the result larger than report and matrix read back (${RECORDS_BUDGET} bytes of records); ${completed} rounds kept`,
+          signal: null,
+        },
         completed,
         failure: null,
       };
@@ -506,7 +543,11 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       const raw: BenchResult['records'] = [];
       let bytes = 0;
       const names = sides.map((s) => s.side.name);
-      const rowsSoFar = (upTo: number) => speedRows(names, byRun.filter((r) => r.round <= upTo));
+      const rowsSoFar = (upTo: number) =>
+        speedRows(
+          names,
+          byRun.filter((r) => r.round <= upTo),
+        );
       const backendsSeen: (string | null)[] = [];
       let completed = 0;
       const outcome = await interleave(
@@ -535,7 +576,14 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
             throw fail('ERR_BENCH_OUTPUT', `${o.command} (${p.side.name}): ${e.message}`);
           }
           for (const rec of records) backendsSeen.push(rec.backend);
-          const notPatched = notPatchedReason(run, validityOf([], records.map((x) => x.backend), 'speed').affected);
+          const notPatched = notPatchedReason(
+            run,
+            validityOf(
+              [],
+              records.map((x) => x.backend),
+              'speed',
+            ).affected,
+          );
           if (notPatched !== null) throw fail('ERR_BENCH_NOT_PATCHED', notPatched);
           byRun.push({ round, side: p.side.name, records });
           raw.push({ round, side: p.side.name, records: values });
@@ -607,7 +655,11 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       speed: null,
       fidelity: rows,
       ...(o.control ? { control } : {}),
-      ...ended(interrupted ? stoppedBy(signal ?? 'SIGINT') : { reason: 'rounds', detail: 'every profile compared', signal: null }),
+      ...ended(
+        interrupted
+          ? stoppedBy(signal ?? 'SIGINT')
+          : { reason: 'rounds', detail: 'every profile compared', signal: null },
+      ),
       failure: null,
       validity: validityOf(runs, [], 'fidelity'),
     };
@@ -703,7 +755,11 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
   const firstOf = new Map<string, ChildResult>();
   const text = readFileSync(defaultFidelityText(), 'utf8');
   const names = o.sides.map((s) => s.name);
-  const rowsSoFar = (upTo: number) => speedRows(names, byRun.filter((r) => r.round <= upTo));
+  const rowsSoFar = (upTo: number) =>
+    speedRows(
+      names,
+      byRun.filter((r) => r.round <= upTo),
+    );
   const backendsSeen: string[] = [];
   let bytes = 0;
   const outcome = await interleave(
@@ -751,7 +807,10 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
       const backend = r.result.gpu === false ? 'CPU' : r.result.gpu;
       backendsSeen.push(backend);
       // node-llama-cpp applies the profile itself: whether it took is what the child said, not a device class.
-      const notPatched = notPatchedReason({ ...run, patchedClasses: ['(applied in process)'] }, isMetalBackend(backend));
+      const notPatched = notPatchedReason(
+        { ...run, patchedClasses: ['(applied in process)'] },
+        isMetalBackend(backend),
+      );
       if (notPatched !== null) throw fail('ERR_BENCH_NOT_PATCHED', notPatched);
       byRun.push({ round, side: side.name, records: nodeLlamaCppRecords(o.model, r.result) });
       raw.push({ round, side: side.name, records: [r.result] });

@@ -78,9 +78,17 @@ export function roundOptions(values: Values): RoundOptions {
   for (const o of ['max-rounds', 'max-time'])
     if (precision === null && values[o] !== undefined)
       throw new UsageError(`--${o} caps --precision's adaptive rounds: give --precision too, or use --rounds alone`);
-  const maxRounds = wholeNumber('max-rounds', text(values, 'max-rounds'), Math.max(rounds, MAX_ADAPTIVE_ROUNDS), 2, MAX_ROUNDS);
+  const maxRounds = wholeNumber(
+    'max-rounds',
+    text(values, 'max-rounds'),
+    Math.max(rounds, MAX_ADAPTIVE_ROUNDS),
+    2,
+    MAX_ROUNDS,
+  );
   if (maxRounds < rounds)
-    throw new UsageError(`--max-rounds ${maxRounds} is below --rounds ${rounds}: the cap cannot be under the rounds always run`);
+    throw new UsageError(
+      `--max-rounds ${maxRounds} is below --rounds ${rounds}: the cap cannot be under the rounds always run`,
+    );
   const maxSeconds =
     values['max-time'] === undefined ? null : wholeNumber('max-time', text(values, 'max-time'), 0, 1, 7 * 24 * 3600);
   return { rounds, precision, maxRounds, maxSeconds };

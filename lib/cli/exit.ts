@@ -30,7 +30,7 @@ export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; short
       name: 'finding',
       short: 'a finding (does not verify, a fault) or a failure',
       meaning:
-        '`audit`: the profile does not verify; `doctor`: a probe found a fault (also a replayed one); `bench`: a profile differs in fidelity or greedy tokens; or the work itself failed (a hook could not be installed, the probe runner would not start, a run of `bench`\'s tool failed, or a patched side of `bench` was not patched: the result is refused)',
+        "`audit`: the profile does not verify; `doctor`: a probe found a fault (also a replayed one); `bench`: a profile differs in fidelity or greedy tokens; or the work itself failed (a hook could not be installed, the probe runner would not start, a run of `bench`'s tool failed, or a patched side of `bench` was not patched: the result is refused)",
     },
     {
       code: EXIT.usage,
@@ -69,7 +69,8 @@ export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; short
       code: EXIT.terminated,
       name: 'terminated',
       short: 'terminated (SIGTERM)',
-      meaning: '`bench` stopped by SIGTERM (a supervisor, `kill`): what was measured is printed and written, marked partial',
+      meaning:
+        '`bench` stopped by SIGTERM (a supervisor, `kill`): what was measured is printed and written, marked partial',
     },
   ]);
 

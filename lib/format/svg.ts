@@ -359,9 +359,9 @@ export function matrixSvg(m: Matrix): string | null {
                 verdict: e.verdict,
                 marker: speedMarkers(e).join(', '),
                 note: [
-          e.builds.length > 0 ? e.builds.map((b) => b.split(' ')[0]).join(', ') : '',
-          e.reports > 1 ? `${e.reports} reports` : '',
-        ]
+                  e.builds.length > 0 ? e.builds.map((b) => b.split(' ')[0]).join(', ') : '',
+                  e.reports > 1 ? `${e.reports} reports` : '',
+                ]
                   .filter((t) => t !== '')
                   .join(', '),
               },

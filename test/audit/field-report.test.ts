@@ -70,7 +70,11 @@ describeSim('matrix: the proven profile comes from reports that measured somethi
     replay = await fieldReport({ hostLabel: LABEL, snapshot: 'vz-guest-m1-ultra-tahoe-stock' });
   });
   beforeEach(() => {
-    expect([simulated.doctor?.source, live.doctor?.source, replay.doctor?.source]).toEqual(['simulated', 'live', 'snapshot']);
+    expect([simulated.doctor?.source, live.doctor?.source, replay.doctor?.source]).toEqual([
+      'simulated',
+      'live',
+      'snapshot',
+    ]);
   });
 
   it('a run over the simulated Metal measured nothing about a Mac: counted as simulated, never as measured or verified plainly', () => {

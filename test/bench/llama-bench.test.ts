@@ -3,7 +3,13 @@
 import { describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileName, KEY_PROPERTIES, parseLlamaBench, testName, withReadableOutput } from '../../lib/bench/llama-bench.js';
+import {
+  fileName,
+  KEY_PROPERTIES,
+  parseLlamaBench,
+  testName,
+  withReadableOutput,
+} from '../../lib/bench/llama-bench.js';
 import { fixturesDir, SOURCES } from '../../scripts/build/llama-bench-eras.mjs';
 import { caught, root } from '../support/helpers.js';
 

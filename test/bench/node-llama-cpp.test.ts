@@ -124,17 +124,17 @@ describe('the matrix merges greedy comparisons per host and profile', () => {
   /** A bench --node-llama-cpp result with one greedy row per [profile, tokens, first diverging index or null]. */
   const result = (...rows: [string, number, number | null][]) =>
     benchResult({
-    mode: 'node-llama-cpp',
-    speed: [],
-    greedy: {
-      prompt: 'p',
-      stock: [],
-      profiles: rows.map(([name, tokens, at]) => ({
-        name,
-        tokens,
-        divergence: at === null ? null : { index: at, stock: step(1, 0.5, 0.2), patched: step(2, 0.4, 0.3) },
-      })),
-    },
+      mode: 'node-llama-cpp',
+      speed: [],
+      greedy: {
+        prompt: 'p',
+        stock: [],
+        profiles: rows.map(([name, tokens, at]) => ({
+          name,
+          tokens,
+          divergence: at === null ? null : { index: at, stock: step(1, 0.5, 0.2), patched: step(2, 0.4, 0.3) },
+        })),
+      },
     });
   const report = (...rows: [string, number, number | null][]) =>
     fieldReport({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', hostLabel: 'M2 Pro', bench: [result(...rows)] });

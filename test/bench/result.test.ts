@@ -33,9 +33,7 @@ function fidelity(): Record<string, any> {
     ...speed(),
     mode: 'fidelity',
     speed: null,
-    fidelity: [
-      fidelityRow('host-family'),
-    ],
+    fidelity: [fidelityRow('host-family')],
   };
 }
 /** A fidelity row as llama-perplexity's statistics section gives it, every statistic with its ± where it has one. */
@@ -66,7 +64,9 @@ function greedy(): Record<string, any> {
     greedy: {
       prompt: 'Once',
       stock: [step],
-      profiles: [{ name: 'host-family', tokens: 1, divergence: { index: 0, stock: step, patched: { ...step, runnerUp: null } } }],
+      profiles: [
+        { name: 'host-family', tokens: 1, divergence: { index: 0, stock: step, patched: { ...step, runnerUp: null } } },
+      ],
     },
   };
 }
@@ -113,12 +113,17 @@ describe('a result that is not what it says is refused', () => {
     const r = speed();
     r.validity = { valid: false, reason: 'host-family, round 1: the shim did not load', affected: true, backends: [] };
     expect(refusal(r)).toEqual(
-      says('validity', 'is not a comparison: a patched side was not patched (host-family, round 1: the shim did not load)'),
+      says(
+        'validity',
+        'is not a comparison: a patched side was not patched (host-family, round 1: the shim did not load)',
+      ),
     );
   });
 
   it('partial must agree with how the measuring stopped, both ways', () => {
-    expect(refusal({ ...speed(), partial: true })).toEqual(says('partial', "must be false when the measuring stopped for 'rounds'"));
+    expect(refusal({ ...speed(), partial: true })).toEqual(
+      says('partial', "must be false when the measuring stopped for 'rounds'"),
+    );
     const stopped = { ...speed(), stop: { reason: 'failed', detail: 'x', signal: null } };
     expect(refusal(stopped)).toEqual(says('partial', "must be true when the measuring stopped for 'failed'"));
   });
@@ -133,27 +138,81 @@ describe('a result that is not what it says is refused', () => {
 describe('each field is checked, named, with what it must be', () => {
   const cases: [string, (r: Record<string, any>) => void, string, string][] = [
     ['schema', (r) => (r.schema = 'metal-cap-shim/bench@1'), 'schema', ''],
-    ['mode', (r) => (r.mode = 'fast'), 'mode', "must be one of 'speed', 'fidelity', 'node-llama-cpp', got the string \"fast\""],
+    [
+      'mode',
+      (r) => (r.mode = 'fast'),
+      'mode',
+      "must be one of 'speed', 'fidelity', 'node-llama-cpp', got the string \"fast\"",
+    ],
     ['command', (r) => (r.command = [1]), 'command[0]', 'must be a string, got number 1'],
     ['rounds', (r) => (r.rounds = -1), 'rounds', 'must be a whole number ≥ 0, got number -1'],
-    ['provenance', (r) => (r.provenance = 'hearsay'), 'provenance', "must be one of 'measured', 'simulated', got the string \"hearsay\""],
-    ['confidence', (r) => (r.interval.confidence = 0), 'interval.confidence', 'must be a finite number above 0 and at most 1, got number 0'],
-    ['a run', (r) => (r.runs[1].injectorLoaded = 'yes'), 'runs[1].injectorLoaded', 'must be true or false, got the string "yes"'],
-    ['a ratio', (r) => (r.speed[0].profiles[0].ratios = [0]), 'speed[0].profiles[0].ratios[0]', 'must be a finite number above 0, got number 0'],
-    ['t/s', (r) => (r.speed[0].stock.ts = -1), 'speed[0].stock.ts', 'must be a finite number at least 0, got number -1'],
-    ['rounds per sample', (r) => (r.speed[0].stock.rounds = [1]), 'speed[0].stock.rounds', 'must name one round per sample (2)'],
+    [
+      'provenance',
+      (r) => (r.provenance = 'hearsay'),
+      'provenance',
+      "must be one of 'measured', 'simulated', got the string \"hearsay\"",
+    ],
+    [
+      'confidence',
+      (r) => (r.interval.confidence = 0),
+      'interval.confidence',
+      'must be a finite number above 0 and at most 1, got number 0',
+    ],
+    [
+      'a run',
+      (r) => (r.runs[1].injectorLoaded = 'yes'),
+      'runs[1].injectorLoaded',
+      'must be true or false, got the string "yes"',
+    ],
+    [
+      'a ratio',
+      (r) => (r.speed[0].profiles[0].ratios = [0]),
+      'speed[0].profiles[0].ratios[0]',
+      'must be a finite number above 0, got number 0',
+    ],
+    [
+      't/s',
+      (r) => (r.speed[0].stock.ts = -1),
+      'speed[0].stock.ts',
+      'must be a finite number at least 0, got number -1',
+    ],
+    [
+      'rounds per sample',
+      (r) => (r.speed[0].stock.rounds = [1]),
+      'speed[0].stock.rounds',
+      'must name one round per sample (2)',
+    ],
     ['a label', (r) => (r.speed[0].label = null), 'speed[0].label', 'must be a string, got null'],
     ['a key', (r) => (r.speed[0].key = 'pp512'), 'speed[0].key', 'must be an object, got the string "pp512"'],
-    ['a warning', (r) => (r.profiles[0].warnings = [{}]), 'profiles[0].warnings[0].message', 'must be a string, got undefined'],
-    ['stop', (r) => (r.stop.signal = 'SIGKILL'), 'stop.signal', "must be one of 'SIGINT', 'SIGTERM', 'SIGHUP', got the string \"SIGKILL\""],
-    ['failure', (r) => (r.failure = { side: 's', round: 1, exitCode: 1, signal: null, code: 'X', message: 'm' }), 'failure.code', "must be one of 'ERR_BENCH_TOOL', 'ERR_BENCH_OUTPUT', 'ERR_BENCH_NOT_PATCHED', got the string \"X\""],
+    [
+      'a warning',
+      (r) => (r.profiles[0].warnings = [{}]),
+      'profiles[0].warnings[0].message',
+      'must be a string, got undefined',
+    ],
+    [
+      'stop',
+      (r) => (r.stop.signal = 'SIGKILL'),
+      'stop.signal',
+      "must be one of 'SIGINT', 'SIGTERM', 'SIGHUP', got the string \"SIGKILL\"",
+    ],
+    [
+      'failure',
+      (r) => (r.failure = { side: 's', round: 1, exitCode: 1, signal: null, code: 'X', message: 'm' }),
+      'failure.code',
+      "must be one of 'ERR_BENCH_TOOL', 'ERR_BENCH_OUTPUT', 'ERR_BENCH_NOT_PATCHED', got the string \"X\"",
+    ],
     ['host', (r) => (r.host.cpuBrand = 7), 'host.cpuBrand', 'must be a string, got number 7'],
   ];
   it.each(cases)('%s', (_, edit, field, what) => {
     const r = speed();
     edit(r);
     const got = refusal(r);
-    if (field === 'schema') expect([got.field, got.message.startsWith(`${WHERE} is not a usable bench result (schema `)]).toEqual(['schema', true]);
+    if (field === 'schema')
+      expect([got.field, got.message.startsWith(`${WHERE} is not a usable bench result (schema `)]).toEqual([
+        'schema',
+        true,
+      ]);
     else expect(got).toEqual(says(field, what));
   });
 
@@ -169,8 +228,12 @@ describe('each field is checked, named, with what it must be', () => {
     expect(edit((x) => (x.sameTopP = 100.5))).toEqual(
       says('fidelity[0].sameTopP', 'must be a finite number at least 0 and at most 100, got number 100.5'),
     );
-    expect(edit((x) => (x.sameTopP = -1))).toEqual(says('fidelity[0].sameTopP', 'must be a finite number at least 0 and at most 100, got number -1'));
-    expect(edit((x) => (x.pplRatio = 0))).toEqual(says('fidelity[0].pplRatio', 'must be a finite number above 0, got number 0'));
+    expect(edit((x) => (x.sameTopP = -1))).toEqual(
+      says('fidelity[0].sameTopP', 'must be a finite number at least 0 and at most 100, got number -1'),
+    );
+    expect(edit((x) => (x.pplRatio = 0))).toEqual(
+      says('fidelity[0].pplRatio', 'must be a finite number above 0, got number 0'),
+    );
     // The bounds themselves are accepted.
     const edge = fidelity();
     Object.assign(edge.fidelity[0], { meanKld: 0, sameTopP: 100 });
@@ -195,7 +258,9 @@ describe('each field is checked, named, with what it must be', () => {
     // A verdict written in is not read: the control's is computed from its numbers, as a profile's is.
     const verdict = structuredClone(withControl);
     verdict.control.verdict = 'maybe';
-    expect((checkBenchResult(verdict, WHERE) as { control: { verdict: string } }).control.verdict).toBe('within-tolerance');
+    expect((checkBenchResult(verdict, WHERE) as { control: { verdict: string } }).control.verdict).toBe(
+      'within-tolerance',
+    );
     expect(edit((r) => (r.control.sameTopP = 101))).toEqual(
       says('control.sameTopP', 'must be a finite number at least 0 and at most 100, got number 101'),
     );
@@ -209,10 +274,14 @@ describe('each field is checked, named, with what it must be', () => {
   it('greedy: each step a token, its text and a probability from 0 to 1', () => {
     const r = greedy();
     r.greedy.stock[0].probability = 1.5;
-    expect(refusal(r)).toEqual(says('greedy.stock[0].probability', 'must be a finite number at least 0 and at most 1, got number 1.5'));
+    expect(refusal(r)).toEqual(
+      says('greedy.stock[0].probability', 'must be a finite number at least 0 and at most 1, got number 1.5'),
+    );
     const t = greedy();
     t.greedy.profiles[0].divergence.patched.token = { id: 1 };
-    expect(refusal(t)).toEqual(says('greedy.profiles[0].divergence.patched.token', 'must be a whole number ≥ 0, got an object'));
+    expect(refusal(t)).toEqual(
+      says('greedy.profiles[0].divergence.patched.token', 'must be a whole number ≥ 0, got an object'),
+    );
   });
 
   it('not an object, or nested past what any result needs', () => {
@@ -225,10 +294,10 @@ describe('each field is checked, named, with what it must be', () => {
     const r = speed();
     r.records = [{ round: 1, side: 'stock', records: [deep] }];
     const got = refusal(r);
-    expect([got.field!.startsWith('records[0].records[0][0]'), got.message.includes('is nested more than 64 levels deep')]).toEqual([
-      true,
-      true,
-    ]);
+    expect([
+      got.field!.startsWith('records[0].records[0][0]'),
+      got.message.includes('is nested more than 64 levels deep'),
+    ]).toEqual([true, true]);
   });
 });
 
@@ -239,7 +308,20 @@ describe('hostile values of every JSON type at every path: a typed refusal or a 
     const entries = Array.isArray(v) ? v.map((x, i) => [i, x] as const) : Object.entries(v);
     return [at, ...entries.flatMap(([k, x]) => paths(x, [...at, k]))];
   }
-  const HOSTILE: unknown[] = [null, true, 0, -1, 1e308, Number.NaN, '', 'x', [], {}, [[[]]], { __proto__: null, constructor: 1 }];
+  const HOSTILE: unknown[] = [
+    null,
+    true,
+    0,
+    -1,
+    1e308,
+    Number.NaN,
+    '',
+    'x',
+    [],
+    {},
+    [[[]]],
+    { __proto__: null, constructor: 1 },
+  ];
 
   it.each([
     ['speed', speed],

@@ -78,7 +78,7 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)('bench with the rea
     writeTinyModel(path.join(dir, 'tiny-2.gguf'), { seed: 2, vocab: tools.vocab });
   }, 1_800_000);
 
-  it('speed: a sweep of the real llama-bench (two models, -fa 0,1, -t 1,2): one row per combination, its numbers the records\' own', () => {
+  it("speed: a sweep of the real llama-bench (two models, -fa 0,1, -t 1,2): one row per combination, its numbers the records' own", () => {
     const other = path.join(dir, 'tiny-2.gguf');
     const r = runCli(
       [

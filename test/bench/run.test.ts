@@ -106,7 +106,9 @@ describeSim('bench, end to end over the simulated Metal', () => {
     expect(readFileSync(LOG, 'utf8').trim().split('\n')[0]).toBe('stock -m tiny.gguf -o json');
     // The tool's folders stay on this machine unless asked (--keep-paths).
     expect(result.command).toEqual(['llama-bench', '-m', 'tiny.gguf', '-o', 'json']);
-    const kept = JSON.parse(bench(['--rounds', '1', '--keep-paths', '--json', '--', FAKE_BENCH, '-m', '/m/tiny.gguf']).stdout);
+    const kept = JSON.parse(
+      bench(['--rounds', '1', '--keep-paths', '--json', '--', FAKE_BENCH, '-m', '/m/tiny.gguf']).stdout,
+    );
     expect(kept.command).toEqual([FAKE_BENCH, '-m', '/m/tiny.gguf', '-o', 'json']);
     const side = (ts: number) => ({ ts, samples: [ts, ts, ts], rounds: [1, 2, 3], stddevTs: ts / 100 });
     expect(result.speed).toEqual(
@@ -341,29 +343,34 @@ echo '[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":'$ts'}]'`,
     // The human output says it too, and the first line says it is partial.
     writeFileSync(count, '0');
     const text = bench(['--rounds', '3', '--', failing]);
-    expect(text.stdout.split('\n')[0]).toMatch(/^metal-cap-shim bench: PARTIAL: .* \(round 3\); rounds 1 to 2 are kept; /);
+    expect(text.stdout.split('\n')[0]).toMatch(
+      /^metal-cap-shim bench: PARTIAL: .* \(round 3\); rounds 1 to 2 are kept; /,
+    );
     expect(text.stdout).toContain('Failed run: stock, round 3 (exit 3): ');
   });
 
   it('a patched side that was not patched makes the result no comparison: refused, exit 1, the run named', () => {
     // The tool says it ran on Metal but created no device: nothing was patched, so its "patched" side is stock.
-    const unpatched = script(
-      'metal-bench',
-      `echo '[{"backends":"Metal,BLAS","n_prompt":512,"n_gen":0,"avg_ts":100}]'`,
-    );
+    const unpatched = script('metal-bench', `echo '[{"backends":"Metal,BLAS","n_prompt":512,"n_gen":0,"avg_ts":100}]'`);
     const r = bench(['--json', '--', unpatched]);
     expect(r.status).toBe(1);
     expect(r.stderr).toBe(
       'metal-cap-shim: ERR_BENCH_NOT_PATCHED: host-family, round 1: the tool used Metal but the shim patched no device class (round 1); no round finished\n',
     );
     const result = JSON.parse(r.stdout);
-    expect([result.stop.reason, result.failure.code, result.rounds]).toEqual(['not-patched', 'ERR_BENCH_NOT_PATCHED', 0]);
+    expect([result.stop.reason, result.failure.code, result.rounds]).toEqual([
+      'not-patched',
+      'ERR_BENCH_NOT_PATCHED',
+      0,
+    ]);
     // report refuses such a result.
     const file = path.join(dir, 'unpatched.json');
     writeFileSync(file, r.stdout);
     const attached = runCli(['report', '--no-doctor', '--bench', file], GUEST);
     expect(attached.status).toBe(2);
-    expect(attached.stderr).toMatch(/^metal-cap-shim: ERR_INVALID_REPORT: .*unpatched\.json is not a usable bench result/);
+    expect(attached.stderr).toMatch(
+      /^metal-cap-shim: ERR_INVALID_REPORT: .*unpatched\.json is not a usable bench result/,
+    );
   });
 
   it('a tool that uses Metal and is patched is a valid, affected comparison', () => {
@@ -441,23 +448,27 @@ describeSim('signals: Ctrl-C, SIGTERM and SIGHUP stop cleanly, with what was mea
     ['SIGINT', 130],
     ['SIGTERM', 143],
     ['SIGHUP', 129],
-  ] as const)('%s stops the tool, prints what was measured so far (partial), and exits %i', async (signal, code) => {
-    const { status, result } = await stopWith(signal);
-    expect([status, result.partial, result.stop.reason, result.stop.signal, result.failure]).toEqual([
-      code,
-      true,
-      'interrupted',
-      signal,
-      null,
-    ]);
-    expect([result.runs.map((r: { side: string }) => r.side), result.runs[1].signal, result.rounds]).toEqual([
-      ['stock', 'host-family'],
-      signal,
-      0,
-    ]);
-    // No complete round: a row with stock's run alone, no speed-up.
-    expect(result.speed.map((r: { test: string; stock: { ts: number | null } }) => [r.test, r.stock.ts])).toEqual([]);
-  }, 40_000);
+  ] as const)(
+    '%s stops the tool, prints what was measured so far (partial), and exits %i',
+    async (signal, code) => {
+      const { status, result } = await stopWith(signal);
+      expect([status, result.partial, result.stop.reason, result.stop.signal, result.failure]).toEqual([
+        code,
+        true,
+        'interrupted',
+        signal,
+        null,
+      ]);
+      expect([result.runs.map((r: { side: string }) => r.side), result.runs[1].signal, result.rounds]).toEqual([
+        ['stock', 'host-family'],
+        signal,
+        0,
+      ]);
+      // No complete round: a row with stock's run alone, no speed-up.
+      expect(result.speed.map((r: { test: string; stock: { ts: number | null } }) => [r.test, r.stock.ts])).toEqual([]);
+    },
+    40_000,
+  );
 });
 
 describe('bench options', () => {
@@ -568,7 +579,10 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
     expect(matrix.rows.map((r: { bench: unknown }) => r.bench)).toEqual([
       {
         speed: [
-          entry('pp512 model=tiny.gguf type=llama ?B F32', keyText({ model_filename: 'tiny.gguf', model_type: 'llama ?B F32', n_prompt: 512, n_gen: 0 })),
+          entry(
+            'pp512 model=tiny.gguf type=llama ?B F32',
+            keyText({ model_filename: 'tiny.gguf', model_type: 'llama ?B F32', n_prompt: 512, n_gen: 0 }),
+          ),
           entry('tg128 model=none type=none', keyText({ n_prompt: 0, n_gen: 128 })),
         ],
         fidelity: [{ profile: 'host-family', verdict: 'within-tolerance', meanKld: 0, reports: 1 }],
@@ -628,7 +642,10 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
     // A report edited to carry it is refused by matrix.
     const made = JSON.parse(runCli(['report', '--json', '--no-doctor'], GUEST).stdout);
     const edited = path.join(dir, 'edited-report.json');
-    writeFileSync(edited, JSON.stringify({ ...made, bench: [{ ...speed, host: { ...speed.host, osBuild: '99Z99' } }] }));
+    writeFileSync(
+      edited,
+      JSON.stringify({ ...made, bench: [{ ...speed, host: { ...speed.host, osBuild: '99Z99' } }] }),
+    );
     const m = runCli(['matrix', edited]);
     expect(m.status).toBe(2);
     expect(m.stderr).toContain('was measured on another host than the report');
@@ -639,7 +656,11 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
     const partial = path.join(dir, 'partial.json');
     writeFileSync(
       partial,
-      JSON.stringify({ ...speed, partial: true, stop: { reason: 'interrupted', detail: 'stopped by SIGINT', signal: 'SIGINT' } }),
+      JSON.stringify({
+        ...speed,
+        partial: true,
+        stop: { reason: 'interrupted', detail: 'stopped by SIGINT', signal: 'SIGINT' },
+      }),
     );
     const made = runCli(['report', '--json', '--no-doctor', '--bench', partial], GUEST);
     expect([made.status, made.stderr]).toEqual([0, '']);

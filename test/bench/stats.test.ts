@@ -25,9 +25,11 @@ describe("Student's t", () => {
 
   it('other confidences: 99 % on 4 df, 90 % on 10 df; the probability is 0 at 0 and rises to 1', () => {
     expect([round6(tCritical(4, 0.99)), round6(tCritical(10, 0.9))]).toEqual([4.604095, 1.812461]);
-    expect([tTwoSidedProbability(0, 3), round6(tTwoSidedProbability(1e9, 3)), round6(tTwoSidedProbability(1e9, 4))]).toEqual([
-      0, 1, 1,
-    ]);
+    expect([
+      tTwoSidedProbability(0, 3),
+      round6(tTwoSidedProbability(1e9, 3)),
+      round6(tTwoSidedProbability(1e9, 4)),
+    ]).toEqual([0, 1, 1]);
     // df 1 is the Cauchy distribution: P(|T| ≤ 1) = 1/2; df 2: P(|T| ≤ t) = t / √(2 + t²).
     expect([round6(tTwoSidedProbability(1, 1)), round6(tTwoSidedProbability(2, 2))]).toEqual([
       0.5,

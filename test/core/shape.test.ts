@@ -26,16 +26,19 @@ function refusal(fn: () => unknown): [string, string] {
 
 describe('shape readers', () => {
   it('object, list, text, bool: the value when it is one, else the field and what it must be', () => {
-    expect([s.object({ a: 1 }, 'o'), s.list([1, 2], 'l', (x) => (x as number) * 2), s.text('t', 't'), s.bool(false, 'b')]).toEqual([
-      { a: 1 },
-      [2, 4],
-      't',
-      false,
-    ]);
+    expect([
+      s.object({ a: 1 }, 'o'),
+      s.list([1, 2], 'l', (x) => (x as number) * 2),
+      s.text('t', 't'),
+      s.bool(false, 'b'),
+    ]).toEqual([{ a: 1 }, [2, 4], 't', false]);
     expect(refusal(() => s.object([], 'o'))).toEqual(['o', 'must be an object, got an array']);
     expect(refusal(() => s.object(null, 'o'))).toEqual(['o', 'must be an object, got null']);
     expect(refusal(() => s.list({}, 'l', (x) => x))).toEqual(['l', 'must be an array, got an object']);
-    expect(refusal(() => s.list(['a', 1], 'l', (x, f) => s.text(x, f)))).toEqual(['l[1]', 'must be a string, got number 1']);
+    expect(refusal(() => s.list(['a', 1], 'l', (x, f) => s.text(x, f)))).toEqual([
+      'l[1]',
+      'must be a string, got number 1',
+    ]);
     expect(refusal(() => s.text(1, 't'))).toEqual(['t', 'must be a string, got number 1']);
     expect(refusal(() => s.bool('true', 'b'))).toEqual(['b', 'must be true or false, got the string "true"']);
   });
@@ -57,16 +60,31 @@ describe('shape readers', () => {
   it('number: finite, within min and max inclusive, above `above` exclusive; both sides of each bound', () => {
     const b = { min: 0, max: 100 };
     expect([s.number(0, 'n', b), s.number(100, 'n', b), s.number(0.5, 'n', { above: 0 })]).toEqual([0, 100, 0.5]);
-    expect(refusal(() => s.number(-0.1, 'n', b))).toEqual(['n', 'must be a finite number at least 0 and at most 100, got number -0.1']);
-    expect(refusal(() => s.number(100.1, 'n', b))).toEqual(['n', 'must be a finite number at least 0 and at most 100, got number 100.1']);
-    expect(refusal(() => s.number(0, 'n', { above: 0 }))).toEqual(['n', 'must be a finite number above 0, got number 0']);
-    expect(refusal(() => s.number(Number.POSITIVE_INFINITY, 'n'))).toEqual(['n', 'must be a finite number, got number Infinity']);
+    expect(refusal(() => s.number(-0.1, 'n', b))).toEqual([
+      'n',
+      'must be a finite number at least 0 and at most 100, got number -0.1',
+    ]);
+    expect(refusal(() => s.number(100.1, 'n', b))).toEqual([
+      'n',
+      'must be a finite number at least 0 and at most 100, got number 100.1',
+    ]);
+    expect(refusal(() => s.number(0, 'n', { above: 0 }))).toEqual([
+      'n',
+      'must be a finite number above 0, got number 0',
+    ]);
+    expect(refusal(() => s.number(Number.POSITIVE_INFINITY, 'n'))).toEqual([
+      'n',
+      'must be a finite number, got number Infinity',
+    ]);
     expect(refusal(() => s.number(Number.NaN, 'n'))).toEqual(['n', 'must be a finite number, got number NaN']);
   });
 
   it('oneOf: one of the values, each quoted when refused', () => {
     expect(s.oneOf('b', 'v', ['a', 'b'] as const)).toBe('b');
-    expect(refusal(() => s.oneOf('c', 'v', ['a', 'b'] as const))).toEqual(['v', 'must be one of \'a\', \'b\', got the string "c"']);
+    expect(refusal(() => s.oneOf('c', 'v', ['a', 'b'] as const))).toEqual([
+      'v',
+      "must be one of 'a', 'b', got the string \"c\"",
+    ]);
     expect(refusal(() => s.oneOf(1, 'v', ['a'] as const))).toEqual(['v', "must be one of 'a', got number 1"]);
   });
 
