@@ -7,7 +7,8 @@ import { checkBenchResult } from '../bench/result.js';
 import type { BenchResult } from '../bench/run.js';
 import { median } from '../bench/stats.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
-import { clip, describeValue, escapeControl, isObject, own, quote, readInput } from '../core/input.js';
+import { clip, describeValue, isObject, own, quote, readInput } from '../core/input.js';
+import { markdownCell, markdownCode } from '../core/escape.js';
 import { schemaProblem } from '../core/jsonfile.js';
 
 export { InvalidReportError };
@@ -564,15 +565,6 @@ export function cellText(cell: MatrixCell | undefined): string {
   return `${mark} verified ${cell.verified}/${live}${gateText}`;
 }
 
-/**
- * Text as one Markdown table cell that shows exactly that text: control characters escaped (a newline cannot end the
- * row), and the characters Markdown acts on (`|` ends a cell; `*`, `_`, `[`, `<`, a backtick… format or link)
- * escaped with a backslash. Host labels and report fields come from other people.
- */
-export function markdownCell(text: string): string {
-  return escapeControl(text).replace(/[\\`*_{}[\]<>|~&#!]/g, (c) => `\\${c}`);
-}
-
 const MATRIX_TAKES = 'matrixMarkdown() takes what buildMatrix() returned (or that JSON parsed back)';
 
 /**
@@ -703,8 +695,9 @@ export function matrixTable(m: Matrix): string {
   }
   const custom = m.profiles.flatMap((p) => {
     const answers = m.legend === undefined ? undefined : own(m.legend, p);
-    return answers === undefined ? [] : [`- \`${p}\`: \`${JSON.stringify(answers)}\``];
+    // A custom profile's device name is anyone's text: a backtick in it must not close the code span.
+    return answers === undefined ? [] : [`- ${markdownCode(p)}: ${markdownCode(JSON.stringify(answers))}`];
   });
-  if (custom.length > 0) lines.push('', 'Custom profiles:', ...custom.map(escapeControl));
+  if (custom.length > 0) lines.push('', 'Custom profiles:', ...custom);
   return lines.join('\n');
 }

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { EXEC_EXIT, EXIT, EXIT_TABLE, NO_METAL_CODES } from './exit.js';
 import type { Command, Values } from './shared.js';
 import { MetalCapShimError, RefusedError, UsageError } from '../core/errors.js';
-import { clip, escapeControl, jsonText } from '../core/input.js';
+import { clip } from '../core/input.js';
+import { escapeControl, jsonText } from '../core/escape.js';
 import { didYouMean } from '../core/suggest.js';
 
 /** The exit code of an exec that failed before (or instead of) its program: never one the program could give. */

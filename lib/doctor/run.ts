@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { InvalidOptionsError, NativeError } from '../core/errors.js';
-import { escapeControl } from '../core/input.js';
+import { escapeControl } from '../core/escape.js';
 import { packageRoot, packageVersion, SIM_SNAPSHOT_ENV } from '../device/native.js';
 import type { CapabilityReport, DeviceReport, SupportedReport, UnsupportedReason } from '../device/types.js';
 import type { NativeProbeOutcome } from '../../types/binding.js';
