@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { runBench, runNodeLlamaCppBench, type BenchResult, type BenchSide } from '../bench/run.js';
 import { GREEDY_TOKENS } from '../bench/node-llama-cpp.js';
 import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
@@ -48,7 +49,7 @@ const MAX_TOKENS = 65536;
 const command: Command = {
   help: () => `Usage: metal-cap-shim bench [--profile P[,Q…]] [--rounds N] [--json] -- llama-bench [its args…]
        metal-cap-shim bench --fidelity [--profile P[,Q…]] [--json] -- llama-perplexity -m MODEL [-f TEXT] [its args…]
-       metal-cap-shim bench --node-llama-cpp --model MODEL [--profile P[,Q…]] [--rounds N] [--json]
+       metal-cap-shim bench --node-llama-cpp --model MODEL [--project DIR] [--profile P[,Q…]] [--rounds N] [--json]
 
 Runs a llama.cpp tool stock and under each profile (injected as exec injects it) and compares what it measured.
 
@@ -60,10 +61,12 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
                      removed after), each profile is compared with them (--kl-divergence); without -f, the
                      package's README is the text
   --node-llama-cpp   the same for apps that embed node-llama-cpp: the project's own node-llama-cpp (found from
-                     the current folder; this package never installs it), a process per side and round, the
+                     --project; this package never installs it), a process per side and round, the
                      profile applied before getLlama(); prompt processing and generation t/s, and ${GREEDY_TOKENS} tokens
                      generated greedily after a fixed prompt, each profile's compared with stock's
   --model MODEL      node-llama-cpp: the GGUF model
+  --project DIR      node-llama-cpp: your project (default the current folder): node-llama-cpp is taken from its
+                     node_modules, or a parent's only through folders of yours or root's that nobody else may write
   --prompt-tokens N  node-llama-cpp: the prompt-processing test's tokens (default ${NLC_DEFAULTS.promptTokens})
   --gen-tokens N     node-llama-cpp: the generation test's tokens (default ${NLC_DEFAULTS.genTokens})
   --threads N        node-llama-cpp: its threads (default its own)
@@ -89,6 +92,7 @@ when a profile differs or the tool failed (its exit status is named, never taken
     fidelity: { type: 'boolean' },
     'node-llama-cpp': { type: 'boolean' },
     model: { type: 'string' },
+    project: { type: 'string' },
     'prompt-tokens': { type: 'string' },
     'gen-tokens': { type: 'string' },
     threads: { type: 'string' },
@@ -106,7 +110,7 @@ when a profile differs or the tool failed (its exit status is named, never taken
       throw new UsageError('--rounds is for speed: --fidelity compares one run of each profile with stock');
     if (nlc && values.model === undefined)
       throw new UsageError('--node-llama-cpp needs --model MODEL (the GGUF file to load)');
-    for (const o of ['model', 'prompt-tokens', 'gen-tokens', 'threads'])
+    for (const o of ['model', 'project', 'prompt-tokens', 'gen-tokens', 'threads'])
       if (!nlc && values[o] !== undefined)
         throw new UsageError(`--${o} is for --node-llama-cpp; a llama.cpp tool takes its own options after \`--\``);
     const rounds = fidelity ? 1 : benchRounds(text(values, 'rounds'));
@@ -147,8 +151,9 @@ when a profile differs or the tool failed (its exit status is named, never taken
         ? await runNodeLlamaCppBench({
             ...shared,
             stop: interrupted.signal,
-            model: text(values, 'model')!,
-            cwd: process.cwd(),
+            // The model is named from the working folder, as the user typed it; the project may be elsewhere.
+            model: path.resolve(text(values, 'model')!),
+            cwd: path.resolve(text(values, 'project') ?? '.'),
             sides,
             promptTokens: wholeNumber(
               'prompt-tokens',

@@ -38,6 +38,19 @@ export function untrustedBecause(stats: Stats, uid: number | null = effectiveUid
 }
 
 /**
+ * Why a folder is no place to take code or a path from, as a phrase to follow its name, or null: it belongs to a user
+ * other than us and root, or its group or other users may write it (and so could plant a package or a link in it).
+ * Root's folders are ours to trust: root could change anything anyway.
+ */
+export function foreignFolderBecause(stats: Stats, uid: number | null = effectiveUid()): string | null {
+  if (uid === null) return null;
+  if (stats.uid !== uid && stats.uid !== 0) return `belongs to another user (uid ${stats.uid})`;
+  if ((stats.mode & 0o022) !== 0)
+    return `can be written by ${(stats.mode & 0o002) !== 0 ? 'other users' : 'its group'} (mode ${(stats.mode & 0o7777).toString(8).padStart(4, '0')})`;
+  return null;
+}
+
+/**
  * Creates `dir` and every missing folder above it, one at a time, each with `mode`. Bounded by the path's depth: Node's
  * recursive mkdirSync loops for ever on a parent that reports ENOENT to mkdir although it exists (`/proc/nope`).
  * Throws the first mkdir error other than EEXIST.
