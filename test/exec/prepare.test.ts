@@ -49,7 +49,8 @@ import {
   shouldForwardSignal,
   signalExitStatus,
 } from '../../lib/exec/signals.js';
-import { checkTraceFile, sharedFolderProblem, writeTrace } from '../../lib/exec/trace.js';
+import { sharedFolderProblem } from '../../lib/core/safefs.js';
+import { checkTraceFile, writeTrace } from '../../lib/exec/trace.js';
 import { encodeNativeProfile, resolveProfile } from '../../lib/patch/profiles.js';
 import { CUA_RELEASE_ON_M1_ULTRA } from '../support/apply-helpers.js';
 import { installFakeCodesign, signedProgram } from '../support/codesign-fake.js';
@@ -283,7 +284,7 @@ describe('checkTraceFile (--trace)', () => {
     chmodSync(open, 0o777);
     expect(thrown(() => checkTraceFile(path.join(open, 'trace.json')))).toEqual(
       new TraceFileError(
-        `--trace ${path.join(open, 'trace.json')}: the folder ${open} can be written by other users (mode 0777) and is not a sticky folder of yours or root's, so another user could swap its entries for links during the run`,
+        `--trace ${path.join(open, 'trace.json')}: the folder ${open} can be written by other users (mode 0777) and is not a sticky folder of yours or root's, so another user could swap its entries for links`,
       ),
     );
     chmodSync(open, 0o1777);
@@ -309,7 +310,7 @@ describe('checkTraceFile (--trace)', () => {
     rmSync(shared);
     mkdirSync(shared);
     expect(writeTrace(target, '{}\n')).toEqual([
-      `ERR_TRACE_FILE cannot write ${target.file}: its folder ${shared} is not the folder checked before the run, so nothing is written there`,
+      `ERR_TRACE_FILE cannot write ${target.file}: its folder ${shared} is not the folder checked before, so nothing is written there`,
     ]);
     expect([readdirSync(elsewhere), readdirSync(shared)]).toEqual([[], []]);
     // The folder it was: written.
