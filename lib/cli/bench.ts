@@ -85,7 +85,8 @@ and a verdict: within tolerance when mean KLD ≤ ${FIDELITY_TOLERANCE.meanKld},
 Ctrl-C stops the tool and prints what was measured so far (exit 130).
 Exit ${EXIT.ok} when measured (fidelity: every profile within tolerance; node-llama-cpp: the same greedy tokens); ${EXIT.finding}
 when a profile differs or the tool failed (its exit status is named, never taken as a result); ${EXIT.usage} usage
-(node-llama-cpp not installed: ERR_BENCH_NO_NODE_LLAMA_CPP); ${EXIT.refused} refused; ${EXIT.noMetal} no Metal here.`,
+(node-llama-cpp not installed: ERR_BENCH_NO_NODE_LLAMA_CPP); ${EXIT.refused} refused; ${EXIT.noMetal} no Metal here;
+${EXIT.notRunnable} the tool cannot be run, ${EXIT.notFound} it is not found (as exec).`,
   options: {
     profile: { type: 'string' },
     rounds: { type: 'string' },

@@ -4,7 +4,15 @@
  * current). A module of its own, importing nothing, so that lib/cli/main.ts can use them without loading a command's
  * helpers. `exec` passes the program's own code through instead; its own failures are EXEC_EXIT's.
  */
-export const EXIT = Object.freeze({ ok: 0, finding: 1, usage: 2, refused: 3, noMetal: 4 });
+export const EXIT = Object.freeze({
+  ok: 0,
+  finding: 1,
+  usage: 2,
+  refused: 3,
+  noMetal: 4,
+  notRunnable: 126,
+  notFound: 127,
+});
 
 /** What each code means, in the order of the README's table. */
 export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; short: string; meaning: string }[] =
@@ -43,6 +51,19 @@ export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; short
       short: 'no Metal here',
       meaning: 'no Metal here: not macOS (and no simulated Metal), no device, or the native module will not load',
     },
+    {
+      code: EXIT.notRunnable,
+      name: 'notRunnable',
+      short: 'the program cannot be run',
+      meaning:
+        'the program `exec` or `bench` was given is there but cannot be run (a folder, a file without execute permission), as a shell says',
+    },
+    {
+      code: EXIT.notFound,
+      name: 'notFound',
+      short: 'the program is not found',
+      meaning: 'the program `exec` or `bench` was given is not found (not on `PATH`, or no such file), as a shell says',
+    },
   ]);
 
 /** The error codes that mean there is no Metal to work with here. */
@@ -56,4 +77,4 @@ export const NO_METAL_CODES: ReadonlySet<string> = new Set([
  * exec's own exit codes, as env(1), timeout(1) and nice(1) have them, so that they cannot be mistaken for the
  * program's: 125 exec itself failed, 126 the program is there but cannot be run, 127 it is not found.
  */
-export const EXEC_EXIT = Object.freeze({ failed: 125, notRunnable: 126, notFound: 127 });
+export const EXEC_EXIT = Object.freeze({ failed: 125, notRunnable: EXIT.notRunnable, notFound: EXIT.notFound });

@@ -304,6 +304,9 @@ export async function main(argv: string[]): Promise<number> {
       else process.stdout.write(`${line}\n`);
     }
     if (name === 'exec') return execFailureCode(e.code);
+    // A program bench runs that is missing or cannot run: the shell's codes, as exec gives them.
+    if (e.code === 'ERR_COMMAND_NOT_FOUND') return EXIT.notFound;
+    if (e.code === 'ERR_SPAWN') return EXIT.notRunnable;
     if (USAGE_CODES.has(e.code)) return EXIT.usage;
     if (e instanceof RefusedError) return EXIT.refused;
     if (NO_METAL_CODES.has(e.code)) return EXIT.noMetal;

@@ -331,7 +331,8 @@ function stoppedHow(session: RunnerSession, exit: RunnerExit): string | null {
     return `was killed (SIGKILL) at the deadline: nothing came from it for ${exit.killedAfterMs} ms${said}`;
   if (exit.signal !== null) return `died of ${exit.signal}${said}`;
   if (exit.code !== 0) return `exited with code ${exit.code}${said}`;
-  return `exited before it finished${said}`;
+  // Exit code 0 without the last message: worded without "before", which the sentences around it use.
+  return `exited (code 0) without finishing${said}`;
 }
 
 /**

@@ -14,7 +14,13 @@ import { leftGpuUnusable, runFrom } from '../../lib/doctor/judge.js';
 import { checkDoctorOptions } from '../../lib/doctor/options.js';
 import { PROBE_GATING_FAMILIES, probeBudgetFor, probeBudgetMs, type DoctorProbeId } from '../../lib/doctor/probes.js';
 import { LLAMA_CPP_RULES, MLX_RULES } from '../../lib/engines/index.js';
-import { parseRunnerLine, runDoctorLiveSync, runnerEnvironment } from '../../lib/doctor/run.js';
+import {
+  parseRunnerLine,
+  reportFromRunner,
+  RunnerSession,
+  runDoctorLiveSync,
+  runnerEnvironment,
+} from '../../lib/doctor/run.js';
 import { runPhases } from '../../lib/doctor/runner.js';
 import type { DoctorReport } from '../../lib/doctor/types.js';
 import { NativeError } from '../../lib/core/errors.js';
@@ -264,6 +270,24 @@ describeSim('doctor: the probes run in a child process', () => {
     expect(parseRunnerLine('{"type":"start"')).toBe(null);
     expect(parseRunnerLine('Metal: a log line')).toBe(null);
     expect(parseRunnerLine(' {"type":"done"}')).toBe(null);
+  });
+
+  it('a runner that exits 0 without finishing is said so once, without "before" twice', () => {
+    let thrown: unknown;
+    try {
+      reportFromRunner(
+        checkDoctorOptions({}),
+        new RunnerSession(),
+        { code: 0, signal: null, killedAfterMs: null, stderr: '' },
+        '',
+      );
+    } catch (err) {
+      thrown = err;
+    }
+    expect([(thrown as NativeError).code, (thrown as NativeError).message]).toEqual([
+      'ERR_DOCTOR_RUNNER',
+      "doctor's probe runner exited (code 0) without finishing before it read the devices; nothing ran, and this process was not touched",
+    ]);
   });
 
   it.each([
