@@ -15,7 +15,7 @@ export { InvalidReportError };
 import { packageVersion } from '../device/native.js';
 
 export { packageVersion };
-import { checkOptions } from '../core/options.js';
+import { checkOptions, optionFailure } from '../core/options.js';
 import { HOST_VALUE, profileAnswers, resolveProfile, type ProfileInput, type Profile } from '../patch/profiles.js';
 import { architectureText, FIELD_REPORT_SCHEMA } from '../device/report.js';
 import type { HostInfo } from '../device/types.js';
@@ -74,9 +74,13 @@ export async function fieldReport(options?: FieldReportOptions): Promise<FieldRe
     onProgress: 'function',
     bench: 'any',
   });
-  if (o.bench !== undefined && !Array.isArray(o.bench))
+  // Read once into plain data, as a file is (bounded, getters called once, a Proxy trap or a BigInt a typed error):
+  // what is checked is what the report keeps.
+  const given =
+    o.bench === undefined ? undefined : readInput(o.bench, optionFailure('fieldReport'), { json: true }, 'bench');
+  if (given !== undefined && !Array.isArray(given))
     throw new InvalidOptionsError('bench', 'fieldReport() option bench takes an array of bench results (bench --json)');
-  const bench = (o.bench ?? []).map((b, i) => checkBenchResult(b, `bench result ${i + 1}`));
+  const bench = (given ?? []).map((b, i) => checkBenchResult(b, `bench result ${i + 1}`));
   const result = audit({
     ...(o.profile !== undefined ? { profile: o.profile } : {}),
     ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : {}),
