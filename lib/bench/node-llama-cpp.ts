@@ -11,6 +11,7 @@ import { readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { BenchError } from '../core/errors.js';
+import { describeValue, isObject } from '../core/input.js';
 import { foreignFolderBecause } from '../core/safefs.js';
 import { packageRoot } from '../device/native.js';
 import type { Profile } from '../patch/profiles.js';
@@ -176,6 +177,63 @@ export function resolveNodeLlamaCpp(project: string): { entry: string; version: 
   return { entry, version };
 }
 
+/**
+ * Why a child's last line is no ChildResult, or null when it is one: every field the bench and its formatters read,
+ * with its type and range (a probability from 0 to 1, whole token counts, positive seconds). A NaN that JSON wrote as
+ * null, or a line some library printed last, is named here instead of reaching a table as `null` or a crash.
+ */
+export function childResultProblem(value: unknown): string | null {
+  if (!isObject(value)) return `the result is ${describeValue(value)}, not an object`;
+  const problems: string[] = [];
+  const want = (ok: boolean, field: string, what: string, got: unknown) => {
+    if (!ok) problems.push(`${field} must be ${what}, got ${describeValue(got)}`);
+  };
+  const whole = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+  const probability = (v: unknown) => typeof v === 'number' && v >= 0 && v <= 1;
+  want(typeof value.nodeLlamaCpp === 'string', 'nodeLlamaCpp', 'a string', value.nodeLlamaCpp);
+  want(value.llamaCpp === null || typeof value.llamaCpp === 'string', 'llamaCpp', 'a string or null', value.llamaCpp);
+  want(value.gpu === false || typeof value.gpu === 'string', 'gpu', 'a string or false', value.gpu);
+  want(typeof value.applied === 'boolean', 'applied', 'true or false', value.applied);
+  want(
+    value.notApplied === null || typeof value.notApplied === 'string',
+    'notApplied',
+    'a string or null',
+    value.notApplied,
+  );
+  for (const test of ['pp', 'tg'] as const) {
+    const t = value[test];
+    if (!isObject(t)) {
+      want(false, test, 'an object', t);
+      continue;
+    }
+    want(whole(t.tokens) && (t.tokens as number) > 0, `${test}.tokens`, 'a whole number above 0', t.tokens);
+    const s = t.seconds;
+    want(typeof s === 'number' && Number.isFinite(s) && s > 0, `${test}.seconds`, 'a number above 0', s);
+  }
+  if (!Array.isArray(value.greedy)) want(false, 'greedy', 'an array', value.greedy);
+  else
+    for (const [i, step] of value.greedy.entries()) {
+      const field = `greedy[${i}]`;
+      if (!isObject(step)) {
+        want(false, field, 'an object', step);
+        continue;
+      }
+      want(whole(step.token), `${field}.token`, 'a whole number', step.token);
+      want(typeof step.text === 'string', `${field}.text`, 'a string', step.text);
+      want(probability(step.probability), `${field}.probability`, 'a number from 0 to 1', step.probability);
+      const r = step.runnerUp;
+      if (r === null) continue;
+      if (!isObject(r)) {
+        want(false, `${field}.runnerUp`, 'an object or null', r);
+        continue;
+      }
+      want(whole(r.token), `${field}.runnerUp.token`, 'a whole number', r.token);
+      want(typeof r.text === 'string', `${field}.runnerUp.text`, 'a string', r.text);
+      want(probability(r.probability), `${field}.runnerUp.probability`, 'a number from 0 to 1', r.probability);
+    }
+  return problems.length === 0 ? null : problems.slice(0, 3).join('; ');
+}
+
 /** The first index where the two generations differ, or null (over the shorter of the two). */
 export function firstDivergence(stock: readonly GreedyStep[], patched: readonly GreedyStep[]): Divergence | null {
   const n = Math.min(stock.length, patched.length);
@@ -198,7 +256,10 @@ function childEntry(): string {
 export interface ChildOutcome {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
+  /** Null unless the child exited 0: the result its last line holds, checked (childResultProblem). */
   result: ChildResult | null;
+  /** Why an exit 0 left no result (its last line is no JSON, or a field is wrong), or null. */
+  resultProblem: string | null;
   stderr: string;
   seconds: number;
 }
@@ -241,14 +302,18 @@ export function runChild(job: ChildJob, stop?: AbortSignal): Promise<ChildOutcom
       const stdout = Buffer.concat(out).toString('utf8');
       const last = stdout.trim().split('\n').at(-1) ?? '';
       let result: ChildResult | null = null;
+      let resultProblem: string | null = null;
       if (exitCode === 0 && signal === null) {
+        let parsed: unknown;
         try {
-          result = JSON.parse(last) as ChildResult;
+          parsed = JSON.parse(last);
         } catch {
-          result = null;
+          parsed = undefined;
         }
+        resultProblem = parsed === undefined ? 'its last line is not JSON' : childResultProblem(parsed);
+        if (resultProblem === null) result = parsed as ChildResult;
       }
-      resolve({ exitCode, signal, result, stderr: Buffer.concat(err).toString('utf8'), seconds });
+      resolve({ exitCode, signal, result, resultProblem, stderr: Buffer.concat(err).toString('utf8'), seconds });
     });
   });
 }

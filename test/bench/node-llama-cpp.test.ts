@@ -10,7 +10,13 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildMatrix, fieldReport, matrixMarkdown } from '../../lib/audit/field-report.js';
-import { firstDivergence, GREEDY_TOKENS, marginOf, type GreedyStep } from '../../lib/bench/node-llama-cpp.js';
+import {
+  childResultProblem,
+  firstDivergence,
+  GREEDY_TOKENS,
+  marginOf,
+  type GreedyStep,
+} from '../../lib/bench/node-llama-cpp.js';
 import { BENCH_SCHEMA } from '../../lib/bench/run.js';
 import {
   type NodeLlamaCppProject,
@@ -69,6 +75,52 @@ describe('comparing greedy generations', () => {
   it("a step's margin is its probability above the runner-up's (all of it without one)", () => {
     expect(marginOf(step(1, 0.5, 0.25))).toBe(0.25);
     expect(marginOf(step(1, 0.75, null))).toBe(0.75);
+  });
+});
+
+describe("a child's result line is checked before it is used", () => {
+  const good = {
+    nodeLlamaCpp: '3.22.1',
+    llamaCpp: 'b7010',
+    gpu: false,
+    applied: true,
+    notApplied: null,
+    pp: { tokens: 512, seconds: 2 },
+    tg: { tokens: 128, seconds: 4 },
+    greedy: [step(1, 0.5, 0.25), step(2, 1, null)],
+  };
+  const withGreedy = (first: unknown) => JSON.parse(JSON.stringify({ ...good, greedy: [first] }));
+
+  it('a whole, well-formed result passes', () => {
+    expect(childResultProblem(JSON.parse(JSON.stringify(good)))).toBeNull();
+  });
+
+  it.each([
+    [
+      'a NaN probability, which JSON writes as null',
+      withGreedy({ ...step(1, Number.NaN, 0.2) }),
+      'greedy[0].probability must be a number from 0 to 1, got null',
+    ],
+    [
+      'a probability above 1',
+      withGreedy(step(1, 1.5, null)),
+      'greedy[0].probability must be a number from 0 to 1, got number 1.5',
+    ],
+    [
+      "a runner-up's negative probability",
+      withGreedy(step(1, 0.5, -0.1)),
+      'greedy[0].runnerUp.probability must be a number from 0 to 1, got number -0.1',
+    ],
+    [
+      'a token that is text',
+      withGreedy({ ...step(1, 0.5, null), token: '1' }),
+      'greedy[0].token must be a whole number, got the string "1"',
+    ],
+    ['no tg', { ...good, tg: undefined }, 'tg must be an object, got undefined'],
+    ['zero seconds', { ...good, pp: { tokens: 512, seconds: 0 } }, 'pp.seconds must be a number above 0, got number 0'],
+    ['a line a library printed', ['log'], 'the result is an array, not an object'],
+  ])('%s is named', (_name, value, problem) => {
+    expect(childResultProblem(value)).toBe(problem);
   });
 });
 
