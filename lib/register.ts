@@ -6,7 +6,7 @@
  */
 import { autoCacheNotices, PROFILE_ENV as PROFILE_VARIABLE } from './select/auto.js';
 import { MetalCapShimError } from './core/errors.js';
-import { escapeControl } from './core/input.js';
+import { escapeControl } from './core/escape.js';
 import { registerFromEnvironment } from './select/registration.js';
 import { SAID_ONCE, saidOnce } from './patch/plan.js';
 

@@ -8,7 +8,8 @@ import type { BenchResult } from '../bench/run.js';
 import { keyText } from '../bench/rows.js';
 import { pairedSpeedup, type SpeedupEstimate } from '../bench/stats.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
-import { clip, describeValue, escapeControl, isObject, own, quote, readInput } from '../core/input.js';
+import { clip, describeValue, isObject, own, quote, readInput } from '../core/input.js';
+import { markdownCell, markdownCode } from '../core/escape.js';
 import { schemaProblem } from '../core/jsonfile.js';
 import { shapeReader } from '../core/shape.js';
 
@@ -16,7 +17,7 @@ export { InvalidReportError };
 import { packageVersion } from '../device/native.js';
 
 export { packageVersion };
-import { checkOptions } from '../core/options.js';
+import { checkOptions, optionFailure } from '../core/options.js';
 import { HOST_VALUE, profileAnswers, resolveProfile, type ProfileInput, type Profile } from '../patch/profiles.js';
 import { architectureText, FIELD_REPORT_SCHEMA } from '../device/report.js';
 import type { HostInfo } from '../device/types.js';
@@ -75,9 +76,13 @@ export async function fieldReport(options?: FieldReportOptions): Promise<FieldRe
     onProgress: 'function',
     bench: 'any',
   });
-  if (o.bench !== undefined && !Array.isArray(o.bench))
+  // Read once into plain data, as a file is (bounded, getters called once, a Proxy trap or a BigInt a typed error):
+  // what is checked is what the report keeps.
+  const given =
+    o.bench === undefined ? undefined : readInput(o.bench, optionFailure('fieldReport'), { json: true }, 'bench');
+  if (given !== undefined && !Array.isArray(given))
     throw new InvalidOptionsError('bench', 'fieldReport() option bench takes an array of bench results (bench --json)');
-  const bench = (o.bench ?? []).map((b, i) => checkBenchResult(b, `bench result ${i + 1}`));
+  const bench = (given ?? []).map((b, i) => checkBenchResult(b, `bench result ${i + 1}`));
   const result = audit({
     ...(o.profile !== undefined ? { profile: o.profile } : {}),
     ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : {}),
@@ -716,15 +721,6 @@ export function cellText(cell: MatrixCell | undefined): string {
   return `${mark} verified ${cell.verified}/${live}${where}${gateText}`;
 }
 
-/**
- * Text as one Markdown table cell that shows exactly that text: control characters escaped (a newline cannot end the
- * row), and the characters Markdown acts on (`|` ends a cell; `*`, `_`, `[`, `<`, a backtick… format or link)
- * escaped with a backslash. Host labels and report fields come from other people.
- */
-export function markdownCell(text: string): string {
-  return escapeControl(text).replace(/[\\`*_{}[\]<>|~&#!]/g, (c) => `\\${c}`);
-}
-
 const MATRIX_TAKES = 'matrixMarkdown() takes what buildMatrix() returned (or that JSON parsed back)';
 
 /**
@@ -862,9 +858,10 @@ export function matrixTable(m: Matrix): string {
   }
   const custom = m.profiles.flatMap((p) => {
     const answers = m.legend === undefined ? undefined : own(m.legend, p);
-    return answers === undefined ? [] : [`- \`${p}\`: \`${JSON.stringify(answers)}\``];
+    // A custom profile's device name is anyone's text: a backtick in it must not close the code span.
+    return answers === undefined ? [] : [`- ${markdownCode(p)}: ${markdownCode(JSON.stringify(answers))}`];
   });
-  if (custom.length > 0) lines.push('', 'Custom profiles:', ...custom.map(escapeControl));
+  if (custom.length > 0) lines.push('', 'Custom profiles:', ...custom);
   const used = new Set(m.rows.flatMap((r) => (r.bench?.speed ?? []).flatMap(speedMarkers)));
   if (m.rows.some((r) => Object.values(r.cells).some((c) => (c.simulated ?? 0) > 0))) used.add('simulated');
   if (m.rows.some((r) => Object.values(r.cells).some((c) => c.offline > 0))) used.add('predicted');

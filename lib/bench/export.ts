@@ -3,7 +3,8 @@
  * JSON object a line, each side told apart by its `build_commit`, which is how the script tells builds apart.
  */
 import { UsageError } from '../core/errors.js';
-import { isObject, jsonText } from '../core/input.js';
+import { jsonText } from '../core/escape.js';
+import { isObject } from '../core/input.js';
 import type { BenchResult } from './run.js';
 
 // The script puts a build_commit between single quotes in its SQL and asks for it on the command line (-b, -c):

@@ -8,11 +8,12 @@
  * compared with stock's (the first divergence, with each side's margin there).
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { BenchError } from '../core/errors.js';
-import { isObject } from '../core/input.js';
+import { describeValue, isObject } from '../core/input.js';
+import { foreignFolderBecause } from '../core/safefs.js';
 import { packageRoot } from '../device/native.js';
 import type { Profile } from '../patch/profiles.js';
 
@@ -90,6 +91,20 @@ export function tokensPerSecond(t: Timed): { avgTs: number; stddevTs: number } {
   return { avgTs: mean, stddevTs: Math.sqrt(squares / (n - 1)) };
 }
 
+/** A probability as a child writes it: a number from 0 to 1 (NaN, which JSON writes as null, is none). */
+const isProbability = (x: unknown) => typeof x === 'number' && x >= 0 && x <= 1;
+
+/** A greedy step as the formatter and the comparison read it: a token, its text and probability, the runner-up's. */
+function isGreedyStep(g: unknown): boolean {
+  if (!isObject(g) || !Number.isSafeInteger(g.token) || typeof g.text !== 'string' || !isProbability(g.probability))
+    return false;
+  const r = g.runnerUp;
+  return (
+    r === null ||
+    (isObject(r) && Number.isSafeInteger(r.token) && typeof r.text === 'string' && isProbability(r.probability))
+  );
+}
+
 /**
  * A child's last line read as its result, every field checked (it is another process's output): the result, or what is
  * wrong with it. `repetitions` is how many timed evaluations the job asked for.
@@ -119,7 +134,7 @@ export function readChildResult(line: string, repetitions: number): { result: Ch
     isObject(v.warmup) && positive(v.warmup.seconds) ? null : 'warmup.seconds',
     timed(v.pp) ? null : `pp (its tokens and ${repetitions} times above 0)`,
     timed(v.tg) ? null : `tg (its tokens and ${repetitions} times above 0)`,
-    Array.isArray(v.greedy) && v.greedy.every((g) => isObject(g) && Number.isInteger(g.token)) ? null : 'greedy',
+    Array.isArray(v.greedy) && v.greedy.every(isGreedyStep) ? null : 'greedy',
   ].filter((p): p is string => p !== null);
   return problems.length === 0
     ? { result: v as unknown as ChildResult }
@@ -151,24 +166,82 @@ export interface GreedyComparison {
 /** node-llama-cpp 3.x's oldest minor version bench drives (package.json's peer range says the same: >=3.6.0). */
 const OLDEST_MINOR = 6;
 
-/**
- * node-llama-cpp's entry as the user's project in `cwd` resolves it; throws BenchError ERR_BENCH_NO_NODE_LLAMA_CPP
- * saying what to do when it is not there or older than 3.6.0. This package never installs it (an optional peer
- * dependency).
- */
-export function resolveNodeLlamaCpp(cwd: string): { entry: string; version: string } {
-  let entry: string;
+/** Where findProjectPackage found a package, or why it found none (`stoppedAt`: the folder it would not climb to). */
+export type PackageSearch = { folder: string; modules: string } | { folder: null; stoppedAt: string | null };
+
+/** The stats of `file` (links followed), or null when it does not exist. */
+function statIfThere(file: string): Stats | null {
   try {
-    entry = createRequire(path.join(cwd, 'package.json')).resolve('node-llama-cpp');
+    return statSync(file);
   } catch {
+    return null;
+  }
+}
+
+/**
+ * The folder whose node_modules holds `name` for the project in `project`, as Node would find it but only through
+ * folders nobody else could have planted it in: the project's own node_modules, then each parent's (workspaces hoist
+ * packages), climbing only to a folder that is ours or root's and that nobody else may write, and taking a
+ * node_modules and a package folder only when they are ours or root's and nobody else may write them. A package
+ * another user left in /tmp/node_modules, or in a parent they own, never runs as you. Global folders (NODE_PATH,
+ * ~/.node_modules) are never looked at.
+ */
+export function findProjectPackage(project: string, name: string): PackageSearch {
+  let at: string;
+  try {
+    at = realpathSync(project);
+  } catch {
+    return { folder: null, stoppedAt: null };
+  }
+  for (;;) {
+    const modules = path.join(at, 'node_modules');
+    const modulesStats = statIfThere(modules);
+    if (modulesStats?.isDirectory()) {
+      const why = foreignFolderBecause(modulesStats);
+      if (why !== null) return { folder: null, stoppedAt: `${modules}, which ${why}` };
+      const packageStats = statIfThere(path.join(modules, name));
+      if (packageStats?.isDirectory()) {
+        const packageWhy = foreignFolderBecause(packageStats);
+        if (packageWhy !== null) return { folder: null, stoppedAt: `${path.join(modules, name)}, which ${packageWhy}` };
+        return { folder: at, modules };
+      }
+    }
+    const parent = path.dirname(at);
+    if (parent === at) return { folder: null, stoppedAt: null };
+    const parentStats = statIfThere(parent);
+    const why = parentStats === null ? 'cannot be examined' : foreignFolderBecause(parentStats);
+    if (why !== null) return { folder: null, stoppedAt: `${parent}, which ${why}` };
+    at = parent;
+  }
+}
+
+/**
+ * node-llama-cpp's entry as the user's project in `project` resolves it, found by findProjectPackage; throws BenchError
+ * ERR_BENCH_NO_NODE_LLAMA_CPP saying what to do when it is not there (or only where another user could have planted it)
+ * or older than 3.6.0. This package never installs it (an optional peer dependency).
+ */
+export function resolveNodeLlamaCpp(project: string): { entry: string; version: string } {
+  const found = findProjectPackage(project, 'node-llama-cpp');
+  const missing = (): never => {
+    const stopped =
+      found.folder === null && found.stoppedAt !== null
+        ? `; the search stopped at ${found.stoppedAt} (a package there could have been planted by another user)`
+        : '';
     throw new BenchError(
       'ERR_BENCH_NO_NODE_LLAMA_CPP',
-      `node-llama-cpp is not installed in ${cwd} (bench --node-llama-cpp uses your project's own): run bench from your project's folder, or install it there with \`npm install node-llama-cpp\``,
+      `node-llama-cpp is not installed in ${project} (bench --node-llama-cpp uses your project's own)${stopped}: run bench from your project's folder or name it with --project DIR, or install it there with \`npm install node-llama-cpp\``,
     );
+  };
+  if (found.folder === null) return missing();
+  const dir = realpathSync(path.join(found.modules, 'node-llama-cpp'));
+  let entry: string;
+  try {
+    // From the folder found, Node's first candidate is the package checked there: nothing above it is reached.
+    entry = createRequire(path.join(found.folder, 'package.json')).resolve('node-llama-cpp');
+  } catch {
+    return missing();
   }
-  // Its package.json is not in its exports: read from the folder that holds the entry.
-  let dir = path.dirname(entry);
-  while (path.basename(dir) !== 'node-llama-cpp' && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  if (!entry.startsWith(`${dir}${path.sep}`)) return missing();
   let version = 'unknown';
   try {
     version =
@@ -180,7 +253,7 @@ export function resolveNodeLlamaCpp(cwd: string): { entry: string; version: stri
   if (version !== 'unknown' && (major < 3 || (major === 3 && minor < OLDEST_MINOR)))
     throw new BenchError(
       'ERR_BENCH_NO_NODE_LLAMA_CPP',
-      `node-llama-cpp ${version} in ${cwd} is older than 3.${OLDEST_MINOR}.0, the first bench --node-llama-cpp can drive (evaluateWithMetadata): update it there with \`npm install node-llama-cpp@latest\``,
+      `node-llama-cpp ${version} in ${project} is older than 3.${OLDEST_MINOR}.0, the first bench --node-llama-cpp can drive (evaluateWithMetadata): update it there with \`npm install node-llama-cpp@latest\``,
     );
   return { entry, version };
 }
@@ -207,6 +280,7 @@ function childEntry(): string {
 export interface ChildOutcome {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
+  /** Null unless the child exited 0: the result its last line holds, checked (readChildResult). */
   result: ChildResult | null;
   /** Why an exit-0 child has no result (null when it has one, or did not exit 0). */
   problem: string | null;

@@ -10,7 +10,8 @@
  * is a result.
  */
 import { BenchError, UsageError } from '../core/errors.js';
-import { clip, escapeControl } from '../core/input.js';
+import { escapeControl } from '../core/escape.js';
+import { clip } from '../core/input.js';
 
 /** A statistic's ± as llama-perplexity prints it: null where it printed nan (too few tokens for a spread). */
 export interface FidelityUncertainty {

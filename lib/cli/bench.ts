@@ -117,7 +117,7 @@ const command: Command = {
   help: () => `Usage: metal-cap-shim bench [--profile P[,Q…]] [--rounds N] [--precision P% [--max-rounds N] [--max-time S]]
                              [--json] -- llama-bench [its args…]
        metal-cap-shim bench --fidelity [--control] [--profile P[,Q…]] [--json] -- llama-perplexity -m MODEL [-f TEXT] [its args…]
-       metal-cap-shim bench --node-llama-cpp --model MODEL [--profile P[,Q…]] [--rounds N] [--repetitions N] [--json]
+       metal-cap-shim bench --node-llama-cpp --model MODEL [--project DIR] [--profile P[,Q…]] [--rounds N] [--repetitions N] [--json]
 
 Runs a llama.cpp tool stock and under each profile (injected as exec injects it) and compares what it measured.
 
@@ -135,10 +135,12 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
   --control          fidelity: also compare a second stock run with stock's logits, the row stock (control):
                      the noise floor a profile's numbers are read against
   --node-llama-cpp   the same for apps that embed node-llama-cpp: the project's own node-llama-cpp (found from
-                     the current folder; this package never installs it), a process per side and round, the
+                     --project; this package never installs it), a process per side and round, the
                      profile applied before getLlama(); prompt processing and generation t/s, and ${GREEDY_TOKENS} tokens
                      generated greedily after a fixed prompt, each profile's compared with stock's
   --model MODEL      node-llama-cpp: the GGUF model
+  --project DIR      node-llama-cpp: your project (default the current folder): node-llama-cpp is taken from its
+                     node_modules, or a parent's only through folders of yours or root's that nobody else may write
   --prompt-tokens N  node-llama-cpp: the prompt-processing test's tokens (default ${NLC_DEFAULTS.promptTokens})
   --gen-tokens N     node-llama-cpp: the generation test's tokens (default ${NLC_DEFAULTS.genTokens})
   --threads N        node-llama-cpp: its threads (default its own)
@@ -174,7 +176,8 @@ Ctrl-C, SIGTERM and SIGHUP stop the tool; the rounds that finished are printed a
 and exit status are named, and the finished rounds kept (exit ${EXIT.finding}).
 Exit ${EXIT.ok} when measured (fidelity: every profile within tolerance; node-llama-cpp: the same greedy tokens); ${EXIT.finding}
 when a profile differs, a run failed, or a patched side was not patched; ${EXIT.usage} usage
-(node-llama-cpp not installed: ERR_BENCH_NO_NODE_LLAMA_CPP); ${EXIT.refused} refused; ${EXIT.noMetal} no Metal here.`,
+(node-llama-cpp not installed: ERR_BENCH_NO_NODE_LLAMA_CPP); ${EXIT.refused} refused; ${EXIT.noMetal} no Metal here;
+${EXIT.notRunnable} the tool cannot be run, ${EXIT.notFound} it is not found (as exec).`,
   options: {
     profile: { type: 'string' },
     rounds: { type: 'string' },
@@ -185,6 +188,7 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
     control: { type: 'boolean' },
     'node-llama-cpp': { type: 'boolean' },
     model: { type: 'string' },
+    project: { type: 'string' },
     'prompt-tokens': { type: 'string' },
     'gen-tokens': { type: 'string' },
     threads: { type: 'string' },
@@ -207,7 +211,7 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
       throw new UsageError('--node-llama-cpp needs --model MODEL (the GGUF file to load)');
     if (!fidelity && values.control !== undefined)
       throw new UsageError("--control is for --fidelity: a second stock run compared with stock's logits");
-    for (const o of ['model', 'prompt-tokens', 'gen-tokens', 'threads', 'repetitions'])
+    for (const o of ['model', 'project', 'prompt-tokens', 'gen-tokens', 'threads', 'repetitions'])
       if (!nlc && values[o] !== undefined)
         throw new UsageError(`--${o} is for --node-llama-cpp; a llama.cpp tool takes its own options after \`--\``);
     const exportFile = text(values, 'export-llama-bench');
@@ -254,8 +258,9 @@ when a profile differs, a run failed, or a patched side was not patched; ${EXIT.
         ? await runNodeLlamaCppBench({
             ...shared,
             stop: interrupted.signal,
-            model: text(values, 'model')!,
-            cwd: process.cwd(),
+            // The model is named from the working folder, as the user typed it; the project may be elsewhere.
+            model: path.resolve(text(values, 'model')!),
+            cwd: path.resolve(text(values, 'project') ?? '.'),
             sides,
             promptTokens: wholeNumber(
               'prompt-tokens',

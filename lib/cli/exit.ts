@@ -10,6 +10,8 @@ export const EXIT = Object.freeze({
   usage: 2,
   refused: 3,
   noMetal: 4,
+  notRunnable: 126,
+  notFound: 127,
   hangUp: 129,
   interrupted: 130,
   terminated: 143,
@@ -53,6 +55,19 @@ export const EXIT_TABLE: readonly { code: number; name: keyof typeof EXIT; short
       meaning: 'no Metal here: not macOS (and no simulated Metal), no device, or the native module will not load',
     },
     {
+      code: EXIT.notRunnable,
+      name: 'notRunnable',
+      short: 'the program cannot be run',
+      meaning:
+        'the program `exec` or `bench` was given is there but cannot be run (a folder, a file without execute permission), as a shell says',
+    },
+    {
+      code: EXIT.notFound,
+      name: 'notFound',
+      short: 'the program is not found',
+      meaning: 'the program `exec` or `bench` was given is not found (not on `PATH`, or no such file), as a shell says',
+    },
+    {
       code: EXIT.hangUp,
       name: 'hangUp',
       short: 'hung up (SIGHUP)',
@@ -92,4 +107,4 @@ export const NO_METAL_CODES: ReadonlySet<string> = new Set([
  * exec's own exit codes, as env(1), timeout(1) and nice(1) have them, so that they cannot be mistaken for the
  * program's: 125 exec itself failed, 126 the program is there but cannot be run, 127 it is not found.
  */
-export const EXEC_EXIT = Object.freeze({ failed: 125, notRunnable: 126, notFound: 127 });
+export const EXEC_EXIT = Object.freeze({ failed: 125, notRunnable: EXIT.notRunnable, notFound: EXIT.notFound });

@@ -3,7 +3,8 @@ import { EXEC_EXIT, EXIT, EXIT_TABLE, NO_METAL_CODES } from './exit.js';
 import type { Command, OptionSpec, Values } from './shared.js';
 import { cliWords, offlineHint } from './wording.js';
 import { MetalCapShimError, RefusedError, UsageError } from '../core/errors.js';
-import { clip, escapeControl, jsonText } from '../core/input.js';
+import { clip } from '../core/input.js';
+import { escapeControl, jsonText } from '../core/escape.js';
 import { choiceMessage, didYouMean } from '../core/suggest.js';
 
 /** The exit code of an exec that failed before (or instead of) its program: never one the program could give. */
@@ -392,6 +393,9 @@ export async function main(argv: string[]): Promise<number> {
       else process.stdout.write(`${line}\n`);
     }
     if (name === 'exec') return execFailureCode(e.code);
+    // A program bench runs that is missing or cannot run: the shell's codes, as exec gives them.
+    if (e.code === 'ERR_COMMAND_NOT_FOUND') return EXIT.notFound;
+    if (e.code === 'ERR_SPAWN') return EXIT.notRunnable;
     if (USAGE_CODES.has(e.code)) return EXIT.usage;
     if (e instanceof RefusedError) return EXIT.refused;
     if (NO_METAL_CODES.has(e.code)) return EXIT.noMetal;

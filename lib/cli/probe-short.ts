@@ -5,7 +5,7 @@
 import { planPatch } from '../patch/plan.js';
 import { familyLabel } from '../core/families.js';
 import { predictChecked } from '../engines/index.js';
-import { inert } from '../core/input.js';
+import { inert } from '../core/escape.js';
 import type { Profile } from '../patch/profiles.js';
 import { architectureText, hostOf } from '../device/report.js';
 import type { DeviceReport, SupportedReport } from '../device/types.js';

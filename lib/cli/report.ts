@@ -5,7 +5,7 @@ import { formatBench } from '../format/bench.js';
 import { formatDoctor } from '../format/doctor.js';
 import { fieldReport } from '../audit/field-report.js';
 import { formatAudit } from '../format/text.js';
-import { inert } from '../core/input.js';
+import { inert } from '../core/escape.js';
 import { DEFAULT_PROFILE } from '../patch/profiles.js';
 import { mmapOptions } from './doctor-options.js';
 import { progressLine } from './progress.js';

@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
 import { stylerFor, type ColorMode, type Styler } from '../format/style.js';
-import { escapeControl, jsonText } from '../core/input.js';
+import { escapeControl, jsonText } from '../core/escape.js';
 
 export { EXIT } from './exit.js';
 

@@ -1,7 +1,7 @@
 /**
  * Untrusted input: values a caller or a file hands us are read once into plain data (a throwing getter or a Proxy
- * trap becomes a typed error naming the field), quoted in errors with a bound, and made inert before a human output
- * prints them. Nothing here throws anything but what `fail` throws.
+ * trap becomes a typed error naming the field) and quoted in errors with a bound (escape.ts makes them inert before
+ * a human output prints them). Nothing here throws anything but what `fail` throws.
  */
 
 /** A plain object: not null, not an array (what JSON calls an object, once read by readInput). */
@@ -79,45 +79,6 @@ export function describeValue(value: unknown): string {
   if (typeof value === 'function') return 'a function';
   if (typeof value === 'object') return safeIsArray(value) ? 'an array' : 'an object';
   return `${typeof value} ${quote(value)}`;
-}
-
-// C0 and C1 controls, DEL, and the format characters that reorder or break lines (bidirectional overrides and
-// isolates, the line and paragraph separators): what a terminal or a viewer would act on rather than show.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
-const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-
-/**
- * `text` with every control character written as an escape (`\u001b`, `\n`): printed, it shows what is there and
- * does nothing. The escapes are JSON's, so a JSON line stays valid JSON with the same value.
- */
-export function escapeControl(text: string): string {
-  return text.replace(CONTROL, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
-/** What JSON.stringify leaves raw that a terminal obeys: DEL, C1 controls, bidi marks and overrides, U+2028/9. */
-const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
-
-/**
- * JSON text of `value` (JSON.stringify's, `indent` as its third argument) with the characters it leaves raw that a
- * terminal or a bidi-aware viewer acts on written as `\uXXXX` escapes (CWE-150). They occur only inside strings, so the
- * text stays valid JSON with the same values.
- */
-export function jsonText(value: unknown, indent?: number): string {
-  return JSON.stringify(value, null, indent).replace(
-    RAW_IN_JSON,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
-}
-
-/** A copy of report-like data (plain objects, arrays, primitives) whose every string and key is escapeControl'd. */
-export function inert<T>(value: T): T {
-  if (typeof value === 'string') return escapeControl(value) as T;
-  if (Array.isArray(value)) return value.map((v: unknown) => inert(v)) as T;
-  if (typeof value !== 'object' || value === null) return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) define(out, escapeControl(k), inert(v));
-  return out as T;
 }
 
 /** Reports a field that cannot be used: `field` is its path (`families.apple7`, `devices[0]`; '' for the value itself). */

@@ -1,4 +1,4 @@
-import { accessSync, closeSync, constants, openSync, statSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { InvalidOptionsError } from '../core/errors.js';
 import { readInput } from '../core/input.js';
@@ -58,32 +58,35 @@ function optionError(option: string, flag: string, message: string): InvalidOpti
   return new InvalidOptionsError(option, `doctor() option '${option}' (${flag}) ${message}`);
 }
 
+/**
+ * The --mmap-file as doctor will map it: a non-empty regular file we may read. Opened without blocking and checked by
+ * fstat on that descriptor, so a FIFO swapped in for the file after any earlier look is refused at once, never waited on.
+ */
 function checkMmapFile(file: string): string {
   if (file.trim() === '') throw optionError('mmapFile', '--mmap-file', 'must name a file, e.g. a model .gguf');
   const resolved = path.resolve(file);
-  let stats: Stats;
+  let fd: number;
   try {
-    stats = statSync(resolved);
+    fd = openSync(resolved, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: no such file`);
+    if (code !== 'EACCES' && code !== 'EPERM')
+      throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: ${(err as Error).message}`);
     throw optionError(
       'mmapFile',
       '--mmap-file',
-      `cannot use ${resolved}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+      `cannot read ${resolved} (${code ?? (err as Error).message}); doctor only reads it`,
     );
+  }
+  let stats: Stats;
+  try {
+    stats = fstatSync(fd);
+  } finally {
+    closeSync(fd);
   }
   if (!stats.isFile()) throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: not a regular file`);
   if (stats.size === 0) throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: the file is empty`);
-  try {
-    accessSync(resolved, constants.R_OK);
-    // access() answers for the real user; opening is what the probe will do.
-    closeSync(openSync(resolved, 'r'));
-  } catch (err) {
-    throw optionError(
-      'mmapFile',
-      '--mmap-file',
-      `cannot read ${resolved} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); doctor only reads it`,
-    );
-  }
   return resolved;
 }
 

@@ -8,7 +8,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { InvalidOptionsError, NativeError } from '../core/errors.js';
-import { escapeControl } from '../core/input.js';
+import { escapeControl } from '../core/escape.js';
+import { describeValue, isObject } from '../core/input.js';
+import { checkDevice, checkHost } from '../engines/index.js';
 import { packageRoot, packageVersion, SIM_SNAPSHOT_ENV } from '../device/native.js';
 import type { CapabilityReport, DeviceReport, SupportedReport, UnsupportedReason } from '../device/types.js';
 import type { NativeProbeOutcome } from '../../types/binding.js';
@@ -20,10 +22,12 @@ import type { ApplyWarning } from '../patch/plan.js';
 import {
   CAPABILITY_PROBE_IDS,
   DOCTOR_PROBE_IDS,
+  DOCTOR_STATUSES,
   probeBudgetFor,
   probeBudgetMs,
   RUNNER_START_MS,
   type DoctorProbeId,
+  type DoctorStatus,
 } from './probes.js';
 import { runnerOutcome, type RunKind, type RunnerMessage } from './runner.js';
 import {
@@ -132,15 +136,134 @@ const MESSAGE_TYPES: ReadonlySet<string> = new Set<RunnerMessage['type']>([
   'done',
 ]);
 
-/** A line of the runner's output as a message, or null for anything else (a library may print on standard output). */
+/**
+ * A line of the runner's output as a message, or null for anything else (a library may print on standard output).
+ * A line of a known type is checked to the shape the parent reads (checkRunnerMessage): a wrong one is an
+ * ERR_DOCTOR_RUNNER NativeError, never a TypeError from inside.
+ */
 export function parseRunnerLine(line: string): RunnerMessage | null {
   if (!line.startsWith('{"type":')) return null;
+  let value: unknown;
   try {
-    const message = JSON.parse(line) as RunnerMessage;
-    return MESSAGE_TYPES.has(message.type) ? message : null;
+    value = JSON.parse(line);
   } catch {
     return null;
   }
+  if (!isObject(value) || typeof value.type !== 'string' || !MESSAGE_TYPES.has(value.type)) return null;
+  return checkRunnerMessage(value);
+}
+
+const RUN_KINDS: readonly unknown[] = ['stock', 'patched'];
+const NUMBER_OR_NULL_FIELDS = [
+  'commandBufferError',
+  'provenThreadgroupMemory',
+  'acceptedThreadgroupMemory',
+  'failedThreadgroupMemory',
+  'bufferLength',
+  'maxAbsError',
+] as const;
+
+/**
+ * A runner message of a known type, checked to every field the parent reads: the runner is this package's own, but a
+ * library loaded in it may write on its standard output, and a line that looks like a message must not crash the
+ * parent. Throws NativeError ERR_DOCTOR_RUNNER naming the field.
+ */
+export function checkRunnerMessage(m: Record<string, unknown>): RunnerMessage {
+  const type = m.type as RunnerMessage['type'];
+  const fail = (field: string, what: string, got: unknown): never => {
+    throw new NativeError(
+      'ERR_DOCTOR_RUNNER',
+      `doctor's probe runner wrote a '${type}' line whose ${field} is not ${what} (got ${describeValue(got)}); this process was not touched`,
+    );
+  };
+  const want = (ok: boolean, field: string, what: string, got: unknown) => {
+    if (!ok) fail(field, what, got);
+  };
+  const count = (v: unknown, field: string) =>
+    want(typeof v === 'number' && Number.isSafeInteger(v) && v >= 0, field, 'a whole number ≥ 0', v);
+  const text = (v: unknown, field: string) => want(typeof v === 'string', field, 'a string', v);
+  const hooks = (v: unknown, field: string) => {
+    want(Array.isArray(v), field, 'an array', v);
+    for (const [i, h] of (v as unknown[]).entries()) {
+      want(isObject(h), `${field}[${i}]`, 'an object', h);
+      text((h as Record<string, unknown>).className, `${field}[${i}].className`);
+      text((h as Record<string, unknown>).selector, `${field}[${i}].selector`);
+    }
+  };
+  const devices = (v: unknown, field: string) => {
+    want(Array.isArray(v), field, 'an array', v);
+    for (const [i, d] of (v as unknown[]).entries()) {
+      try {
+        checkDevice(d, `${field}[${i}]`);
+      } catch {
+        fail(`${field}[${i}]`, 'a device report', d);
+      }
+      count((d as Record<string, unknown>).index, `${field}[${i}].index`);
+    }
+  };
+  const report = (v: unknown, field: string) => {
+    want(isObject(v), field, 'a capability report', v);
+    const r = v as Record<string, unknown>;
+    want(typeof r.supported === 'boolean', `${field}.supported`, 'true or false', r.supported);
+    if (r.supported !== true) return;
+    devices(r.devices, `${field}.devices`);
+    try {
+      checkHost(r.host);
+    } catch {
+      fail(`${field}.host`, 'a host or null', r.host);
+    }
+  };
+  switch (type) {
+    case 'unsupported':
+      text(m.reason, 'reason');
+      text(m.detail, 'detail');
+      if (m.report !== null) report(m.report, 'report');
+      break;
+    case 'stock':
+      report(m.report, 'report');
+      break;
+    case 'no-such-device':
+      count(m.count, 'count');
+      break;
+    case 'start':
+      count(m.device, 'device');
+      count(m.devices, 'devices');
+      want(DOCTOR_PROBE_IDS.includes(m.probe as DoctorProbeId), 'probe', 'a probe id', m.probe);
+      want(RUN_KINDS.includes(m.run), 'run', 'stock or patched', m.run);
+      break;
+    case 'outcome': {
+      count(m.device, 'device');
+      want(RUN_KINDS.includes(m.run), 'run', 'stock or patched', m.run);
+      want(isObject(m.outcome), 'outcome', 'an object', m.outcome);
+      const o = m.outcome as Record<string, unknown>;
+      want(DOCTOR_PROBE_IDS.includes(o.id as DoctorProbeId), 'outcome.id', 'a probe id', o.id);
+      want(DOCTOR_STATUSES.includes(o.status as DoctorStatus), 'outcome.status', 'a status', o.status);
+      text(o.detail, 'outcome.detail');
+      for (const k of ['ms', 'compileMs'] as const)
+        want(typeof o[k] === 'number' && Number.isFinite(o[k]) && o[k] >= 0, `outcome.${k}`, 'a number ≥ 0', o[k]);
+      for (const k of ['buildFailed', 'gpuTimedOut'] as const)
+        want(typeof o[k] === 'boolean', `outcome.${k}`, 'true or false', o[k]);
+      for (const k of NUMBER_OR_NULL_FIELDS)
+        want(
+          o[k] === null || (typeof o[k] === 'number' && Number.isFinite(o[k])),
+          `outcome.${k}`,
+          'a number or null',
+          o[k],
+        );
+      break;
+    }
+    case 'patched':
+      if (m.devices !== null) devices(m.devices, 'devices');
+      want(m.why === null || typeof m.why === 'string', 'why', 'a string or null', m.why);
+      break;
+    case 'restored':
+      hooks(m.restoredHooks, 'restoredHooks');
+      hooks(m.conflicts, 'conflicts');
+      break;
+    case 'done':
+      break;
+  }
+  return m as unknown as RunnerMessage;
 }
 
 /** How the runner ended: its exit code or signal, whether the deadline killed it, and the last line it wrote on stderr. */
@@ -208,7 +331,8 @@ function stoppedHow(session: RunnerSession, exit: RunnerExit): string | null {
     return `was killed (SIGKILL) at the deadline: nothing came from it for ${exit.killedAfterMs} ms${said}`;
   if (exit.signal !== null) return `died of ${exit.signal}${said}`;
   if (exit.code !== 0) return `exited with code ${exit.code}${said}`;
-  return `exited before it finished${said}`;
+  // Exit code 0 without the last message: worded without "before", which the sentences around it use.
+  return `exited (code 0) without finishing${said}`;
 }
 
 /**
@@ -364,8 +488,18 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
     child.stderr.on('data', (chunk: string) => {
       stderr = (stderr + chunk).slice(-STDERR_KEPT);
     });
+    let malformed: unknown = null;
     createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', (line) => {
-      const message = parseRunnerLine(line);
+      if (malformed !== null) return;
+      let message: RunnerMessage | null;
+      try {
+        message = parseRunnerLine(line);
+      } catch (err) {
+        // Nothing it says after that is believed: it is stopped, and the close says why.
+        malformed = err;
+        child.kill('SIGKILL');
+        return;
+      }
       if (message === null) return;
       session.accept(message);
       if (message.type === 'start') {
@@ -382,6 +516,10 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      if (malformed !== null) {
+        reject(malformed);
+        return;
+      }
       try {
         resolve(reportFromRunner(o, session, { code, signal, killedAfterMs, stderr }, generatedAt));
       } catch (err) {

@@ -6,7 +6,7 @@
  * (`MTLDevice.architecture.name`, or MLX_METAL_GPU_ARCH from v0.31.0), which the shim does not patch.
  */
 import { InvalidOptionsError } from '../core/errors.js';
-import { describeValue } from '../core/input.js';
+import { describeValue, quote } from '../core/input.js';
 import { isVmHost, namedParavirtual, PARAVIRTUAL_DEVICE_NAME } from '../device/paravirtual.js';
 import type { DeviceReport, HostInfo } from '../device/types.js';
 import {
@@ -164,7 +164,7 @@ function archName({ device, env, ruleSet }: MlxRuleContext): ArchName {
     return { name: reported, origin: `${reportedText} (MLX reads MLX_METAL_GPU_ARCH only from v0.31.0)` };
   }
   if (override === '') return { name: reported, origin: `${reportedText} (MLX_METAL_GPU_ARCH empty, ignored)` };
-  return { name: override, origin: `MLX_METAL_GPU_ARCH=${JSON.stringify(override)} replaces ${reportedText}` };
+  return { name: override, origin: `MLX_METAL_GPU_ARCH=${quote(override)} replaces ${reportedText}` };
 }
 
 /** The name's bytes as C++'s `char` holds them on Apple's arm64 (signed). */

@@ -78,6 +78,12 @@ export function commandError(
   env: NodeJS.ProcessEnv = process.env,
   platform: NodeJS.Platform = process.platform,
 ): SpawnError {
+  // In every folder `.` and `..` name that folder and its parent: no PATH entry holds a program of that name.
+  if (command === '.' || command === '..')
+    return new SpawnError(
+      'ERR_SPAWN',
+      `cannot run ${command}: it names a folder (the current one or its parent), not a program`,
+    );
   for (const candidate of commandCandidates(command, env, platform)) {
     let stats: Stats;
     try {

@@ -2,81 +2,35 @@
  * `--trace`: the path checked before anything runs, the private folder the processes write their traces into, and
  * the trace file(s) exec writes from it afterwards, never through a path someone else could have planted.
  */
-import { accessSync, constants, lstatSync, mkdtempSync, readdirSync, realpathSync, rmSync, type Stats } from 'node:fs';
+import { accessSync, constants, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { TraceFileError } from '../core/errors.js';
-import { effectiveUid, readOwnFile, replaceableBecause, writeFileSafely } from '../core/safefs.js';
+import { checkWriteTarget, readOwnFile, WriteRefusedError, writeTarget, type WriteTarget } from '../core/safefs.js';
 
-/**
- * A --trace file as checked: its folder resolved once (every link in the path followed then, never again), with that
- * folder's device and inode, which every write checks first.
- */
-export interface TraceTarget {
-  /** The trace file: the resolved folder and the file's own name. */
-  file: string;
-  folder: string;
-  dev: number;
-  ino: number;
-}
-
-/**
- * Why a folder that others may write is no place for the trace, or null: another user could swap a link in for the
- * folder's entries (CWE-59/367). A sticky folder owned by us or root (such as /tmp) lets nobody else rename what we
- * create in it, so it is allowed.
- */
-export function sharedFolderProblem(stats: Stats, uid: number | null = effectiveUid()): string | null {
-  if (uid === null || (stats.mode & 0o022) === 0) return null;
-  const sticky = (stats.mode & 0o1000) !== 0;
-  if (sticky && (stats.uid === uid || stats.uid === 0)) return null;
-  const mode = (stats.mode & 0o7777).toString(8).padStart(4, '0');
-  return `can be written by other users (mode ${mode}) and is not a sticky folder of yours or root's, so another user could swap its entries for links during the run`;
-}
+/** A --trace file as checked: its folder resolved once, with its device and inode, which every write checks first. */
+export type TraceTarget = WriteTarget;
 
 /**
  * Checks a --trace path before anything runs, so that a run is never wasted on a trace that cannot be written: the
- * folder exists, we may write in it, no other user may (unless it is a sticky folder of ours or root's), and the file
- * is new or a regular file of ours that we may write (it will be replaced, never written through; see
- * writeFileSafely). Returns the target, its folder resolved once; throws ERR_TRACE_FILE.
+ * folder is reached through nothing another user could have planted and we may write in it, and the file is new or a
+ * regular file of ours (checkWriteTarget, the rule of every file the tool writes). Returns the target, its folder
+ * resolved once; throws ERR_TRACE_FILE.
  */
 export function checkTraceFile(file: string): TraceTarget {
-  const asked = path.dirname(path.resolve(file));
-  let folder: string;
-  let stats: Stats;
+  let target: TraceTarget;
   try {
-    folder = realpathSync(asked);
-    stats = lstatSync(folder);
-  } catch {
-    throw new TraceFileError(`--trace ${file}: the folder ${asked} does not exist`);
-  }
-  if (!stats.isDirectory()) throw new TraceFileError(`--trace ${file}: the folder ${asked} does not exist`);
-  try {
-    accessSync(folder, constants.W_OK);
-  } catch {
-    throw new TraceFileError(`--trace ${file}: the folder ${folder} cannot be written`);
-  }
-  const shared = sharedFolderProblem(stats);
-  if (shared !== null) throw new TraceFileError(`--trace ${file}: the folder ${folder} ${shared}`);
-  const resolved = path.join(folder, path.basename(path.resolve(file)));
-  const problem = replaceableBecause(resolved);
-  if (problem !== null) throw new TraceFileError(`--trace ${file}: ${resolved} ${problem}`);
-  return { file: resolved, folder, dev: stats.dev, ino: stats.ino };
-}
-
-/**
- * Why the target's folder is no longer the one checked (a link or another folder swapped in for it, or for a folder
- * above it), or null: asked again before every write.
- */
-function folderChangedBecause(target: TraceTarget): string | null {
-  try {
-    if (realpathSync(target.folder) !== target.folder) return 'now resolves elsewhere (a link was swapped in)';
-    const now = lstatSync(target.folder);
-    if (!now.isDirectory() || now.dev !== target.dev || now.ino !== target.ino)
-      return 'is not the folder checked before the run';
-    return null;
+    target = checkWriteTarget(file);
   } catch (e) {
-    return `cannot be examined (${reasonOf(e)})`;
+    if (e instanceof WriteRefusedError) throw new TraceFileError(`--trace ${file}: ${e.message}`);
+    throw e;
   }
+  try {
+    accessSync(target.folder, constants.W_OK);
+  } catch {
+    throw new TraceFileError(`--trace ${file}: the folder ${target.folder} cannot be written`);
+  }
+  return target;
 }
 
 /** The largest trace file exec copies out of its private folder (a trace is a few kilobytes). */
@@ -160,17 +114,12 @@ export function emptyTrace(pid: number | undefined, profileApplied: boolean): st
 }
 
 /**
- * Writes one trace file in the checked folder, once it is seen to be the same folder; returns the injector errors to
- * report: none, or the one ERR_TRACE_FILE.
+ * Writes one trace file in the checked folder (writeTarget: once it is seen to be the same folder); returns the
+ * injector errors to report: none, or the one ERR_TRACE_FILE.
  */
 export function writeTrace(target: TraceTarget, text: string): string[] {
-  const changed = folderChangedBecause(target);
-  if (changed !== null)
-    return [
-      `ERR_TRACE_FILE cannot write ${target.file}: its folder ${target.folder} ${changed}, so nothing is written there`,
-    ];
   try {
-    writeFileSafely(target.file, text);
+    writeTarget(target, text);
     return [];
   } catch (e) {
     return [`ERR_TRACE_FILE cannot write ${target.file}: ${(e as Error).message}`];

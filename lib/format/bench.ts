@@ -1,4 +1,5 @@
 import type { BenchResult } from '../bench/run.js';
+import { inert } from '../core/escape.js';
 import type { SpeedupEstimate } from '../bench/stats.js';
 import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
 import { marginOf, type ChildResult, type GreedyStep } from '../bench/node-llama-cpp.js';
@@ -88,7 +89,9 @@ function table(head: string[], rows: string[][]): string[] {
  * The result as a person reads it: for speed, one row per llama-bench test (stock t/s, each profile's t/s and
  * speed-up with its spread over the rounds, Cua's table); for fidelity, one row per profile with its verdict.
  */
-export function formatBench(r: BenchResult, s: Styler): string {
+export function formatBench(result: BenchResult, s: Styler): string {
+  // Every string in it came from a file, a tool's output or another user: shown, a control character only shows.
+  const r = inert(result);
   const headline = benchHeadline(r);
   const bad = !r.validity.valid || r.partial;
   const lines = [`${s.bold('metal-cap-shim bench')}: ${bad ? s.bad(headline) : headline}`];

@@ -1,5 +1,5 @@
 import { hostLine, plural, profileLine, table, type Styler } from './text.js';
-import { inert } from '../core/input.js';
+import { inert } from '../core/escape.js';
 import { JUDGEMENTS, type RecordedStatus } from '../doctor/probes.js';
 import type { DoctorDevice, DoctorReport, MeasuredField, ProbeDifference } from '../doctor/types.js';
 

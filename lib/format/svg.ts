@@ -1,5 +1,6 @@
 import { speedMarkers, type Matrix } from '../audit/field-report.js';
 import { InvalidReportError } from '../core/errors.js';
+import { escapeControl, xmlSpecials } from '../core/escape.js';
 
 /** One bar of the speed-up chart: a profile against stock on one host, one test row. */
 export interface ChartBar {
@@ -66,28 +67,18 @@ export function textWidth(text: string, size: number): number {
   return width;
 }
 
-// What XML 1.0 cannot hold or a viewer would act on rather than show. Controls (C0, DEL, C1), lone surrogates and
-// non-characters (U+FDD0–U+FDEF, U+xFFFE, U+xFFFF) become U+FFFD, so a name that had one does not read as another;
-// format characters (bidi embeddings, overrides and isolates, zero-width joiners and spaces, the BOM, soft hyphen)
-// are dropped; line breaks and tabs become spaces.
+// Line breaks and tabs become spaces (a label is laid out in lines of its own); every other character a viewer would act
+// on rather than show, or that XML 1.0 cannot hold (controls, C1, bidi and other format characters, lone surrogates,
+// non-characters), is shown as its escape by the one escaper every output uses (lib/core/escape.ts).
 const BREAKS = /[\t\n\r\u2028\u2029]/g;
-const UNSHOWABLE = /[\p{Cc}\p{Cs}\p{Noncharacter_Code_Point}]/gu;
-const FORMAT = /\p{Cf}/gu;
 
-/** `text` with what the chart cannot show replaced or dropped (see above); still to be XML-escaped. */
+/** `text` as the chart shows it (see above); still to be XML-escaped (xml). */
 export function showable(text: string): string {
-  return text.replace(BREAKS, ' ').replace(UNSHOWABLE, '\ufffd').replace(FORMAT, '');
+  return escapeControl(text.replace(BREAKS, ' '));
 }
 
 /** Showable text as SVG character data or an attribute value: the five XML specials escaped. */
-function xml(text: string): string {
-  return text
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&apos;');
-}
+const xml = xmlSpecials;
 
 /**
  * `text` (showable) broken into lines no wider than `width` pixels at `size`: at spaces where it can, inside a word

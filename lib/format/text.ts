@@ -1,6 +1,6 @@
 import type { AuditResult } from '../audit/audit.js';
 import { FAMILY_NAMES, familyLabel, type FamilyName } from '../core/families.js';
-import { inert } from '../core/input.js';
+import { inert } from '../core/escape.js';
 import { plural } from '../core/words.js';
 import { HOST_VALUE, type BuiltinProfile, type Profile } from '../patch/profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from '../device/types.js';

@@ -5,6 +5,7 @@
  * planPatch, and installing takes its plan.
  */
 import { RefusedError } from '../core/errors.js';
+import { quote } from '../core/input.js';
 import { chipFamily, chipGpuGeneration } from '../device/chips.js';
 import { isParavirtualDevice } from '../device/paravirtual.js';
 import { hostOf } from '../device/report.js';
@@ -308,7 +309,7 @@ export function mlxArchitectureEnv(
     set: null,
     warning: {
       code: 'mlx-architecture-user-set',
-      message: `${MLX_ARCHITECTURE_ENV} is already set to ${JSON.stringify(own)}: that value is kept, and the profile's ${offered} is not offered to MLX (unset it to offer the profile's)`,
+      message: `${MLX_ARCHITECTURE_ENV} is already set to ${quote(own)}: that value is kept, and the profile's ${offered} is not offered to MLX (unset it to offer the profile's)`,
     },
   };
 }

@@ -331,20 +331,25 @@ void patchDeviceClassesLocked(const std::vector<id> &devices) {
 }
 
 __attribute__((constructor)) void injectorLoaded() {
-  dieWithExec();
-  gStatusFd = takeStatusFd();
+  // Read before anything is put in the environment: bash defines its own getenv and putenv, and its putenv before
+  // bash's main makes bash's getenv read its (then almost empty) variable table instead of environ, so a variable read
+  // after it is missing although the program has it.
   const char *trace = getenv("METAL_CAP_SHIM_TRACE_DIR");
   if (trace != NULL && strlen(trace) < sizeof(gTraceDir)) strcpy(gTraceDir, trace);
-  const char *text = getenv("METAL_CAP_SHIM_PROFILE_NATIVE");
+  const char *found = getenv("METAL_CAP_SHIM_PROFILE_NATIVE");
+  bool fits = found != NULL && strlen(found) < sizeof(gProfileText);
+  if (fits) strcpy(gProfileText, found);
+  dieWithExec();
+  gStatusFd = takeStatusFd();
   Profile profile;
   std::string error;
-  gProfileOk = text != NULL && strlen(text) < sizeof(gProfileText) && parseNativeProfile(text, &profile, &error);
+  gProfileOk = fits && parseNativeProfile(gProfileText, &profile, &error);
   if (!gProfileOk) {
     // Fail closed: no hooks without a valid profile; the CLI reports it from the status line.
     statusLine("error ERR_INVALID_PROFILE " + (error.empty() ? std::string("missing or too long") : error));
+    gProfileText[0] = '\0';
     return;
   }
-  strcpy(gProfileText, text);
   statusLine(std::string("loaded ") + loadedSlice());
   atexit(writeTraceFile);
 }

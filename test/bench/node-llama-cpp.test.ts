@@ -4,7 +4,7 @@
 // (scripts/build/tiny-gguf.mjs), stock and patched over the simulated Metal. The CPU build asks Metal nothing, so the
 // same model gives the same greedy tokens on both sides; a patched side that loads another model (a node-llama-cpp
 // wrapper that swaps the model when the shim is active) diverges; a child that dies is reported with how it ended.
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -117,6 +117,19 @@ describe('a run measured like llama-bench', () => {
     expect(readChildResult(JSON.stringify(zero), 2)).toEqual({
       problem: 'its result has no usable gpu, pp (its tokens and 2 times above 0), greedy',
     });
+    // Each greedy step's probabilities from 0 to 1: NaN (which JSON writes as null), 1.5, a negative runner-up.
+    for (const bad of [
+      step(1, Number.NaN, 0.2),
+      step(1, 1.5, null),
+      step(1, 0.5, -0.1),
+      { ...step(1, 0.5, null), token: '1' },
+    ])
+      expect(readChildResult(JSON.stringify({ ...good, greedy: [bad] }), 2)).toEqual({
+        problem: 'its result has no usable greedy',
+      });
+    expect(readChildResult(JSON.stringify({ ...good, greedy: [step(1, 1, 0)] }), 2)).toEqual({
+      result: { ...good, greedy: [step(1, 1, 0)] },
+    });
   });
 });
 
@@ -202,11 +215,14 @@ describe('a refused profile, before any child runs', () => {
 describe('a project without node-llama-cpp', () => {
   it('is told to install it, with a stable code, before anything runs (exit 2)', () => {
     requireSimBuild();
-    const empty = mkdtempSync(path.join(tmpdir(), 'mcs-no-nlc-'));
+    // In a folder anyone may write, as /tmp: the search for node-llama-cpp stops there, and says so.
+    const shared = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-shared-')));
+    chmodSync(shared, 0o1777);
+    const empty = mkdtempSync(path.join(shared, 'mcs-no-nlc-'));
     const r = benchIn(empty, ['--node-llama-cpp', '--model', 'm.gguf']);
     expect([r.status, r.stdout]).toEqual([2, '']);
     expect(r.stderr).toBe(
-      `metal-cap-shim: ERR_BENCH_NO_NODE_LLAMA_CPP: node-llama-cpp is not installed in ${empty} (bench --node-llama-cpp uses your project's own): run bench from your project's folder, or install it there with \`npm install node-llama-cpp\`\n`,
+      `metal-cap-shim: ERR_BENCH_NO_NODE_LLAMA_CPP: node-llama-cpp is not installed in ${empty} (bench --node-llama-cpp uses your project's own); the search stopped at ${shared}, which can be written by other users (mode 1777) (a package there could have been planted by another user): run bench from your project's folder or name it with --project DIR, or install it there with \`npm install node-llama-cpp\`\n`,
     );
     const json = benchIn(empty, ['--node-llama-cpp', '--model', 'm.gguf', '--json']);
     expect([json.status, JSON.parse(json.stdout).error.code]).toEqual([2, 'ERR_BENCH_NO_NODE_LLAMA_CPP']);

@@ -196,6 +196,13 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
     );
   });
 
+  it('bash, which has its own getenv and putenv, loads the shim with its profile: nothing on stderr, the trace applied', () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-trace-bash-')), 'trace.json');
+    const r = runCli(['exec', '--profile', 'apple7', '--trace', file, '--', 'bash', '-c', 'true'], VM);
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    expect(JSON.parse(readFileSync(file, 'utf8')).profileApplied).toBe(true);
+  });
+
   it('passes the exit code through', () => {
     expect(runCli(['exec', '--', 'sh', '-c', 'exit 7'], VM).status).toBe(7);
     expect(runCli(['exec', '--', 'true'], VM).status).toBe(0);

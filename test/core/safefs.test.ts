@@ -19,13 +19,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
+  checkWriteTarget,
   effectiveUid,
+  foreignFolderBecause,
   makeFolders,
   readOwnFile,
   replaceableBecause,
   untrustedBecause,
   writeFileSafely,
+  WriteRefusedError,
   writeNewFile,
+  writeTarget,
 } from '../../lib/core/safefs.js';
 
 const NOBODY = 65534;
@@ -285,8 +289,118 @@ describe('replaceableBecause and writeFileSafely', () => {
     expect(errorOf(() => writeFileSafely(f, 'x')).message).toBe(`${f} exists and is not a regular file`);
   });
 
-  it('an error that is not "exists" (the folder is gone) is thrown as it is', () => {
+  it('a folder that does not exist is refused, naming it', () => {
     const f = path.join(dir, 'gone', 'f');
-    expect(errorOf(() => writeFileSafely(f, 'x')).code).toBe('ENOENT');
+    expect(errorOf(() => writeFileSafely(f, 'x'))).toEqual(
+      new WriteRefusedError(`the folder ${path.join(dir, 'gone')} does not exist`),
+    );
+  });
+});
+
+describe('foreignFolderBecause: where code or a path may be taken from', () => {
+  it.each([
+    ['ours, 0755', 1000, 0o755, null],
+    ['root’s, 0755', 0, 0o755, null],
+    ['ours, group-writable', 1000, 0o775, 'can be written by its group (mode 0775)'],
+    ['root’s, sticky and world-writable (as /tmp)', 0, 0o1777, 'can be written by other users (mode 1777)'],
+    ['another user’s, 0755', 1001, 0o755, 'belongs to another user (uid 1001)'],
+    ['another user’s, 0700', 1001, 0o700, 'belongs to another user (uid 1001)'],
+  ])('%s', (_name, uid, mode, why) => {
+    expect(foreignFolderBecause(stats(uid, mode), 1000)).toBe(why);
+  });
+
+  it('everything where there are no owners', () => {
+    expect(foreignFolderBecause(stats(12345, 0o777), null)).toBeNull();
+  });
+});
+
+describe('resolveFolderSafely and checkWriteTarget: every folder and link crossed', () => {
+  it('a path of our own folders and links of ours: the real folder, with its device and inode', () => {
+    const real = path.join(dir, 'real');
+    mkdirSync(real);
+    symlinkSync(real, path.join(dir, 'abs'));
+    symlinkSync('real/../real', path.join(dir, 'rel'));
+    const { dev, ino } = statSync(real);
+    for (const via of ['real', 'abs', 'rel'])
+      expect(checkWriteTarget(path.join(dir, via, 'out.svg'))).toEqual({
+        file: path.join(real, 'out.svg'),
+        folder: real,
+        dev,
+        ino,
+      });
+  });
+
+  it('a folder others may write is refused unless it is sticky and ours or root’s, on the way or at the end', () => {
+    const open = path.join(dir, 'open');
+    mkdirSync(path.join(open, 'inner'), { recursive: true });
+    chmodSync(open, 0o777);
+    const why = `can be written by other users (mode 0777) and is not a sticky folder of yours or root's, so another user could swap its entries for links`;
+    expect(errorOf(() => checkWriteTarget(path.join(open, 'out.svg')))).toEqual(
+      new WriteRefusedError(`the folder ${open} ${why}`),
+    );
+    expect(errorOf(() => checkWriteTarget(path.join(open, 'inner', 'out.svg')))).toEqual(
+      new WriteRefusedError(`the folder ${open}, on the way to ${path.join(open, 'inner')}, ${why}`),
+    );
+    chmodSync(open, 0o1777);
+    expect(checkWriteTarget(path.join(open, 'inner', 'out.svg')).folder).toBe(path.join(open, 'inner'));
+  });
+
+  it('a link loop is refused after 40 links, not followed for ever', () => {
+    symlinkSync(path.join(dir, 'b'), path.join(dir, 'a'));
+    symlinkSync(path.join(dir, 'a'), path.join(dir, 'b'));
+    expect(errorOf(() => checkWriteTarget(path.join(dir, 'a', 'out.svg')))).toEqual(
+      new WriteRefusedError(`the folder ${path.join(dir, 'a')} is reached through more than 40 links`),
+    );
+  });
+
+  it('a file where a folder should be: the folder does not exist', () => {
+    writeFileSync(path.join(dir, 'plain'), '');
+    expect(errorOf(() => checkWriteTarget(path.join(dir, 'plain', 'out.svg')))).toEqual(
+      new WriteRefusedError(`the folder ${path.join(dir, 'plain')} does not exist`),
+    );
+  });
+
+  it.runIf(asRoot)(
+    'a link another user planted in a shared parent is never followed: the victim’s file is intact',
+    () => {
+      const shared = path.join(dir, 'shared');
+      const victim = path.join(dir, 'victim');
+      mkdirSync(shared, { mode: 0o1777 });
+      chmodSync(shared, 0o1777);
+      mkdirSync(victim);
+      writeFileSync(path.join(victim, 'out.svg'), 'victim');
+      symlinkSync(victim, path.join(shared, 'reports'));
+      execFileSync('chown', ['-h', `${NOBODY}:${NOBODY}`, path.join(shared, 'reports')]);
+      expect(errorOf(() => writeFileSafely(path.join(shared, 'reports', 'out.svg'), 'written'))).toEqual(
+        new WriteRefusedError(
+          `the folder ${path.join(shared, 'reports')} is reached through ${path.join(shared, 'reports')}, a link of another user's (uid ${NOBODY}), which could point anywhere`,
+        ),
+      );
+      expect(readFileSync(path.join(victim, 'out.svg'), 'utf8')).toBe('victim');
+    },
+  );
+
+  it.runIf(asRoot)('a folder of another user’s, at the end or on the way, is never written in', () => {
+    const theirs = path.join(dir, 'theirs');
+    mkdirSync(path.join(theirs, 'sub'), { recursive: true });
+    chownSync(theirs, NOBODY, NOBODY);
+    expect(errorOf(() => writeFileSafely(path.join(theirs, 'out.svg'), 'x'))).toEqual(
+      new WriteRefusedError(`the folder ${theirs} belongs to another user (uid ${NOBODY})`),
+    );
+    expect(errorOf(() => writeFileSafely(path.join(theirs, 'sub', 'out.svg'), 'x'))).toEqual(
+      new WriteRefusedError(
+        `the folder ${theirs}, on the way to ${path.join(theirs, 'sub')}, belongs to another user (uid ${NOBODY})`,
+      ),
+    );
+    expect(readdirSync(theirs)).toEqual(['sub']);
+  });
+
+  it('the written file is new each time (a temporary file renamed into place), so rerunning over it works', () => {
+    const f = path.join(dir, 'out.svg');
+    const target = checkWriteTarget(f);
+    writeTarget(target, 'one');
+    const first = statSync(f).ino;
+    writeTarget(checkWriteTarget(f), 'two');
+    expect([readFileSync(f, 'utf8'), statSync(f).ino === first, readdirSync(dir)]).toEqual(['two', false, ['out.svg']]);
   });
 });

@@ -1,7 +1,7 @@
 // doctor's options and the `doctor` command's flags: every bound from both sides, typed errors before anything runs,
 // and the offline replay of a snapshot (any OS).
 import { chmodSync, cpSync, existsSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -86,6 +86,57 @@ describe('doctor() options', () => {
     );
     expect(optionError({ mmapFile: '' }).option).toBe('mmapFile');
     expect(optionError({ mmapFile: model, mmapSize: 1 << 20 }).option).toBe('mmapSize');
+  });
+
+  it('mmapFile: a FIFO swapped in for the file while it is checked is refused at once, never waited on', async () => {
+    const race = mkdtempSync(path.join(tmpdir(), 'mcs-mmap-race-'));
+    const name = path.join(race, 'model.gguf');
+    const file = path.join(race, 'file');
+    const fifo = path.join(race, 'fifo');
+    writeFileSync(file, Buffer.alloc(4096, 7));
+    execFileSync('mkfifo', [fifo]);
+    writeFileSync(name, Buffer.alloc(4096, 7));
+    // Another process swaps a FIFO and the file under the name as fast as rename goes, for 2.5 s, then opens the FIFO
+    // for writing for 0.5 s, which frees a reader that an earlier check left waiting on it.
+    const swapper = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const fs = require('fs'); const [name, file, fifo, tmp] = process.argv.slice(1);
+         const end = Date.now() + 2500;
+         while (Date.now() < end) { fs.linkSync(fifo, tmp); fs.renameSync(tmp, name); fs.linkSync(file, tmp); fs.renameSync(tmp, name); }
+         const free = Date.now() + 500;
+         while (Date.now() < free) { try { fs.closeSync(fs.openSync(fifo, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK)); } catch {} }`,
+        name,
+        file,
+        fifo,
+        path.join(race, 'tmp'),
+      ],
+      { stdio: 'ignore' },
+    );
+    const ended = new Promise((resolve) => swapper.on('exit', resolve));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    let slowest = 0;
+    const outcomes = new Set<string>();
+    for (const end = Date.now() + 1300; Date.now() < end; ) {
+      const started = Date.now();
+      try {
+        checkDoctorOptions({ mmapFile: name });
+        outcomes.add('accepted');
+      } catch (err) {
+        outcomes.add(err instanceof InvalidOptionsError ? err.message.replace(name, 'NAME') : String(err));
+      }
+      slowest = Math.max(slowest, Date.now() - started);
+    }
+    await ended;
+    // A check that waited on the FIFO would have taken until the swapper freed it, a second or more.
+    expect(slowest).toBeLessThan(400);
+    for (const o of outcomes)
+      expect([
+        'accepted',
+        "doctor() option 'mmapFile' (--mmap-file) cannot use NAME: not a regular file",
+        "doctor() option 'mmapFile' (--mmap-file) cannot use NAME: no such file",
+      ]).toContain(o);
   });
 
   it('device: a whole number (its range is checked against the devices there are)', () => {
@@ -338,7 +389,7 @@ describe('doctor() options: every message whole, every bound from both sides', (
     }
   });
 
-  it('mmapFile: blank names no file; a path through a file says what stat said', () => {
+  it('mmapFile: blank names no file; a path through a file says what open said', () => {
     for (const blank of ['', '   ']) {
       expect(optionError({ mmapFile: blank })).toEqual({
         option: 'mmapFile',
@@ -347,7 +398,7 @@ describe('doctor() options: every message whole, every bound from both sides', (
     }
     const through = path.join(model, 'inner.gguf');
     expect(optionError({ mmapFile: through }).message).toBe(
-      `doctor() option 'mmapFile' (--mmap-file) cannot use ${through}: ENOTDIR: not a directory, stat '${through}'`,
+      `doctor() option 'mmapFile' (--mmap-file) cannot use ${through}: ENOTDIR: not a directory, open '${through}'`,
     );
   });
 

@@ -14,9 +14,16 @@ import { leftGpuUnusable, runFrom } from '../../lib/doctor/judge.js';
 import { checkDoctorOptions } from '../../lib/doctor/options.js';
 import { PROBE_GATING_FAMILIES, probeBudgetFor, probeBudgetMs, type DoctorProbeId } from '../../lib/doctor/probes.js';
 import { LLAMA_CPP_RULES, MLX_RULES } from '../../lib/engines/index.js';
-import { parseRunnerLine, runDoctorLiveSync, runnerEnvironment } from '../../lib/doctor/run.js';
+import {
+  parseRunnerLine,
+  reportFromRunner,
+  RunnerSession,
+  runDoctorLiveSync,
+  runnerEnvironment,
+} from '../../lib/doctor/run.js';
 import { runPhases } from '../../lib/doctor/runner.js';
 import type { DoctorReport } from '../../lib/doctor/types.js';
+import { NativeError } from '../../lib/core/errors.js';
 import { describeSim, requireSimBuild, root } from '../support/helpers.js';
 import { useSimulation } from '../support/simulation.js';
 
@@ -264,6 +271,105 @@ describeSim('doctor: the probes run in a child process', () => {
     expect(parseRunnerLine('Metal: a log line')).toBe(null);
     expect(parseRunnerLine(' {"type":"done"}')).toBe(null);
   });
+
+  it('a runner that exits 0 without finishing is said so once, without "before" twice', () => {
+    let thrown: unknown;
+    try {
+      reportFromRunner(
+        checkDoctorOptions({}),
+        new RunnerSession(),
+        { code: 0, signal: null, killedAfterMs: null, stderr: '' },
+        '',
+      );
+    } catch (err) {
+      thrown = err;
+    }
+    expect([(thrown as NativeError).code, (thrown as NativeError).message]).toEqual([
+      'ERR_DOCTOR_RUNNER',
+      "doctor's probe runner exited (code 0) without finishing before it read the devices; nothing ran, and this process was not touched",
+    ]);
+  });
+
+  it.each([
+    [
+      'an outcome without its outcome',
+      { type: 'outcome', device: 0, run: 'stock' },
+      'outcome',
+      'an object',
+      'undefined',
+    ],
+    [
+      'an outcome whose ms is a string',
+      {
+        type: 'outcome',
+        device: 0,
+        run: 'stock',
+        outcome: {
+          id: 'heap',
+          status: 'pass',
+          detail: '',
+          ms: '5',
+          compileMs: 0,
+          buildFailed: false,
+          gpuTimedOut: false,
+        },
+      },
+      'outcome.ms',
+      'a number ≥ 0',
+      'the string "5"',
+    ],
+    [
+      'a start of an unknown probe',
+      { type: 'start', device: 0, devices: 1, probe: 'warp', run: 'stock' },
+      'probe',
+      'a probe id',
+      'the string "warp"',
+    ],
+    [
+      'a stock report without devices',
+      { type: 'stock', report: { supported: true, host: null } },
+      'report.devices',
+      'an array',
+      'undefined',
+    ],
+    [
+      'a stock device without families',
+      { type: 'stock', report: { supported: true, host: null, devices: [{ name: 'x', index: 0 }] } },
+      'report.devices[0]',
+      'a device report',
+      'an object',
+    ],
+    [
+      'a restore with a hook that is a number',
+      { type: 'restored', restoredHooks: [1], conflicts: [] },
+      'restoredHooks[0]',
+      'an object',
+      'number 1',
+    ],
+    ['a negative device count', { type: 'no-such-device', count: -1 }, 'count', 'a whole number ≥ 0', 'number -1'],
+    [
+      'a patched run whose why is a number',
+      { type: 'patched', devices: null, why: 3 },
+      'why',
+      'a string or null',
+      'number 3',
+    ],
+  ])(
+    'a line of a known type in the wrong shape is ERR_DOCTOR_RUNNER naming the field: %s',
+    (_name, line, field, what, got) => {
+      let thrown: unknown;
+      try {
+        parseRunnerLine(JSON.stringify(line));
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(NativeError);
+      expect([(thrown as NativeError).code, (thrown as NativeError).message]).toEqual([
+        'ERR_DOCTOR_RUNNER',
+        `doctor's probe runner wrote a '${line.type}' line whose ${field} is not ${what} (got ${got}); this process was not touched`,
+      ]);
+    },
+  );
 });
 
 describe('the families that gate each probe come from the engine rules', () => {

@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TraceFileError } from '../../lib/core/errors.js';
-import { checkTraceFile, sharedFolderProblem, writeTrace } from '../../lib/exec/trace.js';
+import { sharedFolderProblem } from '../../lib/core/safefs.js';
+import { checkTraceFile, writeTrace } from '../../lib/exec/trace.js';
 import { thrown } from '../support/helpers.js';
 
 let tmp: string;
@@ -75,7 +76,7 @@ describe('checkTraceFile (--trace)', () => {
     chmodSync(open, 0o777);
     expect(thrown(() => checkTraceFile(path.join(open, 'trace.json')))).toEqual(
       new TraceFileError(
-        `--trace ${path.join(open, 'trace.json')}: the folder ${open} can be written by other users (mode 0777) and is not a sticky folder of yours or root's, so another user could swap its entries for links during the run`,
+        `--trace ${path.join(open, 'trace.json')}: the folder ${open} can be written by other users (mode 0777) and is not a sticky folder of yours or root's, so another user could swap its entries for links`,
       ),
     );
     chmodSync(open, 0o1777);
@@ -101,7 +102,7 @@ describe('checkTraceFile (--trace)', () => {
     rmSync(shared);
     mkdirSync(shared);
     expect(writeTrace(target, '{}\n')).toEqual([
-      `ERR_TRACE_FILE cannot write ${target.file}: its folder ${shared} is not the folder checked before the run, so nothing is written there`,
+      `ERR_TRACE_FILE cannot write ${target.file}: its folder ${shared} is not the folder checked before, so nothing is written there`,
     ]);
     expect([readdirSync(elsewhere), readdirSync(shared)]).toEqual([[], []]);
     // The folder it was: written.

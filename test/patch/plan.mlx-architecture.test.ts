@@ -198,6 +198,14 @@ describe('mlxArchitectureEnv: what a program’s environment gets', () => {
     });
   });
 
+  it('a long value of the user’s is quoted clipped to its first 200 characters, with its length', () => {
+    const long = `applegpu_${'x'.repeat(100_000)}`;
+    expect(mlxArchitectureEnv('applegpu_g13d', { MLX_METAL_GPU_ARCH: long }).warning).toEqual({
+      code: 'mlx-architecture-user-set',
+      message: `MLX_METAL_GPU_ARCH is already set to "${long.slice(0, 200)}"… (100009 characters): that value is kept, and the profile's applegpu_g13d is not offered to MLX (unset it to offer the profile's)`,
+    });
+  });
+
   it('nothing offered: nothing set, whatever the environment holds', () => {
     expect(mlxArchitectureEnv(null, { MLX_METAL_GPU_ARCH: 'applegpu_g13s' })).toEqual({ set: null, warning: null });
     expect(mlxArchitectureEnv(null, {})).toEqual({ set: null, warning: null });

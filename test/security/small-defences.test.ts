@@ -55,6 +55,29 @@ describe('arrays are bounded before they are walked', () => {
   });
 });
 
+describe('the program names . and ..', () => {
+  it.each(['.', '..'])('%s cannot be run (126), and the message names no PATH folder', (name) => {
+    expect(resolveCommand(name, { PATH: tmpdir() })).toBe(null);
+    const message = `cannot run ${name}: it names a folder (the current one or its parent), not a program`;
+    expect(commandError(name, { PATH: tmpdir() })).toMatchObject({ code: 'ERR_SPAWN', message });
+    const r = runCli(['exec', '--allow-unpatched', '--', name]);
+    expect([r.status, r.stderr]).toEqual([126, `metal-cap-shim: ERR_SPAWN: ${message}\n`]);
+  });
+});
+
+describe('bench with a program that is not there', () => {
+  it('exits 127 as exec does, and 126 for one that cannot be run', () => {
+    const sim = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock' };
+    const missing = runCli(['bench', '--', '/no/such/llama-bench'], sim);
+    expect([missing.status, missing.stderr]).toEqual([
+      127,
+      'metal-cap-shim: ERR_COMMAND_NOT_FOUND: command not found: /no/such/llama-bench\n',
+    ]);
+    const folder = runCli(['bench', '--', tmpdir()], sim);
+    expect([folder.status, folder.stderr.split(':')[1]]).toEqual([126, ' ERR_SPAWN']);
+  });
+});
+
 describe('an empty program name', () => {
   it('is not found (127), never the PATH folder it would be joined to', () => {
     expect(resolveCommand('', { PATH: tmpdir() })).toBe(null);

@@ -615,3 +615,35 @@ describe('metal-cap-shim/tables: each helper checks its arguments as the root do
     expect(tables.diffAnswers([device], [patched]).map((c) => c.field)).toEqual(['families.apple6', 'families.apple7']);
   });
 });
+
+describe('fieldReport({ bench }) reads its argument as a file is read: once, bounded, into plain data', () => {
+  const call = (bench: unknown) =>
+    settled(() => fieldReport({ snapshot: STOCK, doctor: false, bench: bench as never }));
+
+  it('a sparse array claiming 2^32 − 1 results is refused unread', async () => {
+    const started = Date.now();
+    const e = await call(new Array(2 ** 32 - 1));
+    expect(described(e)).toEqual({ name: 'InvalidOptionsError', code: 'ERR_INVALID_OPTIONS', field: 'bench' });
+    expect((e as Error).message).toBe(
+      "fieldReport() option 'bench' has 4294967295 elements, more than the 100000 any input of metal-cap-shim can need",
+    );
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('a Proxy whose trap throws, a BigInt and a cycle are typed errors naming the field', async () => {
+    const trap = new Proxy([{}], {
+      get(target, key) {
+        if (key === '0') throw new Error('trap');
+        return Reflect.get(target, key);
+      },
+    });
+    const cycle: Record<string, unknown>[] = [{}];
+    cycle[0]!.self = cycle;
+    const outcomes = await Promise.all([call(trap), call([{ n: 1n }]), call(cycle)]);
+    expect(outcomes.map((e) => [described(e).field, (e as Error).message])).toEqual([
+      ['bench[0]', "fieldReport() option 'bench[0]' cannot be read (trap)"],
+      ['bench[0].n', "fieldReport() option 'bench[0].n' is a BigInt, which JSON cannot hold"],
+      ['bench[0].self', "fieldReport() option 'bench[0].self' contains itself (a cycle)"],
+    ]);
+  });
+});
