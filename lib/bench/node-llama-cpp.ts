@@ -12,7 +12,7 @@ import { readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { BenchError } from '../core/errors.js';
-import { describeValue, isObject } from '../core/input.js';
+import { isObject } from '../core/input.js';
 import { foreignFolderBecause } from '../core/safefs.js';
 import { packageRoot } from '../device/native.js';
 import type { Profile } from '../patch/profiles.js';
