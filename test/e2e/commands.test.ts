@@ -99,7 +99,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(a.warnings).toEqual([]);
     expect(a.llamaCppRules).toEqual({
       rules: 'chip-tuning',
-      releases: 'v0.4.x',
+      releases: 'v0.4.x and nightly builds after b10586',
       release: 'v0.4.0',
       source: 'option',
       detail: 'llama.cpp v0.4.0 asked for',
@@ -114,7 +114,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       {
         code: 'above-host-family',
         message:
-          "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.4.x will tune for an M4 Max (Apple9's representative), not this host's Apple M1 Ultra (profile host claims exactly the host's)",
+          "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.4.x and nightly builds after b10586 will tune for an M4 Max (Apple9's representative), not this host's Apple M1 Ultra (profile host claims exactly the host's)",
       },
     ]);
   });
@@ -170,7 +170,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       {
         code: 'tuned-for-other-chip',
         message:
-          "llama.cpp v0.4.x: with Apple7 claimed, flash attention is tuned for an M4 Max (its own rows), not for this host's Apple M1; stock tuning: with its baseline kernels",
+          "llama.cpp v0.4.x and nightly builds after b10586: with Apple7 claimed, flash attention is tuned for an M4 Max (its own rows), not for this host's Apple M1; stock tuning: with its baseline kernels",
       },
       {
         code: 'heap-in-vm',
@@ -333,7 +333,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--rules', 'b4753', '--json']).stdout) as AuditResult;
     expect(a.llamaCppRules).toEqual({
       rules: 'legacy',
-      releases: 'up to b6431 (ggml-metal.m)',
+      releases: 'b4562 to b6500 (ggml-metal.m)',
       release: 'b4753',
       source: 'option',
       detail: 'llama.cpp b4753 asked for',
@@ -342,7 +342,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect({ status: bad.status, error: bad.stderr.split('\n')[0] }).toEqual({
       status: 2,
       error:
-        "metal-cap-shim: ERR_USAGE: --rules must be legacy, device-b6673, device-b6968, device-b7010, device-b7411, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
+        "metal-cap-shim: ERR_USAGE: --rules must be legacy-b0, legacy-b1853, legacy-b4040, legacy-b4053, legacy, device-b6501, device-b6968, device-b7010, device-b7411, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
     });
   });
 
@@ -612,7 +612,7 @@ describe('metal-cap-shim profiles, --help, --version and usage errors', () => {
     ],
     [
       ['audit', '--rules', 'ancient'],
-      "--rules must be legacy, device-b6673, device-b6968, device-b7010, device-b7411, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
+      "--rules must be legacy-b0, legacy-b1853, legacy-b4040, legacy-b4053, legacy, device-b6501, device-b6968, device-b7010, device-b7411, device, chip-tuning, current or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
       'metal-cap-shim audit --help',
     ],
     [
