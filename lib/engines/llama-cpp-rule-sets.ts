@@ -30,7 +30,9 @@ export type LlamaCppRuleKey =
   | 'shared-location-x86'
   | 'gpu-family'
   | 'device-id-b9333'
-  | 'device-id';
+  | 'device-id'
+  | 'working-set-legacy'
+  | 'working-set-device';
 
 /** The commit that opens a rule set, as llama.cpp's history has it: its short hash and pull request, when known. */
 export interface RuleSetCitation {
@@ -139,10 +141,10 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
       'residency sets and GGML_METAL_NO_RESIDENCY arrive (only in arm64 builds against the macOS 15 SDK); bfloat kernels only in -DGGML_METAL_USE_BF16=ON builds',
     evidence: [
       "b4562: source read in llama.cpp's history (commit 178a7eb)",
-      'b4753: built and compared (node-llama-cpp 3.6.0)',
+      'b4753: built and compared (node-llama-cpp 3.6.0); its ggml_backend_metal_device_get_memory read',
       'b6431: source read (node-llama-cpp 3.13.0)',
     ],
-    rules: [...LEGACY_BASE, 'bfloat-no-switch-legacy', 'use-bfloat-opt-in', 'residency-legacy'],
+    rules: [...LEGACY_BASE, 'bfloat-no-switch-legacy', 'use-bfloat-opt-in', 'residency-legacy', 'working-set-legacy'],
     gates: 'legacy',
     tuning: null,
   },
@@ -156,10 +158,10 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
       'ggml_metal_device_init and its props: bfloat from has_bfloat (no GGML_METAL_USE_BF16), no has_tensor, no GGML_METAL_BF16_DISABLE; shared buffers from hasUnifiedMemory and GGML_METAL_SHARED_BUFFERS_DISABLE only',
     evidence: [
       "b6501: source read in llama.cpp's history (commit 0320ac5, #15995; b6500 is the last ggml-metal.m)",
-      'b6673: built and compared (node-llama-cpp 3.14.0)',
+      'b6673: built and compared (node-llama-cpp 3.14.0); its ggml_metal_device_get_memory read',
       "b6501 to b6967: ggml_metal_device_init read in llama.cpp's history (first changed by commit 5b180c3, build 6968)",
     ],
-    rules: [...DEVICE_BASE, 'bfloat-no-switch-device', 'residency-device', 'shared-unified'],
+    rules: [...DEVICE_BASE, 'bfloat-no-switch-device', 'residency-device', 'shared-unified', 'working-set-device'],
     gates: 'device',
     tuning: null,
   },
@@ -174,7 +176,14 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     evidence: [
       "b6968: source read in llama.cpp's history (commit 5b180c3, #16634, the build that adds both); no node-llama-cpp release ships a build of this range",
     ],
-    rules: [...DEVICE_BASE, 'bfloat-switch', 'tensor-b6968', 'residency-device', 'shared-unified'],
+    rules: [
+      ...DEVICE_BASE,
+      'bfloat-switch',
+      'tensor-b6968',
+      'residency-device',
+      'shared-unified',
+      'working-set-device',
+    ],
     gates: 'device',
     tuning: null,
   },
@@ -189,7 +198,14 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
       "b7010: source read in llama.cpp's history (commit c27efd2, #17087)",
       'b7347: built and compared (node-llama-cpp 3.14.5)',
     ],
-    rules: [...DEVICE_BASE, 'bfloat-switch', 'tensor-b7010', 'residency-device', 'shared-unified'],
+    rules: [
+      ...DEVICE_BASE,
+      'bfloat-switch',
+      'tensor-b7010',
+      'residency-device',
+      'shared-unified',
+      'working-set-device',
+    ],
     gates: 'device',
     tuning: null,
   },
@@ -205,7 +221,14 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
       'b8390: built and compared (node-llama-cpp 3.18.1)',
       'b7698, b8121, b8390: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.15.0 to 3.18.1)',
     ],
-    rules: [...DEVICE_BASE, 'bfloat-switch', 'tensor-b7010', 'residency-device', 'shared-location'],
+    rules: [
+      ...DEVICE_BASE,
+      'bfloat-switch',
+      'tensor-b7010',
+      'residency-device',
+      'shared-location',
+      'working-set-device',
+    ],
     gates: 'device',
     tuning: null,
   },
@@ -222,7 +245,15 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
       'b10361: built and compared (node-llama-cpp 3.20.0)',
       'b10068, b10361: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.19.1, 3.20.0)',
     ],
-    rules: [...DEVICE_BASE, 'bfloat-switch', 'tensor-b7010', 'residency-device', 'shared-location', 'device-id-b9333'],
+    rules: [
+      ...DEVICE_BASE,
+      'bfloat-switch',
+      'tensor-b7010',
+      'residency-device',
+      'shared-location',
+      'device-id-b9333',
+      'working-set-device',
+    ],
     gates: 'device',
     tuning: null,
   },
@@ -247,6 +278,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
       'shared-location',
       'gpu-family',
       'device-id',
+      'working-set-device',
     ],
     gates: 'device',
     tuning: 'chip',
@@ -259,7 +291,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     releases: 'v0.5.0 and later',
     summary:
       'flash-attention tuning by Apple GPU family alone; an external GPU gets shared buffers only in x86_64 builds',
-    evidence: ['v0.5.0: built and compared (node-llama-cpp 3.22.1)'],
+    evidence: ['v0.5.0: built and compared (node-llama-cpp 3.22.1); its ggml_metal_device_get_memory read'],
     rules: [
       ...DEVICE_BASE,
       'bfloat-switch',
@@ -268,6 +300,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
       'shared-location-x86',
       'gpu-family',
       'device-id',
+      'working-set-device',
     ],
     gates: 'device',
     tuning: 'family',

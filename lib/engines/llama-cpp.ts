@@ -12,6 +12,8 @@ import {
   nullFamilyWarnings,
   RESIDENCY_MIN_MACOS,
   result,
+  workingSetOf,
+  wssText,
   type Derived,
   type GateFlag,
   type GateRule,
@@ -48,6 +50,11 @@ export type LlamaCppEarlyDeviceFlag = Exclude<LlamaCppDeviceFlag, 'has_tensor'>;
 /** Every flag of the chip-tuning and current rules: the device flags, the Apple GPU family and the chip. */
 export type LlamaCppCurrentFlag = LlamaCppDeviceFlag | 'gpu_family' | 'device_id';
 
+/** The memory ggml reports for the device (its working set), which llama.cpp fits layers and context into. */
+export interface LlamaCppMemoryFlag {
+  max_working_set_size: Derived<number | null>;
+}
+
 /** A value a llama.cpp rule computes. */
 export type LlamaCppValue = boolean | number | string;
 
@@ -55,10 +62,11 @@ export type LlamaCppValue = boolean | number | string;
 export type LlamaCppRule<F extends string, T extends LlamaCppValue = boolean> = GateRule<F, T>;
 
 /** The flags of the chip-tuning and current rules, each with its value's type. */
-export type LlamaCppCurrentFlags = Record<LlamaCppDeviceFlag, GateFlag> & {
-  gpu_family: Derived<number>;
-  device_id: Derived<string>;
-};
+export type LlamaCppCurrentFlags = Record<LlamaCppDeviceFlag, GateFlag> &
+  LlamaCppMemoryFlag & {
+    gpu_family: Derived<number>;
+    device_id: Derived<string>;
+  };
 
 /** An op that ggml-metal's `supports_op` accepts only when one flag is true; otherwise it runs on the CPU. */
 export interface OpGate {
@@ -119,28 +127,28 @@ export interface LlamaCppCurrentPrediction extends LlamaCppPredictionBase {
 /** llama.cpp prediction under the device rules with device_id (b9333 to v0.3.x): no gpu_family, no tuning. */
 export interface LlamaCppDeviceIdPrediction extends LlamaCppPredictionBase {
   rules: 'device';
-  flags: Record<LlamaCppDeviceFlag, GateFlag> & { device_id: Derived<string> };
+  flags: Record<LlamaCppDeviceFlag, GateFlag> & LlamaCppMemoryFlag & { device_id: Derived<string> };
   tuning: null;
 }
 
 /** llama.cpp prediction under the device rules with the tensor API, before device_id (b6968 to b9332). */
 export interface LlamaCppDevicePrediction extends LlamaCppPredictionBase {
   rules: 'device-b7411' | 'device-b7010' | 'device-b6968';
-  flags: Record<LlamaCppDeviceFlag, GateFlag>;
+  flags: Record<LlamaCppDeviceFlag, GateFlag> & LlamaCppMemoryFlag;
   tuning: null;
 }
 
 /** llama.cpp prediction under the first ggml-metal-device.m rules (b6501 to b6967): no has_tensor flag yet. */
 export interface LlamaCppEarlyDevicePrediction extends LlamaCppPredictionBase {
   rules: 'device-b6501';
-  flags: Record<LlamaCppEarlyDeviceFlag, GateFlag>;
+  flags: Record<LlamaCppEarlyDeviceFlag, GateFlag> & LlamaCppMemoryFlag;
   tuning: null;
 }
 
 /** llama.cpp prediction under the legacy (ggml-metal.m) rules. */
 export interface LlamaCppLegacyPrediction extends LlamaCppPredictionBase {
   rules: 'legacy';
-  flags: Record<LlamaCppLegacyFlag, GateFlag>;
+  flags: Record<LlamaCppLegacyFlag, GateFlag> & LlamaCppMemoryFlag;
   tuning: null;
 }
 
@@ -573,6 +581,7 @@ export function tuningPhrase(t: TuningTier): string {
 /** Any rule of any llama.cpp rule set. */
 export type AnyLlamaCppRule =
   | LlamaCppRule<LlamaCppDeviceFlag | LlamaCppLegacyFlag>
+  | GateRule<'max_working_set_size', number | null>
   | LlamaCppRule<'gpu_family', number>
   | LlamaCppRule<'device_id', string>;
 
@@ -599,6 +608,28 @@ const encodeOnlyMmRule: LlamaCppRule<'has_simdgroup_mm'> = {
     return result(a7.yes, [a7.text, 'asked on every MUL_MAT encode to pick the matrix-matrix kernel']);
   },
 };
+
+/**
+ * The memory ggml reports for the device: get_memory's total is recommendedMaxWorkingSetSize (free is that minus
+ * currentAllocatedSize), and llama.cpp's memory fitting decides from it how many layers and how much context fit, so a
+ * profile's working set is what llama.cpp plans with.
+ */
+function workingSetRule(source: string): GateRule<'max_working_set_size', number | null> {
+  return {
+    flag: 'max_working_set_size',
+    source,
+    rule: "recommendedMaxWorkingSetSize, reported as the device's total memory: llama.cpp fits layers and context into it",
+    families: [],
+    properties: ['recommendedMaxWorkingSetSize'],
+    env: [],
+    compute: ({ device }) => {
+      const wss = workingSetOf(device);
+      return wss === null
+        ? result(null, ['recommendedMaxWorkingSetSize not in this report'])
+        : result(wss, [wssText(wss), 'the memory llama.cpp believes the GPU has']);
+    },
+  };
+}
 
 /** use_bfloat from b4040 to b4052: no build switch yet, so the BF16 kernels follow has_bfloat. */
 const useBfloatAlwaysRule: LlamaCppRule<'use_bfloat'> = {
@@ -660,6 +691,8 @@ export const LLAMA_CPP_RULE_CATALOGUE: Readonly<Record<LlamaCppRuleKey, AnyLlama
   'gpu-family': gpuFamilyRule,
   'device-id-b9333': deviceIdRule(LLAMA_CPP_CHIPS_B9333),
   'device-id': deviceIdRule(LLAMA_CPP_CHIPS),
+  'working-set-legacy': workingSetRule('ggml-metal.m ggml_backend_metal_device_get_memory'),
+  'working-set-device': workingSetRule('ggml-metal-device.m ggml_metal_device_get_memory'),
 });
 
 /** The registry row of a rule set. */
@@ -738,10 +771,10 @@ export const LLAMA_CPP_SWITCHES: readonly string[] = Object.freeze(
 // Prediction.
 
 function evaluate(
-  rules: readonly { flag: string; compute: (ctx: RuleContext) => Derived<LlamaCppValue> }[],
+  rules: readonly { flag: string; compute: (ctx: RuleContext) => Derived<LlamaCppValue | null> }[],
   ctx: RuleContext,
 ) {
-  const out: Record<string, Derived<LlamaCppValue>> = {};
+  const out: Record<string, Derived<LlamaCppValue | null>> = {};
   for (const r of rules) out[r.flag] = r.compute(ctx);
   return out;
 }
@@ -836,7 +869,7 @@ export function predictLlamaCpp(
   );
   warnings.push(...rowWarnings(row, device), ...unread);
 
-  const flags = evaluate(rules, ctx) as Record<string, Derived<LlamaCppValue>>;
+  const flags = evaluate(rules, ctx);
   const boolFlag = (name: string): boolean | undefined => flags[name]?.value as boolean | undefined;
   const consequences = llamaConsequences(
     ruleSet,

@@ -16,6 +16,8 @@ import {
   parseMacos,
   RESIDENCY_MIN_MACOS,
   result,
+  workingSetOf,
+  wssText,
   type Derived,
   type RuleContext,
 } from './common.js';
@@ -295,13 +297,6 @@ function intSwitch(env: MlxRuleContext['env'], name: string, fallback: number): 
   return { value: atoi(v), text: `${name}=${JSON.stringify(v)} (${atoiText(v)})` };
 }
 
-function workingSet(ctx: MlxRuleContext): number | null {
-  const wss = ctx.device.recommendedMaxWorkingSetSize;
-  return typeof wss === 'number' && Number.isFinite(wss) && wss >= 0 ? wss : null;
-}
-
-const wssText = (wss: number) => `recommendedMaxWorkingSetSize=${wss} (${(wss / 1048576).toFixed(2)} MiB)`;
-
 /** The allocator's block limit: floor(min(1.5 × wss, 0.95 × RAM)), RAM left out when unknown. */
 function blockLimit(ctx: MlxRuleContext, wss: number): { value: number; parts: string[] } {
   const ram = ctx.host?.memoryBytes;
@@ -534,7 +529,7 @@ export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
         return result(null, [...sets.parts, 'no residency sets, so no cap: MLX returns before computing it']);
       const pct = intSwitch(ctx.env, 'MLX_RESIDENCY_SET_MAX_PCT', 5);
       if (pct.value <= 0 || pct.value >= 100) return result(0, [pct.text, 'one set holds everything']);
-      const wss = workingSet(ctx);
+      const wss = workingSetOf(ctx.device);
       if (wss === null) return result(null, [pct.text, 'recommendedMaxWorkingSetSize unknown']);
       const cap = Math.max(Math.floor(wss / 100) * pct.value, 64 * 1048576);
       return result(cap, [pct.text, wssText(wss), `max(${Math.floor(wss / 100)} × ${pct.value}, 64 MiB) = ${cap}`]);
@@ -769,7 +764,7 @@ export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
     properties: ['recommendedMaxWorkingSetSize', 'host.memoryBytes'],
     env: [],
     compute: (ctx) => {
-      const wss = workingSet(ctx);
+      const wss = workingSetOf(ctx.device);
       if (wss === null) return result(null, ['recommendedMaxWorkingSetSize unknown']);
       // MLX truncates each double to size_t: the block limit as min(double, double), the gc term on its own.
       const gcTerm = Math.floor(0.95 * wss);
@@ -789,7 +784,7 @@ export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
     properties: ['recommendedMaxWorkingSetSize', 'host.memoryBytes'],
     env: [],
     compute: (ctx) => {
-      const wss = workingSet(ctx);
+      const wss = workingSetOf(ctx.device);
       if (wss === null) return result(null, ['recommendedMaxWorkingSetSize unknown']);
       const block = blockLimit(ctx, wss);
       return result(block.value, [wssText(wss), ...block.parts, `block limit = ${block.value}`]);
@@ -806,7 +801,7 @@ export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
     properties: ['recommendedMaxWorkingSetSize'],
     env: [],
     compute: (ctx) => {
-      const wss = workingSet(ctx);
+      const wss = workingSetOf(ctx.device);
       return wss === null
         ? result(null, ['recommendedMaxWorkingSetSize unknown'])
         : result(wss, [wssText(wss), 'set_wired_limit refuses more']);
@@ -824,7 +819,7 @@ export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
     env: ['MLX_CONV_WINOGRAD_WORKING_SET'],
     compute: (ctx) => {
       const sw = intSwitch(ctx.env, 'MLX_CONV_WINOGRAD_WORKING_SET', 0);
-      const wss = workingSet(ctx);
+      const wss = workingSetOf(ctx.device);
       const fromEnv = sw.value > 0;
       const w = fromEnv ? sw.value : wss;
       if (w === null) return result(null, [sw.text, 'recommendedMaxWorkingSetSize unknown']);

@@ -350,7 +350,14 @@ describe('predictGates: llama.cpp legacy rules', () => {
     const p = legacy(device({ yes: M1_LIKE }));
     expect(p.rules).toBe('legacy');
     expect(Object.keys(p.flags).sort()).toEqual(
-      ['has_bfloat', 'has_residency_sets', 'has_simdgroup_mm', 'has_simdgroup_reduction', 'use_bfloat'].sort(),
+      [
+        'has_bfloat',
+        'has_residency_sets',
+        'has_simdgroup_mm',
+        'has_simdgroup_reduction',
+        'max_working_set_size',
+        'use_bfloat',
+      ].sort(),
     );
     expect('has_tensor' in p.flags).toBe(false);
     expect('use_shared_buffers' in p.flags).toBe(false);
@@ -612,13 +619,21 @@ describe('rule tables', () => {
       'use_residency_sets',
       'use_shared_buffers',
     ];
-    expect(LLAMA_CPP_RULES['device-b7411'].map((r) => r.flag)).toEqual(deviceFlags);
-    expect(LLAMA_CPP_RULES.device.map((r) => r.flag)).toEqual([...deviceFlags, 'device_id']);
-    expect(LLAMA_CPP_RULES['chip-tuning'].map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id']);
-    expect(LLAMA_CPP_RULES.current.map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id']);
-    expect(
-      LLAMA_CPP_RULES.current.every((r) => r.source.startsWith('ggml-metal-device.m ggml_metal_device_init')),
-    ).toBe(true);
+    const memory = 'max_working_set_size';
+    expect(LLAMA_CPP_RULES['device-b7411'].map((r) => r.flag)).toEqual([...deviceFlags, memory]);
+    expect(LLAMA_CPP_RULES.device.map((r) => r.flag)).toEqual([...deviceFlags, 'device_id', memory]);
+    expect(LLAMA_CPP_RULES['chip-tuning'].map((r) => r.flag)).toEqual([
+      ...deviceFlags,
+      'gpu_family',
+      'device_id',
+      memory,
+    ]);
+    expect(LLAMA_CPP_RULES.current.map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id', memory]);
+    // Every flag is computed at init but the working set, which get_memory reads when llama.cpp asks.
+    expect(LLAMA_CPP_RULES.current.map((r) => r.source.split(' ').slice(0, 2).join(' '))).toEqual([
+      ...Array(8).fill('ggml-metal-device.m ggml_metal_device_init'),
+      'ggml-metal-device.m ggml_metal_device_get_memory',
+    ]);
     expect(Object.keys(predictGates(device(), 'mlx', { env: {} }).flags)).toEqual(MLX_RULES.map((r) => r.flag));
   });
 

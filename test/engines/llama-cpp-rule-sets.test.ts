@@ -75,3 +75,32 @@ describe('a made-up release row', () => {
     });
   });
 });
+
+describe('the working set llama.cpp believes it has', () => {
+  // A profile that raises only the working set, audited on the stock guest: every rule set that reads it shows the
+  // stock and the patched value; the ggml-metal.m rule sets before b4562 are not claimed to (no source read there).
+  const raised = 16 * 1024 ** 3;
+  it.each([
+    ['b4562', true],
+    ['b6501', true],
+    ['b9333', true],
+    ['v0.4.0', true],
+    ['v0.5.0', true],
+    ['b4561', false],
+  ])('llama.cpp %s: read %s', async (release, read) => {
+    vi.resetModules();
+    const { audit } = await import('../../lib/audit/audit.js');
+    const result = audit({
+      snapshot: 'vz-guest-m1-ultra-tahoe-stock',
+      profile: { recommendedMaxWorkingSetSize: raised, mode: 'raise' },
+      engines: ['llama.cpp'],
+      release,
+      env: {},
+    });
+    const engine = result.devices[0]!.engines[0]!;
+    const stock = result.devices[0]!.stock.recommendedMaxWorkingSetSize;
+    expect(engine.flipped.filter((f) => f.flag === 'max_working_set_size')).toEqual(
+      read ? [{ flag: 'max_working_set_size', from: stock, to: raised }] : [],
+    );
+  });
+});

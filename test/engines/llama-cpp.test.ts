@@ -607,6 +607,7 @@ describe('llama.cpp, the rules of a release', () => {
           ...(tensor ? ['has_tensor'] : []),
           'use_residency_sets',
           'use_shared_buffers',
+          'max_working_set_size',
         ],
         tuning: null,
       });
