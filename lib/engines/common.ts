@@ -144,3 +144,14 @@ export function nullFamilyWarnings(
       `supportsFamily(${familyLabel(f)}) has no answer in this report; predicted as NO, the engine may see otherwise`,
   );
 }
+
+/** The device's recommendedMaxWorkingSetSize when the report has a usable one, else null. */
+export function workingSetOf(device: DeviceReport): number | null {
+  const wss = device.recommendedMaxWorkingSetSize;
+  return typeof wss === 'number' && Number.isFinite(wss) && wss >= 0 ? wss : null;
+}
+
+/** The working set, worded for a reason: `recommendedMaxWorkingSetSize=N (M MiB)`. */
+export function wssText(wss: number): string {
+  return `recommendedMaxWorkingSetSize=${wss} (${(wss / 1048576).toFixed(2)} MiB)`;
+}

@@ -38,8 +38,8 @@ export interface PredictOptions {
   /** Host facts for macOS-version and build-architecture rules; null/absent means unknown (macOS assumed ≥ 15.0). */
   host?: HostInfo | null;
   /**
-   * llama.cpp rule set: `current` (the newest, default), `legacy` (the newest ggml-metal.m rules), or `device-b6673`,
-   * `device-b6968`, `device-b7010`, `device` and `chip-tuning` for the releases between. MLX accepts only `current`.
+   * llama.cpp rule set: `current` (the newest, default), `legacy` (the newest ggml-metal.m rules), or one of the rule
+   * sets between and before (LLAMA_CPP_RULE_SETS: `legacy-b0` … `chip-tuning`). MLX accepts only `current`.
    */
   rules?: LlamaCppRuleSet;
   /**
@@ -234,6 +234,11 @@ export function predictGates(device: unknown, engine: unknown, options?: unknown
  * predictGates inside the package, where the device and the options are already checked (a report this package
  * read, a release parsed once per audit): the house rule is checks at the public entry, unchecked inside.
  */
+export function predictChecked(
+  device: DeviceReport,
+  engine: 'llama.cpp',
+  options: ValidOptions & { rules: 'current' },
+): LlamaCppCurrentPrediction;
 export function predictChecked(device: DeviceReport, engine: 'llama.cpp', options: ValidOptions): LlamaCppPrediction;
 export function predictChecked(device: DeviceReport, engine: Engine, options: ValidOptions): GatePrediction;
 export function predictChecked(device: DeviceReport, engine: Engine, options: ValidOptions): GatePrediction {

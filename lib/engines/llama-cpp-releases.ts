@@ -1,127 +1,18 @@
 /**
- * Which llama.cpp releases each rule set describes, and how a release, a loaded ggml or node-llama-cpp's build
- * metadata is mapped to one. The ranges come from llama.cpp's own sources and binaries: the releases the
- * conformance suite builds and compares (test/conformance/), the sources and Mach-O binaries node-llama-cpp ships
- * for other releases, read once. Between two releases seen on either side of a change the boundary is not known
- * exactly; a release there gets the older rule set and a warning saying so.
+ * How a release, a loaded ggml or node-llama-cpp's build metadata is mapped to a llama.cpp rule set, read from the
+ * registry (llama-cpp-rule-sets.ts). A b-numbered release is mapped by the first build of each row; a nightly build
+ * after a semantic-version row's `nightlyAfter` gets that row with a warning, since its first build is not pinned.
  */
 
-/** Where a rule set begins: a build number (`b7411` is build 7411) or a semantic version (`v0.4.0`). */
-export type RuleSetStart = { build: number } | { version: readonly [number, number, number] };
+import { LLAMA_CPP_RULE_SET_REGISTRY, type LlamaCppRuleSetInfo } from './llama-cpp-rule-sets.js';
 
-/** One llama.cpp rule set: which releases it covers, from what, and the evidence. */
-export interface LlamaCppRuleSetInfo {
-  id: string;
-  /** The first release it covers (the legacy rules cover everything before ggml-metal-device.m: build 0). */
-  first: RuleSetStart;
-  /** The file that computes the flags. */
-  source: 'ggml-metal.m' | 'ggml-metal-device.m';
-  /** The release range, in words. */
-  releases: string;
-  /** What sets it apart from the rule set before it. */
-  summary: string;
-  /** Releases whose own code was compared with these rules, and how. */
-  evidence: readonly string[];
-}
-
-/**
- * The llama.cpp rule sets, oldest first: the one place a rule set is declared. The union of ids, the list `--rules`
- * takes and its help, the release boundaries and the conformance eras' expectations are read from here; each rule
- * set's rule table and op gates are keyed by these ids (llama-cpp.ts), so the compiler asks for them. `current`,
- * `device` and `legacy` name the newest of each source generation; the older ggml-metal-device.m rule sets are named
- * by the first release they cover (`device-b6968`).
- */
-export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
-  {
-    id: 'legacy',
-    first: { build: 0 },
-    source: 'ggml-metal.m',
-    releases: 'up to b6431 (ggml-metal.m)',
-    summary:
-      'the device context of ggml-metal.m: bfloat kernels only in -DGGML_METAL_USE_BF16=ON builds, residency sets only in arm64 builds against the macOS 15 SDK',
-    evidence: ['b4753: built and compared (node-llama-cpp 3.6.0)', 'b6431: source read (node-llama-cpp 3.13.0)'],
-  },
-  {
-    id: 'device-b6673',
-    first: { build: 6673 },
-    source: 'ggml-metal-device.m',
-    releases: 'b6673 to b6967 (ggml-metal-device.m, before the tensor API)',
-    summary:
-      'ggml_metal_device_init and its props: no has_tensor, no GGML_METAL_BF16_DISABLE; shared buffers from hasUnifiedMemory and GGML_METAL_SHARED_BUFFERS_DISABLE only',
-    evidence: [
-      'b6673: built and compared (node-llama-cpp 3.14.0)',
-      "b6673 to b6967: ggml_metal_device_init read in llama.cpp's history (first changed by commit 5b180c3, build 6968)",
-    ],
-  },
-  {
-    id: 'device-b6968',
-    first: { build: 6968 },
-    source: 'ggml-metal-device.m',
-    releases: 'b6968 to b7009 (ggml-metal-device.m, tensor API on M5/M6 only)',
-    summary:
-      'has_tensor (Metal4, on by name for M5 and M6 only) and GGML_METAL_BF16_DISABLE arrive (llama.cpp #16634); shared buffers unchanged',
-    evidence: [
-      "b6968: source read in llama.cpp's history (commit 5b180c3, #16634, the build that adds both); no node-llama-cpp release ships a build of this range",
-    ],
-  },
-  {
-    id: 'device-b7010',
-    first: { build: 7010 },
-    source: 'ggml-metal-device.m',
-    releases: 'b7010 to b7410 (ggml-metal-device.m, before eGPU shared buffers)',
-    summary: 'the tensor API by name also for A19 and A20 (llama.cpp #17087); shared buffers unchanged',
-    evidence: [
-      "b7010: source read in llama.cpp's history (commit c27efd2, #17087)",
-      'b7347: built and compared (node-llama-cpp 3.14.5)',
-    ],
-  },
-  {
-    id: 'device-b7411',
-    first: { build: 7411 },
-    source: 'ggml-metal-device.m',
-    releases: 'b7411 to b9332 (ggml-metal-device.m, before device_id)',
-    summary: 'an external GPU gets shared buffers, and GGML_METAL_SHARED_BUFFERS_ENABLE forces them (llama.cpp #17866)',
-    evidence: [
-      "b7411: source read in llama.cpp's history (commit 165caaf, #17866)",
-      'b8390: built and compared (node-llama-cpp 3.18.1)',
-      'b7698, b8121, b8390: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.15.0 to 3.18.1)',
-    ],
-  },
-  {
-    id: 'device',
-    first: { build: 9333 },
-    source: 'ggml-metal-device.m',
-    releases: 'b9333 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)',
-    summary:
-      'device_id parsed from the device name (llama.cpp #23566; its chip table has no A18 Pro), read by nothing yet; no gpu_family or tuning',
-    evidence: [
-      "b9333: source read in llama.cpp's history (commit 35c9b1f, #23566)",
-      'b10361: built and compared (node-llama-cpp 3.20.0)',
-      'b10068, b10361: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.19.1, 3.20.0)',
-    ],
-  },
-  {
-    id: 'chip-tuning',
-    first: { version: [0, 4, 0] },
-    source: 'ggml-metal-device.m',
-    releases: 'v0.4.x',
-    summary:
-      'gpu_family, and flash-attention tuning by chip (device_id, whose table gains the A18 Pro), then by family representative',
-    evidence: [
-      'v0.4.0: built and compared (node-llama-cpp 3.21.1)',
-      'v0.4.0: Mach-O binaries read (@node-llama-cpp/mac-arm64-metal 3.21.1)',
-    ],
-  },
-  {
-    id: 'current',
-    first: { version: [0, 5, 0] },
-    source: 'ggml-metal-device.m',
-    releases: 'v0.5.0 and later',
-    summary:
-      'flash-attention tuning by Apple GPU family alone; an external GPU gets shared buffers only in x86_64 builds',
-    evidence: ['v0.5.0: built and compared (node-llama-cpp 3.22.1)'],
-  },
-] as const satisfies readonly LlamaCppRuleSetInfo[]);
+export {
+  LLAMA_CPP_RULE_SET_REGISTRY,
+  type LlamaCppRuleKey,
+  type LlamaCppRuleSetInfo,
+  type RuleSetCitation,
+  type RuleSetStart,
+} from './llama-cpp-rule-sets.js';
 
 /** A llama.cpp rule set's id (LLAMA_CPP_RULE_SET_REGISTRY), oldest first: `legacy` … `current`. */
 export type LlamaCppRuleSet = (typeof LLAMA_CPP_RULE_SET_REGISTRY)[number]['id'];
@@ -175,51 +66,56 @@ function versionAtLeast(v: readonly [number, number, number], min: readonly [num
   return true;
 }
 
-/** The last ggml-metal.m release and the first ggml-metal-device.m release seen (node-llama-cpp 3.13.0 and 3.14.0). */
-const LAST_LEGACY_SEEN = 6431;
-const FIRST_DEVICE_SEEN = 6673;
-/** The newest b-numbered release seen without per-chip tuning (@node-llama-cpp/mac-arm64-metal 3.20.0). */
-const LAST_UNTUNED_BUILD_SEEN = 10361;
 /**
- * The builds that change ggml_metal_device_init's reads, newest first, from the registry (llama.cpp's history): a
- * release tag bN is build N (`git rev-list --count` of its commit), on a history without merges, so every release from
- * bN on contains build N.
+ * The rows that start at a build, newest first: a release tag bN is build N (`git rev-list --count` of its commit), on
+ * a history without merges, so every release from bN on contains build N.
  */
-const DEVICE_BOUNDARIES: readonly { first: number; ruleSet: LlamaCppRuleSet }[] = LLAMA_CPP_RULE_SET_REGISTRY.flatMap(
-  (r) => (r.source === 'ggml-metal-device.m' && 'build' in r.first ? [{ first: r.first.build, ruleSet: r.id }] : []),
-).reverse();
-/** The newest rule set of b-numbered releases (before v0.4.0's per-chip tuning). */
-const NEWEST_DEVICE: LlamaCppRuleSet = DEVICE_BOUNDARIES[0]!.ruleSet;
-/** The semantic-version rule sets, newest first. */
-const VERSION_BOUNDARIES: readonly { first: readonly [number, number, number]; ruleSet: LlamaCppRuleSet }[] =
-  LLAMA_CPP_RULE_SET_REGISTRY.flatMap((r) =>
-    'version' in r.first ? [{ first: r.first.version, ruleSet: r.id }] : [],
+function buildBoundaries(): { first: number; ruleSet: LlamaCppRuleSet }[] {
+  return LLAMA_CPP_RULE_SET_REGISTRY.flatMap((r) =>
+    'build' in r.first ? [{ first: r.first.build, ruleSet: r.id as LlamaCppRuleSet }] : [],
   ).reverse();
+}
+
+/** The semantic-version rows, newest first. */
+function versionBoundaries(): { first: readonly [number, number, number]; ruleSet: LlamaCppRuleSet }[] {
+  return LLAMA_CPP_RULE_SET_REGISTRY.flatMap((r) =>
+    'version' in r.first ? [{ first: r.first.version, ruleSet: r.id as LlamaCppRuleSet }] : [],
+  ).reverse();
+}
+
+/** The oldest semantic-version row whose change reached the nightly builds before build `n`, if any. */
+function nightlyRowFor(n: number): LlamaCppRuleSetInfo | undefined {
+  return (LLAMA_CPP_RULE_SET_REGISTRY as readonly LlamaCppRuleSetInfo[]).find(
+    (r) => r.nightlyAfter !== undefined && n > r.nightlyAfter,
+  );
+}
 
 /** The rule set for a release, with a warning when the release lies where the boundary is not known exactly. */
 export function ruleSetForRelease(release: LlamaCppRelease): { ruleSet: LlamaCppRuleSet; warning: string | null } {
+  const builds = buildBoundaries();
+  const newestBuildRow = builds[0]!.ruleSet;
   if (release.kind === 'build') {
     const n = release.build;
-    if (n <= LAST_LEGACY_SEEN) return { ruleSet: 'legacy', warning: null };
-    if (n < FIRST_DEVICE_SEEN) {
+    const nightly = nightlyRowFor(n);
+    if (nightly !== undefined) {
+      const later = LLAMA_CPP_RULE_SET_REGISTRY.slice(
+        LLAMA_CPP_RULE_SET_REGISTRY.findIndex((r) => r.id === nightly.id) + 1,
+      );
+      const laterText = later.length === 0 ? '' : `; the changes of ${later.map((r) => r.id).join(', ')} may apply too`;
       return {
-        ruleSet: 'legacy',
-        warning: `llama.cpp ${release.text} lies between b${LAST_LEGACY_SEEN} (the last ggml-metal.m release seen) and b${FIRST_DEVICE_SEEN} (the first ggml-metal-device.m release seen): legacy rules assumed`,
+        ruleSet: nightly.id as LlamaCppRuleSet,
+        warning: `llama.cpp ${release.text} is a nightly build after b${nightly.nightlyAfter}, after which ${nightly.opened.pr ?? 'the change'} brought the ${nightly.id} rules; its first build is not pinned, so ${nightly.id} rules assumed${laterText}`,
       };
     }
-    if (n <= LAST_UNTUNED_BUILD_SEEN)
-      return { ruleSet: DEVICE_BOUNDARIES.find((b) => n >= b.first)!.ruleSet, warning: null };
-    return {
-      ruleSet: NEWEST_DEVICE,
-      warning: `llama.cpp ${release.text} is newer than b${LAST_UNTUNED_BUILD_SEEN}, the newest b-numbered release seen without per-chip tuning: ${NEWEST_DEVICE} rules assumed (v0.4.0's per-chip tuning may apply)`,
-    };
+    return { ruleSet: builds.find((b) => n >= b.first)!.ruleSet, warning: null };
   }
-  const byVersion = VERSION_BOUNDARIES.find((b) => versionAtLeast(release.version, b.first));
+  const versions = versionBoundaries();
+  const byVersion = versions.find((b) => versionAtLeast(release.version, b.first));
   if (byVersion !== undefined) return { ruleSet: byVersion.ruleSet, warning: null };
-  const oldest = VERSION_BOUNDARIES[VERSION_BOUNDARIES.length - 1]!;
+  const oldest = versions[versions.length - 1]!;
   return {
-    ruleSet: NEWEST_DEVICE,
-    warning: `llama.cpp ${release.text} is older than v${oldest.first.join('.')}, the first release seen with per-chip tuning: ${NEWEST_DEVICE} rules assumed`,
+    ruleSet: newestBuildRow,
+    warning: `llama.cpp ${release.text} is older than v${oldest.first.join('.')}, the first release seen with per-chip tuning: ${newestBuildRow} rules assumed`,
   };
 }
 
@@ -289,10 +185,9 @@ const GGML_VERSION_RULES: readonly {
   { min: [0, 9, 5], ruleSet: 'device-b7411' },
   {
     min: [0, 9, 0],
-    ruleSet: 'device-b6673',
+    ruleSet: 'device-b6501',
     spans: 'b6526 to b7595',
-    across:
-      "ggml-metal-device.m's arrival (b6673), the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411)",
+    across: 'the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411)',
   },
 ];
 
@@ -305,13 +200,12 @@ export function ruleSetForGgmlVersion(text: string): { ruleSet: LlamaCppRuleSet;
     return ruleSetForRelease({ kind: 'build', build: version[2], text: `b${version[2]}` });
   const rule = GGML_VERSION_RULES.find((r) => versionAtLeast(version, r.min));
   if (rule === undefined) return null;
-  const legacyToo = rule.ruleSet === 'device-b6673' ? '; a build before b6673 follows the legacy rules' : '';
   return {
     ruleSet: rule.ruleSet,
     warning:
       rule.spans === undefined
         ? null
-        : `ggml ${text} shipped with llama.cpp ${rule.spans}, across ${rule.across}: the older ${rule.ruleSet} rules (${LLAMA_CPP_RULE_SET_INFO[rule.ruleSet].releases}) assumed${legacyToo}`,
+        : `ggml ${text} shipped with llama.cpp ${rule.spans}, across ${rule.across}: the older ${rule.ruleSet} rules (${LLAMA_CPP_RULE_SET_INFO[rule.ruleSet].releases}) assumed`,
   };
 }
 

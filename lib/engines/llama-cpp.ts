@@ -12,12 +12,20 @@ import {
   nullFamilyWarnings,
   RESIDENCY_MIN_MACOS,
   result,
+  workingSetOf,
+  wssText,
   type Derived,
   type GateFlag,
   type GateRule,
   type RuleContext,
 } from './common.js';
-import { isDeviceRuleSet, LLAMA_CPP_RULE_SET_INFO, type LlamaCppRuleSet } from './llama-cpp-releases.js';
+import {
+  LLAMA_CPP_RULE_SET_INFO,
+  LLAMA_CPP_RULE_SET_REGISTRY,
+  type LlamaCppRuleKey,
+  type LlamaCppRuleSet,
+  type LlamaCppRuleSetInfo,
+} from './llama-cpp-releases.js';
 
 /** Flags ggml-metal.m sets in its device context (legacy rules). */
 export type LlamaCppLegacyFlag =
@@ -36,11 +44,16 @@ export type LlamaCppDeviceFlag =
   | 'use_residency_sets'
   | 'use_shared_buffers';
 
-/** The device flags before the tensor API (device-b6673 rules): no has_tensor. */
+/** The device flags before the tensor API (device-b6501 rules): no has_tensor. */
 export type LlamaCppEarlyDeviceFlag = Exclude<LlamaCppDeviceFlag, 'has_tensor'>;
 
 /** Every flag of the chip-tuning and current rules: the device flags, the Apple GPU family and the chip. */
 export type LlamaCppCurrentFlag = LlamaCppDeviceFlag | 'gpu_family' | 'device_id';
+
+/** The memory ggml reports for the device (its working set), which llama.cpp fits layers and context into. */
+export interface LlamaCppMemoryFlag {
+  max_working_set_size: Derived<number | null>;
+}
 
 /** A value a llama.cpp rule computes. */
 export type LlamaCppValue = boolean | number | string;
@@ -49,10 +62,11 @@ export type LlamaCppValue = boolean | number | string;
 export type LlamaCppRule<F extends string, T extends LlamaCppValue = boolean> = GateRule<F, T>;
 
 /** The flags of the chip-tuning and current rules, each with its value's type. */
-export type LlamaCppCurrentFlags = Record<LlamaCppDeviceFlag, GateFlag> & {
-  gpu_family: Derived<number>;
-  device_id: Derived<string>;
-};
+export type LlamaCppCurrentFlags = Record<LlamaCppDeviceFlag, GateFlag> &
+  LlamaCppMemoryFlag & {
+    gpu_family: Derived<number>;
+    device_id: Derived<string>;
+  };
 
 /** An op that ggml-metal's `supports_op` accepts only when one flag is true; otherwise it runs on the CPU. */
 export interface OpGate {
@@ -113,28 +127,38 @@ export interface LlamaCppCurrentPrediction extends LlamaCppPredictionBase {
 /** llama.cpp prediction under the device rules with device_id (b9333 to v0.3.x): no gpu_family, no tuning. */
 export interface LlamaCppDeviceIdPrediction extends LlamaCppPredictionBase {
   rules: 'device';
-  flags: Record<LlamaCppDeviceFlag, GateFlag> & { device_id: Derived<string> };
+  flags: Record<LlamaCppDeviceFlag, GateFlag> & LlamaCppMemoryFlag & { device_id: Derived<string> };
   tuning: null;
 }
 
 /** llama.cpp prediction under the device rules with the tensor API, before device_id (b6968 to b9332). */
 export interface LlamaCppDevicePrediction extends LlamaCppPredictionBase {
   rules: 'device-b7411' | 'device-b7010' | 'device-b6968';
-  flags: Record<LlamaCppDeviceFlag, GateFlag>;
+  flags: Record<LlamaCppDeviceFlag, GateFlag> & LlamaCppMemoryFlag;
   tuning: null;
 }
 
-/** llama.cpp prediction under the first ggml-metal-device.m rules (b6673 to b6967): no has_tensor flag yet. */
+/** llama.cpp prediction under the first ggml-metal-device.m rules (b6501 to b6967): no has_tensor flag yet. */
 export interface LlamaCppEarlyDevicePrediction extends LlamaCppPredictionBase {
-  rules: 'device-b6673';
-  flags: Record<LlamaCppEarlyDeviceFlag, GateFlag>;
+  rules: 'device-b6501';
+  flags: Record<LlamaCppEarlyDeviceFlag, GateFlag> & LlamaCppMemoryFlag;
   tuning: null;
 }
 
 /** llama.cpp prediction under the legacy (ggml-metal.m) rules. */
 export interface LlamaCppLegacyPrediction extends LlamaCppPredictionBase {
   rules: 'legacy';
-  flags: Record<LlamaCppLegacyFlag, GateFlag>;
+  flags: Record<LlamaCppLegacyFlag, GateFlag> & LlamaCppMemoryFlag;
+  tuning: null;
+}
+
+/**
+ * llama.cpp prediction under the ggml-metal.m rules before residency sets (up to b4561): the flags each release
+ * computes; `has_simdgroup_reduction` from b1853, `has_bfloat` and `use_bfloat` from b4040.
+ */
+export interface LlamaCppOlderLegacyPrediction extends LlamaCppPredictionBase {
+  rules: 'legacy-b0' | 'legacy-b1853' | 'legacy-b4040' | 'legacy-b4053';
+  flags: Partial<Record<LlamaCppLegacyFlag, GateFlag>> & { has_simdgroup_mm: GateFlag };
   tuning: null;
 }
 
@@ -144,15 +168,20 @@ export type LlamaCppPrediction =
   | LlamaCppDeviceIdPrediction
   | LlamaCppDevicePrediction
   | LlamaCppEarlyDevicePrediction
-  | LlamaCppLegacyPrediction;
+  | LlamaCppLegacyPrediction
+  | LlamaCppOlderLegacyPrediction;
 
 /** A table with a prediction type for every rule set: a rule set without one does not compile. */
 type EveryRuleSet<T extends Record<LlamaCppRuleSet, LlamaCppPrediction>> = T;
 
 /** Each rule set's prediction type. */
 type LlamaCppPredictions = EveryRuleSet<{
+  'legacy-b0': LlamaCppOlderLegacyPrediction;
+  'legacy-b1853': LlamaCppOlderLegacyPrediction;
+  'legacy-b4040': LlamaCppOlderLegacyPrediction;
+  'legacy-b4053': LlamaCppOlderLegacyPrediction;
   legacy: LlamaCppLegacyPrediction;
-  'device-b6673': LlamaCppEarlyDevicePrediction;
+  'device-b6501': LlamaCppEarlyDevicePrediction;
   'device-b6968': LlamaCppDevicePrediction;
   'device-b7010': LlamaCppDevicePrediction;
   'device-b7411': LlamaCppDevicePrediction;
@@ -500,9 +529,9 @@ function deviceIdRule(chips: readonly string[]): LlamaCppRule<'device_id', strin
   };
 }
 
-/** The tuning tier under the chip-tuning (v0.4) or current (v0.5) rules, from the predicted device_id and gpu_family. */
-function tuningTier(ruleSet: 'chip-tuning' | 'current', chip: string | null, family: number): Derived<TuningTier> {
-  if (ruleSet === 'current') {
+/** The tuning tier by chip (v0.4) or by family (v0.5), from the predicted device_id and gpu_family. */
+function tuningTier(by: 'chip' | 'family', chip: string | null, family: number): Derived<TuningTier> {
+  if (by === 'family') {
     const pooled = FAMILY_TABLES[family];
     if (pooled !== undefined) {
       return result({ tier: 'family', chip: null, family }, [
@@ -533,8 +562,8 @@ function tuningTier(ruleSet: 'chip-tuning' | 'current', chip: string | null, fam
  * the prediction computes it; null for the rule sets without per-chip tuning (legacy, device).
  */
 export function tuningFor(ruleSet: LlamaCppRuleSet, name: string, gpuFamily: number): Derived<TuningTier> | null {
-  if (ruleSet !== 'chip-tuning' && ruleSet !== 'current') return null;
-  return tuningTier(ruleSet, chipOfName(name), gpuFamily);
+  const by = LLAMA_CPP_RULE_SET_INFO[ruleSet].tuning;
+  return by === null ? null : tuningTier(by, chipOfName(name), gpuFamily);
 }
 
 /** What llama.cpp tunes flash attention for, in words: `for an M4 Max (Apple9's representative)`, `with its Apple7 table (…)`. */
@@ -549,162 +578,143 @@ export function tuningPhrase(t: TuningTier): string {
 // ---------------------------------------------------------------------------------------------------------------
 // The rule tables.
 
-const unifiedOnly = sharedBuffersRule('unified');
-const locationEverywhere = sharedBuffersRule('location');
-const tensorRuleB6968 = tensorRule(TENSOR_CHIP_MARKERS_B6968);
-const tensorRuleB7010 = tensorRule(TENSOR_CHIP_MARKERS);
-
-/** The first ggml-metal-device.m rules (b6673 to b6967): no tensor API, no BF16 switch, no eGPU shared buffers. */
-export const LLAMA_CPP_DEVICE_B6673_RULES: readonly LlamaCppRule<LlamaCppEarlyDeviceFlag>[] = Object.freeze([
-  simdgroupReductionRule(SRC_DEVICE_INIT),
-  simdgroupMmRule,
-  bfloatNoSwitchRule(SRC_DEVICE_INIT),
-  residencySetsRule,
-  unifiedOnly,
-]);
-
-/** b6968 to b7009: the BF16 switch and the tensor API, on by name for M5 and M6. */
-export const LLAMA_CPP_DEVICE_B6968_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[] = Object.freeze([
-  simdgroupReductionRule(SRC_DEVICE_INIT),
-  simdgroupMmRule,
-  bfloatRule,
-  tensorRuleB6968,
-  residencySetsRule,
-  unifiedOnly,
-]);
-
-/** b7010 to b7410: the tensor API by name also for A19 and A20. */
-export const LLAMA_CPP_DEVICE_B7010_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[] = Object.freeze([
-  simdgroupReductionRule(SRC_DEVICE_INIT),
-  simdgroupMmRule,
-  bfloatRule,
-  tensorRuleB7010,
-  residencySetsRule,
-  unifiedOnly,
-]);
-
-/** b7411 to b9332: eGPU shared buffers and their ENABLE switch. */
-export const LLAMA_CPP_DEVICE_B7411_RULES: readonly LlamaCppRule<LlamaCppDeviceFlag>[] = Object.freeze([
-  simdgroupReductionRule(SRC_DEVICE_INIT),
-  simdgroupMmRule,
-  bfloatRule,
-  tensorRuleB7010,
-  residencySetsRule,
-  locationEverywhere,
-]);
-
-type AnyCurrentRule =
-  | LlamaCppRule<LlamaCppDeviceFlag>
+/** Any rule of any llama.cpp rule set. */
+export type AnyLlamaCppRule =
+  | LlamaCppRule<LlamaCppDeviceFlag | LlamaCppLegacyFlag>
+  | GateRule<'max_working_set_size', number | null>
   | LlamaCppRule<'gpu_family', number>
   | LlamaCppRule<'device_id', string>;
 
-/** Device rules (b9333 to v0.3.x, before per-chip tuning): device_id from the name, with b9333's chip table. */
-export const LLAMA_CPP_DEVICE_RULES: readonly (LlamaCppRule<LlamaCppDeviceFlag> | LlamaCppRule<'device_id', string>)[] =
-  Object.freeze([...LLAMA_CPP_DEVICE_B7411_RULES, deviceIdRule(LLAMA_CPP_CHIPS_B9333)]);
+const legacyMmRule: LlamaCppRule<'has_simdgroup_mm'> = {
+  flag: 'has_simdgroup_mm',
+  source: `${SRC_LEGACY_ACQ}; ggml_metal_encode_node asks again per MUL_MAT`,
+  rule: 'supportsFamily(Apple7), asked at init and again on every MUL_MAT encode',
+  families: ['apple7'],
+  properties: [],
+  env: [],
+  compute: ({ device }) => {
+    const a7 = ask(device, 'apple7');
+    return result(a7.yes, [a7.text, 'asked again on every MUL_MAT encode to pick the matrix-matrix kernel']);
+  },
+};
 
-/** Chip-tuning rules (v0.4.x). */
-export const LLAMA_CPP_CHIP_TUNING_RULES: readonly AnyCurrentRule[] = Object.freeze([
-  simdgroupReductionRule(SRC_DEVICE_INIT),
-  simdgroupMmRule,
-  bfloatRule,
-  tensorRuleB7010,
-  residencySetsRule,
-  locationEverywhere,
-  gpuFamilyRule,
-  deviceIdRule(LLAMA_CPP_CHIPS),
-]);
+/** Before b1853 the context holds no flag: the matrix kernel is chosen on each encode alone. */
+const encodeOnlyMmRule: LlamaCppRule<'has_simdgroup_mm'> = {
+  ...legacyMmRule,
+  source: 'ggml-metal.m ggml_metal_graph_compute (per MUL_MAT encode)',
+  rule: 'supportsFamily(Apple7), asked on every MUL_MAT encode (no flag in the context yet)',
+  compute: ({ device }) => {
+    const a7 = ask(device, 'apple7');
+    return result(a7.yes, [a7.text, 'asked on every MUL_MAT encode to pick the matrix-matrix kernel']);
+  },
+};
 
-/** Current rules (v0.5.0 and later). */
-export const LLAMA_CPP_CURRENT_RULES: readonly AnyCurrentRule[] = Object.freeze([
-  simdgroupReductionRule(SRC_DEVICE_INIT),
-  simdgroupMmRule,
-  bfloatRule,
-  tensorRuleB7010,
-  residencySetsRule,
-  sharedBuffersRule('location-x86'),
-  gpuFamilyRule,
-  deviceIdRule(LLAMA_CPP_CHIPS),
-]);
-
-/** Legacy rules (ggml-metal.m). */
-export const LLAMA_CPP_LEGACY_RULES: readonly LlamaCppRule<LlamaCppLegacyFlag>[] = Object.freeze([
-  simdgroupReductionRule(SRC_LEGACY_ACQ),
-  {
-    flag: 'has_simdgroup_mm',
-    source: `${SRC_LEGACY_ACQ}; ggml_metal_encode_node asks again per MUL_MAT`,
-    rule: 'supportsFamily(Apple7), asked at init and again on every MUL_MAT encode',
-    families: ['apple7'],
-    properties: [],
+/**
+ * The memory ggml reports for the device: get_memory's total is recommendedMaxWorkingSetSize (free is that minus
+ * currentAllocatedSize), and llama.cpp's memory fitting decides from it how many layers and how much context fit, so a
+ * profile's working set is what llama.cpp plans with.
+ */
+function workingSetRule(source: string): GateRule<'max_working_set_size', number | null> {
+  return {
+    flag: 'max_working_set_size',
+    source,
+    rule: "recommendedMaxWorkingSetSize, reported as the device's total memory: llama.cpp fits layers and context into it",
+    families: [],
+    properties: ['recommendedMaxWorkingSetSize'],
     env: [],
     compute: ({ device }) => {
-      const a7 = ask(device, 'apple7');
-      return result(a7.yes, [a7.text, 'asked again on every MUL_MAT encode to pick the matrix-matrix kernel']);
+      const wss = workingSetOf(device);
+      return wss === null
+        ? result(null, ['recommendedMaxWorkingSetSize not in this report'])
+        : result(wss, [wssText(wss), 'the memory llama.cpp believes the GPU has']);
     },
+  };
+}
+
+/** use_bfloat from b4040 to b4052: no build switch yet, so the BF16 kernels follow has_bfloat. */
+const useBfloatAlwaysRule: LlamaCppRule<'use_bfloat'> = {
+  flag: 'use_bfloat',
+  source: SRC_LEGACY_ACQ,
+  rule: 'has_bfloat (no GGML_METAL_USE_BF16 build switch before b4053)',
+  families: ['metal3', 'apple6'],
+  properties: [],
+  env: [],
+  compute: ({ device }) => {
+    const fam = bfloatFamilies(device);
+    return result(fam.yes, [...fam.parts, 'the BF16 kernels are built in every build of these releases']);
   },
-  bfloatNoSwitchRule(SRC_LEGACY_ACQ),
-  {
-    flag: 'use_bfloat',
-    source: `${SRC_LEGACY_ACQ}; CMake option GGML_METAL_USE_BF16`,
-    rule: "has_bfloat in builds with -DGGML_METAL_USE_BF16=ON; false in builds with the CMake default (OFF), as llama.cpp's and node-llama-cpp's are",
-    families: ['metal3', 'apple6'],
-    properties: [],
-    env: [],
-    compute: ({ device }) => {
-      const fam = bfloatFamilies(device);
-      return result(false, [
-        ...fam.parts,
-        `built with the CMake default GGML_METAL_USE_BF16=OFF, so false whatever the device answers (an ON build would make it ${fam.yes})`,
-      ]);
-    },
+};
+
+const useBfloatOptInRule: LlamaCppRule<'use_bfloat'> = {
+  flag: 'use_bfloat',
+  source: `${SRC_LEGACY_ACQ}; CMake option GGML_METAL_USE_BF16`,
+  rule: "has_bfloat in builds with -DGGML_METAL_USE_BF16=ON; false in builds with the CMake default (OFF), as llama.cpp's and node-llama-cpp's are",
+  families: ['metal3', 'apple6'],
+  properties: [],
+  env: [],
+  compute: ({ device }) => {
+    const fam = bfloatFamilies(device);
+    return result(false, [
+      ...fam.parts,
+      `built with the CMake default GGML_METAL_USE_BF16=OFF, so false whatever the device answers (an ON build would make it ${fam.yes})`,
+    ]);
   },
-  residencyRule(
+};
+
+/**
+ * Every rule a llama.cpp rule set can hold, by the key the registry's rows list (llama-cpp-rule-sets.ts): a new rule
+ * set made of known rules is a row there and nothing here.
+ */
+export const LLAMA_CPP_RULE_CATALOGUE: Readonly<Record<LlamaCppRuleKey, AnyLlamaCppRule>> = Object.freeze({
+  'reduction-legacy': simdgroupReductionRule(SRC_LEGACY_ACQ),
+  'reduction-device': simdgroupReductionRule(SRC_DEVICE_INIT),
+  'mm-encode-only': encodeOnlyMmRule,
+  'mm-legacy': legacyMmRule,
+  'mm-device': simdgroupMmRule,
+  'bfloat-no-switch-legacy': bfloatNoSwitchRule(SRC_LEGACY_ACQ),
+  'bfloat-no-switch-device': bfloatNoSwitchRule(SRC_DEVICE_INIT),
+  'bfloat-switch': bfloatRule,
+  'use-bfloat-always': useBfloatAlwaysRule,
+  'use-bfloat-opt-in': useBfloatOptInRule,
+  'tensor-b6968': tensorRule(TENSOR_CHIP_MARKERS_B6968),
+  'tensor-b7010': tensorRule(TENSOR_CHIP_MARKERS),
+  'residency-legacy': residencyRule(
     'has_residency_sets',
     SRC_LEGACY_ACQ,
     "arm64 builds against the macOS 15+ SDK: GGML_METAL_NO_RESIDENCY unset; other builds (x86_64, also under Rosetta): false, the static's initial value",
     false,
   ),
-]);
+  'residency-device': residencySetsRule,
+  'shared-unified': sharedBuffersRule('unified'),
+  'shared-location': sharedBuffersRule('location'),
+  'shared-location-x86': sharedBuffersRule('location-x86'),
+  'gpu-family': gpuFamilyRule,
+  'device-id-b9333': deviceIdRule(LLAMA_CPP_CHIPS_B9333),
+  'device-id': deviceIdRule(LLAMA_CPP_CHIPS),
+  'working-set-legacy': workingSetRule('ggml-metal.m ggml_backend_metal_device_get_memory'),
+  'working-set-device': workingSetRule('ggml-metal-device.m ggml_metal_device_get_memory'),
+});
 
-/** Every llama.cpp rule table, by rule set (every id of LLAMA_CPP_RULE_SET_REGISTRY has one). */
-export const LLAMA_CPP_RULES = Object.freeze({
-  legacy: LLAMA_CPP_LEGACY_RULES,
-  'device-b6673': LLAMA_CPP_DEVICE_B6673_RULES,
-  'device-b6968': LLAMA_CPP_DEVICE_B6968_RULES,
-  'device-b7010': LLAMA_CPP_DEVICE_B7010_RULES,
-  'device-b7411': LLAMA_CPP_DEVICE_B7411_RULES,
-  device: LLAMA_CPP_DEVICE_RULES,
-  'chip-tuning': LLAMA_CPP_CHIP_TUNING_RULES,
-  current: LLAMA_CPP_CURRENT_RULES,
-} satisfies Record<LlamaCppRuleSet, readonly unknown[]>);
+/** The registry row of a rule set. */
+function rowOf(ruleSet: LlamaCppRuleSet): LlamaCppRuleSetInfo {
+  return LLAMA_CPP_RULE_SET_INFO[ruleSet];
+}
+
+/** Every llama.cpp rule table, by rule set, built from each registry row's rule keys. */
+export const LLAMA_CPP_RULES: Readonly<Record<LlamaCppRuleSet, readonly AnyLlamaCppRule[]>> = Object.freeze(
+  Object.fromEntries(
+    LLAMA_CPP_RULE_SET_REGISTRY.map((r) => [
+      r.id,
+      Object.freeze((r.rules as readonly LlamaCppRuleKey[]).map((k) => LLAMA_CPP_RULE_CATALOGUE[k])),
+    ]),
+  ) as Record<LlamaCppRuleSet, readonly AnyLlamaCppRule[]>,
+);
 
 const reductionOps = (ops: readonly string[]): OpGate[] => ops.map((op) => ({ op, needs: 'has_simdgroup_reduction' }));
 
-const DEVICE_OP_GATES = Object.freeze<OpGate[]>([
-  ...reductionOps([
-    'MUL_MAT',
-    'MUL_MAT_ID',
-    'SOFT_MAX',
-    'RMS_NORM',
-    'NORM',
-    'GROUP_NORM',
-    'L2_NORM',
-    'SUM',
-    'SUM_ROWS',
-    'MEAN',
-    'CUMSUM',
-    'ARGMAX',
-    'COUNT_EQUAL',
-    'SSM_CONV',
-    'SSM_SCAN',
-    'SOLVE_TRI',
-    'OPT_STEP_ADAMW',
-    'OPT_STEP_SGD',
-  ]),
-  { op: 'FLASH_ATTN_EXT', needs: 'has_simdgroup_mm' },
-]);
-
-/** Ops `supports_op` gates on a SIMD-group flag (ggml-metal-device.m `ggml_metal_device_supports_op`; legacy: `ggml_metal_supports_op`). */
-export const LLAMA_CPP_OP_GATES: Readonly<Record<LlamaCppRuleSet, readonly OpGate[]>> = Object.freeze({
+/** The op lists `supports_op` gates, by the registry's `gates`: ggml-metal.m's, ggml-metal-device.m's, or none. */
+const OP_GATE_LISTS: Readonly<Record<LlamaCppRuleSetInfo['gates'], readonly OpGate[]>> = Object.freeze({
+  none: Object.freeze<OpGate[]>([]),
   legacy: Object.freeze<OpGate[]>([
     ...reductionOps([
       'MUL_MAT',
@@ -719,34 +729,52 @@ export const LLAMA_CPP_OP_GATES: Readonly<Record<LlamaCppRuleSet, readonly OpGat
     ]),
     { op: 'FLASH_ATTN_EXT', needs: 'has_simdgroup_mm' },
   ]),
-  'device-b6673': DEVICE_OP_GATES,
-  'device-b6968': DEVICE_OP_GATES,
-  'device-b7010': DEVICE_OP_GATES,
-  'device-b7411': DEVICE_OP_GATES,
-  device: DEVICE_OP_GATES,
-  'chip-tuning': DEVICE_OP_GATES,
-  current: DEVICE_OP_GATES,
+  device: Object.freeze<OpGate[]>([
+    ...reductionOps([
+      'MUL_MAT',
+      'MUL_MAT_ID',
+      'SOFT_MAX',
+      'RMS_NORM',
+      'NORM',
+      'GROUP_NORM',
+      'L2_NORM',
+      'SUM',
+      'SUM_ROWS',
+      'MEAN',
+      'CUMSUM',
+      'ARGMAX',
+      'COUNT_EQUAL',
+      'SSM_CONV',
+      'SSM_SCAN',
+      'SOLVE_TRI',
+      'OPT_STEP_ADAMW',
+      'OPT_STEP_SGD',
+    ]),
+    { op: 'FLASH_ATTN_EXT', needs: 'has_simdgroup_mm' },
+  ]),
 });
+
+/** Ops `supports_op` gates on a SIMD-group flag (ggml-metal-device.m `ggml_metal_device_supports_op`; legacy: `ggml_metal_supports_op`). */
+export const LLAMA_CPP_OP_GATES: Readonly<Record<LlamaCppRuleSet, readonly OpGate[]>> = Object.freeze(
+  Object.fromEntries(LLAMA_CPP_RULE_SET_REGISTRY.map((r) => [r.id, OP_GATE_LISTS[r.gates]])) as Record<
+    LlamaCppRuleSet,
+    readonly OpGate[]
+  >,
+);
 
 /** Every environment variable any llama.cpp rule set reads. */
 export const LLAMA_CPP_SWITCHES: readonly string[] = Object.freeze(
-  [
-    ...new Set(
-      Object.values(LLAMA_CPP_RULES).flatMap((rules: readonly { env: readonly string[] }[]) =>
-        rules.flatMap((r) => r.env),
-      ),
-    ),
-  ].sort(),
+  [...new Set(Object.values(LLAMA_CPP_RULES).flatMap((rules) => rules.flatMap((r) => r.env)))].sort(),
 );
 
 // ---------------------------------------------------------------------------------------------------------------
 // Prediction.
 
 function evaluate(
-  rules: readonly { flag: string; compute: (ctx: RuleContext) => Derived<LlamaCppValue> }[],
+  rules: readonly { flag: string; compute: (ctx: RuleContext) => Derived<LlamaCppValue | null> }[],
   ctx: RuleContext,
 ) {
-  const out: Record<string, Derived<LlamaCppValue>> = {};
+  const out: Record<string, Derived<LlamaCppValue | null>> = {};
   for (const r of rules) out[r.flag] = r.compute(ctx);
   return out;
 }
@@ -785,6 +813,31 @@ function llamaConsequences(
   };
 }
 
+/** Whether the rule set holds a residency rule (ggml-metal.m before b4562 has no residency sets at all). */
+function hasResidencyRule(rules: readonly AnyLlamaCppRule[]): boolean {
+  return rules.some((r) => r.flag === 'use_residency_sets' || r.flag === 'has_residency_sets');
+}
+
+/** Warnings that follow from the row itself: how ggml-metal.m asks on encode, and the releases without the gate. */
+function rowWarnings(row: LlamaCppRuleSetInfo, device: RuleContext['device']): string[] {
+  const out: string[] = [];
+  if (row.source === 'ggml-metal.m') {
+    out.push(
+      'legacy ggml-metal.m asks supportsFamily(Apple7) on every MUL_MAT encode: a capability patch must stay installed for the life of the process',
+    );
+  }
+  if (row.gates === 'none') {
+    const a7 = ask(device, 'apple7');
+    const m3 = ask(device, 'metal3');
+    if (!a7.yes && !m3.yes) {
+      out.push(
+        `llama.cpp ${row.releases} refuses no op for a missing SIMD-group reduction (${a7.text}, ${m3.text}): its reduction kernels are dispatched anyway and fail on this device`,
+      );
+    }
+  }
+  return out;
+}
+
 /** Predicts llama.cpp's flags for the device in `ctx` under `ruleSet`; `release` is the release asked for, if any. */
 export function predictLlamaCpp(
   ctx: RuleContext,
@@ -792,6 +845,7 @@ export function predictLlamaCpp(
   release: { text: string; warning: string | null } | null,
 ): LlamaCppPrediction {
   const { device, env } = ctx;
+  const row = rowOf(ruleSet);
   const rules = LLAMA_CPP_RULES[ruleSet];
   const warnings = nullFamilyWarnings(rules, device);
   if (release?.warning) warnings.push(release.warning);
@@ -803,56 +857,28 @@ export function predictLlamaCpp(
   const base = {
     engine: 'llama.cpp' as const,
     deviceName: device.name,
-    releases: LLAMA_CPP_RULE_SET_INFO[ruleSet].releases,
+    releases: row.releases,
     release: release?.text ?? null,
   };
-  const created = residencyModel(ctx, ruleSet !== 'legacy').created;
+  const created = hasResidencyRule(rules) && residencyModel(ctx, row.source === 'ggml-metal-device.m').created;
   // A switch of another release, set here, is a likely mistake: say that these rules ignore it.
-  const read = new Set(rules.flatMap((r: { env: readonly string[] }) => r.env));
+  const read = new Set(rules.flatMap((r) => r.env));
   const these = ruleSet === 'legacy' ? 'legacy ggml-metal.m' : `llama.cpp ${base.releases}`;
   const unread = LLAMA_CPP_SWITCHES.filter((name) => !read.has(name) && env[name] !== undefined).map(
     (name) => `${name} is set but ${these} does not read it`,
   );
+  warnings.push(...rowWarnings(row, device), ...unread);
 
-  if (ruleSet === 'legacy') {
-    const flags = evaluate(rules, ctx) as Record<LlamaCppLegacyFlag, GateFlag>;
-    warnings.push(
-      'legacy ggml-metal.m asks supportsFamily(Apple7) on every MUL_MAT encode: a capability patch must stay installed for the life of the process',
-      ...unread,
-    );
-    const consequences = llamaConsequences(
-      ruleSet,
-      flags.has_simdgroup_reduction.value,
-      flags.has_simdgroup_mm.value,
-      flags.use_bfloat.value,
-      created,
-    );
-    return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings };
-  }
-  warnings.push(...unread);
-  if (isDeviceRuleSet(ruleSet)) {
-    // The device sets differ only in which flags they hold (device-b6673 has no has_tensor): the rules decide that.
-    const flags = evaluate(rules, ctx) as Record<LlamaCppEarlyDeviceFlag, GateFlag>;
-    const consequences = llamaConsequences(
-      ruleSet,
-      flags.has_simdgroup_reduction.value,
-      flags.has_simdgroup_mm.value,
-      flags.has_bfloat.value,
-      created,
-    );
-    return { ...base, rules: ruleSet, flags, tuning: null, consequences, warnings } as
-      | LlamaCppDeviceIdPrediction
-      | LlamaCppDevicePrediction
-      | LlamaCppEarlyDevicePrediction;
-  }
-  const flags = evaluate(rules, ctx) as unknown as LlamaCppCurrentFlags;
-  const tuning = tuningFor(ruleSet, device.name, flags.gpu_family.value)!;
+  const flags = evaluate(rules, ctx);
+  const boolFlag = (name: string): boolean | undefined => flags[name]?.value as boolean | undefined;
   const consequences = llamaConsequences(
     ruleSet,
-    flags.has_simdgroup_reduction.value,
-    flags.has_simdgroup_mm.value,
-    flags.has_bfloat.value,
+    boolFlag('has_simdgroup_reduction') ?? true,
+    boolFlag('has_simdgroup_mm') ?? false,
+    boolFlag('use_bfloat') ?? boolFlag('has_bfloat') ?? false,
     created,
   );
-  return { ...base, rules: ruleSet, flags, tuning, consequences, warnings };
+  const tuning =
+    row.tuning === null ? null : tuningTier(row.tuning, chipOfName(device.name), flags.gpu_family!.value as number);
+  return { ...base, rules: ruleSet, flags, tuning, consequences, warnings } as LlamaCppPrediction;
 }

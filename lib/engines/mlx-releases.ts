@@ -205,38 +205,49 @@ export function mlxRuleSetForRelease(release: MlxRelease): { ruleSet: MlxRuleSet
 
 /**
  * The environment variables MLX reads that change a predicted value, each with the first rule set that reads it (MLX
- * reads each once, at first use; an integer through atoi, so text that is no number is 0). A variable set for a
- * release before `since` does nothing, and predictions warn.
+ * reads each once, at first use; `int` ones through env::get_var's atoi into an int, so text that is no number is 0 and a
+ * number that does not fit 32 bits wraps). A variable set for a release before `since` does nothing, and predictions
+ * warn.
  */
 export const MLX_SWITCHES = Object.freeze([
-  { name: 'MLX_MAX_OPS_PER_BUFFER', since: 'v0.19.2', meaning: 'operations per command buffer before MLX commits it' },
+  {
+    name: 'MLX_MAX_OPS_PER_BUFFER',
+    since: 'v0.19.2',
+    read: 'int',
+    meaning: 'operations per command buffer before MLX commits it',
+  },
   {
     name: 'MLX_METAL_FAST_SYNCH',
     since: 'v0.22.1',
+    read: 'int',
     meaning: 'not 0: the fast fence, where Metal3 and macOS 15 allow it',
   },
   {
     name: 'MLX_MAX_MB_PER_BUFFER',
     since: 'v0.23.0',
+    read: 'int',
     meaning: 'megabytes of inputs per command buffer before MLX commits it',
   },
   {
     name: 'MLX_METAL_GPU_ARCH',
     since: 'v0.31.0',
+    read: 'string',
     meaning: "when not empty, the architecture name MLX parses instead of the device's architecture.name",
   },
-  { name: 'MLX_SDPA_BLOCKS', since: 'v0.32.0', meaning: "above 0: the 2-pass SDPA kernel's block count" },
+  { name: 'MLX_SDPA_BLOCKS', since: 'v0.32.0', read: 'int', meaning: "above 0: the 2-pass SDPA kernel's block count" },
   {
     name: 'MLX_RESIDENCY_SET_MAX_PCT',
     since: 'v0.32.1',
+    read: 'int',
     meaning: 'the per-set residency cap as a percentage of the working set (default 5; ≤ 0 or ≥ 100: one set)',
   },
   {
     name: 'MLX_CONV_WINOGRAD_WORKING_SET',
     since: 'v0.32.2',
+    read: 'int',
     meaning: 'above 0: the bytes the Winograd batch step budgets instead of recommendedMaxWorkingSetSize',
   },
-] as const satisfies readonly { name: string; since: MlxRuleSet; meaning: string }[]);
+] as const satisfies readonly { name: string; since: MlxRuleSet; read: 'int' | 'string'; meaning: string }[]);
 
 /** An environment variable of MLX_SWITCHES. */
 export type MlxSwitch = (typeof MLX_SWITCHES)[number]['name'];

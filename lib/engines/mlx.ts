@@ -16,6 +16,8 @@ import {
   parseMacos,
   RESIDENCY_MIN_MACOS,
   result,
+  workingSetOf,
+  wssText,
   type Derived,
   type RuleContext,
 } from './common.js';
@@ -189,6 +191,10 @@ function generation(ctx: MlxRuleContext): Derived<number | null> {
   }
   const c = chars(name);
   const clamped = mlxAtLeast(ctx.ruleSet, 'v0.31.0');
+  if (c.length === 0) {
+    // Every release reads arch_.back() in the same constructor: the empty name has no defined result to predict.
+    return result(null, [origin, 'empty name: Device::Device reads its last character (undefined behaviour)']);
+  }
   if (c.length < 3) {
     return clamped
       ? result(0, [origin, `${c.length} bytes, fewer than 3: MLX counts the generation 0`])
@@ -231,25 +237,65 @@ function archClass(ctx: MlxRuleContext): ClassLetter & { origin: string } {
 // ---------------------------------------------------------------------------------------------------------------
 // Reading MLX's switches and the working set.
 
-/** C's atoi over a variable: leading blanks, a sign, digits; anything else is 0. */
+const LONG_MAX = (1n << 63n) - 1n;
+const LONG_MIN = -(1n << 63n);
+
+/** What env::get_var's `int` holds for a variable, and the number written when it does not fit. */
+export interface AtoiReading {
+  value: number;
+  /** The number as written (its sign and digits) when an int cannot hold it; null when it fits or there is none. */
+  overflowed: string | null;
+}
+
+/**
+ * C's atoi over a variable, into MLX's `int`: leading blanks, a sign, digits; anything else is 0. Apple's atoi is
+ * `(int)strtol(…)`: strtol saturates at the 64-bit long's bounds, and the conversion to int keeps the low 32 bits, so
+ * 8589934592 reads as 0, 3000000000 as -1294967296 and 4294967301 as 5.
+ */
+export function atoiInt(text: string): AtoiReading {
+  const m = /^[\t\n\v\f\r ]*([+-]?)0*(\d+)/.exec(text);
+  if (m === null) return { value: 0, overflowed: null };
+  // strtol saturates, so at most 20 significant digits matter: a longer run is past the long's bounds anyway.
+  const digits = m[2]!.length > 20 ? '9'.repeat(20) : m[2]!;
+  const magnitude = BigInt(digits);
+  const asLong = m[1] === '-' ? -magnitude : magnitude;
+  const long = asLong > LONG_MAX ? LONG_MAX : asLong < LONG_MIN ? LONG_MIN : asLong;
+  const value = Number(BigInt.asIntN(32, long));
+  const fits = asLong >= -(1n << 31n) && asLong < 1n << 31n;
+  return { value, overflowed: fits ? null : `${m[1]}${m[2]}` };
+}
+
 function atoi(text: string): number {
-  const m = /^[\t\n\v\f\r ]*([+-]?\d+)/.exec(text);
-  return m === null ? 0 : Number.parseInt(m[1]!, 10);
+  return atoiInt(text).value;
+}
+
+/** `(atoi: N)`, and when the number overflows MLX's int, what it wraps to. */
+function atoiText(text: string): string {
+  const r = atoiInt(text);
+  return r.overflowed === null
+    ? `atoi: ${r.value}`
+    : `atoi into an int: ${r.overflowed} does not fit 32 bits and reads as ${r.value}`;
+}
+
+/** A warning for each integer switch this release reads whose number does not fit MLX's int. */
+function intOverflowWarnings(env: MlxRuleContext['env'], ruleSet: MlxRuleSet): string[] {
+  return MLX_SWITCHES.filter((s) => s.read === 'int' && mlxAtLeast(ruleSet, s.since)).flatMap((s) => {
+    const v = env[s.name];
+    const r = v === undefined ? null : atoiInt(v);
+    return r === null || r.overflowed === null
+      ? []
+      : [
+          `${s.name}=${JSON.stringify(v)} does not fit MLX's int (env::get_var's atoi): MLX reads ${r.value}, not ${r.overflowed}`,
+        ];
+  });
 }
 
 /** An integer switch as env::get_var reads it: its atoi when set (even empty), else the default. */
 function intSwitch(env: MlxRuleContext['env'], name: string, fallback: number): { value: number; text: string } {
   const v = env[name];
   if (v === undefined) return { value: fallback, text: `${name} unset (${fallback})` };
-  return { value: atoi(v), text: `${name}=${JSON.stringify(v)} (atoi: ${atoi(v)})` };
+  return { value: atoi(v), text: `${name}=${JSON.stringify(v)} (${atoiText(v)})` };
 }
-
-function workingSet(ctx: MlxRuleContext): number | null {
-  const wss = ctx.device.recommendedMaxWorkingSetSize;
-  return typeof wss === 'number' && Number.isFinite(wss) && wss >= 0 ? wss : null;
-}
-
-const wssText = (wss: number) => `recommendedMaxWorkingSetSize=${wss} (${(wss / 1048576).toFixed(2)} MiB)`;
 
 /** The allocator's block limit: floor(min(1.5 × wss, 0.95 × RAM)), RAM left out when unknown. */
 function blockLimit(ctx: MlxRuleContext, wss: number): { value: number; parts: string[] } {
@@ -301,16 +347,13 @@ function bufferLimit(ctx: MlxRuleContext, which: 'ops' | 'mb', name: string): De
   if (cls.letter === null) {
     const unknownName = archName(ctx).name === null;
     return unknownName && env !== undefined
-      ? result(atoi(env), [
-          cls.origin,
-          `${name}=${JSON.stringify(env)} replaces the class's value (atoi: ${atoi(env)})`,
-        ])
+      ? result(atoi(env), [cls.origin, `${name}=${JSON.stringify(env)} replaces the class's value (${atoiText(env)})`])
       : result(null, [cls.origin, cls.text]);
   }
   const limits = BUFFER_LIMITS[cls.letter] ?? DEFAULT_BUFFER_LIMITS;
   const own = `${cls.text}: ${limits[which]}${BUFFER_LIMITS[cls.letter] === undefined ? ' (the medium default)' : ''}`;
   if (env === undefined) return result(limits[which], [cls.origin, own, `${name} unset`]);
-  return result(atoi(env), [cls.origin, own, `${name}=${JSON.stringify(env)} replaces it (atoi: ${atoi(env)})`]);
+  return result(atoi(env), [cls.origin, own, `${name}=${JSON.stringify(env)} replaces it (${atoiText(env)})`]);
 }
 
 /** The quantized mat-vec batch limits `a/b/c` for a tier (quantized.cpp get_qmv_batch_limit). */
@@ -441,6 +484,13 @@ function sdpaBlocksRule(ctx: MlxRuleContext): Derived<string | null> {
 
 const ARCH_ENV = 'MLX_METAL_GPU_ARCH';
 
+/** Whether MLX creates residency sets: Metal3 on macOS 15+, else its constructor returns before anything else. */
+function residencySetsCreated(ctx: MlxRuleContext): { yes: boolean; parts: string[] } {
+  const m3 = ask(ctx.device, 'metal3');
+  const mac = macosAtLeast(ctx, RESIDENCY_MIN_MACOS);
+  return { yes: m3.yes && mac.ok, parts: [m3.text, mac.text] };
+}
+
 /** MLX rules, in display order. */
 export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
   {
@@ -459,25 +509,27 @@ export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
     properties: ['host.osVersion'],
     env: [],
     compute: (ctx) => {
-      const m3 = ask(ctx.device, 'metal3');
-      const mac = macosAtLeast(ctx, RESIDENCY_MIN_MACOS);
-      return result(m3.yes && mac.ok, [m3.text, mac.text]);
+      const sets = residencySetsCreated(ctx);
+      return result(sets.yes, sets.parts);
     },
   },
   {
     flag: 'residencySetCapBytes',
     source: 'mlx/backend/metal/resident.cpp ResidencySets::ResidencySets',
-    rule: 'pct = MLX_RESIDENCY_SET_MAX_PCT (5); pct ≤ 0 or ≥ 100: 0 (one set), else max(floor(recommendedMaxWorkingSetSize / 100) × pct, 64 MiB); it spreads wired memory over sets, never wires more',
+    rule: 'none without residency sets (no Metal3 or macOS < 15: the constructor returns first); pct = MLX_RESIDENCY_SET_MAX_PCT (5); pct ≤ 0 or ≥ 100: 0 (one set), else max(floor(recommendedMaxWorkingSetSize / 100) × pct, 64 MiB); it spreads wired memory over sets, never wires more',
     since: 'v0.32.1',
     changes: [],
     byArchitecture: false,
-    families: [],
-    properties: ['recommendedMaxWorkingSetSize'],
+    families: ['metal3'],
+    properties: ['recommendedMaxWorkingSetSize', 'host.osVersion'],
     env: ['MLX_RESIDENCY_SET_MAX_PCT'],
     compute: (ctx) => {
+      const sets = residencySetsCreated(ctx);
+      if (!sets.yes)
+        return result(null, [...sets.parts, 'no residency sets, so no cap: MLX returns before computing it']);
       const pct = intSwitch(ctx.env, 'MLX_RESIDENCY_SET_MAX_PCT', 5);
       if (pct.value <= 0 || pct.value >= 100) return result(0, [pct.text, 'one set holds everything']);
-      const wss = workingSet(ctx);
+      const wss = workingSetOf(ctx.device);
       if (wss === null) return result(null, [pct.text, 'recommendedMaxWorkingSetSize unknown']);
       const cap = Math.max(Math.floor(wss / 100) * pct.value, 64 * 1048576);
       return result(cap, [pct.text, wssText(wss), `max(${Math.floor(wss / 100)} × ${pct.value}, 64 MiB) = ${cap}`]);
@@ -501,7 +553,7 @@ export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
   {
     flag: 'architectureGeneration',
     source: 'mlx/backend/metal/device.cpp Device::Device',
-    rule: "the two characters before the last, each its code minus '0' (tens, ones); one that is no digit counts 0, and a name shorter than 3 is generation 0",
+    rule: "the two characters before the last, each its code minus '0' (tens, ones); one that is no digit counts 0, and a name of 1 or 2 bytes is generation 0 (an empty one is undefined behaviour: arch_.back())",
     since: 'v0.26.2',
     changes: [
       {
@@ -712,7 +764,7 @@ export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
     properties: ['recommendedMaxWorkingSetSize', 'host.memoryBytes'],
     env: [],
     compute: (ctx) => {
-      const wss = workingSet(ctx);
+      const wss = workingSetOf(ctx.device);
       if (wss === null) return result(null, ['recommendedMaxWorkingSetSize unknown']);
       // MLX truncates each double to size_t: the block limit as min(double, double), the gc term on its own.
       const gcTerm = Math.floor(0.95 * wss);
@@ -732,7 +784,7 @@ export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
     properties: ['recommendedMaxWorkingSetSize', 'host.memoryBytes'],
     env: [],
     compute: (ctx) => {
-      const wss = workingSet(ctx);
+      const wss = workingSetOf(ctx.device);
       if (wss === null) return result(null, ['recommendedMaxWorkingSetSize unknown']);
       const block = blockLimit(ctx, wss);
       return result(block.value, [wssText(wss), ...block.parts, `block limit = ${block.value}`]);
@@ -749,7 +801,7 @@ export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
     properties: ['recommendedMaxWorkingSetSize'],
     env: [],
     compute: (ctx) => {
-      const wss = workingSet(ctx);
+      const wss = workingSetOf(ctx.device);
       return wss === null
         ? result(null, ['recommendedMaxWorkingSetSize unknown'])
         : result(wss, [wssText(wss), 'set_wired_limit refuses more']);
@@ -767,7 +819,7 @@ export const MLX_RULES: readonly MlxAnyRule[] = Object.freeze<MlxAnyRule[]>([
     env: ['MLX_CONV_WINOGRAD_WORKING_SET'],
     compute: (ctx) => {
       const sw = intSwitch(ctx.env, 'MLX_CONV_WINOGRAD_WORKING_SET', 0);
-      const wss = workingSet(ctx);
+      const wss = workingSetOf(ctx.device);
       const fromEnv = sw.value > 0;
       const w = fromEnv ? sw.value : wss;
       if (w === null) return result(null, [sw.text, 'recommendedMaxWorkingSetSize unknown']);
@@ -866,7 +918,7 @@ export function predictMlx(ctx: RuleContext, options: MlxPredictOptions = {}): M
     };
   });
   const warnings = chosen.warning === null ? [] : [chosen.warning];
-  warnings.push(...nullFamilyWarnings(MLX_RULES, device));
+  warnings.push(...nullFamilyWarnings(MLX_RULES, device), ...intOverflowWarnings(env, ruleSet));
   const name = archName(mctx).name;
   if (name !== null && chars(name).length < 3 && (name === '' || !mlxAtLeast(ruleSet, 'v0.31.0'))) {
     warnings.push(

@@ -100,7 +100,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(a.warnings).toEqual([]);
     expect(a.llamaCppRules).toEqual({
       rules: 'chip-tuning',
-      releases: 'v0.4.x',
+      releases: 'v0.4.x and nightly builds after b10586',
       release: 'v0.4.0',
       source: 'option',
       detail: 'llama.cpp v0.4.0 asked for',
@@ -115,7 +115,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       {
         code: 'above-host-family',
         message:
-          "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.4.x will tune for an M4 Max (Apple9's representative), not this host's Apple M1 Ultra (profile host claims exactly the host's)",
+          "the profile claims Apple9, above Apple7, the true family of this host's Apple M1 Ultra: llama.cpp v0.4.x and nightly builds after b10586 will tune for an M4 Max (Apple9's representative), not this host's Apple M1 Ultra (profile host claims exactly the host's)",
       },
     ]);
   });
@@ -171,7 +171,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       {
         code: 'tuned-for-other-chip',
         message:
-          "llama.cpp v0.4.x: with Apple7 claimed, flash attention is tuned for an M4 Max (its own rows), not for this host's Apple M1; stock tuning: with its baseline kernels",
+          "llama.cpp v0.4.x and nightly builds after b10586: with Apple7 claimed, flash attention is tuned for an M4 Max (its own rows), not for this host's Apple M1; stock tuning: with its baseline kernels",
       },
       {
         code: 'heap-in-vm',
@@ -334,7 +334,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     const a = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--rules', 'b4753', '--json']).stdout) as AuditResult;
     expect(a.llamaCppRules).toEqual({
       rules: 'legacy',
-      releases: 'up to b6431 (ggml-metal.m)',
+      releases: 'b4562 to b6500 (ggml-metal.m)',
       release: 'b4753',
       source: 'option',
       detail: 'llama.cpp b4753 asked for',
@@ -343,7 +343,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect({ status: bad.status, error: bad.stderr.split('\n')[0] }).toEqual({
       status: 2,
       error:
-        "metal-cap-shim: ERR_USAGE: --rules takes legacy, device-b6673, device-b6968, device-b7010, device-b7411, device, chip-tuning or current, or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
+        "metal-cap-shim: ERR_USAGE: --rules takes legacy-b0, legacy-b1853, legacy-b4040, legacy-b4053, legacy, device-b6501, device-b6968, device-b7010, device-b7411, device, chip-tuning or current, or a llama.cpp release like b4753 or v0.4.0, got 'newest'",
     });
   });
 

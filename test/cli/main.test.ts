@@ -178,7 +178,7 @@ describe('did you mean, for every option and every value of a closed list', () =
       "--color takes auto, always or never, got 'sometimes'",
     );
     expect(failure(['audit', '--rules', 'curent']).message).toBe(
-      "--rules takes legacy, device-b6673, device-b6968, device-b7010, device-b7411, device, chip-tuning or current, or a llama.cpp release like b4753 or v0.4.0, got 'curent' (did you mean 'current'?)",
+      "--rules takes legacy-b0, legacy-b1853, legacy-b4040, legacy-b4053, legacy, device-b6501, device-b6968, device-b7010, device-b7411, device, chip-tuning or current, or a llama.cpp release like b4753 or v0.4.0, got 'curent' (did you mean 'current'?)",
     );
   });
 });

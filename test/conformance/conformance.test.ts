@@ -220,14 +220,17 @@ function realFields(era: Era, props: Props): Props {
 
 function predictedFields(era: Era, p: LlamaCppPrediction, device: DeviceReport): Props {
   const flags = Object.fromEntries(Object.entries(p.flags).map(([k, v]) => [k, (v as { value: unknown }).value]));
-  if (era.kind === 'legacy') return { ...flags, name: device.name };
+  if (era.kind === 'legacy') {
+    // ggml-metal.m keeps no props: its working set is read by get_memory, which the legacy driver does not call.
+    const { max_working_set_size: _memory, ...computed } = flags;
+    return { ...computed, name: device.name };
+  }
   // A field the era lacks is absent from what its driver reports, so a prediction that has it differs; likewise
   // a field the era has and the prediction lacks (device_id, gpu_family, tuning).
   return {
     ...flags,
     has_unified_memory: device.hasUnifiedMemory,
     max_buffer_size: device.maxBufferLength,
-    max_working_set_size: device.recommendedMaxWorkingSetSize,
     max_theadgroup_memory_size: device.maxThreadgroupMemoryLength,
     // From b8390 on, name is "MTL<n>" and desc the device's name; before, name is the device's name.
     ...(era.lacks.includes('desc') ? { name: device.name } : { desc: device.name }),

@@ -49,7 +49,8 @@ export const ERAS = Object.freeze([
     },
   },
   {
-    // The first ggml-metal-device.m release npm has: rule set device-b6673. No release npm has covers device-b6968
+    // The first ggml-metal-device.m release npm has: rule set device-b6501 (no node-llama-cpp release bundles b6501 to
+    // b6672: 3.13.0 ships b6431, 3.14.0 b6673). No release npm has covers device-b6968
     // (b6968 to b7009).
     id: 'b6673',
     package: 'node-llama-cpp@3.14.0',

@@ -214,7 +214,7 @@ describe('metal-cap-shim --help, --version and usage errors', () => {
     ],
     [
       ['audit', '--rules', 'ancient'],
-      "--rules takes legacy, device-b6673, device-b6968, device-b7010, device-b7411, device, chip-tuning or current, or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
+      "--rules takes legacy-b0, legacy-b1853, legacy-b4040, legacy-b4053, legacy, device-b6501, device-b6968, device-b7010, device-b7411, device, chip-tuning or current, or a llama.cpp release like b4753 or v0.4.0, got 'ancient'",
       'metal-cap-shim audit --help',
     ],
     [

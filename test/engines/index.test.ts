@@ -3,12 +3,8 @@ import fc from 'fast-check';
 import {
   predictGates,
   ENGINES,
-  LLAMA_CPP_CHIP_TUNING_RULES,
-  LLAMA_CPP_CURRENT_RULES,
-  LLAMA_CPP_DEVICE_B7411_RULES,
-  LLAMA_CPP_DEVICE_RULES,
-  LLAMA_CPP_LEGACY_RULES,
   LLAMA_CPP_OP_GATES,
+  LLAMA_CPP_RULES,
   MLX_RULES,
   type LlamaCppCurrentPrediction,
   type LlamaCppLegacyPrediction,
@@ -354,7 +350,14 @@ describe('predictGates: llama.cpp legacy rules', () => {
     const p = legacy(device({ yes: M1_LIKE }));
     expect(p.rules).toBe('legacy');
     expect(Object.keys(p.flags).sort()).toEqual(
-      ['has_bfloat', 'has_residency_sets', 'has_simdgroup_mm', 'has_simdgroup_reduction', 'use_bfloat'].sort(),
+      [
+        'has_bfloat',
+        'has_residency_sets',
+        'has_simdgroup_mm',
+        'has_simdgroup_reduction',
+        'max_working_set_size',
+        'use_bfloat',
+      ].sort(),
     );
     expect('has_tensor' in p.flags).toBe(false);
     expect('use_shared_buffers' in p.flags).toBe(false);
@@ -568,7 +571,7 @@ describe('predictGates: invalid arguments', () => {
     expectInvalid(
       () => predictGates(dev, 'llama.cpp', { rules: 'old' as unknown as 'legacy' }),
       'rules',
-      /"legacy", "device-b6673", "device-b6968", "device-b7010", "device-b7411", "device", "chip-tuning", "current"/,
+      /"legacy-b0", "legacy-b1853", "legacy-b4040", "legacy-b4053", "legacy", "device-b6501", "device-b6968", "device-b7010", "device-b7411", "device", "chip-tuning", "current"/,
     );
     expectInvalid(() => predictGates(dev, 'mlx', { rules: 'legacy' }), 'rules', /llama\.cpp/);
     expect(predictGates(dev, 'mlx', { rules: 'current', env: {} }).engine).toBe('mlx');
@@ -596,13 +599,10 @@ describe('rule tables', () => {
   });
 
   it('each flag appears exactly once per table, with a source and a rule', () => {
-    const tables = [
-      LLAMA_CPP_CURRENT_RULES,
-      LLAMA_CPP_CHIP_TUNING_RULES,
-      LLAMA_CPP_DEVICE_RULES,
-      LLAMA_CPP_LEGACY_RULES,
+    const tables: readonly (readonly { flag: string; source: string; rule: string }[])[] = [
+      ...Object.values(LLAMA_CPP_RULES),
       MLX_RULES,
-    ] as const;
+    ];
     for (const table of tables) {
       const flags = table.map((r) => r.flag);
       expect(new Set(flags).size).toBe(flags.length);
@@ -619,21 +619,29 @@ describe('rule tables', () => {
       'use_residency_sets',
       'use_shared_buffers',
     ];
-    expect(LLAMA_CPP_DEVICE_B7411_RULES.map((r) => r.flag)).toEqual(deviceFlags);
-    expect(LLAMA_CPP_DEVICE_RULES.map((r) => r.flag)).toEqual([...deviceFlags, 'device_id']);
-    expect(LLAMA_CPP_CHIP_TUNING_RULES.map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id']);
-    expect(LLAMA_CPP_CURRENT_RULES.map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id']);
-    expect(
-      LLAMA_CPP_CURRENT_RULES.every((r) => r.source.startsWith('ggml-metal-device.m ggml_metal_device_init')),
-    ).toBe(true);
+    const memory = 'max_working_set_size';
+    expect(LLAMA_CPP_RULES['device-b7411'].map((r) => r.flag)).toEqual([...deviceFlags, memory]);
+    expect(LLAMA_CPP_RULES.device.map((r) => r.flag)).toEqual([...deviceFlags, 'device_id', memory]);
+    expect(LLAMA_CPP_RULES['chip-tuning'].map((r) => r.flag)).toEqual([
+      ...deviceFlags,
+      'gpu_family',
+      'device_id',
+      memory,
+    ]);
+    expect(LLAMA_CPP_RULES.current.map((r) => r.flag)).toEqual([...deviceFlags, 'gpu_family', 'device_id', memory]);
+    // Every flag is computed at init but the working set, which get_memory reads when llama.cpp asks.
+    expect(LLAMA_CPP_RULES.current.map((r) => r.source.split(' ').slice(0, 2).join(' '))).toEqual([
+      ...Array(8).fill('ggml-metal-device.m ggml_metal_device_init'),
+      'ggml-metal-device.m ggml_metal_device_get_memory',
+    ]);
     expect(Object.keys(predictGates(device(), 'mlx', { env: {} }).flags)).toEqual(MLX_RULES.map((r) => r.flag));
   });
 
   it('the prediction carries exactly the flags of its table', () => {
     const p = llama(device());
-    expect(Object.keys(p.flags)).toEqual(LLAMA_CPP_CURRENT_RULES.map((r) => r.flag));
+    expect(Object.keys(p.flags)).toEqual(LLAMA_CPP_RULES.current.map((r) => r.flag));
     const q = legacy(device());
-    expect(Object.keys(q.flags)).toEqual(LLAMA_CPP_LEGACY_RULES.map((r) => r.flag));
+    expect(Object.keys(q.flags)).toEqual(LLAMA_CPP_RULES.legacy.map((r) => r.flag));
   });
 
   it('op gates only name the two SIMD-group flags', () => {

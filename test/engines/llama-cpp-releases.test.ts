@@ -53,7 +53,7 @@ describe('parseRelease', () => {
 });
 
 const GGML_094_WARNING = (v: string) =>
-  `ggml ${v} shipped with llama.cpp b6526 to b7595, across ggml-metal-device.m's arrival (b6673), the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411): the older device-b6673 rules (b6673 to b6967 (ggml-metal-device.m, before the tensor API)) assumed; a build before b6673 follows the legacy rules`;
+  `ggml ${v} shipped with llama.cpp b6526 to b7595, across the BF16 switch and tensor flag (b6968), the A19/A20 tensor names (b7010) and eGPU shared buffers (b7411): the older device-b6501 rules (b6501 to b6967 (ggml-metal-device.m, before the tensor API)) assumed`;
 
 describe('ruleSetForGgmlVersion', () => {
   it.each<[string, unknown]>([
@@ -76,8 +76,8 @@ describe('ruleSetForGgmlVersion', () => {
     ['0.12.9', { ruleSet: 'device-b7411', warning: null }],
     // ggml 0.9.5 arrived in b7596, after eGPU shared buffers (b7411); 0.9.0 to 0.9.4 span every boundary before.
     ['0.9.5', { ruleSet: 'device-b7411', warning: null }],
-    ['0.9.4-dirty', { ruleSet: 'device-b6673', warning: GGML_094_WARNING('0.9.4-dirty') }],
-    ['0.9.0', { ruleSet: 'device-b6673', warning: GGML_094_WARNING('0.9.0') }],
+    ['0.9.4-dirty', { ruleSet: 'device-b6501', warning: GGML_094_WARNING('0.9.4-dirty') }],
+    ['0.9.0', { ruleSet: 'device-b6501', warning: GGML_094_WARNING('0.9.0') }],
     // Before ggml 0.9 its version was 0.0.<llama.cpp build number>.
     ['0.0.6431', { ruleSet: 'legacy', warning: null }],
     ['0.0.7000', { ruleSet: 'device-b6968', warning: null }],
@@ -147,7 +147,7 @@ describe('rulesOfLoaded', () => {
         "libggml-metal.so: llama.cpp b7000 (node-llama-cpp's build metadata), ggml 0.9.4; it exports ggml_metal_device_init: ggml-metal-device.m; rules by its release",
     });
     expect(device('0.9.4', null)).toEqual({
-      ruleSet: 'device-b6673',
+      ruleSet: 'device-b6501',
       release: null,
       detail: `libggml-metal.so: ggml 0.9.4; it exports ggml_metal_device_init: ggml-metal-device.m; rules by its ggml version (${GGML_094_WARNING('0.9.4')})`,
     });
@@ -155,17 +155,17 @@ describe('rulesOfLoaded', () => {
       ruleSet: 'device',
       release: null,
       detail:
-        'libggml-metal.so: no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (no release or ggml version says which: the newest device rules (b9333 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)',
+        'libggml-metal.so: no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (no release or ggml version says which: the newest device rules (b9333 to b10586 and v0.1 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)',
     });
     // A release or version of another generation does not override what the binary exports, and the detail says so.
     expect(device(null, 'v0.5.0')).toEqual({
       ruleSet: 'device',
       release: 'v0.5.0',
       detail:
-        "libggml-metal.so: llama.cpp v0.5.0 (node-llama-cpp's build metadata), no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (its release points to the current rules, which its exports contradict: the newest device rules (b9333 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)",
+        "libggml-metal.so: llama.cpp v0.5.0 (node-llama-cpp's build metadata), no ggml_version(); it exports ggml_metal_device_init: ggml-metal-device.m (its release points to the current rules, which its exports contradict: the newest device rules (b9333 to b10586 and v0.1 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)",
     });
     expect(device('0.23.0', null).detail).toBe(
-      'libggml-metal.so: ggml 0.23.0; it exports ggml_metal_device_init: ggml-metal-device.m (its ggml version points to the chip-tuning rules, which its exports contradict: the newest device rules (b9333 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)',
+      'libggml-metal.so: ggml 0.23.0; it exports ggml_metal_device_init: ggml-metal-device.m (its ggml version points to the chip-tuning rules, which its exports contradict: the newest device rules (b9333 to b10586 and v0.1 to v0.3.x (ggml-metal-device.m, device_id before per-chip tuning)) assumed)',
     );
   });
 
@@ -183,12 +183,15 @@ describe('rulesOfLoaded', () => {
   });
 
   it("without markers, node-llama-cpp's release decides, with its warning", () => {
-    expect(rulesOfLoaded({ image, ggmlVersion: '0.25.1', markers: [], nodeLlamaCppRelease: 'b6500' })).toEqual({
-      ruleSet: 'legacy',
-      release: 'b6500',
+    expect(rulesOfLoaded({ image, ggmlVersion: '0.25.1', markers: [], nodeLlamaCppRelease: 'b10600' })).toEqual({
+      ruleSet: 'chip-tuning',
+      release: 'b10600',
       detail:
-        "libggml-metal.so: llama.cpp b6500 (node-llama-cpp's build metadata), ggml 0.25.1; rules by its release (llama.cpp b6500 lies between b6431 (the last ggml-metal.m release seen) and b6673 (the first ggml-metal-device.m release seen): legacy rules assumed)",
+        "libggml-metal.so: llama.cpp b10600 (node-llama-cpp's build metadata), ggml 0.25.1; rules by its release (llama.cpp b10600 is a nightly build after b10586, after which #26570 brought the chip-tuning rules; its first build is not pinned, so chip-tuning rules assumed; the changes of current may apply too)",
     });
+    expect(rulesOfLoaded({ image, ggmlVersion: '0.25.1', markers: [], nodeLlamaCppRelease: 'b6500' }).ruleSet).toBe(
+      'legacy',
+    );
     expect(rulesOfLoaded({ image, ggmlVersion: null, markers: [], nodeLlamaCppRelease: 'v0.5.0' }).ruleSet).toBe(
       'current',
     );
@@ -219,8 +222,12 @@ describe('the rule sets', () => {
   it('are ordered oldest first and each says what it covers and on what evidence', () => {
     expect(LLAMA_CPP_RULE_SETS).toMatchInlineSnapshot(`
       [
+        "legacy-b0",
+        "legacy-b1853",
+        "legacy-b4040",
+        "legacy-b4053",
         "legacy",
-        "device-b6673",
+        "device-b6501",
         "device-b6968",
         "device-b7010",
         "device-b7411",

@@ -11,6 +11,7 @@ import type {
   predictGates as PredictGates,
   LLAMA_CPP_CHIPS as Chips,
   LLAMA_CPP_RULE_SET_INFO as RuleSetInfo,
+  LLAMA_CPP_RULE_SETS as RuleSets,
   LLAMA_CPP_SWITCHES as Switches,
   LlamaCppPrediction,
   LlamaCppRuleSet,
@@ -29,11 +30,17 @@ let RULE_TABLES: typeof RuleTables;
 let LLAMA_CPP_SWITCHES: typeof Switches;
 let LLAMA_CPP_OP_GATES: typeof OpGates;
 let LLAMA_CPP_RULE_SET_INFO: typeof RuleSetInfo;
+let RULE_SETS: typeof RuleSets;
 beforeEach(async () => {
   vi.resetModules();
-  ({ predictGates, LLAMA_CPP_CHIPS, RULE_TABLES, LLAMA_CPP_SWITCHES, LLAMA_CPP_RULE_SET_INFO } = await import(
-    '../../lib/engines/index.js'
-  ));
+  ({
+    predictGates,
+    LLAMA_CPP_CHIPS,
+    RULE_TABLES,
+    LLAMA_CPP_SWITCHES,
+    LLAMA_CPP_RULE_SET_INFO,
+    LLAMA_CPP_RULE_SETS: RULE_SETS,
+  } = await import('../../lib/engines/index.js'));
   ({ LLAMA_CPP_OP_GATES } = await import('../../lib/engines/llama-cpp.js'));
 });
 
@@ -52,7 +59,7 @@ const tableFlags = (set: LlamaCppRuleSet) =>
 
 /** The two SIMD-group gates of a prediction, and the ops it sends to the CPU. */
 const simdgroup = (p: LlamaCppPrediction) => ({
-  reduction: p.flags.has_simdgroup_reduction.value,
+  reduction: p.flags.has_simdgroup_reduction?.value,
   mm: p.flags.has_simdgroup_mm.value,
   cpuFallbackOps: p.consequences.cpuFallbackOps,
 });
@@ -436,13 +443,21 @@ describe('llama.cpp, the rules of a release', () => {
   // [release, its rule set, how many warnings]: the legacy rules warn about the encode, and a release outside every
   // range seen warns that its rules are assumed. The warnings' words are pinned below.
   const RELEASES: [string, LlamaCppRuleSet, number][] = [
+    // Each boundary from both sides: a release bN is llama.cpp build N, and the first build of each rule set is
+    // pinned to the commit that brought it below.
+    ['b1852', 'legacy-b0', 1],
+    ['b1853', 'legacy-b1853', 1],
+    ['b4039', 'legacy-b1853', 1],
+    ['b4040', 'legacy-b4040', 1],
+    ['b4052', 'legacy-b4040', 1],
+    ['b4053', 'legacy-b4053', 1],
+    ['b4561', 'legacy-b4053', 1],
+    ['b4562', 'legacy', 1],
     ['b4753', 'legacy', 1],
     ['b6431', 'legacy', 1],
-    ['b6500', 'legacy', 2],
-    // Each boundary from both sides: a release bN is llama.cpp build N, and the builds that changed
-    // ggml_metal_device_init are 6968 (#16634), 7010 (#17087) and 7411 (#17866).
-    ['b6673', 'device-b6673', 0],
-    ['b6967', 'device-b6673', 0],
+    ['b6500', 'legacy', 1],
+    ['b6501', 'device-b6501', 0],
+    ['b6967', 'device-b6501', 0],
     ['b6968', 'device-b6968', 0],
     ['b7009', 'device-b6968', 0],
     ['b7010', 'device-b7010', 0],
@@ -451,7 +466,9 @@ describe('llama.cpp, the rules of a release', () => {
     ['b9332', 'device-b7411', 0],
     ['b9333', 'device', 0],
     ['b10361', 'device', 0],
-    ['b10362', 'device', 1],
+    ['b10586', 'device', 0],
+    // The tuning arrived after b10586 in a nightly build not pinned here: warned.
+    ['b10587', 'chip-tuning', 1],
     ['v0.3.9', 'device', 1],
     ['v0.4.0', 'chip-tuning', 0],
     ['v0.4.9', 'chip-tuning', 0],
@@ -469,13 +486,107 @@ describe('llama.cpp, the rules of a release', () => {
   it('the warnings of each release above', async () => {
     await pinned('releases/warnings', Object.fromEntries(RELEASES.map(([release]) => [release, p(release).warnings])));
   });
-  it('the legacy releases warn the same about the encode; b6500 adds that its rules are assumed', () => {
-    expect(p('b6500').warnings.slice(1)).toEqual(p('b4753').warnings);
-    expect(p('b6431').warnings).toEqual(p('b4753').warnings);
+  it('the legacy releases warn the same about the encode, and only about it on a device with the reduction', () => {
+    for (const release of ['b1852', 'b1853', 'b4040', 'b4053', 'b6431', 'b6500'])
+      expect(p(release).warnings).toEqual(p('b4753').warnings);
+  });
+
+  // The commit that opens each b-numbered rule set, as llama.cpp's history has it (`git log -S` at the b-tags).
+  const CITED: [LlamaCppRuleSet, number, string | null, string | null][] = [
+    ['legacy-b1853', 1853, 'b38b5e9', null],
+    ['legacy-b4040', 4040, null, '#8439'],
+    ['legacy-b4053', 4053, 'ec450d3', null],
+    ['legacy', 4562, '178a7eb', null],
+    ['device-b6501', 6501, '0320ac5', '#15995'],
+    ['device-b6968', 6968, '5b180c3', '#16634'],
+    ['device-b7010', 7010, 'c27efd2', '#17087'],
+    ['device-b7411', 7411, '165caaf', '#17866'],
+    ['device', 9333, '35c9b1f', '#23566'],
+  ];
+  it.each(CITED)(
+    '%s opens at b%i with its commit %s (%s): the build before gets the rule set before',
+    (set, build, commit, pr) => {
+      const index = RULE_SETS.indexOf(set);
+      expect({
+        first: LLAMA_CPP_RULE_SET_INFO[set].first,
+        opened: LLAMA_CPP_RULE_SET_INFO[set].opened,
+        before: p(`b${build - 1}`).rules,
+        at: p(`b${build}`).rules,
+      }).toEqual({ first: { build }, opened: { commit, pr }, before: RULE_SETS[index - 1], at: set });
+    },
+  );
+  it('every b-numbered rule set but the oldest is cited above, so a new boundary needs its citation', () => {
+    const byBuild = RULE_SETS.filter((set) => 'build' in LLAMA_CPP_RULE_SET_INFO[set].first);
+    expect(byBuild).toEqual(['legacy-b0', ...CITED.map(([set]) => set)]);
+  });
+
+  it('b6550 (ggml-metal-device.m from b6501): BF16 supported on an M1, not rejected as under the legacy rules', () => {
+    expect([p('b6550').consequences.bf16Ops, p('b6500').consequences.bf16Ops]).toEqual(['supported', 'rejected']);
+  });
+  it('b4045: the BF16 kernels on wherever has_bfloat (before b4053 brought GGML_METAL_USE_BF16), off from b4053', () => {
+    const at = (release: string) => {
+      const q = p(release);
+      const flags = q.flags as Partial<Record<string, { value: unknown }>>;
+      return { use_bfloat: flags.use_bfloat?.value, bf16Ops: q.consequences.bf16Ops };
+    };
+    expect([at('b4039'), at('b4045'), at('b4053')]).toEqual([
+      { use_bfloat: undefined, bf16Ops: 'rejected' },
+      { use_bfloat: true, bf16Ops: 'supported' },
+      { use_bfloat: false, bf16Ops: 'rejected' },
+    ]);
+  });
+  it('b4000: no residency flag, and GGML_METAL_NO_RESIDENCY is warned as unread; b4562 reads it', () => {
+    const q = predictGates(m1.devices[0]!, 'llama.cpp', {
+      env: { GGML_METAL_NO_RESIDENCY: '1' },
+      host: m1.host,
+      release: 'b4000',
+    });
+    const r = predictGates(m1.devices[0]!, 'llama.cpp', {
+      env: { GGML_METAL_NO_RESIDENCY: '1' },
+      host: m1.host,
+      release: 'b4562',
+    });
+    expect({
+      b4000: [Object.keys(q.flags), q.consequences.residencySetsCreated, q.warnings.at(-1)],
+      b4562: [r.rules === 'legacy' && r.flags.has_residency_sets.value, r.warnings.length],
+    }).toEqual({
+      b4000: [
+        ['has_simdgroup_reduction', 'has_simdgroup_mm'],
+        false,
+        'GGML_METAL_NO_RESIDENCY is set but llama.cpp b1853 to b4039 (ggml-metal.m, before has_bfloat) does not read it',
+      ],
+      b4562: [false, 1],
+    });
+  });
+  it('a nightly after the tuning arrived: gpu_family and the per-chip tuning, with the uncertainty warned', () => {
+    const q = p('b10700');
+    expect({
+      rules: q.rules,
+      gpu_family: q.rules === 'chip-tuning' ? q.flags.gpu_family.value : null,
+      tuning: q.tuning?.value.tier,
+      warnings: q.warnings,
+    }).toEqual({
+      rules: 'chip-tuning',
+      gpu_family: 7,
+      tuning: 'exact',
+      warnings: [
+        'llama.cpp b10700 is a nightly build after b10586, after which #26570 brought the chip-tuning rules; its first build is not pinned, so chip-tuning rules assumed; the changes of current may apply too',
+      ],
+    });
+  });
+  it('before b1853 no op waits on the reduction: a device without it is warned, not sent to the CPU', () => {
+    const q = predictGates(guest.devices[0]!, 'llama.cpp', { env: {}, host: guest.host, release: 'b1800' });
+    expect({ cpu: q.consequences.cpuFallbackOps, warnings: q.warnings }).toEqual({
+      cpu: [],
+      warnings: [
+        'legacy ggml-metal.m asks supportsFamily(Apple7) on every MUL_MAT encode: a capability patch must stay installed for the life of the process',
+        'llama.cpp up to b1852 (ggml-metal.m, before the SIMD-group reduction gate) refuses no op for a missing SIMD-group reduction (supportsFamily(Apple7)=NO, supportsFamily(Metal3)=NO): its reduction kernels are dispatched anyway and fail on this device',
+      ],
+    });
   });
 
   it.each<[string, LlamaCppRuleSet, boolean]>([
-    ['b6967', 'device-b6673', false],
+    ['b6967', 'device-b6501', false],
     ['b6968', 'device-b6968', true],
     ['b7010', 'device-b7010', true],
     ['b8000', 'device-b7411', true],
@@ -496,6 +607,7 @@ describe('llama.cpp, the rules of a release', () => {
           ...(tensor ? ['has_tensor'] : []),
           'use_residency_sets',
           'use_shared_buffers',
+          'max_working_set_size',
         ],
         tuning: null,
       });
@@ -540,12 +652,12 @@ describe('llama.cpp, the device rules on both sides of each boundary', () => {
     expect({
       rules: prediction.rules,
       flags: Object.keys(prediction.flags),
-      has_bfloat: prediction.flags.has_bfloat.value,
+      has_bfloat: prediction.flags.has_bfloat?.value,
       ...simdgroup(prediction),
       warnings: prediction.warnings.length,
     }).toEqual({
-      rules: 'device-b6673',
-      flags: tableFlags('device-b6673'),
+      rules: 'device-b6501',
+      flags: tableFlags('device-b6501'),
       has_bfloat: true,
       reduction: true,
       mm: true,
@@ -969,13 +1081,13 @@ describe('predictGates: the whole error for each bad argument', () => {
       'rules as a number',
       { rules: 1 },
       'rules',
-      'rules must be one of "legacy", "device-b6673", "device-b6968", "device-b7010", "device-b7411", "device", "chip-tuning", "current"; got number 1',
+      'rules must be one of "legacy-b0", "legacy-b1853", "legacy-b4040", "legacy-b4053", "legacy", "device-b6501", "device-b6968", "device-b7010", "device-b7411", "device", "chip-tuning", "current"; got number 1',
     ],
     [
       'an unknown rule set',
       { rules: 'old' },
       'rules',
-      'rules must be one of "legacy", "device-b6673", "device-b6968", "device-b7010", "device-b7411", "device", "chip-tuning", "current"; got the string "old"',
+      'rules must be one of "legacy-b0", "legacy-b1853", "legacy-b4040", "legacy-b4053", "legacy", "device-b6501", "device-b6968", "device-b7010", "device-b7411", "device", "chip-tuning", "current"; got the string "old"',
     ],
     [
       'a release that is no tag',

@@ -253,14 +253,15 @@ describe("MLX's architecture name", () => {
     }
   });
 
-  it('from v0.31.0 a character that is no digit counts 0, and a name shorter than 3 is generation 0', () => {
+  it('from v0.31.0 a character that is no digit counts 0, and a name of 1 or 2 bytes is generation 0', () => {
     for (const ruleSet of from('v0.31.0')) {
       const gen = (name: string) => predict(name, { release: ruleSet }).flags.architectureGeneration.value;
       expect(gen('applegpu_gXYs')).toBe(gen('applegpu_g00s'));
       expect(gen('applegpu_g1Xs')).toBe(gen('applegpu_g10s'));
       expect(gen('applegpu_gX7s')).toBe(gen('applegpu_g07s'));
-      // Both sides of the length bound: 3 characters parse, 2 and fewer are 0.
-      expect([gen('13s'), gen('3s'), gen('x'), gen('')]).toEqual([13, 0, 0, 0]);
+      // Both sides of the length bound: 3 characters parse, 2 and 1 are 0; an empty name is undefined behaviour
+      // (arch_.back()), so no generation.
+      expect([gen('13s'), gen('3s'), gen('x'), gen('')]).toEqual([13, 0, 0, null]);
     }
   });
 
@@ -520,5 +521,79 @@ describe('MLX releases', () => {
       'applegpu_g15s',
       15,
     ]);
+  });
+});
+
+describe("MLX's environment as env::get_var reads it: atoi into an int", () => {
+  it.each<[string, { value: number; overflowed: string | null }]>([
+    ['5', { value: 5, overflowed: null }],
+    [' \t+12abc', { value: 12, overflowed: null }],
+    ['abc', { value: 0, overflowed: null }],
+    ['', { value: 0, overflowed: null }],
+    ['0000000000000000000000005', { value: 5, overflowed: null }],
+    ['2147483647', { value: 2147483647, overflowed: null }],
+    ['2147483648', { value: -2147483648, overflowed: '2147483648' }],
+    ['-2147483648', { value: -2147483648, overflowed: null }],
+    ['-2147483649', { value: 2147483647, overflowed: '-2147483649' }],
+    ['8589934592', { value: 0, overflowed: '8589934592' }],
+    ['3000000000', { value: -1294967296, overflowed: '3000000000' }],
+    ['4294967301', { value: 5, overflowed: '4294967301' }],
+    // strtol saturates at the long's bounds before the int keeps the low 32 bits.
+    ['9223372036854775807', { value: -1, overflowed: '9223372036854775807' }],
+    ['99999999999999999999999', { value: -1, overflowed: '99999999999999999999999' }],
+    ['-99999999999999999999999', { value: 0, overflowed: '-99999999999999999999999' }],
+  ])('%j', (text, reading) => {
+    expect(E.atoiInt(text)).toEqual(reading);
+  });
+
+  it('MLX_RESIDENCY_SET_MAX_PCT=4294967301 reads as 5, and the overflow is warned', () => {
+    const p = predict('applegpu_g13d', { env: { MLX_RESIDENCY_SET_MAX_PCT: '4294967301' } });
+    const plain = predict('applegpu_g13d', { env: { MLX_RESIDENCY_SET_MAX_PCT: '5' } });
+    expect({ cap: p.flags.residencySetCapBytes.value, warnings: p.warnings }).toEqual({
+      cap: plain.flags.residencySetCapBytes.value,
+      warnings: [
+        'MLX_RESIDENCY_SET_MAX_PCT="4294967301" does not fit MLX\'s int (env::get_var\'s atoi): MLX reads 5, not 4294967301',
+      ],
+    });
+  });
+
+  it.each(['8589934592', '3000000000'])(
+    'MLX_CONV_WINOGRAD_WORKING_SET=%s reads as 0 or negative: MLX falls back to the working set',
+    (text) => {
+      const p = predict('applegpu_g13d', { env: { MLX_CONV_WINOGRAD_WORKING_SET: text } });
+      const wss = m1.device.recommendedMaxWorkingSetSize as number;
+      expect({ budget: p.flags.winogradBudgetBytes.value, warned: p.warnings.length }).toEqual({
+        budget: Math.floor(wss / 4) * 3,
+        warned: 1,
+      });
+    },
+  );
+
+  it('a number that fits is not warned', () => {
+    expect(predict('applegpu_g13d', { env: { MLX_CONV_WINOGRAD_WORKING_SET: '2147483647' } }).warnings).toEqual([]);
+  });
+});
+
+describe('MLX residency sets and their cap', () => {
+  it('the stock guest (no Metal3): no sets, so no cap', () => {
+    const p = E.predictGates(guest.device, 'mlx', { env: {}, host: guest.host });
+    expect([p.flags.residencySets.value, p.flags.residencySetCapBytes.value]).toEqual([false, null]);
+  });
+
+  it('Metal3 before macOS 15: no sets, so no cap; on macOS 15 the cap', () => {
+    expect([
+      predict('applegpu_g13d', { osVersion: '14.6' }).flags.residencySetCapBytes.value,
+      predict('applegpu_g13d', { osVersion: '15.0' }).flags.residencySetCapBytes.value,
+    ]).toEqual([
+      null,
+      Math.max(Math.floor((m1.device.recommendedMaxWorkingSetSize as number) / 100) * 5, 64 * 1048576),
+    ]);
+  });
+
+  it('an empty architecture name is undefined behaviour in every release, not generation 0', () => {
+    expect(
+      ['v0.30.6', 'v0.31.0', 'v0.32.2'].map((release) => predict('', { release }).flags.architectureGeneration.value),
+    ).toEqual([null, null, null]);
+    expect(predict('xy', { release: 'v0.31.0' }).flags.architectureGeneration.value).toBe(0);
   });
 });

@@ -196,7 +196,7 @@ describe('profileWarnings: a claim above the host chip’s true family', () => {
         'Apple9',
         'Apple7',
         'Apple M1',
-        "llama.cpp v0.4.x will tune for an M4 Max (Apple9's representative), not this host's Apple M1",
+        "llama.cpp v0.4.x and nightly builds after b10586 will tune for an M4 Max (Apple9's representative), not this host's Apple M1",
       ),
       ABOVE_HARDWARE(65536),
     ]);
@@ -208,7 +208,7 @@ describe('profileWarnings: a claim above the host chip’s true family', () => {
         'Apple8',
         'Apple7',
         'Apple M1',
-        "llama.cpp v0.4.x will tune with its baseline kernels, not this host's Apple M1",
+        "llama.cpp v0.4.x and nightly builds after b10586 will tune with its baseline kernels, not this host's Apple M1",
       ),
     ]);
   });
@@ -220,7 +220,7 @@ describe('profileWarnings: a claim above the host chip’s true family', () => {
         'Apple8',
         'Apple7',
         'Apple M1',
-        "llama.cpp v0.4.x will tune for an M4 Max (its own rows), not this host's Apple M1",
+        "llama.cpp v0.4.x and nightly builds after b10586 will tune for an M4 Max (its own rows), not this host's Apple M1",
       ),
     ]);
   });
@@ -494,7 +494,7 @@ describe('aboveHostFamilyMessage', () => {
     expect(
       aboveHostFamilyMessage(1009, 'Apple M1', 1007, 'chip-tuning', 'Apple Paravirtual device'),
     ).toMatchInlineSnapshot(
-      `"the profile claims Apple9, above Apple7, the true family of this host's Apple M1: llama.cpp v0.4.x will tune for an M4 Max (Apple9's representative), not this host's Apple M1 (profile host claims exactly the host's)"`,
+      `"the profile claims Apple9, above Apple7, the true family of this host's Apple M1: llama.cpp v0.4.x and nightly builds after b10586 will tune for an M4 Max (Apple9's representative), not this host's Apple M1 (profile host claims exactly the host's)"`,
     );
   });
 

@@ -152,15 +152,21 @@ function firstRelease(first) {
   return first.build === 0 ? '—' : `b${first.build}`;
 }
 
+/** The commit and pull request that open a rule set, as cited in its row: `0320ac5, #15995`, or — for none. */
+function opened(citation) {
+  const parts = [citation.commit, citation.pr].filter((p) => p !== null);
+  return parts.length === 0 ? '—' : parts.join(', ');
+}
+
 /** docs/engines.md's region `rule-sets`: the llama.cpp rule sets, oldest first (dist/tables.js). */
 export function renderRuleSets(ruleSets, info) {
   const rows = ruleSets.map((id) => {
     const r = info[id];
-    return `| \`${r.id}\` | ${firstRelease(r.first)} | ${cell(r.releases)} | \`${r.source}\` | ${cell(r.summary)} | ${cell(r.evidence.join('; '))} |`;
+    return `| \`${r.id}\` | ${firstRelease(r.first)} | ${opened(r.opened)} | ${cell(r.releases)} | \`${r.source}\` | ${cell(r.summary)} | ${cell(r.evidence.join('; '))} |`;
   });
   return [
-    '| rule set | from | releases | computed in | what sets it apart | checked against llama.cpp’s own code |',
-    '|---|---|---|---|---|---|',
+    '| rule set | from | opened by | releases | computed in | what sets it apart | checked against llama.cpp’s own code |',
+    '|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
