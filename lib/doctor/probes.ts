@@ -64,9 +64,17 @@ export const JUDGEMENTS: Readonly<Record<RecordedStatus, { judgement: Judgement;
     judgement: 'unknown',
     meaning: 'the GPU had too little memory for the work (MTLCommandBufferErrorOutOfMemory)',
   },
+  'device-removed': {
+    judgement: 'unknown',
+    meaning: 'the device went away while it ran, as an unplugged eGPU does (MTLCommandBufferErrorDeviceRemoved)',
+  },
   aborted: {
     judgement: 'faulty',
     meaning: 'the process running the probe died, or was killed at the deadline, while it ran',
+  },
+  interrupted: {
+    judgement: 'unknown',
+    meaning: 'a SIGINT or SIGTERM from outside (Ctrl-C, a supervisor) ended the process running the probe',
   },
 });
 
@@ -80,17 +88,20 @@ export const COMMAND_BUFFER_STATUSES: ReadonlyMap<number, DoctorStatus> = new Ma
   [4, 'access-revoked'],
   [7, 'not-permitted'],
   [8, 'out-of-memory'],
+  [11, 'device-removed'],
 ]);
 
 /**
  * The statuses after which a device takes no more work from the process that met them: a GPU that did not finish
- * (a timeout of the GPU's work, not of the compiler), access revoked, not permitted, and a runner that died. The probes
+ * (a timeout of the GPU's work, not of the compiler), access revoked, not permitted, a device removed (an eGPU
+ * unplugged), and a runner that died. The probes
  * left on that device are `skipped`, with the reason, never run into a fault they did not cause.
  */
 export const GPU_LEFT_UNUSABLE: readonly DoctorStatus[] = Object.freeze([
   'timeout',
   'access-revoked',
   'not-permitted',
+  'device-removed',
   'aborted',
 ]);
 
@@ -120,7 +131,9 @@ export const STATUS_SEVERITY: readonly RecordedStatus[] = Object.freeze([
   'access-revoked',
   'not-permitted',
   'out-of-memory',
+  'device-removed',
   'error',
+  'interrupted',
   'unsupported',
   'skipped',
   'not-recorded',

@@ -83,7 +83,7 @@ function nativeOptions(
 /** An outcome the runner gives without running the probe. */
 export function runnerOutcome(
   id: DoctorProbeId,
-  status: 'skipped' | 'error' | 'aborted',
+  status: 'skipped' | 'error' | 'aborted' | 'interrupted',
   detail: string,
 ): NativeProbeOutcome {
   return {

@@ -768,7 +768,7 @@ describe('the doctor section and the default object, whole errors', () => {
       'an unknown status',
       section({ bfloat: { status: 'flaky' } }),
       `${at}probes.bfloat.status`,
-      'must be one of pass, wrong-result, fail, unsupported, timeout, skipped, error, page-fault, access-revoked, not-permitted, out-of-memory, aborted, not-recorded',
+      'must be one of pass, wrong-result, fail, unsupported, timeout, skipped, error, page-fault, access-revoked, not-permitted, out-of-memory, device-removed, aborted, interrupted, not-recorded',
     ],
     [
       'a field on a not-recorded probe',

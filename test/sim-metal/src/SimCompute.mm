@@ -28,8 +28,8 @@
  *   fault `commit` (with timeout, any probe): committing the probe's command buffer never returns (a blocking call
  *                 no per-probe deadline can bound: the parent of doctor's runner kills it)
  *   aborted       committing the probe's command buffer calls abort(), as a Metal debug-layer assertion does
- *   page-fault, access-revoked, not-permitted, out-of-memory: the command buffer fails in MTLCommandBufferErrorDomain
- *                 with that code (MTLCommandBufferError)
+ *   page-fault, access-revoked, not-permitted, out-of-memory, device-removed: the command buffer fails in
+ *                 MTLCommandBufferErrorDomain with that code (MTLCommandBufferError)
  * A device's `simulation.revokesAfterTimeout` (true): once one of its command buffers has hung, every later one fails
  * with MTLCommandBufferErrorAccessRevoked, as Metal revokes a client "responsible for too many timeouts or hangs".
  * A device's `simulation.threadExecutionWidth` (default 32) is its pipelines' SIMD-group width.
@@ -1289,6 +1289,7 @@ MTLCommandBufferError gpuErrorOf(NSString *status) {
   if ([status isEqualToString:@"access-revoked"]) return MTLCommandBufferErrorAccessRevoked;
   if ([status isEqualToString:@"not-permitted"]) return MTLCommandBufferErrorNotPermitted;
   if ([status isEqualToString:@"out-of-memory"]) return MTLCommandBufferErrorOutOfMemory;
+  if ([status isEqualToString:@"device-removed"]) return MTLCommandBufferErrorDeviceRemoved;
   return MTLCommandBufferErrorNone;
 }
 
