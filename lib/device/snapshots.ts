@@ -616,10 +616,11 @@ export function validateSnapshot(
 
 /** The capability report a snapshot records, as probe() would return it on that machine. */
 export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: boolean } = {}): SupportedReport {
+  // A device keeps its number (its place in MTLCopyAllDevices()) when it is listed alone, as probe() numbers it.
   const indexes = options.allDevices ? snapshot.devices.map((_, i) => i) : [snapshot.defaultDevice];
-  const devices = indexes.map((i, position) =>
+  const devices = indexes.map((i) =>
     deviceReportFrom({
-      index: options.allDevices ? i : position,
+      index: i,
       isDefault: i === snapshot.defaultDevice,
       ...(pickFields(snapshot.devices[i]!, DEVICE_FIELD_NAMES) as unknown as RecordedDeviceFacts),
     }),

@@ -47,6 +47,7 @@ export interface CheckedDoctorOptions {
   device: number | null;
   timeoutMs: number;
   mmapFile: string | null;
+  /** The generated file's size; with `mmapFile`, that file's size when checked (the runner's budget reads it in). */
   mmapSize: number;
   probes: DoctorProbeId[];
   force: boolean;
@@ -58,7 +59,7 @@ function optionError(option: string, flag: string, message: string): InvalidOpti
   return new InvalidOptionsError(option, `doctor() option '${option}' (${flag}) ${message}`);
 }
 
-function checkMmapFile(file: string): string {
+function checkMmapFile(file: string): { file: string; size: number } {
   if (file.trim() === '') throw optionError('mmapFile', '--mmap-file', 'must name a file, e.g. a model .gguf');
   const resolved = path.resolve(file);
   let stats: Stats;
@@ -84,7 +85,7 @@ function checkMmapFile(file: string): string {
       `cannot read ${resolved} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); doctor only reads it`,
     );
   }
-  return resolved;
+  return { file: resolved, size: stats.size };
 }
 
 function checkInteger(option: string, flag: string, value: unknown, min: number, max: number, extra = ''): number {
@@ -182,8 +183,8 @@ export function checkDoctorCall(options: unknown): {
     candidate,
     device,
     timeoutMs,
-    mmapFile,
-    mmapSize,
+    mmapFile: mmapFile?.file ?? null,
+    mmapSize: mmapFile?.size ?? mmapSize,
     probes,
     force: o.force ?? false,
     snapshot: o.snapshot ?? null,

@@ -197,23 +197,24 @@ export function probeBudgetMs(timeoutMs: number): number {
 }
 
 /**
- * The slowest writing of nocopy-mmap's generated file allowed for, in bytes per millisecond (20 MiB/s): the write is
- * the runner's own work, outside the GPU's deadline, so a slow disk must not get the runner killed and the device
- * blamed for it.
+ * The slowest disk allowed for, in bytes per millisecond (20 MiB/s), for writing nocopy-mmap's generated file and for
+ * reading its file into memory before the GPU's deadline starts: both are the runner's own work, outside the GPU's
+ * deadline, so a slow disk must not get the runner killed and the device blamed for it.
  */
 export const GENERATED_FILE_BYTES_PER_MS = (20 * 1024 * 1024) / 1000;
 
 /**
- * The budget of one probe under `o`: probeBudgetMs, and for nocopy-mmap with a generated file the time to write it at
- * GENERATED_FILE_BYTES_PER_MS.
+ * The budget of one probe under `o`: probeBudgetMs, and for nocopy-mmap the time to read its file (`mmapSize`: the
+ * user's file's size with `mmapFile`) into memory at GENERATED_FILE_BYTES_PER_MS, and to write it first when it is
+ * generated.
  */
 export function probeBudgetFor(
   o: { timeoutMs: number; mmapFile: string | null; mmapSize: number },
   probe: DoctorProbeId,
 ): number {
-  const write =
-    probe === 'nocopy-mmap' && o.mmapFile === null ? Math.ceil(o.mmapSize / GENERATED_FILE_BYTES_PER_MS) : 0;
-  return probeBudgetMs(o.timeoutMs) + write;
+  if (probe !== 'nocopy-mmap') return probeBudgetMs(o.timeoutMs);
+  const once = Math.ceil(o.mmapSize / GENERATED_FILE_BYTES_PER_MS);
+  return probeBudgetMs(o.timeoutMs) + (o.mmapFile === null ? 2 * once : once);
 }
 
 /**

@@ -205,7 +205,7 @@ describeSim('doctor: the probes run in a child process', () => {
     expect(report.cache).toBe(null);
   });
 
-  it('a probe’s budget: three deadlines and a second; nocopy-mmap with a generated file also its write at 20 MiB/s', () => {
+  it('a probe’s budget: three deadlines and a second; nocopy-mmap also reads its file in at 20 MiB/s, and writes a generated one first', () => {
     const o = { timeoutMs: 100, mmapFile: null, mmapSize: 256 << 20 };
     expect([
       probeBudgetFor(o, 'bfloat'),
@@ -213,7 +213,7 @@ describeSim('doctor: the probes run in a child process', () => {
       probeBudgetFor({ ...o, mmapSize: 20 << 20 }, 'nocopy-mmap'),
       probeBudgetFor({ ...o, mmapSize: (20 << 20) + 1 }, 'nocopy-mmap'),
       probeBudgetFor({ ...o, mmapFile: '/models/m.gguf' }, 'nocopy-mmap'),
-    ]).toEqual([1300, 1300 + 12_800, 1300 + 1000, 1300 + 1001, 1300]);
+    ]).toEqual([1300, 1300 + 2 * 12_800, 1300 + 2 * 1000, 1300 + 2 * 1001, 1300 + 12_800]);
   });
 
   it('kills a probe that never returns at its deadline, and reports it aborted', async () => {

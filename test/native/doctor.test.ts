@@ -3,7 +3,7 @@
 // simulated GPU's own behaviours and a slow compiler and GPU. What this proves is the plumbing and the decisions
 // (status, measured values, deadlines, clean-up); the MSL itself runs only on a Mac (test/live/). Runtime exercised:
 // GCC's libobjc with GNUstep Foundation.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it, afterEach } from 'vitest';
@@ -383,6 +383,22 @@ describeSim('test/fixtures/snapshots/doctor-faults.json', () => {
       expect(statSync(file).mtimeMs).toBe(mtimeMs);
       expect(readdirSync(dir)).toEqual(['model.gguf']);
       expect(openDescriptors()).toBe(before);
+    });
+
+    it("pages the user's file in before the GPU's deadline starts: no page under the NoCopy buffer is cold when it is made", () => {
+      const dir = freshDir();
+      const file = path.join(dir, 'cold.gguf');
+      writeFileSync(file, Buffer.alloc(4 << 20, 7));
+      // Out of the page cache, as a model not read since boot is (GNU dd: count=0 drops the whole file's clean pages).
+      execFileSync('sync');
+      execFileSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0'], { stdio: 'ignore' });
+      const fixture = loadFixture();
+      expect(fixture.residentPages(file).resident).toBeLessThan(fixture.residentPages(file).pages);
+      const before = fixture.noCopyColdPages();
+      const r = binding.doctor(options(HEALTHY, { probes: ['nocopy-mmap'], mmapFile: file, tempDir: dir }));
+      expect(r.outcomes.map((o) => o.status)).toEqual(['pass']);
+      expect(fixture.noCopyColdPages() - before).toBe(0);
+      expect(fixture.residentPages(file)).toEqual({ resident: 1024, pages: 1024 });
     });
 
     it("the user's file never changes, so only a generated file shows stale pages, and the pass says so; a zero length shows on both", () => {
