@@ -212,15 +212,19 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
   // pending after its deadline included. Unmapping under the GPU is the crash AdaptiveCpp PR 2067 describes. The whole
   // mapping goes, which can be longer than the buffer (maxBufferLength).
   const size_t unmapLength = static_cast<size_t>(mapLength);
+  // Set by the deallocator: Metal documents no call of it when it returns nil, but one that called it then would
+  // have the mapping unmapped twice (the second time, whatever was mapped there since).
+  __block bool unmapped = false;
   Owned<id<MTLBuffer>> buffer([ctx.device newBufferWithBytesNoCopy:mapped
                                                             length:bufferLength
                                                            options:MTLResourceStorageModeShared
                                                        deallocator:^(void *pointer, NSUInteger) {
+                                                         unmapped = true;
                                                          munmap(pointer, unmapLength);
                                                        }]);
   if (!buffer) {
-    // No buffer took the deallocator.
-    munmap(mapped, unmapLength);
+    // No buffer took the deallocator, unless Metal called it already.
+    if (!unmapped) munmap(mapped, unmapLength);
     return makeOutcome(probe, DoctorStatus::Fail,
                        "newBufferWithBytesNoCopy returned nil for " + formatBytes(bufferLength) + " of " + what);
   }

@@ -732,18 +732,31 @@ describeSim('test/fixtures/snapshots/doctor-sim-behaviours.json', () => {
       // Under a profile answering 65536 the device takes 65536, but with Metal's validation layer on only the stock
       // 32768 is tried: the layer aborts above the device's real limit.
       expect(applyProfile({ maxThreadgroupMemoryLength: 65536 }).applied).toBe(true);
-      process.env.MTL_DEBUG_LAYER = '1';
+      // Both ways of turning the layer on: MTL_DEBUG_LAYER, and METAL_DEVICE_WRAPPER_TYPE=1 (Xcode's API validation).
+      for (const [name, value] of [
+        ['MTL_DEBUG_LAYER', '1'],
+        ['METAL_DEVICE_WRAPPER_TYPE', '1'],
+      ] as const) {
+        process.env[name] = value;
+        try {
+          expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual([
+            outcome(
+              'threadgroup-memory',
+              'pass',
+              "32768 bytes proven by 1024 concurrent threadgroups of 256 threads; sizes above 32768 bytes (the device's stock limit) not tried: Metal's validation layer (MTL_DEBUG_LAYER or METAL_DEVICE_WRAPPER_TYPE=1) is on",
+              { provenThreadgroupMemory: 32768 },
+            ),
+          ]);
+        } finally {
+          delete process.env[name];
+        }
+      }
+      // Another wrapper type is not the validation layer.
+      process.env.METAL_DEVICE_WRAPPER_TYPE = '0';
       try {
-        expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual([
-          outcome(
-            'threadgroup-memory',
-            'pass',
-            "32768 bytes proven by 1024 concurrent threadgroups of 256 threads; sizes above 32768 bytes (the device's stock limit) not tried: Metal's validation layer (MTL_DEBUG_LAYER) is on",
-            { provenThreadgroupMemory: 32768 },
-          ),
-        ]);
+        expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual([PASSES.threadgroup]);
       } finally {
-        delete process.env.MTL_DEBUG_LAYER;
+        delete process.env.METAL_DEVICE_WRAPPER_TYPE;
       }
       expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual([PASSES.threadgroup]);
     });

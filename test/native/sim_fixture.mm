@@ -2,6 +2,7 @@
 // the test process as a second addon. It stands for a foreign engine such as ggml-metal: it asks devices through
 // Apple's public API, hammers queries from native threads, and plays the part of another swizzler.
 #define NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <napi.h>
 #include <sys/mman.h>
@@ -15,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -275,6 +277,31 @@ Napi::Value InheritableDoctorFiles(const Napi::CallbackInfo &info) {
   return Napi::Number::New(info.Env(), static_cast<double>(MTLSimGetInheritableDoctorFiles()));
 }
 
+// openLibrary(path) / closeLibrary(path): dlopen (RTLD_LOCAL) and dlclose a plain shared library, which Node's
+// process.dlopen cannot unload: a library unloaded and loaded again at the same path, as a rebuilt plugin is.
+[[clang::no_destroy]] std::map<std::string, void *> gOpenLibraries;
+
+Napi::Value OpenLibrary(const Napi::CallbackInfo &info) {
+  std::string file = info[0].As<Napi::String>().Utf8Value();
+  void *handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    Napi::Error::New(info.Env(), std::string("openLibrary: ") + dlerror()).ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  gOpenLibraries[file] = handle;
+  return info.Env().Undefined();
+}
+
+Napi::Value CloseLibrary(const Napi::CallbackInfo &info) {
+  std::string file = info[0].As<Napi::String>().Utf8Value();
+  auto found = gOpenLibraries.find(file);
+  if (found != gOpenLibraries.end()) {
+    dlclose(found->second);
+    gOpenLibraries.erase(found);
+  }
+  return info.Env().Undefined();
+}
+
 // noCopyColdPages(): pages under NoCopy buffers that were not resident when the buffer was made, so far.
 Napi::Value NoCopyColdPages(const Napi::CallbackInfo &info) {
   return Napi::Number::New(info.Env(), static_cast<double>(MTLSimGetNoCopyColdPages()));
@@ -307,6 +334,8 @@ Napi::Value ResidentPages(const Napi::CallbackInfo &info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("noCopyColdPages", Napi::Function::New(env, NoCopyColdPages));
+  exports.Set("openLibrary", Napi::Function::New(env, OpenLibrary));
+  exports.Set("closeLibrary", Napi::Function::New(env, CloseLibrary));
   exports.Set("residentPages", Napi::Function::New(env, ResidentPages));
   exports.Set("noCopyAfterUnmap", Napi::Function::New(env, NoCopyAfterUnmap));
   exports.Set("noCopyWithoutDeallocator", Napi::Function::New(env, NoCopyWithoutDeallocator));

@@ -47,6 +47,8 @@ export interface SimFixture {
   /** NoCopy buffers this process released after the memory under them was unmapped (simulated Metal's counter). */
   noCopyAfterUnmap(): number;
   noCopyColdPages(): number;
+  openLibrary(file: string): void;
+  closeLibrary(file: string): void;
   residentPages(file: string): { resident: number; pages: number };
   /** NoCopy buffers this process made without a deallocator (simulated Metal's counter). */
   noCopyWithoutDeallocator(): number;
