@@ -494,7 +494,7 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
             std::to_string(wrongWords) + " wrong words; first threadgroup " + std::to_string(firstBad) + ")";
       break;
     }
-    (size > kAppleGpuThreadgroupMemory ? accepted : proven) = size;
+    (size > ctx.options.provableThreadgroupMemory ? accepted : proven) = size;
   }
   DoctorStatus status = failure == DoctorStatus::Pass && !proven && !accepted ? DoctorStatus::Skipped : failure;
   std::string detail;
@@ -505,7 +505,7 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
   if (accepted) {
     detail += (detail.empty() ? "" : "; ") + formatBytes(*accepted) +
               " accepted and computed right, unverifiable: threadgroups above " +
-              formatBytes(kAppleGpuThreadgroupMemory) + " may never share a GPU core";
+              formatBytes(ctx.options.provableThreadgroupMemory) + " may never share a GPU core";
   }
   if (!why.empty()) detail += (detail.empty() ? "" : "; ") + why;
   if (!failed && (proven || accepted) && why.empty()) detail += " (the largest size asked for)";

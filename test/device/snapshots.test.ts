@@ -1094,3 +1094,41 @@ describe('a snapshot from a probe report', () => {
     });
   });
 });
+
+describe('a recorded threadgroup size is proven up to what the device can prove', () => {
+  const withThreadgroup = (id: string, proven: number | null, accepted: number | null) => {
+    const s = structuredClone(loadSnapshot(id)) as unknown as {
+      sources: Record<string, string>;
+      devices: { doctor?: unknown }[];
+    };
+    const probes = Object.fromEntries(DOCTOR_PROBE_IDS.map((p) => [p, { status: 'not-recorded' }]));
+    probes['threadgroup-memory'] = {
+      status: 'pass',
+      detail: 'recorded',
+      ...(proven === null ? {} : { provenThreadgroupMemory: proven }),
+      ...(accepted === null ? {} : { acceptedThreadgroupMemory: accepted }),
+    } as never;
+    s.devices[1 % s.devices.length]!.doctor = { provenance: 'assumed', probes };
+    return s;
+  };
+
+  it('an Intel Mac’s AMD GPU (65536 stock) proves 65536; above that a size is only accepted', () => {
+    expect(() =>
+      validateSnapshot(withThreadgroup('macbookpro16-intel-amd-two-gpus', 65536, null), 'test'),
+    ).not.toThrow();
+    expectInvalid(
+      withThreadgroup('macbookpro16-intel-amd-two-gpus', 65536, 65536),
+      'devices[1].doctor.probes.threadgroup-memory.acceptedThreadgroupMemory',
+    );
+  });
+
+  it('an Apple GPU (a guest’s paravirtual device) proves at most 32768', () => {
+    expectInvalid(
+      withThreadgroup('vz-guest-m1-ultra-tahoe-stock', 65536, null),
+      'devices[0].doctor.probes.threadgroup-memory.provenThreadgroupMemory',
+    );
+    expect(() =>
+      validateSnapshot(withThreadgroup('vz-guest-m1-ultra-tahoe-stock', 32768, 65536), 'test'),
+    ).not.toThrow();
+  });
+});
