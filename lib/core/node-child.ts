@@ -6,7 +6,7 @@
  * executable application (or a pkg-style build) runs its embedded script, not the one given. Electron's main process
  * has its own way, `utilityProcess.fork`; anywhere else that is not plain Node, nothing is started at all.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import { PassThrough, type Readable } from 'node:stream';
@@ -108,16 +108,16 @@ interface ElectronMain {
   };
 }
 
-function spawnChild(entry: string, o: NodeChildOptions): ChildProcess {
-  const child = spawn(process.execPath, [entry], {
+function spawnChild(entry: string, o: NodeChildOptions): NodeChild {
+  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [entry], {
     env: { ...o.env, ELECTRON_RUN_AS_NODE: '1' },
     ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
     stdio: ['pipe', 'pipe', 'pipe'],
     windowsHide: true,
   });
   // A child that dies at once closes its stdin under us: that is its exit's to report.
-  child.stdin!.on('error', () => {});
-  child.stdin!.end(o.input);
+  child.stdin.on('error', () => {});
+  child.stdin.end(o.input);
   return child;
 }
 
@@ -204,7 +204,7 @@ export function startNodeChild(
   start: Exclude<NodeChildStart, { how: 'none' }>,
   o: NodeChildOptions,
 ): NodeChild {
-  return start.how === 'spawn' ? (spawnChild(entry, o) as unknown as NodeChild) : new UtilityChild(entry, o);
+  return start.how === 'spawn' ? spawnChild(entry, o) : new UtilityChild(entry, o);
 }
 
 /** Electron's parent port, in a utility process. */
