@@ -38,9 +38,9 @@
       ]
     },
     {
-      # The exec injector. Its arm64e slice is for Apple's own arm64e programs and needs pointer authentication:
-      # build it with Xcode's clang and ld64 only (node-gyp uses them through xcrun; the release workflow checks).
-      # A clang/lld from outside Xcode compiles arm64e objects without ptrauth, and lld cannot link arm64e images.
+      # The exec injector: arm64 and x86_64, as the addon. No arm64e slice: third-party programs cannot run as arm64e,
+      # and a slice built outside Xcode's toolchain has no pointer authentication and would crash in an arm64e
+      # process; exec refuses an arm64e-only program instead (lib/exec/codesign.ts).
       "target_name": "metal_cap_shim_inject",
       "conditions": [
         ["OS=='mac'", {
@@ -58,8 +58,8 @@
             "MACOSX_DEPLOYMENT_TARGET": "11.0",
             "CLANG_ENABLE_OBJC_ARC": "NO",
             "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
-            "OTHER_CFLAGS": ["-arch", "arm64", "-arch", "arm64e", "-arch", "x86_64", "-fobjc-exceptions", "-Werror=exit-time-destructors"],
-            "OTHER_LDFLAGS": ["-arch", "arm64", "-arch", "arm64e", "-arch", "x86_64", "-framework", "Metal", "-framework", "Foundation", "-lobjc"]
+            "OTHER_CFLAGS": ["-arch", "arm64", "-arch", "x86_64", "-fobjc-exceptions", "-Werror=exit-time-destructors"],
+            "OTHER_LDFLAGS": ["-arch", "arm64", "-arch", "x86_64", "-framework", "Metal", "-framework", "Foundation", "-lobjc"]
           }
         }, {
           "type": "none"

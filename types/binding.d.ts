@@ -87,6 +87,9 @@ export interface NativeDoctorOptions {
   stockThreadgroupMemory: number;
   /** threadgroup-memory: whether sizes above the stock limit may be dispatched (only in a VM). */
   aboveStockThreadgroupMemory: boolean;
+  /** threadgroup-memory: the largest size that can be proven (lib/device/chips.ts provableThreadgroupMemory); a larger
+   * one that works is only accepted. Default 32768. */
+  provableThreadgroupMemory?: number;
   /** nocopy-mmap: the user's file, opened read-only and never modified; null: a generated file. */
   mmapFile: string | null;
   /** nocopy-mmap: bytes of the generated file. */

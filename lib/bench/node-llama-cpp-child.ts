@@ -4,8 +4,8 @@
  * the user's node-llama-cpp and measures. Its result is the last line of standard output; node-llama-cpp's log goes to
  * standard error. Any failure is an exit status other than 0 with the reason on standard error: never a result.
  */
-import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
+import { isUtilityProcess, readChildInput } from '../core/node-child.js';
 import { applyPatch } from '../patch/apply.js';
 import {
   GREEDY_PROMPT,
@@ -151,13 +151,19 @@ async function main(job: ChildJob): Promise<ChildResult> {
   return result;
 }
 
-main(JSON.parse(readFileSync(0, 'utf8')) as ChildJob).then(
-  (result) => {
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-  },
-  (err: unknown) => {
-    const e = err as { code?: string; message?: string };
-    process.stderr.write(`${e.code ? `${e.code}: ` : ''}${e.message ?? String(err)}\n`);
-    process.exitCode = e.code === 'ERR_BENCH_NO_NODE_LLAMA_CPP' ? 3 : 1;
-  },
-);
+readChildInput()
+  .then((input) => main(JSON.parse(input) as ChildJob))
+  .then(
+    (result) => {
+      process.stdout.write(`${JSON.stringify(result)}\n`);
+    },
+    (err: unknown) => {
+      const e = err as { code?: string; message?: string };
+      process.stderr.write(`${e.code ? `${e.code}: ` : ''}${e.message ?? String(err)}\n`);
+      process.exitCode = e.code === 'ERR_BENCH_NO_NODE_LLAMA_CPP' ? 3 : 1;
+    },
+  )
+  // Its parent port would keep a utility process alive.
+  .finally(() => {
+    if (isUtilityProcess()) process.stdout.write('', () => process.exit());
+  });

@@ -7,12 +7,12 @@
  * llama-bench does, and generates GREEDY_TOKENS tokens greedily after a fixed prompt; each profile's tokens are
  * compared with stock's (the first divergence, with each side's margin there).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { BenchError } from '../core/errors.js';
 import { isObject } from '../core/input.js';
+import { childHostError, hostProcess, nodeChildStart, startNodeChild } from '../core/node-child.js';
 import { foreignFolderBecause } from '../core/safefs.js';
 import { packageRoot } from '../device/native.js';
 import type { Profile } from '../patch/profiles.js';
@@ -293,16 +293,18 @@ const OUTPUT_LIMIT = 16 * 1024 * 1024;
 
 /**
  * Runs one child for `job` in `job.cwd`; never throws for how it ended (the caller decides). When `stop` aborts (bench
- * was sent SIGINT, which a terminal's Ctrl-C also sends the child itself), the child is sent SIGINT too.
+ * was sent SIGINT, which a terminal's Ctrl-C also sends the child itself), the child is sent SIGINT too. The child
+ * starts as doctor's runner does (nodeChildStart); where nothing can start it, rejects at once with ERR_CHILD_HOST.
  */
 export function runChild(job: ChildJob, stop?: AbortSignal): Promise<ChildOutcome> {
   const started = process.hrtime.bigint();
+  const start = nodeChildStart(hostProcess());
+  if (start.how === 'none')
+    return Promise.reject(
+      childHostError('bench --node-llama-cpp', start.why, 'Run `npx metal-cap-shim bench` from a terminal.'),
+    );
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [childEntry()], {
-      cwd: job.cwd,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
-    });
+    const child = startNodeChild(childEntry(), start, { cwd: job.cwd, env: process.env, input: JSON.stringify(job) });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let size = 0;
@@ -313,10 +315,6 @@ export function runChild(job: ChildJob, stop?: AbortSignal): Promise<ChildOutcom
     child.stdout.on('data', keep(out));
     child.stderr.on('data', keep(err));
     child.on('error', reject);
-    child.stdin.on('error', () => {
-      // A child that died before reading its job: its exit status says why.
-    });
-    child.stdin.end(JSON.stringify(job));
     const interrupt = () => child.kill('SIGINT');
     if (stop?.aborted) interrupt();
     else stop?.addEventListener('abort', interrupt, { once: true });

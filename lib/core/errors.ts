@@ -29,7 +29,10 @@ export type NativeErrorCode =
   | 'ERR_NO_DEVICE'
   | 'ERR_NATIVE_UNAVAILABLE'
   /** doctor's probe runner (a child process) could not start, or ended before it read the devices. */
-  | 'ERR_DOCTOR_RUNNER';
+  | 'ERR_DOCTOR_RUNNER'
+  /** A child the package starts (doctor's probe runner, bench's node-llama-cpp side) cannot be started in this host
+   * (an Electron renderer, a single executable application, the synchronous path in Electron's main process). */
+  | 'ERR_CHILD_HOST';
 
 /** The codes a RefusedError carries. */
 export type RefusedErrorCode =

@@ -115,6 +115,21 @@ export function hostChipFacts(cpuBrand: string | null): Pick<HostInfo, 'cpuBrand
  */
 export const APPLE_GPU_THREADGROUP_MEMORY = 32768;
 
+/**
+ * The largest threadgroup size a doctor run can prove on a device: APPLE_GPU_THREADGROUP_MEMORY on an Apple GPU (any
+ * Apple family answered YES, a guest's paravirtual device included), where a larger size that works is only
+ * accepted; on another GPU its own stock answer when larger (an Intel Mac's AMD GPU reports 65536).
+ */
+export function provableThreadgroupMemory(device: {
+  families: Readonly<Record<string, boolean | null>>;
+  maxThreadgroupMemoryLength: number | null;
+}): number {
+  const apple = Object.entries(device.families).some(([family, yes]) => family.startsWith('apple') && yes === true);
+  return apple
+    ? APPLE_GPU_THREADGROUP_MEMORY
+    : Math.max(APPLE_GPU_THREADGROUP_MEMORY, device.maxThreadgroupMemoryLength ?? 0);
+}
+
 /** One row of the chip generation → GPU architecture generation table, with where it comes from. */
 export interface ChipGpuGenerationRow {
   /** Chip generations (`M1`): every tier of a generation shares its GPU generation. */

@@ -21,8 +21,9 @@ export type DoctorProbeId = (typeof DOCTOR_PROBE_IDS)[number];
  * A probe's outcome: `pass`; `wrong-result` (ran, but the numbers differ from the CPU reference, or a stale or short
  * buffer); `fail` (a Metal API error); `unsupported` (the OS or MSL version lacks it); `timeout`; `skipped`; `error`
  * (anything else, e.g. the temporary file could not be created); a command buffer's MTLCommandBufferError named after
- * its code (`page-fault`, `access-revoked`, `not-permitted`, `out-of-memory`); `aborted` (the process running the
- * probe died, or was killed at the deadline, while it ran).
+ * its code (`page-fault`, `access-revoked`, `not-permitted`, `out-of-memory`, `device-removed`); `aborted` (the process
+ * running the probe died, or was killed at the deadline, while it ran); `interrupted` (a SIGINT or SIGTERM from outside
+ * ended that process: nothing is judged).
  */
 export const DOCTOR_STATUSES = [
   'pass',
@@ -36,7 +37,9 @@ export const DOCTOR_STATUSES = [
   'access-revoked',
   'not-permitted',
   'out-of-memory',
+  'device-removed',
   'aborted',
+  'interrupted',
 ] as const;
 
 /** One probe outcome status. */

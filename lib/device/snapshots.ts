@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { DOCTOR_PROBE_IDS, DOCTOR_STATUSES, type DoctorProbeId, type DoctorStatus } from './doctor-vocabulary.js';
 import { InvalidOptionsError, InvalidSnapshotError, SnapshotNotFoundError } from '../core/errors.js';
-import { APPLE_GPU_THREADGROUP_MEMORY, chipFromBrand } from './chips.js';
+import { chipFromBrand, provableThreadgroupMemory } from './chips.js';
 import {
   count,
   DEVICE_FIELD_NAMES,
@@ -49,8 +49,8 @@ export interface SnapshotDoctorProbe {
   detail?: string;
   /** threadgroup-memory: the largest size that worked. */
   provenThreadgroupMemory?: number;
-  /** threadgroup-memory: the largest size above 32768 bytes that ran and computed right (unverifiable: threadgroups
-   * that large may never share a core). */
+  /** threadgroup-memory: the largest size above what the device can prove (32768 bytes on an Apple GPU, another GPU's
+   * own stock limit) that ran and computed right (unverifiable: threadgroups that large may never share a core). */
   acceptedThreadgroupMemory?: number;
   /** threadgroup-memory: the smallest size that failed. */
   failedThreadgroupMemory?: number;
@@ -476,7 +476,7 @@ const doctorFieldChecks: Record<string, Check> = {
   maxAbsError: (v) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? null : 'a number ≥ 0'),
 };
 
-function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, probe: unknown) {
+function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, probe: unknown, provable: number) {
   const allowed = ['status', 'detail', ...DOCTOR_PROBE_FIELDS[id]];
   const status: Check = (v) =>
     SNAPSHOT_DOCTOR_STATUSES.includes(v as string) ? null : `one of ${SNAPSHOT_DOCTOR_STATUSES.join(', ')}`;
@@ -498,16 +498,16 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
   const proven = p.provenThreadgroupMemory,
     accepted = p.acceptedThreadgroupMemory,
     failed = p.failedThreadgroupMemory;
-  // Above what any Apple GPU has, a size is only accepted (threadgroups that large may never share a core).
-  if (typeof proven === 'number' && proven > APPLE_GPU_THREADGROUP_MEMORY) {
+  // Above what the device can prove (what any Apple GPU has, or another GPU's own limit), a size is only accepted.
+  if (typeof proven === 'number' && proven > provable) {
     fail(
       where,
       `${prefix}provenThreadgroupMemory`,
-      `must be at most ${APPLE_GPU_THREADGROUP_MEMORY}: a larger size that worked is acceptedThreadgroupMemory`,
+      `must be at most ${provable}: a larger size that worked is acceptedThreadgroupMemory`,
     );
   }
-  if (typeof accepted === 'number' && accepted <= APPLE_GPU_THREADGROUP_MEMORY) {
-    fail(where, `${prefix}acceptedThreadgroupMemory`, `must be larger than ${APPLE_GPU_THREADGROUP_MEMORY}`);
+  if (typeof accepted === 'number' && accepted <= provable) {
+    fail(where, `${prefix}acceptedThreadgroupMemory`, `must be larger than ${provable}`);
   }
   const worked = typeof accepted === 'number' ? accepted : proven;
   if (typeof worked === 'number' && typeof failed === 'number' && failed <= worked) {
@@ -525,7 +525,13 @@ function checkDoctorProbe(where: string, prefix: string, id: DoctorProbeId, prob
   }
 }
 
-function checkDoctor(where: string, prefix: string, doctor: unknown, sources: Record<string, unknown>) {
+function checkDoctor(
+  where: string,
+  prefix: string,
+  doctor: unknown,
+  sources: Record<string, unknown>,
+  provable: number,
+) {
   checkFields(where, prefix, doctor, {
     provenance: (v) =>
       v === 'assumed' || (typeof v === 'string' && Object.hasOwn(sources, v))
@@ -535,7 +541,7 @@ function checkDoctor(where: string, prefix: string, doctor: unknown, sources: Re
   });
   const probes = (doctor as { probes: Record<string, unknown> }).probes;
   checkFields(where, `${prefix}probes.`, probes, Object.fromEntries(DOCTOR_PROBE_IDS.map((id) => [id, () => null])));
-  for (const id of DOCTOR_PROBE_IDS) checkDoctorProbe(where, `${prefix}probes.${id}.`, id, probes[id]);
+  for (const id of DOCTOR_PROBE_IDS) checkDoctorProbe(where, `${prefix}probes.${id}.`, id, probes[id], provable);
 }
 
 /**
@@ -605,7 +611,10 @@ export function validateSnapshot(
     for (const [f, spec] of Object.entries(DEVICE_FIELDS)) {
       if (spec.members) checkFields(where, `${prefix}${f}.`, d[f], spec.members);
     }
-    if ('doctor' in d) checkDoctor(where, `${prefix}doctor.`, d.doctor, snap.sources);
+    if ('doctor' in d) {
+      const provable = provableThreadgroupMemory(d as Parameters<typeof provableThreadgroupMemory>[0]);
+      checkDoctor(where, `${prefix}doctor.`, d.doctor, snap.sources, provable);
+    }
     checkProvenance(where, prefix, d, DEVICE_FIELD_NAMES, snap.sources);
   });
   if ((snap.defaultDevice as number) >= snap.devices.length) {
@@ -616,10 +625,11 @@ export function validateSnapshot(
 
 /** The capability report a snapshot records, as probe() would return it on that machine. */
 export function reportFromSnapshot(snapshot: Snapshot, options: { allDevices?: boolean } = {}): SupportedReport {
+  // A device keeps its number (its place in MTLCopyAllDevices()) when it is listed alone, as probe() numbers it.
   const indexes = options.allDevices ? snapshot.devices.map((_, i) => i) : [snapshot.defaultDevice];
-  const devices = indexes.map((i, position) =>
+  const devices = indexes.map((i) =>
     deviceReportFrom({
-      index: options.allDevices ? i : position,
+      index: i,
       isDefault: i === snapshot.defaultDevice,
       ...(pickFields(snapshot.devices[i]!, DEVICE_FIELD_NAMES) as unknown as RecordedDeviceFacts),
     }),

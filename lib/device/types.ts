@@ -38,7 +38,10 @@ export interface DerivedFlag {
  * property), where it is in the device list, and what is derived from its families.
  */
 export interface DeviceReport extends DeviceFacts {
-  /** Position in `MTLCopyAllDevices()` order (0 for the default device when only it was asked). */
+  /**
+   * Position in `MTLCopyAllDevices()` order, also when only the default device was asked: the number `doctor --device`,
+   * audit and every report give the same device.
+   */
   index: number;
   /** True for the device `MTLCreateSystemDefaultDevice()` returns. */
   isDefault: boolean;

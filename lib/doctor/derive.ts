@@ -2,7 +2,7 @@
  * From judged probes to decisions: the verified profile (the least profile that turns on what was proven) and the
  * engine settings that avoid the faults found. Pure functions of a device's stock answers and its probes.
  */
-import { chipFamily } from '../device/chips.js';
+import { chipFamily, provableThreadgroupMemory } from '../device/chips.js';
 import { FAMILY_VALUES, familyLabel, familyNameOf, type FamilyName } from '../core/families.js';
 import { predictChecked } from '../engines/index.js';
 import {
@@ -180,7 +180,7 @@ export function deriveVerifiedProfile(
       : `; the device reports ${reported ?? 'nothing'} stock, ${under.reported ?? 'nothing'} under ${under.candidate}`;
   // More than any Apple GPU has is never claimed, force or not: above it a size can only be accepted, never proven
   // (threadgroups that large may never share a core). A recording or cache from before that rule may say more.
-  const ceiling = APPLE_GPU_THREADGROUP_MEMORY;
+  const ceiling = provableThreadgroupMemory(stock);
   const cap = `${measured} bytes are recorded as proven, but no Apple GPU has more than ${APPLE_GPU_THREADGROUP_MEMORY}, so no more is claimed`;
   if (measured === null) {
     reasons.push(

@@ -32,7 +32,7 @@ export function runFrom(outcome: RawOutcome, stock?: DeviceReport): DoctorRun {
     detail: absent
       ? `the device does not claim ${gates.map(familyLabel).join(' or ')}, which gates this feature: ${outcome.detail}`
       : outcome.detail,
-    // A probe that never ran (skipped) or whose runner died (aborted) has no time of its own.
+    // A probe that never ran (skipped) or whose runner died (aborted, interrupted) has no time of its own.
     ms: notTimed(outcome) ? null : outcome.ms,
     compileMs: notTimed(outcome) ? null : outcome.compileMs,
     provenThreadgroupMemory: outcome.provenThreadgroupMemory,
@@ -44,7 +44,7 @@ export function runFrom(outcome: RawOutcome, stock?: DeviceReport): DoctorRun {
 }
 
 function notTimed(outcome: RawOutcome): boolean {
-  return outcome.status === 'skipped' || outcome.status === 'aborted';
+  return outcome.status === 'skipped' || outcome.status === 'aborted' || outcome.status === 'interrupted';
 }
 
 /** A raw outcome's status: a failed command buffer's is named after its MTLCommandBufferError code (read by code). */

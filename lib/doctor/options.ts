@@ -47,6 +47,7 @@ export interface CheckedDoctorOptions {
   device: number | null;
   timeoutMs: number;
   mmapFile: string | null;
+  /** The generated file's size; with `mmapFile`, that file's size when checked (the runner's budget reads it in). */
   mmapSize: number;
   probes: DoctorProbeId[];
   force: boolean;
@@ -62,7 +63,7 @@ function optionError(option: string, flag: string, message: string): InvalidOpti
  * The --mmap-file as doctor will map it: a non-empty regular file we may read. Opened without blocking and checked by
  * fstat on that descriptor, so a FIFO swapped in for the file after any earlier look is refused at once, never waited on.
  */
-function checkMmapFile(file: string): string {
+function checkMmapFile(file: string): { file: string; size: number } {
   if (file.trim() === '') throw optionError('mmapFile', '--mmap-file', 'must name a file, e.g. a model .gguf');
   const resolved = path.resolve(file);
   let fd: number;
@@ -87,7 +88,7 @@ function checkMmapFile(file: string): string {
   }
   if (!stats.isFile()) throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: not a regular file`);
   if (stats.size === 0) throw optionError('mmapFile', '--mmap-file', `cannot use ${resolved}: the file is empty`);
-  return resolved;
+  return { file: resolved, size: stats.size };
 }
 
 function checkInteger(option: string, flag: string, value: unknown, min: number, max: number, extra = ''): number {
@@ -185,8 +186,8 @@ export function checkDoctorCall(options: unknown): {
     candidate,
     device,
     timeoutMs,
-    mmapFile,
-    mmapSize,
+    mmapFile: mmapFile?.file ?? null,
+    mmapSize: mmapFile?.size ?? mmapSize,
     probes,
     force: o.force ?? false,
     snapshot: o.snapshot ?? null,

@@ -64,9 +64,17 @@ export const JUDGEMENTS: Readonly<Record<RecordedStatus, { judgement: Judgement;
     judgement: 'unknown',
     meaning: 'the GPU had too little memory for the work (MTLCommandBufferErrorOutOfMemory)',
   },
+  'device-removed': {
+    judgement: 'unknown',
+    meaning: 'the device went away while it ran, as an unplugged eGPU does (MTLCommandBufferErrorDeviceRemoved)',
+  },
   aborted: {
     judgement: 'faulty',
     meaning: 'the process running the probe died, or was killed at the deadline, while it ran',
+  },
+  interrupted: {
+    judgement: 'unknown',
+    meaning: 'a SIGINT or SIGTERM from outside (Ctrl-C, a supervisor) ended the process running the probe',
   },
 });
 
@@ -80,17 +88,20 @@ export const COMMAND_BUFFER_STATUSES: ReadonlyMap<number, DoctorStatus> = new Ma
   [4, 'access-revoked'],
   [7, 'not-permitted'],
   [8, 'out-of-memory'],
+  [11, 'device-removed'],
 ]);
 
 /**
  * The statuses after which a device takes no more work from the process that met them: a GPU that did not finish
- * (a timeout of the GPU's work, not of the compiler), access revoked, not permitted, and a runner that died. The probes
+ * (a timeout of the GPU's work, not of the compiler), access revoked, not permitted, a device removed (an eGPU
+ * unplugged), and a runner that died. The probes
  * left on that device are `skipped`, with the reason, never run into a fault they did not cause.
  */
 export const GPU_LEFT_UNUSABLE: readonly DoctorStatus[] = Object.freeze([
   'timeout',
   'access-revoked',
   'not-permitted',
+  'device-removed',
   'aborted',
 ]);
 
@@ -120,7 +131,9 @@ export const STATUS_SEVERITY: readonly RecordedStatus[] = Object.freeze([
   'access-revoked',
   'not-permitted',
   'out-of-memory',
+  'device-removed',
   'error',
+  'interrupted',
   'unsupported',
   'skipped',
   'not-recorded',
@@ -184,23 +197,24 @@ export function probeBudgetMs(timeoutMs: number): number {
 }
 
 /**
- * The slowest writing of nocopy-mmap's generated file allowed for, in bytes per millisecond (20 MiB/s): the write is
- * the runner's own work, outside the GPU's deadline, so a slow disk must not get the runner killed and the device
- * blamed for it.
+ * The slowest disk allowed for, in bytes per millisecond (20 MiB/s), for writing nocopy-mmap's generated file and for
+ * reading its file into memory before the GPU's deadline starts: both are the runner's own work, outside the GPU's
+ * deadline, so a slow disk must not get the runner killed and the device blamed for it.
  */
 export const GENERATED_FILE_BYTES_PER_MS = (20 * 1024 * 1024) / 1000;
 
 /**
- * The budget of one probe under `o`: probeBudgetMs, and for nocopy-mmap with a generated file the time to write it at
- * GENERATED_FILE_BYTES_PER_MS.
+ * The budget of one probe under `o`: probeBudgetMs, and for nocopy-mmap the time to read its file (`mmapSize`: the
+ * user's file's size with `mmapFile`) into memory at GENERATED_FILE_BYTES_PER_MS, and to write it first when it is
+ * generated.
  */
 export function probeBudgetFor(
   o: { timeoutMs: number; mmapFile: string | null; mmapSize: number },
   probe: DoctorProbeId,
 ): number {
-  const write =
-    probe === 'nocopy-mmap' && o.mmapFile === null ? Math.ceil(o.mmapSize / GENERATED_FILE_BYTES_PER_MS) : 0;
-  return probeBudgetMs(o.timeoutMs) + write;
+  if (probe !== 'nocopy-mmap') return probeBudgetMs(o.timeoutMs);
+  const once = Math.ceil(o.mmapSize / GENERATED_FILE_BYTES_PER_MS);
+  return probeBudgetMs(o.timeoutMs) + (o.mmapFile === null ? 2 * once : once);
 }
 
 /**

@@ -4,13 +4,14 @@
  * file reports it as the outcome of the probe that was running. It enforces the deadline from outside, then judges and
  * caches. The caller's own Metal devices and patch state are never touched.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { InvalidOptionsError, NativeError } from '../core/errors.js';
 import { escapeControl } from '../core/escape.js';
 import { describeValue, isObject } from '../core/input.js';
 import { checkDevice, checkHost } from '../engines/index.js';
+import { childHostError, hostProcess, nodeChildStart, startNodeChild, type HostProcess } from '../core/node-child.js';
 import { packageRoot, packageVersion, SIM_SNAPSHOT_ENV } from '../device/native.js';
 import type { CapabilityReport, DeviceReport, SupportedReport, UnsupportedReason } from '../device/types.js';
 import type { NativeProbeOutcome } from '../../types/binding.js';
@@ -112,7 +113,7 @@ export function runnerPath(): string {
  * The runner's environment: the caller's, without what would patch or inject into it (NODE_OPTIONS may preload
  * metal-cap-shim/register; DYLD_INSERT_LIBRARIES and LD_PRELOAD may hold exec's injector, whose METAL_CAP_SHIM_*
  * variables go too, except the simulation's), so it measures stock answers; with ELECTRON_RUN_AS_NODE=1, so an Electron
- * app's binary, its process.execPath, runs the runner as Node.
+ * binary whose RunAsNode fuse is on runs the runner as Node (nodeChildStart decides where that start is used at all).
  */
 export function runnerEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
@@ -322,6 +323,15 @@ export class RunnerSession {
   }
 }
 
+/**
+ * The signal that interrupted the runner from outside, or null: SIGINT or SIGTERM it was not sent by us (a terminal's
+ * Ctrl-C and a supervisor's SIGTERM reach the whole process group). Its probe is `interrupted`, which judges nothing.
+ */
+export function interruptedBy(exit: RunnerExit): NodeJS.Signals | null {
+  if (exit.killedAfterMs !== null) return null;
+  return exit.signal === 'SIGINT' || exit.signal === 'SIGTERM' ? exit.signal : null;
+}
+
 /** How the runner stopped, in words, or null when it finished. */
 function stoppedHow(session: RunnerSession, exit: RunnerExit): string | null {
   if (session.done && exit.killedAfterMs === null) return null;
@@ -329,6 +339,8 @@ function stoppedHow(session: RunnerSession, exit: RunnerExit): string | null {
   const said = last === '' ? '' : ` (its last words: ${escapeControl(last.slice(0, 300))})`;
   if (exit.killedAfterMs !== null)
     return `was killed (SIGKILL) at the deadline: nothing came from it for ${exit.killedAfterMs} ms${said}`;
+  const interrupted = interruptedBy(exit);
+  if (interrupted !== null) return `was interrupted (${interrupted})${said}`;
   if (exit.signal !== null) return `died of ${exit.signal}${said}`;
   if (exit.code !== 0) return `exited with code ${exit.code}${said}`;
   // Exit code 0 without the last message: worded without "before", which the sentences around it use.
@@ -393,11 +405,14 @@ export function reportFromRunner(
       type: 'outcome',
       device: r.device,
       run: r.run,
-      outcome: runnerOutcome(
-        r.probe,
-        'aborted',
-        `the probe runner ${how} while it ran this probe (${r.run} run); this process was not touched`,
-      ),
+      outcome:
+        interruptedBy(exit) === null
+          ? runnerOutcome(
+              r.probe,
+              'aborted',
+              `the probe runner ${how} while it ran this probe (${r.run} run); this process was not touched`,
+            )
+          : runnerOutcome(r.probe, 'interrupted', `not judged: the probe runner ${how} while it ran this probe`),
     });
   }
   const missing =
@@ -451,20 +466,33 @@ function runnerFailedToStart(err: Error): NativeError {
   );
 }
 
+const RUNNER = "doctor's probe runner";
+
 /**
  * Runs the probes in the runner and reports them: every asked probe with stock answers, the capability probes again
  * with the candidate profile installed there. Between two messages the runner has RUNNER_START_MS (before the first
- * probe) or probeBudgetFor(o, probe) (a probe: probeBudgetMs, and the time to write nocopy-mmap's file); past that it is killed, and the probe it was running is `aborted`.
- * The event loop keeps turning meanwhile; `listener` is told as each probe starts.
+ * probe) or probeBudgetFor(o, probe) (a probe: probeBudgetMs, and the time to write nocopy-mmap's file); past that it
+ * is killed, and the probe it was running is `aborted`. The runner starts as the host allows (nodeChildStart: Electron's
+ * main process forks a utility process); where nothing can start it, rejects at once with ERR_CHILD_HOST. The event
+ * loop keeps turning meanwhile; `listener` is told as each probe starts.
  */
-export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener): Promise<DoctorReport> {
+export function runDoctorLive(
+  o: CheckedDoctorOptions,
+  listener?: ProbeListener,
+  host: HostProcess = hostProcess(),
+): Promise<DoctorReport> {
   const generatedAt = new Date().toISOString();
+  const start = nodeChildStart(host);
+  if (start.how === 'none')
+    return Promise.reject(
+      childHostError(
+        RUNNER,
+        start.why,
+        'Run `npx metal-cap-shim doctor` once on this machine (profile auto then reads its cached result); in Electron, call doctor() from the main process.',
+      ),
+    );
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [runnerPath()], {
-      env: runnerEnvironment(),
-      stdio: ['pipe', 'pipe', 'pipe'],
-      windowsHide: true,
-    });
+    const child = startNodeChild(runnerPath(), start, { env: runnerEnvironment(), input: JSON.stringify(o) });
     const session = new RunnerSession();
     let stderr = '';
     let killedAfterMs: number | null = null;
@@ -481,9 +509,6 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
       clearTimeout(timer);
       reject(runnerFailedToStart(err));
     });
-    // A runner that dies at once closes its stdin under us: that is its exit's to report.
-    child.stdin.on('error', () => {});
-    child.stdin.end(JSON.stringify(o));
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (chunk: string) => {
       stderr = (stderr + chunk).slice(-STDERR_KEPT);
@@ -505,6 +530,12 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
       if (message.type === 'start') {
         const { device, devices, probe, run } = message;
         listener?.({ device, devices, probe, run });
+      }
+      if (message.type === 'done') {
+        // Finished: a slow exit now is no probe's, and ends it without unfinishing the run.
+        clearTimeout(timer);
+        timer = setTimeout(() => child.kill('SIGKILL'), RUNNER_START_MS);
+        return;
       }
       arm(
         message.type === 'start'
@@ -531,9 +562,17 @@ export function runDoctorLive(o: CheckedDoctorOptions, listener?: ProbeListener)
 
 /**
  * runDoctorLive for the APIs that must stay synchronous (applyProfile('auto'), register): the runner runs to its end
- * while this thread waits, bounded by the sum of the deadlines runDoctorLive would give it on `devices` devices.
+ * while this thread waits, bounded by the sum of the deadlines runDoctorLive would give it on `devices` devices. Only
+ * plain Node can be waited on (nodeChildStart): elsewhere it throws ERR_CHILD_HOST at once, before anything starts.
  */
-export function runDoctorLiveSync(o: CheckedDoctorOptions, devices: number): DoctorReport {
+export function runDoctorLiveSync(o: CheckedDoctorOptions, devices: number, host = hostProcess()): DoctorReport {
+  const start = nodeChildStart(host, true);
+  if (start.how !== 'spawn')
+    throw childHostError(
+      RUNNER,
+      start.how === 'none' ? start.why : 'it starts only asynchronously here',
+      'Profile auto has no cached result to use instead: run `npx metal-cap-shim doctor` once on this machine, or apply a named profile (host-family).',
+    );
   const generatedAt = new Date().toISOString();
   const perRun = o.probes.reduce((sum, probe) => sum + probeBudgetFor(o, probe), 0);
   const deadline = RUNNER_START_MS + perRun * 2 * Math.max(1, devices);

@@ -1,9 +1,10 @@
 /**
- * The probe runner's entry (dist/doctor-runner.js), started by run.ts as `process.execPath dist/doctor-runner.js` with
- * ELECTRON_RUN_AS_NODE=1, so an Electron app's binary runs it as Node. Reads the checked options as JSON on standard
- * input and writes RunnerMessage lines on standard output; see runner.ts.
+ * The probe runner's entry (dist/doctor-runner.js), started by run.ts as the host allows (lib/core/node-child.ts:
+ * `process.execPath dist/doctor-runner.js`, or Electron's utility process). Reads the checked options as JSON
+ * (readChildInput) and writes RunnerMessage lines on standard output; see runner.ts.
  */
-import { readFileSync, writeSync } from 'node:fs';
+import { writeSync } from 'node:fs';
+import { isUtilityProcess, readChildInput } from '../core/node-child.js';
 import type { CheckedDoctorOptions } from './options.js';
 import { runProbes, type RunnerMessage } from './runner.js';
 
@@ -24,5 +25,8 @@ function writeLine(message: RunnerMessage): void {
   }
 }
 
-const options = JSON.parse(readFileSync(0, 'utf8')) as CheckedDoctorOptions;
-runProbes(options, writeLine);
+readChildInput().then((input) => {
+  runProbes(JSON.parse(input) as CheckedDoctorOptions, writeLine);
+  // Its parent port would keep a utility process alive; every line is written already.
+  if (isUtilityProcess()) process.exit(0);
+});

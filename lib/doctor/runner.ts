@@ -6,6 +6,7 @@
  */
 import { tmpdir } from 'node:os';
 import { applyPatch, restore } from '../patch/apply.js';
+import { provableThreadgroupMemory } from '../device/chips.js';
 import { loadNative } from '../device/native.js';
 import { stockReport } from '../device/probe.js';
 import type { CapabilityReport, DeviceReport, HostInfo, UnsupportedReason } from '../device/types.js';
@@ -74,6 +75,7 @@ function nativeOptions(
     threadgroupGroups: THREADGROUP_PROBE_GROUPS,
     stockThreadgroupMemory: device.maxThreadgroupMemoryLength ?? 0,
     aboveStockThreadgroupMemory: host.isVirtualMachine === true,
+    provableThreadgroupMemory: provableThreadgroupMemory(device),
     mmapFile: o.mmapFile,
     mmapSize: o.mmapSize,
     tempDir: tmpdir(),
@@ -83,7 +85,7 @@ function nativeOptions(
 /** An outcome the runner gives without running the probe. */
 export function runnerOutcome(
   id: DoctorProbeId,
-  status: 'skipped' | 'error' | 'aborted',
+  status: 'skipped' | 'error' | 'aborted' | 'interrupted',
   detail: string,
 ): NativeProbeOutcome {
   return {

@@ -29,7 +29,8 @@ export interface DoctorRun {
   /** threadgroup-memory: the largest size that compiled, ran and computed right. */
   provenThreadgroupMemory: number | null;
   /**
-   * threadgroup-memory: the largest size above 32768 bytes that ran and computed right. Threadgroups that large may
+   * threadgroup-memory: the largest size above what the device can prove (32768 bytes on an Apple GPU, another GPU's
+   * own stock limit: provableThreadgroupMemory) that ran and computed right. Threadgroups that large may
    * never share a GPU core, so concurrency cannot prove the memory exists: accepted, unverifiable, never proven.
    */
   acceptedThreadgroupMemory: number | null;

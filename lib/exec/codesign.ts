@@ -145,12 +145,26 @@ function codesignOf(file: string, codesign: string): { stderr: string; stdout: s
 /** Bounds of what machOSegments reads: load commands of one slice, slices of a universal file. */
 const MACH_O_LIMITS = Object.freeze({ loadCommandBytes: 16 * 1024 * 1024, slices: 32 });
 
+/** One slice of a Mach-O file: its CPU type and subtype (mach_header's), and its sections' names. */
+export interface MachOSlice {
+  cpuType: number;
+  cpuSubtype: number;
+  sections: { segment: string; section: string }[];
+}
+
 /**
  * The (segment, section) names of every section in a Mach-O file's load commands, over every slice of a universal
- * (fat) file; null when the file is not Mach-O or cannot be read. Reads the headers and load commands only, each once,
- * within MACH_O_LIMITS.
+ * (fat) file; null when the file is not Mach-O or cannot be read.
  */
 export function machOSections(file: string): { segment: string; section: string }[] | null {
+  return machOSlices(file)?.flatMap((s) => s.sections) ?? null;
+}
+
+/**
+ * Every slice of a Mach-O file (one for a thin image), each with its CPU type and sections; null when the file is not
+ * Mach-O or cannot be read. Reads the headers and load commands only, each once, within MACH_O_LIMITS.
+ */
+export function machOSlices(file: string): MachOSlice[] | null {
   let fd: number;
   try {
     fd = openSync(file, 'r');
@@ -171,7 +185,7 @@ export function machOSections(file: string): { segment: string; section: string 
       .toString('latin1')
       .replace(/\0.*$/s, '');
   // One thin image at `base`: mach_header(_64), then sizeofcmds bytes of load commands (little-endian: every Mac's).
-  const slice = (base: number): { segment: string; section: string }[] | null => {
+  const slice = (base: number): MachOSlice | null => {
     const header = read(base, 32);
     if (header === null) return null;
     const magic = header.readUInt32LE(0);
@@ -201,27 +215,30 @@ export function machOSections(file: string): { segment: string; section: string 
       }
       at += cmdsize;
     }
-    return found;
+    return { cpuType: header.readUInt32LE(4), cpuSubtype: header.readUInt32LE(8), sections: found };
   };
   try {
     const head = read(0, 8);
     if (head === null) return null;
     const magic = head.readUInt32BE(0);
     // FAT_MAGIC / FAT_MAGIC_64: big-endian fat_header, then fat_arch (20 bytes) or fat_arch_64 (32 bytes) records.
-    if (magic !== 0xcafebabe && magic !== 0xcafebabf) return slice(0);
+    if (magic !== 0xcafebabe && magic !== 0xcafebabf) {
+      const only = slice(0);
+      return only === null ? null : [only];
+    }
     const count = head.readUInt32BE(4);
     // Java class files share 0xcafebabe; their "count" is a version, far above any real slice count.
     if (count === 0 || count > MACH_O_LIMITS.slices) return null;
     const wide = magic === 0xcafebabf;
     const archs = read(8, count * (wide ? 32 : 20));
     if (archs === null) return null;
-    const found: { segment: string; section: string }[] = [];
+    const found: MachOSlice[] = [];
     for (let i = 0; i < count; i++) {
       const at = i * (wide ? 32 : 20);
       const offset = wide ? Number(archs.readBigUInt64BE(at + 8)) : archs.readUInt32BE(at + 8);
-      const sections = slice(offset);
-      if (sections === null) return null;
-      found.push(...sections);
+      const one = slice(offset);
+      if (one === null) return null;
+      found.push(one);
     }
     return found;
   } finally {
@@ -243,7 +260,33 @@ export function restrictSegmentBlocker(file: string): InjectionBlocker | null {
   };
 }
 
+/** mach/machine.h: CPU_TYPE_ARM64, and CPU_SUBTYPE_ARM64E under CPU_SUBTYPE_MASK's capability bits. */
+const CPU_TYPE_ARM64 = 0x0100000c;
+const CPU_SUBTYPE_ARM64E = 2;
+const CPU_SUBTYPE_CAPABILITY_BITS = 0xff000000;
+
+/** True for an arm64e slice (pointer authentication ABI). */
+function isArm64e(s: MachOSlice): boolean {
+  return s.cpuType === CPU_TYPE_ARM64 && (s.cpuSubtype & ~CPU_SUBTYPE_CAPABILITY_BITS) === CPU_SUBTYPE_ARM64E;
+}
+
+/**
+ * A program built for arm64e only: the injector has no arm64e slice (one built outside Xcode's toolchain would lack
+ * pointer authentication and crash there), so dyld could not load it and would stop the program at launch. Null for
+ * any other file.
+ */
+export function arm64eOnlyBlocker(file: string): InjectionBlocker | null {
+  const slices = machOSlices(file);
+  if (slices === null || slices.length === 0 || !slices.every(isArm64e)) return null;
+  return {
+    reason: `${file} is built for arm64e only, and the injector has arm64 and x86_64 slices (not arm64e, which needs Apple's pointer authentication): dyld could not load it and would stop the program. Run an arm64 build of the program.`,
+    launchFails: true,
+  };
+}
+
 function signatureBlocker(file: string, codesign: string): InjectionBlocker | null {
+  const arm64e = arm64eOnlyBlocker(file);
+  if (arm64e !== null) return arm64e;
   const setId = setIdBlocker(file);
   if (setId !== null) return setId;
   const restricted = restrictSegmentBlocker(file);

@@ -129,7 +129,7 @@ export interface InjectorProcess {
 export interface InjectorStatus {
   /** True when any process of the run loaded the injector and said so. */
   injectorLoaded: boolean;
-  /** The architecture slice of the injector the loader picked (`arm64e`, `arm64`, `x86_64`) in the first process that loaded it. */
+  /** The architecture slice of the injector the loader picked (`arm64`, `x86_64`) in the first process that loaded it. */
   injectorSlice: string | null;
   /** Every class patched, by any process, in the order reported. */
   patchedClasses: string[];

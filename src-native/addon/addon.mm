@@ -140,7 +140,7 @@ Napi::Value Probe(const Napi::CallbackInfo &info) {
     DeviceList list = copyDevices(all);
     for (size_t i = 0; i < list.devices.size(); i++) {
       DeviceCapabilities caps = readCapabilities(list.devices[i]);
-      caps.index = static_cast<int>(i);
+      caps.index = list.indexes[i];
       caps.isDefault = static_cast<int>(i) == list.defaultIndex;
       devices.Set(static_cast<uint32_t>(i), deviceObject(env, caps));
     }

@@ -70,6 +70,10 @@ std::string readOptions(Napi::Object o, DoctorOptions *options) {
   if (!nonNegativeInteger(o.Get("stockThreadgroupMemory"), &options->stockThreadgroupMemory)) {
     return "stockThreadgroupMemory must be a byte count";
   }
+  Napi::Value provable = o.Get("provableThreadgroupMemory");
+  if (!provable.IsUndefined() && !nonNegativeInteger(provable, &options->provableThreadgroupMemory)) {
+    return "provableThreadgroupMemory must be a byte count";
+  }
   Napi::Value above = o.Get("aboveStockThreadgroupMemory");
   if (!above.IsBoolean()) return "aboveStockThreadgroupMemory must be a boolean";
   options->aboveStockThreadgroupMemory = above.As<Napi::Boolean>().Value();

@@ -14,7 +14,8 @@ std::vector<std::string> consumerImages(const std::vector<std::string> &paths);
 // consumerImages(loadedImagePaths()) plus, as "symbol (in image)", a ggml-metal or MLX symbol defined in an image not
 // named after its engine (a static build has no image of its own), found through the global scope and through each
 // loaded image's own handle (an image loaded RTLD_LOCAL is outside the global scope); the OS's libraries are skipped.
-// While the list of loaded images is the same as at the last call, the last answer is returned without a new walk.
+// While the list of loaded images is the same as at the last call and nothing was loaded since (imageLoads), the last
+// answer is returned without a new walk.
 std::vector<std::string> loadedConsumers();
 
 // One loaded ggml-metal: the image that holds it, ggml_version() of its ggml, and which of the `markers` symbols it

@@ -82,14 +82,18 @@ std::string definingImage(void *handle, const char *symbol) {
 // dependencies, and applyProfile() and status() walk each time they run, while a process's image list rarely
 // changes; the same list gives the same answer, so it is reused. Immortal, like the engine's own state (exit-time
 // destructors would race a query on another thread).
+// A scan is out of date when the image list changed, or when an image was loaded since (`loads`): a library unloaded
+// and loaded again at the same path leaves the same list.
 struct ConsumerScan {
   bool valid = false;
   std::vector<std::string> images;
+  uint64_t loads = 0;
   std::vector<std::string> consumers;
 };
 struct GgmlMetalScan {
   bool valid = false;
   std::vector<std::string> images;
+  uint64_t loads = 0;
   std::vector<std::string> markers;
   std::vector<LoadedGgmlMetal> found;
 };
@@ -154,22 +158,27 @@ std::vector<std::string> consumerImages(const std::vector<std::string> &paths) {
 }
 
 std::vector<std::string> loadedConsumers() {
+  uint64_t loads = imageLoads();
   std::vector<std::string> images = loadedImagePaths();
   std::lock_guard<std::mutex> lock(gScanMutex);
-  if (!gConsumerScan.valid || gConsumerScan.images != images) {
+  if (!gConsumerScan.valid || gConsumerScan.images != images || gConsumerScan.loads != loads) {
     gConsumerScan.consumers = scanConsumers(images);
     gConsumerScan.images = images;
+    gConsumerScan.loads = loads;
     gConsumerScan.valid = true;
   }
   return gConsumerScan.consumers;
 }
 
 std::vector<LoadedGgmlMetal> loadedGgmlMetal(const std::vector<std::string> &markers) {
+  uint64_t loads = imageLoads();
   std::vector<std::string> images = loadedImagePaths();
   std::lock_guard<std::mutex> lock(gScanMutex);
-  if (!gGgmlMetalScan.valid || gGgmlMetalScan.images != images || gGgmlMetalScan.markers != markers) {
+  if (!gGgmlMetalScan.valid || gGgmlMetalScan.images != images || gGgmlMetalScan.loads != loads ||
+      gGgmlMetalScan.markers != markers) {
     gGgmlMetalScan.found = scanGgmlMetal(images, markers);
     gGgmlMetalScan.images = images;
+    gGgmlMetalScan.loads = loads;
     gGgmlMetalScan.markers = markers;
     gGgmlMetalScan.valid = true;
   }

@@ -45,6 +45,9 @@ struct DoctorOptions {
   // may be dispatched at all (only in a VM: above the real limit it is undefined behaviour on real hardware).
   uint64_t stockThreadgroupMemory = 0;
   bool aboveStockThreadgroupMemory = false;
+  // The largest size that can be proven (32768 on an Apple GPU; another GPU's own larger stock answer); a larger size
+  // that works is only accepted.
+  uint64_t provableThreadgroupMemory = kAppleGpuThreadgroupMemory;
   std::optional<std::string> mmapFile;  // opened read-only, never modified
   uint64_t mmapSize = 0;                // size of the generated file when there is no mmapFile
   std::string tempDir;

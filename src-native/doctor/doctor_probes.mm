@@ -389,10 +389,13 @@ ProbeOutcome runBfloat(ProbeContext &ctx) {
 
 namespace {
 
-// Metal's validation layer aborts the process on a threadgroup allocation above the device's reported limit.
+// Metal's validation layer aborts the process on a threadgroup allocation above the device's reported limit. It is on
+// with MTL_DEBUG_LAYER (any value but 0) and with METAL_DEVICE_WRAPPER_TYPE=1, which Xcode's API validation sets.
 bool validationLayerOn() {
-  const char *value = getenv("MTL_DEBUG_LAYER");
-  return value != nullptr && *value != '\0' && strcmp(value, "0") != 0;
+  const char *debug = getenv("MTL_DEBUG_LAYER");
+  const char *wrapper = getenv("METAL_DEVICE_WRAPPER_TYPE");
+  return (debug != nullptr && *debug != '\0' && strcmp(debug, "0") != 0) ||
+         (wrapper != nullptr && strcmp(wrapper, "1") == 0);
 }
 
 }  // namespace
@@ -426,7 +429,7 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
                  "is undefined behaviour";
   } else if (validationLayerOn() && stock > 0) {
     ceiling = stock;
-    ceilingWhy = "Metal's validation layer (MTL_DEBUG_LAYER) is on";
+    ceilingWhy = "Metal's validation layer (MTL_DEBUG_LAYER or METAL_DEVICE_WRAPPER_TYPE=1) is on";
   }
   Owned<id<MTLCommandQueue>> queue([ctx.device newCommandQueue]);
   if (!queue) return makeOutcome(probe, DoctorStatus::Fail, "Metal gave no command queue");
@@ -491,7 +494,7 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
             std::to_string(wrongWords) + " wrong words; first threadgroup " + std::to_string(firstBad) + ")";
       break;
     }
-    (size > kAppleGpuThreadgroupMemory ? accepted : proven) = size;
+    (size > ctx.options.provableThreadgroupMemory ? accepted : proven) = size;
   }
   DoctorStatus status = failure == DoctorStatus::Pass && !proven && !accepted ? DoctorStatus::Skipped : failure;
   std::string detail;
@@ -502,7 +505,7 @@ ProbeOutcome runThreadgroupMemory(ProbeContext &ctx) {
   if (accepted) {
     detail += (detail.empty() ? "" : "; ") + formatBytes(*accepted) +
               " accepted and computed right, unverifiable: threadgroups above " +
-              formatBytes(kAppleGpuThreadgroupMemory) + " may never share a GPU core";
+              formatBytes(ctx.options.provableThreadgroupMemory) + " may never share a GPU core";
   }
   if (!why.empty()) detail += (detail.empty() ? "" : "; ") + why;
   if (!failed && (proven || accepted) && why.empty()) detail += " (the largest size asked for)";

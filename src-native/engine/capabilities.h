@@ -37,6 +37,10 @@ struct DeviceCapabilities {
 struct DeviceList {
   // Retained device objects (id<MTLDevice>), released by releaseDevices.
   std::vector<void *> devices;
+  // Each device's number: its position in MTLCopyAllDevices(), the one numbering every command and doctor's `device`
+  // use, also when only the default device is listed.
+  std::vector<int> indexes;
+  // The default device's position in `devices`, or -1.
   int defaultIndex = -1;
   // With `all`: the object MTLCreateSystemDefaultDevice() returned, when its class is none of the listed devices'
   // classes (a validation or capture layer can wrap the default device only). Retained; engines such as ggml ask
@@ -44,8 +48,8 @@ struct DeviceList {
   void *separateDefault = nullptr;
 };
 
-// The default device first-class and, with `all`, every device in MTLCopyAllDevices() order. Pure public Metal API,
-// so the simulated library answers it on Linux.
+// The default device alone (numbered by its place in MTLCopyAllDevices()) or, with `all`, every device in
+// MTLCopyAllDevices() order. Pure public Metal API, so the simulated library answers it on Linux.
 DeviceList copyDevices(bool all);
 void releaseDevices(DeviceList &list);
 

@@ -5,6 +5,7 @@
 #include <objc/runtime.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace mcs {
 namespace {
@@ -34,20 +35,31 @@ std::string utf8(NSString *s) {
 
 }  // namespace
 
+namespace {
+
+// Only the default device, numbered where MTLCopyAllDevices() lists it (0 when it does not: the headless fallback).
+// Its own object is kept, as MTLCreateSystemDefaultDevice() returned it: that is what engines such as ggml ask.
+DeviceList defaultOnly(DeviceList all, id<MTLDevice> defaultDevice) {
+  DeviceList list;
+  if (defaultDevice != nil) {
+    list.devices.push_back((void *)[(id)defaultDevice retain]);
+    list.indexes.push_back(all.defaultIndex < 0 ? 0 : all.indexes[all.defaultIndex]);
+    list.defaultIndex = 0;
+  }
+  releaseDevices(all);
+  return list;
+}
+
+}  // namespace
+
 DeviceList copyDevices(bool all) {
   DeviceList list;
   id<MTLDevice> defaultDevice = MTLCreateSystemDefaultDevice();
-  if (!all) {
-    if (defaultDevice != nil) {
-      list.devices.push_back((void *)defaultDevice);
-      list.defaultIndex = 0;
-    }
-    return list;
-  }
   NSArray *devices = MTLCopyAllDevices();
   for (NSUInteger i = 0; i < [devices count]; i++) {
     id device = [devices objectAtIndex:i];
     if (device == (id)defaultDevice) list.defaultIndex = static_cast<int>(list.devices.size());
+    list.indexes.push_back(static_cast<int>(list.devices.size()));
     list.devices.push_back((void *)[device retain]);
   }
   [devices release];
@@ -64,7 +76,13 @@ DeviceList copyDevices(bool all) {
   // Some headless sessions list no devices yet still have a default one (MLX falls back the same way).
   if (list.devices.empty() && defaultDevice != nil) {
     list.devices.push_back((void *)[(id)defaultDevice retain]);
+    list.indexes.push_back(0);
     list.defaultIndex = 0;
+  }
+  if (!all) {
+    list = defaultOnly(std::move(list), defaultDevice);
+    [(id)defaultDevice release];
+    return list;
   }
   if (defaultDevice != nil) {
     Class defaultClass = object_getClass((id)defaultDevice);
@@ -79,6 +97,7 @@ DeviceList copyDevices(bool all) {
 void releaseDevices(DeviceList &list) {
   for (void *device : list.devices) [(id)device release];
   list.devices.clear();
+  list.indexes.clear();
   if (list.separateDefault != nullptr) [(id)list.separateDefault release];
   list.separateDefault = nullptr;
 }

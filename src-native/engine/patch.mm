@@ -74,8 +74,9 @@ RestoreReport restoreAllHooks() {
   RestoreReport report;
   std::vector<HookInfo> infos = hookInfos();
   std::vector<int> slots = installedSlots();
-  // An added method is restored by copying its superclass's implementation, so every class's own methods go back
-  // first, and added ones after, superclasses before subclasses: each copy then picks up an original, never a hook.
+  // Every class's own methods go back first, then the added ones, superclasses before subclasses. An added method
+  // stays as a pass-through to its superclass's current implementation (restoreHook), so nothing is copied and the
+  // order only makes the report read from the roots down.
   auto depth = [&](int slot) {
     int d = 0;
     for (Class c = objc_getClass(infos[slot].className.c_str()); c != Nil; c = class_getSuperclass(c)) d++;

@@ -83,8 +83,6 @@ inline bool hookLive(int slot) {
   return gHookHot[slot].live.load(std::memory_order_relaxed);
 }
 
-bool isOurImplementation(Class cls, SEL sel);
-
 // Slots currently installed, in installation order.
 std::vector<int> installedSlots();
 std::vector<HookInfo> hookInfos();

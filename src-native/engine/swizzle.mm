@@ -23,10 +23,13 @@ struct HookEntry {
 };
 
 template <size_t... I>
-std::array<HookEntry, kMaxHooks> makeEntries(std::index_sequence<I...>) {
+constexpr std::array<HookEntry, kMaxHooks> makeEntries(std::index_sequence<I...>) {
   return {HookEntry{Nil, Nil, NULL, NULL, false, gHookHot[I]}...};
 }
-std::array<HookEntry, kMaxHooks> gHooks = makeEntries(std::make_index_sequence<kMaxHooks>{});
+// Initialised as a constant, at load, before any constructor runs: the injector's constructor in the same dylib may
+// install hooks before a dynamic initialiser of this file would have run, which would then wipe them.
+[[clang::require_constant_initialization]] std::array<HookEntry, kMaxHooks> gHooks =
+    makeEntries(std::make_index_sequence<kMaxHooks>{});
 // Published after an entry is filled, so readers never see a half-written slot.
 std::atomic<int> gHookCount{0};
 // Immortal: see gRetiredMutex in profile.mm (libc++'s std::mutex has a destructor; exit() must not run it while a
@@ -141,14 +144,6 @@ RestoreOutcome restoreHook(int slot) {
   if (!e.hot.added.load()) method_setImplementation(own, e.hot.original.load());
   e.installed = false;
   return RestoreOutcome::Restored;
-}
-
-bool isOurImplementation(Class cls, SEL sel) {
-  std::lock_guard<std::mutex> lock(gInstallMutex);
-  int slot = findSlot(cls, sel);
-  if (slot < 0) return false;
-  Method own = ownMethod(cls, sel);
-  return own != NULL && method_getImplementation(own) == gHooks[slot].replacement;
 }
 
 std::vector<int> installedSlots() {

@@ -28,6 +28,10 @@
 #if defined(__linux__)
 #include <sys/prctl.h>
 #endif
+#if defined(__APPLE__)
+#include <dispatch/dispatch.h>
+#endif
+#include <atomic>
 #include <csignal>
 
 #include <cerrno>
@@ -48,6 +52,11 @@ namespace {
 // Only plain data is touched by the load-time constructor: it may run before this library's C++ globals are
 // constructed, and a std::string set there would be reset by its own constructor afterwards.
 int gStatusFd = -1;
+#if defined(__APPLE__)
+// exec's pid, and the pid of the process exec started, when this is it (watchExec); 0 otherwise.
+long gExecPid = 0;
+long gWatchedPid = 0;
+#endif
 bool gProfileOk = false;
 bool gProfileActive = false;
 // Room for every field, every family and a 128-character name as hex.
@@ -171,8 +180,7 @@ int takeStatusFd() {
 // sent SIGTERM first (which exec passed on), so the program has had its chance to stop. If exec died between the
 // check and the request, the parent is no longer exec: the program stops now. The variable is unset in every process
 // that loads the injector, so the programs this one starts never compare their parent with a pid that is not it.
-// macOS has no parent-death signal, and a watch on the parent would be a thread or a dispatch source in every
-// injected program: it is left undone there (docs/cli.md, "If exec itself is killed").
+// macOS has no parent-death signal: watchExec arms a watch on exec's pid instead, later (see there).
 void dieWithExec() {
   long execPid = wholeNumber(getenv(kExecPidVar), 0x7fffffffL);
   unsetenv(kExecPidVar);
@@ -180,18 +188,43 @@ void dieWithExec() {
   if (execPid <= 0 || static_cast<long>(getppid()) != execPid) return;
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return;
   if (static_cast<long>(getppid()) != execPid) raise(SIGKILL);
+#elif defined(__APPLE__)
+  if (execPid <= 0 || static_cast<long>(getppid()) != execPid) return;
+  gExecPid = execPid;
+  gWatchedPid = static_cast<long>(getpid());
 #else
   (void)execPid;
 #endif
 }
 
-// Which slice of this library the loader picked. dyld matches the process, not a preference order: an arm64 process
-// (third-party programs, Node) loads only the arm64 slice, and an arm64e process (Apple's own binaries) only the
-// arm64e slice; a library without the matching slice is refused ("incompatible architecture").
+// macOS: the program exec started stops when exec exits, through one libdispatch source on exec's pid
+// (DISPATCH_PROC_EXIT; no thread of its own until the event). Armed at the program's first Metal device call, not at
+// load: libdispatch makes the children of a later fork unable to use it, which a program that forks before it uses
+// Metal (a pre-forking server) must not pay; once Metal runs, libdispatch is running anyway. Only in the process exec
+// started (a fork child has another pid, and the variable is gone in the programs it starts), and lost with an exec
+// in place. When exec died before the watch was armed, the program stops then.
+void watchExec() {
+#if defined(__APPLE__)
+  static std::atomic<bool> armed{false};
+  if (gExecPid <= 0 || static_cast<long>(getpid()) != gWatchedPid || armed.exchange(true)) return;
+  const pid_t exec = static_cast<pid_t>(gExecPid);
+  dispatch_source_t watch = dispatch_source_create(DISPATCH_SOURCE_TYPE_PROC, static_cast<uintptr_t>(exec),
+                                                   DISPATCH_PROC_EXIT, dispatch_get_global_queue(QOS_CLASS_UTILITY, 0));
+  if (watch == NULL) return;
+  dispatch_source_set_event_handler(watch, ^{
+    kill(getpid(), SIGKILL);
+  });
+  dispatch_resume(watch);
+  // An exit before the source was armed is never delivered to it.
+  if (getppid() != exec) kill(getpid(), SIGKILL);
+#endif
+}
+
+// Which slice of this library the loader picked. dyld matches the process: an arm64 process (third-party programs,
+// Node) loads the arm64 slice; an arm64e process (Apple's own binaries) finds none it can load, so exec refuses a
+// program built for arm64e only.
 const char *loadedSlice() {
-#if defined(__arm64e__)
-  return "arm64e";
-#elif defined(__aarch64__) || defined(__arm64__)
+#if defined(__aarch64__) || defined(__arm64__)
   return "arm64";
 #elif defined(__x86_64__)
   return "x86_64";
@@ -355,6 +388,7 @@ __attribute__((constructor)) void injectorLoaded() {
 }
 
 void patchDeviceClasses(const std::vector<id> &devices) {
+  watchExec();
   if (!gProfileOk || devices.empty()) return;
   // Called from the interposed device creators, which a program may call outside any pool: what Apple's getters
   // autorelease here (the device's name) is drained here.

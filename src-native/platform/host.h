@@ -36,6 +36,10 @@ HostFacts readHostFacts();
 // Metal consumers, so a path the loader cannot name is left out.
 std::vector<std::string> loadedImagePaths();
 
+// How many images this process has loaded so far, each load counted (a library unloaded and loaded again at the same
+// path, a rebuilt plugin, counts twice). With the paths, what tells a scan of the loaded images it is out of date.
+uint64_t imageLoads();
+
 // Which set of Metal devices the process has: the same number for the life of a process on macOS; in the test build, a
 // new one each time the simulated Metal loads another snapshot. A stock baseline belongs to the set it was read from.
 uint64_t deviceSetGeneration();

@@ -6,8 +6,10 @@
 #include <sys/sysctl.h>
 #include <sys/utsname.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "os_version.h"
 
@@ -93,6 +95,21 @@ HostFacts readHostFacts() {
 
 uint64_t deviceSetGeneration() {
   return 0;
+}
+
+namespace {
+std::atomic<uint64_t> gImageLoads{0};
+void countImageLoad(const struct mach_header *, intptr_t) {
+  gImageLoads.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+uint64_t imageLoads() {
+  // dyld calls the function for every image loaded now, then for each one loaded later; it cannot be unregistered,
+  // and the addon is never unloaded.
+  static std::once_flag registered;
+  std::call_once(registered, [] { _dyld_register_func_for_add_image(countImageLoad); });
+  return gImageLoads.load(std::memory_order_relaxed);
 }
 
 std::vector<std::string> loadedImagePaths() {

@@ -57,4 +57,16 @@ std::vector<std::string> loadedImagePaths() {
   return paths;
 }
 
+uint64_t imageLoads() {
+  // glibc counts every object it has loaded (dlpi_adds), in each callback alike.
+  unsigned long long adds = 0;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info *info, size_t, void *data) {
+        *static_cast<unsigned long long *>(data) = info->dlpi_adds;
+        return 1;
+      },
+      &adds);
+  return adds;
+}
+
 }  // namespace mcs

@@ -23,6 +23,7 @@ const ONE_OF_EACH: errors.PackageError[] = [
   new errors.NativeError('ERR_NO_DEVICE', 'm'),
   new errors.NativeError('ERR_NATIVE_UNAVAILABLE', 'm'),
   new errors.NativeError('ERR_DOCTOR_RUNNER', 'm'),
+  new errors.NativeError('ERR_CHILD_HOST', 'm'),
   new errors.ProfileActiveError('m'),
   new errors.SpawnError('ERR_COMMAND_NOT_FOUND', 'm'),
   new errors.SpawnError('ERR_SPAWN', 'm'),

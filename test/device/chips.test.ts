@@ -11,11 +11,18 @@ let chipFamilyRow: typeof import('../../lib/device/chips.js').chipFamilyRow;
 let chipFromBrand: typeof import('../../lib/device/chips.js').chipFromBrand;
 let chipGeneration: typeof import('../../lib/device/chips.js').chipGeneration;
 let hostChipFacts: typeof import('../../lib/device/chips.js').hostChipFacts;
+let provableThreadgroupMemory: typeof import('../../lib/device/chips.js').provableThreadgroupMemory;
 beforeEach(async () => {
   vi.resetModules();
-  ({ CHIP_FAMILIES, chipFamily, chipFamilyRow, chipFromBrand, chipGeneration, hostChipFacts } = await import(
-    '../../lib/device/chips.js'
-  ));
+  ({
+    CHIP_FAMILIES,
+    chipFamily,
+    chipFamilyRow,
+    chipFromBrand,
+    chipGeneration,
+    hostChipFacts,
+    provableThreadgroupMemory,
+  } = await import('../../lib/device/chips.js'));
 });
 
 describe('chipFromBrand', () => {
@@ -173,5 +180,18 @@ describe('the chip → GPU architecture tables', () => {
     const { loadSnapshot } = await import('../../lib/device/snapshots.js');
     const snap = loadSnapshot('m1-ultra-bare-metal');
     expect(chips.chipArchitectureRow(snap.host.chip)?.architecture).toBe(snap.devices[0]!.architecture);
+  });
+});
+
+describe('provableThreadgroupMemory: 32768 on an Apple GPU, another GPU’s own larger limit', () => {
+  const families = (apple: boolean) => ({ apple1: apple, apple5: apple, mac2: true, metal3: null });
+  it('an Apple GPU (a guest’s paravirtual device too) proves at most 32768, whatever it answers', () => {
+    expect(provableThreadgroupMemory({ families: families(true), maxThreadgroupMemoryLength: 65536 })).toBe(32768);
+    expect(provableThreadgroupMemory({ families: families(true), maxThreadgroupMemoryLength: 16384 })).toBe(32768);
+  });
+  it('an Intel Mac’s AMD or Intel GPU proves up to its own stock limit, never below 32768', () => {
+    expect(provableThreadgroupMemory({ families: families(false), maxThreadgroupMemoryLength: 65536 })).toBe(65536);
+    expect(provableThreadgroupMemory({ families: families(false), maxThreadgroupMemoryLength: 16384 })).toBe(32768);
+    expect(provableThreadgroupMemory({ families: families(false), maxThreadgroupMemoryLength: null })).toBe(32768);
   });
 });

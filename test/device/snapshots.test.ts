@@ -768,7 +768,7 @@ describe('the doctor section and the default object, whole errors', () => {
       'an unknown status',
       section({ bfloat: { status: 'flaky' } }),
       `${at}probes.bfloat.status`,
-      'must be one of pass, wrong-result, fail, unsupported, timeout, skipped, error, page-fault, access-revoked, not-permitted, out-of-memory, aborted, not-recorded',
+      'must be one of pass, wrong-result, fail, unsupported, timeout, skipped, error, page-fault, access-revoked, not-permitted, out-of-memory, device-removed, aborted, interrupted, not-recorded',
     ],
     [
       'a field on a not-recorded probe',
@@ -1092,5 +1092,43 @@ describe('a snapshot from a probe report', () => {
       field: null,
       message: `${file}: says it is a probe report (metal-cap-shim/report@1) but lacks supported, platform, host or devices`,
     });
+  });
+});
+
+describe('a recorded threadgroup size is proven up to what the device can prove', () => {
+  const withThreadgroup = (id: string, proven: number | null, accepted: number | null) => {
+    const s = structuredClone(loadSnapshot(id)) as unknown as {
+      sources: Record<string, string>;
+      devices: { doctor?: unknown }[];
+    };
+    const probes = Object.fromEntries(DOCTOR_PROBE_IDS.map((p) => [p, { status: 'not-recorded' }]));
+    probes['threadgroup-memory'] = {
+      status: 'pass',
+      detail: 'recorded',
+      ...(proven === null ? {} : { provenThreadgroupMemory: proven }),
+      ...(accepted === null ? {} : { acceptedThreadgroupMemory: accepted }),
+    } as never;
+    s.devices[1 % s.devices.length]!.doctor = { provenance: 'assumed', probes };
+    return s;
+  };
+
+  it('an Intel Mac’s AMD GPU (65536 stock) proves 65536; above that a size is only accepted', () => {
+    expect(() =>
+      validateSnapshot(withThreadgroup('macbookpro16-intel-amd-two-gpus', 65536, null), 'test'),
+    ).not.toThrow();
+    expectInvalid(
+      withThreadgroup('macbookpro16-intel-amd-two-gpus', 65536, 65536),
+      'devices[1].doctor.probes.threadgroup-memory.acceptedThreadgroupMemory',
+    );
+  });
+
+  it('an Apple GPU (a guest’s paravirtual device) proves at most 32768', () => {
+    expectInvalid(
+      withThreadgroup('vz-guest-m1-ultra-tahoe-stock', 65536, null),
+      'devices[0].doctor.probes.threadgroup-memory.provenThreadgroupMemory',
+    );
+    expect(() =>
+      validateSnapshot(withThreadgroup('vz-guest-m1-ultra-tahoe-stock', 32768, 65536), 'test'),
+    ).not.toThrow();
   });
 });

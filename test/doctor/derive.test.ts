@@ -77,7 +77,9 @@ describe('every status has its judgement', () => {
     ['access-revoked', 'unknown'],
     ['not-permitted', 'unknown'],
     ['out-of-memory', 'unknown'],
+    ['device-removed', 'unknown'],
     ['aborted', 'faulty'],
+    ['interrupted', 'unknown'],
   ] as const)('%s → %s', (status, judgement) => {
     expect(JUDGEMENTS[status].judgement).toBe(judgement);
     expect(judgeProbe('bfloat', run(status))).toEqual({ id: 'bfloat', ...run(status), judgement });
@@ -98,7 +100,9 @@ describe('every status has its judgement', () => {
         'access-revoked',
         'not-permitted',
         'out-of-memory',
+        'device-removed',
         'aborted',
+        'interrupted',
       ].sort(),
     );
   });

@@ -55,7 +55,9 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
           "access-revoked",
           "not-permitted",
           "out-of-memory",
+          "device-removed",
           "aborted",
+          "interrupted",
         ],
         "JUDGEMENTS": {
           "aborted": {
@@ -66,6 +68,10 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
             "judgement": "unknown",
             "meaning": "Metal revoked this process’s access after timeouts or hangs (MTLCommandBufferErrorAccessRevoked)",
           },
+          "device-removed": {
+            "judgement": "unknown",
+            "meaning": "the device went away while it ran, as an unplugged eGPU does (MTLCommandBufferErrorDeviceRemoved)",
+          },
           "error": {
             "judgement": "unknown",
             "meaning": "the probe itself could not run, which says nothing about the GPU",
@@ -73,6 +79,10 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
           "fail": {
             "judgement": "faulty",
             "meaning": "Metal refused it with an API error",
+          },
+          "interrupted": {
+            "judgement": "unknown",
+            "meaning": "a SIGINT or SIGTERM from outside (Ctrl-C, a supervisor) ended the process running the probe",
           },
           "not-permitted": {
             "judgement": "unknown",
@@ -131,7 +141,9 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
         "access-revoked",
         "not-permitted",
         "out-of-memory",
+        "device-removed",
         "error",
+        "interrupted",
         "unsupported",
         "skipped",
         "not-recorded",

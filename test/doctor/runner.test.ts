@@ -2,6 +2,7 @@
 // Metal (the real addon, GCC's libobjc), a fixture whose devices upset the process running them: a hang after which
 // the device revokes access, an abort() in Metal, a commit that never returns, and command buffers that fail with
 // MTLCommandBufferError codes. The caller survives each, and each is reported as the outcome of the probe that met it.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,7 +13,14 @@ import { loadNative } from '../../lib/device/native.js';
 import { doctor } from '../../lib/doctor/index.js';
 import { leftGpuUnusable, runFrom } from '../../lib/doctor/judge.js';
 import { checkDoctorOptions } from '../../lib/doctor/options.js';
-import { PROBE_GATING_FAMILIES, probeBudgetFor, probeBudgetMs, type DoctorProbeId } from '../../lib/doctor/probes.js';
+import {
+  CAPABILITY_PROBE_IDS,
+  JUDGEMENTS,
+  PROBE_GATING_FAMILIES,
+  probeBudgetFor,
+  probeBudgetMs,
+  type DoctorProbeId,
+} from '../../lib/doctor/probes.js';
 import { LLAMA_CPP_RULES, MLX_RULES } from '../../lib/engines/index.js';
 import {
   parseRunnerLine,
@@ -21,7 +29,7 @@ import {
   runDoctorLiveSync,
   runnerEnvironment,
 } from '../../lib/doctor/run.js';
-import { runPhases } from '../../lib/doctor/runner.js';
+import { runnerOutcome, runPhases } from '../../lib/doctor/runner.js';
 import type { DoctorReport } from '../../lib/doctor/types.js';
 import { NativeError } from '../../lib/core/errors.js';
 import { describeSim, requireSimBuild, root } from '../support/helpers.js';
@@ -152,6 +160,19 @@ describeSim('doctor: the probes run in a child process', () => {
     expect(leftGpuUnusable({ ...hang!, gpuTimedOut: false })).toBe(null);
   });
 
+  it('an eGPU unplugged mid-probe (MTLCommandBufferErrorDeviceRemoved, 11) leaves the device unusable, judged unknown', () => {
+    const removed = {
+      ...runnerOutcome('heap', 'error', 'Device removed'),
+      status: 'fail' as const,
+      commandBufferError: 11,
+    };
+    expect(runFrom(removed).status).toBe('device-removed');
+    expect(leftGpuUnusable(removed)).toBe('device-removed');
+    expect(JUDGEMENTS['device-removed'].judgement).toBe('unknown');
+    // The code next to it (10, Memoryless) is no reason to stop: it stays a failure of the probe.
+    expect(leftGpuUnusable({ ...removed, commandBufferError: 10 })).toBe(null);
+  });
+
   it('names each command-buffer failure after its code: a page fault is a fault, memory and permission are not', async () => {
     const report = await doctor({ device: 3, mmapSize: MMAP, cache: false });
     const left = 'not run: the GPU was left unusable by heap (not-permitted in the stock run)';
@@ -191,7 +212,7 @@ describeSim('doctor: the probes run in a child process', () => {
     expect(report.cache).toBe(null);
   });
 
-  it('a probe’s budget: three deadlines and a second; nocopy-mmap with a generated file also its write at 20 MiB/s', () => {
+  it('a probe’s budget: three deadlines and a second; nocopy-mmap also reads its file in at 20 MiB/s, and writes a generated one first', () => {
     const o = { timeoutMs: 100, mmapFile: null, mmapSize: 256 << 20 };
     expect([
       probeBudgetFor(o, 'bfloat'),
@@ -199,7 +220,7 @@ describeSim('doctor: the probes run in a child process', () => {
       probeBudgetFor({ ...o, mmapSize: 20 << 20 }, 'nocopy-mmap'),
       probeBudgetFor({ ...o, mmapSize: (20 << 20) + 1 }, 'nocopy-mmap'),
       probeBudgetFor({ ...o, mmapFile: '/models/m.gguf' }, 'nocopy-mmap'),
-    ]).toEqual([1300, 1300 + 12_800, 1300 + 1000, 1300 + 1001, 1300]);
+    ]).toEqual([1300, 1300 + 2 * 12_800, 1300 + 2 * 1000, 1300 + 2 * 1001, 1300 + 12_800]);
   });
 
   it('kills a probe that never returns at its deadline, and reports it aborted', async () => {
@@ -216,6 +237,31 @@ describeSim('doctor: the probes run in a child process', () => {
       detail: `the probe runner was killed (SIGKILL) at the deadline: nothing came from it for ${budget} ms while it ran this probe (stock run); this process was not touched`,
     });
     expect(probes.bfloat!.status).toBe('pass');
+  });
+
+  it('reports a runner interrupted from outside (Ctrl-C reaches its process group) as interrupted, judging and caching nothing', async () => {
+    // Device 2's heap commit never returns: the runner is sent SIGINT while it waits there, as a terminal's Ctrl-C is.
+    const report = await doctor({
+      device: 2,
+      probes: [...CAPABILITY_PROBE_IDS],
+      timeoutMs: 5000,
+      onProgress: ({ probe }) => {
+        if (probe !== 'heap') return;
+        const pid = execFileSync('pgrep', ['-P', String(process.pid), '-f', 'doctor-runner'], { encoding: 'utf8' });
+        process.kill(Number(pid.trim()), 'SIGINT');
+      },
+    });
+    const probes = probesOf(report);
+    expect(probes.heap).toEqual({
+      status: 'interrupted',
+      judgement: 'unknown',
+      detail: 'not judged: the probe runner was interrupted (SIGINT) while it ran this probe',
+    });
+    expect(probes['threadgroup-memory']!.detail).toBe(
+      'not run: the probe runner stopped before it (it was interrupted)',
+    );
+    expect(report.devices[0]!.faults).toEqual([]);
+    expect(report.cache).toBe(null);
   });
 
   it('runs synchronously where an API must (applyProfile auto), with the same outcomes', () => {

@@ -4,14 +4,15 @@
 // suite loads llama.cpp's own (test/conformance/). The tests share one process: each sees the libraries loaded
 // before it.
 
-import { mkdirSync, mkdtempSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { status } from '../../lib/patch/apply.js';
 import { audit } from '../../lib/audit/audit.js';
 import { nodeLlamaCppRelease } from '../../lib/engines/loaded-llama.js';
-import { describeSim, loadLibrarySource, requireSimBuild } from '../support/helpers.js';
+import { describeSim, loadFixture, loadLibrarySource, requireSimBuild } from '../support/helpers.js';
 import { useSimulation } from '../support/simulation.js';
 
 let dir: string;
@@ -143,5 +144,32 @@ describeSim("node-llama-cpp's build metadata", () => {
       nodeLlamaCppRelease(big);
     }
     expect(open()).toBe(before);
+  });
+
+  it('a library unloaded and loaded again at the same path (a rebuilt plugin) is read again, not from the last scan', () => {
+    const file = path.join(folder('rebuilt'), 'libggml-metal.so');
+    const build = (v: string) => {
+      rmSync(file, { force: true });
+      writeFileSync(`${file}.c`, version(v));
+      execFileSync('clang-14', ['-shared', '-fPIC', `${file}.c`, '-o', file]);
+    };
+    const versions = () =>
+      status()
+        .llamaCpp.filter((l) => l.image === file)
+        .map((l) => l.ggmlVersion);
+    const fixture = loadFixture();
+    build('0.9.1');
+    fixture.openLibrary(file);
+    expect(versions()).toEqual(['0.9.1']);
+    fixture.closeLibrary(file);
+    build('0.9.2');
+    fixture.openLibrary(file);
+    try {
+      // The same list of image paths as at the last scan: only the count of loads tells them apart.
+      expect(versions()).toEqual(['0.9.2']);
+    } finally {
+      fixture.closeLibrary(file);
+    }
+    expect(versions()).toEqual([]);
   });
 });

@@ -4,7 +4,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { injectionBlocker, machOSections, restrictSegmentBlocker } from '../../lib/exec/codesign.js';
+import {
+  arm64eOnlyBlocker,
+  injectionBlocker,
+  machOSections,
+  machOSlices,
+  restrictSegmentBlocker,
+} from '../../lib/exec/codesign.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-restrict-'));
 
@@ -31,14 +37,16 @@ function segment(is64: boolean, name: string, sections: string[]): Buffer {
   return Buffer.concat([head, ...body]);
 }
 
-/** A thin Mach-O image: header and load commands (a UUID-like command between the segments). */
-function thin(is64: boolean, segments: [string, string[]][]): Buffer {
+/** A thin Mach-O image: header (with `cpu`: CPU type and subtype) and load commands (a UUID-like command first). */
+function thin(is64: boolean, segments: [string, string[]][], cpu: [number, number] = [0, 0]): Buffer {
   const other = Buffer.alloc(24);
   other.writeUInt32LE(0x1b, 0);
   other.writeUInt32LE(24, 4);
   const cmds = Buffer.concat([other, ...segments.map(([n, s]) => segment(is64, n, s))]);
   const header = Buffer.alloc(is64 ? 32 : 28);
   header.writeUInt32LE(is64 ? 0xfeedfacf : 0xfeedface, 0);
+  header.writeUInt32LE(cpu[0], 4);
+  header.writeUInt32LE(cpu[1], 8);
   header.writeUInt32LE(segments.length + 1, 16);
   header.writeUInt32LE(cmds.length, 20);
   return Buffer.concat([header, cmds]);
@@ -120,5 +128,42 @@ describe('exec: a program with a __RESTRICT,__restrict section', () => {
     const program = file('restricted-program', thin(true, RESTRICTED));
     expect(injectionBlocker(program, 'darwin')?.reason).toBe(restrictSegmentBlocker(program)!.reason);
     expect(injectionBlocker(file('plain-program', thin(true, PLAIN)), 'darwin')).toBe(null);
+  });
+});
+
+// mach/machine.h: CPU_TYPE_ARM64 with subtypes ALL (0) and ARM64E (2; its capability bits, 0x80000000 for the ptrauth
+// ABI version, are not the subtype), CPU_TYPE_X86_64 with subtype ALL (3).
+const ARM64: [number, number] = [0x0100000c, 0];
+const ARM64E: [number, number] = [0x0100000c, 0x80000002];
+const X86_64: [number, number] = [0x01000007, 3];
+
+describe('exec: a program built for arm64e only', () => {
+  it('reads each slice’s CPU type and subtype', () => {
+    const universal = file('cpus', fat([thin(true, PLAIN, ARM64E), thin(true, PLAIN, X86_64)]));
+    expect(machOSlices(universal)?.map((s) => [s.cpuType, s.cpuSubtype])).toEqual([ARM64E, X86_64]);
+  });
+
+  it('is refused: the injector has no arm64e slice, so dyld would stop the program at launch', () => {
+    const thinFile = file('arm64e-thin', thin(true, PLAIN, ARM64E));
+    expect(arm64eOnlyBlocker(thinFile)).toEqual({
+      reason: `${thinFile} is built for arm64e only, and the injector has arm64 and x86_64 slices (not arm64e, which needs Apple's pointer authentication): dyld could not load it and would stop the program. Run an arm64 build of the program.`,
+      launchFails: true,
+    });
+    expect(
+      arm64eOnlyBlocker(file('arm64e-fat', fat([thin(true, PLAIN, ARM64E), thin(true, PLAIN, [...ARM64E])]))),
+    ).not.toBe(null);
+    expect(injectionBlocker(thinFile, 'darwin')?.reason).toBe(arm64eOnlyBlocker(thinFile)!.reason);
+  });
+
+  it('lets through a program with a slice the injector has: arm64, x86_64, or either beside arm64e', () => {
+    expect(arm64eOnlyBlocker(file('arm64-thin', thin(true, PLAIN, ARM64)))).toBe(null);
+    expect(arm64eOnlyBlocker(file('x86-thin', thin(true, PLAIN, X86_64)))).toBe(null);
+    expect(arm64eOnlyBlocker(file('arm64e-arm64', fat([thin(true, PLAIN, ARM64E), thin(true, PLAIN, ARM64)])))).toBe(
+      null,
+    );
+    expect(arm64eOnlyBlocker(file('arm64e-x86', fat([thin(true, PLAIN, ARM64E), thin(true, PLAIN, X86_64)])))).toBe(
+      null,
+    );
+    expect(arm64eOnlyBlocker(file('not-macho', Buffer.from('#!/bin/sh\n')))).toBe(null);
   });
 });

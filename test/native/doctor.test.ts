@@ -3,7 +3,7 @@
 // simulated GPU's own behaviours and a slow compiler and GPU. What this proves is the plumbing and the decisions
 // (status, measured values, deadlines, clean-up); the MSL itself runs only on a Mac (test/live/). Runtime exercised:
 // GCC's libobjc with GNUstep Foundation.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it, afterEach } from 'vitest';
@@ -385,6 +385,22 @@ describeSim('test/fixtures/snapshots/doctor-faults.json', () => {
       expect(openDescriptors()).toBe(before);
     });
 
+    it("pages the user's file in before the GPU's deadline starts: no page under the NoCopy buffer is cold when it is made", () => {
+      const dir = freshDir();
+      const file = path.join(dir, 'cold.gguf');
+      writeFileSync(file, Buffer.alloc(4 << 20, 7));
+      // Out of the page cache, as a model not read since boot is (GNU dd: count=0 drops the whole file's clean pages).
+      execFileSync('sync');
+      execFileSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0'], { stdio: 'ignore' });
+      const fixture = loadFixture();
+      expect(fixture.residentPages(file).resident).toBeLessThan(fixture.residentPages(file).pages);
+      const before = fixture.noCopyColdPages();
+      const r = binding.doctor(options(HEALTHY, { probes: ['nocopy-mmap'], mmapFile: file, tempDir: dir }));
+      expect(r.outcomes.map((o) => o.status)).toEqual(['pass']);
+      expect(fixture.noCopyColdPages() - before).toBe(0);
+      expect(fixture.residentPages(file)).toEqual({ resident: 1024, pages: 1024 });
+    });
+
     it("the user's file never changes, so only a generated file shows stale pages, and the pass says so; a zero length shows on both", () => {
       const dir = freshDir();
       const file = path.join(dir, 'weights.bin');
@@ -716,18 +732,31 @@ describeSim('test/fixtures/snapshots/doctor-sim-behaviours.json', () => {
       // Under a profile answering 65536 the device takes 65536, but with Metal's validation layer on only the stock
       // 32768 is tried: the layer aborts above the device's real limit.
       expect(applyProfile({ maxThreadgroupMemoryLength: 65536 }).applied).toBe(true);
-      process.env.MTL_DEBUG_LAYER = '1';
+      // Both ways of turning the layer on: MTL_DEBUG_LAYER, and METAL_DEVICE_WRAPPER_TYPE=1 (Xcode's API validation).
+      for (const [name, value] of [
+        ['MTL_DEBUG_LAYER', '1'],
+        ['METAL_DEVICE_WRAPPER_TYPE', '1'],
+      ] as const) {
+        process.env[name] = value;
+        try {
+          expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual([
+            outcome(
+              'threadgroup-memory',
+              'pass',
+              "32768 bytes proven by 1024 concurrent threadgroups of 256 threads; sizes above 32768 bytes (the device's stock limit) not tried: Metal's validation layer (MTL_DEBUG_LAYER or METAL_DEVICE_WRAPPER_TYPE=1) is on",
+              { provenThreadgroupMemory: 32768 },
+            ),
+          ]);
+        } finally {
+          delete process.env[name];
+        }
+      }
+      // Another wrapper type is not the validation layer.
+      process.env.METAL_DEVICE_WRAPPER_TYPE = '0';
       try {
-        expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual([
-          outcome(
-            'threadgroup-memory',
-            'pass',
-            "32768 bytes proven by 1024 concurrent threadgroups of 256 threads; sizes above 32768 bytes (the device's stock limit) not tried: Metal's validation layer (MTL_DEBUG_LAYER) is on",
-            { provenThreadgroupMemory: 32768 },
-          ),
-        ]);
+        expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual([PASSES.threadgroup]);
       } finally {
-        delete process.env.MTL_DEBUG_LAYER;
+        delete process.env.METAL_DEVICE_WRAPPER_TYPE;
       }
       expect(binding.doctor(options(ANSWERED_LIMIT, probe)).outcomes).toEqual([PASSES.threadgroup]);
     });

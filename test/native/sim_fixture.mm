@@ -2,7 +2,12 @@
 // the test process as a second addon. It stands for a foreign engine such as ggml-metal: it asks devices through
 // Apple's public API, hammers queries from native threads, and plays the part of another swizzler.
 #define NODE_ADDON_API_DISABLE_CPP_EXCEPTIONS
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <napi.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
@@ -11,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -271,7 +277,66 @@ Napi::Value InheritableDoctorFiles(const Napi::CallbackInfo &info) {
   return Napi::Number::New(info.Env(), static_cast<double>(MTLSimGetInheritableDoctorFiles()));
 }
 
+// openLibrary(path) / closeLibrary(path): dlopen (RTLD_LOCAL) and dlclose a plain shared library, which Node's
+// process.dlopen cannot unload: a library unloaded and loaded again at the same path, as a rebuilt plugin is.
+[[clang::no_destroy]] std::map<std::string, void *> gOpenLibraries;
+
+Napi::Value OpenLibrary(const Napi::CallbackInfo &info) {
+  std::string file = info[0].As<Napi::String>().Utf8Value();
+  void *handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    Napi::Error::New(info.Env(), std::string("openLibrary: ") + dlerror()).ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  gOpenLibraries[file] = handle;
+  return info.Env().Undefined();
+}
+
+Napi::Value CloseLibrary(const Napi::CallbackInfo &info) {
+  std::string file = info[0].As<Napi::String>().Utf8Value();
+  auto found = gOpenLibraries.find(file);
+  if (found != gOpenLibraries.end()) {
+    dlclose(found->second);
+    gOpenLibraries.erase(found);
+  }
+  return info.Env().Undefined();
+}
+
+// noCopyColdPages(): pages under NoCopy buffers that were not resident when the buffer was made, so far.
+Napi::Value NoCopyColdPages(const Napi::CallbackInfo &info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(MTLSimGetNoCopyColdPages()));
+}
+
+// residentPages(path): how many of the file's pages are in memory now, and of how many (mincore over a mapping of it).
+Napi::Value ResidentPages(const Napi::CallbackInfo &info) {
+  std::string file = info[0].As<Napi::String>().Utf8Value();
+  int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) {
+    if (fd >= 0) close(fd);
+    Napi::Error::New(info.Env(), "residentPages: cannot open " + file).ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t length = (static_cast<size_t>(st.st_size) + page - 1) / page * page;
+  void *mapped = mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  std::vector<unsigned char> resident(length / page);
+  double count = 0;
+  if (mapped != MAP_FAILED && mincore(mapped, length, resident.data()) == 0)
+    for (unsigned char r : resident) count += (r & 1) != 0 ? 1 : 0;
+  if (mapped != MAP_FAILED) munmap(mapped, length);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("resident", Napi::Number::New(info.Env(), count));
+  o.Set("pages", Napi::Number::New(info.Env(), static_cast<double>(resident.size())));
+  return o;
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("noCopyColdPages", Napi::Function::New(env, NoCopyColdPages));
+  exports.Set("openLibrary", Napi::Function::New(env, OpenLibrary));
+  exports.Set("closeLibrary", Napi::Function::New(env, CloseLibrary));
+  exports.Set("residentPages", Napi::Function::New(env, ResidentPages));
   exports.Set("noCopyAfterUnmap", Napi::Function::New(env, NoCopyAfterUnmap));
   exports.Set("noCopyWithoutDeallocator", Napi::Function::New(env, NoCopyWithoutDeallocator));
   exports.Set("inheritableDoctorFiles", Napi::Function::New(env, InheritableDoctorFiles));

@@ -1402,7 +1402,8 @@ describeSim('a wrapped default device listed second (two paravirtual devices)', 
     });
 
     it('the default object is the wrapper; the list has both plain devices, the second one default', () => {
-      expect(probe().devices.map((d) => [d.index, d.className, d.isDefault])).toEqual([[0, 'MTLDebugDevice', true]]);
+      // The wrapper keeps the number of the device it wraps (found by registry ID), as --device and audit number it.
+      expect(probe().devices.map((d) => [d.index, d.className, d.isDefault])).toEqual([[1, 'MTLDebugDevice', true]]);
       expect(probe({ allDevices: true }).devices.map((d) => [d.index, d.className, d.isDefault])).toEqual([
         [0, 'AppleParavirtDevice', false],
         [1, 'SimSecondParavirtDevice', true],

@@ -46,6 +46,10 @@ export interface SimFixture {
   deviceCalls(): { MTLCreateSystemDefaultDevice: number; MTLCopyAllDevices: number };
   /** NoCopy buffers this process released after the memory under them was unmapped (simulated Metal's counter). */
   noCopyAfterUnmap(): number;
+  noCopyColdPages(): number;
+  openLibrary(file: string): void;
+  closeLibrary(file: string): void;
+  residentPages(file: string): { resident: number; pages: number };
   /** NoCopy buffers this process made without a deallocator (simulated Metal's counter). */
   noCopyWithoutDeallocator(): number;
   /** Descriptors on a doctor-generated file open without close-on-exec when a NoCopy buffer was made (simulated Metal's counter). */

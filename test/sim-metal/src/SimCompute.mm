@@ -28,8 +28,8 @@
  *   fault `commit` (with timeout, any probe): committing the probe's command buffer never returns (a blocking call
  *                 no per-probe deadline can bound: the parent of doctor's runner kills it)
  *   aborted       committing the probe's command buffer calls abort(), as a Metal debug-layer assertion does
- *   page-fault, access-revoked, not-permitted, out-of-memory: the command buffer fails in MTLCommandBufferErrorDomain
- *                 with that code (MTLCommandBufferError)
+ *   page-fault, access-revoked, not-permitted, out-of-memory, device-removed: the command buffer fails in
+ *                 MTLCommandBufferErrorDomain with that code (MTLCommandBufferError)
  * A device's `simulation.revokesAfterTimeout` (true): once one of its command buffers has hung, every later one fails
  * with MTLCommandBufferErrorAccessRevoked, as Metal revokes a client "responsible for too many timeouts or hangs".
  * A device's `simulation.threadExecutionWidth` (default 32) is its pipelines' SIMD-group width.
@@ -40,6 +40,8 @@
  * read the memory then (AdaptiveCpp PR 2067's crash).
  * A descriptor on a doctor-generated file that is open without close-on-exec when a NoCopy buffer is made is counted
  * (MTLSimGetInheritableDoctorFiles): a program started then would inherit it.
+ * The pages under a NoCopy buffer that are not resident when it is made are counted (MTLSimGetNoCopyColdPages): on a
+ * Mac the first dispatch reads them from disk, inside the probe's deadline.
  * Anything else (not-recorded, absent, skipped) is a device that works.
  */
 #import <Foundation/Foundation.h>
@@ -118,6 +120,17 @@ struct ComputeDevice {
 std::atomic<unsigned long> gNoCopyAfterUnmap{0};
 std::atomic<unsigned long> gNoCopyWithoutDeallocator{0};
 std::atomic<unsigned long> gInheritableDoctorFiles{0};
+std::atomic<unsigned long> gNoCopyColdPages{0};
+
+// Counts the pages of [pointer, pointer + length) that are not in memory: a file-backed mapping's pages are resident
+// once the file's pages are in the page cache, however they got there.
+void countColdPages(void *pointer, size_t length, size_t page) {
+  std::vector<unsigned char> resident(length / page);
+  if (mincore(pointer, length, resident.data()) != 0) return;
+  unsigned long cold = 0;
+  for (unsigned char r : resident) cold += (r & 1) == 0 ? 1 : 0;
+  gNoCopyColdPages.fetch_add(cold);
+}
 
 // Counts this process's descriptors on a doctor-generated file that a program started now would inherit (no
 // FD_CLOEXEC), read from /proc/self/fd: called when a NoCopy buffer is made, while doctor holds the file open.
@@ -1245,6 +1258,7 @@ static id simNewBufferNoCopy(id self, SEL, void *pointer, NSUInteger length, MTL
   uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   if (pointer == NULL || length == 0 || reinterpret_cast<uintptr_t>(pointer) % page != 0 || length % page != 0)
     return nil;
+  countColdPages(pointer, length, page);
   SimBuffer *buffer = simBuffer(self, length);
   buffer->_contents = buffer->_gpu = pointer;
   if (deallocator != nil)
@@ -1289,6 +1303,7 @@ MTLCommandBufferError gpuErrorOf(NSString *status) {
   if ([status isEqualToString:@"access-revoked"]) return MTLCommandBufferErrorAccessRevoked;
   if ([status isEqualToString:@"not-permitted"]) return MTLCommandBufferErrorNotPermitted;
   if ([status isEqualToString:@"out-of-memory"]) return MTLCommandBufferErrorOutOfMemory;
+  if ([status isEqualToString:@"device-removed"]) return MTLCommandBufferErrorDeviceRemoved;
   return MTLCommandBufferErrorNone;
 }
 
@@ -1370,6 +1385,10 @@ extern "C" unsigned long MTLSimGetNoCopyWithoutDeallocator(void) {
 
 extern "C" unsigned long MTLSimGetInheritableDoctorFiles(void) {
   return gInheritableDoctorFiles.load();
+}
+
+extern "C" unsigned long MTLSimGetNoCopyColdPages(void) {
+  return gNoCopyColdPages.load();
 }
 
 namespace {

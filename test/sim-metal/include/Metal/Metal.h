@@ -111,6 +111,7 @@ typedef NS_ENUM(NSUInteger, MTLCommandBufferError) {
   MTLCommandBufferErrorNotPermitted = 7,
   MTLCommandBufferErrorOutOfMemory = 8,
   MTLCommandBufferErrorInvalidResource = 9,
+  MTLCommandBufferErrorDeviceRemoved = 11,
 };
 
 MTL_EXTERN NSString *const MTLLibraryErrorDomain;

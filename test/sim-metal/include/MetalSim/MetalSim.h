@@ -59,6 +59,9 @@ unsigned long MTLSimGetNoCopyWithoutDeallocator(void);
    when a NoCopy buffer was made, so far in this process: a program started then would have inherited them. Counted
    from /proc/self/fd (Linux). */
 unsigned long MTLSimGetInheritableDoctorFiles(void);
+/* Pages of the memory under NoCopy buffers that were not resident (mincore) when the buffer was made, so far in this
+   process: a real GPU would page them in inside its first dispatch, under the probe's deadline. */
+unsigned long MTLSimGetNoCopyColdPages(void);
 
 #ifdef __cplusplus
 }
