@@ -194,6 +194,7 @@ ${EXIT.notRunnable} the tool cannot be run, ${EXIT.notFound} it is not found (as
     threads: { type: 'string' },
     repetitions: { type: 'string' },
     force: { type: 'boolean' },
+    'keep-paths': { type: 'boolean' },
     json: { type: 'boolean' },
     'export-llama-bench': { type: 'string' },
   },

@@ -489,7 +489,7 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)(
       expect(table.status).toBe(1);
       // Each side's warm-up, timed apart, one line after the speed table.
       expect(table.stdout).toMatch(
-        /\|\n\nWarm-up \(pipeline compile\) per side: stock \d+\.\d\d s, host-family \d+\.\d\d s \(medians over rounds\)\.\n/,
+        /\.\n\nWarm-up \(pipeline compile\) per side: stock \d+\.\d\d s, host-family \d+\.\d\d s \(medians over rounds\)\.\n/,
       );
       expect(table.stdout).toMatch(
         new RegExp(

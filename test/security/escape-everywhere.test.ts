@@ -120,7 +120,9 @@ describe('matrix: the Markdown table and its legend', () => {
     writeFileSync(report, made.stdout);
     const r = runCli(['matrix', report]);
     expect(r.status, r.stderr).toBe(0);
-    const legend = r.stdout.trimEnd().split('\n').at(-1)!;
+    // The custom profiles' legend: the line after 'Custom profiles:' (the markers' legend may follow it).
+    const lines = r.stdout.trimEnd().split('\n');
+    const legend = lines[lines.indexOf('Custom profiles:') + 1]!;
     expect(legend).toMatch(/^- `custom-[0-9a-f]{8}`: ``\{/);
     expect(legend).toContain(`"deviceName":"${name}"`);
     // The span opened by `` is closed only at the end of the line: no run of exactly two backticks inside.
