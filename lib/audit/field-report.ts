@@ -6,6 +6,7 @@ import { DOCTOR_SCHEMA } from '../doctor/types.js';
 import { checkBenchResult } from '../bench/result.js';
 import type { BenchResult } from '../bench/run.js';
 import { keyText } from '../bench/rows.js';
+import { LLAMA_CPP_SWITCH_FLAGS } from '../engines/llama-cpp.js';
 import { pairedSpeedup, type SpeedupEstimate } from '../bench/stats.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
 import { clip, describeValue, isObject, own, quote, readInput } from '../core/input.js';
@@ -460,7 +461,7 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     const on =
       llama && llama.after.engine === 'llama.cpp'
         ? Object.entries(llama.after.flags)
-            .filter(([, f]) => f.value === true)
+            .filter(([k, f]) => f.value === true && (LLAMA_CPP_SWITCH_FLAGS as readonly string[]).includes(k))
             .map(([k]) => k)
         : [];
     cell.gatesOn = cell.reports === 0 ? on : cell.gatesOn.filter((g) => on.includes(g));
@@ -653,7 +654,11 @@ function speedText(e: MatrixSpeed): string {
 export function benchText(b: MatrixBench | null | undefined): { speed: string; fidelity: string } {
   if (b === null || b === undefined) return { speed: '–', fidelity: '–' };
   const byProfile = new Map<string, string[]>();
-  for (const e of b.speed) byProfile.set(e.profile, [...(byProfile.get(e.profile) ?? []), speedText(e)]);
+  for (const e of b.speed) {
+    const list = byProfile.get(e.profile);
+    if (list === undefined) byProfile.set(e.profile, [speedText(e)]);
+    else list.push(speedText(e));
+  }
   const speed = [...byProfile].map(([p, tests]) => `${p}: ${tests.join(', ')}`).join('; ') || '–';
   const greedy = b.greedy.map((g) => {
     const of = g.reports > 1 ? ` (${g.same} of ${g.reports} reports the same)` : '';

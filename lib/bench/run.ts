@@ -6,7 +6,8 @@
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BenchError, NativeError, UnsupportedPlatformError } from '../core/errors.js';
+import { BenchError, FileError, NativeError, UnsupportedPlatformError } from '../core/errors.js';
+import { clip } from '../core/input.js';
 import { JSON_LIMITS } from '../core/jsonfile.js';
 import { loadNative, packageRoot, packageVersion } from '../device/native.js';
 import { probe } from '../device/probe.js';
@@ -197,6 +198,20 @@ export interface BenchOptions extends RoundOptions {
 
 /** The most rounds `--precision` runs unless told otherwise. */
 export const MAX_ADAPTIVE_ROUNDS = 30;
+
+/**
+ * bench's private folder for the tool's output and the logits (mode 0700, a new name): a temporary folder that cannot be
+ * made (TMPDIR missing, full or not ours) is a typed error saying what to do, not the system's message.
+ */
+function privateFolder(): string {
+  try {
+    return mkdtempSync(path.join(tmpdir(), 'metal-cap-shim-bench-'));
+  } catch (e) {
+    throw new FileError(
+      `bench cannot make its private folder in ${clip(tmpdir())} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): set TMPDIR to a folder of yours with free space`,
+    );
+  }
+}
 
 /** The text `bench --fidelity` compares on when no `-f` is given: the package's README, shipped with it. */
 export function defaultFidelityText(): string {
@@ -522,7 +537,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     false,
   );
   o.onPlanned?.(profiles);
-  const folder = mkdtempSync(path.join(tmpdir(), 'metal-cap-shim-bench-'));
+  const folder = privateFolder();
   const runs: BenchRun[] = [];
   const base = {
     schema: BENCH_SCHEMA,

@@ -44,6 +44,18 @@ export type LlamaCppDeviceFlag =
   | 'use_residency_sets'
   | 'use_shared_buffers';
 
+/** Every on/off flag of every rule set, once: what a report's `gatesOn` may name (anything else in a report is not one). */
+export const LLAMA_CPP_SWITCH_FLAGS: readonly (LlamaCppLegacyFlag | LlamaCppDeviceFlag)[] = Object.freeze([
+  'has_simdgroup_reduction',
+  'has_simdgroup_mm',
+  'has_bfloat',
+  'use_bfloat',
+  'has_residency_sets',
+  'has_tensor',
+  'use_residency_sets',
+  'use_shared_buffers',
+]);
+
 /** The device flags before the tensor API (device-b6501 rules): no has_tensor. */
 export type LlamaCppEarlyDeviceFlag = Exclude<LlamaCppDeviceFlag, 'has_tensor'>;
 

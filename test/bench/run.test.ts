@@ -179,6 +179,52 @@ describeSim('bench, end to end over the simulated Metal', () => {
     expect(one.stdout).toContain('| 100.00 ± 1.00 | 200.00 ± 2.00 | 2.00x (no interval) | no interval (one round) |');
   });
 
+  it('an unusable TMPDIR is a typed error saying what to do, before anything runs', () => {
+    writeFileSync(LOG, '');
+    const r = bench(['--rounds', '1', '--', FAKE_BENCH], { TMPDIR: path.join(dir, 'no-such-folder') });
+    expect([r.status, r.stderr.split('\n')[0]]).toEqual([
+      2,
+      `metal-cap-shim: ERR_FILE: bench cannot make its private folder in ${path.join(dir, 'no-such-folder')} (ENOENT): set TMPDIR to a folder of yours with free space`,
+    ]);
+    expect(readFileSync(LOG, 'utf8')).toBe('');
+  });
+
+  it('a stand-in tool with seeded noise around a known speed-up, 1000 rows: a true 1.0x is called a difference in at most 7 %, a true 1.5x found in nearly all', () => {
+    // 1000 tests a run (n_prompt 1 to 1000), each t/s 100 × the true speed-up on the patched side × its own noise
+    // (log-normal, sd 0.05), seeded by the run's number, so every run differs and the test repeats exactly.
+    const count = path.join(dir, 'seeded.count');
+    const tool = path.join(dir, 'seeded-bench');
+    writeFileSync(
+      tool,
+      `#!${process.execPath}
+const fs = require('node:fs');
+const n = Number(fs.existsSync(${JSON.stringify(count)}) ? fs.readFileSync(${JSON.stringify(count)}, 'utf8') : 0) + 1;
+fs.writeFileSync(${JSON.stringify(count)}, String(n));
+let a = n * 2654435761 >>> 0;
+const u = () => { a = (a + 0x6d2b79f5) >>> 0; let t = a; t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
+const z = () => Math.sqrt(-2 * Math.log(1 - u())) * Math.cos(2 * Math.PI * u());
+const k = process.env.LD_PRELOAD ? Number(process.env.TRUTH) : 1;
+console.log(JSON.stringify(Array.from({ length: 1000 }, (_, i) => ({ backends: 'CPU', n_prompt: i + 1, n_gen: 0, avg_ts: 100 * k * Math.exp(0.05 * z()) }))));
+`,
+    );
+    chmodSync(tool, 0o755);
+    const verdicts = (truth: string) => {
+      writeFileSync(count, '0');
+      const r = runCli(['bench', '--rounds', '5', '--json', '--', tool], { ...GUEST, TRUTH: truth }, undefined, {
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      expect(r.status, r.stderr).toBe(0);
+      const rows = JSON.parse(r.stdout).speed as { profiles: { speedup: { verdict: string } }[] }[];
+      expect(rows).toHaveLength(1000);
+      return rows.map((row) => row.profiles[0]!.speedup.verdict);
+    };
+    const same = verdicts('1.0');
+    const called = same.filter((v) => v !== 'no-difference-shown').length;
+    expect([called <= 70, called > 0]).toEqual([true, true]);
+    const faster = verdicts('1.5').filter((v) => v === 'faster').length;
+    expect(faster).toBeGreaterThanOrEqual(990);
+  }, 120_000);
+
   it('a sweep gives one row per combination: -fa 0,1 and two models never share a row, each with its own numbers', () => {
     // Four records per run (two models × flash attention off and on), each with its own t/s; the shim doubles them.
     const sweep = script(

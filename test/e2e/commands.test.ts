@@ -71,6 +71,26 @@ describe('metal-cap-shim report and matrix', () => {
     });
   });
 
+  it("matrix lists as gates only llama.cpp's own switches: a report's made-up or prototype keys are none", () => {
+    const good = JSON.parse(readFileSync(make('gates', ['--snapshot', STOCK]), 'utf8')) as FieldReport;
+    const edited = structuredClone(good) as any;
+    const flags = edited.audit.devices[0].engines.find((e: { engine: string }) => e.engine === 'llama.cpp').after.flags;
+    Object.defineProperty(flags, '__proto__', { value: { value: true, rule: 'x' }, enumerable: true });
+    flags.made_up_gate = { value: true, rule: 'x' };
+    const file = path.join(dir, 'gates-edited.json');
+    writeFileSync(file, JSON.stringify(edited));
+    const m = JSON.parse(runCli(['matrix', '--json', file]).stdout) as Matrix;
+    const plain = JSON.parse(runCli(['matrix', '--json', make('gates-plain', ['--snapshot', STOCK])]).stdout) as Matrix;
+    expect(m.rows[0]!.cells['host-family']!.gatesOn).toEqual(plain.rows[0]!.cells['host-family']!.gatesOn);
+    expect(m.rows[0]!.cells['host-family']!.gatesOn).toEqual([
+      'has_simdgroup_reduction',
+      'has_simdgroup_mm',
+      'has_bfloat',
+      'use_residency_sets',
+      'use_shared_buffers',
+    ]);
+  });
+
   it('matrix rejects a report whose doctor section is damaged, naming the field', () => {
     const good = JSON.parse(readFileSync(make('doctor-ok', ['--snapshot', STOCK]), 'utf8')) as FieldReport;
     for (const [edit, field] of [
