@@ -1,31 +1,9 @@
-// lib/exec/command.ts: how exec finds the program it runs, as execvp does (and Windows' rules, applied here to files in
-// a temporary folder), and what it says when it cannot.
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveCommand } from '../../lib/exec/command.js';
+import { tempFolders } from '../support/temp-folders.js';
 
-let tmp: string;
-beforeAll(() => {
-  tmp = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-exec-plan-')));
-});
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-/** A fresh folder under this suite's temporary one. */
-let folders = 0;
-function folder(): string {
-  const dir = path.join(tmp, `f${folders++}`);
-  mkdirSync(dir);
-  return dir;
-}
-
-function file(dir: string, name: string, mode: number, content = '#!/bin/sh\nexit 0\n'): string {
-  const f = path.join(dir, name);
-  writeFileSync(f, content);
-  chmodSync(f, mode);
-  return f;
-}
+const { folder, file, root: suiteFolder } = tempFolders('mcs-exec-plan-');
 
 describe('resolveCommand (as execvp finds a program)', () => {
   let a: string;
@@ -64,7 +42,7 @@ describe('resolveCommand (as execvp finds a program)', () => {
 
   it('a command with a slash is taken as a path (made absolute), not looked up, and must be executable', () => {
     const cwd = process.cwd();
-    process.chdir(tmp);
+    process.chdir(suiteFolder());
     try {
       expect(resolveCommand(`./${path.basename(b)}/tool`, { PATH: a })).toBe(path.join(b, 'tool'));
       expect(resolveCommand(`${path.basename(a)}/tool`, { PATH: b })).toBeNull();
@@ -127,13 +105,13 @@ describe('resolveCommand on Windows (its rules, applied to files in a temporary 
 
   it('a backslash or a slash makes a path (made absolute, PATHEXT tried), not a name to look up', () => {
     const cwd = process.cwd();
-    process.chdir(tmp);
+    process.chdir(suiteFolder());
     try {
       expect(win(`${path.basename(b)}/tool`, { PATH: a, PATHEXT: '.EXE' })).toBe(path.join(b, 'tool.EXE'));
       expect(win(`./${path.basename(a)}/tool`, { PATH: b, PATHEXT: '.EXE' })).toBeNull();
       // On this file system a backslash is part of a name: a file called `sub\tool.EXE` stands for that path.
-      file(tmp, 'sub\\tool.EXE', 0o644);
-      expect(win('sub\\tool', { PATH: b, PATHEXT: '.EXE' })).toBe(path.join(tmp, 'sub\\tool.EXE'));
+      file(suiteFolder(), 'sub\\tool.EXE', 0o644);
+      expect(win('sub\\tool', { PATH: b, PATHEXT: '.EXE' })).toBe(path.join(suiteFolder(), 'sub\\tool.EXE'));
       expect(resolveCommand('sub\\tool.EXE', { PATH: b }, 'linux')).toBeNull();
     } finally {
       process.chdir(cwd);

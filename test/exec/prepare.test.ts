@@ -2,10 +2,9 @@
 // snapshot, so the bare-metal guard has something to refuse, and from no snapshot at all, so there is nothing to guard
 // (useSimulation, per describe block). The spawn suite (test/cli/exec.test.ts) keeps the CLI's end-to-end behaviour;
 // the injector, the command, the trace and the signals have tests of their own names.
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, realpathSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NativeError, RefusedError, SpawnError, UnsupportedPlatformError } from '../../lib/core/errors.js';
 import {
   hardenedRuntimeBlocker,
@@ -22,6 +21,7 @@ import { installFakeCodesign, signedProgram } from '../support/codesign-fake.js'
 import { describeSim, requireSimBuild, root, thrown } from '../support/helpers.js';
 import { useSimulation } from '../support/simulation.js';
 import { SYSTEM_TOOLS } from '../../lib/exec/system-tools.js';
+import { tempFolders } from '../support/temp-folders.js';
 
 /** The codesign the signature checks ask: the system's, or a suite's fake. */
 let fakeCodesign: string = SYSTEM_TOOLS.codesign;
@@ -33,26 +33,7 @@ const SO = path.join(root, 'build', 'Release', 'libmetal_cap_shim_inject.so');
 /** What applying cua-release to the bare-metal M1 Ultra warns about. */
 const WARNINGS_FORCED = CUA_RELEASE_ON_M1_ULTRA;
 
-let tmp: string;
-beforeAll(() => {
-  tmp = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-exec-plan-')));
-});
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-/** A fresh folder under this suite's temporary one. */
-let folders = 0;
-function folder(): string {
-  const dir = path.join(tmp, `f${folders++}`);
-  mkdirSync(dir);
-  return dir;
-}
-
-function file(dir: string, name: string, mode: number, content = '#!/bin/sh\nexit 0\n'): string {
-  const f = path.join(dir, name);
-  writeFileSync(f, content);
-  chmodSync(f, mode);
-  return f;
-}
+const { folder, file } = tempFolders('mcs-exec-plan-');
 
 describe('SIP: what macOS strips DYLD_INSERT_LIBRARIES from', () => {
   const sh = realpathSync('/bin/sh');

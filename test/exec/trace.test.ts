@@ -1,45 +1,15 @@
 // lib/exec/trace.ts: where --trace may write, and how a trace reaches it.
 import { execFileSync } from 'node:child_process';
-import {
-  chmodSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, readdirSync, realpathSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TraceFileError } from '../../lib/core/errors.js';
 import { sharedFolderProblem } from '../../lib/core/safefs.js';
 import { checkTraceFile, writeTrace } from '../../lib/exec/trace.js';
 import { thrown } from '../support/helpers.js';
+import { tempFolders } from '../support/temp-folders.js';
 
-let tmp: string;
-beforeAll(() => {
-  tmp = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcs-exec-plan-')));
-});
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-/** A fresh folder under this suite's temporary one. */
-let folders = 0;
-function folder(): string {
-  const dir = path.join(tmp, `f${folders++}`);
-  mkdirSync(dir);
-  return dir;
-}
-
-function file(dir: string, name: string, mode: number, content = '#!/bin/sh\nexit 0\n'): string {
-  const f = path.join(dir, name);
-  writeFileSync(f, content);
-  chmodSync(f, mode);
-  return f;
-}
+const { folder, file } = tempFolders('mcs-exec-plan-');
 
 describe('checkTraceFile (--trace)', () => {
   it('a new file, or an existing regular file, in a folder that exists: the absolute path, its folder resolved', () => {
