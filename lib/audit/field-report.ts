@@ -58,6 +58,8 @@ export interface FieldReportOptions {
   mmapFile?: string | undefined;
   /** Bytes of the file doctor's nocopy-mmap probe generates (default 1 GiB). */
   mmapSize?: number | undefined;
+  /** doctor's threadgroup-memory probe also dispatches sizes above what the GPU can prove (doctor's option). */
+  allowAboveHardware?: boolean | undefined;
   /** Called as each of doctor's live probes starts. */
   onProgress?: ((event: DoctorProgress) => void) | undefined;
   /** bench results to attach (parsed `bench --json` output), checked first. */
@@ -74,6 +76,7 @@ export async function fieldReport(options?: FieldReportOptions): Promise<FieldRe
     doctor: 'boolean',
     mmapFile: 'string',
     mmapSize: 'number',
+    allowAboveHardware: 'boolean',
     onProgress: 'function',
     bench: 'any',
   });
@@ -100,6 +103,7 @@ export async function fieldReport(options?: FieldReportOptions): Promise<FieldRe
           ...(o.snapshot !== undefined ? { snapshot: o.snapshot } : { force: o.force ?? false }),
           ...(o.mmapFile !== undefined ? { mmapFile: o.mmapFile } : {}),
           ...(o.mmapSize !== undefined ? { mmapSize: o.mmapSize } : {}),
+          ...(o.allowAboveHardware !== undefined ? { allowAboveHardware: o.allowAboveHardware } : {}),
         });
   return {
     schema: FIELD_REPORT_SCHEMA,

@@ -11,7 +11,7 @@ import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 const command: Command = {
   help: () => `Usage: metal-cap-shim doctor [--json] [--profile P] [--mmap-file FILE | --mmap-size BYTES] [--device N]
-                             [--timeout-ms N] [--force] [--snapshot NAME|PATH]
+                             [--timeout-ms N] [--force] [--allow-above-hardware] [--snapshot NAME|PATH]
 
 Runs real Metal work on each device: SIMD-group reduction and matrix, bfloat, threadgroup memory, a GPU read
 through a NoCopy buffer over a file-backed mmap, a residency set, and a buffer placed in a heap. Each result is
@@ -30,6 +30,9 @@ faults found.
   --device N         only device N (MTLCopyAllDevices order)
   --timeout-ms N     deadline per probe (default ${TIMEOUT_MS.default}; ${TIMEOUT_MS.min} to ${TIMEOUT_MS.max})
   --force            on a host that is not a VM, also run under a raising profile (its hooks are removed after)
+  --allow-above-hardware
+                     also dispatch threadgroup sizes above what the GPU can prove (32K on an Apple GPU), in a
+                     VM too: undefined on the host's GPU, and at best accepted, unverifiable (off by default)
   --snapshot S       replay the result a snapshot records (bundled name or .json path), on any OS
 Results are cached for profile auto. On a terminal, stderr shows which probe is running (not with --json).
 
@@ -47,6 +50,7 @@ ${bundledSnapshotsHelp()}`,
     device: { type: 'string' },
     'timeout-ms': { type: 'string' },
     force: { type: 'boolean' },
+    'allow-above-hardware': { type: 'boolean' },
     snapshot: { type: 'string' },
   },
   async run({ values }) {
@@ -64,6 +68,7 @@ ${bundledSnapshotsHelp()}`,
       ...(device !== undefined ? { device: numberFlag('--device', device) } : {}),
       ...(timeout !== undefined ? { timeoutMs: numberFlag('--timeout-ms', timeout) } : {}),
       ...(values.force === true ? { force: true } : {}),
+      ...(values['allow-above-hardware'] === true ? { allowAboveHardware: true } : {}),
       ...(snapshot !== undefined ? { snapshot } : {}),
     };
     let report: DoctorReport;

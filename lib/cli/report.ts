@@ -15,7 +15,8 @@ import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 const command: Command = {
   help: () => `Usage: metal-cap-shim report [--profile P] [--snapshot S] [--host-label TEXT] [--force] [--json]
-                             [--mmap-file F | --mmap-size BYTES] [--no-doctor] [--bench FILE]…
+                             [--mmap-file F | --mmap-size BYTES] [--allow-above-hardware] [--no-doctor]
+                             [--bench FILE]…
 
   ${profileHelp(19)}
                      On a Mac it is applied in this process, verified and restored.
@@ -25,6 +26,8 @@ const command: Command = {
   --json             the report as JSON (schema metal-cap-shim/field-report@1): attach it to an issue
   --mmap-file F      doctor maps your model file (read only) to test the NoCopy path, instead of a generated file
   --mmap-size BYTES  size of doctor's generated file (default 1G)
+  --allow-above-hardware
+                     doctor also dispatches threadgroup sizes above what the GPU can prove (see doctor --help)
   --no-doctor        leave doctor's results out (they are in by default; see metal-cap-shim doctor --help)
   --bench FILE       attach a result of \`metal-cap-shim bench --json\` (speed or fidelity); give it once per file
 Exit code ${EXIT.ok} when the report was collected: a refusal or a failed verification is recorded in it, as data;
@@ -39,6 +42,7 @@ ${bundledSnapshotsHelp()}`,
     json: { type: 'boolean' },
     'mmap-file': { type: 'string' },
     'mmap-size': { type: 'string' },
+    'allow-above-hardware': { type: 'boolean' },
     'no-doctor': { type: 'boolean' },
     bench: { type: 'string', multiple: true },
   },
@@ -62,6 +66,7 @@ ${bundledSnapshotsHelp()}`,
       profile: profile !== undefined ? profileArgument(profile) : DEFAULT_PROFILE,
       force: values.force === true,
       ...mmapOptions(values),
+      ...(values['allow-above-hardware'] === true ? { allowAboveHardware: true } : {}),
       ...(values['no-doctor'] === true ? { doctor: false } : {}),
       ...(snapshot !== undefined ? { snapshot } : {}),
       ...(hostLabel !== undefined ? { hostLabel } : {}),

@@ -33,6 +33,11 @@ export interface DoctorOptions {
   probes?: DoctorProbeId[] | undefined;
   /** Also run the probes under a raising candidate profile on a host not known to be a VM. */
   force?: boolean | undefined;
+  /**
+   * threadgroup-memory also dispatches sizes above what the device can prove (provableThreadgroupMemory: 32768 bytes on
+   * an Apple GPU), in a VM too, where the host's GPU runs them; default false. They can only be accepted, unverifiable.
+   */
+  allowAboveHardware?: boolean | undefined;
   /** Replay the doctor result a snapshot records (bundled name or path) instead of running anything. */
   snapshot?: string | undefined;
   /** Write each device's result to the cache that `auto` reads; default true (live runs only). */
@@ -51,6 +56,7 @@ export interface CheckedDoctorOptions {
   mmapSize: number;
   probes: DoctorProbeId[];
   force: boolean;
+  allowAboveHardware: boolean;
   snapshot: string | null;
   cache: boolean;
 }
@@ -123,6 +129,7 @@ export function checkDoctorCall(options: unknown): {
     mmapSize: 'number',
     probes: 'any',
     force: 'boolean',
+    allowAboveHardware: 'boolean',
     snapshot: 'string',
     cache: 'boolean',
     onProgress: 'function',
@@ -172,7 +179,7 @@ export function checkDoctorCall(options: unknown): {
     probes = DOCTOR_PROBE_IDS.filter((id) => set.has(id));
   }
   if (o.snapshot !== undefined) {
-    for (const live of ['timeoutMs', 'mmapFile', 'mmapSize', 'force'] as const) {
+    for (const live of ['timeoutMs', 'mmapFile', 'mmapSize', 'force', 'allowAboveHardware'] as const) {
       if (o[live] !== undefined) {
         throw new InvalidOptionsError(
           live,
@@ -190,6 +197,7 @@ export function checkDoctorCall(options: unknown): {
     mmapSize: mmapFile?.size ?? mmapSize,
     probes,
     force: o.force ?? false,
+    allowAboveHardware: o.allowAboveHardware ?? false,
     snapshot: o.snapshot ?? null,
     cache: o.cache ?? true,
   };

@@ -159,6 +159,29 @@ export const THREADGROUP_CANDIDATES: readonly number[] = Object.freeze([
 ]);
 
 /**
+ * The threadgroup sizes the probe dispatches on a device that can prove `provable` bytes (provableThreadgroupMemory),
+ * and those it leaves out. A size above that can only be accepted, unverifiable (derive never claims it), and in a VM
+ * it still runs on the host's real GPU, where it is undefined: so only `allowAboveHardware` dispatches it.
+ */
+export function threadgroupSizesFor(
+  provable: number,
+  allowAboveHardware: boolean,
+): { dispatched: number[]; leftOut: number[] } {
+  const dispatched = THREADGROUP_CANDIDATES.filter((size) => allowAboveHardware || size <= provable);
+  return { dispatched, leftOut: THREADGROUP_CANDIDATES.filter((size) => !dispatched.includes(size)) };
+}
+
+/** What the probe's detail adds when sizes were left out by threadgroupSizesFor; null when none were. */
+export function leftOutSizesNote(leftOut: readonly number[], provable: number): string | null {
+  if (leftOut.length === 0) return null;
+  const sizes = leftOut.length === 1 ? `${leftOut[0]}` : `${leftOut[0]} to ${leftOut[leftOut.length - 1]}`;
+  return (
+    `${sizes} bytes not dispatched: above the ${provable} bytes this GPU can prove, and allowAboveHardware ` +
+    '(--allow-above-hardware) is off'
+  );
+}
+
+/**
  * How many threadgroups run each threadgroup size at once: many times what every GPU core of any Apple GPU holds,
  * so a size is proven only where threadgroups share the GPU as engines' dispatches do.
  */

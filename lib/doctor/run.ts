@@ -75,6 +75,7 @@ function baseReport(
       mmapFile: o.probes.includes('nocopy-mmap') ? o.mmapFile : null,
       mmapSize: o.probes.includes('nocopy-mmap') && o.mmapFile === null ? o.mmapSize : null,
       device: o.device,
+      allowAboveHardware: o.allowAboveHardware,
     },
   };
 }

@@ -18,8 +18,9 @@ import {
   CAPABILITY_PROBE_IDS,
   PAST_STOCK_LIMIT_PROBES,
   runOrder,
-  THREADGROUP_CANDIDATES,
+  leftOutSizesNote,
   THREADGROUP_PROBE_GROUPS,
+  threadgroupSizesFor,
   type DoctorProbeId,
 } from './probes.js';
 
@@ -57,9 +58,10 @@ export function whyNoPatchedRun(o: CheckedDoctorOptions, stock: CapabilityReport
 }
 
 /**
- * The native runner's options for one probe on one device. Threadgroup sizes above the device's stock limit are
- * dispatched only in a VM: on real hardware that is undefined behaviour, whatever `force` says. The stock limit comes
- * from the stock report, read before any profile was applied (the patched run's answer is the candidate's).
+ * The native runner's options for one probe on one device. Threadgroup sizes above what the device can prove are
+ * asked for only with allowAboveHardware (threadgroupSizesFor); of those, the native probe dispatches sizes above the
+ * device's stock limit only in a VM: on real hardware that is undefined behaviour, whatever `force` says. The stock
+ * limit comes from the stock report, read before any profile was applied (the patched run's answer is the candidate's).
  */
 function nativeOptions(
   o: CheckedDoctorOptions,
@@ -67,19 +69,32 @@ function nativeOptions(
   probe: DoctorProbeId,
   host: HostInfo,
 ): NativeDoctorOptions {
+  const provable = provableThreadgroupMemory(device);
   return {
     device: device.index,
     probes: [probe],
     timeoutMs: o.timeoutMs,
-    threadgroupSizes: [...THREADGROUP_CANDIDATES],
+    threadgroupSizes: threadgroupSizesFor(provable, o.allowAboveHardware).dispatched,
     threadgroupGroups: THREADGROUP_PROBE_GROUPS,
     stockThreadgroupMemory: device.maxThreadgroupMemoryLength ?? 0,
     aboveStockThreadgroupMemory: host.isVirtualMachine === true,
-    provableThreadgroupMemory: provableThreadgroupMemory(device),
+    provableThreadgroupMemory: provable,
     mmapFile: o.mmapFile,
     mmapSize: o.mmapSize,
     tempDir: tmpdir(),
   };
+}
+
+/** A threadgroup-memory outcome with the sizes threadgroupSizesFor left out named in its detail, so it reads as a choice. */
+function withLeftOutSizes(
+  o: CheckedDoctorOptions,
+  device: DeviceReport,
+  outcome: NativeProbeOutcome,
+): NativeProbeOutcome {
+  if (outcome.id !== 'threadgroup-memory') return outcome;
+  const provable = provableThreadgroupMemory(device);
+  const note = leftOutSizesNote(threadgroupSizesFor(provable, o.allowAboveHardware).leftOut, provable);
+  return note === null ? outcome : { ...outcome, detail: `${outcome.detail}; ${note}` };
 }
 
 /** An outcome the runner gives without running the probe. */
@@ -164,8 +179,12 @@ export function runProbes(o: CheckedDoctorOptions, emit: (message: RunnerMessage
           const outcome =
             left !== undefined
               ? runnerOutcome(probe, 'skipped', left)
-              : (binding.doctor(nativeOptions(o, device, probe, stock.host)).outcomes[0] ??
-                runnerOutcome(probe, 'error', 'the native runner returned no outcome for it'));
+              : withLeftOutSizes(
+                  o,
+                  device,
+                  binding.doctor(nativeOptions(o, device, probe, stock.host)).outcomes[0] ??
+                    runnerOutcome(probe, 'error', 'the native runner returned no outcome for it'),
+                );
           emit({ type: 'outcome', device: device.index, run: phase.run, outcome });
           if (left !== undefined) continue;
           const status = leftGpuUnusable(outcome);

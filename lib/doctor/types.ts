@@ -124,6 +124,11 @@ export interface DoctorSettings {
   mmapSize: number | null;
   /** The device asked for, or null for every device. */
   device: number | null;
+  /**
+   * Whether threadgroup-memory dispatched sizes above what each device can prove (`allowAboveHardware`); null for a
+   * replay. When false, its detail names the sizes left out.
+   */
+  allowAboveHardware: boolean | null;
 }
 
 /** What every doctor report has, whether or not anything could run. */

@@ -20,7 +20,7 @@ import { MLX_ARCHITECTURE_ENV } from '../engines/mlx-architecture.js';
 import type { SupportedReport } from '../device/types.js';
 import { cacheKeyFor, doctorCacheDir, readCache } from '../doctor/cache.js';
 import { leastProfile } from '../doctor/derive.js';
-import { AUTO_PROBES, checkDoctorOptions } from '../doctor/options.js';
+import { AUTO_PROBES, checkDoctorOptions, type CheckedDoctorOptions } from '../doctor/options.js';
 import { runDoctorLiveSync } from '../doctor/run.js';
 import type { Recommendation } from '../doctor/types.js';
 
@@ -29,6 +29,12 @@ export const AUTO_PROFILE = 'auto' as const;
 
 /** The environment variable `metal-cap-shim/register` (and `exec` without `--profile`) reads. */
 export const PROFILE_ENV = 'METAL_CAP_SHIM_PROFILE';
+
+/**
+ * `1` lets the doctor run `auto` starts (nothing cached) dispatch threadgroup sizes above what the GPU can prove:
+ * doctor's `allowAboveHardware`, which register and applyProfile('auto') take no option for.
+ */
+export const ALLOW_ABOVE_HARDWARE_ENV = 'METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE';
 
 /**
  * The value of METAL_CAP_SHIM_PROFILE that turns the shim off (in any case, as `auto`): register applies nothing, and
@@ -64,6 +70,19 @@ export interface AutoApplyOptions extends ApplyOptions {
 /** applyProfile()'s result; with `auto`, also where the profile came from. */
 export type AutoApplyResult = ApplyResult & { auto?: AutoSource };
 
+/** The options of the doctor run `auto` starts when nothing is cached: the capability probes, `env` read once here. */
+export function autoDoctorOptions(
+  options: { force: boolean; timeoutMs?: number },
+  env: NodeJS.ProcessEnv,
+): CheckedDoctorOptions {
+  return checkDoctorOptions({
+    probes: [...AUTO_PROBES],
+    force: options.force,
+    allowAboveHardware: env[ALLOW_ABOVE_HARDWARE_ENV] === '1',
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  });
+}
+
 function autoProfileFor(
   stock: SupportedReport,
   options: { force: boolean; timeoutMs?: number },
@@ -87,14 +106,7 @@ function autoProfileFor(
   }
   // Synchronous, as applyProfile() is: the probe runner (a child process) runs while this thread waits, bounded by
   // the sum of its deadlines.
-  const report = runDoctorLiveSync(
-    checkDoctorOptions({
-      probes: [...AUTO_PROBES],
-      force: options.force,
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-    }),
-    stock.devices.length,
-  );
+  const report = runDoctorLiveSync(autoDoctorOptions(options, process.env), stock.devices.length);
   return {
     profile: leastProfile(report.devices.map((d) => d.verifiedProfile)),
     auto: {

@@ -40,7 +40,14 @@ describe.skipIf(!isSimulatedPlatform)('without Metal', () => {
       candidateWarnings: [],
       replayed: false,
       patchedRun: { ran: false, why: DETAIL },
-      settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: 5000, mmapFile: null, mmapSize: 1 << 30, device: null },
+      settings: {
+        probes: [...DOCTOR_PROBE_IDS],
+        timeoutMs: 5000,
+        mmapFile: null,
+        mmapSize: 1 << 30,
+        device: null,
+        allowAboveHardware: false,
+      },
       devices: [],
       restore: null,
       cache: null,
@@ -55,6 +62,10 @@ describe.skipIf(!isSimulatedPlatform)('without Metal', () => {
       mmapFile: null,
       mmapSize: null,
       device: 3,
+      allowAboveHardware: false,
+    });
+    expect((await doctor({ probes: ['bfloat'], allowAboveHardware: true })).settings).toMatchObject({
+      allowAboveHardware: true,
     });
     expect((await doctor({ probes: ['nocopy-mmap'], mmapSize: 1 << 20 })).settings).toMatchObject({
       mmapFile: null,

@@ -18,7 +18,7 @@ import { restore, status } from '../../lib/patch/apply.js';
 import { applyProfile, profileForExec, resolveAutoProfile } from '../../lib/select/auto.js';
 import { doctor } from '../../lib/doctor/index.js';
 import { cacheKeyFor, doctorCacheDir, readCache } from '../../lib/doctor/cache.js';
-import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS, THREADGROUP_CANDIDATES } from '../../lib/doctor/probes.js';
+import { CAPABILITY_PROBE_IDS, DOCTOR_PROBE_IDS } from '../../lib/doctor/probes.js';
 import type { DoctorReport, DoctorDevice } from '../../lib/doctor/types.js';
 import { InvalidOptionsError, UnsupportedPlatformError } from '../../lib/core/errors.js';
 import { profiles, resolveProfile, type ProfileInput } from '../../lib/patch/profiles.js';
@@ -46,9 +46,9 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
 
   const MMAP = 1 << 20;
   // The bundled guest records one documented fault (no residency set: Cua PR 3070), so the simulated device fails
-  // to create one; everything else computes right. 64 KiB of threadgroup memory ran and computed right, but above 32768
-  // a size is only accepted, never proven or claimed, and the guest already reports 32768. Its host is an M1 Ultra, and with the heap
-  // proven its name is claimed.
+  // to create one; everything else computes right. No threadgroup size above 32768 bytes is dispatched by default
+  // (above it a size could only be accepted, never proven or claimed), and the guest already reports 32768. Its host
+  // is an M1 Ultra, and with the heap proven its name is claimed.
   const VERIFIED = {
     name: null,
     appleFamilyMax: 1007,
@@ -78,7 +78,14 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
         candidateProfile: profiles['cua-release']!.profile,
         replayed: false,
         patchedRun: { ran: true, why: null },
-        settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: 5000, mmapFile: null, mmapSize: MMAP, device: null },
+        settings: {
+          probes: [...DOCTOR_PROBE_IDS],
+          timeoutMs: 5000,
+          mmapFile: null,
+          mmapSize: MMAP,
+          device: null,
+          allowAboveHardware: false,
+        },
       });
       const d = report.devices[0]!;
       expect(report.devices).toHaveLength(1);
@@ -93,12 +100,15 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
       );
       expect(d.probes.find((p) => p.id === 'residency-set')!.detail).toBe(RESIDENCY_DETAIL);
       const tg = d.probes.find((p) => p.id === 'threadgroup-memory')!;
-      // The largest candidate ran and computed right, but above 32768 bytes a size is accepted, never proven.
+      // Without allowAboveHardware nothing above 32768 bytes ran, in this guest too: nothing accepted, nothing failed.
       expect([tg.provenThreadgroupMemory, tg.acceptedThreadgroupMemory, tg.failedThreadgroupMemory]).toEqual([
         32768,
-        THREADGROUP_CANDIDATES.at(-1),
+        null,
         null,
       ]);
+      expect(tg.detail).toMatch(
+        /; 40960 to 65536 bytes not dispatched: .* allowAboveHardware \(--allow-above-hardware\) is off$/,
+      );
       expect(d.probes.find((p) => p.id === 'nocopy-mmap')!.bufferLength).toBe(MMAP);
       expect(d.probes.every((p) => typeof p.ms === 'number' && p.ms >= 0)).toBe(true);
       expect(d.reported).toEqual({
@@ -235,6 +245,7 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
         mmapFile: null,
         mmapSize: MMAP,
         device: null,
+        allowAboveHardware: false,
       });
       expect(readdirSync(path.join(cache, 'metal-cap-shim'))).toHaveLength(1);
     });
@@ -327,7 +338,8 @@ describeSim('the bare-metal M1 Ultra (m1-ultra-bare-metal)', () => {
     });
 
     it('doctor: a raising candidate is not installed without force; the stock run alone decides', async () => {
-      const r = await doctor({ profile: 'cua-release', mmapSize: 1 << 20, cache: false });
+      // allowAboveHardware on: even then, on bare metal no size above the device's own limit is dispatched.
+      const r = await doctor({ profile: 'cua-release', mmapSize: 1 << 20, cache: false, allowAboveHardware: true });
       expect({ ...r, devices: r.devices.length }).toEqual({
         schema: 'metal-cap-shim/doctor@1',
         packageVersion: packageVersion(),
@@ -346,7 +358,14 @@ describeSim('the bare-metal M1 Ultra (m1-ultra-bare-metal)', () => {
           ran: false,
           why: 'cua-release raises answers and this host is not known to be a virtual machine: pass force (--force) to measure under it too',
         },
-        settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: 5000, mmapFile: null, mmapSize: 1 << 20, device: null },
+        settings: {
+          probes: [...DOCTOR_PROBE_IDS],
+          timeoutMs: 5000,
+          mmapFile: null,
+          mmapSize: 1 << 20,
+          device: null,
+          allowAboveHardware: true,
+        },
         devices: 1,
         restore: null,
         cache: null,
@@ -715,7 +734,14 @@ describeSim('no snapshot: no Metal device', () => {
         candidateWarnings: [],
         replayed: false,
         patchedRun: { ran: false, why: DETAIL },
-        settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: 5000, mmapFile: null, mmapSize: 1 << 30, device: null },
+        settings: {
+          probes: [...DOCTOR_PROBE_IDS],
+          timeoutMs: 5000,
+          mmapFile: null,
+          mmapSize: 1 << 30,
+          device: null,
+          allowAboveHardware: false,
+        },
         devices: [],
         restore: null,
         cache: null,
@@ -763,7 +789,8 @@ describeSim('every simulated fault (test/fixtures/snapshots/doctor-faults.json)'
   const NOTHING = resolveProfile({});
 
   async function run(device: number, timeoutMs = 5000, profile?: ProfileInput): Promise<DoctorDevice> {
-    const r = await doctor({ device, mmapSize: MMAP, timeoutMs, profile, cache: false });
+    // allowAboveHardware: the fixture's threadgroup faults above 32768 bytes are only seen when those sizes run.
+    const r = await doctor({ device, mmapSize: MMAP, timeoutMs, profile, cache: false, allowAboveHardware: true });
     expect(r.patchedRun).toEqual({ ran: true, why: null });
     return r.devices[0]!;
   }
@@ -1218,7 +1245,7 @@ describeSim('every simulated fault (test/fixtures/snapshots/doctor-faults.json)'
         }>(
           runNode(
             `const m = await import(${JSON.stringify(path.join(dist, 'index.js'))});
-         const d = (await m.doctor({ device: 1, profile: 'cua-release', mmapSize: ${MMAP}, cache: false })).devices[0];
+         const d = (await m.doctor({ device: 1, profile: 'cua-release', mmapSize: ${MMAP}, cache: false, allowAboveHardware: true })).devices[0];
          const p = d.probes.find((x) => x.id === 'threadgroup-memory');
          console.log(JSON.stringify({ differences: d.differences, reasons: d.verifiedProfileReasons, tg: d.verifiedProfile.maxThreadgroupMemoryLength, stock: p.stock.provenThreadgroupMemory, patched: p.patched.provenThreadgroupMemory, accepted: [p.stock.acceptedThreadgroupMemory, p.patched.acceptedThreadgroupMemory] }));`,
             { METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT, XDG_CACHE_HOME: temp },
@@ -1243,11 +1270,14 @@ describeSim('every simulated fault (test/fixtures/snapshots/doctor-faults.json)'
       });
 
       it('through the CLI: the difference line names the accepted and failed sizes of each run', () => {
-        const r = runCli(['doctor', '--device', '1', '--profile', 'cua-release', '--mmap-size', '1M'], {
-          METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT,
-          XDG_CACHE_HOME: temp,
-          NO_COLOR: '1',
-        });
+        const r = runCli(
+          ['doctor', '--device', '1', '--profile', 'cua-release', '--mmap-size', '1M', '--allow-above-hardware'],
+          {
+            METAL_CAP_SHIM_SIM_SNAPSHOT: SNAPSHOT,
+            XDG_CACHE_HOME: temp,
+            NO_COLOR: '1',
+          },
+        );
         expect(r.status).toBe(0);
         expect(r.stdout.split('\n').filter((l) => l.includes('≠'))).toEqual([
           "  ≠ threadgroup-memory: no size accepted, failed from 40960 bytes with stock answers, accepted 65536 bytes, no size failed under cua-release: Metal's behaviour depends on what the device answers",

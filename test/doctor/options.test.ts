@@ -7,13 +7,15 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { numberFlag } from '../../lib/cli/doctor-options.js';
 import { doctor } from '../../lib/doctor/index.js';
-import { checkDoctorOptions } from '../../lib/doctor/options.js';
+import { AUTO_PROBES, checkDoctorOptions } from '../../lib/doctor/options.js';
+import { autoDoctorOptions } from '../../lib/select/auto.js';
 import { DOCTOR_PROBE_IDS } from '../../lib/doctor/probes.js';
 import type { DoctorReport } from '../../lib/doctor/types.js';
 import { InvalidOptionsError, InvalidProfileError } from '../../lib/core/errors.js';
 import { probeSnapshot } from '../../lib/device/probe.js';
 import { profiles, resolveProfile } from '../../lib/patch/profiles.js';
-import { jsonFrom, root, runCli, runNode } from '../support/helpers.js';
+import { describeSim, jsonFrom, requireSimBuild, root, runCli, runNode } from '../support/helpers.js';
+import type { FieldReport } from '../../lib/audit/field-report.js';
 import { EXIT } from '../../lib/cli/exit.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mcs-doctor-options-'));
@@ -40,6 +42,7 @@ describe('doctor() options', () => {
       mmapSize: 1 << 30,
       probes: [...DOCTOR_PROBE_IDS],
       force: false,
+      allowAboveHardware: false,
       snapshot: null,
       cache: true,
     });
@@ -152,7 +155,13 @@ describe('doctor() options', () => {
   });
 
   it('a replay refuses the options that only a live run uses', () => {
-    for (const live of [{ timeoutMs: 1000 }, { mmapFile: model }, { mmapSize: 1 << 20 }, { force: true }]) {
+    for (const live of [
+      { timeoutMs: 1000 },
+      { mmapFile: model },
+      { mmapSize: 1 << 20 },
+      { force: true },
+      { allowAboveHardware: true },
+    ]) {
       expect(optionError({ snapshot: 'vz-guest-m1-ultra-tahoe-stock', ...live }).option).toBe(Object.keys(live)[0]);
     }
   });
@@ -185,7 +194,14 @@ describe('doctor --snapshot: a recording replayed, never guessed', () => {
       candidateWarnings: [{ code: 'no-change', message: 'the profile changes no answer on this device' }],
       replayed: true,
       patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },
-      settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: null, mmapFile: null, mmapSize: null, device: null },
+      settings: {
+        probes: [...DOCTOR_PROBE_IDS],
+        timeoutMs: null,
+        mmapFile: null,
+        mmapSize: null,
+        device: null,
+        allowAboveHardware: null,
+      },
       devices: [],
       restore: null,
       cache: null,
@@ -283,6 +299,7 @@ describe('doctor command flags', () => {
     [['doctor', '--mmap-file', model, '--mmap-size', '1G'], 'ERR_USAGE'],
     [['doctor', '--profile', 'auto'], 'ERR_INVALID_PROFILE'],
     [['doctor', '--snapshot', 'no-such-snapshot'], 'ERR_SNAPSHOT_NOT_FOUND'],
+    [['doctor', '--snapshot', 'vz-guest-m1-ultra-tahoe-stock', '--allow-above-hardware'], 'ERR_INVALID_OPTIONS'],
   ])('%j is a usage error (exit 2, %s, nothing on stdout)', (args, code) => {
     const r = runCli(args);
     expect(r.status).toBe(2);
@@ -456,6 +473,7 @@ describe('doctor() options: every message whole, every bound from both sides', (
       mmapSize: 1 << 30,
       probes: ['bfloat'],
       force: false,
+      allowAboveHardware: false,
       snapshot: 'vz-guest-m1-ultra-tahoe-stock',
       cache: false,
     });
@@ -473,12 +491,67 @@ describe('doctor() options: every message whole, every bound from both sides', (
     expect(optionError({ mmap: 1 })).toEqual({
       option: 'mmap',
       message:
-        "doctor() has no option 'mmap'; its options are profile, device, timeoutMs, mmapFile, mmapSize, probes, force, snapshot, cache, onProgress",
+        "doctor() has no option 'mmap'; its options are profile, device, timeoutMs, mmapFile, mmapSize, probes, force, allowAboveHardware, snapshot, cache, onProgress",
     });
     expect(optionError({ onProgress: 'dots' })).toEqual({
       option: 'onProgress',
       message: `doctor() option 'onProgress' must be a function, got the string "dots"`,
     });
     expect(checkDoctorOptions({ force: true, cache: false })).toMatchObject({ force: true, cache: false });
+  });
+
+  it('allowAboveHardware: a boolean, default false', () => {
+    expect(optionError({ allowAboveHardware: 'yes' })).toEqual({
+      option: 'allowAboveHardware',
+      message: `doctor() option 'allowAboveHardware' must be a boolean, got the string "yes"`,
+    });
+    expect(optionError({ allowAboveHardware: 1 }).option).toBe('allowAboveHardware');
+    expect(checkDoctorOptions({}).allowAboveHardware).toBe(false);
+    expect(checkDoctorOptions({ allowAboveHardware: true }).allowAboveHardware).toBe(true);
+    expect(checkDoctorOptions({ allowAboveHardware: false }).allowAboveHardware).toBe(false);
+  });
+
+  it("auto's doctor run: METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE=1 turns allowAboveHardware on, nothing else does", () => {
+    const run = (env: NodeJS.ProcessEnv) => autoDoctorOptions({ force: false }, env);
+    expect(run({ METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE: '1' })).toEqual({
+      ...checkDoctorOptions({ probes: [...AUTO_PROBES] }),
+      allowAboveHardware: true,
+    });
+    expect(run({})).toEqual(checkDoctorOptions({ probes: [...AUTO_PROBES] }));
+    for (const value of ['0', 'true', 'yes', ''])
+      expect(run({ METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE: value }).allowAboveHardware).toBe(false);
+    expect(autoDoctorOptions({ force: true, timeoutMs: 200 }, {})).toMatchObject({ force: true, timeoutMs: 200 });
+  });
+});
+
+describeSim('--allow-above-hardware over the simulated Metal (the stock guest, which takes 64 KiB)', () => {
+  const sizes = (p: { provenThreadgroupMemory: number | null; acceptedThreadgroupMemory: number | null }) => [
+    p.provenThreadgroupMemory,
+    p.acceptedThreadgroupMemory,
+  ];
+  const env = () => ({
+    METAL_CAP_SHIM_SIM_SNAPSHOT: 'vz-guest-m1-ultra-tahoe-stock',
+    XDG_CACHE_HOME: mkdtempSync(path.join(tmpdir(), 'mcs-above-')),
+  });
+
+  it('doctor: nothing above 32768 bytes without the flag; with it, 65536 accepted', () => {
+    requireSimBuild();
+    const run = (flags: string[]) => {
+      const r = runCli(['doctor', '--json', '--mmap-size', '1M', ...flags], env());
+      const report = JSON.parse(r.stdout) as DoctorReport & { supported: true };
+      const tg = report.devices[0]!.probes.find((p) => p.id === 'threadgroup-memory')!;
+      return [report.settings.allowAboveHardware, sizes(tg), tg.detail.includes('not dispatched')];
+    };
+    expect(run([])).toEqual([false, [32768, null], true]);
+    expect(run(['--allow-above-hardware'])).toEqual([true, [32768, 65536], false]);
+  });
+
+  it('report passes the flag to its doctor run', () => {
+    requireSimBuild();
+    const r = runCli(['report', '--json', '--mmap-size', '1M', '--allow-above-hardware'], env());
+    expect(r.status, r.stderr).toBe(0);
+    const doctorReport = (JSON.parse(r.stdout) as FieldReport).doctor as DoctorReport & { supported: true };
+    const tg = doctorReport.devices[0]!.probes.find((p) => p.id === 'threadgroup-memory')!;
+    expect([doctorReport.settings.allowAboveHardware, sizes(tg)]).toEqual([true, [32768, 65536]]);
   });
 });

@@ -6,6 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, expect, it, vi } from 'vitest';
+import type { DoctorRun } from '../../lib/doctor/types.js';
 import { describeSim, requireSimBuild } from '../support/helpers.js';
 import { useSimulation } from '../support/simulation.js';
 
@@ -182,10 +183,18 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
     );
   });
 
-  it('a live run tries the threadgroup sizes 16 KiB to 64 KiB and runs nocopy-mmap once', async () => {
+  it('a live run tries the threadgroup sizes 16 KiB to 32 KiB, and to 64 KiB with allowAboveHardware; nocopy-mmap once', async () => {
     const { doctor } = await import('../../lib/doctor/index.js');
-    const probes = (await doctor({ probes: ['threadgroup-memory', 'nocopy-mmap'], mmapSize: 1 << 20, cache: false }))
-      .devices[0]!.probes;
+    const run = async (allowAboveHardware: boolean) =>
+      (
+        await doctor({
+          probes: ['threadgroup-memory', 'nocopy-mmap'],
+          mmapSize: 1 << 20,
+          cache: false,
+          allowAboveHardware,
+        })
+      ).devices[0]!.probes;
+    const probes = await run(false);
     expect(probes.map((p) => [p.id, p.status, 'patched' in p])).toEqual([
       ['simdgroup-reduction', 'skipped', false],
       ['simdgroup-matrix', 'skipped', false],
@@ -195,17 +204,48 @@ describeSim('the doctor’s vocabulary, read afresh', () => {
       ['residency-set', 'skipped', false],
       ['heap', 'skipped', false],
     ]);
-    expect([
-      probes[3]!.provenThreadgroupMemory,
-      probes[3]!.acceptedThreadgroupMemory,
-      probes[3]!.failedThreadgroupMemory,
-      probes[3]!.detail,
-    ]).toEqual([
+    const measured = (p: DoctorRun) => [
+      p.provenThreadgroupMemory,
+      p.acceptedThreadgroupMemory,
+      p.failedThreadgroupMemory,
+      p.detail,
+    ];
+    // The stock guest takes 64 KiB (the run below accepts it), so nothing accepted here means nothing above 32 KiB ran.
+    const leftOut =
+      '32768 bytes proven by 1024 concurrent threadgroups of 256 threads (the largest size asked for); 40960 to 65536 bytes not dispatched: above the 32768 bytes this GPU can prove, and allowAboveHardware (--allow-above-hardware) is off';
+    expect([measured(probes[3]!), measured(probes[3]!.stock!), measured(probes[3]!.patched!)]).toEqual([
+      [32768, null, null, leftOut],
+      [32768, null, null, leftOut],
+      [32768, null, null, leftOut],
+    ]);
+    expect(measured((await run(true))[3]!)).toEqual([
       32768,
       65536,
       null,
       '32768 bytes proven by 1024 concurrent threadgroups of 256 threads; 65536 bytes accepted and computed right, unverifiable: threadgroups above 32768 bytes may never share a GPU core (the largest size asked for)',
     ]);
+  });
+
+  it('threadgroupSizesFor: nothing above what the device can prove unless allowAboveHardware; the note names what was left out', async () => {
+    const { leftOutSizesNote, THREADGROUP_CANDIDATES, threadgroupSizesFor } = await import(
+      '../../lib/doctor/probes.js'
+    );
+    expect(threadgroupSizesFor(32768, false)).toEqual({
+      dispatched: [16384, 24576, 32768],
+      leftOut: [40960, 49152, 57344, 65536],
+    });
+    expect(threadgroupSizesFor(32768, true)).toEqual({ dispatched: [...THREADGROUP_CANDIDATES], leftOut: [] });
+    // An AMD GPU's stock 65536 is provable there: every size stays.
+    expect(threadgroupSizesFor(65536, false)).toEqual({ dispatched: [...THREADGROUP_CANDIDATES], leftOut: [] });
+    expect(threadgroupSizesFor(57344, false).leftOut).toEqual([65536]);
+    expect(threadgroupSizesFor(16383, false)).toEqual({ dispatched: [], leftOut: [...THREADGROUP_CANDIDATES] });
+    expect(leftOutSizesNote([], 32768)).toBeNull();
+    expect(leftOutSizesNote([65536], 57344)).toBe(
+      '65536 bytes not dispatched: above the 57344 bytes this GPU can prove, and allowAboveHardware (--allow-above-hardware) is off',
+    );
+    expect(leftOutSizesNote([40960, 49152, 65536], 32768)).toBe(
+      '40960 to 65536 bytes not dispatched: above the 32768 bytes this GPU can prove, and allowAboveHardware (--allow-above-hardware) is off',
+    );
   });
 
   it('a cache file is read back', async () => {

@@ -156,7 +156,14 @@ describe('doctor({ snapshot }) replays a recording', () => {
       candidateWarnings: [],
       replayed: true,
       patchedRun: { ran: false, why: 'a recorded result is replayed: nothing runs' },
-      settings: { probes: [...DOCTOR_PROBE_IDS], timeoutMs: null, mmapFile: null, mmapSize: null, device: null },
+      settings: {
+        probes: [...DOCTOR_PROBE_IDS],
+        timeoutMs: null,
+        mmapFile: null,
+        mmapSize: null,
+        device: null,
+        allowAboveHardware: null,
+      },
       devices: [
         {
           index: 0,
@@ -314,6 +321,7 @@ describe('doctor({ snapshot }) replays a recording', () => {
       mmapFile: null,
       mmapSize: null,
       device: null,
+      allowAboveHardware: null,
     });
     const p = byId(r.devices[0]!.probes);
     expect(r.devices[0]!.probes.map((x) => [x.id, x.status, x.judgement, x.detail])).toEqual([

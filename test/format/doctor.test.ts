@@ -113,7 +113,7 @@ function liveReport(): SupportedDoctorReport {
     candidateProfile: profiles['cua-release']!.profile,
     candidateWarnings: [],
     patchedRun: { ran: true, why: null },
-    settings: { probes: [], timeoutMs: 5000, mmapFile: null, mmapSize: null, device: null },
+    settings: { probes: [], timeoutMs: 5000, mmapFile: null, mmapSize: null, device: null, allowAboveHardware: false },
     devices: [first, second],
     restore: {
       restoredHooks: [],
