@@ -37,13 +37,23 @@ describeSim('the verified threadgroup memory on every bundled snapshot', () => {
     expect({ live, replayed }).toMatchSnapshot();
   });
 
-  it('with force a VM guest claims no more either: the simulated GPU runs 64 KiB, which is accepted, never proven', () => {
+  it('with force and allowAboveHardware a VM guest claims no more either: the simulated GPU runs 64 KiB, which is accepted, never proven', () => {
     requireSimBuild();
     expect(
-      verified('vz-guest-m1-ultra-tahoe-stock', "{ probes: ['threadgroup-memory'], cache: false, force: true }"),
+      verified(
+        'vz-guest-m1-ultra-tahoe-stock',
+        "{ probes: ['threadgroup-memory'], cache: false, force: true, allowAboveHardware: true }",
+      ),
     ).toEqual([[null, 32768, 65536]]);
-    expect(verified('vz-guest-m1-ultra-tahoe-stock', "{ probes: ['threadgroup-memory'], cache: false }")).toEqual([
-      [null, 32768, 65536],
-    ]);
+    expect(
+      verified(
+        'vz-guest-m1-ultra-tahoe-stock',
+        "{ probes: ['threadgroup-memory'], cache: false, allowAboveHardware: true }",
+      ),
+    ).toEqual([[null, 32768, 65536]]);
+    // Without allowAboveHardware, force or not, no size above 32768 runs: nothing is accepted.
+    expect(
+      verified('vz-guest-m1-ultra-tahoe-stock', "{ probes: ['threadgroup-memory'], cache: false, force: true }"),
+    ).toEqual([[null, 32768, null]]);
   });
 });
