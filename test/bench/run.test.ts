@@ -395,6 +395,33 @@ echo '[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":'$ts'}]'`,
     expect(text.stdout).toContain('Failed run: stock, round 3 (exit 3): ');
   });
 
+  it('a tool that prints more than 64 MiB is stopped while it prints: the run failed, the rounds before it kept', () => {
+    const count = path.join(dir, 'floods.count');
+    writeFileSync(count, '0');
+    // Round 1 succeeds; the third run (round 2's first) prints 100 MB, which bench reads through a counting pipe.
+    const flooding = script(
+      'flooding-bench',
+      `n=$(($(cat ${JSON.stringify(count)}) + 1)); echo $n > ${JSON.stringify(count)}
+[ $n -ge 3 ] && { head -c 100000000 /dev/zero; exit 0; }
+ts=100; [ -n "$LD_PRELOAD" ] && ts=150
+echo '[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":'$ts'}]'`,
+    );
+    const r = bench(['--rounds', '2', '--json', '--', flooding]);
+    const result = JSON.parse(r.stdout);
+    const message = `${flooding} (host-family): the tool printed more than 67108864 bytes on its stdout and was stopped there`;
+    expect([r.status, r.stderr]).toEqual([
+      1,
+      `metal-cap-shim: ERR_BENCH_OUTPUT: ${message} (round 2); rounds 1 to 1 are kept\n`,
+    ]);
+    expect([result.rounds, result.partial, result.stop.reason, result.failure]).toEqual([
+      1,
+      true,
+      'failed',
+      { side: 'host-family', round: 2, exitCode: null, signal: 'SIGKILL', code: 'ERR_BENCH_OUTPUT', message },
+    ]);
+    expect(result.speed[0].profiles[0].ratios).toEqual([1.5]);
+  });
+
   it('a patched side that was not patched makes the result no comparison: refused, exit 1, the run named', () => {
     // The tool says it ran on Metal but created no device: nothing was patched, so its "patched" side is stock.
     const unpatched = script('metal-bench', `echo '[{"backends":"Metal,BLAS","n_prompt":512,"n_gen":0,"avg_ts":100}]'`);
