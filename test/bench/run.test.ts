@@ -700,6 +700,33 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
     expect(svg).toContain('<title>2.00x (2.00x–2.00x) simulated, CPU · b7010</title>');
   });
 
+  it('report --json writes only what matrix reads back: a report of 16 MiB is written and read, one byte more refused', () => {
+    const speed = JSON.parse(bench(['--rounds', '1', '--json', '--', FAKE_BENCH]).stdout);
+    // A longer command line grows the report by exactly as many bytes: the bench file sets the report's size.
+    const reportOf = (extra: number) => {
+      const file = path.join(dir, `padded-${extra}.json`);
+      writeFileSync(file, JSON.stringify({ ...speed, command: [`${speed.command[0]}${'a'.repeat(extra)}`] }));
+      return runCli(['report', '--json', '--no-doctor', '--bench', file], GUEST, undefined, {
+        maxBuffer: 64 * 1024 * 1024,
+      });
+    };
+    const small = reportOf(0);
+    expect(small.status).toBe(0);
+    const room = 16 * 1024 * 1024 - Buffer.byteLength(small.stdout);
+    const fits = reportOf(room);
+    expect([fits.status, fits.stderr, Buffer.byteLength(fits.stdout)]).toEqual([0, '', 16 * 1024 * 1024]);
+    const report = path.join(dir, 'largest-report.json');
+    writeFileSync(report, fits.stdout);
+    expect(runCli(['matrix', '--json', report]).status).toBe(0);
+    const over = reportOf(room + 1);
+    const message = `the report would be ${16 * 1024 * 1024 + 1} bytes, more than the ${16 * 1024 * 1024} that matrix reads back: attach fewer --bench files, or results of fewer rounds`;
+    expect([over.status, JSON.parse(over.stdout), over.stderr]).toEqual([
+      2,
+      { error: { code: 'ERR_FILE', message } },
+      `metal-cap-shim: ERR_FILE: ${message}\n`,
+    ]);
+  });
+
   it('a bench result measured on another host is refused by report and by matrix, the difference named', () => {
     const speed = JSON.parse(bench(['--rounds', '2', '--json', '--', FAKE_BENCH]).stdout);
     const foreign = path.join(dir, 'foreign.json');
