@@ -1,6 +1,6 @@
 import { checkBenchResult } from '../bench/result.js';
 import { FileError } from '../core/errors.js';
-import { JSON_LIMITS, readJsonFile } from '../core/jsonfile.js';
+import { JSON_LIMITS, jsonDepth, readJsonFile } from '../core/jsonfile.js';
 import { formatBench } from '../format/bench.js';
 import { formatDoctor } from '../format/doctor.js';
 import { fieldReport } from '../audit/field-report.js';
@@ -90,14 +90,19 @@ ${bundledSnapshotsHelp()}`,
 };
 
 /**
- * The report as printed, when `matrix` and `report` can read it back (JSON_LIMITS, the bound every reader shares):
- * a larger one, made of bench results near the bound, is refused rather than written unreadable.
+ * The report as printed, when `matrix` can read it back (JSON_LIMITS, the bound every reader shares, in bytes and
+ * nesting): a larger or deeper one, made of bench results near the bound, is refused rather than written unreadable.
  */
 function readableBack(json: string): string {
   const bytes = Buffer.byteLength(json) + 1;
   if (bytes > JSON_LIMITS.maxBytes)
     throw new FileError(
       `the report would be ${bytes} bytes, more than the ${JSON_LIMITS.maxBytes} that matrix reads back: attach fewer --bench files, or results of fewer rounds`,
+    );
+  // A bench result sits two levels down (bench[i]): one that nests nearly to the bound would make a report past it.
+  if (jsonDepth(json, JSON_LIMITS.maxDepth) > JSON_LIMITS.maxDepth)
+    throw new FileError(
+      `the report would nest more than the ${JSON_LIMITS.maxDepth} levels that matrix reads back: attach bench results as \`bench --json\` wrote them`,
     );
   return json;
 }

@@ -7,6 +7,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { jsonDepth } from '../../lib/core/jsonfile.js';
 import { spawn } from 'node:child_process';
 import { MATRIX_MARKERS, matrixMarkdown } from '../../lib/audit/field-report.js';
 import { keyText } from '../../lib/bench/rows.js';
@@ -724,6 +725,30 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
       2,
       { error: { code: 'ERR_FILE', message } },
       `metal-cap-shim: ERR_FILE: ${message}\n`,
+    ]);
+  });
+
+  it('report --json writes only what matrix reads back: a report nested 64 levels is written and read, 65 refused', () => {
+    const speed = JSON.parse(bench(['--rounds', '1', '--json', '--', FAKE_BENCH]).stdout);
+    // A record's extra field, `levels` objects deep, starts at level 8 of the report (bench[0].records[0].records[0].deep).
+    const reportOf = (levels: number) => {
+      let deep: Record<string, unknown> = {};
+      for (let i = 1; i < levels; i++) deep = { a: deep };
+      const [first, ...rest] = speed.records;
+      const records = [{ ...first, records: [{ ...first.records[0], deep }, ...first.records.slice(1)] }, ...rest];
+      const file = path.join(dir, `nested-bench-${levels}.json`);
+      writeFileSync(file, JSON.stringify({ ...speed, records }));
+      return runCli(['report', '--json', '--no-doctor', '--bench', file], GUEST);
+    };
+    const fits = reportOf(57);
+    expect([fits.status, fits.stderr, jsonDepth(fits.stdout)]).toEqual([0, '', 64]);
+    const report = path.join(dir, 'deepest-report.json');
+    writeFileSync(report, fits.stdout);
+    expect(runCli(['matrix', '--json', report]).status).toBe(0);
+    const over = reportOf(58);
+    expect([over.status, over.stderr]).toEqual([
+      2,
+      'metal-cap-shim: ERR_FILE: the report would nest more than the 64 levels that matrix reads back: attach bench results as `bench --json` wrote them\n',
     ]);
   });
 
