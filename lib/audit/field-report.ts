@@ -421,7 +421,8 @@ export function buildMatrix(reports: readonly (FieldReport | MatrixInput)[]): Ma
     (field, problem) => {
       throw new InvalidReportError(field || null, `buildMatrix(): reports${field} ${problem}`);
     },
-    { json: true },
+    // The list and each `{ where, report }` pair are ours: a report file nests as deep as readJsonFile lets it.
+    { json: true, wrappers: 2 },
   );
   if (!Array.isArray(list)) throw new InvalidOptionsError('reports', usage);
   const rows = new Map<string, MatrixRow>();

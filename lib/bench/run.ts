@@ -3,9 +3,11 @@
  * Speed (llama-bench) runs in interleaved rounds whose order rotates, so drift and heat fall on every side alike;
  * fidelity (llama-perplexity) saves the stock logits once in a private folder and compares each profile with them.
  */
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { BenchError, FileError, NativeError, UnsupportedPlatformError } from '../core/errors.js';
 import { clip } from '../core/input.js';
 import { JSON_LIMITS } from '../core/jsonfile.js';
@@ -13,7 +15,7 @@ import { loadNative, packageRoot, packageVersion } from '../device/native.js';
 import { probe } from '../device/probe.js';
 import type { DeviceReport, HostInfo, UnsupportedReason } from '../device/types.js';
 import { prepareExec, type PreparedExec } from '../exec/prepare.js';
-import { runWithInjector, type ExecOutcome } from '../exec/run.js';
+import { runWithInjector, STATUS_DRAIN_MS, type ExecOutcome } from '../exec/run.js';
 import { planPatch, refusedError, type ApplyWarning } from '../patch/plan.js';
 import type { Profile } from '../patch/profiles.js';
 import { benchRecords, llamaBenchValues, withReadableOutput, type BenchRecord } from './llama-bench.js';
@@ -194,13 +196,15 @@ export interface BenchOptions extends RoundOptions {
   onRun?: (run: { round: number; rounds: number; side: string; index: number; total: number }) => void;
   /** Asked between runs: a signal stops the measuring, with what was measured so far. */
   stopped?: () => BenchSignal | null;
+  /** @internal The most of each stream a run may print (OUTPUT_LIMIT): lowered by tests only. */
+  outputLimit?: number;
 }
 
 /** The most rounds `--precision` runs unless told otherwise. */
 export const MAX_ADAPTIVE_ROUNDS = 30;
 
 /**
- * bench's private folder for the tool's output and the logits (mode 0700, a new name): a temporary folder that cannot be
+ * bench's private folder for the logits (mode 0700, a new name): a temporary folder that cannot be
  * made (TMPDIR missing, full or not ours) is a typed error saying what to do, not the system's message.
  */
 function privateFolder(): string {
@@ -231,40 +235,85 @@ function prepareSides(o: BenchOptions): Prepared[] {
   }));
 }
 
-/** One run with the tool's stdout and stderr in files of a private folder; their text is returned. */
+/** One run with the tool's stdout and stderr read through pipes, each bounded by OUTPUT_LIMIT while it is read. */
 async function runOnce(
   o: BenchOptions,
   p: Prepared,
   args: string[],
-  folder: string,
-): Promise<{ outcome: ExecOutcome; stdout: string; stderr: string; seconds: number }> {
-  const outFile = path.join(folder, 'stdout');
-  const errFile = path.join(folder, 'stderr');
-  rmSync(outFile, { force: true });
-  rmSync(errFile, { force: true });
-  // The folder is ours (mkdtemp, mode 0700): the files are new, and never followed links.
-  const out = openSync(outFile, 'wx', 0o600);
-  const errFd = openSync(errFile, 'wx', 0o600);
+): Promise<{ outcome: ExecOutcome; stdout: string; stderr: string; overflow: string | null; seconds: number }> {
+  const output = boundedOutput(o.outputLimit ?? OUTPUT_LIMIT);
   const started = process.hrtime.bigint();
-  try {
-    const { prepared } = p;
-    const options = { command: o.command, args, program: prepared.resolved, stdout: out, stderr: errFd };
-    const outcome =
-      prepared.injector === null
-        ? await runWithInjector({ ...options, profile: null }, null, [])
-        : await runWithInjector({ ...options, profile: prepared.profile }, prepared.injector, prepared.warnings);
-    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    return { outcome, stdout: readBounded(outFile), stderr: readBounded(errFile), seconds };
-  } finally {
-    closeSync(out);
-    closeSync(errFd);
-  }
+  const { prepared } = p;
+  const options = {
+    command: o.command,
+    args,
+    program: prepared.resolved,
+    stdout: 'pipe' as const,
+    stderr: 'pipe' as const,
+    onSpawn: output.attach,
+  };
+  const outcome =
+    prepared.injector === null
+      ? await runWithInjector({ ...options, profile: null }, null, [])
+      : await runWithInjector({ ...options, profile: prepared.profile }, prepared.injector, prepared.warnings);
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  return { outcome, ...(await output.collected()), seconds };
 }
 
-function readBounded(file: string): string {
-  const size = statSync(file).size;
-  if (size > OUTPUT_LIMIT) throw new BenchError('ERR_BENCH_OUTPUT', `the tool printed more than ${OUTPUT_LIMIT} bytes`);
-  return readFileSync(file, 'utf8');
+/**
+ * A tool's stdout and stderr kept in memory up to `limit` bytes each, counted as they arrive: past it the tool is
+ * killed and both pipes closed, so a tool that prints without end fills neither the disk nor the heap (writing to
+ * files and checking afterwards let gigabytes fill TMPDIR first). `overflow` says which stream passed the limit.
+ */
+function boundedOutput(limit: number): {
+  attach: (child: ChildProcess) => void;
+  collected: () => Promise<{ stdout: string; stderr: string; overflow: string | null }>;
+} {
+  const kept = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
+  const streams: Readable[] = [];
+  const closed: Promise<void>[] = [];
+  let overflow: string | null = null;
+  const attach = (child: ChildProcess) => {
+    for (const name of ['stdout', 'stderr'] as const) {
+      const stream = child[name];
+      if (stream === null) continue;
+      streams.push(stream);
+      closed.push(
+        new Promise((done) => {
+          stream.once('close', done);
+          stream.once('error', () => done());
+        }),
+      );
+      let bytes = 0;
+      stream.on('data', (chunk: Buffer) => {
+        if (overflow !== null) return;
+        bytes += chunk.length;
+        if (bytes <= limit) {
+          kept[name].push(chunk);
+          return;
+        }
+        overflow = `the tool printed more than ${limit} bytes on its ${name} and was stopped there`;
+        child.kill('SIGKILL');
+        // A process the tool started may hold the pipes too: closing our ends stops its writes as well.
+        for (const s of streams) s.destroy();
+      });
+    }
+  };
+  const collected = async () => {
+    // The pipes may outlive the tool (a process it left running): wait for their end at most STATUS_DRAIN_MS.
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(closed),
+      new Promise<void>((done) => {
+        bound = setTimeout(done, STATUS_DRAIN_MS);
+      }),
+    ]);
+    clearTimeout(bound);
+    for (const s of streams) s.destroy();
+    const text = (chunks: Buffer[]) => Buffer.concat(chunks).toString('utf8');
+    return { stdout: text(kept.stdout), stderr: text(kept.stderr), overflow };
+  };
+  return { attach, collected };
 }
 
 /** A run that did not end with exit 0 is the tool failing, never a result: the error names it and how it ended. */
@@ -278,6 +327,11 @@ function endedProblem(
   const how = outcome.signal !== null ? `was killed by ${outcome.signal}` : `exited with code ${outcome.exitCode}`;
   const last = stderr.trim().split('\n').slice(-3).join(' | ');
   return `${command} (${side}) ${how}${last ? `; its last words: ${last}` : ''}`;
+}
+
+/** A run stopped at OUTPUT_LIMIT as a thrown ERR_BENCH_OUTPUT (fidelity, whose stock run every profile needs). */
+function checkOutput(side: string, command: string, overflow: string | null): void {
+  if (overflow !== null) throw new BenchError('ERR_BENCH_OUTPUT', `${command} (${side}): ${overflow}`);
 }
 
 /** endedProblem as a thrown ERR_BENCH_TOOL (fidelity, whose stock run every profile needs). */
@@ -571,15 +625,16 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
         o,
         async (_side, round, i) => {
           const p = sides[i]!;
-          const r = await runOnce(o, p, args, folder);
+          const r = await runOnce(o, p, args);
           const run = runRecord(round, p.side.name, r);
           runs.push(run);
           // A signal that arrived during the run ended it: the run is not a result, and not a failure either.
           const signal = o.stopped?.() ?? null;
           if (signal !== null) throw new RoundsStopped(stoppedBy(signal), null);
-          const problem = endedProblem(p.side.name, o.command, r.outcome, r.stderr);
           const fail = (code: BenchFailure['code'], message: string) =>
             failed({ side: p.side.name, round, exitCode: run.exitCode, signal: run.signal, code, message });
+          if (r.overflow !== null) throw fail('ERR_BENCH_OUTPUT', `${o.command} (${p.side.name}): ${r.overflow}`);
+          const problem = endedProblem(p.side.name, o.command, r.outcome, r.stderr);
           if (problem !== null) throw fail('ERR_BENCH_TOOL', problem);
           let values: unknown[];
           let records: BenchRecord[];
@@ -632,13 +687,14 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     ];
     const total = 1 + comparisons.length;
     o.onRun?.({ round: 1, rounds: 1, side: 'stock', index: 1, total });
-    const first = await runOnce(o, stockSide!, [...args, '--kl-divergence-base', logits], folder);
+    const first = await runOnce(o, stockSide!, [...args, '--kl-divergence-base', logits]);
     runs.push(runRecord(1, 'stock', first));
     const rows: FidelityRow[] = [];
     let control: FidelityRow | null = null;
     let signal = o.stopped?.() ?? null;
     let interrupted = signal !== null;
     if (!interrupted) {
+      checkOutput('stock', o.command, first.overflow);
       checkEnded('stock', o.command, first.outcome, first.stderr);
       checkLogitsSaved(o.command, logits, `${first.stdout}\n${first.stderr}`);
     }
@@ -649,13 +705,14 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
         break;
       }
       o.onRun?.({ round: 1, rounds: 1, side: c.name, index: runs.length + 1, total });
-      const r = await runOnce(o, c.p, compare, folder);
+      const r = await runOnce(o, c.p, compare);
       runs.push(runRecord(1, c.p.side.name, r));
       signal ??= o.stopped?.() ?? null;
       if (signal !== null) {
         interrupted = true;
         break;
       }
+      checkOutput(c.name, o.command, r.overflow);
       checkEnded(c.name, o.command, r.outcome, r.stderr);
       const f = parseKlDivergence(`${r.stdout}\n${r.stderr}`);
       const row = { name: c.name, ...f, ...fidelityVerdict(f) };

@@ -1,16 +1,16 @@
 import { checkBenchResult } from '../bench/result.js';
 import { FileError } from '../core/errors.js';
-import { readJsonFile } from '../core/jsonfile.js';
+import { JSON_LIMITS, jsonDepth, readJsonFile } from '../core/jsonfile.js';
 import { formatBench } from '../format/bench.js';
 import { formatDoctor } from '../format/doctor.js';
 import { fieldReport } from '../audit/field-report.js';
 import { formatAudit } from '../format/text.js';
-import { inert } from '../core/escape.js';
+import { inert, jsonText } from '../core/escape.js';
 import { DEFAULT_PROFILE } from '../patch/profiles.js';
 import { mmapOptions } from './doctor-options.js';
 import { progressLine } from './progress.js';
 import { profileArgument, profileHelp } from './profile-option.js';
-import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
+import { EXIT, out, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 const command: Command = {
@@ -71,7 +71,7 @@ ${bundledSnapshotsHelp()}`,
       ...(snapshot !== undefined ? { snapshot } : {}),
       ...(hostLabel !== undefined ? { hostLabel } : {}),
     }).finally(() => progress?.done());
-    if (values.json) printJson(report);
+    if (values.json) out(readableBack(jsonText(report, 2)));
     else {
       const s = styler();
       // The label is the reporter's own text: printed, a control character only shows.
@@ -93,5 +93,23 @@ ${bundledSnapshotsHelp()}`,
     return EXIT.ok;
   },
 };
+
+/**
+ * The report as printed, when `matrix` can read it back (JSON_LIMITS, the bound every reader shares, in bytes and
+ * nesting): a larger or deeper one, made of bench results near the bound, is refused rather than written unreadable.
+ */
+function readableBack(json: string): string {
+  const bytes = Buffer.byteLength(json) + 1;
+  if (bytes > JSON_LIMITS.maxBytes)
+    throw new FileError(
+      `the report would be ${bytes} bytes, more than the ${JSON_LIMITS.maxBytes} that matrix reads back: attach fewer --bench files, or results of fewer rounds`,
+    );
+  // A bench result sits two levels down (bench[i]): one that nests nearly to the bound would make a report past it.
+  if (jsonDepth(json, JSON_LIMITS.maxDepth) > JSON_LIMITS.maxDepth)
+    throw new FileError(
+      `the report would nest more than the ${JSON_LIMITS.maxDepth} levels that matrix reads back: attach bench results as \`bench --json\` wrote them`,
+    );
+  return json;
+}
 
 export default command;

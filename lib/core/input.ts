@@ -88,6 +88,9 @@ export type InputFailure = (field: string, problem: string) => never;
 export interface ReadInputOptions {
   /** Only what JSON can hold: a BigInt, a symbol or a function is refused (their `field` named). */
   json?: boolean;
+  /** Levels of the caller's own wrapping around the input (buildMatrix's list and `{ where, report }` pair): the
+   * depth limit counts from inside them, so a file reads as deep here as its reader (JSON_LIMITS) lets it be. */
+  wrappers?: number;
 }
 
 function safeIsArray(value: object): boolean {
@@ -125,10 +128,18 @@ function problemOf(err: unknown): string {
  * validates and keeps, so the input cannot change between the check and the use.
  */
 export function readInput(value: unknown, fail: InputFailure, options: ReadInputOptions = {}, path = ''): unknown {
-  return readValue(value, fail, options.json === true, path, []);
+  const rules = { json: options.json === true, depth: INPUT_DEPTH_LIMIT + (options.wrappers ?? 0) };
+  return readValue(value, fail, rules, path, []);
 }
 
-function readValue(value: unknown, fail: InputFailure, json: boolean, path: string, ancestors: object[]): unknown {
+function readValue(
+  value: unknown,
+  fail: InputFailure,
+  rules: { json: boolean; depth: number },
+  path: string,
+  ancestors: object[],
+): unknown {
+  const { json } = rules;
   const kind = typeof value;
   if (kind === 'bigint' || kind === 'symbol' || kind === 'function') {
     if (json) fail(path, `is ${kind === 'bigint' ? 'a BigInt' : `a ${kind}`}, which JSON cannot hold`);
@@ -137,7 +148,7 @@ function readValue(value: unknown, fail: InputFailure, json: boolean, path: stri
   if (kind !== 'object' || value === null) return value;
   const object = value as object;
   if (ancestors.includes(object)) fail(path, 'contains itself (a cycle)');
-  if (ancestors.length >= INPUT_DEPTH_LIMIT) fail(path, `is nested more than ${INPUT_DEPTH_LIMIT} levels deep`);
+  if (ancestors.length >= rules.depth) fail(path, `is nested more than ${INPUT_DEPTH_LIMIT} levels deep`);
   const inner = [...ancestors, object];
   let keys: string[];
   let isArray: boolean;
@@ -158,12 +169,12 @@ function readValue(value: unknown, fail: InputFailure, json: boolean, path: stri
       fail(path, `has ${length} elements, more than the ${INPUT_ARRAY_LIMIT} any input of metal-cap-shim can need`);
     const out: unknown[] = [];
     for (let i = 0; i < length; i++)
-      out.push(readValue(readProperty(object, i, fail, path), fail, json, joinPath(path, i), inner));
+      out.push(readValue(readProperty(object, i, fail, path), fail, rules, joinPath(path, i), inner));
     return out;
   }
   const out: Record<string, unknown> = {};
   for (const key of keys)
-    define(out, key, readValue(readProperty(object, key, fail, path), fail, json, joinPath(path, key), inner));
+    define(out, key, readValue(readProperty(object, key, fail, path), fail, rules, joinPath(path, key), inner));
   return out;
 }
 

@@ -1,5 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
-import { clip } from './input.js';
+import { clip, INPUT_DEPTH_LIMIT } from './input.js';
 
 /** A JSON file read, or the one-line reason it could not be: never raw bytes, never a bare errno. */
 /**
@@ -26,8 +26,11 @@ export interface JsonLimits {
   maxDepth: number;
 }
 
-/** 16 MiB, 64 levels. */
-export const JSON_LIMITS: Readonly<JsonLimits> = Object.freeze({ maxBytes: 16 * 1024 * 1024, maxDepth: 64 });
+/** 16 MiB, 64 levels: as deep as readInput reads, so a file read is a file checked. */
+export const JSON_LIMITS: Readonly<JsonLimits> = Object.freeze({
+  maxBytes: 16 * 1024 * 1024,
+  maxDepth: INPUT_DEPTH_LIMIT,
+});
 
 /** A file that is not a regular one: a FIFO would block the reader for ever, a device could stream without end. */
 const NOT_REGULAR = 'is not a regular file (a FIFO, a socket or a device): give a file, or `-` to read standard input';

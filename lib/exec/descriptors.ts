@@ -12,7 +12,7 @@ import { fstatSync, readdirSync, statSync, type Stats } from 'node:fs';
 export function childDescriptors(
   passFds: readonly number[],
   statusPipe: boolean,
-  output: { stdout?: number | undefined; stderr?: number | undefined } = {},
+  output: { stdout?: number | 'pipe' | undefined; stderr?: number | 'pipe' | undefined } = {},
 ): { stdio: ('inherit' | 'ignore' | 'pipe' | number)[]; statusFd: number | null } {
   const passed = new Set(passFds.filter((fd) => Number.isSafeInteger(fd) && fd >= 3));
   let statusFd: number | null = null;

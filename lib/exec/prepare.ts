@@ -2,6 +2,7 @@
  * What exec decides before the program starts: the program exists, the injector is there and can reach it, and the
  * profile may be applied on this host (bound to its chip, refused on bare metal). Nothing runs until this has passed.
  */
+import type { ChildProcess } from 'node:child_process';
 import { notAppliedError } from '../patch/apply.js';
 import { mlxArchitectureEnv, planPatch, refusedError, type ApplyWarning } from '../patch/plan.js';
 import { RefusedError, UnsupportedPlatformError } from '../core/errors.js';
@@ -35,10 +36,12 @@ export interface ExecOptions {
   allowUnpatched?: boolean;
   /** Descriptors ≥ 3 to hand on to the program under their own numbers (the CLI passes inheritedDescriptors()). */
   passFds?: number[];
-  /** Descriptors (files this process opened) the program's stdout and stderr go to instead of ours: `bench` reads
-   * a tool's output from them. */
-  stdout?: number;
-  stderr?: number;
+  /** Where the program's stdout and stderr go instead of ours: a descriptor this process opened, or `'pipe'`, read
+   * through the child that `onSpawn` is given (`bench` reads a tool's output so, counting, and stops at a bound). */
+  stdout?: number | 'pipe';
+  stderr?: number | 'pipe';
+  /** Told the child as soon as it is started, before any of its output is read. */
+  onSpawn?: (child: ChildProcess) => void;
   /** Where the CLI's own notices go (never the child's streams). */
   notice?: (line: string) => void;
 }

@@ -117,6 +117,7 @@ export function runWithInjector(
       throw e;
     }
     const { child, undo: cleanup } = started;
+    options.onSpawn?.(child);
     const status = statusCollector();
     const pipe = child.stdio[statusFd!] as NodeJS.ReadableStream | null;
     pipe?.on('data', status.add);
@@ -180,6 +181,7 @@ function runUnpatched(options: ExecOptions): Promise<ExecOutcome> {
   const { stdio } = childDescriptors(options.passFds ?? [], false, options);
   return new Promise((resolve, reject) => {
     const { child, undo: cleanup } = spawnForwardingSignals(options, { stdio });
+    options.onSpawn?.(child);
     child.on('error', (err: NodeJS.ErrnoException) => {
       cleanup();
       reject(spawnFailure(options.command, err));

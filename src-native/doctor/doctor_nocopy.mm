@@ -181,7 +181,9 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
     if (!generateFile(writer.get(), options.mmapSize, &error)) return makeOutcome(probe, DoctorStatus::Error, error);
   } else {
     what = "'" + *options.mmapFile + "'";
-    reader.reset(open(options.mmapFile->c_str(), O_RDONLY | O_CLOEXEC));
+    // Non-blocking: a FIFO swapped in after the TypeScript check would block a plain open for ever. The descriptor
+    // is checked by fstat below, and blocking reads restored once it is known to be a regular file.
+    reader.reset(open(options.mmapFile->c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
     if (reader.get() < 0)
       return makeOutcome(probe, DoctorStatus::Error, systemError("cannot open " + what + " read-only"));
   }
@@ -192,6 +194,9 @@ ProbeOutcome runNocopyMmap(ProbeContext &ctx) {
   if (!S_ISREG(info.st_mode) || fileSize == 0) {
     return makeOutcome(probe, DoctorStatus::Error, what + " is not a non-empty regular file");
   }
+  const int flags = fcntl(reader.get(), F_GETFL);
+  if (flags < 0 || fcntl(reader.get(), F_SETFL, flags & ~O_NONBLOCK) != 0)
+    return makeOutcome(probe, DoctorStatus::Error, systemError("cannot set " + what + " to blocking reads"));
   // NoCopy wants a page-aligned pointer (mmap gives one) and a whole number of pages; the last page reads as zero
   // past the end of the file. One buffer can hold at most maxBufferLength bytes.
   uint64_t mapLength = (fileSize + page - 1) / page * page;

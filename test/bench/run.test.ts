@@ -7,6 +7,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { jsonDepth } from '../../lib/core/jsonfile.js';
 import { spawn } from 'node:child_process';
 import { MATRIX_MARKERS, matrixMarkdown } from '../../lib/audit/field-report.js';
 import { keyText } from '../../lib/bench/rows.js';
@@ -395,6 +396,33 @@ echo '[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":'$ts'}]'`,
     expect(text.stdout).toContain('Failed run: stock, round 3 (exit 3): ');
   });
 
+  it('a tool that prints more than 64 MiB is stopped while it prints: the run failed, the rounds before it kept', () => {
+    const count = path.join(dir, 'floods.count');
+    writeFileSync(count, '0');
+    // Round 1 succeeds; the third run (round 2's first) prints 100 MB, which bench reads through a counting pipe.
+    const flooding = script(
+      'flooding-bench',
+      `n=$(($(cat ${JSON.stringify(count)}) + 1)); echo $n > ${JSON.stringify(count)}
+[ $n -ge 3 ] && { head -c 100000000 /dev/zero; exit 0; }
+ts=100; [ -n "$LD_PRELOAD" ] && ts=150
+echo '[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":'$ts'}]'`,
+    );
+    const r = bench(['--rounds', '2', '--json', '--', flooding]);
+    const result = JSON.parse(r.stdout);
+    const message = `${flooding} (host-family): the tool printed more than 67108864 bytes on its stdout and was stopped there`;
+    expect([r.status, r.stderr]).toEqual([
+      1,
+      `metal-cap-shim: ERR_BENCH_OUTPUT: ${message} (round 2); rounds 1 to 1 are kept\n`,
+    ]);
+    expect([result.rounds, result.partial, result.stop.reason, result.failure]).toEqual([
+      1,
+      true,
+      'failed',
+      { side: 'host-family', round: 2, exitCode: null, signal: 'SIGKILL', code: 'ERR_BENCH_OUTPUT', message },
+    ]);
+    expect(result.speed[0].profiles[0].ratios).toEqual([1.5]);
+  });
+
   it('a patched side that was not patched makes the result no comparison: refused, exit 1, the run named', () => {
     // The tool says it ran on Metal but created no device: nothing was patched, so its "patched" side is stock.
     const unpatched = script('metal-bench', `echo '[{"backends":"Metal,BLAS","n_prompt":512,"n_gen":0,"avg_ts":100}]'`);
@@ -671,6 +699,57 @@ describeSim('bench results travel: report --bench, then matrix (Markdown, JSON, 
     expect(svg).toContain('<title>M1 Ultra, macOS 26.6.1 · macOS 26.5.2 (VirtualMac2,1)</title>');
     expect(svg).toContain('<title>host-family · pp512 model=tiny.gguf type=llama ?B F32</title>');
     expect(svg).toContain('<title>2.00x (2.00x–2.00x) simulated, CPU · b7010</title>');
+  });
+
+  it('report --json writes only what matrix reads back: a report of 16 MiB is written and read, one byte more refused', () => {
+    const speed = JSON.parse(bench(['--rounds', '1', '--json', '--', FAKE_BENCH]).stdout);
+    // A longer command line grows the report by exactly as many bytes: the bench file sets the report's size.
+    const reportOf = (extra: number) => {
+      const file = path.join(dir, `padded-${extra}.json`);
+      writeFileSync(file, JSON.stringify({ ...speed, command: [`${speed.command[0]}${'a'.repeat(extra)}`] }));
+      return runCli(['report', '--json', '--no-doctor', '--bench', file], GUEST, undefined, {
+        maxBuffer: 64 * 1024 * 1024,
+      });
+    };
+    const small = reportOf(0);
+    expect(small.status).toBe(0);
+    const room = 16 * 1024 * 1024 - Buffer.byteLength(small.stdout);
+    const fits = reportOf(room);
+    expect([fits.status, fits.stderr, Buffer.byteLength(fits.stdout)]).toEqual([0, '', 16 * 1024 * 1024]);
+    const report = path.join(dir, 'largest-report.json');
+    writeFileSync(report, fits.stdout);
+    expect(runCli(['matrix', '--json', report]).status).toBe(0);
+    const over = reportOf(room + 1);
+    const message = `the report would be ${16 * 1024 * 1024 + 1} bytes, more than the ${16 * 1024 * 1024} that matrix reads back: attach fewer --bench files, or results of fewer rounds`;
+    expect([over.status, JSON.parse(over.stdout), over.stderr]).toEqual([
+      2,
+      { error: { code: 'ERR_FILE', message } },
+      `metal-cap-shim: ERR_FILE: ${message}\n`,
+    ]);
+  });
+
+  it('report --json writes only what matrix reads back: a report nested 64 levels is written and read, 65 refused', () => {
+    const speed = JSON.parse(bench(['--rounds', '1', '--json', '--', FAKE_BENCH]).stdout);
+    // A record's extra field, `levels` objects deep, starts at level 8 of the report (bench[0].records[0].records[0].deep).
+    const reportOf = (levels: number) => {
+      let deep: Record<string, unknown> = {};
+      for (let i = 1; i < levels; i++) deep = { a: deep };
+      const [first, ...rest] = speed.records;
+      const records = [{ ...first, records: [{ ...first.records[0], deep }, ...first.records.slice(1)] }, ...rest];
+      const file = path.join(dir, `nested-bench-${levels}.json`);
+      writeFileSync(file, JSON.stringify({ ...speed, records }));
+      return runCli(['report', '--json', '--no-doctor', '--bench', file], GUEST);
+    };
+    const fits = reportOf(57);
+    expect([fits.status, fits.stderr, jsonDepth(fits.stdout)]).toEqual([0, '', 64]);
+    const report = path.join(dir, 'deepest-report.json');
+    writeFileSync(report, fits.stdout);
+    expect(runCli(['matrix', '--json', report]).status).toBe(0);
+    const over = reportOf(58);
+    expect([over.status, over.stderr]).toEqual([
+      2,
+      'metal-cap-shim: ERR_FILE: the report would nest more than the 64 levels that matrix reads back: attach bench results as `bench --json` wrote them\n',
+    ]);
   });
 
   it('a bench result measured on another host is refused by report and by matrix, the difference named', () => {

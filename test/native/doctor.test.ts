@@ -441,6 +441,13 @@ describeSim('test/fixtures/snapshots/doctor-faults.json', () => {
       expect(run({ mmapFile: path.dirname(empty) })).toEqual(
         outcome('nocopy-mmap', 'error', `'${path.dirname(empty)}' is not a non-empty regular file`),
       );
+      // A FIFO with no writer (as one swapped in after the TypeScript check would be): refused by its descriptor at
+      // once; a blocking open would wait for a writer for ever.
+      const fifo = path.join(freshDir(), 'model.gguf');
+      execFileSync('mkfifo', [fifo]);
+      expect(run({ mmapFile: fifo })).toEqual(
+        outcome('nocopy-mmap', 'error', `'${fifo}' is not a non-empty regular file`),
+      );
       expect(run({ tempDir: '/nonexistent-mcs-dir' })).toEqual(
         outcome('nocopy-mmap', 'error', 'cannot create a file in /nonexistent-mcs-dir: No such file or directory'),
       );

@@ -257,9 +257,26 @@ describe('malformed field reports for matrix', () => {
     let at = nested;
     for (let i = 0; i < 200_000; i++) at = at.a = {};
     // Read once into plain data first (lib/input.ts): the depth bound names the field where it is crossed.
-    const where = `[0].report.extra${'.a'.repeat(61)}`;
+    const where = `[0].report.extra${'.a'.repeat(63)}`;
     expect(thrown(() => buildMatrix([{ where: 'deep', report: { ...report, extra: nested } }]))).toEqual(
       new InvalidReportError(where, `buildMatrix(): reports${where} is nested more than 64 levels deep`),
+    );
+  });
+
+  it('a report file nests as deep in matrix as the file reader lets it: 64 levels read, 65 refused', () => {
+    // The report is level 1 and `extra` level 2: each array inside adds one.
+    const nestedTo = (levels: number) =>
+      file(
+        `nested-${levels}.json`,
+        JSON.stringify(report).replace(/^\{/, `{"extra":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)},`),
+      );
+    const deepest = nestedTo(JSON_LIMITS.maxDepth);
+    expect(jsonDepth(readFileSync(deepest, 'utf8'))).toBe(64);
+    const read = runCli(['matrix', '--json', deepest]);
+    expect([read.status, read.stderr]).toEqual([0, '']);
+    const deeper = nestedTo(JSON_LIMITS.maxDepth + 1);
+    expect(runCli(['matrix', deeper]).stderr).toBe(
+      `metal-cap-shim: ERR_FILE: ${deeper} nests arrays and objects more than 64 levels deep, far more than any metal-cap-shim file\n`,
     );
   });
 
