@@ -108,7 +108,13 @@ function codeOf(err: unknown): ErrorCode | null {
 // Each subclass narrows `code` to its own codes.
 function nativeCode(
   err: NativeError,
-): 'ERR_HOOK_FAILED' | 'ERR_VERIFICATION_FAILED' | 'ERR_NO_DEVICE' | 'ERR_NATIVE_UNAVAILABLE' | 'ERR_DOCTOR_RUNNER' {
+):
+  | 'ERR_HOOK_FAILED'
+  | 'ERR_VERIFICATION_FAILED'
+  | 'ERR_NO_DEVICE'
+  | 'ERR_NATIVE_UNAVAILABLE'
+  | 'ERR_DOCTOR_RUNNER'
+  | 'ERR_CHILD_HOST' {
   // @ts-expect-error a NativeError never carries a usage code
   if (err.code === 'ERR_USAGE') throw err;
   return err.code;
