@@ -180,6 +180,23 @@ describeSim('bench, end to end over the simulated Metal', () => {
     expect(one.stdout).toContain('| 100.00 ± 1.00 | 200.00 ± 2.00 | 2.00x (no interval) | no interval (one round) |');
   });
 
+  it('a record nested 200 000 levels deep is no crash: the result keeps flat values only, and --json prints', () => {
+    const deep = path.join(dir, 'deep-bench');
+    writeFileSync(
+      deep,
+      `#!${process.execPath}
+const nested = '['.repeat(200000) + ']'.repeat(200000);
+console.log('[{"backends":"CPU","n_prompt":512,"n_gen":0,"avg_ts":100,"extra":' + nested + '}]');
+`,
+    );
+    chmodSync(deep, 0o755);
+    const r = bench(['--rounds', '2', '--json', '--', deep]);
+    expect([r.status, r.stderr]).toEqual([0, '']);
+    const result = JSON.parse(r.stdout);
+    expect(result.records[0].records).toEqual([{ backends: 'CPU', n_prompt: 512, n_gen: 0, avg_ts: 100 }]);
+    expect(result.speed.map((row: { label: string }) => row.label)).toEqual(['pp512']);
+  });
+
   it('an unusable TMPDIR is a typed error saying what to do, before anything runs', () => {
     writeFileSync(LOG, '');
     const r = bench(['--rounds', '1', '--', FAKE_BENCH], { TMPDIR: path.join(dir, 'no-such-folder') });
