@@ -379,9 +379,13 @@ describe('every page', () => {
   });
 
   it("no project file names the issue that asked for it (docs/measurements.md keeps its dated runs); another project's issue is cited as owner/name issue N", () => {
-    // The tracked files; in Stryker's sandbox, which is no git checkout, a walk of the tree without what is built or
-    // installed.
-    const listed = spawnSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' });
+    // The tracked files; in Stryker's sandbox (build/stryker-tmp/sandbox-*, inside the checkout but ignored by it, so
+    // git lists nothing there), a walk of the tree without what is built or installed.
+    const top = spawnSync('git', ['rev-parse', '--show-toplevel'], { cwd: root, encoding: 'utf8' });
+    const checkout = top.status === 0 && path.resolve(top.stdout.trim()) === path.resolve(root);
+    const listed = checkout
+      ? spawnSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
+      : { status: 1, stdout: '' };
     const topSkipped = new Set(['build', 'dist', 'coverage', 'reports']);
     const walk = (dir: string): string[] =>
       readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((e) => {
