@@ -52,9 +52,9 @@ export class ToolsUnavailable extends Error {
 }
 
 /**
- * What a cold build costs, measured on the shared 2-core Linux machine (2026-12-06, other builds running): the
- * minutes (the range of the cold builds timed there), the tarball fetched into the user cache (unless there), the
- * temporary folder at its largest, and what the cache keeps.
+ * What a cold build costs on the shared 2-core Linux machine, other builds running: the minutes (the cold builds
+ * timed there; 21 min 15 s on 2026-12-06 at a load of 5 to 10), the tarball fetched into the user cache (unless
+ * there), the temporary folder near its largest (248 to 267 MB left by builds stopped late), and what the cache keeps.
  */
 export const TOOLS_COST = Object.freeze({ minutes: '12–21', tarballMB: 36, tempMB: 260, keptMB: 22 });
 

@@ -47,14 +47,14 @@ export const STEP_COSTS = Object.freeze({
     disk: `${PREBUILT_COST.tarballsMB} MB of tarballs and ${PREBUILT_COST.keptMB} MB in the cache`,
   },
   model: { cold: 'under a second', warm: 'under a second', disk: '17 MB' },
-  benchNlc: { cold: '40–50 s', warm: '40–50 s', disk: 'its output' },
+  benchNlc: { cold: '30–50 s', warm: '30–50 s', disk: 'its output' },
   tools: {
     cold: `${TOOLS_COST.minutes} min`,
     warm: 'at once',
     disk: `${TOOLS_COST.tempMB} MB temporary, ${TOOLS_COST.keptMB} MB in the cache`,
   },
-  benchSpeed: { cold: 'about 1 min', warm: 'about 1 min', disk: 'its output' },
-  benchFidelity: { cold: 'about 1 min', warm: 'about 1 min', disk: 'its output' },
+  benchSpeed: { cold: 'under 10 s', warm: 'under 10 s', disk: 'its output' },
+  benchFidelity: { cold: 'under 10 s', warm: 'under 10 s', disk: 'its output' },
 });
 
 /** The steps for these options, in order: a name, what it does, and its cost. */

@@ -92,7 +92,7 @@ describe.skipIf(skipReason !== null)('a run', () => {
         'try-bench: [1/4] the simulated Metal and dist/ (npm run sim) (T)',
         'try-bench: [2/4] node-llama-cpp with its Linux CPU prebuilt (node-llama-cpp-prebuilt.mjs) (T)',
         'try-bench: [3/4] a tiny model (tiny-gguf.mjs): OUT/tiny.gguf (T)',
-        'try-bench: [4/4] bench --node-llama-cpp over vz-guest-m1-ultra-tahoe-stock, 40–50 s (output also in node-llama-cpp.txt) (T)',
+        'try-bench: [4/4] bench --node-llama-cpp over vz-guest-m1-ultra-tahoe-stock, 30–50 s (output also in node-llama-cpp.txt) (T)',
         expect.stringMatching(/^try-bench: done in \d+(m\d\d)?s; the outputs are in OUT$/),
       ]);
       expect(path.dirname(out!)).toBe(path.join(root, 'build', 'try-bench'));
