@@ -26,3 +26,8 @@ export function buildStatus(status: { done: number; total: number }, stepMs: num
 export function cachedLlamaTools(options?: { env?: NodeJS.ProcessEnv }): LlamaTools | null;
 /** This machine's cache key: the recipe's data and the compilers' versions. */
 export function toolsCacheKey(): string;
+/** A reporter of ninja's status lines (llama-tools.mjs): in place on a terminal, else one every 15 s and the last. */
+export function buildReporter(options: { tty: boolean; write?: (text: string) => void; now?: () => number }): {
+  line(text: string): void;
+  end(): void;
+};

@@ -85,16 +85,17 @@ export function buildStatus({ done, total }, stepMs) {
 }
 
 /**
- * A reporter of ninja's status lines: on a terminal each rewrites one line in place; elsewhere a line at most every
- * BUILD_EVERY_MS, and always the last. `end()` finishes the line.
+ * A reporter of ninja's status lines, written with `write`: on a terminal each rewrites one line in place; elsewhere
+ * a line at most every BUILD_EVERY_MS, and always the last target's. `end()` says the last status not yet said and
+ * ends the line.
  */
-function buildReporter({ tty, now = Date.now }) {
+export function buildReporter({ tty, write = (text) => process.stderr.write(text), now = Date.now }) {
   const began = now();
   let lastShown = null;
   let pending = null;
   const show = (status) => {
     const line = `llama-tools: ${buildStatus(status, now() - began)}`;
-    process.stderr.write(tty ? `\r\x1b[K${line}` : `${line}\n`);
+    write(tty ? `\r\x1b[K${line}` : `${line}\n`);
     lastShown = now();
     pending = null;
   };
@@ -108,7 +109,7 @@ function buildReporter({ tty, now = Date.now }) {
     },
     end() {
       if (pending !== null) show(pending);
-      if (tty && lastShown !== null) process.stderr.write('\n');
+      if (tty && lastShown !== null) write('\n');
     },
   };
 }

@@ -14,6 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  buildReporter,
   buildStatus,
   type LlamaTools,
   llamaTools,
@@ -175,6 +176,45 @@ describe("the build's progress", () => {
     // 34 targets in 120 s: 103 more at that rate take 363.5 s.
     expect(buildStatus({ done: 34, total: 137 }, 120_000)).toBe('build 34/137 targets, 2m00s, about 6m04s left');
     expect(buildStatus({ done: 137, total: 137 }, 900_000)).toBe('build 137/137 targets, 15m00s, about 0s left');
+  });
+
+  /** Feeds `lines` to a reporter, one every `stepMs`, and returns what it wrote. */
+  const report = (tty: boolean, lines: string[], stepMs: number) => {
+    let t = 0;
+    const written: string[] = [];
+    const reporter = buildReporter({ tty, write: (text) => written.push(text), now: () => t });
+    for (const line of lines) {
+      t += stepMs;
+      reporter.line(line);
+    }
+    reporter.end();
+    return written;
+  };
+  const ninja = ['-- ignored', '[1/4] Building a.o', '[2/4] Building b.o', '[3/4] Building c.o', '[4/4] Linking x'];
+
+  it('off a terminal: the first status, then one every 15 s, and the last target always', () => {
+    expect(report(false, ninja, 8_000)).toEqual([
+      'llama-tools: build 1/4 targets, 16s, about 48s left\n',
+      // 2/4 at 24 s is within 15 s of the last line said; 3/4 at 32 s is not.
+      'llama-tools: build 3/4 targets, 32s, about 11s left\n',
+      'llama-tools: build 4/4 targets, 40s, about 0s left\n',
+    ]);
+    // A status held back is said at the end.
+    expect(report(false, ninja.slice(0, 3), 1_000)).toEqual([
+      'llama-tools: build 1/4 targets, 2s, about 6s left\n',
+      'llama-tools: build 2/4 targets, 3s, about 3s left\n',
+    ]);
+  });
+
+  it('on a terminal: every status rewrites one line, ended when the build ends', () => {
+    expect(report(true, ninja, 1_000)).toEqual([
+      '\r\x1b[Kllama-tools: build 1/4 targets, 2s, about 6s left',
+      '\r\x1b[Kllama-tools: build 2/4 targets, 3s, about 3s left',
+      '\r\x1b[Kllama-tools: build 3/4 targets, 4s, about 1s left',
+      '\r\x1b[Kllama-tools: build 4/4 targets, 5s, about 0s left',
+      '\n',
+    ]);
+    expect(report(true, ['no status'], 1_000)).toEqual([]);
   });
 
   it('time left: none before a step ends or from counts that make no sense; else the rate times what is left', () => {
