@@ -128,6 +128,8 @@ function runShown(command, args, { file = null, env = process.env } = {}) {
     });
     child.on('error', reject);
     child.on('close', (code, signal) => {
+      // Stopped by a signal: the guard's handler exits once the child has; no further step may start meanwhile.
+      if (guard.stopping() !== null) return copy?.end();
       const status = signal === null ? code : 128;
       if (copy === null) resolve(status);
       else copy.end(() => resolve(status));

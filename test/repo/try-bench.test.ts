@@ -2,7 +2,7 @@
 // arguments, its plan (every step with its time and disk, said before anything runs), and one real run over the
 // simulated Metal (node-llama-cpp's Linux CPU prebuilt, one round): every step said as it starts, in order, and the
 // output kept where the last line says.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -102,6 +102,33 @@ describe.skipIf(skipReason !== null)('a run', () => {
       expect(stdout).toContain(output);
       expect(output.split('\n')[0]).toMatch(/^metal-cap-shim bench: .*simulated Metal.*; 1 rounds?, as asked$/);
       expect(output).toContain('| host-family | all 32 the same | – | – |');
+    } finally {
+      if (out !== undefined) rmSync(out, { recursive: true, force: true });
+    }
+  }, 300_000);
+});
+
+describe.skipIf(skipReason !== null)('a run stopped by SIGTERM', () => {
+  it('passes it on to bench, which keeps what it measured, and exits 143 with no step after', async () => {
+    const tryBench = spawn(process.execPath, [script], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    tryBench.stdout.on('data', (c) => {
+      const first = !stdout.includes('[4/4]');
+      stdout += c;
+      // Once bench has started: its first run takes more than the two seconds given here.
+      if (first && stdout.includes('[4/4]')) setTimeout(() => tryBench.kill('SIGTERM'), 2_000);
+    });
+    const code = await new Promise((resolve) => tryBench.on('close', resolve));
+    const out = /\[3\/4\] a tiny model \(tiny-gguf\.mjs\): (\S+)\/tiny\.gguf/.exec(stdout)?.[1];
+    try {
+      expect(code).toBe(143);
+      const said = stdout.split('\n').filter((l) => l.startsWith('try-bench: '));
+      expect(said.slice(-2)).toEqual([
+        expect.stringMatching(/^try-bench: \[4\/4\] bench --node-llama-cpp /),
+        'try-bench: stopped by SIGTERM',
+      ]);
+      const output = readFileSync(path.join(out!, 'node-llama-cpp.txt'), 'utf8');
+      expect(output.split('\n')[0]).toMatch(/^metal-cap-shim bench: PARTIAL: stopped by SIGTERM: /);
     } finally {
       if (out !== undefined) rmSync(out, { recursive: true, force: true });
     }
