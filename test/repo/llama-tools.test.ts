@@ -294,7 +294,9 @@ describe.skipIf(skipReason !== null)('the tools build stopped by a signal', () =
     }
   };
 
-  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+  // SIGTERM alone here: each run extracts the whole tree (about 250 MB, 10 s); cleanup-on-signal.test.ts stops the
+  // same guard with each of the three signals.
+  for (const signal of ['SIGTERM'] as const) {
     it(`${signal}: says every step as it starts, stops CMake, leaves nothing in the temporary folder`, async () => {
       const { code, stderr, tmp, cmakePid } = await stopAtConfigure(signal);
       try {
