@@ -6,12 +6,17 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupOnSignal, STOP_SIGNALS, signalExitCode } from '../../scripts/build/cleanup-on-signal.mjs';
 import { root } from '../support/helpers.js';
 
-const scratch = mkdtempSync(path.join(tmpdir(), 'mcs-cleanup-test-'));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+let scratch: string;
+beforeAll(() => {
+  scratch = mkdtempSync(path.join(tmpdir(), 'mcs-cleanup-test-'));
+});
+afterAll(() => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
 
 const guardUrl = pathToFileURL(path.join(root, 'scripts', 'build', 'cleanup-on-signal.mjs')).href;
 

@@ -243,18 +243,24 @@ describe("the build's progress", () => {
 describe.skipIf(skipReason !== null)('the tools build stopped by a signal', () => {
   // Stand-ins: compilers whose version is not the real one (so no cached build is found) and a CMake that configures
   // forever; the real tarball, git and tar up to there.
-  const bin = mkdtempSync(path.join(tmpdir(), 'mcs-standin-bin-'));
-  afterAll(() => rmSync(bin, { recursive: true, force: true }));
+  let bin: string;
   const standIn = (name: string, body: string) => {
     writeFileSync(path.join(bin, name), `#!/bin/sh\n${body}\n`);
     chmodSync(path.join(bin, name), 0o755);
   };
-  standIn('clang-19', 'echo "stand-in clang 0"');
-  standIn('clang++-19', 'echo "stand-in clang 0"');
-  standIn(
-    'cmake',
-    'if [ "$1" = --version ]; then echo "cmake version 3.99 (stand-in)"; exit 0; fi\necho $$ > "$CMAKE_PID"\nexec sleep 600',
-  );
+  // Made when a test of this block runs (not when the file is collected), and removed after it.
+  beforeAll(() => {
+    bin = mkdtempSync(path.join(tmpdir(), 'mcs-standin-bin-'));
+    standIn('clang-19', 'echo "stand-in clang 0"');
+    standIn('clang++-19', 'echo "stand-in clang 0"');
+    standIn(
+      'cmake',
+      'if [ "$1" = --version ]; then echo "cmake version 3.99 (stand-in)"; exit 0; fi\necho $$ > "$CMAKE_PID"\nexec sleep 600',
+    );
+  });
+  afterAll(() => {
+    if (bin) rmSync(bin, { recursive: true, force: true });
+  });
 
   /** Starts the build in a temporary folder of its own; sends `signal` once it says it configures. */
   const stopAtConfigure = (signal: NodeJS.Signals) => {
