@@ -4,19 +4,21 @@
 // llama/gitRelease.bundle (fetched and checked by test/conformance/build.mjs). They are what `metal-cap-shim bench` is
 // tested with on Linux (test/repo/llama-tools.test.ts, with the tiny models of scripts/build/tiny-gguf.mjs).
 //
-//   1. fetch the tarball (pinned integrity), clone its bundle and write the whole tree at the release into a private
-//      temporary folder;
-//   2. configure with CMake (Ninja, Release, CPU only: no Metal, OpenMP, server, tests, examples, OpenSSL, ccache;
-//      static libraries) and build the targets llama-bench and llama-perplexity alone, with clang-19;
-//   3. install both programs, the release's vocab-only models/ggml-vocab-llama-spm.gguf (as vocab.gguf) and a
-//      tools.json into ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/llama-tools/<key>/, through a private mkdtemp
-//      folder renamed into place.
+//   1. fetch: the tarball (pinned integrity), from npm unless cached;
+//   2. extract: clone its bundle and write the whole tree at the release into a private temporary folder;
+//   3. configure: CMake, as the recipe says (llama-tools-recipe.mjs: Ninja, Release, CPU only, static, clang-19);
+//   4. build: the targets llama-bench and llama-perplexity alone;
+//   5. install: both programs, the release's vocab-only GGUF (as vocab.gguf) and a tools.json into
+//      ${XDG_CACHE_HOME:-~/.cache}/metal-cap-shim/llama-tools/<key>/, through a private mkdtemp folder renamed into
+//      place.
 //
-// <key> hashes the tarball's integrity, both compilers' `--version` and this script, so a warm cache is found at once
-// and a change to any of them builds again. `node scripts/build/llama-tools.mjs` builds if needed and prints the JSON
-// of llamaTools(); progress goes to stderr.
+// Each step is said on stderr as it starts, with the time since the build began; the build step then its ninja
+// counts and the time left at the rate so far (a line rewritten in place on a terminal, one every BUILD_EVERY_MS
+// elsewhere). The temporary folder is removed when the build ends or fails, and on SIGINT, SIGTERM or SIGHUP
+// (cleanup-on-signal.mjs), which exit 130, 143 and 129. <key> hashes the recipe's data and the compilers'
+// `--version` (recipeKey), never this script's text: how the build reports itself does not build it again.
+// `node scripts/build/llama-tools.mjs` builds if needed and prints the JSON of llamaTools().
 import { execFileSync, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import {
   copyFileSync,
   createWriteStream,
@@ -24,50 +26,22 @@ import {
   mkdtempSync,
   readFileSync,
   renameSync,
-  rmSync,
   writeFileSync,
 } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { archiveTree, cloneBundle, fetchTarball } from '../../test/conformance/build.mjs';
-import { ERAS } from '../../test/conformance/eras.mjs';
+import { cleanupOnSignal } from './cleanup-on-signal.mjs';
+import { RECIPE, recipeKey, TOOLS_ERA } from './llama-tools-recipe.mjs';
+import { formatDuration, inPlace, ninjaStatus, timeLeft } from './progress.mjs';
 import { assertPrivate, privateCacheRoot, userCachePath } from './user-cache.mjs';
+
+export { TOOLS_ERA };
 
 const self = fileURLToPath(import.meta.url);
 
-/** The era the tools come from: the newest. */
-export const TOOLS_ERA = ERAS[ERAS.length - 1];
-
-/** The vocab-only GGUF taken from the release: SentencePiece (llama), 32000 tokens, 0.7 MB. */
-const VOCAB = 'models/ggml-vocab-llama-spm.gguf';
-
-/** The compilers, clang-19 as the conformance build uses. */
-const CC = 'clang-19';
-const CXX = 'clang++-19';
-
-/** CMake's cache entries: CPU only, static, and nothing but what the two programs link. */
-const CMAKE_OPTIONS = [
-  '-DCMAKE_BUILD_TYPE=Release',
-  `-DCMAKE_C_COMPILER=${CC}`,
-  `-DCMAKE_CXX_COMPILER=${CXX}`,
-  '-DBUILD_SHARED_LIBS=OFF',
-  '-DGGML_METAL=OFF',
-  '-DGGML_NATIVE=OFF',
-  '-DGGML_OPENMP=OFF',
-  '-DGGML_CCACHE=OFF',
-  '-DGGML_BLAS=OFF',
-  // Deprecated in this release (a no-op, kept so an older release would not try to find libcurl).
-  '-DLLAMA_CURL=OFF',
-  '-DLLAMA_OPENSSL=OFF',
-  '-DLLAMA_BUILD_TESTS=OFF',
-  '-DLLAMA_BUILD_EXAMPLES=OFF',
-  '-DLLAMA_BUILD_SERVER=OFF',
-  '-DLLAMA_BUILD_APP=OFF',
-  '-DLLAMA_BUILD_UI=OFF',
-  '-DLLAMA_TOOLS_INSTALL=OFF',
-];
-const TARGETS = ['llama-bench', 'llama-perplexity'];
+const { vocab: VOCAB, cc: CC, cxx: CXX, cmake: CMAKE_OPTIONS, targets: TARGETS, generator: GENERATOR } = RECIPE;
 
 /** The tools cannot be had here: no CMake, Ninja, clang-19 or git, or no tarball (its message says which). */
 export class ToolsUnavailable extends Error {
@@ -77,13 +51,67 @@ export class ToolsUnavailable extends Error {
   }
 }
 
+/**
+ * What a cold build costs on the shared 2-core Linux machine, other builds running: the minutes (the cold builds
+ * timed there; 21 min 15 s on 2026-12-06 at a load of 5 to 10), the tarball fetched into the user cache (unless
+ * there), the temporary folder near its largest (248 to 267 MB left by builds stopped late), and what the cache keeps.
+ */
+export const TOOLS_COST = Object.freeze({ minutes: '12–21', tarballMB: 36, tempMB: 260, keptMB: 22 });
+
+/** The build's steps, in order, as its progress names them. */
+export const TOOLS_STEPS = Object.freeze(['fetch', 'extract', 'configure', 'build', 'install']);
+
+/** How often the build's counts are said off a terminal (on one, every ninja line rewrites the status). */
+const BUILD_EVERY_MS = 15_000;
+
 function log(line) {
   process.stderr.write(`llama-tools: ${line}\n`);
 }
 
 function elapsed(started) {
-  const s = Math.round((Date.now() - started) / 1000);
-  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return formatDuration(Date.now() - started);
+}
+
+/** Says that step `name` begins, with what it does, and the time since the build began. */
+function stepLine(name, doing, started) {
+  return `[${TOOLS_STEPS.indexOf(name) + 1}/${TOOLS_STEPS.length}] ${name}: ${doing} (${elapsed(started)})`;
+}
+
+/** The build step's status: ninja's counts, the time the step has taken and the time left at its rate so far. */
+export function buildStatus({ done, total }, stepMs) {
+  const left = timeLeft(done, total, stepMs);
+  const eta = left === null ? 'time left: after the first target' : `about ${formatDuration(left)} left`;
+  return `build ${done}/${total} targets, ${formatDuration(stepMs)}, ${eta}`;
+}
+
+/**
+ * A reporter of ninja's status lines, written with `write`: on a terminal each rewrites one line in place; elsewhere
+ * a line at most every BUILD_EVERY_MS, and always the last target's. `end()` says the last status not yet said and
+ * ends the line.
+ */
+export function buildReporter({ tty, write = (text) => process.stderr.write(text), now = Date.now }) {
+  const began = now();
+  let lastShown = null;
+  let pending = null;
+  const show = (status) => {
+    const line = `llama-tools: ${buildStatus(status, now() - began)}`;
+    write(tty ? `\r\x1b[K${line}` : `${line}\n`);
+    lastShown = now();
+    pending = null;
+  };
+  return {
+    line(text) {
+      const status = ninjaStatus(text);
+      if (status === null) return;
+      if (tty || lastShown === null || now() - lastShown >= BUILD_EVERY_MS || status.done === status.total)
+        show(status);
+      else pending = status;
+    },
+    end() {
+      if (pending !== null) show(pending);
+      if (tty && lastShown !== null) write('\n');
+    },
+  };
 }
 
 /** `<cmd> --version`'s output, or a ToolsUnavailable naming what to install. */
@@ -108,15 +136,6 @@ export function toolsCacheRoot(env = process.env) {
   return userCachePath('llama-tools', env);
 }
 
-/** The cache key: the tarball's integrity, the compilers and this script. */
-function cacheKey(compilers) {
-  return createHash('sha256')
-    .update(`${TOOLS_ERA.integrity}\0${compilers}\0`)
-    .update(readFileSync(self))
-    .digest('hex')
-    .slice(0, 16);
-}
-
 /** What a cache folder holds, or null when it is not a complete one (tools.json is written last). */
 function readCached(dir) {
   try {
@@ -135,11 +154,14 @@ function readCached(dir) {
   }
 }
 
-/** Runs a command with its output in `logFile`; calls `onLine` per line; fails with the log's tail. */
-function runLogged(cmd, args, { cwd, logFile, onLine = () => {} }) {
+/**
+ * Runs a command with its output in `logFile`; calls `onLine` per line; fails with the log's tail. The child leads
+ * its own process group, registered with `guard`, so a signal stops the compilers under it too.
+ */
+function runLogged(cmd, args, { cwd, logFile, guard, onLine = () => {} }) {
   return new Promise((resolve, reject) => {
     const out = createWriteStream(logFile, { flags: 'a' });
-    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = guard.child(spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true }));
     let partial = '';
     const feed = (chunk) => {
       out.write(chunk);
@@ -162,70 +184,93 @@ function runLogged(cmd, args, { cwd, logFile, onLine = () => {} }) {
 
 async function build(dir, root) {
   const started = Date.now();
+  const guard = cleanupOnSignal({ log });
+  try {
+    return await buildSteps(dir, root, started, guard);
+  } catch (err) {
+    // Stopped by a signal: its handler removes the folders and exits with the signal's code; nothing more is said.
+    if (guard.stopping() !== null) await new Promise(() => {});
+    throw err;
+  } finally {
+    guard.release();
+  }
+}
+
+async function buildSteps(dir, root, started, guard) {
+  log(stepLine('fetch', `${TOOLS_ERA.package} (${TOOLS_COST.tarballMB} MB from npm, unless cached)`, started));
   let tgz;
   try {
     tgz = await fetchTarball(TOOLS_ERA.package, TOOLS_ERA.integrity);
   } catch (err) {
     throw new ToolsUnavailable(`cannot fetch ${TOOLS_ERA.package}: ${err.message}`);
   }
-  const work = mkdtempSync(path.join(tmpdir(), 'mcs-llama-tools-'));
-  let staging = null;
-  try {
-    const { repo, tag, commit } = await cloneBundle(tgz, work);
-    if (tag !== TOOLS_ERA.id)
-      throw new Error(`${TOOLS_ERA.package} ships llama.cpp ${tag}, eras.mjs says ${TOOLS_ERA.id}`);
-    const src = path.join(work, 'llama.cpp');
-    await archiveTree(repo, src);
-    log(`llama.cpp ${tag} (${commit}) from ${TOOLS_ERA.package} in ${work} (${elapsed(started)})`);
+  const work = guard.folder(mkdtempSync(path.join(tmpdir(), 'mcs-llama-tools-')));
+  log(
+    stepLine(
+      'extract',
+      `llama.cpp ${TOOLS_ERA.id} into ${work} (about ${TOOLS_COST.tempMB} MB with the build)`,
+      started,
+    ),
+  );
+  const { repo, tag, commit } = await cloneBundle(tgz, work);
+  if (tag !== TOOLS_ERA.id)
+    throw new Error(`${TOOLS_ERA.package} ships llama.cpp ${tag}, eras.mjs says ${TOOLS_ERA.id}`);
+  const src = path.join(work, 'llama.cpp');
+  await archiveTree(repo, src);
 
-    const out = path.join(work, 'build');
-    const logFile = path.join(work, 'build.log');
-    let warnings = 0;
-    await runLogged(
-      'cmake',
-      ['-S', src, '-B', out, '-G', 'Ninja', ...CMAKE_OPTIONS, `-DLLAMA_BUILD_COMMIT=${commit}`],
-      { logFile, onLine: (line) => (/^CMake Warning/.test(line) ? warnings++ : undefined) },
-    );
-    log(`configured: ${CMAKE_OPTIONS.length} options, ${warnings} CMake warnings (${elapsed(started)})`);
-
-    let lastShown = -1;
-    await runLogged('cmake', ['--build', out, '--parallel', String(availableParallelism()), '--target', ...TARGETS], {
+  log(
+    stepLine(
+      'configure',
+      `CMake, ${GENERATOR}, ${CMAKE_OPTIONS.length} options, llama.cpp ${tag} (${commit})`,
+      started,
+    ),
+  );
+  const out = path.join(work, 'build');
+  const logFile = path.join(work, 'build.log');
+  let warnings = 0;
+  await runLogged(
+    'cmake',
+    ['-S', src, '-B', out, '-G', GENERATOR, ...CMAKE_OPTIONS, `-DLLAMA_BUILD_COMMIT=${commit}`],
+    {
       logFile,
-      onLine: (line) => {
-        const m = /^\[(\d+)\/(\d+)\]/.exec(line);
-        if (m === null) return;
-        const tenth = Math.floor((10 * Number(m[1])) / Number(m[2]));
-        if (tenth > lastShown) {
-          lastShown = tenth;
-          log(`build [${m[1]}/${m[2]}] ${tenth * 10} % (${elapsed(started)})`);
-        }
-      },
-    });
+      guard,
+      onLine: (line) => (/^CMake Warning/.test(line) ? warnings++ : undefined),
+    },
+  );
 
-    staging = mkdtempSync(path.join(root, '.staging-'));
-    for (const target of TARGETS) copyFileSync(path.join(out, 'bin', target), path.join(staging, target));
-    copyFileSync(path.join(src, VOCAB), path.join(staging, 'vocab.gguf'));
-    const meta = {
-      release: tag,
-      commit,
-      package: TOOLS_ERA.package,
-      vocab: VOCAB,
-      cmake: CMAKE_OPTIONS,
-      compiler: CXX,
-    };
-    writeFileSync(path.join(staging, 'tools.json'), `${JSON.stringify(meta, null, 2)}\n`);
-    try {
-      renameSync(staging, dir);
-      staging = null;
-    } catch (err) {
-      // Another build of the same key finished first: keep it.
-      if (err.code !== 'EEXIST' && err.code !== 'ENOTEMPTY') throw err;
-    }
-    log(`built in ${elapsed(started)}: ${dir}`);
+  const jobs = availableParallelism();
+  log(stepLine('build', `${TARGETS.join(' and ')} with ${jobs} jobs (${warnings} CMake warnings)`, started));
+  const reporter = buildReporter({ tty: inPlace(process.stderr) });
+  try {
+    await runLogged('cmake', ['--build', out, '--parallel', String(jobs), '--target', ...TARGETS], {
+      logFile,
+      guard,
+      onLine: reporter.line,
+    });
   } finally {
-    rmSync(work, { recursive: true, force: true });
-    if (staging !== null) rmSync(staging, { recursive: true, force: true });
+    reporter.end();
   }
+
+  log(stepLine('install', `${TARGETS.join(', ')} and vocab.gguf into ${dir}`, started));
+  const staging = guard.folder(mkdtempSync(path.join(root, '.staging-')));
+  for (const target of TARGETS) copyFileSync(path.join(out, 'bin', target), path.join(staging, target));
+  copyFileSync(path.join(src, VOCAB), path.join(staging, 'vocab.gguf'));
+  const meta = {
+    release: tag,
+    commit,
+    package: TOOLS_ERA.package,
+    vocab: VOCAB,
+    cmake: CMAKE_OPTIONS,
+    compiler: CXX,
+  };
+  writeFileSync(path.join(staging, 'tools.json'), `${JSON.stringify(meta, null, 2)}\n`);
+  try {
+    renameSync(staging, dir);
+  } catch (err) {
+    // Another build of the same key finished first: keep it (the guard removes this one).
+    if (err.code !== 'EEXIST' && err.code !== 'ENOTEMPTY') throw err;
+  }
+  log(`built in ${elapsed(started)}: ${dir}`);
   const built = readCached(dir);
   if (built === null) throw new Error(`${dir} is incomplete after the build`);
   return built;
@@ -237,16 +282,32 @@ async function build(dir, root) {
  * the tarball cannot be had; any other error is a failed build.
  */
 export async function llamaTools({ env = process.env } = {}) {
-  const compilers = checkToolchain();
-  const root = privateCacheRoot(toolsCacheRoot(env));
-  const dir = path.join(root, cacheKey(compilers));
-  const cached = readCached(dir);
+  const { dir, cached } = toolsCacheEntry(env);
   if (cached !== null) {
     log(`cached: ${dir}`);
     return cached;
   }
-  log(`building llama-bench and llama-perplexity into ${dir}`);
-  return build(dir, root);
+  log(
+    `building llama-bench and llama-perplexity into ${dir}: ${TOOLS_STEPS.length} steps, ${TOOLS_COST.minutes} min on 2 ` +
+      `shared cores, ${TOOLS_COST.tempMB} MB in a temporary folder while it runs, ${TOOLS_COST.keptMB} MB kept`,
+  );
+  return build(dir, path.dirname(dir));
+}
+
+/** This machine's cache key: the recipe's data and the compilers' versions (recipeKey). Checks the toolchain. */
+export function toolsCacheKey() {
+  return recipeKey(checkToolchain());
+}
+
+/** Where this machine's tools live in the cache, and what is there (null until built). */
+function toolsCacheEntry(env) {
+  const dir = path.join(privateCacheRoot(toolsCacheRoot(env)), toolsCacheKey());
+  return { dir, cached: readCached(dir) };
+}
+
+/** The cached tools, or null when they would have to be built (llamaTools without building). */
+export function cachedLlamaTools({ env = process.env } = {}) {
+  return toolsCacheEntry(env).cached;
 }
 
 /** Checks what llamaTools needs without building: the toolchain and the tarball (fetched when not cached). */

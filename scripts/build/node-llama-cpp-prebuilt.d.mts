@@ -16,3 +16,5 @@ export const PREBUILT: Readonly<{ package: string; integrity: string }>;
 export class PrebuiltUnavailable extends Error {}
 export function prebuiltCacheRoot(env?: NodeJS.ProcessEnv): string;
 export function nodeLlamaCppProject(options?: { env?: NodeJS.ProcessEnv }): Promise<NodeLlamaCppProject>;
+/** What a first install costs, as measured (node-llama-cpp-prebuilt.mjs). */
+export const PREBUILT_COST: Readonly<{ seconds: string; tarballsMB: number; keptMB: number }>;

@@ -7,26 +7,22 @@
 // dependencies come from the registry; no install scripts run, so nothing is downloaded or built by node-llama-cpp).
 // Beside it, vocab.gguf: the release's vocab-only models/ggml-vocab-llama-spm.gguf, for scripts/build/tiny-gguf.mjs.
 //
-// <key> hashes both integrities and this script. The project is built in a private mkdtemp folder renamed into place;
-// project.json is written last. `node scripts/build/node-llama-cpp-prebuilt.mjs` prints nodeLlamaCppProject()'s JSON.
+// <key> hashes both integrities and the install's recipe (INSTALL), never this script's text: how the install reports
+// itself does not install again. The project is built in a private mkdtemp folder renamed into place; project.json is
+// written last; each step (fetch, install, vocab) is said on stderr as it starts, with what it downloads, and the
+// temporary folders are removed on failure and on SIGINT, SIGTERM or SIGHUP (cleanup-on-signal.mjs).
+// `node scripts/build/node-llama-cpp-prebuilt.mjs` prints nodeLlamaCppProject()'s JSON.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  copyFileSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { archiveTree, cloneBundle, fetchTarball } from '../../test/conformance/build.mjs';
 import { ERAS } from '../../test/conformance/eras.mjs';
+import { cleanupOnSignal } from './cleanup-on-signal.mjs';
+import { formatDuration } from './progress.mjs';
 
 const run = promisify(execFile);
 const self = fileURLToPath(import.meta.url);
@@ -41,7 +37,19 @@ export const PREBUILT = Object.freeze({
   integrity: 'sha512-5uCCDNqWCNfaAm8aR/Uzxbo4HBpKgNF91kCHPepKhgMgV2OAmatoefbOlMihsqCiH2Od35E/eUHQCFbfRBJuOg==',
 });
 
-const VOCAB = 'models/ggml-vocab-llama-spm.gguf';
+/** What shapes the installed project besides the two tarballs: npm's arguments and the vocab file taken. */
+const INSTALL = Object.freeze({
+  // --omit=optional: node-llama-cpp's other prebuilts (CUDA, Vulkan, other systems) stay out; the one given is in.
+  npm: Object.freeze(['install', '--ignore-scripts', '--no-audit', '--no-fund', '--omit=optional', '--silent']),
+  vocab: 'models/ggml-vocab-llama-spm.gguf',
+});
+const VOCAB = INSTALL.vocab;
+
+/**
+ * What a first install costs, measured on the shared 2-core Linux machine (2026-12-06): the seconds, the two
+ * tarballs fetched into the user cache (unless there), and the project kept in the cache.
+ */
+export const PREBUILT_COST = Object.freeze({ seconds: '20–50', tarballsMB: 47, keptMB: 86 });
 
 /** The project cannot be had here: not Linux x64, no npm or git, or a tarball npm cannot fetch (the message says). */
 export class PrebuiltUnavailable extends Error {
@@ -77,10 +85,13 @@ export function prebuiltCacheRoot(env = process.env) {
 
 function cacheKey() {
   return createHash('sha256')
-    .update(`${NODE_LLAMA_CPP.integrity}\0${PREBUILT.integrity}\0`)
-    .update(readFileSync(self))
+    .update(JSON.stringify({ integrity: NODE_LLAMA_CPP.integrity, prebuilt: PREBUILT.integrity, install: INSTALL }))
     .digest('hex')
     .slice(0, 16);
+}
+
+function log(line) {
+  process.stderr.write(`node-llama-cpp-prebuilt: ${line}\n`);
 }
 
 /** The cached project, or null when the folder is not a complete one. */
@@ -95,6 +106,12 @@ function readCached(dir) {
 }
 
 async function build(dir, root) {
+  const started = Date.now();
+  const step = (n, what) => log(`[${n}/3] ${what} (${formatDuration(Date.now() - started)})`);
+  step(
+    1,
+    `fetch: ${NODE_LLAMA_CPP.package} and ${PREBUILT.package} (${PREBUILT_COST.tarballsMB} MB from npm, unless cached)`,
+  );
   let tarballs;
   try {
     tarballs = [
@@ -104,19 +121,22 @@ async function build(dir, root) {
   } catch (err) {
     throw new PrebuiltUnavailable(`cannot fetch node-llama-cpp ${VERSION} or its prebuilt: ${err.message}`);
   }
-  const staging = mkdtempSync(path.join(root, '.staging-'));
-  const work = mkdtempSync(path.join(tmpdir(), 'mcs-nlc-prebuilt-'));
+  const guard = cleanupOnSignal({ log });
   try {
+    const staging = guard.folder(mkdtempSync(path.join(root, '.staging-')));
+    const work = guard.folder(mkdtempSync(path.join(tmpdir(), 'mcs-nlc-prebuilt-')));
     writeFileSync(
       path.join(staging, 'package.json'),
       `${JSON.stringify({ name: 'bench-node-llama-cpp-project', private: true, type: 'module' }, null, 2)}\n`,
     );
-    // --omit=optional: node-llama-cpp's other prebuilts (CUDA, Vulkan, other systems) stay out; the one given is in.
-    await run(
-      'npm',
-      ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--omit=optional', '--silent', ...tarballs],
-      { cwd: staging, maxBuffer: 16 << 20 },
+    step(
+      2,
+      `install: npm install into ${dir} (node-llama-cpp's dependencies from npm; ${PREBUILT_COST.keptMB} MB kept)`,
     );
+    const install = run('npm', [...INSTALL.npm, ...tarballs], { cwd: staging, maxBuffer: 16 << 20 });
+    guard.child(install.child);
+    await install;
+    step(3, `vocab: ${VOCAB} from the release's git bundle`);
     const { repo, tag } = await cloneBundle(tarballs[0], work);
     await archiveTree(repo, path.join(work, 'src'), [VOCAB]);
     copyFileSync(path.join(work, 'src', VOCAB), path.join(staging, 'vocab.gguf'));
@@ -125,15 +145,16 @@ async function build(dir, root) {
     try {
       renameSync(staging, dir);
     } catch (err) {
-      // Another install of the same key finished first: keep it.
+      // Another install of the same key finished first: keep it (the guard removes this one).
       if (err.code !== 'EEXIST' && err.code !== 'ENOTEMPTY') throw err;
-      rmSync(staging, { recursive: true, force: true });
     }
+    log(`installed in ${formatDuration(Date.now() - started)}: ${dir}`);
   } catch (err) {
-    rmSync(staging, { recursive: true, force: true });
+    // Stopped by a signal: its handler removes the folders and exits with the signal's code; nothing more is said.
+    if (guard.stopping() !== null) await new Promise(() => {});
     throw err;
   } finally {
-    rmSync(work, { recursive: true, force: true });
+    guard.release();
   }
   return readCached(dir);
 }
@@ -155,7 +176,13 @@ export async function nodeLlamaCppProject({ env = process.env } = {}) {
   ownFolder(path.dirname(root));
   ownFolder(root);
   const dir = path.join(root, cacheKey());
-  return readCached(dir) ?? build(dir, root);
+  const cached = readCached(dir);
+  if (cached !== null) return cached;
+  log(
+    `installing node-llama-cpp ${VERSION} with its Linux CPU prebuilt into ${dir}: 3 steps, about ` +
+      `${PREBUILT_COST.seconds} s the first time, at once afterwards`,
+  );
+  return build(dir, root);
 }
 
 if (process.argv[1] === self) {

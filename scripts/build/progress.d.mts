@@ -12,3 +12,9 @@ export function createProgress(options: {
   done(name: string, verb: string): void;
   end(): void;
 };
+/** A duration for a person: `42s`, `3m07s`, `1h02m` (progress.mjs). */
+export function formatDuration(ms: number): string;
+/** The time left at the rate so far, or null before any step ended (progress.mjs). */
+export function timeLeft(done: number, total: number, elapsedMs: number): number | null;
+/** ninja's `[n/m] ` status prefix, or null (progress.mjs). */
+export function ninjaStatus(line: string): { done: number; total: number } | null;

@@ -44,3 +44,26 @@ export function createProgress({ total, write, now = () => performance.now(), tt
     },
   };
 }
+
+/** A duration for a person: `42s`, `3m07s`, `1h02m`. */
+export function formatDuration(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/**
+ * The time left when `done` of `total` steps took `elapsedMs`, at the rate so far; null before the first step ends
+ * (no rate yet) or when the counts make no sense.
+ */
+export function timeLeft(done, total, elapsedMs) {
+  if (!(done > 0) || !(total >= done) || !(elapsedMs >= 0)) return null;
+  return (elapsedMs / done) * (total - done);
+}
+
+/** One line of ninja's status (`[12/137] Building CXX object …`): the steps finished and the total, or null. */
+export function ninjaStatus(line) {
+  const m = /^\[(\d{1,9})\/(\d{1,9})\] /.exec(line);
+  return m === null ? null : { done: Number(m[1]), total: Number(m[2]) };
+}
