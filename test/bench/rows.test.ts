@@ -39,6 +39,34 @@ describe('rows', () => {
     expect(speedRows(['stock'], [run(1, 'stock', records({ avg_ts: 1 }))])[0]!.label).toBe('pp512');
   });
 
+  it('a label shows a number as printed, an absent property as none, and never what the test name already says', () => {
+    const threads = speedRows(
+      ['stock'],
+      [run(1, 'stock', records({ n_threads: 4, avg_ts: 1 }, { n_threads: 8, avg_ts: 2 }, { avg_ts: 3 }))],
+    );
+    expect(threads.map((r) => r.label)).toEqual(['pp512 t=4', 'pp512 t=8', 'pp512 t=none']);
+    // n_prompt varies, but pp512 and pp128 already tell the rows apart.
+    const prompts = speedRows(['stock'], [run(1, 'stock', records({ avg_ts: 1 }, { n_prompt: 128, avg_ts: 2 }))]);
+    expect(prompts.map((r) => r.label)).toEqual(['pp512', 'pp128']);
+  });
+
+  it('samples are in round order whatever order the runs are given in', () => {
+    const rows = speedRows(
+      ['stock', 'P'],
+      [
+        run(2, 'stock', records({ avg_ts: 20 })),
+        run(2, 'P', records({ avg_ts: 60 })),
+        run(1, 'stock', records({ avg_ts: 10 })),
+        run(1, 'P', records({ avg_ts: 20 })),
+      ],
+    );
+    expect([rows[0]!.stock.samples, rows[0]!.stock.rounds, rows[0]!.profiles[0]!.ratios]).toEqual([
+      [10, 20],
+      [1, 2],
+      [2, 3],
+    ]);
+  });
+
   it('rows are matched by key, whatever order a run prints them in', () => {
     const a = { model_filename: 'a.gguf', avg_ts: 100 };
     const b = { model_filename: 'b.gguf', avg_ts: 300 };

@@ -87,6 +87,13 @@ describe('the paired speed-up', () => {
     expect(round6(relativeHalfWidth({ centre: 2, low: 1.2, high: 2.2, rounds: 5, verdict: 'faster' }))).toBe(0.4);
     expect(relativeHalfWidth(pairedSpeedup([1.5]))).toBe(Number.POSITIVE_INFINITY);
     expect(relativeHalfWidth(pairedSpeedup([]))).toBe(Number.POSITIVE_INFINITY);
+    // Any one bound missing is no interval.
+    const full = { centre: 2, low: 1.6, high: 2.5, rounds: 5, verdict: 'faster' } as const;
+    expect([{ centre: null }, { low: null }, { high: null }].map((m) => relativeHalfWidth({ ...full, ...m }))).toEqual([
+      Number.POSITIVE_INFINITY,
+      Number.POSITIVE_INFINITY,
+      Number.POSITIVE_INFINITY,
+    ]);
   });
 
   it('geometric mean: of positive numbers; NaN for none or for any that is not a positive finite number', () => {
