@@ -86,6 +86,15 @@ describe('rows', () => {
       [run(1, 'stock', records({ avg_ts: 10 }, { avg_ts: 20 })), run(1, 'P', records({ avg_ts: 30 }, { avg_ts: 40 }))],
     );
     expect(rows.map((r) => r.profiles[0]!.ratios)).toEqual([[3], [2]]);
+    // Three times is three rows.
+    const three = speedRows(
+      ['stock', 'P'],
+      [
+        run(1, 'stock', records({ avg_ts: 10 }, { avg_ts: 20 }, { avg_ts: 40 })),
+        run(1, 'P', records({ avg_ts: 30 }, { avg_ts: 40 }, { avg_ts: 40 })),
+      ],
+    );
+    expect(three.map((r) => r.profiles[0]!.ratios)).toEqual([[3], [2], [1]]);
   });
 
   it('each round paired with stock’s run of the same round; a round stock lacks, or stock at 0 t/s, is no pair', () => {
