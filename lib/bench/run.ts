@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { BenchError, FileError, NativeError, UnsupportedPlatformError } from '../core/errors.js';
 import { clip } from '../core/input.js';
+import { plural } from '../core/words.js';
 import { JSON_LIMITS } from '../core/jsonfile.js';
 import { loadNative, packageRoot, packageVersion } from '../device/native.js';
 import { probe } from '../device/probe.js';
@@ -496,7 +497,7 @@ async function interleave(
     if (completed >= plan.rounds) {
       if (precision === null)
         return {
-          stop: { reason: 'rounds', detail: `${completed} rounds, as asked`, signal: null },
+          stop: { reason: 'rounds', detail: `${plural(completed, 'round', 'rounds')}, as asked`, signal: null },
           completed,
           failure: null,
         };
@@ -504,7 +505,7 @@ async function interleave(
         return {
           stop: {
             reason: 'precision',
-            detail: `every interval within ±${percent(precision)} after ${completed} rounds`,
+            detail: `every interval within ±${percent(precision)} after ${plural(completed, 'round', 'rounds')}`,
             signal: null,
           },
           completed,
@@ -514,7 +515,7 @@ async function interleave(
         return {
           stop: {
             reason: 'max-rounds',
-            detail: `${completed} rounds, the most allowed, before every interval was within ±${percent(precision)}`,
+            detail: `${plural(completed, 'round', 'rounds')}, the most allowed, before every interval was within ±${percent(precision)}`,
             signal: null,
           },
           completed,
@@ -536,7 +537,7 @@ async function interleave(
       return {
         stop: {
           reason: 'size-limit',
-          detail: `another round would make the result larger than report and matrix read back (${RECORDS_BUDGET} bytes of records); ${completed} rounds kept`,
+          detail: `another round would make the result larger than report and matrix read back (${RECORDS_BUDGET} bytes of records); ${plural(completed, 'round', 'rounds')} kept`,
           signal: null,
         },
         completed,

@@ -1,5 +1,6 @@
 import type { BenchResult } from '../bench/run.js';
 import { inert } from '../core/escape.js';
+import { plural } from '../core/words.js';
 import type { SpeedupEstimate } from '../bench/stats.js';
 import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
 import { marginOf, type ChildResult, type GreedyStep } from '../bench/node-llama-cpp.js';
@@ -50,7 +51,7 @@ export function benchHeadline(r: BenchResult): string {
     r.validity.affected === false
       ? `the tool ran on ${r.validity.backends.join(', ') || 'the CPU'}, which no profile can change: any speed-up is noise`
       : null,
-    `${where}; ${r.partial ? `${r.rounds} complete rounds` : r.stop.detail}`,
+    `${where}; ${r.partial ? plural(r.rounds, 'complete round', 'complete rounds') : r.stop.detail}`,
   ];
   return parts.filter((p): p is string => p !== null).join('; ');
 }
@@ -118,7 +119,7 @@ export function formatBench(result: BenchResult, s: Styler): string {
     if (r.speed.length > 0)
       lines.push(
         '',
-        `t/s: geometric mean over the rounds, ± the tool's own standard deviation (root mean square over the rounds). Speed-up: geometric mean of each round's ratio to stock's run of the same round, with its ${r.interval.confidence * 100} % interval (${r.interval.method}, ${r.rounds} rounds); "no difference shown" when the interval holds 1x.`,
+        `t/s: geometric mean over the rounds, ± the tool's own standard deviation (root mean square over the rounds). Speed-up: geometric mean of each round's ratio to stock's run of the same round, with its ${r.interval.confidence * 100} % interval (${r.interval.method}, ${plural(r.rounds, 'round', 'rounds')}); "no difference shown" when the interval holds 1x.`,
       );
     const warmups = warmupLine(r);
     if (warmups !== null) lines.push('', warmups);

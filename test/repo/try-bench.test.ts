@@ -100,7 +100,7 @@ describe.skipIf(skipReason !== null)('a run', () => {
       const output = readFileSync(path.join(out!, 'node-llama-cpp.txt'), 'utf8');
       // What bench printed is what was kept, and it ran over the simulation with one round.
       expect(stdout).toContain(output);
-      expect(output.split('\n')[0]).toMatch(/^metal-cap-shim bench: .*simulated Metal.*; 1 rounds?, as asked$/);
+      expect(output.split('\n')[0]).toMatch(/^metal-cap-shim bench: .*simulated Metal.*; 1 round, as asked$/);
       expect(output).toContain('| host-family | all 32 the same | – | – |');
     } finally {
       if (out !== undefined) rmSync(out, { recursive: true, force: true });
