@@ -17,17 +17,7 @@ import {
   type OllamaReleaseRow,
 } from './ollama-releases.js';
 
-export {
-  OLLAMA_METAL_PATCHES,
-  OLLAMA_RELEASE_REGISTRY,
-  OLLAMA_VENDORED_COMMITS,
-  type OllamaMetalPatch,
-  type OllamaMetalPatchName,
-  type OllamaOpGate,
-  type OllamaPin,
-  type OllamaReleaseRow,
-  type OllamaVendoredCommit,
-} from './ollama-releases.js';
+export * from './ollama-releases.js';
 
 /** Every Ollama release the table covers, newest first. */
 export function ollamaReleases(): string[] {
