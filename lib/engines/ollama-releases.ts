@@ -3,7 +3,8 @@
  * Nothing here computes; ollama.ts maps a row to a llama.cpp rule set through llama-cpp-releases.ts, the one place
  * a llama.cpp release is mapped, and applies the patches' op gates.
  *
- * Read from Ollama's public history (github.com/ollama/ollama), every release tag from v0.12.0 to v0.32.15:
+ * Read from Ollama's public history (github.com/ollama/ollama), every release tag from v0.5.8 (the first with a
+ * Makefile.sync) to v0.32.15:
  * `git rev-list -n1 <tag>`; `git show <tag>:LLAMA_CPP_VERSION` (from v0.30.0, a llama.cpp release tag) or
  * `git show <tag>:Makefile.sync` (its FETCH_HEAD, a llama.cpp commit, up to v0.24.0); and the patches whose diff names
  * a file under ggml/src/ggml-metal/ (`llama/patches/*.patch` up to v0.24.0, `llama/compat/**.patch` from v0.30.0).
@@ -33,6 +34,11 @@ export interface OllamaMetalPatch {
  * (`git show <tag>:llama/patches/<name>`); a patch that changes no gate says why its change does not reach one.
  */
 export const OLLAMA_METAL_PATCHES = Object.freeze({
+  '0001-cuda.patch': {
+    files: ['ggml-metal.m'],
+    summary: 'the buffer struct freed with its Metal buffer: no gate, and none of the four answers read',
+    opGates: [],
+  },
   '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch': {
     files: ['ggml-metal.m', 'ggml-metal.cpp'],
     summary: 'buffers allocated and freed by one compiler: no gate, and none of the four answers read',
@@ -41,6 +47,16 @@ export const OLLAMA_METAL_PATCHES = Object.freeze({
   '0013-add-argsort-and-cuda-copy-for-i32.patch': {
     files: ['ggml-metal.metal'],
     summary: 'an i32 argsort kernel: kernel source only, no gate',
+    opGates: [],
+  },
+  '0007-add-unpad-operator.patch': {
+    files: ['ggml-metal.m', 'ggml-metal.metal'],
+    summary: 'UNPAD on Metal, its supports_op case beside ARANGE on no SIMD-group flag (it is no op the gates list)',
+    opGates: [],
+  },
+  '0008-add-unpad-operator.patch': {
+    files: ['ggml-metal.m', 'ggml-metal.metal'],
+    summary: 'UNPAD on Metal, its supports_op case beside ARANGE on no SIMD-group flag (it is no op the gates list)',
     opGates: [],
   },
   '0015-ggml-Export-GPU-UUIDs.patch': {
@@ -54,14 +70,47 @@ export const OLLAMA_METAL_PATCHES = Object.freeze({
       'use_bfloat only on macOS 14 and later: in ggml-metal.m inside the opt-in GGML_METAL_USE_BF16, which Ollama does not set, and in ggml-metal-context.m a logged value, while supports_op still reads has_bfloat: the BF16 prediction is unchanged',
     opGates: [],
   },
+  '0017-ggml-Export-GPU-UUIDs.patch': {
+    files: ['ggml-metal.m'],
+    summary: "the device's id in its props: no gate, and none of the four answers read",
+    opGates: [],
+  },
+  '0018-add-op_neg.patch': {
+    files: ['ggml-metal.m', 'ggml-metal.metal'],
+    summary: 'the unary NEG on Metal, beside the other unary ops on no SIMD-group flag: no gate',
+    opGates: [],
+  },
   '0018-ggml-Add-batch-size-hint.patch': {
     files: ['ggml-metal.cpp'],
     summary: 'a batch-size hint for offloading ops: no gate',
     opGates: [],
   },
+  '0019-metal-add-mean-kernel-14267.patch': {
+    files: ['ggml-metal.m', 'ggml-metal.metal'],
+    summary:
+      'MEAN on Metal, taken from a later llama.cpp, its supports_op case beside SUM_ROWS: it needs has_simdgroup_reduction',
+    opGates: [{ op: 'MEAN', needs: 'has_simdgroup_reduction' }],
+  },
   '0019-ggml-Add-batch-size-hint.patch': {
     files: ['ggml-metal.cpp'],
     summary: 'a batch-size hint for offloading ops: no gate',
+    opGates: [],
+  },
+  '0022-BF16-macos-version-guard.patch': {
+    files: ['ggml-metal.m'],
+    summary:
+      'use_bfloat only on macOS 14 and later, inside the opt-in GGML_METAL_USE_BF16, which Ollama does not set: the BF16 prediction is unchanged',
+    opGates: [],
+  },
+  '0022-metal-add-op_neg.patch': {
+    files: ['ggml-metal.m', 'ggml-metal.metal'],
+    summary: 'the unary NEG on Metal, beside the other unary ops on no SIMD-group flag: no gate',
+    opGates: [],
+  },
+  '0023-MXFP4.patch': {
+    files: ['ggml-metal-impl.h', 'ggml-metal.m', 'ggml-metal.metal'],
+    summary:
+      'MXFP4 matrix kernels, made only where has_simdgroup_reduction (vector) or has_simdgroup_mm (matrix) as the other types: no new gate',
     opGates: [],
   },
   '0024-GPU-discovery-enhancements.patch': {
@@ -135,6 +184,30 @@ export interface OllamaVendoredCommit {
 
 /** Every FETCH_HEAD of the covered releases, by the text Makefile.sync gives. */
 export const OLLAMA_VENDORED_COMMITS: Readonly<Record<string, OllamaVendoredCommit>> = Object.freeze({
+  '46e3556e01b824e52395fb050b29804b6cff2a7c': {
+    builds: [4053, 4561],
+    evidence: 'ggml-metal.m with GGML_METAL_USE_BF16 (from b4053) and without GGML_METAL_NO_RESIDENCY (b4562)',
+  },
+  d7cfe1ffe0f435d0048a6058d529daf76e072d9c: {
+    builds: [4562, 6500],
+    evidence: 'ggml-metal.m (before b6501) with GGML_METAL_NO_RESIDENCY (from b4562)',
+  },
+  '71e90e8813f90097701e62f7fce137d96ddf41e2': {
+    builds: [4562, 6500],
+    evidence: 'ggml-metal.m (before b6501) with GGML_METAL_NO_RESIDENCY (from b4562)',
+  },
+  '2016f07bd106c73699ecbaace80f55db5ed95dac': {
+    builds: [4562, 6500],
+    evidence: 'ggml-metal.m (before b6501) with GGML_METAL_NO_RESIDENCY (from b4562)',
+  },
+  e1e8e0991ffd9e99a445c6812bb519d5bac9f4b5: {
+    builds: [4562, 6500],
+    evidence: 'ggml-metal.m (before b6501) with GGML_METAL_NO_RESIDENCY (from b4562)',
+  },
+  de4c07f93783a1a96456a44dc16b9db538ee1618: {
+    builds: [4562, 6500],
+    evidence: 'ggml-metal.m (before b6501) with GGML_METAL_NO_RESIDENCY (from b4562)',
+  },
   e54d41befcc1575f4c898c5ff4ef43970cead75f: {
     builds: [4562, 6500],
     evidence: 'ggml-metal.m (before b6501) with GGML_METAL_NO_RESIDENCY (from b4562)',
@@ -1330,5 +1403,330 @@ export const OLLAMA_RELEASE_REGISTRY: readonly OllamaReleaseRow[] = Object.freez
       '0015-ggml-Export-GPU-UUIDs.patch',
       '0018-BF16-macos-version-guard.patch',
     ],
+  },
+  {
+    release: 'v0.11.11',
+    commit: '92b96d54efd6b49322b7cf046f9a0dc16b00cd0a',
+    pin: { file: 'Makefile.sync', fetchHead: 'e54d41befcc1575f4c898c5ff4ef43970cead75f' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0015-ggml-Export-GPU-UUIDs.patch',
+      '0018-BF16-macos-version-guard.patch',
+    ],
+  },
+  {
+    release: 'v0.11.10',
+    commit: '5994e8e8fdaca3815d5a49f27d3fab33ac9ef51f',
+    pin: { file: 'Makefile.sync', fetchHead: 'e54d41befcc1575f4c898c5ff4ef43970cead75f' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0015-ggml-Export-GPU-UUIDs.patch',
+      '0018-BF16-macos-version-guard.patch',
+    ],
+  },
+  {
+    release: 'v0.11.9',
+    commit: 'fb92b61754ed1ec1d9678564d18c202b32980589',
+    pin: { file: 'Makefile.sync', fetchHead: 'e54d41befcc1575f4c898c5ff4ef43970cead75f' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0015-ggml-Export-GPU-UUIDs.patch',
+      '0018-BF16-macos-version-guard.patch',
+    ],
+  },
+  {
+    release: 'v0.11.8',
+    commit: '4383a3ab7a075eff78b31f7dc84c747e2fcd22b8',
+    pin: { file: 'Makefile.sync', fetchHead: 'e54d41befcc1575f4c898c5ff4ef43970cead75f' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0015-ggml-Export-GPU-UUIDs.patch',
+      '0018-BF16-macos-version-guard.patch',
+    ],
+  },
+  {
+    release: 'v0.11.7',
+    commit: 'd3450dd52efcbca0348e9e8ac42fad6263ec9f91',
+    pin: { file: 'Makefile.sync', fetchHead: 'e54d41befcc1575f4c898c5ff4ef43970cead75f' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0015-ggml-Export-GPU-UUIDs.patch',
+      '0018-BF16-macos-version-guard.patch',
+    ],
+  },
+  {
+    release: 'v0.11.6',
+    commit: '6de62664d957a9b6606b39330af701b5f4a24035',
+    pin: { file: 'Makefile.sync', fetchHead: 'e54d41befcc1575f4c898c5ff4ef43970cead75f' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0015-ggml-Export-GPU-UUIDs.patch',
+      '0018-BF16-macos-version-guard.patch',
+    ],
+  },
+  {
+    release: 'v0.11.5',
+    commit: 'f804e8a46005b36e6f14577f4226cf2046abce12',
+    pin: { file: 'Makefile.sync', fetchHead: 'e54d41befcc1575f4c898c5ff4ef43970cead75f' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0015-ggml-Export-GPU-UUIDs.patch',
+      '0018-BF16-macos-version-guard.patch',
+    ],
+  },
+  {
+    release: 'v0.11.4',
+    commit: 'f2e9c9aff5f59b21a5d9a9668408732b3de01e20',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+      '0019-metal-add-mean-kernel-14267.patch',
+      '0022-BF16-macos-version-guard.patch',
+      '0023-MXFP4.patch',
+    ],
+  },
+  {
+    release: 'v0.11.3',
+    commit: '4742e12c2360bd2b43aedcf6d11cefc3a048f791',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+      '0019-metal-add-mean-kernel-14267.patch',
+      '0022-BF16-macos-version-guard.patch',
+      '0023-MXFP4.patch',
+    ],
+  },
+  {
+    release: 'v0.11.2',
+    commit: '8253ad4d2b2e7ac58268192051b92b59986c874f',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+      '0019-metal-add-mean-kernel-14267.patch',
+      '0022-BF16-macos-version-guard.patch',
+      '0023-MXFP4.patch',
+    ],
+  },
+  {
+    release: 'v0.11.1',
+    commit: 'fa7776fd2458fc3a8aeb7f12e4bc65b439955319',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+      '0019-metal-add-mean-kernel-14267.patch',
+      '0022-BF16-macos-version-guard.patch',
+      '0023-MXFP4.patch',
+    ],
+  },
+  {
+    release: 'v0.11.0',
+    commit: 'd552068413d1a3d0af69f23c2abc1e1f698ed234',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+      '0019-metal-add-mean-kernel-14267.patch',
+      '0022-BF16-macos-version-guard.patch',
+      '0023-MXFP4.patch',
+    ],
+  },
+  {
+    release: 'v0.10.1',
+    commit: 'ff89ba90bc97e9f58b8378a664b904bbc94e6f26',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+      '0019-metal-add-mean-kernel-14267.patch',
+      '0022-BF16-macos-version-guard.patch',
+    ],
+  },
+  {
+    release: 'v0.10.0',
+    commit: '6dcc5dfb9c0a033e4e8dde627d55580600418fb6',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+      '0019-metal-add-mean-kernel-14267.patch',
+      '0022-BF16-macos-version-guard.patch',
+    ],
+  },
+  {
+    release: 'v0.9.6',
+    commit: '43107b15b9bcff51ef1c5391c273fd1a747f6d0a',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+      '0019-metal-add-mean-kernel-14267.patch',
+    ],
+  },
+  {
+    release: 'v0.9.5',
+    commit: '5d8c1735296299c3d81bb40f00038398dc729579',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+      '0019-metal-add-mean-kernel-14267.patch',
+    ],
+  },
+  {
+    release: 'v0.9.4',
+    commit: '44b17d2bfa0073e012679152421c0b69671d380e',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+      '0019-metal-add-mean-kernel-14267.patch',
+    ],
+  },
+  {
+    release: 'v0.9.3',
+    commit: 'ba04902670cd5945ded682c1c9de2220475b9c38',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+      '0019-metal-add-mean-kernel-14267.patch',
+    ],
+  },
+  {
+    release: 'v0.9.2',
+    commit: 'ed567ef43b5822423bd165f5f57fb6bad5fce1b3',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: ['0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch'],
+  },
+  {
+    release: 'v0.9.1',
+    commit: '5a8eb0e1510a5a35b80649f2b88e9231716b6850',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0017-ggml-Export-GPU-UUIDs.patch',
+    ],
+  },
+  {
+    release: 'v0.9.0',
+    commit: '5f57b0ef4268a6bd9e8043d54c351a608a7e1bca',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: ['0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch'],
+  },
+  {
+    release: 'v0.8.0',
+    commit: 'aa25aff10d1ccc6dd4e85952678d63946bdf89dc',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: ['0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch'],
+  },
+  {
+    release: 'v0.7.1',
+    commit: '884d26093c80491a3fe07f606fc04851dc317199',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: ['0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch'],
+  },
+  {
+    release: 'v0.7.0',
+    commit: 'bd68d3ae50c67ba46ee94a584fa6d0386e4b8522',
+    pin: { file: 'Makefile.sync', fetchHead: 'de4c07f93783a1a96456a44dc16b9db538ee1618' },
+    metalPatches: ['0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch'],
+  },
+  {
+    release: 'v0.6.8',
+    commit: '6a74bba7e7e19bf5f5aeacb039a1537afa3522a5',
+    pin: { file: 'Makefile.sync', fetchHead: 'e1e8e0991ffd9e99a445c6812bb519d5bac9f4b5' },
+    metalPatches: ['0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch', '0007-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.6.7',
+    commit: 'a7835c671615d71280ca7dba7264bd05a4f90915',
+    pin: { file: 'Makefile.sync', fetchHead: '2016f07bd106c73699ecbaace80f55db5ed95dac' },
+    metalPatches: ['0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch', '0007-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.6.6',
+    commit: '88738b357bcd25eea860b59bf7de2f6b94cfc352',
+    pin: { file: 'Makefile.sync', fetchHead: '71e90e8813f90097701e62f7fce137d96ddf41e2' },
+    metalPatches: [
+      '0001-ggml-backend-malloc-and-free-using-the-same-compiler.patch',
+      '0008-add-unpad-operator.patch',
+      '0018-add-op_neg.patch',
+    ],
+  },
+  {
+    release: 'v0.6.5',
+    commit: '0f3f9e353df96d4cfc40ac19114c782a57fe30f5',
+    pin: { file: 'Makefile.sync', fetchHead: 'd7cfe1ffe0f435d0048a6058d529daf76e072d9c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch', '0022-metal-add-op_neg.patch'],
+  },
+  {
+    release: 'v0.6.4',
+    commit: 'b51e0f397ced70bbfa7f22e9b3c94953967cb8e5',
+    pin: { file: 'Makefile.sync', fetchHead: 'd7cfe1ffe0f435d0048a6058d529daf76e072d9c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.6.3',
+    commit: 'e5d84fb90b21d71f8eb816656ca0b34191425216',
+    pin: { file: 'Makefile.sync', fetchHead: 'd7cfe1ffe0f435d0048a6058d529daf76e072d9c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.6.2',
+    commit: '021dcf089d77292976ee7655eca424dd0b53b8f4',
+    pin: { file: 'Makefile.sync', fetchHead: 'd7cfe1ffe0f435d0048a6058d529daf76e072d9c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.6.1',
+    commit: '4e320b8b90b8a698fc3c057a3f54cbabe59b543a',
+    pin: { file: 'Makefile.sync', fetchHead: 'd7cfe1ffe0f435d0048a6058d529daf76e072d9c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.6.0',
+    commit: 'aee28501b592e2fe98863212913ffa8fb22e1ca0',
+    pin: { file: 'Makefile.sync', fetchHead: 'd7cfe1ffe0f435d0048a6058d529daf76e072d9c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.5.13',
+    commit: '7a01ad76143973199bd6965c13476d2d04f10f75',
+    pin: { file: 'Makefile.sync', fetchHead: 'd7cfe1ffe0f435d0048a6058d529daf76e072d9c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.5.12',
+    commit: '8c13cfa4dd35a79c983eb19b5ec2be7ffa220b69',
+    pin: { file: 'Makefile.sync', fetchHead: '46e3556e01b824e52395fb050b29804b6cff2a7c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.5.11',
+    commit: 'f8453e9d4a15f5f54b610993e8647d252cb65626',
+    pin: { file: 'Makefile.sync', fetchHead: '46e3556e01b824e52395fb050b29804b6cff2a7c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.5.10',
+    commit: 'c03e2487355047963c9f32b0ab480901b2671731',
+    pin: { file: 'Makefile.sync', fetchHead: '46e3556e01b824e52395fb050b29804b6cff2a7c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.5.9',
+    commit: 'a4f69a0191b304c204ef074ccd6523f121bfddfe',
+    pin: { file: 'Makefile.sync', fetchHead: '46e3556e01b824e52395fb050b29804b6cff2a7c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch'],
+  },
+  {
+    release: 'v0.5.8',
+    commit: 'f4711da7bd88f237bec7a5271facb27a107726f0',
+    pin: { file: 'Makefile.sync', fetchHead: '46e3556e01b824e52395fb050b29804b6cff2a7c' },
+    metalPatches: ['0001-cuda.patch', '0008-add-unpad-operator.patch'],
   },
 ]);

@@ -116,7 +116,7 @@ describe('audit: an Ollama release', () => {
     expect(e).toMatchObject({
       option: 'ollamaRelease',
       message:
-        "ollamaRelease takes an Ollama release from v0.12.0 to v0.32.15 (see docs/engines.md#ollama-by-release), got 'v0.25.0' (did you mean 'v0.24.0'?)",
+        "ollamaRelease takes an Ollama release from v0.5.8 to v0.32.15 (see docs/engines.md#ollama-by-release), got 'v0.25.0' (did you mean 'v0.24.0'?)",
     });
     for (const extra of [{ rules: 'current' as const }, { release: 'b4753' }]) {
       expect(thrown(() => audit({ snapshot: STOCK, ollamaRelease: 'v0.24.0', ...extra }))).toMatchObject({

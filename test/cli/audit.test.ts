@@ -409,7 +409,7 @@ describe('metal-cap-shim audit --engine ollama (offline, any OS)', () => {
     expect([unknown.status, unknown.stdout, unknown.stderr.split('\n')[0]]).toEqual([
       2,
       '',
-      "metal-cap-shim: ERR_INVALID_OPTIONS: --release takes an Ollama release from v0.12.0 to v0.32.15 (see docs/engines.md#ollama-by-release), got 'v0.32.16' (did you mean 'v0.32.15'?)",
+      "metal-cap-shim: ERR_INVALID_OPTIONS: --release takes an Ollama release from v0.5.8 to v0.32.15 (see docs/engines.md#ollama-by-release), got 'v0.32.16' (did you mean 'v0.32.15'?)",
     ]);
     const alone = runCli(['audit', '--snapshot', STOCK, '--release', 'v0.24.0']);
     expect([alone.status, alone.stderr.split('\n')[0]]).toEqual([

@@ -1,4 +1,4 @@
-// Ollama's releases as read from its public history (ollama/ollama, tags v0.12.0 to v0.32.15): CI cannot reach it, so
+// Ollama's releases as read from its public history (ollama/ollama, tags v0.5.8 to v0.32.15): CI cannot reach it, so
 // the table is pinned here, and each row is held to the llama.cpp rule set its vendored source was read to be.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -27,17 +27,17 @@ describe('the Ollama table, as read from its history', () => {
     // The digest was computed from the tags' own output (git rev-list, git show, git ls-tree), not from this table:
     // a changed row changes it. Update it only after reading the row again at its tag.
     expect(createHash('sha256').update(text).digest('hex')).toBe(
-      '875ce710eb93acad222edc5f1e64b6c57a2acf744fbb11fff7c73800be883886',
+      'f368f7654c62b7df278add72d2c63d761caac0e904a1a75ecb67559966c0c168',
     );
   });
 
-  it('covers v0.12.0 to v0.32.15, each release once, newest first, each tag a full commit hash', () => {
+  it('covers v0.5.8 to v0.32.15, each release once, newest first, each tag a full commit hash', () => {
     const releases = OLLAMA_RELEASE_REGISTRY.map((r) => r.release);
     expect([releases.length, releases[0], releases.at(-1), new Set(releases).size]).toEqual([
-      96,
+      135,
       'v0.32.15',
-      'v0.12.0',
-      96,
+      'v0.5.8',
+      135,
     ]);
     const ordered = [...releases].sort((a, b) => {
       const [x, y] = [semver(a), semver(b)];
@@ -68,8 +68,8 @@ describe('the Ollama table, as read from its history', () => {
   });
 
   it('maps each release to the rule set its vendored ggml-metal source was read to be', () => {
-    // By hand from `git show <tag>:ml/backend/ggml/ggml/src/ggml-metal/…` and LLAMA_CPP_VERSION: ggml-metal.m up to
-    // v0.12.3; ggml-metal-device.m without has_tensor to v0.13.1; has_tensor with A19/A20 but no eGPU shared buffers
+    // By hand from `git show <tag>:ml/backend/ggml/ggml/src/ggml-metal/…` and LLAMA_CPP_VERSION: ggml-metal.m with
+    // GGML_METAL_USE_BF16 but no residency sets to v0.5.12, with them to v0.12.3; ggml-metal-device.m without has_tensor to v0.13.1; has_tensor with A19/A20 but no eGPU shared buffers
     // to v0.13.4; GGML_METAL_SHARED_BUFFERS_ENABLE without device_id to v0.24.0; llama.cpp b9452 to b10488 after.
     const ranges: Record<string, string[]> = {};
     for (const r of [...OLLAMA_RELEASE_REGISTRY].reverse()) {
@@ -79,7 +79,8 @@ describe('the Ollama table, as read from its history', () => {
       if (range.length === 1 && range[0] !== r.release) range.push(r.release);
     }
     expect(ranges).toEqual({
-      legacy: ['v0.12.0', 'v0.12.3'],
+      'legacy-b4053': ['v0.5.8', 'v0.5.12'],
+      legacy: ['v0.5.13', 'v0.12.3'],
       'device-b6501': ['v0.12.4', 'v0.13.1'],
       'device-b7010': ['v0.13.2', 'v0.13.4'],
       'device-b7411': ['v0.13.5', 'v0.24.0'],
@@ -87,11 +88,34 @@ describe('the Ollama table, as read from its history', () => {
     });
   });
 
-  it('sets a gate only where a patch was read to: SOLVE_TRI off every SIMD-group flag, from v0.15.5', () => {
-    const gating = OLLAMA_RELEASE_REGISTRY.filter((r) => ollamaLlamaCpp(r).opGates.length > 0).map((r) => r.release);
-    expect([gating.length, gating.at(-1), gating[0]]).toEqual([38, 'v0.15.5', 'v0.24.0']);
-    expect(Object.entries(OLLAMA_METAL_PATCHES).filter(([, p]) => p.opGates.length > 0)).toEqual([
-      ['0033-ggml-metal-solve_tri.patch', expect.objectContaining({ opGates: [{ op: 'SOLVE_TRI', needs: null }] })],
+  it('sets a gate only where a patch was read to: MEAN on reduction, SOLVE_TRI on no flag', () => {
+    const gating = Object.entries(OLLAMA_METAL_PATCHES)
+      .filter(([, p]) => p.opGates.length > 0)
+      .map(([name, p]) => {
+        const carried = OLLAMA_RELEASE_REGISTRY.filter((r) => (r.metalPatches as string[]).includes(name));
+        return {
+          name,
+          opGates: p.opGates,
+          releases: carried.length,
+          from: carried.at(-1)?.release,
+          to: carried[0]?.release,
+        };
+      });
+    expect(gating).toEqual([
+      {
+        name: '0019-metal-add-mean-kernel-14267.patch',
+        opGates: [{ op: 'MEAN', needs: 'has_simdgroup_reduction' }],
+        releases: 11,
+        from: 'v0.9.3',
+        to: 'v0.11.4',
+      },
+      {
+        name: '0033-ggml-metal-solve_tri.patch',
+        opGates: [{ op: 'SOLVE_TRI', needs: null }],
+        releases: 38,
+        from: 'v0.15.5',
+        to: 'v0.24.0',
+      },
     ]);
   });
 });

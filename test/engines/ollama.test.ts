@@ -16,11 +16,7 @@ describe('an Ollama release, read', () => {
   it('takes the tag or the version Ollama prints, and nothing else', () => {
     expect(ollamaReleaseRow('0.24.0')).toBe(ollamaReleaseRow('v0.24.0'));
     expect(ollamaReleaseRow('v0.24.0')?.commit).toBe('c28ddc0a7b273cd286b680a6db0bef0c17bc0ec0');
-    expect([ollamaReleaseRow('v0.25.0'), ollamaReleaseRow('v0.11.4'), ollamaReleaseRow('')]).toEqual([
-      null,
-      null,
-      null,
-    ]);
+    expect([ollamaReleaseRow('v0.25.0'), ollamaReleaseRow('v0.5.7'), ollamaReleaseRow('')]).toEqual([null, null, null]);
   });
 
   it('refuses a release the table does not cover, naming the range and the nearest release', () => {
@@ -30,13 +26,13 @@ describe('an Ollama release, read', () => {
       code: 'ERR_INVALID_OPTIONS',
       option: '--release',
       message:
-        "--release takes an Ollama release from v0.12.0 to v0.32.15 (see docs/engines.md#ollama-by-release), got 'v0.32.16' (did you mean 'v0.32.15'?)",
+        "--release takes an Ollama release from v0.5.8 to v0.32.15 (see docs/engines.md#ollama-by-release), got 'v0.32.16' (did you mean 'v0.32.15'?)",
     });
     expect((thrown(() => checkOllamaRelease('latest', 'ollamaRelease')) as Error).message).toBe(
-      "ollamaRelease takes an Ollama release from v0.12.0 to v0.32.15 (see docs/engines.md#ollama-by-release), got 'latest'",
+      "ollamaRelease takes an Ollama release from v0.5.8 to v0.32.15 (see docs/engines.md#ollama-by-release), got 'latest'",
     );
     expect((thrown(() => checkOllamaRelease(32, 'ollamaRelease')) as Error).message).toBe(
-      'ollamaRelease takes an Ollama release from v0.12.0 to v0.32.15 (see docs/engines.md#ollama-by-release), got no release',
+      'ollamaRelease takes an Ollama release from v0.5.8 to v0.32.15 (see docs/engines.md#ollama-by-release), got no release',
     );
   });
 });

@@ -561,7 +561,7 @@ describe('metal-cap-shim/tables: each helper checks its arguments as the root do
     ['reportFromSnapshot(null)', () => tables.reportFromSnapshot(null as never), snapshot],
     ['ollamaRelease(5)', () => tables.ollamaRelease(5 as never), options('release')],
     ['ollamaRelease(a trap)', () => tables.ollamaRelease(trap as never), options('release')],
-    ['ollamaRelease of a release the table does not cover', () => tables.ollamaRelease('v0.11.4'), options('release')],
+    ['ollamaRelease of a release the table does not cover', () => tables.ollamaRelease('v0.5.7'), options('release')],
     ['reportFromSnapshot(a trap)', () => tables.reportFromSnapshot(trap as never), snapshot],
     [
       'reportFromSnapshot with a bad option',
