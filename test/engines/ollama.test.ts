@@ -69,6 +69,27 @@ describe('what a release builds', () => {
     });
   });
 
+  it('says which patches change a gate, and on what: none, a SIMD-group flag, or no flag', () => {
+    const detail = (release: string) => ollamaLlamaCpp(checkOllamaRelease(release, 'x')).detail;
+    expect([detail('v0.15.4'), detail('v0.11.4'), detail('v0.5.8')]).toEqual([
+      'Ollama v0.15.4 (6a7c3f188) builds llama.cpp ec98e2002 (Makefile.sync FETCH_HEAD, b7411 to b9332); 7 patches touch ggml-metal, none changes a gate',
+      'Ollama v0.11.4 (f2e9c9aff) builds llama.cpp de4c07f93783a1a96456a44dc16b9db538ee1618 (Makefile.sync FETCH_HEAD, b4562 to b6500); 5 patches touch ggml-metal, 0019-metal-add-mean-kernel-14267.patch changes a gate (MEAN on has_simdgroup_reduction)',
+      'Ollama v0.5.8 (f4711da7b) builds llama.cpp 46e3556e01b824e52395fb050b29804b6cff2a7c (Makefile.sync FETCH_HEAD, b4053 to b4561); 2 patches touch ggml-metal, none changes a gate',
+    ]);
+  });
+
+  it('a row whose commit has no vendored bounds, or whose tag is no llama.cpp release, is a table error', async () => {
+    const { ollamaLlamaCpp: mapped } = await import('../../lib/engines/ollama.js');
+    const row = (pin: Releases.OllamaPin) => ({ release: 'v9.0.0', commit: '0'.repeat(40), pin, metalPatches: [] });
+    expect([
+      (thrown(() => mapped(row({ file: 'Makefile.sync', fetchHead: 'abc1234' }))) as Error).message,
+      (thrown(() => mapped(row({ file: 'LLAMA_CPP_VERSION', release: 'master' }))) as Error).message,
+    ]).toEqual([
+      'ollama-releases.ts: FETCH_HEAD abc1234 has no vendored entry',
+      'ollama-releases.ts: LLAMA_CPP_VERSION master is no release tag',
+    ]);
+  });
+
   it('a vendored commit whose builds span two rule sets gets the older, with a warning naming both', async () => {
     vi.resetModules();
     vi.doMock('../../lib/engines/ollama-releases.js', async (importOriginal) => {
