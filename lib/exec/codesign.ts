@@ -295,7 +295,7 @@ export const KNOWN_SIGNED_PROGRAMS: readonly { pattern: RegExp; what: string; in
     pattern: /\/Ollama\.app\/Contents\/Resources\/(?:ollama|llama-server)$/,
     what: "the notarized Ollama.app's, which Ollama's scripts/build_darwin.sh signs with the hardened runtime (codesign --options=runtime) and no entitlements file",
     instead:
-      "run an Ollama built on this Mac instead: from source (docs/development.md in its repository), Homebrew's formula built here (brew install --build-from-source ollama), or your own copy of the app with both binaries re-signed ad hoc (cp -R /Applications/Ollama.app ~/Ollama-shim.app; codesign --force --sign - ~/Ollama-shim.app/Contents/Resources/ollama ~/Ollama-shim.app/Contents/Resources/llama-server), then exec -- ~/Ollama-shim.app/Contents/Resources/ollama serve",
+      "run an Ollama built on this Mac instead: from source (docs/development.md in its repository), Homebrew's formula built here (brew install --build-from-source ollama), or your own copy of the app re-signed ad hoc (cp -R /Applications/Ollama.app ~/Ollama-shim.app, then codesign --force --sign - on its Contents/Resources/ollama, and on llama-server beside it from v0.30.0), run as exec -- ~/Ollama-shim.app/Contents/Resources/ollama serve",
   },
 ]);
 
