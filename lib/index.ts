@@ -99,6 +99,12 @@ export type {
   MlxPrediction,
   MlxRuleSet,
   MlxRuleSetInfo,
+  OllamaLlamaCpp,
+  OllamaMetalPatch,
+  OllamaMetalPatchName,
+  OllamaOpGate,
+  OllamaPin,
+  OllamaReleaseRow,
   PredictOptions,
   TuningTier,
 } from './engines/index.js';

@@ -14,7 +14,14 @@ import { checkOptions, optionFailure } from './core/options.js';
 import * as chips from './device/chips.js';
 import * as snapshots from './device/snapshots.js';
 import type { DeviceReport } from './device/types.js';
-import { checkDevice, checkHost, type GatePrediction } from './engines/index.js';
+import {
+  checkDevice,
+  checkHost,
+  checkOllamaRelease,
+  ollamaLlamaCpp,
+  type GatePrediction,
+  type OllamaLlamaCpp,
+} from './engines/index.js';
 import * as audit from './audit/audit.js';
 import * as profiles from './patch/profiles.js';
 import { resolveProfile } from './patch/profiles.js';
@@ -29,6 +36,8 @@ export {
   MLX_RULE_SET_INFO,
   MLX_RULE_SETS,
   MLX_SWITCHES,
+  OLLAMA_METAL_PATCHES,
+  OLLAMA_RELEASE_REGISTRY,
   RULE_TABLES,
 } from './engines/index.js';
 export { HOST_VALUE } from './patch/profiles.js';
@@ -43,6 +52,15 @@ export {
 } from './doctor/index.js';
 export { probeSnapshot } from './device/probe.js';
 export { listSnapshots, loadSnapshot, SNAPSHOT_LIMITS } from './device/snapshots.js';
+
+/**
+ * What an Ollama release (`v0.32.15` or `0.32.15`) builds, the llama.cpp rule set that follows and the op gates its
+ * patches set, as `audit({ ollamaRelease })` uses them; InvalidOptionsError for a release OLLAMA_RELEASE_REGISTRY does
+ * not cover, naming the nearest.
+ */
+export function ollamaRelease(release: string): OllamaLlamaCpp {
+  return ollamaLlamaCpp(checkOllamaRelease(read('ollamaRelease', 'release', release), 'release'));
+}
 
 /** `value` read once into plain data; a getter or Proxy trap that throws is an InvalidOptionsError naming `field`. */
 function read(fn: string, field: string, value: unknown): unknown {

@@ -3,10 +3,12 @@ import { planPatch, predictedMlxArchitecture, type ApplyWarning, type PatchPlan 
 import { InvalidOptionsError, ProfileActiveError, UnsupportedPlatformError } from '../core/errors.js';
 import {
   ENGINES,
+  checkOllamaRelease,
   LLAMA_CPP_RULE_SET_INFO,
   LLAMA_CPP_RULE_SETS,
   MLX_ARCHITECTURE_FLAGS,
   mlxRulesFor,
+  ollamaLlamaCpp,
   parseRelease,
   predictChecked,
   ruleSetForRelease,
@@ -15,6 +17,7 @@ import {
   type GatePrediction,
   type LlamaCppRuleSet,
   type MlxFlag,
+  type OllamaLlamaCpp,
   type ValidOptions,
 } from '../engines/index.js';
 import { loadedLlamaCpp } from '../engines/loaded-llama.js';
@@ -46,6 +49,11 @@ export interface AuditOptions {
   rules?: LlamaCppRuleSet | undefined;
   /** A llama.cpp release (`b4753`, `v0.4.0`) whose rules to use; not together with `rules`. */
   release?: string | undefined;
+  /**
+   * An Ollama release (`v0.32.15`, `0.32.15`): the llama.cpp it builds decides the rules, and its patches' op gates
+   * apply; not together with `rules` or `release`.
+   */
+  ollamaRelease?: string | undefined;
   /** Allow raising on a host that is not a VM (live mode applies the profile). */
   force?: boolean | undefined;
   /** Environment the engines would see; default process.env. */
@@ -77,6 +85,8 @@ export interface LlamaCppRulesUsed {
   source: 'option' | 'loaded' | 'default';
   /** One line saying why. */
   detail: string;
+  /** When an Ollama release was asked for: the release, the llama.cpp it builds and its patches (ollama-releases.ts). */
+  ollama?: Omit<OllamaLlamaCpp, 'detail'>;
 }
 
 /** An engine's predicted init flags before and after the profile. */
@@ -334,8 +344,37 @@ function defaultRules(): LlamaCppRulesUsed {
   };
 }
 
-/** The rules asked for with `rules` or `release`, and the release parsed (once per audit), or null: none asked. */
+/** The rules an Ollama release asks for: the llama.cpp it builds, with its patches' op gates. */
+function ollamaRules(text: string): { used: LlamaCppRulesUsed; release: ValidOptions['release'] } {
+  const { detail, ...ollama } = ollamaLlamaCpp(checkOllamaRelease(text, 'ollamaRelease'));
+  const built = ollama.llamaCpp.builds === null ? ollama.llamaCpp.release : ollama.llamaCpp.commit;
+  return {
+    used: {
+      rules: ollama.ruleSet,
+      releases: LLAMA_CPP_RULE_SET_INFO[ollama.ruleSet].releases,
+      release: ollama.llamaCpp.builds === null ? ollama.llamaCpp.release : null,
+      source: 'option',
+      detail: ollama.warning === null ? detail : `${detail}; ${ollama.warning}`,
+      ollama,
+    },
+    release: { text: built, warning: ollama.warning, opGates: ollama.opGates },
+  };
+}
+
+/**
+ * The rules asked for with `rules`, `release` or `ollamaRelease`, and the release parsed (once per audit), or null:
+ * none asked.
+ */
 function askedRules(o: AuditOptions): { used: LlamaCppRulesUsed; release: ValidOptions['release'] } | null {
+  if (o.ollamaRelease !== undefined) {
+    if (o.rules !== undefined || o.release !== undefined) {
+      throw new InvalidOptionsError(
+        'ollamaRelease',
+        `audit() takes 'ollamaRelease' without 'rules' or 'release': an Ollama release decides its llama.cpp rules`,
+      );
+    }
+    return ollamaRules(o.ollamaRelease);
+  }
   if (o.rules !== undefined && o.release !== undefined) {
     throw new InvalidOptionsError(
       'rules',
@@ -417,6 +456,7 @@ export function audit(options?: AuditOptions): AuditResult {
     engines: 'any',
     rules: 'string',
     release: 'string',
+    ollamaRelease: 'string',
     force: 'boolean',
     env: 'object',
     mlxRelease: 'string',

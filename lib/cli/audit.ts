@@ -3,8 +3,10 @@ import { UsageError } from '../core/errors.js';
 import { choiceMessage } from '../core/suggest.js';
 import { formatAudit } from '../format/text.js';
 import {
+  checkOllamaRelease,
   ENGINES,
   LLAMA_CPP_RULE_SETS,
+  ollamaReleases,
   parseMlxRelease,
   parseRelease,
   type Engine,
@@ -15,12 +17,30 @@ import { profileArgument, profileHelp } from './profile-option.js';
 import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
-/** What `--engine` takes: each engine, or all of them. */
-const ENGINE_CHOICES: readonly string[] = [...ENGINES, 'all'];
+/**
+ * What `--engine` takes: each engine, all of them, or `ollama`: llama.cpp as an Ollama release builds it. `all` is
+ * llama.cpp and MLX only, since Ollama's prediction is llama.cpp's for the release `--release` names.
+ */
+const ENGINE_CHOICES: readonly string[] = [...ENGINES, 'ollama', 'all'];
 
 /** `--engine`'s engines (its value one of ENGINE_CHOICES, which lib/cli/main.ts checks). */
 function engineList(value: string | undefined): Engine[] {
+  if (value === 'ollama') return ['llama.cpp'];
   return value === undefined || value === 'all' ? [...ENGINES] : [value as Engine];
+}
+
+/** `--release` names an Ollama release (default the newest covered) and goes with `--engine ollama` only. */
+function ollamaOption(engine: string | undefined, release: string | undefined, rules: string | undefined) {
+  if (engine !== 'ollama') {
+    if (release !== undefined)
+      throw new UsageError(
+        `--release names an Ollama release and applies to --engine ollama only; for a llama.cpp release use --rules ${release}`,
+      );
+    return {};
+  }
+  if (rules !== undefined)
+    throw new UsageError(`--rules ${rules} does not go with --engine ollama: the Ollama release decides the rules`);
+  return { ollamaRelease: checkOllamaRelease(release ?? ollamaReleases()[0]!, '--release').release };
 }
 
 /** `--rules` takes a rule set or a llama.cpp release tag. */
@@ -63,15 +83,17 @@ function rulesList(): string {
 
 const command: Command = {
   help: () => `Usage: metal-cap-shim audit [--profile P] [--snapshot S] [--engine E] [--rules R]
-                            [--mlx-release V] [--mlx-arch NAME] [--force] [--json]
+                            [--release V] [--mlx-release V] [--mlx-arch NAME] [--force] [--json]
 
   ${profileHelp(17)}
   --snapshot S     audit a recorded snapshot offline (any OS); without it the profile is applied in this
                    process, verified and restored (macOS)
-  --engine E       llama.cpp, mlx or all (default all)
+  --engine E       llama.cpp, mlx, ollama or all (default all: llama.cpp and mlx)
   --rules R        llama.cpp rules (newest first): ${rulesList()},
                    or a release (b4753, v0.4.0); default: the loaded llama.cpp's (live), else
                    current; llama.cpp only
+  --release V      with --engine ollama: Ollama release V (${ollamaReleases().at(-1)} to ${ollamaReleases()[0]}), whose
+                   llama.cpp and patches decide the rules; default ${ollamaReleases()[0]}
   --mlx-release V  MLX's rules for release V (v0.31.0 or 0.31.0); default the newest
   --mlx-arch NAME  offer MLX the architecture NAME (as MLX_METAL_GPU_ARCH) under the profile:
                    MLX's architecture-driven paths stock and offered
@@ -85,13 +107,16 @@ ${bundledSnapshotsHelp()}`,
     snapshot: { type: 'string' },
     engine: { type: 'string', choices: ENGINE_CHOICES },
     rules: { type: 'string' },
+    release: { type: 'string' },
     'mlx-release': { type: 'string' },
     'mlx-arch': { type: 'string' },
     force: { type: 'boolean' },
     json: { type: 'boolean' },
   },
   run({ values }) {
-    const engines = engineList(text(values, 'engine'));
+    const engine = text(values, 'engine');
+    const engines = engineList(engine);
+    const ollama = ollamaOption(engine, text(values, 'release'), text(values, 'rules'));
     const rules = rulesOf(text(values, 'rules'), engines);
     const given = text(values, 'profile');
     const profile = resolveProfile(given !== undefined ? profileArgument(given) : DEFAULT_PROFILE);
@@ -105,6 +130,7 @@ ${bundledSnapshotsHelp()}`,
       profile,
       engines,
       ...rules,
+      ...ollama,
       ...(mlxRelease !== undefined ? { mlxRelease } : {}),
       ...(mlxArchitecture !== undefined ? { mlxArchitecture } : {}),
       force: values.force === true,

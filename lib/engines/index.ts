@@ -14,6 +14,7 @@ import {
   predictLlamaCpp,
   type LlamaCppCurrentPrediction,
   type LlamaCppPrediction,
+  type LlamaCppReleaseAsked,
   type LlamaCppPredictionFor,
 } from './llama-cpp.js';
 import { LLAMA_CPP_RULE_SETS, parseRelease, ruleSetForRelease, type LlamaCppRuleSet } from './llama-cpp-releases.js';
@@ -24,6 +25,7 @@ export * from './llama-cpp.js';
 export * from './llama-cpp-releases.js';
 export * from './mlx.js';
 export * from './mlx-releases.js';
+export * from './ollama.js';
 
 /** An inference engine whose Metal init this module predicts. */
 export type Engine = 'llama.cpp' | 'mlx';
@@ -66,7 +68,7 @@ export interface ValidOptions {
   host: HostInfo | null;
   rules: LlamaCppRuleSet;
   /** The release asked for, parsed once, with its rule set's warning; null: the rules were named or defaulted. */
-  release: { text: string; warning: string | null } | null;
+  release: LlamaCppReleaseAsked | null;
   /** MLX: the release whose rules to use (checked), and the architecture name offered; absent: newest, none. */
   mlx?: { release: string | undefined; architectureName: string | null };
 }

@@ -87,6 +87,16 @@ export interface OpGate {
   needs: 'has_simdgroup_reduction' | 'has_simdgroup_mm';
 }
 
+/**
+ * A release asked for, as a prediction takes it: its tag, the warning its mapping gave, and the op gates a vendor's
+ * patches set on top of the rule set's (Ollama's; `needs: null` takes the op off every SIMD-group flag).
+ */
+export interface LlamaCppReleaseAsked {
+  text: string;
+  warning: string | null;
+  opGates?: readonly { op: string; needs: OpGate['needs'] | null }[];
+}
+
 /** What the llama.cpp flags mean for a user. */
 export interface LlamaCppConsequences {
   /** Op types ggml-metal refuses, so the scheduler runs them on the CPU. */
@@ -774,6 +784,13 @@ export const LLAMA_CPP_OP_GATES: Readonly<Record<LlamaCppRuleSet, readonly OpGat
   >,
 );
 
+/** A rule set's op gates with a vendor's patches on top: each replaces its op's gate (null: none) or adds the op. */
+export function opGatesWith(gates: readonly OpGate[], patched: NonNullable<LlamaCppReleaseAsked['opGates']>): OpGate[] {
+  const needs = new Map<string, OpGate['needs'] | null>(gates.map((g) => [g.op, g.needs]));
+  for (const g of patched) needs.set(g.op, g.needs);
+  return [...needs].flatMap(([op, need]) => (need === null ? [] : [{ op, needs: need }]));
+}
+
 /** Every environment variable any llama.cpp rule set reads. */
 export const LLAMA_CPP_SWITCHES: readonly string[] = Object.freeze(
   [...new Set(Object.values(LLAMA_CPP_RULES).flatMap((rules) => rules.flatMap((r) => r.env)))].sort(),
@@ -797,9 +814,12 @@ function llamaConsequences(
   mm: boolean,
   bf16: boolean,
   residencySetsCreated: boolean,
+  patched: NonNullable<LlamaCppReleaseAsked['opGates']>,
 ): LlamaCppConsequences {
   const have = { has_simdgroup_reduction: reduction, has_simdgroup_mm: mm };
-  const cpuFallbackOps = LLAMA_CPP_OP_GATES[ruleSet].filter((g) => !have[g.needs]).map((g) => g.op);
+  const cpuFallbackOps = opGatesWith(LLAMA_CPP_OP_GATES[ruleSet], patched)
+    .filter((g) => !have[g.needs])
+    .map((g) => g.op);
   const matMulKernels = mm ? 'simdgroup-mm' : 'mat-vec-only';
   const flashAttentionOnGpu = mm;
   const bf16Ops = bf16 ? 'supported' : 'rejected';
@@ -854,7 +874,7 @@ function rowWarnings(row: LlamaCppRuleSetInfo, device: RuleContext['device']): s
 export function predictLlamaCpp(
   ctx: RuleContext,
   ruleSet: LlamaCppRuleSet,
-  release: { text: string; warning: string | null } | null,
+  release: LlamaCppReleaseAsked | null,
 ): LlamaCppPrediction {
   const { device, env } = ctx;
   const row = rowOf(ruleSet);
@@ -889,6 +909,7 @@ export function predictLlamaCpp(
     boolFlag('has_simdgroup_mm') ?? false,
     boolFlag('use_bfloat') ?? boolFlag('has_bfloat') ?? false,
     created,
+    release?.opGates ?? [],
   );
   const tuning =
     row.tuning === null ? null : tuningTier(row.tuning, chipOfName(device.name), flags.gpu_family!.value as number);

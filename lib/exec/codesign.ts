@@ -284,6 +284,28 @@ export function arm64eOnlyBlocker(file: string): InjectionBlocker | null {
   };
 }
 
+/**
+ * Programs whose publisher's build script is known to sign them in a way that stops the injector, matched by their
+ * resolved path, with what a user can run instead. exec only says this; it never changes the user's files.
+ */
+export const KNOWN_SIGNED_PROGRAMS: readonly { pattern: RegExp; what: string; instead: string }[] = Object.freeze([
+  {
+    // Ollama's scripts/build_darwin.sh (v0.32.15) signs Contents/Resources/ollama and llama-server with
+    // `codesign --options=runtime` and no --entitlements; before v0.30.0 the runners were `ollama runner` itself.
+    pattern: /\/Ollama\.app\/Contents\/Resources\/(?:ollama|llama-server)$/,
+    what: "the notarized Ollama.app's, which Ollama's scripts/build_darwin.sh signs with the hardened runtime (codesign --options=runtime) and no entitlements file",
+    instead:
+      "run an Ollama built on this Mac instead: from source (docs/development.md in its repository), Homebrew's formula built here (brew install --build-from-source ollama), or your own copy of the app re-signed ad hoc (cp -R /Applications/Ollama.app ~/Ollama-shim.app, then codesign --force --sign - on its Contents/Resources/ollama, and on llama-server beside it from v0.30.0), run as exec -- ~/Ollama-shim.app/Contents/Resources/ollama serve",
+  },
+]);
+
+/** The blocker with what is known about the program's signing and what to run instead, where the program is known. */
+function withKnownSigning(file: string, blocker: InjectionBlocker | null): InjectionBlocker | null {
+  const known = KNOWN_SIGNED_PROGRAMS.find((k) => k.pattern.test(file));
+  if (blocker === null || known === undefined) return blocker;
+  return { ...blocker, reason: `${blocker.reason} This program is ${known.what}: ${known.instead}.` };
+}
+
 function signatureBlocker(file: string, codesign: string): InjectionBlocker | null {
   const arm64e = arm64eOnlyBlocker(file);
   if (arm64e !== null) return arm64e;
@@ -292,7 +314,9 @@ function signatureBlocker(file: string, codesign: string): InjectionBlocker | nu
   const restricted = restrictSegmentBlocker(file);
   if (restricted !== null) return restricted;
   const signature = codesignOf(file, codesign);
-  return signature === null ? null : hardenedRuntimeBlocker(file, signature.stderr, signature.stdout);
+  return signature === null
+    ? null
+    : withKnownSigning(file, hardenedRuntimeBlocker(file, signature.stderr, signature.stdout));
 }
 
 /**

@@ -18,6 +18,8 @@
 //                     region mlx-rule-sets   MLX_RULE_SETS, MLX_RULE_SET_INFO and MLX_SWITCHES (dist/tables.js): the
 //                                            registry lib/engines/mlx-releases.ts declares
 //                     region mlx-rules       RULE_TABLES.mlx (dist/tables.js): lib/engines/mlx.ts's rules
+//                     region ollama-releases OLLAMA_RELEASE_REGISTRY, OLLAMA_METAL_PATCHES and ollamaRelease
+//                                            (dist/tables.js): the table lib/engines/ollama-releases.ts declares
 //   docs/fleet.md     region matrix-sample   `report --json` on bundled snapshots, then `matrix`
 // A region runs from `<!-- docs:start NAME … -->` to `<!-- docs:end NAME -->` (scripts/check/docs/regions.mjs).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -31,6 +33,7 @@ import {
   renderMatrixSample,
   renderMlxRules,
   renderMlxRuleSets,
+  renderOllamaReleases,
   renderProfiles,
   renderRuleSets,
 } from './docs/render.mjs';
@@ -58,6 +61,12 @@ function regions(dir, index, tables) {
       render: () => renderMlxRuleSets(tables.MLX_RULE_SETS, tables.MLX_RULE_SET_INFO, tables.MLX_SWITCHES),
     },
     { file: 'docs/engines.md', name: 'mlx-rules', render: () => renderMlxRules(tables.RULE_TABLES.mlx) },
+    {
+      file: 'docs/engines.md',
+      name: 'ollama-releases',
+      render: () =>
+        renderOllamaReleases(tables.OLLAMA_RELEASE_REGISTRY, tables.OLLAMA_METAL_PATCHES, tables.ollamaRelease),
+    },
     { file: 'docs/fleet.md', name: 'matrix-sample', render: () => renderMatrixSample(dir) },
   ];
 }

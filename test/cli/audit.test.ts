@@ -373,3 +373,53 @@ describeSim('metal-cap-shim audit on the simulated build (live: apply, verify, r
     expect(a.verdict.summary).toContain('verified and restored');
   });
 });
+
+describe('metal-cap-shim audit --engine ollama (offline, any OS)', () => {
+  const ollama = (...args: string[]) => runCli(['audit', '--snapshot', STOCK, '--engine', 'ollama', ...args]);
+
+  it('--release names the Ollama release: its llama.cpp rules, in the JSON under the audit schema and in the text', () => {
+    const r = ollama('--release', 'v0.24.0', '--json');
+    expect(r.status, r.stderr).toBe(0);
+    const a = JSON.parse(r.stdout) as AuditResult;
+    expect([
+      a.schema,
+      a.devices[0]!.engines.map((e) => e.engine),
+      a.llamaCppRules.rules,
+      a.llamaCppRules.ollama?.release,
+    ]).toEqual(['metal-cap-shim/audit@1', ['llama.cpp'], 'device-b7411', 'v0.24.0']);
+    const text = ollama('--release', '0.24.0');
+    expect(text.status, text.stderr).toBe(0);
+    expect(text.stdout.split('\n').filter((l) => l.startsWith('llama.cpp rules:'))).toEqual([
+      'llama.cpp rules: device-b7411 (b7411 to b9332 (ggml-metal-device.m, before device_id)): Ollama v0.24.0 (c28ddc0a7) builds llama.cpp ec98e2002 (Makefile.sync FETCH_HEAD, b7411 to b9332); 10 patches touch ggml-metal, 0033-ggml-metal-solve_tri.patch changes a gate (SOLVE_TRI on no SIMD-group flag)',
+    ]);
+  });
+
+  it('without --release: the newest release the table covers; --engine all is llama.cpp and MLX, without Ollama', () => {
+    const newest = JSON.parse(ollama('--json').stdout) as AuditResult;
+    expect(newest.llamaCppRules.ollama?.release).toBe('v0.32.15');
+    const all = JSON.parse(runCli(['audit', '--snapshot', STOCK, '--engine', 'all', '--json']).stdout) as AuditResult;
+    expect([all.devices[0]!.engines.map((e) => e.engine), all.llamaCppRules.ollama]).toEqual([
+      ['llama.cpp', 'mlx'],
+      undefined,
+    ]);
+  });
+
+  it('a release the table does not cover, --release without --engine ollama, and --rules with it: usage errors', () => {
+    const unknown = ollama('--release', 'v0.32.16');
+    expect([unknown.status, unknown.stdout, unknown.stderr.split('\n')[0]]).toEqual([
+      2,
+      '',
+      "metal-cap-shim: ERR_INVALID_OPTIONS: --release takes an Ollama release from v0.5.8 to v0.32.15 (see docs/engines.md#ollama-by-release), got 'v0.32.16' (did you mean 'v0.32.15'?)",
+    ]);
+    const alone = runCli(['audit', '--snapshot', STOCK, '--release', 'v0.24.0']);
+    expect([alone.status, alone.stderr.split('\n')[0]]).toEqual([
+      2,
+      'metal-cap-shim: ERR_USAGE: --release names an Ollama release and applies to --engine ollama only; for a llama.cpp release use --rules v0.24.0',
+    ]);
+    const rules = ollama('--rules', 'b4753');
+    expect([rules.status, rules.stderr.split('\n')[0]]).toEqual([
+      2,
+      'metal-cap-shim: ERR_USAGE: --rules b4753 does not go with --engine ollama: the Ollama release decides the rules',
+    ]);
+  });
+});

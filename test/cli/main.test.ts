@@ -169,7 +169,7 @@ describe('did you mean, for every option and every value of a closed list', () =
 
   it('the values the CLI lists: --engine, --color and --rules', () => {
     expect(failure(['audit', '--engine', 'llama']).message).toBe(
-      "--engine takes llama.cpp, mlx or all, got 'llama' (did you mean 'llama.cpp'?)",
+      "--engine takes llama.cpp, mlx, ollama or all, got 'llama' (did you mean 'ollama'?)",
     );
     expect(failure(['probe', '--color=sometimes']).message).toBe(
       "--color takes auto, always or never, got 'sometimes'",

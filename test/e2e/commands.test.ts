@@ -229,7 +229,7 @@ describe('metal-cap-shim --help, --version and usage errors', () => {
     [['probe', '--all-devices=yes'], "--all-devices takes no value, got 'yes'", 'metal-cap-shim probe --help'],
     [
       ['audit', '--engine', 'tensorflow'],
-      "--engine takes llama.cpp, mlx or all, got 'tensorflow'",
+      "--engine takes llama.cpp, mlx, ollama or all, got 'tensorflow'",
       'metal-cap-shim audit --help',
     ],
     [

@@ -2,7 +2,7 @@
 // snapshot, so the bare-metal guard has something to refuse, and from no snapshot at all, so there is nothing to guard
 // (useSimulation, per describe block). The spawn suite (test/cli/exec.test.ts) keeps the CLI's end-to-end behaviour;
 // the injector, the command, the trace and the signals have tests of their own names.
-import { chmodSync, mkdirSync, realpathSync, symlinkSync } from 'node:fs';
+import { chmodSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NativeError, RefusedError, SpawnError, UnsupportedPlatformError } from '../../lib/core/errors.js';
@@ -443,5 +443,40 @@ describeSim('prepareExec with no Metal device here', () => {
       warnings: [],
       unpatched: `${why}. Running true unpatched (--allow-unpatched).`,
     });
+  });
+});
+
+describe("the notarized Ollama.app's binaries: the signing check says what to run instead", () => {
+  // Stand-ins laid out as the app is, signed as Ollama's scripts/build_darwin.sh signs them: the hardened runtime, no
+  // entitlements. The same signature elsewhere gets the general reason only.
+  function app(dir: string, name: string): string {
+    const resources = path.join(dir, 'Ollama.app', 'Contents', 'Resources');
+    mkdirSync(resources, { recursive: true });
+    return signedProgram(resources, name, '0x10000(runtime)', []);
+  }
+
+  it.each(['ollama', 'llama-server'])('Contents/Resources/%s, found through a symlink on PATH', (name) => {
+    const dir = folder();
+    const codesign = path.join(installFakeCodesign(dir), 'codesign');
+    const binary = app(dir, name);
+    const link = path.join(dir, 'bin', name);
+    symlinkSync(binary, link);
+    const general = hardenedRuntimeBlocker(binary, 'flags=0x10000(runtime)', '')!;
+    expect(injectionBlocker(link, 'darwin', codesign)).toEqual({
+      reason: `${general.reason} This program is the notarized Ollama.app's, which Ollama's scripts/build_darwin.sh signs with the hardened runtime (codesign --options=runtime) and no entitlements file: run an Ollama built on this Mac instead: from source (docs/development.md in its repository), Homebrew's formula built here (brew install --build-from-source ollama), or your own copy of the app re-signed ad hoc (cp -R /Applications/Ollama.app ~/Ollama-shim.app, then codesign --force --sign - on its Contents/Resources/ollama, and on llama-server beside it from v0.30.0), run as exec -- ~/Ollama-shim.app/Contents/Resources/ollama serve.`,
+      launchFails: false,
+    });
+  });
+
+  it('an ollama outside the app, or the app re-signed without the runtime, gets no word about the app', () => {
+    const dir = folder();
+    const codesign = path.join(installFakeCodesign(dir), 'codesign');
+    const elsewhere = signedProgram(dir, 'ollama', '0x10000(runtime)', []);
+    expect(injectionBlocker(elsewhere, 'darwin', codesign)).toEqual(
+      hardenedRuntimeBlocker(elsewhere, 'flags=0x10000(runtime)', ''),
+    );
+    const resigned = app(dir, 'ollama');
+    writeFileSync(`${resigned}.flags`, '0x2(adhoc)');
+    expect(injectionBlocker(resigned, 'darwin', codesign)).toBeNull();
   });
 });

@@ -24,6 +24,7 @@ import {
   status,
 } from '../../lib/index.js';
 import * as tables from '../../lib/tables.js';
+import { ollamaLlamaCpp, ollamaReleaseRow } from '../../lib/engines/ollama.js';
 import { doctorCacheDir, probeSnapshot, resolveAutoProfile, validateSnapshot } from '../../lib/tables.js';
 import { root, runCli } from '../support/helpers.js';
 
@@ -558,6 +559,9 @@ describe('metal-cap-shim/tables: each helper checks its arguments as the root do
     ],
     ['gateValues of MLX without its flags', () => tables.gateValues({ engine: 'mlx' } as never), options('prediction')],
     ['reportFromSnapshot(null)', () => tables.reportFromSnapshot(null as never), snapshot],
+    ['ollamaRelease(5)', () => tables.ollamaRelease(5 as never), options('release')],
+    ['ollamaRelease(a trap)', () => tables.ollamaRelease(trap as never), options('release')],
+    ['ollamaRelease of a release the table does not cover', () => tables.ollamaRelease('v0.5.7'), options('release')],
     ['reportFromSnapshot(a trap)', () => tables.reportFromSnapshot(trap as never), snapshot],
     [
       'reportFromSnapshot with a bad option',
@@ -613,6 +617,7 @@ describe('metal-cap-shim/tables: each helper checks its arguments as the root do
     );
     const patched = tables.predictPatchedDevice(device, resolveProfile('apple7'));
     expect(tables.diffAnswers([device], [patched]).map((c) => c.field)).toEqual(['families.apple6', 'families.apple7']);
+    expect(tables.ollamaRelease('0.24.0')).toEqual(ollamaLlamaCpp(ollamaReleaseRow('v0.24.0')!));
   });
 });
 

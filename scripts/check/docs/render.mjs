@@ -243,3 +243,63 @@ export function renderMatrixSample(root) {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** Releases (newest first) as spans of consecutive ones: `v0.12.0 to v0.12.10, v0.13.2`. */
+function releaseSpans(releases, carried) {
+  const spans = [];
+  let open = null;
+  for (const release of [...releases].reverse()) {
+    if (carried(release)) {
+      if (open === null) {
+        open = [release, release];
+        spans.push(open);
+      } else open[1] = release;
+    } else open = null;
+  }
+  return spans.map(([a, b]) => (a === b ? a : `${a} to ${b}`)).join(', ');
+}
+
+/**
+ * docs/engines.md's region `ollama-releases`: Ollama's releases, newest first, the consecutive ones that build the
+ * same llama.cpp with the same ggml-metal patches in one row; then each patch, what it changes and which releases
+ * carry it.
+ */
+export function renderOllamaReleases(registry, patches, ollamaRelease) {
+  const groups = [];
+  for (const row of registry) {
+    const o = ollamaRelease(row.release);
+    const key = JSON.stringify([row.pin.file, row.pin.fetchHead ?? null, o.ruleSet, row.metalPatches]);
+    const last = groups.at(-1);
+    if (last !== undefined && last.key === key) last.rows.push({ row, o });
+    else groups.push({ key, rows: [{ row, o }] });
+  }
+  const built = ({ row, o }) =>
+    row.pin.file === 'LLAMA_CPP_VERSION'
+      ? o.llamaCpp.release
+      : `${o.llamaCpp.commit.slice(0, 9)} (b${o.llamaCpp.builds[0]} to b${o.llamaCpp.builds[1]})`;
+  const rows = groups.map(({ rows: members }) => {
+    const newest = members[0].row.release;
+    const oldest = members.at(-1).row.release;
+    const { o } = members[0];
+    const gating = o.metalPatches.filter((p) => p.opGates.length > 0).map((p) => `\`${p.name}\``);
+    const count = o.metalPatches.length;
+    const patchCell =
+      count === 0 ? 'none' : `${count}${gating.length === 0 ? '' : `; sets a gate: ${gating.join(', ')}`}`;
+    return `| ${newest === oldest ? newest : `${oldest} to ${newest}`} | ${[...new Set(members.map(built).reverse())].join(', ')} | \`${members[0].row.pin.file}\` | \`${o.ruleSet}\` | ${patchCell} |`;
+  });
+  const releases = registry.map((r) => r.release);
+  const carriedBy = (name) => (release) => registry.find((r) => r.release === release).metalPatches.includes(name);
+  const patchRows = Object.entries(patches).map(
+    ([name, p]) =>
+      `| \`${name}\` | ${releaseSpans(releases, carriedBy(name))} | ${p.files.map((f) => `\`${f}\``).join(', ')} | ${cell(p.summary)} | ${p.opGates.length === 0 ? 'none' : p.opGates.map((g) => `\`${g.op}\` on ${g.needs === null ? 'no flag' : `\`${g.needs}\``}`).join(', ')} |`,
+  );
+  return [
+    '| Ollama releases | llama.cpp | pinned in | rule set | patches touching ggml-metal |',
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+    '| patch | carried by | ggml-metal files | what it changes for a prediction | gate it sets |',
+    '|---|---|---|---|---|',
+    ...patchRows,
+  ].join('\n');
+}
