@@ -20,7 +20,8 @@ import { packageVersion } from '../device/native.js';
 export { packageVersion };
 import { checkOptions, optionFailure } from '../core/options.js';
 import { HOST_VALUE, profileAnswers, resolveProfile, type ProfileInput, type Profile } from '../patch/profiles.js';
-import { architectureText, FIELD_REPORT_SCHEMA } from '../device/report.js';
+import { FIELD_REPORT_SCHEMA } from '../device/report.js';
+import { architectureText } from '../core/words.js';
 import type { HostInfo } from '../device/types.js';
 
 export { FIELD_REPORT_SCHEMA };

@@ -1,7 +1,7 @@
 import type { AuditResult } from '../audit/audit.js';
 import { FAMILY_NAMES, familyLabel, type FamilyName } from '../core/families.js';
 import { inert } from '../core/escape.js';
-import { plural } from '../core/words.js';
+import { architectureText, plural } from '../core/words.js';
 import { HOST_VALUE, type BuiltinProfile, type Profile } from '../patch/profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from '../device/types.js';
 import { LLAMA_CPP_OTHER_WORKLOADS, MLX_ARCHITECTURE_FLAGS, type MlxPrediction } from '../engines/index.js';
@@ -127,7 +127,7 @@ export function formatReport(untrusted: CapabilityReport, s: Styler): string {
         ['Max buffer', bytes(d.maxBufferLength)],
         ['Unified memory', yesNo(d.hasUnifiedMemory)],
         ['Location', d.location ?? 'unknown'],
-        ['Architecture', d.architecture ?? 'unrecorded'],
+        ['Architecture', architectureText(d.architecture)],
         ['SIMD-group reduction', simd(d.simd.reduction)],
         ['SIMD-group matrix', simd(d.simd.matrix)],
         ['bfloat16', simd(d.simd.bfloat16)],
@@ -188,6 +188,15 @@ const show = (v: boolean | number | null | undefined, field = '') => {
   return String(v);
 };
 
+/**
+ * An engine's predicted value in audit's table. MLX's architectureName is the report's architecture.name, so where the
+ * report holds none it has that fact's word; any other value that cannot be predicted is `unknown`.
+ */
+function engineValueText(flag: string, value: unknown): string {
+  if (value !== null && value !== undefined) return String(value);
+  return flag === 'architectureName' ? architectureText(null) : 'unknown';
+}
+
 /** Where MLX's architecture name comes from, stock and under the profile, and which values an offered name changes. */
 function mlxArchitectureLine(before: MlxPrediction, after: MlxPrediction): string {
   const stock = `MLX parses ${before.flags.architectureName.reason}`;
@@ -237,10 +246,10 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
       ).map(([k, v]) => [k, v, afterFlags[k]!]);
       for (const [flag, b, aft] of entries) {
         const changed = b.value !== aft.value;
-        const to = String(aft.value ?? 'unknown');
+        const to = engineValueText(flag, aft.value);
         rowsE.push([
           flag,
-          String(b.value ?? 'unknown'),
+          engineValueText(flag, b.value),
           changed ? (aft.value === true ? s.good(to) : s.warn(to)) + s.warn(' *') : to,
         ]);
       }

@@ -183,18 +183,6 @@ describe('did you mean, for every option and every value of a closed list', () =
   });
 });
 
-describe('one wording per fact', () => {
-  it('an architecture the recording lacks is "unrecorded" in probe and probe --short alike', () => {
-    const long = runCli(['probe', '--snapshot', GUEST]);
-    const short = runCli(['probe', '--short', '--snapshot', GUEST]);
-    expect(long.stdout.split('\n').filter((l) => l.includes('Architecture'))).toEqual([
-      '  Architecture             unrecorded',
-    ]);
-    expect(short.stdout).toContain(' · architecture unrecorded → ');
-    expect(`${long.stdout}${short.stdout}`).not.toMatch(/architecture\s+unknown/i);
-  });
-});
-
 describe('errors are coloured as --color and the environment say', () => {
   const RED = '\x1b[31mmetal-cap-shim: ERR_USAGE:\x1b[39m ';
   it.each<[string, string[], NodeJS.ProcessEnv, boolean]>([
