@@ -27,22 +27,30 @@ export function bytes(n: number | null): string {
   return u === 0 ? `${n} bytes` : `${n} (${v.toFixed(v >= 100 ? 0 : 1)} ${units[u]})`;
 }
 
-/** Table rows padded into columns. */
-export function table(rows: string[][], indent = '  '): string {
-  // eslint-disable-next-line no-control-regex
-  const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '').length;
+// eslint-disable-next-line no-control-regex
+const visibleLength = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '').length;
+
+/** The width of each column position over every table given: sub-tables printed one under another keep one width. */
+export function columnWidths(tables: readonly (readonly string[][])[]): number[] {
   const widths: number[] = [];
-  for (const row of rows) {
-    row.forEach((cell, i) => {
-      widths[i] = Math.max(widths[i] ?? 0, visible(cell));
-    });
+  for (const rows of tables) {
+    for (const row of rows) {
+      row.forEach((cell, i) => {
+        widths[i] = Math.max(widths[i] ?? 0, visibleLength(cell));
+      });
+    }
   }
+  return widths;
+}
+
+/** Table rows padded into columns (`widths`: columnWidths of the tables it is printed with; its own by default). */
+export function table(rows: string[][], indent = '  ', widths = columnWidths([rows])): string {
   return rows
     .map((row) =>
       (
         indent +
         row
-          .map((cell, i) => (i === row.length - 1 ? cell : cell + ' '.repeat((widths[i] ?? 0) - visible(cell))))
+          .map((cell, i) => (i === row.length - 1 ? cell : cell + ' '.repeat((widths[i] ?? 0) - visibleLength(cell))))
           .join('  ')
       ).trimEnd(),
     )
@@ -218,6 +226,9 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
   ];
   for (const d of a.devices) {
     lines.push('', `${s.bold(`Device ${d.index}${d.isDefault ? ' (default)' : ''}`)}: ${d.name} [${d.className}]`);
+    // The device's sub-tables (answers, then each engine's) with the lines between them, laid out once all are known
+    // so that a column keeps one width down the whole block.
+    const block: (string[][] | string)[] = [];
     const rows: string[][] = [[s.dim('answer'), s.dim('stock'), s.dim('patched')]];
     for (const name of FAMILY_NAMES) {
       const from = d.stock.families[name];
@@ -231,7 +242,7 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
       rows.push([field, bytes(d.stock[field]), bytes(d.patched[field]) + mark]);
     }
     if (d.stock.name !== d.patched.name) rows.push(['name', d.stock.name, d.patched.name + s.warn(' *')]);
-    lines.push(table(rows));
+    block.push(rows);
     for (const e of d.engines) {
       const before = e.before;
       const after = e.after;
@@ -253,15 +264,17 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
           changed ? (aft.value === true ? s.good(to) : s.warn(to)) + s.warn(' *') : to,
         ]);
       }
-      lines.push(table(rowsE));
+      block.push(rowsE);
       if (before.engine === 'mlx' && after.engine === 'mlx')
-        lines.push(`  ${s.dim(mlxArchitectureLine(before, after))}`);
+        block.push(`  ${s.dim(mlxArchitectureLine(before, after))}`);
       if (after.engine === 'llama.cpp') {
-        lines.push(`  ${s.dim(after.consequences.summary)}`, `  ${s.dim(LLAMA_CPP_OTHER_WORKLOADS)}`);
+        block.push(`  ${s.dim(after.consequences.summary)}`, `  ${s.dim(LLAMA_CPP_OTHER_WORKLOADS)}`);
         if (after.tuning !== null)
-          lines.push(`  ${s.dim(`Flash-attention tuning: ${after.tuning.value.tier} (${after.tuning.reason}).`)}`);
+          block.push(`  ${s.dim(`Flash-attention tuning: ${after.tuning.value.tier} (${after.tuning.reason}).`)}`);
       }
     }
+    const widths = columnWidths(block.filter((part) => typeof part !== 'string'));
+    for (const part of block) lines.push(typeof part === 'string' ? part : table(part, '  ', widths));
   }
   lines.push('', `llama.cpp rules: ${a.llamaCppRules.rules} (${a.llamaCppRules.releases}): ${a.llamaCppRules.detail}`);
   if (a.verification) {
