@@ -12,7 +12,7 @@ import {
 } from '../engines/index.js';
 import { DEFAULT_PROFILE, resolveProfile } from '../patch/profiles.js';
 import { profileArgument, profileHelp } from './profile-option.js';
-import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
+import { EXIT, outText, printJson, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 /** What `--engine` takes: each engine, or all of them. */
@@ -111,7 +111,7 @@ ${bundledSnapshotsHelp()}`,
       ...(snapshot !== undefined ? { snapshot } : {}),
     });
     if (values.json) printJson(result);
-    else out(formatAudit(result, styler()));
+    else outText(formatAudit(result, styler()));
     if (result.refused) return EXIT.refused;
     return result.verdict.ok ? EXIT.ok : EXIT.finding;
   },
