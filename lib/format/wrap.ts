@@ -4,6 +4,9 @@
 // eslint-disable-next-line no-control-regex
 const STYLE = /\x1b\[[0-9;]*m/g;
 
+/** A Markdown table's row: `| a | b |`, maybe indented. */
+const MARKDOWN_ROW = /^ *\|/;
+
 /** The narrowest column a continuation may start a line's text in: less and a hanging indent helps no one. */
 const MIN_TEXT_COLUMNS = 24;
 
@@ -22,7 +25,8 @@ export function terminalWidth(stream: { isTTY?: boolean; columns?: number }): nu
  * or more spaces after its first word: a table row, an option and its description in the help) is broken only in its
  * last column, each continuation under that column's start, and left whole when that column would be narrower than
  * MIN_TEXT_COLUMNS: a table is never broken out of its shape. Other lines continue under their indent. A word wider
- * than the line is not cut (a path or a URL must stay whole). Linear in the text's length.
+ * than the line is not cut (a path or a URL must stay whole), and a Markdown table's row is never broken. Linear in
+ * the text's length.
  */
 export function wrapToWidth(text: string, width: number | null, options: { reflow?: boolean } = {}): string {
   if (width === null) return text;
@@ -63,7 +67,8 @@ function joinContinuations(lines: readonly string[]): string[] {
 }
 
 function wrapLine(line: string, width: number): string {
-  if (visibleLength(line) <= width) return line;
+  // A Markdown table's row (bench's tables) is data a reader or a converter takes whole.
+  if (visibleLength(line) <= width || MARKDOWN_ROW.test(line)) return line;
   // Words at even indices, the runs of spaces before them at odd ones: ['', '  ', 'word', ' ', 'word', …].
   const parts = line.split(/( +)/);
   const hang = hangAfter(parts);

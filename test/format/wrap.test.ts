@@ -53,6 +53,9 @@ describe('wrapToWidth', () => {
     ]);
     const table = `  ${'flag'.padEnd(40)}unknown                 128 to 1024 by key length *`;
     expect(wrapToWidth(table, 70)).toBe(table);
+    // A Markdown table's row (bench's tables) is never broken, its rule neither.
+    const markdown = `| test | stock t/s | host-family t/s | host-family speed-up [95 % interval] |\n|---|---|---|---|`;
+    expect(wrapToWidth(markdown, 30)).toBe(markdown);
   });
 
   it('style escapes take no width, and a styled span is not cut', () => {
