@@ -682,20 +682,26 @@ export function benchText(b: MatrixBench | null | undefined): { speed: string; f
   return { speed, fidelity };
 }
 
-/** A verified profile in a few words: its built-in name, or what it raises. */
+/**
+ * A verified profile in a few words, one form for every profile: what it raises (`Apple7, tg 65536`, or `no raise`),
+ * then the built-in it is, when it is one (`Apple7, profile apple7`), so that no cell says a name where another says
+ * what it does.
+ */
 export function provenProfileText(p: Profile): string {
-  if (p.name) return p.name;
-  const parts = [
-    p.appleFamilyMax === null
-      ? null
-      : p.appleFamilyMax === HOST_VALUE
-        ? 'host family'
-        : `Apple${p.appleFamilyMax - 1000}`,
-    p.maxThreadgroupMemoryLength === null ? null : `tg ${p.maxThreadgroupMemoryLength}`,
-    p.families.metal3 === true ? 'Metal3' : null,
-    p.deviceName === null ? null : `name ${JSON.stringify(p.deviceName)}`,
-  ].filter(Boolean);
-  return parts.length ? parts.join(', ') : 'no raise';
+  const raises =
+    [
+      p.appleFamilyMax === null
+        ? null
+        : p.appleFamilyMax === HOST_VALUE
+          ? 'host family'
+          : `Apple${p.appleFamilyMax - 1000}`,
+      p.maxThreadgroupMemoryLength === null ? null : `tg ${p.maxThreadgroupMemoryLength}`,
+      p.families.metal3 === true ? 'Metal3' : null,
+      p.deviceName === null ? null : `name ${JSON.stringify(p.deviceName)}`,
+    ]
+      .filter(Boolean)
+      .join(', ') || 'no raise';
+  return p.name ? `${raises}, profile ${p.name}` : raises;
 }
 
 /** The doctor columns of a row as Markdown text. */
