@@ -70,8 +70,8 @@ const command: Command = {
                    process, verified and restored (macOS)
   --engine E       llama.cpp, mlx or all (default all)
   --rules R        llama.cpp rules (newest first): ${rulesList()},
-                   or a release (b4753, v0.4.0); default: the loaded llama.cpp's (live), else
-                   current; llama.cpp only
+                   or a release (b4753, v0.4.0: docs/engines.md#release-names); default: the loaded
+                   llama.cpp's (live), else current; llama.cpp only
   --mlx-release V  MLX's rules for release V (v0.31.0 or 0.31.0); default the newest
   --mlx-arch NAME  offer MLX the architecture NAME (as MLX_METAL_GPU_ARCH) under the profile:
                    MLX's architecture-driven paths stock and offered

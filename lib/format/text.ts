@@ -4,7 +4,12 @@ import { inert } from '../core/escape.js';
 import { architectureText, plural } from '../core/words.js';
 import { HOST_VALUE, type BuiltinProfile, type Profile } from '../patch/profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from '../device/types.js';
-import { LLAMA_CPP_OTHER_WORKLOADS, MLX_ARCHITECTURE_FLAGS, type MlxPrediction } from '../engines/index.js';
+import {
+  LLAMA_CPP_OTHER_WORKLOADS,
+  MLX_ARCHITECTURE_FLAGS,
+  ruleSetBuildRange,
+  type MlxPrediction,
+} from '../engines/index.js';
 import { stylerFor, type Styler } from './style.js';
 
 export { COLOR_MODES, colorWanted, stylerFor, type ColorMode, type Styler } from './style.js';
@@ -276,7 +281,12 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
     const widths = columnWidths(block.filter((part) => typeof part !== 'string'));
     for (const part of block) lines.push(typeof part === 'string' ? part : table(part, '  ', widths));
   }
-  lines.push('', `llama.cpp rules: ${a.llamaCppRules.rules} (${a.llamaCppRules.releases}): ${a.llamaCppRules.detail}`);
+  // The b-numbers too: a release named by version (v0.5.0) and a build named by b-number (b10167) are told apart here.
+  const rules = a.llamaCppRules;
+  lines.push(
+    '',
+    `llama.cpp rules: ${rules.rules} (${rules.releases}; b-numbers: ${ruleSetBuildRange(rules.rules)}): ${rules.detail}`,
+  );
   if (a.verification) {
     const v = (x: { ok: boolean; mismatches: unknown[] }) =>
       x.ok
