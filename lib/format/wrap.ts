@@ -7,6 +7,9 @@ const STYLE = /\x1b\[[0-9;]*m/g;
 /** A Markdown table's row: `| a | b |`, maybe indented. */
 const MARKDOWN_ROW = /^ *\|/;
 
+/** The marks a list item starts with in the CLI's output. */
+const BULLETS: ReadonlySet<string> = new Set(['·', '!', '-', '*', '•']);
+
 /** The narrowest column a continuation may start a line's text in: less and a hanging indent helps no one. */
 const MIN_TEXT_COLUMNS = 24;
 
@@ -24,9 +27,9 @@ export function terminalWidth(stream: { isTTY?: boolean; columns?: number }): nu
  * `text` with each line longer than `width` broken at spaces; null leaves it as it is. A line of columns (a gap of two
  * or more spaces after its first word: a table row, an option and its description in the help) is broken only in its
  * last column, each continuation under that column's start, and left whole when that column would be narrower than
- * MIN_TEXT_COLUMNS: a table is never broken out of its shape. Other lines continue under their indent. A word wider
- * than the line is not cut (a path or a URL must stay whole), and a Markdown table's row is never broken. Linear in
- * the text's length.
+ * MIN_TEXT_COLUMNS: a table is never broken out of its shape. A list item (`· `, `! `, `- `) continues under its text,
+ * other lines under their indent. A word wider than the line is not cut (a path or a URL must stay whole), and a
+ * Markdown table's row is never broken. Linear in the text's length.
  */
 export function wrapToWidth(text: string, width: number | null, options: { reflow?: boolean } = {}): string {
   if (width === null) return text;
@@ -101,10 +104,11 @@ function indentEnd(parts: readonly string[]): number {
   return parts[0] === '' && parts.length > 2 ? 2 : 0;
 }
 
-/** The index in `parts` of the first word continuations line up under: after the last gap, else after the indent. */
+/** The index in `parts` of the first word continuations line up under: after the last gap, else after a list item's mark or the indent. */
 function hangAfter(parts: readonly string[]): number {
   const first = indentEnd(parts);
-  let hang = first;
+  // A list item (`· reason`, `! warning`, `- item`) continues under its text, not under its mark.
+  let hang = BULLETS.has(parts[first]!) && parts[first + 1] === ' ' ? first + 2 : first;
   for (let i = first; i + 1 < parts.length; i += 2) {
     if (parts[i + 1]!.length >= 2) hang = i + 2;
   }

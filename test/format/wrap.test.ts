@@ -40,6 +40,16 @@ describe('wrapToWidth', () => {
     expect(wrapToWidth('y'.repeat(40), 40)).toBe('y'.repeat(40));
   });
 
+  it('a list item continues under its text, not under its mark', () => {
+    expect(
+      wrapToWidth('    · no Apple family raised: nothing an Apple family gates was proven', 40).split('\n'),
+    ).toEqual(['    · no Apple family raised: nothing an', '      Apple family gates was proven']);
+    expect(wrapToWidth('  ! the profile raises what the host has not proven', 30).split('\n')).toEqual([
+      '  ! the profile raises what',
+      '    the host has not proven',
+    ]);
+  });
+
   it('a word wider than the line stays whole on a line of its own', () => {
     expect(wrapToWidth(`see ${'u'.repeat(30)} now`, 20).split('\n')).toEqual(['see', 'u'.repeat(30), 'now']);
   });
