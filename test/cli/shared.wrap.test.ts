@@ -1,26 +1,18 @@
 // lib/cli/shared.ts outText and main.ts's help, run in a pseudo-terminal (script(1)) at two widths: prose is wrapped
 // to the terminal's width (format/wrap.ts) and tables are not; piped, the output is byte for byte the formatter's.
-import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { audit } from '../../lib/audit/audit.js';
 import { formatAudit } from '../../lib/format/text.js';
 import { stylerFor } from '../../lib/format/style.js';
 import { wrapToWidth } from '../../lib/format/wrap.js';
-import { cli, runCli } from '../support/helpers.js';
+import { hasScript, runCli, runCliOnTerminal } from '../support/helpers.js';
 
 const GUEST = 'vz-guest-m1-ultra-tahoe-stock';
-const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).status === 0;
-
-/** What the CLI prints on a terminal `columns` wide (script's pseudo-terminal, newlines as the program wrote them). */
+/** What the CLI prints on a terminal `columns` wide; it succeeds. */
 function onTerminal(columns: number, args: string[]): string {
-  const quoted = [process.execPath, cli, ...args].map((a) => `'${a}'`).join(' ');
-  const r = spawnSync('script', ['-qec', `stty cols ${columns} rows 50 -onlcr; exec ${quoted}`, '/dev/null'], {
-    encoding: 'utf8',
-    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: undefined, METAL_CAP_SHIM_SIM_SNAPSHOT: undefined },
-    timeout: 60_000,
-  });
-  expect(r.status, r.stderr).toBe(0);
-  return r.stdout;
+  const r = runCliOnTerminal(columns, args);
+  expect(r.status, r.output).toBe(0);
+  return r.output;
 }
 
 describe('piped output is the formatter’s, byte for byte', () => {
