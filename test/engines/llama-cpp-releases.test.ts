@@ -286,6 +286,7 @@ describe('llamaCppReleaseName: one name for a release, whichever tool told it', 
       llamaCppReleaseName({ tag: 'b6673' }),
       llamaCppReleaseName({ build: 9, tag: 'v0.1.0', commit: 'abc1234' }),
       llamaCppReleaseName({ build: 0, commit: 'abc1234' }),
+      llamaCppReleaseName({ build: 6673, tag: 'b6673', commit: '50d26e8' }),
       llamaCppReleaseName({ build: 0, commit: null }),
       llamaCppReleaseName({ tag: null }),
     ]).toEqual([
@@ -296,6 +297,7 @@ describe('llamaCppReleaseName: one name for a release, whichever tool told it', 
       'b6673',
       'b9 (v0.1.0, abc1234)',
       'abc1234',
+      'b6673 (50d26e8)',
       null,
       null,
     ]);
@@ -312,6 +314,9 @@ describe('llamaCppReleaseName: one name for a release, whichever tool told it', 
       const short = commit.slice(0, 7);
       expect([f, llamaCppReleaseName({ build: 0, commit: short })]).toEqual([f, `${release} (${short})`]);
     }
+    // A full commit is known by its first 7 digits and printed whole.
+    const full = 'de3ff815ea7d559ee917f063901b8986f038abc6';
+    expect(llamaCppReleaseName({ build: 0, commit: full })).toBe(`v0.5.0 (${full})`);
     // A commit that is not hex, or too short to be one, names nothing.
     expect(llamaCppReleaseName({ commit: 'de3ff8' })).toBe('de3ff8');
     expect(llamaCppReleaseName({ commit: 'DE3FF81' })).toBe('DE3FF81');
