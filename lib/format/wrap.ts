@@ -29,12 +29,14 @@ export function terminalWidth(stream: { isTTY?: boolean; columns?: number }): nu
  * last column, each continuation under that column's start, and left whole when that column would be narrower than
  * MIN_TEXT_COLUMNS: a table is never broken out of its shape. A list item (`· `, `! `, `- `) continues under its text,
  * other lines under their indent. A word wider than the line is not cut (a path or a URL must stay whole), and a
- * Markdown table's row is never broken. Linear in the text's length.
+ * Markdown table's row is never broken. `reflow` is for the help: hand-wrapped lines are joined first, and a command
+ * (an example: `metal-cap-shim …`, `NAME=value npx …`) is never broken. Linear in the text's length.
  */
 export function wrapToWidth(text: string, width: number | null, options: { reflow?: boolean } = {}): string {
   if (width === null) return text;
   const lines = text.split('\n');
-  return (options.reflow === true ? joinContinuations(lines) : lines).map((line) => wrapLine(line, width)).join('\n');
+  const help = options.reflow === true;
+  return (help ? joinContinuations(lines) : lines).map((line) => wrapLine(line, width, help)).join('\n');
 }
 
 /** A hand-wrapped line is at least this wide where the next word did not fit; a shorter one ends where it was meant to. */
@@ -69,11 +71,13 @@ function joinContinuations(lines: readonly string[]): string[] {
   return joined;
 }
 
-function wrapLine(line: string, width: number): string {
+function wrapLine(line: string, width: number, help: boolean): string {
   // A Markdown table's row (bench's tables) is data a reader or a converter takes whole.
   if (visibleLength(line) <= width || MARKDOWN_ROW.test(line)) return line;
   // Words at even indices, the runs of spaces before them at odd ones: ['', '  ', 'word', ' ', 'word', …].
   const parts = line.split(/( +)/);
+  // A command in the help (its examples) is copied and pasted: broken across lines it would run something else.
+  if (help && isCommand(parts)) return line;
   const hang = hangAfter(parts);
   let current = parts.slice(0, hang).join('');
   const indent = ' '.repeat(visibleLength(current));
@@ -97,6 +101,16 @@ function wrapLine(line: string, width: number): string {
   }
   lines.push(current);
   return lines.join('\n');
+}
+
+/** The programs a command line in the CLI's output starts with. */
+const PROGRAMS: ReadonlySet<string> = new Set(['metal-cap-shim', 'npx', 'npm', 'node']);
+
+/** Whether a line is a command: after its indent and any `NAME=value` settings, one of PROGRAMS. */
+function isCommand(parts: readonly string[]): boolean {
+  let i = indentEnd(parts);
+  while (i < parts.length && /^[A-Z_][A-Z0-9_]*=/.test(parts[i]!)) i += 2;
+  return PROGRAMS.has(parts[i] ?? '');
 }
 
 /** The index in `parts` of a line's first word: after its indent. */

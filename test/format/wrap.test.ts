@@ -50,6 +50,29 @@ describe('wrapToWidth', () => {
     ]);
   });
 
+  it('in the help, a command, with or without settings before it, is never broken: pasted, it must run as shown', () => {
+    const commands = [
+      '  metal-cap-shim exec --profile apple9-hw-tg --trace trace.json -- llama-server -m model.gguf',
+      'METAL_CAP_SHIM_PROFILE=off FOO_2=x metal-cap-shim exec -- llama-server -m model.gguf',
+      '  npx metal-cap-shim audit --snapshot vz-guest-m1-ultra-tahoe-stock --profile cua-release',
+    ];
+    for (const c of commands) expect(wrapToWidth(c, 40, { reflow: true })).toBe(c);
+    // Outside the help a line that starts with the program's name is a title (`metal-cap-shim audit — …`), prose.
+    expect(wrapToWidth('metal-cap-shim audit — profile host-family on snapshot', 30).split('\n')).toEqual([
+      'metal-cap-shim audit — profile',
+      'host-family on snapshot',
+    ]);
+    // A sentence that names the program is prose.
+    expect(
+      wrapToWidth('Run metal-cap-shim exec with a profile of yours to see it', 30, { reflow: true }).split('\n'),
+    ).toEqual(['Run metal-cap-shim exec with a', 'profile of yours to see it']);
+    expect(wrapToWidth('lower=case metal-cap-shim exec -- a b c', 20, { reflow: true }).split('\n')).toEqual([
+      'lower=case',
+      'metal-cap-shim exec',
+      '-- a b c',
+    ]);
+  });
+
   it('a word wider than the line stays whole on a line of its own', () => {
     expect(wrapToWidth(`see ${'u'.repeat(30)} now`, 20).split('\n')).toEqual(['see', 'u'.repeat(30), 'now']);
   });
@@ -105,6 +128,8 @@ describe('wrapToWidth', () => {
     const started = performance.now();
     expect(wrapToWidth(words, 80).split('\n').length).toBe(Math.ceil(350_000 / 27));
     expect(wrapToWidth(spaces, 80, { reflow: true })).toBe(spaces);
+    const settings = `${'A=B '.repeat(250_000)}x`;
+    expect(wrapToWidth(settings, 80, { reflow: true }).split('\n').length).toBe(Math.ceil(250_000 / 20) + 1);
     expect(performance.now() - started).toBeLessThan(2_000);
   });
 });
