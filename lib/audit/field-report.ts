@@ -7,6 +7,7 @@ import { checkBenchResult } from '../bench/result.js';
 import type { BenchResult } from '../bench/run.js';
 import { keyText } from '../bench/rows.js';
 import { LLAMA_CPP_SWITCH_FLAGS } from '../engines/llama-cpp.js';
+import { recordedBuildName } from '../engines/llama-cpp-releases.js';
 import { pairedSpeedup, type SpeedupEstimate } from '../bench/stats.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
 import { clip, describeValue, isObject, own, quote, readInput } from '../core/input.js';
@@ -651,7 +652,7 @@ function speedText(e: MatrixSpeed): string {
   const interval = e.low === null ? ' (no interval)' : ` [${x(e.low)}, ${x(e.high)}]`;
   const words =
     e.verdict === 'no-difference-shown' ? ' no difference shown' : e.verdict === 'no-interval' ? '' : ` ${e.verdict}`;
-  const builds = e.builds.length > 0 ? ` (${e.builds.map((b) => b.split(' ')[0]).join(', ')})` : '';
+  const builds = e.builds.length > 0 ? ` (${e.builds.map((b) => recordedBuildName(b, true)).join(', ')})` : '';
   const markers = speedMarkers(e);
   return `${e.test} ${x(e.speedup)}${interval}${words}${builds}${markers.length > 0 ? ` [${markers.join(', ')}]` : ''}`;
 }

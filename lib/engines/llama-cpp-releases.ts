@@ -334,3 +334,14 @@ export function ruleSetBuildRange(id: LlamaCppRuleSet): string {
   const nightly = rows.find((r) => r.nightlyAfter !== undefined);
   return nightly === undefined ? 'none' : `none (nightly builds after b${nightly.nightlyAfter} get ${nightly.id})`;
 }
+
+/**
+ * A build as a result recorded it (`b6673 (50d26e8)`, `v0.5.0 (node-llama-cpp 3.22.1)`, or a bare commit `de3ff81`
+ * from before builds were named by llamaCppReleaseName) as llamaCppReleaseName names it now; the release alone with
+ * `tagOnly` (the matrix's short form: `v0.5.0`).
+ */
+export function recordedBuildName(recorded: string, tagOnly = false): string {
+  const first = recorded.split(' ')[0]!;
+  const named = recorded === first ? (llamaCppReleaseName({ commit: first }) ?? first) : recorded;
+  return tagOnly ? named.split(' ')[0]! : named;
+}

@@ -11,6 +11,7 @@ let LLAMA_CPP_RULE_SET_INFO: typeof Releases.LLAMA_CPP_RULE_SET_INFO;
 let LLAMA_CPP_RULE_SETS: typeof Releases.LLAMA_CPP_RULE_SETS;
 let llamaCppReleaseName: typeof Releases.llamaCppReleaseName;
 let parseRelease: typeof Releases.parseRelease;
+let recordedBuildName: typeof Releases.recordedBuildName;
 let ruleSetBuildRange: typeof Releases.ruleSetBuildRange;
 let ruleSetForGgmlVersion: typeof Releases.ruleSetForGgmlVersion;
 let rulesOfLoaded: typeof Releases.rulesOfLoaded;
@@ -22,6 +23,7 @@ beforeEach(async () => {
     LLAMA_CPP_RULE_SETS,
     llamaCppReleaseName,
     parseRelease,
+    recordedBuildName,
     ruleSetBuildRange,
     ruleSetForGgmlVersion,
     rulesOfLoaded,
@@ -320,6 +322,20 @@ describe('llamaCppReleaseName: one name for a release, whichever tool told it', 
     // A commit that is not hex, or too short to be one, names nothing.
     expect(llamaCppReleaseName({ commit: 'de3ff8' })).toBe('de3ff8');
     expect(llamaCppReleaseName({ commit: 'DE3FF81' })).toBe('DE3FF81');
+  });
+});
+
+describe('recordedBuildName: a build a result recorded, named as llamaCppReleaseName names it now', () => {
+  it('a bare commit of a known release gets its tag; a named build is kept; tagOnly keeps the release alone', () => {
+    const recorded = ['de3ff81', 'b6673 (50d26e8)', 'v0.5.0 (node-llama-cpp 3.22.1)', 'abc1234', 'b7010'];
+    expect(recorded.map((b) => recordedBuildName(b))).toEqual([
+      'v0.5.0 (de3ff81)',
+      'b6673 (50d26e8)',
+      'v0.5.0 (node-llama-cpp 3.22.1)',
+      'abc1234',
+      'b7010',
+    ]);
+    expect(recorded.map((b) => recordedBuildName(b, true))).toEqual(['v0.5.0', 'b6673', 'v0.5.0', 'abc1234', 'b7010']);
   });
 });
 
