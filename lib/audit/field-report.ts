@@ -7,6 +7,7 @@ import { checkBenchResult } from '../bench/result.js';
 import type { BenchResult } from '../bench/run.js';
 import { keyText } from '../bench/rows.js';
 import { LLAMA_CPP_SWITCH_FLAGS } from '../engines/llama-cpp.js';
+import { recordedBuildName } from '../engines/llama-cpp-releases.js';
 import { pairedSpeedup, type SpeedupEstimate } from '../bench/stats.js';
 import { InvalidOptionsError, InvalidReportError } from '../core/errors.js';
 import { clip, describeValue, isObject, own, quote, readInput } from '../core/input.js';
@@ -20,7 +21,8 @@ import { packageVersion } from '../device/native.js';
 export { packageVersion };
 import { checkOptions, optionFailure } from '../core/options.js';
 import { HOST_VALUE, profileAnswers, resolveProfile, type ProfileInput, type Profile } from '../patch/profiles.js';
-import { architectureText, FIELD_REPORT_SCHEMA } from '../device/report.js';
+import { FIELD_REPORT_SCHEMA } from '../device/report.js';
+import { architectureText } from '../core/words.js';
 import type { HostInfo } from '../device/types.js';
 
 export { FIELD_REPORT_SCHEMA };
@@ -650,7 +652,7 @@ function speedText(e: MatrixSpeed): string {
   const interval = e.low === null ? ' (no interval)' : ` [${x(e.low)}, ${x(e.high)}]`;
   const words =
     e.verdict === 'no-difference-shown' ? ' no difference shown' : e.verdict === 'no-interval' ? '' : ` ${e.verdict}`;
-  const builds = e.builds.length > 0 ? ` (${e.builds.map((b) => b.split(' ')[0]).join(', ')})` : '';
+  const builds = e.builds.length > 0 ? ` (${e.builds.map((b) => recordedBuildName(b, true)).join(', ')})` : '';
   const markers = speedMarkers(e);
   return `${e.test} ${x(e.speedup)}${interval}${words}${builds}${markers.length > 0 ? ` [${markers.join(', ')}]` : ''}`;
 }
@@ -681,20 +683,26 @@ export function benchText(b: MatrixBench | null | undefined): { speed: string; f
   return { speed, fidelity };
 }
 
-/** A verified profile in a few words: its built-in name, or what it raises. */
+/**
+ * A verified profile in a few words, one form for every profile: what it raises (`Apple7, tg 65536`, or `no raise`),
+ * then the built-in it is, when it is one (`Apple7, profile apple7`), so that no cell says a name where another says
+ * what it does.
+ */
 export function provenProfileText(p: Profile): string {
-  if (p.name) return p.name;
-  const parts = [
-    p.appleFamilyMax === null
-      ? null
-      : p.appleFamilyMax === HOST_VALUE
-        ? 'host family'
-        : `Apple${p.appleFamilyMax - 1000}`,
-    p.maxThreadgroupMemoryLength === null ? null : `tg ${p.maxThreadgroupMemoryLength}`,
-    p.families.metal3 === true ? 'Metal3' : null,
-    p.deviceName === null ? null : `name ${JSON.stringify(p.deviceName)}`,
-  ].filter(Boolean);
-  return parts.length ? parts.join(', ') : 'no raise';
+  const raises =
+    [
+      p.appleFamilyMax === null
+        ? null
+        : p.appleFamilyMax === HOST_VALUE
+          ? 'host family'
+          : `Apple${p.appleFamilyMax - 1000}`,
+      p.maxThreadgroupMemoryLength === null ? null : `tg ${p.maxThreadgroupMemoryLength}`,
+      p.families.metal3 === true ? 'Metal3' : null,
+      p.deviceName === null ? null : `name ${JSON.stringify(p.deviceName)}`,
+    ]
+      .filter(Boolean)
+      .join(', ') || 'no raise';
+  return p.name ? `${raises}, profile ${p.name}` : raises;
 }
 
 /** The doctor columns of a row as Markdown text. */

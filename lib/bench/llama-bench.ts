@@ -10,6 +10,7 @@
  */
 import { BenchError, UsageError } from '../core/errors.js';
 import { clip, isObject } from '../core/input.js';
+import { llamaCppReleaseName } from '../engines/llama-cpp-releases.js';
 
 /** One llama-bench test as `bench` reads it. */
 export interface BenchRecord {
@@ -163,11 +164,8 @@ function backendOf(r: Record<string, unknown>): string | null {
 }
 
 function buildOf(r: Record<string, unknown>): string | null {
-  // A build made outside llama.cpp's own release tree (a tagged package release) has build number 0.
-  const n = count(r.build_number) || null;
-  const commit = str(r.build_commit);
-  if (n !== null && commit !== null) return `b${n} (${commit})`;
-  return n !== null ? `b${n}` : commit;
+  // A tagged release's own build has build number 0: its name then comes from its commit, where that is known.
+  return llamaCppReleaseName({ build: count(r.build_number), commit: str(r.build_commit) });
 }
 
 /** One record, or why it is not one. */

@@ -19,6 +19,7 @@ import { prepareExec, type PreparedExec } from '../exec/prepare.js';
 import { runWithInjector, STATUS_DRAIN_MS, type ExecOutcome } from '../exec/run.js';
 import { planPatch, refusedError, type ApplyWarning } from '../patch/plan.js';
 import type { Profile } from '../patch/profiles.js';
+import { llamaCppReleaseName } from '../engines/llama-cpp-releases.js';
 import { benchRecords, llamaBenchValues, withReadableOutput, type BenchRecord } from './llama-bench.js';
 import {
   firstDivergence,
@@ -784,7 +785,7 @@ function nodeLlamaCppRecords(model: string, r: ChildResult): BenchRecord[] {
     nDepth: 0,
     model: file,
     modelType: null,
-    build: `${r.llamaCpp ?? 'unknown'} (node-llama-cpp ${r.nodeLlamaCpp})`,
+    build: `${llamaCppReleaseName({ tag: r.llamaCpp }) ?? 'unknown'} (node-llama-cpp ${r.nodeLlamaCpp})`,
     backend: r.gpu === false ? 'CPU' : r.gpu,
   };
   return [

@@ -14,7 +14,7 @@ import {
 } from '../engines/index.js';
 import { DEFAULT_PROFILE, resolveProfile } from '../patch/profiles.js';
 import { profileArgument, profileHelp } from './profile-option.js';
-import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
+import { EXIT, outText, printJson, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 /**
@@ -90,8 +90,8 @@ const command: Command = {
                    process, verified and restored (macOS)
   --engine E       llama.cpp, mlx, ollama or all (default all: llama.cpp and mlx)
   --rules R        llama.cpp rules (newest first): ${rulesList()},
-                   or a release (b4753, v0.4.0); default: the loaded llama.cpp's (live), else
-                   current; llama.cpp only
+                   or a release (b4753, v0.4.0: docs/engines.md#release-names); default: the loaded
+                   llama.cpp's (live), else current; llama.cpp only
   --release V      with --engine ollama: Ollama release V (${ollamaReleases().at(-1)} to ${ollamaReleases()[0]}), whose
                    llama.cpp and patches decide the rules; default ${ollamaReleases()[0]}
   --mlx-release V  MLX's rules for release V (v0.31.0 or 0.31.0); default the newest
@@ -137,7 +137,7 @@ ${bundledSnapshotsHelp()}`,
       ...(snapshot !== undefined ? { snapshot } : {}),
     });
     if (values.json) printJson(result);
-    else out(formatAudit(result, styler()));
+    else outText(formatAudit(result, styler()));
     if (result.refused) return EXIT.refused;
     return result.verdict.ok ? EXIT.ok : EXIT.finding;
   },

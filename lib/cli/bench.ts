@@ -19,7 +19,7 @@ import { saidOnce } from '../patch/plan.js';
 import { DEFAULT_PROFILE, resolveProfile } from '../patch/profiles.js';
 import { profileArgument } from './profile-option.js';
 import { SIGNAL_EXIT } from './exit.js';
-import { err, EXIT, out, printJson, styler, text, type Command, type Values } from './shared.js';
+import { err, EXIT, outText, printJson, styler, text, type Command, type Values } from './shared.js';
 
 /**
  * Five rounds: with llama-bench's usual round-to-round noise on a quiet Mac (a few per cent), a paired 95 % interval
@@ -292,7 +292,7 @@ ${EXIT.notRunnable} the tool cannot be run, ${EXIT.notFound} it is not found (as
       // A result is sent to others: where the tool and the model lie on this machine stays here.
       if (values['keep-paths'] !== true) result.command = withoutFolders(result.command);
       if (values.json) printJson(result);
-      else out(formatBench(result, styler()));
+      else outText(formatBench(result, styler()));
       if (exportFile !== undefined) writeExport(exportFile, result);
       return benchExit(result, (line) => err(line));
     } catch (e) {

@@ -5,7 +5,7 @@ import { MMAP_SIZE, TIMEOUT_MS } from '../doctor/probes.js';
 import { mmapOptions, numberFlag } from './doctor-options.js';
 import { progressLine } from './progress.js';
 import { profileArgument, profileHelp } from './profile-option.js';
-import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
+import { EXIT, outText, printJson, styler, text, type Command } from './shared.js';
 
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
@@ -79,7 +79,7 @@ ${bundledSnapshotsHelp()}`,
     }
     if (!report.supported) throw (await import('../patch/apply.js')).notAppliedError(report.reason, report.detail);
     if (values.json) printJson(report);
-    else out(formatDoctor(report, styler()));
+    else outText(formatDoctor(report, styler()));
     return report.devices.some((d) => d.faults.length > 0) ? EXIT.finding : EXIT.ok;
   },
 };

@@ -151,6 +151,15 @@ A file argument (--snapshot, --profile, matrix's files) can be - for standard in
 ${await listSnapshotNames()}`;
 }
 
+/**
+ * Help on `stream`: reflowed to its width on a terminal (format/wrap.ts), byte for byte what docs/cli.md holds
+ * otherwise.
+ */
+async function writeHelp(stream: NodeJS.WriteStream, text: string): Promise<void> {
+  const { terminalWidth, wrapToWidth } = await import('../format/wrap.js');
+  stream.write(`${wrapToWidth(text, terminalWidth(stream), { reflow: true })}\n`);
+}
+
 /** The package version; with --json, as `{ schema, name, version }`. */
 async function printVersion(json: boolean): Promise<void> {
   const { packageVersion } = await import('../device/native.js');
@@ -354,11 +363,11 @@ export async function main(argv: string[]): Promise<number> {
         return EXIT.ok;
       }
       if (name === undefined && !has('--help', '-h')) {
-        errText(await mainHelp());
+        await writeHelp(process.stderr, await mainHelp());
         return EXIT.usage;
       }
       const text = topic ? await commandHelp(topic, (await COMMANDS[topic]!.load()).default) : await mainHelp();
-      process.stdout.write(`${text}\n`);
+      await writeHelp(process.stdout, text);
       return EXIT.ok;
     }
     const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
@@ -368,7 +377,7 @@ export async function main(argv: string[]): Promise<number> {
     const invocation = parseCommand(name, command, [...globals, ...rest]);
     await applyColor(invocation.values.color);
     if (invocation.values.help) {
-      process.stdout.write(`${await commandHelp(name, command)}\n`);
+      await writeHelp(process.stdout, await commandHelp(name, command));
       return EXIT.ok;
     }
     if (invocation.values.version) {

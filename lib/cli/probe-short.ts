@@ -7,7 +7,8 @@ import { familyLabel } from '../core/families.js';
 import { predictChecked } from '../engines/index.js';
 import { inert } from '../core/escape.js';
 import type { Profile } from '../patch/profiles.js';
-import { architectureText, hostOf } from '../device/report.js';
+import { hostOf } from '../device/report.js';
+import { architectureText } from '../core/words.js';
 import type { DeviceReport, SupportedReport } from '../device/types.js';
 
 /** llama.cpp's three gates, as the short line names them. */

@@ -1,7 +1,7 @@
 import { probe, probeSnapshot } from '../device/probe.js';
 import { UsageError } from '../core/errors.js';
 import type { Profile } from '../patch/profiles.js';
-import { EXIT, out, printJson, styler, text, type Command } from './shared.js';
+import { EXIT, outText, printJson, styler, text, type Command } from './shared.js';
 
 /** The profile `probe --short` shows the arrows for. */
 async function shortProfile(flag: string | undefined): Promise<Profile> {
@@ -48,8 +48,8 @@ ${(await import('./snapshot-help.js')).bundledSnapshotsHelp()}`,
     const report = snapshot !== undefined ? probeSnapshot(snapshot, opts) : probe(opts);
     if (!report.supported) throw (await import('../patch/apply.js')).notAppliedError(report.reason, report.detail);
     if (values.json) printJson(report);
-    else if (profile !== null) out((await import('./probe-short.js')).formatShort(report, profile));
-    else out((await import('../format/text.js')).formatReport(report, styler()));
+    else if (profile !== null) outText((await import('./probe-short.js')).formatShort(report, profile));
+    else outText((await import('../format/text.js')).formatReport(report, styler()));
     return EXIT.ok;
   },
 };

@@ -8,7 +8,7 @@ import { DEFAULT_PROFILE, profiles, resolveProfile, type ProfileInput } from '..
 /** The help lines for --profile, shared by every command that takes one; `width` is the option column's width. */
 export function profileHelp(width: number): string {
   return `${'--profile P'.padEnd(width)}built-in name (default ${DEFAULT_PROFILE}), JSON, or a .json file (- for stdin);
-  ${' '.repeat(width)}a profile object printed by \`profiles --json\` or \`audit --json\` is accepted back as it is`;
+  ${' '.repeat(width)}a profile object printed by \`profiles --json\` or \`audit --json\` is accepted back as it is.`;
 }
 
 /** METAL_CAP_SHIM_PROFILE's word for no shim (select/auto.ts OFF, spelled here so --profile loads no selection code). */

@@ -1,6 +1,6 @@
 import { formatProfiles } from '../format/text.js';
 import { DEFAULT_PROFILE, profiles } from '../patch/profiles.js';
-import { EXIT, out, printJson, styler, type Command } from './shared.js';
+import { EXIT, outText, printJson, styler, type Command } from './shared.js';
 
 /** The format tag of `profiles --json`. */
 export const PROFILES_SCHEMA = 'metal-cap-shim/profiles@1';
@@ -14,7 +14,7 @@ each entry's \`profile\` object can be passed back to --profile or METAL_CAP_SHI
   run({ values }) {
     const list = Object.values(profiles);
     if (values.json) printJson({ schema: PROFILES_SCHEMA, default: DEFAULT_PROFILE, profiles: list });
-    else out(formatProfiles(list, DEFAULT_PROFILE, styler()));
+    else outText(formatProfiles(list, DEFAULT_PROFILE, styler()));
     return EXIT.ok;
   },
 };

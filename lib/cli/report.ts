@@ -10,7 +10,7 @@ import { DEFAULT_PROFILE } from '../patch/profiles.js';
 import { mmapOptions } from './doctor-options.js';
 import { progressLine } from './progress.js';
 import { profileArgument, profileHelp } from './profile-option.js';
-import { EXIT, out, styler, text, type Command } from './shared.js';
+import { EXIT, out, outText, styler, text, type Command } from './shared.js';
 import { bundledSnapshotsHelp } from './snapshot-help.js';
 
 const command: Command = {
@@ -76,7 +76,7 @@ ${bundledSnapshotsHelp()}`,
       const s = styler();
       // The label is the reporter's own text: printed, a control character only shows.
       const shown = inert({ hostLabel: report.hostLabel, generatedAt: report.generatedAt });
-      out(
+      outText(
         [
           `${s.bold('metal-cap-shim field report')} ${report.packageVersion} · ${report.generatedAt} · Node ${report.node}`,
           shown.hostLabel ? `Physical host: ${shown.hostLabel}` : 'Physical host: not given (--host-label)',

@@ -1,6 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import { stylerFor, type ColorMode, type Styler } from '../format/style.js';
 import { escapeControl, jsonText } from '../core/escape.js';
+import { terminalWidth, wrapToWidth } from '../format/wrap.js';
 
 export { EXIT } from './exit.js';
 
@@ -40,6 +41,14 @@ export interface Command {
 
 export const out = (s: string): void => {
   process.stdout.write(`${s}\n`);
+};
+
+/**
+ * A command's human output on stdout: on a terminal its prose wrapped to the terminal's width (format/wrap.ts), as it
+ * is otherwise, so that a pipe or a file gets the same bytes on any terminal. Never JSON, Markdown or SVG.
+ */
+export const outText = (s: string): void => {
+  out(wrapToWidth(s, terminalWidth(process.stdout)));
 };
 
 /**

@@ -129,12 +129,3 @@ export function unsupportedReport(reason: UnsupportedReason, detail: string): Un
 export function hostOf(report: { host: HostInfo | null }): HostInfo {
   return report.host ?? (Object.fromEntries(HOST_FIELD_NAMES.map((f) => [f, null])) as unknown as HostInfo);
 }
-
-/**
- * A device's `architecture.name` as the short outputs show it (`probe --short`, the matrix): the name, or
- * `unrecorded` where the report holds none (a snapshot that did not record it, or macOS before 14, which cannot
- * answer). Field reports from real guests fill in what the paravirtual device reports.
- */
-export function architectureText(architecture: string | null): string {
-  return architecture ?? 'unrecorded';
-}

@@ -266,3 +266,82 @@ export function rulesOfLoaded(found: LoadedGgmlMetal): LoadedRules {
     detail: `${base}: ${what}; no ggml-metal-device.m symbol, release or version: legacy rules`,
   };
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Release names. llama.cpp names a release two ways: a b-number (bN, build N: the commit count of its history) for
+// every build, and from v0.1 a version (vX.Y.Z) for tagged releases, whose own builds report build number 0. One tool
+// tells a release by its tag (node-llama-cpp), another by its build number and commit (llama-bench): every output
+// names it through llamaCppReleaseName, so the same release reads the same wherever it is printed.
+
+/**
+ * The releases the conformance suite builds, by the first 7 digits of their commit (test/conformance/eras.mjs,
+ * test/fixtures/bench/llama-bench-eras/): a build that prints only its commit is named by its tag.
+ */
+const RELEASE_OF_COMMIT: Readonly<Record<string, string>> = Object.freeze({
+  c32cb08: 'b3658',
+  '67002f8': 'b4753',
+  '50d26e8': 'b6673',
+  '57a6f5c': 'b7347',
+  b10e98a: 'b8390',
+  c2fd87e: 'b10361',
+  '80fb11a': 'v0.4.0',
+  de3ff81: 'v0.5.0',
+});
+
+/** The release tag a commit is known to be, if any. */
+function releaseOfCommit(commit: string | null): string | null {
+  if (commit === null || !/^[0-9a-f]{7,40}$/.test(commit)) return null;
+  return RELEASE_OF_COMMIT[commit.slice(0, 7)] ?? null;
+}
+
+/**
+ * A llama.cpp release as every output names it: the b-number, then the version, then the commit, each where known,
+ * the first alone and the others in parentheses: `b6673 (50d26e8)`, `v0.5.0 (de3ff81)` for llama-bench's
+ * `build_number 0, build_commit de3ff81`, `v0.5.0` from node-llama-cpp. A build number of 0 (a tagged release's
+ * build) is none. Null when nothing is known.
+ */
+export function llamaCppReleaseName(known: {
+  tag?: string | null;
+  build?: number | null;
+  commit?: string | null;
+}): string | null {
+  const commit = known.commit ?? null;
+  const tags = [
+    known.build !== undefined && known.build !== null && known.build > 0 ? `b${known.build}` : null,
+    known.tag ?? null,
+    releaseOfCommit(commit),
+  ].filter((t): t is string => t !== null);
+  const names = [...new Set([...tags.filter((t) => t.startsWith('b')), ...tags.filter((t) => !t.startsWith('b'))])];
+  if (commit !== null) names.push(commit);
+  if (names.length === 0) return null;
+  return names.length === 1 ? names[0]! : `${names[0]} (${names.slice(1).join(', ')})`;
+}
+
+/**
+ * The b-numbers rule set `id` covers, in words: `b9333 to b10586`; for a rule set named by version, the nightly
+ * builds that get it, or `none` and the rule set they get. Read from the registry's boundaries, so a new row changes it.
+ */
+export function ruleSetBuildRange(id: LlamaCppRuleSet): string {
+  const rows = LLAMA_CPP_RULE_SET_REGISTRY as readonly LlamaCppRuleSetInfo[];
+  const at = rows.findIndex((r) => r.id === id);
+  const row = rows[at]!;
+  if ('build' in row.first) {
+    const next = rows[at + 1];
+    const last = next === undefined ? null : 'build' in next.first ? next.first.build - 1 : (next.nightlyAfter ?? null);
+    return last === null ? `b${row.first.build} and later` : `b${row.first.build} to b${last}`;
+  }
+  if (row.nightlyAfter !== undefined) return `nightly builds after b${row.nightlyAfter}`;
+  const nightly = rows.find((r) => r.nightlyAfter !== undefined);
+  return nightly === undefined ? 'none' : `none (nightly builds after b${nightly.nightlyAfter} get ${nightly.id})`;
+}
+
+/**
+ * A build as a result recorded it (`b6673 (50d26e8)`, `v0.5.0 (node-llama-cpp 3.22.1)`, or a bare commit `de3ff81`
+ * from before builds were named by llamaCppReleaseName) as llamaCppReleaseName names it now; the release alone with
+ * `tagOnly` (the matrix's short form: `v0.5.0`).
+ */
+export function recordedBuildName(recorded: string, tagOnly = false): string {
+  const first = recorded.split(' ')[0]!;
+  const named = recorded === first ? (llamaCppReleaseName({ commit: first }) ?? first) : recorded;
+  return tagOnly ? named.split(' ')[0]! : named;
+}

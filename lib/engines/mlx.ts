@@ -7,6 +7,7 @@
  */
 import { InvalidOptionsError } from '../core/errors.js';
 import { describeValue, quote } from '../core/input.js';
+import { architectureText } from '../core/words.js';
 import { isVmHost, namedParavirtual, PARAVIRTUAL_DEVICE_NAME } from '../device/paravirtual.js';
 import type { DeviceReport, HostInfo } from '../device/types.js';
 import {
@@ -159,7 +160,8 @@ interface ArchName {
 /** The name Device::Device parses: MLX_METAL_GPU_ARCH from v0.31.0 when not empty, else architecture.name. */
 function archName({ device, env, ruleSet }: MlxRuleContext): ArchName {
   const reported = typeof device.architecture === 'string' ? device.architecture : null;
-  const reportedText = `architecture.name=${reported === null ? 'unknown' : JSON.stringify(reported)}`;
+  const reportedText =
+    reported === null ? `architecture.name ${architectureText(null)}` : `architecture.name=${JSON.stringify(reported)}`;
   const override = env.MLX_METAL_GPU_ARCH;
   if (override === undefined) return { name: reported, origin: reportedText };
   if (!mlxAtLeast(ruleSet, 'v0.31.0')) {

@@ -5,6 +5,7 @@ import type { SpeedupEstimate } from '../bench/stats.js';
 import { FIDELITY_TOLERANCE } from '../bench/perplexity.js';
 import { marginOf, type ChildResult, type GreedyStep } from '../bench/node-llama-cpp.js';
 import { median } from '../bench/stats.js';
+import { recordedBuildName } from '../engines/llama-cpp-releases.js';
 import type { Styler } from './text.js';
 
 const ts = (n: number | null) => (n !== null && Number.isFinite(n) ? n.toFixed(2) : '–');
@@ -102,7 +103,7 @@ export function formatBench(result: BenchResult, s: Styler): string {
     const first = r.speed[0];
     if (first !== undefined)
       lines.push(
-        `Model: ${first.model ?? first.modelType ?? 'unknown'}; build: ${first.build ?? 'unknown'}; backend: ${first.backend ?? 'unknown'}`,
+        `Model: ${first.model ?? first.modelType ?? 'unknown'}; build: ${first.build === null ? 'unknown' : recordedBuildName(first.build)}; backend: ${first.backend ?? 'unknown'}`,
       );
     const names = r.profiles.map((p) => p.name);
     const head = [

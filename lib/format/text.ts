@@ -1,10 +1,15 @@
 import type { AuditResult } from '../audit/audit.js';
 import { FAMILY_NAMES, familyLabel, type FamilyName } from '../core/families.js';
 import { inert } from '../core/escape.js';
-import { plural } from '../core/words.js';
+import { architectureText, plural } from '../core/words.js';
 import { HOST_VALUE, type BuiltinProfile, type Profile } from '../patch/profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from '../device/types.js';
-import { LLAMA_CPP_OTHER_WORKLOADS, MLX_ARCHITECTURE_FLAGS, type MlxPrediction } from '../engines/index.js';
+import {
+  LLAMA_CPP_OTHER_WORKLOADS,
+  MLX_ARCHITECTURE_FLAGS,
+  ruleSetBuildRange,
+  type MlxPrediction,
+} from '../engines/index.js';
 import { stylerFor, type Styler } from './style.js';
 
 export { COLOR_MODES, colorWanted, stylerFor, type ColorMode, type Styler } from './style.js';
@@ -27,22 +32,30 @@ export function bytes(n: number | null): string {
   return u === 0 ? `${n} bytes` : `${n} (${v.toFixed(v >= 100 ? 0 : 1)} ${units[u]})`;
 }
 
-/** Table rows padded into columns. */
-export function table(rows: string[][], indent = '  '): string {
-  // eslint-disable-next-line no-control-regex
-  const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '').length;
+// eslint-disable-next-line no-control-regex
+const visibleLength = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '').length;
+
+/** The width of each column position over every table given: sub-tables printed one under another keep one width. */
+export function columnWidths(tables: readonly (readonly string[][])[]): number[] {
   const widths: number[] = [];
-  for (const row of rows) {
-    row.forEach((cell, i) => {
-      widths[i] = Math.max(widths[i] ?? 0, visible(cell));
-    });
+  for (const rows of tables) {
+    for (const row of rows) {
+      row.forEach((cell, i) => {
+        widths[i] = Math.max(widths[i] ?? 0, visibleLength(cell));
+      });
+    }
   }
+  return widths;
+}
+
+/** Table rows padded into columns (`widths`: columnWidths of the tables it is printed with; its own by default). */
+export function table(rows: string[][], indent = '  ', widths = columnWidths([rows])): string {
   return rows
     .map((row) =>
       (
         indent +
         row
-          .map((cell, i) => (i === row.length - 1 ? cell : cell + ' '.repeat((widths[i] ?? 0) - visible(cell))))
+          .map((cell, i) => (i === row.length - 1 ? cell : cell + ' '.repeat((widths[i] ?? 0) - visibleLength(cell))))
           .join('  ')
       ).trimEnd(),
     )
@@ -127,7 +140,7 @@ export function formatReport(untrusted: CapabilityReport, s: Styler): string {
         ['Max buffer', bytes(d.maxBufferLength)],
         ['Unified memory', yesNo(d.hasUnifiedMemory)],
         ['Location', d.location ?? 'unknown'],
-        ['Architecture', d.architecture ?? 'unrecorded'],
+        ['Architecture', architectureText(d.architecture)],
         ['SIMD-group reduction', simd(d.simd.reduction)],
         ['SIMD-group matrix', simd(d.simd.matrix)],
         ['bfloat16', simd(d.simd.bfloat16)],
@@ -188,6 +201,15 @@ const show = (v: boolean | number | null | undefined, field = '') => {
   return String(v);
 };
 
+/**
+ * An engine's predicted value in audit's table. MLX's architectureName is the report's architecture.name, so where the
+ * report holds none it has that fact's word; any other value that cannot be predicted is `unknown`.
+ */
+function engineValueText(flag: string, value: unknown): string {
+  if (value !== null && value !== undefined) return String(value);
+  return flag === 'architectureName' ? architectureText(null) : 'unknown';
+}
+
 /** Where MLX's architecture name comes from, stock and under the profile, and which values an offered name changes. */
 function mlxArchitectureLine(before: MlxPrediction, after: MlxPrediction): string {
   const stock = `MLX parses ${before.flags.architectureName.reason}`;
@@ -209,6 +231,9 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
   ];
   for (const d of a.devices) {
     lines.push('', `${s.bold(`Device ${d.index}${d.isDefault ? ' (default)' : ''}`)}: ${d.name} [${d.className}]`);
+    // The device's sub-tables (answers, then each engine's) with the lines between them, laid out once all are known
+    // so that a column keeps one width down the whole block.
+    const block: (string[][] | string)[] = [];
     const rows: string[][] = [[s.dim('answer'), s.dim('stock'), s.dim('patched')]];
     for (const name of FAMILY_NAMES) {
       const from = d.stock.families[name];
@@ -222,7 +247,7 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
       rows.push([field, bytes(d.stock[field]), bytes(d.patched[field]) + mark]);
     }
     if (d.stock.name !== d.patched.name) rows.push(['name', d.stock.name, d.patched.name + s.warn(' *')]);
-    lines.push(table(rows));
+    block.push(rows);
     for (const e of d.engines) {
       const before = e.before;
       const after = e.after;
@@ -237,24 +262,31 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
       ).map(([k, v]) => [k, v, afterFlags[k]!]);
       for (const [flag, b, aft] of entries) {
         const changed = b.value !== aft.value;
-        const to = String(aft.value ?? 'unknown');
+        const to = engineValueText(flag, aft.value);
         rowsE.push([
           flag,
-          String(b.value ?? 'unknown'),
+          engineValueText(flag, b.value),
           changed ? (aft.value === true ? s.good(to) : s.warn(to)) + s.warn(' *') : to,
         ]);
       }
-      lines.push(table(rowsE));
+      block.push(rowsE);
       if (before.engine === 'mlx' && after.engine === 'mlx')
-        lines.push(`  ${s.dim(mlxArchitectureLine(before, after))}`);
+        block.push(`  ${s.dim(mlxArchitectureLine(before, after))}`);
       if (after.engine === 'llama.cpp') {
-        lines.push(`  ${s.dim(after.consequences.summary)}`, `  ${s.dim(LLAMA_CPP_OTHER_WORKLOADS)}`);
+        block.push(`  ${s.dim(after.consequences.summary)}`, `  ${s.dim(LLAMA_CPP_OTHER_WORKLOADS)}`);
         if (after.tuning !== null)
-          lines.push(`  ${s.dim(`Flash-attention tuning: ${after.tuning.value.tier} (${after.tuning.reason}).`)}`);
+          block.push(`  ${s.dim(`Flash-attention tuning: ${after.tuning.value.tier} (${after.tuning.reason}).`)}`);
       }
     }
+    const widths = columnWidths(block.filter((part) => typeof part !== 'string'));
+    for (const part of block) lines.push(typeof part === 'string' ? part : table(part, '  ', widths));
   }
-  lines.push('', `llama.cpp rules: ${a.llamaCppRules.rules} (${a.llamaCppRules.releases}): ${a.llamaCppRules.detail}`);
+  // The b-numbers too: a release named by version (v0.5.0) and a build named by b-number (b10167) are told apart here.
+  const rules = a.llamaCppRules;
+  lines.push(
+    '',
+    `llama.cpp rules: ${rules.rules} (${rules.releases}; b-numbers: ${ruleSetBuildRange(rules.rules)}): ${rules.detail}`,
+  );
   if (a.verification) {
     const v = (x: { ok: boolean; mismatches: unknown[] }) =>
       x.ok

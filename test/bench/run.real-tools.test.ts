@@ -31,11 +31,11 @@ try {
 }
 
 describe("the parsers read what llama.cpp's own tools printed", () => {
-  it('llama-bench -o json: one record per test, the build from its commit (a package release has build number 0)', () => {
+  it('llama-bench -o json: one record per test, the build named from its commit (a package release has build number 0)', () => {
     const records = parseLlamaBench(readFileSync(path.join(fixtures, 'llama-bench.json'), 'utf8'), 'json');
     expect(records.map((r) => [r.test, r.nPrompt, r.nGen, r.avgTs > 0, r.build, r.backend])).toEqual([
-      ['pp32', 32, 0, true, 'de3ff81', 'CPU'],
-      ['tg8', 0, 8, true, 'de3ff81', 'CPU'],
+      ['pp32', 32, 0, true, 'v0.5.0 (de3ff81)', 'CPU'],
+      ['tg8', 0, 8, true, 'v0.5.0 (de3ff81)', 'CPU'],
     ]);
   });
 
@@ -128,7 +128,7 @@ describe.skipIf(skipReason !== null || !isSimulatedPlatform)('bench with the rea
     const labels = result.speed.map((row: { label: string }) => row.label);
     expect([...labels].sort()).toEqual(combos.map(({ m, t, fa }) => `pp32 model=${m} t=${t} fa=${fa}`).sort());
     expect(result.speed.map((row: { build: string; backend: string }) => [row.build, row.backend])).toEqual(
-      combos.map(() => [tools.commit.slice(0, 7), 'CPU']),
+      combos.map(() => [`${tools.release} (${tools.commit.slice(0, 7)})`, 'CPU']),
     );
     // Each row's samples are the avg_ts of the raw records with the same model, threads and flash attention, per side.
     const raw = (side: string, row: { key: Record<string, unknown> }) =>

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { EXIT, EXEC_EXIT } from '../../lib/cli/exit.js';
 import type { Command } from '../../lib/cli/shared.js';
-import { runCli } from '../support/helpers.js';
+import { hasScript, runCli, runCliOnTerminal } from '../support/helpers.js';
 
 const NO_SIM = { METAL_CAP_SHIM_SIM_SNAPSHOT: undefined };
 const GUEST = 'vz-guest-m1-ultra-tahoe-stock';
@@ -183,20 +183,17 @@ describe('did you mean, for every option and every value of a closed list', () =
   });
 });
 
-describe('one wording per fact', () => {
-  it('an architecture the recording lacks is "unrecorded" in probe and probe --short alike', () => {
-    const long = runCli(['probe', '--snapshot', GUEST]);
-    const short = runCli(['probe', '--short', '--snapshot', GUEST]);
-    expect(long.stdout.split('\n').filter((l) => l.includes('Architecture'))).toEqual([
-      '  Architecture             unrecorded',
-    ]);
-    expect(short.stdout).toContain(' · architecture unrecorded → ');
-    expect(`${long.stdout}${short.stdout}`).not.toMatch(/architecture\s+unknown/i);
-  });
-});
-
 describe('errors are coloured as --color and the environment say', () => {
   const RED = '\x1b[31mmetal-cap-shim: ERR_USAGE:\x1b[39m ';
+  it.skipIf(!hasScript)(
+    'on a terminal, with no --color and no NO_COLOR or FORCE_COLOR: red; NO_COLOR there: plain',
+    () => {
+      const tty = runCliOnTerminal(100, ['probe', '--nope'], {});
+      expect([tty.status, tty.output.startsWith(RED)]).toEqual([EXIT.usage, true]);
+      const plain = runCliOnTerminal(100, ['probe', '--nope'], { NO_COLOR: '1' });
+      expect([plain.status, plain.output.startsWith('metal-cap-shim: ERR_USAGE: ')]).toEqual([EXIT.usage, true]);
+    },
+  );
   it.each<[string, string[], NodeJS.ProcessEnv, boolean]>([
     ['FORCE_COLOR=1', ['probe', '--nope'], { FORCE_COLOR: '1' }, true],
     ['NO_COLOR (a pipe, as here)', ['probe', '--nope'], { NO_COLOR: '1' }, false],

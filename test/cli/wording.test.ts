@@ -1,7 +1,13 @@
 // The CLI's words for the library's messages (lib/cli/wording.ts): the flag, not the API option; exec's offer only in
-// exec; the command that ran named; and the offline hint of a command that takes --snapshot.
+// exec; the command that ran named; and the offline hint of a command that takes --snapshot. And one wording per
+// fact: every command's output holds the architecture a report lacks to the one word of lib/core/words.ts.
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliWords, offlineHint } from '../../lib/cli/wording.js';
+import { ARCHITECTURE_UNRECORDED } from '../../lib/core/words.js';
+import { runCli } from '../support/helpers.js';
+import { tempFolders } from '../support/temp-folders.js';
 
 describe('cliWords', () => {
   it('names the flag the user typed instead of the API option behind it', () => {
@@ -50,5 +56,42 @@ describe('offlineHint', () => {
       '. Offline, on any OS: metal-cap-shim report --snapshot vz-guest-m1-ultra-tahoe-stock --no-doctor',
       '',
     ]);
+  });
+});
+
+describe('one wording per fact, every command', () => {
+  const files = tempFolders('mcs-wording-');
+  const GUEST = 'vz-guest-m1-ultra-tahoe-stock';
+
+  it('an architecture the recording lacks has one word (ARCHITECTURE_UNRECORDED) in probe, probe --short, audit and matrix', () => {
+    const word = ARCHITECTURE_UNRECORDED;
+    const probe = runCli(['probe', '--snapshot', GUEST]).stdout;
+    const short = runCli(['probe', '--short', '--snapshot', GUEST]).stdout;
+    const audit = runCli(['audit', '--snapshot', GUEST]).stdout;
+    const report = runCli(['report', '--snapshot', GUEST, '--no-doctor', '--json']);
+    expect(report.status).toBe(0);
+    const file = path.join(files.folder(), 'report.json');
+    writeFileSync(file, report.stdout);
+    const matrix = runCli(['matrix', file]).stdout;
+
+    const said = {
+      probe: probe.split('\n').filter((l) => l.includes('Architecture')),
+      short: /· architecture (\S+) →/.exec(short)?.[1],
+      auditRow: audit
+        .split('\n')
+        .filter((l) => /^ {2}architectureName /.test(l))
+        .map((l) => l.trim().split(/ {2,}/)),
+      auditMlx: /^ {2}MLX parses (architecture\.name \S+);/m.exec(audit)?.[1],
+      matrix: matrix.split('\n')[2]?.split(' | ')[2],
+    };
+    expect(said).toEqual({
+      probe: [`  Architecture             ${word}`],
+      short: word,
+      auditRow: [['architectureName', word, 'applegpu_g13d *']],
+      auditMlx: `architecture.name ${word}`,
+      matrix: word,
+    });
+    // "unknown" is the word for a value that cannot be predicted, never for the name a report lacks.
+    expect(`${probe}${short}${audit}${matrix}`).not.toMatch(/architecture(\.name|Name)?[\s=]+unknown/i);
   });
 });

@@ -1,6 +1,6 @@
-// lib/core/words.ts: the count with the form that agrees with it.
+// lib/core/words.ts: the count with the form that agrees with it, and the one word for an architecture a report lacks.
 import { describe, expect, it } from 'vitest';
-import { plural } from '../../lib/core/words.js';
+import { architectureText, plural } from '../../lib/core/words.js';
 
 describe('plural', () => {
   it('one is singular; none and many are plural', () => {
@@ -10,5 +10,11 @@ describe('plural', () => {
       '2 answers change',
       '11 answers change',
     ]);
+  });
+});
+
+describe('architectureText', () => {
+  it('the name, or "unrecorded" where the report holds none', () => {
+    expect([architectureText('applegpu_g13d'), architectureText(null)]).toEqual(['applegpu_g13d', 'unrecorded']);
   });
 });

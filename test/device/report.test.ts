@@ -1,13 +1,7 @@
-// lib/device/report.ts: the short outputs' word for an architecture a report lacks, and a report's host.
+// lib/device/report.ts: a report's host.
 import { describe, expect, it } from 'vitest';
-import { architectureText, hostOf } from '../../lib/device/report.js';
+import { hostOf } from '../../lib/device/report.js';
 import { probeSnapshot } from '../../lib/device/probe.js';
-
-describe('architectureText', () => {
-  it('the name, or "unrecorded" where the report holds none', () => {
-    expect([architectureText('applegpu_g13d'), architectureText(null)]).toEqual(['applegpu_g13d', 'unrecorded']);
-  });
-});
 
 describe('hostOf', () => {
   it("a report's own host, or one whose every field is null", () => {

@@ -2,12 +2,17 @@
 // The module is imported afresh before each test, so its tables (rule sets, markers, ggml versions) are built inside
 // the tests that pin them, as in test/engines/llama-cpp.test.ts.
 import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import type * as Releases from '../../lib/engines/llama-cpp-releases.js';
 
 let LLAMA_CPP_GENERATION_MARKERS: typeof Releases.LLAMA_CPP_GENERATION_MARKERS;
 let LLAMA_CPP_RULE_SET_INFO: typeof Releases.LLAMA_CPP_RULE_SET_INFO;
 let LLAMA_CPP_RULE_SETS: typeof Releases.LLAMA_CPP_RULE_SETS;
+let llamaCppReleaseName: typeof Releases.llamaCppReleaseName;
 let parseRelease: typeof Releases.parseRelease;
+let recordedBuildName: typeof Releases.recordedBuildName;
+let ruleSetBuildRange: typeof Releases.ruleSetBuildRange;
 let ruleSetForGgmlVersion: typeof Releases.ruleSetForGgmlVersion;
 let rulesOfLoaded: typeof Releases.rulesOfLoaded;
 beforeEach(async () => {
@@ -16,7 +21,10 @@ beforeEach(async () => {
     LLAMA_CPP_GENERATION_MARKERS,
     LLAMA_CPP_RULE_SET_INFO,
     LLAMA_CPP_RULE_SETS,
+    llamaCppReleaseName,
     parseRelease,
+    recordedBuildName,
+    ruleSetBuildRange,
     ruleSetForGgmlVersion,
     rulesOfLoaded,
   } = await import('../../lib/engines/llama-cpp-releases.js'));
@@ -267,5 +275,93 @@ describe('the rule sets', () => {
         },
       ]
     `);
+  });
+});
+
+describe('llamaCppReleaseName: one name for a release, whichever tool told it', () => {
+  it('the b-number, then the version, then the commit, each where known; a build number of 0 is none', () => {
+    expect([
+      llamaCppReleaseName({ build: 6673, commit: '50d26e8' }),
+      llamaCppReleaseName({ build: 7010, commit: '3f9da22' }),
+      llamaCppReleaseName({ build: 0, commit: 'de3ff81' }),
+      llamaCppReleaseName({ tag: 'v0.5.0' }),
+      llamaCppReleaseName({ tag: 'b6673' }),
+      llamaCppReleaseName({ build: 9, tag: 'v0.1.0', commit: 'abc1234' }),
+      llamaCppReleaseName({ build: 0, commit: 'abc1234' }),
+      llamaCppReleaseName({ build: 6673, tag: 'b6673', commit: '50d26e8' }),
+      llamaCppReleaseName({ build: 0, commit: null }),
+      llamaCppReleaseName({ tag: null }),
+    ]).toEqual([
+      'b6673 (50d26e8)',
+      'b7010 (3f9da22)',
+      'v0.5.0 (de3ff81)',
+      'v0.5.0',
+      'b6673',
+      'b9 (v0.1.0, abc1234)',
+      'abc1234',
+      'b6673 (50d26e8)',
+      null,
+      null,
+    ]);
+  });
+
+  it('names each release the conformance suite builds from its commit alone, as its llama-bench reports it', () => {
+    const eras = path.join(import.meta.dirname, '../fixtures/bench/llama-bench-eras');
+    const files = readdirSync(eras).filter((f) => f.endsWith('.json'));
+    expect(files.length).toBeGreaterThanOrEqual(8);
+    for (const f of files) {
+      const { release, commit } = (
+        JSON.parse(readFileSync(path.join(eras, f), 'utf8')) as { source: { release: string; commit: string } }
+      ).source;
+      const short = commit.slice(0, 7);
+      expect([f, llamaCppReleaseName({ build: 0, commit: short })]).toEqual([f, `${release} (${short})`]);
+    }
+    // A full commit is known by its first 7 digits and printed whole.
+    const full = 'de3ff815ea7d559ee917f063901b8986f038abc6';
+    expect(llamaCppReleaseName({ build: 0, commit: full })).toBe(`v0.5.0 (${full})`);
+    // A commit that is not hex, or too short to be one, names nothing.
+    expect(llamaCppReleaseName({ commit: 'de3ff8' })).toBe('de3ff8');
+    expect(llamaCppReleaseName({ commit: 'DE3FF81' })).toBe('DE3FF81');
+  });
+});
+
+describe('recordedBuildName: a build a result recorded, named as llamaCppReleaseName names it now', () => {
+  it('a bare commit of a known release gets its tag; a named build is kept; tagOnly keeps the release alone', () => {
+    const recorded = ['de3ff81', 'b6673 (50d26e8)', 'v0.5.0 (node-llama-cpp 3.22.1)', 'abc1234', 'b7010'];
+    expect(recorded.map((b) => recordedBuildName(b))).toEqual([
+      'v0.5.0 (de3ff81)',
+      'b6673 (50d26e8)',
+      'v0.5.0 (node-llama-cpp 3.22.1)',
+      'abc1234',
+      'b7010',
+    ]);
+    expect(recorded.map((b) => recordedBuildName(b, true))).toEqual(['v0.5.0', 'b6673', 'v0.5.0', 'abc1234', 'b7010']);
+  });
+});
+
+describe('ruleSetBuildRange: the b-numbers each rule set covers', () => {
+  it("from the registry's boundaries: build rows end where the next starts; version rows name the nightly builds", () => {
+    expect(Object.fromEntries(LLAMA_CPP_RULE_SETS.map((id) => [id, ruleSetBuildRange(id)]))).toEqual({
+      'legacy-b0': 'b0 to b1852',
+      'legacy-b1853': 'b1853 to b4039',
+      'legacy-b4040': 'b4040 to b4052',
+      'legacy-b4053': 'b4053 to b4561',
+      legacy: 'b4562 to b6500',
+      'device-b6501': 'b6501 to b6967',
+      'device-b6968': 'b6968 to b7009',
+      'device-b7010': 'b7010 to b7410',
+      'device-b7411': 'b7411 to b9332',
+      device: 'b9333 to b10586',
+      'chip-tuning': 'nightly builds after b10586',
+      current: 'none (nightly builds after b10586 get chip-tuning)',
+    });
+  });
+
+  it("the README's b10167 is in the range of the rule set a release maps it to", () => {
+    const rules = LLAMA_CPP_RULE_SETS.find((id) => {
+      const m = /^b(\d+) to b(\d+)$/.exec(ruleSetBuildRange(id));
+      return m !== null && Number(m[1]) <= 10167 && 10167 <= Number(m[2]);
+    });
+    expect(rules).toBe('device');
   });
 });

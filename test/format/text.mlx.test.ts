@@ -3,6 +3,7 @@
 // llama.cpp table is followed by the line on the drafter and the projector.
 import { describe, expect, it } from 'vitest';
 import { audit } from '../../lib/audit/audit.js';
+import { ARCHITECTURE_UNRECORDED } from '../../lib/core/words.js';
 import { listSnapshots } from '../../lib/device/snapshots.js';
 import { LLAMA_CPP_OTHER_WORKLOADS, MLX_RULES } from '../../lib/engines/index.js';
 import { formatAudit } from '../../lib/format/text.js';
@@ -18,8 +19,10 @@ describe('formatAudit with MLX', () => {
     if (mlx.before.engine !== 'mlx' || mlx.after.engine !== 'mlx') throw new Error('an MLX comparison');
     const lines = text.split('\n');
     for (const r of MLX_RULES) {
-      const before = String(mlx.before.flags[r.flag].value ?? 'unknown');
-      const after = String(mlx.after.flags[r.flag].value ?? 'unknown');
+      // The name a report lacks is the report's fact (unrecorded); any other value MLX's rules cannot give is unknown.
+      const none = r.flag === 'architectureName' ? ARCHITECTURE_UNRECORDED : 'unknown';
+      const before = String(mlx.before.flags[r.flag].value ?? none);
+      const after = String(mlx.after.flags[r.flag].value ?? none);
       const row = lines.find((l) => l.trim().startsWith(`${r.flag} `));
       expect(row?.trim().split(/\s{2,}/)).toEqual(
         before === after ? [r.flag, before, after] : [r.flag, before, `${after} *`],

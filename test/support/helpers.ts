@@ -113,6 +113,33 @@ export function runCli(
   });
 }
 
+/** Whether script(1) can give the CLI a pseudo-terminal here (util-linux's, as Debian and Ubuntu have it). */
+export const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).status === 0;
+
+/**
+ * Runs the CLI on a pseudo-terminal `columns` wide (script(1)): stdout and stderr are both the terminal, and their
+ * output comes back together, its newlines as the program wrote them. No colour unless `env` asks (NO_COLOR=1).
+ */
+export function runCliOnTerminal(
+  columns: number,
+  args: string[],
+  env: NodeJS.ProcessEnv = { NO_COLOR: '1' },
+): { status: number | null; output: string } {
+  const quoted = [process.execPath, cli, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  const r = spawnSync('script', ['-qec', `stty cols ${columns} rows 50 -onlcr; exec ${quoted}`, '/dev/null'], {
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      NO_COLOR: undefined,
+      FORCE_COLOR: undefined,
+      METAL_CAP_SHIM_SIM_SNAPSHOT: undefined,
+      ...env,
+    },
+    timeout: 60_000,
+  });
+  return { status: r.status, output: r.stdout };
+}
+
 /** Runs an ES module snippet in a fresh Node process (with `env`, e.g. its own simulated snapshot). */
 export function runNode(code: string, env: NodeJS.ProcessEnv = {}, extraArgs: string[] = []): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, [...extraArgs, '--input-type=module', '-e', code], {
