@@ -332,7 +332,7 @@ export function ruleSetBuildRange(id: LlamaCppRuleSet): string {
   }
   if (row.nightlyAfter !== undefined) return `nightly builds after b${row.nightlyAfter}`;
   const nightly = rows.find((r) => r.nightlyAfter !== undefined);
-  return nightly === undefined ? 'none' : `none (nightly builds after b${nightly.nightlyAfter} get ${nightly.id})`;
+  return nightly === undefined ? 'none' : `none; nightly builds after b${nightly.nightlyAfter} get ${nightly.id}`;
 }
 
 /**

@@ -281,12 +281,12 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
     const widths = columnWidths(block.filter((part) => typeof part !== 'string'));
     for (const part of block) lines.push(typeof part === 'string' ? part : table(part, '  ', widths));
   }
-  // The b-numbers too: a release named by version (v0.5.0) and a build named by b-number (b10167) are told apart here.
+  // The b-numbers too, where the releases do not already give them: a release named by version (v0.5.0) and a build
+  // named by b-number (b10167) are told apart here.
   const rules = a.llamaCppRules;
-  lines.push(
-    '',
-    `llama.cpp rules: ${rules.rules} (${rules.releases}; b-numbers: ${ruleSetBuildRange(rules.rules)}): ${rules.detail}`,
-  );
+  const builds = ruleSetBuildRange(rules.rules);
+  const releases = rules.releases.includes(builds) ? rules.releases : `${rules.releases}; b-numbers: ${builds}`;
+  lines.push('', `llama.cpp rules: ${rules.rules} (${releases}): ${rules.detail}`);
   if (a.verification) {
     const v = (x: { ok: boolean; mismatches: unknown[] }) =>
       x.ok

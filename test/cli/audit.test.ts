@@ -57,7 +57,7 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
       /^Verdict: cua-release on Apple Paravirtual device: 5 answers change; llama.cpp turns on has_simdgroup_reduction, has_simdgroup_mm, has_bfloat; 2 warnings$/m,
     );
     expect(r.stdout).toMatch(
-      /^llama\.cpp rules: current \(v0\.5\.0 and later; b-numbers: none \(nightly builds after b10586 get chip-tuning\)\): no llama\.cpp loaded and no rules asked for: the newest rules$/m,
+      /^llama\.cpp rules: current \(v0\.5\.0 and later; b-numbers: none; nightly builds after b10586 get chip-tuning\): no llama\.cpp loaded and no rules asked for: the newest rules$/m,
     );
     expect(r.stdout).toMatch(/gpu_family\s+5\s+9 \*/);
     expect(r.stdout).toMatch(

@@ -353,7 +353,7 @@ describe('ruleSetBuildRange: the b-numbers each rule set covers', () => {
       'device-b7411': 'b7411 to b9332',
       device: 'b9333 to b10586',
       'chip-tuning': 'nightly builds after b10586',
-      current: 'none (nightly builds after b10586 get chip-tuning)',
+      current: 'none; nightly builds after b10586 get chip-tuning',
     });
   });
 
