@@ -66,7 +66,22 @@ export interface LlamaCppRuleSetInfo {
   gates: 'none' | 'legacy' | 'device';
   /** How ggml-metal-tuning.cpp picks its flash-attention rows: by chip then family representative, by family, or not at all. */
   tuning: 'chip' | 'family' | null;
+  /** What it does with the answered maxThreadgroupMemoryLength (llama-cpp-threadgroup.ts's models). */
+  threadgroup: LlamaCppThreadgroupModel;
 }
+
+/**
+ * How a rule set's releases use the answered threadgroup memory: `unread` (no source of the range was read for it),
+ * `ggml-metal-m` (flash attention's nsgmax and MUL_MAT_ID's dst_rows_max sized from it, read at b4753), `asserts`
+ * (only asserts read it), `vec-fallback-chip` / `vec-fallback-family` (a tuned flash-attention configuration falls back
+ * to Q=1 when it needs more, tuned rows by chip or by family).
+ */
+export type LlamaCppThreadgroupModel =
+  | 'unread'
+  | 'ggml-metal-m'
+  | 'asserts'
+  | 'vec-fallback-chip'
+  | 'vec-fallback-family';
 
 const LEGACY_BASE = ['reduction-legacy', 'mm-legacy'] as const;
 const DEVICE_BASE = ['reduction-device', 'mm-device'] as const;
@@ -92,6 +107,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     rules: ['mm-encode-only'],
     gates: 'none',
     tuning: null,
+    threadgroup: 'unread',
   },
   {
     id: 'legacy-b1853',
@@ -105,6 +121,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     rules: [...LEGACY_BASE],
     gates: 'legacy',
     tuning: null,
+    threadgroup: 'unread',
   },
   {
     id: 'legacy-b4040',
@@ -118,6 +135,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     rules: [...LEGACY_BASE, 'bfloat-no-switch-legacy', 'use-bfloat-always'],
     gates: 'legacy',
     tuning: null,
+    threadgroup: 'unread',
   },
   {
     id: 'legacy-b4053',
@@ -130,6 +148,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     rules: [...LEGACY_BASE, 'bfloat-no-switch-legacy', 'use-bfloat-opt-in'],
     gates: 'legacy',
     tuning: null,
+    threadgroup: 'unread',
   },
   {
     id: 'legacy',
@@ -147,6 +166,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     rules: [...LEGACY_BASE, 'bfloat-no-switch-legacy', 'use-bfloat-opt-in', 'residency-legacy', 'working-set-legacy'],
     gates: 'legacy',
     tuning: null,
+    threadgroup: 'ggml-metal-m',
   },
   {
     id: 'device-b6501',
@@ -164,6 +184,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     rules: [...DEVICE_BASE, 'bfloat-no-switch-device', 'residency-device', 'shared-unified', 'working-set-device'],
     gates: 'device',
     tuning: null,
+    threadgroup: 'asserts',
   },
   {
     id: 'device-b6968',
@@ -186,6 +207,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: null,
+    threadgroup: 'asserts',
   },
   {
     id: 'device-b7010',
@@ -208,6 +230,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: null,
+    threadgroup: 'asserts',
   },
   {
     id: 'device-b7411',
@@ -231,6 +254,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: null,
+    threadgroup: 'asserts',
   },
   {
     id: 'device',
@@ -256,6 +280,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: null,
+    threadgroup: 'asserts',
   },
   {
     id: 'chip-tuning',
@@ -282,6 +307,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: 'chip',
+    threadgroup: 'vec-fallback-chip',
   },
   {
     id: 'current',
@@ -304,5 +330,6 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: 'family',
+    threadgroup: 'vec-fallback-family',
   },
 ] as const satisfies readonly LlamaCppRuleSetInfo[]);
