@@ -26,7 +26,7 @@ const plan = (spec: unknown, options: Partial<PlanOptions> = {}) =>
 const decision = (p: ReturnType<typeof plan>) => [p.accepted, p.reason];
 const APPLE10_64K = '{"appleFamilyMax": 1010, "maxThreadgroupMemoryLength": 65536}';
 const legacyRefusal =
-  'refusing the profile for llama.cpp b4562 to b6500 (ggml-metal.m) (legacy rules): its threadgroup memory claim makes MUL_MAT_ID mul_mm_id, up to 14328 expert rows: 65504 bytes (and 6 more configurations), above the 32768 bytes every Apple GPU has. Use a profile that keeps threadgroup memory at 32768 (apple9-hw-tg), name the release that will run (audit: --release or --rules), or pass { allowAboveHardware: true } (CLI: --allow-above-hardware; register and exec\'s environment: METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE=1) to apply it anyway.';
+  "refusing the profile for llama.cpp b4562 to b6500 (ggml-metal.m) (legacy rules): its threadgroup memory claim makes MUL_MAT_ID mul_mm_id, up to 14328 expert rows: 65504 bytes (and 6 more configurations), above the 32768 bytes every Apple GPU has. Use a profile that keeps threadgroup memory at 32768 (apple9-hw-tg), name the release that will run (audit: --release or --rules), or pass { allowAboveHardware: true } (CLI: --allow-above-hardware; register and exec's environment: METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE=1) to apply it anyway.";
 
 describe('cua-release (Apple9, 65536 bytes) on the stock guest, by the release that will run', () => {
   it('legacy rules (ggml-metal.m, read at b4753): refused, naming the largest request', () => {
