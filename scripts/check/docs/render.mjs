@@ -168,11 +168,11 @@ function opened(citation) {
 export function renderRuleSets(ruleSets, info) {
   const rows = ruleSets.map((id) => {
     const r = info[id];
-    return `| \`${r.id}\` | ${firstRelease(r.first)} | ${opened(r.opened)} | ${cell(r.releases)} | \`${r.source}\` | ${cell(r.summary)} | ${cell(r.evidence.join('; '))} |`;
+    return `| \`${r.id}\` | ${firstRelease(r.first)} | ${opened(r.opened)} | ${cell(r.releases)} | \`${r.source}\` | ${cell(r.summary)} | \`${r.threadgroup}\` | ${cell(r.evidence.join('; '))} |`;
   });
   return [
-    '| rule set | from | opened by | releases | computed in | what sets it apart | checked against llama.cpp’s own code |',
-    '|---|---|---|---|---|---|---|',
+    '| rule set | from | opened by | releases | computed in | what sets it apart | [threadgroup memory](#threadgroup-memory) | checked against llama.cpp’s own code |',
+    '|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
