@@ -143,14 +143,34 @@ export type WideRow = `${TunedKvType} ${512 | 576}/512 kv${4097 | 16384} ${strin
 /** Wide rows by tuning key. */
 type WideRows = Readonly<Record<string, readonly WideRow[]>>;
 
+/** The M5 Max's wide rows: v0.5.0's Apple10 table is pooled from the M5 Max's sweep alone, so it has the same. */
+const M5_MAX_WIDE_ROWS: readonly WideRow[] = Object.freeze([
+  'F16 512/512 kv4097 4',
+  'F16 512/512 kv16384 5',
+  'F16 576/512 kv4097 1',
+  'Q4_0 512/512 kv4097 4',
+  'Q4_0 512/512 kv16384 2,3',
+  'Q4_0 576/512 kv4097 2,3,4',
+  'Q4_0 576/512 kv16384 2,3',
+  'Q4_1 576/512 kv4097 1,2',
+  'Q4_1 576/512 kv16384 3',
+  'Q5_0 576/512 kv4097 2',
+  'Q5_0 576/512 kv16384 3',
+  'Q5_1 576/512 kv4097 3,4',
+  'Q5_1 576/512 kv16384 3,4',
+  'Q8_0 512/512 kv4097 1,3,4',
+  'Q8_0 512/512 kv16384 2,3',
+  'Q8_0 576/512 kv4097 2',
+]);
+
 /**
  * The rows of ggml-metal-tuning.cpp's fa_vec_pick that choose Q=4 at head 512 or 576 (the only heads whose Q=4 can
  * need more than 32768 bytes: heads up to 320 need at most 32768 with Q=4 and four SIMD groups), by the key the
  * release looks rows up by: v0.4.0 (node-llama-cpp 3.21.1) by chip, v0.5.0 (node-llama-cpp 3.22.1) by Apple GPU
- * family. Listed from fa_vec_pick compiled from each tarball's own source and
- * run over every chip, family, KV type, KV length and batch (test/conformance/threadgroup.test.ts holds them to it).
- * No key not listed picks Q=4 at these heads: in v0.4.0 the family representative (Apple9's M4 Max) has none, so a
- * device named generically (a VM's "Apple Paravirtual device") never does; in v0.5.0 only Apple10's table does.
+ * family. Listed from fa_vec_pick compiled from each tarball's own source and run over every chip, family, KV type,
+ * KV length and batch (test/conformance/threadgroup.test.ts holds them to it). No key not listed picks Q=4 at these
+ * heads: in v0.4.0 the family representative (Apple9's M4 Max) has none, so a device named generically (a VM's "Apple
+ * Paravirtual device") never does; in v0.5.0 only Apple10's table does.
  */
 export const FA_VEC_WIDE_Q4_ROWS: Readonly<Record<'chip' | 'family', WideRows>> = Object.freeze({
   chip: Object.freeze<WideRows>({
@@ -173,24 +193,7 @@ export const FA_VEC_WIDE_Q4_ROWS: Readonly<Record<'chip' | 'family', WideRows>> 
       'Q8_0 512/512 kv4097 2',
       'Q8_0 512/512 kv16384 1',
     ],
-    GGML_METAL_DEVICE_M5_MAX: [
-      'F16 512/512 kv4097 4',
-      'F16 512/512 kv16384 5',
-      'F16 576/512 kv4097 1',
-      'Q4_0 512/512 kv4097 4',
-      'Q4_0 512/512 kv16384 2,3',
-      'Q4_0 576/512 kv4097 2,3,4',
-      'Q4_0 576/512 kv16384 2,3',
-      'Q4_1 576/512 kv4097 1,2',
-      'Q4_1 576/512 kv16384 3',
-      'Q5_0 576/512 kv4097 2',
-      'Q5_0 576/512 kv16384 3',
-      'Q5_1 576/512 kv4097 3,4',
-      'Q5_1 576/512 kv16384 3,4',
-      'Q8_0 512/512 kv4097 1,3,4',
-      'Q8_0 512/512 kv16384 2,3',
-      'Q8_0 576/512 kv4097 2',
-    ],
+    GGML_METAL_DEVICE_M5_MAX: M5_MAX_WIDE_ROWS,
     GGML_METAL_DEVICE_A18_PRO: [
       'F16 512/512 kv16384 3',
       'F16 576/512 kv4097 1,3',
@@ -201,24 +204,7 @@ export const FA_VEC_WIDE_Q4_ROWS: Readonly<Record<'chip' | 'family', WideRows>> 
     ],
   }),
   family: Object.freeze<WideRows>({
-    '10': [
-      'F16 512/512 kv4097 4',
-      'F16 512/512 kv16384 5',
-      'F16 576/512 kv4097 1',
-      'Q4_0 512/512 kv4097 4',
-      'Q4_0 512/512 kv16384 2,3',
-      'Q4_0 576/512 kv4097 2,3,4',
-      'Q4_0 576/512 kv16384 2,3',
-      'Q4_1 576/512 kv4097 1,2',
-      'Q4_1 576/512 kv16384 3',
-      'Q5_0 576/512 kv4097 2',
-      'Q5_0 576/512 kv16384 3',
-      'Q5_1 576/512 kv4097 3,4',
-      'Q5_1 576/512 kv16384 3,4',
-      'Q8_0 512/512 kv4097 1,3,4',
-      'Q8_0 512/512 kv16384 2,3',
-      'Q8_0 576/512 kv4097 2',
-    ],
+    '10': M5_MAX_WIDE_ROWS,
   }),
 });
 
