@@ -72,12 +72,14 @@ export interface LlamaCppRuleSetInfo {
 
 /**
  * How a rule set's releases use the answered threadgroup memory: `unread` (no source of the range was read for it),
- * `ggml-metal-m` (flash attention's nsgmax and MUL_MAT_ID's dst_rows_max sized from it, read at b4753), `asserts`
+ * `ggml-metal-m-b3658` and `ggml-metal-m` (flash attention's nsgmax and MUL_MAT_ID's dst_rows_max sized from it, read
+ * at b3658 and b4753), `asserts`
  * (only asserts read it), `vec-fallback-chip` / `vec-fallback-family` (a tuned flash-attention configuration falls back
  * to Q=1 when it needs more, tuned rows by chip or by family).
  */
 export type LlamaCppThreadgroupModel =
   | 'unread'
+  | 'ggml-metal-m-b3658'
   | 'ggml-metal-m'
   | 'asserts'
   | 'vec-fallback-chip'
@@ -117,11 +119,14 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     releases: 'b1853 to b4039 (ggml-metal.m, before has_bfloat)',
     summary:
       'the reduction gate supportsFamily(Apple7) OR supportsFamily(Metal3) arrives; no bfloat, no residency sets',
-    evidence: ["b1853: source read in llama.cpp's history (commit b38b5e9)"],
+    evidence: [
+      "b1853: source read in llama.cpp's history (commit b38b5e9)",
+      "b3658: ggml-metal.m's threadgroup-memory reads read (node-llama-cpp 2.8.16)",
+    ],
     rules: [...LEGACY_BASE],
     gates: 'legacy',
     tuning: null,
-    threadgroup: 'unread',
+    threadgroup: 'ggml-metal-m-b3658',
   },
   {
     id: 'legacy-b4040',

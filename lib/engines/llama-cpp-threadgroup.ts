@@ -64,22 +64,44 @@ function nsgmaxFor(smem: (nsg: number) => number, claim: number): number {
   return nsgmax / 2;
 }
 
-/** The heads ggml-metal.m b4753 instantiates its half8x8 flash-attention kernel for, and its vec kernel for. */
-const LEGACY_FA_HEADS = Object.freeze([64, 80, 96, 112, 128, 256]);
-const LEGACY_FA_VEC_HEADS = Object.freeze([128, 256]);
 /** pipeline.maxTotalThreadsPerThreadgroup / 32, taken as Apple's usual 1024 threads (the pipeline's own is unknown here). */
 const LEGACY_THREADS_SIMD_GROUPS = 32;
 
+/** A ggml-metal.m flash-attention reading: the heads of each kernel, and FATTN_SMEM (the vec kernel's only where it
+ * sizes from the claim). */
+interface LegacyFlashAttention {
+  heads: readonly number[];
+  smem: (head: number, nsg: number) => number;
+  vec: { heads: readonly number[]; smem: (head: number, nsg: number) => number } | null;
+}
+
 /**
- * ggml-metal.m (b4753, ggml_metal_encode_node FLASH_ATTN_EXT): the half8x8 kernel (8 queries, 32 cache values per
- * SIMD group) sizes nsgmax from the claim and, for at most 8 batch rows, takes MAX(4, MIN(nsgmax, ne11/32, 32)) SIMD
- * groups; more rows take 4 whatever the claim. The vec kernel (heads 128 and 256, fewer than 4 rows) does the same
- * with MAX(2, …), rounded down to a power of two.
+ * ggml-metal.m's flash attention by the release read: the half8x8 kernel (8 queries, 32 cache values per SIMD group)
+ * sizes nsgmax from the claim in both; b4753 adds 16·32 halves per SIMD group (the dequantized KV) and head 256, and
+ * its vec kernel sizes from the claim too (b3658's takes MAX(2, MIN(ne11/32, 32)) SIMD groups whatever the claim).
  */
-function legacyFlashAttention(claim: number): ThreadgroupConfiguration[] {
+const LEGACY_FLASH_ATTENTION: Readonly<Record<'b3658' | 'b4753', LegacyFlashAttention>> = Object.freeze({
+  b3658: {
+    heads: [64, 80, 96, 112, 128],
+    smem: (head, nsg) => pad16(8 * (head + 2 * nsg * (32 + 8)) * 2),
+    vec: null,
+  },
+  b4753: {
+    heads: [64, 80, 96, 112, 128, 256],
+    smem: (head, nsg) => pad16((8 * (head + 2 * (2 * 32 + 8) * nsg) + 16 * 32 * nsg) * 2),
+    vec: { heads: [128, 256], smem: (head, nsg) => pad16((head + 2 * 32 * nsg + head * nsg) * 2) },
+  },
+});
+
+/**
+ * ggml-metal.m (ggml_metal_encode_node FLASH_ATTN_EXT, as `era` reads): the half8x8 kernel, for at most 8 batch rows,
+ * takes MAX(4, MIN(nsgmax, ne11/32, 32)) SIMD groups; more rows take 4 whatever the claim. b4753's vec kernel (heads
+ * 128 and 256, fewer than 4 rows) does the same with MAX(2, …), rounded down to a power of two.
+ */
+function legacyFlashAttention(claim: number, era: LegacyFlashAttention): ThreadgroupConfiguration[] {
   const out: ThreadgroupConfiguration[] = [];
-  for (const head of LEGACY_FA_HEADS) {
-    const smem = (nsg: number): number => pad16((8 * (head + 2 * (2 * 32 + 8) * nsg) + 16 * 32 * nsg) * 2);
+  for (const head of era.heads) {
+    const smem = (nsg: number): number => era.smem(head, nsg);
     const nsgmax = nsgmaxFor(smem, claim);
     const nsg = Math.max(4, Math.min(nsgmax, LEGACY_THREADS_SIMD_GROUPS));
     out.push({
@@ -92,8 +114,8 @@ function legacyFlashAttention(claim: number): ThreadgroupConfiguration[] {
       reason: `nsgmax ${nsgmax} from the claim, so ${nsg} SIMD groups of 8 queries`,
     });
   }
-  for (const head of LEGACY_FA_VEC_HEADS) {
-    const smem = (nsg: number): number => pad16((head + 2 * 32 * nsg + head * nsg) * 2);
+  for (const head of era.vec?.heads ?? []) {
+    const smem = (nsg: number): number => era.vec!.smem(head, nsg);
     const nsgmax = nsgmaxFor(smem, claim);
     const nsgt = Math.max(2, Math.min(nsgmax, LEGACY_THREADS_SIMD_GROUPS));
     const nsg = 2 ** Math.floor(Math.log2(nsgt));
@@ -259,7 +281,9 @@ const MUL_MAT_ID_BOUND_UNTIL = 5328;
 
 const SOURCES: Readonly<Record<LlamaCppThreadgroupModel, string>> = Object.freeze({
   unread:
-    'not predicted: no source of these releases was read for its threadgroup reads (flash attention and MUL_MAT_ID may size from it, as b4753 does)',
+    'not predicted: no source of these releases was read for its threadgroup reads (flash attention and MUL_MAT_ID may size from it, as b3658 and b4753 do)',
+  'ggml-metal-m-b3658':
+    "ggml-metal.m ggml_metal_graph_compute (read at b3658): FLASH_ATTN_EXT's half8x8 kernel sizes nsgmax from it, MUL_MAT_ID bounds dst_rows_max by it; other releases of the range predicted as b3658 reads (flash attention arrived within the range); pipeline.maxTotalThreadsPerThreadgroup taken as 1024",
   'ggml-metal-m':
     'ggml-metal.m ggml_metal_encode_node (read at b4753): FLASH_ATTN_EXT sizes nsgmax from it, MUL_MAT_ID bounds dst_rows_max by it (until b5328); other releases of the range predicted as b4753 reads; pipeline.maxTotalThreadsPerThreadgroup taken as 1024',
   asserts:
@@ -285,9 +309,10 @@ export function predictThreadgroup(model: LlamaCppThreadgroupModel, ctx: Threadg
   const base = { reads, claim: ctx.claim, source: SOURCES[model] } as const;
   if (reads !== 'sizes' || ctx.claim === null || !ctx.simdgroupMm) return { ...base, configurations: [] };
   const claim = ctx.claim;
-  if (model === 'ggml-metal-m') {
+  if (model === 'ggml-metal-m' || model === 'ggml-metal-m-b3658') {
+    const era = LEGACY_FLASH_ATTENTION[model === 'ggml-metal-m' ? 'b4753' : 'b3658'];
     const mulMatId = hasMulMatIdBound(ctx.release) ? legacyMulMatId(claim) : [];
-    return { ...base, configurations: [...legacyFlashAttention(claim), ...mulMatId] };
+    return { ...base, configurations: [...legacyFlashAttention(claim, era), ...mulMatId] };
   }
   return {
     ...base,

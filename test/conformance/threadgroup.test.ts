@@ -11,8 +11,9 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FA_VEC_WIDE_Q4_ROWS, readWideRow } from '../../lib/engines/llama-cpp-threadgroup.js';
 import { LLAMA_CPP_RULE_SET_INFO, parseRelease, ruleSetForRelease } from '../../lib/engines/index.js';
-import { archiveTree, cloneBundle, fetchTarball } from './build.mjs';
+import { archiveTree, fetchTarball } from './build.mjs';
 import { ERAS } from './eras.mjs';
+import { OLDER_SOURCES } from '../../scripts/build/llama-bench-eras.mjs';
 
 const run = promisify(execFile);
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -21,15 +22,24 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** The era's ggml-metal sources and headers, taken out of its tarball's bundle. */
 async function sourcesOf(id: string): Promise<string> {
-  const era = ERAS.find((e) => e.id === id)!;
+  const era = [...ERAS, ...OLDER_SOURCES].find((e) => e.id === id)!;
   const tgz = await fetchTarball(era.package, era.integrity);
   const dir = path.join(work, id);
-  const { repo } = await cloneBundle(tgz, mkdtempSync(path.join(work, `${id}-clone-`)));
-  await archiveTree(repo, dir, ['ggml/include', 'ggml/src/ggml-metal']);
+  // node-llama-cpp 2.8.16 (b3658) names its release in another file than llama.cpp.info.json: the bundle alone.
+  const clone = mkdtempSync(path.join(work, `${id}-clone-`));
+  await run('tar', ['-xzf', tgz, '-C', clone, 'package/llama/gitRelease.bundle']);
+  const repo = path.join(clone, 'repo.git');
+  await run('git', ['clone', '--quiet', '--bare', path.join(clone, 'package/llama/gitRelease.bundle'), repo]);
+  // b3658's ggml-metal.m sits in ggml/src itself.
+  await archiveTree(repo, dir, ['ggml/include', id === 'b3658' ? 'ggml/src/ggml-metal.m' : 'ggml/src/ggml-metal']);
   return dir;
 }
 
-const metal = (dir: string, file: string) => readFileSync(path.join(dir, 'ggml/src/ggml-metal', file), 'utf8');
+const metal = (dir: string, file: string) =>
+  readFileSync(
+    path.join(dir, 'ggml/src', file === 'ggml-metal.m' && dir.endsWith('b3658') ? '' : 'ggml-metal', file),
+    'utf8',
+  );
 
 /** The code lines (comments and printf's left out) that name the device's threadgroup memory. */
 function readsOf(text: string): string[] {
@@ -154,6 +164,30 @@ describe('b6673 to b10361: the claim is read only by asserts', () => {
     },
     600_000,
   );
+});
+
+describe('b3658 (ggml-metal.m): the half8x8 nsgmax and dst_rows_max from the claim', () => {
+  it('its reads are the ones the ggml-metal-m-b3658 model restates', async () => {
+    const m = metal(await sourcesOf('b3658'), 'ggml-metal.m');
+    expect(readsOf(m)).toEqual([
+      'const int dst_rows_max = (ctx->device.maxThreadgroupMemoryLength - 32 - 8192)/4;',
+      'if (smem > ctx->device.maxThreadgroupMemoryLength) {',
+      'GGML_ASSERT(smem <= ctx->device.maxThreadgroupMemoryLength);',
+      'GGML_ASSERT(smem <= ctx->device.maxThreadgroupMemoryLength);',
+    ]);
+    expect(m).toContain('const size_t smem = nqptg*(ne00 + 2*nsgmax*(ncpsg + nqptg))*(sizeof(float)/2);');
+    expect(m).toContain(
+      'const int64_t nsg = ne01 <= nqptg ? MAX(4, MIN(nsgmax, MIN(ne11/ncpsg, (int64_t) pipeline.maxTotalThreadsPerThreadgroup/32))) : 4;',
+    );
+    expect(m).toContain(
+      'const int64_t nsgt = MAX(2, MIN(ne11/ncpsg, (int64_t) pipeline.maxTotalThreadsPerThreadgroup/32));',
+    );
+    expect(m).toContain(
+      '//case 256: pipeline = ctx->kernels[GGML_METAL_KERNEL_TYPE_FLASH_ATTN_EXT_F16_H256].pipeline; break;',
+    );
+    expect(ruleSetForRelease(parseRelease('b3658')!).ruleSet).toBe('legacy-b1853');
+    expect(LLAMA_CPP_RULE_SET_INFO['legacy-b1853'].threadgroup).toBe('ggml-metal-m-b3658');
+  }, 600_000);
 });
 
 describe('b4753 (ggml-metal.m): nsgmax and dst_rows_max from the claim', () => {

@@ -182,7 +182,7 @@ describe('usage details', () => {
     // The rule sets each built-in is refused for on the stock guest: cua-release's 65536 bytes under ggml-metal.m.
     expect(out.profiles.map((p) => [p.name, p.aboveHardwareRefused])).toEqual([
       ['host-family', []],
-      ['cua-release', ['legacy']],
+      ['cua-release', ['legacy-b1853', 'legacy']],
       ['apple9-hw-tg', []],
       ['apple7', []],
       ['mask-apple5', []],

@@ -91,6 +91,27 @@ describe('ggml-metal.m (read at b4753): nsgmax and dst_rows_max sized from the c
   });
 });
 
+describe('ggml-metal.m (read at b3658): the half8x8 kernel sizes nsgmax from the claim, without the dequantized KV', () => {
+  it('on 32768 and 65536 bytes: nsgmax 16 then 32, heads 64 to 128; the vec kernel does not read it', () => {
+    const at = (claim: number) => bytesOf('ggml-metal-m-b3658', ctx(claim));
+    expect(at(32768)).toEqual([
+      ['FLASH_ATTN_EXT half8x8', '64/64', null, '1 to 8', '512 or more', 21504],
+      ['FLASH_ATTN_EXT half8x8', '80/80', null, '1 to 8', '512 or more', 21760],
+      ['FLASH_ATTN_EXT half8x8', '96/96', null, '1 to 8', '512 or more', 22016],
+      ['FLASH_ATTN_EXT half8x8', '112/112', null, '1 to 8', '512 or more', 22272],
+      ['FLASH_ATTN_EXT half8x8', '128/128', null, '4 to 8', '512 or more', 22528],
+      ['MUL_MAT_ID mul_mm_id', null, null, 'up to 6136 expert rows', null, 32736],
+    ]);
+    expect(at(65536).map((c) => c[5])).toEqual([41984, 42240, 42496, 42752, 43008, 65504]);
+  });
+
+  it('head 128: 32 SIMD groups exactly where 16·(128 + 80·32) = 43008 fits the claim', () => {
+    const head128 = (claim: number) =>
+      predictThreadgroup('ggml-metal-m-b3658', ctx(claim)).configurations.find((c) => c.head === '128/128')!.bytes;
+    expect([head128(43007), head128(43008)]).toEqual([22528, 43008]);
+  });
+});
+
 describe('ggml-metal-ops.cpp v0.4.0 and v0.5.0: the tuned Q=4 falls back to Q=1 above the claim', () => {
   it('FATTN_SMEM of the vec kernel: heads up to 320 need at most 32768 bytes with Q=4 and four SIMD groups', () => {
     const heads = [32, 40, 48, 64, 72, 80, 96, 112, 128, 192, 256].map((h) => vecKernelBytes(h, h, 4, 4));

@@ -55,15 +55,20 @@ describe('cua-release (Apple9, 65536 bytes) on the stock guest, by the release t
   });
 
   it.each<[LlamaCppRuleSet, boolean]>([
+    ['legacy-b0', true],
+    ['legacy-b1853', false],
     ['legacy-b4053', true],
     ['legacy', false],
     ['device-b6501', true],
     ['device', true],
     ['chip-tuning', true],
     ['current', true],
-  ])('%s: accepted %s (device rule sets read the claim only in asserts; v0.4/v0.5 tune no Q=4 here)', (rules, ok) => {
-    expect(plan('cua-release', { rules }).accepted).toBe(ok);
-  });
+  ])(
+    '%s: accepted %s (b3658 and b4753 size from it; device rule sets only assert; v0.4/v0.5 tune no Q=4 here)',
+    (rules, ok) => {
+      expect(plan('cua-release', { rules }).accepted).toBe(ok);
+    },
+  );
 
   it('the newest rules by default: accepted, as every command assumes before the release is known', () => {
     expect(decision(plan('cua-release'))).toEqual([true, null]);
@@ -91,10 +96,10 @@ describe('profiles that claim no threadgroup memory above the hardware are never
     expect(aboveHardwareRuleSets(resolveProfile(name))).toEqual([]);
   });
 
-  it('cua-release is refused for the legacy rule set alone, on the reference guest', () => {
+  it('cua-release is refused for the two ggml-metal.m rule sets whose reads were read, on the reference guest', () => {
     expect([ABOVE_HARDWARE_REFERENCE, aboveHardwareRuleSets(resolveProfile('cua-release'))]).toEqual([
       'vz-guest-m1-ultra-tahoe-stock',
-      ['legacy'],
+      ['legacy-b1853', 'legacy'],
     ]);
   });
 });
