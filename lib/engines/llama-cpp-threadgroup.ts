@@ -50,12 +50,13 @@ export interface ThreadgroupContext {
   release: LlamaCppRelease | null;
 }
 
-const pad16 = (n: number): number => Math.ceil(n / 16) * 16;
+/** GGML_PAD: `n` rounded up to a multiple of `to`. */
 const pad = (n: number, to: number): number => Math.ceil(n / to) * to;
+const pad16 = (n: number): number => pad(n, 16);
 
 /**
- * The largest power of two from 2 whose request fits the claim, halved once more, as ggml-metal.m's nsgmax loop
- * leaves it: start at 2, double while FATTN_SMEM(nsgmax) fits, then halve (1 when even 2 does not fit).
+ * ggml-metal.m's nsgmax loop (start at 2, double while FATTN_SMEM(nsgmax) fits the claim, then halve): the largest
+ * power of two from 2 whose request fits, or 1 when even 2 does not.
  */
 function nsgmaxFor(smem: (nsg: number) => number, claim: number): number {
   let nsgmax = 2;
