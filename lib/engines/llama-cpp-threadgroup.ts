@@ -277,7 +277,7 @@ function vecFallback(claim: number, bucket: 'chip' | 'family', key: string | nul
   return out;
 }
 
-/** MUL_MAT_ID's dst_rows_max bound is gone from this build on (the reading of llama.cpp's history). */
+/** MUL_MAT_ID's dst_rows_max bound is gone from this build on (a reading of llama.cpp's history not repeated here). */
 const MUL_MAT_ID_BOUND_UNTIL = 5328;
 
 const SOURCES: Readonly<Record<LlamaCppThreadgroupModel, string>> = Object.freeze({

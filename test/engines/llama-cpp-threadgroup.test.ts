@@ -71,7 +71,7 @@ describe('ggml-metal.m (read at b4753): nsgmax and dst_rows_max sized from the c
     ]);
   });
 
-  it('MUL_MAT_ID: the bound is there up to b5327 and gone from b5328 (the boundary as the issue reads llama.cpp history)', () => {
+  it('MUL_MAT_ID: the bound is there up to b5327 and gone from b5328 (the boundary as read from llama.cpp history, not repeated here)', () => {
     const kernels = (release: string) =>
       predictThreadgroup('ggml-metal-m', ctx(65536, { release: parseRelease(release) })).configurations.some(
         (c) => c.kernel === 'MUL_MAT_ID mul_mm_id',
