@@ -24,6 +24,7 @@ import {
 } from './engines/index.js';
 import * as audit from './audit/audit.js';
 import * as profiles from './patch/profiles.js';
+import * as plan from './patch/plan.js';
 import { resolveProfile } from './patch/profiles.js';
 
 export { FAMILY_NAMES, FAMILY_VALUES } from './core/families.js';
@@ -41,6 +42,7 @@ export {
   RULE_TABLES,
 } from './engines/index.js';
 export { HOST_VALUE } from './patch/profiles.js';
+export { ABOVE_HARDWARE_REFERENCE } from './patch/plan.js';
 export { AUTO_PROFILE, resolveAutoProfile } from './select/auto.js';
 export {
   CAPABILITY_PROBE_IDS,
@@ -122,6 +124,13 @@ export const predictPatchedDevice: typeof profiles.predictPatchedDevice = (stock
     checkDevice(read('predictPatchedDevice', 'stock', stock), 'stock'),
     resolveProfile(profile),
   );
+
+/**
+ * The llama.cpp rule sets under which the plan refuses a profile on the stock guest (ABOVE_HARDWARE_REFERENCE): the
+ * release would ask for more threadgroup memory than any Apple GPU has.
+ */
+export const aboveHardwareRuleSets: typeof plan.aboveHardwareRuleSets = (profile) =>
+  plan.aboveHardwareRuleSets(resolveProfile(profile));
 
 /** Every answer that differs between two lists of devices (matched by index and class). */
 export const diffAnswers: typeof profiles.diffAnswers = (before, after) =>

@@ -12,6 +12,10 @@ import {
   parseRelease,
   predictChecked,
   ruleSetForRelease,
+  aboveHardware,
+  threadgroupChanges,
+  type ThreadgroupChange,
+  type ThreadgroupConfiguration,
   type EnvMap,
   type Engine,
   type GatePrediction,
@@ -56,6 +60,9 @@ export interface AuditOptions {
   ollamaRelease?: string | undefined;
   /** Allow raising on a host that is not a VM (live mode applies the profile). */
   force?: boolean | undefined;
+  /** Allow a threadgroup claim the llama.cpp release audited would turn into a request above every Apple GPU's
+   * threadgroup memory (refused otherwise, `above-hardware`); `force` does not. */
+  allowAboveHardware?: boolean | undefined;
   /** Environment the engines would see; default process.env. */
   env?: EnvMap | undefined;
   /** An MLX release (`v0.31.0`, `0.31.0`) whose rules to use; default the newest. */
@@ -95,6 +102,9 @@ export interface EngineComparison {
   before: GatePrediction;
   after: GatePrediction;
   flipped: GateFlip[];
+  /** llama.cpp: the kernel configurations whose threadgroup request the patch changes, and those that then ask for
+   * more than every Apple GPU's threadgroup memory; null for MLX. */
+  threadgroup: { changed: ThreadgroupChange[]; aboveHardware: ThreadgroupConfiguration[] } | null;
 }
 
 /** One device, stock vs patched. */
@@ -111,9 +121,10 @@ export interface DeviceAudit {
 
 /**
  * Why an audit's profile would not be applied: raising on bare metal, a `'host'` value on a host whose chip is unknown,
- * or an `mlxArchitecture` refused on this host (above its GPU generation, or turning on MLX's NAX kernels).
+ * an `mlxArchitecture` refused on this host (above its GPU generation, or turning on MLX's NAX kernels), or a
+ * threadgroup claim the llama.cpp release would turn into a request above every Apple GPU's threadgroup memory.
  */
-export type AuditRefusal = 'refused-bare-metal' | 'host-unknown' | 'mlx-architecture-refused';
+export type AuditRefusal = 'refused-bare-metal' | 'host-unknown' | 'mlx-architecture-refused' | 'above-hardware';
 
 /** Fields every audit has. */
 interface AuditBase {
@@ -191,7 +202,14 @@ function compareEngines(
     const flipped = Object.keys(b)
       .filter((k) => a[k] !== b[k])
       .map((flag) => ({ flag, from: a[flag] ?? null, to: b[flag] ?? null }));
-    return { engine, before, after, flipped };
+    const threadgroup =
+      before.engine === 'llama.cpp' && after.engine === 'llama.cpp'
+        ? {
+            changed: threadgroupChanges(before.threadgroup, after.threadgroup),
+            aboveHardware: aboveHardware(after.threadgroup),
+          }
+        : null;
+    return { engine, before, after, flipped, threadgroup };
   });
 }
 
@@ -207,6 +225,12 @@ function summarize(
     return {
       ok: false,
       summary: `refused: ${name} claims the host's chip, and this host's chip is unknown (nothing is guessed)`,
+    };
+  }
+  if (result.refusedReason === 'above-hardware') {
+    return {
+      ok: false,
+      summary: `refused: under ${name}'s threadgroup memory, llama.cpp (${result.llamaCppRules.rules} rules) would ask for more than any Apple GPU has (--allow-above-hardware to apply it anyway)`,
     };
   }
   if (result.refusedReason === 'mlx-architecture-refused') {
@@ -255,6 +279,7 @@ type BuildOptions = {
   release: ValidOptions['release'];
   env: EnvMap;
   force: boolean;
+  allowAboveHardware: boolean;
   consumers: string[];
   /** MLX's release (checked) and the architecture offered to it. */
   /** MLX's release (checked), and the what-if architecture (`--mlx-arch`); undefined: the one the plan offers. */
@@ -298,6 +323,7 @@ function auditDevices(stock: SupportedReport, patchedDevices: DeviceReport[], pl
 function planFor(stock: SupportedReport, profile: Profile, opts: BuildOptions): PatchPlan {
   return planPatch(stock, profile, {
     force: opts.force,
+    allowAboveHardware: opts.allowAboveHardware,
     consumers: opts.consumers,
     rules: opts.rules.rules,
     engines: opts.engines,
@@ -458,6 +484,7 @@ export function audit(options?: AuditOptions): AuditResult {
     release: 'string',
     ollamaRelease: 'string',
     force: 'boolean',
+    allowAboveHardware: 'boolean',
     env: 'object',
     mlxRelease: 'string',
     mlxArchitecture: 'any',
@@ -468,7 +495,13 @@ export function audit(options?: AuditOptions): AuditResult {
     throw new InvalidOptionsError('engines', `audit() option 'engines' must be an array of ${ENGINES.join(', ')}`);
   }
   const asked = askedRules(o);
-  const settings = { engines, env: o.env ?? process.env, force: o.force ?? false, mlx: checkedMlx(o) };
+  const settings = {
+    engines,
+    env: o.env ?? process.env,
+    force: o.force ?? false,
+    allowAboveHardware: o.allowAboveHardware ?? false,
+    mlx: checkedMlx(o),
+  };
   if (o.snapshot !== undefined) {
     const snapshot = loadSnapshot(o.snapshot);
     const stock = reportFromSnapshot(snapshot, { allDevices: true });
@@ -493,7 +526,10 @@ export function audit(options?: AuditOptions): AuditResult {
   const opts = { ...settings, rules, release: asked?.release ?? null, consumers };
   const plan = planFor(stock, profile, opts);
   if (!plan.accepted) return live(stock, [], plan, opts, null);
-  const applied = applyPatch(plan.profile, { force: settings.force });
+  const applied = applyPatch(plan.profile, {
+    force: settings.force,
+    allowAboveHardware: settings.allowAboveHardware,
+  });
   // Nothing was installed, so there is no patched side to audit: the engine's reason, as an error.
   if (!applied.applied && applied.reason === 'hook-failed') throw notAppliedError(applied.reason, applied.detail);
   const applyCheck = applied.verification;

@@ -61,7 +61,7 @@ async function main(job: ChildJob): Promise<ChildResult> {
   let applied = false;
   let notApplied: string | null = null;
   if (job.profile !== null) {
-    const r = applyPatch(job.profile, { force: job.force });
+    const r = applyPatch(job.profile, { force: job.force, allowAboveHardware: job.allowAboveHardware ?? false });
     applied = r.applied;
     if (!r.applied) notApplied = `${r.reason}: ${r.detail}`;
   }

@@ -29,6 +29,8 @@ export interface ChildJob {
   /** The profile as applied (bound to this host), or null for stock. */
   profile: Profile | null;
   force: boolean;
+  /** Apply a threadgroup claim above every Apple GPU's (the plan refuses it otherwise). */
+  allowAboveHardware?: boolean;
   promptTokens: number;
   genTokens: number;
   /** node-llama-cpp's threads; null for its own default. */

@@ -192,6 +192,9 @@ export interface BenchOptions extends RoundOptions {
   /** fidelity: also compare a second stock run with stock's logits (the control row). */
   control?: boolean;
   force: boolean;
+  /** Apply a threadgroup claim the newest llama.cpp rules would turn into a request above every Apple GPU's (refused
+   * otherwise, as exec refuses it); default false. */
+  allowAboveHardware?: boolean;
   /** Told once every side is checked, before the first run: the profiles as applied, with their warnings. */
   onPlanned?: (profiles: BenchResult['profiles']) => void;
   /** Told as each run starts (`rounds`: the rounds planned so far). */
@@ -233,7 +236,13 @@ interface Prepared {
 function prepareSides(o: BenchOptions): Prepared[] {
   return o.sides.map((side) => ({
     side,
-    prepared: prepareExec({ profile: side.profile, command: o.command, args: o.args, force: o.force }),
+    prepared: prepareExec({
+      profile: side.profile,
+      command: o.command,
+      args: o.args,
+      force: o.force,
+      allowAboveHardware: o.allowAboveHardware ?? false,
+    }),
   }));
 }
 
@@ -382,6 +391,7 @@ function checkLogitsSaved(command: string, logits: string, output: string): void
 function devicesAndPlans(
   sides: { side: BenchSide; warnings?: ApplyWarning[] }[],
   force: boolean,
+  allowAboveHardware: boolean,
   requireMetal: boolean,
 ) {
   const native = loadNative();
@@ -394,7 +404,11 @@ function devicesAndPlans(
   const profiles = sides
     .filter((p) => p.side.profile !== null)
     .map((p) => {
-      const plan = planPatch({ devices: stock, host }, p.side.profile!, { force, env: process.env });
+      const plan = planPatch({ devices: stock, host }, p.side.profile!, {
+        force,
+        allowAboveHardware,
+        env: process.env,
+      });
       if (!plan.accepted && p.warnings === undefined) throw refusedError(plan.reason, plan.detail);
       return {
         name: p.side.name,
@@ -590,6 +604,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
   const { stock, host, provenance, profiles } = devicesAndPlans(
     sides.map((p) => ({ side: p.side, warnings: p.prepared.warnings })),
     o.force,
+    o.allowAboveHardware ?? false,
     false,
   );
   o.onPlanned?.(profiles);
@@ -762,6 +777,8 @@ export interface NodeLlamaCppBenchOptions extends RoundOptions {
   cwd: string;
   sides: BenchSide[];
   force: boolean;
+  /** As BenchOptions' allowAboveHardware. */
+  allowAboveHardware?: boolean;
   promptTokens: number;
   genTokens: number;
   threads: number | null;
@@ -819,6 +836,7 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
   const { stock, host, provenance, profiles } = devicesAndPlans(
     o.sides.map((side) => ({ side })),
     o.force,
+    o.allowAboveHardware ?? false,
     true,
   );
   o.onPlanned?.(profiles);
@@ -847,6 +865,7 @@ export async function runNodeLlamaCppBench(o: NodeLlamaCppBenchOptions): Promise
           model: path.resolve(o.cwd, o.model),
           profile: side.profile === null ? null : applied.get(side.name)!,
           force: o.force,
+          allowAboveHardware: o.allowAboveHardware ?? false,
           promptTokens: o.promptTokens,
           genTokens: o.genTokens,
           threads: o.threads,

@@ -83,7 +83,8 @@ function rulesList(): string {
 
 const command: Command = {
   help: () => `Usage: metal-cap-shim audit [--profile P] [--snapshot S] [--engine E] [--rules R]
-                            [--release V] [--mlx-release V] [--mlx-arch NAME] [--force] [--json]
+                            [--release V] [--mlx-release V] [--mlx-arch NAME] [--force]
+                            [--allow-above-hardware] [--json]
 
   ${profileHelp(17)}
   --snapshot S     audit a recorded snapshot offline (any OS); without it the profile is applied in this
@@ -98,8 +99,12 @@ const command: Command = {
   --mlx-arch NAME  offer MLX the architecture NAME (as MLX_METAL_GPU_ARCH) under the profile:
                    MLX's architecture-driven paths stock and offered
   --force          allow raising answers on a host that is not a VM
+  --allow-above-hardware
+                   allow a threadgroup memory claim the llama.cpp rules (--rules) would turn into a
+                   request above every Apple GPU's 32768 bytes (refused otherwise; --force does not lift it)
   --json           machine-readable result (schema metal-cap-shim/audit@1)
-Exit code 3 when the profile would be refused on that host, 1 when it does not verify.
+Exit code 3 when the profile would be refused on that host (raising on bare metal, a request above every
+Apple GPU's threadgroup memory), 1 when it does not verify.
 
 ${bundledSnapshotsHelp()}`,
   options: {
@@ -111,6 +116,7 @@ ${bundledSnapshotsHelp()}`,
     'mlx-release': { type: 'string' },
     'mlx-arch': { type: 'string' },
     force: { type: 'boolean' },
+    'allow-above-hardware': { type: 'boolean' },
     json: { type: 'boolean' },
   },
   run({ values }) {
@@ -134,6 +140,7 @@ ${bundledSnapshotsHelp()}`,
       ...(mlxRelease !== undefined ? { mlxRelease } : {}),
       ...(mlxArchitecture !== undefined ? { mlxArchitecture } : {}),
       force: values.force === true,
+      allowAboveHardware: values['allow-above-hardware'] === true,
       ...(snapshot !== undefined ? { snapshot } : {}),
     });
     if (values.json) printJson(result);

@@ -147,6 +147,9 @@ Runs a llama.cpp tool stock and under each profile (injected as exec injects it)
   --repetitions N    node-llama-cpp: timed evaluations per run, after one warm-up (default ${NLC_DEFAULTS.repetitions};
                      1 to ${MAX_REPETITIONS}); each run's t/s is their mean, with their standard deviation
   --force            allow raising answers on a host that is not a VM
+  --allow-above-hardware
+                     apply a threadgroup memory claim the newest llama.cpp rules would turn into a request
+                     above every Apple GPU's 32768 bytes (refused otherwise)
   --keep-paths       keep the folders of the tool's and model's paths in the result's command (by default
                      each path is reduced to its file name: a result is meant to be sent to others)
   --json             the result as JSON (schema metal-cap-shim/bench@2): llama-bench's records, every run,
@@ -194,6 +197,7 @@ ${EXIT.notRunnable} the tool cannot be run, ${EXIT.notFound} it is not found (as
     threads: { type: 'string' },
     repetitions: { type: 'string' },
     force: { type: 'boolean' },
+    'allow-above-hardware': { type: 'boolean' },
     'keep-paths': { type: 'boolean' },
     json: { type: 'boolean' },
     'export-llama-bench': { type: 'string' },
@@ -237,6 +241,7 @@ ${EXIT.notRunnable} the tool cannot be run, ${EXIT.notFound} it is not found (as
     const shared = {
       ...plan,
       force: values.force === true,
+      allowAboveHardware: values['allow-above-hardware'] === true,
       stopped: () => stopped,
       // Said once, before the first run.
       onPlanned: (planned: BenchResult['profiles']) => {

@@ -9,7 +9,8 @@ import { profileArgument, profileHelp } from './profile-option.js';
 import { err, EXIT, text, type Command } from './shared.js';
 
 const command: Command = {
-  help: () => `Usage: metal-cap-shim exec [--profile P] [--trace FILE] [--force] [--allow-unpatched] [--quiet] [--json] -- command [args…]
+  help: () => `Usage: metal-cap-shim exec [--profile P] [--trace FILE] [--force] [--allow-above-hardware]
+                           [--allow-unpatched] [--quiet] [--json] -- command [args…]
 
   ${profileHelp(19)}
                      Also auto (the verified profile of doctor). Without --profile: METAL_CAP_SHIM_PROFILE if set.
@@ -18,6 +19,10 @@ const command: Command = {
                      run writes one saying nothing was applied. FILE must be new, or a regular file of
                      yours, which is replaced (never a link, a FIFO or another user's file)
   --force            allow raising answers on a host that is not a VM
+  --allow-above-hardware
+                     inject a threadgroup memory claim the newest llama.cpp rules would turn into a request
+                     above every Apple GPU's 32768 bytes (refused otherwise; also
+                     METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE=1 in exec's environment)
   --allow-unpatched  run the program unpatched where it cannot be patched (any OS without Metal, a refusal,
                      SIP-protected programs and scripts), with one notice on stderr: a cross-platform wrapper
   --quiet, -q        no notices on stderr (running unpatched, the shim did not load, killed by a signal);
@@ -34,6 +39,7 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
     profile: { type: 'string' },
     trace: { type: 'string' },
     force: { type: 'boolean' },
+    'allow-above-hardware': { type: 'boolean' },
     'allow-unpatched': { type: 'boolean' },
     json: { type: 'boolean' },
     quiet: { type: 'boolean', short: 'q' },
@@ -58,6 +64,8 @@ Nothing is printed into the program's output; notices from metal-cap-shim go to 
       command: rest[0]!,
       args: rest.slice(1),
       force: values.force === true,
+      // The flag, else exec's environment (prepareExec reads it) decides.
+      ...(values['allow-above-hardware'] === true ? { allowAboveHardware: true } : {}),
       allowUnpatched: values['allow-unpatched'] === true,
       passFds,
       ...(trace !== undefined ? { traceFile: trace } : {}),

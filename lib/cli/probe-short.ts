@@ -2,7 +2,7 @@
  * `probe --short`: one line per device, as `nvidia-smi -L` gives one per GPU. Loaded only with --short, so plain
  * `probe` never loads the gate tables.
  */
-import { planPatch } from '../patch/plan.js';
+import { planPatch, type PlanRefusalReason } from '../patch/plan.js';
 import { familyLabel } from '../core/families.js';
 import { predictChecked } from '../engines/index.js';
 import { inert } from '../core/escape.js';
@@ -25,10 +25,11 @@ const change = <T>(from: T, to: T, show: (v: T) => string) =>
   from === to ? show(from) : `${show(from)} → ${show(to)}`;
 
 /** Why the plan refused, in the words of the short line. */
-const REFUSED: Record<'host-unknown' | 'refused-bare-metal' | 'mlx-architecture-refused', string> = {
+const REFUSED: Record<PlanRefusalReason, string> = {
   'host-unknown': "this host's chip is unknown",
   'refused-bare-metal': 'not a VM',
   'mlx-architecture-refused': 'its MLX architecture',
+  'above-hardware': 'threadgroup memory above every Apple GPU (--allow-above-hardware)',
 };
 
 /**
@@ -41,11 +42,12 @@ export function formatShort(
   untrusted: SupportedReport,
   profile: Profile,
   env: NodeJS.ProcessEnv = process.env,
+  allowAboveHardware = false,
 ): string {
   const report = inert(untrusted);
   const host = hostOf(report);
   // The same decision as apply, audit and exec: bound to the host ('host' values), refused where they would refuse.
-  const plan = planPatch(report, profile, { force: false, env });
+  const plan = planPatch(report, profile, { force: false, allowAboveHardware, env });
   const { expected } = plan;
   const refused = !plan.accepted;
   // A fallback (host-family on a host whose chip is unknown) is named with what it fell back to.

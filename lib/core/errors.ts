@@ -39,7 +39,8 @@ export type RefusedErrorCode =
   | 'ERR_REFUSED_BARE_METAL'
   | 'ERR_INJECTION_BLOCKED'
   | 'ERR_HOST_UNKNOWN'
-  | 'ERR_MLX_ARCHITECTURE_REFUSED';
+  | 'ERR_MLX_ARCHITECTURE_REFUSED'
+  | 'ERR_ABOVE_HARDWARE';
 
 /**
  * The codes a BenchError carries: the tool failed (exit status, signal) or printed nothing `bench` can read;
@@ -138,7 +139,9 @@ export class InvalidReportError extends MetalCapShimError {
  * Raising answers on a host that is not a virtual machine without `force` (thrown only with `strict: true`; otherwise
  * applyProfile() returns `reason: 'refused-bare-metal'`), a profile claiming the host's chip where it is unknown
  * (`ERR_HOST_UNKNOWN`; otherwise `reason: 'host-unknown'`), a profile offering MLX an architecture this host cannot take
- * (`ERR_MLX_ARCHITECTURE_REFUSED`; otherwise `reason: 'mlx-architecture-refused'`), or `exec` of a program macOS would
+ * (`ERR_MLX_ARCHITECTURE_REFUSED`; otherwise `reason: 'mlx-architecture-refused'`), a threadgroup claim the llama.cpp
+ * release that will run would turn into a request above every Apple GPU's threadgroup memory, without
+ * `allowAboveHardware` (`ERR_ABOVE_HARDWARE`; otherwise `reason: 'above-hardware'`), or `exec` of a program macOS would
  * strip of the injector.
  */
 export class RefusedError extends MetalCapShimError {

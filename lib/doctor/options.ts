@@ -216,6 +216,10 @@ export function candidateFor(
   o: CheckedDoctorOptions,
   stock: { devices: DeviceReport[]; host: HostInfo | null },
 ): { profile: Profile; name: string; plan: PatchPlan } {
-  const plan = planPatch(stock, o.candidate, { force: o.force, env: process.env });
+  const plan = planPatch(stock, o.candidate, {
+    force: o.force,
+    allowAboveHardware: o.allowAboveHardware,
+    env: process.env,
+  });
   return { profile: plan.profile, name: plan.profile.name ?? 'the candidate profile', plan };
 }

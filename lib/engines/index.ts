@@ -23,6 +23,7 @@ import { MLX_RULES, mlxRulesFor, predictMlx, type MlxPrediction } from './mlx.js
 export * from './common.js';
 export * from './llama-cpp.js';
 export * from './llama-cpp-releases.js';
+export * from './llama-cpp-threadgroup.js';
 export * from './mlx.js';
 export * from './mlx-releases.js';
 export * from './ollama.js';

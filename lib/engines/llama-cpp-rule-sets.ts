@@ -66,7 +66,24 @@ export interface LlamaCppRuleSetInfo {
   gates: 'none' | 'legacy' | 'device';
   /** How ggml-metal-tuning.cpp picks its flash-attention rows: by chip then family representative, by family, or not at all. */
   tuning: 'chip' | 'family' | null;
+  /** What it does with the answered maxThreadgroupMemoryLength (llama-cpp-threadgroup.ts's models). */
+  threadgroup: LlamaCppThreadgroupModel;
 }
+
+/**
+ * How a rule set's releases use the answered threadgroup memory: `unread` (no source of the range was read for it),
+ * `ggml-metal-m-b3658` and `ggml-metal-m` (flash attention's nsgmax and MUL_MAT_ID's dst_rows_max sized from it, read
+ * at b3658 and b4753), `asserts`
+ * (only asserts read it), `vec-fallback-chip` / `vec-fallback-family` (a tuned flash-attention configuration falls back
+ * to Q=1 when it needs more, tuned rows by chip or by family).
+ */
+export type LlamaCppThreadgroupModel =
+  | 'unread'
+  | 'ggml-metal-m-b3658'
+  | 'ggml-metal-m'
+  | 'asserts'
+  | 'vec-fallback-chip'
+  | 'vec-fallback-family';
 
 const LEGACY_BASE = ['reduction-legacy', 'mm-legacy'] as const;
 const DEVICE_BASE = ['reduction-device', 'mm-device'] as const;
@@ -92,6 +109,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     rules: ['mm-encode-only'],
     gates: 'none',
     tuning: null,
+    threadgroup: 'unread',
   },
   {
     id: 'legacy-b1853',
@@ -101,10 +119,14 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     releases: 'b1853 to b4039 (ggml-metal.m, before has_bfloat)',
     summary:
       'the reduction gate supportsFamily(Apple7) OR supportsFamily(Metal3) arrives; no bfloat, no residency sets',
-    evidence: ["b1853: source read in llama.cpp's history (commit b38b5e9)"],
+    evidence: [
+      "b1853: source read in llama.cpp's history (commit b38b5e9)",
+      "b3658: ggml-metal.m's threadgroup-memory reads read (node-llama-cpp 2.8.16)",
+    ],
     rules: [...LEGACY_BASE],
     gates: 'legacy',
     tuning: null,
+    threadgroup: 'ggml-metal-m-b3658',
   },
   {
     id: 'legacy-b4040',
@@ -118,6 +140,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     rules: [...LEGACY_BASE, 'bfloat-no-switch-legacy', 'use-bfloat-always'],
     gates: 'legacy',
     tuning: null,
+    threadgroup: 'unread',
   },
   {
     id: 'legacy-b4053',
@@ -130,6 +153,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     rules: [...LEGACY_BASE, 'bfloat-no-switch-legacy', 'use-bfloat-opt-in'],
     gates: 'legacy',
     tuning: null,
+    threadgroup: 'unread',
   },
   {
     id: 'legacy',
@@ -147,6 +171,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     rules: [...LEGACY_BASE, 'bfloat-no-switch-legacy', 'use-bfloat-opt-in', 'residency-legacy', 'working-set-legacy'],
     gates: 'legacy',
     tuning: null,
+    threadgroup: 'ggml-metal-m',
   },
   {
     id: 'device-b6501',
@@ -164,6 +189,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     rules: [...DEVICE_BASE, 'bfloat-no-switch-device', 'residency-device', 'shared-unified', 'working-set-device'],
     gates: 'device',
     tuning: null,
+    threadgroup: 'asserts',
   },
   {
     id: 'device-b6968',
@@ -186,6 +212,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: null,
+    threadgroup: 'asserts',
   },
   {
     id: 'device-b7010',
@@ -208,6 +235,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: null,
+    threadgroup: 'asserts',
   },
   {
     id: 'device-b7411',
@@ -231,6 +259,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: null,
+    threadgroup: 'asserts',
   },
   {
     id: 'device',
@@ -256,6 +285,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: null,
+    threadgroup: 'asserts',
   },
   {
     id: 'chip-tuning',
@@ -282,6 +312,7 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: 'chip',
+    threadgroup: 'vec-fallback-chip',
   },
   {
     id: 'current',
@@ -304,5 +335,6 @@ export const LLAMA_CPP_RULE_SET_REGISTRY = Object.freeze([
     ],
     gates: 'device',
     tuning: 'family',
+    threadgroup: 'vec-fallback-family',
   },
 ] as const satisfies readonly LlamaCppRuleSetInfo[]);

@@ -19,9 +19,11 @@ import {
   type GateRule,
   type RuleContext,
 } from './common.js';
+import { predictThreadgroup, type LlamaCppThreadgroup } from './llama-cpp-threadgroup.js';
 import {
   LLAMA_CPP_RULE_SET_INFO,
   LLAMA_CPP_RULE_SET_REGISTRY,
+  parseRelease,
   type LlamaCppRuleKey,
   type LlamaCppRuleSet,
   type LlamaCppRuleSetInfo,
@@ -135,6 +137,8 @@ interface LlamaCppPredictionBase {
   /** The release asked for with `release`, or null. */
   release: string | null;
   consequences: LlamaCppConsequences;
+  /** What the release does with the answered maxThreadgroupMemoryLength: the configurations sized from it. */
+  threadgroup: LlamaCppThreadgroup;
   warnings: string[];
 }
 
@@ -870,6 +874,12 @@ function rowWarnings(row: LlamaCppRuleSetInfo, device: RuleContext['device']): s
   return out;
 }
 
+/** The key the tuned flash-attention rows are looked up by: the chip token (v0.4) or the family (v0.5); null: baseline. */
+function tuningKeyOf(t: TuningTier | null): string | null {
+  if (t === null || t.tier === 'baseline') return null;
+  return t.chip ?? String(t.family);
+}
+
 /** Predicts llama.cpp's flags for the device in `ctx` under `ruleSet`; `release` is the release asked for, if any. */
 export function predictLlamaCpp(
   ctx: RuleContext,
@@ -913,5 +923,11 @@ export function predictLlamaCpp(
   );
   const tuning =
     row.tuning === null ? null : tuningTier(row.tuning, chipOfName(device.name), flags.gpu_family!.value as number);
-  return { ...base, rules: ruleSet, flags, tuning, consequences, warnings } as LlamaCppPrediction;
+  const threadgroup = predictThreadgroup(row.threadgroup, {
+    claim: device.maxThreadgroupMemoryLength ?? null,
+    simdgroupMm: boolFlag('has_simdgroup_mm') ?? false,
+    tuningKey: tuningKeyOf(tuning?.value ?? null),
+    release: release === null ? null : parseRelease(release.text),
+  });
+  return { ...base, rules: ruleSet, flags, tuning, consequences, threadgroup, warnings } as LlamaCppPrediction;
 }

@@ -4,7 +4,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { notAppliedError } from '../patch/apply.js';
-import { mlxArchitectureEnv, planPatch, refusedError, type ApplyWarning } from '../patch/plan.js';
+import { allowsAboveHardware, mlxArchitectureEnv, planPatch, refusedError, type ApplyWarning } from '../patch/plan.js';
 import { RefusedError, UnsupportedPlatformError } from '../core/errors.js';
 import { loadNative } from '../device/native.js';
 import { stockReport } from '../device/probe.js';
@@ -31,6 +31,9 @@ export interface ExecOptions {
   program?: string;
   traceFile?: string;
   force?: boolean;
+  /** Inject a threadgroup claim the newest llama.cpp rules would turn into a request above every Apple GPU's threadgroup
+   * memory; default: METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE=1 in this process's environment. */
+  allowAboveHardware?: boolean;
   /** Run the program even when it will not be patched: no Metal here, a refusal, or injection known not to work (one
    * notice goes to stderr). */
   allowUnpatched?: boolean;
@@ -109,6 +112,7 @@ export function prepareExec(
   // device there is nothing to raise, so nothing to refuse but an unbindable profile.
   const plan = planPatch({ devices: stock.supported ? stock.devices : [], host: stock.host }, options.profile, {
     force: options.force ?? false,
+    allowAboveHardware: options.allowAboveHardware ?? allowsAboveHardware(process.env),
     env: process.env,
   });
   if (!plan.accepted && options.allowUnpatched) {
@@ -123,7 +127,7 @@ export function prepareExec(
   if (!plan.accepted)
     throw refusedError(
       plan.reason,
-      plan.reason === 'refused-bare-metal'
+      plan.reason === 'refused-bare-metal' || plan.reason === 'above-hardware'
         ? plan.detail
         : `${plan.detail} (--allow-unpatched runs the program unpatched)`,
     );

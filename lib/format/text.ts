@@ -1,15 +1,20 @@
-import type { AuditResult } from '../audit/audit.js';
+import type { AuditResult, EngineComparison } from '../audit/audit.js';
 import { FAMILY_NAMES, familyLabel, type FamilyName } from '../core/families.js';
 import { inert } from '../core/escape.js';
 import { architectureText, plural } from '../core/words.js';
 import { HOST_VALUE, type BuiltinProfile, type Profile } from '../patch/profiles.js';
 import type { CapabilityReport, DeviceReport, HostInfo } from '../device/types.js';
 import {
+  configurationLabel,
+  configurationText,
   LLAMA_CPP_OTHER_WORKLOADS,
+  LLAMA_CPP_RULE_SET_INFO,
   MLX_ARCHITECTURE_FLAGS,
   ruleSetBuildRange,
+  type LlamaCppThreadgroup,
   type MlxPrediction,
 } from '../engines/index.js';
+import { APPLE_GPU_THREADGROUP_MEMORY } from '../device/chips.js';
 import { stylerFor, type Styler } from './style.js';
 
 export { COLOR_MODES, colorWanted, stylerFor, type ColorMode, type Styler } from './style.js';
@@ -181,7 +186,11 @@ export function profileLine(p: Profile): string {
 }
 
 /** The human-readable list of built-in profiles. */
-export function formatProfiles(list: BuiltinProfile[], defaultName: string, s: Styler): string {
+export function formatProfiles(
+  list: (BuiltinProfile & { aboveHardwareRefused?: readonly string[] })[],
+  defaultName: string,
+  s: Styler,
+): string {
   return list
     .map((p) =>
       [
@@ -190,9 +199,20 @@ export function formatProfiles(list: BuiltinProfile[], defaultName: string, s: S
         `  why: ${p.rationale}`,
         `  source: ${p.source}`,
         `  risks: ${p.risks}`,
+        ...(p.aboveHardwareRefused === undefined
+          ? []
+          : [`  refused above hardware: ${refusedText(p.aboveHardwareRefused)}`]),
       ].join('\n'),
     )
     .join('\n\n');
+}
+
+/** The llama.cpp rule sets a profile is refused for on a stock guest, with their releases, or that none is. */
+function refusedText(ruleSets: readonly string[]): string {
+  if (ruleSets.length === 0) return 'for no llama.cpp release on a stock guest';
+  const info = LLAMA_CPP_RULE_SET_INFO as Readonly<Record<string, { releases: string }>>;
+  const sets = ruleSets.map((r) => `${r} (${info[r]!.releases})`).join('; ');
+  return `on a stock guest, for llama.cpp ${sets}; --allow-above-hardware applies it anyway`;
 }
 
 const show = (v: boolean | number | null | undefined, field = '') => {
@@ -216,6 +236,28 @@ function mlxArchitectureLine(before: MlxPrediction, after: MlxPrediction): strin
   if (after.offeredArchitecture === null) return `${stock}; no architecture offered.`;
   const changed = MLX_ARCHITECTURE_FLAGS.filter((f) => before.flags[f].value !== after.flags[f].value);
   return `${stock}; offered: ${after.flags.architectureName.reason}; architecture-driven values that change: ${changed.length === 0 ? 'none' : changed.join(', ')}.`;
+}
+
+/** What llama.cpp does with the answered threadgroup memory: the configurations the patch changes, and those above every Apple GPU. */
+function threadgroupLines(
+  after: LlamaCppThreadgroup,
+  t: NonNullable<EngineComparison['threadgroup']>,
+  s: Styler,
+): string[] {
+  const lines = [`  ${s.dim(`Threadgroup memory: ${after.source}.`)}`];
+  if (after.reads !== 'sizes') return lines;
+  if (t.changed.length === 0) lines.push(`  ${s.dim('No configuration asks for a different threadgroup size.')}`);
+  for (const c of t.changed) {
+    const was = c.stockBytes === null ? 'not on the GPU' : `${c.stockBytes} bytes`;
+    const now = c.patchedBytes === null ? 'not on the GPU' : `${c.patchedBytes} bytes`;
+    const above = c.patchedBytes !== null && c.patchedBytes > APPLE_GPU_THREADGROUP_MEMORY;
+    const text = `${configurationLabel(c)}: ${was} → ${now}`;
+    lines.push(`  ${above ? s.warn(`! ${text} (above ${APPLE_GPU_THREADGROUP_MEMORY})`) : s.dim(text)}`);
+  }
+  const changed = new Set(t.changed.map((c) => configurationLabel(c)));
+  for (const c of t.aboveHardware.filter((x) => !changed.has(configurationLabel(x))))
+    lines.push(`  ${s.warn(`! ${configurationText(c)} (above ${APPLE_GPU_THREADGROUP_MEMORY}, stock too)`)}`);
+  return lines;
 }
 
 /** The human-readable audit: every changed answer, engine flags before and after, verification, warnings, verdict. */
@@ -276,6 +318,7 @@ export function formatAudit(untrusted: AuditResult, s: Styler): string {
         block.push(`  ${s.dim(after.consequences.summary)}`, `  ${s.dim(LLAMA_CPP_OTHER_WORKLOADS)}`);
         if (after.tuning !== null)
           block.push(`  ${s.dim(`Flash-attention tuning: ${after.tuning.value.tier} (${after.tuning.reason}).`)}`);
+        if (e.threadgroup !== null) block.push(...threadgroupLines(after.threadgroup, e.threadgroup, s));
       }
     }
     const widths = columnWidths(block.filter((part) => typeof part !== 'string'));

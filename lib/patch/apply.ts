@@ -33,6 +33,9 @@ export {
 export interface ApplyOptions {
   /** Allow raising answers on a host that is not a virtual machine. */
   force?: boolean | undefined;
+  /** Apply a threadgroup claim the llama.cpp release that will run would turn into a request above every Apple GPU's
+   * threadgroup memory (refused otherwise: `above-hardware`). */
+  allowAboveHardware?: boolean | undefined;
   /** Count every intercepted query (see status({ trace: true })). Off: the hot path does no counting. */
   trace?: boolean | undefined;
   /** Throw instead of returning `applied: false` when nothing can be patched. */
@@ -51,7 +54,10 @@ export type ApplyFailureReason =
   /** The profile claims the host chip's name or family (`'host'`), and this host's chip is unknown: nothing is guessed. */
   | 'host-unknown'
   /** The profile's `mlxArchitecture` is above the host's GPU generation, or would turn on MLX's NAX kernels. */
-  | 'mlx-architecture-refused';
+  | 'mlx-architecture-refused'
+  /** The llama.cpp release that will run would turn the profile's threadgroup claim into a request above every Apple
+   * GPU's threadgroup memory, and `allowAboveHardware` was not given. */
+  | 'above-hardware';
 
 /** A device class the engine hooked, with how each selector was reached. */
 export interface PatchedClass {
@@ -246,7 +252,7 @@ const STRICT_CODES = {
 } as const satisfies Record<
   Exclude<
     ApplyFailureReason,
-    'unsupported-platform' | 'refused-bare-metal' | 'host-unknown' | 'mlx-architecture-refused'
+    'unsupported-platform' | 'refused-bare-metal' | 'host-unknown' | 'mlx-architecture-refused' | 'above-hardware'
   >,
   NativeErrorCode
 >;
@@ -257,7 +263,12 @@ export function notAppliedError(
   detail: string,
 ): UnsupportedPlatformError | RefusedError | NativeError {
   if (reason === 'unsupported-platform') return new UnsupportedPlatformError(detail);
-  if (reason === 'refused-bare-metal' || reason === 'host-unknown' || reason === 'mlx-architecture-refused')
+  if (
+    reason === 'refused-bare-metal' ||
+    reason === 'host-unknown' ||
+    reason === 'mlx-architecture-refused' ||
+    reason === 'above-hardware'
+  )
     return refusedError(reason, detail);
   return new NativeError(STRICT_CODES[reason], detail);
 }
@@ -300,10 +311,12 @@ export function applyPatchOver(
 ): ApplyResult {
   const {
     force = false,
+    allowAboveHardware = false,
     trace = false,
     strict = false,
   } = checkOptions<ApplyOptions>('applyProfile', options, {
     force: 'boolean',
+    allowAboveHardware: 'boolean',
     trace: 'boolean',
     strict: 'boolean',
   });
@@ -317,6 +330,7 @@ export function applyPatchOver(
   // warning names llama.cpp's tuning under the loaded llama.cpp's rules, else the newest.
   const plan = planPatch(stock, requested, {
     force,
+    allowAboveHardware,
     consumers: binding.loadedConsumers(),
     rules: loadedLlamaCpp(binding)[0]?.rules ?? 'current',
     env: process.env,

@@ -9,15 +9,22 @@ import { quote } from '../core/input.js';
 import { chipFamily, chipGpuGeneration } from '../device/chips.js';
 import { isParavirtualDevice } from '../device/paravirtual.js';
 import { hostOf } from '../device/report.js';
+import { loadSnapshot, reportFromSnapshot } from '../device/snapshots.js';
 import type { DeviceReport, HostInfo } from '../device/types.js';
 import {
+  aboveHardware,
+  configurationText,
   ENGINES,
   LLAMA_CPP_RULE_SET_INFO,
+  LLAMA_CPP_RULE_SETS,
+  parseMacos,
+  predictLlamaCpp,
   tuningFor,
   tuningPhrase,
   type Engine,
   type EnvMap,
   type LlamaCppRuleSet,
+  type ThreadgroupConfiguration,
   type ValidOptions,
 } from '../engines/index.js';
 import { engineWarnings } from './engine-warnings.js';
@@ -114,10 +121,24 @@ export function claimsAboveHostFamily(changes: AnswerChange[], host: HostInfo | 
   return trueFamily !== null && claimed !== null && claimed > trueFamily;
 }
 
+/** What the llama.cpp rules do with a threadgroup claim above the hardware, given the configurations it makes ask
+ * for more (aboveHardwareConfigurations; null: not computed). */
+function aboveHardwareConsequence(above: readonly ThreadgroupConfiguration[] | null, rules: LlamaCppRuleSet): string {
+  const releases = `llama.cpp ${LLAMA_CPP_RULE_SET_INFO[rules].releases}`;
+  if (above === null) return 'a kernel sized from it may ask for memory the GPU does not have';
+  if (above.length === 0) {
+    return LLAMA_CPP_RULE_SET_INFO[rules].threadgroup === 'unread'
+      ? `what ${releases} sizes from it is not predicted`
+      : `${releases} sizes no kernel above ${APPLE_GPU_THREADGROUP_MEMORY} from it on this device, but its ggml-metal.m releases do (audit --rules legacy)`;
+  }
+  const largest = above.reduce((a, b) => (b.bytes > a.bytes ? b : a));
+  return `${releases} then asks ${configurationText(largest)}`;
+}
+
 /**
  * Warnings for applying `profile` (bound to the host) to devices answering `stock`, given the changes it makes, the
- * Metal consumers already loaded in the process, the host (its chip's true family) and the llama.cpp rules whose
- * tuning the family warning names.
+ * Metal consumers already loaded in the process, the host (its chip's true family), the llama.cpp rules whose
+ * tuning the family warning names, and the configurations those rules would size above the hardware.
  */
 export function profileWarnings(
   profile: Profile,
@@ -126,6 +147,7 @@ export function profileWarnings(
   loadedConsumers: string[],
   host: HostInfo | null,
   llamaRules: LlamaCppRuleSet,
+  above: readonly ThreadgroupConfiguration[] | null = null,
 ): ApplyWarning[] {
   const warnings: ApplyWarning[] = [];
   if (claimsAboveHostFamily(changes, host)) {
@@ -150,7 +172,7 @@ export function profileWarnings(
   if ((profile.maxThreadgroupMemoryLength ?? 0) > APPLE_GPU_THREADGROUP_MEMORY) {
     warnings.push({
       code: 'threadgroup-memory-above-hardware',
-      message: `threadgroup memory ${profile.maxThreadgroupMemoryLength} bytes is above ${APPLE_GPU_THREADGROUP_MEMORY}, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)`,
+      message: `threadgroup memory ${profile.maxThreadgroupMemoryLength} bytes is above ${APPLE_GPU_THREADGROUP_MEMORY}, which no Apple GPU exceeds: ${aboveHardwareConsequence(above, llamaRules)}; profile apple9-hw-tg avoids this`,
     });
   }
   for (const device of stock) {
@@ -199,6 +221,78 @@ export function refusalFor(host: HostInfo, changes: AnswerChange[], force: boole
       ? 'this host is not a virtual machine'
       : 'this host could not be identified as a virtual machine';
   return `refusing to raise Metal answers: ${where} (hw.model ${host.model ?? 'unknown'}), so the GPU really is what it reports. The profile would raise ${raisedAnswers(changes)}. Pass { force: true } (CLI: --force) to do it anyway; a profile that only lowers answers (mask-apple5 on an Apple GPU) needs no force.`;
+}
+
+/**
+ * `1` lifts the above-hardware refusal where no option can be passed (register, and exec's environment), and lets the
+ * doctor run `auto` starts dispatch threadgroup sizes above what the GPU can prove.
+ */
+export const ALLOW_ABOVE_HARDWARE_ENV = 'METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE';
+
+/** Whether `env` lifts the above-hardware refusal (and doctor's above-hardware dispatch): the one reader of the variable. */
+export function allowsAboveHardware(env: NodeJS.ProcessEnv | Record<string, string | undefined>): boolean {
+  return env[ALLOW_ABOVE_HARDWARE_ENV] === '1';
+}
+
+/**
+ * The configurations of the llama.cpp release that will run (`options.rules`, `options.release`; default the newest
+ * rules) that the profile's threadgroup claim makes ask for more than APPLE_GPU_THREADGROUP_MEMORY on the default
+ * device: empty where the profile raises no threadgroup answer above that, or the release sizes nothing from it.
+ */
+export function aboveHardwareConfigurations(
+  stock: { devices: DeviceReport[]; host: HostInfo | null },
+  expected: DeviceReport[],
+  changes: AnswerChange[],
+  options: Pick<PlanOptions, 'rules' | 'release' | 'env'>,
+): ThreadgroupConfiguration[] {
+  const main = expected.find((d) => d.isDefault) ?? expected[0];
+  const raised = changes.some(
+    (c) =>
+      c.device === main?.index &&
+      c.field === 'maxThreadgroupMemoryLength' &&
+      typeof c.to === 'number' &&
+      c.to > APPLE_GPU_THREADGROUP_MEMORY,
+  );
+  if (main === undefined || !raised) return [];
+  const ctx = { device: main, env: options.env ?? {}, host: stock.host, macos: parseMacos(stock.host) };
+  return aboveHardware(predictLlamaCpp(ctx, options.rules ?? 'current', options.release ?? null).threadgroup);
+}
+
+/**
+ * Why the profile is refused for the llama.cpp release that will run, or null: its threadgroup claim would make that
+ * release ask for more threadgroup memory than any Apple GPU has (the largest request named), and allowAboveHardware
+ * is off. Only that option lifts it; `force` does not.
+ */
+export function aboveHardwareRefusal(
+  stock: { devices: DeviceReport[]; host: HostInfo | null },
+  expected: DeviceReport[],
+  changes: AnswerChange[],
+  options: PlanOptions,
+): string | null {
+  if (options.allowAboveHardware === true) return null;
+  const above = aboveHardwareConfigurations(stock, expected, changes, options);
+  if (above.length === 0) return null;
+  const largest = above.reduce((a, b) => (b.bytes > a.bytes ? b : a));
+  const rules = options.rules ?? 'current';
+  const release = options.release?.text ?? LLAMA_CPP_RULE_SET_INFO[rules].releases;
+  const more = above.length === 1 ? '' : ` (and ${above.length - 1} more configurations)`;
+  return `refusing the profile for llama.cpp ${release} (${rules} rules): its threadgroup memory claim makes ${configurationText(largest)}${more}, above the ${APPLE_GPU_THREADGROUP_MEMORY} bytes every Apple GPU has. Use a profile that keeps threadgroup memory at ${APPLE_GPU_THREADGROUP_MEMORY} (apple9-hw-tg), name the release that will run (audit: --release or --rules), or pass { allowAboveHardware: true } (CLI: --allow-above-hardware; register and exec's environment: ${ALLOW_ABOVE_HARDWARE_ENV}=1) to apply it anyway.`;
+}
+
+/** The bundled snapshot the built-in profiles' above-hardware refusals are stated for: a stock macOS guest. */
+export const ABOVE_HARDWARE_REFERENCE = 'vz-guest-m1-ultra-tahoe-stock';
+
+/**
+ * The llama.cpp rule sets under which planPatch refuses `profile` on the stock guest (ABOVE_HARDWARE_REFERENCE)
+ * because the release would ask for more threadgroup memory than any Apple GPU has: the releases `profiles` says a
+ * profile is refused for, read from the same rule data and the same decision as every command's.
+ */
+export function aboveHardwareRuleSets(profile: Profile): LlamaCppRuleSet[] {
+  const stock = reportFromSnapshot(loadSnapshot(ABOVE_HARDWARE_REFERENCE), { allDevices: true });
+  return LLAMA_CPP_RULE_SETS.filter((rules) => {
+    const plan = planPatch(stock, profile, { force: false, rules, engines: [] });
+    return !plan.accepted && plan.reason === 'above-hardware';
+  });
 }
 
 /** What a profile offers MLX on a host: the architecture (or none), why none where a `'host'` value gave none, or why
@@ -335,8 +429,9 @@ export type PatchPlan =
       accepted: false;
       /** `host-unknown`: a `'host'` value on a host whose chip is unknown; `refused-bare-metal`: raising where the host
        * is not known to be a VM, without force; `mlx-architecture-refused`: an `mlxArchitecture` above the host's GPU
-       * generation, or one that would turn on MLX's NAX kernels. */
-      reason: 'host-unknown' | 'refused-bare-metal' | 'mlx-architecture-refused';
+       * generation, or one that would turn on MLX's NAX kernels; `above-hardware`: the llama.cpp release that will run
+       * would, under the claimed threadgroup memory, ask for more than any Apple GPU has, without allowAboveHardware. */
+      reason: 'host-unknown' | 'refused-bare-metal' | 'above-hardware' | 'mlx-architecture-refused';
       detail: string;
       /** The bound profile (the requested one when it could not be bound). */
       profile: Profile;
@@ -363,6 +458,7 @@ export type PlanRefusalReason = Extract<PatchPlan, { accepted: false }>['reason'
 export function refusedError(reason: PlanRefusalReason, detail: string): RefusedError {
   if (reason === 'host-unknown') return new RefusedError(detail, 'ERR_HOST_UNKNOWN');
   if (reason === 'mlx-architecture-refused') return new RefusedError(detail, 'ERR_MLX_ARCHITECTURE_REFUSED');
+  if (reason === 'above-hardware') return new RefusedError(detail, 'ERR_ABOVE_HARDWARE');
   return new RefusedError(detail, 'ERR_REFUSED_BARE_METAL');
 }
 
@@ -370,6 +466,9 @@ export function refusedError(reason: PlanRefusalReason, detail: string): Refused
 export interface PlanOptions {
   /** Raise answers even where the host is not known to be a VM. */
   force: boolean;
+  /** Apply a threadgroup claim the llama.cpp release that will run would turn into a request above every Apple GPU's
+   * threadgroup memory (aboveHardwareRefusal); default false. */
+  allowAboveHardware?: boolean;
   /** Metal consumers already loaded in the process (a warning each); default none. */
   consumers?: readonly string[];
   /** The llama.cpp rules whose tuning the family warning names; default the newest. */
@@ -439,6 +538,7 @@ export function planPatch(
       [...(options.consumers ?? [])],
       stock.host,
       options.rules ?? 'current',
+      aboveHardwareConfigurations(stock, expected, changes, options),
     ),
     ...mlx.warnings,
     ...engineWarnings(stock.devices, expected, {
@@ -467,6 +567,17 @@ export function planPatch(
       ...found,
       mlxArchitecture: mlx.offered,
     };
+  const aboveHw = aboveHardwareRefusal(stock, expected, changes, options);
+  if (aboveHw !== null) {
+    return {
+      accepted: false,
+      reason: 'above-hardware',
+      detail: aboveHw,
+      profile,
+      ...found,
+      mlxArchitecture: mlx.offered,
+    };
+  }
   // The refused architecture stays in the profile the plan names, so the reason and the profile agree.
   if (mlx.refusal !== null) {
     const reason = 'mlx-architecture-refused';

@@ -184,7 +184,7 @@ export const profiles: Readonly<Record<BuiltinProfileName, BuiltinProfile>> = Ob
       source:
         'trycua/cua PR 3070 (libs/lume/metal-capability-shim, defaults 1009 / 65536); Tart base images use the same defaults',
       risks:
-        'Reports 65536 bytes of threadgroup memory, more than any Apple GPU has; kernels that size threadgroups from it could ask for memory the GPU does not have. Current llama.cpp only asserts against it.',
+        'Reports 65536 bytes of threadgroup memory, more than any Apple GPU has. llama.cpp’s ggml-metal.m releases size flash attention’s SIMD groups and MUL_MAT_ID’s rows from it and then ask up to 65504 bytes, so the plan refuses it for them (allowAboveHardware applies it anyway); b6501 to b10586 only assert against it, and v0.4.0 and later size a flash-attention configuration from it only in tuned rows a stock guest under Apple9 never picks.',
     },
   ),
   'apple9-hw-tg': builtin(

@@ -15,7 +15,7 @@ import {
   type Profile,
   type ProfileInput,
 } from '../patch/profiles.js';
-import { mlxArchitectureEnv } from '../patch/plan.js';
+import { ALLOW_ABOVE_HARDWARE_ENV, allowsAboveHardware, mlxArchitectureEnv } from '../patch/plan.js';
 import { MLX_ARCHITECTURE_ENV } from '../engines/mlx-architecture.js';
 import type { SupportedReport } from '../device/types.js';
 import { cacheKeyFor, doctorCacheDir, readCache } from '../doctor/cache.js';
@@ -30,11 +30,7 @@ export const AUTO_PROFILE = 'auto' as const;
 /** The environment variable `metal-cap-shim/register` (and `exec` without `--profile`) reads. */
 export const PROFILE_ENV = 'METAL_CAP_SHIM_PROFILE';
 
-/**
- * `1` lets the doctor run `auto` starts (nothing cached) dispatch threadgroup sizes above what the GPU can prove:
- * doctor's `allowAboveHardware`, which register and applyProfile('auto') take no option for.
- */
-export const ALLOW_ABOVE_HARDWARE_ENV = 'METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE';
+export { ALLOW_ABOVE_HARDWARE_ENV };
 
 /**
  * The value of METAL_CAP_SHIM_PROFILE that turns the shim off (in any case, as `auto`): register applies nothing, and
@@ -78,7 +74,7 @@ export function autoDoctorOptions(
   return checkDoctorOptions({
     probes: [...AUTO_PROBES],
     force: options.force,
-    allowAboveHardware: env[ALLOW_ABOVE_HARDWARE_ENV] === '1',
+    allowAboveHardware: allowsAboveHardware(env),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
 }
@@ -163,6 +159,7 @@ export function applyProfile(
   if (!isAuto(profile)) return offerToMlx(applyPatch(profile as ProfileInput, options));
   const o = checkOptions<AutoApplyOptions>('applyProfile', options, {
     force: 'boolean',
+    allowAboveHardware: 'boolean',
     trace: 'boolean',
     strict: 'boolean',
     timeoutMs: 'number',

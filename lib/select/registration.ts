@@ -4,6 +4,7 @@
  */
 import { applyProfile, AUTO_PROFILE, isAuto, OFF, PROFILE_ENV, type AutoApplyResult, type AutoSource } from './auto.js';
 import { InvalidProfileError } from '../core/errors.js';
+import { allowsAboveHardware } from '../patch/plan.js';
 import { clip } from '../core/input.js';
 import { loadNative } from '../device/native.js';
 import { checkSimulatedSnapshot } from '../device/probe.js';
@@ -63,7 +64,10 @@ export function registerFromEnvironment(env: NodeJS.ProcessEnv = process.env): R
   const host = hostFromNative(native.binding.host().host);
   if (host.isVirtualMachine !== true) return { action: 'not-a-vm', host };
   // Any text from the environment: applyProfile checks it at run time, as the types cannot.
-  const result: AutoApplyResult = applyProfile(value as ProfileInput);
+  // register takes no options: the environment lifts the above-hardware refusal, as it does for exec.
+  const result: AutoApplyResult = applyProfile(value as ProfileInput, {
+    allowAboveHardware: allowsAboveHardware(env),
+  });
   return result.applied
     ? { action: 'applied', result }
     : { action: 'not-applied', why: `${result.reason}: ${result.detail}`, auto: result.auto ?? null };

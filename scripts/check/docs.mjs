@@ -49,7 +49,17 @@ function regions(dir, index, tables) {
   return [
     { file: 'README.md', name: 'commands', render: () => renderCommands(dir) },
     { file: 'docs/cli.md', name: 'help', render: () => renderHelp(dir) },
-    { file: 'docs/profiles.md', name: 'profiles', render: () => renderProfiles(index.profiles, index.DEFAULT_PROFILE) },
+    {
+      file: 'docs/profiles.md',
+      name: 'profiles',
+      render: () =>
+        renderProfiles(
+          index.profiles,
+          index.DEFAULT_PROFILE,
+          tables.aboveHardwareRuleSets,
+          tables.LLAMA_CPP_RULE_SET_INFO,
+        ),
+    },
     {
       file: 'docs/engines.md',
       name: 'rule-sets',

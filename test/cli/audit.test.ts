@@ -45,6 +45,53 @@ describe('metal-cap-shim audit --snapshot (offline, any OS)', () => {
     expect(a.verdict.ok).toBe(true);
   });
 
+  it('cua-release under v0.5.0 (the sources): no configuration is sized from the claim on the stock guest, not refused', () => {
+    const r = runCli(['audit', '--snapshot', STOCK, '--profile', 'cua-release', '--rules', 'v0.5.0', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const llama = (JSON.parse(r.stdout) as AuditResult).devices[0]!.engines.find((e) => e.engine === 'llama.cpp')!;
+    expect(llama.threadgroup).toEqual({ changed: [], aboveHardware: [] });
+  });
+
+  it('cua-release under the legacy rules: exit 3, naming the configurations above 32768 bytes; --force does not lift it', () => {
+    for (const extra of [[], ['--force']]) {
+      const r = runCli(['audit', '--snapshot', STOCK, '--profile', 'cua-release', '--rules', 'legacy', ...extra]);
+      expect([r.status, r.stderr]).toEqual([3, '']);
+      expect(r.stdout).toContain(
+        '! FLASH_ATTN_EXT half8x8, head 128/128, batch 4 to 8, 512 or more KV entries: not on the GPU → 55296 bytes (above 32768)',
+      );
+      expect(r.stdout).toMatch(
+        /^Verdict: refused: under cua-release's threadgroup memory, llama\.cpp \(legacy rules\) would ask for more than any Apple GPU has \(--allow-above-hardware to apply it anyway\)$/m,
+      );
+    }
+  });
+
+  it('--allow-above-hardware lifts it: exit 0, the same configurations in the JSON', () => {
+    const args = ['audit', '--snapshot', STOCK, '--profile', 'cua-release', '--rules', 'b4753', '--json'];
+    const refused = runCli(args);
+    const allowed = runCli([...args, '--allow-above-hardware']);
+    expect([refused.status, allowed.status]).toEqual([3, 0]);
+    const [a, b] = [refused, allowed].map((r) => JSON.parse(r.stdout) as AuditResult);
+    expect([a!.refusedReason, b!.refusedReason]).toEqual(['above-hardware', null]);
+    const llama = b!.devices[0]!.engines.find((e) => e.engine === 'llama.cpp')!;
+    expect(llama.threadgroup!.aboveHardware.map((c) => [c.kernel, c.head, c.bytes])).toEqual([
+      ['FLASH_ATTN_EXT half8x8', '64/64', 54272],
+      ['FLASH_ATTN_EXT half8x8', '80/80', 54528],
+      ['FLASH_ATTN_EXT half8x8', '96/96', 54784],
+      ['FLASH_ATTN_EXT half8x8', '112/112', 55040],
+      ['FLASH_ATTN_EXT half8x8', '128/128', 55296],
+      ['FLASH_ATTN_EXT half8x8', '256/256', 57344],
+      ['MUL_MAT_ID mul_mm_id', null, 65504],
+    ]);
+    expect(a!.devices[0]!.engines.find((e) => e.engine === 'llama.cpp')!.threadgroup).toEqual(llama.threadgroup);
+  });
+
+  it('host-family under the legacy rules: unaffected, nothing above the hardware', () => {
+    const r = runCli(['audit', '--snapshot', STOCK, '--rules', 'legacy', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const llama = (JSON.parse(r.stdout) as AuditResult).devices[0]!.engines.find((e) => e.engine === 'llama.cpp')!;
+    expect(llama.threadgroup!.aboveHardware).toEqual([]);
+  });
+
   it('the same in human output: the gates side by side, every changed answer marked, a verdict line', () => {
     const r = runCli(['audit', '--snapshot', STOCK, '--profile', 'cua-release']);
     expect(r.status).toBe(0);

@@ -152,3 +152,20 @@ describeSim('bench --node-llama-cpp: its options, checked before anything runs',
     expect([r.status, r.stdout, r.stderr.split('\n')[0]]).toEqual([2, '', `metal-cap-shim: ERR_USAGE: ${message}`]);
   });
 });
+
+describeSim('bench and a threadgroup claim above every Apple GPU', () => {
+  beforeAll(requireSimBuild);
+
+  it('refused before anything runs (exit 3, ERR_ABOVE_HARDWARE); --allow-above-hardware runs it', () => {
+    const apple10 = '{"appleFamilyMax": 1010, "maxThreadgroupMemoryLength": 65536}';
+    const args = (extra: string[]) => ['bench', '--json', '--rounds', '1', '--profile', apple10, ...extra];
+    const refused = runCli([...args([]), '--', FAKE_BENCH, '-m', 'tiny.gguf'], GUEST);
+    const error = (JSON.parse(refused.stdout) as { error: { code: string; message: string } }).error;
+    expect([refused.status, error.code]).toEqual([3, 'ERR_ABOVE_HARDWARE']);
+    expect(error.message).toMatch(/^refusing the profile for llama\.cpp v0\.5\.0 and later \(current rules\)/);
+    const allowed = runCli([...args(['--allow-above-hardware']), '--', FAKE_BENCH, '-m', 'tiny.gguf'], GUEST);
+    expect(allowed.status, allowed.stderr).toBe(0);
+    const out = JSON.parse(allowed.stdout) as { profiles: { profile: { maxThreadgroupMemoryLength: number } }[] };
+    expect(out.profiles.map((p) => p.profile.maxThreadgroupMemoryLength)).toEqual([65536]);
+  });
+});

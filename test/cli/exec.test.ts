@@ -196,6 +196,21 @@ describeSim('metal-cap-shim exec (LD_PRELOAD injector over the simulated Metal)'
     );
   });
 
+  it('a threadgroup claim the newest llama.cpp rules size above the hardware: exit 125, --force does not lift it; the flag and the variable do', () => {
+    const apple10 = '{"appleFamilyMax": 1010, "maxThreadgroupMemoryLength": 65536}';
+    const run = (extra: string[], env: NodeJS.ProcessEnv = {}) =>
+      runCli(['exec', '--profile', apple10, ...extra, '--', 'true'], { ...VM, ...env });
+    const refused = run([]);
+    expect([refused.status, refused.stdout]).toEqual([125, '']);
+    expect(refused.stderr).toMatch(
+      /^metal-cap-shim: ERR_ABOVE_HARDWARE: refusing the profile for llama\.cpp v0\.5\.0 and later \(current rules\): its threadgroup memory claim makes FLASH_ATTN_EXT vec, head 576\/512, KV F16, batch 1 \(decode\), 4097 to 16383 KV entries: 57344 bytes/,
+    );
+    expect(run(['--force']).status).toBe(125);
+    expect(run(['--allow-above-hardware']).status).toBe(0);
+    expect(run([], { METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE: '1' }).status).toBe(0);
+    expect(run([], { METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE: 'yes' }).status).toBe(125);
+  });
+
   it('bash, which has its own getenv and putenv, loads the shim with its profile: nothing on stderr, the trace applied', () => {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcs-trace-bash-')), 'trace.json');
     const r = runCli(['exec', '--profile', 'apple7', '--trace', file, '--', 'bash', '-c', 'true'], VM);

@@ -33,6 +33,16 @@ describe('formatShort', () => {
     );
   });
 
+  it('a claim the newest rules size above every Apple GPU: refused, unless --allow-above-hardware', () => {
+    const report = probeSnapshot('vz-guest-m1-ultra-tahoe-stock', { allDevices: true });
+    if (!report.supported) throw new Error('the stock guest is not supported');
+    const apple10 = resolveProfile('{"appleFamilyMax": 1010, "maxThreadgroupMemoryLength": 65536}');
+    expect([formatShort(report, apple10, {}), formatShort(report, apple10, {}, true)]).toEqual([
+      '0*: Apple Paravirtual device · Apple5 (custom profile refused: threadgroup memory above every Apple GPU (--allow-above-hardware)) · threadgroup memory 32 KiB · architecture unrecorded · VM · llama.cpp reduction no, mm no, bfloat no',
+      '0*: Apple Paravirtual device · Apple5 → Apple10 (custom profile) · threadgroup memory 32 KiB → 64 KiB · architecture unrecorded · VM · llama.cpp reduction no → yes, mm no → yes, bfloat no → yes',
+    ]);
+  });
+
   it('bare metal under the default, which raises nothing there: the same answers, no arrows', () => {
     expect(short('m1-ultra-bare-metal')).not.toContain('→');
   });

@@ -68,6 +68,7 @@ describe('metal-cap-shim probe', () => {
     [['probe', '--bogus'], 2, 'ERR_USAGE'],
     [['probe', '--snapshot'], 2, 'ERR_USAGE'],
     [['probe', 'extra'], 2, 'ERR_USAGE'],
+    [['probe', '--allow-above-hardware', '--snapshot', 'm1-ultra-bare-metal'], 2, 'ERR_USAGE'],
     [['probe', '--snapshot', 'no-such'], 2, 'ERR_SNAPSHOT_NOT_FOUND'],
     [['probe', '--snapshot', path.join(root, 'package.json')], 2, 'ERR_INVALID_SNAPSHOT'],
   ])('%j exits %i with %s on stderr', (args, code, errorCode) => {

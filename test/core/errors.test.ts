@@ -17,6 +17,7 @@ const ONE_OF_EACH: errors.PackageError[] = [
   new errors.RefusedError('m', 'ERR_INJECTION_BLOCKED'),
   new errors.RefusedError('m', 'ERR_HOST_UNKNOWN'),
   new errors.RefusedError('m', 'ERR_MLX_ARCHITECTURE_REFUSED'),
+  new errors.RefusedError('m', 'ERR_ABOVE_HARDWARE'),
   new errors.UnsupportedPlatformError('m'),
   new errors.NativeError('ERR_HOOK_FAILED', 'm'),
   new errors.NativeError('ERR_VERIFICATION_FAILED', 'm'),

@@ -172,9 +172,22 @@ describe('usage details', () => {
   });
 
   it('profiles --json carries a schema tag like the other JSON outputs', () => {
-    const out = JSON.parse(runCli(['profiles', '--json']).stdout) as { schema: string; default: string };
-    expect(Object.keys(out)).toEqual(['schema', 'default', 'profiles']);
+    const out = JSON.parse(runCli(['profiles', '--json']).stdout) as {
+      schema: string;
+      default: string;
+      profiles: { name: string; aboveHardwareRefused: string[] }[];
+    };
+    expect(Object.keys(out)).toEqual(['schema', 'default', 'aboveHardwareReference', 'profiles']);
     expect(out.schema).toBe('metal-cap-shim/profiles@1');
+    // The rule sets each built-in is refused for on the stock guest: cua-release's 65536 bytes under ggml-metal.m.
+    expect(out.profiles.map((p) => [p.name, p.aboveHardwareRefused])).toEqual([
+      ['host-family', []],
+      ['cua-release', ['legacy-b1853', 'legacy']],
+      ['apple9-hw-tg', []],
+      ['apple7', []],
+      ['mask-apple5', []],
+      ['host', []],
+    ]);
   });
 });
 

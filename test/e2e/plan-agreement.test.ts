@@ -1,7 +1,8 @@
 // One decision, every command: planPatch (lib/patch/plan.ts) decides what a profile does on a host (bound to it,
 // refused or accepted, its warnings), and every command that applies, audits, injects or measures a profile calls it.
 // This file runs each of them (audit, probe --short, exec, bench and doctor as the CLI, applyProfile in this process)
-// with every built-in profile, the default and a profile refused for its MLX architecture, on every bundled snapshot
+// with every built-in profile, the default, a profile refused for its MLX architecture and one refused for a
+// threadgroup request above every Apple GPU, on every bundled snapshot
 // (offline, or loaded into the simulated Metal), and compares what each decided with planPatch's plan.
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -27,9 +28,13 @@ import { MLX_ARCHITECTURE_ENV } from '../../lib/engines/mlx-architecture.js';
 import { cli, describeSim, requireSimBuild } from '../support/helpers.js';
 import { useSimulation } from '../support/simulation.js';
 
-/** The profiles each command is given: none (the default), every built-in, and one MLX architecture above any host. */
+/**
+ * The profiles each command is given: none (the default), every built-in, one MLX architecture above any host, and
+ * one whose threadgroup claim the newest llama.cpp rules (Apple10's tuned rows) would size above every Apple GPU.
+ */
 const MLX_ABOVE_HOST = '{"mlxArchitecture": "applegpu_g17s"}';
-const PROFILES: (string | null)[] = [null, ...Object.keys(profiles), MLX_ABOVE_HOST];
+const ABOVE_HARDWARE = '{"appleFamilyMax": 1010, "maxThreadgroupMemoryLength": 65536}';
+const PROFILES: (string | null)[] = [null, ...Object.keys(profiles), MLX_ABOVE_HOST, ABOVE_HARDWARE];
 const SNAPSHOTS = listSnapshots();
 const CASES = SNAPSHOTS.flatMap((snapshot) => PROFILES.map((profile) => [snapshot, profile] as const));
 
@@ -43,7 +48,12 @@ interface Decision {
   warnings: string[];
 }
 
-const REFUSALS: readonly string[] = ['host-unknown', 'refused-bare-metal', 'mlx-architecture-refused'];
+const REFUSALS: readonly string[] = [
+  'host-unknown',
+  'refused-bare-metal',
+  'mlx-architecture-refused',
+  'above-hardware',
+];
 const isRefusal = (reason: string): reason is PlanRefusalReason => REFUSALS.includes(reason);
 const codes = (warnings: readonly ApplyWarning[]) => warnings.map((w) => w.code);
 

@@ -76,6 +76,22 @@ describe('a made-up release row', () => {
   });
 });
 
+describe('the threadgroup model is a column of the row', () => {
+  it('the made-up row reads the claim as its `threadgroup` says, with no code for it', async () => {
+    const result = await auditWithRow({ ...MADE_UP, threadgroup: 'asserts' });
+    const patched = result.devices[0]!.engines[0]!.after;
+    expect(
+      patched.engine === 'llama.cpp' ? [patched.threadgroup.reads, patched.threadgroup.configurations] : null,
+    ).toEqual(['asserts', []]);
+    const sized = await auditWithRow({ ...MADE_UP, threadgroup: 'ggml-metal-m' });
+    const after = sized.devices[0]!.engines[0]!.after;
+    // host-family on the stock guest claims Apple7 and leaves 32768 bytes: b4753's reads, stock size.
+    expect(after.engine === 'llama.cpp' ? after.threadgroup.configurations.map((c) => c.bytes) : null).toEqual([
+      27648, 27904, 28160, 28416, 28672, 30720, 12544, 20992, 32736,
+    ]);
+  });
+});
+
 describe('the working set llama.cpp believes it has', () => {
   // A profile that raises only the working set, audited on the stock guest: every rule set that reads it shows the
   // stock and the patched value; the ggml-metal.m rule sets before b4562 are not claimed to (no source read there).

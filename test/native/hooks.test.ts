@@ -203,7 +203,9 @@ describeSim('hook engine (simulated Metal, GCC runtime)', () => {
     );
     fc.assert(
       fc.property(spec, (s: ProfileSpec) => {
-        const result = applyProfile(s, { force: true });
+        // The hooks are under test, not the plan: a random claim the newest llama.cpp would size above the hardware
+        // (Apple10 with more than 57343 bytes) is applied too.
+        const result = applyProfile(s, { force: true, allowAboveHardware: true });
         expect(result.applied).toBe(true);
         const live = probe({ allDevices: true });
         const profile = result.profile;

@@ -51,7 +51,7 @@ describe('without the addon (not macOS, no simulated Metal)', () => {
       );
     }
     expect(() => applyProfile('apple7', { dryRun: true } as never)).toThrow(
-      "applyProfile() has no option 'dryRun'; its options are force, trace, strict",
+      "applyProfile() has no option 'dryRun'; its options are force, allowAboveHardware, trace, strict",
     );
   });
 

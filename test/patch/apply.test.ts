@@ -81,7 +81,7 @@ const hostWith = (cpuBrand: string | null): HostInfo => ({
 const GiB = 1024 ** 3;
 const ABOVE_HARDWARE = (bytes: number) => ({
   code: 'threadgroup-memory-above-hardware',
-  message: `threadgroup memory ${bytes} bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)`,
+  message: `threadgroup memory ${bytes} bytes is above 32768, which no Apple GPU exceeds: a kernel sized from it may ask for memory the GPU does not have; profile apple9-hw-tg avoids this`,
 });
 const METAL3 = {
   code: 'advertises-metal3',
@@ -538,7 +538,7 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
   const ABOVE_HARDWARE = {
     code: 'threadgroup-memory-above-hardware',
     message:
-      'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
+      'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds: llama.cpp v0.5.0 and later sizes no kernel above 32768 from it on this device, but its ggml-metal.m releases do (audit --rules legacy); profile apple9-hw-tg avoids this',
   };
   // The vz guest snapshot's host is an M1 Ultra (Apple7): cua-release claims Apple9.
   const ABOVE_HOST = APPLE9_ABOVE_M1_ULTRA;
@@ -1619,7 +1619,7 @@ describeSim('a device class that lacks a query (the Tahoe guest and SimBrokenDev
   const ABOVE_HARDWARE = {
     code: 'threadgroup-memory-above-hardware',
     message:
-      'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
+      'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds: llama.cpp v0.5.0 and later sizes no kernel above 32768 from it on this device, but its ggml-metal.m releases do (audit --rules legacy); profile apple9-hw-tg avoids this',
   };
   const INACTIVE = INACTIVE_STATUS;
 

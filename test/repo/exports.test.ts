@@ -81,6 +81,7 @@ describe('the export lists', () => {
   it('metal-cap-shim/tables: the tables and helpers', () => {
     expect(EXPORTS['metal-cap-shim/tables']).toMatchInlineSnapshot(`
       [
+        "ABOVE_HARDWARE_REFERENCE",
         "AUTO_PROFILE",
         "CAPABILITY_PROBE_IDS",
         "CHIP_ARCHITECTURES",
@@ -107,6 +108,7 @@ describe('the export lists', () => {
         "RULE_TABLES",
         "SIMD_RULES",
         "SNAPSHOT_LIMITS",
+        "aboveHardwareRuleSets",
         "bindToHost",
         "chipFamily",
         "chipFromBrand",

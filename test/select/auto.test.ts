@@ -306,7 +306,7 @@ describeSim('the stock Tahoe guest (vz-guest-m1-ultra-tahoe-stock)', () => {
         'timeoutMs',
       );
       expect((thrown(() => applyProfile('auto', { speed: 'max' } as object)) as Error).message).toBe(
-        "applyProfile() has no option 'speed'; its options are force, trace, strict, timeoutMs",
+        "applyProfile() has no option 'speed'; its options are force, allowAboveHardware, trace, strict, timeoutMs",
       );
       expect((thrown(() => applyProfile('auto', { trace: 'on' } as object)) as Error).message).toBe(
         'applyProfile() option \'trace\' must be a boolean, got the string "on"',

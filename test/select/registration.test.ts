@@ -140,3 +140,26 @@ describeSim('a paravirtual device name alone', () => {
     });
   });
 });
+
+describeSim('a threadgroup claim above every Apple GPU, in the stock guest', () => {
+  useSimulation('vz-guest-m1-ultra-tahoe-stock');
+  beforeAll(requireSimBuild);
+  afterEach(() => {
+    restore();
+  });
+  const APPLE10_64K = '{"appleFamilyMax": 1010, "maxThreadgroupMemoryLength": 65536}';
+
+  it('is not applied, with the refusal named, unless METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE=1', () => {
+    const refused = registerFromEnvironment({ METAL_CAP_SHIM_PROFILE: APPLE10_64K });
+    expect(refused.action).toBe('not-applied');
+    expect(refused.action === 'not-applied' ? refused.why : '').toMatch(
+      /^above-hardware: refusing the profile for llama\.cpp v0\.5\.0 and later \(current rules\): /,
+    );
+    expect(status().active).toBe(false);
+    const allowed = registerFromEnvironment({
+      METAL_CAP_SHIM_PROFILE: APPLE10_64K,
+      METAL_CAP_SHIM_ALLOW_ABOVE_HARDWARE: '1',
+    });
+    expect(allowed.action).toBe('applied');
+  });
+});

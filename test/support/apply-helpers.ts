@@ -82,7 +82,7 @@ export const CUA_RELEASE_ON_M1_ULTRA = [
   {
     code: 'threadgroup-memory-above-hardware',
     message:
-      'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds; a kernel sized from it may ask for memory the GPU does not have (profile apple9-hw-tg avoids this)',
+      'threadgroup memory 65536 bytes is above 32768, which no Apple GPU exceeds: llama.cpp v0.5.0 and later sizes no kernel above 32768 from it on this device, but its ggml-metal.m releases do (audit --rules legacy); profile apple9-hw-tg avoids this',
   },
   {
     code: 'not-paravirtual',

@@ -126,8 +126,13 @@ export function profileAnswers(p) {
 }
 
 /** docs/profiles.md's region `profiles`: the built-in profiles table and each one's reasons (dist/index.js). */
-export function renderProfiles(profiles, defaultName) {
+export function renderProfiles(profiles, defaultName, refusedFor = () => [], ruleSetInfo = {}) {
   const list = Object.values(profiles);
+  const refusedText = (b) => {
+    const sets = refusedFor(b.profile);
+    if (sets.length === 0) return 'for no llama.cpp release.';
+    return `for llama.cpp ${sets.map((r) => `\`${r}\` (${ruleSetInfo[r].releases})`).join(', ')}: that release would ask for more threadgroup memory than any Apple GPU has (\`--allow-above-hardware\` applies it anyway).`;
+  };
   const rows = list.map(
     (b) =>
       `| [\`${b.name}\`](#${anchorOf(b.name)})${b.name === defaultName ? ' (default)' : ''} | ${cell(profileAnswers(b.profile))} | ${cell(b.summary)} |`,
@@ -142,6 +147,7 @@ export function renderProfiles(profiles, defaultName) {
         `- **Where the host’s chip is unknown:** \`${b.fallback}\`, with one \`host-unknown-fallback\` warning.`,
       );
     parts.push(`- **Why:** ${b.rationale}`, `- **Source:** ${b.source}`, `- **Risks:** ${b.risks}`);
+    parts.push(`- **Refused on a stock guest:** ${refusedText(b)}`);
   }
   return parts.join('\n');
 }
@@ -162,11 +168,11 @@ function opened(citation) {
 export function renderRuleSets(ruleSets, info) {
   const rows = ruleSets.map((id) => {
     const r = info[id];
-    return `| \`${r.id}\` | ${firstRelease(r.first)} | ${opened(r.opened)} | ${cell(r.releases)} | \`${r.source}\` | ${cell(r.summary)} | ${cell(r.evidence.join('; '))} |`;
+    return `| \`${r.id}\` | ${firstRelease(r.first)} | ${opened(r.opened)} | ${cell(r.releases)} | \`${r.source}\` | ${cell(r.summary)} | \`${r.threadgroup}\` | ${cell(r.evidence.join('; '))} |`;
   });
   return [
-    '| rule set | from | opened by | releases | computed in | what sets it apart | checked against llama.cpp’s own code |',
-    '|---|---|---|---|---|---|---|',
+    '| rule set | from | opened by | releases | computed in | what sets it apart | [threadgroup memory](#threadgroup-memory) | checked against llama.cpp’s own code |',
+    '|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
