@@ -19,6 +19,11 @@ export interface RecordOptions {
   mmapSize?: number | undefined;
   /** With `doctor`: the deadline of each probe in milliseconds (default 5000). */
   timeoutMs?: number | undefined;
+  /**
+   * With `doctor`: also dispatch threadgroup sizes above what the GPU can prove (doctor's `allowAboveHardware`), so the
+   * snapshot records what a claim above the hardware does there. Default false.
+   */
+  allowAboveHardware?: boolean | undefined;
   /** With `doctor`: called as each of its probes starts. */
   onProgress?: ((event: DoctorProgress) => void) | undefined;
 }
@@ -41,6 +46,7 @@ export async function recordSnapshot(options?: RecordOptions): Promise<Snapshot>
     mmapFile: 'string',
     mmapSize: 'number',
     timeoutMs: 'number',
+    allowAboveHardware: 'boolean',
     onProgress: 'function',
   });
   for (const key of Object.keys(doctorOptions)) {

@@ -7,7 +7,7 @@ import { EXIT, printJson, text, type Command } from './shared.js';
 
 const command: Command = {
   help: () => `Usage: metal-cap-shim snapshot [--label TEXT] [--with-doctor [--mmap-file F | --mmap-size BYTES]
-                                [--timeout-ms N]] > my-machine.json
+                                [--timeout-ms N] [--allow-above-hardware]] > my-machine.json
 
 Records this machine (every device's stock answers and the host facts) as a snapshot on stdout, in the bundled
 snapshots' format (schema metal-cap-shim/snapshot@1), with the provenance "recorded by metal-cap-shim <version> on
@@ -19,6 +19,9 @@ snapshots' format (schema metal-cap-shim/snapshot@1), with the provenance "recor
   --mmap-file F      with --with-doctor: doctor maps your model file (read only) for its NoCopy probe
   --mmap-size BYTES  with --with-doctor: size of doctor's generated file (default 1G)
   --timeout-ms N     with --with-doctor: deadline per probe (default 5000)
+  --allow-above-hardware
+                     with --with-doctor: also dispatch threadgroup sizes above what the GPU can
+                     prove, as doctor --allow-above-hardware does (off by default)
   --json             accepted for symmetry: the output is JSON either way
 Exit code ${EXIT.noMetal} where there is no Metal device to record.`,
   options: {
@@ -28,6 +31,7 @@ Exit code ${EXIT.noMetal} where there is no Metal device to record.`,
     'mmap-file': { type: 'string' },
     'mmap-size': { type: 'string' },
     'timeout-ms': { type: 'string' },
+    'allow-above-hardware': { type: 'boolean' },
   },
   async run({ values }) {
     const label = text(values, 'label');
@@ -35,11 +39,12 @@ Exit code ${EXIT.noMetal} where there is no Metal device to record.`,
     const doctorFlags = {
       ...mmapOptions(values),
       ...(timeout !== undefined ? { timeoutMs: numberFlag('--timeout-ms', timeout) } : {}),
+      ...(values['allow-above-hardware'] === true ? { allowAboveHardware: true } : {}),
     };
     const withDoctor = values['with-doctor'] === true;
     if (!withDoctor && Object.keys(doctorFlags).length > 0) {
       throw new UsageError(
-        '--mmap-file, --mmap-size and --timeout-ms are doctor settings: give them with --with-doctor',
+        '--mmap-file, --mmap-size, --timeout-ms and --allow-above-hardware are doctor settings: give them with --with-doctor',
       );
     }
     // doctor's probes take seconds: a terminal sees which one runs (stdout carries the JSON).

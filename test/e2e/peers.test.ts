@@ -571,12 +571,31 @@ describeSim('snapshot --with-doctor: a recording that doctor --snapshot replays 
     expect(replay.devices[0]!.probes.some((p) => p.status === 'not-recorded')).toBe(false);
   });
 
+  it('--allow-above-hardware reaches doctor: the threadgroup probe records what 64 KiB did, not only the 32 KiB proven', () => {
+    const env = { METAL_CAP_SHIM_SIM_SNAPSHOT: 'github-macos-14-arm64-runner', XDG_CACHE_HOME: dir };
+    const threadgroup = (extra: string[]) => {
+      const r = runCli(['snapshot', '--with-doctor', '--mmap-size', '1M', ...extra], env);
+      expect(r.status, r.stderr).toBe(0);
+      const probe = (
+        JSON.parse(r.stdout) as { devices: { doctor: { probes: Record<string, Record<string, unknown>> } }[] }
+      ).devices[0]!.doctor.probes['threadgroup-memory']!;
+      return [probe.status, probe.provenThreadgroupMemory, probe.acceptedThreadgroupMemory ?? null];
+    };
+    expect([threadgroup([]), threadgroup(['--allow-above-hardware'])]).toEqual([
+      ['pass', 32768, null],
+      ['pass', 32768, 65536],
+    ]);
+  });
+
   it('without --with-doctor no doctor section is recorded, and doctor flags alone are a usage error', () => {
     const env = { METAL_CAP_SHIM_SIM_SNAPSHOT: STOCK };
     const plain = JSON.parse(runCli(['snapshot'], env).stdout) as { devices: Record<string, unknown>[] };
     expect(plain.devices.map((d) => 'doctor' in d)).toEqual([false]);
     expect(runCli(['snapshot', '--mmap-size', '1M'], env).stderr.split('\n')[0]).toBe(
-      'metal-cap-shim: ERR_USAGE: --mmap-file, --mmap-size and --timeout-ms are doctor settings: give them with --with-doctor',
+      'metal-cap-shim: ERR_USAGE: --mmap-file, --mmap-size, --timeout-ms and --allow-above-hardware are doctor settings: give them with --with-doctor',
+    );
+    expect(runCli(['snapshot', '--allow-above-hardware'], env).stderr.split('\n')[0]).toBe(
+      'metal-cap-shim: ERR_USAGE: --mmap-file, --mmap-size, --timeout-ms and --allow-above-hardware are doctor settings: give them with --with-doctor',
     );
   });
 });
