@@ -121,7 +121,12 @@ function nativeCode(
 }
 function refusedCode(
   err: RefusedError,
-): 'ERR_REFUSED_BARE_METAL' | 'ERR_INJECTION_BLOCKED' | 'ERR_HOST_UNKNOWN' | 'ERR_MLX_ARCHITECTURE_REFUSED' {
+):
+  | 'ERR_REFUSED_BARE_METAL'
+  | 'ERR_INJECTION_BLOCKED'
+  | 'ERR_HOST_UNKNOWN'
+  | 'ERR_MLX_ARCHITECTURE_REFUSED'
+  | 'ERR_ABOVE_HARDWARE' {
   // @ts-expect-error a RefusedError never carries a usage code
   if (err.code === 'ERR_USAGE') throw err;
   return err.code;
