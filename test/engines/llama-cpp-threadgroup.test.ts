@@ -191,7 +191,54 @@ describe('threadgroupChanges: stock against patched, by configuration', () => {
       ['MUL_MAT_ID mul_mm_id', null, 32736, 65504],
     ]);
     const off = predictThreadgroup('ggml-metal-m', ctx(32768, { simdgroupMm: false }));
-    expect(threadgroupChanges(patched, off).every((c) => c.patchedBytes === null)).toBe(true);
+    expect(threadgroupChanges(patched, off).map((c) => [c.kernel, c.head, c.stockBytes, c.patchedBytes])).toEqual([
+      ['FLASH_ATTN_EXT half8x8', '64/64', 54272, null],
+      ['FLASH_ATTN_EXT half8x8', '80/80', 54528, null],
+      ['FLASH_ATTN_EXT half8x8', '96/96', 54784, null],
+      ['FLASH_ATTN_EXT half8x8', '112/112', 55040, null],
+      ['FLASH_ATTN_EXT half8x8', '128/128', 55296, null],
+      ['FLASH_ATTN_EXT half8x8', '256/256', 57344, null],
+      ['FLASH_ATTN_EXT vec', '128/128', 12544, null],
+      ['FLASH_ATTN_EXT vec', '256/256', 20992, null],
+      ['MUL_MAT_ID mul_mm_id', null, 65504, null],
+    ]);
     expect(threadgroupChanges(patched, patched)).toEqual([]);
+  });
+});
+
+describe('above the hardware: more than 32768 bytes, and nothing without a claim', () => {
+  it('a request of exactly 32768 bytes fits every Apple GPU; 32769 does not', () => {
+    const config = (bytes: number) => ({
+      kernel: 'K',
+      head: null,
+      kvType: null,
+      batch: '1',
+      kv: null,
+      bytes,
+      reason: 'test',
+    });
+    const t = { reads: 'sizes', claim: 65536, source: 'test', configurations: [config(32768), config(32769)] } as const;
+    expect(aboveHardware({ ...t, configurations: [...t.configurations] }).map((c) => c.bytes)).toEqual([32769]);
+  });
+
+  it('a device that answers no threadgroup memory has no configuration sized from it', () => {
+    const t = predictThreadgroup('ggml-metal-m', { claim: null, simdgroupMm: true, tuningKey: null, release: null });
+    expect([t.reads, t.claim, t.configurations]).toEqual(['sizes', null, []]);
+  });
+
+  it('every tuned row under a 65536 claim: the configurations that then ask for more than any Apple GPU has', () => {
+    const above: Record<string, string[]> = {};
+    for (const [kind, model] of [
+      ['chip', 'vec-fallback-chip'],
+      ['family', 'vec-fallback-family'],
+    ] as const) {
+      for (const key of Object.keys(FA_VEC_WIDE_Q4_ROWS[kind])) {
+        const t = predictThreadgroup(model, { claim: 65536, simdgroupMm: true, tuningKey: key, release: null });
+        above[`${kind} ${key}`] = aboveHardware(t).map(configurationText);
+      }
+    }
+    // test/conformance/threadgroup.test.ts holds the rows to fa_vec_pick compiled from each tarball; this pins what
+    // the prediction makes of them.
+    expect(above).toMatchSnapshot();
   });
 });
